@@ -1,0 +1,184 @@
+//! Connection pools for both backends and the one place that picks between them.
+//!
+//! Most SQL is the same text on both backends (`$1` placeholders, `RETURNING`, `ON CONFLICT`),
+//! and sqlx maps the same Rust types onto each (`DateTime<Utc>` is `timestamptz` on PostgreSQL
+//! and RFC 3339 text on SQLite). So an operation is written once inside `with_pool!`, which
+//! expands its body for each pool type; where the dialects truly differ (locking, bulk load), an
+//! operation matches on the pool itself. Each backend keeps its own migrations.
+
+use std::borrow::Cow;
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{AssertSqlSafe, PgPool, SqlSafeStr, SqlitePool};
+
+use crate::StoreError;
+
+/// Expands `$body` once per backend with `$pool` bound to that backend's pool.
+macro_rules! with_pool {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.pool {
+            $crate::db::Pool::Sqlite($pool) => $body,
+            $crate::db::Pool::Postgres($pool) => $body,
+        }
+    };
+}
+
+#[derive(Clone)]
+pub(crate) enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// Which database engine a store runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// The system of record. Cheap to clone: clones share one connection pool.
+#[derive(Clone)]
+pub struct Store {
+    pub(crate) pool: Pool,
+}
+
+impl std::fmt::Debug for Store {
+    // Connection options hold credentials; show only the backend.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("backend", &self.backend()).finish()
+    }
+}
+
+impl Store {
+    /// Opens (creating if missing) the SQLite database file at `path`, in WAL mode.
+    pub async fn open_sqlite(path: &Path) -> Result<Store, StoreError> {
+        let options = SqliteConnectOptions::new().filename(path);
+        Self::sqlite_with(options).await
+    }
+
+    /// Connects to `url`: `postgres://` or `postgresql://` for PostgreSQL, `sqlite:` for SQLite.
+    pub async fn connect(url: &str, max_connections: u32) -> Result<Store, StoreError> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let options = PgConnectOptions::from_str(url)?;
+            Self::postgres_with(options, max_connections).await
+        } else if url.starts_with("sqlite:") {
+            Self::sqlite_with(SqliteConnectOptions::from_str(url)?).await
+        } else {
+            Err(StoreError::invalid(
+                "DATABASE_URL",
+                "must start with postgres://, postgresql:// or sqlite:",
+            ))
+        }
+    }
+
+    pub(crate) async fn sqlite_with(options: SqliteConnectOptions) -> Result<Store, StoreError> {
+        let options = options
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let pool = SqlitePoolOptions::new().max_connections(8).connect_with(options).await?;
+        Ok(Store { pool: Pool::Sqlite(pool) })
+    }
+
+    pub(crate) async fn postgres_with(
+        options: PgConnectOptions,
+        max_connections: u32,
+    ) -> Result<Store, StoreError> {
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections.max(1))
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await?;
+        Ok(Store { pool: Pool::Postgres(pool) })
+    }
+
+    pub fn backend(&self) -> Backend {
+        match self.pool {
+            Pool::Sqlite(_) => Backend::Sqlite,
+            Pool::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// Applies this backend's pending migrations. Safe to run from several nodes at once: on
+    /// PostgreSQL the migrator holds an advisory lock while it works.
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        match &self.pool {
+            Pool::Sqlite(pool) => migrator(SQLITE_MIGRATIONS).run(pool).await?,
+            Pool::Postgres(pool) => migrator(POSTGRES_MIGRATIONS).run(pool).await?,
+        }
+        Ok(())
+    }
+
+    /// Succeeds when the database answers a trivial query (the readiness probe).
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        with_pool!(self, |pool| sqlx::query("SELECT 1").execute(pool).await.map(|_| ()))?;
+        Ok(())
+    }
+
+    /// Closes every connection; pending operations finish first.
+    pub async fn close(&self) {
+        with_pool!(self, |pool| pool.close().await)
+    }
+}
+
+/// Opens a transaction that will write. SQLite takes the write lock at `BEGIN IMMEDIATE`, so a
+/// read-then-write cannot fail halfway with `SQLITE_BUSY`; PostgreSQL locks rows as it reads
+/// them with `FOR UPDATE` (see `lock`).
+pub(crate) trait WritePool {
+    type Db: sqlx::Database;
+    /// Appended to a `SELECT` that reads rows the transaction will change.
+    const FOR_UPDATE: &'static str;
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, Self::Db>, sqlx::Error>;
+}
+
+impl WritePool for SqlitePool {
+    type Db = sqlx::Sqlite;
+    const FOR_UPDATE: &'static str = "";
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
+        self.begin_with("BEGIN IMMEDIATE").await
+    }
+}
+
+impl WritePool for PgPool {
+    type Db = sqlx::Postgres;
+    const FOR_UPDATE: &'static str = " FOR UPDATE";
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, sqlx::Error> {
+        self.begin().await
+    }
+}
+
+/// `select` with the row-locking clause of `pool`'s backend appended.
+pub(crate) fn lock<P: WritePool>(_pool: &P, select: &str) -> AssertSqlSafe<String> {
+    AssertSqlSafe(format!("{select}{}", P::FOR_UPDATE))
+}
+
+type Embedded = &'static [(i64, &'static str, &'static str)];
+
+const SQLITE_MIGRATIONS: Embedded =
+    &[(1, "foundation", include_str!("../migrations/sqlite/0001_foundation.sql"))];
+
+const POSTGRES_MIGRATIONS: Embedded =
+    &[(1, "foundation", include_str!("../migrations/postgres/0001_foundation.sql"))];
+
+fn migrator(embedded: Embedded) -> Migrator {
+    let migrations = embedded
+        .iter()
+        .map(|(version, name, sql)| {
+            Migration::new(
+                *version,
+                Cow::Borrowed(*name),
+                MigrationType::Simple,
+                sql.into_sql_str(),
+                false,
+            )
+        })
+        .collect();
+    Migrator::with_migrations(migrations)
+}

@@ -1,0 +1,24 @@
+//! The system of record. `Store` is the one interface the rest of the code uses: domain types in
+//! and out, every operation scoped by organisation. It runs on SQLite (the embedded default) or
+//! PostgreSQL (several nodes sharing one database); see `db` for how one body of SQL serves both.
+
+#[macro_use]
+mod db;
+mod error;
+mod ids;
+mod keys;
+mod members;
+mod orgs;
+mod page;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+
+pub use db::{Backend, Store};
+pub use error::StoreError;
+pub use keys::{ApiKey, ApiVersion, IssuedKey, KeyContext, NewKey, Permission};
+pub use members::{
+    Channels, ChannelsPatch, CommunicationPreferences, Member, MemberPatch, MemberStatus,
+    NewMember, PreferencesPatch, CATEGORIES,
+};
+pub use orgs::{Campaign, NewCampaign, Organisation};
+pub use page::{Page, Paged};

@@ -1,0 +1,48 @@
+//! Paging shared by every list: which slice a caller asks for and what comes back.
+
+/// A validated page request: `page` >= 1, `limit` 0..=100 (0 asks only for the count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Page {
+    pub page: u32,
+    pub limit: u32,
+}
+
+impl Page {
+    pub const MAX_LIMIT: u32 = 100;
+    pub const DEFAULT_LIMIT: u32 = 10;
+
+    pub(crate) fn offset(&self) -> i64 {
+        i64::from(self.page.saturating_sub(1)) * i64::from(self.limit)
+    }
+
+    pub(crate) fn limit(&self) -> i64 {
+        i64::from(self.limit)
+    }
+}
+
+impl Default for Page {
+    fn default() -> Self {
+        Page { page: 1, limit: Self::DEFAULT_LIMIT }
+    }
+}
+
+/// One page of records and the number of records in the whole list.
+#[derive(Debug, Clone)]
+pub struct Paged<T> {
+    pub items: Vec<T>,
+    pub total: u64,
+    pub page: Page,
+}
+
+impl<T> Paged<T> {
+    pub fn total_pages(&self) -> u64 {
+        match self.page.limit {
+            0 => 0,
+            limit => self.total.div_ceil(u64::from(limit)),
+        }
+    }
+
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Paged<U> {
+        Paged { items: self.items.into_iter().map(f).collect(), total: self.total, page: self.page }
+    }
+}

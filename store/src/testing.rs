@@ -1,0 +1,91 @@
+//! Fresh, isolated stores for tests, on either backend.
+//!
+//! SQLite: a new database file in a temporary directory. PostgreSQL: a new schema in the database
+//! named by `REWARDS_TEST_POSTGRES_URL`, with every connection's `search_path` set to it, so
+//! tests run in parallel without seeing each other's rows.
+
+use sqlx::Connection;
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::sqlite::SqliteConnectOptions;
+use std::str::FromStr;
+
+use crate::Store;
+use crate::ids::random_token;
+
+/// The variable naming the PostgreSQL server for tests.
+pub const POSTGRES_URL_VAR: &str = "REWARDS_TEST_POSTGRES_URL";
+
+/// A migrated store that lives as long as this value (the SQLite file is removed on drop).
+pub struct TestStore {
+    pub store: Store,
+    _dir: Option<TempDir>,
+}
+
+/// A directory removed when dropped; ten lines instead of another dependency.
+struct TempDir(std::path::PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl TestStore {
+    pub async fn sqlite() -> TestStore {
+        let dir = std::env::temp_dir().join(random_token("rewards-test-", 8));
+        std::fs::create_dir_all(&dir).expect("create a temporary directory");
+        let options = SqliteConnectOptions::new().filename(dir.join("rewards.db"));
+        let store = Store::sqlite_with(options).await.expect("open SQLite");
+        store.migrate().await.expect("migrate SQLite");
+        TestStore { store, _dir: Some(TempDir(dir)) }
+    }
+
+    /// Panics when `REWARDS_TEST_POSTGRES_URL` is unset: a PostgreSQL test that did not run must
+    /// never count as passed.
+    pub async fn postgres() -> TestStore {
+        let url = std::env::var(POSTGRES_URL_VAR).unwrap_or_else(|_| {
+            panic!("set {POSTGRES_URL_VAR} (e.g. postgres://postgres@127.0.0.1:5432/test)")
+        });
+        let schema = random_token("t_", 8);
+        let mut admin = PgConnection::connect(&url).await.expect("connect to PostgreSQL");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+            .execute(&mut admin)
+            .await
+            .expect("create test schema");
+        admin.close().await.ok();
+        let options = PgConnectOptions::from_str(&url)
+            .expect("valid PostgreSQL URL")
+            .options([("search_path", schema.as_str())]);
+        let store = Store::postgres_with(options, 8).await.expect("connect PostgreSQL");
+        store.migrate().await.expect("migrate PostgreSQL");
+        TestStore { store, _dir: None }
+    }
+}
+
+/// Declares a test once per backend: `backend_tests!(name, other_name)` expects
+/// `async fn name(store: Store)` in scope and emits `sqlite::name` and `postgres::name`.
+/// The PostgreSQL copies are ignored unless asked for (`--ignored`), with the reason shown.
+#[macro_export]
+macro_rules! backend_tests {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let db = $crate::testing::TestStore::sqlite().await;
+                    super::$name(db.store.clone()).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[ignore = "needs PostgreSQL: set REWARDS_TEST_POSTGRES_URL and pass --ignored"]
+                async fn $name() {
+                    let db = $crate::testing::TestStore::postgres().await;
+                    super::$name(db.store.clone()).await;
+                }
+            )*
+        }
+    };
+}

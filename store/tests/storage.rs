@@ -1,0 +1,257 @@
+//! The storage story, run against SQLite and PostgreSQL alike (`backend_tests!`).
+
+use serde_json::json;
+use store::{
+    ApiVersion, ChannelsPatch, MemberPatch, MemberStatus, NewCampaign, NewKey, NewMember, Page,
+    Permission, PreferencesPatch, Store, StoreError, backend_tests,
+};
+
+async fn org_with_campaign(store: &Store, name: &str) -> (String, String) {
+    let org = store.create_org(name).await.unwrap();
+    let campaign = store
+        .create_campaign(
+            &org.id,
+            NewCampaign { name: "Main".into(), currency: "pts".into(), ..Default::default() },
+        )
+        .await
+        .unwrap();
+    (org.id, campaign.id)
+}
+
+fn new_member(external_id: &str, user_id: &str) -> NewMember {
+    NewMember {
+        first_name: "Ada".into(),
+        idp: "reference".into(),
+        user_id: user_id.into(),
+        external_id: external_id.into(),
+        ..Default::default()
+    }
+}
+
+async fn campaigns_belong_to_their_organisation(store: Store) {
+    let (org, campaign) = org_with_campaign(&store, "Acme").await;
+    let found = store.get_campaign(&org, &campaign).await.unwrap();
+    assert_eq!(found.currency, "PTS", "currency codes are kept in upper case");
+    let (other, _) = org_with_campaign(&store, "Other").await;
+    assert!(matches!(
+        store.get_campaign(&other, &campaign).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    let bad = NewCampaign { name: "X".into(), currency: "€".into(), ..Default::default() };
+    assert!(matches!(
+        store.create_campaign(&org, bad).await,
+        Err(StoreError::Invalid { field: "currency", .. })
+    ));
+    assert!(matches!(
+        store.create_campaign("no-such-org", NewCampaign {
+            name: "X".into(),
+            currency: "EUR".into(),
+            ..Default::default()
+        })
+        .await,
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
+async fn keys_authenticate_until_revoked(store: Store) {
+    let (org, campaign) = org_with_campaign(&store, "Acme").await;
+    let issued = store
+        .issue_key(&org, NewKey {
+            campaign_id: campaign.clone(),
+            permissions: vec![Permission::VectorSearch],
+            version: Some(ApiVersion::V1_6_2),
+        })
+        .await
+        .unwrap();
+    let key = &issued.key.api_key;
+    let caller = store.authenticate(key, &issued.secret).await.unwrap().expect("valid key");
+    assert_eq!(caller.key.org_id, org);
+    assert_eq!(caller.campaign.id, campaign);
+    assert_eq!(caller.campaign.currency, "PTS");
+    assert!(caller.key.allows(Permission::VectorSearch));
+    assert_eq!(caller.key.version, Some(ApiVersion::V1_6_2));
+    assert!(!caller.key.obfuscated().contains(&key[7..key.len() - 4]));
+
+    assert!(store.authenticate(key, "rs_wrong").await.unwrap().is_none());
+    assert!(store.authenticate("rk_unknown", &issued.secret).await.unwrap().is_none());
+
+    let listed = store.list_keys(&org).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    let revoked = store.revoke_key(&issued.key.id).await.unwrap();
+    assert!(revoked.revoked_at.is_some());
+    assert!(store.authenticate(key, &issued.secret).await.unwrap().is_none());
+    let again = store.revoke_key(&issued.key.id).await.unwrap();
+    assert_eq!(again.revoked_at, revoked.revoked_at, "revoking twice keeps the first time");
+
+    let foreign = store
+        .issue_key("no-such-org", NewKey { campaign_id: campaign, ..Default::default() })
+        .await;
+    assert!(matches!(foreign, Err(StoreError::NotFound { .. })));
+}
+
+async fn members_round_trip(store: Store) {
+    let (org, _) = org_with_campaign(&store, "Acme").await;
+    let mut new = new_member("card-1", "u-1");
+    new.meta = Some(json!({"tier": {"name": "gold"}, "vip": true}));
+    new.communication_preferences.marketing.email = true;
+    let created = store.create_member(&org, new).await.unwrap();
+
+    let found = store.get_member(&org, &created.id).await.unwrap();
+    assert_eq!(found, created);
+    assert_eq!(found.meta, Some(json!({"tier": {"name": "gold"}, "vip": true})));
+    assert!(found.communication_preferences.marketing.email);
+    assert!(!found.communication_preferences.marketing.sms);
+    let by_idp = store.find_member_by_idp(&org, "reference", "u-1").await.unwrap();
+    assert_eq!(by_idp.id, created.id);
+    assert!(matches!(
+        store.find_member_by_idp(&org, "google", "u-1").await,
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
+async fn members_page_in_creation_order(store: Store) {
+    let (org, _) = org_with_campaign(&store, "Acme").await;
+    let mut ids = Vec::new();
+    for i in 0..25 {
+        let m = store.create_member(&org, new_member(&format!("c{i}"), &format!("u{i}"))).await;
+        ids.push(m.unwrap().id);
+    }
+    let second = store.list_members(&org, Page { page: 2, limit: 10 }).await.unwrap();
+    assert_eq!(second.total, 25);
+    assert_eq!(second.total_pages(), 3);
+    let got: Vec<_> = second.items.iter().map(|m| m.id.clone()).collect();
+    assert_eq!(got, ids[10..20]);
+    let count_only = store.list_members(&org, Page { page: 1, limit: 0 }).await.unwrap();
+    assert!(count_only.items.is_empty());
+    assert_eq!(count_only.total, 25);
+    let beyond = store.list_members(&org, Page { page: 9, limit: 10 }).await.unwrap();
+    assert!(beyond.items.is_empty());
+}
+
+async fn member_identifiers_are_unique_per_organisation(store: Store) {
+    let (org, _) = org_with_campaign(&store, "Acme").await;
+    let (other, _) = org_with_campaign(&store, "Other").await;
+    store.create_member(&org, new_member("card-1", "u-1")).await.unwrap();
+    let same_external = store.create_member(&org, new_member("card-1", "u-2")).await;
+    assert!(matches!(same_external, Err(StoreError::Conflict { field: "externalId" })));
+    let same_user = store.create_member(&org, new_member("card-2", "u-1")).await;
+    assert!(matches!(same_user, Err(StoreError::Conflict { field: "userId" })));
+    // The same identifiers in another organisation are someone else entirely.
+    store.create_member(&other, new_member("card-1", "u-1")).await.unwrap();
+}
+
+async fn member_updates_merge_and_check_uniqueness(store: Store) {
+    let (org, _) = org_with_campaign(&store, "Acme").await;
+    let mut new = new_member("card-1", "u-1");
+    new.last_name = Some("Lovelace".into());
+    new.communication_preferences.general.sms = true;
+    let member = store.create_member(&org, new).await.unwrap();
+    store.create_member(&org, new_member("card-2", "u-2")).await.unwrap();
+
+    let patch = MemberPatch {
+        email: Some(Some("ada@example.com".into())),
+        last_name: Some(None),
+        status: Some(MemberStatus::Inactive),
+        communication_preferences: Some(PreferencesPatch(vec![(
+            "general",
+            ChannelsPatch { email: Some(true), sms: None },
+        )])),
+        ..Default::default()
+    };
+    let updated = store.update_member(&org, &member.id, patch).await.unwrap();
+    assert_eq!(updated.email.as_deref(), Some("ada@example.com"));
+    assert_eq!(updated.last_name, None, "Some(None) clears a field");
+    assert_eq!(updated.first_name, "Ada", "fields not in the patch stay");
+    assert_eq!(updated.status, MemberStatus::Inactive);
+    assert!(updated.communication_preferences.general.email);
+    assert!(updated.communication_preferences.general.sms, "channels not in the patch stay");
+    assert_eq!(store.get_member(&org, &member.id).await.unwrap(), updated);
+
+    let clash = MemberPatch { external_id: Some("card-2".into()), ..Default::default() };
+    let result = store.update_member(&org, &member.id, clash).await;
+    assert!(matches!(result, Err(StoreError::Conflict { field: "externalId" })));
+    assert_eq!(store.get_member(&org, &member.id).await.unwrap().external_id, "card-1");
+}
+
+async fn concurrent_preference_updates_are_all_kept(store: Store) {
+    let (org, _) = org_with_campaign(&store, "Acme").await;
+    let member = store.create_member(&org, new_member("card-1", "u-1")).await.unwrap();
+    let mut tasks = Vec::new();
+    for category in store::CATEGORIES {
+        for (email, sms) in [(Some(true), None), (None, Some(true))] {
+            let (store, org, id) = (store.clone(), org.clone(), member.id.clone());
+            tasks.push(tokio::spawn(async move {
+                let patch = MemberPatch {
+                    communication_preferences: Some(PreferencesPatch(vec![(
+                        category,
+                        ChannelsPatch { email, sms },
+                    )])),
+                    ..Default::default()
+                };
+                store.update_member(&org, &id, patch).await.unwrap();
+            }));
+        }
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let member = store.get_member(&org, &member.id).await.unwrap();
+    for (category, channels) in member.communication_preferences.categories() {
+        assert!(channels.email && channels.sms, "{category} lost an update: {channels:?}");
+    }
+}
+
+async fn deleted_members_are_erased_and_free_their_identifiers(store: Store) {
+    let (org, _) = org_with_campaign(&store, "Acme").await;
+    let mut new = new_member("card-1", "u-1");
+    new.email = Some("ada@example.com".into());
+    let member = store.create_member(&org, new).await.unwrap();
+    let deleted = store.delete_member(&org, &member.id).await.unwrap();
+    assert_eq!(deleted.email.as_deref(), Some("ada@example.com"), "returns the member as it was");
+
+    assert!(matches!(store.get_member(&org, &member.id).await, Err(StoreError::NotFound { .. })));
+    assert!(matches!(
+        store.delete_member(&org, &member.id).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.update_member(&org, &member.id, MemberPatch::default()).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert_eq!(store.list_members(&org, Page::default()).await.unwrap().total, 0);
+    // Its identifiers are erased, so a new member may take them.
+    store.create_member(&org, new_member("card-1", "u-1")).await.unwrap();
+}
+
+async fn organisations_do_not_see_each_other(store: Store) {
+    let (a, _) = org_with_campaign(&store, "A").await;
+    let (b, _) = org_with_campaign(&store, "B").await;
+    let member = store.create_member(&a, new_member("card-1", "u-1")).await.unwrap();
+    assert!(matches!(store.get_member(&b, &member.id).await, Err(StoreError::NotFound { .. })));
+    assert!(matches!(
+        store.update_member(&b, &member.id, MemberPatch::default()).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(store.delete_member(&b, &member.id).await, Err(StoreError::NotFound { .. })));
+    assert!(store.find_member_by_idp(&b, "reference", "u-1").await.is_err());
+    assert_eq!(store.list_members(&b, Page::default()).await.unwrap().total, 0);
+    assert!(store.get_member(&a, &member.id).await.is_ok());
+}
+
+async fn migrations_run_twice_without_harm(store: Store) {
+    store.migrate().await.unwrap();
+    store.ping().await.unwrap();
+}
+
+backend_tests!(
+    campaigns_belong_to_their_organisation,
+    keys_authenticate_until_revoked,
+    members_round_trip,
+    members_page_in_creation_order,
+    member_identifiers_are_unique_per_organisation,
+    member_updates_merge_and_check_uniqueness,
+    concurrent_preference_updates_are_all_kept,
+    deleted_members_are_erased_and_free_their_identifiers,
+    organisations_do_not_see_each_other,
+    migrations_run_twice_without_harm,
+);
