@@ -1,1 +1,69 @@
-fn main() {}
+//! `rewards`: the service (`serve`) and the operator's commands, on one configuration.
+
+mod cli;
+mod commands;
+mod config;
+mod serve;
+
+use anyhow::Context;
+use clap::Parser;
+use store::Store;
+
+use crate::cli::{Cli, Command};
+use crate::config::Config;
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let config = Config::load(cli.config.as_deref())?;
+    if let Command::Serve = cli.command {
+        serve::init_logging(config.log_format);
+    }
+    let store = open_store(&config).await?;
+    match cli.command {
+        Command::Serve => serve::serve(&config, store).await,
+        Command::Migrate => {
+            println!("migrations applied ({:?})", store.backend());
+            Ok(())
+        }
+        Command::Org(command) => commands::org(&store, command, cli.json).await,
+        Command::Campaign(command) => commands::campaign(&store, command, cli.json).await,
+        Command::Key(command) => commands::key(&store, command, cli.json).await,
+    }
+}
+
+/// Opens the configured database and brings its schema up to date.
+async fn open_store(config: &Config) -> anyhow::Result<Store> {
+    let store = match &config.database_url {
+        Some(url) => Store::connect(url.expose(), config.db_max_connections)
+            .await
+            .with_context(|| format!("connecting to {url}"))?,
+        None => {
+            std::fs::create_dir_all(&config.data_dir).with_context(|| {
+                format!(
+                    "creating data directory {} (REWARDS_DATA_DIR)",
+                    config.data_dir.display()
+                )
+            })?;
+            let path = config.data_dir.join("rewards.db");
+            Store::open_sqlite(&path)
+                .await
+                .with_context(|| format!("opening {}", path.display()))?
+        }
+    };
+    store
+        .migrate()
+        .await
+        .context("applying database migrations")?;
+    Ok(store)
+}

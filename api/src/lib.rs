@@ -1,1 +1,66 @@
-//! placeholder
+//! The HTTP API: one router per resource, each behind the same authentication, versioning,
+//! error and paging conventions, plus health, metrics and the OpenAPI description.
+
+mod api_key;
+mod auth;
+mod docs;
+mod error;
+mod json;
+mod members;
+mod ops;
+mod paging;
+mod state;
+
+use std::future::Future;
+
+use axum::Router;
+use axum::middleware::{from_fn, from_fn_with_state};
+use axum::routing::get;
+use tokio::net::TcpListener;
+use tower_http::catch_panic::CatchPanicLayer;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_swagger_ui::SwaggerUi;
+
+pub use error::{ApiError, FieldError, Problem};
+pub use state::AppState;
+
+/// The whole application: `/v1` and `/api` behind authentication, and the open operational
+/// routes (`/healthz`, `/readyz`, `/metrics`, `/openapi.json`, `/docs`).
+pub fn app(state: AppState) -> Router {
+    let (authenticated, mut openapi) = OpenApiRouter::with_openapi(docs::base())
+        .merge(api_key::router())
+        .merge(members::router())
+        .layer(from_fn_with_state(state.clone(), auth::authenticate))
+        .split_for_parts();
+    docs::add_shared_parts(&mut openapi);
+
+    let routes = Router::new()
+        .merge(authenticated)
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
+        .fallback(ops::not_found)
+        .method_not_allowed_fallback(ops::method_not_allowed)
+        .layer(from_fn(ops::record_metrics))
+        .layer(CatchPanicLayer::custom(|_| {
+            axum::response::IntoResponse::into_response(ApiError::Internal(
+                "handler panicked".into(),
+            ))
+        }))
+        .with_state(state)
+        .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi));
+    ops::with_request_logs(routes)
+}
+
+/// Serves `app(state)` on `listener` until `shutdown` completes, then lets requests in flight
+/// finish before returning.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    ops::spawn_metrics_upkeep(state.metrics.clone());
+    axum::serve(listener, app(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}

@@ -50,7 +50,9 @@ pub struct Store {
 impl std::fmt::Debug for Store {
     // Connection options hold credentials; show only the backend.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("backend", &self.backend()).finish()
+        f.debug_struct("Store")
+            .field("backend", &self.backend())
+            .finish()
     }
 }
 
@@ -83,8 +85,13 @@ impl Store {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
-        let pool = SqlitePoolOptions::new().max_connections(8).connect_with(options).await?;
-        Ok(Store { pool: Pool::Sqlite(pool) })
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await?;
+        Ok(Store {
+            pool: Pool::Sqlite(pool),
+        })
     }
 
     pub(crate) async fn postgres_with(
@@ -96,7 +103,9 @@ impl Store {
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)
             .await?;
-        Ok(Store { pool: Pool::Postgres(pool) })
+        Ok(Store {
+            pool: Pool::Postgres(pool),
+        })
     }
 
     pub fn backend(&self) -> Backend {
@@ -118,7 +127,10 @@ impl Store {
 
     /// Succeeds when the database answers a trivial query (the readiness probe).
     pub async fn ping(&self) -> Result<(), StoreError> {
-        with_pool!(self, |pool| sqlx::query("SELECT 1").execute(pool).await.map(|_| ()))?;
+        with_pool!(self, |pool| sqlx::query("SELECT 1")
+            .execute(pool)
+            .await
+            .map(|_| ()))?;
         Ok(())
     }
 
@@ -161,11 +173,17 @@ pub(crate) fn lock<P: WritePool>(_pool: &P, select: &str) -> AssertSqlSafe<Strin
 
 type Embedded = &'static [(i64, &'static str, &'static str)];
 
-const SQLITE_MIGRATIONS: Embedded =
-    &[(1, "foundation", include_str!("../migrations/sqlite/0001_foundation.sql"))];
+const SQLITE_MIGRATIONS: Embedded = &[(
+    1,
+    "foundation",
+    include_str!("../migrations/sqlite/0001_foundation.sql"),
+)];
 
-const POSTGRES_MIGRATIONS: Embedded =
-    &[(1, "foundation", include_str!("../migrations/postgres/0001_foundation.sql"))];
+const POSTGRES_MIGRATIONS: Embedded = &[(
+    1,
+    "foundation",
+    include_str!("../migrations/postgres/0001_foundation.sql"),
+)];
 
 fn migrator(embedded: Embedded) -> Migrator {
     let migrations = embedded

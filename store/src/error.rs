@@ -6,7 +6,10 @@
 pub enum StoreError {
     /// A value the store refuses (an unknown campaign for a key, a malformed currency...).
     #[error("{field}: {message}")]
-    Invalid { field: &'static str, message: String },
+    Invalid {
+        field: &'static str,
+        message: String,
+    },
     /// A uniqueness rule: another live record already holds this value in the organisation.
     #[error("{field} is already in use")]
     Conflict { field: &'static str },
@@ -21,7 +24,10 @@ pub enum StoreError {
 
 impl StoreError {
     pub(crate) fn invalid(field: &'static str, message: impl Into<String>) -> Self {
-        StoreError::Invalid { field, message: message.into() }
+        StoreError::Invalid {
+            field,
+            message: message.into(),
+        }
     }
 }
 

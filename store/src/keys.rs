@@ -35,10 +35,14 @@ impl Permission {
 impl FromStr for Permission {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Permission::ALL.iter().copied().find(|p| p.as_str() == s).ok_or_else(|| {
-            let known: Vec<_> = Permission::ALL.iter().map(|p| p.as_str()).collect();
-            format!("unknown permission `{s}`; known: {}", known.join(", "))
-        })
+        Permission::ALL
+            .iter()
+            .copied()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| {
+                let known: Vec<_> = Permission::ALL.iter().map(|p| p.as_str()).collect();
+                format!("unknown permission `{s}`; known: {}", known.join(", "))
+            })
     }
 }
 
@@ -94,6 +98,8 @@ pub struct ApiKey {
     pub permissions: Vec<Permission>,
     /// The version a request gets when it sends no `x-api-version`.
     pub version: Option<ApiVersion>,
+    /// A read-only key may only read (GET); anything else is 403. For dashboards and reports.
+    pub read_only: bool,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
 }
@@ -118,6 +124,7 @@ pub struct NewKey {
     pub campaign_id: String,
     pub permissions: Vec<Permission>,
     pub version: Option<ApiVersion>,
+    pub read_only: bool,
 }
 
 /// A freshly issued key with its secret: the only time the secret exists outside the caller.
@@ -128,7 +135,10 @@ pub struct IssuedKey {
 
 impl fmt::Debug for IssuedKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("IssuedKey").field("key", &self.key).field("secret", &"<redacted>").finish()
+        f.debug_struct("IssuedKey")
+            .field("key", &self.key)
+            .field("secret", &"<redacted>")
+            .finish()
     }
 }
 
@@ -141,8 +151,8 @@ pub struct KeyContext {
 
 macro_rules! key_columns {
     () => {
-        "k.id, k.org_id, k.campaign_id, k.api_key, k.permissions, k.version, k.created_at, \
-         k.revoked_at"
+        "k.id, k.org_id, k.campaign_id, k.api_key, k.permissions, k.version, k.read_only, \
+         k.created_at, k.revoked_at"
     };
 }
 
@@ -153,20 +163,27 @@ type KeyRow = (
     String,
     Json<Vec<String>>,
     Option<String>,
+    bool,
     DateTime<Utc>,
     Option<DateTime<Utc>>,
 );
 
 fn key_from_row(row: KeyRow) -> ApiKey {
-    let (id, org_id, campaign_id, api_key, permissions, version, created_at, revoked_at) = row;
+    let (id, org_id, campaign_id, api_key, permissions, version, read_only, created_at, revoked_at) =
+        row;
     ApiKey {
         id,
         org_id,
         campaign_id,
         api_key,
         // A permission this build does not know (granted by a newer one) is simply not held.
-        permissions: permissions.0.iter().filter_map(|p| p.parse().ok()).collect(),
+        permissions: permissions
+            .0
+            .iter()
+            .filter_map(|p| p.parse().ok())
+            .collect(),
         version: version.and_then(|v| v.parse().ok()),
+        read_only,
         created_at,
         revoked_at,
     }
@@ -186,6 +203,7 @@ impl Store {
             api_key: random_token("rk_", 16),
             permissions,
             version: new.version,
+            read_only: new.read_only,
             created_at: now(),
             revoked_at: None,
         };
@@ -194,8 +212,8 @@ impl Store {
         with_pool!(self, |pool| {
             sqlx::query(
                 "INSERT INTO api_keys \
-                 (id, org_id, campaign_id, api_key, secret_hash, permissions, version, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                 (id, org_id, campaign_id, api_key, secret_hash, permissions, version, read_only, \
+                 created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
             )
             .bind(&key.id)
             .bind(&key.org_id)
@@ -204,6 +222,7 @@ impl Store {
             .bind(sha256(&secret).to_vec())
             .bind(Json(&names))
             .bind(key.version.map(|v| v.as_str()))
+            .bind(key.read_only)
             .bind(key.created_at)
             .execute(pool)
             .await
@@ -213,10 +232,15 @@ impl Store {
     }
 
     pub async fn list_keys(&self, org_id: &str) -> Result<Vec<ApiKey>, StoreError> {
-        const SQL: &str =
-            concat!("SELECT ", key_columns!(), " FROM api_keys k WHERE k.org_id = $1 ORDER BY k.id");
-        let rows: Vec<KeyRow> =
-            with_pool!(self, |pool| sqlx::query_as(SQL).bind(org_id).fetch_all(pool).await)?;
+        const SQL: &str = concat!(
+            "SELECT ",
+            key_columns!(),
+            " FROM api_keys k WHERE k.org_id = $1 ORDER BY k.id"
+        );
+        let rows: Vec<KeyRow> = with_pool!(self, |pool| sqlx::query_as(SQL)
+            .bind(org_id)
+            .fetch_all(pool)
+            .await)?;
         Ok(rows.into_iter().map(key_from_row).collect())
     }
 
@@ -225,13 +249,25 @@ impl Store {
     pub async fn revoke_key(&self, key_id: &str) -> Result<ApiKey, StoreError> {
         const REVOKE: &str =
             "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1";
-        const SELECT: &str = concat!("SELECT ", key_columns!(), " FROM api_keys k WHERE k.id = $1");
+        const SELECT: &str = concat!(
+            "SELECT ",
+            key_columns!(),
+            " FROM api_keys k WHERE k.id = $1"
+        );
         let row: Option<KeyRow> = with_pool!(self, |pool| async {
-            sqlx::query(REVOKE).bind(key_id).bind(now()).execute(pool).await?;
-            sqlx::query_as(SELECT).bind(key_id).fetch_optional(pool).await
+            sqlx::query(REVOKE)
+                .bind(key_id)
+                .bind(now())
+                .execute(pool)
+                .await?;
+            sqlx::query_as(SELECT)
+                .bind(key_id)
+                .fetch_optional(pool)
+                .await
         }
         .await)?;
-        row.map(key_from_row).ok_or(StoreError::NotFound { what: "API key" })
+        row.map(key_from_row)
+            .ok_or(StoreError::NotFound { what: "API key" })
     }
 
     /// The caller behind `api_key` if `secret` is its secret and the key is not revoked.
@@ -254,6 +290,7 @@ impl Store {
             String,
             Json<Vec<String>>,
             Option<String>,
+            bool,
             DateTime<Utc>,
             Option<DateTime<Utc>>,
             Vec<u8>,
@@ -264,21 +301,23 @@ impl Store {
             DateTime<Utc>,
         );
         let presented = sha256(secret);
-        let row: Option<Row> =
-            with_pool!(self, |pool| sqlx::query_as(SQL).bind(api_key).fetch_optional(pool).await)?;
+        let row: Option<Row> = with_pool!(self, |pool| sqlx::query_as(SQL)
+            .bind(api_key)
+            .fetch_optional(pool)
+            .await)?;
         let Some(r) = row else { return Ok(None) };
-        if !constant_time_eq(&presented, &r.8) || r.7.is_some() {
+        if !constant_time_eq(&presented, &r.9) || r.8.is_some() {
             return Ok(None);
         }
-        let key = key_from_row((r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7));
+        let key = key_from_row((r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8));
         let campaign = Campaign {
             id: key.campaign_id.clone(),
             org_id: key.org_id.clone(),
-            name: r.9,
-            currency: r.10,
-            logo: r.11,
-            favicon: r.12,
-            created_at: r.13,
+            name: r.10,
+            currency: r.11,
+            logo: r.12,
+            favicon: r.13,
+            created_at: r.14,
         };
         Ok(Some(KeyContext { key, campaign }))
     }

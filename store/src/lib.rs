@@ -17,8 +17,8 @@ pub use db::{Backend, Store};
 pub use error::StoreError;
 pub use keys::{ApiKey, ApiVersion, IssuedKey, KeyContext, NewKey, Permission};
 pub use members::{
-    Channels, ChannelsPatch, CommunicationPreferences, Member, MemberPatch, MemberStatus,
-    NewMember, PreferencesPatch, CATEGORIES,
+    CATEGORIES, Channels, ChannelsPatch, CommunicationPreferences, Member, MemberPatch,
+    MemberStatus, NewMember, PreferencesPatch,
 };
 pub use orgs::{Campaign, NewCampaign, Organisation};
 pub use page::{Page, Paged};

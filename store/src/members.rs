@@ -210,8 +210,21 @@ type MemberRow = (
 );
 
 fn member_from_row(row: MemberRow) -> Member {
-    let (id, first, last, email, phone, status, idp, user_id, external_id, meta, prefs, created, updated) =
-        row;
+    let (
+        id,
+        first,
+        last,
+        email,
+        phone,
+        status,
+        idp,
+        user_id,
+        external_id,
+        meta,
+        prefs,
+        created,
+        updated,
+    ) = row;
     Member {
         id,
         first_name: first.unwrap_or_default(),
@@ -281,7 +294,11 @@ impl Store {
     }
 
     /// The organisation's live members in creation order.
-    pub async fn list_members(&self, org_id: &str, page: Page) -> Result<Paged<Member>, StoreError> {
+    pub async fn list_members(
+        &self,
+        org_id: &str,
+        page: Page,
+    ) -> Result<Paged<Member>, StoreError> {
         const COUNT: &str = "SELECT COUNT(*) FROM members WHERE org_id = $1 AND deleted_at IS NULL";
         const LIST: &str = concat!(
             "SELECT ",
@@ -312,9 +329,14 @@ impl Store {
 
     pub async fn get_member(&self, org_id: &str, id: &str) -> Result<Member, StoreError> {
         let row: Option<MemberRow> = with_pool!(self, |pool| {
-            sqlx::query_as(SELECT_LIVE).bind(org_id).bind(id).fetch_optional(pool).await
+            sqlx::query_as(SELECT_LIVE)
+                .bind(org_id)
+                .bind(id)
+                .fetch_optional(pool)
+                .await
         })?;
-        row.map(member_from_row).ok_or(StoreError::NotFound { what: "member" })
+        row.map(member_from_row)
+            .ok_or(StoreError::NotFound { what: "member" })
     }
 
     /// The live member linked to `user_id` at identity provider `idp`.
@@ -330,9 +352,15 @@ impl Store {
             " FROM members WHERE org_id = $1 AND idp = $2 AND user_id = $3 AND deleted_at IS NULL"
         );
         let row: Option<MemberRow> = with_pool!(self, |pool| {
-            sqlx::query_as(SQL).bind(org_id).bind(idp).bind(user_id).fetch_optional(pool).await
+            sqlx::query_as(SQL)
+                .bind(org_id)
+                .bind(idp)
+                .bind(user_id)
+                .fetch_optional(pool)
+                .await
         })?;
-        row.map(member_from_row).ok_or(StoreError::NotFound { what: "member" })
+        row.map(member_from_row)
+            .ok_or(StoreError::NotFound { what: "member" })
     }
 
     /// Applies `patch` to a live member atomically (concurrent updates do not lose each other's
@@ -394,7 +422,12 @@ impl Store {
                 .fetch_optional(&mut *tx)
                 .await?;
             let member = member_from_row(row.ok_or(StoreError::NotFound { what: "member" })?);
-            sqlx::query(ERASE).bind(org_id).bind(id).bind(now()).execute(&mut *tx).await?;
+            sqlx::query(ERASE)
+                .bind(org_id)
+                .bind(id)
+                .bind(now())
+                .execute(&mut *tx)
+                .await?;
             tx.commit().await?;
             Ok(member)
         }

@@ -33,7 +33,15 @@ pub struct NewCampaign {
     pub favicon: Option<String>,
 }
 
-type CampaignRow = (String, String, String, String, Option<String>, Option<String>, DateTime<Utc>);
+type CampaignRow = (
+    String,
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    DateTime<Utc>,
+);
 
 macro_rules! campaign_columns {
     () => {
@@ -43,7 +51,15 @@ macro_rules! campaign_columns {
 
 fn campaign_from_row(row: CampaignRow) -> Campaign {
     let (id, org_id, name, currency, logo, favicon, created_at) = row;
-    Campaign { id, org_id, name, currency, logo, favicon, created_at }
+    Campaign {
+        id,
+        org_id,
+        name,
+        currency,
+        logo,
+        favicon,
+        created_at,
+    }
 }
 
 impl NewCampaign {
@@ -56,7 +72,10 @@ impl NewCampaign {
         }
         self.currency = self.currency.trim().to_ascii_uppercase();
         let valid = (2..=16).contains(&self.currency.len())
-            && self.currency.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            && self
+                .currency
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !valid {
             return Err(StoreError::invalid(
                 "currency",
@@ -67,7 +86,10 @@ impl NewCampaign {
             if let Some(url) = url
                 && !(url.starts_with("https://") || url.starts_with("http://"))
             {
-                return Err(StoreError::invalid(field, "must be an http:// or https:// URL"));
+                return Err(StoreError::invalid(
+                    field,
+                    "must be an http:// or https:// URL",
+                ));
             }
         }
         Ok(self)
@@ -80,7 +102,11 @@ impl Store {
         if name.is_empty() {
             return Err(StoreError::invalid("name", "must not be empty"));
         }
-        let org = Organisation { id: new_id(), name: name.to_string(), created_at: now() };
+        let org = Organisation {
+            id: new_id(),
+            name: name.to_string(),
+            created_at: now(),
+        };
         with_pool!(self, |pool| {
             sqlx::query("INSERT INTO organisations (id, name, created_at) VALUES ($1, $2, $3)")
                 .bind(&org.id)
@@ -100,8 +126,14 @@ impl Store {
                 .fetch_optional(pool)
                 .await
         })?;
-        let (id, name, created_at) = row.ok_or(StoreError::NotFound { what: "organisation" })?;
-        Ok(Organisation { id, name, created_at })
+        let (id, name, created_at) = row.ok_or(StoreError::NotFound {
+            what: "organisation",
+        })?;
+        Ok(Organisation {
+            id,
+            name,
+            created_at,
+        })
     }
 
     pub async fn list_orgs(&self) -> Result<Vec<Organisation>, StoreError> {
@@ -110,7 +142,14 @@ impl Store {
                 .fetch_all(pool)
                 .await
         })?;
-        Ok(rows.into_iter().map(|(id, name, created_at)| Organisation { id, name, created_at }).collect())
+        Ok(rows
+            .into_iter()
+            .map(|(id, name, created_at)| Organisation {
+                id,
+                name,
+                created_at,
+            })
+            .collect())
     }
 
     pub async fn create_campaign(
@@ -150,19 +189,32 @@ impl Store {
 
     /// The campaign `id` of organisation `org_id`; another organisation's campaign is `NotFound`.
     pub async fn get_campaign(&self, org_id: &str, id: &str) -> Result<Campaign, StoreError> {
-        const SQL: &str =
-            concat!("SELECT ", campaign_columns!(), " FROM campaigns WHERE org_id = $1 AND id = $2");
+        const SQL: &str = concat!(
+            "SELECT ",
+            campaign_columns!(),
+            " FROM campaigns WHERE org_id = $1 AND id = $2"
+        );
         let row: Option<CampaignRow> = with_pool!(self, |pool| {
-            sqlx::query_as(SQL).bind(org_id).bind(id).fetch_optional(pool).await
+            sqlx::query_as(SQL)
+                .bind(org_id)
+                .bind(id)
+                .fetch_optional(pool)
+                .await
         })?;
-        row.map(campaign_from_row).ok_or(StoreError::NotFound { what: "campaign" })
+        row.map(campaign_from_row)
+            .ok_or(StoreError::NotFound { what: "campaign" })
     }
 
     pub async fn list_campaigns(&self, org_id: &str) -> Result<Vec<Campaign>, StoreError> {
-        const SQL: &str =
-            concat!("SELECT ", campaign_columns!(), " FROM campaigns WHERE org_id = $1 ORDER BY id");
-        let rows: Vec<CampaignRow> =
-            with_pool!(self, |pool| sqlx::query_as(SQL).bind(org_id).fetch_all(pool).await)?;
+        const SQL: &str = concat!(
+            "SELECT ",
+            campaign_columns!(),
+            " FROM campaigns WHERE org_id = $1 ORDER BY id"
+        );
+        let rows: Vec<CampaignRow> = with_pool!(self, |pool| sqlx::query_as(SQL)
+            .bind(org_id)
+            .fetch_all(pool)
+            .await)?;
         Ok(rows.into_iter().map(campaign_from_row).collect())
     }
 }

@@ -22,7 +22,10 @@ impl Page {
 
 impl Default for Page {
     fn default() -> Self {
-        Page { page: 1, limit: Self::DEFAULT_LIMIT }
+        Page {
+            page: 1,
+            limit: Self::DEFAULT_LIMIT,
+        }
     }
 }
 
@@ -40,9 +43,5 @@ impl<T> Paged<T> {
             0 => 0,
             limit => self.total.div_ceil(u64::from(limit)),
         }
-    }
-
-    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Paged<U> {
-        Paged { items: self.items.into_iter().map(f).collect(), total: self.total, page: self.page }
     }
 }

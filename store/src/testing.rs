@@ -37,7 +37,10 @@ impl TestStore {
         let options = SqliteConnectOptions::new().filename(dir.join("rewards.db"));
         let store = Store::sqlite_with(options).await.expect("open SQLite");
         store.migrate().await.expect("migrate SQLite");
-        TestStore { store, _dir: Some(TempDir(dir)) }
+        TestStore {
+            store,
+            _dir: Some(TempDir(dir)),
+        }
     }
 
     /// Panics when `REWARDS_TEST_POSTGRES_URL` is unset: a PostgreSQL test that did not run must
@@ -47,7 +50,9 @@ impl TestStore {
             panic!("set {POSTGRES_URL_VAR} (e.g. postgres://postgres@127.0.0.1:5432/test)")
         });
         let schema = random_token("t_", 8);
-        let mut admin = PgConnection::connect(&url).await.expect("connect to PostgreSQL");
+        let mut admin = PgConnection::connect(&url)
+            .await
+            .expect("connect to PostgreSQL");
         sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
             .execute(&mut admin)
             .await
@@ -56,7 +61,9 @@ impl TestStore {
         let options = PgConnectOptions::from_str(&url)
             .expect("valid PostgreSQL URL")
             .options([("search_path", schema.as_str())]);
-        let store = Store::postgres_with(options, 8).await.expect("connect PostgreSQL");
+        let store = Store::postgres_with(options, 8)
+            .await
+            .expect("connect PostgreSQL");
         store.migrate().await.expect("migrate PostgreSQL");
         TestStore { store, _dir: None }
     }

@@ -11,7 +11,11 @@ async fn org_with_campaign(store: &Store, name: &str) -> (String, String) {
     let campaign = store
         .create_campaign(
             &org.id,
-            NewCampaign { name: "Main".into(), currency: "pts".into(), ..Default::default() },
+            NewCampaign {
+                name: "Main".into(),
+                currency: "pts".into(),
+                ..Default::default()
+            },
         )
         .await
         .unwrap();
@@ -31,24 +35,38 @@ fn new_member(external_id: &str, user_id: &str) -> NewMember {
 async fn campaigns_belong_to_their_organisation(store: Store) {
     let (org, campaign) = org_with_campaign(&store, "Acme").await;
     let found = store.get_campaign(&org, &campaign).await.unwrap();
-    assert_eq!(found.currency, "PTS", "currency codes are kept in upper case");
+    assert_eq!(
+        found.currency, "PTS",
+        "currency codes are kept in upper case"
+    );
     let (other, _) = org_with_campaign(&store, "Other").await;
     assert!(matches!(
         store.get_campaign(&other, &campaign).await,
         Err(StoreError::NotFound { .. })
     ));
-    let bad = NewCampaign { name: "X".into(), currency: "€".into(), ..Default::default() };
+    let bad = NewCampaign {
+        name: "X".into(),
+        currency: "€".into(),
+        ..Default::default()
+    };
     assert!(matches!(
         store.create_campaign(&org, bad).await,
-        Err(StoreError::Invalid { field: "currency", .. })
+        Err(StoreError::Invalid {
+            field: "currency",
+            ..
+        })
     ));
     assert!(matches!(
-        store.create_campaign("no-such-org", NewCampaign {
-            name: "X".into(),
-            currency: "EUR".into(),
-            ..Default::default()
-        })
-        .await,
+        store
+            .create_campaign(
+                "no-such-org",
+                NewCampaign {
+                    name: "X".into(),
+                    currency: "EUR".into(),
+                    ..Default::default()
+                }
+            )
+            .await,
         Err(StoreError::NotFound { .. })
     ));
 }
@@ -56,35 +74,65 @@ async fn campaigns_belong_to_their_organisation(store: Store) {
 async fn keys_authenticate_until_revoked(store: Store) {
     let (org, campaign) = org_with_campaign(&store, "Acme").await;
     let issued = store
-        .issue_key(&org, NewKey {
-            campaign_id: campaign.clone(),
-            permissions: vec![Permission::VectorSearch],
-            version: Some(ApiVersion::V1_6_2),
-        })
+        .issue_key(
+            &org,
+            NewKey {
+                campaign_id: campaign.clone(),
+                permissions: vec![Permission::VectorSearch],
+                version: Some(ApiVersion::V1_6_2),
+                read_only: true,
+            },
+        )
         .await
         .unwrap();
     let key = &issued.key.api_key;
-    let caller = store.authenticate(key, &issued.secret).await.unwrap().expect("valid key");
+    let caller = store
+        .authenticate(key, &issued.secret)
+        .await
+        .unwrap()
+        .expect("valid key");
     assert_eq!(caller.key.org_id, org);
     assert_eq!(caller.campaign.id, campaign);
     assert_eq!(caller.campaign.currency, "PTS");
     assert!(caller.key.allows(Permission::VectorSearch));
     assert_eq!(caller.key.version, Some(ApiVersion::V1_6_2));
+    assert!(caller.key.read_only);
     assert!(!caller.key.obfuscated().contains(&key[7..key.len() - 4]));
 
     assert!(store.authenticate(key, "rs_wrong").await.unwrap().is_none());
-    assert!(store.authenticate("rk_unknown", &issued.secret).await.unwrap().is_none());
+    assert!(
+        store
+            .authenticate("rk_unknown", &issued.secret)
+            .await
+            .unwrap()
+            .is_none()
+    );
 
     let listed = store.list_keys(&org).await.unwrap();
     assert_eq!(listed.len(), 1);
     let revoked = store.revoke_key(&issued.key.id).await.unwrap();
     assert!(revoked.revoked_at.is_some());
-    assert!(store.authenticate(key, &issued.secret).await.unwrap().is_none());
+    assert!(
+        store
+            .authenticate(key, &issued.secret)
+            .await
+            .unwrap()
+            .is_none()
+    );
     let again = store.revoke_key(&issued.key.id).await.unwrap();
-    assert_eq!(again.revoked_at, revoked.revoked_at, "revoking twice keeps the first time");
+    assert_eq!(
+        again.revoked_at, revoked.revoked_at,
+        "revoking twice keeps the first time"
+    );
 
     let foreign = store
-        .issue_key("no-such-org", NewKey { campaign_id: campaign, ..Default::default() })
+        .issue_key(
+            "no-such-org",
+            NewKey {
+                campaign_id: campaign,
+                ..Default::default()
+            },
+        )
         .await;
     assert!(matches!(foreign, Err(StoreError::NotFound { .. })));
 }
@@ -98,10 +146,16 @@ async fn members_round_trip(store: Store) {
 
     let found = store.get_member(&org, &created.id).await.unwrap();
     assert_eq!(found, created);
-    assert_eq!(found.meta, Some(json!({"tier": {"name": "gold"}, "vip": true})));
+    assert_eq!(
+        found.meta,
+        Some(json!({"tier": {"name": "gold"}, "vip": true}))
+    );
     assert!(found.communication_preferences.marketing.email);
     assert!(!found.communication_preferences.marketing.sms);
-    let by_idp = store.find_member_by_idp(&org, "reference", "u-1").await.unwrap();
+    let by_idp = store
+        .find_member_by_idp(&org, "reference", "u-1")
+        .await
+        .unwrap();
     assert_eq!(by_idp.id, created.id);
     assert!(matches!(
         store.find_member_by_idp(&org, "google", "u-1").await,
@@ -113,31 +167,56 @@ async fn members_page_in_creation_order(store: Store) {
     let (org, _) = org_with_campaign(&store, "Acme").await;
     let mut ids = Vec::new();
     for i in 0..25 {
-        let m = store.create_member(&org, new_member(&format!("c{i}"), &format!("u{i}"))).await;
+        let m = store
+            .create_member(&org, new_member(&format!("c{i}"), &format!("u{i}")))
+            .await;
         ids.push(m.unwrap().id);
     }
-    let second = store.list_members(&org, Page { page: 2, limit: 10 }).await.unwrap();
+    let second = store
+        .list_members(&org, Page { page: 2, limit: 10 })
+        .await
+        .unwrap();
     assert_eq!(second.total, 25);
     assert_eq!(second.total_pages(), 3);
     let got: Vec<_> = second.items.iter().map(|m| m.id.clone()).collect();
     assert_eq!(got, ids[10..20]);
-    let count_only = store.list_members(&org, Page { page: 1, limit: 0 }).await.unwrap();
+    let count_only = store
+        .list_members(&org, Page { page: 1, limit: 0 })
+        .await
+        .unwrap();
     assert!(count_only.items.is_empty());
     assert_eq!(count_only.total, 25);
-    let beyond = store.list_members(&org, Page { page: 9, limit: 10 }).await.unwrap();
+    let beyond = store
+        .list_members(&org, Page { page: 9, limit: 10 })
+        .await
+        .unwrap();
     assert!(beyond.items.is_empty());
 }
 
 async fn member_identifiers_are_unique_per_organisation(store: Store) {
     let (org, _) = org_with_campaign(&store, "Acme").await;
     let (other, _) = org_with_campaign(&store, "Other").await;
-    store.create_member(&org, new_member("card-1", "u-1")).await.unwrap();
+    store
+        .create_member(&org, new_member("card-1", "u-1"))
+        .await
+        .unwrap();
     let same_external = store.create_member(&org, new_member("card-1", "u-2")).await;
-    assert!(matches!(same_external, Err(StoreError::Conflict { field: "externalId" })));
+    assert!(matches!(
+        same_external,
+        Err(StoreError::Conflict {
+            field: "externalId"
+        })
+    ));
     let same_user = store.create_member(&org, new_member("card-2", "u-1")).await;
-    assert!(matches!(same_user, Err(StoreError::Conflict { field: "userId" })));
+    assert!(matches!(
+        same_user,
+        Err(StoreError::Conflict { field: "userId" })
+    ));
     // The same identifiers in another organisation are someone else entirely.
-    store.create_member(&other, new_member("card-1", "u-1")).await.unwrap();
+    store
+        .create_member(&other, new_member("card-1", "u-1"))
+        .await
+        .unwrap();
 }
 
 async fn member_updates_merge_and_check_uniqueness(store: Store) {
@@ -146,7 +225,10 @@ async fn member_updates_merge_and_check_uniqueness(store: Store) {
     new.last_name = Some("Lovelace".into());
     new.communication_preferences.general.sms = true;
     let member = store.create_member(&org, new).await.unwrap();
-    store.create_member(&org, new_member("card-2", "u-2")).await.unwrap();
+    store
+        .create_member(&org, new_member("card-2", "u-2"))
+        .await
+        .unwrap();
 
     let patch = MemberPatch {
         email: Some(Some("ada@example.com".into())),
@@ -154,7 +236,10 @@ async fn member_updates_merge_and_check_uniqueness(store: Store) {
         status: Some(MemberStatus::Inactive),
         communication_preferences: Some(PreferencesPatch(vec![(
             "general",
-            ChannelsPatch { email: Some(true), sms: None },
+            ChannelsPatch {
+                email: Some(true),
+                sms: None,
+            },
         )])),
         ..Default::default()
     };
@@ -164,18 +249,39 @@ async fn member_updates_merge_and_check_uniqueness(store: Store) {
     assert_eq!(updated.first_name, "Ada", "fields not in the patch stay");
     assert_eq!(updated.status, MemberStatus::Inactive);
     assert!(updated.communication_preferences.general.email);
-    assert!(updated.communication_preferences.general.sms, "channels not in the patch stay");
+    assert!(
+        updated.communication_preferences.general.sms,
+        "channels not in the patch stay"
+    );
     assert_eq!(store.get_member(&org, &member.id).await.unwrap(), updated);
 
-    let clash = MemberPatch { external_id: Some("card-2".into()), ..Default::default() };
+    let clash = MemberPatch {
+        external_id: Some("card-2".into()),
+        ..Default::default()
+    };
     let result = store.update_member(&org, &member.id, clash).await;
-    assert!(matches!(result, Err(StoreError::Conflict { field: "externalId" })));
-    assert_eq!(store.get_member(&org, &member.id).await.unwrap().external_id, "card-1");
+    assert!(matches!(
+        result,
+        Err(StoreError::Conflict {
+            field: "externalId"
+        })
+    ));
+    assert_eq!(
+        store
+            .get_member(&org, &member.id)
+            .await
+            .unwrap()
+            .external_id,
+        "card-1"
+    );
 }
 
 async fn concurrent_preference_updates_are_all_kept(store: Store) {
     let (org, _) = org_with_campaign(&store, "Acme").await;
-    let member = store.create_member(&org, new_member("card-1", "u-1")).await.unwrap();
+    let member = store
+        .create_member(&org, new_member("card-1", "u-1"))
+        .await
+        .unwrap();
     let mut tasks = Vec::new();
     for category in store::CATEGORIES {
         for (email, sms) in [(Some(true), None), (None, Some(true))] {
@@ -197,7 +303,10 @@ async fn concurrent_preference_updates_are_all_kept(store: Store) {
     }
     let member = store.get_member(&org, &member.id).await.unwrap();
     for (category, channels) in member.communication_preferences.categories() {
-        assert!(channels.email && channels.sms, "{category} lost an update: {channels:?}");
+        assert!(
+            channels.email && channels.sms,
+            "{category} lost an update: {channels:?}"
+        );
     }
 }
 
@@ -207,34 +316,72 @@ async fn deleted_members_are_erased_and_free_their_identifiers(store: Store) {
     new.email = Some("ada@example.com".into());
     let member = store.create_member(&org, new).await.unwrap();
     let deleted = store.delete_member(&org, &member.id).await.unwrap();
-    assert_eq!(deleted.email.as_deref(), Some("ada@example.com"), "returns the member as it was");
+    assert_eq!(
+        deleted.email.as_deref(),
+        Some("ada@example.com"),
+        "returns the member as it was"
+    );
 
-    assert!(matches!(store.get_member(&org, &member.id).await, Err(StoreError::NotFound { .. })));
+    assert!(matches!(
+        store.get_member(&org, &member.id).await,
+        Err(StoreError::NotFound { .. })
+    ));
     assert!(matches!(
         store.delete_member(&org, &member.id).await,
         Err(StoreError::NotFound { .. })
     ));
     assert!(matches!(
-        store.update_member(&org, &member.id, MemberPatch::default()).await,
+        store
+            .update_member(&org, &member.id, MemberPatch::default())
+            .await,
         Err(StoreError::NotFound { .. })
     ));
-    assert_eq!(store.list_members(&org, Page::default()).await.unwrap().total, 0);
+    assert_eq!(
+        store
+            .list_members(&org, Page::default())
+            .await
+            .unwrap()
+            .total,
+        0
+    );
     // Its identifiers are erased, so a new member may take them.
-    store.create_member(&org, new_member("card-1", "u-1")).await.unwrap();
+    store
+        .create_member(&org, new_member("card-1", "u-1"))
+        .await
+        .unwrap();
 }
 
 async fn organisations_do_not_see_each_other(store: Store) {
     let (a, _) = org_with_campaign(&store, "A").await;
     let (b, _) = org_with_campaign(&store, "B").await;
-    let member = store.create_member(&a, new_member("card-1", "u-1")).await.unwrap();
-    assert!(matches!(store.get_member(&b, &member.id).await, Err(StoreError::NotFound { .. })));
+    let member = store
+        .create_member(&a, new_member("card-1", "u-1"))
+        .await
+        .unwrap();
     assert!(matches!(
-        store.update_member(&b, &member.id, MemberPatch::default()).await,
+        store.get_member(&b, &member.id).await,
         Err(StoreError::NotFound { .. })
     ));
-    assert!(matches!(store.delete_member(&b, &member.id).await, Err(StoreError::NotFound { .. })));
-    assert!(store.find_member_by_idp(&b, "reference", "u-1").await.is_err());
-    assert_eq!(store.list_members(&b, Page::default()).await.unwrap().total, 0);
+    assert!(matches!(
+        store
+            .update_member(&b, &member.id, MemberPatch::default())
+            .await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.delete_member(&b, &member.id).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(
+        store
+            .find_member_by_idp(&b, "reference", "u-1")
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        store.list_members(&b, Page::default()).await.unwrap().total,
+        0
+    );
     assert!(store.get_member(&a, &member.id).await.is_ok());
 }
 

@@ -25,6 +25,7 @@ CREATE TABLE api_keys (
     secret_hash BYTEA NOT NULL,
     permissions JSONB NOT NULL,
     version     TEXT,
+    read_only   BOOLEAN NOT NULL DEFAULT FALSE,
     created_at  TIMESTAMPTZ NOT NULL,
     revoked_at  TIMESTAMPTZ
 );

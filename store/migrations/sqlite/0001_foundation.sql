@@ -25,6 +25,7 @@ CREATE TABLE api_keys (
     secret_hash BLOB NOT NULL,
     permissions TEXT NOT NULL,
     version     TEXT,
+    read_only   BOOLEAN NOT NULL DEFAULT FALSE,
     created_at  TEXT NOT NULL,
     revoked_at  TEXT
 );

@@ -1,0 +1,169 @@
+//! The one error type of the API and its RFC 9457 problem-details body.
+//!
+//! Every failure a client sees is `application/problem+json` with a stable snake_case `code`;
+//! validation failures list each offending field. Internal causes are logged, never sent.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use store::StoreError;
+use utoipa::ToSchema;
+
+/// An RFC 9457 problem: `type`, `title`, `status`, `detail`, plus `code` and the fields at fault.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Problem {
+    /// A URI naming the kind of problem: `urn:problem-type:rewards:<code>`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    /// Stable, snake_case: what a client program matches on.
+    pub code: String,
+    /// The first offending field, when the problem is about one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// Every offending field, for validation problems.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<FieldError>,
+}
+
+/// One field at fault: its JSON path (`communicationPreferences.general.email`), a stable
+/// code (`missing_field`, `invalid_type`, `invalid_value`, `too_long`, `not_allowed`) and a message.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq, Eq)]
+pub struct FieldError {
+    pub field: String,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
+        FieldError {
+            field: field.into(),
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 400: the request is malformed; `code` says how, `errors` which fields.
+    #[error("{detail}")]
+    BadRequest {
+        code: &'static str,
+        detail: String,
+        errors: Vec<FieldError>,
+    },
+    #[error("missing or invalid API credentials")]
+    Unauthorized,
+    /// 403: the key is valid but may not do this (`read_only_key`, `permission_required`).
+    #[error("{detail}")]
+    Forbidden { code: &'static str, detail: String },
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("{0} is already in use")]
+    Conflict(&'static str),
+    #[error("request body too large")]
+    PayloadTooLarge,
+    #[error("send the body as JSON with `Content-Type: application/json`")]
+    UnsupportedMediaType,
+    #[error("internal error")]
+    Internal(String),
+}
+
+impl ApiError {
+    /// 400 for fields that failed validation (at least one).
+    pub fn validation(errors: Vec<FieldError>) -> Self {
+        let detail = match errors.as_slice() {
+            [one] => format!("{}: {}", one.field, one.message),
+            many => format!("{} fields are invalid; see `errors`", many.len()),
+        };
+        ApiError::BadRequest {
+            code: "validation_failed",
+            detail,
+            errors,
+        }
+    }
+
+    pub fn invalid(field: &str, code: &'static str, message: impl Into<String>) -> Self {
+        Self::validation(vec![FieldError::new(field, code, message)])
+    }
+
+    fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            ApiError::BadRequest { code, .. } => (StatusCode::BAD_REQUEST, code),
+            ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            ApiError::Forbidden { code, .. } => (StatusCode::FORBIDDEN, code),
+            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
+            ApiError::Conflict(_) => (StatusCode::CONFLICT, "already_exists"),
+            ApiError::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            ApiError::UnsupportedMediaType => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
+            }
+            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal_error"),
+        }
+    }
+
+    pub fn to_problem(&self) -> Problem {
+        let (status, code) = self.status_and_code();
+        let (field, errors) = match self {
+            ApiError::BadRequest { errors, .. } => {
+                (errors.first().map(|e| e.field.clone()), errors.clone())
+            }
+            ApiError::Conflict(field) => (Some(field.to_string()), Vec::new()),
+            _ => (None, Vec::new()),
+        };
+        let detail = match self {
+            ApiError::Internal(_) => "the server failed to handle the request".to_string(),
+            ApiError::Unauthorized => {
+                "send a valid, unrevoked key in `x-api-key` and its secret in `x-api-secret`"
+                    .to_string()
+            }
+            other => other.to_string(),
+        };
+        Problem {
+            kind: format!("urn:problem-type:rewards:{code}"),
+            title: status.canonical_reason().unwrap_or("Error").to_string(),
+            status: status.as_u16(),
+            detail,
+            code: code.to_string(),
+            field,
+            errors,
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::Invalid { field, message } => {
+                ApiError::invalid(field, "invalid_value", message)
+            }
+            StoreError::Conflict { field } => ApiError::Conflict(field),
+            StoreError::NotFound { what } => ApiError::NotFound(what),
+            other => ApiError::Internal(other.to_string()),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if let ApiError::Internal(cause) = &self {
+            tracing::error!(%cause, "request failed");
+        }
+        let problem = self.to_problem();
+        let status =
+            StatusCode::from_u16(problem.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut response = (status, axum::Json(problem)).into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        response
+    }
+}

@@ -1,0 +1,120 @@
+//! The command line: the server and the operator's tools share one binary and one configuration.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use store::{ApiVersion, Permission};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rewards",
+    version,
+    about = "Rewards and loyalty platform: the service and its operator tools"
+)]
+pub struct Cli {
+    /// A TOML configuration file; environment variables override it.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP API (and background work) until interrupted.
+    Serve,
+    /// Apply pending database migrations (also done by every other command).
+    Migrate,
+    /// Manage organisations (tenants).
+    #[command(subcommand)]
+    Org(OrgCommand),
+    /// Manage campaigns (programmes) of an organisation.
+    #[command(subcommand)]
+    Campaign(CampaignCommand),
+    /// Issue, list and revoke API keys.
+    #[command(subcommand)]
+    Key(KeyCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OrgCommand {
+    /// Create an organisation; prints its id.
+    Create {
+        #[arg(long)]
+        name: String,
+    },
+    /// List organisations.
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CampaignCommand {
+    /// Create a campaign; prints its id.
+    Create(CampaignCreate),
+    /// List an organisation's campaigns.
+    List {
+        #[arg(long)]
+        org: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct CampaignCreate {
+    #[arg(long)]
+    pub org: String,
+    #[arg(long)]
+    pub name: String,
+    /// Currency or points unit: 2-16 letters, digits or `_` (EUR, POINTS...).
+    #[arg(long)]
+    pub currency: String,
+    /// URL of the campaign's logo.
+    #[arg(long)]
+    pub logo: Option<String>,
+    /// URL of the campaign's favicon.
+    #[arg(long)]
+    pub favicon: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Issue a key for a campaign; prints the key and its secret, which is shown only this once.
+    Issue(KeyIssue),
+    /// List an organisation's keys (never their secrets).
+    List {
+        #[arg(long)]
+        org: String,
+    },
+    /// Revoke a key by its id: requests with it are refused from now on.
+    Revoke {
+        /// The key's id (from `key issue` or `key list`).
+        key_id: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct KeyIssue {
+    #[arg(long)]
+    pub org: String,
+    #[arg(long)]
+    pub campaign: String,
+    /// Grant a permission (repeatable): vector-search.
+    #[arg(long = "allow", value_name = "PERMISSION", value_parser = parse_permission)]
+    pub allow: Vec<Permission>,
+    /// The API version requests get when they send no `x-api-version` (1.9.5 or 1.6.2).
+    #[arg(long, value_parser = parse_version)]
+    pub version: Option<ApiVersion>,
+    /// The key may only read (GET requests).
+    #[arg(long)]
+    pub read_only: bool,
+}
+
+fn parse_permission(s: &str) -> Result<Permission, String> {
+    s.parse()
+}
+
+fn parse_version(s: &str) -> Result<ApiVersion, String> {
+    s.parse()
+}

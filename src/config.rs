@@ -1,0 +1,222 @@
+//! Configuration: defaults that work with nothing set, then a TOML file (`--config`), then
+//! environment variables, each overriding the one before.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+
+/// The settings a TOML file may hold; every key is optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    data_dir: Option<PathBuf>,
+    database_url: Option<String>,
+    http_addr: Option<SocketAddr>,
+    sftp_addr: Option<SocketAddr>,
+    db_max_connections: Option<u32>,
+    log_format: Option<LogFormat>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where the SQLite database (by default) and, later, SFTP files live.
+    pub data_dir: PathBuf,
+    /// `None`: the SQLite file `rewards.db` in `data_dir`.
+    pub database_url: Option<Secret>,
+    pub http_addr: SocketAddr,
+    /// The SFTP server's address (batch files).
+    pub sftp_addr: SocketAddr,
+    /// Connections per PostgreSQL pool (per process).
+    pub db_max_connections: u32,
+    pub log_format: LogFormat,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            data_dir: PathBuf::from("./data"),
+            database_url: None,
+            http_addr: ([127, 0, 0, 1], 8080).into(),
+            sftp_addr: ([127, 0, 0, 1], 2222).into(),
+            db_max_connections: 16,
+            log_format: LogFormat::Text,
+        }
+    }
+}
+
+impl Config {
+    /// Reads the configuration: defaults, then `file` if given, then the environment.
+    pub fn load(file: Option<&Path>) -> anyhow::Result<Config> {
+        let mut config = Config::default();
+        if let Some(path) = file {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading configuration file {}", path.display()))?;
+            let parsed: FileConfig = toml::from_str(&text)
+                .with_context(|| format!("parsing configuration file {}", path.display()))?;
+            config.apply(parsed);
+        }
+        config.apply(from_env(|name| std::env::var(name).ok())?);
+        Ok(config)
+    }
+
+    fn apply(&mut self, file: FileConfig) {
+        if let Some(v) = file.data_dir {
+            self.data_dir = v;
+        }
+        if let Some(v) = file.database_url {
+            self.database_url = Some(Secret(v));
+        }
+        if let Some(v) = file.http_addr {
+            self.http_addr = v;
+        }
+        if let Some(v) = file.sftp_addr {
+            self.sftp_addr = v;
+        }
+        if let Some(v) = file.db_max_connections {
+            self.db_max_connections = v;
+        }
+        if let Some(v) = file.log_format {
+            self.log_format = v;
+        }
+    }
+}
+
+/// The environment's settings, read through `var` (a parameter so tests need not touch the
+/// process environment).
+fn from_env(var: impl Fn(&str) -> Option<String>) -> anyhow::Result<FileConfig> {
+    fn parse<T: std::str::FromStr>(name: &str, value: Option<String>) -> anyhow::Result<Option<T>>
+    where
+        T::Err: fmt::Display,
+    {
+        value
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| {
+                v.trim()
+                    .parse::<T>()
+                    .map_err(|e| anyhow::anyhow!("{name}={v:?}: {e}"))
+            })
+            .transpose()
+    }
+    let log_format = match var("REWARDS_LOG_FORMAT").as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some("text") => Some(LogFormat::Text),
+        Some("json") => Some(LogFormat::Json),
+        Some(other) => bail!("REWARDS_LOG_FORMAT={other:?}: must be `text` or `json`"),
+    };
+    Ok(FileConfig {
+        data_dir: var("REWARDS_DATA_DIR")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from),
+        database_url: var("DATABASE_URL").filter(|v| !v.trim().is_empty()),
+        http_addr: parse("REWARDS_HTTP_ADDR", var("REWARDS_HTTP_ADDR"))?,
+        sftp_addr: parse("REWARDS_SFTP_ADDR", var("REWARDS_SFTP_ADDR"))?,
+        db_max_connections: parse(
+            "REWARDS_DB_MAX_CONNECTIONS",
+            var("REWARDS_DB_MAX_CONNECTIONS"),
+        )?,
+        log_format,
+    })
+}
+
+/// A value that must never reach a log: `Debug` and `Display` hide the password of a URL.
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{self}")
+    }
+}
+
+impl fmt::Display for Secret {
+    /// `postgres://app:hunter2@db/rewards?sslpassword=x` shows as `postgres://app:***@db/rewards?***`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some((scheme, rest)) = self.0.split_once("://") else {
+            return f.write_str("***");
+        };
+        let (rest, query) = match rest.split_once('?') {
+            Some((rest, _)) => (rest, "?***"),
+            None => (rest, ""),
+        };
+        let rest = match rest.rsplit_once('@') {
+            Some((userinfo, host)) => match userinfo.split_once(':') {
+                Some((user, _)) => format!("{user}:***@{host}"),
+                None => format!("{userinfo}@{host}"),
+            },
+            None => rest.to_string(),
+        };
+        write!(f, "{scheme}://{rest}{query}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn environment_overrides_the_file_which_overrides_defaults() {
+        let mut config = Config::default();
+        config.apply(
+            toml::from_str("http_addr = '0.0.0.0:9000'\ndata_dir = '/srv/rewards'").unwrap(),
+        );
+        config.apply(from_env(env(&[("REWARDS_HTTP_ADDR", "127.0.0.1:7000")])).unwrap());
+        assert_eq!(config.http_addr, "127.0.0.1:7000".parse().unwrap());
+        assert_eq!(config.data_dir, PathBuf::from("/srv/rewards"));
+        assert_eq!(config.sftp_addr, "127.0.0.1:2222".parse().unwrap());
+    }
+
+    #[test]
+    fn bad_values_name_their_variable() {
+        let err = from_env(env(&[("REWARDS_HTTP_ADDR", "localhost")])).unwrap_err();
+        assert!(err.to_string().contains("REWARDS_HTTP_ADDR"), "{err}");
+        let err = from_env(env(&[("REWARDS_LOG_FORMAT", "xml")])).unwrap_err();
+        assert!(err.to_string().contains("REWARDS_LOG_FORMAT"), "{err}");
+        assert!(toml::from_str::<FileConfig>("http_adr = '1.2.3.4:5'").is_err());
+    }
+
+    #[test]
+    fn secrets_never_show_in_debug_or_display() {
+        let secret = Secret("postgres://app:hunter2@db:5432/rewards?sslpassword=x".into());
+        let config = Config {
+            database_url: Some(secret.clone()),
+            ..Config::default()
+        };
+        for shown in [format!("{config:?}"), format!("{secret}")] {
+            assert!(
+                !shown.contains("hunter2") && !shown.contains("sslpassword"),
+                "{shown}"
+            );
+        }
+        assert!(format!("{secret}").contains("app:***@db:5432/rewards"));
+        assert_eq!(
+            secret.expose(),
+            "postgres://app:hunter2@db:5432/rewards?sslpassword=x"
+        );
+    }
+}

@@ -1,0 +1,60 @@
+//! `rewards serve`: logging, the HTTP server and a graceful stop on Ctrl-C or SIGTERM.
+
+use store::Store;
+use tokio::net::TcpListener;
+
+use crate::config::{Config, LogFormat};
+
+/// Logs go to stdout, one line per event; `REWARDS_LOG` (or `RUST_LOG`) sets the filter.
+pub fn init_logging(format: LogFormat) {
+    let filter = std::env::var("REWARDS_LOG")
+        .or_else(|_| std::env::var("RUST_LOG"))
+        .unwrap_or_else(|_| "info,sqlx=warn".to_string());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    match format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+pub async fn serve(config: &Config, store: Store) -> anyhow::Result<()> {
+    let listener = TcpListener::bind(config.http_addr).await.map_err(|e| {
+        anyhow::anyhow!(
+            "cannot listen on {} (REWARDS_HTTP_ADDR): {e}",
+            config.http_addr
+        )
+    })?;
+    let http = listener.local_addr()?;
+    tracing::info!(%http, backend = ?store.backend(), data_dir = %config.data_dir.display(), "listening");
+    api::serve(
+        listener,
+        api::AppState::new(store.clone()),
+        shutdown_signal(),
+    )
+    .await?;
+    store.close().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: finishing requests in flight");
+}
