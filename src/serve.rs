@@ -10,7 +10,10 @@ pub fn init_logging(format: LogFormat) {
     let filter = std::env::var("REWARDS_LOG")
         .or_else(|_| std::env::var("RUST_LOG"))
         .unwrap_or_else(|_| "info,sqlx=warn".to_string());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi);
     match format {
         LogFormat::Json => builder.json().init(),
         LogFormat::Text => builder.init(),

@@ -5,9 +5,8 @@
 //! tests run in parallel without seeing each other's rows.
 
 use sqlx::Connection;
-use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::postgres::PgConnection;
 use sqlx::sqlite::SqliteConnectOptions;
-use std::str::FromStr;
 
 use crate::Store;
 use crate::ids::random_token;
@@ -46,27 +45,30 @@ impl TestStore {
     /// Panics when `REWARDS_TEST_POSTGRES_URL` is unset: a PostgreSQL test that did not run must
     /// never count as passed.
     pub async fn postgres() -> TestStore {
-        let url = std::env::var(POSTGRES_URL_VAR).unwrap_or_else(|_| {
-            panic!("set {POSTGRES_URL_VAR} (e.g. postgres://postgres@127.0.0.1:5432/test)")
-        });
-        let schema = random_token("t_", 8);
-        let mut admin = PgConnection::connect(&url)
-            .await
-            .expect("connect to PostgreSQL");
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
-            .execute(&mut admin)
-            .await
-            .expect("create test schema");
-        admin.close().await.ok();
-        let options = PgConnectOptions::from_str(&url)
-            .expect("valid PostgreSQL URL")
-            .options([("search_path", schema.as_str())]);
-        let store = Store::postgres_with(options, 8)
-            .await
-            .expect("connect PostgreSQL");
+        let url = postgres_url().await;
+        let store = Store::connect(&url, 8).await.expect("connect PostgreSQL");
         store.migrate().await.expect("migrate PostgreSQL");
         TestStore { store, _dir: None }
     }
+}
+
+/// A URL for a new, empty schema on the test server (`search_path` set through the URL's
+/// `options`), for tests that hand a `DATABASE_URL` to the binary.
+pub async fn postgres_url() -> String {
+    let url = std::env::var(POSTGRES_URL_VAR).unwrap_or_else(|_| {
+        panic!("set {POSTGRES_URL_VAR} (e.g. postgres://postgres@127.0.0.1:5432/test)")
+    });
+    let schema = random_token("t_", 8);
+    let mut admin = PgConnection::connect(&url)
+        .await
+        .expect("connect to PostgreSQL");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+        .execute(&mut admin)
+        .await
+        .expect("create test schema");
+    admin.close().await.ok();
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}options=-c%20search_path%3D{schema}")
 }
 
 /// Declares a test once per backend: `backend_tests!(name, other_name)` expects

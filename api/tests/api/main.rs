@@ -1,0 +1,8 @@
+//! The API as a client sees it: a real server on a random port, spoken to over HTTP, on SQLite
+//! and (with `--ignored` and `REWARDS_TEST_POSTGRES_URL`) on PostgreSQL.
+
+mod auth;
+mod helpers;
+mod members;
+mod ops;
+mod paging;

@@ -1,0 +1,263 @@
+//! The operator's path end to end, through the real binary: create an organisation, a campaign
+//! and a key, serve, use the key over HTTP, revoke it, stop the server with SIGTERM.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// The binary with a clean environment: only what the test sets reaches it.
+fn rewards(env: &[(&str, String)]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_rewards"));
+    for var in [
+        "DATABASE_URL",
+        "REWARDS_DATA_DIR",
+        "REWARDS_HTTP_ADDR",
+        "REWARDS_SFTP_ADDR",
+        "REWARDS_LOG_FORMAT",
+    ] {
+        command.env_remove(var);
+    }
+    command.envs(env.iter().map(|(k, v)| (k, v)));
+    command
+}
+
+fn run(env: &[(&str, String)], args: &[&str]) -> Output {
+    rewards(env).args(args).output().expect("run rewards")
+}
+
+fn ok(env: &[(&str, String)], args: &[&str]) -> String {
+    let output = run(env, args);
+    assert!(
+        output.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap().trim().to_string()
+}
+
+/// Starts `rewards serve` on a free port and returns it with its base URL, read from the log.
+fn serve(env: &[(&str, String)]) -> (Child, String) {
+    let mut child = rewards(env)
+        .arg("serve")
+        .env("REWARDS_HTTP_ADDR", "127.0.0.1:0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start rewards serve");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("server exited before listening")
+            .unwrap();
+        if let Some(rest) = line.split("http=").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    // Keep draining the log so the server never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, format!("http://{addr}"))
+}
+
+async fn operator_story(env: Vec<(&'static str, String)>) {
+    let org = ok(&env, &["org", "create", "--name", "Acme"]);
+    let campaign = ok(
+        &env,
+        &[
+            "campaign",
+            "create",
+            "--org",
+            &org,
+            "--name",
+            "Main",
+            "--currency",
+            "eur",
+        ],
+    );
+    let issued: Value = serde_json::from_str(&ok(
+        &env,
+        &[
+            "--json",
+            "key",
+            "issue",
+            "--org",
+            &org,
+            "--campaign",
+            &campaign,
+            "--allow",
+            "vector-search",
+            "--version",
+            "1.6.2",
+        ],
+    ))
+    .unwrap();
+    let (key_id, key, secret) = (
+        issued["id"].as_str().unwrap(),
+        issued["apiKey"].as_str().unwrap(),
+        issued["apiSecret"].as_str().unwrap(),
+    );
+
+    let refused = run(
+        &env,
+        &[
+            "key",
+            "issue",
+            "--org",
+            &org,
+            "--campaign",
+            &campaign,
+            "--allow",
+            "everything",
+        ],
+    );
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("unknown permission"));
+    let foreign = run(
+        &env,
+        &[
+            "key",
+            "issue",
+            "--org",
+            "no-such-org",
+            "--campaign",
+            &campaign,
+        ],
+    );
+    assert!(
+        !foreign.status.success(),
+        "a key needs a campaign of its own organisation"
+    );
+
+    let (mut server, base) = serve(&env);
+    let http = reqwest::Client::new();
+    let get = |path: &str| {
+        http.get(format!("{base}{path}"))
+            .header("x-api-key", key)
+            .header("x-api-secret", secret)
+    };
+    let summary: Value = get("/v1/api-key")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(summary["org"], org);
+    assert_eq!(summary["currency"], "EUR");
+    assert_eq!(
+        summary["access"]["version"], "1.6.2",
+        "the key's pinned version"
+    );
+
+    let created = http
+        .post(format!("{base}/v1/members"))
+        .header("x-api-key", key)
+        .header("x-api-secret", secret)
+        .json(&json!({"firstName": "Ada", "userId": "u1", "externalId": "card-1", "communicationPreferences": {"general": {"channels": ["sms"]}}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 200);
+
+    ok(&env, &["key", "revoke", key_id]);
+    assert_eq!(get("/v1/api-key").send().await.unwrap().status(), 401);
+    let keys: Value =
+        serde_json::from_str(&ok(&env, &["--json", "key", "list", "--org", &org])).unwrap();
+    assert!(keys[0]["revokedAt"].is_string());
+    assert!(!keys.to_string().contains(secret) && !keys.to_string().contains(key));
+
+    Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = server.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server did not stop on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "graceful stop exits 0: {status}");
+}
+
+#[tokio::test]
+async fn operator_story_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    operator_story(vec![("REWARDS_DATA_DIR", data.display().to_string())]).await;
+    assert!(
+        data.join("rewards.db").exists(),
+        "the default database lives in the data directory"
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set REWARDS_TEST_POSTGRES_URL and pass --ignored"]
+async fn operator_story_on_postgres() {
+    let url = store::testing::postgres_url().await;
+    operator_story(vec![("DATABASE_URL", url)]).await;
+}
+
+#[test]
+fn a_config_file_is_read_and_the_environment_overrides_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rewards.toml");
+    let from_file = dir.path().join("from-file");
+    let from_env = dir.path().join("from-env");
+    std::fs::write(
+        &file,
+        format!("data_dir = {:?}\n", from_file.display().to_string()),
+    )
+    .unwrap();
+    let config = file.to_str().unwrap();
+
+    ok(
+        &[],
+        &["--config", config, "org", "create", "--name", "Acme"],
+    );
+    assert!(from_file.join("rewards.db").exists());
+    let env = [("REWARDS_DATA_DIR", from_env.display().to_string())];
+    let listed = ok(&env, &["--config", config, "org", "list"]);
+    assert!(
+        listed.is_empty(),
+        "the environment's data directory is a new, empty one"
+    );
+    assert!(from_env.join("rewards.db").exists());
+
+    std::fs::write(&file, "data_dir = 5\n").unwrap();
+    let bad = run(&[], &["--config", config, "migrate"]);
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("rewards.toml"),
+        "names the file"
+    );
+    assert!(Path::new(config).exists());
+}
+
+#[test]
+fn every_command_has_help() {
+    for args in [
+        vec!["--help"],
+        vec!["serve", "--help"],
+        vec!["migrate", "--help"],
+        vec!["org", "create", "--help"],
+        vec!["campaign", "create", "--help"],
+        vec!["key", "issue", "--help"],
+        vec!["key", "list", "--help"],
+        vec!["key", "revoke", "--help"],
+    ] {
+        let output = run(&[], &args);
+        assert!(output.status.success(), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&output.stdout).contains("Usage:"),
+            "{args:?}"
+        );
+    }
+}
