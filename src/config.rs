@@ -192,6 +192,19 @@ mod tests {
     }
 
     #[test]
+    fn the_sample_file_shows_the_defaults() {
+        let mut config = Config::default();
+        config.apply(toml::from_str(include_str!("../samples/rewards.toml")).unwrap());
+        let defaults = Config::default();
+        assert_eq!(config.data_dir, defaults.data_dir);
+        assert_eq!(config.http_addr, defaults.http_addr);
+        assert_eq!(config.sftp_addr, defaults.sftp_addr);
+        assert_eq!(config.db_max_connections, defaults.db_max_connections);
+        assert_eq!(config.log_format, defaults.log_format);
+        assert!(config.database_url.is_none());
+    }
+
+    #[test]
     fn bad_values_name_their_variable() {
         let err = from_env(env(&[("REWARDS_HTTP_ADDR", "localhost")])).unwrap_err();
         assert!(err.to_string().contains("REWARDS_HTTP_ADDR"), "{err}");

@@ -90,7 +90,23 @@ async fn unknown_routes_are_problems_and_requests_carry_ids(app: TestApp) {
     assert_eq!(wrong_method.body["code"], "method_not_allowed");
 }
 
+async fn a_client_request_id_is_kept_and_huge_bodies_refused(app: TestApp) {
+    let response = reqwest::Client::new()
+        .get(format!("{}/healthz", app.base))
+        .header("x-request-id", "client-chosen-42")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["x-request-id"], "client-chosen-42");
+
+    let huge = serde_json::json!({"firstName": "A", "userId": "u", "externalId": "c", "meta": {"blob": "x".repeat(3 << 20)}});
+    let reply = app.post("/v1/members", huge).await;
+    assert_eq!(reply.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(reply.body["code"], "payload_too_large");
+}
+
 app_tests!(
+    a_client_request_id_is_kept_and_huge_bodies_refused,
     probes_answer_without_credentials,
     readiness_fails_when_the_database_is_gone,
     the_openapi_description_covers_the_routes,

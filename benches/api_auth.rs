@@ -1,0 +1,145 @@
+//! Requests per second through authentication, beside a baseline that skips it, in one run.
+//!
+//! `cargo bench --bench api_auth` starts the real server on SQLite (or on PostgreSQL when
+//! `REWARDS_TEST_POSTGRES_URL` is set) on a loopback port and drives it with 32 concurrent
+//! clients for a fixed time per scenario:
+//!   baseline  GET /healthz            no key check, no database
+//!   auth      GET /v1/api-key         key lookup + SHA-256 + constant-time compare
+//!   list      GET /v1/members         auth + a page of 10 of 200 members
+//! Client and server share the machine's cores, so the figures are a floor, not a ceiling.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use store::testing::TestStore;
+use store::{NewCampaign, NewKey, NewMember};
+
+const CLIENTS: usize = 32;
+const SECONDS: u64 = 5;
+
+struct Scenario {
+    name: &'static str,
+    path: &'static str,
+    authenticated: bool,
+}
+
+#[tokio::main]
+async fn main() {
+    let db = match std::env::var(store::testing::POSTGRES_URL_VAR) {
+        Ok(_) => TestStore::postgres().await,
+        Err(_) => TestStore::sqlite().await,
+    };
+    let store = db.store.clone();
+    let org = store.create_org("Bench").await.unwrap().id;
+    let campaign = store
+        .create_campaign(
+            &org,
+            NewCampaign {
+                name: "B".into(),
+                currency: "PTS".into(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+        .id;
+    let key = store
+        .issue_key(
+            &org,
+            NewKey {
+                campaign_id: campaign,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    for i in 0..200 {
+        let member = NewMember {
+            first_name: "Ada".into(),
+            idp: "reference".into(),
+            user_id: format!("u{i}"),
+            external_id: format!("card-{i}"),
+            ..Default::default()
+        };
+        store.create_member(&org, member).await.unwrap();
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let state = api::AppState::new(store.clone());
+    tokio::spawn(api::serve(listener, state, std::future::pending()));
+
+    println!(
+        "backend: {:?}; {CLIENTS} concurrent clients, {SECONDS} s per scenario",
+        store.backend()
+    );
+    println!(
+        "{:<10} {:>10} {:>10} {:>10}",
+        "scenario", "req/s", "p50 ms", "p99 ms"
+    );
+    let credentials = Arc::new((key.key.api_key.clone(), key.secret.clone()));
+    for scenario in [
+        Scenario {
+            name: "baseline",
+            path: "/healthz",
+            authenticated: false,
+        },
+        Scenario {
+            name: "auth",
+            path: "/v1/api-key",
+            authenticated: true,
+        },
+        Scenario {
+            name: "list",
+            path: "/v1/members",
+            authenticated: true,
+        },
+    ] {
+        let (rate, p50, p99) = drive(&base, &scenario, credentials.clone()).await;
+        println!(
+            "{:<10} {:>10.0} {:>10.2} {:>10.2}",
+            scenario.name, rate, p50, p99
+        );
+    }
+}
+
+/// Runs `scenario` with `CLIENTS` loops for `SECONDS`; returns requests/s and latency percentiles.
+async fn drive(
+    base: &str,
+    scenario: &Scenario,
+    credentials: Arc<(String, String)>,
+) -> (f64, f64, f64) {
+    let client = reqwest::Client::new();
+    let url = format!("{base}{}", scenario.path);
+    let deadline = Instant::now() + Duration::from_secs(SECONDS);
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..CLIENTS {
+        let (client, url, credentials) = (client.clone(), url.clone(), credentials.clone());
+        let authenticated = scenario.authenticated;
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            while Instant::now() < deadline {
+                let mut request = client.get(&url);
+                if authenticated {
+                    request = request
+                        .header("x-api-key", &credentials.0)
+                        .header("x-api-secret", &credentials.1);
+                }
+                let sent = Instant::now();
+                let response = request.send().await.unwrap();
+                assert!(response.status().is_success(), "{}", response.status());
+                response.bytes().await.unwrap();
+                latencies.push(sent.elapsed());
+            }
+            latencies
+        }));
+    }
+    let mut latencies = Vec::new();
+    for task in tasks {
+        latencies.extend(task.await.unwrap());
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    latencies.sort();
+    let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q) as usize].as_secs_f64() * 1000.0;
+    (latencies.len() as f64 / elapsed, at(0.5), at(0.99))
+}
