@@ -3,6 +3,7 @@
 
 mod api_key;
 mod auth;
+mod checks;
 mod docs;
 mod error;
 mod json;

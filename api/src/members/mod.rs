@@ -1,0 +1,203 @@
+//! Members (seed #18-23) and the member guide's `POST /api/members`.
+//!
+//! `communicationPreferences` is stored once and spoken in each version's shape
+//! (`preferences`). An update changes only the fields, categories and (in 1.9.5) channels it
+//! names.
+
+mod input;
+mod preferences;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use store::{ApiVersion, Member, MemberStatus};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use self::input::{GUIDE, GuideMemberInput, MemberInput, REFERENCE, member_patch, new_member};
+use self::preferences::PreferencesBody;
+use crate::AppState;
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::json::JsonBody;
+use crate::paging::{PagedList, Paging, PagingParams};
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+enum Status {
+    Active,
+    Inactive,
+}
+
+impl From<Status> for MemberStatus {
+    fn from(status: Status) -> Self {
+        match status {
+            Status::Active => MemberStatus::Active,
+            Status::Inactive => MemberStatus::Inactive,
+        }
+    }
+}
+
+impl From<MemberStatus> for Status {
+    fn from(status: MemberStatus) -> Self {
+        match status {
+            MemberStatus::Active => Status::Active,
+            MemberStatus::Inactive => Status::Inactive,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberView {
+    id: String,
+    first_name: String,
+    last_name: Option<String>,
+    email: Option<String>,
+    phone: Option<String>,
+    status: Status,
+    idp: String,
+    user_id: String,
+    external_id: String,
+    #[schema(value_type = Option<Object>)]
+    meta: Option<Value>,
+    communication_preferences: PreferencesBody,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl MemberView {
+    fn new(member: Member, version: ApiVersion) -> Self {
+        MemberView {
+            communication_preferences: PreferencesBody::render(
+                &member.communication_preferences,
+                version,
+            ),
+            id: member.id,
+            first_name: member.first_name,
+            last_name: member.last_name,
+            email: member.email,
+            phone: member.phone,
+            status: member.status.into(),
+            idp: member.idp,
+            user_id: member.user_id,
+            external_id: member.external_id,
+            meta: member.meta,
+            created_at: member.created_at,
+            updated_at: member.updated_at,
+        }
+    }
+}
+
+#[utoipa::path(get, path = "/v1/members", tag = "members", summary = "Find All Members",
+    params(PagingParams),
+    responses((status = 200, body = PagedList<MemberView>), (status = 400, body = crate::error::Problem)))]
+async fn list_members(
+    State(state): State<AppState>,
+    caller: Caller,
+    Paging(page): Paging,
+) -> Result<Json<PagedList<MemberView>>, ApiError> {
+    let members = state.store.list_members(caller.org_id(), page).await?;
+    Ok(Json(PagedList::from_page(members, |m| {
+        MemberView::new(m, caller.version)
+    })))
+}
+
+#[utoipa::path(post, path = "/v1/members", tag = "members", summary = "Create Member",
+    request_body = MemberInput,
+    responses((status = 200, body = MemberView), (status = 400, body = crate::error::Problem),
+        (status = 409, description = "externalId or (idp, userId) already used", body = crate::error::Problem)))]
+async fn create_member(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(input): JsonBody<MemberInput>,
+) -> Result<Json<MemberView>, ApiError> {
+    let new = new_member(input, caller.version, &REFERENCE)?;
+    let member = state.store.create_member(caller.org_id(), new).await?;
+    Ok(Json(MemberView::new(member, caller.version)))
+}
+
+#[utoipa::path(get, path = "/v1/members/idp/{idp}/{id}", tag = "members", summary = "Find Member By IDP",
+    params(("idp" = String, Path, description = "identity provider"), ("id" = String, Path, description = "user id at that provider")),
+    responses((status = 200, body = MemberView), (status = 404, body = crate::error::Problem)))]
+async fn find_member_by_idp(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((idp, user_id)): Path<(String, String)>,
+) -> Result<Json<MemberView>, ApiError> {
+    let member = state
+        .store
+        .find_member_by_idp(caller.org_id(), &idp, &user_id)
+        .await?;
+    Ok(Json(MemberView::new(member, caller.version)))
+}
+
+#[utoipa::path(get, path = "/v1/members/{id}", tag = "members", summary = "Find Member",
+    params(("id" = String, Path)),
+    responses((status = 200, body = MemberView), (status = 404, body = crate::error::Problem)))]
+async fn get_member(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<MemberView>, ApiError> {
+    let member = state.store.get_member(caller.org_id(), &id).await?;
+    Ok(Json(MemberView::new(member, caller.version)))
+}
+
+#[utoipa::path(patch, path = "/v1/members/{id}", tag = "members", summary = "Update Member",
+    params(("id" = String, Path)), request_body = MemberInput,
+    responses((status = 200, body = MemberView), (status = 400, body = crate::error::Problem),
+        (status = 404, body = crate::error::Problem), (status = 409, body = crate::error::Problem)))]
+async fn update_member(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(input): JsonBody<MemberInput>,
+) -> Result<Json<MemberView>, ApiError> {
+    let patch = member_patch(input, caller.version)?;
+    let member = state
+        .store
+        .update_member(caller.org_id(), &id, patch)
+        .await?;
+    Ok(Json(MemberView::new(member, caller.version)))
+}
+
+#[utoipa::path(delete, path = "/v1/members/{id}", tag = "members", summary = "Delete Member",
+    description = "Erases the member's personal data and returns the member as it was. Records the \
+        ledger needs (wallets, transactions) stay; the member is not found again.",
+    params(("id" = String, Path)),
+    responses((status = 200, body = MemberView), (status = 404, body = crate::error::Problem)))]
+async fn delete_member(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<MemberView>, ApiError> {
+    let member = state.store.delete_member(caller.org_id(), &id).await?;
+    Ok(Json(MemberView::new(member, caller.version)))
+}
+
+#[utoipa::path(post, path = "/api/members", tag = "member guide", summary = "Create Member (member guide)",
+    request_body = GuideMemberInput,
+    responses((status = 200, body = MemberView), (status = 400, body = crate::error::Problem),
+        (status = 409, body = crate::error::Problem)))]
+async fn create_guide_member(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(input): JsonBody<GuideMemberInput>,
+) -> Result<Json<MemberView>, ApiError> {
+    let input = MemberInput::from(input);
+    let new = new_member(input, caller.version, &GUIDE)?;
+    let member = state.store.create_member(caller.org_id(), new).await?;
+    Ok(Json(MemberView::new(member, caller.version)))
+}
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_members, create_member))
+        .routes(routes!(find_member_by_idp))
+        .routes(routes!(get_member, update_member, delete_member))
+        .routes(routes!(create_guide_member))
+}
