@@ -8,8 +8,8 @@ use sqlx::Connection;
 use sqlx::postgres::PgConnection;
 use sqlx::sqlite::SqliteConnectOptions;
 
-use crate::Store;
 use crate::ids::random_token;
+use crate::{Store, StoreError};
 
 /// The variable naming the PostgreSQL server for tests.
 pub const POSTGRES_URL_VAR: &str = "REWARDS_TEST_POSTGRES_URL";
@@ -31,14 +31,22 @@ impl Drop for TempDir {
 
 impl TestStore {
     pub async fn sqlite() -> TestStore {
-        let dir = std::env::temp_dir().join(random_token("rewards-test-", 8));
-        std::fs::create_dir_all(&dir).expect("create a temporary directory");
-        let options = SqliteConnectOptions::new().filename(dir.join("rewards.db"));
-        let store = Store::sqlite_with(options).await.expect("open SQLite");
-        store.migrate().await.expect("migrate SQLite");
+        let dir = TempDir(std::env::temp_dir().join(random_token("rewards-test-", 8)));
+        let store = async {
+            std::fs::create_dir_all(&dir.0)
+                .map_err(|e| StoreError::invalid("dir", e.to_string()))?;
+            let store =
+                Store::sqlite_with(SqliteConnectOptions::new().filename(dir.0.join("rewards.db")))
+                    .await?;
+            store.migrate().await?;
+            Ok::<_, StoreError>(store)
+        };
+        let store = store
+            .await
+            .unwrap_or_else(|e| panic!("test SQLite store: {e}"));
         TestStore {
             store,
-            _dir: Some(TempDir(dir)),
+            _dir: Some(dir),
         }
     }
 
@@ -46,8 +54,14 @@ impl TestStore {
     /// never count as passed.
     pub async fn postgres() -> TestStore {
         let url = postgres_url().await;
-        let store = Store::connect(&url, 8).await.expect("connect PostgreSQL");
-        store.migrate().await.expect("migrate PostgreSQL");
+        let store = async {
+            let store = Store::connect(&url, 8).await?;
+            store.migrate().await?;
+            Ok::<_, StoreError>(store)
+        };
+        let store = store
+            .await
+            .unwrap_or_else(|e| panic!("test PostgreSQL store: {e}"));
         TestStore { store, _dir: None }
     }
 }
@@ -59,14 +73,16 @@ pub async fn postgres_url() -> String {
         panic!("set {POSTGRES_URL_VAR} (e.g. postgres://postgres@127.0.0.1:5432/test)")
     });
     let schema = random_token("t_", 8);
-    let mut admin = PgConnection::connect(&url)
+    let created = async {
+        let mut admin = PgConnection::connect(&url).await?;
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+            .execute(&mut admin)
+            .await?;
+        admin.close().await
+    };
+    created
         .await
-        .expect("connect to PostgreSQL");
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
-        .execute(&mut admin)
-        .await
-        .expect("create test schema");
-    admin.close().await.ok();
+        .unwrap_or_else(|e| panic!("creating test schema on {url}: {e}"));
     let separator = if url.contains('?') { '&' } else { '?' };
     format!("{url}{separator}options=-c%20search_path%3D{schema}")
 }

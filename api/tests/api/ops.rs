@@ -51,6 +51,18 @@ async fn the_openapi_description_covers_the_routes(app: TestApp) {
     let params = create["parameters"].as_array().unwrap();
     assert!(params.iter().any(|p| p["name"] == "x-api-version"));
     assert!(doc["components"]["securitySchemes"]["apiKey"].is_object());
+    // Every schema a reference points at is defined.
+    let text = doc.to_string();
+    for reference in text.split("#/components/schemas/").skip(1) {
+        let name: String = reference
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        assert!(
+            doc["components"]["schemas"][&name].is_object(),
+            "dangling $ref to {name}"
+        );
+    }
 }
 
 async fn the_docs_page_serves_its_own_assets(app: TestApp) {
