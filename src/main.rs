@@ -33,7 +33,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve => serve::serve(&config, store).await,
         Command::Migrate => {
-            println!("migrations applied ({:?})", store.backend());
+            let backend = format!("{:?}", store.backend()).to_lowercase();
+            if cli.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"migrated": true, "backend": backend})
+                );
+            } else {
+                println!("migrations applied ({backend})");
+            }
             Ok(())
         }
         Command::Org(command) => commands::org(&store, command, cli.json).await,

@@ -434,3 +434,40 @@ impl Store {
         .await)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads the stored row itself: erasure must clear the columns, not just hide the row.
+    async fn deletion_clears_personal_columns(store: Store) {
+        let org = store.create_org("Acme").await.unwrap();
+        let new = NewMember {
+            first_name: "Ada".into(),
+            last_name: Some("Lovelace".into()),
+            email: Some("ada@example.com".into()),
+            phone: Some("+44 20 7946 0000".into()),
+            idp: "auth0".into(),
+            user_id: "auth0|1".into(),
+            external_id: "card-1".into(),
+            meta: Some(serde_json::json!({"dob": "1815-12-10"})),
+            ..Default::default()
+        };
+        let member = store.create_member(&org.id, new).await.unwrap();
+        store.delete_member(&org.id, &member.id).await.unwrap();
+        const RAW: &str = concat!("SELECT ", member_columns!(), " FROM members WHERE id = $1");
+        let row: MemberRow = with_pool!(store, |pool| {
+            sqlx::query_as(RAW).bind(&member.id).fetch_one(pool).await
+        })
+        .unwrap();
+        let (id, first, last, email, phone, status, idp, user_id, external_id, meta, prefs, ..) =
+            row;
+        assert_eq!(id, member.id, "the row stays for the ledger");
+        assert_eq!(status, "inactive");
+        let personal = [first, last, email, phone, idp, user_id, external_id];
+        assert!(personal.iter().all(Option::is_none), "{personal:?}");
+        assert!(meta.is_none() && prefs.is_none());
+    }
+
+    crate::backend_tests!(deletion_clears_personal_columns);
+}
