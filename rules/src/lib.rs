@@ -1,3 +1,23 @@
-//! The rule engine: rule sets that decide how many tokens an earn transaction awards.
-//! Pure (no I/O, no SQL), shared by the API and the batch-file paths. Built by a later issue;
-//! this crate holds its place in the workspace so dependencies keep pointing one way.
+//! The rule engine: rule sets that decide how many tokens an earn transaction awards. Pure (no
+//! I/O, no SQL), shared by the API and the batch-file paths.
+//!
+//! A rule set (TOML, see `format`) is compiled once (`RuleSet::parse`), reporting every mistake
+//! with the rule and position, into a typed tree whose parameters are resolved ahead of time
+//! (`compile`, `nodes`); `RuleSet::evaluate` then runs each transaction through the rules in
+//! priority order and returns exact decimal tokens with a trace of what each rule contributed.
+//! Conditions and expressions are CEL (the Common Expression Language), parsed by the `cel` crate.
+
+mod compile;
+mod engine;
+mod error;
+mod facts;
+mod format;
+mod nodes;
+mod window;
+
+pub use engine::{Effect, Outcome, RuleInfo, RuleSet, Step};
+pub use error::{CompileError, CompileErrors, ErrorKind};
+pub use facts::{Context, Row};
+pub use format::{RoundingMode, RuleSetSource};
+pub use nodes::Skip;
+pub use rust_decimal::Decimal;

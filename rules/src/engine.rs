@@ -1,0 +1,500 @@
+//! A compiled rule set and its evaluation: rules in priority order, each maybe changing the
+//! running total, then the programme's rounding.
+
+use chrono::NaiveDateTime;
+use chrono_tz::Tz;
+use rust_decimal::{Decimal, RoundingStrategy};
+
+use crate::compile::{Compiler, Typed};
+use crate::error::{CompileError, CompileErrors, ErrorKind};
+use crate::facts::{Context, Facts, Row};
+use crate::format::{ExprSource, RoundingMode, RuleSetSource};
+use crate::nodes::{Bool, Num, Skip};
+use crate::window::Window;
+
+/// What a rule does to the running total when it fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Sets the total (the base award).
+    Award,
+    Multiply,
+    Add,
+    /// Lowers the total to at most the value (a per-transaction cap).
+    Cap,
+    /// Changes nothing; only `stop`.
+    Stop,
+}
+
+impl Effect {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effect::Award => "award",
+            Effect::Multiply => "multiply",
+            Effect::Add => "add",
+            Effect::Cap => "cap",
+            Effect::Stop => "stop",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Rule {
+    pub id: String,
+    pub description: String,
+    pub priority: i64,
+    pub window: Option<Window>,
+    pub when: Option<Bool>,
+    pub effect: Effect,
+    pub value: Option<Num>,
+    pub stop: bool,
+}
+
+/// A rule as shown to people: id, description, priority and effect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleInfo {
+    pub id: String,
+    pub description: String,
+    pub priority: i64,
+    pub effect: Effect,
+    pub stop: bool,
+}
+
+/// A compiled rule set, ready to evaluate transactions. Cheap to share between threads.
+#[derive(Debug, Clone)]
+pub struct RuleSet {
+    rules: Vec<Rule>,
+    zone: Tz,
+    rounding: RoundingMode,
+    decimals: u32,
+    meta_paths: Vec<Vec<String>>,
+    uses_local: bool,
+}
+
+/// One step of the trace: a rule that fired (with what it added to the total, negative for a
+/// cap) or a rule skipped because a value it needed was missing or unusable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Fired {
+        rule: u16,
+        contribution: Decimal,
+    },
+    Skipped {
+        rule: u16,
+        reason: Skip,
+    },
+    /// The final rounding (and the floor at zero) changed the total by this much.
+    Rounded {
+        contribution: Decimal,
+    },
+}
+
+/// The tokens a transaction earns and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub tokens: Decimal,
+    pub steps: Vec<Step>,
+}
+
+impl RuleSet {
+    /// Reads and compiles a rule set written in TOML (see `format`), reporting every problem.
+    pub fn parse(text: &str) -> Result<RuleSet, CompileErrors> {
+        let source: RuleSetSource = toml::from_str(text).map_err(|err| {
+            CompileErrors(vec![CompileError {
+                kind: ErrorKind::Format,
+                rule: None,
+                field: "file".into(),
+                position: err.span().map(|span| line_column(text, span.start)),
+                message: err.message().to_string(),
+            }])
+        })?;
+        RuleSet::compile(&source)
+    }
+
+    /// The rule set a campaign has until it is given one: one token per unit of amount, floored.
+    pub fn one_per_unit() -> RuleSet {
+        RuleSet::parse("[[rule]]\nid = \"one-per-unit\"\ndescription = \"One token per unit of amount\"\npriority = 0\naward = \"amount\"\n")
+            .expect("the default rule set compiles")
+    }
+
+    pub fn compile(source: &RuleSetSource) -> Result<RuleSet, CompileErrors> {
+        let mut errors = Vec::new();
+        let mut error = |kind, rule: Option<&str>, field: &str, position, message: String| {
+            errors.push(CompileError {
+                kind,
+                rule: rule.map(str::to_string),
+                field: field.to_string(),
+                position,
+                message,
+            })
+        };
+        let zone = match source.programme.time_zone.as_deref() {
+            None => Tz::UTC,
+            Some(name) => name.parse().unwrap_or_else(|_| {
+                error(
+                    ErrorKind::InvalidWindow,
+                    None,
+                    "programme.time_zone",
+                    None,
+                    format!(
+                        "unknown time zone `{name}`; use an IANA name such as Europe/Amsterdam"
+                    ),
+                );
+                Tz::UTC
+            }),
+        };
+        let decimals = source.programme.decimals.unwrap_or(0);
+        if decimals > 8 {
+            error(
+                ErrorKind::InvalidRule,
+                None,
+                "programme.decimals",
+                None,
+                "at most 8 decimals".into(),
+            );
+        }
+        let mut meta_paths = Vec::new();
+        let mut uses_local = false;
+        let mut rules = Vec::new();
+        for (i, rule) in source.rules.iter().enumerate() {
+            let id = rule.id.trim();
+            let name = Some(id);
+            if id.is_empty() {
+                error(
+                    ErrorKind::InvalidRule,
+                    None,
+                    &format!("rule[{i}].id"),
+                    None,
+                    "must not be empty".into(),
+                );
+            }
+            if source.rules[..i].iter().any(|r| r.id.trim() == id) {
+                error(
+                    ErrorKind::InvalidRule,
+                    name,
+                    "id",
+                    None,
+                    format!("another rule is also called `{id}`"),
+                );
+            }
+            if let Some(other) = source.rules[..i]
+                .iter()
+                .find(|r| r.priority == rule.priority)
+            {
+                error(
+                    ErrorKind::InvalidRule,
+                    name,
+                    "priority",
+                    None,
+                    format!(
+                        "rule `{}` has the same priority {}; priorities decide the order, so they must differ",
+                        other.id, rule.priority
+                    ),
+                );
+            }
+            let effects: Vec<(Effect, &ExprSource)> = [
+                (Effect::Award, &rule.award),
+                (Effect::Multiply, &rule.multiply),
+                (Effect::Add, &rule.add),
+                (Effect::Cap, &rule.cap),
+            ]
+            .into_iter()
+            .filter_map(|(effect, source)| source.as_ref().map(|s| (effect, s)))
+            .collect();
+            if effects.len() > 1 {
+                let names: Vec<_> = effects.iter().map(|(e, _)| e.as_str()).collect();
+                error(
+                    ErrorKind::InvalidRule,
+                    name,
+                    "effect",
+                    None,
+                    format!("has {}; a rule has one effect", names.join(" and ")),
+                );
+            } else if effects.is_empty() && !rule.stop {
+                error(
+                    ErrorKind::InvalidRule,
+                    name,
+                    "effect",
+                    None,
+                    "needs one of award, multiply, add, cap or stop".into(),
+                );
+            }
+            let window = rule.active.as_ref().and_then(|w| match Window::parse(w) {
+                Ok(window) => Some(window),
+                Err(problems) => {
+                    for (field, message) in problems {
+                        error(ErrorKind::InvalidWindow, name, field, None, message);
+                    }
+                    None
+                }
+            });
+            uses_local |= window.is_some();
+
+            let mut compiler = Compiler::new(&mut meta_paths, zone);
+            let when = rule.when.as_ref().and_then(|text| {
+                let compiled = compiler.expression(text).ok()?;
+                let root = cel_root();
+                compiler.boolean(&root, compiled).ok()
+            });
+            let when_errors = std::mem::take(&mut compiler.errors);
+            let (effect, value) = match effects.first() {
+                Some((effect, source)) => {
+                    let value = compiler
+                        .expression(&source.text())
+                        .ok()
+                        .and_then(|t| match t {
+                            Typed::Num(n) => Some(n),
+                            Typed::Meta(slot) => Some(Num::Meta(slot)),
+                            other => {
+                                compiler.errors.push((
+                                    ErrorKind::TypeMismatch,
+                                    None,
+                                    format!("must give a number, not {}", other_name(&other)),
+                                ));
+                                None
+                            }
+                        });
+                    (*effect, value)
+                }
+                None => (Effect::Stop, None),
+            };
+            uses_local |= compiler.uses_local;
+            let value_errors = std::mem::take(&mut compiler.errors);
+            for (kind, position, message) in when_errors {
+                error(kind, name, "when", position, message);
+            }
+            for (kind, position, message) in value_errors {
+                error(kind, name, effect.as_str(), position, message);
+            }
+            rules.push(Rule {
+                id: id.to_string(),
+                description: rule.description.clone(),
+                priority: rule.priority,
+                window,
+                when,
+                effect,
+                value,
+                stop: rule.stop,
+            });
+        }
+        if meta_paths.len() > usize::from(u16::MAX) {
+            error(
+                ErrorKind::InvalidRule,
+                None,
+                "meta",
+                None,
+                "too many distinct meta keys".into(),
+            );
+        }
+        if !errors.is_empty() {
+            return Err(CompileErrors(errors));
+        }
+        rules.sort_by_key(|r| r.priority);
+        Ok(RuleSet {
+            rules,
+            zone,
+            rounding: source.programme.rounding.unwrap_or_default(),
+            decimals,
+            meta_paths,
+            uses_local,
+        })
+    }
+
+    pub fn rules(&self) -> impl Iterator<Item = RuleInfo> + '_ {
+        self.rules.iter().map(|r| RuleInfo {
+            id: r.id.clone(),
+            description: r.description.clone(),
+            priority: r.priority,
+            effect: r.effect,
+            stop: r.stop,
+        })
+    }
+
+    /// The meta keys the rules read, as paths (`["store", "code"]` for `meta.store.code`).
+    pub fn meta_paths(&self) -> &[Vec<String>] {
+        &self.meta_paths
+    }
+
+    pub fn time_zone(&self) -> Tz {
+        self.zone
+    }
+
+    /// The tokens `row` earns, with the trace.
+    pub fn evaluate(&self, row: &Row, ctx: &Context) -> Outcome {
+        let mut steps = Vec::new();
+        let tokens = self.evaluate_into(row, ctx, &mut steps);
+        Outcome { tokens, steps }
+    }
+
+    /// Like `evaluate`, writing the trace into `steps` (cleared first), so a loop over many
+    /// rows can reuse one buffer.
+    pub fn evaluate_into(&self, row: &Row, ctx: &Context, steps: &mut Vec<Step>) -> Decimal {
+        steps.clear();
+        let local = if self.uses_local {
+            row.date.with_timezone(&self.zone).naive_local()
+        } else {
+            NaiveDateTime::default()
+        };
+        let facts = Facts::new(row, ctx, &self.meta_paths, local);
+        let mut total = Decimal::ZERO;
+        for (i, rule) in self.rules.iter().enumerate() {
+            let index = i as u16;
+            if rule
+                .window
+                .as_ref()
+                .is_some_and(|w| !w.contains(facts.local))
+            {
+                continue;
+            }
+            match rule.when.as_ref().map_or(Ok(true), |w| w.eval(&facts)) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(reason) => {
+                    steps.push(Step::Skipped {
+                        rule: index,
+                        reason,
+                    });
+                    continue;
+                }
+            }
+            let next = match &rule.value {
+                None => Ok(total),
+                Some(value) => value.eval(&facts).and_then(|v| match rule.effect {
+                    Effect::Award => Ok(v),
+                    Effect::Multiply => total.checked_mul(v).ok_or(Skip::Overflow),
+                    Effect::Add => total.checked_add(v).ok_or(Skip::Overflow),
+                    Effect::Cap => Ok(total.min(v)),
+                    Effect::Stop => Ok(total),
+                }),
+            };
+            match next {
+                Ok(next) => {
+                    steps.push(Step::Fired {
+                        rule: index,
+                        contribution: next - total,
+                    });
+                    total = next;
+                    if rule.stop {
+                        break;
+                    }
+                }
+                Err(reason) => steps.push(Step::Skipped {
+                    rule: index,
+                    reason,
+                }),
+            }
+        }
+        let strategy = match self.rounding {
+            RoundingMode::Floor => RoundingStrategy::ToNegativeInfinity,
+            RoundingMode::Round => RoundingStrategy::MidpointAwayFromZero,
+            RoundingMode::Ceil => RoundingStrategy::ToPositiveInfinity,
+        };
+        let tokens = total
+            .max(Decimal::ZERO)
+            .round_dp_with_strategy(self.decimals, strategy);
+        if tokens != total {
+            steps.push(Step::Rounded {
+                contribution: tokens - total,
+            });
+        }
+        tokens
+    }
+
+    /// The trace in words, one line per step: `weekend: multiply +100 (Double on weekends)`.
+    pub fn explain(&self, steps: &[Step]) -> Vec<String> {
+        steps
+            .iter()
+            .map(|step| match *step {
+                Step::Fired { rule, contribution } => {
+                    let rule = &self.rules[usize::from(rule)];
+                    let stop = if rule.stop { ", then stop" } else { "" };
+                    format!(
+                        "{}: {} {}{stop}",
+                        rule.id,
+                        rule.effect.as_str(),
+                        signed(contribution)
+                    )
+                }
+                Step::Skipped { rule, reason } => {
+                    format!(
+                        "{}: skipped, {}",
+                        self.rules[usize::from(rule)].id,
+                        self.reason(reason)
+                    )
+                }
+                Step::Rounded { contribution } => format!("rounding: {}", signed(contribution)),
+            })
+            .collect()
+    }
+
+    /// The trace in one short line, for storing with a transaction: `base:+100;cap:-20;~:-0.5`
+    /// (`~` is rounding; a skipped rule shows `?` and the reason).
+    pub fn compact(&self, steps: &[Step]) -> String {
+        let parts: Vec<String> = steps
+            .iter()
+            .map(|step| match *step {
+                Step::Fired { rule, contribution } => {
+                    format!(
+                        "{}:{}",
+                        self.rules[usize::from(rule)].id,
+                        signed(contribution)
+                    )
+                }
+                Step::Skipped { rule, reason } => {
+                    format!(
+                        "{}:?{}",
+                        self.rules[usize::from(rule)].id,
+                        self.reason(reason)
+                    )
+                }
+                Step::Rounded { contribution } => format!("~:{}", signed(contribution)),
+            })
+            .collect();
+        parts.join(";")
+    }
+
+    fn reason(&self, reason: Skip) -> String {
+        let key = |slot: u16| format!("meta.{}", self.meta_paths[usize::from(slot)].join("."));
+        match reason {
+            Skip::MissingMeta(slot) => format!("{} is missing", key(slot)),
+            Skip::WrongType(slot, expected) => format!("{} is not {expected}", key(slot)),
+            Skip::NoTier => "the wallet has no tier".into(),
+            Skip::DivisionByZero => "division by zero".into(),
+            Skip::Overflow => "number too large".into(),
+            Skip::NotANumber => "text is not a number".into(),
+        }
+    }
+}
+
+fn signed(d: Decimal) -> String {
+    let d = d.normalize();
+    if d.is_sign_negative() {
+        d.to_string()
+    } else {
+        format!("+{d}")
+    }
+}
+
+fn other_name(t: &Typed) -> &'static str {
+    match t {
+        Typed::Str(_) => "text",
+        Typed::Bool(_) => "true/false",
+        Typed::Time(_) => "a date-time",
+        Typed::Num(_) | Typed::Meta(_) => "a number",
+    }
+}
+
+/// An expression node standing for a whole expression, for errors about its type.
+fn cel_root() -> cel::common::ast::IdedExpr {
+    cel::common::ast::IdedExpr {
+        id: u64::MAX,
+        expr: cel::common::ast::Expr::Unspecified,
+    }
+}
+
+fn line_column(source: &str, offset: usize) -> (usize, usize) {
+    let before = &source[..offset.min(source.len())];
+    (
+        before.matches('\n').count() + 1,
+        before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1,
+    )
+}

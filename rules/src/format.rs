@@ -1,0 +1,104 @@
+//! The rule-set file as written by a programme manager (TOML), before compilation.
+//!
+//! ```toml
+//! [programme]
+//! time_zone = "Europe/Amsterdam"   # windows and date helpers use this zone (default UTC)
+//! rounding = "floor"               # floor | round | ceil, applied to the final tokens
+//! decimals = 0
+//!
+//! [[rule]]
+//! id = "base"
+//! description = "One token per euro"
+//! priority = 10                    # lower runs first; two rules may not share a priority
+//! award = "amount"
+//!
+//! [[rule]]
+//! id = "weekend"
+//! priority = 20
+//! when = "meta.channel == 'app'"
+//! multiply = 2
+//! active = { weekdays = ["sat", "sun"], hours = "08:00-20:00", from = "2026-12-01", to = "2026-12-31" }
+//! ```
+
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSetSource {
+    #[serde(default)]
+    pub programme: ProgrammeSource,
+    #[serde(default, rename = "rule")]
+    pub rules: Vec<RuleSource>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgrammeSource {
+    /// An IANA zone name such as `Europe/Amsterdam`; UTC when absent.
+    pub time_zone: Option<String>,
+    pub rounding: Option<RoundingMode>,
+    pub decimals: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RoundingMode {
+    /// Towards zero tokens: a member never gets a fraction the programme did not promise.
+    #[default]
+    Floor,
+    /// Half away from zero.
+    Round,
+    Ceil,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSource {
+    pub id: String,
+    #[serde(default)]
+    pub description: String,
+    pub priority: i64,
+    pub when: Option<String>,
+    pub active: Option<WindowSource>,
+    pub award: Option<ExprSource>,
+    pub multiply: Option<ExprSource>,
+    pub add: Option<ExprSource>,
+    pub cap: Option<ExprSource>,
+    /// When the rule fires, no later rule applies.
+    #[serde(default)]
+    pub stop: bool,
+}
+
+/// An expression, or a plain number written without quotes (`multiply = 2`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ExprSource {
+    Text(String),
+    Integer(i64),
+    Float(f64),
+}
+
+impl ExprSource {
+    pub fn text(&self) -> String {
+        match self {
+            ExprSource::Text(text) => text.clone(),
+            ExprSource::Integer(n) => n.to_string(),
+            // Rust prints the shortest text that reads back as the same float, so `1.1` stays 1.1.
+            ExprSource::Float(f) => f.to_string(),
+        }
+    }
+}
+
+/// When a rule may fire, in the programme's time zone. Every part given must hold.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WindowSource {
+    /// First day (inclusive), `YYYY-MM-DD`.
+    pub from: Option<String>,
+    /// Last day (inclusive), `YYYY-MM-DD`.
+    pub to: Option<String>,
+    /// Days of the week: `mon`, `tue`, `wed`, `thu`, `fri`, `sat`, `sun`.
+    pub weekdays: Option<Vec<String>>,
+    /// `HH:MM-HH:MM`, start inclusive, end exclusive; `22:00-02:00` spans midnight.
+    pub hours: Option<String>,
+}
