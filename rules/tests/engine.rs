@@ -314,7 +314,12 @@ fn the_default_rule_set_gives_one_token_per_unit() {
 /// An error as (kind, rule, field, position).
 type Found = (ErrorKind, Option<String>, String, Option<(usize, usize)>);
 /// An expected error as (kind, rule, field, position).
-type Expected = (ErrorKind, &'static str, &'static str, Option<(usize, usize)>);
+type Expected = (
+    ErrorKind,
+    &'static str,
+    &'static str,
+    Option<(usize, usize)>,
+);
 
 /// Compiles `source` and returns each error found.
 fn errors(source: &str) -> Vec<Found> {
