@@ -37,6 +37,42 @@ pub enum Command {
     /// Issue, list and revoke API keys.
     #[command(subcommand)]
     Key(KeyCommand),
+    /// Set, list, show and test a campaign's earn rules.
+    #[command(subcommand)]
+    Rules(RulesCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RulesCommand {
+    /// Validate a rule set (TOML) and make it the campaign's active version.
+    Set {
+        #[arg(long)]
+        campaign: String,
+        /// The rule set file.
+        file: PathBuf,
+    },
+    /// List the campaign's rule-set versions (the newest is active).
+    List {
+        #[arg(long)]
+        campaign: String,
+    },
+    /// Print a rule-set version (the active one unless --version is given).
+    Show {
+        #[arg(long)]
+        campaign: String,
+        #[arg(long)]
+        version: Option<i64>,
+    },
+    /// Run a rule set over sample rows (CSV with the earn template's columns) and print each
+    /// row's tokens and trace. Touches no database.
+    Test {
+        /// The rule set file.
+        file: PathBuf,
+        /// Rows to evaluate: columns id, amount, date (RFC 3339), description, currency,
+        /// meta.<key>..., and optionally wallet.tier, wallet.balance, member.status.
+        #[arg(long)]
+        rows: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -6,7 +6,7 @@ use store::{ApiKey, NewCampaign, NewKey, Store};
 use crate::cli::{CampaignCommand, CampaignCreate, KeyCommand, KeyIssue, OrgCommand};
 
 /// Prints `value` as JSON with `--json`, else the text `human` gives.
-fn emit(json: bool, value: serde_json::Value, human: impl FnOnce() -> String) {
+pub fn emit(json: bool, value: serde_json::Value, human: impl FnOnce() -> String) {
     if json {
         println!("{value:#}");
     } else {

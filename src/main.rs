@@ -3,6 +3,7 @@
 mod cli;
 mod commands;
 mod config;
+mod rules_cmd;
 mod serve;
 
 use anyhow::Context;
@@ -29,6 +30,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Command::Serve = cli.command {
         serve::init_logging(config.log_format);
     }
+    // Testing a rule set on sample rows needs no database.
+    if let Command::Rules(cli::RulesCommand::Test { file, rows }) = &cli.command {
+        return rules_cmd::test(file, rows, cli.json);
+    }
     let store = open_store(&config).await?;
     match cli.command {
         Command::Serve => serve::serve(&config, store).await,
@@ -47,6 +52,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Org(command) => commands::org(&store, command, cli.json).await,
         Command::Campaign(command) => commands::campaign(&store, command, cli.json).await,
         Command::Key(command) => commands::key(&store, command, cli.json).await,
+        Command::Rules(command) => rules_cmd::run(&store, command, cli.json).await,
     }
 }
 

@@ -131,6 +131,8 @@ async fn operator_story(env: Vec<(&'static str, String)>) {
         "a key needs a campaign of its own organisation"
     );
 
+    rules_story(&env, &campaign);
+
     let (mut server, base) = serve(&env);
     let http = reqwest::Client::new();
     let get = |path: &str| {
@@ -185,6 +187,133 @@ async fn operator_story(env: Vec<(&'static str, String)>) {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(status.success(), "graceful stop exits 0: {status}");
+}
+
+/// The sample rule set (from the repository root, where cargo runs tests).
+const RETAIL: &str = "samples/rules/retail.toml";
+
+fn rules_story(env: &[(&str, String)], campaign: &str) {
+    let none = ok(env, &["rules", "list", "--campaign", campaign]);
+    assert!(none.contains("one token per unit"), "{none}");
+    let set: Value = serde_json::from_str(&ok(
+        env,
+        &["--json", "rules", "set", "--campaign", campaign, RETAIL],
+    ))
+    .unwrap();
+    assert_eq!(set["version"], 1);
+
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.toml");
+    std::fs::write(&broken, "[[rule]]\nid = 'base'\npriority = 1\naward = 'amount *'\n[[rule]]\nid = 'x'\npriority = 1\nadd = 'points'\n").unwrap();
+    let refused = run(
+        env,
+        &[
+            "rules",
+            "set",
+            "--campaign",
+            campaign,
+            broken.to_str().unwrap(),
+        ],
+    );
+    assert!(!refused.status.success());
+    let message = String::from_utf8_lossy(&refused.stderr);
+    for expected in [
+        "3 error(s)",
+        "rule `base`, award 1:9",
+        "(syntax)",
+        "rule `x`, priority",
+        "unknown_parameter",
+    ] {
+        assert!(message.contains(expected), "{expected} in {message}");
+    }
+
+    ok(env, &["rules", "set", "--campaign", campaign, RETAIL]);
+    let versions: Value = serde_json::from_str(&ok(
+        env,
+        &["--json", "rules", "list", "--campaign", campaign],
+    ))
+    .unwrap();
+    assert_eq!(versions[0]["version"], 2);
+    assert_eq!(versions[0]["active"], true);
+    assert_eq!(versions[1]["active"], false);
+    let shown: Value = serde_json::from_str(&ok(
+        env,
+        &[
+            "--json",
+            "rules",
+            "show",
+            "--campaign",
+            campaign,
+            "--version",
+            "1",
+        ],
+    ))
+    .unwrap();
+    assert_eq!(shown["version"], 1);
+    assert_eq!(shown["rules"].as_array().unwrap().len(), 8);
+    assert_eq!(
+        shown["rules"][0]["id"], "min-spend",
+        "listed in priority order"
+    );
+}
+
+#[test]
+fn rules_test_prints_tokens_and_trace_per_row_without_a_database() {
+    let rows = "samples/rules/retail-rows.csv";
+    let env = [(
+        "DATABASE_URL",
+        "postgres://nowhere.invalid/none".to_string(),
+    )];
+    let out: Value = serde_json::from_str(&ok(
+        &env,
+        &["--json", "rules", "test", RETAIL, "--rows", rows],
+    ))
+    .unwrap();
+    let tokens: Vec<_> = out
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["id"].as_str().unwrap(), r["tokens"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        tokens,
+        [
+            ("t-1001", "42"),
+            ("t-1002", "0"),
+            ("t-1003", "158"),
+            ("t-1004", "54"),
+            ("t-1005", "1000"),
+            ("t-1006", "24")
+        ]
+    );
+    let trace = &out[2]["trace"];
+    assert_eq!(trace[0], "base: award +65");
+    assert!(
+        trace
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l == "weekend: multiply +65"),
+        "{trace}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(
+        &bad,
+        "id,amount,date\nt-1,12.5,2026-11-18T10:00:00Z\nt-2,twelve,2026-11-18T10:00:00Z\n",
+    )
+    .unwrap();
+    let output = run(
+        &env,
+        &["rules", "test", RETAIL, "--rows", bad.to_str().unwrap()],
+    );
+    assert!(!output.status.success(), "a bad row fails the run");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("t-1") && text.contains("line 3: amount `twelve` is not a number"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -252,6 +381,8 @@ fn every_command_has_help() {
         vec!["key", "issue", "--help"],
         vec!["key", "list", "--help"],
         vec!["key", "revoke", "--help"],
+        vec!["rules", "set", "--help"],
+        vec!["rules", "test", "--help"],
     ] {
         let output = run(&[], &args);
         assert!(output.status.success(), "{args:?}");

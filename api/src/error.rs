@@ -146,6 +146,13 @@ impl From<StoreError> for ApiError {
             }
             StoreError::Conflict { field } => ApiError::Conflict(field),
             StoreError::NotFound { what } => ApiError::NotFound(what),
+            StoreError::InvalidRules(errors) => ApiError::validation(
+                errors
+                    .0
+                    .iter()
+                    .map(|e| FieldError::new("rules", "invalid_value", e.to_string()))
+                    .collect(),
+            ),
             other => ApiError::Internal(other.to_string()),
         }
     }

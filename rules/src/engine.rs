@@ -457,7 +457,6 @@ impl RuleSet {
         match reason {
             Skip::MissingMeta(slot) => format!("{} is missing", key(slot)),
             Skip::WrongType(slot, expected) => format!("{} is not {expected}", key(slot)),
-            Skip::NoTier => "the wallet has no tier".into(),
             Skip::DivisionByZero => "division by zero".into(),
             Skip::Overflow => "number too large".into(),
             Skip::NotANumber => "text is not a number".into(),

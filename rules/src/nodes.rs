@@ -19,8 +19,6 @@ pub enum Skip {
     MissingMeta(u16),
     /// A `meta` key whose value is not of the type the expression needs.
     WrongType(u16, &'static str),
-    /// The wallet has no tier.
-    NoTier,
     DivisionByZero,
     /// A number beyond the 28 significant digits exact arithmetic keeps.
     Overflow,
@@ -217,7 +215,8 @@ impl Str {
             Str::Id => Cow::Borrowed(f.row.id),
             Str::Currency => Cow::Borrowed(f.row.currency),
             Str::Description => Cow::Borrowed(f.row.description),
-            Str::Tier => Cow::Borrowed(f.ctx.wallet_tier.ok_or(Skip::NoTier)?),
+            // A wallet without a tier has the empty tier: `wallet.tier == 'gold'` is plainly false.
+            Str::Tier => Cow::Borrowed(f.ctx.wallet_tier.unwrap_or("")),
             Str::MemberStatus => Cow::Borrowed(f.ctx.member_status),
             Str::Meta(slot) => match f.meta[usize::from(*slot)] {
                 MetaVal::Str(s) => Cow::Borrowed(s),

@@ -58,7 +58,7 @@ fn lookup(env: &Env, p: &[String]) -> R {
         ["amount"] => Some(V::Num(env.amount)),
         ["date"] => Some(V::Time(env.date)),
         ["wallet", "balance"] => Some(V::Num(env.balance)),
-        ["wallet", "tier"] => env.tier.map(|t| V::Str(t.to_string())),
+        ["wallet", "tier"] => Some(V::Str(env.tier.unwrap_or("").to_string())),
         ["meta", rest @ ..] => {
             let mut v = env.meta;
             for k in rest {

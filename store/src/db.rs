@@ -173,17 +173,33 @@ pub(crate) fn lock<P: WritePool>(_pool: &P, select: &str) -> AssertSqlSafe<Strin
 
 type Embedded = &'static [(i64, &'static str, &'static str)];
 
-const SQLITE_MIGRATIONS: Embedded = &[(
-    1,
-    "foundation",
-    include_str!("../migrations/sqlite/0001_foundation.sql"),
-)];
+/// Each backend's migrations, in order: (version, name, SQL). Add new ones at the end; never
+/// edit one that has shipped (the migrator checks their checksums).
+const SQLITE_MIGRATIONS: Embedded = &[
+    (
+        1,
+        "foundation",
+        include_str!("../migrations/sqlite/0001_foundation.sql"),
+    ),
+    (
+        2,
+        "rule sets",
+        include_str!("../migrations/sqlite/0002_rule_sets.sql"),
+    ),
+];
 
-const POSTGRES_MIGRATIONS: Embedded = &[(
-    1,
-    "foundation",
-    include_str!("../migrations/postgres/0001_foundation.sql"),
-)];
+const POSTGRES_MIGRATIONS: Embedded = &[
+    (
+        1,
+        "foundation",
+        include_str!("../migrations/postgres/0001_foundation.sql"),
+    ),
+    (
+        2,
+        "rule sets",
+        include_str!("../migrations/postgres/0002_rule_sets.sql"),
+    ),
+];
 
 fn migrator(embedded: Embedded) -> Migrator {
     let migrations = embedded

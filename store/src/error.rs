@@ -16,6 +16,9 @@ pub enum StoreError {
     /// The referenced record does not exist (or belongs to another organisation).
     #[error("{what} not found")]
     NotFound { what: &'static str },
+    /// A rule set that does not compile; every problem is listed.
+    #[error("the rule set has errors:\n{0}")]
+    InvalidRules(rules::CompileErrors),
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
     #[error("migration failed: {0}")]

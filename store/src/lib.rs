@@ -10,6 +10,7 @@ mod keys;
 mod members;
 mod orgs;
 mod page;
+mod rule_sets;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
@@ -22,3 +23,4 @@ pub use members::{
 };
 pub use orgs::{Campaign, NewCampaign, Organisation};
 pub use page::{Page, Paged};
+pub use rule_sets::RuleSetVersion;

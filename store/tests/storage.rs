@@ -385,6 +385,86 @@ async fn organisations_do_not_see_each_other(store: Store) {
     assert!(store.get_member(&a, &member.id).await.is_ok());
 }
 
+const RULES: &str = "[[rule]]\nid = 'base'\npriority = 1\naward = 'amount'\n";
+
+async fn rule_sets_are_versioned_and_the_newest_is_active(store: Store) {
+    let (org, campaign) = org_with_campaign(&store, "Acme").await;
+    assert!(matches!(
+        store.rule_set(&org, &campaign, None).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    let first = store.set_rule_set(&org, &campaign, RULES).await.unwrap();
+    let doubled = RULES.replace("'amount'", "'amount * 2'");
+    let second = store.set_rule_set(&org, &campaign, &doubled).await.unwrap();
+    assert_eq!((first.version, second.version), (1, 2));
+    assert_eq!(
+        store.rule_set(&org, &campaign, None).await.unwrap().source,
+        doubled
+    );
+    assert_eq!(
+        store
+            .rule_set(&org, &campaign, Some(1))
+            .await
+            .unwrap()
+            .source,
+        RULES
+    );
+    let versions: Vec<_> = store
+        .rule_set_versions(&org, &campaign)
+        .await
+        .unwrap()
+        .iter()
+        .map(|v| v.version)
+        .collect();
+    assert_eq!(versions, [2, 1]);
+
+    let broken = store
+        .set_rule_set(
+            &org,
+            &campaign,
+            "[[rule]]\nid = 'x'\npriority = 1\naward = 'amount *'\n",
+        )
+        .await;
+    assert!(matches!(broken, Err(StoreError::InvalidRules(_))));
+    assert_eq!(
+        store.rule_set(&org, &campaign, None).await.unwrap().version,
+        2,
+        "nothing stored"
+    );
+
+    let (other, _) = org_with_campaign(&store, "Other").await;
+    assert!(matches!(
+        store.set_rule_set(&other, &campaign, RULES).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.rule_set(&other, &campaign, None).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert_eq!(store.campaign_by_id(&campaign).await.unwrap().org_id, org);
+}
+
+async fn concurrent_rule_sets_get_distinct_versions(store: Store) {
+    let (org, campaign) = org_with_campaign(&store, "Acme").await;
+    let mut tasks = Vec::new();
+    for _ in 0..10 {
+        let (store, org, campaign) = (store.clone(), org.clone(), campaign.clone());
+        tasks.push(tokio::spawn(async move {
+            store
+                .set_rule_set(&org, &campaign, RULES)
+                .await
+                .unwrap()
+                .version
+        }));
+    }
+    let mut versions = Vec::new();
+    for task in tasks {
+        versions.push(task.await.unwrap());
+    }
+    versions.sort();
+    assert_eq!(versions, (1..=10).collect::<Vec<_>>());
+}
+
 async fn migrations_run_twice_without_harm(store: Store) {
     store.migrate().await.unwrap();
     store.ping().await.unwrap();
@@ -401,4 +481,6 @@ backend_tests!(
     deleted_members_are_erased_and_free_their_identifiers,
     organisations_do_not_see_each_other,
     migrations_run_twice_without_harm,
+    rule_sets_are_versioned_and_the_newest_is_active,
+    concurrent_rule_sets_get_distinct_versions,
 );
