@@ -11,6 +11,7 @@ mod members;
 mod ops;
 mod paging;
 mod state;
+mod wallets;
 
 use std::future::Future;
 
@@ -31,6 +32,7 @@ pub fn app(state: AppState) -> Router {
     let (authenticated, mut openapi) = OpenApiRouter::with_openapi(docs::base())
         .merge(api_key::router())
         .merge(members::router())
+        .merge(wallets::router())
         .layer(from_fn_with_state(state.clone(), auth::authenticate))
         .split_for_parts();
     docs::add_shared_parts(&mut openapi);

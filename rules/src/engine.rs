@@ -143,13 +143,14 @@ impl RuleSet {
             }),
         };
         let decimals = source.programme.decimals.unwrap_or(0);
-        if decimals > 8 {
+        // The ledger keeps tokens to 6 decimals.
+        if decimals > 6 {
             error(
                 ErrorKind::InvalidRule,
                 None,
                 "programme.decimals",
                 None,
-                "at most 8 decimals".into(),
+                "at most 6 decimals".into(),
             );
         }
         let mut meta_paths = Vec::new();

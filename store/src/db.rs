@@ -173,33 +173,23 @@ pub(crate) fn lock<P: WritePool>(_pool: &P, select: &str) -> AssertSqlSafe<Strin
 
 type Embedded = &'static [(i64, &'static str, &'static str)];
 
-/// Each backend's migrations, in order: (version, name, SQL). Add new ones at the end; never
-/// edit one that has shipped (the migrator checks their checksums).
-const SQLITE_MIGRATIONS: Embedded = &[
-    (
-        1,
-        "foundation",
-        include_str!("../migrations/sqlite/0001_foundation.sql"),
-    ),
-    (
-        2,
-        "rule sets",
-        include_str!("../migrations/sqlite/0002_rule_sets.sql"),
-    ),
-];
+/// Declares the migrations, in order, once for both backends: each file exists under
+/// `migrations/sqlite/` and `migrations/postgres/`. Add new ones at the end; never edit one that
+/// has shipped (the migrator checks their checksums).
+macro_rules! migrations {
+    ($($version:literal $name:literal $file:literal),* $(,)?) => {
+        const SQLITE_MIGRATIONS: Embedded =
+            &[$(($version, $name, include_str!(concat!("../migrations/sqlite/", $file)))),*];
+        const POSTGRES_MIGRATIONS: Embedded =
+            &[$(($version, $name, include_str!(concat!("../migrations/postgres/", $file)))),*];
+    };
+}
 
-const POSTGRES_MIGRATIONS: Embedded = &[
-    (
-        1,
-        "foundation",
-        include_str!("../migrations/postgres/0001_foundation.sql"),
-    ),
-    (
-        2,
-        "rule sets",
-        include_str!("../migrations/postgres/0002_rule_sets.sql"),
-    ),
-];
+migrations! {
+    1 "foundation" "0001_foundation.sql",
+    2 "rule sets" "0002_rule_sets.sql",
+    3 "ledger" "0003_ledger.sql",
+}
 
 fn migrator(embedded: Embedded) -> Migrator {
     let migrations = embedded

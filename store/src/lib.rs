@@ -13,6 +13,8 @@ mod page;
 mod rule_sets;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+mod tokens;
+mod wallets;
 
 pub use db::{Backend, Store};
 pub use error::StoreError;
@@ -24,3 +26,5 @@ pub use members::{
 pub use orgs::{Campaign, NewCampaign, Organisation};
 pub use page::{Page, Paged};
 pub use rule_sets::RuleSetVersion;
+pub use tokens::Tokens;
+pub use wallets::{NewWallet, Tier, Wallet, WalletFilter};

@@ -2,8 +2,9 @@
 
 use serde_json::json;
 use store::{
-    ApiVersion, ChannelsPatch, MemberPatch, MemberStatus, NewCampaign, NewKey, NewMember, Page,
-    Permission, PreferencesPatch, Store, StoreError, backend_tests,
+    ApiVersion, ChannelsPatch, MemberPatch, MemberStatus, NewCampaign, NewKey, NewMember,
+    NewWallet, Page, Permission, PreferencesPatch, Store, StoreError, Tokens, WalletFilter,
+    backend_tests,
 };
 
 async fn org_with_campaign(store: &Store, name: &str) -> (String, String) {
@@ -465,6 +466,164 @@ async fn concurrent_rule_sets_get_distinct_versions(store: Store) {
     assert_eq!(versions, (1..=10).collect::<Vec<_>>());
 }
 
+async fn wallets_belong_to_a_member_and_are_found_by_reference(store: Store) {
+    let (org, campaign) = org_with_campaign(&store, "Acme").await;
+    let campaign = store.get_campaign(&org, &campaign).await.unwrap();
+    let member = store
+        .create_member(&org, new_member("card-1", "u-1"))
+        .await
+        .unwrap();
+
+    // The owner by member id, by member external id, or (absent) by the wallet's own reference.
+    let by_id = store
+        .create_wallet(
+            &campaign,
+            NewWallet {
+                owner: Some(member.id.clone()),
+                external_id: Some("w-1".into()),
+                name: None,
+            },
+        )
+        .await
+        .unwrap();
+    let by_ref = store
+        .create_wallet(
+            &campaign,
+            NewWallet {
+                owner: Some("card-1".into()),
+                external_id: Some("w-2".into()),
+                name: None,
+            },
+        )
+        .await
+        .unwrap();
+    let implied = store
+        .create_wallet(
+            &campaign,
+            NewWallet {
+                owner: None,
+                external_id: Some("card-1".into()),
+                name: Some("Main".into()),
+            },
+        )
+        .await
+        .unwrap();
+    for wallet in [&by_id, &by_ref, &implied] {
+        assert_eq!(wallet.owner_id, member.id);
+        assert_eq!(wallet.currency, "PTS");
+        assert_eq!(wallet.balance, Tokens::ZERO);
+    }
+    let nobody = store
+        .create_wallet(
+            &campaign,
+            NewWallet {
+                owner: None,
+                external_id: Some("card-9".into()),
+                name: None,
+            },
+        )
+        .await;
+    assert!(matches!(
+        nobody,
+        Err(StoreError::Invalid { field: "owner", .. })
+    ));
+    let taken = store
+        .create_wallet(
+            &campaign,
+            NewWallet {
+                owner: Some("card-1".into()),
+                external_id: Some("w-1".into()),
+                name: None,
+            },
+        )
+        .await;
+    assert!(matches!(
+        taken,
+        Err(StoreError::Conflict {
+            field: "externalId"
+        })
+    ));
+
+    assert_eq!(store.get_wallet(&campaign, &by_id.id).await.unwrap(), by_id);
+    assert_eq!(
+        store.get_wallet(&campaign, "w-2").await.unwrap().id,
+        by_ref.id,
+        "found by reference"
+    );
+    assert!(matches!(
+        store.get_wallet(&campaign, "w-404").await,
+        Err(StoreError::NotFound { .. })
+    ));
+
+    let all = store
+        .list_wallets(&campaign, &WalletFilter::default(), Page::default())
+        .await
+        .unwrap();
+    assert_eq!(all.total, 3);
+    let filtered = WalletFilter {
+        external_id: Some("w-2".into()),
+        owner: None,
+    };
+    assert_eq!(
+        store
+            .list_wallets(&campaign, &filtered, Page::default())
+            .await
+            .unwrap()
+            .items[0]
+            .id,
+        by_ref.id
+    );
+    let by_owner = WalletFilter {
+        external_id: None,
+        owner: Some("card-1".into()),
+    };
+    assert_eq!(
+        store
+            .list_wallets(&campaign, &by_owner, Page::default())
+            .await
+            .unwrap()
+            .total,
+        3
+    );
+
+    let renamed = store
+        .rename_wallet(&campaign, &by_id.id, Some("Travel".into()))
+        .await
+        .unwrap();
+    assert_eq!(renamed.name.as_deref(), Some("Travel"));
+
+    let (other_org, other_campaign) = org_with_campaign(&store, "Other").await;
+    let other = store
+        .get_campaign(&other_org, &other_campaign)
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.get_wallet(&other, &by_id.id).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.rename_wallet(&other, &by_id.id, None).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    let foreign_owner = store
+        .create_wallet(
+            &other,
+            NewWallet {
+                owner: Some(member.id.clone()),
+                external_id: None,
+                name: None,
+            },
+        )
+        .await;
+    assert!(
+        matches!(
+            foreign_owner,
+            Err(StoreError::Invalid { field: "owner", .. })
+        ),
+        "another organisation's member"
+    );
+}
+
 async fn migrations_run_twice_without_harm(store: Store) {
     store.migrate().await.unwrap();
     store.ping().await.unwrap();
@@ -483,4 +642,5 @@ backend_tests!(
     migrations_run_twice_without_harm,
     rule_sets_are_versioned_and_the_newest_is_active,
     concurrent_rule_sets_get_distinct_versions,
+    wallets_belong_to_a_member_and_are_found_by_reference,
 );

@@ -6,3 +6,4 @@ mod helpers;
 mod members;
 mod ops;
 mod paging;
+mod wallets;

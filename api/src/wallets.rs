@@ -1,0 +1,221 @@
+//! Wallets (seed #25-28) and the member guide's `POST /api/wallets`. A wallet lives in the key's
+//! campaign and takes its currency; clients find it by id or by their own reference.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use store::{ApiVersion, NewWallet, Tier, Tokens, Wallet, WalletFilter};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::checks::Checks;
+use crate::error::{ApiError, Problem};
+use crate::json::JsonBody;
+use crate::paging::{PagedList, Paging, PagingParams};
+
+const MAX_TEXT: usize = 128;
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TierView {
+    id: String,
+    name: String,
+    /// Lower numbers mean higher priority.
+    precedence: i64,
+    benefits: Vec<String>,
+    image_url: Option<String>,
+}
+
+impl From<Tier> for TierView {
+    fn from(t: Tier) -> Self {
+        TierView {
+            id: t.id,
+            name: t.name,
+            precedence: t.precedence,
+            benefits: t.benefits,
+            image_url: t.image_url,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WalletView {
+    id: String,
+    currency: String,
+    name: Option<String>,
+    #[schema(value_type = f64)]
+    balance: Tokens,
+    tier: Option<TierView>,
+    /// The client's reference (card or policy number).
+    external_id: Option<String>,
+    /// The owning member's id.
+    owner_id: String,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl From<Wallet> for WalletView {
+    fn from(w: Wallet) -> Self {
+        WalletView {
+            id: w.id,
+            currency: w.currency,
+            name: w.name,
+            balance: w.balance,
+            tier: w.tier.map(Into::into),
+            external_id: w.external_id,
+            owner_id: w.owner_id,
+            created_at: w.created_at,
+            updated_at: w.updated_at,
+        }
+    }
+}
+
+/// Create a wallet. `owner` is a member id or external id; without it, the member whose
+/// external id equals `externalId` owns the wallet.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WalletInput {
+    owner: Option<String>,
+    external_id: Option<String>,
+    name: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct WalletRename {
+    name: Option<String>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct WalletQuery {
+    /// Only the wallet with this reference.
+    external_id: Option<String>,
+    /// Only wallets of this member (id or external id). Version 1.9.5 only.
+    owner_id: Option<String>,
+}
+
+/// The list in the request's version: 1.9.5 answers the paged object, 1.6.2 wraps it in an array.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum WalletList {
+    Paged(PagedList<WalletView>),
+    Wrapped(Vec<PagedList<WalletView>>),
+}
+
+fn new_wallet(input: WalletInput) -> Result<NewWallet, ApiError> {
+    let mut checks = Checks::default();
+    let wallet = NewWallet {
+        owner: checks.text("owner", input.owner, MAX_TEXT),
+        external_id: checks.text("externalId", input.external_id, MAX_TEXT),
+        name: checks.text("name", input.name, MAX_TEXT),
+    };
+    checks.finish(wallet)
+}
+
+#[utoipa::path(get, path = "/v1/wallets", tag = "wallets", summary = "Get All Wallets",
+    params(PagingParams, WalletQuery),
+    responses((status = 200, body = WalletList), (status = 400, body = Problem)))]
+async fn list_wallets(
+    State(state): State<AppState>,
+    caller: Caller,
+    Paging(page): Paging,
+    Query(query): Query<WalletQuery>,
+) -> Result<Json<WalletList>, ApiError> {
+    if caller.version == ApiVersion::V1_6_2 && query.owner_id.is_some() {
+        return Err(ApiError::invalid(
+            "ownerId",
+            "not_allowed",
+            "is a version 1.9.5 filter",
+        ));
+    }
+    let filter = WalletFilter {
+        external_id: query.external_id,
+        owner: query.owner_id,
+    };
+    let wallets = state
+        .store
+        .list_wallets(&caller.context.campaign, &filter, page)
+        .await?;
+    let list = PagedList::from_page(wallets, WalletView::from);
+    Ok(Json(match caller.version {
+        ApiVersion::V1_9_5 => WalletList::Paged(list),
+        ApiVersion::V1_6_2 => WalletList::Wrapped(vec![list]),
+    }))
+}
+
+#[utoipa::path(post, path = "/v1/wallets", tag = "wallets", summary = "Create a Wallet",
+    request_body = WalletInput,
+    responses((status = 201, body = WalletView), (status = 400, body = Problem),
+        (status = 409, description = "externalId already used", body = Problem)))]
+async fn create_wallet(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(input): JsonBody<WalletInput>,
+) -> Result<(StatusCode, Json<WalletView>), ApiError> {
+    let wallet = state
+        .store
+        .create_wallet(&caller.context.campaign, new_wallet(input)?)
+        .await?;
+    Ok((StatusCode::CREATED, Json(wallet.into())))
+}
+
+#[utoipa::path(get, path = "/v1/wallets/{id}", tag = "wallets", summary = "Get a Wallet",
+    description = "By the wallet's id or by the external reference it was created with (the sign-up check).",
+    params(("id" = String, Path, description = "the wallet's id or external reference")),
+    responses((status = 200, body = WalletView), (status = 404, body = Problem)))]
+async fn get_wallet(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(reference): Path<String>,
+) -> Result<Json<WalletView>, ApiError> {
+    let wallet = state
+        .store
+        .get_wallet(&caller.context.campaign, &reference)
+        .await?;
+    Ok(Json(wallet.into()))
+}
+
+#[utoipa::path(patch, path = "/v1/wallets/{id}", tag = "wallets", summary = "Update a Wallet",
+    params(("id" = String, Path)), request_body = WalletRename,
+    responses((status = 200, body = WalletView), (status = 400, body = Problem), (status = 404, body = Problem)))]
+async fn update_wallet(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(input): JsonBody<WalletRename>,
+) -> Result<Json<WalletView>, ApiError> {
+    let mut checks = Checks::default();
+    let name = checks.text("name", input.name, MAX_TEXT);
+    let name = checks.finish(name)?;
+    let wallet = state
+        .store
+        .rename_wallet(&caller.context.campaign, &id, name)
+        .await?;
+    Ok(Json(wallet.into()))
+}
+
+#[utoipa::path(post, path = "/api/wallets", tag = "member guide", summary = "Create a Wallet (member guide)",
+    description = "`owner` is the member's external id.",
+    request_body = WalletInput,
+    responses((status = 201, body = WalletView), (status = 400, body = Problem), (status = 409, body = Problem)))]
+async fn create_guide_wallet(
+    state: State<AppState>,
+    caller: Caller,
+    body: JsonBody<WalletInput>,
+) -> Result<(StatusCode, Json<WalletView>), ApiError> {
+    create_wallet(state, caller, body).await
+}
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_wallets, create_wallet))
+        .routes(routes!(get_wallet, update_wallet))
+        .routes(routes!(create_guide_wallet))
+}

@@ -1,0 +1,207 @@
+//! Wallets: the sign-up check, owners, versions' list shapes, duplicates and isolation.
+
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+
+use crate::app_tests;
+use crate::helpers::TestApp;
+
+async fn the_sign_up_flow_finds_or_creates_a_wallet(app: TestApp) {
+    let member = app.create_member("card-1").await;
+    // The client checks whether a wallet exists for its reference...
+    assert_eq!(
+        app.get("/v1/wallets/policy-77").await.status,
+        StatusCode::NOT_FOUND
+    );
+    // ...and creates one: without `owner`, the member with the same external id owns it.
+    let created = app
+        .post(
+            "/v1/wallets",
+            json!({"externalId": "card-1", "name": "Main"}),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    assert_eq!(created.body["ownerId"], member["id"]);
+    assert_eq!(
+        created.body["currency"], "PTS",
+        "the key's campaign currency"
+    );
+    assert_eq!(created.body["balance"], 0);
+    assert_eq!(created.body["tier"], serde_json::Value::Null);
+
+    let by_reference = app.get("/v1/wallets/card-1").await;
+    assert_eq!(by_reference.status, StatusCode::OK);
+    assert_eq!(by_reference.body["id"], created.body["id"]);
+    let id = created.body["id"].as_str().unwrap();
+    assert_eq!(
+        app.get(&format!("/v1/wallets/{id}")).await.body,
+        by_reference.body
+    );
+
+    let with_owner = app
+        .post(
+            "/v1/wallets",
+            json!({"owner": "card-1", "externalId": "policy-77"}),
+        )
+        .await;
+    assert_eq!(with_owner.status, StatusCode::CREATED);
+    assert_eq!(with_owner.body["ownerId"], member["id"]);
+    let duplicate = app
+        .post(
+            "/v1/wallets",
+            json!({"owner": "card-1", "externalId": "policy-77"}),
+        )
+        .await;
+    assert_eq!(duplicate.status, StatusCode::CONFLICT);
+    assert_eq!(duplicate.body["field"], "externalId");
+}
+
+async fn a_wallet_needs_an_owner(app: TestApp) {
+    let nobody = app
+        .post("/v1/wallets", json!({"externalId": "card-9"}))
+        .await;
+    assert_eq!(nobody.status, StatusCode::BAD_REQUEST);
+    assert_eq!(nobody.body["field"], "owner");
+    let unknown = app
+        .post("/v1/wallets", json!({"owner": "no-such-member"}))
+        .await;
+    assert_eq!(unknown.status, StatusCode::BAD_REQUEST);
+    assert_eq!(unknown.body["field"], "owner");
+    let bad = app
+        .post("/v1/wallets", json!({"owner": 12, "name": "x"}))
+        .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    assert_eq!(bad.body["field"], "owner");
+}
+
+async fn lists_filter_and_take_each_versions_shape(app: TestApp) {
+    app.create_member("card-1").await;
+    app.create_member("card-2").await;
+    for (owner, reference) in [("card-1", "w-1"), ("card-1", "w-2"), ("card-2", "w-3")] {
+        let reply = app
+            .post(
+                "/v1/wallets",
+                json!({"owner": owner, "externalId": reference}),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::CREATED);
+    }
+    let all = app.get("/v1/wallets").await;
+    assert_eq!(all.body["total"], 3);
+    let one = app.get("/v1/wallets?externalId=w-2").await;
+    assert_eq!(one.body["data"][0]["externalId"], "w-2");
+    let owned = app.get("/v1/wallets?ownerId=card-1").await;
+    assert_eq!(owned.body["total"], 2);
+
+    let old = app
+        .send(
+            Method::GET,
+            "/v1/wallets?externalId=w-3",
+            Some(&app.key),
+            Some("1.6.2"),
+            None,
+        )
+        .await;
+    assert_eq!(old.status, StatusCode::OK);
+    assert_eq!(
+        old.body[0]["total"], 1,
+        "1.6.2 wraps the page in an array: {}",
+        old.body
+    );
+    assert_eq!(old.body[0]["data"][0]["externalId"], "w-3");
+    let old_owner = app
+        .send(
+            Method::GET,
+            "/v1/wallets?ownerId=card-1",
+            Some(&app.key),
+            Some("1.6.2"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        old_owner.status,
+        StatusCode::BAD_REQUEST,
+        "ownerId is 1.9.5 only"
+    );
+    assert_eq!(
+        app.get("/v1/wallets?limit=101").await.status,
+        StatusCode::BAD_REQUEST
+    );
+}
+
+async fn wallets_are_renamed_and_isolated(app: TestApp) {
+    app.create_member("card-1").await;
+    let id = app
+        .post(
+            "/v1/wallets",
+            json!({"owner": "card-1", "externalId": "w-1"}),
+        )
+        .await
+        .body["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let path = format!("/v1/wallets/{id}");
+    let renamed = app
+        .send(
+            Method::PATCH,
+            &path,
+            Some(&app.key),
+            None,
+            Some(json!({"name": "Travel"})),
+        )
+        .await;
+    assert_eq!(renamed.status, StatusCode::OK);
+    assert_eq!(renamed.body["name"], "Travel");
+    let blank = app
+        .send(
+            Method::PATCH,
+            &path,
+            Some(&app.key),
+            None,
+            Some(json!({"name": " "})),
+        )
+        .await;
+    assert_eq!(blank.status, StatusCode::BAD_REQUEST);
+
+    let other = app.other_tenant().await;
+    for (method, target) in [
+        (Method::GET, path.clone()),
+        (Method::GET, "/v1/wallets/w-1".into()),
+        (Method::PATCH, path.clone()),
+    ] {
+        let body = (method == Method::PATCH).then(|| json!({"name": "Mine"}));
+        let reply = app.send(method, &target, Some(&other), None, body).await;
+        assert_eq!(reply.status, StatusCode::NOT_FOUND, "{target}");
+    }
+    let list = app
+        .send(Method::GET, "/v1/wallets", Some(&other), None, None)
+        .await;
+    assert_eq!(list.body["total"], 0);
+    assert_eq!(app.get(&path).await.body["name"], "Travel");
+}
+
+async fn the_member_guide_creates_wallets_by_member_reference(app: TestApp) {
+    let member = app
+        .post(
+            "/api/members",
+            json!({"name": "Ada", "externalID": "card-5", "userId": "u5"}),
+        )
+        .await;
+    let reply = app
+        .post(
+            "/api/wallets",
+            json!({"owner": "card-5", "externalId": "card-5", "name": "Ada's"}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    assert_eq!(reply.body["ownerId"], member.body["id"]);
+}
+
+app_tests!(
+    the_sign_up_flow_finds_or_creates_a_wallet,
+    a_wallet_needs_an_owner,
+    lists_filter_and_take_each_versions_shape,
+    wallets_are_renamed_and_isolated,
+    the_member_guide_creates_wallets_by_member_reference,
+);

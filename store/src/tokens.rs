@@ -1,0 +1,103 @@
+//! Token amounts: exact, kept as whole micro-tokens (1 token = 1,000,000) in an `i64`, which
+//! both databases store and sum exactly. Up to 6 decimals and about 9.2 trillion tokens.
+
+use std::fmt;
+
+use rules::Decimal;
+use serde::{Serialize, Serializer};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
+pub struct Tokens(i64);
+
+const SCALE: u32 = 6;
+const PER_TOKEN: i64 = 1_000_000;
+
+impl Tokens {
+    pub const ZERO: Tokens = Tokens(0);
+
+    /// `value` as tokens, if it has at most 6 decimals and fits.
+    pub fn from_decimal(value: Decimal) -> Result<Tokens, String> {
+        if value.normalize().scale() > SCALE {
+            return Err(format!("{value} has more than {SCALE} decimals"));
+        }
+        let micros = value
+            .checked_mul(Decimal::from(PER_TOKEN))
+            .ok_or_else(|| format!("{value} is too large"))?;
+        i64::try_from(micros.trunc())
+            .map(Tokens)
+            .map_err(|_| format!("{value} is too large"))
+    }
+
+    pub fn whole(tokens: i64) -> Tokens {
+        Tokens(tokens * PER_TOKEN)
+    }
+
+    pub fn to_decimal(self) -> Decimal {
+        Decimal::new(self.0, SCALE).normalize()
+    }
+
+    pub(crate) fn from_micros(micros: i64) -> Tokens {
+        Tokens(micros)
+    }
+
+    pub(crate) fn micros(self) -> i64 {
+        self.0
+    }
+
+    pub fn is_positive(self) -> bool {
+        self.0 > 0
+    }
+
+    pub fn checked_sub(self, other: Tokens) -> Option<Tokens> {
+        self.0.checked_sub(other.0).map(Tokens)
+    }
+
+    pub fn checked_add(self, other: Tokens) -> Option<Tokens> {
+        self.0.checked_add(other.0).map(Tokens)
+    }
+}
+
+impl fmt::Display for Tokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.to_decimal())
+    }
+}
+
+impl Serialize for Tokens {
+    /// A JSON number. Whole amounts are written as integers; others through the nearest double,
+    /// which prints back exactly for the 15 significant digits a balance below a billion tokens
+    /// with 6 decimals needs.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if self.0 % PER_TOKEN == 0 {
+            serializer.serialize_i64(self.0 / PER_TOKEN)
+        } else {
+            serializer.serialize_f64(self.0 as f64 / PER_TOKEN as f64)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals_convert_exactly_and_too_many_are_refused() {
+        let t = Tokens::from_decimal("12.345678".parse().unwrap()).unwrap();
+        assert_eq!(t.micros(), 12_345_678);
+        assert_eq!(t.to_decimal().to_string(), "12.345678");
+        assert_eq!(serde_json::to_string(&t).unwrap(), "12.345678");
+        assert_eq!(serde_json::to_string(&Tokens::whole(40)).unwrap(), "40");
+        assert!(Tokens::from_decimal("0.1234567".parse().unwrap()).is_err());
+        assert!(
+            Tokens::from_decimal("1.5000000".parse().unwrap()).is_ok(),
+            "trailing zeros are fine"
+        );
+        assert!(Tokens::from_decimal("99999999999999".parse().unwrap()).is_err());
+        assert_eq!(
+            Tokens::from_decimal("-2.5".parse().unwrap())
+                .unwrap()
+                .micros(),
+            -2_500_000
+        );
+    }
+}
