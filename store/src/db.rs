@@ -147,12 +147,16 @@ pub(crate) trait WritePool {
     type Db: sqlx::Database;
     /// Appended to a `SELECT` that reads rows the transaction will change.
     const FOR_UPDATE: &'static str;
+    /// Appended to a `SELECT` that claims work rows: rows another node holds are passed over.
+    const SKIP_LOCKED: &'static str;
     async fn begin_write(&self) -> Result<sqlx::Transaction<'static, Self::Db>, sqlx::Error>;
 }
 
 impl WritePool for SqlitePool {
     type Db = sqlx::Sqlite;
     const FOR_UPDATE: &'static str = "";
+    // SQLite has one writer at a time: a claim never meets a row another claim holds.
+    const SKIP_LOCKED: &'static str = "";
     async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
         self.begin_with("BEGIN IMMEDIATE").await
     }
@@ -161,6 +165,7 @@ impl WritePool for SqlitePool {
 impl WritePool for PgPool {
     type Db = sqlx::Postgres;
     const FOR_UPDATE: &'static str = " FOR UPDATE";
+    const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
     async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, sqlx::Error> {
         self.begin().await
     }
@@ -169,6 +174,11 @@ impl WritePool for PgPool {
 /// `select` with the row-locking clause of `pool`'s backend appended.
 pub(crate) fn lock<P: WritePool>(_pool: &P, select: &str) -> AssertSqlSafe<String> {
     AssertSqlSafe(format!("{select}{}", P::FOR_UPDATE))
+}
+
+/// `sql` with `{skip_locked}` replaced by the claiming clause of `pool`'s backend.
+pub(crate) fn claim<P: WritePool>(_pool: &P, sql: &str) -> AssertSqlSafe<String> {
+    AssertSqlSafe(sql.replace("{skip_locked}", P::SKIP_LOCKED))
 }
 
 type Embedded = &'static [(i64, &'static str, &'static str)];

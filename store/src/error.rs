@@ -16,6 +16,9 @@ pub enum StoreError {
     /// The referenced record does not exist (or belongs to another organisation).
     #[error("{what} not found")]
     NotFound { what: &'static str },
+    /// A burn the wallet cannot cover: `available` is the balance less the minimum to keep.
+    #[error("insufficient balance: {available} available")]
+    InsufficientBalance { available: crate::Tokens },
     /// A rule set that does not compile; every problem is listed.
     #[error("the rule set has errors:\n{0}")]
     InvalidRules(rules::CompileErrors),

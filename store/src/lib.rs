@@ -4,19 +4,27 @@
 
 #[macro_use]
 mod db;
+mod burn;
+mod earn;
 mod error;
 mod ids;
 mod keys;
 mod members;
 mod orgs;
 mod page;
+mod policies;
+mod rule_book;
 mod rule_sets;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+mod tiers;
 mod tokens;
+mod transactions;
 mod wallets;
 
+pub use burn::{Burned, NewBurn};
 pub use db::{Backend, Store};
+pub use earn::{Credit, Credited, EarnInput, EarnRequest, EarnStatus};
 pub use error::StoreError;
 pub use keys::{ApiKey, ApiVersion, IssuedKey, KeyContext, NewKey, Permission};
 pub use members::{
@@ -25,6 +33,10 @@ pub use members::{
 };
 pub use orgs::{Campaign, NewCampaign, Organisation};
 pub use page::{Page, Paged};
+pub use policies::{Expiry, Policy};
+pub use rule_book::RuleBook;
 pub use rule_sets::RuleSetVersion;
+pub use tiers::NewTier;
 pub use tokens::Tokens;
+pub use transactions::{Transaction, TransactionFilter, TransactionKind};
 pub use wallets::{NewWallet, Tier, Wallet, WalletFilter};

@@ -50,7 +50,7 @@ CREATE TABLE transactions (
     wallet_id     TEXT NOT NULL REFERENCES wallets (id),
     -- EARN | BURN | EXPIRY
     kind          TEXT NOT NULL,
-    amount        INTEGER NOT NULL CHECK (amount > 0),
+    amount        INTEGER NOT NULL CHECK (amount >= 0),
     -- The earn's id or the burn's externalId (unique per organisation and kind); NULL for EXPIRY.
     external_id   TEXT,
     -- EARN: the amount the rules were given, as exact decimal text.

@@ -1,0 +1,237 @@
+//! Burns: spending tokens, synchronously. A burn never takes a wallet below the programme's
+//! minimum balance, even when many arrive at once (the wallet is locked for the burn), and a
+//! repeated `externalId` never debits twice.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use sqlx::types::Json;
+
+use crate::db::{WritePool, lock};
+use crate::ids::{new_id, now, sha256};
+use crate::transactions::{TransactionRow, transaction_columns, transaction_from_row};
+use crate::{Campaign, Store, StoreError, Tokens, Transaction};
+
+#[derive(Debug, Clone)]
+pub struct NewBurn {
+    /// The wallet's id or external reference.
+    pub wallet: String,
+    /// The client's id for this burn: unique in the organisation.
+    pub external_id: String,
+    pub amount: Tokens,
+    pub description: String,
+    pub comment: Option<String>,
+    pub meta: Option<Value>,
+    /// When absent, now.
+    pub date: Option<DateTime<Utc>>,
+}
+
+impl NewBurn {
+    /// A digest of the request as sent: the same body sent again is a replay, another body with
+    /// the same `externalId` a conflict.
+    fn fingerprint(&self) -> String {
+        let canonical = json!([
+            self.wallet,
+            self.amount.micros(),
+            self.description,
+            self.comment,
+            self.meta,
+            self.date
+        ]);
+        sha256(&canonical.to_string())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}
+
+/// A burn's result: the transaction, and whether it is the one an earlier identical request made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Burned {
+    pub transaction: Transaction,
+    pub replayed: bool,
+}
+
+const SELECT_BURN: &str = concat!(
+    "SELECT ",
+    transaction_columns!(),
+    ", fingerprint FROM transactions WHERE org_id = $1 AND kind = 'BURN' AND external_id = $2"
+);
+
+type BurnRow = (
+    String,
+    String,
+    String,
+    i64,
+    Option<String>,
+    Option<String>,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<Json<Value>>,
+    DateTime<Utc>,
+    Option<String>,
+    Option<i64>,
+    DateTime<Utc>,
+    Option<String>,
+);
+
+fn split(r: BurnRow) -> (Transaction, Option<String>) {
+    let fingerprint = r.14.clone();
+    let row: TransactionRow = (
+        r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9, r.10, r.11, r.12, r.13,
+    );
+    (transaction_from_row(row), fingerprint)
+}
+
+impl Store {
+    /// Spends `burn.amount` from the wallet. `InsufficientBalance` when the balance less the
+    /// campaign's minimum cannot cover it; `Conflict` on `externalId` when that id was used for
+    /// a different burn; the earlier transaction (`replayed`) when it was used for this one.
+    pub async fn burn(&self, campaign: &Campaign, burn: NewBurn) -> Result<Burned, StoreError> {
+        let fingerprint = burn.fingerprint();
+        if let Some(done) = self.earlier_burn(campaign, &burn, &fingerprint).await? {
+            return Ok(done);
+        }
+        let wallet = self.get_wallet(campaign, &burn.wallet).await?;
+        let policy = self.policy(&campaign.id).await?;
+        let date = burn.date.unwrap_or_else(now);
+        let transaction = Transaction {
+            id: new_id(),
+            wallet_id: wallet.id.clone(),
+            kind: crate::TransactionKind::Burn,
+            amount: burn.amount,
+            external_id: Some(burn.external_id.clone()),
+            source_amount: None,
+            currency: wallet.currency.clone(),
+            description: Some(burn.description.clone()),
+            comment: burn.comment.clone(),
+            meta: burn.meta.clone(),
+            date,
+            trace: None,
+            rule_version: None,
+            created_at: now(),
+        };
+        const BALANCE: &str = "SELECT balance FROM wallets WHERE id = $1";
+        const INSERT: &str = "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, \
+             external_id, currency, description, comment, meta, date, fingerprint, created_at) \
+             VALUES ($1, $2, $3, $4, 'BURN', $5, $6, $7, $8, $9, $10, $11, $12, $13)";
+        const LOTS: &str = "SELECT id, remaining FROM lots WHERE wallet_id = $1 AND remaining > 0 \
+             ORDER BY earned_at, id";
+        const TAKE: &str = "UPDATE lots SET remaining = remaining - $2 WHERE id = $1";
+        const DEBIT: &str =
+            "UPDATE wallets SET balance = balance - $2, updated_at = $3 WHERE id = $1";
+        let amount = burn.amount.micros();
+        let result: Result<Option<Burned>, StoreError> = with_pool!(self, |pool| async {
+            let mut tx = pool.begin_write().await?;
+            let (balance,): (i64,) = sqlx::query_as(lock(pool, BALANCE))
+                .bind(&wallet.id)
+                .fetch_one(&mut *tx)
+                .await?;
+            // Checked again under the lock: an identical request may have finished meanwhile,
+            // and its replay must not be refused for the balance it spent.
+            let earlier: Option<BurnRow> = sqlx::query_as(SELECT_BURN)
+                .bind(&campaign.org_id)
+                .bind(&burn.external_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            if let Some(row) = earlier {
+                return replay_or_conflict(row, &fingerprint).map(Some);
+            }
+            let available = balance - policy.min_balance.micros();
+            if available < amount {
+                return Err(StoreError::InsufficientBalance {
+                    available: Tokens::from_micros(available.max(0)),
+                });
+            }
+            sqlx::query(INSERT)
+                .bind(&transaction.id)
+                .bind(&campaign.org_id)
+                .bind(&campaign.id)
+                .bind(&wallet.id)
+                .bind(amount)
+                .bind(&burn.external_id)
+                .bind(&transaction.currency)
+                .bind(&transaction.description)
+                .bind(&transaction.comment)
+                .bind(transaction.meta.as_ref().map(Json))
+                .bind(date)
+                .bind(&fingerprint)
+                .bind(transaction.created_at)
+                .execute(&mut *tx)
+                .await?;
+            // Oldest tokens first, so the ones spent are the ones that would expire soonest.
+            let lots: Vec<(String, i64)> = sqlx::query_as(lock(pool, LOTS))
+                .bind(&wallet.id)
+                .fetch_all(&mut *tx)
+                .await?;
+            let mut left = amount;
+            for (lot, remaining) in lots {
+                if left == 0 {
+                    break;
+                }
+                let take = remaining.min(left);
+                sqlx::query(TAKE)
+                    .bind(&lot)
+                    .bind(take)
+                    .execute(&mut *tx)
+                    .await?;
+                left -= take;
+            }
+            sqlx::query(DEBIT)
+                .bind(&wallet.id)
+                .bind(amount)
+                .bind(now())
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(None)
+        }
+        .await);
+        match result {
+            Ok(Some(earlier)) => Ok(earlier),
+            Ok(None) => Ok(Burned {
+                transaction,
+                replayed: false,
+            }),
+            // Another request with this externalId won the race: answer as if it came first.
+            Err(StoreError::Database(sqlx::Error::Database(db))) if db.is_unique_violation() => {
+                self.earlier_burn(campaign, &burn, &fingerprint)
+                    .await?
+                    .ok_or(StoreError::Conflict {
+                        field: "externalId",
+                    })
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    async fn earlier_burn(
+        &self,
+        campaign: &Campaign,
+        burn: &NewBurn,
+        fingerprint: &str,
+    ) -> Result<Option<Burned>, StoreError> {
+        let row: Option<BurnRow> = with_pool!(self, |pool| {
+            sqlx::query_as(SELECT_BURN)
+                .bind(&campaign.org_id)
+                .bind(&burn.external_id)
+                .fetch_optional(pool)
+                .await
+        })?;
+        row.map(|row| replay_or_conflict(row, fingerprint))
+            .transpose()
+    }
+}
+
+/// An earlier burn with the same `externalId`: the same request again, or a conflicting one.
+fn replay_or_conflict(row: BurnRow, fingerprint: &str) -> Result<Burned, StoreError> {
+    match split(row) {
+        (transaction, Some(earlier)) if earlier == fingerprint => Ok(Burned {
+            transaction,
+            replayed: true,
+        }),
+        _ => Err(StoreError::Conflict {
+            field: "externalId",
+        }),
+    }
+}

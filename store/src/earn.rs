@@ -1,0 +1,434 @@
+//! Earning: the one path every earn takes. An API earn is stored durably (`submit_earn`, the
+//! 202), then a worker claims it (`process_earns`), runs the campaign's rules and credits the
+//! wallet. Batch-file rows will join at `credit`. The earn's `id` is unique per organisation: the
+//! database refuses a second EARN with it, so a repeat is reported `duplicate` and credits
+//! nothing, however it arrives.
+
+use std::str::FromStr;
+
+use chrono::{DateTime, Duration, Utc};
+use rules::{Context, Decimal, Row};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sqlx::types::Json;
+
+use crate::db::{WritePool, claim};
+use crate::ids::{new_id, now};
+use crate::{Campaign, RuleBook, Store, StoreError, Tokens};
+
+/// An earn as submitted: what the rules need and what the transaction keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EarnInput {
+    /// The client's id for this earn: unique in the organisation.
+    pub earn_id: String,
+    /// The wallet's id or external reference.
+    pub wallet: String,
+    /// The value of the transaction, as exact decimal text.
+    pub amount: String,
+    pub date: DateTime<Utc>,
+    pub description: Option<String>,
+    pub comment: Option<String>,
+    pub meta: Option<Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EarnStatus {
+    Accepted,
+    Processing,
+    Completed,
+    Rejected,
+    Duplicate,
+}
+
+impl EarnStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EarnStatus::Accepted => "accepted",
+            EarnStatus::Processing => "processing",
+            EarnStatus::Completed => "completed",
+            EarnStatus::Rejected => "rejected",
+            EarnStatus::Duplicate => "duplicate",
+        }
+    }
+
+    fn parse(text: &str) -> EarnStatus {
+        match text {
+            "processing" => EarnStatus::Processing,
+            "completed" => EarnStatus::Completed,
+            "rejected" => EarnStatus::Rejected,
+            "duplicate" => EarnStatus::Duplicate,
+            _ => EarnStatus::Accepted,
+        }
+    }
+}
+
+/// An earn request and where it stands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EarnRequest {
+    pub id: String,
+    pub earn_id: String,
+    pub wallet_id: String,
+    pub status: EarnStatus,
+    /// Why it was rejected.
+    pub reason: Option<String>,
+    /// The EARN transaction (completed), or the earlier one with the same id (duplicate).
+    pub transaction_id: Option<String>,
+    pub tokens: Option<Tokens>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// What the ledger records for one evaluated earn.
+#[derive(Debug, Clone)]
+pub struct Credit {
+    pub earn: EarnInput,
+    pub wallet_id: String,
+    pub tokens: Tokens,
+    pub trace: String,
+    pub rule_version: Option<i64>,
+}
+
+/// How long a claimed request stays with its worker before another may take it over.
+const LEASE: i64 = 60;
+/// A request that failed this many times is rejected rather than retried for ever.
+const MAX_ATTEMPTS: i64 = 5;
+
+macro_rules! request_columns {
+    () => {
+        "id, earn_id, wallet_id, status, reason, transaction_id, tokens, created_at, updated_at"
+    };
+}
+
+type RequestRow = (
+    String,
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+    DateTime<Utc>,
+    DateTime<Utc>,
+);
+
+fn request_from_row(r: RequestRow) -> EarnRequest {
+    EarnRequest {
+        id: r.0,
+        earn_id: r.1,
+        wallet_id: r.2,
+        status: EarnStatus::parse(&r.3),
+        reason: r.4,
+        transaction_id: r.5,
+        tokens: r.6.map(Tokens::from_micros),
+        created_at: r.7,
+        updated_at: r.8,
+    }
+}
+
+/// A request a worker has claimed.
+struct Claimed {
+    id: String,
+    org_id: String,
+    campaign_id: String,
+    wallet_id: String,
+    body: EarnInput,
+    attempts: i64,
+}
+
+/// The outcome of crediting: the new transaction, or the earlier one holding the earn id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credited {
+    New { transaction_id: String },
+    Duplicate { transaction_id: Option<String> },
+}
+
+impl Store {
+    /// Stores an earn for processing and returns its request (status `accepted`). The wallet
+    /// must exist in the campaign (`NotFound` otherwise); everything else is decided later.
+    pub async fn submit_earn(
+        &self,
+        campaign: &Campaign,
+        earn: EarnInput,
+    ) -> Result<EarnRequest, StoreError> {
+        let wallet = self.get_wallet(campaign, &earn.wallet).await?;
+        let at = now();
+        let request = EarnRequest {
+            id: new_id(),
+            earn_id: earn.earn_id.clone(),
+            wallet_id: wallet.id.clone(),
+            status: EarnStatus::Accepted,
+            reason: None,
+            transaction_id: None,
+            tokens: None,
+            created_at: at,
+            updated_at: at,
+        };
+        const SQL: &str = "INSERT INTO earn_requests (id, org_id, campaign_id, earn_id, wallet_id, body, status, \
+             created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'accepted', $7, $7)";
+        with_pool!(self, |pool| {
+            sqlx::query(SQL)
+                .bind(&request.id)
+                .bind(&campaign.org_id)
+                .bind(&campaign.id)
+                .bind(&request.earn_id)
+                .bind(&wallet.id)
+                .bind(Json(&earn))
+                .bind(at)
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+        })?;
+        Ok(request)
+    }
+
+    pub async fn earn_request(
+        &self,
+        campaign: &Campaign,
+        id: &str,
+    ) -> Result<EarnRequest, StoreError> {
+        const SQL: &str = concat!(
+            "SELECT ",
+            request_columns!(),
+            " FROM earn_requests WHERE org_id = $1 AND campaign_id = $2 AND id = $3"
+        );
+        let row: Option<RequestRow> = with_pool!(self, |pool| {
+            sqlx::query_as(SQL)
+                .bind(&campaign.org_id)
+                .bind(&campaign.id)
+                .bind(id)
+                .fetch_optional(pool)
+                .await
+        })?;
+        row.map(request_from_row).ok_or(StoreError::NotFound {
+            what: "earn request",
+        })
+    }
+
+    /// Claims up to `limit` waiting requests (and any whose worker's lease ran out, e.g. after a
+    /// crash), evaluates and credits each. Several processes may call this at once: each request
+    /// goes to one of them. Returns how many requests were claimed.
+    pub async fn process_earns(&self, book: &RuleBook, limit: i64) -> Result<usize, StoreError> {
+        let claimed = self.claim_earns(limit).await?;
+        for request in &claimed {
+            if let Err(err) = self.process_earn(book, request).await {
+                tracing::warn!(request = %request.id, attempts = request.attempts, %err, "earn failed");
+                if request.attempts >= MAX_ATTEMPTS {
+                    self.reject_request(&request.id, format!("failed {MAX_ATTEMPTS} times: {err}"))
+                        .await?;
+                }
+            }
+        }
+        Ok(claimed.len())
+    }
+
+    async fn claim_earns(&self, limit: i64) -> Result<Vec<Claimed>, StoreError> {
+        const SQL: &str = "UPDATE earn_requests SET status = 'processing', attempts = attempts + 1, \
+             claimed_until = $1, updated_at = $2 WHERE id IN (SELECT id FROM earn_requests \
+             WHERE status = 'accepted' OR (status = 'processing' AND claimed_until < $2) \
+             ORDER BY created_at LIMIT $3{skip_locked}) \
+             RETURNING id, org_id, campaign_id, wallet_id, body, attempts";
+        let at = now();
+        let rows: Vec<(String, String, String, String, Json<EarnInput>, i64)> =
+            with_pool!(self, |pool| async {
+                let mut tx = pool.begin_write().await?;
+                let rows = sqlx::query_as(claim(pool, SQL))
+                    .bind(at + Duration::seconds(LEASE))
+                    .bind(at)
+                    .bind(limit)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok::<_, sqlx::Error>(rows)
+            }
+            .await)?;
+        Ok(rows
+            .into_iter()
+            .map(
+                |(id, org_id, campaign_id, wallet_id, body, attempts)| Claimed {
+                    id,
+                    org_id,
+                    campaign_id,
+                    wallet_id,
+                    body: body.0,
+                    attempts,
+                },
+            )
+            .collect())
+    }
+
+    async fn process_earn(&self, book: &RuleBook, request: &Claimed) -> Result<(), StoreError> {
+        let amount = match Decimal::from_str(&request.body.amount) {
+            Ok(amount) => amount,
+            Err(_) => {
+                let reason = format!("amount `{}` is not a number", request.body.amount);
+                return self.reject_request(&request.id, reason).await;
+            }
+        };
+        let (version, rules) = book.active(&request.org_id, &request.campaign_id).await?;
+        const CONTEXT: &str = "SELECT w.balance, t.name, m.status FROM wallets w \
+             JOIN members m ON m.id = w.owner_id LEFT JOIN tiers t ON t.id = w.tier_id WHERE w.id = $1";
+        let (balance, tier, status): (i64, Option<String>, String) =
+            with_pool!(self, |pool| sqlx::query_as(CONTEXT)
+                .bind(&request.wallet_id)
+                .fetch_one(pool)
+                .await)?;
+        let earn = &request.body;
+        let row = Row {
+            id: &earn.earn_id,
+            amount,
+            date: earn.date,
+            currency: "",
+            description: earn.description.as_deref().unwrap_or(""),
+            meta: earn.meta.as_ref(),
+        };
+        let ctx = Context {
+            wallet_tier: tier.as_deref(),
+            wallet_balance: Tokens::from_micros(balance).to_decimal(),
+            member_status: &status,
+        };
+        let outcome = rules.evaluate(&row, &ctx);
+        let tokens = match Tokens::from_decimal(outcome.tokens) {
+            Ok(tokens) => tokens,
+            Err(reason) => {
+                return self.reject_request(&request.id, reason).await;
+            }
+        };
+        let credit = Credit {
+            earn: earn.clone(),
+            wallet_id: request.wallet_id.clone(),
+            tokens,
+            trace: rules.compact(&outcome.steps),
+            rule_version: version,
+        };
+        self.credit(
+            &request.org_id,
+            &request.campaign_id,
+            &credit,
+            Some(&request.id),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Records one evaluated earn in a single transaction: the EARN transaction (unless the earn
+    /// id was credited before), its expiry lot, the wallet's balance and tier, and, for an API
+    /// earn, the request's outcome. A crash at any point leaves all of it or none.
+    pub async fn credit(
+        &self,
+        org_id: &str,
+        campaign_id: &str,
+        credit: &Credit,
+        request_id: Option<&str>,
+    ) -> Result<Credited, StoreError> {
+        let policy = self.policy(campaign_id).await?;
+        let earn = &credit.earn;
+        let id = new_id();
+        let at = now();
+        let micros = credit.tokens.micros();
+        const INSERT: &str = "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, external_id, \
+             source_amount, currency, description, comment, meta, date, trace, rule_version, created_at) \
+             SELECT $1, $2, $3, w.id, 'EARN', $5, $6, $7, w.currency, $8, $9, $10, $11, $12, $13, $14 \
+             FROM wallets w WHERE w.id = $4 ON CONFLICT (org_id, kind, external_id) DO NOTHING";
+        const EARLIER: &str =
+            "SELECT id FROM transactions WHERE org_id = $1 AND kind = 'EARN' AND external_id = $2";
+        const LOT: &str = "INSERT INTO lots (id, wallet_id, transaction_id, amount, remaining, earned_at, expires_at) \
+             VALUES ($1, $2, $3, $4, $4, $5, $6)";
+        const CREDIT: &str = "UPDATE wallets SET balance = balance + $2, earned = earned + $2, updated_at = $3 WHERE id = $1";
+        const TIER: &str = "UPDATE wallets SET tier_id = (SELECT t.id FROM tiers t WHERE t.campaign_id = wallets.campaign_id \
+             AND t.threshold <= wallets.earned ORDER BY t.threshold DESC, t.precedence ASC LIMIT 1) WHERE id = $1";
+        const FINISH: &str = "UPDATE earn_requests SET status = $2, transaction_id = $3, tokens = $4, \
+             claimed_until = NULL, updated_at = $5 WHERE id = $1";
+        with_pool!(self, |pool| async {
+            let mut tx = pool.begin_write().await?;
+            let inserted = sqlx::query(INSERT)
+                .bind(&id)
+                .bind(org_id)
+                .bind(campaign_id)
+                .bind(&credit.wallet_id)
+                .bind(micros)
+                .bind(&earn.earn_id)
+                .bind(&earn.amount)
+                .bind(&earn.description)
+                .bind(&earn.comment)
+                .bind(earn.meta.as_ref().map(Json))
+                .bind(earn.date)
+                .bind(&credit.trace)
+                .bind(credit.rule_version)
+                .bind(at)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            let outcome = if inserted == 0 {
+                let earlier: Option<(String,)> = sqlx::query_as(EARLIER)
+                    .bind(org_id)
+                    .bind(&earn.earn_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                Credited::Duplicate {
+                    transaction_id: earlier.map(|(id,)| id),
+                }
+            } else {
+                if micros > 0 {
+                    sqlx::query(LOT)
+                        .bind(new_id())
+                        .bind(&credit.wallet_id)
+                        .bind(&id)
+                        .bind(micros)
+                        .bind(earn.date)
+                        .bind(policy.expiry.expires_at(earn.date))
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                sqlx::query(CREDIT)
+                    .bind(&credit.wallet_id)
+                    .bind(micros)
+                    .bind(at)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(TIER)
+                    .bind(&credit.wallet_id)
+                    .execute(&mut *tx)
+                    .await?;
+                Credited::New {
+                    transaction_id: id.clone(),
+                }
+            };
+            if let Some(request) = request_id {
+                let (status, transaction, tokens) = match &outcome {
+                    Credited::New { transaction_id } => {
+                        ("completed", Some(transaction_id.clone()), Some(micros))
+                    }
+                    Credited::Duplicate { transaction_id } => {
+                        ("duplicate", transaction_id.clone(), None)
+                    }
+                };
+                sqlx::query(FINISH)
+                    .bind(request)
+                    .bind(status)
+                    .bind(transaction)
+                    .bind(tokens)
+                    .bind(at)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+            Ok::<_, StoreError>(outcome)
+        }
+        .await)
+    }
+
+    async fn reject_request(&self, id: &str, reason: String) -> Result<(), StoreError> {
+        const SQL: &str = "UPDATE earn_requests SET status = 'rejected', reason = $2, claimed_until = NULL, \
+             updated_at = $3 WHERE id = $1";
+        with_pool!(self, |pool| {
+            sqlx::query(SQL)
+                .bind(id)
+                .bind(&reason)
+                .bind(now())
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+        })?;
+        Ok(())
+    }
+}

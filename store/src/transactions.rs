@@ -1,0 +1,202 @@
+//! Ledger transactions: EARN adds tokens, BURN spends them, EXPIRY removes what expired. Each
+//! is immutable once written; a wallet's balance always equals EARN - BURN - EXPIRY.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::types::Json;
+
+use crate::{Campaign, Page, Paged, Store, StoreError, Tokens};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TransactionKind {
+    Earn,
+    Burn,
+    Expiry,
+}
+
+impl TransactionKind {
+    pub const ALL: [TransactionKind; 3] = [
+        TransactionKind::Earn,
+        TransactionKind::Burn,
+        TransactionKind::Expiry,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransactionKind::Earn => "EARN",
+            TransactionKind::Burn => "BURN",
+            TransactionKind::Expiry => "EXPIRY",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<TransactionKind> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.as_str().eq_ignore_ascii_case(text.trim()))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transaction {
+    pub id: String,
+    pub wallet_id: String,
+    pub kind: TransactionKind,
+    /// Never negative (an EARN may be 0 when the rules award nothing); the kind says which way
+    /// it moves the balance.
+    pub amount: Tokens,
+    /// The earn's `id` or the burn's `externalId`.
+    pub external_id: Option<String>,
+    /// EARN: the amount the rules were given (exact decimal text).
+    pub source_amount: Option<String>,
+    pub currency: String,
+    pub description: Option<String>,
+    pub comment: Option<String>,
+    pub meta: Option<Value>,
+    pub date: DateTime<Utc>,
+    /// EARN: the compact rule trace.
+    pub trace: Option<String>,
+    /// EARN: the rule-set version that decided the tokens (`None`: the default rule set).
+    pub rule_version: Option<i64>,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TransactionFilter {
+    pub wallet_id: Option<String>,
+    pub date_from: Option<DateTime<Utc>>,
+    pub date_to: Option<DateTime<Utc>>,
+    /// Empty: every kind.
+    pub kinds: Vec<TransactionKind>,
+}
+
+macro_rules! transaction_columns {
+    () => {
+        "id, wallet_id, kind, amount, external_id, source_amount, currency, description, comment, \
+         meta, date, trace, rule_version, created_at"
+    };
+}
+pub(crate) use transaction_columns;
+
+pub(crate) type TransactionRow = (
+    String,
+    String,
+    String,
+    i64,
+    Option<String>,
+    Option<String>,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<Json<Value>>,
+    DateTime<Utc>,
+    Option<String>,
+    Option<i64>,
+    DateTime<Utc>,
+);
+
+pub(crate) fn transaction_from_row(r: TransactionRow) -> Transaction {
+    Transaction {
+        id: r.0,
+        wallet_id: r.1,
+        kind: TransactionKind::parse(&r.2).unwrap_or(TransactionKind::Earn),
+        amount: Tokens::from_micros(r.3),
+        external_id: r.4,
+        source_amount: r.5,
+        currency: r.6,
+        description: r.7,
+        comment: r.8,
+        meta: r.9.map(|m| m.0),
+        date: r.10,
+        trace: r.11,
+        rule_version: r.12,
+        created_at: r.13,
+    }
+}
+
+impl Store {
+    /// The campaign's transactions, newest first, filtered.
+    pub async fn list_transactions(
+        &self,
+        campaign: &Campaign,
+        filter: &TransactionFilter,
+        page: Page,
+    ) -> Result<Paged<Transaction>, StoreError> {
+        let kinds = if filter.kinds.is_empty() {
+            TransactionKind::ALL.to_vec()
+        } else {
+            filter.kinds.clone()
+        };
+        let has = |k: TransactionKind| kinds.contains(&k);
+        const WHERE: &str = "WHERE org_id = $1 AND campaign_id = $2 AND ($3 IS NULL OR wallet_id = $3) \
+             AND ($4 IS NULL OR date >= $4) AND ($5 IS NULL OR date <= $5) \
+             AND (kind = $6 OR kind = $7 OR kind = $8) ";
+        let count = format!("SELECT COUNT(*) FROM transactions {WHERE}");
+        let list = format!(
+            "SELECT {} FROM transactions {WHERE}ORDER BY date DESC, id DESC LIMIT $9 OFFSET $10",
+            transaction_columns!()
+        );
+        // Kinds not asked for are bound as a value no row has.
+        let kind = |k: TransactionKind| if has(k) { k.as_str() } else { "" };
+        let (org, campaign_id) = (&campaign.org_id, &campaign.id);
+        let (total, rows): (i64, Vec<TransactionRow>) = with_pool!(self, |pool| async {
+            let (total,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(count.as_str()))
+                .bind(org)
+                .bind(campaign_id)
+                .bind(&filter.wallet_id)
+                .bind(filter.date_from)
+                .bind(filter.date_to)
+                .bind(kind(TransactionKind::Earn))
+                .bind(kind(TransactionKind::Burn))
+                .bind(kind(TransactionKind::Expiry))
+                .fetch_one(pool)
+                .await?;
+            let rows = if page.limit == 0 {
+                Vec::new()
+            } else {
+                sqlx::query_as(sqlx::AssertSqlSafe(list.as_str()))
+                    .bind(org)
+                    .bind(campaign_id)
+                    .bind(&filter.wallet_id)
+                    .bind(filter.date_from)
+                    .bind(filter.date_to)
+                    .bind(kind(TransactionKind::Earn))
+                    .bind(kind(TransactionKind::Burn))
+                    .bind(kind(TransactionKind::Expiry))
+                    .bind(page.limit())
+                    .bind(page.offset())
+                    .fetch_all(pool)
+                    .await?
+            };
+            Ok::<_, sqlx::Error>((total, rows))
+        }
+        .await)?;
+        Ok(Paged {
+            items: rows.into_iter().map(transaction_from_row).collect(),
+            total: total.max(0) as u64,
+            page,
+        })
+    }
+
+    pub async fn get_transaction(
+        &self,
+        campaign: &Campaign,
+        id: &str,
+    ) -> Result<Transaction, StoreError> {
+        const SQL: &str = concat!(
+            "SELECT ",
+            transaction_columns!(),
+            " FROM transactions WHERE org_id = $1 AND campaign_id = $2 AND id = $3"
+        );
+        let row: Option<TransactionRow> = with_pool!(self, |pool| {
+            sqlx::query_as(SQL)
+                .bind(&campaign.org_id)
+                .bind(&campaign.id)
+                .bind(id)
+                .fetch_optional(pool)
+                .await
+        })?;
+        row.map(transaction_from_row).ok_or(StoreError::NotFound {
+            what: "transaction",
+        })
+    }
+}

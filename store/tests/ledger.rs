@@ -1,0 +1,404 @@
+//! The ledger on both backends: earning through the rules, duplicates, burns under
+//! concurrency, replays, minimum balances and tiers.
+
+use chrono::Utc;
+use store::{
+    Campaign, EarnInput, EarnStatus, NewBurn, NewCampaign, NewMember, NewTier, NewWallet, Page,
+    Policy, RuleBook, Store, StoreError, Tokens, TransactionFilter, Wallet, backend_tests,
+};
+
+struct Setup {
+    campaign: Campaign,
+    wallet: Wallet,
+}
+
+async fn setup(store: &Store) -> Setup {
+    let org = store.create_org("Acme").await.unwrap();
+    let campaign = store
+        .create_campaign(
+            &org.id,
+            NewCampaign {
+                name: "Main".into(),
+                currency: "PTS".into(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let member = NewMember {
+        first_name: "Ada".into(),
+        idp: "reference".into(),
+        user_id: "u-1".into(),
+        external_id: "card-1".into(),
+        ..Default::default()
+    };
+    store.create_member(&org.id, member).await.unwrap();
+    let wallet = store
+        .create_wallet(
+            &campaign,
+            NewWallet {
+                owner: Some("card-1".into()),
+                external_id: Some("w-1".into()),
+                name: None,
+            },
+        )
+        .await
+        .unwrap();
+    Setup { campaign, wallet }
+}
+
+fn earn(id: &str, amount: &str) -> EarnInput {
+    EarnInput {
+        earn_id: id.into(),
+        wallet: "w-1".into(),
+        amount: amount.into(),
+        date: Utc::now(),
+        description: Some("Coffee".into()),
+        comment: None,
+        meta: None,
+    }
+}
+
+/// Processes until nothing waits.
+async fn drain(store: &Store, book: &RuleBook) {
+    while store.process_earns(book, 50).await.unwrap() > 0 {}
+}
+
+async fn balance(store: &Store, s: &Setup) -> Tokens {
+    store
+        .get_wallet(&s.campaign, &s.wallet.id)
+        .await
+        .unwrap()
+        .balance
+}
+
+fn burn(external_id: &str, amount: i64) -> NewBurn {
+    NewBurn {
+        wallet: "w-1".into(),
+        external_id: external_id.into(),
+        amount: Tokens::whole(amount),
+        description: "Voucher".into(),
+        comment: None,
+        meta: None,
+        date: None,
+    }
+}
+
+async fn earns_are_credited_by_the_active_rules(store: Store) {
+    let s = setup(&store).await;
+    let book = RuleBook::new(store.clone());
+    let request = store
+        .submit_earn(&s.campaign, earn("e-1", "12.99"))
+        .await
+        .unwrap();
+    assert_eq!(request.status, EarnStatus::Accepted);
+    drain(&store, &book).await;
+    let done = store.earn_request(&s.campaign, &request.id).await.unwrap();
+    assert_eq!(done.status, EarnStatus::Completed);
+    assert_eq!(
+        done.tokens,
+        Some(Tokens::whole(12)),
+        "the default: one token per unit, rounded down"
+    );
+    assert_eq!(balance(&store, &s).await, Tokens::whole(12));
+
+    let transaction = store
+        .get_transaction(&s.campaign, done.transaction_id.as_deref().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(transaction.amount, Tokens::whole(12));
+    assert_eq!(transaction.source_amount.as_deref(), Some("12.99"));
+    assert_eq!(
+        transaction.trace.as_deref(),
+        Some("one-per-unit:+12.99;~:-0.99")
+    );
+    assert_eq!(transaction.rule_version, None);
+
+    let rules = "[[rule]]\nid = 'double'\npriority = 1\naward = 'amount * 2'\n";
+    store
+        .set_rule_set(&s.campaign.org_id, &s.campaign.id, rules)
+        .await
+        .unwrap();
+    let fresh = RuleBook::new(store.clone());
+    let second = store
+        .submit_earn(&s.campaign, earn("e-2", "10"))
+        .await
+        .unwrap();
+    drain(&store, &fresh).await;
+    let second = store.earn_request(&s.campaign, &second.id).await.unwrap();
+    assert_eq!(second.tokens, Some(Tokens::whole(20)));
+    let transaction = store
+        .get_transaction(&s.campaign, second.transaction_id.as_deref().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(transaction.rule_version, Some(1));
+
+    // A running process picks up a new version within a second, with no restart.
+    store
+        .set_rule_set(
+            &s.campaign.org_id,
+            &s.campaign.id,
+            &rules.replace("* 2", "* 3"),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let third = store
+        .submit_earn(&s.campaign, earn("e-3", "10"))
+        .await
+        .unwrap();
+    drain(&store, &fresh).await;
+    assert_eq!(
+        store
+            .earn_request(&s.campaign, &third.id)
+            .await
+            .unwrap()
+            .tokens,
+        Some(Tokens::whole(30))
+    );
+}
+
+async fn the_same_earn_id_credits_once(store: Store) {
+    let s = setup(&store).await;
+    let book = RuleBook::new(store.clone());
+    let mut requests = Vec::new();
+    for _ in 0..10 {
+        requests.push(
+            store
+                .submit_earn(&s.campaign, earn("e-1", "10"))
+                .await
+                .unwrap()
+                .id,
+        );
+    }
+    let mut tasks = Vec::new();
+    for _ in 0..10 {
+        let (store, campaign) = (store.clone(), s.campaign.clone());
+        tasks.push(tokio::spawn(async move {
+            store
+                .submit_earn(&campaign, earn("e-1", "10"))
+                .await
+                .unwrap()
+                .id
+        }));
+    }
+    // Several workers at once, as several server processes would.
+    let mut workers = Vec::new();
+    for _ in 0..4 {
+        let (store, book) = (store.clone(), book.clone());
+        workers.push(tokio::spawn(async move { drain(&store, &book).await }));
+    }
+    for task in tasks {
+        requests.push(task.await.unwrap());
+    }
+    for worker in workers {
+        worker.await.unwrap();
+    }
+    drain(&store, &book).await;
+    let mut completed = 0;
+    let mut duplicates = 0;
+    for id in &requests {
+        match store.earn_request(&s.campaign, id).await.unwrap().status {
+            EarnStatus::Completed => completed += 1,
+            EarnStatus::Duplicate => duplicates += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!((completed, duplicates), (1, 19));
+    assert_eq!(balance(&store, &s).await, Tokens::whole(10));
+    let earns = store
+        .list_transactions(&s.campaign, &TransactionFilter::default(), Page::default())
+        .await
+        .unwrap();
+    assert_eq!(earns.total, 1);
+}
+
+async fn concurrent_burns_never_overdraw(store: Store) {
+    let s = setup(&store).await;
+    let book = RuleBook::new(store.clone());
+    store
+        .set_policy(
+            &s.campaign.org_id,
+            &s.campaign.id,
+            Policy {
+                min_balance: Tokens::whole(5),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    store
+        .submit_earn(&s.campaign, earn("e-1", "50"))
+        .await
+        .unwrap();
+    drain(&store, &book).await;
+
+    let mut tasks = Vec::new();
+    for i in 0..200 {
+        let (store, campaign) = (store.clone(), s.campaign.clone());
+        tasks.push(tokio::spawn(async move {
+            store.burn(&campaign, burn(&format!("b-{i}"), 1)).await
+        }));
+    }
+    let (mut ok, mut refused) = (0, 0);
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(_) => ok += 1,
+            Err(StoreError::InsufficientBalance { .. }) => refused += 1,
+            Err(other) => panic!("{other}"),
+        }
+    }
+    assert_eq!((ok, refused), (45, 155), "50 earned, 5 must stay");
+    assert_eq!(balance(&store, &s).await, Tokens::whole(5));
+}
+
+async fn a_repeated_burn_is_a_replay_or_a_conflict(store: Store) {
+    let s = setup(&store).await;
+    let book = RuleBook::new(store.clone());
+    store
+        .submit_earn(&s.campaign, earn("e-1", "100"))
+        .await
+        .unwrap();
+    drain(&store, &book).await;
+
+    let first = store.burn(&s.campaign, burn("b-1", 30)).await.unwrap();
+    assert!(!first.replayed);
+    let again = store.burn(&s.campaign, burn("b-1", 30)).await.unwrap();
+    assert!(again.replayed);
+    assert_eq!(again.transaction.id, first.transaction.id);
+    assert_eq!(balance(&store, &s).await, Tokens::whole(70), "debited once");
+    let different = store.burn(&s.campaign, burn("b-1", 31)).await;
+    assert!(matches!(
+        different,
+        Err(StoreError::Conflict {
+            field: "externalId"
+        })
+    ));
+
+    let too_much = store.burn(&s.campaign, burn("b-2", 71)).await;
+    assert!(
+        matches!(too_much, Err(StoreError::InsufficientBalance { available }) if available == Tokens::whole(70))
+    );
+    let unknown = NewBurn {
+        wallet: "nope".into(),
+        ..burn("b-3", 1)
+    };
+    assert!(matches!(
+        store.burn(&s.campaign, unknown).await,
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
+async fn tiers_follow_lifetime_earnings(store: Store) {
+    let s = setup(&store).await;
+    let book = RuleBook::new(store.clone());
+    let (org, campaign) = (&s.campaign.org_id, &s.campaign.id);
+    for (name, precedence, threshold) in [("silver", 2, 100), ("gold", 1, 500)] {
+        let tier = NewTier {
+            name: name.into(),
+            precedence,
+            threshold: Tokens::whole(threshold),
+            ..Default::default()
+        };
+        store.create_tier(org, campaign, tier).await.unwrap();
+    }
+    let tier = |w: Wallet| w.tier.map(|t| t.name);
+    store
+        .submit_earn(&s.campaign, earn("e-1", "150"))
+        .await
+        .unwrap();
+    drain(&store, &book).await;
+    assert_eq!(
+        tier(store.get_wallet(&s.campaign, "w-1").await.unwrap()).as_deref(),
+        Some("silver")
+    );
+    store
+        .submit_earn(&s.campaign, earn("e-2", "400"))
+        .await
+        .unwrap();
+    drain(&store, &book).await;
+    assert_eq!(
+        tier(store.get_wallet(&s.campaign, "w-1").await.unwrap()).as_deref(),
+        Some("gold")
+    );
+    store.burn(&s.campaign, burn("b-1", 500)).await.unwrap();
+    assert_eq!(
+        tier(store.get_wallet(&s.campaign, "w-1").await.unwrap()).as_deref(),
+        Some("gold"),
+        "spending keeps the tier"
+    );
+
+    store.remove_tier(org, campaign, "gold").await.unwrap();
+    assert_eq!(
+        tier(store.get_wallet(&s.campaign, "w-1").await.unwrap()).as_deref(),
+        Some("silver")
+    );
+    let listed: Vec<_> = store
+        .list_tiers(org, campaign)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(listed, ["silver"]);
+}
+
+async fn transactions_filter_by_kind_wallet_and_date(store: Store) {
+    let s = setup(&store).await;
+    let book = RuleBook::new(store.clone());
+    store
+        .submit_earn(&s.campaign, earn("e-1", "100"))
+        .await
+        .unwrap();
+    drain(&store, &book).await;
+    store.burn(&s.campaign, burn("b-1", 10)).await.unwrap();
+    let all = store
+        .list_transactions(&s.campaign, &TransactionFilter::default(), Page::default())
+        .await
+        .unwrap();
+    assert_eq!(all.total, 2);
+    let burns = TransactionFilter {
+        kinds: vec![store::TransactionKind::Burn],
+        ..Default::default()
+    };
+    let only = store
+        .list_transactions(&s.campaign, &burns, Page::default())
+        .await
+        .unwrap();
+    assert_eq!(only.total, 1);
+    assert_eq!(only.items[0].external_id.as_deref(), Some("b-1"));
+    let future = TransactionFilter {
+        date_from: Some(Utc::now() + chrono::Duration::hours(1)),
+        ..Default::default()
+    };
+    assert_eq!(
+        store
+            .list_transactions(&s.campaign, &future, Page::default())
+            .await
+            .unwrap()
+            .total,
+        0
+    );
+    let past = TransactionFilter {
+        date_to: Some(Utc::now() + chrono::Duration::hours(1)),
+        wallet_id: Some(s.wallet.id.clone()),
+        ..Default::default()
+    };
+    assert_eq!(
+        store
+            .list_transactions(&s.campaign, &past, Page::default())
+            .await
+            .unwrap()
+            .total,
+        2
+    );
+}
+
+backend_tests!(
+    earns_are_credited_by_the_active_rules,
+    the_same_earn_id_credits_once,
+    concurrent_burns_never_overdraw,
+    a_repeated_burn_is_a_replay_or_a_conflict,
+    tiers_follow_lifetime_earnings,
+    transactions_filter_by_kind_wallet_and_date,
+);
