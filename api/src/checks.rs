@@ -99,6 +99,11 @@ impl Checks {
         Some(value)
     }
 
+    /// Whether `field` already has an error.
+    pub fn has(&self, field: &str) -> bool {
+        self.0.iter().any(|e| e.field == field)
+    }
+
     /// Records an error found elsewhere (e.g. by a nested parser).
     pub fn push(&mut self, error: FieldError) {
         self.0.push(error);

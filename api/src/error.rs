@@ -67,6 +67,9 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error("{0} is already in use")]
     Conflict(&'static str),
+    /// 402: the wallet cannot cover a burn.
+    #[error("{0}")]
+    InsufficientBalance(String),
     #[error("request body too large")]
     PayloadTooLarge,
     #[error("send the body as JSON with `Content-Type: application/json`")]
@@ -101,6 +104,9 @@ impl ApiError {
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "already_exists"),
+            ApiError::InsufficientBalance(_) => {
+                (StatusCode::PAYMENT_REQUIRED, "insufficient_balance")
+            }
             ApiError::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             ApiError::UnsupportedMediaType => {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
@@ -146,6 +152,11 @@ impl From<StoreError> for ApiError {
             }
             StoreError::Conflict { field } => ApiError::Conflict(field),
             StoreError::NotFound { what } => ApiError::NotFound(what),
+            StoreError::InsufficientBalance { available } => {
+                ApiError::InsufficientBalance(format!(
+                    "the wallet can spend {available} tokens (its balance less the programme's minimum balance)"
+                ))
+            }
             StoreError::InvalidRules(errors) => ApiError::validation(
                 errors
                     .0

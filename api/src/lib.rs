@@ -11,7 +11,9 @@ mod members;
 mod ops;
 mod paging;
 mod state;
+mod transactions;
 mod wallets;
+mod worker;
 
 use std::future::Future;
 
@@ -33,6 +35,7 @@ pub fn app(state: AppState) -> Router {
         .merge(api_key::router())
         .merge(members::router())
         .merge(wallets::router())
+        .merge(transactions::router())
         .layer(from_fn_with_state(state.clone(), auth::authenticate))
         .split_for_parts();
     docs::add_shared_parts(&mut openapi);
@@ -55,15 +58,22 @@ pub fn app(state: AppState) -> Router {
     ops::with_request_logs(routes)
 }
 
-/// Serves `app(state)` on `listener` until `shutdown` completes, then lets requests in flight
-/// finish before returning.
+/// Serves `app(state)` on `listener`, with the background workers, until `shutdown` completes;
+/// then lets requests in flight and the workers' current batches finish before returning.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     ops::spawn_metrics_upkeep(state.metrics.clone());
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let worker = tokio::spawn(worker::run(state.clone(), stopped));
+    let result = axum::serve(listener, app(state))
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            let _ = stop.send(true);
+        })
+        .await;
+    let _ = worker.await;
+    result
 }

@@ -175,6 +175,49 @@ impl TestApp {
     }
 }
 
+impl TestApp {
+    /// A member `card-1` with wallet `w-1`.
+    pub async fn member_with_wallet(&self) -> String {
+        self.create_member("card-1").await;
+        let wallet = self
+            .post(
+                "/v1/wallets",
+                json!({"owner": "card-1", "externalId": "w-1"}),
+            )
+            .await;
+        assert_eq!(wallet.status, StatusCode::CREATED, "{}", wallet.body);
+        wallet.body["id"].as_str().unwrap().to_string()
+    }
+
+    /// Submits an earn and returns its status once it is no longer accepted or processing.
+    pub async fn earn_and_wait(&self, body: Value) -> Value {
+        let accepted = self.post("/v1/transactions/earn", body).await;
+        assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.body);
+        self.wait_earn(accepted.body["statusCheckUrl"].as_str().unwrap())
+            .await
+    }
+
+    pub async fn wait_earn(&self, url: &str) -> Value {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let reply = self.get(url).await;
+            assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+            if !matches!(
+                reply.body["status"].as_str(),
+                Some("accepted" | "processing")
+            ) {
+                return reply.body;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "earn still {}",
+                reply.body["status"]
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+}
+
 /// Declares each test once per backend, like `store::backend_tests!`, handing it a `TestApp`.
 #[macro_export]
 macro_rules! app_tests {

@@ -3,6 +3,7 @@
 
 mod auth;
 mod helpers;
+mod ledger;
 mod members;
 mod ops;
 mod paging;

@@ -1,0 +1,288 @@
+//! Earning, burning and the transaction list over HTTP.
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use crate::app_tests;
+use crate::helpers::TestApp;
+
+fn earn(id: &str, amount: f64) -> Value {
+    json!({"id": id, "amount": amount, "date": "2026-11-18T10:15:00Z", "walletId": "w-1", "description": "Coffee"})
+}
+
+async fn an_earn_is_accepted_then_completed(app: TestApp) {
+    let wallet = app.member_with_wallet().await;
+    let accepted = app.post("/v1/transactions/earn", earn("e-1", 42.5)).await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED);
+    assert_eq!(accepted.body["status"], "accepted");
+    let url = accepted.body["statusCheckUrl"].as_str().unwrap();
+    assert_eq!(
+        url,
+        format!(
+            "/v1/transactions/earn/{}",
+            accepted.body["requestId"].as_str().unwrap()
+        )
+    );
+    let done = app.wait_earn(url).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["tokens"], 42);
+    assert_eq!(done["walletId"], wallet);
+
+    let transaction = app
+        .get(&format!(
+            "/v1/transactions/{}",
+            done["transactionId"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(transaction.body["type"], "EARN");
+    assert_eq!(transaction.body["amount"], 42);
+    assert_eq!(transaction.body["sourceAmount"], "42.5");
+    assert_eq!(transaction.body["externalId"], "e-1");
+    assert_eq!(transaction.body["rulesTrace"], "one-per-unit:+42.5;~:-0.5");
+    assert_eq!(app.get("/v1/wallets/w-1").await.body["balance"], 42);
+}
+
+async fn bad_earns_are_400_naming_the_field_and_unknown_wallets_404(app: TestApp) {
+    app.member_with_wallet().await;
+    let cases = [
+        (json!({}), vec!["amount", "date", "id", "walletId"]),
+        (
+            json!({"id": "e", "amount": -1, "date": "2026-11-18T10:15:00Z", "walletId": "w-1"}),
+            vec!["amount"],
+        ),
+        (
+            json!({"id": "e", "amount": "ten", "date": "2026-11-18T10:15:00Z", "walletId": "w-1"}),
+            vec!["amount"],
+        ),
+        (
+            json!({"id": "e", "amount": 1, "date": "yesterday", "walletId": "w-1"}),
+            vec!["date"],
+        ),
+        (
+            json!({"id": "e", "amount": 1, "date": "2026-11-18T10:15:00Z", "walletId": "w-1", "meta": 5}),
+            vec!["meta"],
+        ),
+    ];
+    for (body, fields) in cases {
+        let reply = app.post("/v1/transactions/earn", body.clone()).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{body}");
+        let mut got = reply.fields();
+        got.sort();
+        assert_eq!(got, fields, "{body}: {}", reply.body);
+    }
+    let unknown = app
+        .post(
+            "/v1/transactions/earn",
+            json!({"id": "e", "amount": 1, "date": "2026-11-18T10:15:00Z", "walletId": "w-404"}),
+        )
+        .await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    assert_eq!(app.get("/v1/transactions?limit=0").await.body["total"], 0);
+}
+
+async fn the_same_earn_sent_twenty_times_credits_once(app: TestApp) {
+    app.member_with_wallet().await;
+    let app = std::sync::Arc::new(app);
+    let mut urls = Vec::new();
+    for _ in 0..10 {
+        let reply = app.post("/v1/transactions/earn", earn("e-1", 10.0)).await;
+        urls.push(reply.body["statusCheckUrl"].as_str().unwrap().to_string());
+    }
+    let mut tasks = Vec::new();
+    for _ in 0..10 {
+        let app = app.clone();
+        tasks.push(tokio::spawn(async move {
+            let reply = app.post("/v1/transactions/earn", earn("e-1", 10.0)).await;
+            reply.body["statusCheckUrl"].as_str().unwrap().to_string()
+        }));
+    }
+    for task in tasks {
+        urls.push(task.await.unwrap());
+    }
+    let mut statuses = Vec::new();
+    for url in &urls {
+        statuses.push(
+            app.wait_earn(url).await["status"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    assert_eq!(
+        statuses.iter().filter(|s| *s == "completed").count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| *s == "duplicate").count(),
+        19,
+        "{statuses:?}"
+    );
+    assert_eq!(app.get("/v1/wallets/w-1").await.body["balance"], 10);
+}
+
+fn burn(id: &str, amount: Value) -> Value {
+    json!({"externalId": id, "amount": amount, "walletId": "w-1", "description": "Voucher"})
+}
+
+async fn burns_spend_once_and_never_overdraw(app: TestApp) {
+    app.member_with_wallet().await;
+    app.earn_and_wait(earn("e-1", 50.0)).await;
+    let app = std::sync::Arc::new(app);
+    let mut tasks = Vec::new();
+    for i in 0..200 {
+        let app = app.clone();
+        tasks.push(tokio::spawn(async move {
+            app.post("/v1/transactions/burn", burn(&format!("b-{i}"), json!(1)))
+                .await
+        }));
+    }
+    let mut statuses = Vec::new();
+    for task in tasks {
+        let reply = task.await.unwrap();
+        if reply.status == StatusCode::PAYMENT_REQUIRED {
+            assert_eq!(reply.body["code"], "insufficient_balance");
+        }
+        statuses.push(reply.status);
+    }
+    assert_eq!(
+        statuses.iter().filter(|s| **s == StatusCode::OK).count(),
+        50,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses
+            .iter()
+            .filter(|s| **s == StatusCode::PAYMENT_REQUIRED)
+            .count(),
+        150
+    );
+    assert_eq!(app.get("/v1/wallets/w-1").await.body["balance"], 0);
+}
+
+async fn a_burn_replays_conflicts_and_validates(app: TestApp) {
+    app.member_with_wallet().await;
+    app.earn_and_wait(earn("e-1", 100.0)).await;
+    let first = app
+        .post("/v1/transactions/burn", burn("b-1", json!(12.5)))
+        .await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+    assert_eq!(first.body["type"], "BURN");
+    assert_eq!(first.body["amount"], 12.5);
+    let replay = app
+        .post("/v1/transactions/burn", burn("b-1", json!(12.5)))
+        .await;
+    assert_eq!(replay.body["id"], first.body["id"]);
+    let conflict = app
+        .post("/v1/transactions/burn", burn("b-1", json!(13)))
+        .await;
+    assert_eq!(conflict.status, StatusCode::CONFLICT);
+    assert_eq!(conflict.body["field"], "externalId");
+    assert_eq!(app.get("/v1/wallets/w-1").await.body["balance"], 87.5);
+
+    for (body, field) in [
+        (burn("b-2", json!(0)), "amount"),
+        (burn("b-2", json!(-5)), "amount"),
+        (burn("b-2", json!(1.1234567)), "amount"),
+        (
+            json!({"externalId": "b-2", "amount": 1, "walletId": "w-1"}),
+            "description",
+        ),
+        (
+            json!({"externalId": "b-2", "amount": 1, "walletId": "w-1", "description": "x", "date": "soon"}),
+            "date",
+        ),
+    ] {
+        let reply = app.post("/v1/transactions/burn", body.clone()).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(reply.body["field"], field, "{body}: {}", reply.body);
+    }
+    let too_much = app
+        .post("/v1/transactions/burn", burn("b-3", json!(1000)))
+        .await;
+    assert_eq!(too_much.status, StatusCode::PAYMENT_REQUIRED);
+    assert!(
+        too_much.body["detail"].as_str().unwrap().contains("87.5"),
+        "{}",
+        too_much.body
+    );
+    let unknown = app
+        .post(
+            "/v1/transactions/burn",
+            json!({"externalId": "b-4", "amount": 1, "walletId": "nope", "description": "x"}),
+        )
+        .await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+}
+
+async fn transactions_are_listed_filtered_and_isolated(app: TestApp) {
+    let wallet = app.member_with_wallet().await;
+    app.earn_and_wait(earn("e-1", 100.0)).await;
+    app.post("/v1/transactions/burn", burn("b-1", json!(10)))
+        .await;
+    let all = app.get("/v1/transactions").await;
+    assert_eq!(all.body["total"], 2);
+    assert_eq!(all.body["data"][0]["type"], "BURN", "newest first");
+    let earns = app.get("/v1/transactions?type=EARN").await;
+    assert_eq!(earns.body["total"], 1);
+    let both = app.get("/v1/transactions?type=EARN&type=BURN").await;
+    assert_eq!(both.body["total"], 2);
+    let by_ref = app
+        .get("/v1/transactions?walletId=w-1&type=BURN,EXPIRY")
+        .await;
+    assert_eq!(by_ref.body["total"], 1);
+    let by_id = app
+        .get(&format!(
+            "/v1/transactions?walletId={wallet}&dateFrom=2026-11-18"
+        ))
+        .await;
+    assert_eq!(by_id.body["total"], 2);
+    let before = app.get("/v1/transactions?dateTo=2026-11-17").await;
+    assert_eq!(
+        before.body["total"], 0,
+        "the earn is dated 2026-11-18, the burn now"
+    );
+    let bad = app.get("/v1/transactions?type=GIFT&dateFrom=soon").await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    assert_eq!(bad.fields(), ["type", "dateFrom"], "in the query's order");
+
+    let other = app.other_tenant().await;
+    let id = all.body["data"][0]["id"].as_str().unwrap();
+    let reply = app
+        .send(
+            Method::GET,
+            &format!("/v1/transactions/{id}"),
+            Some(&other),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND);
+    let list = app
+        .send(Method::GET, "/v1/transactions", Some(&other), None, None)
+        .await;
+    assert_eq!(list.body["total"], 0);
+    let burn_there = app
+        .send(
+            Method::POST,
+            "/v1/transactions/burn",
+            Some(&other),
+            None,
+            Some(burn("b-9", json!(1))),
+        )
+        .await;
+    assert_eq!(
+        burn_there.status,
+        StatusCode::NOT_FOUND,
+        "another organisation's wallet"
+    );
+}
+
+app_tests!(
+    an_earn_is_accepted_then_completed,
+    bad_earns_are_400_naming_the_field_and_unknown_wallets_404,
+    the_same_earn_sent_twenty_times_credits_once,
+    burns_spend_once_and_never_overdraw,
+    a_burn_replays_conflicts_and_validates,
+    transactions_are_listed_filtered_and_isolated,
+);
