@@ -4,9 +4,11 @@
 
 #[macro_use]
 mod db;
+mod audit;
 mod burn;
 mod earn;
 mod error;
+mod expiry;
 mod ids;
 mod keys;
 mod members;
@@ -22,6 +24,7 @@ mod tokens;
 mod transactions;
 mod wallets;
 
+pub use audit::Discrepancy;
 pub use burn::{Burned, NewBurn};
 pub use db::{Backend, Store};
 pub use earn::{Credit, Credited, EarnInput, EarnRequest, EarnStatus};

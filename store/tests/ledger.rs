@@ -1,10 +1,11 @@
 //! The ledger on both backends: earning through the rules, duplicates, burns under
 //! concurrency, replays, minimum balances and tiers.
 
-use chrono::Utc;
+use chrono::{Duration, Utc};
 use store::{
-    Campaign, EarnInput, EarnStatus, NewBurn, NewCampaign, NewMember, NewTier, NewWallet, Page,
-    Policy, RuleBook, Store, StoreError, Tokens, TransactionFilter, Wallet, backend_tests,
+    Campaign, EarnInput, EarnStatus, Expiry, NewBurn, NewCampaign, NewMember, NewTier, NewWallet,
+    Page, Policy, RuleBook, Store, StoreError, Tokens, TransactionFilter, TransactionKind, Wallet,
+    backend_tests,
 };
 
 struct Setup {
@@ -250,6 +251,7 @@ async fn concurrent_burns_never_overdraw(store: Store) {
     }
     assert_eq!((ok, refused), (45, 155), "50 earned, 5 must stay");
     assert_eq!(balance(&store, &s).await, Tokens::whole(5));
+    assert!(store.audit().await.unwrap().is_empty());
 }
 
 async fn a_repeated_burn_is_a_replay_or_a_conflict(store: Store) {
@@ -394,7 +396,107 @@ async fn transactions_filter_by_kind_wallet_and_date(store: Store) {
     );
 }
 
+fn earn_on(id: &str, amount: &str, days_ago: i64) -> EarnInput {
+    EarnInput {
+        date: Utc::now() - Duration::days(days_ago),
+        ..earn(id, amount)
+    }
+}
+
+async fn burns_take_the_oldest_tokens_and_expiry_takes_the_rest_once(store: Store) {
+    let s = setup(&store).await;
+    let book = RuleBook::new(store.clone());
+    let policy = Policy {
+        expiry: Expiry::Days(30),
+        ..Default::default()
+    };
+    store
+        .set_policy(&s.campaign.org_id, &s.campaign.id, policy)
+        .await
+        .unwrap();
+    store
+        .submit_earn(&s.campaign, earn_on("old", "10", 40))
+        .await
+        .unwrap(); // due 10 days ago
+    store
+        .submit_earn(&s.campaign, earn_on("newer", "20", 20))
+        .await
+        .unwrap(); // due in 10 days
+    drain(&store, &book).await;
+    // Taken from the oldest lot first: all 10 of "old", then 5 of "newer".
+    store.burn(&s.campaign, burn("b-1", 15)).await.unwrap();
+    assert_eq!(
+        store.expire(Utc::now()).await.unwrap(),
+        0,
+        "the old lot was spent, nothing left to expire"
+    );
+    assert_eq!(balance(&store, &s).await, Tokens::whole(15));
+
+    let later = Utc::now() + Duration::days(11);
+    assert_eq!(store.expire(later).await.unwrap(), 1);
+    assert_eq!(store.expire(later).await.unwrap(), 0, "exactly once");
+    assert_eq!(balance(&store, &s).await, Tokens::ZERO);
+    let expiries = TransactionFilter {
+        kinds: vec![TransactionKind::Expiry],
+        ..Default::default()
+    };
+    let listed = store
+        .list_transactions(&s.campaign, &expiries, Page::default())
+        .await
+        .unwrap();
+    assert_eq!(listed.total, 1);
+    assert_eq!(listed.items[0].amount, Tokens::whole(15));
+    assert!(store.audit().await.unwrap().is_empty());
+}
+
+async fn two_sweepers_at_once_expire_each_lot_once(store: Store) {
+    let s = setup(&store).await;
+    let book = RuleBook::new(store.clone());
+    let policy = Policy {
+        expiry: Expiry::EndOfMonth,
+        ..Default::default()
+    };
+    store
+        .set_policy(&s.campaign.org_id, &s.campaign.id, policy)
+        .await
+        .unwrap();
+    for i in 0..60 {
+        store
+            .submit_earn(&s.campaign, earn_on(&format!("e-{i}"), "3", 62))
+            .await
+            .unwrap();
+    }
+    drain(&store, &book).await;
+    let sweepers: Vec<_> = (0..2)
+        .map(|_| {
+            let store = store.clone();
+            tokio::spawn(async move { store.expire(Utc::now()).await.unwrap() })
+        })
+        .collect();
+    let mut written = 0;
+    for sweeper in sweepers {
+        written += sweeper.await.unwrap();
+    }
+    assert_eq!(written, 60);
+    let expiries = TransactionFilter {
+        kinds: vec![TransactionKind::Expiry],
+        ..Default::default()
+    };
+    assert_eq!(
+        store
+            .list_transactions(&s.campaign, &expiries, Page { page: 1, limit: 0 })
+            .await
+            .unwrap()
+            .total,
+        60
+    );
+    assert_eq!(balance(&store, &s).await, Tokens::ZERO);
+    assert!(store.audit().await.unwrap().is_empty());
+}
+
 backend_tests!(
+    burns_take_the_oldest_tokens_and_expiry_takes_the_rest_once,
+    two_sweepers_at_once_expire_each_lot_once,
     earns_are_credited_by_the_active_rules,
     the_same_earn_id_credits_once,
     concurrent_burns_never_overdraw,
