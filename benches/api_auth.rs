@@ -66,7 +66,7 @@ async fn main() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let state = api::AppState::new(store.clone());
-    tokio::spawn(api::serve(listener, state, std::future::pending()));
+    tokio::spawn(api::serve(listener, state, true, std::future::pending()));
 
     println!(
         "backend: {:?}; {CLIENTS} concurrent clients, {SECONDS} s per scenario",

@@ -40,6 +40,46 @@ pub enum Command {
     /// Set, list, show and test a campaign's earn rules.
     #[command(subcommand)]
     Rules(RulesCommand),
+    /// Manage a campaign's tiers.
+    #[command(subcommand)]
+    Tier(TierCommand),
+    /// Expire every lot of earned tokens that is due now (serve also does this every minute).
+    Expire,
+    /// Check every wallet: balance = EARN - BURN - EXPIRY, and lots agree. Exits 1 on a mismatch.
+    Audit,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TierCommand {
+    /// Add a tier; wallets are re-tiered at once.
+    Add {
+        #[arg(long)]
+        campaign: String,
+        #[arg(long)]
+        name: String,
+        /// Lower is higher priority.
+        #[arg(long)]
+        precedence: i64,
+        /// Lifetime earned tokens from which a wallet holds the tier.
+        #[arg(long)]
+        threshold: String,
+        /// A benefit shown with the tier (repeatable).
+        #[arg(long = "benefit")]
+        benefits: Vec<String>,
+        #[arg(long)]
+        image_url: Option<String>,
+    },
+    /// List a campaign's tiers.
+    List {
+        #[arg(long)]
+        campaign: String,
+    },
+    /// Remove a tier (by id or name); its wallets fall to the next tier they reach.
+    Remove {
+        #[arg(long)]
+        campaign: String,
+        tier: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -95,6 +135,28 @@ pub enum CampaignCommand {
         #[arg(long)]
         org: String,
     },
+    /// Show a campaign with its policy, active rule-set version and tiers.
+    Show {
+        #[arg(long)]
+        campaign: String,
+    },
+    /// Set the programme's policy: the balance a member must keep and when tokens expire.
+    Policy(PolicyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PolicyArgs {
+    #[arg(long)]
+    pub campaign: String,
+    /// Tokens a burn must leave in the wallet.
+    #[arg(long)]
+    pub min_balance: Option<String>,
+    /// never, end-of-month, end-of-year or days:N.
+    #[arg(long, conflicts_with = "expiry_days")]
+    pub expiry: Option<String>,
+    /// Tokens expire this many days after they were earned (same as --expiry days:N).
+    #[arg(long)]
+    pub expiry_days: Option<u32>,
 }
 
 #[derive(Debug, Args)]

@@ -59,6 +59,10 @@ pub async fn campaign(store: &Store, command: CampaignCommand, json: bool) -> an
                 campaign.id.clone()
             });
         }
+        CampaignCommand::Show { campaign } => {
+            return crate::ledger_cmd::show(store, &campaign, json).await;
+        }
+        CampaignCommand::Policy(args) => return crate::ledger_cmd::policy(store, args, json).await,
         CampaignCommand::List { org } => {
             let campaigns = store.list_campaigns(&org).await?;
             emit(json, serde_json::to_value(&campaigns)?, || {

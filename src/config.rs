@@ -18,6 +18,7 @@ struct FileConfig {
     sftp_addr: Option<SocketAddr>,
     db_max_connections: Option<u32>,
     log_format: Option<LogFormat>,
+    background_workers: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -40,6 +41,9 @@ pub struct Config {
     /// Connections per PostgreSQL pool (per process).
     pub db_max_connections: u32,
     pub log_format: LogFormat,
+    /// Whether `serve` also runs the earn worker and the expiry sweeper. A deployment may keep
+    /// some nodes for HTTP only.
+    pub background_workers: bool,
 }
 
 impl Default for Config {
@@ -51,6 +55,7 @@ impl Default for Config {
             sftp_addr: ([127, 0, 0, 1], 2222).into(),
             db_max_connections: 16,
             log_format: LogFormat::Text,
+            background_workers: true,
         }
     }
 }
@@ -89,6 +94,9 @@ impl Config {
         if let Some(v) = file.log_format {
             self.log_format = v;
         }
+        if let Some(v) = file.background_workers {
+            self.background_workers = v;
+        }
     }
 }
 
@@ -126,6 +134,10 @@ fn from_env(var: impl Fn(&str) -> Option<String>) -> anyhow::Result<FileConfig> 
             var("REWARDS_DB_MAX_CONNECTIONS"),
         )?,
         log_format,
+        background_workers: parse(
+            "REWARDS_BACKGROUND_WORKERS",
+            var("REWARDS_BACKGROUND_WORKERS"),
+        )?,
     })
 }
 
@@ -201,6 +213,7 @@ mod tests {
         assert_eq!(config.sftp_addr, defaults.sftp_addr);
         assert_eq!(config.db_max_connections, defaults.db_max_connections);
         assert_eq!(config.log_format, defaults.log_format);
+        assert_eq!(config.background_workers, defaults.background_workers);
         assert!(config.database_url.is_none());
     }
 

@@ -3,6 +3,7 @@
 mod cli;
 mod commands;
 mod config;
+mod ledger_cmd;
 mod rules_cmd;
 mod serve;
 
@@ -53,6 +54,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Campaign(command) => commands::campaign(&store, command, cli.json).await,
         Command::Key(command) => commands::key(&store, command, cli.json).await,
         Command::Rules(command) => rules_cmd::run(&store, command, cli.json).await,
+        Command::Tier(command) => ledger_cmd::tier(&store, command, cli.json).await,
+        Command::Expire => ledger_cmd::expire(&store, cli.json).await,
+        Command::Audit => ledger_cmd::audit(&store, cli.json).await,
     }
 }
 

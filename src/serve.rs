@@ -28,10 +28,12 @@ pub async fn serve(config: &Config, store: Store) -> anyhow::Result<()> {
         )
     })?;
     let http = listener.local_addr()?;
-    tracing::info!(%http, backend = ?store.backend(), data_dir = %config.data_dir.display(), "listening");
+    let workers = config.background_workers;
+    tracing::info!(%http, backend = ?store.backend(), data_dir = %config.data_dir.display(), workers, "listening");
     api::serve(
         listener,
         api::AppState::new(store.clone()),
+        workers,
         shutdown_signal(),
     )
     .await?;

@@ -58,22 +58,33 @@ pub fn app(state: AppState) -> Router {
     ops::with_request_logs(routes)
 }
 
-/// Serves `app(state)` on `listener`, with the background workers, until `shutdown` completes;
-/// then lets requests in flight and the workers' current batches finish before returning.
+/// Serves `app(state)` on `listener`, with the background workers (earn processing, expiry)
+/// unless `workers` is false, until `shutdown` completes; then lets requests in flight and the
+/// workers' current batches finish before returning.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
+    workers: bool,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     ops::spawn_metrics_upkeep(state.metrics.clone());
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    let worker = tokio::spawn(worker::run(state.clone(), stopped));
+    let workers = if workers {
+        vec![
+            tokio::spawn(worker::run(state.clone(), stopped.clone())),
+            tokio::spawn(worker::sweep_expiry(state.clone(), stopped)),
+        ]
+    } else {
+        Vec::new()
+    };
     let result = axum::serve(listener, app(state))
         .with_graceful_shutdown(async move {
             shutdown.await;
             let _ = stop.send(true);
         })
         .await;
-    let _ = worker.await;
+    for worker in workers {
+        let _ = worker.await;
+    }
     result
 }

@@ -67,7 +67,7 @@ impl TestApp {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let state = api::AppState::new(store.clone());
         tokio::spawn(async move {
-            api::serve(listener, state, async {
+            api::serve(listener, state, true, async {
                 let _ = stopped.await;
             })
             .await
