@@ -432,3 +432,96 @@ impl Store {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{NewCampaign, NewMember, NewWallet};
+
+    /// A worker that claimed a request and died leaves it to others once its lease runs out.
+    async fn a_claim_whose_worker_died_is_taken_over(store: Store) {
+        let org = store.create_org("Acme").await.unwrap();
+        let campaign = store
+            .create_campaign(
+                &org.id,
+                NewCampaign {
+                    name: "M".into(),
+                    currency: "PTS".into(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        let member = NewMember {
+            first_name: "A".into(),
+            idp: "reference".into(),
+            user_id: "u".into(),
+            external_id: "c".into(),
+            ..Default::default()
+        };
+        store.create_member(&org.id, member).await.unwrap();
+        let wallet = store
+            .create_wallet(
+                &campaign,
+                NewWallet {
+                    owner: Some("c".into()),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        let earn = EarnInput {
+            earn_id: "e-1".into(),
+            wallet: wallet.id.clone(),
+            amount: "7".into(),
+            date: now(),
+            description: None,
+            comment: None,
+            meta: None,
+        };
+        let request = store.submit_earn(&campaign, earn).await.unwrap();
+        let book = RuleBook::new(store.clone());
+
+        assert_eq!(
+            store.claim_earns(10).await.unwrap().len(),
+            1,
+            "claimed by a worker that then dies"
+        );
+        assert_eq!(
+            store.process_earns(&book, 10).await.unwrap(),
+            0,
+            "the lease still holds"
+        );
+        assert_eq!(
+            store
+                .earn_request(&campaign, &request.id)
+                .await
+                .unwrap()
+                .status,
+            EarnStatus::Processing
+        );
+
+        with_pool!(store, |pool| {
+            sqlx::query("UPDATE earn_requests SET claimed_until = $1 WHERE id = $2")
+                .bind(now() - Duration::seconds(1))
+                .bind(&request.id)
+                .execute(pool)
+                .await
+                .map(|_| ())
+        })
+        .unwrap();
+        assert_eq!(store.process_earns(&book, 10).await.unwrap(), 1);
+        let done = store.earn_request(&campaign, &request.id).await.unwrap();
+        assert_eq!(done.status, EarnStatus::Completed);
+        assert_eq!(
+            store
+                .get_wallet(&campaign, &wallet.id)
+                .await
+                .unwrap()
+                .balance,
+            Tokens::whole(7)
+        );
+    }
+
+    crate::backend_tests!(a_claim_whose_worker_died_is_taken_over);
+}
