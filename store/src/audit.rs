@@ -27,7 +27,9 @@ impl Store {
              FROM wallets w ORDER BY w.id";
         // SUM of BIGINT is NUMERIC on PostgreSQL; cast back so both backends give an i64.
         let rows: Vec<(String, i64, i64, i64, i64, i64)> = match &self.pool {
-            crate::db::Pool::Sqlite(pool) => sqlx::query_as(SQL).fetch_all(pool).await?,
+            crate::db::Pool::Sqlite { read: pool, .. } => {
+                sqlx::query_as(SQL).fetch_all(pool).await?
+            }
             crate::db::Pool::Postgres(pool) => {
                 let sql = SQL
                     .replace(
@@ -100,7 +102,7 @@ mod tests {
             .await
             .unwrap();
         assert!(store.audit().await.unwrap().is_empty());
-        with_pool!(store, |pool| {
+        with_writer!(store, |pool| {
             sqlx::query("UPDATE wallets SET balance = 7000000 WHERE id = $1")
                 .bind(&wallet.id)
                 .execute(pool)

@@ -121,7 +121,7 @@ impl Store {
         const DEBIT: &str =
             "UPDATE wallets SET balance = balance - $2, updated_at = $3 WHERE id = $1";
         let amount = burn.amount.micros();
-        let result: Result<Option<Burned>, StoreError> = with_pool!(self, |pool| async {
+        let result: Result<Option<Burned>, StoreError> = with_writer!(self, |pool| async {
             let mut tx = pool.begin_write().await?;
             let (balance,): (i64,) = sqlx::query_as(lock(pool, BALANCE))
                 .bind(&wallet.id)

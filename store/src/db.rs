@@ -18,19 +18,33 @@ use sqlx::{AssertSqlSafe, PgPool, SqlSafeStr, SqlitePool};
 
 use crate::StoreError;
 
-/// Expands `$body` once per backend with `$pool` bound to that backend's pool.
+/// Expands `$body` once per backend with `$pool` bound to that backend's pool for reading.
 macro_rules! with_pool {
     ($store:expr, |$pool:ident| $body:expr) => {
         match &$store.pool {
-            $crate::db::Pool::Sqlite($pool) => $body,
+            $crate::db::Pool::Sqlite { read: $pool, .. } => $body,
             $crate::db::Pool::Postgres($pool) => $body,
         }
     };
 }
 
+/// Like `with_pool!`, with the pool for writing: every statement that changes data goes here.
+macro_rules! with_writer {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.pool {
+            $crate::db::Pool::Sqlite { write: $pool, .. } => $body,
+            $crate::db::Pool::Postgres($pool) => $body,
+        }
+    };
+}
+
+/// SQLite admits one writer at a time; a writer that finds the lock taken sleeps and retries in
+/// SQLite's busy handler, which under load costs tens of milliseconds. So SQLite writes go
+/// through a pool of one connection, where they queue in order without sleeping, and reads use
+/// their own pool (WAL lets them run beside the writer).
 #[derive(Clone)]
 pub(crate) enum Pool {
-    Sqlite(SqlitePool),
+    Sqlite { read: SqlitePool, write: SqlitePool },
     Postgres(PgPool),
 }
 
@@ -85,12 +99,17 @@ impl Store {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
-        let pool = SqlitePoolOptions::new()
+        // The writer connects first, so the database file and its WAL mode exist for the readers.
+        let write = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options.clone())
+            .await?;
+        let read = SqlitePoolOptions::new()
             .max_connections(8)
             .connect_with(options)
             .await?;
         Ok(Store {
-            pool: Pool::Sqlite(pool),
+            pool: Pool::Sqlite { read, write },
         })
     }
 
@@ -110,7 +129,7 @@ impl Store {
 
     pub fn backend(&self) -> Backend {
         match self.pool {
-            Pool::Sqlite(_) => Backend::Sqlite,
+            Pool::Sqlite { .. } => Backend::Sqlite,
             Pool::Postgres(_) => Backend::Postgres,
         }
     }
@@ -119,7 +138,7 @@ impl Store {
     /// PostgreSQL the migrator holds an advisory lock while it works.
     pub async fn migrate(&self) -> Result<(), StoreError> {
         match &self.pool {
-            Pool::Sqlite(pool) => migrator(SQLITE_MIGRATIONS).run(pool).await?,
+            Pool::Sqlite { write, .. } => migrator(SQLITE_MIGRATIONS).run(write).await?,
             Pool::Postgres(pool) => migrator(POSTGRES_MIGRATIONS).run(pool).await?,
         }
         Ok(())
@@ -136,6 +155,9 @@ impl Store {
 
     /// Closes every connection; pending operations finish first.
     pub async fn close(&self) {
+        if let Pool::Sqlite { write, .. } = &self.pool {
+            write.close().await;
+        }
         with_pool!(self, |pool| pool.close().await)
     }
 }

@@ -81,11 +81,15 @@ pub struct EarnRequest {
 /// What the ledger records for one evaluated earn.
 #[derive(Debug, Clone)]
 pub struct Credit {
+    pub org_id: String,
+    pub campaign_id: String,
     pub earn: EarnInput,
     pub wallet_id: String,
     pub tokens: Tokens,
     pub trace: String,
     pub rule_version: Option<i64>,
+    /// The API request to mark completed or duplicate with the credit, if the earn came so.
+    pub request_id: Option<String>,
 }
 
 /// How long a claimed request stays with its worker before another may take it over.
@@ -165,7 +169,7 @@ impl Store {
         };
         const SQL: &str = "INSERT INTO earn_requests (id, org_id, campaign_id, earn_id, wallet_id, body, status, \
              created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'accepted', $7, $7)";
-        with_pool!(self, |pool| {
+        with_writer!(self, |pool| {
             sqlx::query(SQL)
                 .bind(&request.id)
                 .bind(&campaign.org_id)
@@ -209,16 +213,41 @@ impl Store {
     /// goes to one of them. Returns how many requests were claimed.
     pub async fn process_earns(&self, book: &RuleBook, limit: i64) -> Result<usize, StoreError> {
         let claimed = self.claim_earns(limit).await?;
+        let mut credits = Vec::with_capacity(claimed.len());
         for request in &claimed {
-            if let Err(err) = self.process_earn(book, request).await {
-                tracing::warn!(request = %request.id, attempts = request.attempts, %err, "earn failed");
-                if request.attempts >= MAX_ATTEMPTS {
-                    self.reject_request(&request.id, format!("failed {MAX_ATTEMPTS} times: {err}"))
-                        .await?;
+            match self.evaluate_earn(book, request).await {
+                Ok(Some(credit)) => credits.push(credit),
+                Ok(None) => {}
+                Err(err) => self.failed(request, err).await?,
+            }
+        }
+        // One transaction for the batch; if it fails, each earn on its own, so one bad earn
+        // cannot hold the others back.
+        if let Err(err) = self.credit_all(&credits).await {
+            tracing::warn!(%err, batch = credits.len(), "batch credit failed; crediting one by one");
+            for credit in &credits {
+                if let Err(err) = self.credit_all(std::slice::from_ref(credit)).await {
+                    let request = claimed
+                        .iter()
+                        .find(|r| Some(r.id.as_str()) == credit.request_id.as_deref());
+                    if let Some(request) = request {
+                        self.failed(request, err).await?;
+                    }
                 }
             }
         }
         Ok(claimed.len())
+    }
+
+    /// Notes a failed attempt: the request stays claimed until its lease ends and is tried again,
+    /// unless it has failed too often.
+    async fn failed(&self, request: &Claimed, err: StoreError) -> Result<(), StoreError> {
+        tracing::warn!(request = %request.id, attempts = request.attempts, %err, "earn failed");
+        if request.attempts >= MAX_ATTEMPTS {
+            self.reject_request(&request.id, format!("failed {MAX_ATTEMPTS} times: {err}"))
+                .await?;
+        }
+        Ok(())
     }
 
     async fn claim_earns(&self, limit: i64) -> Result<Vec<Claimed>, StoreError> {
@@ -229,7 +258,7 @@ impl Store {
              RETURNING id, org_id, campaign_id, wallet_id, body, attempts";
         let at = now();
         let rows: Vec<(String, String, String, String, Json<EarnInput>, i64)> =
-            with_pool!(self, |pool| async {
+            with_writer!(self, |pool| async {
                 let mut tx = pool.begin_write().await?;
                 let rows = sqlx::query_as(claim(pool, SQL))
                     .bind(at + Duration::seconds(LEASE))
@@ -256,12 +285,18 @@ impl Store {
             .collect())
     }
 
-    async fn process_earn(&self, book: &RuleBook, request: &Claimed) -> Result<(), StoreError> {
+    /// Runs the campaign's rules on a claimed earn. `None` when the earn was rejected.
+    async fn evaluate_earn(
+        &self,
+        book: &RuleBook,
+        request: &Claimed,
+    ) -> Result<Option<Credit>, StoreError> {
         let amount = match Decimal::from_str(&request.body.amount) {
             Ok(amount) => amount,
             Err(_) => {
                 let reason = format!("amount `{}` is not a number", request.body.amount);
-                return self.reject_request(&request.id, reason).await;
+                self.reject_request(&request.id, reason).await?;
+                return Ok(None);
             }
         };
         let (version, rules) = book.active(&request.org_id, &request.campaign_id).await?;
@@ -290,41 +325,39 @@ impl Store {
         let tokens = match Tokens::from_decimal(outcome.tokens) {
             Ok(tokens) => tokens,
             Err(reason) => {
-                return self.reject_request(&request.id, reason).await;
+                self.reject_request(&request.id, reason).await?;
+                return Ok(None);
             }
         };
-        let credit = Credit {
+        Ok(Some(Credit {
+            org_id: request.org_id.clone(),
+            campaign_id: request.campaign_id.clone(),
             earn: earn.clone(),
             wallet_id: request.wallet_id.clone(),
             tokens,
             trace: rules.compact(&outcome.steps),
             rule_version: version,
-        };
-        self.credit(
-            &request.org_id,
-            &request.campaign_id,
-            &credit,
-            Some(&request.id),
-        )
-        .await?;
-        Ok(())
+            request_id: Some(request.id.clone()),
+        }))
     }
 
-    /// Records one evaluated earn in a single transaction: the EARN transaction (unless the earn
-    /// id was credited before), its expiry lot, the wallet's balance and tier, and, for an API
-    /// earn, the request's outcome. A crash at any point leaves all of it or none.
-    pub async fn credit(
-        &self,
-        org_id: &str,
-        campaign_id: &str,
-        credit: &Credit,
-        request_id: Option<&str>,
-    ) -> Result<Credited, StoreError> {
-        let policy = self.policy(campaign_id).await?;
-        let earn = &credit.earn;
-        let id = new_id();
-        let at = now();
-        let micros = credit.tokens.micros();
+    /// Records evaluated earns in one database transaction. For each: the EARN transaction
+    /// (unless its earn id was credited before: then `Duplicate`), its expiry lot, the wallet's
+    /// balance and tier, and, for an API earn, the request's outcome. A crash at any point leaves
+    /// all of it or none.
+    pub async fn credit_all(&self, credits: &[Credit]) -> Result<Vec<Credited>, StoreError> {
+        if credits.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut policies = std::collections::HashMap::new();
+        for credit in credits {
+            if !policies.contains_key(&credit.campaign_id) {
+                policies.insert(
+                    credit.campaign_id.clone(),
+                    self.policy(&credit.campaign_id).await?,
+                );
+            }
+        }
         const INSERT: &str = "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, external_id, \
              source_amount, currency, description, comment, meta, date, trace, rule_version, created_at) \
              SELECT $1, $2, $3, w.id, 'EARN', $5, $6, $7, w.currency, $8, $9, $10, $11, $12, $13, $14 \
@@ -338,81 +371,91 @@ impl Store {
              AND t.threshold <= wallets.earned ORDER BY t.threshold DESC, t.precedence ASC LIMIT 1) WHERE id = $1";
         const FINISH: &str = "UPDATE earn_requests SET status = $2, transaction_id = $3, tokens = $4, \
              claimed_until = NULL, updated_at = $5 WHERE id = $1";
-        with_pool!(self, |pool| async {
+        let at = now();
+        with_writer!(self, |pool| async {
             let mut tx = pool.begin_write().await?;
-            let inserted = sqlx::query(INSERT)
-                .bind(&id)
-                .bind(org_id)
-                .bind(campaign_id)
-                .bind(&credit.wallet_id)
-                .bind(micros)
-                .bind(&earn.earn_id)
-                .bind(&earn.amount)
-                .bind(&earn.description)
-                .bind(&earn.comment)
-                .bind(earn.meta.as_ref().map(Json))
-                .bind(earn.date)
-                .bind(&credit.trace)
-                .bind(credit.rule_version)
-                .bind(at)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-            let outcome = if inserted == 0 {
-                let earlier: Option<(String,)> = sqlx::query_as(EARLIER)
-                    .bind(org_id)
+            let mut outcomes = Vec::with_capacity(credits.len());
+            for credit in credits {
+                let earn = &credit.earn;
+                let id = new_id();
+                let micros = credit.tokens.micros();
+                let inserted = sqlx::query(INSERT)
+                    .bind(&id)
+                    .bind(&credit.org_id)
+                    .bind(&credit.campaign_id)
+                    .bind(&credit.wallet_id)
+                    .bind(micros)
                     .bind(&earn.earn_id)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                Credited::Duplicate {
-                    transaction_id: earlier.map(|(id,)| id),
-                }
-            } else {
-                if micros > 0 {
-                    sqlx::query(LOT)
-                        .bind(new_id())
+                    .bind(&earn.amount)
+                    .bind(&earn.description)
+                    .bind(&earn.comment)
+                    .bind(earn.meta.as_ref().map(Json))
+                    .bind(earn.date)
+                    .bind(&credit.trace)
+                    .bind(credit.rule_version)
+                    .bind(at)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                let outcome = if inserted == 0 {
+                    let earlier: Option<(String,)> = sqlx::query_as(EARLIER)
+                        .bind(&credit.org_id)
+                        .bind(&earn.earn_id)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    Credited::Duplicate {
+                        transaction_id: earlier.map(|(id,)| id),
+                    }
+                } else {
+                    if micros > 0 {
+                        let expiry = policies
+                            .get(&credit.campaign_id)
+                            .map(|p| p.expiry)
+                            .unwrap_or_default();
+                        sqlx::query(LOT)
+                            .bind(new_id())
+                            .bind(&credit.wallet_id)
+                            .bind(&id)
+                            .bind(micros)
+                            .bind(earn.date)
+                            .bind(expiry.expires_at(earn.date))
+                            .execute(&mut *tx)
+                            .await?;
+                    }
+                    sqlx::query(CREDIT)
                         .bind(&credit.wallet_id)
-                        .bind(&id)
                         .bind(micros)
-                        .bind(earn.date)
-                        .bind(policy.expiry.expires_at(earn.date))
+                        .bind(at)
+                        .execute(&mut *tx)
+                        .await?;
+                    sqlx::query(TIER)
+                        .bind(&credit.wallet_id)
+                        .execute(&mut *tx)
+                        .await?;
+                    Credited::New { transaction_id: id }
+                };
+                if let Some(request) = &credit.request_id {
+                    let (status, transaction, tokens) = match &outcome {
+                        Credited::New { transaction_id } => {
+                            ("completed", Some(transaction_id.clone()), Some(micros))
+                        }
+                        Credited::Duplicate { transaction_id } => {
+                            ("duplicate", transaction_id.clone(), None)
+                        }
+                    };
+                    sqlx::query(FINISH)
+                        .bind(request)
+                        .bind(status)
+                        .bind(transaction)
+                        .bind(tokens)
+                        .bind(at)
                         .execute(&mut *tx)
                         .await?;
                 }
-                sqlx::query(CREDIT)
-                    .bind(&credit.wallet_id)
-                    .bind(micros)
-                    .bind(at)
-                    .execute(&mut *tx)
-                    .await?;
-                sqlx::query(TIER)
-                    .bind(&credit.wallet_id)
-                    .execute(&mut *tx)
-                    .await?;
-                Credited::New {
-                    transaction_id: id.clone(),
-                }
-            };
-            if let Some(request) = request_id {
-                let (status, transaction, tokens) = match &outcome {
-                    Credited::New { transaction_id } => {
-                        ("completed", Some(transaction_id.clone()), Some(micros))
-                    }
-                    Credited::Duplicate { transaction_id } => {
-                        ("duplicate", transaction_id.clone(), None)
-                    }
-                };
-                sqlx::query(FINISH)
-                    .bind(request)
-                    .bind(status)
-                    .bind(transaction)
-                    .bind(tokens)
-                    .bind(at)
-                    .execute(&mut *tx)
-                    .await?;
+                outcomes.push(outcome);
             }
             tx.commit().await?;
-            Ok::<_, StoreError>(outcome)
+            Ok::<_, StoreError>(outcomes)
         }
         .await)
     }
@@ -420,7 +463,7 @@ impl Store {
     async fn reject_request(&self, id: &str, reason: String) -> Result<(), StoreError> {
         const SQL: &str = "UPDATE earn_requests SET status = 'rejected', reason = $2, claimed_until = NULL, \
              updated_at = $3 WHERE id = $1";
-        with_pool!(self, |pool| {
+        with_writer!(self, |pool| {
             sqlx::query(SQL)
                 .bind(id)
                 .bind(&reason)
@@ -501,7 +544,7 @@ mod tests {
             EarnStatus::Processing
         );
 
-        with_pool!(store, |pool| {
+        with_writer!(store, |pool| {
             sqlx::query("UPDATE earn_requests SET claimed_until = $1 WHERE id = $2")
                 .bind(now() - Duration::seconds(1))
                 .bind(&request.id)

@@ -56,7 +56,7 @@ impl Store {
         const SPEND: &str = "UPDATE lots SET remaining = 0 WHERE id = $1";
         const DEBIT: &str =
             "UPDATE wallets SET balance = balance - $2, updated_at = $3 WHERE id = $1";
-        with_pool!(self, |pool| async {
+        with_writer!(self, |pool| async {
             let mut tx = pool.begin_write().await?;
             let (org, campaign, currency): (String, String, String) =
                 sqlx::query_as(lock(pool, WALLET))

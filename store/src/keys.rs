@@ -209,7 +209,7 @@ impl Store {
         };
         let secret = random_token("rs_", 32);
         let names: Vec<&str> = key.permissions.iter().map(|p| p.as_str()).collect();
-        with_pool!(self, |pool| {
+        with_writer!(self, |pool| {
             sqlx::query(
                 "INSERT INTO api_keys \
                  (id, org_id, campaign_id, api_key, secret_hash, permissions, version, read_only, \
@@ -254,7 +254,7 @@ impl Store {
             key_columns!(),
             " FROM api_keys k WHERE k.id = $1"
         );
-        let row: Option<KeyRow> = with_pool!(self, |pool| async {
+        let row: Option<KeyRow> = with_writer!(self, |pool| async {
             sqlx::query(REVOKE)
                 .bind(key_id)
                 .bind(now())

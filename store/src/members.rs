@@ -265,7 +265,7 @@ impl Store {
             created_at: now,
             updated_at: now,
         };
-        with_pool!(self, |pool| {
+        with_writer!(self, |pool| {
             sqlx::query(
                 "INSERT INTO members (org_id, id, first_name, last_name, email, phone, status, idp, \
                  user_id, external_id, meta, communication_preferences, created_at, updated_at) \
@@ -374,7 +374,7 @@ impl Store {
         const UPDATE: &str = "UPDATE members SET first_name = $3, last_name = $4, email = $5, \
              phone = $6, status = $7, idp = $8, user_id = $9, external_id = $10, meta = $11, \
              communication_preferences = $12, updated_at = $13 WHERE org_id = $1 AND id = $2";
-        with_pool!(self, |pool| async {
+        with_writer!(self, |pool| async {
             let mut tx = pool.begin_write().await?;
             let row: Option<MemberRow> = sqlx::query_as(lock(pool, SELECT_LIVE))
                 .bind(org_id)
@@ -414,7 +414,7 @@ impl Store {
              email = NULL, phone = NULL, idp = NULL, user_id = NULL, external_id = NULL, \
              meta = NULL, communication_preferences = NULL, status = 'inactive', \
              updated_at = $3, deleted_at = $3 WHERE org_id = $1 AND id = $2";
-        with_pool!(self, |pool| async {
+        with_writer!(self, |pool| async {
             let mut tx = pool.begin_write().await?;
             let row: Option<MemberRow> = sqlx::query_as(lock(pool, SELECT_LIVE))
                 .bind(org_id)

@@ -107,7 +107,7 @@ impl Store {
             name: name.to_string(),
             created_at: now(),
         };
-        with_pool!(self, |pool| {
+        with_writer!(self, |pool| {
             sqlx::query("INSERT INTO organisations (id, name, created_at) VALUES ($1, $2, $3)")
                 .bind(&org.id)
                 .bind(&org.name)
@@ -168,7 +168,7 @@ impl Store {
             favicon: new.favicon,
             created_at: now(),
         };
-        with_pool!(self, |pool| {
+        with_writer!(self, |pool| {
             sqlx::query(
                 "INSERT INTO campaigns (id, org_id, name, currency, logo, favicon, created_at) \
                  VALUES ($1, $2, $3, $4, $5, $6, $7)",

@@ -103,7 +103,7 @@ impl Store {
         const SQL: &str = "INSERT INTO campaign_policies (campaign_id, min_balance, expiry, updated_at) \
              VALUES ($1, $2, $3, $4) ON CONFLICT (campaign_id) DO UPDATE \
              SET min_balance = excluded.min_balance, expiry = excluded.expiry, updated_at = excluded.updated_at";
-        with_pool!(self, |pool| {
+        with_writer!(self, |pool| {
             sqlx::query(SQL)
                 .bind(campaign_id)
                 .bind(policy.min_balance.micros())

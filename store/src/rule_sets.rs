@@ -60,7 +60,7 @@ impl Store {
         // other tries again with the next number.
         let mut attempts = 0;
         loop {
-            let result: Result<VersionRow, sqlx::Error> = with_pool!(self, |pool| {
+            let result: Result<VersionRow, sqlx::Error> = with_writer!(self, |pool| {
                 sqlx::query_as(INSERT)
                     .bind(new_id())
                     .bind(org_id)

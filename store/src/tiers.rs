@@ -56,7 +56,7 @@ impl Store {
         };
         const INSERT: &str = "INSERT INTO tiers (id, org_id, campaign_id, name, precedence, threshold, benefits, \
              image_url, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
-        with_pool!(self, |pool| async {
+        with_writer!(self, |pool| async {
             let mut tx = pool.begin().await?;
             sqlx::query(INSERT)
                 .bind(&tier.id)
@@ -108,7 +108,7 @@ impl Store {
              WHERE org_id = $1 AND campaign_id = $2 AND (id = $3 OR name = $3))";
         const DELETE: &str =
             "DELETE FROM tiers WHERE org_id = $1 AND campaign_id = $2 AND (id = $3 OR name = $3)";
-        let removed = with_pool!(self, |pool| async {
+        let removed = with_writer!(self, |pool| async {
             let mut tx = pool.begin().await?;
             sqlx::query(CLEAR)
                 .bind(org_id)

@@ -171,7 +171,7 @@ impl Store {
             created_at: at,
             updated_at: at,
         };
-        with_pool!(self, |pool| {
+        with_writer!(self, |pool| {
             sqlx::query(
                 "INSERT INTO wallets (id, org_id, campaign_id, owner_id, external_id, name, currency, \
                  created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
@@ -272,7 +272,7 @@ impl Store {
         name: Option<String>,
     ) -> Result<Wallet, StoreError> {
         const SQL: &str = "UPDATE wallets SET name = $4, updated_at = $5 WHERE org_id = $1 AND campaign_id = $2 AND id = $3";
-        let changed = with_pool!(self, |pool| {
+        let changed = with_writer!(self, |pool| {
             sqlx::query(SQL)
                 .bind(&campaign.org_id)
                 .bind(&campaign.id)
