@@ -114,6 +114,23 @@ async fn main() {
     };
     println!("{}", bare_load.row("baseline: bare axum 202"));
 
+    let read_load = {
+        let (client, k, s) = (client.clone(), api_key.clone(), secret.clone());
+        let base = base.clone();
+        common::drive(CLIENTS, SECONDS, move |c, n| {
+            let url = format!("{base}/v1/wallets/w-{}", (c + n) % WALLETS);
+            let request = client
+                .get(url)
+                .header("x-api-key", &k)
+                .header("x-api-secret", &s);
+            async move {
+                assert_eq!(request.send().await.unwrap().status(), StatusCode::OK);
+            }
+        })
+        .await
+    };
+    println!("{}", read_load.row("GET /v1/wallets/{ref} (auth + read)"));
+
     // Every 25th request's id is kept to read its timings afterwards.
     let sampled = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let earn_load = {
@@ -166,7 +183,8 @@ async fn main() {
     }
     let drain_seconds = drained.elapsed().as_secs_f64();
     let mut waits = Vec::new();
-    for url in sampled.lock().unwrap().clone() {
+    let urls = sampled.lock().unwrap().clone();
+    for url in urls {
         let status: Value = client
             .get(format!("{base}{url}"))
             .header("x-api-key", &api_key)

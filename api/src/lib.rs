@@ -6,6 +6,7 @@ mod auth;
 mod checks;
 mod docs;
 mod error;
+mod inbox;
 mod json;
 mod members;
 mod ops;

@@ -6,6 +6,8 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use store::{RuleBook, Store};
 use tokio::sync::Notify;
 
+use crate::inbox::EarnInbox;
+
 #[derive(Clone)]
 pub struct AppState {
     pub store: Store,
@@ -14,15 +16,20 @@ pub struct AppState {
     pub rule_book: RuleBook,
     /// Woken when an earn is accepted, so this process's worker starts on it at once.
     pub earn_waiting: Arc<Notify>,
+    /// Gathers concurrent earn submissions into single writes.
+    pub earn_inbox: EarnInbox,
 }
 
 impl AppState {
+    /// Must be called inside a Tokio runtime: it starts the earn inbox's task.
     pub fn new(store: Store) -> Self {
+        let earn_waiting = Arc::new(Notify::new());
         AppState {
             rule_book: RuleBook::new(store.clone()),
+            earn_inbox: EarnInbox::start(store.clone(), earn_waiting.clone()),
             store,
             metrics: crate::ops::metrics_handle(),
-            earn_waiting: Arc::new(Notify::new()),
+            earn_waiting,
         }
     }
 }

@@ -367,11 +367,15 @@ async fn earn(
     caller: Caller,
     JsonBody(body): JsonBody<EarnBody>,
 ) -> Result<(StatusCode, Json<EarnAccepted>), ApiError> {
-    let request = state
+    let pending = state
         .store
-        .submit_earn(&caller.context.campaign, earn_input(body)?)
+        .pending_earn(&caller.context.campaign, earn_input(body)?)
         .await?;
-    state.earn_waiting.notify_one();
+    let request = state
+        .earn_inbox
+        .submit(pending)
+        .await
+        .map_err(ApiError::Internal)?;
     Ok((
         StatusCode::ACCEPTED,
         Json(EarnAccepted {

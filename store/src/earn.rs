@@ -62,6 +62,15 @@ impl EarnStatus {
     }
 }
 
+/// An earn whose wallet was found, ready to be stored.
+#[derive(Debug, Clone)]
+pub struct PendingEarn {
+    pub org_id: String,
+    pub campaign_id: String,
+    pub wallet_id: String,
+    pub earn: EarnInput,
+}
+
 /// An earn request and where it stands.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EarnRequest {
@@ -154,35 +163,73 @@ impl Store {
         campaign: &Campaign,
         earn: EarnInput,
     ) -> Result<EarnRequest, StoreError> {
+        let pending = self.pending_earn(campaign, earn).await?;
+        let mut stored = self.store_earns(vec![pending]).await?;
+        Ok(stored.remove(0))
+    }
+
+    /// Checks an earn's wallet and prepares it for `store_earns`.
+    pub async fn pending_earn(
+        &self,
+        campaign: &Campaign,
+        earn: EarnInput,
+    ) -> Result<PendingEarn, StoreError> {
         let wallet = self.get_wallet(campaign, &earn.wallet).await?;
+        Ok(PendingEarn {
+            org_id: campaign.org_id.clone(),
+            campaign_id: campaign.id.clone(),
+            wallet_id: wallet.id,
+            earn,
+        })
+    }
+
+    /// Stores many checked earns with one statement (a caller may gather concurrent submissions
+    /// into one write), each as an `accepted` request, in order.
+    pub async fn store_earns(
+        &self,
+        pending: Vec<PendingEarn>,
+    ) -> Result<Vec<EarnRequest>, StoreError> {
         let at = now();
-        let request = EarnRequest {
-            id: new_id(),
-            earn_id: earn.earn_id.clone(),
-            wallet_id: wallet.id.clone(),
-            status: EarnStatus::Accepted,
-            reason: None,
-            transaction_id: None,
-            tokens: None,
-            created_at: at,
-            updated_at: at,
-        };
-        const SQL: &str = "INSERT INTO earn_requests (id, org_id, campaign_id, earn_id, wallet_id, body, status, \
-             created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'accepted', $7, $7)";
-        with_writer!(self, |pool| {
-            sqlx::query(SQL)
-                .bind(&request.id)
-                .bind(&campaign.org_id)
-                .bind(&campaign.id)
-                .bind(&request.earn_id)
-                .bind(&wallet.id)
-                .bind(Json(&earn))
-                .bind(at)
-                .execute(pool)
-                .await
-                .map(|done| done.rows_affected())
-        })?;
-        Ok(request)
+        let requests: Vec<EarnRequest> = pending
+            .iter()
+            .map(|p| EarnRequest {
+                id: new_id(),
+                earn_id: p.earn.earn_id.clone(),
+                wallet_id: p.wallet_id.clone(),
+                status: EarnStatus::Accepted,
+                reason: None,
+                transaction_id: None,
+                tokens: None,
+                created_at: at,
+                updated_at: at,
+            })
+            .collect();
+        // Nine parameters a row, 1,000 rows a statement: well under SQLite's limit of 32,766.
+        for (requests, pending) in requests.chunks(1000).zip(pending.chunks(1000)) {
+            with_writer!(self, |pool| {
+                let mut insert = sqlx::QueryBuilder::new(
+                    "INSERT INTO earn_requests (id, org_id, campaign_id, earn_id, wallet_id, body, status, \
+                     created_at, updated_at) ",
+                );
+                insert.push_values(requests.iter().zip(pending), |mut row, (request, p)| {
+                    row.push_bind(&request.id)
+                        .push_bind(&p.org_id)
+                        .push_bind(&p.campaign_id)
+                        .push_bind(&request.earn_id)
+                        .push_bind(&p.wallet_id)
+                        .push_bind(Json(&p.earn))
+                        .push_bind("accepted")
+                        .push_bind(at)
+                        .push_bind(at);
+                });
+                insert
+                    .build()
+                    .execute(pool)
+                    .await
+                    .map(|done| done.rows_affected())
+            })?;
+        }
+        Ok(requests)
     }
 
     pub async fn earn_request(

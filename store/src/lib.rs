@@ -27,7 +27,7 @@ mod wallets;
 pub use audit::Discrepancy;
 pub use burn::{Burned, NewBurn};
 pub use db::{Backend, Store};
-pub use earn::{Credit, Credited, EarnInput, EarnRequest, EarnStatus};
+pub use earn::{Credit, Credited, EarnInput, EarnRequest, EarnStatus, PendingEarn};
 pub use error::StoreError;
 pub use keys::{ApiKey, ApiVersion, IssuedKey, KeyContext, NewKey, Permission};
 pub use members::{
