@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use sqlx::types::Json;
 
-use crate::db::{WritePool, lock};
+use crate::db::WritePool;
 use crate::ids::{new_id, now, sha256};
 use crate::transactions::{TransactionRow, transaction_columns, transaction_from_row};
 use crate::{Campaign, Store, StoreError, Tokens, Transaction};
@@ -111,39 +111,28 @@ impl Store {
             rule_version: None,
             created_at: now(),
         };
-        const BALANCE: &str = "SELECT balance FROM wallets WHERE id = $1";
+        // Three statements: claim the externalId (the unique index decides between concurrent
+        // twins), debit only if the balance allows it (the row update is the lock that keeps
+        // concurrent burns from overdrawing), and take the tokens from the oldest lots first,
+        // so the ones spent are those that would expire soonest.
         const INSERT: &str = "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, \
              external_id, currency, description, comment, meta, date, fingerprint, created_at) \
-             VALUES ($1, $2, $3, $4, 'BURN', $5, $6, $7, $8, $9, $10, $11, $12, $13)";
-        const LOTS: &str = "SELECT id, remaining FROM lots WHERE wallet_id = $1 AND remaining > 0 \
-             ORDER BY earned_at, id";
-        const TAKE: &str = "UPDATE lots SET remaining = remaining - $2 WHERE id = $1";
-        const DEBIT: &str =
-            "UPDATE wallets SET balance = balance - $2, updated_at = $3 WHERE id = $1";
+             VALUES ($1, $2, $3, $4, 'BURN', $5, $6, $7, $8, $9, $10, $11, $12, $13) \
+             ON CONFLICT (org_id, kind, external_id) DO NOTHING";
+        const DEBIT: &str = "UPDATE wallets SET balance = balance - $2, updated_at = $3 \
+             WHERE id = $1 AND balance - $2 >= $4";
+        const BALANCE: &str = "SELECT balance FROM wallets WHERE id = $1";
+        const LOTS: &str = "UPDATE lots SET remaining = lots.remaining - f.take FROM ( \
+             SELECT id, CASE WHEN remaining < $2 - (running - remaining) THEN remaining \
+                 ELSE $2 - (running - remaining) END AS take \
+             FROM (SELECT id, remaining, SUM(remaining) OVER (ORDER BY earned_at, id \
+                     ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS running \
+                   FROM lots WHERE wallet_id = $1 AND remaining > 0) AS c \
+             WHERE running - remaining < $2) AS f WHERE lots.id = f.id";
         let amount = burn.amount.micros();
         let result: Result<Option<Burned>, StoreError> = with_writer!(self, |pool| async {
             let mut tx = pool.begin_write().await?;
-            let (balance,): (i64,) = sqlx::query_as(lock(pool, BALANCE))
-                .bind(&wallet.id)
-                .fetch_one(&mut *tx)
-                .await?;
-            // Checked again under the lock: an identical request may have finished meanwhile,
-            // and its replay must not be refused for the balance it spent.
-            let earlier: Option<BurnRow> = sqlx::query_as(SELECT_BURN)
-                .bind(&campaign.org_id)
-                .bind(&burn.external_id)
-                .fetch_optional(&mut *tx)
-                .await?;
-            if let Some(row) = earlier {
-                return replay_or_conflict(row, &fingerprint).map(Some);
-            }
-            let available = balance - policy.min_balance.micros();
-            if available < amount {
-                return Err(StoreError::InsufficientBalance {
-                    available: Tokens::from_micros(available.max(0)),
-                });
-            }
-            sqlx::query(INSERT)
+            let claimed = sqlx::query(INSERT)
                 .bind(&transaction.id)
                 .bind(&campaign.org_id)
                 .bind(&campaign.id)
@@ -158,31 +147,33 @@ impl Store {
                 .bind(&fingerprint)
                 .bind(transaction.created_at)
                 .execute(&mut *tx)
-                .await?;
-            // Oldest tokens first, so the ones spent are the ones that would expire soonest.
-            let lots: Vec<(String, i64)> = sqlx::query_as(lock(pool, LOTS))
-                .bind(&wallet.id)
-                .fetch_all(&mut *tx)
-                .await?;
-            let mut left = amount;
-            for (lot, remaining) in lots {
-                if left == 0 {
-                    break;
-                }
-                let take = remaining.min(left);
-                sqlx::query(TAKE)
-                    .bind(&lot)
-                    .bind(take)
-                    .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            if claimed == 0 {
+                // An identical request finished meanwhile: its replay is answered, never refused
+                // for the balance it spent.
+                let earlier: BurnRow = sqlx::query_as(SELECT_BURN)
+                    .bind(&campaign.org_id)
+                    .bind(&burn.external_id)
+                    .fetch_one(&mut *tx)
                     .await?;
-                left -= take;
+                return replay_or_conflict(earlier, &fingerprint).map(Some);
             }
-            sqlx::query(DEBIT)
+            let debited = sqlx::query(DEBIT)
                 .bind(&wallet.id)
                 .bind(amount)
                 .bind(now())
+                .bind(policy.min_balance.micros())
                 .execute(&mut *tx)
-                .await?;
+                .await?
+                .rows_affected();
+            if debited == 0 {
+                let (balance,): (i64,) = sqlx::query_as(BALANCE).bind(&wallet.id).fetch_one(&mut *tx).await?;
+                let available = (balance - policy.min_balance.micros()).max(0);
+                // Dropping the transaction rolls the claimed externalId back.
+                return Err(StoreError::InsufficientBalance { available: Tokens::from_micros(available) });
+            }
+            sqlx::query(LOTS).bind(&wallet.id).bind(amount).execute(&mut *tx).await?;
             tx.commit().await?;
             Ok(None)
         }

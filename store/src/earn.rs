@@ -413,9 +413,10 @@ impl Store {
             "SELECT id FROM transactions WHERE org_id = $1 AND kind = 'EARN' AND external_id = $2";
         const LOT: &str = "INSERT INTO lots (id, wallet_id, transaction_id, amount, remaining, earned_at, expires_at) \
              VALUES ($1, $2, $3, $4, $4, $5, $6)";
-        const CREDIT: &str = "UPDATE wallets SET balance = balance + $2, earned = earned + $2, updated_at = $3 WHERE id = $1";
-        const TIER: &str = "UPDATE wallets SET tier_id = (SELECT t.id FROM tiers t WHERE t.campaign_id = wallets.campaign_id \
-             AND t.threshold <= wallets.earned ORDER BY t.threshold DESC, t.precedence ASC LIMIT 1) WHERE id = $1";
+        // The tier follows the new lifetime total (SET expressions read the row as it was).
+        const CREDIT: &str = "UPDATE wallets SET balance = balance + $2, earned = earned + $2, updated_at = $3, \
+             tier_id = (SELECT t.id FROM tiers t WHERE t.campaign_id = wallets.campaign_id \
+             AND t.threshold <= wallets.earned + $2 ORDER BY t.threshold DESC, t.precedence ASC LIMIT 1) WHERE id = $1";
         const FINISH: &str = "UPDATE earn_requests SET status = $2, transaction_id = $3, tokens = $4, \
              claimed_until = NULL, updated_at = $5 WHERE id = $1";
         let at = now();
@@ -473,10 +474,6 @@ impl Store {
                         .bind(&credit.wallet_id)
                         .bind(micros)
                         .bind(at)
-                        .execute(&mut *tx)
-                        .await?;
-                    sqlx::query(TIER)
-                        .bind(&credit.wallet_id)
                         .execute(&mut *tx)
                         .await?;
                     Credited::New { transaction_id: id }
