@@ -168,12 +168,21 @@ impl Store {
                 .await?
                 .rows_affected();
             if debited == 0 {
-                let (balance,): (i64,) = sqlx::query_as(BALANCE).bind(&wallet.id).fetch_one(&mut *tx).await?;
+                let (balance,): (i64,) = sqlx::query_as(BALANCE)
+                    .bind(&wallet.id)
+                    .fetch_one(&mut *tx)
+                    .await?;
                 let available = (balance - policy.min_balance.micros()).max(0);
                 // Dropping the transaction rolls the claimed externalId back.
-                return Err(StoreError::InsufficientBalance { available: Tokens::from_micros(available) });
+                return Err(StoreError::InsufficientBalance {
+                    available: Tokens::from_micros(available),
+                });
             }
-            sqlx::query(LOTS).bind(&wallet.id).bind(amount).execute(&mut *tx).await?;
+            sqlx::query(LOTS)
+                .bind(&wallet.id)
+                .bind(amount)
+                .execute(&mut *tx)
+                .await?;
             tx.commit().await?;
             Ok(None)
         }
