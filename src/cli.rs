@@ -103,6 +103,21 @@ pub enum RulesCommand {
         #[arg(long)]
         version: Option<i64>,
     },
+    /// Re-evaluate the campaign's stored earn transactions (dated FROM to TO) under a candidate
+    /// rule set and report the difference in tokens, in total, per rule and for the wallets it
+    /// changes most. Changes nothing.
+    Backtest {
+        #[arg(long)]
+        campaign: String,
+        /// The candidate rule set file.
+        file: PathBuf,
+        /// First day (YYYY-MM-DD) or moment (RFC 3339).
+        #[arg(long)]
+        from: String,
+        /// Last day (inclusive) or moment.
+        #[arg(long)]
+        to: String,
+    },
     /// Run a rule set over sample rows (CSV with the earn template's columns) and print each
     /// row's tokens and trace. Touches no database.
     Test {

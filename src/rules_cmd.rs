@@ -22,11 +22,7 @@ pub async fn run(store: &Store, command: RulesCommand, json: bool) -> anyhow::Re
                 .await
             {
                 Err(store::StoreError::InvalidRules(errors)) => {
-                    bail!(
-                        "{} has {} error(s):\n{errors}",
-                        file.display(),
-                        errors.0.len()
-                    )
+                    return Err(invalid(&file, &errors));
                 }
                 other => other?,
             };
@@ -42,6 +38,12 @@ pub async fn run(store: &Store, command: RulesCommand, json: bool) -> anyhow::Re
             );
             Ok(())
         }
+        RulesCommand::Backtest {
+            campaign,
+            file,
+            from,
+            to,
+        } => backtest(store, &campaign, &file, &from, &to, json).await,
         RulesCommand::List { campaign } => {
             let campaign = store.campaign_by_id(&campaign).await?;
             let versions = store
@@ -92,6 +94,181 @@ pub async fn run(store: &Store, command: RulesCommand, json: bool) -> anyhow::Re
     }
 }
 
+/// A day (its first or last instant, UTC) or an RFC 3339 moment.
+fn moment(flag: &str, text: &str, end_of_day: bool) -> anyhow::Result<DateTime<Utc>> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    let day = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .with_context(|| format!("{flag} `{text}` is neither YYYY-MM-DD nor RFC 3339"))?;
+    let time = if end_of_day {
+        day.and_hms_micro_opt(23, 59, 59, 999_999)
+    } else {
+        day.and_hms_opt(0, 0, 0)
+    };
+    Ok(time.expect("a valid time of day").and_utc())
+}
+
+fn compile(file: &Path) -> anyhow::Result<RuleSet> {
+    RuleSet::parse(&read(file)?).map_err(|errors| invalid(file, &errors))
+}
+
+/// Every error of a rule-set file, one a line.
+fn invalid(file: &Path, errors: &rules::CompileErrors) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{} has {} error(s):\n{errors}",
+        file.display(),
+        errors.0.len()
+    )
+}
+
+/// Tokens per rule id under the current rules (from the stored traces) and the candidate.
+#[derive(Default)]
+struct RuleTotals {
+    current: Decimal,
+    candidate: Decimal,
+    fired: u64,
+}
+
+async fn backtest(
+    store: &Store,
+    campaign: &str,
+    file: &Path,
+    from: &str,
+    to: &str,
+    json: bool,
+) -> anyhow::Result<()> {
+    let rules = compile(file)?;
+    let campaign = store.campaign_by_id(campaign).await?;
+    let (from, to) = (moment("--from", from, false)?, moment("--to", to, true)?);
+    let mut per_rule: std::collections::BTreeMap<String, RuleTotals> = Default::default();
+    let mut wallets: std::collections::HashMap<String, (Decimal, Decimal)> = Default::default();
+    let (mut current, mut candidate, mut count, mut unreadable) =
+        (Decimal::ZERO, Decimal::ZERO, 0u64, 0u64);
+    let mut steps = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = store
+            .earns_between(&campaign, from, to, after.as_deref(), 5_000)
+            .await?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.transaction_id.clone());
+        for earn in &page {
+            let Ok(amount) = earn.source_amount.parse::<Decimal>() else {
+                unreadable += 1;
+                continue;
+            };
+            let row = Row {
+                id: &earn.earn_id,
+                amount,
+                date: earn.date,
+                currency: &earn.currency,
+                description: earn.description.as_deref().unwrap_or(""),
+                meta: earn.meta.as_ref(),
+            };
+            let ctx = Context {
+                wallet_tier: earn.wallet_tier.as_deref(),
+                wallet_balance: earn.wallet_balance.to_decimal(),
+                member_status: &earn.member_status,
+            };
+            let tokens = rules.evaluate_into(&row, &ctx, &mut steps);
+            for step in &steps {
+                match *step {
+                    rules::Step::Fired { rule, contribution } => {
+                        let totals = per_rule.entry(rules.rule_id(rule).to_string()).or_default();
+                        totals.candidate += contribution;
+                        totals.fired += 1;
+                    }
+                    rules::Step::Rounded { contribution } => {
+                        per_rule.entry("~".into()).or_default().candidate += contribution
+                    }
+                    rules::Step::Skipped { .. } => {}
+                }
+            }
+            for (rule, contribution) in RuleSet::contributions(earn.trace.as_deref().unwrap_or(""))
+            {
+                per_rule.entry(rule).or_default().current += contribution;
+            }
+            let was = earn.tokens.to_decimal();
+            let entry = wallets.entry(earn.wallet_id.clone()).or_default();
+            entry.0 += was;
+            entry.1 += tokens;
+            current += was;
+            candidate += tokens;
+            count += 1;
+        }
+    }
+    let mut movers: Vec<_> = wallets.into_iter().filter(|(_, (a, b))| a != b).collect();
+    movers.sort_by(|a, b| {
+        (b.1.1 - b.1.0)
+            .abs()
+            .cmp(&(a.1.1 - a.1.0).abs())
+            .then(a.0.cmp(&b.0))
+    });
+    movers.truncate(10);
+    let value = json!({
+        "transactions": count,
+        "unreadable": unreadable,
+        "currentTokens": current.normalize().to_string(),
+        "candidateTokens": candidate.normalize().to_string(),
+        "difference": (candidate - current).normalize().to_string(),
+        "perRule": per_rule.iter().map(|(id, t)| json!({"rule": id, "current": t.current.normalize().to_string(), "candidate": t.candidate.normalize().to_string(), "fired": t.fired})).collect::<Vec<_>>(),
+        "topWallets": movers.iter().map(|(w, (a, b))| json!({"walletId": w, "current": a.normalize().to_string(), "candidate": b.normalize().to_string()})).collect::<Vec<_>>(),
+    });
+    emit(json, value, || {
+        let signed = |d: Decimal| {
+            if d.is_sign_negative() {
+                d.normalize().to_string()
+            } else {
+                format!("+{}", d.normalize())
+            }
+        };
+        let mut out = format!(
+            "{count} earn transaction(s) from {} to {} re-evaluated; nothing was changed\n\
+             tokens now: {}   under {}: {}   difference: {}",
+            from.to_rfc3339(),
+            to.to_rfc3339(),
+            current.normalize(),
+            file.display(),
+            candidate.normalize(),
+            signed(candidate - current)
+        );
+        if unreadable > 0 {
+            out.push_str(&format!(
+                "\n{unreadable} transaction(s) without a readable amount were left out"
+            ));
+        }
+        out.push_str(&format!(
+            "\n\n{:<24} {:>14} {:>14} {:>8}",
+            "rule (~ is rounding)", "now", "candidate", "fired"
+        ));
+        for (id, t) in &per_rule {
+            out.push_str(&format!(
+                "\n{id:<24} {:>14} {:>14} {:>8}",
+                signed(t.current),
+                signed(t.candidate),
+                t.fired
+            ));
+        }
+        if !movers.is_empty() {
+            out.push_str(&format!(
+                "\n\n{:<38} {:>12} {:>12} {:>12}",
+                "wallets changed most", "now", "candidate", "difference"
+            ));
+            for (wallet, (a, b)) in &movers {
+                out.push_str(&format!(
+                    "\n{wallet:<38} {:>12} {:>12} {:>12}",
+                    a.normalize(),
+                    b.normalize(),
+                    signed(*b - *a)
+                ));
+            }
+        }
+        out
+    });
+    Ok(())
+}
+
 fn read(file: &Path) -> anyhow::Result<String> {
     std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))
 }
@@ -111,13 +288,7 @@ struct Sample {
 
 /// Evaluates `file`'s rule set on each row of `rows` and prints tokens and trace.
 pub fn test(file: &Path, rows: &Path, json: bool) -> anyhow::Result<()> {
-    let rules = RuleSet::parse(&read(file)?).map_err(|errors| {
-        anyhow::anyhow!(
-            "{} has {} error(s):\n{errors}",
-            file.display(),
-            errors.0.len()
-        )
-    })?;
+    let rules = compile(file)?;
     let mut reader =
         csv::Reader::from_path(rows).with_context(|| format!("reading {}", rows.display()))?;
     let headers = reader.headers()?.clone();

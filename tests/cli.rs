@@ -602,6 +602,7 @@ fn every_command_has_help() {
         vec!["key", "revoke", "--help"],
         vec!["rules", "set", "--help"],
         vec!["rules", "test", "--help"],
+        vec!["rules", "backtest", "--help"],
         vec!["campaign", "policy", "--help"],
         vec!["campaign", "show", "--help"],
         vec!["tier", "add", "--help"],

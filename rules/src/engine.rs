@@ -369,10 +369,17 @@ impl RuleSet {
             };
             match next {
                 Ok(next) => {
-                    steps.push(Step::Fired {
-                        rule: index,
-                        contribution: next - total,
-                    });
+                    // A multiplier of 1, a bonus of 0 or a cap above the total changed nothing
+                    // and would only lengthen the stored trace.
+                    let changed = next != total
+                        || matches!(rule.effect, Effect::Award | Effect::Stop)
+                        || rule.stop;
+                    if changed {
+                        steps.push(Step::Fired {
+                            rule: index,
+                            contribution: next - total,
+                        });
+                    }
                     total = next;
                     if rule.stop {
                         break;
@@ -398,6 +405,23 @@ impl RuleSet {
             });
         }
         tokens
+    }
+
+    /// The id of the rule a step names.
+    pub fn rule_id(&self, index: u16) -> &str {
+        &self.rules[usize::from(index)].id
+    }
+
+    /// The contributions recorded in a compact trace (see `compact`), by rule id; rounding is
+    /// `~`, skipped rules are left out.
+    pub fn contributions(compact: &str) -> Vec<(String, Decimal)> {
+        compact
+            .split(';')
+            .filter_map(|part| {
+                let (id, value) = part.rsplit_once(':')?;
+                Some((id.to_string(), value.parse().ok()?))
+            })
+            .collect()
     }
 
     /// The trace in words, one line per step: `weekend: multiply +100 (Double on weekends)`.

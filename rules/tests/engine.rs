@@ -274,8 +274,10 @@ fn meta_values_keep_their_json_types() {
 
 #[test]
 fn the_trace_names_each_rule_and_its_contribution() {
+    // `same` (x1) and `roomy` (a cap above the total) change nothing and are left out.
     let source = format!(
-        "{BASE}[[rule]]\nid = 'double'\npriority = 20\nmultiply = 2\n[[rule]]\nid = 'cap'\npriority = 30\ncap = 15.5\nstop = true\n"
+        "{BASE}[[rule]]\nid = 'double'\npriority = 20\nmultiply = 2\n[[rule]]\nid = 'same'\npriority = 25\nmultiply = 1\n\
+         [[rule]]\nid = 'roomy'\npriority = 26\ncap = 1000\n[[rule]]\nid = 'cap'\npriority = 30\ncap = 15.5\nstop = true\n"
     );
     let rules = RuleSet::parse(&source).unwrap();
     let (total, trace) = run(&rules, &tx("10"));

@@ -41,5 +41,5 @@ pub use rule_book::RuleBook;
 pub use rule_sets::RuleSetVersion;
 pub use tiers::NewTier;
 pub use tokens::Tokens;
-pub use transactions::{Transaction, TransactionFilter, TransactionKind};
+pub use transactions::{EarnReplay, Transaction, TransactionFilter, TransactionKind};
 pub use wallets::{NewWallet, Tier, Wallet, WalletFilter};

@@ -200,3 +200,88 @@ impl Store {
         })
     }
 }
+
+/// A stored EARN with what its wallet and member are now, for re-evaluating it.
+#[derive(Debug, Clone)]
+pub struct EarnReplay {
+    pub transaction_id: String,
+    pub wallet_id: String,
+    /// The tokens it was credited.
+    pub tokens: Tokens,
+    pub earn_id: String,
+    /// The amount the rules were given.
+    pub source_amount: String,
+    pub currency: String,
+    pub description: Option<String>,
+    pub meta: Option<Value>,
+    pub date: DateTime<Utc>,
+    /// The compact trace of the rules that decided `tokens`.
+    pub trace: Option<String>,
+    pub wallet_tier: Option<String>,
+    pub wallet_balance: Tokens,
+    pub member_status: String,
+}
+
+impl Store {
+    /// The campaign's EARN transactions dated in `from..=to`, in id order after `after` (a
+    /// transaction id), at most `limit`: page through them by passing the last id back.
+    pub async fn earns_between(
+        &self,
+        campaign: &Campaign,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        after: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<EarnReplay>, StoreError> {
+        const SQL: &str = "SELECT t.id, t.wallet_id, t.amount, t.external_id, t.source_amount, t.currency, \
+             t.description, t.meta, t.date, t.trace, tr.name, w.balance, m.status \
+             FROM transactions t JOIN wallets w ON w.id = t.wallet_id JOIN members m ON m.id = w.owner_id \
+             LEFT JOIN tiers tr ON tr.id = w.tier_id \
+             WHERE t.org_id = $1 AND t.campaign_id = $2 AND t.kind = 'EARN' AND t.date >= $3 AND t.date <= $4 \
+             AND ($5 IS NULL OR t.id > $5) ORDER BY t.id LIMIT $6";
+        type Row = (
+            String,
+            String,
+            i64,
+            Option<String>,
+            Option<String>,
+            String,
+            Option<String>,
+            Option<Json<Value>>,
+            DateTime<Utc>,
+            Option<String>,
+            Option<String>,
+            i64,
+            String,
+        );
+        let rows: Vec<Row> = with_pool!(self, |pool| {
+            sqlx::query_as(SQL)
+                .bind(&campaign.org_id)
+                .bind(&campaign.id)
+                .bind(from)
+                .bind(to)
+                .bind(after)
+                .bind(limit)
+                .fetch_all(pool)
+                .await
+        })?;
+        Ok(rows
+            .into_iter()
+            .map(|r| EarnReplay {
+                transaction_id: r.0,
+                wallet_id: r.1,
+                tokens: Tokens::from_micros(r.2),
+                earn_id: r.3.unwrap_or_default(),
+                source_amount: r.4.unwrap_or_default(),
+                currency: r.5,
+                description: r.6,
+                meta: r.7.map(|m| m.0),
+                date: r.8,
+                trace: r.9,
+                wallet_tier: r.10,
+                wallet_balance: Tokens::from_micros(r.11),
+                member_status: r.12,
+            })
+            .collect())
+    }
+}
