@@ -38,8 +38,31 @@ fn ok(env: &[(&str, String)], args: &[&str]) -> String {
     String::from_utf8(output.stdout).unwrap().trim().to_string()
 }
 
+/// A server process that is killed if a test ends (or fails) without stopping it.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl std::ops::Deref for Server {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Server {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
 /// Starts `rewards serve` on a free port and returns it with its base URL, read from the log.
-fn serve(env: &[(&str, String)]) -> (Child, String) {
+fn serve(env: &[(&str, String)]) -> (Server, String) {
     let mut child = rewards(env)
         .arg("serve")
         .env("REWARDS_HTTP_ADDR", "127.0.0.1:0")
@@ -59,7 +82,7 @@ fn serve(env: &[(&str, String)]) -> (Child, String) {
     };
     // Keep draining the log so the server never blocks on a full pipe.
     std::thread::spawn(move || lines.for_each(drop));
-    (child, format!("http://{addr}"))
+    (Server(child), format!("http://{addr}"))
 }
 
 async fn operator_story(env: Vec<(&'static str, String)>) {

@@ -10,7 +10,7 @@ use crate::AppState;
 
 /// Earns credited per database transaction: small enough that submissions waiting for the
 /// writer are not held up long.
-const BATCH: i64 = 64;
+const BATCH: i64 = 128;
 const POLL: Duration = Duration::from_millis(250);
 
 /// Runs until `stop` turns true (or its sender is gone), finishing the batch in hand first.

@@ -59,6 +59,7 @@ pub enum Backend {
 #[derive(Clone)]
 pub struct Store {
     pub(crate) pool: Pool,
+    pub(crate) caches: std::sync::Arc<crate::cache::Caches>,
 }
 
 impl std::fmt::Debug for Store {
@@ -110,6 +111,7 @@ impl Store {
             .await?;
         Ok(Store {
             pool: Pool::Sqlite { read, write },
+            caches: std::sync::Arc::new(crate::cache::Caches::new()),
         })
     }
 
@@ -124,6 +126,7 @@ impl Store {
             .await?;
         Ok(Store {
             pool: Pool::Postgres(pool),
+            caches: std::sync::Arc::new(crate::cache::Caches::new()),
         })
     }
 

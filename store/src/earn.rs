@@ -4,6 +4,7 @@
 //! database refuses a second EARN with it, so a repeat is reported `duplicate` and credits
 //! nothing, however it arrives.
 
+use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
 
 use chrono::{DateTime, Duration, Utc};
@@ -94,6 +95,8 @@ pub struct Credit {
     pub campaign_id: String,
     pub earn: EarnInput,
     pub wallet_id: String,
+    /// The wallet's currency, kept on the transaction.
+    pub currency: String,
     pub tokens: Tokens,
     pub trace: String,
     pub rule_version: Option<i64>,
@@ -347,9 +350,9 @@ impl Store {
             }
         };
         let (version, rules) = book.active(&request.org_id, &request.campaign_id).await?;
-        const CONTEXT: &str = "SELECT w.balance, t.name, m.status FROM wallets w \
+        const CONTEXT: &str = "SELECT w.balance, t.name, m.status, w.currency FROM wallets w \
              JOIN members m ON m.id = w.owner_id LEFT JOIN tiers t ON t.id = w.tier_id WHERE w.id = $1";
-        let (balance, tier, status): (i64, Option<String>, String) =
+        let (balance, tier, status, currency): (i64, Option<String>, String, String) =
             with_pool!(self, |pool| sqlx::query_as(CONTEXT)
                 .bind(&request.wallet_id)
                 .fetch_one(pool)
@@ -381,6 +384,7 @@ impl Store {
             campaign_id: request.campaign_id.clone(),
             earn: earn.clone(),
             wallet_id: request.wallet_id.clone(),
+            currency,
             tokens,
             trace: rules.compact(&outcome.steps),
             rule_version: version,
@@ -388,15 +392,25 @@ impl Store {
         }))
     }
 
-    /// Records evaluated earns in one database transaction. For each: the EARN transaction
-    /// (unless its earn id was credited before: then `Duplicate`), its expiry lot, the wallet's
-    /// balance and tier, and, for an API earn, the request's outcome. A crash at any point leaves
-    /// all of it or none.
+    /// Records evaluated earns in one database transaction with a handful of statements
+    /// whatever their number: the EARN transactions (an earn id credited before, or twice in the
+    /// batch, is `Duplicate` and credits nothing), their expiry lots, each wallet's balance and
+    /// tier, and, for API earns, the requests' outcomes. A crash at any point leaves all of it or
+    /// none.
     pub async fn credit_all(&self, credits: &[Credit]) -> Result<Vec<Credited>, StoreError> {
+        let mut outcomes = Vec::with_capacity(credits.len());
+        // SQLite allows 32,766 parameters a statement; a transaction row takes 15.
+        for chunk in credits.chunks(1000) {
+            outcomes.extend(self.credit_chunk(chunk).await?);
+        }
+        Ok(outcomes)
+    }
+
+    async fn credit_chunk(&self, credits: &[Credit]) -> Result<Vec<Credited>, StoreError> {
         if credits.is_empty() {
             return Ok(Vec::new());
         }
-        let mut policies = std::collections::HashMap::new();
+        let mut policies = HashMap::new();
         for credit in credits {
             if !policies.contains_key(&credit.campaign_id) {
                 policies.insert(
@@ -405,103 +419,136 @@ impl Store {
                 );
             }
         }
-        const INSERT: &str = "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, external_id, \
-             source_amount, currency, description, comment, meta, date, trace, rule_version, created_at) \
-             SELECT $1, $2, $3, w.id, 'EARN', $5, $6, $7, w.currency, $8, $9, $10, $11, $12, $13, $14 \
-             FROM wallets w WHERE w.id = $4 ON CONFLICT (org_id, kind, external_id) DO NOTHING";
-        const EARLIER: &str =
-            "SELECT id FROM transactions WHERE org_id = $1 AND kind = 'EARN' AND external_id = $2";
-        const LOT: &str = "INSERT INTO lots (id, wallet_id, transaction_id, amount, remaining, earned_at, expires_at) \
-             VALUES ($1, $2, $3, $4, $4, $5, $6)";
-        // The tier follows the new lifetime total (SET expressions read the row as it was).
-        const CREDIT: &str = "UPDATE wallets SET balance = balance + $2, earned = earned + $2, updated_at = $3, \
-             tier_id = (SELECT t.id FROM tiers t WHERE t.campaign_id = wallets.campaign_id \
-             AND t.threshold <= wallets.earned + $2 ORDER BY t.threshold DESC, t.precedence ASC LIMIT 1) WHERE id = $1";
-        const FINISH: &str = "UPDATE earn_requests SET status = $2, transaction_id = $3, tokens = $4, \
-             claimed_until = NULL, updated_at = $5 WHERE id = $1";
         let at = now();
-        with_writer!(self, |pool| async {
+        let ids: Vec<String> = credits.iter().map(|_| new_id()).collect();
+        with_writer!(self, |pool| {
+            async {
             let mut tx = pool.begin_write().await?;
-            let mut outcomes = Vec::with_capacity(credits.len());
-            for credit in credits {
-                let earn = &credit.earn;
-                let id = new_id();
-                let micros = credit.tokens.micros();
-                let inserted = sqlx::query(INSERT)
-                    .bind(&id)
-                    .bind(&credit.org_id)
-                    .bind(&credit.campaign_id)
-                    .bind(&credit.wallet_id)
-                    .bind(micros)
-                    .bind(&earn.earn_id)
-                    .bind(&earn.amount)
-                    .bind(&earn.description)
-                    .bind(&earn.comment)
-                    .bind(earn.meta.as_ref().map(Json))
-                    .bind(earn.date)
-                    .bind(&credit.trace)
-                    .bind(credit.rule_version)
-                    .bind(at)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
-                let outcome = if inserted == 0 {
-                    let earlier: Option<(String,)> = sqlx::query_as(EARLIER)
-                        .bind(&credit.org_id)
-                        .bind(&earn.earn_id)
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                    Credited::Duplicate {
-                        transaction_id: earlier.map(|(id,)| id),
+            let mut insert = sqlx::QueryBuilder::new(
+                "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, external_id, \
+                 source_amount, currency, description, comment, meta, date, trace, rule_version, created_at) ",
+            );
+            insert.push_values(credits.iter().zip(&ids), |mut row, (c, id)| {
+                row.push_bind(id)
+                    .push_bind(&c.org_id)
+                    .push_bind(&c.campaign_id)
+                    .push_bind(&c.wallet_id)
+                    .push_bind("EARN")
+                    .push_bind(c.tokens.micros())
+                    .push_bind(&c.earn.earn_id)
+                    .push_bind(&c.earn.amount)
+                    .push_bind(&c.currency)
+                    .push_bind(&c.earn.description)
+                    .push_bind(&c.earn.comment)
+                    .push_bind(c.earn.meta.as_ref().map(Json))
+                    .push_bind(c.earn.date)
+                    .push_bind(&c.trace)
+                    .push_bind(c.rule_version)
+                    .push_bind(at);
+            });
+            insert.push(" ON CONFLICT (org_id, kind, external_id) DO NOTHING RETURNING id");
+            let inserted: HashSet<String> =
+                insert.build_query_as::<(String,)>().fetch_all(&mut *tx).await?.into_iter().map(|(id,)| id).collect();
+
+            // The earlier transaction of each duplicate, by earn id.
+            let duplicates: Vec<&Credit> =
+                credits.iter().zip(&ids).filter(|(_, id)| !inserted.contains(*id)).map(|(c, _)| c).collect();
+            let mut earlier: HashMap<(String, String), String> = HashMap::new();
+            if !duplicates.is_empty() {
+                let mut select = sqlx::QueryBuilder::new(
+                    "SELECT org_id, external_id, id FROM transactions WHERE kind = 'EARN' AND (org_id, external_id) IN ",
+                );
+                select.push_tuples(&duplicates, |mut row, c| {
+                    row.push_bind(&c.org_id).push_bind(&c.earn.earn_id);
+                });
+                let rows: Vec<(String, String, String)> = select.build_query_as().fetch_all(&mut *tx).await?;
+                earlier = rows.into_iter().map(|(org, earn, id)| ((org, earn), id)).collect();
+            }
+
+            let new: Vec<(&Credit, &String)> =
+                credits.iter().zip(&ids).filter(|(c, id)| inserted.contains(*id) && c.tokens.is_positive()).collect();
+            if !new.is_empty() {
+                let mut lots = sqlx::QueryBuilder::new(
+                    "INSERT INTO lots (id, wallet_id, transaction_id, amount, remaining, earned_at, expires_at) ",
+                );
+                lots.push_values(&new, |mut row, (c, id)| {
+                    let expiry = policies.get(&c.campaign_id).map(|p: &crate::Policy| p.expiry).unwrap_or_default();
+                    row.push_bind(new_id())
+                        .push_bind(&c.wallet_id)
+                        .push_bind(*id)
+                        .push_bind(c.tokens.micros())
+                        .push_bind(c.tokens.micros())
+                        .push_bind(c.earn.date)
+                        .push_bind(expiry.expires_at(c.earn.date));
+                });
+                lots.build().execute(&mut *tx).await?;
+
+                // One row a wallet, with everything it earned in the batch; the tier follows the
+                // new lifetime total (SET expressions read the row as it was).
+                let mut per_wallet: Vec<(&str, i64)> = Vec::new();
+                for (c, _) in &new {
+                    match per_wallet.iter_mut().find(|(w, _)| *w == c.wallet_id) {
+                        Some((_, sum)) => *sum += c.tokens.micros(),
+                        None => per_wallet.push((&c.wallet_id, c.tokens.micros())),
                     }
-                } else {
-                    if micros > 0 {
-                        let expiry = policies
-                            .get(&credit.campaign_id)
-                            .map(|p| p.expiry)
-                            .unwrap_or_default();
-                        sqlx::query(LOT)
-                            .bind(new_id())
-                            .bind(&credit.wallet_id)
-                            .bind(&id)
-                            .bind(micros)
-                            .bind(earn.date)
-                            .bind(expiry.expires_at(earn.date))
-                            .execute(&mut *tx)
-                            .await?;
-                    }
-                    sqlx::query(CREDIT)
-                        .bind(&credit.wallet_id)
-                        .bind(micros)
-                        .bind(at)
-                        .execute(&mut *tx)
-                        .await?;
-                    Credited::New { transaction_id: id }
-                };
-                if let Some(request) = &credit.request_id {
-                    let (status, transaction, tokens) = match &outcome {
-                        Credited::New { transaction_id } => {
-                            ("completed", Some(transaction_id.clone()), Some(micros))
-                        }
-                        Credited::Duplicate { transaction_id } => {
-                            ("duplicate", transaction_id.clone(), None)
-                        }
-                    };
-                    sqlx::query(FINISH)
-                        .bind(request)
-                        .bind(status)
-                        .bind(transaction)
-                        .bind(tokens)
-                        .bind(at)
-                        .execute(&mut *tx)
-                        .await?;
                 }
-                outcomes.push(outcome);
+                let mut credit = sqlx::QueryBuilder::new(
+                    "UPDATE wallets SET balance = balance + v.column2, earned = earned + v.column2, updated_at = ",
+                );
+                credit.push_bind(at).push(
+                    ", tier_id = (SELECT t.id FROM tiers t WHERE t.campaign_id = wallets.campaign_id \
+                     AND t.threshold <= wallets.earned + v.column2 ORDER BY t.threshold DESC, t.precedence ASC LIMIT 1) \
+                     FROM (",
+                );
+                credit.push_values(&per_wallet, |mut row, (wallet, sum)| {
+                    row.push_bind(*wallet).push_bind(*sum);
+                });
+                credit.push(") AS v WHERE wallets.id = v.column1");
+                credit.build().execute(&mut *tx).await?;
+            }
+
+            let outcomes: Vec<Credited> = credits
+                .iter()
+                .zip(&ids)
+                .map(|(c, id)| {
+                    if inserted.contains(id) {
+                        Credited::New { transaction_id: id.clone() }
+                    } else {
+                        let key = (c.org_id.clone(), c.earn.earn_id.clone());
+                        Credited::Duplicate { transaction_id: earlier.get(&key).cloned() }
+                    }
+                })
+                .collect();
+            let finished: Vec<(&str, &str, Option<&String>, Option<i64>)> = credits
+                .iter()
+                .zip(&outcomes)
+                .filter_map(|(c, outcome)| {
+                    let request = c.request_id.as_deref()?;
+                    Some(match outcome {
+                        Credited::New { transaction_id } => {
+                            (request, "completed", Some(transaction_id), Some(c.tokens.micros()))
+                        }
+                        Credited::Duplicate { transaction_id } => (request, "duplicate", transaction_id.as_ref(), None),
+                    })
+                })
+                .collect();
+            if !finished.is_empty() {
+                let mut finish = sqlx::QueryBuilder::new(
+                    "UPDATE earn_requests SET status = v.column2, transaction_id = v.column3, tokens = v.column4, \
+                     claimed_until = NULL, updated_at = ",
+                );
+                finish.push_bind(at).push(" FROM (");
+                finish.push_values(&finished, |mut row, (request, status, transaction, tokens)| {
+                    row.push_bind(*request).push_bind(*status).push_bind(*transaction).push_bind(*tokens);
+                });
+                finish.push(") AS v WHERE earn_requests.id = v.column1");
+                finish.build().execute(&mut *tx).await?;
             }
             tx.commit().await?;
             Ok::<_, StoreError>(outcomes)
         }
-        .await)
+        .await
+        })
     }
 
     async fn reject_request(&self, id: &str, reason: String) -> Result<(), StoreError> {

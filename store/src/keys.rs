@@ -266,8 +266,10 @@ impl Store {
                 .await
         }
         .await)?;
-        row.map(key_from_row)
-            .ok_or(StoreError::NotFound { what: "API key" })
+        let key = row
+            .map(key_from_row)
+            .ok_or(StoreError::NotFound { what: "API key" })?;
+        Ok(key)
     }
 
     /// The caller behind `api_key` if `secret` is its secret and the key is not revoked.

@@ -6,6 +6,7 @@
 mod db;
 mod audit;
 mod burn;
+mod cache;
 mod earn;
 mod error;
 mod expiry;

@@ -78,6 +78,15 @@ pub struct Policy {
 impl Store {
     /// The campaign's policy; a campaign never given one keeps no minimum and never expires.
     pub async fn policy(&self, campaign_id: &str) -> Result<Policy, StoreError> {
+        if let Some(policy) = self.caches.policies.get(campaign_id) {
+            return Ok(policy);
+        }
+        let policy = self.stored_policy(campaign_id).await?;
+        self.caches.policies.put(campaign_id, policy);
+        Ok(policy)
+    }
+
+    async fn stored_policy(&self, campaign_id: &str) -> Result<Policy, StoreError> {
         const SQL: &str =
             "SELECT min_balance, expiry FROM campaign_policies WHERE campaign_id = $1";
         let row: Option<(i64, String)> = with_pool!(self, |pool| sqlx::query_as(SQL)
@@ -113,6 +122,7 @@ impl Store {
                 .await
                 .map(|done| done.rows_affected())
         })?;
+        self.caches.policies.remove(campaign_id);
         Ok(policy)
     }
 }
