@@ -8,8 +8,7 @@
 //!   list      GET /v1/members         auth + a page of 10 of 200 members
 //! Client and server share the machine's cores, so the figures are a floor, not a ceiling.
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+mod common;
 
 use store::testing::TestStore;
 use store::{NewCampaign, NewKey, NewMember};
@@ -72,74 +71,42 @@ async fn main() {
         "backend: {:?}; {CLIENTS} concurrent clients, {SECONDS} s per scenario",
         store.backend()
     );
-    println!(
-        "{:<10} {:>10} {:>10} {:>10}",
-        "scenario", "req/s", "p50 ms", "p99 ms"
-    );
-    let credentials = Arc::new((key.key.api_key.clone(), key.secret.clone()));
+    println!("{}", common::HEADER);
     for scenario in [
         Scenario {
-            name: "baseline",
+            name: "baseline: GET /healthz",
             path: "/healthz",
             authenticated: false,
         },
         Scenario {
-            name: "auth",
+            name: "GET /v1/api-key (auth)",
             path: "/v1/api-key",
             authenticated: true,
         },
         Scenario {
-            name: "list",
+            name: "GET /v1/members (auth + list)",
             path: "/v1/members",
             authenticated: true,
         },
     ] {
-        let (rate, p50, p99) = drive(&base, &scenario, credentials.clone()).await;
-        println!(
-            "{:<10} {:>10.0} {:>10.2} {:>10.2}",
-            scenario.name, rate, p50, p99
-        );
-    }
-}
-
-/// Runs `scenario` with `CLIENTS` loops for `SECONDS`; returns requests/s and latency percentiles.
-async fn drive(
-    base: &str,
-    scenario: &Scenario,
-    credentials: Arc<(String, String)>,
-) -> (f64, f64, f64) {
-    let client = reqwest::Client::new();
-    let url = format!("{base}{}", scenario.path);
-    let deadline = Instant::now() + Duration::from_secs(SECONDS);
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for _ in 0..CLIENTS {
-        let (client, url, credentials) = (client.clone(), url.clone(), credentials.clone());
+        let client = reqwest::Client::new();
+        let url = format!("{base}{}", scenario.path);
+        let (key, secret) = (key.key.api_key.clone(), key.secret.clone());
         let authenticated = scenario.authenticated;
-        tasks.push(tokio::spawn(async move {
-            let mut latencies = Vec::new();
-            while Instant::now() < deadline {
-                let mut request = client.get(&url);
-                if authenticated {
-                    request = request
-                        .header("x-api-key", &credentials.0)
-                        .header("x-api-secret", &credentials.1);
-                }
-                let sent = Instant::now();
+        let load = common::drive(CLIENTS, SECONDS, move |_, _| {
+            let mut request = client.get(&url);
+            if authenticated {
+                request = request
+                    .header("x-api-key", &key)
+                    .header("x-api-secret", &secret);
+            }
+            async move {
                 let response = request.send().await.unwrap();
                 assert!(response.status().is_success(), "{}", response.status());
                 response.bytes().await.unwrap();
-                latencies.push(sent.elapsed());
             }
-            latencies
-        }));
+        })
+        .await;
+        println!("{}", load.row(scenario.name));
     }
-    let mut latencies = Vec::new();
-    for task in tasks {
-        latencies.extend(task.await.unwrap());
-    }
-    let elapsed = started.elapsed().as_secs_f64();
-    latencies.sort();
-    let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q) as usize].as_secs_f64() * 1000.0;
-    (latencies.len() as f64 / elapsed, at(0.5), at(0.99))
 }
