@@ -404,6 +404,8 @@ pub struct EarnStatusView {
     tokens: Option<Tokens>,
     /// rejected: why.
     reason: Option<String>,
+    /// completed: what each rule contributed, e.g. `base:+65;weekend:+65;~:-0.25`.
+    rules_trace: Option<String>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
@@ -418,6 +420,7 @@ impl From<EarnRequest> for EarnStatusView {
             transaction_id: r.transaction_id,
             tokens: r.tokens,
             reason: r.reason,
+            rules_trace: r.trace,
             created_at: r.created_at,
             updated_at: r.updated_at,
         }

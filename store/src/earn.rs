@@ -84,6 +84,8 @@ pub struct EarnRequest {
     /// The EARN transaction (completed), or the earlier one with the same id (duplicate).
     pub transaction_id: Option<String>,
     pub tokens: Option<Tokens>,
+    /// completed: what each rule contributed (the compact trace kept with the transaction).
+    pub trace: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -111,7 +113,8 @@ const MAX_ATTEMPTS: i64 = 5;
 
 macro_rules! request_columns {
     () => {
-        "id, earn_id, wallet_id, status, reason, transaction_id, tokens, created_at, updated_at"
+        "r.id, r.earn_id, r.wallet_id, r.status, r.reason, r.transaction_id, r.tokens, r.created_at, \
+         r.updated_at, t.trace"
     };
 }
 
@@ -125,6 +128,7 @@ type RequestRow = (
     Option<i64>,
     DateTime<Utc>,
     DateTime<Utc>,
+    Option<String>,
 );
 
 fn request_from_row(r: RequestRow) -> EarnRequest {
@@ -138,6 +142,8 @@ fn request_from_row(r: RequestRow) -> EarnRequest {
         tokens: r.6.map(Tokens::from_micros),
         created_at: r.7,
         updated_at: r.8,
+        // A duplicate points at the earlier transaction, whose trace is not this request's.
+        trace: if r.3 == "completed" { r.9 } else { None },
     }
 }
 
@@ -203,6 +209,7 @@ impl Store {
                 reason: None,
                 transaction_id: None,
                 tokens: None,
+                trace: None,
                 created_at: at,
                 updated_at: at,
             })
@@ -243,7 +250,8 @@ impl Store {
         const SQL: &str = concat!(
             "SELECT ",
             request_columns!(),
-            " FROM earn_requests WHERE org_id = $1 AND campaign_id = $2 AND id = $3"
+            " FROM earn_requests r LEFT JOIN transactions t ON t.id = r.transaction_id \
+             WHERE r.org_id = $1 AND r.campaign_id = $2 AND r.id = $3"
         );
         let row: Option<RequestRow> = with_pool!(self, |pool| {
             sqlx::query_as(SQL)

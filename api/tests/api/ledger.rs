@@ -27,6 +27,10 @@ async fn an_earn_is_accepted_then_completed(app: TestApp) {
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["tokens"], 42);
     assert_eq!(done["walletId"], wallet);
+    assert_eq!(
+        done["rulesTrace"], "one-per-unit:+42.5;~:-0.5",
+        "the status shows the rule trace"
+    );
 
     let transaction = app
         .get(&format!(
