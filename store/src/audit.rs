@@ -67,40 +67,10 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{NewCampaign, NewMember, NewWallet};
 
     /// A wallet whose balance was changed behind the ledger's back is reported.
     async fn a_tampered_balance_is_found(store: Store) {
-        let org = store.create_org("Acme").await.unwrap();
-        let campaign = store
-            .create_campaign(
-                &org.id,
-                NewCampaign {
-                    name: "M".into(),
-                    currency: "PTS".into(),
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap();
-        let member = NewMember {
-            first_name: "A".into(),
-            idp: "reference".into(),
-            user_id: "u".into(),
-            external_id: "c".into(),
-            ..Default::default()
-        };
-        store.create_member(&org.id, member).await.unwrap();
-        let wallet = store
-            .create_wallet(
-                &campaign,
-                NewWallet {
-                    owner: Some("c".into()),
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap();
+        let (_, wallet) = crate::testing::wallet_fixture(&store).await;
         assert!(store.audit().await.unwrap().is_empty());
         with_writer!(store, |pool| {
             sqlx::query("UPDATE wallets SET balance = 7000000 WHERE id = $1")

@@ -578,40 +578,10 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{NewCampaign, NewMember, NewWallet};
 
     /// A worker that claimed a request and died leaves it to others once its lease runs out.
     async fn a_claim_whose_worker_died_is_taken_over(store: Store) {
-        let org = store.create_org("Acme").await.unwrap();
-        let campaign = store
-            .create_campaign(
-                &org.id,
-                NewCampaign {
-                    name: "M".into(),
-                    currency: "PTS".into(),
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap();
-        let member = NewMember {
-            first_name: "A".into(),
-            idp: "reference".into(),
-            user_id: "u".into(),
-            external_id: "c".into(),
-            ..Default::default()
-        };
-        store.create_member(&org.id, member).await.unwrap();
-        let wallet = store
-            .create_wallet(
-                &campaign,
-                NewWallet {
-                    owner: Some("c".into()),
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap();
+        let (campaign, wallet) = crate::testing::wallet_fixture(&store).await;
         let earn = EarnInput {
             earn_id: "e-1".into(),
             wallet: wallet.id.clone(),

@@ -114,3 +114,33 @@ macro_rules! backend_tests {
         }
     };
 }
+
+/// An organisation with a campaign (`PTS`), a member `card-1` and that member's wallet `w-1`.
+pub async fn wallet_fixture(store: &Store) -> (crate::Campaign, crate::Wallet) {
+    use crate::{NewCampaign, NewMember, NewWallet};
+    let made = async {
+        let org = store.create_org("Acme").await?;
+        let campaign = NewCampaign {
+            name: "Main".into(),
+            currency: "PTS".into(),
+            ..Default::default()
+        };
+        let campaign = store.create_campaign(&org.id, campaign).await?;
+        let member = NewMember {
+            first_name: "Ada".into(),
+            idp: "reference".into(),
+            user_id: "u-1".into(),
+            external_id: "card-1".into(),
+            ..Default::default()
+        };
+        store.create_member(&org.id, member).await?;
+        let wallet = NewWallet {
+            owner: Some("card-1".into()),
+            external_id: Some("w-1".into()),
+            name: None,
+        };
+        let wallet = store.create_wallet(&campaign, wallet).await?;
+        Ok::<_, crate::StoreError>((campaign, wallet))
+    };
+    made.await.unwrap_or_else(|e| panic!("wallet fixture: {e}"))
+}

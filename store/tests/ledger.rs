@@ -3,9 +3,8 @@
 
 use chrono::{Duration, Utc};
 use store::{
-    Campaign, EarnInput, EarnStatus, Expiry, NewBurn, NewCampaign, NewMember, NewTier, NewWallet,
-    Page, Policy, RuleBook, Store, StoreError, Tokens, TransactionFilter, TransactionKind, Wallet,
-    backend_tests,
+    Campaign, EarnInput, EarnStatus, Expiry, NewBurn, NewTier, Page, Policy, RuleBook, Store,
+    StoreError, Tokens, TransactionFilter, TransactionKind, Wallet, backend_tests,
 };
 
 struct Setup {
@@ -14,37 +13,7 @@ struct Setup {
 }
 
 async fn setup(store: &Store) -> Setup {
-    let org = store.create_org("Acme").await.unwrap();
-    let campaign = store
-        .create_campaign(
-            &org.id,
-            NewCampaign {
-                name: "Main".into(),
-                currency: "PTS".into(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
-    let member = NewMember {
-        first_name: "Ada".into(),
-        idp: "reference".into(),
-        user_id: "u-1".into(),
-        external_id: "card-1".into(),
-        ..Default::default()
-    };
-    store.create_member(&org.id, member).await.unwrap();
-    let wallet = store
-        .create_wallet(
-            &campaign,
-            NewWallet {
-                owner: Some("card-1".into()),
-                external_id: Some("w-1".into()),
-                name: None,
-            },
-        )
-        .await
-        .unwrap();
+    let (campaign, wallet) = store::testing::wallet_fixture(store).await;
     Setup { campaign, wallet }
 }
 
