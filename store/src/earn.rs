@@ -147,6 +147,16 @@ fn request_from_row(r: RequestRow) -> EarnRequest {
     }
 }
 
+/// What the rules know of a wallet when its earn is evaluated.
+struct WalletContext {
+    /// Micro-tokens, before this earn.
+    balance: i64,
+    tier: Option<String>,
+    /// The owning member's status.
+    status: String,
+    currency: String,
+}
+
 /// A request a worker has claimed.
 struct Claimed {
     id: String,
@@ -271,9 +281,15 @@ impl Store {
     /// goes to one of them. Returns how many requests were claimed.
     pub async fn process_earns(&self, book: &RuleBook, limit: i64) -> Result<usize, StoreError> {
         let claimed = self.claim_earns(limit).await?;
+        let contexts = self
+            .wallet_contexts(claimed.iter().map(|r| r.wallet_id.as_str()))
+            .await?;
         let mut credits = Vec::with_capacity(claimed.len());
         for request in &claimed {
-            match self.evaluate_earn(book, request).await {
+            match self
+                .evaluate_earn(book, request, contexts.get(&request.wallet_id))
+                .await
+            {
                 Ok(Some(credit)) => credits.push(credit),
                 Ok(None) => {}
                 Err(err) => self.failed(request, err).await?,
@@ -344,11 +360,52 @@ impl Store {
     }
 
     /// Runs the campaign's rules on a claimed earn. `None` when the earn was rejected.
+    /// What the rules know of each wallet of a batch, in one query.
+    async fn wallet_contexts<'a>(
+        &self,
+        wallet_ids: impl Iterator<Item = &'a str>,
+    ) -> Result<HashMap<String, WalletContext>, StoreError> {
+        let mut ids: Vec<&str> = wallet_ids.collect();
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let rows: Vec<(String, i64, Option<String>, String, String)> = with_pool!(self, |pool| {
+            let mut select = sqlx::QueryBuilder::new(
+                "SELECT w.id, w.balance, t.name, m.status, w.currency FROM wallets w \
+                 JOIN members m ON m.id = w.owner_id LEFT JOIN tiers t ON t.id = w.tier_id WHERE w.id IN (",
+            );
+            let mut list = select.separated(", ");
+            for id in &ids {
+                list.push_bind(*id);
+            }
+            select.push(")");
+            select.build_query_as().fetch_all(pool).await
+        })?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, balance, tier, status, currency)| {
+                (
+                    id,
+                    WalletContext {
+                        balance,
+                        tier,
+                        status,
+                        currency,
+                    },
+                )
+            })
+            .collect())
+    }
+
     async fn evaluate_earn(
         &self,
         book: &RuleBook,
         request: &Claimed,
+        wallet: Option<&WalletContext>,
     ) -> Result<Option<Credit>, StoreError> {
+        let wallet = wallet.ok_or(StoreError::NotFound { what: "wallet" })?;
         let amount = match Decimal::from_str(&request.body.amount) {
             Ok(amount) => amount,
             Err(_) => {
@@ -358,26 +415,19 @@ impl Store {
             }
         };
         let (version, rules) = book.active(&request.org_id, &request.campaign_id).await?;
-        const CONTEXT: &str = "SELECT w.balance, t.name, m.status, w.currency FROM wallets w \
-             JOIN members m ON m.id = w.owner_id LEFT JOIN tiers t ON t.id = w.tier_id WHERE w.id = $1";
-        let (balance, tier, status, currency): (i64, Option<String>, String, String) =
-            with_pool!(self, |pool| sqlx::query_as(CONTEXT)
-                .bind(&request.wallet_id)
-                .fetch_one(pool)
-                .await)?;
         let earn = &request.body;
         let row = Row {
             id: &earn.earn_id,
             amount,
             date: earn.date,
-            currency: "",
+            currency: &wallet.currency,
             description: earn.description.as_deref().unwrap_or(""),
             meta: earn.meta.as_ref(),
         };
         let ctx = Context {
-            wallet_tier: tier.as_deref(),
-            wallet_balance: Tokens::from_micros(balance).to_decimal(),
-            member_status: &status,
+            wallet_tier: wallet.tier.as_deref(),
+            wallet_balance: Tokens::from_micros(wallet.balance).to_decimal(),
+            member_status: &wallet.status,
         };
         let outcome = rules.evaluate(&row, &ctx);
         let tokens = match Tokens::from_decimal(outcome.tokens) {
@@ -392,7 +442,7 @@ impl Store {
             campaign_id: request.campaign_id.clone(),
             earn: earn.clone(),
             wallet_id: request.wallet_id.clone(),
-            currency,
+            currency: wallet.currency.clone(),
             tokens,
             trace: rules.compact(&outcome.steps),
             rule_version: version,

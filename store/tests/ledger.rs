@@ -463,7 +463,47 @@ async fn two_sweepers_at_once_expire_each_lot_once(store: Store) {
     assert!(store.audit().await.unwrap().is_empty());
 }
 
+async fn rules_see_the_wallet_and_member(store: Store) {
+    let s = setup(&store).await;
+    let rules = "[[rule]]\nid = 'base'\npriority = 1\naward = 'amount'\n\
+                 [[rule]]\nid = 'context'\npriority = 2\n\
+                 when = \"currency == 'PTS' && member.status == 'active' && wallet.balance == 0\"\nmultiply = 3\n";
+    store
+        .set_rule_set(&s.campaign.org_id, &s.campaign.id, rules)
+        .await
+        .unwrap();
+    let book = RuleBook::new(store.clone());
+    let first = store
+        .submit_earn(&s.campaign, earn("e-1", "10"))
+        .await
+        .unwrap();
+    drain(&store, &book).await;
+    assert_eq!(
+        store
+            .earn_request(&s.campaign, &first.id)
+            .await
+            .unwrap()
+            .tokens,
+        Some(Tokens::whole(30))
+    );
+    // The balance is no longer 0, so the second earn gets the base only.
+    let second = store
+        .submit_earn(&s.campaign, earn("e-2", "10"))
+        .await
+        .unwrap();
+    drain(&store, &book).await;
+    assert_eq!(
+        store
+            .earn_request(&s.campaign, &second.id)
+            .await
+            .unwrap()
+            .tokens,
+        Some(Tokens::whole(10))
+    );
+}
+
 backend_tests!(
+    rules_see_the_wallet_and_member,
     burns_take_the_oldest_tokens_and_expiry_takes_the_rest_once,
     two_sweepers_at_once_expire_each_lot_once,
     earns_are_credited_by_the_active_rules,
