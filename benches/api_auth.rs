@@ -10,9 +10,6 @@
 
 mod common;
 
-use store::testing::TestStore;
-use store::{NewCampaign, NewKey, NewMember};
-
 const CLIENTS: usize = 32;
 const SECONDS: u64 = 5;
 
@@ -24,48 +21,10 @@ struct Scenario {
 
 #[tokio::main]
 async fn main() {
-    let db = match std::env::var(store::testing::POSTGRES_URL_VAR) {
-        Ok(_) => TestStore::postgres().await,
-        Err(_) => TestStore::sqlite().await,
-    };
-    let store = db.store.clone();
-    let org = store.create_org("Bench").await.unwrap().id;
-    let campaign = store
-        .create_campaign(
-            &org,
-            NewCampaign {
-                name: "B".into(),
-                currency: "PTS".into(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap()
-        .id;
-    let key = store
-        .issue_key(
-            &org,
-            NewKey {
-                campaign_id: campaign,
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
-    for i in 0..200 {
-        let member = NewMember {
-            first_name: "Ada".into(),
-            idp: "reference".into(),
-            user_id: format!("u{i}"),
-            external_id: format!("card-{i}"),
-            ..Default::default()
-        };
-        store.create_member(&org, member).await.unwrap();
-    }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let state = api::AppState::new(store.clone());
-    tokio::spawn(api::serve(listener, state, true, std::future::pending()));
+    let common::Seed {
+        _db, store, key, ..
+    } = common::seed(200, false).await;
+    let base = common::serve(&store).await;
 
     println!(
         "backend: {:?}; {CLIENTS} concurrent clients, {SECONDS} s per scenario",

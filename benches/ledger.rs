@@ -11,8 +11,6 @@ use std::time::Duration;
 use axum::Json;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
-use store::testing::TestStore;
-use store::{NewCampaign, NewKey, NewMember, NewWallet};
 
 const CLIENTS: usize = 32;
 const SECONDS: u64 = 5;
@@ -20,58 +18,13 @@ const WALLETS: usize = 100;
 
 #[tokio::main]
 async fn main() {
-    let db = match std::env::var(store::testing::POSTGRES_URL_VAR) {
-        Ok(_) => TestStore::postgres().await,
-        Err(_) => TestStore::sqlite().await,
-    };
-    let store = db.store.clone();
-    let org = store.create_org("Bench").await.unwrap().id;
-    let campaign = store
-        .create_campaign(
-            &org,
-            NewCampaign {
-                name: "B".into(),
-                currency: "PTS".into(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
-    let key = store
-        .issue_key(
-            &org,
-            NewKey {
-                campaign_id: campaign.id.clone(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
-    for i in 0..WALLETS {
-        let member = NewMember {
-            first_name: "Ada".into(),
-            idp: "reference".into(),
-            user_id: format!("u{i}"),
-            external_id: format!("m-{i}"),
-            ..Default::default()
-        };
-        store.create_member(&org, member).await.unwrap();
-        let wallet = NewWallet {
-            owner: Some(format!("m-{i}")),
-            external_id: Some(format!("w-{i}")),
-            name: None,
-        };
-        store.create_wallet(&campaign, wallet).await.unwrap();
-    }
-
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(api::serve(
-        listener,
-        api::AppState::new(store.clone()),
-        true,
-        std::future::pending(),
-    ));
+    let common::Seed {
+        _db,
+        store,
+        campaign,
+        key,
+    } = common::seed(WALLETS, true).await;
+    let base = common::serve(&store).await;
     let bare = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let bare_base = format!("http://{}", bare.local_addr().unwrap());
     let router = axum::Router::new().route(

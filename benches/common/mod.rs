@@ -71,3 +71,73 @@ pub fn percentiles(mut durations: Vec<Duration>) -> (f64, f64) {
     let at = |q: f64| durations[((durations.len() - 1) as f64 * q) as usize].as_secs_f64() * 1000.0;
     (at(0.5), at(0.99))
 }
+
+/// A fresh store (PostgreSQL when `REWARDS_TEST_POSTGRES_URL` is set, else SQLite) with one
+/// campaign (`PTS`), a key for it, and `members` members `m-<i>`, each with a wallet `w-<i>`
+/// when `wallets` is set.
+pub struct Seed {
+    pub _db: store::testing::TestStore,
+    pub store: store::Store,
+    pub campaign: store::Campaign,
+    pub key: store::IssuedKey,
+}
+
+pub async fn seed(members: usize, wallets: bool) -> Seed {
+    use store::{NewCampaign, NewKey, NewMember, NewWallet};
+    let db = match std::env::var(store::testing::POSTGRES_URL_VAR) {
+        Ok(_) => store::testing::TestStore::postgres().await,
+        Err(_) => store::testing::TestStore::sqlite().await,
+    };
+    let store = db.store.clone();
+    let org = store.create_org("Bench").await.unwrap().id;
+    let new = NewCampaign {
+        name: "B".into(),
+        currency: "PTS".into(),
+        ..Default::default()
+    };
+    let campaign = store.create_campaign(&org, new).await.unwrap();
+    let new = NewKey {
+        campaign_id: campaign.id.clone(),
+        ..Default::default()
+    };
+    let key = store.issue_key(&org, new).await.unwrap();
+    for i in 0..members {
+        let member = NewMember {
+            first_name: "Ada".into(),
+            idp: "reference".into(),
+            user_id: format!("u{i}"),
+            external_id: format!("m-{i}"),
+            ..Default::default()
+        };
+        store.create_member(&org, member).await.unwrap();
+        if wallets {
+            let wallet = NewWallet {
+                owner: Some(format!("m-{i}")),
+                external_id: Some(format!("w-{i}")),
+                name: None,
+            };
+            store.create_wallet(&campaign, wallet).await.unwrap();
+        }
+    }
+    Seed {
+        _db: db,
+        store,
+        campaign,
+        key,
+    }
+}
+
+/// Serves the real application (with its workers unless `BENCH_NO_WORKERS` is set) on a
+/// loopback port; returns its base URL.
+pub async fn serve(store: &store::Store) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let workers = std::env::var("BENCH_NO_WORKERS").is_err();
+    tokio::spawn(api::serve(
+        listener,
+        api::AppState::new(store.clone()),
+        workers,
+        std::future::pending(),
+    ));
+    base
+}
