@@ -6,7 +6,10 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use sqlx::types::Json;
 
-use crate::db::WritePool;
+use sqlx::PgPool;
+
+use crate::db::Pool;
+use crate::direct;
 use crate::ids::{new_id, now, sha256};
 use crate::transactions::{TransactionRow, transaction_columns, transaction_from_row};
 use crate::{Campaign, Store, StoreError, Tokens, Transaction};
@@ -111,82 +114,18 @@ impl Store {
             rule_version: None,
             created_at: now(),
         };
-        // Three statements: claim the externalId (the unique index decides between concurrent
-        // twins), debit only if the balance allows it (the row update is the lock that keeps
-        // concurrent burns from overdrawing), and take the tokens from the oldest lots first,
-        // so the ones spent are those that would expire soonest.
-        const INSERT: &str = "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, \
-             external_id, currency, description, comment, meta, date, fingerprint, created_at) \
-             VALUES ($1, $2, $3, $4, 'BURN', $5, $6, $7, $8, $9, $10, $11, $12, $13) \
-             ON CONFLICT (org_id, kind, external_id) DO NOTHING";
-        const DEBIT: &str = "UPDATE wallets SET balance = balance - $2, updated_at = $3 \
-             WHERE id = $1 AND balance - $2 >= $4";
-        const BALANCE: &str = "SELECT balance FROM wallets WHERE id = $1";
-        const LOTS: &str = "UPDATE lots SET remaining = lots.remaining - f.take FROM ( \
-             SELECT id, CASE WHEN remaining < $2 - (running - remaining) THEN remaining \
-                 ELSE $2 - (running - remaining) END AS take \
-             FROM (SELECT id, remaining, SUM(remaining) OVER (ORDER BY earned_at, id \
-                     ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS running \
-                   FROM lots WHERE wallet_id = $1 AND remaining > 0) AS c \
-             WHERE running - remaining < $2) AS f WHERE lots.id = f.id";
-        let amount = burn.amount.micros();
-        let result: Result<Option<Burned>, StoreError> = with_writer!(self, |pool| async {
-            let mut tx = pool.begin_write().await?;
-            let claimed = sqlx::query(INSERT)
-                .bind(&transaction.id)
-                .bind(&campaign.org_id)
-                .bind(&campaign.id)
-                .bind(&wallet.id)
-                .bind(amount)
-                .bind(&burn.external_id)
-                .bind(&transaction.currency)
-                .bind(&transaction.description)
-                .bind(&transaction.comment)
-                .bind(transaction.meta.as_ref().map(Json))
-                .bind(date)
-                .bind(&fingerprint)
-                .bind(transaction.created_at)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-            if claimed == 0 {
-                // An identical request finished meanwhile: its replay is answered, never refused
-                // for the balance it spent.
-                let earlier: BurnRow = sqlx::query_as(SELECT_BURN)
-                    .bind(&campaign.org_id)
-                    .bind(&burn.external_id)
-                    .fetch_one(&mut *tx)
-                    .await?;
-                return replay_or_conflict(earlier, &fingerprint).map(Some);
-            }
-            let debited = sqlx::query(DEBIT)
-                .bind(&wallet.id)
-                .bind(amount)
-                .bind(now())
-                .bind(policy.min_balance.micros())
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-            if debited == 0 {
-                let (balance,): (i64,) = sqlx::query_as(BALANCE)
-                    .bind(&wallet.id)
-                    .fetch_one(&mut *tx)
-                    .await?;
-                let available = (balance - policy.min_balance.micros()).max(0);
-                // Dropping the transaction rolls the claimed externalId back.
-                return Err(StoreError::InsufficientBalance {
-                    available: Tokens::from_micros(available),
-                });
-            }
-            sqlx::query(LOTS)
-                .bind(&wallet.id)
-                .bind(amount)
-                .execute(&mut *tx)
-                .await?;
-            tx.commit().await?;
-            Ok(None)
-        }
-        .await);
+        let debit = Debit {
+            org_id: campaign.org_id.clone(),
+            campaign_id: campaign.id.clone(),
+            external_id: burn.external_id.clone(),
+            transaction: transaction.clone(),
+            fingerprint: fingerprint.clone(),
+            min_balance: policy.min_balance.micros(),
+        };
+        let result = match &self.pool {
+            Pool::Sqlite { direct, .. } => direct.write(move |tx| debit.sqlite(tx)).await,
+            Pool::Postgres(pool) => debit.postgres(pool).await,
+        };
         match result {
             Ok(Some(earlier)) => Ok(earlier),
             Ok(None) => Ok(Burned {
@@ -211,15 +150,168 @@ impl Store {
         burn: &NewBurn,
         fingerprint: &str,
     ) -> Result<Option<Burned>, StoreError> {
-        let row: Option<BurnRow> = with_pool!(self, |pool| {
-            sqlx::query_as(SELECT_BURN)
-                .bind(&campaign.org_id)
-                .bind(&burn.external_id)
-                .fetch_optional(pool)
-                .await
-        })?;
+        let row: Option<BurnRow> = match &self.pool {
+            Pool::Sqlite { direct, .. } => direct
+                .read(|c| direct::row(c, SELECT_BURN, args![campaign.org_id, burn.external_id]))?,
+            Pool::Postgres(pool) => {
+                sqlx::query_as(SELECT_BURN)
+                    .bind(&campaign.org_id)
+                    .bind(&burn.external_id)
+                    .fetch_optional(pool)
+                    .await?
+            }
+        };
         row.map(|row| replay_or_conflict(row, fingerprint))
             .transpose()
+    }
+}
+
+// Three statements: claim the externalId (the unique index decides between concurrent
+// twins), debit only if the balance allows it (the row update is the lock that keeps
+// concurrent burns from overdrawing), and take the tokens from the oldest lots first,
+// so the ones spent are those that would expire soonest.
+const INSERT: &str = "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, \
+         external_id, currency, description, comment, meta, date, fingerprint, created_at) \
+         VALUES ($1, $2, $3, $4, 'BURN', $5, $6, $7, $8, $9, $10, $11, $12, $13) \
+         ON CONFLICT (org_id, kind, external_id) DO NOTHING";
+const DEBIT: &str = "UPDATE wallets SET balance = balance - $2, updated_at = $3 \
+         WHERE id = $1 AND balance - $2 >= $4";
+const BALANCE: &str = "SELECT balance FROM wallets WHERE id = $1";
+const LOTS: &str = "UPDATE lots SET remaining = lots.remaining - f.take FROM ( \
+         SELECT id, CASE WHEN remaining < $2 - (running - remaining) THEN remaining \
+             ELSE $2 - (running - remaining) END AS take \
+         FROM (SELECT id, remaining, SUM(remaining) OVER (ORDER BY earned_at, id \
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS running \
+               FROM lots WHERE wallet_id = $1 AND remaining > 0) AS c \
+         WHERE running - remaining < $2) AS f WHERE lots.id = f.id";
+
+/// One burn's writes, for either backend.
+struct Debit {
+    org_id: String,
+    campaign_id: String,
+    external_id: String,
+    transaction: Transaction,
+    fingerprint: String,
+    min_balance: i64,
+}
+
+impl Debit {
+    /// SQLite, on the calling thread (see `direct`). `Some` answers with an earlier burn.
+    fn sqlite(&self, tx: &rusqlite::Connection) -> Result<Option<Burned>, StoreError> {
+        let t = &self.transaction;
+        let (amount, at) = (t.amount.micros(), direct::time(now()));
+        let meta = t.meta.as_ref().map(direct::json);
+        let (date, created_at) = (direct::time(t.date), direct::time(t.created_at));
+        let claim: [&dyn rusqlite::ToSql; 13] = [
+            &t.id,
+            &self.org_id,
+            &self.campaign_id,
+            &t.wallet_id,
+            &amount,
+            &self.external_id,
+            &t.currency,
+            &t.description,
+            &t.comment,
+            &meta,
+            &date,
+            &self.fingerprint,
+            &created_at,
+        ];
+        if direct::execute(tx, INSERT, &claim)? == 0 {
+            let earlier: BurnRow =
+                direct::row(tx, SELECT_BURN, &[&self.org_id, &self.external_id])?
+                    .ok_or(StoreError::NotFound { what: "burn" })?;
+            return replay_or_conflict(earlier, &self.fingerprint).map(Some);
+        }
+        if direct::execute(tx, DEBIT, args![t.wallet_id, amount, at, self.min_balance])? == 0 {
+            let (balance,): (i64,) = direct::row(tx, BALANCE, args![t.wallet_id])?
+                .ok_or(StoreError::NotFound { what: "wallet" })?;
+            return Err(self.insufficient(balance));
+        }
+        // The oldest open lots, read only as far as the amount reaches (usually one or two):
+        // the single-statement form above reads every open lot of the wallet.
+        const OPEN_LOTS: &str = "SELECT id, remaining FROM lots WHERE wallet_id = $1 \
+             AND remaining > 0 ORDER BY earned_at, id";
+        const TAKE: &str = "UPDATE lots SET remaining = remaining - $2 WHERE id = $1";
+        let (mut left, mut takes) = (amount, Vec::new());
+        direct::rows_while(
+            tx,
+            OPEN_LOTS,
+            args![t.wallet_id],
+            |(id, remaining): (String, i64)| {
+                let take = remaining.min(left);
+                takes.push((id, take));
+                left -= take;
+                left > 0
+            },
+        )?;
+        for (lot, take) in takes {
+            direct::execute(tx, TAKE, args![lot, take])?;
+        }
+        Ok(None)
+    }
+
+    /// PostgreSQL. `Some` answers with an earlier burn.
+    async fn postgres(&self, pool: &PgPool) -> Result<Option<Burned>, StoreError> {
+        let t = &self.transaction;
+        let amount = t.amount.micros();
+        let mut tx = pool.begin().await?;
+        let claimed = sqlx::query(INSERT)
+            .bind(&t.id)
+            .bind(&self.org_id)
+            .bind(&self.campaign_id)
+            .bind(&t.wallet_id)
+            .bind(amount)
+            .bind(&self.external_id)
+            .bind(&t.currency)
+            .bind(&t.description)
+            .bind(&t.comment)
+            .bind(t.meta.as_ref().map(Json))
+            .bind(t.date)
+            .bind(&self.fingerprint)
+            .bind(t.created_at)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        if claimed == 0 {
+            // An identical request finished meanwhile: its replay is answered, never refused
+            // for the balance it spent.
+            let earlier: BurnRow = sqlx::query_as(SELECT_BURN)
+                .bind(&self.org_id)
+                .bind(&self.external_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            return replay_or_conflict(earlier, &self.fingerprint).map(Some);
+        }
+        let debited = sqlx::query(DEBIT)
+            .bind(&t.wallet_id)
+            .bind(amount)
+            .bind(now())
+            .bind(self.min_balance)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        if debited == 0 {
+            let (balance,): (i64,) = sqlx::query_as(BALANCE)
+                .bind(&t.wallet_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            // Dropping the transaction rolls the claimed externalId back.
+            return Err(self.insufficient(balance));
+        }
+        sqlx::query(LOTS)
+            .bind(&t.wallet_id)
+            .bind(amount)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(None)
+    }
+
+    fn insufficient(&self, balance: i64) -> StoreError {
+        StoreError::InsufficientBalance {
+            available: Tokens::from_micros((balance - self.min_balance).max(0)),
+        }
     }
 }
 

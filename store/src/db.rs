@@ -17,6 +17,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{AssertSqlSafe, PgPool, SqlSafeStr, SqlitePool};
 
 use crate::StoreError;
+use crate::direct::Direct;
 
 /// Expands `$body` once per backend with `$pool` bound to that backend's pool for reading.
 macro_rules! with_pool {
@@ -44,7 +45,11 @@ macro_rules! with_writer {
 /// their own pool (WAL lets them run beside the writer).
 #[derive(Clone)]
 pub(crate) enum Pool {
-    Sqlite { read: SqlitePool, write: SqlitePool },
+    Sqlite {
+        read: SqlitePool,
+        write: SqlitePool,
+        direct: std::sync::Arc<crate::direct::Direct>,
+    },
     Postgres(PgPool),
 }
 
@@ -99,18 +104,37 @@ impl Store {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10));
+            .busy_timeout(Duration::from_secs(10))
+            // Checkpoints are left to the checkpointer thread (see `direct`).
+            .pragma("wal_autocheckpoint", "0");
         // The writer connects first, so the database file and its WAL mode exist for the readers.
         let write = SqlitePoolOptions::new()
             .max_connections(1)
+            .test_before_acquire(false)
             .connect_with(options.clone())
             .await?;
+        if options
+            .get_filename()
+            .to_string_lossy()
+            .starts_with("file:sqlx-in-memory")
+        {
+            return Err(StoreError::invalid(
+                "DATABASE_URL",
+                "SQLite needs a database file; in-memory databases are not supported",
+            ));
+        }
+        let direct = std::sync::Arc::new(Direct::open(options.get_filename(), write.clone())?);
         let read = SqlitePoolOptions::new()
             .max_connections(8)
+            .test_before_acquire(false)
             .connect_with(options)
             .await?;
         Ok(Store {
-            pool: Pool::Sqlite { read, write },
+            pool: Pool::Sqlite {
+                read,
+                write,
+                direct,
+            },
             caches: std::sync::Arc::new(crate::cache::Caches::new()),
         })
     }

@@ -4,7 +4,7 @@
 //! database refuses a second EARN with it, so a repeat is reported `duplicate` and credits
 //! nothing, however it arrives.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::str::FromStr;
 
 use chrono::{DateTime, Duration, Utc};
@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::types::Json;
 
-use crate::db::{WritePool, claim};
+use crate::db::{Pool, claim};
+use crate::direct;
 use crate::ids::{new_id, now};
 use crate::{Campaign, RuleBook, Store, StoreError, Tokens};
 
@@ -224,30 +225,52 @@ impl Store {
                 updated_at: at,
             })
             .collect();
-        // Nine parameters a row, 1,000 rows a statement: well under SQLite's limit of 32,766.
+        const INSERT: &str = "INSERT INTO earn_requests (id, org_id, campaign_id, earn_id, wallet_id, \
+             body, status, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'accepted', $7, $7)";
+        let pool = match &self.pool {
+            Pool::Sqlite { direct, .. } => {
+                let rows = requests.clone();
+                let at = direct::time(at);
+                direct
+                    .write(move |tx| {
+                        for (r, p) in rows.iter().zip(&pending) {
+                            let body = direct::json(&p.earn);
+                            let args = args![
+                                r.id,
+                                p.org_id,
+                                p.campaign_id,
+                                r.earn_id,
+                                p.wallet_id,
+                                body,
+                                at
+                            ];
+                            direct::execute(tx, INSERT, args)?;
+                        }
+                        Ok(())
+                    })
+                    .await?;
+                return Ok(requests);
+            }
+            Pool::Postgres(pool) => pool,
+        };
+        // Nine parameters a row, 1,000 rows a statement.
         for (requests, pending) in requests.chunks(1000).zip(pending.chunks(1000)) {
-            with_writer!(self, |pool| {
-                let mut insert = sqlx::QueryBuilder::new(
-                    "INSERT INTO earn_requests (id, org_id, campaign_id, earn_id, wallet_id, body, status, \
-                     created_at, updated_at) ",
-                );
-                insert.push_values(requests.iter().zip(pending), |mut row, (request, p)| {
-                    row.push_bind(&request.id)
-                        .push_bind(&p.org_id)
-                        .push_bind(&p.campaign_id)
-                        .push_bind(&request.earn_id)
-                        .push_bind(&p.wallet_id)
-                        .push_bind(Json(&p.earn))
-                        .push_bind("accepted")
-                        .push_bind(at)
-                        .push_bind(at);
-                });
-                insert
-                    .build()
-                    .execute(pool)
-                    .await
-                    .map(|done| done.rows_affected())
-            })?;
+            let mut insert = sqlx::QueryBuilder::new(
+                "INSERT INTO earn_requests (id, org_id, campaign_id, earn_id, wallet_id, body, status, \
+                 created_at, updated_at) ",
+            );
+            insert.push_values(requests.iter().zip(pending), |mut row, (request, p)| {
+                row.push_bind(&request.id)
+                    .push_bind(&p.org_id)
+                    .push_bind(&p.campaign_id)
+                    .push_bind(&request.earn_id)
+                    .push_bind(&p.wallet_id)
+                    .push_bind(Json(&p.earn))
+                    .push_bind("accepted")
+                    .push_bind(at)
+                    .push_bind(at);
+            });
+            insert.build().execute(pool).await?;
         }
         Ok(requests)
     }
@@ -327,23 +350,28 @@ impl Store {
     async fn claim_earns(&self, limit: i64) -> Result<Vec<Claimed>, StoreError> {
         const SQL: &str = "UPDATE earn_requests SET status = 'processing', attempts = attempts + 1, \
              claimed_until = $1, updated_at = $2 WHERE id IN (SELECT id FROM earn_requests \
-             WHERE status = 'accepted' OR (status = 'processing' AND claimed_until < $2) \
+             WHERE status IN ('accepted', 'processing') AND (status = 'accepted' OR claimed_until < $2) \
              ORDER BY created_at LIMIT $3{skip_locked}) \
              RETURNING id, org_id, campaign_id, wallet_id, body, attempts";
         let at = now();
-        let rows: Vec<(String, String, String, String, Json<EarnInput>, i64)> =
-            with_writer!(self, |pool| async {
-                let mut tx = pool.begin_write().await?;
-                let rows = sqlx::query_as(claim(pool, SQL))
-                    .bind(at + Duration::seconds(LEASE))
+        let until = at + Duration::seconds(LEASE);
+        let rows: Vec<(String, String, String, String, Json<EarnInput>, i64)> = match &self.pool {
+            Pool::Sqlite { direct, write, .. } => {
+                let sql = claim(write, SQL);
+                let (until, at) = (direct::time(until), direct::time(at));
+                direct
+                    .write(move |tx| direct::rows(tx, &sql.0, args![until, at, limit]))
+                    .await?
+            }
+            Pool::Postgres(pool) => {
+                sqlx::query_as(claim(pool, SQL))
+                    .bind(until)
                     .bind(at)
                     .bind(limit)
-                    .fetch_all(&mut *tx)
-                    .await?;
-                tx.commit().await?;
-                Ok::<_, sqlx::Error>(rows)
+                    .fetch_all(pool)
+                    .await?
             }
-            .await)?;
+        };
         Ok(rows
             .into_iter()
             .map(
@@ -371,18 +399,30 @@ impl Store {
         if ids.is_empty() {
             return Ok(HashMap::new());
         }
-        let rows: Vec<(String, i64, Option<String>, String, String)> = with_pool!(self, |pool| {
-            let mut select = sqlx::QueryBuilder::new(
-                "SELECT w.id, w.balance, t.name, m.status, w.currency FROM wallets w \
+        const SELECT: &str = "SELECT w.id, w.balance, t.name, m.status, w.currency FROM wallets w \
+             JOIN members m ON m.id = w.owner_id LEFT JOIN tiers t ON t.id = w.tier_id WHERE w.id = $1";
+        let rows: Vec<(String, i64, Option<String>, String, String)> = match &self.pool {
+            // One prepared lookup per wallet beats a statement text that changes with each batch.
+            Pool::Sqlite { direct, .. } => direct.read(|c| {
+                let mut rows = Vec::with_capacity(ids.len());
+                for id in &ids {
+                    rows.extend(direct::row(c, SELECT, args![*id])?);
+                }
+                Ok(rows)
+            })?,
+            Pool::Postgres(pool) => {
+                let mut select = sqlx::QueryBuilder::new(
+                    "SELECT w.id, w.balance, t.name, m.status, w.currency FROM wallets w \
                  JOIN members m ON m.id = w.owner_id LEFT JOIN tiers t ON t.id = w.tier_id WHERE w.id IN (",
-            );
-            let mut list = select.separated(", ");
-            for id in &ids {
-                list.push_bind(*id);
+                );
+                let mut list = select.separated(", ");
+                for id in &ids {
+                    list.push_bind(*id);
+                }
+                select.push(")");
+                select.build_query_as().fetch_all(pool).await?
             }
-            select.push(")");
-            select.build_query_as().fetch_all(pool).await
-        })?;
+        };
         Ok(rows
             .into_iter()
             .map(|(id, balance, tier, status, currency)| {
@@ -448,165 +488,6 @@ impl Store {
             rule_version: version,
             request_id: Some(request.id.clone()),
         }))
-    }
-
-    /// Records evaluated earns in one database transaction with a handful of statements
-    /// whatever their number: the EARN transactions (an earn id credited before, or twice in the
-    /// batch, is `Duplicate` and credits nothing), their expiry lots, each wallet's balance and
-    /// tier, and, for API earns, the requests' outcomes. A crash at any point leaves all of it or
-    /// none.
-    pub async fn credit_all(&self, credits: &[Credit]) -> Result<Vec<Credited>, StoreError> {
-        let mut outcomes = Vec::with_capacity(credits.len());
-        // SQLite allows 32,766 parameters a statement; a transaction row takes 15.
-        for chunk in credits.chunks(1000) {
-            outcomes.extend(self.credit_chunk(chunk).await?);
-        }
-        Ok(outcomes)
-    }
-
-    async fn credit_chunk(&self, credits: &[Credit]) -> Result<Vec<Credited>, StoreError> {
-        if credits.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut policies = HashMap::new();
-        for credit in credits {
-            if !policies.contains_key(&credit.campaign_id) {
-                policies.insert(
-                    credit.campaign_id.clone(),
-                    self.policy(&credit.campaign_id).await?,
-                );
-            }
-        }
-        let at = now();
-        let ids: Vec<String> = credits.iter().map(|_| new_id()).collect();
-        with_writer!(self, |pool| {
-            async {
-            let mut tx = pool.begin_write().await?;
-            let mut insert = sqlx::QueryBuilder::new(
-                "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, external_id, \
-                 source_amount, currency, description, comment, meta, date, trace, rule_version, created_at) ",
-            );
-            insert.push_values(credits.iter().zip(&ids), |mut row, (c, id)| {
-                row.push_bind(id)
-                    .push_bind(&c.org_id)
-                    .push_bind(&c.campaign_id)
-                    .push_bind(&c.wallet_id)
-                    .push_bind("EARN")
-                    .push_bind(c.tokens.micros())
-                    .push_bind(&c.earn.earn_id)
-                    .push_bind(&c.earn.amount)
-                    .push_bind(&c.currency)
-                    .push_bind(&c.earn.description)
-                    .push_bind(&c.earn.comment)
-                    .push_bind(c.earn.meta.as_ref().map(Json))
-                    .push_bind(c.earn.date)
-                    .push_bind(&c.trace)
-                    .push_bind(c.rule_version)
-                    .push_bind(at);
-            });
-            insert.push(" ON CONFLICT (org_id, kind, external_id) DO NOTHING RETURNING id");
-            let inserted: HashSet<String> =
-                insert.build_query_as::<(String,)>().fetch_all(&mut *tx).await?.into_iter().map(|(id,)| id).collect();
-
-            // The earlier transaction of each duplicate, by earn id.
-            let duplicates: Vec<&Credit> =
-                credits.iter().zip(&ids).filter(|(_, id)| !inserted.contains(*id)).map(|(c, _)| c).collect();
-            let mut earlier: HashMap<(String, String), String> = HashMap::new();
-            if !duplicates.is_empty() {
-                let mut select = sqlx::QueryBuilder::new(
-                    "SELECT org_id, external_id, id FROM transactions WHERE kind = 'EARN' AND (org_id, external_id) IN ",
-                );
-                select.push_tuples(&duplicates, |mut row, c| {
-                    row.push_bind(&c.org_id).push_bind(&c.earn.earn_id);
-                });
-                let rows: Vec<(String, String, String)> = select.build_query_as().fetch_all(&mut *tx).await?;
-                earlier = rows.into_iter().map(|(org, earn, id)| ((org, earn), id)).collect();
-            }
-
-            let new: Vec<(&Credit, &String)> =
-                credits.iter().zip(&ids).filter(|(c, id)| inserted.contains(*id) && c.tokens.is_positive()).collect();
-            if !new.is_empty() {
-                let mut lots = sqlx::QueryBuilder::new(
-                    "INSERT INTO lots (id, wallet_id, transaction_id, amount, remaining, earned_at, expires_at) ",
-                );
-                lots.push_values(&new, |mut row, (c, id)| {
-                    let expiry = policies.get(&c.campaign_id).map(|p: &crate::Policy| p.expiry).unwrap_or_default();
-                    row.push_bind(new_id())
-                        .push_bind(&c.wallet_id)
-                        .push_bind(*id)
-                        .push_bind(c.tokens.micros())
-                        .push_bind(c.tokens.micros())
-                        .push_bind(c.earn.date)
-                        .push_bind(expiry.expires_at(c.earn.date));
-                });
-                lots.build().execute(&mut *tx).await?;
-
-                // One row a wallet, with everything it earned in the batch; the tier follows the
-                // new lifetime total (SET expressions read the row as it was).
-                let mut per_wallet: Vec<(&str, i64)> = Vec::new();
-                for (c, _) in &new {
-                    match per_wallet.iter_mut().find(|(w, _)| *w == c.wallet_id) {
-                        Some((_, sum)) => *sum += c.tokens.micros(),
-                        None => per_wallet.push((&c.wallet_id, c.tokens.micros())),
-                    }
-                }
-                let mut credit = sqlx::QueryBuilder::new(
-                    "UPDATE wallets SET balance = balance + v.column2, earned = earned + v.column2, updated_at = ",
-                );
-                credit.push_bind(at).push(
-                    ", tier_id = (SELECT t.id FROM tiers t WHERE t.campaign_id = wallets.campaign_id \
-                     AND t.threshold <= wallets.earned + v.column2 ORDER BY t.threshold DESC, t.precedence ASC LIMIT 1) \
-                     FROM (",
-                );
-                credit.push_values(&per_wallet, |mut row, (wallet, sum)| {
-                    row.push_bind(*wallet).push_bind(*sum);
-                });
-                credit.push(") AS v WHERE wallets.id = v.column1");
-                credit.build().execute(&mut *tx).await?;
-            }
-
-            let outcomes: Vec<Credited> = credits
-                .iter()
-                .zip(&ids)
-                .map(|(c, id)| {
-                    if inserted.contains(id) {
-                        Credited::New { transaction_id: id.clone() }
-                    } else {
-                        let key = (c.org_id.clone(), c.earn.earn_id.clone());
-                        Credited::Duplicate { transaction_id: earlier.get(&key).cloned() }
-                    }
-                })
-                .collect();
-            let finished: Vec<(&str, &str, Option<&String>, Option<i64>)> = credits
-                .iter()
-                .zip(&outcomes)
-                .filter_map(|(c, outcome)| {
-                    let request = c.request_id.as_deref()?;
-                    Some(match outcome {
-                        Credited::New { transaction_id } => {
-                            (request, "completed", Some(transaction_id), Some(c.tokens.micros()))
-                        }
-                        Credited::Duplicate { transaction_id } => (request, "duplicate", transaction_id.as_ref(), None),
-                    })
-                })
-                .collect();
-            if !finished.is_empty() {
-                let mut finish = sqlx::QueryBuilder::new(
-                    "UPDATE earn_requests SET status = v.column2, transaction_id = v.column3, tokens = v.column4, \
-                     claimed_until = NULL, updated_at = ",
-                );
-                finish.push_bind(at).push(" FROM (");
-                finish.push_values(&finished, |mut row, (request, status, transaction, tokens)| {
-                    row.push_bind(*request).push_bind(*status).push_bind(*transaction).push_bind(*tokens);
-                });
-                finish.push(") AS v WHERE earn_requests.id = v.column1");
-                finish.build().execute(&mut *tx).await?;
-            }
-            tx.commit().await?;
-            Ok::<_, StoreError>(outcomes)
-        }
-        .await
-        })
     }
 
     async fn reject_request(&self, id: &str, reason: String) -> Result<(), StoreError> {

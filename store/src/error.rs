@@ -24,6 +24,12 @@ pub enum StoreError {
     InvalidRules(rules::CompileErrors),
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
+    /// From the statements SQLite runs on the calling thread (see `direct`).
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// A write whose shared commit failed or never ran (the cause is logged).
+    #[error("database error: {0}")]
+    NotCommitted(String),
     #[error("migration failed: {0}")]
     Migration(#[from] sqlx::migrate::MigrateError),
 }

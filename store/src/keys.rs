@@ -12,6 +12,8 @@ use std::str::FromStr;
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
+use crate::db::Pool;
+use crate::direct;
 use crate::ids::{constant_time_eq, new_id, now, random_token, sha256};
 use crate::{Campaign, Store, StoreError};
 
@@ -303,10 +305,15 @@ impl Store {
             DateTime<Utc>,
         );
         let presented = sha256(secret);
-        let row: Option<Row> = with_pool!(self, |pool| sqlx::query_as(SQL)
-            .bind(api_key)
-            .fetch_optional(pool)
-            .await)?;
+        let row: Option<Row> = match &self.pool {
+            Pool::Sqlite { direct, .. } => direct.read(|c| direct::row(c, SQL, args![api_key]))?,
+            Pool::Postgres(pool) => {
+                sqlx::query_as(SQL)
+                    .bind(api_key)
+                    .fetch_optional(pool)
+                    .await?
+            }
+        };
         let Some(r) = row else { return Ok(None) };
         if !constant_time_eq(&presented, &r.9) || r.8.is_some() {
             return Ok(None);

@@ -3,10 +3,13 @@
 //! PostgreSQL (several nodes sharing one database); see `db` for how one body of SQL serves both.
 
 #[macro_use]
+mod direct;
+#[macro_use]
 mod db;
 mod audit;
 mod burn;
 mod cache;
+mod credit;
 mod earn;
 mod error;
 mod expiry;

@@ -5,6 +5,8 @@
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
+use crate::db::Pool;
+use crate::direct;
 use crate::error::conflict_on;
 use crate::ids::{new_id, now};
 use crate::{Campaign, Page, Paged, Store, StoreError, Tokens};
@@ -203,14 +205,18 @@ impl Store {
             "WHERE w.org_id = $1 AND w.campaign_id = $2 AND (w.id = $3 OR w.external_id = $3) \
              ORDER BY CASE WHEN w.id = $3 THEN 0 ELSE 1 END LIMIT 1"
         );
-        let row: Option<WalletRow> = with_pool!(self, |pool| {
-            sqlx::query_as(SQL)
-                .bind(&campaign.org_id)
-                .bind(&campaign.id)
-                .bind(reference)
-                .fetch_optional(pool)
-                .await
-        })?;
+        let row: Option<WalletRow> = match &self.pool {
+            Pool::Sqlite { direct, .. } => direct
+                .read(|c| direct::row(c, SQL, args![campaign.org_id, campaign.id, reference]))?,
+            Pool::Postgres(pool) => {
+                sqlx::query_as(SQL)
+                    .bind(&campaign.org_id)
+                    .bind(&campaign.id)
+                    .bind(reference)
+                    .fetch_optional(pool)
+                    .await?
+            }
+        };
         row.map(wallet_from_row)
             .ok_or(StoreError::NotFound { what: "wallet" })
     }

@@ -1,0 +1,132 @@
+//! SQLite without sqlx's per-statement hand-off. sqlx hands every SQLite statement, and every
+//! row it returns, to a thread of the connection's own; on a small machine those hand-offs (a
+//! futex wake-up and a context switch each way) cost more than the statements themselves:
+//! measured, half the CPU of an earn under load. So the hot paths (authentication, wallet
+//! lookups, earn submission and crediting, burns) and bulk loads use rusqlite connections to the
+//! same database file, with their statements prepared once per connection.
+//!
+//! Reads run on the calling thread. Writes go to one writer thread, which commits whatever has
+//! queued in one transaction (see `threads`); a checkpointer thread keeps the WAL from growing
+//! without stopping the writer. The SQL is the text the PostgreSQL path runs wherever it can be.
+
+#[macro_use]
+mod sql;
+mod threads;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, mpsc};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+use sqlx::SqlitePool;
+use tokio::sync::oneshot;
+
+use crate::StoreError;
+pub(crate) use sql::{execute, json, row, rows, rows_while, time};
+use threads::{Job, abandoned, checkpoint, copy, in_savepoint, write_queued};
+
+/// Read connections kept for reuse; more may be open for a moment under load.
+const IDLE_READERS: usize = 8;
+
+pub(crate) struct Direct {
+    path: PathBuf,
+    readers: Mutex<Vec<Connection>>,
+    /// To the writer thread.
+    jobs: mpsc::Sender<Job>,
+    /// Dropped with the store, which stops the checkpointer.
+    _stop_checkpoints: mpsc::Sender<()>,
+}
+
+impl Direct {
+    /// Connects to the database file at `path` (which must exist, in WAL mode) and starts the
+    /// writer thread. `gate` is the sqlx writer pool: the thread holds its one connection while
+    /// it writes, so writes made through sqlx wait their turn rather than meet a locked file.
+    pub(crate) fn open(path: &Path, gate: SqlitePool) -> Result<Direct, StoreError> {
+        let (writer, checkpointer) = (connect(path, false)?, connect(path, false)?);
+        let (jobs, queued) = mpsc::channel();
+        let (stop_checkpoints, stopped) = mpsc::channel();
+        let runtime = tokio::runtime::Handle::current();
+        let spawn = |name: &str, run: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(run)
+                .map(|_| ())
+                .map_err(|e| StoreError::NotCommitted(format!("no {name} thread: {e}")))
+        };
+        let (gate_too, runtime_too) = (gate.clone(), runtime.clone());
+        spawn(
+            "sqlite-writer",
+            Box::new(move || write_queued(writer, queued, gate, runtime)),
+        )?;
+        spawn(
+            "sqlite-checkpoint",
+            Box::new(move || checkpoint(checkpointer, stopped, gate_too, runtime_too)),
+        )?;
+        Ok(Direct {
+            path: path.to_owned(),
+            readers: Mutex::new(Vec::new()),
+            jobs,
+            _stop_checkpoints: stop_checkpoints,
+        })
+    }
+
+    /// Runs `read` on a connection of its own; it sees the last committed state.
+    pub(crate) fn read<T>(
+        &self,
+        read: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let idle = self.readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let connection = match idle {
+            Some(connection) => connection,
+            None => connect(&self.path, true)?,
+        };
+        let result = read(&connection);
+        let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
+        if readers.len() < IDLE_READERS {
+            readers.push(connection);
+        }
+        result
+    }
+
+    /// Runs `write` atomically (in a savepoint: on `Err` none of it happened) on the writer
+    /// thread and returns once it is committed. Writes that arrive together share one
+    /// transaction and one commit (group commit): each commit of a WAL database appends every
+    /// page it touched, so a hundred small writes in one commit cost little more than one. The
+    /// thread keeps the async workers free for requests while it writes.
+    pub(crate) async fn write<T: Send + 'static>(
+        &self,
+        write: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (answer, answered) = oneshot::channel();
+        let job: Job = Box::new(move |connection| {
+            let result = in_savepoint(connection, write);
+            Box::new(move |committed| {
+                let result = match committed {
+                    Ok(()) => result,
+                    Err(err) => result.and(Err(copy(err))),
+                };
+                let _ = answer.send(result);
+            })
+        });
+        self.jobs.send(job).map_err(|_| abandoned())?;
+        answered.await.unwrap_or_else(|_| Err(abandoned()))
+    }
+}
+
+fn connect(path: &Path, read_only: bool) -> rusqlite::Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let connection = Connection::open_with_flags(path, flags)?;
+    connection.busy_timeout(Duration::from_secs(10))?;
+    connection.pragma_update(None, "query_only", read_only)?;
+    connection.pragma_update(None, "foreign_keys", true)?;
+    connection.pragma_update(None, "synchronous", "NORMAL")?;
+    // The checkpointer thread does this work, off the writer's time.
+    connection.pragma_update(None, "wal_autocheckpoint", 0)?;
+    // A WAL that starts over is cut back to 64 MiB rather than keeping its largest size.
+    connection.pragma_update(None, "journal_size_limit", 64i64 << 20)?;
+    // Reads map the file instead of copying pages: a reader's page cache starts empty after
+    // every commit by another connection, and mapped pages cost nothing to find again.
+    connection.pragma_update(None, "mmap_size", 1i64 << 30)?;
+    connection.set_prepared_statement_cache_capacity(64);
+    Ok(connection)
+}
