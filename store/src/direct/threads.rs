@@ -91,8 +91,9 @@ pub(super) fn checkpoint(
     while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(CHECKPOINT_EVERY) {
         match pass() {
             Ok(pages) if pages > WAL_RESTART_PAGES => {
-                // With writes held back, this pass copies the last pages and the next write
-                // starts the WAL over.
+                // Catch up on what was written during that pass, then hold writes back for the
+                // few pages written since: the next write starts the WAL over.
+                let _ = pass();
                 if let Ok(_turn) = runtime.block_on(gate.acquire()) {
                     let _ = pass();
                 }
