@@ -502,6 +502,52 @@ async fn rules_see_the_wallet_and_member(store: Store) {
     );
 }
 
+/// Writes of every kind at once (members through one path, earns and burns through another on
+/// SQLite): none is refused for a busy database and none is lost.
+async fn writes_of_every_kind_interleave_without_loss(store: Store) {
+    let s = setup(&store).await;
+    let book = RuleBook::new(store.clone());
+    store
+        .submit_earn(&s.campaign, earn("e-0", "100"))
+        .await
+        .unwrap();
+    drain(&store, &book).await;
+
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..40 {
+        let (store, campaign, book) = (store.clone(), s.campaign.clone(), book.clone());
+        tasks.spawn(async move {
+            let member = store::NewMember {
+                first_name: format!("M{i}"),
+                idp: "reference".into(),
+                user_id: format!("u-m{i}"),
+                external_id: format!("card-m{i}"),
+                ..Default::default()
+            };
+            store.create_member(&campaign.org_id, member).await?;
+            store
+                .submit_earn(&campaign, earn(&format!("e-{}", i + 1), "1"))
+                .await?;
+            store.burn(&campaign, burn(&format!("b-{i}"), 1)).await?;
+            store.process_earns(&book, 8).await?;
+            Ok::<_, StoreError>(())
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap()
+            .unwrap_or_else(|e| panic!("a write failed: {e}"));
+    }
+    drain(&store, &book).await;
+    // 100 + 40 earned, 40 burned.
+    assert_eq!(balance(&store, &s).await, Tokens::whole(100));
+    let members = store
+        .list_members(&s.campaign.org_id, Page { page: 1, limit: 0 })
+        .await
+        .unwrap();
+    assert_eq!(members.total, 41);
+    assert!(store.audit().await.unwrap().is_empty());
+}
+
 backend_tests!(
     rules_see_the_wallet_and_member,
     burns_take_the_oldest_tokens_and_expiry_takes_the_rest_once,
@@ -509,6 +555,7 @@ backend_tests!(
     earns_are_credited_by_the_active_rules,
     the_same_earn_id_credits_once,
     concurrent_burns_never_overdraw,
+    writes_of_every_kind_interleave_without_loss,
     a_repeated_burn_is_a_replay_or_a_conflict,
     tiers_follow_lifetime_earnings,
     transactions_filter_by_kind_wallet_and_date,
