@@ -248,6 +248,7 @@ migrations! {
     1 "foundation" "0001_foundation.sql",
     2 "rule sets" "0002_rule_sets.sql",
     3 "ledger" "0003_ledger.sql",
+    4 "batch files" "0004_batch_files.sql",
 }
 
 fn migrator(embedded: Embedded) -> Migrator {

@@ -7,6 +7,7 @@ mod direct;
 #[macro_use]
 mod db;
 mod audit;
+mod batches;
 mod burn;
 mod cache;
 mod credit;
@@ -21,6 +22,7 @@ mod page;
 mod policies;
 mod rule_book;
 mod rule_sets;
+mod sftp_users;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod tiers;
@@ -29,6 +31,7 @@ mod transactions;
 mod wallets;
 
 pub use audit::Discrepancy;
+pub use batches::{Batch, BatchState, NewBatch};
 pub use burn::{Burned, NewBurn};
 pub use db::{Backend, Store};
 pub use earn::{Credit, Credited, EarnInput, EarnRequest, EarnStatus, PendingEarn};
@@ -43,6 +46,7 @@ pub use page::{Page, Paged};
 pub use policies::{Expiry, Policy};
 pub use rule_book::RuleBook;
 pub use rule_sets::RuleSetVersion;
+pub use sftp_users::{MIN_PASSWORD, NewSftpKey, NewSftpUser, SftpKey, SftpLogin, SftpUser};
 pub use tiers::NewTier;
 pub use tokens::Tokens;
 pub use transactions::{EarnReplay, Transaction, TransactionFilter, TransactionKind};

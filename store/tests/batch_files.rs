@@ -1,0 +1,210 @@
+//! SFTP users and batch records on both backends: logins by password and by key, a key bound to
+//! one user, disabled users, duplicate file contents, and claims that never hand one batch to two
+//! nodes.
+
+use store::{
+    BatchState, NewBatch, NewSftpKey, NewSftpUser, Page, Store, StoreError, backend_tests,
+};
+
+fn key(n: u8) -> NewSftpKey {
+    NewSftpKey {
+        fingerprint: format!("SHA256:key{n}"),
+        public_key: format!("ssh-ed25519 AAAAkey{n}"),
+    }
+}
+
+async fn org(store: &Store, name: &str) -> String {
+    store.create_org(name).await.unwrap().id
+}
+
+async fn passwords_log_in_only_the_right_enabled_user(store: Store) {
+    let acme = org(&store, "Acme").await;
+    let user = NewSftpUser {
+        username: "acme-upload".into(),
+        password: Some("correct horse battery".into()),
+        key: None,
+    };
+    let created = store.create_sftp_user(&acme, user).await.unwrap();
+    assert!(created.has_password && created.keys.is_empty());
+
+    let login = store
+        .sftp_login_password("acme-upload", "correct horse battery")
+        .await
+        .unwrap()
+        .expect("the right password logs in");
+    assert_eq!(
+        (login.org_id.as_str(), login.username.as_str()),
+        (acme.as_str(), "acme-upload")
+    );
+    for (name, password) in [
+        ("acme-upload", "wrong horse battery"),
+        ("nobody", "correct horse battery"),
+    ] {
+        assert_eq!(
+            store.sftp_login_password(name, password).await.unwrap(),
+            None
+        );
+    }
+
+    store.disable_sftp_user(&acme, "acme-upload").await.unwrap();
+    assert_eq!(
+        store
+            .sftp_login_password("acme-upload", "correct horse battery")
+            .await
+            .unwrap(),
+        None,
+        "a disabled user cannot log in"
+    );
+}
+
+async fn a_key_logs_in_as_its_one_user(store: Store) {
+    let acme = org(&store, "Acme").await;
+    let other = org(&store, "Other").await;
+    let alice = NewSftpUser {
+        username: "alice".into(),
+        key: Some(key(1)),
+        ..Default::default()
+    };
+    store.create_sftp_user(&acme, alice).await.unwrap();
+    let bob = NewSftpUser {
+        username: "bob".into(),
+        key: Some(key(2)),
+        ..Default::default()
+    };
+    store.create_sftp_user(&other, bob).await.unwrap();
+
+    let taken = store.add_sftp_key(&other, "bob", key(1)).await;
+    assert!(
+        matches!(taken, Err(StoreError::Conflict { field: "publicKey" })),
+        "{taken:?}"
+    );
+    assert_eq!(
+        store.sftp_login_key("bob", "SHA256:key1").await.unwrap(),
+        None
+    );
+    let login = store
+        .sftp_login_key("alice", "SHA256:key1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(login.org_id, acme);
+    // A user with keys only has no password to guess.
+    assert_eq!(store.sftp_login_password("alice", "").await.unwrap(), None);
+
+    store.remove_sftp_user(&acme, "alice").await.unwrap();
+    assert_eq!(
+        store.sftp_login_key("alice", "SHA256:key1").await.unwrap(),
+        None
+    );
+    // Its key is free again.
+    store.add_sftp_key(&other, "bob", key(1)).await.unwrap();
+    let bob = store.get_sftp_user(&other, "bob").await.unwrap();
+    assert_eq!(bob.keys.len(), 2);
+}
+
+async fn bad_users_are_refused_naming_the_field(store: Store) {
+    let acme = org(&store, "Acme").await;
+    let cases = [
+        ("Upper", Some("long enough password"), "username"),
+        ("../etc", Some("long enough password"), "username"),
+        ("short-pass", Some("too short"), "password"),
+        ("no-credentials", None, "password"),
+    ];
+    for (username, password, field) in cases {
+        let user = NewSftpUser {
+            username: username.into(),
+            password: password.map(String::from),
+            key: None,
+        };
+        match store.create_sftp_user(&acme, user).await {
+            Err(StoreError::Invalid { field: got, .. }) => assert_eq!(got, field, "{username}"),
+            other => panic!("{username}: {other:?}"),
+        }
+    }
+    let user = || NewSftpUser {
+        username: "twice".into(),
+        password: Some("long enough password".into()),
+        key: None,
+    };
+    store.create_sftp_user(&acme, user()).await.unwrap();
+    let again = store.create_sftp_user(&acme, user()).await;
+    assert!(
+        matches!(again, Err(StoreError::Conflict { field: "username" })),
+        "{again:?}"
+    );
+}
+
+fn batch(id: &str, org_id: &str, sha256: &str) -> NewBatch {
+    NewBatch {
+        id: id.into(),
+        org_id: org_id.into(),
+        file_name: format!("{id}.csv"),
+        size: 10,
+        sha256: sha256.into(),
+        source: "sftp".into(),
+        username: Some("acme-upload".into()),
+    }
+}
+
+async fn the_same_content_twice_is_a_duplicate(store: Store) {
+    let acme = org(&store, "Acme").await;
+    let other = org(&store, "Other").await;
+    let first = store.record_batch(batch("b1", &acme, "aaa")).await.unwrap();
+    assert_eq!(first.state, BatchState::Received);
+    let again = store.record_batch(batch("b2", &acme, "aaa")).await.unwrap();
+    assert_eq!(again.state, BatchState::Duplicate);
+    assert_eq!(again.duplicate_of.as_deref(), Some("b1"));
+    let elsewhere = store
+        .record_batch(batch("b3", &other, "aaa"))
+        .await
+        .unwrap();
+    assert_eq!(
+        elsewhere.state,
+        BatchState::Received,
+        "organisations are apart"
+    );
+
+    let listed = store
+        .list_batches(&acme, Page { page: 1, limit: 10 })
+        .await
+        .unwrap();
+    assert_eq!(listed.total, 2);
+    assert_eq!(listed.items[0].id, "b2", "newest first");
+    assert!(matches!(
+        store.get_batch(&other, "b1").await,
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
+async fn claims_never_hand_a_batch_to_two_nodes(store: Store) {
+    let acme = org(&store, "Acme").await;
+    for i in 0..30 {
+        let id = format!("b{i:02}");
+        store.record_batch(batch(&id, &acme, &id)).await.unwrap();
+    }
+    let mut claims = Vec::new();
+    for _ in 0..6 {
+        let store = store.clone();
+        claims.push(tokio::spawn(async move { store.claim_batches(4).await }));
+    }
+    let mut seen = Vec::new();
+    for claim in claims {
+        for batch in claim.await.unwrap().unwrap() {
+            assert_eq!(batch.state, BatchState::Processing);
+            seen.push(batch.id);
+        }
+    }
+    let claimed = seen.len();
+    seen.sort();
+    seen.dedup();
+    assert_eq!((claimed, seen.len()), (24, 24), "each batch once");
+    assert_eq!(store.claim_batches(100).await.unwrap().len(), 6, "the rest");
+}
+
+backend_tests!(
+    passwords_log_in_only_the_right_enabled_user,
+    a_key_logs_in_as_its_one_user,
+    bad_users_are_refused_naming_the_field,
+    the_same_content_twice_is_a_duplicate,
+    claims_never_hand_a_batch_to_two_nodes,
+);
