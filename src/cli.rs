@@ -43,6 +43,12 @@ pub enum Command {
     /// Manage a campaign's tiers.
     #[command(subcommand)]
     Tier(TierCommand),
+    /// Issue and manage SFTP users (the batch-file door).
+    #[command(subcommand, name = "sftp-user")]
+    SftpUser(SftpUserCommand),
+    /// The SFTP server itself.
+    #[command(subcommand)]
+    Sftp(SftpCommand),
     /// Expire every lot of earned tokens that is due now (serve also does this every minute).
     Expire,
     /// Check every wallet: balance = EARN - BURN - EXPIRY, and lots agree. Exits 1 on a mismatch.
@@ -230,4 +236,57 @@ fn parse_permission(s: &str) -> Result<Permission, String> {
 
 fn parse_version(s: &str) -> Result<ApiVersion, String> {
     s.parse()
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SftpUserCommand {
+    /// Issue a user for an organisation, logging in with a password (read from standard input)
+    /// and/or a public key.
+    Add {
+        #[arg(long)]
+        org: String,
+        #[arg(long)]
+        username: String,
+        /// Read the password from standard input (its first line), so it never shows in `ps`.
+        #[arg(long)]
+        password_stdin: bool,
+        /// An OpenSSH public key file (`id_ed25519.pub`).
+        #[arg(long, value_name = "FILE")]
+        public_key: Option<PathBuf>,
+    },
+    /// Add a public key to a user. A key can belong to one user only.
+    KeyAdd {
+        #[arg(long)]
+        org: String,
+        #[arg(long)]
+        username: String,
+        #[arg(long, value_name = "FILE")]
+        public_key: PathBuf,
+    },
+    /// List an organisation's users with their key fingerprints.
+    List {
+        #[arg(long)]
+        org: String,
+    },
+    /// Stop a user from logging in.
+    Disable {
+        #[arg(long)]
+        org: String,
+        #[arg(long)]
+        username: String,
+    },
+    /// Remove a user and its keys.
+    Remove {
+        #[arg(long)]
+        org: String,
+        #[arg(long)]
+        username: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SftpCommand {
+    /// Print the server's host key fingerprint (making the key if there is none yet), for
+    /// clients to check on their first connection.
+    HostKey,
 }

@@ -6,6 +6,7 @@ mod config;
 mod ledger_cmd;
 mod rules_cmd;
 mod serve;
+mod sftp_cmd;
 
 use anyhow::Context;
 use clap::Parser;
@@ -31,9 +32,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Command::Serve = cli.command {
         serve::init_logging(config.log_format);
     }
-    // Testing a rule set on sample rows needs no database.
+    // Testing a rule set on sample rows needs no database, nor does the host key.
     if let Command::Rules(cli::RulesCommand::Test { file, rows }) = &cli.command {
         return rules_cmd::test(file, rows, cli.json);
+    }
+    if let Command::Sftp(command) = cli.command {
+        return sftp_cmd::server(&config, command, cli.json);
     }
     let store = open_store(&config).await?;
     match cli.command {
@@ -55,6 +59,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Key(command) => commands::key(&store, command, cli.json).await,
         Command::Rules(command) => rules_cmd::run(&store, command, cli.json).await,
         Command::Tier(command) => ledger_cmd::tier(&store, command, cli.json).await,
+        Command::SftpUser(command) => sftp_cmd::user(&store, command, cli.json).await,
+        Command::Sftp(_) => unreachable!("handled before the store opens"),
         Command::Expire => ledger_cmd::expire(&store, cli.json).await,
         Command::Audit => ledger_cmd::audit(&store, cli.json).await,
     }

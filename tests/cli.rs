@@ -1,89 +1,15 @@
 //! The operator's path end to end, through the real binary: create an organisation, a campaign
 //! and a key, serve, use the key over HTTP, revoke it, stop the server with SIGTERM.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-/// The binary with a clean environment: only what the test sets reaches it.
-fn rewards(env: &[(&str, String)]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_rewards"));
-    for var in [
-        "DATABASE_URL",
-        "REWARDS_DATA_DIR",
-        "REWARDS_HTTP_ADDR",
-        "REWARDS_SFTP_ADDR",
-        "REWARDS_LOG_FORMAT",
-    ] {
-        command.env_remove(var);
-    }
-    command.envs(env.iter().map(|(k, v)| (k, v)));
-    command
-}
+mod common;
 
-fn run(env: &[(&str, String)], args: &[&str]) -> Output {
-    rewards(env).args(args).output().expect("run rewards")
-}
-
-fn ok(env: &[(&str, String)], args: &[&str]) -> String {
-    let output = run(env, args);
-    assert!(
-        output.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap().trim().to_string()
-}
-
-/// A server process that is killed if a test ends (or fails) without stopping it.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl std::ops::Deref for Server {
-    type Target = Child;
-    fn deref(&self) -> &Child {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Server {
-    fn deref_mut(&mut self) -> &mut Child {
-        &mut self.0
-    }
-}
-
-/// Starts `rewards serve` on a free port and returns it with its base URL, read from the log.
-fn serve(env: &[(&str, String)]) -> (Server, String) {
-    let mut child = rewards(env)
-        .arg("serve")
-        .env("REWARDS_HTTP_ADDR", "127.0.0.1:0")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start rewards serve");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines
-            .next()
-            .expect("server exited before listening")
-            .unwrap();
-        if let Some(rest) = line.split("http=").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
-    // Keep draining the log so the server never blocks on a full pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    (Server(child), format!("http://{addr}"))
-}
+use common::{ok, run, serve};
 
 async fn operator_story(env: Vec<(&'static str, String)>) {
     let org = ok(&env, &["org", "create", "--name", "Acme"]);
@@ -631,6 +557,12 @@ fn every_command_has_help() {
         vec!["tier", "add", "--help"],
         vec!["expire", "--help"],
         vec!["audit", "--help"],
+        vec!["sftp-user", "add", "--help"],
+        vec!["sftp-user", "key-add", "--help"],
+        vec!["sftp-user", "list", "--help"],
+        vec!["sftp-user", "disable", "--help"],
+        vec!["sftp-user", "remove", "--help"],
+        vec!["sftp", "host-key", "--help"],
     ] {
         let output = run(&[], &args);
         assert!(output.status.success(), "{args:?}");

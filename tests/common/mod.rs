@@ -1,0 +1,84 @@
+//! What the binary's tests share: running `rewards` with a clean environment, and a server
+//! process that cannot outlive its test.
+
+#![allow(dead_code)] // each test file uses its own part
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+
+/// The binary with a clean environment: only what the test sets reaches it.
+pub fn rewards(env: &[(&str, String)]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_rewards"));
+    for var in [
+        "DATABASE_URL",
+        "REWARDS_DATA_DIR",
+        "REWARDS_HTTP_ADDR",
+        "REWARDS_SFTP_ADDR",
+        "REWARDS_LOG_FORMAT",
+    ] {
+        command.env_remove(var);
+    }
+    command.envs(env.iter().map(|(k, v)| (k, v)));
+    command
+}
+
+pub fn run(env: &[(&str, String)], args: &[&str]) -> Output {
+    rewards(env).args(args).output().expect("run rewards")
+}
+
+pub fn ok(env: &[(&str, String)], args: &[&str]) -> String {
+    let output = run(env, args);
+    assert!(
+        output.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap().trim().to_string()
+}
+
+/// A server process that is killed if a test ends (or fails) without stopping it.
+pub struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl std::ops::Deref for Server {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Server {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+/// Starts `rewards serve` on a free port and returns it with its base URL, read from the log.
+pub fn serve(env: &[(&str, String)]) -> (Server, String) {
+    let mut child = rewards(env)
+        .arg("serve")
+        .env("REWARDS_HTTP_ADDR", "127.0.0.1:0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start rewards serve");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("server exited before listening")
+            .unwrap();
+        if let Some(rest) = line.split("http=").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    // Keep draining the log so the server never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    (Server(child), format!("http://{addr}"))
+}

@@ -1,0 +1,194 @@
+//! The operator's SFTP commands through the real binary: users with a password from standard
+//! input or an OpenSSH public key, a key that belongs to one user only, disabling, removing, and
+//! the host key made once and kept.
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::Stdio;
+
+use common::{ok, rewards, run};
+use serde_json::Value;
+
+/// A new ed25519 key pair made by OpenSSH's own `ssh-keygen`; returns the `.pub` path.
+fn keygen(dir: &Path, name: &str) -> String {
+    let path = dir.join(name);
+    let made = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
+        .arg(&path)
+        .status()
+        .expect("ssh-keygen runs");
+    assert!(made.success());
+    format!("{}.pub", path.display())
+}
+
+/// `ssh-keygen -l`'s SHA256 fingerprint of a public key file.
+fn fingerprint(public_key: &str) -> String {
+    let out = std::process::Command::new("ssh-keygen")
+        .args(["-l", "-E", "sha256", "-f", public_key])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .to_string()
+}
+
+fn json(env: &[(&str, String)], args: &[&str]) -> Value {
+    let mut with_json = args.to_vec();
+    with_json.push("--json");
+    serde_json::from_str(&ok(env, &with_json)).unwrap()
+}
+
+#[test]
+fn operators_issue_and_withdraw_sftp_users() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("REWARDS_DATA_DIR", dir.path().display().to_string())];
+    let org = json(&env, &["org", "create", "--name", "Acme"])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let alice_key = keygen(dir.path(), "alice");
+    let stranger_key = keygen(dir.path(), "stranger");
+
+    // A password from standard input, a key from its file.
+    let mut add = rewards(&env)
+        .args([
+            "sftp-user",
+            "add",
+            "--org",
+            &org,
+            "--username",
+            "alice",
+            "--password-stdin",
+        ])
+        .args(["--public-key", &alice_key, "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    add.stdin
+        .take()
+        .unwrap()
+        .write_all(b"a long enough secret\n")
+        .unwrap();
+    let added = add.wait_with_output().unwrap();
+    assert!(added.status.success());
+    let alice: Value = serde_json::from_slice(&added.stdout).unwrap();
+    assert_eq!(alice["password"], true);
+    assert_eq!(alice["keys"][0], fingerprint(&alice_key));
+
+    // Alice's key cannot be given to another user.
+    json(
+        &env,
+        &[
+            "sftp-user",
+            "add",
+            "--org",
+            &org,
+            "--username",
+            "bob",
+            "--public-key",
+            &stranger_key,
+        ],
+    );
+    let taken = run(
+        &env,
+        &[
+            "sftp-user",
+            "key-add",
+            "--org",
+            &org,
+            "--username",
+            "bob",
+            "--public-key",
+            &alice_key,
+        ],
+    );
+    assert!(!taken.status.success());
+    assert!(String::from_utf8_lossy(&taken.stderr).contains("publicKey is already in use"));
+
+    // Not a public key: refused with the reason, nothing created.
+    let private = alice_key.trim_end_matches(".pub");
+    let bad = run(
+        &env,
+        &[
+            "sftp-user",
+            "add",
+            "--org",
+            &org,
+            "--username",
+            "carol",
+            "--public-key",
+            private,
+        ],
+    );
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not an OpenSSH public key"));
+
+    ok(
+        &env,
+        &["sftp-user", "disable", "--org", &org, "--username", "bob"],
+    );
+    let users = json(&env, &["sftp-user", "list", "--org", &org]);
+    let names: Vec<(&str, bool)> = users
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| (u["username"].as_str().unwrap(), u["disabledAt"].is_null()))
+        .collect();
+    assert_eq!(names, [("alice", true), ("bob", false)]);
+
+    ok(
+        &env,
+        &["sftp-user", "remove", "--org", &org, "--username", "bob"],
+    );
+    assert_eq!(
+        json(&env, &["sftp-user", "list", "--org", &org])
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let gone = run(
+        &env,
+        &["sftp-user", "remove", "--org", &org, "--username", "bob"],
+    );
+    assert!(!gone.status.success());
+}
+
+#[test]
+fn the_host_key_is_made_once_and_kept_private() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("REWARDS_DATA_DIR", dir.path().display().to_string())];
+    let first = json(&env, &["sftp", "host-key"]);
+    let again = json(&env, &["sftp", "host-key"]);
+    assert_eq!(first["fingerprint"], again["fingerprint"]);
+    assert!(
+        first["fingerprint"]
+            .as_str()
+            .unwrap()
+            .starts_with("SHA256:")
+    );
+    // OpenSSH reads the file and agrees on the fingerprint.
+    let path = dir.path().join("sftp_host_ed25519_key");
+    let listed = std::process::Command::new("ssh-keygen")
+        .args(["-l", "-E", "sha256", "-f"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    assert!(
+        listed.contains(first["fingerprint"].as_str().unwrap()),
+        "{listed}"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}
