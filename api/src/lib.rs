@@ -3,6 +3,7 @@
 
 mod api_key;
 mod auth;
+mod batches;
 mod checks;
 mod docs;
 mod error;
@@ -37,6 +38,7 @@ pub fn app(state: AppState) -> Router {
         .merge(members::router())
         .merge(wallets::router())
         .merge(transactions::router())
+        .merge(batches::router())
         .layer(from_fn_with_state(state.clone(), auth::authenticate))
         .split_for_parts();
     docs::add_shared_parts(&mut openapi);

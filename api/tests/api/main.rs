@@ -2,6 +2,7 @@
 //! and (with `--ignored` and `REWARDS_TEST_POSTGRES_URL`) on PostgreSQL.
 
 mod auth;
+mod batches;
 mod helpers;
 mod ledger;
 mod members;

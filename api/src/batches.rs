@@ -1,0 +1,107 @@
+//! Batch files (`GET /v1/batches`, `GET /v1/batches/{id}`): what became of each file the key's
+//! organisation delivered by SFTP or into its inbox.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use store::Batch;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::error::{ApiError, Problem};
+use crate::paging::{PagedList, Paging, PagingParams};
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchView {
+    id: String,
+    /// The name the file was delivered with.
+    file_name: String,
+    /// Bytes.
+    size: i64,
+    /// Hex SHA-256 of the content: the same content is processed once.
+    sha256: String,
+    /// `sftp`, or `inbox` for a file placed in the inbox by other means.
+    source: String,
+    /// The SFTP user who uploaded it.
+    username: Option<String>,
+    /// `received`, `processing`, `completed`, `failed` or `duplicate`.
+    #[schema(example = "received")]
+    state: &'static str,
+    /// For a duplicate: the batch that already holds this content.
+    duplicate_of: Option<String>,
+    /// Rows read, loaded and rejected, once processed.
+    rows: Option<i64>,
+    loaded: Option<i64>,
+    rejected: Option<i64>,
+    #[schema(value_type = Option<Object>)]
+    summary: Option<Value>,
+    /// Why the batch failed.
+    error: Option<String>,
+    received_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl From<Batch> for BatchView {
+    fn from(b: Batch) -> Self {
+        BatchView {
+            id: b.id,
+            file_name: b.file_name,
+            size: b.size,
+            sha256: b.sha256,
+            source: b.source,
+            username: b.username,
+            state: b.state.as_str(),
+            duplicate_of: b.duplicate_of,
+            rows: b.rows_total,
+            loaded: b.rows_loaded,
+            rejected: b.rows_rejected,
+            summary: b.summary,
+            error: b.error,
+            received_at: b.received_at,
+            updated_at: b.updated_at,
+        }
+    }
+}
+
+#[utoipa::path(get, path = "/v1/batches", tag = "batches", summary = "List batch files",
+    description = "The organisation's batch files, newest first.",
+    params(PagingParams),
+    responses((status = 200, body = PagedList<BatchView>), (status = 400, body = Problem)))]
+async fn list_batches(
+    State(state): State<AppState>,
+    caller: Caller,
+    Paging(page): Paging,
+) -> Result<Json<PagedList<BatchView>>, ApiError> {
+    let batches = state
+        .store
+        .list_batches(&caller.context.key.org_id, page)
+        .await?;
+    Ok(Json(PagedList::from_page(batches, BatchView::from)))
+}
+
+#[utoipa::path(get, path = "/v1/batches/{id}", tag = "batches", summary = "Get a batch file",
+    params(("id" = String, Path)),
+    responses((status = 200, body = BatchView), (status = 404, body = Problem)))]
+async fn get_batch(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<BatchView>, ApiError> {
+    let batch = state
+        .store
+        .get_batch(&caller.context.key.org_id, &id)
+        .await?;
+    Ok(Json(batch.into()))
+}
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_batches))
+        .routes(routes!(get_batch))
+}
