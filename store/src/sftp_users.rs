@@ -98,6 +98,7 @@ fn verify_password(password: &str, hash: &str) -> bool {
         .unwrap_or(false)
 }
 
+type KeyRow = (String, String, String, DateTime<Utc>);
 type UserRow = (
     String,
     String,
@@ -143,12 +144,12 @@ impl Store {
             .map(|done| done.rows_affected())
         })
         .map_err(|e| conflict_on(e, &[("username", "username")]))?;
-        if let Some(key) = new.key {
-            if let Err(err) = self.add_sftp_key(org_id, &new.username, key).await {
-                // A user is issued whole or not at all.
-                self.remove_sftp_user(org_id, &new.username).await?;
-                return Err(err);
-            }
+        if let Some(key) = new.key
+            && let Err(err) = self.add_sftp_key(org_id, &new.username, key).await
+        {
+            // A user is issued whole or not at all.
+            self.remove_sftp_user(org_id, &new.username).await?;
+            return Err(err);
         }
         self.get_sftp_user(org_id, &new.username).await
     }
@@ -210,21 +211,20 @@ impl Store {
         const KEYS: &str = "SELECT k.user_id, k.fingerprint, k.public_key, k.created_at \
              FROM sftp_keys k JOIN sftp_users u ON u.id = k.user_id \
              WHERE u.org_id = $1 AND ($2 IS NULL OR u.username = $2) ORDER BY k.created_at";
-        let (users, keys): (Vec<UserRow>, Vec<(String, String, String, DateTime<Utc>)>) =
-            with_pool!(self, |pool| async {
-                let users = sqlx::query_as(USERS)
-                    .bind(org_id)
-                    .bind(username)
-                    .fetch_all(pool)
-                    .await?;
-                let keys = sqlx::query_as(KEYS)
-                    .bind(org_id)
-                    .bind(username)
-                    .fetch_all(pool)
-                    .await?;
-                Ok::<_, sqlx::Error>((users, keys))
-            }
-            .await)?;
+        let (users, keys): (Vec<UserRow>, Vec<KeyRow>) = with_pool!(self, |pool| async {
+            let users = sqlx::query_as(USERS)
+                .bind(org_id)
+                .bind(username)
+                .fetch_all(pool)
+                .await?;
+            let keys = sqlx::query_as(KEYS)
+                .bind(org_id)
+                .bind(username)
+                .fetch_all(pool)
+                .await?;
+            Ok::<_, sqlx::Error>((users, keys))
+        }
+        .await)?;
         Ok(users
             .into_iter()
             .map(
