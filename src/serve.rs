@@ -27,16 +27,51 @@ pub async fn serve(config: &Config, store: Store) -> anyhow::Result<()> {
             config.http_addr
         )
     })?;
-    let http = listener.local_addr()?;
+    let sftp_listener = TcpListener::bind(config.sftp_addr).await.map_err(|e| {
+        anyhow::anyhow!(
+            "cannot listen on {} (REWARDS_SFTP_ADDR): {e}",
+            config.sftp_addr
+        )
+    })?;
+    let (http, sftp) = (listener.local_addr()?, sftp_listener.local_addr()?);
+    // A host key that cannot be read or made stops the start, not just the SFTP door.
+    ingest::keys::host_key(&config.data_dir).map_err(anyhow::Error::msg)?;
     let workers = config.background_workers;
-    tracing::info!(%http, backend = ?store.backend(), data_dir = %config.data_dir.display(), workers, "listening");
+    // Files moved to the spool by a process that stopped before recording them.
+    match ingest::intake::recover(&store, &config.data_dir).await {
+        Ok(0) => {}
+        Ok(recovered) => tracing::info!(recovered, "recorded files left in the spool"),
+        Err(err) => tracing::error!(%err, "the spool could not be checked"),
+    }
+    tracing::info!(%http, %sftp, backend = ?store.backend(), data_dir = %config.data_dir.display(), workers, "listening");
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let sftp_server = tokio::spawn(ingest::sftp::serve(
+        sftp_listener,
+        store.clone(),
+        config.data_dir.clone(),
+        ingest::sftp::Settings::default(),
+        {
+            let mut stopped = stopped.clone();
+            async move {
+                let _ = stopped.wait_for(|stop| *stop).await;
+            }
+        },
+    ));
     api::serve(
         listener,
         api::AppState::new(store.clone()),
         workers,
-        shutdown_signal(),
+        async move {
+            shutdown_signal().await;
+            let _ = stop.send(true);
+        },
     )
     .await?;
+    match sftp_server.await {
+        Ok(Err(err)) => tracing::error!(%err, "the SFTP server failed"),
+        Err(err) => tracing::error!(%err, "the SFTP server stopped abnormally"),
+        Ok(Ok(())) => {}
+    }
     store.close().await;
     tracing::info!("stopped");
     Ok(())

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
 
-use common::{ok, rewards, run};
+use common::{ok, rewards, run, serve_both};
 use serde_json::Value;
 
 /// A new ed25519 key pair made by OpenSSH's own `ssh-keygen`; returns the `.pub` path.
@@ -191,4 +191,104 @@ fn the_host_key_is_made_once_and_kept_private() {
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
     }
+}
+
+/// The whole door: an operator issues a user, the service runs, a client uploads with OpenSSH's
+/// `sftp`, and the file is listed as a batch over the API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_to_the_running_service_is_listed_as_a_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("REWARDS_DATA_DIR", dir.path().display().to_string())];
+    let org = json(&env, &["org", "create", "--name", "Acme"])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let campaign = json(
+        &env,
+        &[
+            "campaign",
+            "create",
+            "--org",
+            &org,
+            "--name",
+            "Main",
+            "--currency",
+            "PTS",
+        ],
+    );
+    let key = json(
+        &env,
+        &[
+            "key",
+            "issue",
+            "--org",
+            &org,
+            "--campaign",
+            campaign["id"].as_str().unwrap(),
+        ],
+    );
+    let client_key = keygen(dir.path(), "client");
+    ok(
+        &env,
+        &[
+            "sftp-user",
+            "add",
+            "--org",
+            &org,
+            "--username",
+            "acme",
+            "--public-key",
+            &client_key,
+        ],
+    );
+    let (_server, http, port) = serve_both(&env);
+
+    std::fs::write(
+        dir.path().join("earns.csv"),
+        "id,walletId,amount,date\ne-1,w-1,5,2026-11-20\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("batch.txt"),
+        "put earns.csv inbox/earns.csv\n",
+    )
+    .unwrap();
+    let upload = std::process::Command::new("sftp")
+        .current_dir(dir.path())
+        .args([
+            "-P",
+            &port.to_string(),
+            "-i",
+            client_key.trim_end_matches(".pub"),
+        ])
+        .args([
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+        ])
+        .args(["-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR"])
+        .args(["-b", "batch.txt", "acme@127.0.0.1"])
+        .output()
+        .unwrap();
+    assert!(
+        upload.status.success(),
+        "{}",
+        String::from_utf8_lossy(&upload.stderr)
+    );
+
+    let batches: Value = reqwest::Client::new()
+        .get(format!("{http}/v1/batches"))
+        .header("x-api-key", key["apiKey"].as_str().unwrap())
+        .header("x-api-secret", key["apiSecret"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(batches["total"], 1, "{batches}");
+    assert_eq!(batches["data"][0]["fileName"], "earns.csv");
+    assert_eq!(batches["data"][0]["state"], "received");
+    assert_eq!(batches["data"][0]["username"], "acme");
 }

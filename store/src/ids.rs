@@ -3,7 +3,7 @@
 use sha2::{Digest, Sha256};
 
 /// A new record id: a UUIDv7, so ids sort by creation time (lists page in creation order).
-pub(crate) fn new_id() -> String {
+pub fn new_id() -> String {
     uuid::Uuid::now_v7().to_string()
 }
 

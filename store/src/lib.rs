@@ -36,6 +36,7 @@ pub use burn::{Burned, NewBurn};
 pub use db::{Backend, Store};
 pub use earn::{Credit, Credited, EarnInput, EarnRequest, EarnStatus, PendingEarn};
 pub use error::StoreError;
+pub use ids::new_id;
 pub use keys::{ApiKey, ApiVersion, IssuedKey, KeyContext, NewKey, Permission};
 pub use members::{
     CATEGORIES, Channels, ChannelsPatch, CommunicationPreferences, Member, MemberPatch,

@@ -61,24 +61,37 @@ impl std::ops::DerefMut for Server {
 
 /// Starts `rewards serve` on a free port and returns it with its base URL, read from the log.
 pub fn serve(env: &[(&str, String)]) -> (Server, String) {
+    let (server, http, _) = serve_both(env);
+    (server, http)
+}
+
+/// Like `serve`, also returning the SFTP port.
+pub fn serve_both(env: &[(&str, String)]) -> (Server, String, u16) {
     let mut child = rewards(env)
         .arg("serve")
         .env("REWARDS_HTTP_ADDR", "127.0.0.1:0")
+        .env("REWARDS_SFTP_ADDR", "127.0.0.1:0")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .expect("start rewards serve");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let addr = loop {
+    let (http, sftp) = loop {
         let line = lines
             .next()
             .expect("server exited before listening")
             .unwrap();
-        if let Some(rest) = line.split("http=").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_string();
+        let field = |name: &str| {
+            line.split(&format!("{name}="))
+                .nth(1)
+                .map(|rest| rest.split_whitespace().next().unwrap().to_string())
+        };
+        if let (Some(http), Some(sftp)) = (field("http"), field("sftp")) {
+            break (http, sftp);
         }
     };
     // Keep draining the log so the server never blocks on a full pipe.
     std::thread::spawn(move || lines.for_each(drop));
-    (Server(child), format!("http://{addr}"))
+    let port = sftp.rsplit(':').next().unwrap().parse().unwrap();
+    (Server(child), format!("http://{http}"), port)
 }

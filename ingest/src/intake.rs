@@ -1,0 +1,122 @@
+//! Receiving a complete file. It leaves the inbox for the organisation's spool, so the client can
+//! neither change it while it waits nor see it twice, its content is hashed, and a batch is
+//! recorded: `received`, or `duplicate` when the organisation already sent this content.
+//! A file is in the spool before its batch exists; `recover` records any left there by a crash.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use store::{Batch, NewBatch, Store};
+
+/// Where received files wait for processing: `data_dir/spool/<org_id>/<batch_id>__<name>`.
+pub fn spool_dir(data_dir: &Path, org_id: &str) -> PathBuf {
+    data_dir.join("spool").join(org_id)
+}
+
+/// Moves `inbox_file` (complete, named `file_name` by the client) into the spool and records
+/// its batch.
+pub async fn receive(
+    store: &Store,
+    data_dir: &Path,
+    org_id: &str,
+    inbox_file: &Path,
+    file_name: &str,
+    source: &str,
+    username: Option<&str>,
+) -> Result<Batch, String> {
+    let id = store::new_id();
+    let spool = spool_dir(data_dir, org_id);
+    std::fs::create_dir_all(&spool).map_err(|e| format!("{}: {e}", spool.display()))?;
+    let spooled = spool.join(format!("{id}__{file_name}"));
+    std::fs::rename(inbox_file, &spooled)
+        .map_err(|e| format!("moving {} to the spool: {e}", inbox_file.display()))?;
+    record(store, org_id, id, &spooled, file_name, source, username).await
+}
+
+async fn record(
+    store: &Store,
+    org_id: &str,
+    id: String,
+    spooled: &Path,
+    file_name: &str,
+    source: &str,
+    username: Option<&str>,
+) -> Result<Batch, String> {
+    let path = spooled.to_owned();
+    let (size, sha256) = tokio::task::spawn_blocking(move || digest(&path))
+        .await
+        .map_err(|e| format!("hashing stopped: {e}"))?
+        .map_err(|e| format!("reading {}: {e}", spooled.display()))?;
+    let batch = store
+        .record_batch(NewBatch {
+            id,
+            org_id: org_id.to_string(),
+            file_name: file_name.to_string(),
+            size,
+            sha256,
+            source: source.to_string(),
+            username: username.map(String::from),
+        })
+        .await
+        .map_err(|e| format!("recording the batch: {e}"))?;
+    tracing::info!(
+        batch = %batch.id, org = org_id, user = username.unwrap_or("-"), file = file_name,
+        size, state = batch.state.as_str(), "file received"
+    );
+    Ok(batch)
+}
+
+/// Size and hex SHA-256 of a file, read in pieces.
+fn digest(path: &Path) -> std::io::Result<(i64, String)> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 256 * 1024];
+    let mut size = 0i64;
+    loop {
+        let read = file.read(&mut buffer)?;
+        if read == 0 {
+            break;
+        }
+        size += read as i64;
+        hasher.update(&buffer[..read]);
+    }
+    let hex = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok((size, hex))
+}
+
+/// Records every spooled file that has no batch yet (the process stopped between moving it and
+/// recording it). Returns how many were recorded.
+pub async fn recover(store: &Store, data_dir: &Path) -> Result<usize, String> {
+    let spool = data_dir.join("spool");
+    let Ok(orgs) = std::fs::read_dir(&spool) else {
+        return Ok(0);
+    };
+    let mut recovered = 0;
+    for org in orgs.flatten() {
+        let org_id = org.file_name().to_string_lossy().to_string();
+        let Ok(files) = std::fs::read_dir(org.path()) else {
+            continue;
+        };
+        for file in files.flatten() {
+            let name = file.file_name().to_string_lossy().to_string();
+            let Some((id, file_name)) = name.split_once("__") else {
+                continue;
+            };
+            match store.get_batch(&org_id, id).await {
+                Ok(_) => {}
+                Err(store::StoreError::NotFound { .. }) => {
+                    let (id, file_name) = (id.to_string(), file_name.to_string());
+                    record(store, &org_id, id, &file.path(), &file_name, "sftp", None).await?;
+                    recovered += 1;
+                }
+                Err(err) => return Err(err.to_string()),
+            }
+        }
+    }
+    Ok(recovered)
+}

@@ -1,0 +1,531 @@
+//! The SFTP operations of one session, on its organisation's tree (see `tree`). Uploads go to
+//! `/inbox` only, as `.csv` or `.xlsx` files or under a temporary name (`.part`, `.filepart`,
+//! `.tmp`). A file is handed over for processing when its write handle is closed, or when a
+//! temporary upload is renamed to its final name; an upload whose connection drops is deleted.
+
+use std::collections::HashMap;
+use std::fs::{File as DiskFile, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use russh_sftp::protocol::{
+    Attrs, Data, File, FileAttributes, Handle, Name, OpenFlags, Status, StatusCode, Version,
+};
+use russh_sftp::server::StatusReply;
+use store::SftpLogin;
+
+use super::Settings;
+use super::tree::{BadPath, Folder, Place, Tree, place};
+use crate::intake;
+
+/// What the session shares with the server: the store and where files live.
+pub struct Context {
+    pub store: store::Store,
+    pub data_dir: PathBuf,
+    pub settings: Settings,
+}
+
+enum Open {
+    Dir(Option<Vec<File>>),
+    Read(DiskFile),
+    Write(Upload),
+}
+
+struct Upload {
+    file: DiskFile,
+    name: String,
+    path: PathBuf,
+    /// Why the upload can no longer succeed (it passed the size limit).
+    refused: Option<String>,
+}
+
+pub struct Files {
+    context: Arc<Context>,
+    login: SftpLogin,
+    peer: String,
+    tree: Tree,
+    handles: HashMap<String, Open>,
+    next_handle: u64,
+}
+
+const TEMPORARY: [&str; 3] = [".part", ".filepart", ".tmp"];
+const ACCEPTED: [&str; 2] = [".csv", ".xlsx"];
+/// The most bytes one read answers with.
+const MAX_READ: u32 = 256 * 1024;
+
+fn ends_with_any(name: &str, suffixes: &[&str]) -> bool {
+    let lower = name.to_ascii_lowercase();
+    suffixes.iter().any(|s| lower.ends_with(s))
+}
+
+fn is_temporary(name: &str) -> bool {
+    ends_with_any(name, &TEMPORARY)
+}
+
+fn is_accepted(name: &str) -> bool {
+    ends_with_any(name, &ACCEPTED)
+}
+
+fn refused(code: StatusCode, message: impl Into<String>) -> StatusReply {
+    code.with_message(message)
+}
+
+fn status(id: u32) -> Status {
+    Status {
+        id,
+        status_code: StatusCode::Ok,
+        error_message: "Ok".into(),
+        language_tag: "en-US".into(),
+    }
+}
+
+fn io_error(err: std::io::Error) -> StatusReply {
+    match err.kind() {
+        std::io::ErrorKind::NotFound => StatusCode::NoSuchFile.into(),
+        std::io::ErrorKind::PermissionDenied => StatusCode::PermissionDenied.into(),
+        _ => refused(StatusCode::Failure, err.to_string()),
+    }
+}
+
+fn folder_attrs() -> FileAttributes {
+    let mut attrs = FileAttributes::empty();
+    attrs.permissions = Some(0o040755);
+    attrs
+}
+
+impl Files {
+    pub fn new(context: Arc<Context>, login: SftpLogin, peer: String) -> std::io::Result<Files> {
+        let tree = Tree::open(&context.data_dir, &login.org_id)?;
+        Ok(Files {
+            context,
+            login,
+            peer,
+            tree,
+            handles: HashMap::new(),
+            next_handle: 0,
+        })
+    }
+
+    fn resolve(&self, path: &str) -> Result<Place, StatusReply> {
+        place(path).map_err(|bad| match bad {
+            BadPath::Invalid => refused(StatusCode::BadMessage, "invalid characters in the path"),
+            BadPath::Missing => StatusCode::NoSuchFile.into(),
+        })
+    }
+
+    fn add(&mut self, open: Open) -> String {
+        self.next_handle += 1;
+        let handle = self.next_handle.to_string();
+        self.handles.insert(handle.clone(), open);
+        handle
+    }
+
+    /// Logs a refused operation with who asked.
+    fn refuse(&self, what: &str, path: &str, reply: StatusReply) -> StatusReply {
+        tracing::warn!(
+            user = %self.login.username, org = %self.login.org_id, peer = %self.peer,
+            what, path, reason = reply.error_message.as_deref().unwrap_or("refused"),
+            "SFTP request refused"
+        );
+        reply
+    }
+
+    /// A regular file in a folder: never a link, a directory or a device.
+    fn regular(
+        &self,
+        folder: Folder,
+        name: &str,
+    ) -> Result<(PathBuf, std::fs::Metadata), StatusReply> {
+        let path = self.tree.file(folder, name);
+        let meta = std::fs::symlink_metadata(&path).map_err(io_error)?;
+        if !meta.file_type().is_file() {
+            return Err(StatusCode::NoSuchFile.into());
+        }
+        Ok((path, meta))
+    }
+
+    fn listing(&self, place: &Place) -> Result<Vec<File>, StatusReply> {
+        match place {
+            Place::Root => Ok(Folder::ALL
+                .iter()
+                .map(|f| File::new(f.name(), folder_attrs()))
+                .collect()),
+            Place::Folder(folder) => {
+                let entries = std::fs::read_dir(self.tree.folder(*folder)).map_err(io_error)?;
+                let mut files = Vec::new();
+                for entry in entries.flatten() {
+                    // Links and anything but plain files are not shown.
+                    let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
+                        continue;
+                    };
+                    if meta.file_type().is_file() {
+                        let name = entry.file_name().to_string_lossy().to_string();
+                        files.push(File::new(name, FileAttributes::from(&meta)));
+                    }
+                }
+                files.sort_by(|a, b| a.filename.cmp(&b.filename));
+                Ok(files)
+            }
+            Place::File(..) => Err(StatusCode::NoSuchFile.into()),
+        }
+    }
+
+    fn attrs(&self, place: &Place) -> Result<FileAttributes, StatusReply> {
+        match place {
+            Place::Root | Place::Folder(_) => Ok(folder_attrs()),
+            Place::File(folder, name) => {
+                let (_, meta) = self.regular(*folder, name)?;
+                Ok(FileAttributes::from(&meta))
+            }
+        }
+    }
+
+    /// Hands a complete upload over for processing.
+    async fn hand_over(&self, path: &std::path::Path, name: &str) -> Result<(), StatusReply> {
+        let received = intake::receive(
+            &self.context.store,
+            &self.context.data_dir,
+            &self.login.org_id,
+            path,
+            name,
+            "sftp",
+            Some(&self.login.username),
+        )
+        .await;
+        match received {
+            Ok(batch) => {
+                tracing::info!(
+                    user = %self.login.username, org = %self.login.org_id, peer = %self.peer,
+                    file = name, batch = %batch.id, "upload complete"
+                );
+                Ok(())
+            }
+            Err(err) => {
+                tracing::error!(file = name, %err, "an upload could not be handed over");
+                Err(refused(
+                    StatusCode::Failure,
+                    "the file could not be received; send it again",
+                ))
+            }
+        }
+    }
+
+    fn check_upload_name(&self, path: &str, name: &str) -> Result<(), StatusReply> {
+        if is_accepted(name) || is_temporary(name) {
+            Ok(())
+        } else {
+            Err(self.refuse(
+                "upload",
+                path,
+                refused(
+                    StatusCode::PermissionDenied,
+                    "only .csv and .xlsx files are accepted (or a temporary name ending .part, .filepart or .tmp)",
+                ),
+            ))
+        }
+    }
+}
+
+impl Drop for Files {
+    /// A connection that ends with uploads still open leaves no half file behind.
+    fn drop(&mut self) {
+        for open in self.handles.values() {
+            if let Open::Write(upload) = open {
+                tracing::warn!(
+                    user = %self.login.username, org = %self.login.org_id, peer = %self.peer,
+                    file = %upload.name, "connection ended during an upload; the partial file is deleted"
+                );
+                let _ = std::fs::remove_file(&upload.path);
+            }
+        }
+    }
+}
+
+impl russh_sftp::server::Handler for Files {
+    type Error = StatusReply;
+
+    fn unimplemented(&self) -> Self::Error {
+        StatusCode::OpUnsupported.into()
+    }
+
+    async fn init(
+        &mut self,
+        _version: u32,
+        _extensions: HashMap<String, String>,
+    ) -> Result<Version, Self::Error> {
+        Ok(Version::new())
+    }
+
+    async fn realpath(&mut self, id: u32, path: String) -> Result<Name, Self::Error> {
+        let place = self.resolve(&path)?;
+        Ok(Name {
+            id,
+            files: vec![File::new(place.virtual_path(), folder_attrs())],
+        })
+    }
+
+    async fn opendir(&mut self, id: u32, path: String) -> Result<Handle, Self::Error> {
+        let place = self.resolve(&path)?;
+        let listing = self.listing(&place)?;
+        let handle = self.add(Open::Dir(Some(listing)));
+        Ok(Handle { id, handle })
+    }
+
+    async fn readdir(&mut self, id: u32, handle: String) -> Result<Name, Self::Error> {
+        match self.handles.get_mut(&handle) {
+            Some(Open::Dir(listing)) => match listing.take() {
+                Some(files) if !files.is_empty() => Ok(Name { id, files }),
+                _ => Err(StatusCode::Eof.into()),
+            },
+            _ => Err(StatusCode::Failure.into()),
+        }
+    }
+
+    async fn stat(&mut self, id: u32, path: String) -> Result<Attrs, Self::Error> {
+        let place = self.resolve(&path)?;
+        Ok(Attrs {
+            id,
+            attrs: self.attrs(&place)?,
+        })
+    }
+
+    async fn lstat(&mut self, id: u32, path: String) -> Result<Attrs, Self::Error> {
+        self.stat(id, path).await
+    }
+
+    async fn fstat(&mut self, id: u32, handle: String) -> Result<Attrs, Self::Error> {
+        let meta = match self.handles.get(&handle) {
+            Some(Open::Read(file)) => file.metadata(),
+            Some(Open::Write(upload)) => upload.file.metadata(),
+            Some(Open::Dir(_)) => {
+                return Ok(Attrs {
+                    id,
+                    attrs: folder_attrs(),
+                });
+            }
+            None => return Err(StatusCode::Failure.into()),
+        };
+        Ok(Attrs {
+            id,
+            attrs: FileAttributes::from(&meta.map_err(io_error)?),
+        })
+    }
+
+    async fn open(
+        &mut self,
+        id: u32,
+        filename: String,
+        pflags: OpenFlags,
+        _attrs: FileAttributes,
+    ) -> Result<Handle, Self::Error> {
+        let Place::File(folder, name) = self.resolve(&filename)? else {
+            return Err(StatusCode::NoSuchFile.into());
+        };
+        let writes = pflags.intersects(
+            OpenFlags::WRITE | OpenFlags::CREATE | OpenFlags::TRUNCATE | OpenFlags::APPEND,
+        );
+        if !writes {
+            let (path, _) = self.regular(folder, &name)?;
+            let file = DiskFile::open(path).map_err(io_error)?;
+            let handle = self.add(Open::Read(file));
+            return Ok(Handle { id, handle });
+        }
+        if folder != Folder::Inbox {
+            return Err(self.refuse(
+                "upload",
+                &filename,
+                refused(
+                    StatusCode::PermissionDenied,
+                    "reports/ and templates/ are read only; upload into inbox/",
+                ),
+            ));
+        }
+        self.check_upload_name(&filename, &name)?;
+        let path = self.tree.file(folder, &name);
+        if let Ok(meta) = std::fs::symlink_metadata(&path)
+            && !meta.file_type().is_file()
+        {
+            return Err(self.refuse("upload", &filename, StatusCode::PermissionDenied.into()));
+        }
+        let mut options = OpenOptions::new();
+        options.write(true).create(true);
+        if pflags.contains(OpenFlags::EXCLUDE) {
+            options.create_new(true);
+        } else if !pflags.contains(OpenFlags::APPEND) {
+            options.truncate(true);
+        }
+        let file = options.open(&path).map_err(io_error)?;
+        tracing::info!(
+            user = %self.login.username, org = %self.login.org_id, peer = %self.peer,
+            file = %name, "upload started"
+        );
+        let handle = self.add(Open::Write(Upload {
+            file,
+            name,
+            path,
+            refused: None,
+        }));
+        Ok(Handle { id, handle })
+    }
+
+    async fn read(
+        &mut self,
+        id: u32,
+        handle: String,
+        offset: u64,
+        len: u32,
+    ) -> Result<Data, Self::Error> {
+        let Some(Open::Read(file)) = self.handles.get(&handle) else {
+            return Err(StatusCode::Failure.into());
+        };
+        let mut data = vec![0u8; len.min(MAX_READ) as usize];
+        let read = file.read_at(&mut data, offset).map_err(io_error)?;
+        if read == 0 {
+            return Err(StatusCode::Eof.into());
+        }
+        data.truncate(read);
+        Ok(Data { id, data })
+    }
+
+    async fn write(
+        &mut self,
+        id: u32,
+        handle: String,
+        offset: u64,
+        data: Vec<u8>,
+    ) -> Result<Status, Self::Error> {
+        let limit = self.context.settings.max_upload_bytes;
+        let Some(Open::Write(upload)) = self.handles.get_mut(&handle) else {
+            return Err(StatusCode::Failure.into());
+        };
+        if let Some(reason) = &upload.refused {
+            return Err(refused(StatusCode::Failure, reason.clone()));
+        }
+        if offset.saturating_add(data.len() as u64) > limit {
+            let reason = format!("the file is larger than the {limit}-byte limit");
+            upload.refused = Some(reason.clone());
+            let name = upload.name.clone();
+            return Err(self.refuse("upload", &name, refused(StatusCode::Failure, reason)));
+        }
+        upload.file.write_all_at(&data, offset).map_err(io_error)?;
+        Ok(status(id))
+    }
+
+    async fn close(&mut self, id: u32, handle: String) -> Result<Status, Self::Error> {
+        match self.handles.remove(&handle) {
+            Some(Open::Write(upload)) => {
+                drop(upload.file);
+                if let Some(reason) = upload.refused {
+                    let _ = std::fs::remove_file(&upload.path);
+                    return Err(refused(StatusCode::Failure, reason));
+                }
+                if is_accepted(&upload.name) && !is_temporary(&upload.name) {
+                    self.hand_over(&upload.path, &upload.name).await?;
+                }
+                Ok(status(id))
+            }
+            Some(_) => Ok(status(id)),
+            None => Err(StatusCode::Failure.into()),
+        }
+    }
+
+    async fn remove(&mut self, id: u32, filename: String) -> Result<Status, Self::Error> {
+        match self.resolve(&filename)? {
+            Place::File(Folder::Inbox, name) => {
+                let (path, _) = self.regular(Folder::Inbox, &name)?;
+                std::fs::remove_file(path).map_err(io_error)?;
+                Ok(status(id))
+            }
+            _ => Err(self.refuse("remove", &filename, StatusCode::PermissionDenied.into())),
+        }
+    }
+
+    async fn rename(
+        &mut self,
+        id: u32,
+        oldpath: String,
+        newpath: String,
+    ) -> Result<Status, Self::Error> {
+        let (Place::File(Folder::Inbox, old), Place::File(Folder::Inbox, new)) =
+            (self.resolve(&oldpath)?, self.resolve(&newpath)?)
+        else {
+            return Err(self.refuse(
+                "rename",
+                &newpath,
+                refused(
+                    StatusCode::PermissionDenied,
+                    "files can only be renamed within inbox/",
+                ),
+            ));
+        };
+        self.check_upload_name(&newpath, &new)?;
+        let (from, _) = self.regular(Folder::Inbox, &old)?;
+        let to = self.tree.file(Folder::Inbox, &new);
+        if std::fs::symlink_metadata(&to).is_ok() {
+            return Err(refused(
+                StatusCode::Failure,
+                format!("{new} already exists"),
+            ));
+        }
+        std::fs::rename(&from, &to).map_err(io_error)?;
+        if is_accepted(&new) && !is_temporary(&new) {
+            self.hand_over(&to, &new).await?;
+        }
+        Ok(status(id))
+    }
+
+    async fn setstat(
+        &mut self,
+        id: u32,
+        path: String,
+        _attrs: FileAttributes,
+    ) -> Result<Status, Self::Error> {
+        // Clients set times and modes after an upload; they are accepted and ignored.
+        self.resolve(&path)?;
+        Ok(status(id))
+    }
+
+    async fn fsetstat(
+        &mut self,
+        id: u32,
+        _handle: String,
+        _attrs: FileAttributes,
+    ) -> Result<Status, Self::Error> {
+        Ok(status(id))
+    }
+
+    async fn mkdir(
+        &mut self,
+        _id: u32,
+        path: String,
+        _attrs: FileAttributes,
+    ) -> Result<Status, Self::Error> {
+        Err(self.refuse(
+            "mkdir",
+            &path,
+            refused(StatusCode::PermissionDenied, "folders cannot be made"),
+        ))
+    }
+
+    async fn rmdir(&mut self, _id: u32, path: String) -> Result<Status, Self::Error> {
+        Err(self.refuse("rmdir", &path, StatusCode::PermissionDenied.into()))
+    }
+
+    async fn symlink(
+        &mut self,
+        _id: u32,
+        linkpath: String,
+        _targetpath: String,
+    ) -> Result<Status, Self::Error> {
+        Err(self.refuse(
+            "symlink",
+            &linkpath,
+            refused(StatusCode::PermissionDenied, "links cannot be made"),
+        ))
+    }
+
+    async fn readlink(&mut self, _id: u32, path: String) -> Result<Name, Self::Error> {
+        Err(self.refuse("readlink", &path, StatusCode::NoSuchFile.into()))
+    }
+}

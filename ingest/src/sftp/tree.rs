@@ -1,0 +1,147 @@
+//! An organisation's SFTP tree: `/inbox` (uploads), `/reports` and `/templates` (read only).
+//! Client paths are virtual POSIX paths, normalised so that no path can leave the root: `..`
+//! stops at `/`, and anything but the three folders and the files directly in them does not
+//! exist. Symbolic links are never followed, listed or created.
+
+use std::path::{Path, PathBuf};
+
+/// The three folders every organisation sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Folder {
+    Inbox,
+    Reports,
+    Templates,
+}
+
+impl Folder {
+    pub const ALL: [Folder; 3] = [Folder::Inbox, Folder::Reports, Folder::Templates];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Folder::Inbox => "inbox",
+            Folder::Reports => "reports",
+            Folder::Templates => "templates",
+        }
+    }
+
+    fn named(name: &str) -> Option<Folder> {
+        Folder::ALL.into_iter().find(|f| f.name() == name)
+    }
+}
+
+/// Where a virtual path leads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    Root,
+    Folder(Folder),
+    File(Folder, String),
+}
+
+impl Place {
+    /// The normalised virtual path, as `realpath` answers it.
+    pub fn virtual_path(&self) -> String {
+        match self {
+            Place::Root => "/".into(),
+            Place::Folder(folder) => format!("/{}", folder.name()),
+            Place::File(folder, name) => format!("/{}/{name}", folder.name()),
+        }
+    }
+}
+
+/// Why a path is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BadPath {
+    /// A NUL byte or another control character.
+    Invalid,
+    /// Nothing there (outside the three folders, or deeper than a file in one).
+    Missing,
+}
+
+/// Normalises `path` (absolute, or relative to `/`) and says where it leads.
+pub fn place(path: &str) -> Result<Place, BadPath> {
+    if path.chars().any(char::is_control) {
+        return Err(BadPath::Invalid);
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            name => parts.push(name),
+        }
+    }
+    match parts.as_slice() {
+        [] => Ok(Place::Root),
+        [folder] => Folder::named(folder)
+            .map(Place::Folder)
+            .ok_or(BadPath::Missing),
+        [folder, name] => Folder::named(folder)
+            .map(|f| Place::File(f, (*name).to_string()))
+            .ok_or(BadPath::Missing),
+        _ => Err(BadPath::Missing),
+    }
+}
+
+/// The organisation's folders on disk.
+#[derive(Debug, Clone)]
+pub struct Tree {
+    root: PathBuf,
+}
+
+impl Tree {
+    /// `data_dir/sftp/<org_id>`, with its three folders made if missing.
+    pub fn open(data_dir: &Path, org_id: &str) -> std::io::Result<Tree> {
+        let root = data_dir.join("sftp").join(org_id);
+        for folder in Folder::ALL {
+            std::fs::create_dir_all(root.join(folder.name()))?;
+        }
+        Ok(Tree { root })
+    }
+
+    pub fn folder(&self, folder: Folder) -> PathBuf {
+        self.root.join(folder.name())
+    }
+
+    pub fn file(&self, folder: Folder, name: &str) -> PathBuf {
+        self.folder(folder).join(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_never_leave_the_root() {
+        let cases = [
+            ("/", Ok(Place::Root)),
+            ("", Ok(Place::Root)),
+            ("..", Ok(Place::Root)),
+            ("/../../..", Ok(Place::Root)),
+            ("inbox", Ok(Place::Folder(Folder::Inbox))),
+            ("/inbox/./", Ok(Place::Folder(Folder::Inbox))),
+            (
+                "/inbox/a.csv",
+                Ok(Place::File(Folder::Inbox, "a.csv".into())),
+            ),
+            (
+                "/reports/../inbox/a.csv",
+                Ok(Place::File(Folder::Inbox, "a.csv".into())),
+            ),
+            ("../../etc/passwd", Err(BadPath::Missing)),
+            ("/etc/passwd", Err(BadPath::Missing)),
+            ("/inbox/sub/a.csv", Err(BadPath::Missing)),
+            ("/inbox/a\0.csv", Err(BadPath::Invalid)),
+            ("/inbox/a\n.csv", Err(BadPath::Invalid)),
+        ];
+        for (path, expected) in cases {
+            assert_eq!(place(path), expected, "{path:?}");
+        }
+        assert_eq!(
+            place("/inbox/../templates/x").unwrap().virtual_path(),
+            "/templates/x"
+        );
+    }
+}
