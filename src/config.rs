@@ -4,6 +4,7 @@
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde::Deserialize;
@@ -19,6 +20,13 @@ struct FileConfig {
     db_max_connections: Option<u32>,
     log_format: Option<LogFormat>,
     background_workers: Option<bool>,
+    sftp_max_upload_bytes: Option<u64>,
+    sftp_auth_delay_ms: Option<u64>,
+    sftp_max_auth_attempts: Option<usize>,
+    sftp_idle_timeout_secs: Option<u64>,
+    sftp_ban_after: Option<u32>,
+    sftp_ban_window_secs: Option<u64>,
+    sftp_ban_secs: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -44,6 +52,8 @@ pub struct Config {
     /// Whether `serve` also runs the earn worker and the expiry sweeper. A deployment may keep
     /// some nodes for HTTP only.
     pub background_workers: bool,
+    /// The SFTP server's limits (upload size, login delays and attempts, idle time, bans).
+    pub sftp: ingest::sftp::Settings,
 }
 
 impl Default for Config {
@@ -56,6 +66,7 @@ impl Default for Config {
             db_max_connections: 16,
             log_format: LogFormat::Text,
             background_workers: true,
+            sftp: ingest::sftp::Settings::default(),
         }
     }
 }
@@ -96,6 +107,28 @@ impl Config {
         }
         if let Some(v) = file.background_workers {
             self.background_workers = v;
+        }
+        let sftp = &mut self.sftp;
+        if let Some(v) = file.sftp_max_upload_bytes {
+            sftp.max_upload_bytes = v;
+        }
+        if let Some(v) = file.sftp_auth_delay_ms {
+            sftp.auth_rejection_delay = Duration::from_millis(v);
+        }
+        if let Some(v) = file.sftp_max_auth_attempts {
+            sftp.max_auth_attempts = v;
+        }
+        if let Some(v) = file.sftp_idle_timeout_secs {
+            sftp.idle_timeout = Duration::from_secs(v);
+        }
+        if let Some(v) = file.sftp_ban_after {
+            sftp.ban.failures = v;
+        }
+        if let Some(v) = file.sftp_ban_window_secs {
+            sftp.ban.window = Duration::from_secs(v);
+        }
+        if let Some(v) = file.sftp_ban_secs {
+            sftp.ban.ban = Duration::from_secs(v);
         }
     }
 }
@@ -138,6 +171,28 @@ fn from_env(var: impl Fn(&str) -> Option<String>) -> anyhow::Result<FileConfig> 
             "REWARDS_BACKGROUND_WORKERS",
             var("REWARDS_BACKGROUND_WORKERS"),
         )?,
+        sftp_max_upload_bytes: parse(
+            "REWARDS_SFTP_MAX_UPLOAD_BYTES",
+            var("REWARDS_SFTP_MAX_UPLOAD_BYTES"),
+        )?,
+        sftp_auth_delay_ms: parse(
+            "REWARDS_SFTP_AUTH_DELAY_MS",
+            var("REWARDS_SFTP_AUTH_DELAY_MS"),
+        )?,
+        sftp_max_auth_attempts: parse(
+            "REWARDS_SFTP_MAX_AUTH_ATTEMPTS",
+            var("REWARDS_SFTP_MAX_AUTH_ATTEMPTS"),
+        )?,
+        sftp_idle_timeout_secs: parse(
+            "REWARDS_SFTP_IDLE_TIMEOUT_SECS",
+            var("REWARDS_SFTP_IDLE_TIMEOUT_SECS"),
+        )?,
+        sftp_ban_after: parse("REWARDS_SFTP_BAN_AFTER", var("REWARDS_SFTP_BAN_AFTER"))?,
+        sftp_ban_window_secs: parse(
+            "REWARDS_SFTP_BAN_WINDOW_SECS",
+            var("REWARDS_SFTP_BAN_WINDOW_SECS"),
+        )?,
+        sftp_ban_secs: parse("REWARDS_SFTP_BAN_SECS", var("REWARDS_SFTP_BAN_SECS"))?,
     })
 }
 
@@ -204,6 +259,32 @@ mod tests {
     }
 
     #[test]
+    fn sftp_limits_come_from_the_file_and_the_environment() {
+        let mut config = Config::default();
+        config
+            .apply(toml::from_str("sftp_max_upload_bytes = 1048576\nsftp_ban_after = 3").unwrap());
+        config.apply(
+            from_env(env(&[
+                ("REWARDS_SFTP_BAN_AFTER", "10"),
+                ("REWARDS_SFTP_AUTH_DELAY_MS", "250"),
+                ("REWARDS_SFTP_IDLE_TIMEOUT_SECS", "30"),
+            ]))
+            .unwrap(),
+        );
+        let sftp = &config.sftp;
+        assert_eq!(sftp.max_upload_bytes, 1_048_576);
+        assert_eq!(sftp.ban.failures, 10);
+        assert_eq!(sftp.auth_rejection_delay, Duration::from_millis(250));
+        assert_eq!(sftp.idle_timeout, Duration::from_secs(30));
+        assert_eq!(sftp.max_auth_attempts, 6, "the default stays");
+        let err = from_env(env(&[("REWARDS_SFTP_MAX_UPLOAD_BYTES", "1GB")])).unwrap_err();
+        assert!(
+            err.to_string().contains("REWARDS_SFTP_MAX_UPLOAD_BYTES"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn the_sample_file_shows_the_defaults() {
         let mut config = Config::default();
         config.apply(toml::from_str(include_str!("../samples/rewards.toml")).unwrap());
@@ -215,6 +296,14 @@ mod tests {
         assert_eq!(config.log_format, defaults.log_format);
         assert_eq!(config.background_workers, defaults.background_workers);
         assert!(config.database_url.is_none());
+        let sftp = (&config.sftp, &defaults.sftp);
+        assert_eq!(sftp.0.max_upload_bytes, sftp.1.max_upload_bytes);
+        assert_eq!(sftp.0.auth_rejection_delay, sftp.1.auth_rejection_delay);
+        assert_eq!(sftp.0.max_auth_attempts, sftp.1.max_auth_attempts);
+        assert_eq!(sftp.0.idle_timeout, sftp.1.idle_timeout);
+        assert_eq!(sftp.0.ban.failures, sftp.1.ban.failures);
+        assert_eq!(sftp.0.ban.window, sftp.1.ban.window);
+        assert_eq!(sftp.0.ban.ban, sftp.1.ban.ban);
     }
 
     #[test]

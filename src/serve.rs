@@ -49,7 +49,7 @@ pub async fn serve(config: &Config, store: Store) -> anyhow::Result<()> {
         sftp_listener,
         store.clone(),
         config.data_dir.clone(),
-        ingest::sftp::Settings::default(),
+        config.sftp.clone(),
         {
             let mut stopped = stopped.clone();
             async move {
