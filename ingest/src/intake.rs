@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use store::{Batch, NewBatch, Store};
 
-/// Where received files wait for processing: `data_dir/spool/<org_id>/<batch_id>__<name>`.
+/// Where received files wait for processing:
+/// `data_dir/spool/<org_id>/<batch_id>__<source>__<name>`.
 pub fn spool_dir(data_dir: &Path, org_id: &str) -> PathBuf {
     data_dir.join("spool").join(org_id)
 }
@@ -28,7 +29,7 @@ pub async fn receive(
     let id = store::new_id();
     let spool = spool_dir(data_dir, org_id);
     std::fs::create_dir_all(&spool).map_err(|e| format!("{}: {e}", spool.display()))?;
-    let spooled = spool.join(format!("{id}__{file_name}"));
+    let spooled = spool.join(format!("{id}__{source}__{file_name}"));
     std::fs::rename(inbox_file, &spooled)
         .map_err(|e| format!("moving {} to the spool: {e}", inbox_file.display()))?;
     record(store, org_id, id, &spooled, file_name, source, username).await
@@ -104,14 +105,17 @@ pub async fn recover(store: &Store, data_dir: &Path) -> Result<usize, String> {
         };
         for file in files.flatten() {
             let name = file.file_name().to_string_lossy().to_string();
-            let Some((id, file_name)) = name.split_once("__") else {
+            let mut parts = name.splitn(3, "__");
+            let (Some(id), Some(source), Some(file_name)) =
+                (parts.next(), parts.next(), parts.next())
+            else {
                 continue;
             };
             match store.get_batch(&org_id, id).await {
                 Ok(_) => {}
                 Err(store::StoreError::NotFound { .. }) => {
-                    let (id, file_name) = (id.to_string(), file_name.to_string());
-                    record(store, &org_id, id, &file.path(), &file_name, "sftp", None).await?;
+                    let id = id.to_string();
+                    record(store, &org_id, id, &file.path(), file_name, source, None).await?;
                     recovered += 1;
                 }
                 Err(err) => return Err(err.to_string()),
