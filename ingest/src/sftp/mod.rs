@@ -4,6 +4,7 @@
 //! delay on every rejected login, a cap on login attempts per connection, an idle timeout, and a
 //! defender that bans an address after repeated failures.
 
+mod bounded;
 mod defender;
 mod files;
 mod session;

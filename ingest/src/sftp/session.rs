@@ -9,6 +9,7 @@ use russh::server::{Auth, ChannelOpenHandle, Msg, PublicKeyOffer, Session, Verif
 use russh::{Channel, ChannelId};
 use store::SftpLogin;
 
+use super::bounded::Bounded;
 use super::defender::Defender;
 use super::files::{Context, Files};
 use crate::keys::fingerprint;
@@ -150,7 +151,8 @@ impl russh::server::Handler for Connection {
         let config = russh_sftp::server::Config {
             max_client_packet_len: self.context.settings.max_packet_bytes,
         };
-        russh_sftp::server::run_with_config(channel.into_stream(), files, config).await;
+        let stream = Bounded::new(channel.into_stream(), config.max_client_packet_len);
+        russh_sftp::server::run_with_config(stream, files, config).await;
         Ok(())
     }
 
