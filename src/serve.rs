@@ -57,6 +57,16 @@ pub async fn serve(config: &Config, store: Store) -> anyhow::Result<()> {
             }
         },
     ));
+    let watcher = tokio::spawn(ingest::watcher::watch(
+        store.clone(),
+        config.data_dir.clone(),
+        {
+            let mut stopped = stopped.clone();
+            async move {
+                let _ = stopped.wait_for(|stop| *stop).await;
+            }
+        },
+    ));
     api::serve(
         listener,
         api::AppState::new(store.clone()),
@@ -67,6 +77,11 @@ pub async fn serve(config: &Config, store: Store) -> anyhow::Result<()> {
         },
     )
     .await?;
+    match watcher.await {
+        Ok(Err(err)) => tracing::error!(%err, "the inbox watcher failed"),
+        Err(err) => tracing::error!(%err, "the inbox watcher stopped abnormally"),
+        Ok(Ok(())) => {}
+    }
     match sftp_server.await {
         Ok(Err(err)) => tracing::error!(%err, "the SFTP server failed"),
         Err(err) => tracing::error!(%err, "the SFTP server stopped abnormally"),

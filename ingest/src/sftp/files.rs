@@ -16,7 +16,9 @@ use russh_sftp::server::StatusReply;
 use store::SftpLogin;
 
 use super::Settings;
-use super::tree::{BadPath, Folder, Place, Tree, place};
+use super::tree::{
+    BadPath, Folder, Place, Tree, is_final_name, is_uploadable, place, upload_marker,
+};
 use crate::intake;
 
 /// What the session shares with the server: the store and where files live.
@@ -49,23 +51,8 @@ pub struct Files {
     next_handle: u64,
 }
 
-const TEMPORARY: [&str; 3] = [".part", ".filepart", ".tmp"];
-const ACCEPTED: [&str; 2] = [".csv", ".xlsx"];
 /// The most bytes one read answers with.
 const MAX_READ: u32 = 256 * 1024;
-
-fn ends_with_any(name: &str, suffixes: &[&str]) -> bool {
-    let lower = name.to_ascii_lowercase();
-    suffixes.iter().any(|s| lower.ends_with(s))
-}
-
-fn is_temporary(name: &str) -> bool {
-    ends_with_any(name, &TEMPORARY)
-}
-
-fn is_accepted(name: &str) -> bool {
-    ends_with_any(name, &ACCEPTED)
-}
 
 fn refused(code: StatusCode, message: impl Into<String>) -> StatusReply {
     code.with_message(message)
@@ -159,8 +146,9 @@ impl Files {
                     let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
                         continue;
                     };
-                    if meta.file_type().is_file() {
-                        let name = entry.file_name().to_string_lossy().to_string();
+                    let name = entry.file_name().to_string_lossy().to_string();
+                    // Hidden files are the server's own (upload markers).
+                    if meta.file_type().is_file() && !name.starts_with('.') {
                         files.push(File::new(name, FileAttributes::from(&meta)));
                     }
                 }
@@ -212,7 +200,7 @@ impl Files {
     }
 
     fn check_upload_name(&self, path: &str, name: &str) -> Result<(), StatusReply> {
-        if is_accepted(name) || is_temporary(name) {
+        if is_uploadable(name) && !name.starts_with('.') {
             Ok(())
         } else {
             Err(self.refuse(
@@ -237,6 +225,7 @@ impl Drop for Files {
                     file = %upload.name, "connection ended during an upload; the partial file is deleted"
                 );
                 let _ = std::fs::remove_file(&upload.path);
+                let _ = std::fs::remove_file(upload_marker(&upload.path));
             }
         }
     }
@@ -355,7 +344,15 @@ impl russh_sftp::server::Handler for Files {
         } else if !pflags.contains(OpenFlags::APPEND) {
             options.truncate(true);
         }
-        let file = options.open(&path).map_err(io_error)?;
+        // Marks the upload as in progress for the inbox watcher (see `watcher`).
+        std::fs::write(upload_marker(&path), b"").map_err(io_error)?;
+        let file = match options.open(&path) {
+            Ok(file) => file,
+            Err(err) => {
+                let _ = std::fs::remove_file(upload_marker(&path));
+                return Err(io_error(err));
+            }
+        };
         tracing::info!(
             user = %self.login.username, org = %self.login.org_id, peer = %self.peer,
             file = %name, "upload started"
@@ -417,10 +414,12 @@ impl russh_sftp::server::Handler for Files {
             Some(Open::Write(upload)) => {
                 drop(upload.file);
                 if let Some(reason) = upload.refused {
+                    let _ = std::fs::remove_file(upload_marker(&upload.path));
                     let _ = std::fs::remove_file(&upload.path);
                     return Err(refused(StatusCode::Failure, reason));
                 }
-                if is_accepted(&upload.name) && !is_temporary(&upload.name) {
+                let _ = std::fs::remove_file(upload_marker(&upload.path));
+                if is_final_name(&upload.name) {
                     self.hand_over(&upload.path, &upload.name).await?;
                 }
                 Ok(status(id))
@@ -469,7 +468,7 @@ impl russh_sftp::server::Handler for Files {
             ));
         }
         std::fs::rename(&from, &to).map_err(io_error)?;
-        if is_accepted(&new) && !is_temporary(&new) {
+        if is_final_name(&new) {
             self.hand_over(&to, &new).await?;
         }
         Ok(status(id))

@@ -77,11 +77,45 @@ pub fn place(path: &str) -> Result<Place, BadPath> {
         [folder] => Folder::named(folder)
             .map(Place::Folder)
             .ok_or(BadPath::Missing),
+        // Hidden names are the server's own (upload markers): not there for clients.
+        [_, name] if name.starts_with('.') => Err(BadPath::Missing),
         [folder, name] => Folder::named(folder)
             .map(|f| Place::File(f, (*name).to_string()))
             .ok_or(BadPath::Missing),
         _ => Err(BadPath::Missing),
     }
+}
+
+const TEMPORARY: [&str; 3] = [".part", ".filepart", ".tmp"];
+const ACCEPTED: [&str; 2] = [".csv", ".xlsx"];
+
+fn ends_with_any(name: &str, suffixes: &[&str]) -> bool {
+    let lower = name.to_ascii_lowercase();
+    suffixes.iter().any(|s| lower.ends_with(s))
+}
+
+/// A temporary upload name (WinSCP's and FileZilla's `.filepart` and `.part`, or `.tmp`).
+pub fn is_temporary(name: &str) -> bool {
+    ends_with_any(name, &TEMPORARY)
+}
+
+/// A name that may be uploaded at all: final or temporary.
+pub fn is_uploadable(name: &str) -> bool {
+    ends_with_any(name, &ACCEPTED) || is_temporary(name)
+}
+
+/// A complete file's name: `.csv` or `.xlsx`, not temporary.
+pub fn is_final_name(name: &str) -> bool {
+    ends_with_any(name, &ACCEPTED) && !is_temporary(name)
+}
+
+/// The hidden file that marks `path` as being uploaded.
+pub fn upload_marker(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.uploading"))
 }
 
 /// The organisation's folders on disk.
@@ -133,6 +167,7 @@ mod tests {
             ("../../etc/passwd", Err(BadPath::Missing)),
             ("/etc/passwd", Err(BadPath::Missing)),
             ("/inbox/sub/a.csv", Err(BadPath::Missing)),
+            ("/inbox/.a.csv.uploading", Err(BadPath::Missing)),
             ("/inbox/a\0.csv", Err(BadPath::Invalid)),
             ("/inbox/a\n.csv", Err(BadPath::Invalid)),
         ];

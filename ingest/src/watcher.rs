@@ -1,0 +1,151 @@
+//! The inbox watcher: files placed in an organisation's inbox by other means (an operator, or an
+//! OpenSSH or SFTPGo server at the edge writing to the same directory) are received once they
+//! are complete: a final name (`.csv`, `.xlsx`), no change for a quiet period, and no upload in
+//! progress (our SFTP server marks each open upload with a hidden `.NAME.uploading` file).
+//! Filesystem events make this prompt; a rescan every few seconds catches what events miss.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime};
+
+use notify::{RecursiveMode, Watcher};
+use store::Store;
+
+use crate::intake;
+use crate::sftp::tree::{is_final_name, upload_marker};
+
+/// How long a file must stay unchanged before it counts as complete.
+pub const QUIET: Duration = Duration::from_secs(2);
+const TICK: Duration = Duration::from_millis(250);
+const RESCAN: Duration = Duration::from_secs(5);
+/// A marker this old belongs to an upload whose server died: the partial file is deleted.
+const STALE_MARKER: Duration = Duration::from_secs(3600);
+
+/// Watches every organisation's inbox under `data_dir/sftp` until `stop` resolves.
+pub async fn watch(
+    store: Store,
+    data_dir: PathBuf,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<(), String> {
+    let root = data_dir.join("sftp");
+    std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+    let (events, changed) = mpsc::channel();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if let Ok(event) = event {
+            for path in event.paths {
+                let _ = events.send(path);
+            }
+        }
+    })
+    .map_err(|e| format!("watching {}: {e}", root.display()))?;
+    watcher
+        .watch(&root, RecursiveMode::Recursive)
+        .map_err(|e| format!("watching {}: {e}", root.display()))?;
+
+    // A file's size and modification time when last looked at, and since when they held.
+    let mut pending: HashMap<PathBuf, (u64, SystemTime, Instant)> = HashMap::new();
+    let mut last_scan: Option<Instant> = None;
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            () = &mut stop => return Ok(()),
+            () = tokio::time::sleep(TICK) => {}
+        }
+        let mut candidates: Vec<PathBuf> = changed.try_iter().collect();
+        if last_scan.is_none_or(|at| at.elapsed() >= RESCAN) {
+            candidates.extend(inbox_files(&root));
+            last_scan = Some(Instant::now());
+        }
+        for path in candidates {
+            pending
+                .entry(path)
+                .or_insert((u64::MAX, SystemTime::UNIX_EPOCH, Instant::now()));
+        }
+        let mut done = Vec::new();
+        for (path, seen) in pending.iter_mut() {
+            match check(path, seen) {
+                Check::Wait => {}
+                Check::Drop => done.push(path.clone()),
+                Check::Ready { org_id, name } => {
+                    done.push(path.clone());
+                    if let Err(err) =
+                        intake::receive(&store, &data_dir, &org_id, path, &name, "inbox", None)
+                            .await
+                    {
+                        tracing::error!(file = %path.display(), %err, "an inbox file could not be received");
+                    }
+                }
+            }
+        }
+        for path in done {
+            pending.remove(&path);
+        }
+    }
+}
+
+enum Check {
+    Wait,
+    Drop,
+    Ready { org_id: String, name: String },
+}
+
+/// Whether `path` is a complete inbox file: `seen` holds its last size and time and since when.
+fn check(path: &Path, seen: &mut (u64, SystemTime, Instant)) -> Check {
+    let Some((org_id, name)) = inbox_file(path) else {
+        return Check::Drop;
+    };
+    if !is_final_name(&name) {
+        return Check::Drop;
+    }
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Check::Drop;
+    };
+    if !meta.file_type().is_file() {
+        return Check::Drop;
+    }
+    let marker = upload_marker(path);
+    if let Ok(marked) = std::fs::metadata(&marker) {
+        let age = marked.modified().ok().and_then(|m| m.elapsed().ok());
+        if age.is_some_and(|age| age > STALE_MARKER) {
+            tracing::warn!(file = %path.display(), "an interrupted upload is deleted");
+            let _ = std::fs::remove_file(path);
+            let _ = std::fs::remove_file(&marker);
+            return Check::Drop;
+        }
+        return Check::Wait;
+    }
+    let now = (
+        meta.len(),
+        meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+    );
+    if (seen.0, seen.1) != now {
+        *seen = (now.0, now.1, Instant::now());
+        return Check::Wait;
+    }
+    if seen.2.elapsed() < QUIET {
+        return Check::Wait;
+    }
+    Check::Ready { org_id, name }
+}
+
+/// `(org_id, name)` when `path` is `…/sftp/<org_id>/inbox/<name>` and not a hidden file.
+fn inbox_file(path: &Path) -> Option<(String, String)> {
+    let name = path.file_name()?.to_str()?;
+    let inbox = path.parent()?;
+    if inbox.file_name()? != "inbox" || name.starts_with('.') {
+        return None;
+    }
+    let org = inbox.parent()?.file_name()?.to_str()?;
+    Some((org.to_string(), name.to_string()))
+}
+
+fn inbox_files(root: &Path) -> Vec<PathBuf> {
+    let Ok(orgs) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    orgs.flatten()
+        .filter_map(|org| std::fs::read_dir(org.path().join("inbox")).ok())
+        .flat_map(|files| files.flatten().map(|f| f.path()))
+        .collect()
+}

@@ -1,0 +1,109 @@
+//! The inbox watcher: files put into an inbox by other means are received once complete;
+//! temporary names and uploads in progress are left alone.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use store::testing::TestStore;
+use store::{Batch, Page, Store};
+
+struct Watched {
+    _db: TestStore,
+    store: Store,
+    org: String,
+    inbox: PathBuf,
+    _dir: tempfile::TempDir,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+async fn watched() -> Watched {
+    let db = TestStore::sqlite().await;
+    let store = db.store.clone();
+    let org = store.create_org("Acme").await.unwrap().id;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_owned();
+    let inbox = ingest::sftp::tree::Tree::open(&data, &org)
+        .unwrap()
+        .folder(ingest::sftp::tree::Folder::Inbox);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(ingest::watcher::watch(store.clone(), data, async {
+        let _ = stopped.await;
+    }));
+    Watched {
+        _db: db,
+        store,
+        org,
+        inbox,
+        _dir: dir,
+        _stop: stop,
+    }
+}
+
+impl Watched {
+    async fn batches(&self) -> Vec<Batch> {
+        let page = Page {
+            page: 1,
+            limit: 100,
+        };
+        self.store
+            .list_batches(&self.org, page)
+            .await
+            .unwrap()
+            .items
+    }
+
+    /// Waits until `count` batches exist (or fails after a while).
+    async fn wait_for(&self, count: usize) -> Vec<Batch> {
+        let started = Instant::now();
+        loop {
+            let batches = self.batches().await;
+            if batches.len() >= count {
+                return batches;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "still {} batches",
+                batches.len()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_placed_in_the_inbox_is_received_once_complete() {
+    let watched = watched().await;
+    std::fs::write(watched.inbox.join("edge.csv"), "id,walletId,amount,date\n").unwrap();
+    let batches = watched.wait_for(1).await;
+    assert_eq!(batches[0].file_name, "edge.csv");
+    assert_eq!(batches[0].source, "inbox");
+    assert!(
+        !watched.inbox.join("edge.csv").exists(),
+        "moved to the spool"
+    );
+    tokio::time::sleep(ingest::watcher::QUIET * 2).await;
+    assert_eq!(watched.batches().await.len(), 1, "received once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn temporary_names_and_uploads_in_progress_wait() {
+    let watched = watched().await;
+    let uploading = watched.inbox.join("slow.csv");
+    let marker = ingest::sftp::tree::upload_marker(&uploading);
+    std::fs::write(&marker, b"").unwrap();
+    std::fs::write(&uploading, "id,walletId,amount,date\n").unwrap();
+    std::fs::write(watched.inbox.join("later.csv.part"), "id\n").unwrap();
+    tokio::time::sleep(ingest::watcher::QUIET * 2).await;
+    assert!(watched.batches().await.is_empty(), "nothing complete yet");
+
+    std::fs::remove_file(&marker).unwrap();
+    std::fs::rename(
+        watched.inbox.join("later.csv.part"),
+        watched.inbox.join("later.csv"),
+    )
+    .unwrap();
+    let batches = watched.wait_for(2).await;
+    let mut names: Vec<&str> = batches.iter().map(|b| b.file_name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["later.csv", "slow.csv"]);
+}
