@@ -374,3 +374,55 @@ async fn wrong_credentials_fail_and_repeated_failures_ban_the_address() {
         .await;
     assert!(!banned.ok, "the address is banned: {}", banned.out);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_connection_leaves_no_half_file() {
+    let server = start(quick()).await;
+    // Big enough that the upload is still running when the client is killed.
+    let big = server.file("big.csv", &vec![b'7'; 400 << 20]);
+    let script = server.file("put.txt", b"put big.csv inbox/big.csv\n");
+    let mut client = Command::new("sftp")
+        .current_dir(server.dir.path())
+        .args(["-P", &server.port.to_string(), "-i"])
+        .arg(&server.alice_key)
+        .args([
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+        ])
+        .args(["-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR", "-b"])
+        .arg(&script)
+        .arg("alice@127.0.0.1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let partial = server
+        .data()
+        .join("sftp")
+        .join(&server.org)
+        .join("inbox")
+        .join("big.csv");
+    let started = std::time::Instant::now();
+    while std::fs::metadata(&partial).map(|m| m.len()).unwrap_or(0) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the upload never started"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    client.kill().unwrap();
+    client.wait().unwrap();
+    let inbox = partial.parent().unwrap().to_owned();
+    let started = std::time::Instant::now();
+    while std::fs::read_dir(&inbox).unwrap().count() > 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the partial file stayed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(server.batches().await.is_empty(), "nothing was received");
+    drop(big);
+}
