@@ -4,5 +4,6 @@
 
 pub mod intake;
 pub mod keys;
+pub mod rows;
 pub mod sftp;
 pub mod watcher;

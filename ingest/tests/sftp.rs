@@ -279,7 +279,7 @@ async fn reports_can_be_downloaded_but_not_written() {
         .sftp(
             "alice",
             Login::Key(&server.alice_key),
-            "get reports/earns.csv.result.json result.json\n-put result.json reports/x.csv\n",
+            "get reports/earns.csv.result.json result.json\nget templates/earn.csv template.csv\n-put result.json reports/x.csv\n",
         )
         .await;
     assert!(run.ok, "{}", run.out);
@@ -288,6 +288,11 @@ async fn reports_can_be_downloaded_but_not_written() {
         b"{\"state\":\"completed\"}"
     );
     assert!(!reports.join("x.csv").exists());
+    let template = std::fs::read_to_string(server.dir.path().join("template.csv")).unwrap();
+    assert!(
+        template.starts_with("id,walletId,amount,date"),
+        "{template}"
+    );
     assert!(
         run.out.contains("read only") || run.out.contains("ermission denied"),
         "{}",

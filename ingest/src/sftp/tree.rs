@@ -118,6 +118,12 @@ pub fn upload_marker(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.uploading"))
 }
 
+/// The templates every organisation finds in `templates/`, built into the binary.
+const TEMPLATES: [(&str, &str); 2] = [
+    ("earn.csv", include_str!("../../../templates/earn.csv")),
+    ("README.md", include_str!("../../../templates/README.md")),
+];
+
 /// The organisation's folders on disk.
 #[derive(Debug, Clone)]
 pub struct Tree {
@@ -125,11 +131,18 @@ pub struct Tree {
 }
 
 impl Tree {
-    /// `data_dir/sftp/<org_id>`, with its three folders made if missing.
+    /// `data_dir/sftp/<org_id>`, with its three folders made if missing and the current
+    /// templates in `templates/`.
     pub fn open(data_dir: &Path, org_id: &str) -> std::io::Result<Tree> {
         let root = data_dir.join("sftp").join(org_id);
         for folder in Folder::ALL {
             std::fs::create_dir_all(root.join(folder.name()))?;
+        }
+        for (name, content) in TEMPLATES {
+            let path = root.join(Folder::Templates.name()).join(name);
+            if std::fs::read(&path).ok().as_deref() != Some(content.as_bytes()) {
+                std::fs::write(&path, content)?;
+            }
         }
         Ok(Tree { root })
     }
