@@ -1,20 +1,19 @@
 //! Earning: the one path every earn takes. An API earn is stored durably (`submit_earn`, the
 //! 202), then a worker claims it (`process_earns`), runs the campaign's rules and credits the
-//! wallet. Batch-file rows will join at `credit`. The earn's `id` is unique per organisation: the
+//! wallet. Batch-file rows join at `evaluate` and `credit`. The earn's `id` is unique per organisation: the
 //! database refuses a second EARN with it, so a repeat is reported `duplicate` and credits
 //! nothing, however it arrives.
 
 use std::collections::HashMap;
-use std::str::FromStr;
 
 use chrono::{DateTime, Duration, Utc};
-use rules::{Context, Decimal, Row};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::types::Json;
 
 use crate::db::{Pool, claim};
 use crate::direct;
+use crate::evaluate::{Target, WalletContext, credit_for};
 use crate::ids::{new_id, now};
 use crate::{Campaign, RuleBook, Store, StoreError, Tokens};
 
@@ -146,16 +145,6 @@ fn request_from_row(r: RequestRow) -> EarnRequest {
         // A duplicate points at the earlier transaction, whose trace is not this request's.
         trace: if r.3 == "completed" { r.9 } else { None },
     }
-}
-
-/// What the rules know of a wallet when its earn is evaluated.
-struct WalletContext {
-    /// Micro-tokens, before this earn.
-    balance: i64,
-    tier: Option<String>,
-    /// The owning member's status.
-    status: String,
-    currency: String,
 }
 
 /// A request a worker has claimed.
@@ -446,48 +435,19 @@ impl Store {
         wallet: Option<&WalletContext>,
     ) -> Result<Option<Credit>, StoreError> {
         let wallet = wallet.ok_or(StoreError::NotFound { what: "wallet" })?;
-        let amount = match Decimal::from_str(&request.body.amount) {
-            Ok(amount) => amount,
-            Err(_) => {
-                let reason = format!("amount `{}` is not a number", request.body.amount);
-                self.reject_request(&request.id, reason).await?;
-                return Ok(None);
-            }
+        let target = Target {
+            org_id: &request.org_id,
+            campaign_id: &request.campaign_id,
+            wallet_id: &request.wallet_id,
+            wallet,
         };
-        let (version, rules) = book.active(&request.org_id, &request.campaign_id).await?;
-        let earn = &request.body;
-        let row = Row {
-            id: &earn.earn_id,
-            amount,
-            date: earn.date,
-            currency: &wallet.currency,
-            description: earn.description.as_deref().unwrap_or(""),
-            meta: earn.meta.as_ref(),
-        };
-        let ctx = Context {
-            wallet_tier: wallet.tier.as_deref(),
-            wallet_balance: Tokens::from_micros(wallet.balance).to_decimal(),
-            member_status: &wallet.status,
-        };
-        let outcome = rules.evaluate(&row, &ctx);
-        let tokens = match Tokens::from_decimal(outcome.tokens) {
-            Ok(tokens) => tokens,
+        match credit_for(book, &target, &request.body, Some(request.id.clone())).await? {
+            Ok(credit) => Ok(Some(credit)),
             Err(reason) => {
                 self.reject_request(&request.id, reason).await?;
-                return Ok(None);
+                Ok(None)
             }
-        };
-        Ok(Some(Credit {
-            org_id: request.org_id.clone(),
-            campaign_id: request.campaign_id.clone(),
-            earn: earn.clone(),
-            wallet_id: request.wallet_id.clone(),
-            currency: wallet.currency.clone(),
-            tokens,
-            trace: rules.compact(&outcome.steps),
-            rule_version: version,
-            request_id: Some(request.id.clone()),
-        }))
+        }
     }
 
     async fn reject_request(&self, id: &str, reason: String) -> Result<(), StoreError> {

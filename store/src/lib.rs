@@ -12,6 +12,7 @@ mod burn;
 mod cache;
 mod credit;
 mod earn;
+mod evaluate;
 mod error;
 mod expiry;
 mod ids;
