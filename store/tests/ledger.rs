@@ -548,6 +548,63 @@ async fn writes_of_every_kind_interleave_without_loss(store: Store) {
     assert!(store.audit().await.unwrap().is_empty());
 }
 
+/// Batch-file rows: found by wallet id or reference, credited through the rules, and an id
+/// credited before (by the API or earlier in the file) credits nothing.
+async fn file_rows_share_the_api_idempotency_key(store: Store) {
+    let s = setup(&store).await;
+    let book = RuleBook::new(store.clone());
+    store
+        .submit_earn(&s.campaign, earn("api-1", "10"))
+        .await
+        .unwrap();
+    drain(&store, &book).await;
+    let row = |row: u64, id: &str, wallet: &str, amount: &str| store::FileEarn {
+        row,
+        earn: EarnInput {
+            wallet: wallet.into(),
+            ..earn(id, amount)
+        },
+    };
+    let rows = [
+        row(2, "f-1", "w-1", "5"),
+        row(3, "f-2", &s.wallet.id, "7"),
+        row(4, "api-1", "w-1", "10"),
+        row(5, "f-1", "w-1", "5"),
+        row(6, "f-3", "no-such-wallet", "1"),
+    ];
+    let outcomes = store
+        .credit_file_earns(&book, &s.campaign.org_id, &rows)
+        .await
+        .unwrap();
+    assert!(
+        matches!(&outcomes[0], store::FileOutcome::Credited { tokens, .. } if *tokens == Tokens::whole(5))
+    );
+    assert!(
+        matches!(&outcomes[1], store::FileOutcome::Credited { tokens, .. } if *tokens == Tokens::whole(7))
+    );
+    assert!(matches!(
+        &outcomes[2],
+        store::FileOutcome::Duplicate {
+            transaction_id: Some(_)
+        }
+    ));
+    assert!(matches!(&outcomes[3], store::FileOutcome::Duplicate { .. }));
+    assert_eq!(outcomes[4], store::FileOutcome::UnknownWallet);
+    assert_eq!(balance(&store, &s).await, Tokens::whole(22));
+    // The same rows again (a file processed twice after a crash) credit nothing.
+    let again = store
+        .credit_file_earns(&book, &s.campaign.org_id, &rows)
+        .await
+        .unwrap();
+    assert!(
+        again[..4]
+            .iter()
+            .all(|o| matches!(o, store::FileOutcome::Duplicate { .. }))
+    );
+    assert_eq!(balance(&store, &s).await, Tokens::whole(22));
+    assert!(store.audit().await.unwrap().is_empty());
+}
+
 backend_tests!(
     rules_see_the_wallet_and_member,
     burns_take_the_oldest_tokens_and_expiry_takes_the_rest_once,
@@ -556,6 +613,7 @@ backend_tests!(
     the_same_earn_id_credits_once,
     concurrent_burns_never_overdraw,
     writes_of_every_kind_interleave_without_loss,
+    file_rows_share_the_api_idempotency_key,
     a_repeated_burn_is_a_replay_or_a_conflict,
     tiers_follow_lifetime_earnings,
     transactions_filter_by_kind_wallet_and_date,
