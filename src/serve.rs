@@ -67,6 +67,18 @@ pub async fn serve(config: &Config, store: Store) -> anyhow::Result<()> {
             }
         },
     ));
+    let pipeline = workers.then(|| {
+        tokio::spawn(ingest::pipeline::run(
+            store.clone(),
+            config.data_dir.clone(),
+            {
+                let mut stopped = stopped.clone();
+                async move {
+                    let _ = stopped.wait_for(|stop| *stop).await;
+                }
+            },
+        ))
+    });
     api::serve(
         listener,
         api::AppState::new(store.clone()),
@@ -77,6 +89,9 @@ pub async fn serve(config: &Config, store: Store) -> anyhow::Result<()> {
         },
     )
     .await?;
+    if let Some(pipeline) = pipeline {
+        let _ = pipeline.await;
+    }
     match watcher.await {
         Ok(Err(err)) => tracing::error!(%err, "the inbox watcher failed"),
         Err(err) => tracing::error!(%err, "the inbox watcher stopped abnormally"),

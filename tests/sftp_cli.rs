@@ -194,9 +194,9 @@ fn the_host_key_is_made_once_and_kept_private() {
 }
 
 /// The whole door: an operator issues a user, the service runs, a client uploads with OpenSSH's
-/// `sftp`, and the file is listed as a batch over the API.
+/// `sftp`, and the file is processed, listed as a batch over the API and reported.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_upload_to_the_running_service_is_listed_as_a_batch() {
+async fn an_upload_to_the_running_service_is_processed_and_reported() {
     let dir = tempfile::tempdir().unwrap();
     let env = [("REWARDS_DATA_DIR", dir.path().display().to_string())];
     let org = json(&env, &["org", "create", "--name", "Acme"])["id"]
@@ -277,18 +277,40 @@ async fn an_upload_to_the_running_service_is_listed_as_a_batch() {
         String::from_utf8_lossy(&upload.stderr)
     );
 
-    let batches: Value = reqwest::Client::new()
-        .get(format!("{http}/v1/batches"))
-        .header("x-api-key", key["apiKey"].as_str().unwrap())
-        .header("x-api-secret", key["apiSecret"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(batches["total"], 1, "{batches}");
-    assert_eq!(batches["data"][0]["fileName"], "earns.csv");
-    assert_eq!(batches["data"][0]["state"], "received");
-    assert_eq!(batches["data"][0]["username"], "acme");
+    // The service processes it: the one row names no wallet, so it is rejected and reported.
+    let client = reqwest::Client::new();
+    let started = std::time::Instant::now();
+    let batch = loop {
+        let batches: Value = client
+            .get(format!("{http}/v1/batches"))
+            .header("x-api-key", key["apiKey"].as_str().unwrap())
+            .header("x-api-secret", key["apiSecret"].as_str().unwrap())
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(batches["total"], 1, "{batches}");
+        let batch = batches["data"][0].clone();
+        if batch["state"] == "completed" {
+            break batch;
+        }
+        assert!(started.elapsed().as_secs() < 30, "not processed: {batch}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(batch["fileName"], "earns.csv");
+    assert_eq!(batch["username"], "acme");
+    assert_eq!(
+        (batch["rows"].as_i64(), batch["rejected"].as_i64()),
+        (Some(1), Some(1))
+    );
+    let report = dir
+        .path()
+        .join("sftp")
+        .join(&org)
+        .join("reports")
+        .join("earns.csv.rejected.csv");
+    let report = std::fs::read_to_string(report).unwrap();
+    assert!(report.contains("unknown_wallet"), "{report}");
 }

@@ -4,6 +4,7 @@
 
 pub mod intake;
 pub mod keys;
+pub mod pipeline;
 pub mod rows;
 pub mod sftp;
 pub mod watcher;

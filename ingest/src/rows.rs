@@ -21,6 +21,10 @@ pub enum Reason {
     DuplicateInFile,
     DuplicateTransaction,
     UnknownWallet,
+    /// A field that is not UTF-8 text.
+    BadEncoding,
+    /// The rules gave tokens the ledger cannot hold.
+    RulesRefused,
 }
 
 impl Reason {
@@ -35,6 +39,8 @@ impl Reason {
             Reason::DuplicateInFile => "duplicate_in_file",
             Reason::DuplicateTransaction => "duplicate_transaction",
             Reason::UnknownWallet => "unknown_wallet",
+            Reason::BadEncoding => "bad_encoding",
+            Reason::RulesRefused => "rules_refused",
         }
     }
 }

@@ -125,6 +125,17 @@ fn batch_from_row(r: BatchRow) -> Batch {
     }
 }
 
+/// How a processed batch ended.
+#[derive(Debug, Clone)]
+pub struct BatchFinish {
+    pub state: BatchState,
+    pub rows: i64,
+    pub loaded: i64,
+    pub rejected: i64,
+    pub summary: Value,
+    pub error: Option<String>,
+}
+
 /// How long a claimed batch stays with its node before another may take it over.
 const LEASE: i64 = 300;
 
@@ -220,14 +231,38 @@ impl Store {
         })
     }
 
+    /// Records how a claimed batch ended: `Completed` or `Failed`, its counts, its summary (the
+    /// report's content) and, when it failed, why.
+    pub async fn finish_batch(&self, id: &str, finish: BatchFinish) -> Result<(), StoreError> {
+        const SQL: &str = "UPDATE batches SET state = $2, rows_total = $3, rows_loaded = $4, \
+             rows_rejected = $5, summary = $6, error = $7, claimed_until = NULL, updated_at = $8 \
+             WHERE id = $1";
+        with_writer!(self, |pool| {
+            sqlx::query(SQL)
+                .bind(id)
+                .bind(finish.state.as_str())
+                .bind(finish.rows)
+                .bind(finish.loaded)
+                .bind(finish.rejected)
+                .bind(Json(&finish.summary))
+                .bind(&finish.error)
+                .bind(now())
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+        })?;
+        Ok(())
+    }
+
     /// Claims up to `limit` batches waiting to be processed (and any whose node's lease ran
-    /// out), oldest first; each goes to one caller only.
-    pub async fn claim_batches(&self, limit: i64) -> Result<Vec<Batch>, StoreError> {
+    /// out) whose file name ends with `suffix` (`.csv`), oldest first; each goes to one caller
+    /// only.
+    pub async fn claim_batches(&self, limit: i64, suffix: &str) -> Result<Vec<Batch>, StoreError> {
         const SQL: &str = concat!(
             "UPDATE batches SET state = 'processing', attempts = attempts + 1, claimed_until = $1, \
              updated_at = $2 WHERE id IN (SELECT id FROM batches \
              WHERE state IN ('received', 'processing') AND (state = 'received' OR claimed_until < $2) \
-             ORDER BY received_at LIMIT $3{skip_locked}) RETURNING ",
+             AND LOWER(file_name) LIKE $4 ORDER BY received_at LIMIT $3{skip_locked}) RETURNING ",
             batch_columns!()
         );
         let at = now();
@@ -236,6 +271,7 @@ impl Store {
                 .bind(at + Duration::seconds(LEASE))
                 .bind(at)
                 .bind(limit)
+                .bind(format!("%{}", suffix.to_lowercase()))
                 .fetch_all(pool)
                 .await
         })?;

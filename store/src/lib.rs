@@ -33,7 +33,7 @@ mod transactions;
 mod wallets;
 
 pub use audit::Discrepancy;
-pub use batches::{Batch, BatchState, NewBatch};
+pub use batches::{Batch, BatchFinish, BatchState, NewBatch};
 pub use burn::{Burned, NewBurn};
 pub use db::{Backend, Store};
 pub use earn::{Credit, Credited, EarnInput, EarnRequest, EarnStatus, PendingEarn};

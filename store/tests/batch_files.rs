@@ -185,7 +185,9 @@ async fn claims_never_hand_a_batch_to_two_nodes(store: Store) {
     let mut claims = Vec::new();
     for _ in 0..6 {
         let store = store.clone();
-        claims.push(tokio::spawn(async move { store.claim_batches(4).await }));
+        claims.push(tokio::spawn(
+            async move { store.claim_batches(4, ".csv").await },
+        ));
     }
     let mut seen = Vec::new();
     for claim in claims {
@@ -198,7 +200,12 @@ async fn claims_never_hand_a_batch_to_two_nodes(store: Store) {
     seen.sort();
     seen.dedup();
     assert_eq!((claimed, seen.len()), (24, 24), "each batch once");
-    assert_eq!(store.claim_batches(100).await.unwrap().len(), 6, "the rest");
+    assert_eq!(
+        store.claim_batches(100, ".csv").await.unwrap().len(),
+        6,
+        "the rest"
+    );
+    assert!(store.claim_batches(100, ".xlsx").await.unwrap().is_empty());
 }
 
 backend_tests!(

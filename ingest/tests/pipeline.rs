@@ -1,0 +1,177 @@
+//! Processing a received CSV file: good rows credited through the rules, every bad row reported
+//! with its reason code, ids already credited (by the API or earlier in the file) credit nothing,
+//! and a file whose header is wrong fails whole with the reason.
+
+use std::path::Path;
+
+use store::testing::TestStore;
+use store::{
+    BatchState, Campaign, EarnInput, NewCampaign, NewMember, NewWallet, RuleBook, Store, Tokens,
+};
+
+async fn wallets(store: &Store) -> (String, Campaign) {
+    let org = store.create_org("Acme").await.unwrap().id;
+    let campaign = NewCampaign {
+        name: "Main".into(),
+        currency: "PTS".into(),
+        ..Default::default()
+    };
+    let campaign = store.create_campaign(&org, campaign).await.unwrap();
+    for i in 1..=2 {
+        let member = NewMember {
+            first_name: "Ada".into(),
+            idp: "reference".into(),
+            user_id: format!("u-{i}"),
+            external_id: format!("card-{i}"),
+            ..Default::default()
+        };
+        store.create_member(&org, member).await.unwrap();
+        let wallet = NewWallet {
+            owner: Some(format!("card-{i}")),
+            external_id: Some(format!("w-{i}")),
+            name: None,
+        };
+        store.create_wallet(&campaign, wallet).await.unwrap();
+    }
+    (org, campaign)
+}
+
+async fn receive(store: &Store, data: &Path, org: &str, name: &str, content: &str) -> store::Batch {
+    let file = data.join(format!("upload-{name}"));
+    std::fs::write(&file, content).unwrap();
+    ingest::intake::receive(store, data, org, &file, name, "sftp", Some("alice"))
+        .await
+        .unwrap();
+    store.claim_batches(1, ".csv").await.unwrap().remove(0)
+}
+
+async fn balance(store: &Store, campaign: &Campaign, wallet: &str) -> Tokens {
+    store.get_wallet(campaign, wallet).await.unwrap().balance
+}
+
+const FILE: &str = "id,walletId,amount,date,description,meta.store
+f-1,w-1,10,2026-11-20,Coffee,A1
+f-2,w-2,2.5,2026-11-20T10:00:00Z,,B2
+f-3,w-1,12;50,2026-11-20,,
+f-4,nobody,5,2026-11-20,,
+f-1,w-1,10,2026-11-20,again,
+api-1,w-1,3,2026-11-20,,
+f-5,w-1,1,20/11/2026,,
+f-6,w-2
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn good_rows_are_credited_and_bad_rows_reported_by_reason() {
+    let db = TestStore::sqlite().await;
+    let store = db.store.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let (org, campaign) = wallets(&store).await;
+    let book = RuleBook::new(store.clone());
+    let earn = EarnInput {
+        earn_id: "api-1".into(),
+        wallet: "w-1".into(),
+        amount: "3".into(),
+        date: chrono::Utc::now(),
+        description: None,
+        comment: None,
+        meta: None,
+    };
+    store.submit_earn(&campaign, earn).await.unwrap();
+    while store.process_earns(&book, 10).await.unwrap() > 0 {}
+
+    let batch = receive(&store, dir.path(), &org, "earns.csv", FILE).await;
+    let state = ingest::pipeline::process(&store, &book, dir.path(), &batch)
+        .await
+        .unwrap();
+    assert_eq!(state, BatchState::Completed);
+    assert_eq!(
+        balance(&store, &campaign, "w-1").await,
+        Tokens::whole(13),
+        "3 by API + 10"
+    );
+    // The default rules: one token per whole unit of amount.
+    assert_eq!(balance(&store, &campaign, "w-2").await, Tokens::whole(2));
+
+    let recorded = store.get_batch(&org, &batch.id).await.unwrap();
+    assert_eq!(recorded.state, BatchState::Completed);
+    assert_eq!(
+        (
+            recorded.rows_total,
+            recorded.rows_loaded,
+            recorded.rows_rejected
+        ),
+        (Some(8), Some(2), Some(6))
+    );
+    let reports = dir.path().join("sftp").join(&org).join("reports");
+    let result: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(reports.join("earns.csv.result.json")).unwrap())
+            .unwrap();
+    assert_eq!(result["loaded"], 2);
+    assert_eq!(result["tokens"], 12);
+    assert_eq!(result["state"], "completed");
+
+    let rejected = std::fs::read_to_string(reports.join("earns.csv.rejected.csv")).unwrap();
+    let mut lines = rejected.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "row,code,column,value,message,id,walletId,amount,date,description,meta.store"
+    );
+    let codes: Vec<(String, String)> = lines
+        .map(|l| {
+            let mut parts = l.split(',');
+            (
+                parts.next().unwrap().to_string(),
+                parts.next().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("4", "bad_decimal"),
+        ("5", "unknown_wallet"),
+        ("6", "duplicate_in_file"),
+        ("7", "duplicate_transaction"),
+        ("8", "bad_date"),
+        ("9", "ragged_row"),
+    ];
+    let mut codes_sorted = codes.clone();
+    codes_sorted.sort();
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(r, c)| (r.to_string(), c.to_string()))
+        .collect();
+    assert_eq!(codes_sorted, expected, "{rejected}");
+    assert!(store.audit().await.unwrap().is_empty());
+
+    // Processing the same batch again (as after a crash) credits nothing twice.
+    ingest::pipeline::process(&store, &book, dir.path(), &batch)
+        .await
+        .unwrap();
+    assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::whole(13));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_header_fails_the_file_with_the_reason() {
+    let db = TestStore::sqlite().await;
+    let store = db.store.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let (org, _) = wallets(&store).await;
+    let book = RuleBook::new(store.clone());
+    let batch = receive(
+        &store,
+        dir.path(),
+        &org,
+        "bad.csv",
+        "id,walet,amout,date\n1,w-1,5,2026-11-20\n",
+    )
+    .await;
+    let state = ingest::pipeline::process(&store, &book, dir.path(), &batch)
+        .await
+        .unwrap();
+    assert_eq!(state, BatchState::Failed);
+    let recorded = store.get_batch(&org, &batch.id).await.unwrap();
+    let error = recorded.error.unwrap();
+    assert!(
+        error.contains("`walletId` is missing") && error.contains("unknown column `walet`"),
+        "{error}"
+    );
+}
