@@ -26,6 +26,9 @@ struct Tally {
     rows: i64,
     loaded: i64,
     duplicates: i64,
+    /// Rows an interrupted earlier attempt had already credited (their tokens are not in
+    /// `tokens`).
+    resumed: i64,
     tokens: Tokens,
     /// Tokens per rule, from each credited row's trace.
     by_rule: BTreeMap<String, Tokens>,
@@ -74,6 +77,7 @@ pub async fn process(
         "loaded": tally.loaded,
         "rejected": rejected_count,
         "duplicates": tally.duplicates,
+        "loadedBeforeRestart": tally.resumed,
         "tokens": tally.tokens,
         "tokensByRule": tally.by_rule,
         "error": error,
@@ -195,7 +199,9 @@ async fn load(
         return Ok(());
     }
     let earns: Vec<FileEarn> = chunk.iter().map(|(earn, _)| earn.clone()).collect();
-    let outcomes = store.credit_file_earns(book, &batch.org_id, &earns).await?;
+    let outcomes = store
+        .credit_file_earns(book, &batch.org_id, &batch.id, &earns)
+        .await?;
     for ((earn, fields), outcome) in chunk.drain(..).zip(outcomes) {
         let refusal = |reason: Reason, column: &str, value: &str, message: String| Rejection {
             row: earn.row,
@@ -212,6 +218,11 @@ async fn load(
                     let total = tally.by_rule.entry(rule).or_default();
                     *total = total.checked_add(amount).unwrap_or(*total);
                 }
+            }
+            // Credited by this batch before the process stopped: loaded, once.
+            FileOutcome::CreditedBefore { .. } => {
+                tally.loaded += 1;
+                tally.resumed += 1;
             }
             FileOutcome::Duplicate { .. } => {
                 tally.duplicates += 1;

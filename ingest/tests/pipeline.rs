@@ -147,6 +147,14 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason() {
         .await
         .unwrap();
     assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::whole(13));
+    let recorded = store.get_batch(&org, &batch.id).await.unwrap();
+    assert_eq!(
+        (recorded.rows_loaded, recorded.rows_rejected),
+        (Some(2), Some(6)),
+        "the rows credited before count as loaded, not as duplicates"
+    );
+    assert_eq!(recorded.summary.unwrap()["loadedBeforeRestart"], 2);
+    assert!(store.audit().await.unwrap().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

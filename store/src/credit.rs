@@ -67,10 +67,10 @@ fn credit_sqlite(
 ) -> Result<Vec<Credited>, StoreError> {
     const INSERT: &str = "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, \
          external_id, source_amount, currency, description, comment, meta, date, trace, rule_version, \
-         created_at) VALUES ($1, $2, $3, $4, 'EARN', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
-         ON CONFLICT (org_id, kind, external_id) DO NOTHING";
-    const EARLIER: &str =
-        "SELECT id FROM transactions WHERE org_id = $1 AND kind = 'EARN' AND external_id = $2";
+         created_at, batch_id) VALUES ($1, $2, $3, $4, 'EARN', $5, $6, $7, $8, $9, $10, $11, $12, $13, \
+         $14, $15, $16) ON CONFLICT (org_id, kind, external_id) DO NOTHING";
+    const EARLIER: &str = "SELECT id, batch_id FROM transactions WHERE org_id = $1 \
+         AND kind = 'EARN' AND external_id = $2";
     const LOT: &str = "INSERT INTO lots (id, wallet_id, transaction_id, amount, remaining, earned_at, \
          expires_at) VALUES ($1, $2, $3, $4, $4, $5, $6)";
     const FINISH: &str = "UPDATE earn_requests SET status = $2, transaction_id = $3, tokens = $4, \
@@ -83,7 +83,7 @@ fn credit_sqlite(
         let tokens = c.tokens.micros();
         let date = direct::time(c.earn.date);
         let meta = c.earn.meta.as_ref().map(direct::json);
-        let args: [&dyn rusqlite::ToSql; 15] = [
+        let args: [&dyn rusqlite::ToSql; 16] = [
             &id,
             &c.org_id,
             &c.campaign_id,
@@ -99,6 +99,7 @@ fn credit_sqlite(
             &c.trace,
             &c.rule_version,
             &at,
+            &c.batch_id,
         ];
         let outcome = if direct::execute(tx, INSERT, &args)? == 1 {
             if c.tokens.is_positive() {
@@ -114,10 +115,12 @@ fn credit_sqlite(
             }
             Credited::New { transaction_id: id }
         } else {
-            let earlier: Option<(String,)> =
+            let earlier: Option<(String, Option<String>)> =
                 direct::row(tx, EARLIER, args![c.org_id, c.earn.earn_id])?;
+            let (transaction_id, batch_id) = earlier.unzip();
             Credited::Duplicate {
-                transaction_id: earlier.map(|(id,)| id),
+                transaction_id,
+                batch_id: batch_id.flatten(),
             }
         };
         if let Some(request) = &c.request_id {
@@ -125,7 +128,7 @@ fn credit_sqlite(
                 Credited::New { transaction_id } => {
                     ("completed", Some(transaction_id), Some(tokens))
                 }
-                Credited::Duplicate { transaction_id } => {
+                Credited::Duplicate { transaction_id, .. } => {
                     ("duplicate", transaction_id.as_ref(), None)
                 }
             };
@@ -150,7 +153,8 @@ async fn credit_postgres(
     let mut tx = pool.begin().await?;
     let mut insert = sqlx::QueryBuilder::new(
         "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, external_id, \
-             source_amount, currency, description, comment, meta, date, trace, rule_version, created_at) ",
+             source_amount, currency, description, comment, meta, date, trace, rule_version, created_at, \
+             batch_id) ",
     );
     insert.push_values(credits.iter().zip(&ids), |mut row, (c, id)| {
         row.push_bind(id)
@@ -168,7 +172,8 @@ async fn credit_postgres(
             .push_bind(c.earn.date)
             .push_bind(&c.trace)
             .push_bind(c.rule_version)
-            .push_bind(at);
+            .push_bind(at)
+            .push_bind(&c.batch_id);
     });
     insert.push(" ON CONFLICT (org_id, kind, external_id) DO NOTHING RETURNING id");
     let inserted: HashSet<String> = insert
@@ -186,19 +191,20 @@ async fn credit_postgres(
         .filter(|(_, id)| !inserted.contains(*id))
         .map(|(c, _)| c)
         .collect();
-    let mut earlier: HashMap<(String, String), String> = HashMap::new();
+    let mut earlier: HashMap<(String, String), (String, Option<String>)> = HashMap::new();
     if !duplicates.is_empty() {
         let mut select = sqlx::QueryBuilder::new(
-            "SELECT org_id, external_id, id FROM transactions WHERE kind = 'EARN' AND (org_id, external_id) IN ",
+            "SELECT org_id, external_id, id, batch_id FROM transactions WHERE kind = 'EARN' \
+             AND (org_id, external_id) IN ",
         );
         select.push_tuples(&duplicates, |mut row, c| {
             row.push_bind(&c.org_id).push_bind(&c.earn.earn_id);
         });
-        let rows: Vec<(String, String, String)> =
+        let rows: Vec<(String, String, String, Option<String>)> =
             select.build_query_as().fetch_all(&mut *tx).await?;
         earlier = rows
             .into_iter()
-            .map(|(org, earn, id)| ((org, earn), id))
+            .map(|(org, earn, id, batch)| ((org, earn), (id, batch)))
             .collect();
     }
 
@@ -260,8 +266,10 @@ async fn credit_postgres(
                 }
             } else {
                 let key = (c.org_id.clone(), c.earn.earn_id.clone());
+                let (transaction_id, batch_id) = earlier.get(&key).cloned().unzip();
                 Credited::Duplicate {
-                    transaction_id: earlier.get(&key).cloned(),
+                    transaction_id,
+                    batch_id: batch_id.flatten(),
                 }
             }
         })
@@ -278,7 +286,7 @@ async fn credit_postgres(
                     Some(transaction_id),
                     Some(c.tokens.micros()),
                 ),
-                Credited::Duplicate { transaction_id } => {
+                Credited::Duplicate { transaction_id, .. } => {
                     (request, "duplicate", transaction_id.as_ref(), None)
                 }
             })

@@ -249,6 +249,7 @@ migrations! {
     2 "rule sets" "0002_rule_sets.sql",
     3 "ledger" "0003_ledger.sql",
     4 "batch files" "0004_batch_files.sql",
+    5 "batch rows" "0005_batch_rows.sql",
 }
 
 fn migrator(embedded: Embedded) -> Migrator {

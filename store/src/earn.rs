@@ -104,6 +104,8 @@ pub struct Credit {
     pub rule_version: Option<i64>,
     /// The API request to mark completed or duplicate with the credit, if the earn came so.
     pub request_id: Option<String>,
+    /// The batch file the earn came from, if it came so.
+    pub batch_id: Option<String>,
 }
 
 /// How long a claimed request stays with its worker before another may take it over.
@@ -160,8 +162,14 @@ struct Claimed {
 /// The outcome of crediting: the new transaction, or the earlier one holding the earn id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Credited {
-    New { transaction_id: String },
-    Duplicate { transaction_id: Option<String> },
+    New {
+        transaction_id: String,
+    },
+    Duplicate {
+        transaction_id: Option<String>,
+        /// The batch the earlier transaction came from.
+        batch_id: Option<String>,
+    },
 }
 
 impl Store {

@@ -67,5 +67,6 @@ pub(crate) async fn credit_for(
         trace: rules.compact(&outcome.steps),
         rule_version: version,
         request_id,
+        batch_id: None,
     }))
 }

@@ -31,6 +31,10 @@ pub enum FileOutcome {
     Duplicate {
         transaction_id: Option<String>,
     },
+    /// This batch credited it already: an attempt interrupted by a crash, or an earlier row.
+    CreditedBefore {
+        transaction_id: String,
+    },
     UnknownWallet,
     /// The rules gave an amount the ledger cannot hold.
     Refused(String),
@@ -54,13 +58,15 @@ type WalletRow = (
 );
 
 impl Store {
-    /// Evaluates and credits `earns` of organisation `org_id` in one database transaction;
+    /// Evaluates and credits `earns` of batch `batch_id` of organisation `org_id` in one database
+    /// transaction;
     /// returns each row's outcome, in order. Rows see their wallet's balance and tier as they were
     /// before the call.
     pub async fn credit_file_earns(
         &self,
         book: &RuleBook,
         org_id: &str,
+        batch_id: &str,
         earns: &[FileEarn],
     ) -> Result<Vec<FileOutcome>, StoreError> {
         let mut references: Vec<&str> = earns.iter().map(|e| e.earn.wallet.as_str()).collect();
@@ -82,7 +88,10 @@ impl Store {
             };
             match credit_for(book, &target, &row.earn, None).await? {
                 Ok(credit) => {
-                    credits.push(credit);
+                    credits.push(crate::Credit {
+                        batch_id: Some(batch_id.to_string()),
+                        ..credit
+                    });
                     credited_rows.push(i);
                 }
                 Err(reason) => outcomes[i] = Some(FileOutcome::Refused(reason)),
@@ -96,7 +105,13 @@ impl Store {
                     tokens: credit.tokens,
                     trace: credit.trace,
                 },
-                Credited::Duplicate { transaction_id } => FileOutcome::Duplicate { transaction_id },
+                Credited::Duplicate {
+                    transaction_id: Some(transaction_id),
+                    batch_id: Some(earlier),
+                } if earlier == batch_id => FileOutcome::CreditedBefore { transaction_id },
+                Credited::Duplicate { transaction_id, .. } => {
+                    FileOutcome::Duplicate { transaction_id }
+                }
             });
         }
         Ok(outcomes

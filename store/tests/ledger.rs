@@ -573,7 +573,7 @@ async fn file_rows_share_the_api_idempotency_key(store: Store) {
         row(6, "f-3", "no-such-wallet", "1"),
     ];
     let outcomes = store
-        .credit_file_earns(&book, &s.campaign.org_id, &rows)
+        .credit_file_earns(&book, &s.campaign.org_id, "batch-1", &rows)
         .await
         .unwrap();
     assert!(
@@ -588,16 +588,39 @@ async fn file_rows_share_the_api_idempotency_key(store: Store) {
             transaction_id: Some(_)
         }
     ));
-    assert!(matches!(&outcomes[3], store::FileOutcome::Duplicate { .. }));
+    // The same id twice in one batch: the batch credited it already (files reject such rows
+    // before they get here, as duplicate_in_file).
+    assert!(matches!(
+        &outcomes[3],
+        store::FileOutcome::CreditedBefore { .. }
+    ));
     assert_eq!(outcomes[4], store::FileOutcome::UnknownWallet);
     assert_eq!(balance(&store, &s).await, Tokens::whole(22));
-    // The same rows again (a file processed twice after a crash) credit nothing.
+    // The same batch taken up again after a crash recognises what it credited; another file
+    // with the same ids credits nothing.
     let again = store
-        .credit_file_earns(&book, &s.campaign.org_id, &rows)
+        .credit_file_earns(&book, &s.campaign.org_id, "batch-1", &rows)
+        .await
+        .unwrap();
+    let kinds: Vec<&str> = again
+        .iter()
+        .map(|o| match o {
+            store::FileOutcome::CreditedBefore { .. } => "before",
+            store::FileOutcome::Duplicate { .. } => "duplicate",
+            store::FileOutcome::UnknownWallet => "unknown",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        ["before", "before", "duplicate", "before", "unknown"]
+    );
+    let other = store
+        .credit_file_earns(&book, &s.campaign.org_id, "batch-2", &rows)
         .await
         .unwrap();
     assert!(
-        again[..4]
+        other[..4]
             .iter()
             .all(|o| matches!(o, store::FileOutcome::Duplicate { .. }))
     );
