@@ -37,6 +37,17 @@ pub async fn serve(config: &Config, store: Store) -> anyhow::Result<()> {
     // A host key that cannot be read or made stops the start, not just the SFTP door.
     ingest::keys::host_key(&config.data_dir).map_err(anyhow::Error::msg)?;
     let workers = config.background_workers;
+    // An embedded database has one serving process: batches it had claimed when it stopped
+    // are taken up again now rather than when their lease runs out.
+    if store.backend() == store::Backend::Sqlite {
+        match store.release_batch_claims().await {
+            Ok(0) => {}
+            Ok(released) => {
+                tracing::info!(released, "batches interrupted by a stop are taken up again")
+            }
+            Err(err) => tracing::error!(%err, "interrupted batches could not be released"),
+        }
+    }
     // Files moved to the spool by a process that stopped before recording them.
     match ingest::intake::recover(&store, &config.data_dir).await {
         Ok(0) => {}

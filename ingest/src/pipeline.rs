@@ -202,6 +202,8 @@ async fn load(
     let outcomes = store
         .credit_file_earns(book, &batch.org_id, &batch.id, &earns)
         .await?;
+    crash_point();
+    store.renew_batch(&batch.id).await?;
     for ((earn, fields), outcome) in chunk.drain(..).zip(outcomes) {
         let refusal = |reason: Reason, column: &str, value: &str, message: String| Rejection {
             row: earn.row,
@@ -252,6 +254,27 @@ async fn load(
         }
     }
     Ok(())
+}
+
+/// Fault injection for the crash tests: with `REWARDS_TEST_CRASH_AFTER_CHUNKS=N` set, the
+/// process dies (as by `kill -9`: no cleanup) right after its N-th chunk is committed.
+fn crash_point() {
+    static AFTER: std::sync::LazyLock<Option<u64>> = std::sync::LazyLock::new(|| {
+        std::env::var("REWARDS_TEST_CRASH_AFTER_CHUNKS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+    });
+    static CHUNKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    if let Some(after) = *AFTER {
+        let done = CHUNKS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        if done >= after {
+            tracing::error!(
+                chunks = done,
+                "REWARDS_TEST_CRASH_AFTER_CHUNKS reached: aborting"
+            );
+            std::process::abort();
+        }
+    }
 }
 
 /// `base:+65;weekend:+65;~:-0.25` → (rule, tokens) pairs.

@@ -136,8 +136,9 @@ pub struct BatchFinish {
     pub error: Option<String>,
 }
 
-/// How long a claimed batch stays with its node before another may take it over.
-const LEASE: i64 = 300;
+/// How long a claimed batch stays with its node before another may take it over; the node
+/// renews it after every chunk.
+const LEASE: i64 = 60;
 
 impl Store {
     /// Records a received file: `received`, or `duplicate` when the organisation's live batches
@@ -252,6 +253,36 @@ impl Store {
                 .map(|done| done.rows_affected())
         })?;
         Ok(())
+    }
+
+    /// Keeps a claim alive while its batch is being processed.
+    pub async fn renew_batch(&self, id: &str) -> Result<(), StoreError> {
+        let until = now() + Duration::seconds(LEASE);
+        with_writer!(self, |pool| {
+            sqlx::query(
+                "UPDATE batches SET claimed_until = $2 WHERE id = $1 AND state = 'processing'",
+            )
+            .bind(id)
+            .bind(until)
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected())
+        })?;
+        Ok(())
+    }
+
+    /// Makes every claimed batch claimable again at once. Only for a database that one process
+    /// serves (embedded SQLite): at its start, a batch still claimed was interrupted by a crash.
+    /// Shared databases rely on the lease running out instead.
+    pub async fn release_batch_claims(&self) -> Result<u64, StoreError> {
+        let released = with_writer!(self, |pool| {
+            sqlx::query("UPDATE batches SET claimed_until = $1 WHERE state = 'processing'")
+                .bind(now() - Duration::seconds(1))
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+        })?;
+        Ok(released)
     }
 
     /// Claims up to `limit` batches waiting to be processed (and any whose node's lease ran

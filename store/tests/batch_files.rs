@@ -206,6 +206,12 @@ async fn claims_never_hand_a_batch_to_two_nodes(store: Store) {
         "the rest"
     );
     assert!(store.claim_batches(100, ".xlsx").await.unwrap().is_empty());
+    // A live claim is kept (and renewed); released, as at an embedded node's start, it is
+    // taken again.
+    store.renew_batch("b00").await.unwrap();
+    assert!(store.claim_batches(100, ".csv").await.unwrap().is_empty());
+    assert_eq!(store.release_batch_claims().await.unwrap(), 30);
+    assert_eq!(store.claim_batches(100, ".csv").await.unwrap().len(), 30);
 }
 
 backend_tests!(
