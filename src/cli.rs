@@ -49,6 +49,25 @@ pub enum Command {
     /// The SFTP server itself.
     #[command(subcommand)]
     Sftp(SftpCommand),
+    /// Write a realistic earn file (canonical CSV) of N rows over M wallets, for demos, tests
+    /// and benchmarks. Needs no database.
+    Generate {
+        #[arg(long)]
+        rows: u64,
+        #[arg(long, default_value_t = 1000)]
+        wallets: u64,
+        /// Wallet references are PREFIX0, PREFIX1, ...
+        #[arg(long, default_value = "card-")]
+        wallet_prefix: String,
+        /// The share of bad rows (0 to 1), one of each kind in turn.
+        #[arg(long, default_value_t = 0.0, value_parser = parse_share)]
+        bad_share: f64,
+        /// The same seed gives the same file.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Where to write it.
+        file: PathBuf,
+    },
     /// Expire every lot of earned tokens that is due now (serve also does this every minute).
     Expire,
     /// Check every wallet: balance = EARN - BURN - EXPIRY, and lots agree. Exits 1 on a mismatch.
@@ -289,4 +308,11 @@ pub enum SftpCommand {
     /// Print the server's host key fingerprint (making the key if there is none yet), for
     /// clients to check on their first connection.
     HostKey,
+}
+
+fn parse_share(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(share) if (0.0..=1.0).contains(&share) => Ok(share),
+        _ => Err(format!("`{s}`: give a share between 0 and 1, e.g. 0.01")),
+    }
 }

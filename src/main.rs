@@ -39,6 +39,32 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Command::Sftp(command) = cli.command {
         return sftp_cmd::server(&config, command, cli.json);
     }
+    if let Command::Generate {
+        rows,
+        wallets,
+        wallet_prefix,
+        bad_share,
+        seed,
+        file,
+    } = cli.command
+    {
+        let spec = ingest::generate::Spec {
+            rows,
+            wallets,
+            wallet_prefix,
+            bad_share,
+            seed,
+        };
+        let out =
+            std::fs::File::create(&file).with_context(|| format!("creating {}", file.display()))?;
+        ingest::generate::earn_csv(&spec, out)
+            .with_context(|| format!("writing {}", file.display()))?;
+        let value = serde_json::json!({"file": file, "rows": rows, "wallets": wallets});
+        commands::emit(cli.json, value, || {
+            format!("{rows} rows written to {}", file.display())
+        });
+        return Ok(());
+    }
     let store = open_store(&config).await?;
     match cli.command {
         Command::Serve => serve::serve(&config, store).await,
@@ -60,7 +86,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Rules(command) => rules_cmd::run(&store, command, cli.json).await,
         Command::Tier(command) => ledger_cmd::tier(&store, command, cli.json).await,
         Command::SftpUser(command) => sftp_cmd::user(&store, command, cli.json).await,
-        Command::Sftp(_) => unreachable!("handled before the store opens"),
+        Command::Sftp(_) | Command::Generate { .. } => {
+            unreachable!("handled before the store opens")
+        }
         Command::Expire => ledger_cmd::expire(&store, cli.json).await,
         Command::Audit => ledger_cmd::audit(&store, cli.json).await,
     }

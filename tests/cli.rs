@@ -563,6 +563,7 @@ fn every_command_has_help() {
         vec!["sftp-user", "disable", "--help"],
         vec!["sftp-user", "remove", "--help"],
         vec!["sftp", "host-key", "--help"],
+        vec!["generate", "--help"],
     ] {
         let output = run(&[], &args);
         assert!(output.status.success(), "{args:?}");
