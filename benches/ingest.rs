@@ -35,7 +35,10 @@ async fn main() {
     let schema = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; \
         CREATE TABLE earns (id TEXT NOT NULL, walletId TEXT, amount TEXT, date TEXT, \
         description TEXT, store TEXT); CREATE UNIQUE INDEX earns_id ON earns (id);";
-    let made = Command::new("sqlite3").arg(&baseline_db).arg(schema).output();
+    let made = Command::new("sqlite3")
+        .arg(&baseline_db)
+        .arg(schema)
+        .output();
     let made = made.expect("the baseline needs the sqlite3 command (apt-get install sqlite3)");
     assert!(made.status.success());
     let started = Instant::now();
@@ -45,7 +48,11 @@ async fn main() {
         .output()
         .unwrap();
     let baseline = started.elapsed().as_secs_f64();
-    assert!(imported.status.success(), "{}", String::from_utf8_lossy(&imported.stderr));
+    assert!(
+        imported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&imported.stderr)
+    );
 
     // Ours: wallets to credit, then the file received and processed.
     let db = store::testing::TestStore::sqlite().await;
@@ -80,17 +87,25 @@ async fn main() {
         .await
         .unwrap();
     let batch = store.claim_batches(1, ".csv").await.unwrap().remove(0);
-    ingest::pipeline::process(&store, &book, &data, &batch).await.unwrap();
+    ingest::pipeline::process(&store, &book, &data, &batch)
+        .await
+        .unwrap();
     let ours = started.elapsed().as_secs_f64();
     let done = store.get_batch(&org, &batch.id).await.unwrap();
     assert_eq!(done.rows_loaded, Some(rows as i64), "every row loaded");
 
-    println!("{rows} rows ({:.0} MB) of canonical CSV on SQLite, {WALLETS} wallets", size as f64 / 1e6);
+    println!(
+        "{rows} rows ({:.0} MB) of canonical CSV on SQLite, {WALLETS} wallets",
+        size as f64 / 1e6
+    );
     println!("{:<46} {:>10} {:>12}", "", "seconds", "rows/s");
     let row = |name: &str, seconds: f64| {
         println!("{name:<46} {seconds:>10.2} {:>12.0}", rows as f64 / seconds);
     };
     row("baseline: sqlite3 .import (unique id index)", baseline);
     row("rewards: received -> credited, reports written", ours);
-    println!("ratio: {:.1}x the baseline's time (goal <= 2x)", ours / baseline);
+    println!(
+        "ratio: {:.1}x the baseline's time (goal <= 2x)",
+        ours / baseline
+    );
 }
