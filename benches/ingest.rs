@@ -1,4 +1,4 @@
-//! One earn file end to end on SQLite: file received -> every row committed and the reports
+//! One earn file end to end on SQLite (PostgreSQL with `REWARDS_TEST_POSTGRES_URL`): file received -> every row committed and the reports
 //! written, beside `sqlite3 .import` of the same file into a table with the same columns and a
 //! unique index on the id, in the same run.
 //!
@@ -8,7 +8,9 @@
 use std::process::Command;
 use std::time::Instant;
 
-use store::{NewCampaign, NewMember, NewWallet, RuleBook};
+mod common;
+
+use store::RuleBook;
 
 const WALLETS: u64 = 1_000;
 
@@ -23,7 +25,7 @@ async fn main() {
     let spec = ingest::generate::Spec {
         rows,
         wallets: WALLETS,
-        wallet_prefix: "card-".into(),
+        wallet_prefix: "w-".into(),
         bad_share: 0.0,
         seed: 1,
     };
@@ -54,32 +56,14 @@ async fn main() {
         String::from_utf8_lossy(&imported.stderr)
     );
 
-    // Ours: wallets to credit, then the file received and processed.
-    let db = store::testing::TestStore::sqlite().await;
-    let store = db.store.clone();
-    let org = store.create_org("Bench").await.unwrap().id;
-    let new = NewCampaign {
-        name: "B".into(),
-        currency: "PTS".into(),
-        ..Default::default()
-    };
-    let campaign = store.create_campaign(&org, new).await.unwrap();
-    for i in 0..WALLETS {
-        let member = NewMember {
-            first_name: "Ada".into(),
-            idp: "reference".into(),
-            user_id: format!("u{i}"),
-            external_id: format!("m-{i}"),
-            ..Default::default()
-        };
-        store.create_member(&org, member).await.unwrap();
-        let wallet = NewWallet {
-            owner: Some(format!("m-{i}")),
-            external_id: Some(format!("card-{i}")),
-            name: None,
-        };
-        store.create_wallet(&campaign, wallet).await.unwrap();
-    }
+    // Ours: wallets to credit (`w-0`...), then the file received and processed.
+    let common::Seed {
+        _db,
+        store,
+        campaign,
+        ..
+    } = common::seed(WALLETS as usize, true).await;
+    let org = campaign.org_id.clone();
     let data = dir.path().join("data");
     let book = RuleBook::new(store.clone());
     let started = Instant::now();
@@ -95,8 +79,9 @@ async fn main() {
     assert_eq!(done.rows_loaded, Some(rows as i64), "every row loaded");
 
     println!(
-        "{rows} rows ({:.0} MB) of canonical CSV on SQLite, {WALLETS} wallets",
-        size as f64 / 1e6
+        "{rows} rows ({:.0} MB) of canonical CSV on {:?}, {WALLETS} wallets",
+        size as f64 / 1e6,
+        store.backend()
     );
     println!("{:<46} {:>10} {:>12}", "", "seconds", "rows/s");
     let row = |name: &str, seconds: f64| {
