@@ -133,7 +133,7 @@ async fn read(
     rejected.header(&header)?;
     let mut tally = Tally::default();
     let mut seen: HashSet<String> = HashSet::new();
-    let mut chunk: Vec<(FileEarn, Vec<String>)> = Vec::with_capacity(CHUNK);
+    let mut chunk = Chunk::default();
     let mut record = csv::ByteRecord::new();
     let mut row: u64 = 1;
     loop {
@@ -176,8 +176,9 @@ async fn read(
                 rejected.row(&rejection, &fields)?;
             }
             Ok(earn) => {
-                chunk.push((FileEarn { row, earn }, fields));
-                if chunk.len() == CHUNK {
+                chunk.earns.push(FileEarn { row, earn });
+                chunk.fields.push(fields);
+                if chunk.earns.len() == CHUNK {
                     load(store, book, batch, &mut chunk, &mut tally, rejected).await?;
                 }
             }
@@ -187,24 +188,31 @@ async fn read(
     Ok(Ok(tally))
 }
 
+/// Checked rows waiting to be credited, with their original fields for the report.
+#[derive(Default)]
+struct Chunk {
+    earns: Vec<FileEarn>,
+    fields: Vec<Vec<String>>,
+}
+
 async fn load(
     store: &Store,
     book: &RuleBook,
     batch: &Batch,
-    chunk: &mut Vec<(FileEarn, Vec<String>)>,
+    chunk: &mut Chunk,
     tally: &mut Tally,
     rejected: &mut Rejected,
 ) -> Result<(), StoreError> {
-    if chunk.is_empty() {
+    if chunk.earns.is_empty() {
         return Ok(());
     }
-    let earns: Vec<FileEarn> = chunk.iter().map(|(earn, _)| earn.clone()).collect();
     let outcomes = store
-        .credit_file_earns(book, &batch.org_id, &batch.id, &earns)
+        .credit_file_earns(book, &batch.org_id, &batch.id, &chunk.earns)
         .await?;
     crash_point();
     store.renew_batch(&batch.id).await?;
-    for ((earn, fields), outcome) in chunk.drain(..).zip(outcomes) {
+    let rows = chunk.earns.drain(..).zip(chunk.fields.drain(..));
+    for ((earn, fields), outcome) in rows.zip(outcomes) {
         let refusal = |reason: Reason, column: &str, value: &str, message: String| Rejection {
             row: earn.row,
             column: Some(column.into()),
