@@ -70,8 +70,8 @@ async fn main() {
     ingest::intake::receive(&store, &data, &org, &file, "earns.csv", "sftp", None)
         .await
         .unwrap();
-    let batch = store.claim_batches(1, ".csv").await.unwrap().remove(0);
-    ingest::pipeline::process(&store, &book, &data, &batch)
+    let batch = store.claim_batches(1, None).await.unwrap().remove(0);
+    ingest::pipeline::process(&store, &book, &data, &batch, &|_| {})
         .await
         .unwrap();
     let ours = started.elapsed().as_secs_f64();

@@ -49,8 +49,24 @@ pub enum Command {
     /// The SFTP server itself.
     #[command(subcommand)]
     Sftp(SftpCommand),
-    /// Write a realistic earn file (canonical CSV) of N rows over M wallets, for demos, tests
-    /// and benchmarks. Needs no database.
+    /// Set, show and remove an organisation's batch-file mappings (how its columns become
+    /// earns). Without one, files use the canonical layout (templates/earn.csv).
+    #[command(subcommand)]
+    Mapping(MappingCommand),
+    /// Run a batch file through the pipeline here, with progress: recorded as a batch, checked,
+    /// evaluated, credited and reported into the organisation's reports/ folder.
+    Ingest {
+        #[arg(long)]
+        org: String,
+        /// Check and evaluate every row and write the report (`<file>.dry-run.result.json`)
+        /// without touching the ledger or recording a batch.
+        #[arg(long)]
+        dry_run: bool,
+        /// A CSV or XLSX earn file.
+        file: PathBuf,
+    },
+    /// Write a realistic earn file (CSV, or XLSX when FILE ends with .xlsx) of N rows over M
+    /// wallets, for demos, tests and benchmarks. Needs no database.
     Generate {
         #[arg(long)]
         rows: u64,
@@ -72,6 +88,31 @@ pub enum Command {
     Expire,
     /// Check every wallet: balance = EARN - BURN - EXPIRY, and lots agree. Exits 1 on a mismatch.
     Audit,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MappingCommand {
+    /// Validate a mapping document (TOML, or JSON by its .json extension) and store it for the
+    /// file names its `pattern` matches (every file by default). Every problem is listed at once.
+    Set {
+        #[arg(long)]
+        org: String,
+        file: PathBuf,
+    },
+    /// Print the organisation's mappings (or the one for PATTERN) as JSON documents.
+    Show {
+        #[arg(long)]
+        org: String,
+        #[arg(long)]
+        pattern: Option<String>,
+    },
+    /// Remove the mapping for PATTERN.
+    Remove {
+        #[arg(long)]
+        org: String,
+        #[arg(long)]
+        pattern: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

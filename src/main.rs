@@ -1,5 +1,6 @@
 //! `rewards`: the service (`serve`) and the operator's commands, on one configuration.
 
+mod batch_cmd;
 mod cli;
 mod commands;
 mod config;
@@ -57,8 +58,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         };
         let out =
             std::fs::File::create(&file).with_context(|| format!("creating {}", file.display()))?;
-        ingest::generate::earn_csv(&spec, out)
-            .with_context(|| format!("writing {}", file.display()))?;
+        let xlsx = file
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("xlsx"));
+        if xlsx {
+            ingest::generate::earn_xlsx(&spec, out)
+        } else {
+            ingest::generate::earn_csv(&spec, out)
+        }
+        .with_context(|| format!("writing {}", file.display()))?;
         let value = serde_json::json!({"file": file, "rows": rows, "wallets": wallets});
         commands::emit(cli.json, value, || {
             format!("{rows} rows written to {}", file.display())
@@ -86,6 +94,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Rules(command) => rules_cmd::run(&store, command, cli.json).await,
         Command::Tier(command) => ledger_cmd::tier(&store, command, cli.json).await,
         Command::SftpUser(command) => sftp_cmd::user(&store, command, cli.json).await,
+        Command::Mapping(command) => batch_cmd::mapping(&store, command, cli.json).await,
+        Command::Ingest { org, dry_run, file } => {
+            batch_cmd::ingest(&config, &store, &org, &file, dry_run, cli.json).await
+        }
         Command::Sftp(_) | Command::Generate { .. } => {
             unreachable!("handled before the store opens")
         }

@@ -1,5 +1,6 @@
-//! Realistic earn files for tests and benchmarks: N rows over M wallets in the canonical layout,
-//! with an optional share of bad rows (one of each kind in turn). Deterministic for a seed.
+//! Realistic earn files for tests and benchmarks: N rows over M wallets in the canonical layout
+//! (CSV or XLSX), with an optional share of bad rows (one of each kind in turn). Deterministic for
+//! a seed.
 
 use std::io::Write;
 
@@ -74,6 +75,22 @@ pub fn earn_csv(spec: &Spec, out: impl Write) -> std::io::Result<()> {
         writeln!(out, "{line}")?;
     }
     out.flush()
+}
+
+/// Writes the same rows as `earn_csv` as an XLSX workbook (cells that are plainly numbers as
+/// numbers). A spreadsheet of more than 10,000 rows is made too, for the refusal's tests.
+pub fn earn_xlsx(spec: &Spec, out: impl Write + std::io::Seek) -> std::io::Result<()> {
+    let mut csv_bytes = Vec::new();
+    earn_csv(spec, &mut csv_bytes)?;
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(csv_bytes.as_slice());
+    let rows = reader
+        .records()
+        .map(|r| r.map(|r| r.iter().map(String::from).collect::<Vec<_>>()))
+        .collect::<Result<Vec<_>, _>>()?;
+    crate::xlsx::write(rows, out)
 }
 
 #[cfg(test)]

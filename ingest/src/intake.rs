@@ -26,13 +26,41 @@ pub async fn receive(
     source: &str,
     username: Option<&str>,
 ) -> Result<Batch, String> {
+    let (id, spooled) = spool_path(data_dir, org_id, source, file_name)?;
+    std::fs::rename(inbox_file, &spooled)
+        .map_err(|e| format!("moving {} to the spool: {e}", inbox_file.display()))?;
+    record(store, org_id, id, &spooled, file_name, source, username).await
+}
+
+/// Copies `file` into the spool and records its batch, leaving the original where it is (the
+/// operator's `rewards ingest`). The copy gets its spool name only once complete.
+pub async fn receive_copy(
+    store: &Store,
+    data_dir: &Path,
+    org_id: &str,
+    file: &Path,
+    file_name: &str,
+    source: &str,
+) -> Result<Batch, String> {
+    let (id, spooled) = spool_path(data_dir, org_id, source, file_name)?;
+    let partial = spooled.with_file_name(format!(".{id}.copying"));
+    std::fs::copy(file, &partial).map_err(|e| format!("copying {}: {e}", file.display()))?;
+    std::fs::rename(&partial, &spooled).map_err(|e| format!("{}: {e}", spooled.display()))?;
+    record(store, org_id, id, &spooled, file_name, source, None).await
+}
+
+/// A new batch id and the spool path of its file.
+fn spool_path(
+    data_dir: &Path,
+    org_id: &str,
+    source: &str,
+    file_name: &str,
+) -> Result<(String, PathBuf), String> {
     let id = store::new_id();
     let spool = spool_dir(data_dir, org_id);
     std::fs::create_dir_all(&spool).map_err(|e| format!("{}: {e}", spool.display()))?;
     let spooled = spool.join(format!("{id}__{source}__{file_name}"));
-    std::fs::rename(inbox_file, &spooled)
-        .map_err(|e| format!("moving {} to the spool: {e}", inbox_file.display()))?;
-    record(store, org_id, id, &spooled, file_name, source, username).await
+    Ok((id, spooled))
 }
 
 async fn record(

@@ -1,11 +1,17 @@
-//! Batch files: the SFTP server, the inbox watcher, CSV/XLSX readers, the template mapper and the
-//! parallel earn pipeline (`ingest` uses `store` and `rules`). So far: SSH keys, the SFTP server,
-//! the inbox watcher and the intake that turns a complete file into a batch record.
+//! Batch files: the SFTP server (`sftp`, `keys`), the inbox watcher, the intake that turns a
+//! complete file into a batch record, the CSV and XLSX readers (`records`, `xlsx`), mappings
+//! (`mapping`, `values`, `rows`) and the parallel earn pipeline with its reports (`pipeline`,
+//! `reports`). `ingest` uses `store` and `rules`.
 
 pub mod generate;
 pub mod intake;
 pub mod keys;
+pub mod mapping;
 pub mod pipeline;
+pub mod records;
+pub mod reports;
 pub mod rows;
 pub mod sftp;
+pub mod values;
 pub mod watcher;
+pub mod xlsx;

@@ -1,37 +1,188 @@
-//! Processing a received CSV file in the canonical layout: streamed in chunks, each row mapped and
-//! checked (`rows`), repeated ids in the file rejected, the rest evaluated and credited
-//! (`Store::credit_file_earns`), and two reports written into the organisation's `reports/`:
-//! `<file>.result.json` (counts, tokens, timings) and `<file>.rejected.csv` (each rejected row
-//! with its number, reason code, column, value, message and original fields). The batch record
-//! carries the same summary.
+//! Processing a batch file: read as a stream of records (`records`), each mapped and checked in
+//! parallel (`rows`, under the organisation's `mapping`), repeated ids in the file rejected, the
+//! rest evaluated by the rules and credited in chunks (`Store::credit_file_earns`), and the two
+//! reports written into the organisation's `reports/` (`reports`). The batch record carries the
+//! same summary.
+//!
+//! A mapping whose acceptance policy is all-or-nothing, or has a rejection threshold, checks the
+//! whole file first (crediting nothing) and loads it only if it passes. A dry run is that check
+//! alone, reported under `<file>.dry-run.*`.
 
 use std::collections::{BTreeMap, HashSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use serde_json::json;
+use rayon::prelude::*;
+use serde_json::{Value, json};
 use store::{
     Batch, BatchFinish, BatchState, FileEarn, FileOutcome, RuleBook, Store, StoreError, Tokens,
 };
 
+use crate::mapping::{Columns, Mapping};
+use crate::records::{Record, Records};
+use crate::reports::{Rejected, write_atomically};
 use crate::rows::{Layout, Reason, Rejection};
 use crate::sftp::tree::{Folder, Tree};
 
-/// Rows credited per database transaction.
+/// Rows read, checked and credited together (one database transaction).
 const CHUNK: usize = 5_000;
 
-/// What processing a file came to.
+/// How far a file has got, after each chunk.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub rows: u64,
+    /// Bytes (CSV) or rows (XLSX) read, of the file's total.
+    pub done: u64,
+    pub of: u64,
+}
+
+/// A file to run through the pipeline.
+pub struct Job<'a> {
+    pub store: &'a Store,
+    pub book: &'a RuleBook,
+    pub org_id: &'a str,
+    /// The batch the rows are credited under; `None`: a dry run, which credits nothing.
+    pub batch_id: Option<&'a str>,
+    /// The name the client gave the file (its extension says CSV or XLSX).
+    pub file_name: &'a str,
+    pub path: &'a Path,
+    pub mapping: &'a Mapping,
+    /// The folder the reports go to.
+    pub reports: &'a Path,
+    pub progress: &'a (dyn Fn(Progress) + Sync),
+}
+
+/// How a file ended.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub state: BatchState,
+    pub rows: u64,
+    pub loaded: u64,
+    pub rejected: u64,
+    /// The content of `<file>.result.json`.
+    pub summary: Value,
+    pub error: Option<String>,
+}
+
+/// What reading a file came to.
 #[derive(Debug, Default)]
 struct Tally {
-    rows: i64,
-    loaded: i64,
-    duplicates: i64,
+    rows: u64,
+    loaded: u64,
+    duplicates: u64,
     /// Rows an interrupted earlier attempt had already credited (their tokens are not in
     /// `tokens`).
-    resumed: i64,
+    resumed: u64,
     tokens: Tokens,
     /// Tokens per rule, from each credited row's trace.
     by_rule: BTreeMap<String, Tokens>,
+    by_reason: BTreeMap<&'static str, u64>,
+    /// Why the file could not be read to its end (rows before that point count).
+    error: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Evaluate and report; credit nothing.
+    Check,
+    Load,
+}
+
+/// The organisation's mapping for a file named `file_name` (the canonical layout without one).
+pub async fn mapping_for(
+    store: &Store,
+    org_id: &str,
+    file_name: &str,
+) -> Result<Result<Mapping, String>, StoreError> {
+    let mut mappings = Vec::new();
+    for stored in store.mappings(org_id).await? {
+        match Mapping::parse(&stored.document) {
+            Ok(mapping) => mappings.push(mapping),
+            Err(errors) => {
+                return Ok(Err(format!(
+                    "the mapping `{}` is not valid: {}",
+                    stored.pattern,
+                    errors.join("; ")
+                )));
+            }
+        }
+    }
+    Ok(Ok(Mapping::choose(mappings, file_name)))
+}
+
+/// Runs `job` to its end and writes its reports. An `Err` is a store failure: nothing is
+/// reported, and rows credited so far are never credited twice when the file is run again.
+pub async fn run_file(job: &Job<'_>) -> Result<Outcome, StoreError> {
+    let started = Instant::now();
+    let dry_run = job.batch_id.is_none();
+    let name = if dry_run {
+        format!("{}.dry-run", job.file_name)
+    } else {
+        job.file_name.to_string()
+    };
+    let report = |suffix: &str| job.reports.join(format!("{name}.{suffix}"));
+    let acceptance = job.mapping.acceptance;
+    let first = if dry_run || acceptance.checks_first() {
+        Mode::Check
+    } else {
+        Mode::Load
+    };
+    let mut rejected = Rejected::create(report("rejected.csv"))?;
+    let mut tally = scan(job, first, &mut rejected).await?;
+    let refusal = tally
+        .error
+        .is_none()
+        .then(|| acceptance.refusal(tally.rows, rejected.count))
+        .flatten();
+    if first == Mode::Check && !dry_run && refusal.is_none() && tally.error.is_none() {
+        rejected = Rejected::create(report("rejected.csv"))?;
+        tally = scan(job, Mode::Load, &mut rejected).await?;
+    }
+    let rejected_count = rejected.count;
+    rejected.finish()?;
+    let error = tally.error.clone().or(refusal);
+    let state = if error.is_some() {
+        BatchState::Failed
+    } else {
+        BatchState::Completed
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let mapping = match job.mapping.columns {
+        Columns::Canonical => "canonical".to_string(),
+        Columns::Mapped(_) => job.mapping.pattern.clone(),
+    };
+    let summary = json!({
+        "batch": job.batch_id,
+        "file": job.file_name,
+        "state": state.as_str(),
+        "dryRun": dry_run,
+        "mapping": mapping,
+        "rows": tally.rows,
+        "loaded": tally.loaded,
+        "rejected": rejected_count,
+        "rejectedByReason": tally.by_reason,
+        "duplicates": tally.duplicates,
+        "loadedBeforeRestart": tally.resumed,
+        "tokens": tally.tokens,
+        "tokensByRule": tally.by_rule,
+        "error": error,
+        "seconds": seconds,
+        "rowsPerSecond": if seconds > 0.0 { tally.rows as f64 / seconds } else { 0.0 },
+        "rejectedReport": format!("{name}.rejected.csv"),
+    });
+    write_atomically(
+        &report("result.json"),
+        &serde_json::to_vec_pretty(&summary).unwrap_or_default(),
+    )?;
+    Ok(Outcome {
+        state,
+        rows: tally.rows,
+        loaded: tally.loaded,
+        rejected: rejected_count,
+        summary,
+        error,
+    })
 }
 
 /// The spooled file of `batch`.
@@ -45,223 +196,281 @@ pub fn spooled(data_dir: &Path, batch: &Batch) -> Option<PathBuf> {
         .map(|f| f.path())
 }
 
-/// Processes a claimed batch to its end (`completed`, or `failed` with the reason) and writes
-/// its reports. An `Err` is a store failure: the batch stays claimed and is taken up again when
-/// its lease runs out; rows credited meanwhile are never credited twice.
+/// Processes a claimed batch to its end (`completed`, or `failed` with the reason), writes its
+/// reports and records the outcome. An `Err` is a store failure: the batch stays claimed and is
+/// taken up again when its lease runs out; rows credited meanwhile are never credited twice.
 pub async fn process(
     store: &Store,
     book: &RuleBook,
     data_dir: &Path,
     batch: &Batch,
-) -> Result<BatchState, StoreError> {
-    let started = Instant::now();
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Outcome, StoreError> {
     let tree = Tree::open(data_dir, &batch.org_id)
         .map_err(|e| StoreError::NotCommitted(format!("the organisation's folders: {e}")))?;
-    let mut rejected = Rejected::open(&tree, &batch.file_name)?;
-    let outcome = match spooled(data_dir, batch) {
+    let reports = tree.file(Folder::Reports, "");
+    let found = match spooled(data_dir, batch) {
         None => Err("the received file is missing from the spool".to_string()),
-        Some(path) => read(store, book, batch, &path, &mut rejected).await?,
+        Some(path) => mapping_for(store, &batch.org_id, &batch.file_name)
+            .await?
+            .map(|mapping| (path, mapping)),
     };
-    let rejected_count = rejected.count;
-    rejected.finish()?;
-    let seconds = started.elapsed().as_secs_f64();
-    let (state, tally, error) = match outcome {
-        Ok(tally) => (BatchState::Completed, tally, None),
-        Err(error) => (BatchState::Failed, Tally::default(), Some(error)),
+    let outcome = match found {
+        Ok((path, mapping)) => {
+            let job = Job {
+                store,
+                book,
+                org_id: &batch.org_id,
+                batch_id: Some(&batch.id),
+                file_name: &batch.file_name,
+                path: &path,
+                mapping: &mapping,
+                reports: &reports,
+                progress,
+            };
+            run_file(&job).await?
+        }
+        Err(error) => refused_whole(&reports, batch, error)?,
     };
-    let summary = json!({
-        "batch": batch.id,
-        "file": batch.file_name,
-        "state": state.as_str(),
-        "rows": tally.rows,
-        "loaded": tally.loaded,
-        "rejected": rejected_count,
-        "duplicates": tally.duplicates,
-        "loadedBeforeRestart": tally.resumed,
-        "tokens": tally.tokens,
-        "tokensByRule": tally.by_rule,
-        "error": error,
-        "seconds": seconds,
-        "rowsPerSecond": if seconds > 0.0 { tally.rows as f64 / seconds } else { 0.0 },
-        "rejectedReport": format!("{}.rejected.csv", batch.file_name),
-    });
-    let report = tree.file(Folder::Reports, &format!("{}.result.json", batch.file_name));
-    write_atomically(
-        &report,
-        &serde_json::to_vec_pretty(&summary).unwrap_or_default(),
-    )?;
     store
         .finish_batch(
             &batch.id,
             BatchFinish {
-                state,
-                rows: tally.rows,
-                loaded: tally.loaded,
-                rejected: rejected_count,
-                summary,
-                error,
+                state: outcome.state,
+                rows: outcome.rows as i64,
+                loaded: outcome.loaded as i64,
+                rejected: outcome.rejected as i64,
+                summary: outcome.summary.clone(),
+                error: outcome.error.clone(),
             },
         )
         .await?;
     tracing::info!(batch = %batch.id, org = %batch.org_id, file = %batch.file_name,
-        state = state.as_str(), rows = tally.rows, loaded = tally.loaded, rejected = rejected_count,
-        seconds, "batch processed");
-    Ok(state)
+        state = outcome.state.as_str(), rows = outcome.rows, loaded = outcome.loaded,
+        rejected = outcome.rejected, "batch processed");
+    Ok(outcome)
 }
 
-/// Reads and loads the file; the inner `Err` is why the whole file was refused.
-async fn read(
-    store: &Store,
-    book: &RuleBook,
-    batch: &Batch,
-    path: &Path,
-    rejected: &mut Rejected,
-) -> Result<Result<Tally, String>, StoreError> {
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(err) => return Ok(Err(format!("the received file cannot be read: {err}"))),
-    };
-    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(file);
-    let header: Vec<String> = match reader.headers() {
-        Ok(header) => header.iter().map(String::from).collect(),
-        Err(err) => return Ok(Err(format!("the header row cannot be read: {err}"))),
-    };
-    let layout = match Layout::from_header(&header) {
-        Ok(layout) => layout,
-        Err(errors) => return Ok(Err(errors.join("; "))),
-    };
-    rejected.header(&header)?;
+/// The reports of a file refused before it was read.
+fn refused_whole(reports: &Path, batch: &Batch, error: String) -> Result<Outcome, StoreError> {
+    Rejected::create(reports.join(format!("{}.rejected.csv", batch.file_name)))?.finish()?;
+    let summary = json!({
+        "batch": batch.id,
+        "file": batch.file_name,
+        "state": BatchState::Failed.as_str(),
+        "dryRun": false,
+        "rows": 0,
+        "loaded": 0,
+        "rejected": 0,
+        "error": error,
+    });
+    write_atomically(
+        &reports.join(format!("{}.result.json", batch.file_name)),
+        &serde_json::to_vec_pretty(&summary).unwrap_or_default(),
+    )?;
+    Ok(Outcome {
+        state: BatchState::Failed,
+        rows: 0,
+        loaded: 0,
+        rejected: 0,
+        summary,
+        error: Some(error),
+    })
+}
+
+/// Reads the whole file once, checking or loading each chunk.
+async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tally, StoreError> {
     let mut tally = Tally::default();
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut chunk = Chunk::default();
-    let mut record = csv::ByteRecord::new();
-    let mut row: u64 = 1;
+    let (mut records, header) = match Records::open(job.path, job.file_name, job.mapping) {
+        Ok(opened) => opened,
+        Err(error) => {
+            tally.error = Some(error);
+            return Ok(tally);
+        }
+    };
+    let layout = match Layout::new(job.mapping, header.as_deref()) {
+        Ok(layout) => layout,
+        Err(errors) => {
+            tally.error = Some(errors.join("; "));
+            return Ok(tally);
+        }
+    };
+    rejected.header(header.as_deref().unwrap_or_default())?;
+    // Hashes of the ids seen so far: 8 bytes an id keeps a file of millions of rows in bounded
+    // memory. Two different ids of one file share a hash with a chance of about n²/2⁶⁵ (10⁻⁶ for
+    // five million rows); the later would be reported as a repeat, never credited twice.
+    let mut seen: HashSet<u64> = HashSet::new();
+    let mut chunk = Vec::with_capacity(CHUNK);
     loop {
-        match reader.read_byte_record(&mut record) {
-            Ok(false) => break,
-            Ok(true) => {}
-            Err(err) => {
-                return Ok(Err(format!(
-                    "the file cannot be read past row {row}: {err}"
-                )));
+        chunk.clear();
+        while chunk.len() < CHUNK && tally.error.is_none() {
+            match records.next() {
+                Ok(Some(record)) => chunk.push(record),
+                Ok(None) => break,
+                Err(error) => tally.error = Some(error),
             }
         }
-        row += 1;
-        tally.rows += 1;
-        let fields: Vec<String> = record
-            .iter()
-            .map(|f| String::from_utf8_lossy(f).into_owned())
-            .collect();
-        if std::str::from_utf8(record.as_slice()).is_err() {
-            let rejection = Rejection {
-                row,
-                column: None,
-                value: None,
-                reason: Reason::BadEncoding,
-                message: "not UTF-8 text".into(),
-            };
-            rejected.row(&rejection, &fields)?;
-            continue;
+        if chunk.is_empty() {
+            break;
         }
-        match layout.earn(row, &fields) {
-            Err(rejection) => rejected.row(&rejection, &fields)?,
-            Ok(earn) if !seen.insert(earn.earn_id.clone()) => {
+        tally.rows += chunk.len() as u64;
+        load(job, mode, &layout, &chunk, &mut seen, &mut tally, rejected).await?;
+        let (done, of) = records.position();
+        (job.progress)(Progress {
+            rows: tally.rows,
+            done,
+            of,
+        });
+        if chunk.len() < CHUNK {
+            break;
+        }
+    }
+    Ok(tally)
+}
+
+/// Checks the rows of `chunk` and credits (or, checking, evaluates) the good ones.
+async fn load(
+    job: &Job<'_>,
+    mode: Mode,
+    layout: &Layout,
+    chunk: &[Record],
+    seen: &mut HashSet<u64>,
+    tally: &mut Tally,
+    rejected: &mut Rejected,
+) -> Result<(), StoreError> {
+    let encoding = job.mapping.encoding;
+    let parsed: Vec<Result<store::EarnInput, Rejection>> = chunk
+        .par_iter()
+        .map(|record| {
+            if record.bad_encoding {
+                return Err(Rejection {
+                    row: record.row,
+                    column: None,
+                    value: None,
+                    reason: Reason::BadEncoding,
+                    message: format!("not text in the file's encoding ({encoding:?})"),
+                });
+            }
+            layout.earn(record.row, &record.fields)
+        })
+        .collect();
+    let mut rejections: Vec<(usize, Rejection)> = Vec::new();
+    let (mut earns, mut at) = (
+        Vec::with_capacity(chunk.len()),
+        Vec::with_capacity(chunk.len()),
+    );
+    for (i, result) in parsed.into_iter().enumerate() {
+        match result {
+            Err(rejection) => rejections.push((i, rejection)),
+            Ok(earn) if !seen.insert(id_hash(&earn.earn_id)) => {
                 let rejection = Rejection {
-                    row,
+                    row: chunk[i].row,
                     column: Some("id".into()),
                     value: Some(earn.earn_id),
                     reason: Reason::DuplicateInFile,
                     message: "the same id appears earlier in the file".into(),
                 };
-                rejected.row(&rejection, &fields)?;
+                rejections.push((i, rejection));
             }
             Ok(earn) => {
-                chunk.earns.push(FileEarn { row, earn });
-                chunk.fields.push(fields);
-                if chunk.earns.len() == CHUNK {
-                    load(store, book, batch, &mut chunk, &mut tally, rejected).await?;
-                }
+                at.push(i);
+                earns.push(FileEarn {
+                    row: chunk[i].row,
+                    earn,
+                });
             }
         }
     }
-    load(store, book, batch, &mut chunk, &mut tally, rejected).await?;
-    Ok(Ok(tally))
-}
-
-/// Checked rows waiting to be credited, with their original fields for the report.
-#[derive(Default)]
-struct Chunk {
-    earns: Vec<FileEarn>,
-    fields: Vec<Vec<String>>,
-}
-
-async fn load(
-    store: &Store,
-    book: &RuleBook,
-    batch: &Batch,
-    chunk: &mut Chunk,
-    tally: &mut Tally,
-    rejected: &mut Rejected,
-) -> Result<(), StoreError> {
-    if chunk.earns.is_empty() {
-        return Ok(());
-    }
-    let outcomes = store
-        .credit_file_earns(book, &batch.org_id, &batch.id, &chunk.earns)
-        .await?;
-    crash_point();
-    store.renew_batch(&batch.id).await?;
-    let rows = chunk.earns.drain(..).zip(chunk.fields.drain(..));
-    for ((earn, fields), outcome) in rows.zip(outcomes) {
-        let refusal = |reason: Reason, column: &str, value: &str, message: String| Rejection {
-            row: earn.row,
-            column: Some(column.into()),
-            value: Some(value.into()),
-            reason,
-            message,
+    if !earns.is_empty() {
+        let outcomes = match (mode, job.batch_id) {
+            (Mode::Load, Some(batch_id)) => {
+                let outcomes = job
+                    .store
+                    .credit_file_earns(job.book, job.org_id, batch_id, &earns)
+                    .await?;
+                crash_point();
+                job.store.renew_batch(batch_id).await?;
+                outcomes
+            }
+            _ => {
+                job.store
+                    .check_file_earns(job.book, job.org_id, job.batch_id, &earns)
+                    .await?
+            }
         };
-        match outcome {
-            FileOutcome::Credited { tokens, trace, .. } => {
-                tally.loaded += 1;
-                tally.tokens = tally.tokens.checked_add(tokens).unwrap_or(tally.tokens);
-                for (rule, amount) in trace_parts(&trace) {
-                    let total = tally.by_rule.entry(rule).or_default();
-                    *total = total.checked_add(amount).unwrap_or(*total);
-                }
-            }
-            // Credited by this batch before the process stopped: loaded, once.
-            FileOutcome::CreditedBefore { .. } => {
-                tally.loaded += 1;
-                tally.resumed += 1;
-            }
-            FileOutcome::Duplicate { .. } => {
-                tally.duplicates += 1;
-                let message = "this id was already credited".to_string();
-                let rejection = refusal(
-                    Reason::DuplicateTransaction,
-                    "id",
-                    &earn.earn.earn_id,
-                    message,
-                );
-                rejected.row(&rejection, &fields)?;
-            }
-            FileOutcome::UnknownWallet => {
-                let message = "no wallet has this id or reference".to_string();
-                let rejection = refusal(
-                    Reason::UnknownWallet,
-                    "walletId",
-                    &earn.earn.wallet,
-                    message,
-                );
-                rejected.row(&rejection, &fields)?;
-            }
-            FileOutcome::Refused(reason) => {
-                let rejection = refusal(Reason::RulesRefused, "amount", &earn.earn.amount, reason);
-                rejected.row(&rejection, &fields)?;
+        for ((i, earn), outcome) in at.into_iter().zip(earns).zip(outcomes) {
+            if let Some(rejection) = count(tally, &earn, outcome) {
+                rejections.push((i, rejection));
             }
         }
+    }
+    rejections.sort_by_key(|(i, _)| *i);
+    for (i, rejection) in rejections {
+        *tally.by_reason.entry(rejection.reason.code()).or_default() += 1;
+        rejected.row(&rejection, &chunk[i].fields)?;
     }
     Ok(())
+}
+
+/// Counts a row's outcome; a row that was not credited becomes its rejection.
+fn count(tally: &mut Tally, row: &FileEarn, outcome: FileOutcome) -> Option<Rejection> {
+    let refusal = |reason: Reason, column: &str, value: &str, message: &str| Rejection {
+        row: row.row,
+        column: Some(column.into()),
+        value: Some(value.into()),
+        reason,
+        message: message.into(),
+    };
+    let earn = &row.earn;
+    match outcome {
+        FileOutcome::Credited { tokens, trace, .. } => {
+            tally.loaded += 1;
+            tally.tokens = tally.tokens.checked_add(tokens).unwrap_or(tally.tokens);
+            for (rule, amount) in trace_parts(&trace) {
+                let total = tally.by_rule.entry(rule).or_default();
+                *total = total.checked_add(amount).unwrap_or(*total);
+            }
+            None
+        }
+        // Credited by this batch before the process stopped: loaded, once.
+        FileOutcome::CreditedBefore { .. } => {
+            tally.loaded += 1;
+            tally.resumed += 1;
+            None
+        }
+        FileOutcome::Duplicate { .. } => {
+            tally.duplicates += 1;
+            let message = "this id was already credited";
+            Some(refusal(
+                Reason::DuplicateTransaction,
+                "id",
+                &earn.earn_id,
+                message,
+            ))
+        }
+        FileOutcome::UnknownWallet => {
+            let message = "no wallet has this id or reference";
+            Some(refusal(
+                Reason::UnknownWallet,
+                "walletId",
+                &earn.wallet,
+                message,
+            ))
+        }
+        FileOutcome::Refused(reason) => Some(refusal(
+            Reason::RulesRefused,
+            "amount",
+            &earn.amount,
+            &reason,
+        )),
+    }
+}
+
+fn id_hash(id: &str) -> u64 {
+    // `DefaultHasher::new` has fixed keys: the same id hashes the same in every run.
+    let mut hasher = DefaultHasher::new();
+    id.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// Fault injection for the crash tests: with `REWARDS_TEST_CRASH_AFTER_CHUNKS=N` set, the
@@ -294,88 +503,16 @@ fn trace_parts(trace: &str) -> impl Iterator<Item = (String, Tokens)> + '_ {
     })
 }
 
-/// The rejected-rows report, written beside the file's result as it goes.
-struct Rejected {
-    writer: csv::Writer<std::fs::File>,
-    temporary: PathBuf,
-    path: PathBuf,
-    count: i64,
-    header_written: bool,
-}
-
-fn io(err: impl std::fmt::Display) -> StoreError {
-    StoreError::NotCommitted(format!("writing the report: {err}"))
-}
-
-impl Rejected {
-    fn open(tree: &Tree, file_name: &str) -> Result<Rejected, StoreError> {
-        let path = tree.file(Folder::Reports, &format!("{file_name}.rejected.csv"));
-        let temporary = path.with_extension("csv.tmp");
-        // Rejected rows keep their own number of fields (a ragged row stays ragged).
-        let writer = csv::WriterBuilder::new()
-            .flexible(true)
-            .from_path(&temporary)
-            .map_err(io)?;
-        Ok(Rejected {
-            writer,
-            temporary,
-            path,
-            count: 0,
-            header_written: false,
-        })
-    }
-
-    fn header(&mut self, original: &[String]) -> Result<(), StoreError> {
-        let mut header = vec!["row", "code", "column", "value", "message"];
-        header.extend(original.iter().map(String::as_str));
-        self.writer.write_record(&header).map_err(io)?;
-        self.header_written = true;
-        Ok(())
-    }
-
-    fn row(&mut self, rejection: &Rejection, fields: &[String]) -> Result<(), StoreError> {
-        let mut record = vec![
-            rejection.row.to_string(),
-            rejection.reason.code().to_string(),
-            rejection.column.clone().unwrap_or_default(),
-            rejection.value.clone().unwrap_or_default(),
-            rejection.message.clone(),
-        ];
-        record.extend(fields.iter().cloned());
-        self.writer.write_record(&record).map_err(io)?;
-        self.count += 1;
-        Ok(())
-    }
-
-    /// Puts the report in place (a file refused whole has only the header line, or nothing).
-    fn finish(mut self) -> Result<(), StoreError> {
-        if !self.header_written {
-            self.writer
-                .write_record(["row", "code", "column", "value", "message"])
-                .map_err(io)?;
-        }
-        self.writer.flush().map_err(io)?;
-        drop(self.writer);
-        std::fs::rename(&self.temporary, &self.path).map_err(io)
-    }
-}
-
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let temporary = path.with_extension("json.tmp");
-    std::fs::write(&temporary, bytes).map_err(io)?;
-    std::fs::rename(&temporary, path).map_err(io)
-}
-
 /// How often an idle node looks for received files.
 const POLL: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Processes received CSV batches, one at a time, until `stop` resolves. Several nodes may run
-/// this at once: each batch is claimed by one. (XLSX batches wait for their reader.)
+/// Processes received batches, one at a time, until `stop` resolves. Several nodes may run this
+/// at once: each batch is claimed by one.
 pub async fn run(store: Store, data_dir: PathBuf, stop: impl std::future::Future<Output = ()>) {
     let book = RuleBook::new(store.clone());
     tokio::pin!(stop);
     loop {
-        let claimed = match store.claim_batches(1, ".csv").await {
+        let claimed = match store.claim_batches(1, None).await {
             Ok(claimed) => claimed,
             Err(err) => {
                 tracing::warn!(%err, "could not claim batches");
@@ -383,7 +520,7 @@ pub async fn run(store: Store, data_dir: PathBuf, stop: impl std::future::Future
             }
         };
         for batch in &claimed {
-            if let Err(err) = process(&store, &book, &data_dir, batch).await {
+            if let Err(err) = process(&store, &book, &data_dir, batch, &|_| {}).await {
                 tracing::warn!(batch = %batch.id, %err, "batch interrupted; it will be taken up again");
             }
         }

@@ -2,12 +2,13 @@
 //! EARN API body's fields, and each record becomes the earn the API would accept, or a rejection
 //! with its row number, column, value and a stable reason code.
 
-use std::str::FromStr;
-
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 use rules::Decimal;
 use serde_json::{Map, Value};
 use store::EarnInput;
+
+use crate::mapping::{Columns, Field, Mapping, Source, Target};
+use crate::values::{self, Kind};
 
 /// Why a row was rejected. The codes are stable: clients match on them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,7 +22,9 @@ pub enum Reason {
     DuplicateInFile,
     DuplicateTransaction,
     UnknownWallet,
-    /// A field that is not UTF-8 text.
+    /// A boolean meta cell that is none of the mapping's words.
+    BadBoolean,
+    /// A field that is not text in the file's encoding.
     BadEncoding,
     /// The rules gave tokens the ledger cannot hold.
     RulesRefused,
@@ -39,6 +42,7 @@ impl Reason {
             Reason::DuplicateInFile => "duplicate_in_file",
             Reason::DuplicateTransaction => "duplicate_transaction",
             Reason::UnknownWallet => "unknown_wallet",
+            Reason::BadBoolean => "bad_boolean",
             Reason::BadEncoding => "bad_encoding",
             Reason::RulesRefused => "rules_refused",
         }
@@ -60,27 +64,41 @@ pub struct Rejection {
 const MAX_ID: usize = 128;
 const MAX_TEXT: usize = 256;
 
-/// Which column holds what, read from the header row.
+/// Which cell fills which earn field, from a mapping and the file's header.
 #[derive(Debug, Clone)]
 pub struct Layout {
-    id: usize,
-    wallet: usize,
-    amount: usize,
-    date: usize,
-    description: Option<usize>,
-    comment: Option<usize>,
-    /// `meta.store.code` → (["store", "code"], column).
-    meta: Vec<(Vec<String>, usize)>,
+    slots: Vec<Slot>,
+    /// Column names for reports: the header's, or `column N` without one.
     names: Vec<String>,
+    /// With a header, a row has exactly its number of fields; without, at least this many.
+    width: usize,
+    has_header: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Slot {
+    target: Target,
+    column: Option<usize>,
+    field: Field,
 }
 
 impl Layout {
     /// The layout of a canonical header: `id`, `walletId`, `amount`, `date` (required),
     /// `description`, `comment` and `meta.<key>` columns (dots nest), in any order and case.
-    /// Every problem is reported at once; an unknown column is one (a misspelt `amout` must not
-    /// be skipped silently).
     pub fn from_header<S: AsRef<str>>(header: &[S]) -> Result<Layout, Vec<String>> {
+        Layout::new(&Mapping::canonical(), Some(header))
+    }
+
+    /// `mapping` applied to a file with `header` (`None`: the mapping says there is none).
+    /// Every problem is reported at once. In the canonical layout an unknown column is one (a
+    /// misspelt `amout` must not be skipped silently); a mapping names the columns it uses and
+    /// the others are ignored.
+    pub fn new<S: AsRef<str>>(
+        mapping: &Mapping,
+        header: Option<&[S]>,
+    ) -> Result<Layout, Vec<String>> {
         let names: Vec<String> = header
+            .unwrap_or(&[])
             .iter()
             .enumerate()
             .map(|(i, name)| {
@@ -96,175 +114,234 @@ impl Layout {
             .collect();
         let mut errors = Vec::new();
         let find = |wanted: &str| names.iter().position(|n| n.eq_ignore_ascii_case(wanted));
-        let mut required = |wanted: &str| {
-            find(wanted).unwrap_or_else(|| {
-                errors.push(format!("the column `{wanted}` is missing"));
-                0
-            })
-        };
-        let (id, wallet, amount, date) = (
-            required("id"),
-            required("walletId"),
-            required("amount"),
-            required("date"),
-        );
-        let mut meta = Vec::new();
-        for (i, name) in names.iter().enumerate() {
-            let known = ["id", "walletId", "amount", "date", "description", "comment"]
-                .iter()
-                .any(|k| name.eq_ignore_ascii_case(k));
-            if known {
-                if names[..i].iter().any(|n| n.eq_ignore_ascii_case(name)) {
-                    errors.push(format!("the column `{name}` appears twice"));
+        let mut slots = Vec::new();
+        match &mapping.columns {
+            Columns::Canonical => {
+                for (target, kind, required) in [
+                    (Target::Id, Kind::Text, true),
+                    (Target::Wallet, Kind::Text, true),
+                    (Target::Amount, Kind::DECIMAL, true),
+                    (Target::Date, Kind::DATE, true),
+                    (Target::Description, Kind::Text, false),
+                    (Target::Comment, Kind::Text, false),
+                ] {
+                    let name = target.name();
+                    let column = find(&name);
+                    if column.is_none() && required {
+                        errors.push(format!("the column `{name}` is missing"));
+                    }
+                    let field = Field {
+                        source: Source::Name(name),
+                        kind,
+                        required,
+                        default: None,
+                    };
+                    if column.is_some() {
+                        slots.push(Slot {
+                            target,
+                            column,
+                            field,
+                        });
+                    }
                 }
-                continue;
+                for (i, name) in names.iter().enumerate() {
+                    let known = ["id", "walletId", "amount", "date", "description", "comment"]
+                        .iter()
+                        .any(|k| name.eq_ignore_ascii_case(k));
+                    if known {
+                        if names[..i].iter().any(|n| n.eq_ignore_ascii_case(name)) {
+                            errors.push(format!("the column `{name}` appears twice"));
+                        }
+                        continue;
+                    }
+                    match name.strip_prefix("meta.") {
+                        Some(path) if !path.split('.').any(str::is_empty) => slots.push(Slot {
+                            target: Target::Meta(path.split('.').map(String::from).collect()),
+                            column: Some(i),
+                            field: Field {
+                                source: Source::Position(i),
+                                kind: Kind::Auto,
+                                required: false,
+                                default: None,
+                            },
+                        }),
+                        _ => errors.push(format!(
+                            "unknown column `{name}`: the canonical columns are id, walletId, \
+                             amount, date, description, comment and meta.<key>; other layouts \
+                             need a mapping"
+                        )),
+                    }
+                }
             }
-            match name.strip_prefix("meta.") {
-                Some(path) if !path.split('.').any(str::is_empty) => {
-                    meta.push((path.split('.').map(String::from).collect(), i));
+            Columns::Mapped(columns) => {
+                for (target, field) in columns {
+                    let column = match &field.source {
+                        Source::Name(name) => {
+                            let found = find(name);
+                            if found.is_none() {
+                                errors.push(format!(
+                                    "the column `{name}` (mapped to {}) is not in the header",
+                                    target.name()
+                                ));
+                            }
+                            found
+                        }
+                        Source::Position(p) => {
+                            if header.is_some() && *p >= names.len() {
+                                errors.push(format!(
+                                    "column {} (mapped to {}) is past the header's {} columns",
+                                    p + 1,
+                                    target.name(),
+                                    names.len()
+                                ));
+                            }
+                            Some(*p)
+                        }
+                        Source::Constant => None,
+                    };
+                    slots.push(Slot {
+                        target: target.clone(),
+                        column,
+                        field: field.clone(),
+                    });
                 }
-                _ => errors.push(format!(
-                    "unknown column `{name}`: the canonical columns are id, walletId, amount, date, \
-                     description, comment and meta.<key>; other layouts need a mapping"
-                )),
             }
         }
         if !errors.is_empty() {
             return Err(errors);
         }
+        let needed = slots
+            .iter()
+            .filter_map(|s| s.column)
+            .map(|c| c + 1)
+            .max()
+            .unwrap_or(0);
+        let (width, names) = match header {
+            Some(_) => (names.len(), names),
+            None => (
+                needed,
+                (1..=needed).map(|n| format!("column {n}")).collect(),
+            ),
+        };
         Ok(Layout {
-            id,
-            wallet,
-            amount,
-            date,
-            description: find("description"),
-            comment: find("comment"),
-            meta,
+            slots,
             names,
+            width,
+            has_header: header.is_some(),
         })
     }
 
     /// The earn in `record`, row `row` of the file.
     pub fn earn<S: AsRef<str>>(&self, row: u64, record: &[S]) -> Result<EarnInput, Rejection> {
-        let reject = |column: Option<usize>, reason: Reason, message: String| Rejection {
-            row,
-            column: column.map(|c| self.names[c].clone()),
-            value: column
-                .and_then(|c| record.get(c))
-                .map(|v| v.as_ref().to_string()),
-            reason,
-            message,
+        let ragged = if self.has_header {
+            record.len() != self.width
+        } else {
+            record.len() < self.width
         };
-        if record.len() != self.names.len() {
-            return Err(reject(
-                None,
-                Reason::RaggedRow,
-                format!(
-                    "{} fields where the header has {}",
+        if ragged {
+            return Err(Rejection {
+                row,
+                column: None,
+                value: None,
+                reason: Reason::RaggedRow,
+                message: format!(
+                    "{} fields where the {} {}",
                     record.len(),
-                    self.names.len()
+                    if self.has_header {
+                        "header has"
+                    } else {
+                        "mapping needs at least"
+                    },
+                    self.width
                 ),
-            ));
+            });
         }
-        let value = |column: usize| record[column].as_ref().trim();
-        let text = |column: usize, max: usize| -> Result<Option<String>, Rejection> {
-            match value(column) {
-                "" => Ok(None),
-                v if v.chars().count() > max => Err(reject(
-                    Some(column),
-                    Reason::TooLong,
-                    format!("longer than {max} characters"),
-                )),
-                v => Ok(Some(v.to_string())),
-            }
+        let mut earn = EarnInput {
+            earn_id: String::new(),
+            wallet: String::new(),
+            amount: String::new(),
+            date: DateTime::<Utc>::UNIX_EPOCH,
+            description: None,
+            comment: None,
+            meta: None,
         };
-        let required = |column: usize, max: usize| -> Result<String, Rejection> {
-            text(column, max)?.ok_or_else(|| {
-                reject(
-                    Some(column),
-                    Reason::MissingField,
-                    "is required".to_string(),
-                )
-            })
-        };
-        let earn_id = required(self.id, MAX_ID)?;
-        let wallet = required(self.wallet, MAX_ID)?;
-        let amount = required(self.amount, MAX_ID)?;
-        let amount = Decimal::from_str(&amount).map_err(|_| {
-            reject(
-                Some(self.amount),
-                Reason::BadDecimal,
-                "not a decimal number (write 12.50: a point, no thousands separators)".into(),
-            )
-        })?;
-        if amount < Decimal::ZERO {
-            return Err(reject(
-                Some(self.amount),
-                Reason::NegativeAmount,
-                "must not be negative".into(),
-            ));
-        }
-        let date = required(self.date, MAX_ID)?;
-        let date = parse_date(&date).ok_or_else(|| {
-            reject(
-                Some(self.date),
-                Reason::BadDate,
-                "not a date: write 2026-11-20 or 2026-11-20T10:15:00Z".into(),
-            )
-        })?;
-        let optional = |column: Option<usize>| column.map(|c| text(c, MAX_TEXT)).transpose();
-        let description = optional(self.description)?.flatten();
-        let comment = optional(self.comment)?.flatten();
         let mut meta = Map::new();
-        for (path, column) in &self.meta {
-            let v = value(*column);
-            if !v.is_empty() {
-                insert(&mut meta, path, meta_value(v));
+        for slot in &self.slots {
+            let reject = |reason: Reason, message: String| Rejection {
+                row,
+                column: Some(match slot.column {
+                    Some(c) => self.names[c].clone(),
+                    None => slot.target.name(),
+                }),
+                value: slot.column.map(|c| record[c].as_ref().to_string()),
+                reason,
+                message,
+            };
+            let cell = slot.column.map(|c| record[c].as_ref().trim()).unwrap_or("");
+            let value = match (cell, &slot.field.default) {
+                ("", Some(default)) => default.as_str(),
+                ("", None) if slot.field.required => {
+                    return Err(reject(Reason::MissingField, "is required".into()));
+                }
+                ("", None) => continue,
+                (cell, _) => cell,
+            };
+            let text = |max: usize| {
+                if value.chars().count() > max {
+                    Err(reject(
+                        Reason::TooLong,
+                        format!("longer than {max} characters"),
+                    ))
+                } else {
+                    Ok(value.to_string())
+                }
+            };
+            match &slot.target {
+                Target::Id => earn.earn_id = text(MAX_ID)?,
+                Target::Wallet => earn.wallet = text(MAX_ID)?,
+                Target::Description => earn.description = Some(text(MAX_TEXT)?),
+                Target::Comment => earn.comment = Some(text(MAX_TEXT)?),
+                Target::Amount => {
+                    let Kind::Decimal { point, thousands } = slot.field.kind else {
+                        unreachable!("a mapping's amount is a decimal")
+                    };
+                    let amount = values::decimal(value, point, thousands).ok_or_else(|| {
+                        reject(
+                            Reason::BadDecimal,
+                            format!("not {}", slot.field.kind.hint()),
+                        )
+                    })?;
+                    if amount < Decimal::ZERO {
+                        return Err(reject(
+                            Reason::NegativeAmount,
+                            "must not be negative".into(),
+                        ));
+                    }
+                    earn.amount = amount.normalize().to_string();
+                }
+                Target::Date => {
+                    let Kind::Date { format, zone } = &slot.field.kind else {
+                        unreachable!("a mapping's date is a date")
+                    };
+                    earn.date = values::date(value, format.as_deref(), *zone).ok_or_else(|| {
+                        reject(Reason::BadDate, format!("not {}", slot.field.kind.hint()))
+                    })?;
+                }
+                Target::Meta(path) => {
+                    let json = slot.field.kind.meta_value(value).ok_or_else(|| {
+                        let reason = match slot.field.kind {
+                            Kind::Decimal { .. } => Reason::BadDecimal,
+                            Kind::Date { .. } => Reason::BadDate,
+                            _ => Reason::BadBoolean,
+                        };
+                        reject(reason, format!("not {}", slot.field.kind.hint()))
+                    })?;
+                    insert(&mut meta, path, json);
+                }
             }
         }
-        Ok(EarnInput {
-            earn_id,
-            wallet,
-            amount: amount.normalize().to_string(),
-            date,
-            description,
-            comment,
-            meta: (!meta.is_empty()).then_some(Value::Object(meta)),
-        })
-    }
-}
-
-/// RFC 3339, or a day (its first instant in UTC).
-fn parse_date(text: &str) -> Option<DateTime<Utc>> {
-    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
-        return Some(t.with_timezone(&Utc));
-    }
-    let day = NaiveDate::parse_from_str(text, "%Y-%m-%d").ok()?;
-    Some(day.and_hms_opt(0, 0, 0)?.and_utc())
-}
-
-/// A meta cell as the rules see it: a number or a boolean when it is plainly one, else text.
-fn meta_value(text: &str) -> Value {
-    match text {
-        "true" => Value::Bool(true),
-        "false" => Value::Bool(false),
-        _ => {
-            let plain = text.strip_prefix('-').unwrap_or(text);
-            let numeric = !plain.is_empty()
-                && plain.bytes().all(|b| b.is_ascii_digit() || b == b'.')
-                && plain.bytes().filter(|b| *b == b'.').count() <= 1
-                && !plain.starts_with('.')
-                && !plain.ends_with('.')
-                // Leading zeros mark codes ("007"), not numbers.
-                && !(plain.len() > 1 && plain.starts_with('0') && !plain.starts_with("0."));
-            match numeric
-                .then(|| serde_json::from_str::<Value>(text).ok())
-                .flatten()
-            {
-                Some(number @ Value::Number(_)) => number,
-                _ => Value::String(text.to_string()),
-            }
-        }
+        earn.meta = (!meta.is_empty()).then_some(Value::Object(meta));
+        Ok(earn)
     }
 }
 
@@ -403,21 +480,6 @@ mod tests {
             "unknown column `meta.`",
         ] {
             assert!(text.contains(expected), "{expected}: {text}");
-        }
-    }
-
-    #[test]
-    fn meta_cells_are_numbers_and_booleans_only_when_plainly_so() {
-        for (cell, expected) in [
-            ("3", json!(3)),
-            ("-2.5", json!(-2.5)),
-            ("true", json!(true)),
-            ("007", json!("007")),
-            ("1e3", json!("1e3")),
-            ("A1", json!("A1")),
-            ("1.2.3", json!("1.2.3")),
-        ] {
-            assert_eq!(meta_value(cell), expected, "{cell}");
         }
     }
 }

@@ -42,7 +42,7 @@ async fn receive(store: &Store, data: &Path, org: &str, name: &str, content: &st
     ingest::intake::receive(store, data, org, &file, name, "sftp", Some("alice"))
         .await
         .unwrap();
-    store.claim_batches(1, ".csv").await.unwrap().remove(0)
+    store.claim_batches(1, None).await.unwrap().remove(0)
 }
 
 async fn balance(store: &Store, campaign: &Campaign, wallet: &str) -> Tokens {
@@ -80,9 +80,10 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason() {
     while store.process_earns(&book, 10).await.unwrap() > 0 {}
 
     let batch = receive(&store, dir.path(), &org, "earns.csv", FILE).await;
-    let state = ingest::pipeline::process(&store, &book, dir.path(), &batch)
+    let state = ingest::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
         .await
-        .unwrap();
+        .unwrap()
+        .state;
     assert_eq!(state, BatchState::Completed);
     assert_eq!(
         balance(&store, &campaign, "w-1").await,
@@ -143,7 +144,7 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason() {
     assert!(store.audit().await.unwrap().is_empty());
 
     // Processing the same batch again (as after a crash) credits nothing twice.
-    ingest::pipeline::process(&store, &book, dir.path(), &batch)
+    ingest::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
         .await
         .unwrap();
     assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::whole(13));
@@ -172,9 +173,10 @@ async fn a_wrong_header_fails_the_file_with_the_reason() {
         "id,walet,amout,date\n1,w-1,5,2026-11-20\n",
     )
     .await;
-    let state = ingest::pipeline::process(&store, &book, dir.path(), &batch)
+    let state = ingest::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
         .await
-        .unwrap();
+        .unwrap()
+        .state;
     assert_eq!(state, BatchState::Failed);
     let recorded = store.get_batch(&org, &batch.id).await.unwrap();
     let error = recorded.error.unwrap();

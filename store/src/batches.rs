@@ -286,14 +286,17 @@ impl Store {
     }
 
     /// Claims up to `limit` batches waiting to be processed (and any whose node's lease ran
-    /// out) whose file name ends with `suffix` (`.csv`), oldest first; each goes to one caller
-    /// only.
-    pub async fn claim_batches(&self, limit: i64, suffix: &str) -> Result<Vec<Batch>, StoreError> {
+    /// out), oldest first, or only the batch `only`; each goes to one caller only.
+    pub async fn claim_batches(
+        &self,
+        limit: i64,
+        only: Option<&str>,
+    ) -> Result<Vec<Batch>, StoreError> {
         const SQL: &str = concat!(
             "UPDATE batches SET state = 'processing', attempts = attempts + 1, claimed_until = $1, \
              updated_at = $2 WHERE id IN (SELECT id FROM batches \
              WHERE state IN ('received', 'processing') AND (state = 'received' OR claimed_until < $2) \
-             AND LOWER(file_name) LIKE $4 ORDER BY received_at LIMIT $3{skip_locked}) RETURNING ",
+             AND id = COALESCE($4, id) ORDER BY received_at LIMIT $3{skip_locked}) RETURNING ",
             batch_columns!()
         );
         let at = now();
@@ -302,7 +305,7 @@ impl Store {
                 .bind(at + Duration::seconds(LEASE))
                 .bind(at)
                 .bind(limit)
-                .bind(format!("%{}", suffix.to_lowercase()))
+                .bind(only)
                 .fetch_all(pool)
                 .await
         })?;

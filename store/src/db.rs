@@ -250,6 +250,7 @@ migrations! {
     3 "ledger" "0003_ledger.sql",
     4 "batch files" "0004_batch_files.sql",
     5 "batch rows" "0005_batch_rows.sql",
+    6 "mappings" "0006_mappings.sql",
 }
 
 fn migrator(embedded: Embedded) -> Migrator {

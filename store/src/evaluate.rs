@@ -3,7 +3,7 @@
 
 use std::str::FromStr;
 
-use rules::{Context, Decimal, Row};
+use rules::{Context, Decimal, Row, RuleSet};
 
 use crate::{Credit, EarnInput, RuleBook, StoreError, Tokens};
 
@@ -34,10 +34,22 @@ pub(crate) async fn credit_for(
     earn: &EarnInput,
     request_id: Option<String>,
 ) -> Result<Result<Credit, String>, StoreError> {
-    let Ok(amount) = Decimal::from_str(&earn.amount) else {
-        return Ok(Err(format!("amount `{}` is not a number", earn.amount)));
-    };
     let (version, rules) = book.active(target.org_id, target.campaign_id).await?;
+    Ok(evaluate(version, &rules, target, earn, request_id))
+}
+
+/// The credit `earn` earns at `target` under `rules` (version `version` of the campaign's rules),
+/// or why it cannot be credited.
+pub(crate) fn evaluate(
+    version: Option<i64>,
+    rules: &RuleSet,
+    target: &Target<'_>,
+    earn: &EarnInput,
+    request_id: Option<String>,
+) -> Result<Credit, String> {
+    let Ok(amount) = Decimal::from_str(&earn.amount) else {
+        return Err(format!("amount `{}` is not a number", earn.amount));
+    };
     let wallet = target.wallet;
     let row = Row {
         id: &earn.earn_id,
@@ -53,11 +65,8 @@ pub(crate) async fn credit_for(
         member_status: &wallet.status,
     };
     let outcome = rules.evaluate(&row, &ctx);
-    let tokens = match Tokens::from_decimal(outcome.tokens) {
-        Ok(tokens) => tokens,
-        Err(reason) => return Ok(Err(reason)),
-    };
-    Ok(Ok(Credit {
+    let tokens = Tokens::from_decimal(outcome.tokens)?;
+    Ok(Credit {
         org_id: target.org_id.to_string(),
         campaign_id: target.campaign_id.to_string(),
         earn: earn.clone(),
@@ -68,5 +77,5 @@ pub(crate) async fn credit_for(
         rule_version: version,
         request_id,
         batch_id: None,
-    }))
+    })
 }

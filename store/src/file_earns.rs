@@ -7,7 +7,9 @@ use std::collections::HashMap;
 
 use crate::db::Pool;
 use crate::direct;
-use crate::evaluate::{Target, WalletContext, credit_for};
+use rayon::prelude::*;
+
+use crate::evaluate::{Target, WalletContext, evaluate};
 use crate::{Credited, EarnInput, RuleBook, Store, StoreError, Tokens};
 
 /// One row of a file, already mapped and checked.
@@ -21,8 +23,9 @@ pub struct FileEarn {
 /// What became of a row.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FileOutcome {
+    /// Credited (or, in a check, would be: no transaction id).
     Credited {
-        transaction_id: String,
+        transaction_id: Option<String>,
         tokens: Tokens,
         /// What each rule contributed.
         trace: String,
@@ -59,9 +62,8 @@ type WalletRow = (
 
 impl Store {
     /// Evaluates and credits `earns` of batch `batch_id` of organisation `org_id` in one database
-    /// transaction;
-    /// returns each row's outcome, in order. Rows see their wallet's balance and tier as they were
-    /// before the call.
+    /// transaction; returns each row's outcome, in order. Rows see their wallet's balance and tier
+    /// as they were before the call.
     pub async fn credit_file_earns(
         &self,
         book: &RuleBook,
@@ -69,39 +71,16 @@ impl Store {
         batch_id: &str,
         earns: &[FileEarn],
     ) -> Result<Vec<FileOutcome>, StoreError> {
-        let mut references: Vec<&str> = earns.iter().map(|e| e.earn.wallet.as_str()).collect();
-        references.sort_unstable();
-        references.dedup();
-        let wallets = self.file_wallets(org_id, &references).await?;
-        let mut outcomes: Vec<Option<FileOutcome>> = vec![None; earns.len()];
-        let (mut credits, mut credited_rows) = (Vec::new(), Vec::new());
-        for (i, row) in earns.iter().enumerate() {
-            let Some(wallet) = wallets.get(&row.earn.wallet) else {
-                outcomes[i] = Some(FileOutcome::UnknownWallet);
-                continue;
-            };
-            let target = Target {
-                org_id,
-                campaign_id: &wallet.campaign_id,
-                wallet_id: &wallet.id,
-                wallet: &wallet.context,
-            };
-            match credit_for(book, &target, &row.earn, None).await? {
-                Ok(credit) => {
-                    credits.push(crate::Credit {
-                        batch_id: Some(batch_id.to_string()),
-                        ..credit
-                    });
-                    credited_rows.push(i);
-                }
-                Err(reason) => outcomes[i] = Some(FileOutcome::Refused(reason)),
-            }
+        let (mut outcomes, evaluated) = self.evaluate_file_earns(book, org_id, earns).await?;
+        let (rows, mut credits): (Vec<usize>, Vec<crate::Credit>) = evaluated.into_iter().unzip();
+        for credit in &mut credits {
+            credit.batch_id = Some(batch_id.to_string());
         }
         let results = self.credit_all(&credits).await?;
-        for ((i, result), credit) in credited_rows.into_iter().zip(results).zip(credits) {
+        for ((i, result), credit) in rows.into_iter().zip(results).zip(credits) {
             outcomes[i] = Some(match result {
                 Credited::New { transaction_id } => FileOutcome::Credited {
-                    transaction_id,
+                    transaction_id: Some(transaction_id),
                     tokens: credit.tokens,
                     trace: credit.trace,
                 },
@@ -114,9 +93,126 @@ impl Store {
                 }
             });
         }
-        Ok(outcomes
+        Ok(finished(outcomes))
+    }
+
+    /// What `credit_file_earns` would do with `earns`, changing nothing: each row evaluated
+    /// (`Credited` without a transaction id), or why it would not be credited. An id credited
+    /// before is a `Duplicate`.
+    pub async fn check_file_earns(
+        &self,
+        book: &RuleBook,
+        org_id: &str,
+        batch_id: Option<&str>,
+        earns: &[FileEarn],
+    ) -> Result<Vec<FileOutcome>, StoreError> {
+        let (mut outcomes, evaluated) = self.evaluate_file_earns(book, org_id, earns).await?;
+        let ids: Vec<&str> = evaluated
+            .iter()
+            .map(|(_, c)| c.earn.earn_id.as_str())
+            .collect();
+        let credited = self.credited_earn_ids(org_id, &ids).await?;
+        for (i, credit) in evaluated {
+            outcomes[i] = Some(match credited.get(&credit.earn.earn_id) {
+                Some((transaction_id, earlier))
+                    if earlier.is_some() && earlier.as_deref() == batch_id =>
+                {
+                    FileOutcome::CreditedBefore {
+                        transaction_id: transaction_id.clone(),
+                    }
+                }
+                Some((transaction_id, _)) => FileOutcome::Duplicate {
+                    transaction_id: Some(transaction_id.clone()),
+                },
+                None => FileOutcome::Credited {
+                    transaction_id: None,
+                    tokens: credit.tokens,
+                    trace: credit.trace,
+                },
+            });
+        }
+        Ok(finished(outcomes))
+    }
+
+    /// Each row's outcome where it is already decided (unknown wallet, refused by the rules), and
+    /// the credits of the others with their row index. The rules run in parallel.
+    async fn evaluate_file_earns(
+        &self,
+        book: &RuleBook,
+        org_id: &str,
+        earns: &[FileEarn],
+    ) -> Result<(Vec<Option<FileOutcome>>, Vec<(usize, crate::Credit)>), StoreError> {
+        let mut references: Vec<&str> = earns.iter().map(|e| e.earn.wallet.as_str()).collect();
+        references.sort_unstable();
+        references.dedup();
+        let wallets = self.file_wallets(org_id, &references).await?;
+        let mut rule_sets = HashMap::new();
+        for wallet in wallets.values() {
+            if !rule_sets.contains_key(&wallet.campaign_id) {
+                let active = book.active(org_id, &wallet.campaign_id).await?;
+                rule_sets.insert(wallet.campaign_id.clone(), active);
+            }
+        }
+        let evaluated: Vec<Result<crate::Credit, FileOutcome>> = earns
+            .par_iter()
+            .map(|row| {
+                let wallet = wallets
+                    .get(&row.earn.wallet)
+                    .ok_or(FileOutcome::UnknownWallet)?;
+                let (version, rules) = &rule_sets[&wallet.campaign_id];
+                let target = Target {
+                    org_id,
+                    campaign_id: &wallet.campaign_id,
+                    wallet_id: &wallet.id,
+                    wallet: &wallet.context,
+                };
+                evaluate(*version, rules, &target, &row.earn, None).map_err(FileOutcome::Refused)
+            })
+            .collect();
+        let mut outcomes = vec![None; earns.len()];
+        let mut credits = Vec::new();
+        for (i, result) in evaluated.into_iter().enumerate() {
+            match result {
+                Ok(credit) => credits.push((i, credit)),
+                Err(outcome) => outcomes[i] = Some(outcome),
+            }
+        }
+        Ok((outcomes, credits))
+    }
+
+    /// Of `ids`, those the organisation's EARN transactions hold, with their transaction and
+    /// batch ids.
+    async fn credited_earn_ids(
+        &self,
+        org_id: &str,
+        ids: &[&str],
+    ) -> Result<HashMap<String, (String, Option<String>)>, StoreError> {
+        const SELECT: &str = "SELECT external_id, id, batch_id FROM transactions \
+             WHERE org_id = $1 AND kind = 'EARN' ";
+        type Row = (String, String, Option<String>);
+        let rows: Vec<Row> = match &self.pool {
+            Pool::Sqlite { direct, .. } => direct.read(|c| {
+                let sql = format!("{SELECT}AND external_id = $2");
+                let mut rows = Vec::new();
+                for id in ids {
+                    rows.extend(direct::rows::<Row>(c, &sql, args![org_id, *id])?);
+                }
+                Ok(rows)
+            })?,
+            Pool::Postgres(pool) => {
+                let ids: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+                sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                    "{SELECT}AND external_id = ANY($2)"
+                )))
+                .bind(org_id)
+                .bind(&ids)
+                .fetch_all(pool)
+                .await?
+            }
+        };
+        Ok(rows
             .into_iter()
-            .map(|o| o.unwrap_or_else(|| FileOutcome::Refused("not evaluated".into())))
+            .map(|(external_id, id, batch_id)| (external_id, (id, batch_id)))
             .collect())
     }
 
@@ -180,4 +276,11 @@ impl Store {
         }
         Ok(wallets)
     }
+}
+
+fn finished(outcomes: Vec<Option<FileOutcome>>) -> Vec<FileOutcome> {
+    outcomes
+        .into_iter()
+        .map(|o| o.unwrap_or_else(|| FileOutcome::Refused("not evaluated".into())))
+        .collect()
 }

@@ -18,6 +18,7 @@ mod expiry;
 mod file_earns;
 mod ids;
 mod keys;
+mod mappings;
 mod members;
 mod orgs;
 mod page;
@@ -41,6 +42,7 @@ pub use error::StoreError;
 pub use file_earns::{FileEarn, FileOutcome};
 pub use ids::new_id;
 pub use keys::{ApiKey, ApiVersion, IssuedKey, KeyContext, NewKey, Permission};
+pub use mappings::StoredMapping;
 pub use members::{
     CATEGORIES, Channels, ChannelsPatch, CommunicationPreferences, Member, MemberPatch,
     MemberStatus, NewMember, PreferencesPatch,

@@ -119,9 +119,10 @@ pub fn upload_marker(path: &Path) -> PathBuf {
 }
 
 /// The templates every organisation finds in `templates/`, built into the binary.
-const TEMPLATES: [(&str, &str); 2] = [
-    ("earn.csv", include_str!("../../../templates/earn.csv")),
-    ("README.md", include_str!("../../../templates/README.md")),
+const TEMPLATES: [(&str, &[u8]); 3] = [
+    ("earn.csv", include_bytes!("../../../templates/earn.csv")),
+    ("earn.xlsx", include_bytes!("../../../templates/earn.xlsx")),
+    ("README.md", include_bytes!("../../../templates/README.md")),
 ];
 
 /// The organisation's folders on disk.
@@ -140,7 +141,7 @@ impl Tree {
         }
         for (name, content) in TEMPLATES {
             let path = root.join(Folder::Templates.name()).join(name);
-            if std::fs::read(&path).ok().as_deref() != Some(content.as_bytes()) {
+            if std::fs::read(&path).ok().as_deref() != Some(content) {
                 std::fs::write(&path, content)?;
             }
         }
