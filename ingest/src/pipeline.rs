@@ -135,9 +135,16 @@ pub async fn run_file(job: &Job<'_>) -> Result<Outcome, StoreError> {
         .is_none()
         .then(|| acceptance.refusal(tally.rows, rejected.count))
         .flatten();
-    if first == Mode::Check && !dry_run && refusal.is_none() && tally.error.is_none() {
-        rejected = Rejected::create(report("rejected.csv"))?;
-        tally = scan(job, Mode::Load, &mut rejected).await?;
+    if first == Mode::Check && !dry_run {
+        if refusal.is_none() && tally.error.is_none() {
+            rejected = Rejected::create(report("rejected.csv"))?;
+            tally = scan(job, Mode::Load, &mut rejected).await?;
+        } else {
+            // Checked, not loaded: the counts say what was credited, which is nothing.
+            tally.loaded = 0;
+            tally.tokens = Tokens::ZERO;
+            tally.by_rule.clear();
+        }
     }
     let rejected_count = rejected.count;
     rejected.finish()?;
@@ -304,7 +311,7 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
     loop {
         chunk.clear();
         while chunk.len() < CHUNK && tally.error.is_none() {
-            match records.next() {
+            match records.next_record() {
                 Ok(Some(record)) => chunk.push(record),
                 Ok(None) => break,
                 Err(error) => tally.error = Some(error),

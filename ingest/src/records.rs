@@ -65,7 +65,7 @@ impl Records {
         };
         let mut header = None;
         for n in 1..=mapping.header_row {
-            match records.next()? {
+            match records.next_record()? {
                 Some(record) if n == mapping.header_row => {
                     if record.bad_encoding {
                         return Err(format!(
@@ -84,7 +84,7 @@ impl Records {
 
     /// The next record, or `None` at the end; `Err` when the file cannot be read on (a CSV
     /// quote left open, an I/O failure).
-    pub fn next(&mut self) -> Result<Option<Record>, String> {
+    pub fn next_record(&mut self) -> Result<Option<Record>, String> {
         match self {
             Records::Csv {
                 reader,

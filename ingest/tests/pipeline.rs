@@ -2,52 +2,10 @@
 //! with its reason code, ids already credited (by the API or earlier in the file) credit nothing,
 //! and a file whose header is wrong fails whole with the reason.
 
-use std::path::Path;
+mod common;
 
-use store::testing::TestStore;
-use store::{
-    BatchState, Campaign, EarnInput, NewCampaign, NewMember, NewWallet, RuleBook, Store, Tokens,
-};
-
-async fn wallets(store: &Store) -> (String, Campaign) {
-    let org = store.create_org("Acme").await.unwrap().id;
-    let campaign = NewCampaign {
-        name: "Main".into(),
-        currency: "PTS".into(),
-        ..Default::default()
-    };
-    let campaign = store.create_campaign(&org, campaign).await.unwrap();
-    for i in 1..=2 {
-        let member = NewMember {
-            first_name: "Ada".into(),
-            idp: "reference".into(),
-            user_id: format!("u-{i}"),
-            external_id: format!("card-{i}"),
-            ..Default::default()
-        };
-        store.create_member(&org, member).await.unwrap();
-        let wallet = NewWallet {
-            owner: Some(format!("card-{i}")),
-            external_id: Some(format!("w-{i}")),
-            name: None,
-        };
-        store.create_wallet(&campaign, wallet).await.unwrap();
-    }
-    (org, campaign)
-}
-
-async fn receive(store: &Store, data: &Path, org: &str, name: &str, content: &str) -> store::Batch {
-    let file = data.join(format!("upload-{name}"));
-    std::fs::write(&file, content).unwrap();
-    ingest::intake::receive(store, data, org, &file, name, "sftp", Some("alice"))
-        .await
-        .unwrap();
-    store.claim_batches(1, None).await.unwrap().remove(0)
-}
-
-async fn balance(store: &Store, campaign: &Campaign, wallet: &str) -> Tokens {
-    store.get_wallet(campaign, wallet).await.unwrap().balance
-}
+use common::{balance, receive, wallets};
+use store::{BatchState, EarnInput, RuleBook, Store, Tokens, backend_tests};
 
 const FILE: &str = "id,walletId,amount,date,description,meta.store
 f-1,w-1,10,2026-11-20,Coffee,A1
@@ -60,10 +18,7 @@ f-5,w-1,1,20/11/2026,,
 f-6,w-2
 ";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn good_rows_are_credited_and_bad_rows_reported_by_reason() {
-    let db = TestStore::sqlite().await;
-    let store = db.store.clone();
+async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
     let dir = tempfile::tempdir().unwrap();
     let (org, campaign) = wallets(&store).await;
     let book = RuleBook::new(store.clone());
@@ -158,10 +113,7 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason() {
     assert!(store.audit().await.unwrap().is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_wrong_header_fails_the_file_with_the_reason() {
-    let db = TestStore::sqlite().await;
-    let store = db.store.clone();
+async fn a_wrong_header_fails_the_file_with_the_reason(store: Store) {
     let dir = tempfile::tempdir().unwrap();
     let (org, _) = wallets(&store).await;
     let book = RuleBook::new(store.clone());
@@ -185,3 +137,8 @@ async fn a_wrong_header_fails_the_file_with_the_reason() {
         "{error}"
     );
 }
+
+backend_tests!(
+    good_rows_are_credited_and_bad_rows_reported_by_reason,
+    a_wrong_header_fails_the_file_with_the_reason,
+);

@@ -225,10 +225,45 @@ async fn claims_never_hand_a_batch_to_two_nodes(store: Store) {
     assert_eq!(store.claim_batches(100, None).await.unwrap().len(), 29);
 }
 
+async fn mappings_are_kept_per_pattern(store: Store) {
+    let acme = org(&store, "Acme").await;
+    let every = serde_json::json!({"columns": {"id": "Ticket"}});
+    let sales = serde_json::json!({"pattern": "sales_*.csv", "delimiter": ";"});
+    store.set_mapping(&acme, "*", &every).await.unwrap();
+    store
+        .set_mapping(&acme, "sales_*.csv", &sales)
+        .await
+        .unwrap();
+    let replaced = serde_json::json!({"columns": {"id": "Receipt"}});
+    store.set_mapping(&acme, "*", &replaced).await.unwrap();
+    let kept = store.mappings(&acme).await.unwrap();
+    let kept: Vec<(&str, &serde_json::Value)> = kept
+        .iter()
+        .map(|m| (m.pattern.as_str(), &m.document))
+        .collect();
+    assert_eq!(kept, [("*", &replaced), ("sales_*.csv", &sales)]);
+    let other = org(&store, "Other").await;
+    assert!(
+        store.mappings(&other).await.unwrap().is_empty(),
+        "per organisation"
+    );
+    store.remove_mapping(&acme, "*").await.unwrap();
+    assert_eq!(store.mappings(&acme).await.unwrap().len(), 1);
+    assert!(matches!(
+        store.remove_mapping(&acme, "*").await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.set_mapping("no-such-org", "*", &every).await,
+        Err(StoreError::NotFound { .. })
+    ));
+}
+
 backend_tests!(
     passwords_log_in_only_the_right_enabled_user,
     a_key_logs_in_as_its_one_user,
     bad_users_are_refused_naming_the_field,
     the_same_content_twice_is_a_duplicate,
     claims_never_hand_a_batch_to_two_nodes,
+    mappings_are_kept_per_pattern,
 );

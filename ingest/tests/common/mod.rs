@@ -1,0 +1,91 @@
+//! Shared by the pipeline tests: an organisation with two wallets, a file received as a claimed
+//! batch, balances and reports.
+#![allow(dead_code)]
+
+use std::path::Path;
+
+use store::{Campaign, NewCampaign, NewMember, NewWallet, Store, Tokens};
+
+pub async fn wallets(store: &Store) -> (String, Campaign) {
+    let org = store.create_org("Acme").await.unwrap().id;
+    let campaign = NewCampaign {
+        name: "Main".into(),
+        currency: "PTS".into(),
+        ..Default::default()
+    };
+    let campaign = store.create_campaign(&org, campaign).await.unwrap();
+    for i in 1..=2 {
+        let member = NewMember {
+            first_name: "Ada".into(),
+            idp: "reference".into(),
+            user_id: format!("u-{i}"),
+            external_id: format!("card-{i}"),
+            ..Default::default()
+        };
+        store.create_member(&org, member).await.unwrap();
+        let wallet = NewWallet {
+            owner: Some(format!("card-{i}")),
+            external_id: Some(format!("w-{i}")),
+            name: None,
+        };
+        store.create_wallet(&campaign, wallet).await.unwrap();
+    }
+    (org, campaign)
+}
+
+pub async fn receive(
+    store: &Store,
+    data: &Path,
+    org: &str,
+    name: &str,
+    content: &str,
+) -> store::Batch {
+    let file = data.join(format!("upload-{name}"));
+    std::fs::write(&file, content).unwrap();
+    ingest::intake::receive(store, data, org, &file, name, "sftp", Some("alice"))
+        .await
+        .unwrap();
+    store.claim_batches(1, None).await.unwrap().remove(0)
+}
+
+pub async fn balance(store: &Store, campaign: &Campaign, wallet: &str) -> Tokens {
+    store.get_wallet(campaign, wallet).await.unwrap().balance
+}
+
+/// Receives `content` (bytes) as a file named `name` and claims its batch.
+pub async fn receive_bytes(
+    store: &Store,
+    data: &Path,
+    org: &str,
+    name: &str,
+    content: &[u8],
+) -> store::Batch {
+    let file = data.join(format!("upload-{name}"));
+    std::fs::write(&file, content).unwrap();
+    ingest::intake::receive(store, data, org, &file, name, "sftp", Some("alice"))
+        .await
+        .unwrap();
+    store.claim_batches(1, None).await.unwrap().remove(0)
+}
+
+/// The organisation's report `name` (in `reports/`), parsed as JSON.
+pub fn result(data: &Path, org: &str, name: &str) -> serde_json::Value {
+    let path = data.join("sftp").join(org).join("reports").join(name);
+    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
+}
+
+/// The (row, code) pairs of a rejected-rows report.
+pub fn rejected_codes(data: &Path, org: &str, name: &str) -> Vec<(u64, String)> {
+    let path = data.join("sftp").join(org).join("reports").join(name);
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_path(path)
+        .unwrap();
+    reader
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            (r[0].parse().unwrap(), r[1].to_string())
+        })
+        .collect()
+}

@@ -1,0 +1,163 @@
+//! The operator's batch commands through the real binary: `rewards mapping` validates and keeps
+//! an organisation's mapping, and `rewards ingest` previews a file (`--dry-run`) and then loads
+//! it, while the service answers the API.
+
+mod common;
+
+use common::{ok, run, serve};
+use serde_json::{Value, json};
+
+fn json_of(env: &[(&str, String)], args: &[&str]) -> Value {
+    let mut args = args.to_vec();
+    args.push("--json");
+    serde_json::from_str(&ok(env, &args)).unwrap()
+}
+
+async fn call(http: &str, key: &Value, path: &str, body: Option<Value>) -> Value {
+    let client = reqwest::Client::new();
+    let request = match body {
+        Some(body) => client.post(format!("{http}{path}")).json(&body),
+        None => client.get(format!("{http}{path}")),
+    };
+    request
+        .header("x-api-key", key["apiKey"].as_str().unwrap())
+        .header("x-api-secret", key["apiSecret"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+const BROKEN: &str = r#"
+delimiter = ";;"
+[columns]
+id = "Ticket"
+amount = { column = "Total", decimal_separator = "," , colour = "red" }
+"#;
+
+const MAPPING: &str = r#"
+# The till's export: semicolons, decimal commas, day-first dates in Paris.
+delimiter = ";"
+[columns]
+id = "Ticket"
+walletId = "Card"
+amount = { column = "Total", decimal_separator = "," }
+date = { column = "When", format = "%d/%m/%Y %H:%M", timezone = "Europe/Paris" }
+[meta]
+"store.code" = "Shop"
+"#;
+
+const FILE: &str = "Ticket;Card;Total;When;Shop
+T1;card-1;10,50;20/11/2026 10:15;A1
+T2;card-1;4,99;20/11/2026 11:00;A1
+T3;nobody;1,00;20/11/2026 11:00;A1
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_set_a_mapping_preview_a_file_and_load_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = vec![
+        ("REWARDS_DATA_DIR", dir.path().display().to_string()),
+        // The CLI processes its own files; the service's runner stays out of the way.
+        ("REWARDS_BACKGROUND_WORKERS", "false".to_string()),
+    ];
+    let org = json_of(&env, &["org", "create", "--name", "Acme"])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let campaign = json_of(
+        &env,
+        &[
+            "campaign",
+            "create",
+            "--org",
+            &org,
+            "--name",
+            "Main",
+            "--currency",
+            "PTS",
+        ],
+    );
+    let campaign_id = campaign["id"].as_str().unwrap();
+    let key = json_of(
+        &env,
+        &["key", "issue", "--org", &org, "--campaign", campaign_id],
+    );
+    let (_server, http) = serve(&env);
+    let member = json!({"firstName": "Ada", "userId": "u-1", "externalId": "card-1"});
+    call(&http, &key, "/v1/members", Some(member)).await;
+    let wallet = call(
+        &http,
+        &key,
+        "/v1/wallets",
+        Some(json!({"externalId": "card-1"})),
+    )
+    .await;
+    let wallet_id = wallet["id"].as_str().unwrap().to_string();
+
+    // A broken mapping: every problem at once, nothing stored.
+    std::fs::write(dir.path().join("broken.toml"), BROKEN).unwrap();
+    let broken = dir.path().join("broken.toml").display().to_string();
+    let output = run(&env, &["mapping", "set", "--org", &org, &broken]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for expected in [
+        "delimiter: must be one character",
+        "columns.amount.colour: unknown key",
+        "columns.walletId: is required",
+        "columns.date: is required",
+    ] {
+        assert!(stderr.contains(expected), "{expected} in {stderr}");
+    }
+    let shown = json_of(&env, &["mapping", "show", "--org", &org]);
+    assert_eq!(shown, json!([]));
+
+    std::fs::write(dir.path().join("till.toml"), MAPPING).unwrap();
+    let mapping = dir.path().join("till.toml").display().to_string();
+    ok(&env, &["mapping", "set", "--org", &org, &mapping]);
+    let shown = json_of(&env, &["mapping", "show", "--org", &org]);
+    assert_eq!(shown[0]["pattern"], "*");
+    assert_eq!(shown[0]["mapping"]["columns"]["walletId"], "Card");
+
+    // The preview credits nothing and records no batch.
+    std::fs::write(dir.path().join("till.csv"), FILE).unwrap();
+    let file = dir.path().join("till.csv").display().to_string();
+    let preview = json_of(&env, &["ingest", "--org", &org, "--dry-run", &file]);
+    assert_eq!(preview["dryRun"], true);
+    assert_eq!(
+        (preview["loaded"].clone(), preview["rejected"].clone()),
+        (json!(2), json!(1))
+    );
+    assert_eq!(preview["tokens"], 14, "10 + 4 under the default rules");
+    let balance = |wallet: Value| wallet["balance"].clone();
+    let path = format!("/v1/wallets/{wallet_id}");
+    assert_eq!(balance(call(&http, &key, &path, None).await), 0);
+    let reports = dir.path().join("sftp").join(&org).join("reports");
+    assert!(reports.join("till.csv.dry-run.result.json").exists());
+    assert!(reports.join("till.csv.dry-run.rejected.csv").exists());
+    assert_eq!(call(&http, &key, "/v1/batches", None).await["total"], 0);
+
+    // Loaded for real: the service sees the tokens and the batch.
+    let loaded = json_of(&env, &["ingest", "--org", &org, &file]);
+    assert_eq!(loaded["state"], "completed");
+    assert_eq!(loaded["loaded"], 2);
+    assert_eq!(balance(call(&http, &key, &path, None).await), 14);
+    let batches = call(&http, &key, "/v1/batches", None).await;
+    assert_eq!(batches["data"][0]["state"], "completed", "{batches}");
+    let rejected = std::fs::read_to_string(reports.join("till.csv.rejected.csv")).unwrap();
+    assert!(rejected.contains("unknown_wallet"), "{rejected}");
+
+    // The same file again is a duplicate and loads nothing.
+    let again = run(&env, &["ingest", "--org", &org, &file]);
+    assert!(!again.status.success());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("sent before"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert_eq!(balance(call(&http, &key, &path, None).await), 14);
+    // `audit` exits 1 on any discrepancy.
+    ok(&env, &["audit"]);
+}
