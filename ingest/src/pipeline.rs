@@ -25,8 +25,19 @@ use crate::reports::{Rejected, write_atomically};
 use crate::rows::{Layout, Reason, Rejection};
 use crate::sftp::tree::{Folder, Tree};
 
-/// Rows read, checked and credited together (one database transaction).
-const CHUNK: usize = 5_000;
+/// Rows read, checked and credited together (one database transaction). Larger chunks commit
+/// less often (each commit rewrites the index pages it touched); this many hold about 30 MB.
+/// Tests may set `REWARDS_TEST_CHUNK_ROWS` to see a small file in several chunks.
+fn chunk_rows() -> usize {
+    static ROWS: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| {
+        std::env::var("REWARDS_TEST_CHUNK_ROWS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|rows| *rows > 0)
+            .unwrap_or(20_000)
+    });
+    *ROWS
+}
 
 /// How far a file has got, after each chunk.
 #[derive(Debug, Clone, Copy)]
@@ -307,10 +318,11 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
     // memory. Two different ids of one file share a hash with a chance of about n²/2⁶⁵ (10⁻⁶ for
     // five million rows); the later would be reported as a repeat, never credited twice.
     let mut seen: HashSet<u64> = HashSet::new();
-    let mut chunk = Vec::with_capacity(CHUNK);
+    let rows = chunk_rows();
+    let mut chunk = Vec::with_capacity(rows);
     loop {
         chunk.clear();
-        while chunk.len() < CHUNK && tally.error.is_none() {
+        while chunk.len() < rows && tally.error.is_none() {
             match records.next_record() {
                 Ok(Some(record)) => chunk.push(record),
                 Ok(None) => break,
@@ -328,7 +340,7 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
             done,
             of,
         });
-        if chunk.len() < CHUNK {
+        if chunk.len() < rows {
             break;
         }
     }

@@ -102,6 +102,9 @@ pub struct Credit {
     pub tokens: Tokens,
     pub trace: String,
     pub rule_version: Option<i64>,
+    /// `earn.meta` as JSON text, written once where the credit is evaluated (in parallel for a
+    /// file's rows) rather than on the writer's time.
+    pub meta_text: Option<String>,
     /// The API request to mark completed or duplicate with the credit, if the earn came so.
     pub request_id: Option<String>,
     /// The batch file the earn came from, if it came so.

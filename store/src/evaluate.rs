@@ -75,6 +75,7 @@ pub(crate) fn evaluate(
         tokens,
         trace: rules.compact(&outcome.steps),
         rule_version: version,
+        meta_text: earn.meta.as_ref().map(crate::direct::json),
         request_id,
         batch_id: None,
     })

@@ -76,7 +76,7 @@ impl Store {
         for credit in &mut credits {
             credit.batch_id = Some(batch_id.to_string());
         }
-        let results = self.credit_all(&credits).await?;
+        let (results, credits) = self.credit_owned(credits).await?;
         for ((i, result), credit) in rows.into_iter().zip(results).zip(credits) {
             outcomes[i] = Some(match result {
                 Credited::New { transaction_id } => FileOutcome::Credited {

@@ -22,8 +22,8 @@ use sqlx::SqlitePool;
 use tokio::sync::oneshot;
 
 use crate::StoreError;
-pub(crate) use sql::{execute, json, row, rows, rows_while, time};
-use threads::{Job, abandoned, checkpoint, copy, in_savepoint, write_queued};
+pub(crate) use sql::{execute, json, row, rows, rows_while, run, time};
+use threads::{Finish, Job, abandoned, checkpoint, copy, in_savepoint, write_queued};
 
 /// Read connections kept for reuse; more may be open for a moment under load.
 const IDLE_READERS: usize = 8;
@@ -101,15 +101,22 @@ impl Direct {
         write: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let (answer, answered) = oneshot::channel();
-        let job: Job = Box::new(move |connection| {
-            let result = in_savepoint(connection, write);
-            Box::new(move |committed| {
+        let job: Job = Box::new(move |connection, alone| {
+            let result = if alone {
+                write(connection)
+            } else {
+                in_savepoint(connection, write)
+            };
+            let failed = result.is_err();
+            let finish: Finish = Box::new(move |committed| {
+                // A failed write's answer is its own error, whatever became of the transaction.
                 let result = match committed {
-                    Ok(()) => result,
-                    Err(err) => result.and(Err(copy(err))),
+                    Err(err) if !failed => Err(copy(err)),
+                    _ => result,
                 };
                 let _ = answer.send(result);
-            })
+            });
+            (finish, failed)
         });
         self.jobs.send(job).map_err(|_| abandoned())?;
         answered.await.unwrap_or_else(|_| Err(abandoned()))

@@ -17,12 +17,45 @@ macro_rules! args {
 /// Binds `args[i]` to `$<i+1>` wherever it appears: the SQL is the same text the PostgreSQL path
 /// runs, and SQLite numbers `$n` parameters by first appearance, not by their digits.
 fn bind(statement: &mut rusqlite::CachedStatement, args: &[&dyn ToSql]) -> rusqlite::Result<()> {
+    // Usually `$<n>` is the n-th parameter (each first appears in order): then the lookup by
+    // name, which builds and hashes a string, is not needed.
+    let count = statement.parameter_count();
     for (i, arg) in args.iter().enumerate() {
-        if let Some(index) = statement.parameter_index(&format!("${}", i + 1))? {
+        let n = i + 1;
+        let numbered = n <= count
+            && statement
+                .parameter_name(n)
+                .and_then(|name| name.strip_prefix('$'))
+                .and_then(|digits| digits.parse::<usize>().ok())
+                == Some(n);
+        let index = if numbered {
+            Some(n)
+        } else {
+            statement.parameter_index(&format!("${n}"))?
+        };
+        if let Some(index) = index {
             statement.raw_bind_parameter(index, arg)?;
         }
     }
     Ok(())
+}
+
+/// Runs a statement prepared once for many rows; returns how many rows it changed. Its `$n`
+/// must first appear in order (`$1`, `$2`...: SQLite's parameter n), so that arguments bind by
+/// position without looking names up.
+pub(crate) fn run(
+    statement: &mut rusqlite::CachedStatement,
+    args: &[&dyn ToSql],
+) -> Result<usize, StoreError> {
+    debug_assert_eq!(statement.parameter_count(), args.len());
+    for (i, arg) in args.iter().enumerate() {
+        debug_assert_eq!(
+            statement.parameter_name(i + 1),
+            Some(format!("${}", i + 1).as_str())
+        );
+        statement.raw_bind_parameter(i + 1, arg)?;
+    }
+    Ok(statement.raw_execute()?)
 }
 
 /// Runs a statement; returns how many rows it changed.

@@ -9,9 +9,10 @@ use sqlx::SqlitePool;
 use super::sql::execute;
 use crate::StoreError;
 
-/// A queued write: runs in its own savepoint and returns what to tell its caller once the
-/// transaction's fate is known.
-pub(super) type Job = Box<dyn FnOnce(&Connection) -> Finish + Send>;
+/// A queued write: runs (in its own savepoint unless it has the transaction to itself, the
+/// `bool`) and returns what to tell its caller once the transaction's fate is known, and whether
+/// it failed.
+pub(super) type Job = Box<dyn FnOnce(&Connection, bool) -> (Finish, bool) + Send>;
 /// Tells a write's caller how it ended, given whether its transaction committed.
 pub(super) type Finish = Box<dyn FnOnce(Result<(), &rusqlite::Error>) + Send>;
 
@@ -43,20 +44,35 @@ pub(super) fn write_queued(
             tracing::error!(%err, "an SQLite write transaction could not begin");
             continue;
         }
+        // A write alone in its transaction needs no savepoint: if it fails, the transaction is
+        // rolled back instead (a savepoint copies every page the write changes).
+        let alone = jobs.len() == 1;
+        let mut undo = false;
         let finishes: Vec<Finish> = jobs
             .into_iter()
             .filter_map(|job| {
-                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&connection))) {
-                    Ok(finish) => Some(finish),
+                let run = std::panic::AssertUnwindSafe(|| job(&connection, alone));
+                match std::panic::catch_unwind(run) {
+                    Ok((finish, failed)) => {
+                        undo |= alone && failed;
+                        Some(finish)
+                    }
                     // A write that panicked is undone and answered as abandoned; the others go on.
                     Err(_) => {
-                        let _ = connection.execute_batch("ROLLBACK TO job; RELEASE job");
+                        undo |= alone;
+                        if !alone {
+                            let _ = connection.execute_batch("ROLLBACK TO job; RELEASE job");
+                        }
                         None
                     }
                 }
             })
             .collect();
-        let committed = connection.execute_batch("COMMIT");
+        let committed = if undo {
+            connection.execute_batch("ROLLBACK")
+        } else {
+            connection.execute_batch("COMMIT")
+        };
         if committed.is_err() {
             let _ = connection.execute_batch("ROLLBACK");
         }
