@@ -11,6 +11,7 @@ use rusqlite::Connection;
 use sqlx::PgPool;
 use sqlx::types::Json;
 
+use crate::credit_copy;
 use crate::db::Pool;
 use crate::direct;
 use crate::ids::{new_id, now};
@@ -54,6 +55,13 @@ impl Store {
                         Ok((outcomes, credits))
                     })
                     .await
+            }
+            Pool::Postgres(pool)
+                if credits.len() >= credit_copy::COPY_FROM
+                    && credits.iter().all(|c| c.request_id.is_none()) =>
+            {
+                let outcomes = credit_copy::credit_by_copy(pool, &credits, &policies, at).await?;
+                Ok((outcomes, credits))
             }
             Pool::Postgres(pool) => {
                 let mut outcomes = Vec::with_capacity(credits.len());

@@ -11,6 +11,7 @@ mod batches;
 mod burn;
 mod cache;
 mod credit;
+mod credit_copy;
 mod earn;
 mod error;
 mod evaluate;

@@ -551,7 +551,23 @@ async fn writes_of_every_kind_interleave_without_loss(store: Store) {
 /// Batch-file rows: found by wallet id or reference, credited through the rules, and an id
 /// credited before (by the API or earlier in the file) credits nothing.
 async fn file_rows_share_the_api_idempotency_key(store: Store) {
+    file_rows(store, 0).await;
+}
+
+/// The same, in a chunk large enough for PostgreSQL's `COPY` path, with text that CSV must
+/// quote, and lots that expire.
+async fn a_large_chunk_of_file_rows_is_credited_alike(store: Store) {
+    file_rows(store, 1_200).await;
+}
+
+async fn file_rows(store: Store, padding: usize) {
     let s = setup(&store).await;
+    let policy = Policy {
+        expiry: Expiry::Days(30),
+        ..Default::default()
+    };
+    let c = &s.campaign;
+    store.set_policy(&c.org_id, &c.id, policy).await.unwrap();
     let book = RuleBook::new(store.clone());
     store
         .submit_earn(&s.campaign, earn("api-1", "10"))
@@ -565,13 +581,21 @@ async fn file_rows_share_the_api_idempotency_key(store: Store) {
             ..earn(id, amount)
         },
     };
-    let rows = [
+    let mut rows = vec![
         row(2, "f-1", "w-1", "5"),
         row(3, "f-2", &s.wallet.id, "7"),
         row(4, "api-1", "w-1", "10"),
         row(5, "f-1", "w-1", "5"),
         row(6, "f-3", "no-such-wallet", "1"),
     ];
+    let tricky = "Fish, \"chips\"\nand \\ peas";
+    for i in 0..padding {
+        let mut padded = row(7 + i as u64, &format!("p-{i}"), "w-1", "1");
+        padded.earn.description = Some(tricky.into());
+        padded.earn.comment = None;
+        padded.earn.meta = Some(serde_json::json!({"note": tricky, "n": i}));
+        rows.push(padded);
+    }
     let outcomes = store
         .credit_file_earns(&book, &s.campaign.org_id, "batch-1", &rows)
         .await
@@ -595,7 +619,26 @@ async fn file_rows_share_the_api_idempotency_key(store: Store) {
         store::FileOutcome::CreditedBefore { .. }
     ));
     assert_eq!(outcomes[4], store::FileOutcome::UnknownWallet);
-    assert_eq!(balance(&store, &s).await, Tokens::whole(22));
+    let padded = Tokens::whole(padding as i64);
+    assert_eq!(
+        balance(&store, &s).await,
+        Tokens::whole(22).checked_add(padded).unwrap()
+    );
+    if padding > 0 {
+        let Some(store::FileOutcome::Credited {
+            transaction_id: Some(id),
+            ..
+        }) = outcomes.last()
+        else {
+            panic!("{:?}", outcomes.last())
+        };
+        let t = store.get_transaction(&s.campaign, id).await.unwrap();
+        assert_eq!(t.description.as_deref(), Some(tricky));
+        assert_eq!(t.comment, None);
+        let n = padding - 1;
+        assert_eq!(t.meta, Some(serde_json::json!({"note": tricky, "n": n})));
+        assert_eq!(t.external_id.as_deref(), Some(format!("p-{n}").as_str()));
+    }
     // The same batch taken up again after a crash recognises what it credited; another file
     // with the same ids credits nothing.
     let again = store
@@ -612,9 +655,10 @@ async fn file_rows_share_the_api_idempotency_key(store: Store) {
         })
         .collect();
     assert_eq!(
-        kinds,
+        kinds[..5],
         ["before", "before", "duplicate", "before", "unknown"]
     );
+    assert!(kinds[5..].iter().all(|k| *k == "before"));
     let other = store
         .credit_file_earns(&book, &s.campaign.org_id, "batch-2", &rows)
         .await
@@ -624,7 +668,10 @@ async fn file_rows_share_the_api_idempotency_key(store: Store) {
             .iter()
             .all(|o| matches!(o, store::FileOutcome::Duplicate { .. }))
     );
-    assert_eq!(balance(&store, &s).await, Tokens::whole(22));
+    assert_eq!(
+        balance(&store, &s).await,
+        Tokens::whole(22).checked_add(padded).unwrap()
+    );
     assert!(store.audit().await.unwrap().is_empty());
 }
 
@@ -637,6 +684,7 @@ backend_tests!(
     concurrent_burns_never_overdraw,
     writes_of_every_kind_interleave_without_loss,
     file_rows_share_the_api_idempotency_key,
+    a_large_chunk_of_file_rows_is_credited_alike,
     a_repeated_burn_is_a_replay_or_a_conflict,
     tiers_follow_lifetime_earnings,
     transactions_filter_by_kind_wallet_and_date,
