@@ -114,6 +114,28 @@ async fn operators_set_a_mapping_preview_a_file_and_load_it() {
     let shown = json_of(&env, &["mapping", "show", "--org", &org]);
     assert_eq!(shown, json!([]));
 
+    // The example clients read in templates/README.md is a valid mapping.
+    let readme = include_str!("../templates/README.md");
+    let example = readme
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .unwrap();
+    std::fs::write(dir.path().join("example.toml"), example).unwrap();
+    let example = dir.path().join("example.toml").display().to_string();
+    ok(&env, &["mapping", "set", "--org", &org, &example]);
+    ok(
+        &env,
+        &[
+            "mapping",
+            "remove",
+            "--org",
+            &org,
+            "--pattern",
+            "till_*.csv",
+        ],
+    );
+
     std::fs::write(dir.path().join("till.toml"), MAPPING).unwrap();
     let mapping = dir.path().join("till.toml").display().to_string();
     ok(&env, &["mapping", "set", "--org", &org, &mapping]);

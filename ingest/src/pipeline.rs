@@ -335,6 +335,12 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
         tally.rows += chunk.len() as u64;
         load(job, mode, &layout, &chunk, &mut seen, &mut tally, rejected).await?;
         let (done, of) = records.position();
+        if tally.rows == chunk.len() as u64 && done > 0 {
+            // Sized once for the whole file, as the first chunk suggests: growing doubles the
+            // table and holds old and new at once, the largest memory of a big file.
+            let expected = (tally.rows as f64 * of as f64 / done as f64 * 1.05) as usize;
+            seen.reserve(expected.saturating_sub(seen.len()));
+        }
         (job.progress)(Progress {
             rows: tally.rows,
             done,
@@ -367,7 +373,7 @@ async fn load(
                     column: None,
                     value: None,
                     reason: Reason::BadEncoding,
-                    message: format!("not text in the file's encoding ({encoding:?})"),
+                    message: format!("not {} text", encoding.name()),
                 });
             }
             layout.earn(record.row, &record.fields)

@@ -69,8 +69,8 @@ impl Records {
                 Some(record) if n == mapping.header_row => {
                     if record.bad_encoding {
                         return Err(format!(
-                            "the header row is not text in the declared encoding ({:?})",
-                            mapping.encoding
+                            "the header row is not {} text (the mapping's encoding)",
+                            mapping.encoding.name()
                         ));
                     }
                     header = Some(record.fields);

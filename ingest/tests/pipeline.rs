@@ -34,7 +34,14 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
     store.submit_earn(&campaign, earn).await.unwrap();
     while store.process_earns(&book, 10).await.unwrap() > 0 {}
 
-    let batch = receive(&store, dir.path(), &org, "earns.csv", FILE).await;
+    // The other reason codes: a missing id, a negative amount, a description too long, text that
+    // is not UTF-8, and an amount whose tokens the ledger cannot hold.
+    let mut content = FILE.as_bytes().to_vec();
+    content.extend_from_slice(b",w-1,1,2026-11-20,,\nf-7,w-1,-5,2026-11-20,,\n");
+    content.extend_from_slice(format!("f-8,w-1,1,2026-11-20,{},\n", "x".repeat(300)).as_bytes());
+    content.extend_from_slice(b"f-9,w-1,1,2026-11-20,caf\xe9,\n");
+    content.extend_from_slice(b"f-10,w-1,99999999999999999999,2026-11-20,,\n");
+    let batch = common::receive_bytes(&store, dir.path(), &org, "earns.csv", &content).await;
     let state = ingest::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
         .await
         .unwrap()
@@ -56,7 +63,7 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
             recorded.rows_loaded,
             recorded.rows_rejected
         ),
-        (Some(8), Some(2), Some(6))
+        (Some(13), Some(2), Some(11))
     );
     let reports = dir.path().join("sftp").join(&org).join("reports");
     let result: serde_json::Value =
@@ -88,14 +95,17 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
         ("7", "duplicate_transaction"),
         ("8", "bad_date"),
         ("9", "ragged_row"),
+        ("10", "missing_field"),
+        ("11", "negative_amount"),
+        ("12", "too_long"),
+        ("13", "bad_encoding"),
+        ("14", "rules_refused"),
     ];
-    let mut codes_sorted = codes.clone();
-    codes_sorted.sort();
     let expected: Vec<(String, String)> = expected
         .iter()
         .map(|(r, c)| (r.to_string(), c.to_string()))
         .collect();
-    assert_eq!(codes_sorted, expected, "{rejected}");
+    assert_eq!(codes, expected, "in row order: {rejected}");
     assert!(store.audit().await.unwrap().is_empty());
 
     // Processing the same batch again (as after a crash) credits nothing twice.
@@ -106,7 +116,7 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
     let recorded = store.get_batch(&org, &batch.id).await.unwrap();
     assert_eq!(
         (recorded.rows_loaded, recorded.rows_rejected),
-        (Some(2), Some(6)),
+        (Some(2), Some(11)),
         "the rows credited before count as loaded, not as duplicates"
     );
     assert_eq!(recorded.summary.unwrap()["loadedBeforeRestart"], 2);

@@ -97,6 +97,14 @@ impl Encoding {
         }
     }
 
+    pub fn name(&self) -> &'static str {
+        match self {
+            Encoding::Utf8 => "UTF-8",
+            Encoding::Windows1252 => "Windows-1252",
+            Encoding::Latin1 => "ISO-8859-1",
+        }
+    }
+
     /// The text of a field; `None` when it is not valid in this encoding.
     pub fn decode<'a>(&self, bytes: &'a [u8]) -> Option<Cow<'a, str>> {
         if let Ok(text) = std::str::from_utf8(bytes) {

@@ -43,9 +43,12 @@ impl Direct {
     /// it writes, so writes made through sqlx wait their turn rather than meet a locked file.
     pub(crate) fn open(path: &Path, gate: SqlitePool) -> Result<Direct, StoreError> {
         let (writer, checkpointer) = (connect(path, false)?, connect(path, false)?);
-        // The writer walks every index a ledger row touches: a page cache of 128 MiB (instead
-        // of SQLite's 2 MiB) keeps them in memory rather than re-read from the file.
-        writer.pragma_update(None, "cache_size", -131_072i64)?;
+        // The writer walks every index a ledger row touches: a page cache of 64 MiB (instead
+        // of SQLite's 2 MiB) keeps them in memory rather than re-read from the file. It reads
+        // through that cache, not a map of the file: a map would keep every page a large batch
+        // file touched in the process's memory.
+        writer.pragma_update(None, "cache_size", -65_536i64)?;
+        writer.pragma_update(None, "mmap_size", 0)?;
         let (jobs, queued) = mpsc::channel();
         let (stop_checkpoints, stopped) = mpsc::channel();
         let runtime = tokio::runtime::Handle::current();
