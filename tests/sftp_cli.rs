@@ -242,15 +242,41 @@ async fn an_upload_to_the_running_service_is_processed_and_reported() {
         ],
     );
     let (_server, http, port) = serve_both(&env);
+    let client = reqwest::Client::new();
+    let call = |path: &str, body: Option<Value>| {
+        let request = match body {
+            Some(body) => client.post(format!("{http}{path}")).json(&body),
+            None => client.get(format!("{http}{path}")),
+        };
+        let request = request
+            .header("x-api-key", key["apiKey"].as_str().unwrap())
+            .header("x-api-secret", key["apiSecret"].as_str().unwrap());
+        async move { request.send().await.unwrap().json::<Value>().await.unwrap() }
+    };
+    let member = serde_json::json!({"firstName": "Ada", "userId": "u-1", "externalId": "card-1"});
+    call("/v1/members", Some(member)).await;
+    let wallet = call(
+        "/v1/wallets",
+        Some(serde_json::json!({"externalId": "card-1"})),
+    )
+    .await;
 
+    // A CSV file and a workbook, in one session.
     std::fs::write(
         dir.path().join("earns.csv"),
-        "id,walletId,amount,date\ne-1,w-1,5,2026-11-20\n",
+        "id,walletId,amount,date\ne-1,card-1,5,2026-11-20\ne-2,nobody,1,2026-11-20\n",
     )
     .unwrap();
+    let rows = [
+        ["id", "walletId", "amount", "date"],
+        ["x-1", "card-1", "7.5", "2026-11-20"],
+    ];
+    let rows = rows.map(|r| r.map(String::from).to_vec());
+    let workbook = std::fs::File::create(dir.path().join("earns.xlsx")).unwrap();
+    ingest::xlsx::write(rows, workbook).unwrap();
     std::fs::write(
         dir.path().join("batch.txt"),
-        "put earns.csv inbox/earns.csv\n",
+        "put earns.csv inbox/earns.csv\nput earns.xlsx inbox/earns.xlsx\n",
     )
     .unwrap();
     let upload = std::process::Command::new("sftp")
@@ -277,40 +303,51 @@ async fn an_upload_to_the_running_service_is_processed_and_reported() {
         String::from_utf8_lossy(&upload.stderr)
     );
 
-    // The service processes it: the one row names no wallet, so it is rejected and reported.
-    let client = reqwest::Client::new();
+    // The service processes both: the tokens reach the wallet, the bad row is reported.
     let started = std::time::Instant::now();
-    let batch = loop {
-        let batches: Value = client
-            .get(format!("{http}/v1/batches"))
-            .header("x-api-key", key["apiKey"].as_str().unwrap())
-            .header("x-api-secret", key["apiSecret"].as_str().unwrap())
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        assert_eq!(batches["total"], 1, "{batches}");
-        let batch = batches["data"][0].clone();
-        if batch["state"] == "completed" {
-            break batch;
+    let batches = loop {
+        let batches = call("/v1/batches", None).await;
+        assert_eq!(batches["total"], 2, "{batches}");
+        let done = batches["data"].as_array().unwrap();
+        if done.iter().all(|b| b["state"] == "completed") {
+            break done.clone();
         }
-        assert!(started.elapsed().as_secs() < 30, "not processed: {batch}");
+        assert!(started.elapsed().as_secs() < 30, "not processed: {batches}");
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     };
-    assert_eq!(batch["fileName"], "earns.csv");
-    assert_eq!(batch["username"], "acme");
+    let csv = batches
+        .iter()
+        .find(|b| b["fileName"] == "earns.csv")
+        .unwrap();
+    assert_eq!(csv["username"], "acme");
     assert_eq!(
-        (batch["rows"].as_i64(), batch["rejected"].as_i64()),
+        (
+            csv["rows"].as_i64(),
+            csv["loaded"].as_i64(),
+            csv["rejected"].as_i64()
+        ),
+        (Some(2), Some(1), Some(1))
+    );
+    let xlsx = batches
+        .iter()
+        .find(|b| b["fileName"] == "earns.xlsx")
+        .unwrap();
+    assert_eq!(
+        (xlsx["rows"].as_i64(), xlsx["loaded"].as_i64()),
         (Some(1), Some(1))
     );
-    let report = dir
-        .path()
-        .join("sftp")
-        .join(&org)
-        .join("reports")
-        .join("earns.csv.rejected.csv");
-    let report = std::fs::read_to_string(report).unwrap();
-    assert!(report.contains("unknown_wallet"), "{report}");
+    let path = format!("/v1/wallets/{}", wallet["id"].as_str().unwrap());
+    assert_eq!(
+        call(&path, None).await["balance"],
+        12,
+        "5 + 7 (one token per unit)"
+    );
+    let reports = dir.path().join("sftp").join(&org).join("reports");
+    let report = std::fs::read_to_string(reports.join("earns.csv.rejected.csv")).unwrap();
+    assert!(
+        report.contains("3,unknown_wallet,walletId,nobody"),
+        "{report}"
+    );
+    let result = std::fs::read_to_string(reports.join("earns.xlsx.result.json")).unwrap();
+    assert!(result.contains("\"state\": \"completed\""), "{result}");
 }

@@ -26,7 +26,8 @@ pub struct BatchView {
     size: i64,
     /// Hex SHA-256 of the content: the same content is processed once.
     sha256: String,
-    /// `sftp`, or `inbox` for a file placed in the inbox by other means.
+    /// `sftp`, `inbox` for a file placed in the inbox by other means, or `cli` for one an
+    /// operator ran with `rewards ingest`.
     source: String,
     /// The SFTP user who uploaded it.
     username: Option<String>,
@@ -39,6 +40,10 @@ pub struct BatchView {
     rows: Option<i64>,
     loaded: Option<i64>,
     rejected: Option<i64>,
+    /// Once processed, the content of `reports/<file>.result.json`: `state`, `rows`, `loaded`,
+    /// `rejected`, `rejectedByReason` (reason code: rows), `duplicates`, `loadedBeforeRestart`,
+    /// `tokens`, `tokensByRule`, `mapping` (`canonical` or the mapping's pattern), `error`,
+    /// `seconds`, `rowsPerSecond` and `rejectedReport`.
     #[schema(value_type = Option<Object>)]
     summary: Option<Value>,
     /// Why the batch failed.
