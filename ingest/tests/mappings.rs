@@ -235,6 +235,20 @@ async fn a_dry_run_reports_what_would_happen_and_changes_nothing(store: Store) {
     assert_eq!(batches.total, 0, "a dry run records no batch");
 }
 
+/// Receives and processes a file that must fail whole; returns why it failed.
+async fn refused(
+    store: &Store,
+    data: &std::path::Path,
+    org: &str,
+    name: &str,
+    content: &[u8],
+) -> String {
+    let batch = receive_bytes(store, data, org, name, content).await;
+    assert_eq!(process(store, data, &batch).await, BatchState::Failed);
+    let recorded = store.get_batch(org, &batch.id).await.unwrap();
+    recorded.error.unwrap()
+}
+
 fn workbook(rows: Vec<Vec<&str>>) -> Vec<u8> {
     let mut out = std::io::Cursor::new(Vec::new());
     let rows = rows
@@ -282,17 +296,7 @@ async fn xlsx_files_are_read_and_unsafe_ones_refused(store: Store) {
     }
     let mut out = std::io::Cursor::new(Vec::new());
     ingest::xlsx::write(big, &mut out).unwrap();
-    let batch = receive_bytes(&store, dir.path(), &org, "big.xlsx", out.get_ref()).await;
-    assert_eq!(
-        process(&store, dir.path(), &batch).await,
-        BatchState::Failed
-    );
-    let error = store
-        .get_batch(&org, &batch.id)
-        .await
-        .unwrap()
-        .error
-        .unwrap();
+    let error = refused(&store, dir.path(), &org, "big.xlsx", out.get_ref()).await;
     assert!(
         error.contains("10000 records") && error.contains("CSV"),
         "{error}"
@@ -309,17 +313,7 @@ async fn xlsx_files_are_read_and_unsafe_ones_refused(store: Store) {
         zip.write_all(&spaces).unwrap();
     }
     zip.finish().unwrap();
-    let batch = receive_bytes(&store, dir.path(), &org, "bomb.xlsx", out.get_ref()).await;
-    assert_eq!(
-        process(&store, dir.path(), &batch).await,
-        BatchState::Failed
-    );
-    let error = store
-        .get_batch(&org, &batch.id)
-        .await
-        .unwrap()
-        .error
-        .unwrap();
+    let error = refused(&store, dir.path(), &org, "bomb.xlsx", out.get_ref()).await;
     assert!(error.contains("refused as unsafe"), "{error}");
 }
 
