@@ -146,3 +146,100 @@ impl Records {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn read_all(
+        content: &[u8],
+        name: &str,
+        mapping: &Mapping,
+    ) -> (Option<Vec<String>>, Vec<Record>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(name);
+        std::fs::write(&path, content).unwrap();
+        let (mut records, header) = Records::open(&path, name, mapping).unwrap();
+        let mut all = Vec::new();
+        while let Some(record) = records.next_record().unwrap() {
+            all.push(record);
+        }
+        (header, all)
+    }
+
+    fn mapping(document: serde_json::Value) -> Mapping {
+        Mapping::parse(&document).unwrap()
+    }
+
+    #[test]
+    fn a_header_below_a_title_line_with_tabs_and_crlf() {
+        let mapping = mapping(json!({
+            "delimiter": "tab",
+            "header_row": 2,
+            "columns": { "id": "Id", "walletId": "Card", "amount": "Total", "date": "Day" },
+        }));
+        let content = b"Till export\r\nId\tCard\tTotal\tDay\r\nT1\tc-1\t\"1\t5\"\t2026-11-20\r\n";
+        let (header, records) = read_all(content, "till.csv", &mapping);
+        assert_eq!(header.unwrap(), ["Id", "Card", "Total", "Day"]);
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0].row, 3);
+        assert_eq!(records[0].fields, ["T1", "c-1", "1\t5", "2026-11-20"]);
+    }
+
+    #[test]
+    fn without_a_header_the_first_row_is_data_and_loses_its_byte_order_mark() {
+        let mapping = mapping(json!({
+            "header_row": 0,
+            "columns": {
+                "id": { "position": 1 }, "walletId": { "position": 2 },
+                "amount": { "position": 3 }, "date": { "position": 4 },
+            },
+        }));
+        let content = "\u{feff}T1,c-1,5,2026-11-20\n\"T2\",c-2,\"multi\nline\",2026-11-20\n";
+        let (header, records) = read_all(content.as_bytes(), "plain.csv", &mapping);
+        assert!(header.is_none());
+        assert_eq!(records[0].fields[0], "T1");
+        assert_eq!((records[0].row, records[1].row), (1, 2));
+        assert_eq!(records[1].fields[2], "multi\nline");
+    }
+
+    #[test]
+    fn a_file_ending_before_its_header_is_refused_and_an_open_quote_runs_to_the_end() {
+        let mapping = mapping(json!({
+            "header_row": 3,
+            "columns": { "id": "a", "walletId": "b", "amount": "c", "date": "d" },
+        }));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("short.csv");
+        std::fs::write(&path, "one line\n").unwrap();
+        let error = Records::open(&path, "short.csv", &mapping).err().unwrap();
+        assert!(error.contains("ends before its header row"), "{error}");
+
+        let (mut records, _) = {
+            std::fs::write(&path, "id,walletId,amount,date\n\"open,w,1,2026-11-20\n").unwrap();
+            Records::open(&path, "short.csv", &Mapping::canonical()).unwrap()
+        };
+        // An unclosed quote runs to the end of the file: one field, then reported as ragged.
+        let record = records.next_record().unwrap().unwrap();
+        assert_eq!(record.fields.len(), 1);
+    }
+
+    #[test]
+    fn legacy_text_is_decoded_and_bad_utf8_flagged() {
+        let latin = mapping(json!({
+            "encoding": "windows-1252",
+            "columns": { "id": "id", "walletId": "w", "amount": "a", "date": "d" },
+        }));
+        let (_, records) = read_all(b"id,w,a,d\ncaf\xe9,w,1,2026-11-20\n", "l.csv", &latin);
+        assert_eq!(records[0].fields[0], "café");
+        assert!(!records[0].bad_encoding);
+        let (_, records) = read_all(
+            b"id,w,a,d\ncaf\xe9,w,1,2026-11-20\n",
+            "u.csv",
+            &Mapping::canonical(),
+        );
+        assert!(records[0].bad_encoding);
+    }
+}
