@@ -251,6 +251,7 @@ migrations! {
     4 "batch files" "0004_batch_files.sql",
     5 "batch rows" "0005_batch_rows.sql",
     6 "mappings" "0006_mappings.sql",
+    7 "campaign date index" "0007_campaign_date_index.sql",
 }
 
 fn migrator(embedded: Embedded) -> Migrator {
