@@ -4,14 +4,8 @@
 
 mod common;
 
-use common::{ok, run, serve};
+use common::{json_of, ok, programme, run, serve};
 use serde_json::{Value, json};
-
-fn json_of(env: &[(&str, String)], args: &[&str]) -> Value {
-    let mut args = args.to_vec();
-    args.push("--json");
-    serde_json::from_str(&ok(env, &args)).unwrap()
-}
 
 async fn call(http: &str, key: &Value, path: &str, body: Option<Value>) -> Value {
     let client = reqwest::Client::new();
@@ -63,28 +57,7 @@ async fn operators_set_a_mapping_preview_a_file_and_load_it() {
         // The CLI processes its own files; the service's runner stays out of the way.
         ("REWARDS_BACKGROUND_WORKERS", "false".to_string()),
     ];
-    let org = json_of(&env, &["org", "create", "--name", "Acme"])["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let campaign = json_of(
-        &env,
-        &[
-            "campaign",
-            "create",
-            "--org",
-            &org,
-            "--name",
-            "Main",
-            "--currency",
-            "PTS",
-        ],
-    );
-    let campaign_id = campaign["id"].as_str().unwrap();
-    let key = json_of(
-        &env,
-        &["key", "issue", "--org", &org, "--campaign", campaign_id],
-    );
+    let (org, _, key) = programme(&env);
     let (_server, http) = serve(&env);
     let member = json!({"firstName": "Ada", "userId": "u-1", "externalId": "card-1"});
     call(&http, &key, "/v1/members", Some(member)).await;

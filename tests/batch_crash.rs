@@ -5,7 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{ok, rewards, serve_both};
+use common::{programme, rewards, serve_both};
 use serde_json::{Value, json};
 
 const WALLETS: usize = 10;
@@ -32,33 +32,7 @@ async fn call(
 async fn a_file_interrupted_by_a_crash_is_finished_once_after_restart() {
     let dir = tempfile::tempdir().unwrap();
     let env = vec![("REWARDS_DATA_DIR", dir.path().display().to_string())];
-    let json_of = |args: &[&str]| -> Value {
-        let mut args = args.to_vec();
-        args.push("--json");
-        serde_json::from_str(&ok(&env, &args)).unwrap()
-    };
-    let org = json_of(&["org", "create", "--name", "Acme"])["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let campaign = json_of(&[
-        "campaign",
-        "create",
-        "--org",
-        &org,
-        "--name",
-        "Main",
-        "--currency",
-        "PTS",
-    ]);
-    let key = json_of(&[
-        "key",
-        "issue",
-        "--org",
-        &org,
-        "--campaign",
-        campaign["id"].as_str().unwrap(),
-    ]);
+    let (org, _, key) = programme(&env);
 
     // Wallets, made over the API.
     let (server, http, _) = serve_both(&env);

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 mod common;
 
-use common::{ok, run, serve};
+use common::{ok, programme, run, serve};
 
 async fn operator_story(env: Vec<(&'static str, String)>) {
     let org = ok(&env, &["org", "create", "--name", "Acme"]);
@@ -159,20 +159,7 @@ fn stop(server: &mut Child, signal: &str) -> std::process::ExitStatus {
 /// Earns accepted by a node that dies before processing them are credited, exactly once, by
 /// the next node; policies and tiers set from the command line apply; the audit agrees.
 async fn crash_story(env: Vec<(&'static str, String)>) {
-    let org = ok(&env, &["org", "create", "--name", "Acme"]);
-    let campaign = ok(
-        &env,
-        &[
-            "campaign",
-            "create",
-            "--org",
-            &org,
-            "--name",
-            "Main",
-            "--currency",
-            "PTS",
-        ],
-    );
+    let (_, campaign, issued) = programme(&env);
     ok(
         &env,
         &[
@@ -201,19 +188,6 @@ async fn crash_story(env: Vec<(&'static str, String)>) {
             "100",
         ],
     );
-    let issued: Value = serde_json::from_str(&ok(
-        &env,
-        &[
-            "--json",
-            "key",
-            "issue",
-            "--org",
-            &org,
-            "--campaign",
-            &campaign,
-        ],
-    ))
-    .unwrap();
     let (key, secret) = (
         issued["apiKey"].as_str().unwrap().to_string(),
         issued["apiSecret"].as_str().unwrap().to_string(),

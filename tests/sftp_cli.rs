@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
 
-use common::{ok, rewards, run, serve_both};
+use common::{json_of, ok, programme, rewards, run, serve_both};
 use serde_json::Value;
 
 /// A new ed25519 key pair made by OpenSSH's own `ssh-keygen`; returns the `.pub` path.
@@ -37,17 +37,11 @@ fn fingerprint(public_key: &str) -> String {
         .to_string()
 }
 
-fn json(env: &[(&str, String)], args: &[&str]) -> Value {
-    let mut with_json = args.to_vec();
-    with_json.push("--json");
-    serde_json::from_str(&ok(env, &with_json)).unwrap()
-}
-
 #[test]
 fn operators_issue_and_withdraw_sftp_users() {
     let dir = tempfile::tempdir().unwrap();
     let env = [("REWARDS_DATA_DIR", dir.path().display().to_string())];
-    let org = json(&env, &["org", "create", "--name", "Acme"])["id"]
+    let org = json_of(&env, &["org", "create", "--name", "Acme"])["id"]
         .as_str()
         .unwrap()
         .to_string();
@@ -82,7 +76,7 @@ fn operators_issue_and_withdraw_sftp_users() {
     assert_eq!(alice["keys"][0], fingerprint(&alice_key));
 
     // Alice's key cannot be given to another user.
-    json(
+    json_of(
         &env,
         &[
             "sftp-user",
@@ -133,7 +127,7 @@ fn operators_issue_and_withdraw_sftp_users() {
         &env,
         &["sftp-user", "disable", "--org", &org, "--username", "bob"],
     );
-    let users = json(&env, &["sftp-user", "list", "--org", &org]);
+    let users = json_of(&env, &["sftp-user", "list", "--org", &org]);
     let names: Vec<(&str, bool)> = users
         .as_array()
         .unwrap()
@@ -147,7 +141,7 @@ fn operators_issue_and_withdraw_sftp_users() {
         &["sftp-user", "remove", "--org", &org, "--username", "bob"],
     );
     assert_eq!(
-        json(&env, &["sftp-user", "list", "--org", &org])
+        json_of(&env, &["sftp-user", "list", "--org", &org])
             .as_array()
             .unwrap()
             .len(),
@@ -164,8 +158,8 @@ fn operators_issue_and_withdraw_sftp_users() {
 fn the_host_key_is_made_once_and_kept_private() {
     let dir = tempfile::tempdir().unwrap();
     let env = [("REWARDS_DATA_DIR", dir.path().display().to_string())];
-    let first = json(&env, &["sftp", "host-key"]);
-    let again = json(&env, &["sftp", "host-key"]);
+    let first = json_of(&env, &["sftp", "host-key"]);
+    let again = json_of(&env, &["sftp", "host-key"]);
     assert_eq!(first["fingerprint"], again["fingerprint"]);
     assert!(
         first["fingerprint"]
@@ -199,34 +193,7 @@ fn the_host_key_is_made_once_and_kept_private() {
 async fn an_upload_to_the_running_service_is_processed_and_reported() {
     let dir = tempfile::tempdir().unwrap();
     let env = [("REWARDS_DATA_DIR", dir.path().display().to_string())];
-    let org = json(&env, &["org", "create", "--name", "Acme"])["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let campaign = json(
-        &env,
-        &[
-            "campaign",
-            "create",
-            "--org",
-            &org,
-            "--name",
-            "Main",
-            "--currency",
-            "PTS",
-        ],
-    );
-    let key = json(
-        &env,
-        &[
-            "key",
-            "issue",
-            "--org",
-            &org,
-            "--campaign",
-            campaign["id"].as_str().unwrap(),
-        ],
-    );
+    let (org, _, key) = programme(&env);
     let client_key = keygen(dir.path(), "client");
     ok(
         &env,

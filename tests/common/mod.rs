@@ -36,6 +36,38 @@ pub fn ok(env: &[(&str, String)], args: &[&str]) -> String {
     String::from_utf8(output.stdout).unwrap().trim().to_string()
 }
 
+/// A command's `--json` output.
+pub fn json_of(env: &[(&str, String)], args: &[&str]) -> serde_json::Value {
+    let mut args = args.to_vec();
+    args.push("--json");
+    serde_json::from_str(&ok(env, &args)).unwrap()
+}
+
+/// An organisation `Acme` with a campaign `Main` (`PTS`) and an API key for it, made with the
+/// operator's commands: (organisation id, campaign id, the key as `key issue --json` prints it).
+pub fn programme(env: &[(&str, String)]) -> (String, String, serde_json::Value) {
+    let org = json_of(env, &["org", "create", "--name", "Acme"])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let create = [
+        "campaign",
+        "create",
+        "--org",
+        &org,
+        "--name",
+        "Main",
+        "--currency",
+        "PTS",
+    ];
+    let campaign = json_of(env, &create)["id"].as_str().unwrap().to_string();
+    let key = json_of(
+        env,
+        &["key", "issue", "--org", &org, "--campaign", &campaign],
+    );
+    (org, campaign, key)
+}
+
 /// A server process that is killed if a test ends (or fails) without stopping it.
 pub struct Server(Child);
 
