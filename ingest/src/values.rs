@@ -41,11 +41,14 @@ impl Kind {
         zone: Tz::UTC,
     };
 
+    /// The words a boolean column takes unless its mapping says others.
+    pub const YES: [&str; 4] = ["true", "yes", "y", "1"];
+    pub const NO: [&str; 4] = ["false", "no", "n", "0"];
+
     pub fn boolean() -> Kind {
-        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect();
         Kind::Boolean {
-            yes: words(&["true", "yes", "y", "1"]),
-            no: words(&["false", "no", "n", "0"]),
+            yes: Kind::YES.map(String::from).to_vec(),
+            no: Kind::NO.map(String::from).to_vec(),
         }
     }
 

@@ -38,6 +38,8 @@ pub fn read(path: &Path, header_rows: u64) -> Result<Rows, String> {
         .map_err(|e| format!("the sheet `{sheet}` cannot be read: {e}"))?;
     let max_rows = MAX_RECORDS as u64 + header_rows;
     let mut rows: Rows = Vec::new();
+    // The row being read; it joins `rows` when a cell of another row comes.
+    let mut current: Option<(u64, Vec<String>)> = None;
     let too_many = || {
         format!(
             "the sheet holds more than {MAX_RECORDS} records: spreadsheets are for small files, \
@@ -62,18 +64,19 @@ pub fn read(path: &Path, header_rows: u64) -> Result<Rows, String> {
         if text.is_empty() {
             continue;
         }
-        if rows.last().map(|(r, _)| *r) != Some(row) {
-            if rows.len() as u64 == max_rows {
-                return Err(too_many());
-            }
-            rows.push((row, Vec::new()));
+        if current.as_ref().is_some_and(|(r, _)| *r != row) {
+            rows.extend(current.take());
         }
-        let fields = &mut rows.last_mut().expect("a row was just pushed").1;
+        if current.is_none() && rows.len() as u64 == max_rows {
+            return Err(too_many());
+        }
+        let (_, fields) = current.get_or_insert_with(|| (row, Vec::new()));
         if fields.len() <= column {
             fields.resize(column + 1, String::new());
         }
         fields[column] = text;
     }
+    rows.extend(current);
     // A row's cells are usually in order; a sheet written otherwise is still read right.
     rows.sort_by_key(|(row, _)| *row);
     rows.dedup_by(|later, earlier| {

@@ -191,17 +191,7 @@ async fn a_dry_run_reports_what_would_happen_and_changes_nothing(store: Store) {
     let dir = tempfile::tempdir().unwrap();
     let (org, campaign) = wallets(&store).await;
     let book = RuleBook::new(store.clone());
-    let earn = EarnInput {
-        earn_id: "a-2".into(),
-        wallet: "w-2".into(),
-        amount: "20".into(),
-        date: chrono::Utc::now(),
-        description: None,
-        comment: None,
-        meta: None,
-    };
-    store.submit_earn(&campaign, earn).await.unwrap();
-    while store.process_earns(&book, 10).await.unwrap() > 0 {}
+    common::earn_by_api(&store, &campaign, "a-2", "w-2", "20").await;
     let file = dir.path().join("mixed.csv");
     std::fs::write(&file, MIXED).unwrap();
     let tree = ingest::sftp::tree::Tree::open(dir.path(), &org).unwrap();

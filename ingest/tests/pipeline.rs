@@ -22,17 +22,7 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
     let dir = tempfile::tempdir().unwrap();
     let (org, campaign) = wallets(&store).await;
     let book = RuleBook::new(store.clone());
-    let earn = EarnInput {
-        earn_id: "api-1".into(),
-        wallet: "w-1".into(),
-        amount: "3".into(),
-        date: chrono::Utc::now(),
-        description: None,
-        comment: None,
-        meta: None,
-    };
-    store.submit_earn(&campaign, earn).await.unwrap();
-    while store.process_earns(&book, 10).await.unwrap() > 0 {}
+    common::earn_by_api(&store, &campaign, "api-1", "w-1", "3").await;
 
     // The other reason codes: a missing id, a negative amount, a description too long, text that
     // is not UTF-8, and an amount whose tokens the ledger cannot hold.

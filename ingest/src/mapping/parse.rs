@@ -355,9 +355,8 @@ fn field(
             Kind::Date { format, zone }
         }
         "boolean" => {
-            let words = |key: &str, default: Vec<String>, errors: &mut Errors| match table.get(key)
-            {
-                None => default,
+            let words = |key: &str, default: [&str; 4], errors: &mut Errors| match table.get(key) {
+                None => default.map(String::from).to_vec(),
                 Some(Value::Array(items))
                     if !items.is_empty() && items.iter().all(Value::is_string) =>
                 {
@@ -368,15 +367,12 @@ fn field(
                 }
                 Some(_) => {
                     errors.push(&format!("{path}.{key}"), "must be a list of words");
-                    default
+                    default.map(String::from).to_vec()
                 }
             };
-            let Kind::Boolean { yes, no } = Kind::boolean() else {
-                unreachable!("Kind::boolean is a boolean")
-            };
             Kind::Boolean {
-                yes: words("true_values", yes, errors),
-                no: words("false_values", no, errors),
+                yes: words("true_values", Kind::YES, errors),
+                no: words("false_values", Kind::NO, errors),
             }
         }
         "auto" => Kind::Auto,

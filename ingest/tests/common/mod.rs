@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use store::{Campaign, NewCampaign, NewMember, NewWallet, Store, Tokens};
+use store::{Campaign, EarnInput, NewCampaign, NewMember, NewWallet, RuleBook, Store, Tokens};
 
 pub async fn wallets(store: &Store) -> (String, Campaign) {
     let org = store.create_org("Acme").await.unwrap().id;
@@ -88,4 +88,20 @@ pub fn rejected_codes(data: &Path, org: &str, name: &str) -> Vec<(u64, String)> 
             (r[0].parse().unwrap(), r[1].to_string())
         })
         .collect()
+}
+
+/// Earns `amount` on `wallet` through the API's path (submitted, then processed by a worker).
+pub async fn earn_by_api(store: &Store, campaign: &Campaign, id: &str, wallet: &str, amount: &str) {
+    let earn = EarnInput {
+        earn_id: id.into(),
+        wallet: wallet.into(),
+        amount: amount.into(),
+        date: chrono::Utc::now(),
+        description: None,
+        comment: None,
+        meta: None,
+    };
+    store.submit_earn(campaign, earn).await.unwrap();
+    let book = RuleBook::new(store.clone());
+    while store.process_earns(&book, 10).await.unwrap() > 0 {}
 }
