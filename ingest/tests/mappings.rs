@@ -9,9 +9,7 @@ use common::{balance, receive, receive_bytes, rejected_codes, result, wallets};
 use ingest::mapping::Mapping;
 use ingest::pipeline::Job;
 use serde_json::{Value, json};
-use store::{
-    BatchState, EarnInput, Page, RuleBook, Store, Tokens, TransactionFilter, backend_tests,
-};
+use store::{BatchState, Page, RuleBook, Store, Tokens, TransactionFilter, backend_tests};
 
 async fn set_mapping(store: &Store, org: &str, document: Value) {
     let mapping = Mapping::parse(&document).unwrap();
