@@ -5,7 +5,7 @@
 mod common;
 
 use common::{balance, receive, wallets};
-use store::{BatchState, EarnInput, RuleBook, Store, Tokens, backend_tests};
+use store::{BatchState, RuleBook, Store, Tokens, backend_tests};
 
 const FILE: &str = "id,walletId,amount,date,description,meta.store
 f-1,w-1,10,2026-11-20,Coffee,A1
