@@ -67,7 +67,7 @@ async fn a_file_interrupted_by_a_crash_is_finished_once_after_restart() {
     std::fs::create_dir_all(&inbox).unwrap();
     std::fs::write(inbox.join("big.csv"), &file).unwrap();
 
-    // The service dies right after committing its first chunk.
+    // The service dies right after its first chunk is committed.
     let mut crashing = rewards(&env)
         .arg("serve")
         .env("REWARDS_HTTP_ADDR", "127.0.0.1:0")
@@ -108,9 +108,12 @@ async fn a_file_interrupted_by_a_crash_is_finished_once_after_restart() {
     assert_eq!(batch["rows"], ROWS);
     assert_eq!(batch["loaded"], ROWS, "{batch}");
     assert_eq!(batch["rejected"], 0, "{batch}");
-    assert_eq!(
-        batch["summary"]["loadedBeforeRestart"], 5_000,
-        "one chunk before the crash"
+    // The first chunk was committed before the crash, and maybe the second with it (a chunk is
+    // credited while the next is read, and they may share a commit).
+    let before = batch["summary"]["loadedBeforeRestart"].as_u64().unwrap();
+    assert!(
+        before == 5_000 || before == 10_000,
+        "one or two chunks before the crash: {batch}"
     );
 
     // Every row credited exactly once: 2 tokens each, and the books balance.

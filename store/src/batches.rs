@@ -7,7 +7,8 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
 
-use crate::db::claim;
+use crate::db::{Pool, claim};
+use crate::direct;
 use crate::ids::now;
 use crate::{Page, Paged, Store, StoreError};
 
@@ -257,17 +258,26 @@ impl Store {
 
     /// Keeps a claim alive while its batch is being processed.
     pub async fn renew_batch(&self, id: &str) -> Result<(), StoreError> {
+        const RENEW: &str =
+            "UPDATE batches SET claimed_until = $2 WHERE id = $1 AND state = 'processing'";
         let until = now() + Duration::seconds(LEASE);
-        with_writer!(self, |pool| {
-            sqlx::query(
-                "UPDATE batches SET claimed_until = $2 WHERE id = $1 AND state = 'processing'",
-            )
-            .bind(id)
-            .bind(until)
-            .execute(pool)
-            .await
-            .map(|done| done.rows_affected())
-        })?;
+        match &self.pool {
+            // Through the writer thread: while a file loads, its transaction is open there, and
+            // this write joins it instead of waiting for it to commit.
+            Pool::Sqlite { direct, .. } => {
+                let id = id.to_string();
+                direct
+                    .write(move |c| direct::execute(c, RENEW, args![id, direct::time(until)]))
+                    .await?;
+            }
+            Pool::Postgres(pool) => {
+                sqlx::query(RENEW)
+                    .bind(id)
+                    .bind(until)
+                    .execute(pool)
+                    .await?;
+            }
+        }
         Ok(())
     }
 

@@ -27,17 +27,20 @@ const CREDIT_WALLET: &str = "UPDATE wallets SET balance = balance + $2, earned =
 impl Store {
     /// Records `credits` (see the module's description) and returns each one's outcome, in order.
     pub async fn credit_all(&self, credits: &[Credit]) -> Result<Vec<Credited>, StoreError> {
-        Ok(self.credit_owned(credits.to_vec()).await?.0)
+        Ok(self.credit_owned(credits.to_vec(), false).await?.0)
     }
 
     /// `credit_all`, taking the credits and handing them back (a batch file's chunk is large:
-    /// neither copied for the writer thread nor dropped on it).
+    /// neither copied for the writer thread nor dropped on it). `bulk` (a batch file's chunk):
+    /// on SQLite the call returns before its transaction commits, with the `Commit` to wait on
+    /// (see `direct::Direct::write_bulk`); PostgreSQL commits before returning.
     pub(crate) async fn credit_owned(
         &self,
         credits: Vec<Credit>,
-    ) -> Result<(Vec<Credited>, Vec<Credit>), StoreError> {
+        bulk: bool,
+    ) -> Result<(Vec<Credited>, Vec<Credit>, Option<direct::Commit>), StoreError> {
         if credits.is_empty() {
-            return Ok((Vec::new(), credits));
+            return Ok((Vec::new(), credits, None));
         }
         let mut policies = HashMap::new();
         for credit in &credits {
@@ -49,19 +52,24 @@ impl Store {
         let at = now();
         match &self.pool {
             Pool::Sqlite { direct, .. } => {
-                direct
-                    .write(move |tx| {
-                        let outcomes = credit_sqlite(tx, &credits, &policies, at)?;
-                        Ok((outcomes, credits))
-                    })
-                    .await
+                let write = move |tx: &Connection| {
+                    let outcomes = credit_sqlite(tx, &credits, &policies, at)?;
+                    Ok((outcomes, credits))
+                };
+                if bulk {
+                    let ((outcomes, credits), commit) = direct.write_bulk(write).await?;
+                    Ok((outcomes, credits, Some(commit)))
+                } else {
+                    let (outcomes, credits) = direct.write(write).await?;
+                    Ok((outcomes, credits, None))
+                }
             }
             Pool::Postgres(pool)
                 if credits.len() >= credit_copy::COPY_FROM
                     && credits.iter().all(|c| c.request_id.is_none()) =>
             {
                 let outcomes = credit_copy::credit_by_copy(pool, &credits, &policies, at).await?;
-                Ok((outcomes, credits))
+                Ok((outcomes, credits, None))
             }
             Pool::Postgres(pool) => {
                 let mut outcomes = Vec::with_capacity(credits.len());
@@ -69,7 +77,7 @@ impl Store {
                 for chunk in credits.chunks(1000) {
                     outcomes.extend(credit_postgres(pool, chunk, &policies, at).await?);
                 }
-                Ok((outcomes, credits))
+                Ok((outcomes, credits, None))
             }
         }
     }

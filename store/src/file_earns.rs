@@ -10,7 +10,7 @@ use crate::direct;
 use rayon::prelude::*;
 
 use crate::evaluate::{Target, WalletContext, evaluate};
-use crate::{Credited, EarnInput, RuleBook, Store, StoreError, Tokens};
+use crate::{Credit, Credited, EarnInput, RuleBook, Store, StoreError, Tokens};
 
 /// One row of a file, already mapped and checked.
 #[derive(Debug, Clone)]
@@ -60,10 +60,30 @@ type WalletRow = (
     String,
 );
 
+/// A chunk of rows evaluated by the rules, not yet credited.
+pub struct Evaluated {
+    /// Each row's outcome where it is already decided (unknown wallet, refused by the rules).
+    outcomes: Vec<Option<FileOutcome>>,
+    /// The credits of the other rows, with their index.
+    credits: Vec<(usize, Credit)>,
+}
+
+/// Chunks credited whose transaction may not have committed yet (SQLite commits a batch file's
+/// chunks together, every few seconds): `Store::commit` waits for them.
+#[must_use = "a credited chunk is only safe once `Store::commit` has seen it committed"]
+#[derive(Default)]
+pub struct Pending(Vec<direct::Commit>);
+
+impl Pending {
+    pub fn extend(&mut self, other: Pending) {
+        self.0.extend(other.0);
+    }
+}
+
 impl Store {
     /// Evaluates and credits `earns` of batch `batch_id` of organisation `org_id` in one database
-    /// transaction; returns each row's outcome, in order. Rows see their wallet's balance and tier
-    /// as they were before the call.
+    /// transaction, committed when this returns; returns each row's outcome, in order. Rows see
+    /// their wallet's balance and tier as they were before the call.
     pub async fn credit_file_earns(
         &self,
         book: &RuleBook,
@@ -71,12 +91,30 @@ impl Store {
         batch_id: &str,
         earns: &[FileEarn],
     ) -> Result<Vec<FileOutcome>, StoreError> {
-        let (mut outcomes, evaluated) = self.evaluate_file_earns(book, org_id, earns).await?;
-        let (rows, mut credits): (Vec<usize>, Vec<crate::Credit>) = evaluated.into_iter().unzip();
+        let evaluated = self.evaluate_file_earns(book, org_id, earns).await?;
+        let (outcomes, pending) = self.credit_evaluated(batch_id, evaluated).await?;
+        self.commit(pending).await?;
+        Ok(outcomes)
+    }
+
+    /// Credits the rows of `evaluated` under batch `batch_id` as one bulk write; returns each
+    /// row's outcome, in order, and what to wait on (`Store::commit`) before the rows count as
+    /// credited. Until then they are seen by later writes (a repeated id is a duplicate) but
+    /// not by readers; if the transaction fails, none of its chunks are credited.
+    pub async fn credit_evaluated(
+        &self,
+        batch_id: &str,
+        evaluated: Evaluated,
+    ) -> Result<(Vec<FileOutcome>, Pending), StoreError> {
+        let Evaluated {
+            mut outcomes,
+            credits,
+        } = evaluated;
+        let (rows, mut credits): (Vec<usize>, Vec<Credit>) = credits.into_iter().unzip();
         for credit in &mut credits {
             credit.batch_id = Some(batch_id.to_string());
         }
-        let (results, credits) = self.credit_owned(credits).await?;
+        let (results, credits, commit) = self.credit_owned(credits, true).await?;
         for ((i, result), credit) in rows.into_iter().zip(results).zip(credits) {
             outcomes[i] = Some(match result {
                 Credited::New { transaction_id } => FileOutcome::Credited {
@@ -93,7 +131,19 @@ impl Store {
                 }
             });
         }
-        Ok(finished(outcomes))
+        Ok((finished(outcomes), Pending(commit.into_iter().collect())))
+    }
+
+    /// Returns once every chunk of `pending` is committed; an `Err` if one was not.
+    pub async fn commit(&self, pending: Pending) -> Result<(), StoreError> {
+        if let (Pool::Sqlite { direct, .. }, false) = (&self.pool, pending.0.is_empty()) {
+            // A write that is not a bulk write ends the open transaction at once.
+            direct.write(|_| Ok(())).await?;
+        }
+        for commit in pending.0 {
+            direct::committed(commit).await?;
+        }
+        Ok(())
     }
 
     /// What `credit_file_earns` would do with `earns`, changing nothing: each row evaluated
@@ -106,7 +156,10 @@ impl Store {
         batch_id: Option<&str>,
         earns: &[FileEarn],
     ) -> Result<Vec<FileOutcome>, StoreError> {
-        let (mut outcomes, evaluated) = self.evaluate_file_earns(book, org_id, earns).await?;
+        let Evaluated {
+            mut outcomes,
+            credits: evaluated,
+        } = self.evaluate_file_earns(book, org_id, earns).await?;
         let ids: Vec<&str> = evaluated
             .iter()
             .map(|(_, c)| c.earn.earn_id.as_str())
@@ -134,14 +187,14 @@ impl Store {
         Ok(finished(outcomes))
     }
 
-    /// Each row's outcome where it is already decided (unknown wallet, refused by the rules), and
-    /// the credits of the others with their row index. The rules run in parallel.
-    async fn evaluate_file_earns(
+    /// Evaluates `earns` of organisation `org_id` by their campaigns' active rules, in
+    /// parallel. Rows see their wallet's balance and tier as last committed.
+    pub async fn evaluate_file_earns(
         &self,
         book: &RuleBook,
         org_id: &str,
         earns: &[FileEarn],
-    ) -> Result<(Vec<Option<FileOutcome>>, Vec<(usize, crate::Credit)>), StoreError> {
+    ) -> Result<Evaluated, StoreError> {
         let mut references: Vec<&str> = earns.iter().map(|e| e.earn.wallet.as_str()).collect();
         references.sort_unstable();
         references.dedup();
@@ -153,7 +206,7 @@ impl Store {
                 rule_sets.insert(wallet.campaign_id.clone(), active);
             }
         }
-        let evaluated: Vec<Result<crate::Credit, FileOutcome>> = earns
+        let evaluated: Vec<Result<Credit, FileOutcome>> = earns
             .par_iter()
             .map(|row| {
                 let wallet = wallets
@@ -177,7 +230,7 @@ impl Store {
                 Err(outcome) => outcomes[i] = Some(outcome),
             }
         }
-        Ok((outcomes, credits))
+        Ok(Evaluated { outcomes, credits })
     }
 
     /// Of `ids`, those the organisation's EARN transactions hold, with their transaction and

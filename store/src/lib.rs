@@ -40,7 +40,7 @@ pub use burn::{Burned, NewBurn};
 pub use db::{Backend, Store};
 pub use earn::{Credit, Credited, EarnInput, EarnRequest, EarnStatus, PendingEarn};
 pub use error::StoreError;
-pub use file_earns::{FileEarn, FileOutcome};
+pub use file_earns::{Evaluated, FileEarn, FileOutcome, Pending};
 pub use ids::new_id;
 pub use keys::{ApiKey, ApiVersion, IssuedKey, KeyContext, NewKey, Permission};
 pub use mappings::StoredMapping;

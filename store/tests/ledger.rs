@@ -675,6 +675,52 @@ async fn file_rows(store: Store, padding: usize) {
     assert!(store.audit().await.unwrap().is_empty());
 }
 
+/// A file's chunks credited as bulk writes, with an API earn between them: each id counts once,
+/// a later chunk sees the earlier one before it commits, and `commit` returns once both are in
+/// the ledger.
+async fn file_chunks_commit_with_the_writes_beside_them(store: Store) {
+    let s = setup(&store).await;
+    let book = RuleBook::new(store.clone());
+    let org = &s.campaign.org_id;
+    let row = |row: u64, id: &str| store::FileEarn {
+        row,
+        earn: earn(id, "2"),
+    };
+    let first = store
+        .evaluate_file_earns(&book, org, &[row(2, "c-1"), row(3, "c-2")])
+        .await
+        .unwrap();
+    let (credited, mut pending) = store.credit_evaluated("batch-1", first).await.unwrap();
+    assert!(
+        credited
+            .iter()
+            .all(|o| matches!(o, store::FileOutcome::Credited { .. }))
+    );
+    store
+        .submit_earn(&s.campaign, earn("api-1", "10"))
+        .await
+        .unwrap();
+    drain(&store, &book).await;
+    let second = store
+        .evaluate_file_earns(&book, org, &[row(4, "c-3"), row(5, "c-1"), row(6, "api-1")])
+        .await
+        .unwrap();
+    let (credited, more) = store.credit_evaluated("batch-1", second).await.unwrap();
+    pending.extend(more);
+    store.commit(pending).await.unwrap();
+    assert!(matches!(
+        credited[..],
+        [
+            store::FileOutcome::Credited { .. },
+            store::FileOutcome::CreditedBefore { .. },
+            store::FileOutcome::Duplicate { .. },
+        ]
+    ));
+    // c-1, c-2, c-3 and api-1.
+    assert_eq!(balance(&store, &s).await, Tokens::whole(16));
+    assert!(store.audit().await.unwrap().is_empty());
+}
+
 backend_tests!(
     rules_see_the_wallet_and_member,
     burns_take_the_oldest_tokens_and_expiry_takes_the_rest_once,
@@ -685,6 +731,7 @@ backend_tests!(
     writes_of_every_kind_interleave_without_loss,
     file_rows_share_the_api_idempotency_key,
     a_large_chunk_of_file_rows_is_credited_alike,
+    file_chunks_commit_with_the_writes_beside_them,
     a_repeated_burn_is_a_replay_or_a_conflict,
     tiers_follow_lifetime_earnings,
     transactions_filter_by_kind_wallet_and_date,

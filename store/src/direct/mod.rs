@@ -6,8 +6,9 @@
 //! same database file, with their statements prepared once per connection.
 //!
 //! Reads run on the calling thread. Writes go to one writer thread, which commits whatever has
-//! queued in one transaction (see `threads`); a checkpointer thread keeps the WAL from growing
-//! without stopping the writer. The SQL is the text the PostgreSQL path runs wherever it can be.
+//! queued in one transaction (see `threads`); a batch file's chunks are bulk writes, whose
+//! transaction stays open for the next chunk for a few seconds. A checkpointer thread keeps the
+//! WAL from growing without stopping the writer. The SQL is the text the PostgreSQL path runs wherever it can be.
 
 #[macro_use]
 mod sql;
@@ -104,8 +105,8 @@ impl Direct {
         write: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let (answer, answered) = oneshot::channel();
-        let job: Job = Box::new(move |connection, alone| {
-            let result = if alone {
+        self.queue(false, move |connection, unguarded| {
+            let result = if unguarded {
                 write(connection)
             } else {
                 in_savepoint(connection, write)
@@ -120,10 +121,52 @@ impl Direct {
                 let _ = answer.send(result);
             });
             (finish, failed)
-        });
-        self.jobs.send(job).map_err(|_| abandoned())?;
+        })?;
         answered.await.unwrap_or_else(|_| Err(abandoned()))
     }
+
+    /// Runs `write` on the writer thread as a bulk write: it answers as soon as `write` has run,
+    /// with the `Commit` that says later whether its transaction committed (see
+    /// `threads::write_queued`). Until then its changes are seen by later writes, not by
+    /// readers. If `write` fails, its transaction is undone, with the bulk writes before it.
+    pub(crate) async fn write_bulk<T: Send + 'static>(
+        &self,
+        write: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<(T, Commit), StoreError> {
+        let (answer, answered) = oneshot::channel();
+        let (commit, commit_told) = oneshot::channel();
+        self.queue(true, move |connection, _| {
+            let result = write(connection);
+            let failed = result.is_err();
+            let _ = answer.send(result);
+            let finish: Finish = Box::new(move |committed| {
+                let _ = commit.send(committed.map_err(copy));
+            });
+            (finish, failed)
+        })?;
+        let value = answered.await.unwrap_or_else(|_| Err(abandoned()))?;
+        Ok((value, commit_told))
+    }
+
+    fn queue(
+        &self,
+        bulk: bool,
+        run: impl FnOnce(&Connection, bool) -> (Finish, bool) + Send + 'static,
+    ) -> Result<(), StoreError> {
+        let job = Job {
+            run: Box::new(run),
+            bulk,
+        };
+        self.jobs.send(job).map_err(|_| abandoned())
+    }
+}
+
+/// Whether a bulk write's transaction committed: told once it has ended.
+pub(crate) type Commit = oneshot::Receiver<Result<(), StoreError>>;
+
+/// Waits until the bulk write of `commit` is committed.
+pub(crate) async fn committed(commit: Commit) -> Result<(), StoreError> {
+    commit.await.unwrap_or_else(|_| Err(abandoned()))
 }
 
 fn connect(path: &Path, read_only: bool) -> rusqlite::Result<Connection> {
@@ -143,3 +186,6 @@ fn connect(path: &Path, read_only: bool) -> rusqlite::Result<Connection> {
     connection.set_prepared_statement_cache_capacity(64);
     Ok(connection)
 }
+
+#[cfg(test)]
+mod tests;
