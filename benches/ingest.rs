@@ -127,7 +127,8 @@ fn status_kib(field: &str) -> u64 {
 
 /// The sqlite3 shell's own CSV import into an equivalent table with a unique index on the id;
 /// then, as a floor for the ledger's shape, the same rows moved by SQLite alone into the real
-/// `transactions` and `lots` tables (the migrations' schema, every index).
+/// `transactions` and `lots` tables (the migrations' schema, every index) in one transaction,
+/// with keys as long as the ledger's (36-character organisation, campaign and wallet ids).
 fn sqlite_baselines(dir: &Path, file: &Path) -> Vec<(&'static str, f64)> {
     let db = dir.join("baseline.db");
     let mut schema = String::from(
@@ -154,8 +155,10 @@ fn sqlite_baselines(dir: &Path, file: &Path) -> Vec<(&'static str, f64)> {
         "PRAGMA cache_size = -131072; BEGIN; \
          INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, external_id, \
            source_amount, currency, description, meta, date, trace, created_at, batch_id) \
-         SELECT printf('%08x-0000-7000-8000-%012d', rowid / 1000, rowid), 'org', 'campaign', \
-           walletId, 'EARN', CAST(amount AS INTEGER) * 1000000, id, amount, 'PTS', description, \
+         SELECT printf('%08x-0000-7000-8000-%012d', rowid / 1000, rowid), \
+           '0190a1b2-0000-7000-8000-00000000000a', '0190a1b2-0000-7000-8000-00000000000c', \
+           printf('0190a1b2-0000-7000-8000-%012d', CAST(substr(walletId, 3) AS INTEGER)), 'EARN', \
+           CAST(amount AS INTEGER) * 1000000, id, amount, 'PTS', description, \
            json_object('store', store), date, 'base:+1', '2026-11-22T10:00:00+00:00', 'batch' \
          FROM earns; \
          INSERT INTO lots (id, wallet_id, transaction_id, amount, remaining, earned_at) \
@@ -217,8 +220,10 @@ fn postgres_baselines(url: &str, file: &Path) -> Vec<(&'static str, f64)> {
         "BEGIN; SET LOCAL session_replication_role = replica; \
          INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, external_id, \
            source_amount, currency, description, meta, date, trace, created_at, batch_id) \
-         SELECT lpad(to_hex(n), 8, '0') || '-0000-7000-8000-' || lpad(n::text, 12, '0'), 'org', \
-           'campaign', \"walletId\", 'EARN', (amount::numeric * 1000000)::bigint, id, amount, \
+         SELECT lpad(to_hex(n), 8, '0') || '-0000-7000-8000-' || lpad(n::text, 12, '0'), \
+           '0190a1b2-0000-7000-8000-00000000000a', '0190a1b2-0000-7000-8000-00000000000c', \
+           '0190a1b2-0000-7000-8000-' || lpad(substr(\"walletId\", 3), 12, '0'), 'EARN', \
+           (amount::numeric * 1000000)::bigint, id, amount, \
            'PTS', description, jsonb_build_object('store', store), date::timestamptz, 'base:+1', \
            now(), 'batch' FROM (SELECT row_number() OVER () AS n, * FROM earns) e; \
          INSERT INTO lots (id, wallet_id, transaction_id, amount, remaining, earned_at) \
