@@ -51,7 +51,21 @@ async fn main() {
     let org = campaign.org_id.clone();
     let data = dir.path().join("data");
     let book = RuleBook::new(store.clone());
+    // A spreadsheet of 10,000 rows (the most one may hold), end to end, on the fresh ledger and
+    // again right after the big file.
+    let workbook = |seed: u64| {
+        let spec = ingest::generate::Spec {
+            rows: 10_000,
+            seed,
+            ..spec.clone()
+        };
+        let path = dir.path().join(format!("earns-{seed}.xlsx"));
+        ingest::generate::earn_xlsx(&spec, std::fs::File::create(&path).unwrap()).unwrap();
+        path
+    };
+    let xlsx_fresh = load(&store, &book, &data, &org, &workbook(2), 10_000).await;
     let ours = load(&store, &book, &data, &org, &file, rows).await;
+    let xlsx_after = load(&store, &book, &data, &org, &workbook(3), 10_000).await;
 
     println!(
         "{rows} rows ({:.0} MB) of canonical CSV on {:?}, {WALLETS} wallets",
@@ -78,17 +92,10 @@ async fn main() {
         status_kib("RssAnon") / 1024,
         status_kib("RssFile") / 1024,
     );
-
-    // A spreadsheet of 10,000 rows (the most one may hold), end to end.
-    let spec = ingest::generate::Spec {
-        rows: 10_000,
-        seed: 2,
-        ..spec
-    };
-    let workbook = dir.path().join("earns.xlsx");
-    ingest::generate::earn_xlsx(&spec, std::fs::File::create(&workbook).unwrap()).unwrap();
-    let seconds = load(&store, &book, &data, &org, &workbook, 10_000).await;
-    println!("XLSX of 10,000 rows, received -> credited: {seconds:.2} s (goal < 1 s)");
+    println!(
+        "XLSX of 10,000 rows, received -> credited: {xlsx_fresh:.2} s on the fresh ledger, \
+         {xlsx_after:.2} s right after the big file (goal < 1 s)"
+    );
 }
 
 /// Seconds from receiving `file` to its batch completed with all `rows` loaded.

@@ -11,6 +11,7 @@ pub mod pipeline;
 pub mod records;
 pub mod reports;
 pub mod rows;
+pub mod seen;
 pub mod sftp;
 pub mod values;
 pub mod watcher;

@@ -8,8 +8,7 @@
 //! whole file first (crediting nothing) and loads it only if it passes. A dry run is that check
 //! alone, reported under `<file>.dry-run.*`.
 
-use std::collections::{BTreeMap, HashSet};
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -25,6 +24,7 @@ use crate::mapping::{Columns, Mapping};
 use crate::records::{Record, Records};
 use crate::reports::{Rejected, write_atomically};
 use crate::rows::{Layout, Reason, Rejection};
+use crate::seen::Seen;
 use crate::sftp::tree::{Folder, Tree};
 
 /// Rows read, checked and credited together. Two chunks are in memory at once (one being
@@ -342,8 +342,7 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
         tally.rows += chunk.len() as u64;
         let (done, of) = records.position();
         if tally.rows == chunk.len() as u64 && done > 0 {
-            // Sized once for the whole file, as the first chunk suggests: growing doubles the
-            // table and holds old and new at once, the largest memory of a big file.
+            // Sized once for the whole file, as the first chunk suggests (see `Seen::reserve`).
             let expected = (tally.rows as f64 * of as f64 / done as f64 * 1.05) as usize;
             loading
                 .seen
@@ -372,9 +371,7 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
 
 /// What a scan keeps from chunk to chunk.
 struct Loading {
-    /// Hashes of the ids seen so far: 8 bytes an id keeps a file of millions of rows in bounded
-    /// memory. Two different ids of one file share a hash with a chance of about n²/2⁶⁵ (10⁻⁶
-    /// for five million rows); the later would be reported as a repeat, never credited twice.
+    /// The ids seen so far, for `duplicate_in_file`.
     seen: Seen,
     /// Chunks credited, maybe not yet committed.
     pending: Pending,
@@ -435,7 +432,7 @@ async fn start(
     for (i, result) in parsed.into_iter().enumerate() {
         match result {
             Err(rejection) => rejections.push((i, rejection)),
-            Ok(earn) if !seen.insert(id_hash(&earn.earn_id)) => {
+            Ok(earn) if !seen.insert(&earn.earn_id) => {
                 let rejection = Rejection {
                     row: records[i].row,
                     column: Some("id".into()),
@@ -582,37 +579,6 @@ fn count(tally: &mut Tally, row: &FileEarn, outcome: FileOutcome) -> Option<Reje
             &reason,
         )),
     }
-}
-
-/// The hashes of the ids seen so far. They are already hashes, so the set uses them as they are
-/// instead of hashing them again on every row.
-type Seen = HashSet<u64, std::hash::BuildHasherDefault<AsIs>>;
-
-#[derive(Default)]
-struct AsIs(u64);
-
-impl Hasher for AsIs {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `write_u64` is used; anything else still hashes to something usable.
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
-fn id_hash(id: &str) -> u64 {
-    // `DefaultHasher::new` has fixed keys: the same id hashes the same in every run.
-    let mut hasher = DefaultHasher::new();
-    id.hash(&mut hasher);
-    hasher.finish()
 }
 
 /// Fault injection for the crash tests: with `REWARDS_TEST_CRASH_AFTER_CHUNKS=N` set, the
