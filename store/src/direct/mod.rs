@@ -8,7 +8,8 @@
 //! Reads run on the calling thread. Writes go to one writer thread, which commits whatever has
 //! queued in one transaction (see `threads`); a batch file's chunks are bulk writes, whose
 //! transaction stays open for the next chunk for a few seconds. A checkpointer thread keeps the
-//! WAL from growing without stopping the writer. The SQL is the text the PostgreSQL path runs wherever it can be.
+//! WAL from growing without stopping the writer. The SQL is the text the PostgreSQL path runs
+//! wherever it can be.
 
 #[macro_use]
 mod sql;
