@@ -65,7 +65,11 @@ pub async fn authenticate(
         .authenticate(key, secret)
         .await?
         .ok_or(ApiError::Unauthorized)?;
-    let version = match header(headers, API_VERSION) {
+    // Present but blank is not "absent": it names no version this service speaks.
+    let asked = headers
+        .get(API_VERSION)
+        .map(|v| v.to_str().unwrap_or_default().trim());
+    let version = match asked {
         Some(asked) => asked
             .parse::<ApiVersion>()
             .map_err(|message| ApiError::BadRequest {

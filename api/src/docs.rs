@@ -48,20 +48,17 @@ impl Modify for Conventions {
 }
 
 /// Applied after the routes are collected (modifiers run before): the version parameter and the
-/// shared error answers on each `/v1` and `/api` operation.
+/// answers every `/v1` and `/api` operation shares, and every error answer spoken as
+/// `application/problem+json`.
 pub fn add_shared_parts(api: &mut OpenApi) {
-    let problem = || {
-        ContentBuilder::new()
-            .schema(Some(RefOr::Ref(utoipa::openapi::Ref::from_schema_name(
-                "Problem",
-            ))))
-            .build()
-    };
+    crate::wallets::document(api);
     let answer = |description: &str| {
-        ResponseBuilder::new()
-            .description(description)
-            .content("application/problem+json", problem())
-            .build()
+        RefOr::T(
+            ResponseBuilder::new()
+                .description(description)
+                .content("application/problem+json", problem())
+                .build(),
+        )
     };
     for (path, item) in api.paths.paths.iter_mut() {
         if !(path.starts_with("/v1") || path.starts_with("/api")) {
@@ -79,19 +76,48 @@ pub fn add_shared_parts(api: &mut OpenApi) {
                 .parameters
                 .get_or_insert_with(Vec::new)
                 .push(RefOr::T(version_parameter()));
+            let has_body = operation.request_body.is_some();
             let responses = &mut operation.responses.responses;
-            responses.insert(
-                "401".into(),
-                RefOr::T(answer("missing, wrong or revoked credentials")),
-            );
-            responses.insert(
-                "403".into(),
-                RefOr::T(answer(
+            for (status, response) in responses.iter_mut() {
+                if !status.starts_with('2')
+                    && let RefOr::T(response) = response
+                    && let Some(json) = response.content.shift_remove("application/json")
+                {
+                    response
+                        .content
+                        .insert("application/problem+json".into(), json);
+                }
+            }
+            let mut shared = vec![
+                (
+                    "400",
+                    "a parameter or the body is invalid, or `x-api-version` is unknown",
+                ),
+                ("401", "missing, wrong or revoked credentials"),
+                (
+                    "403",
                     "the key may not do this (read-only key, missing permission)",
-                )),
-            );
+                ),
+            ];
+            if has_body {
+                shared.push(("413", "the body is larger than the service accepts"));
+                shared.push(("415", "the body is not sent as JSON"));
+            }
+            for (status, description) in shared {
+                responses
+                    .entry(status.into())
+                    .or_insert_with(|| answer(description));
+            }
         }
     }
+}
+
+fn problem() -> utoipa::openapi::Content {
+    ContentBuilder::new()
+        .schema(Some(RefOr::Ref(utoipa::openapi::Ref::from_schema_name(
+            "Problem",
+        ))))
+        .build()
 }
 
 fn version_parameter() -> Parameter {

@@ -63,6 +63,9 @@ pub enum ApiError {
     Forbidden { code: &'static str, detail: String },
     #[error("{0} not found")]
     NotFound(&'static str),
+    /// 404 for a record that a field of the request names.
+    #[error("{field}: {detail}")]
+    UnknownReference { field: &'static str, detail: String },
     #[error("method not allowed")]
     MethodNotAllowed,
     #[error("{0} is already in use")]
@@ -101,7 +104,9 @@ impl ApiError {
             ApiError::BadRequest { code, .. } => (StatusCode::BAD_REQUEST, code),
             ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             ApiError::Forbidden { code, .. } => (StatusCode::FORBIDDEN, code),
-            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::NotFound(_) | ApiError::UnknownReference { .. } => {
+                (StatusCode::NOT_FOUND, "not_found")
+            }
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "already_exists"),
             ApiError::InsufficientBalance(_) => {
@@ -122,6 +127,10 @@ impl ApiError {
                 (errors.first().map(|e| e.field.clone()), errors.clone())
             }
             ApiError::Conflict(field) => (Some(field.to_string()), Vec::new()),
+            ApiError::UnknownReference { field, detail } => (
+                Some(field.to_string()),
+                vec![FieldError::new(*field, "not_found", detail.clone())],
+            ),
             _ => (None, Vec::new()),
         };
         let detail = match self {
@@ -152,6 +161,10 @@ impl From<StoreError> for ApiError {
             }
             StoreError::Conflict { field } => ApiError::Conflict(field),
             StoreError::NotFound { what } => ApiError::NotFound(what),
+            StoreError::UnknownReference { field, message } => ApiError::UnknownReference {
+                field,
+                detail: message,
+            },
             StoreError::InsufficientBalance { available } => {
                 ApiError::InsufficientBalance(format!(
                     "the wallet can spend {available} tokens (its balance less the programme's minimum balance)"

@@ -12,6 +12,7 @@ mod json;
 mod members;
 mod ops;
 mod paging;
+mod query;
 mod state;
 mod transactions;
 mod wallets;

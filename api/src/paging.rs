@@ -1,57 +1,56 @@
 //! Paging: the `page` and `limit` query parameters and the `PagedList` envelope.
 
-use axum::extract::{FromRequestParts, Query};
+use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use store::{Page, Paged};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, FieldError};
+use crate::query::{QueryParams, Whole};
 
 /// `page` (>= 1, default 1) and `limit` (0..=100, default 10; 0 returns only the count).
 #[derive(Debug, Clone, Copy)]
 pub struct Paging(pub Page);
 
-/// The paging parameters as documented in the OpenAPI description.
-#[derive(IntoParams)]
+/// The paging parameters, as read from the query and documented.
+#[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-#[allow(dead_code)]
 pub struct PagingParams {
     /// Page number, from 1.
-    #[param(minimum = 1, default = 1)]
-    page: Option<u32>,
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 2147483647, default = 1)]
+    page: Whole,
     /// Records per page, 0 to 100; 0 returns only `total`.
-    #[param(minimum = 0, maximum = 100, default = 10)]
-    limit: Option<u32>,
+    #[param(value_type = Option<u32>, minimum = 0, maximum = 100, default = 10)]
+    limit: Whole,
 }
+
+/// The largest page number: the largest 32-bit signed integer, so that clients with 32-bit
+/// integers can ask for any page.
+const MAX_PAGE: u32 = i32::MAX as u32;
 
 impl<S: Send + Sync> FromRequestParts<S> for Paging {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let Query(pairs) = Query::<Vec<(String, String)>>::from_request_parts(parts, state)
-            .await
-            .map_err(|e| ApiError::invalid("query", "invalid_query", e.body_text()))?;
-        let mut page = Page::default();
+        let QueryParams(params) =
+            QueryParams::<PagingParams>::from_request_parts(parts, state).await?;
         let mut errors = Vec::new();
-        for (name, value) in pairs {
-            let (range, target) = match name.as_str() {
-                "page" => (1..=u32::MAX, &mut page.page),
-                "limit" => (0..=Page::MAX_LIMIT, &mut page.limit),
-                _ => continue,
-            };
-            match value.trim().parse::<u32>() {
-                Ok(n) if range.contains(&n) => *target = n,
-                _ => errors.push(FieldError::new(
-                    name.as_str(),
-                    "invalid_value",
-                    match name.as_str() {
-                        "page" => format!("must be a whole number >= 1, not `{value}`"),
-                        _ => format!("must be a whole number from 0 to 100, not `{value}`"),
-                    },
-                )),
-            }
-        }
+        let mut check = |name: &str, result: Result<u32, String>| {
+            result.unwrap_or_else(|message| {
+                errors.push(FieldError::new(name, "invalid_value", message));
+                0
+            })
+        };
+        let page = Page {
+            page: check("page", params.page.within(1..=MAX_PAGE, 1)),
+            limit: check(
+                "limit",
+                params
+                    .limit
+                    .within(0..=Page::MAX_LIMIT, Page::DEFAULT_LIMIT),
+            ),
+        };
         if errors.is_empty() {
             Ok(Paging(page))
         } else {

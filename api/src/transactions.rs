@@ -4,7 +4,7 @@
 use std::str::FromStr;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use chrono::{DateTime, NaiveDate, Utc};
 use rules::Decimal;
@@ -13,19 +13,52 @@ use serde_json::Value;
 use store::{
     EarnInput, EarnRequest, NewBurn, Tokens, Transaction, TransactionFilter, TransactionKind,
 };
+use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::auth::Caller;
-use crate::checks::Checks;
+use crate::checks::{self, Checks, MAX_ID, MAX_TEXT, schema};
 use crate::error::{ApiError, FieldError, Problem};
 use crate::json::JsonBody;
 use crate::paging::{PagedList, Paging, PagingParams};
+use crate::query::QueryParams;
 
-const MAX_TEXT: usize = 256;
-const MAX_ID: usize = 128;
+/// The largest amount an earn may name (the value given to the rules): exact as a decimal and as
+/// a double.
+const MAX_AMOUNT: i64 = 1_000_000_000_000_000;
+/// The most tokens one burn may spend (a wallet holds at most about 9.2 trillion).
+const MAX_BURN: i64 = 1_000_000_000_000;
+/// Tokens have at most 6 decimals.
+const TOKEN_STEP: f64 = 0.000_001;
+
+fn too_large(max: i64) -> String {
+    format!("must be at most {max}")
+}
+
+fn burn_amount() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Number)
+        .exclusive_minimum(Some(0))
+        .maximum(Some(MAX_BURN))
+        .multiple_of(Some(TOKEN_STEP))
+        .description(Some("Tokens to spend: more than 0, at most 6 decimals."))
+        .build()
+}
+
+fn earn_amount() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Number)
+        .minimum(Some(0))
+        .maximum(Some(MAX_AMOUNT))
+        .description(Some(
+            "The value of the transaction (money spent, distance flown...), given to the rules; \
+             read exactly as written.",
+        ))
+        .build()
+}
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -77,30 +110,51 @@ impl From<Transaction> for TransactionView {
     }
 }
 
-/// The list's filters as documented; they are read from the raw query so that `type` may be
-/// repeated (`type=EARN&type=BURN`) or comma-separated.
-#[derive(IntoParams)]
+/// The list's filters. `type` may be repeated (`type=EARN&type=BURN`) or comma-separated.
+#[derive(Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
-#[allow(dead_code)]
 struct TransactionQuery {
-    /// Only this wallet's (id or external reference).
-    #[param(rename = "walletId")]
+    /// Only this wallet's (id or external reference); an unknown wallet has none.
     wallet_id: Option<String>,
-    /// From this moment (RFC 3339) or day (YYYY-MM-DD), inclusive.
-    #[param(rename = "dateFrom")]
+    /// From this moment (RFC 3339) or day (YYYY-MM-DD, from its first instant in UTC), inclusive.
+    #[param(schema_with = moment_or_day)]
     date_from: Option<String>,
-    /// Up to this moment or day, inclusive.
-    #[param(rename = "dateTo")]
+    /// Up to this moment or day (to its last instant in UTC), inclusive.
+    #[param(schema_with = moment_or_day)]
     date_to: Option<String>,
     /// EARN, BURN and/or EXPIRY.
-    #[param(rename = "type")]
-    kind: Option<Vec<String>>,
+    #[serde(rename = "type")]
+    #[param(rename = "type", schema_with = kinds, explode = true, style = Form)]
+    kind: Option<String>,
+}
+
+/// The `type` filter: a list of transaction kinds.
+fn kinds() -> utoipa::openapi::schema::Array {
+    let names = TransactionKind::ALL.map(|kind| kind.as_str());
+    utoipa::openapi::schema::ArrayBuilder::new()
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(names)),
+        )
+        .build()
+}
+
+fn moment_or_day() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{OneOfBuilder, Schema};
+    Schema::OneOf(
+        OneOfBuilder::new()
+            .item(schema::date_time(false))
+            .item(schema::day())
+            .build(),
+    )
 }
 
 /// A date filter: RFC 3339, or a day meaning its first (from) or last (to) instant in UTC.
 fn date_param(field: &str, value: &str, end_of_day: bool) -> Result<DateTime<Utc>, FieldError> {
-    if let Ok(t) = DateTime::parse_from_rfc3339(value) {
-        return Ok(t.with_timezone(&Utc));
+    if let Some(t) = checks::date_time(value) {
+        return Ok(t);
     }
     NaiveDate::parse_from_str(value, "%Y-%m-%d")
         .ok()
@@ -124,32 +178,29 @@ fn date_param(field: &str, value: &str, end_of_day: bool) -> Result<DateTime<Utc
 async fn filter(
     state: &AppState,
     caller: &Caller,
-    pairs: Vec<(String, String)>,
+    query: TransactionQuery,
 ) -> Result<TransactionFilter, ApiError> {
-    let mut filter = TransactionFilter::default();
+    let mut filter = TransactionFilter {
+        wallet_id: query.wallet_id,
+        ..TransactionFilter::default()
+    };
     let mut errors = Vec::new();
-    for (name, value) in pairs {
-        match name.as_str() {
-            "walletId" => filter.wallet_id = Some(value),
-            "dateFrom" => date_param("dateFrom", &value, false)
-                .map(|d| filter.date_from = Some(d))
-                .unwrap_or_else(|e| errors.push(e)),
-            "dateTo" => date_param("dateTo", &value, true)
-                .map(|d| filter.date_to = Some(d))
-                .unwrap_or_else(|e| errors.push(e)),
-            "type" => {
-                for part in value.split(',').filter(|p| !p.trim().is_empty()) {
-                    match TransactionKind::parse(part) {
-                        Some(kind) => filter.kinds.push(kind),
-                        None => errors.push(FieldError::new(
-                            "type",
-                            "invalid_value",
-                            format!("`{part}`: use EARN, BURN or EXPIRY"),
-                        )),
-                    }
-                }
-            }
-            _ => {}
+    let mut date = |field, value: Option<String>, end_of_day| {
+        let value = value?;
+        date_param(field, &value, end_of_day)
+            .map_err(|e| errors.push(e))
+            .ok()
+    };
+    filter.date_from = date("dateFrom", query.date_from, false);
+    filter.date_to = date("dateTo", query.date_to, true);
+    for part in query.kind.iter().flat_map(|k| k.split(',')) {
+        match TransactionKind::parse(part) {
+            Some(kind) => filter.kinds.push(kind),
+            None => errors.push(FieldError::new(
+                "type",
+                "invalid_value",
+                format!("`{part}`: use EARN, BURN or EXPIRY"),
+            )),
         }
     }
     if !errors.is_empty() {
@@ -175,9 +226,9 @@ async fn list_transactions(
     State(state): State<AppState>,
     caller: Caller,
     Paging(page): Paging,
-    Query(pairs): Query<Vec<(String, String)>>,
+    QueryParams(query): QueryParams<TransactionQuery>,
 ) -> Result<Json<PagedList<TransactionView>>, ApiError> {
-    let filter = filter(&state, &caller, pairs).await?;
+    let filter = filter(&state, &caller, query).await?;
     let list = state
         .store
         .list_transactions(&caller.context.campaign, &filter, page)
@@ -202,14 +253,14 @@ async fn get_transaction(
     ))
 }
 
-/// A JSON number read exactly (`12.30` stays 12.30, never a binary float).
+/// A JSON number read exactly (`12.30` stays 12.30, never a binary float), to 28 decimal
+/// places: digits beyond them are rounded (half to even).
 fn exact(checks: &mut Checks, field: &str, number: Option<serde_json::Number>) -> Option<Decimal> {
     let number = number?;
-    match Decimal::from_str(&number.to_string())
-        .or_else(|_| Decimal::from_scientific(&number.to_string()))
-    {
-        Ok(value) => Some(value),
-        Err(_) => {
+    let text = number.to_string();
+    match positional(&text).and_then(|plain| Decimal::from_str(&plain).ok()) {
+        Some(value) => Some(value),
+        None => {
             checks.fail(
                 field,
                 "invalid_value",
@@ -220,11 +271,40 @@ fn exact(checks: &mut Checks, field: &str, number: Option<serde_json::Number>) -
     }
 }
 
+/// `text` without an exponent (`1.5e-3` is `0.0015`), so that `Decimal::from_str` reads it and
+/// rounds what is past its precision instead of refusing it.
+fn positional(text: &str) -> Option<String> {
+    let Some((mantissa, exponent)) = text.split_once(['e', 'E']) else {
+        return Some(text.to_string());
+    };
+    let exponent: i64 = exponent.parse().ok()?;
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", mantissa),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = format!("{whole}{fraction}");
+    // Where the point falls among `digits`; a JSON number's exponent stays within a few hundred.
+    let point = i64::try_from(whole.len()).ok()? + exponent;
+    if point.unsigned_abs() > 400 {
+        return None;
+    }
+    let plain = if point <= 0 {
+        format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
+    } else if point as usize >= digits.len() {
+        format!("{digits}{}", "0".repeat(point as usize - digits.len()))
+    } else {
+        let (left, right) = digits.split_at(point as usize);
+        format!("{left}.{right}")
+    };
+    Some(format!("{sign}{plain}"))
+}
+
 fn date(checks: &mut Checks, field: &str, value: Option<String>) -> Option<DateTime<Utc>> {
     let value = value?;
-    match DateTime::parse_from_rfc3339(&value) {
-        Ok(t) => Some(t.with_timezone(&Utc)),
-        Err(_) => {
+    match checks::date_time(&value) {
+        Some(t) => Some(t),
+        None => {
             checks.fail(
                 field,
                 "invalid_value",
@@ -241,16 +321,29 @@ fn date(checks: &mut Checks, field: &str, value: Option<String>) -> Option<DateT
 #[serde(rename_all = "camelCase")]
 pub struct BurnInput {
     /// When absent, now.
+    #[schema(schema_with = date_or_null)]
     date: Option<String>,
+    #[schema(schema_with = schema::text_required, required = true)]
     description: Option<String>,
+    #[schema(schema_with = schema::text_or_null)]
     comment: Option<String>,
+    #[schema(schema_with = schema::id, required = true)]
     external_id: Option<String>,
-    #[schema(value_type = f64)]
+    #[schema(schema_with = burn_amount, required = true)]
     amount: Option<serde_json::Number>,
     /// The wallet's id or external reference.
+    #[schema(schema_with = schema::id, required = true)]
     wallet_id: Option<String>,
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = schema::meta)]
     meta: Option<Value>,
+}
+
+fn date_or_null() -> Object {
+    schema::date_time(true)
+}
+
+fn date_required() -> Object {
+    schema::date_time(false)
 }
 
 fn new_burn(input: BurnInput) -> Result<NewBurn, ApiError> {
@@ -258,11 +351,17 @@ fn new_burn(input: BurnInput) -> Result<NewBurn, ApiError> {
     let amount = exact(&mut checks, "amount", input.amount);
     let tokens = match amount {
         None => {
-            checks.fail("amount", "missing_field", "is required");
+            if !checks.has("amount") {
+                checks.fail("amount", "missing_field", "is required");
+            }
             Tokens::ZERO
         }
         Some(a) if a <= Decimal::ZERO => {
             checks.fail("amount", "invalid_value", "must be more than 0");
+            Tokens::ZERO
+        }
+        Some(a) if a > Decimal::from(MAX_BURN) => {
+            checks.fail("amount", "invalid_value", too_large(MAX_BURN));
             Tokens::ZERO
         }
         Some(a) => Tokens::from_decimal(a).unwrap_or_else(|message| {
@@ -305,16 +404,20 @@ async fn burn(
 #[serde(rename_all = "camelCase")]
 pub struct EarnBody {
     /// Unique in the organisation: a repeat credits nothing and ends `duplicate`.
+    #[schema(schema_with = schema::id, required = true)]
     id: Option<String>,
-    /// The value of the transaction (money spent, distance flown...), given to the rules.
-    #[schema(value_type = f64)]
+    #[schema(schema_with = earn_amount, required = true)]
     amount: Option<serde_json::Number>,
+    #[schema(schema_with = date_required, required = true)]
     date: Option<String>,
     /// The wallet's id or external reference.
+    #[schema(schema_with = schema::id, required = true)]
     wallet_id: Option<String>,
+    #[schema(schema_with = schema::text_or_null)]
     description: Option<String>,
+    #[schema(schema_with = schema::text_or_null)]
     comment: Option<String>,
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = schema::meta)]
     meta: Option<Value>,
 }
 
@@ -325,6 +428,9 @@ fn earn_input(body: EarnBody) -> Result<EarnInput, ApiError> {
         None if !checks.has("amount") => checks.fail("amount", "missing_field", "is required"),
         Some(a) if a < Decimal::ZERO => {
             checks.fail("amount", "invalid_value", "must not be negative")
+        }
+        Some(a) if a > Decimal::from(MAX_AMOUNT) => {
+            checks.fail("amount", "invalid_value", too_large(MAX_AMOUNT))
         }
         _ => {}
     }
@@ -451,4 +557,27 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(burn))
         .routes(routes!(earn))
         .routes(routes!(earn_status))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::positional;
+
+    #[test]
+    fn exponents_become_positional() {
+        for (text, plain) in [
+            ("12.30", "12.30"),
+            ("1.5e-3", "0.0015"),
+            ("-1.5E2", "-150"),
+            ("2.5e1", "25"),
+            ("1e+3", "1000"),
+            (
+                "1.175494351e-38",
+                "0.00000000000000000000000000000000000001175494351",
+            ),
+        ] {
+            assert_eq!(positional(text).as_deref(), Some(plain), "{text}");
+        }
+        assert_eq!(positional("1e999"), None);
+    }
 }

@@ -2,7 +2,7 @@
 //! campaign and takes its currency; clients find it by id or by their own reference.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -13,12 +13,11 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::auth::Caller;
-use crate::checks::Checks;
+use crate::checks::{Checks, MAX_ID, schema};
 use crate::error::{ApiError, Problem};
 use crate::json::JsonBody;
 use crate::paging::{PagedList, Paging, PagingParams};
-
-const MAX_TEXT: usize = 128;
+use crate::query::QueryParams;
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -78,17 +77,47 @@ impl From<Wallet> for WalletView {
 
 /// Create a wallet. `owner` is a member id or external id; without it, the member whose
 /// external id equals `externalId` owns the wallet.
+/// At least one of `owner` and `externalId` is required (see `document`).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WalletInput {
+    #[schema(schema_with = schema::id_or_null)]
     owner: Option<String>,
+    #[schema(schema_with = schema::id_or_null)]
     external_id: Option<String>,
+    #[schema(schema_with = schema::id_or_null)]
     name: Option<String>,
 }
 
+/// `null` or leaving `name` out keeps the name.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct WalletRename {
+    #[schema(schema_with = schema::id_or_null)]
     name: Option<String>,
+}
+
+/// What the derived schemas cannot say: a new wallet names its owner, its reference or both.
+pub fn document(api: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::RefOr;
+    use utoipa::openapi::schema::{AllOfBuilder, AnyOfBuilder, ObjectBuilder, Schema, Type};
+    let Some(components) = api.components.as_mut() else {
+        return;
+    };
+    if let Some(fields) = components.schemas.remove("WalletInput") {
+        // Present and not null: a null field counts as left out.
+        let given = |field: &str| {
+            ObjectBuilder::new()
+                .property(field, ObjectBuilder::new().schema_type(Type::String))
+                .required(field)
+        };
+        let either = AnyOfBuilder::new()
+            .item(given("owner"))
+            .item(given("externalId"));
+        let schema = AllOfBuilder::new().item(fields).item(either).build();
+        components
+            .schemas
+            .insert("WalletInput".into(), RefOr::T(Schema::AllOf(schema)));
+    }
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -112,9 +141,9 @@ pub enum WalletList {
 fn new_wallet(input: WalletInput) -> Result<NewWallet, ApiError> {
     let mut checks = Checks::default();
     let wallet = NewWallet {
-        owner: checks.text("owner", input.owner, MAX_TEXT),
-        external_id: checks.text("externalId", input.external_id, MAX_TEXT),
-        name: checks.text("name", input.name, MAX_TEXT),
+        owner: checks.text("owner", input.owner, MAX_ID),
+        external_id: checks.text("externalId", input.external_id, MAX_ID),
+        name: checks.text("name", input.name, MAX_ID),
     };
     checks.finish(wallet)
 }
@@ -126,7 +155,7 @@ async fn list_wallets(
     State(state): State<AppState>,
     caller: Caller,
     Paging(page): Paging,
-    Query(query): Query<WalletQuery>,
+    QueryParams(query): QueryParams<WalletQuery>,
 ) -> Result<Json<WalletList>, ApiError> {
     if caller.version == ApiVersion::V1_6_2 && query.owner_id.is_some() {
         return Err(ApiError::invalid(
@@ -153,6 +182,7 @@ async fn list_wallets(
 #[utoipa::path(post, path = "/v1/wallets", tag = "wallets", summary = "Create a Wallet",
     request_body = WalletInput,
     responses((status = 201, body = WalletView), (status = 400, body = Problem),
+        (status = 404, description = "no member has the owner's (or else the externalId's) id or external id", body = Problem),
         (status = 409, description = "externalId already used", body = Problem)))]
 async fn create_wallet(
     State(state): State<AppState>,
@@ -192,7 +222,7 @@ async fn update_wallet(
     JsonBody(input): JsonBody<WalletRename>,
 ) -> Result<Json<WalletView>, ApiError> {
     let mut checks = Checks::default();
-    let name = checks.text("name", input.name, MAX_TEXT);
+    let name = checks.text("name", input.name, MAX_ID);
     let name = checks.finish(name)?;
     let wallet = state
         .store
@@ -204,7 +234,9 @@ async fn update_wallet(
 #[utoipa::path(post, path = "/api/wallets", tag = "member guide", summary = "Create a Wallet (member guide)",
     description = "`owner` is the member's external id.",
     request_body = WalletInput,
-    responses((status = 201, body = WalletView), (status = 400, body = Problem), (status = 409, body = Problem)))]
+    responses((status = 201, body = WalletView), (status = 400, body = Problem),
+        (status = 404, description = "no member has the owner's (or else the externalId's) external id", body = Problem),
+        (status = 409, body = Problem)))]
 async fn create_guide_wallet(
     state: State<AppState>,
     caller: Caller,

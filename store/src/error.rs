@@ -16,6 +16,12 @@ pub enum StoreError {
     /// The referenced record does not exist (or belongs to another organisation).
     #[error("{what} not found")]
     NotFound { what: &'static str },
+    /// A record that a field of the request names (a new wallet's `owner`) does not exist.
+    #[error("{field}: {message}")]
+    UnknownReference {
+        field: &'static str,
+        message: String,
+    },
     /// A burn the wallet cannot cover: `available` is the balance less the minimum to keep.
     #[error("insufficient balance: {available} available")]
     InsufficientBalance { available: crate::Tokens },

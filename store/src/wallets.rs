@@ -132,7 +132,8 @@ impl Store {
 
     /// Creates a wallet in `campaign` (its currency). The owner is `new.owner` (a member id or
     /// external id), else the member whose external id is the wallet's `external_id`; with
-    /// neither, `Invalid` on `owner`. A taken `external_id` is `Conflict`.
+    /// neither, `Invalid` on `owner`; a member that does not exist is `UnknownReference` on
+    /// `owner`. A taken `external_id` is `Conflict`.
     pub async fn create_wallet(
         &self,
         campaign: &Campaign,
@@ -154,9 +155,15 @@ impl Store {
                 }
                 (None, None) => "is required: a member id or external id".to_string(),
             };
-            return Err(StoreError::Invalid {
-                field: "owner",
-                message,
+            return Err(match (&new.owner, &new.external_id) {
+                (None, None) => StoreError::Invalid {
+                    field: "owner",
+                    message,
+                },
+                _ => StoreError::UnknownReference {
+                    field: "owner",
+                    message,
+                },
             });
         };
         let at = now();

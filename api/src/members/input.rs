@@ -6,62 +6,99 @@ use store::{ApiVersion, CommunicationPreferences, MemberPatch, NewMember, Prefer
 use utoipa::ToSchema;
 
 use super::Status;
-use super::preferences::PreferencesBody;
-use crate::checks::{Checks, nullable};
+use super::preferences::{FlagPreferences, PreferencesBody};
+use crate::checks::{Checks, MAX_ID, MAX_NAME, nullable, schema};
 use crate::error::ApiError;
 
-const MAX_NAME: usize = 100;
-const MAX_ID: usize = 128;
-
-/// The body of create and update. On create, `firstName`, `userId` and `externalId` are required
-/// and `idp` defaults to `reference`; on update every field is optional and `null` clears an
-/// optional field. Version 1.9.5 cannot change `externalId`.
+/// The body of Create Member: `firstName`, `userId` and `externalId` are required; `idp`
+/// defaults to `reference`; `null` is the same as leaving a field out.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MemberInput {
+    #[schema(schema_with = schema::name, required = true)]
     first_name: Option<String>,
-    #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<String>)]
-    last_name: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<String>)]
-    email: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<String>)]
-    phone: Option<Option<String>>,
+    #[schema(schema_with = schema::name_or_null)]
+    last_name: Option<String>,
+    #[schema(schema_with = schema::email)]
+    email: Option<String>,
+    #[schema(schema_with = schema::phone)]
+    phone: Option<String>,
     status: Option<Status>,
     /// The identity provider; `reference` (the default) when the client keeps its own user ids.
+    #[schema(schema_with = schema::id_or_null)]
     idp: Option<String>,
     /// The member's id in the client's system (at `idp`).
+    #[schema(schema_with = schema::id, required = true)]
     user_id: Option<String>,
     /// The client's reference for the member, used by orders and wallets.
+    #[schema(schema_with = schema::id, required = true)]
     external_id: Option<String>,
-    /// Free-form JSON object kept as given (at most 16 KiB).
+    #[schema(schema_with = schema::meta)]
+    meta: Option<Value>,
+    /// In version 1.6.2, each category holds `channels` (a list) instead of flags.
+    #[schema(value_type = Option<FlagPreferences>)]
+    communication_preferences: Option<Value>,
+}
+
+/// The body of Update Member: every field is optional; `null` clears an optional field
+/// (`lastName`, `email`, `phone`, `meta`) and leaves the others as they are. Version 1.6.2 may
+/// also change `externalId`; 1.9.5 answers 400 `not_allowed` to it.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberUpdate {
+    #[schema(schema_with = schema::name_or_null)]
+    first_name: Option<String>,
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = schema::name_or_null)]
+    last_name: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(schema_with = schema::email)]
+    email: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(schema_with = schema::phone)]
+    phone: Option<Option<String>>,
+    status: Option<Status>,
+    #[schema(schema_with = schema::id_or_null)]
+    idp: Option<String>,
+    #[schema(schema_with = schema::id_or_null)]
+    user_id: Option<String>,
+    /// Version 1.6.2 only (see above).
+    #[schema(ignore)]
+    external_id: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(schema_with = schema::meta)]
     meta: Option<Option<Value>>,
-    #[schema(value_type = Option<PreferencesBody>)]
+    /// In version 1.6.2, each category holds `channels` (a list) instead of flags.
+    #[schema(value_type = Option<FlagPreferences>)]
     communication_preferences: Option<Value>,
 }
 
 /// The member guide's body for `POST /api/members`: `name` and `externalID` (the reference's
-/// `firstName` and `externalId` are accepted too).
+/// `firstName` and `externalId` are accepted too) and `userId` are required.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GuideMemberInput {
     #[serde(alias = "firstName")]
+    #[schema(schema_with = schema::name, required = true)]
     name: Option<String>,
     #[serde(rename = "externalID", alias = "externalId")]
+    #[schema(schema_with = schema::id, required = true)]
     external_id: Option<String>,
+    #[schema(schema_with = schema::name_or_null)]
     last_name: Option<String>,
+    #[schema(schema_with = schema::email)]
     email: Option<String>,
+    #[schema(schema_with = schema::phone)]
     phone: Option<String>,
     status: Option<Status>,
+    #[schema(schema_with = schema::id_or_null)]
     idp: Option<String>,
+    #[schema(schema_with = schema::id, required = true)]
     user_id: Option<String>,
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = schema::meta)]
     meta: Option<Value>,
-    #[schema(value_type = Option<PreferencesBody>)]
+    /// In version 1.6.2, each category holds `channels` (a list) instead of flags.
+    #[schema(value_type = Option<FlagPreferences>)]
     communication_preferences: Option<Value>,
 }
 
@@ -70,13 +107,13 @@ impl From<GuideMemberInput> for MemberInput {
         MemberInput {
             first_name: guide.name,
             external_id: guide.external_id,
-            last_name: Some(guide.last_name),
-            email: Some(guide.email),
-            phone: Some(guide.phone),
+            last_name: guide.last_name,
+            email: guide.email,
+            phone: guide.phone,
             status: guide.status,
             idp: guide.idp,
             user_id: guide.user_id,
-            meta: Some(guide.meta),
+            meta: guide.meta,
             communication_preferences: guide.communication_preferences,
         }
     }
@@ -109,22 +146,22 @@ pub fn new_member(
     }
     let member = NewMember {
         first_name: checks.required(names.first_name, input.first_name, MAX_NAME),
-        last_name: checks.text("lastName", input.last_name.flatten(), MAX_NAME),
-        email: checks.email(input.email.flatten()),
-        phone: checks.phone(input.phone.flatten()),
+        last_name: checks.text("lastName", input.last_name, MAX_NAME),
+        email: checks.email(input.email),
+        phone: checks.phone(input.phone),
         status: input.status.map(Into::into).unwrap_or_default(),
         idp: checks
             .text("idp", input.idp, MAX_ID)
             .unwrap_or_else(|| "reference".to_string()),
         user_id: checks.required("userId", input.user_id, MAX_ID),
         external_id: checks.required(names.external_id, input.external_id, MAX_ID),
-        meta: checks.meta(input.meta.flatten()),
+        meta: checks.meta(input.meta),
         communication_preferences,
     };
     checks.finish(member)
 }
 
-pub fn member_patch(input: MemberInput, version: ApiVersion) -> Result<MemberPatch, ApiError> {
+pub fn member_patch(input: MemberUpdate, version: ApiVersion) -> Result<MemberPatch, ApiError> {
     let mut checks = Checks::default();
     if version == ApiVersion::V1_9_5 && input.external_id.is_some() {
         checks.fail(

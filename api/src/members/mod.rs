@@ -17,7 +17,9 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use self::input::{GUIDE, GuideMemberInput, MemberInput, REFERENCE, member_patch, new_member};
+use self::input::{
+    GUIDE, GuideMemberInput, MemberInput, MemberUpdate, REFERENCE, member_patch, new_member,
+};
 use self::preferences::PreferencesBody;
 use crate::AppState;
 use crate::auth::Caller;
@@ -64,6 +66,9 @@ pub struct MemberView {
     external_id: String,
     #[schema(value_type = Option<Object>)]
     meta: Option<Value>,
+    /// In version 1.6.2 each category holds the channels it accepts instead of flags:
+    /// `{"general": {"channels": ["email", "sms"]}, ...}`.
+    #[schema(value_type = preferences::FlagPreferences)]
     communication_preferences: PreferencesBody,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
@@ -148,14 +153,14 @@ async fn get_member(
 }
 
 #[utoipa::path(patch, path = "/v1/members/{id}", tag = "members", summary = "Update Member",
-    params(("id" = String, Path)), request_body = MemberInput,
+    params(("id" = String, Path)), request_body = MemberUpdate,
     responses((status = 200, body = MemberView), (status = 400, body = crate::error::Problem),
         (status = 404, body = crate::error::Problem), (status = 409, body = crate::error::Problem)))]
 async fn update_member(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    JsonBody(input): JsonBody<MemberInput>,
+    JsonBody(input): JsonBody<MemberUpdate>,
 ) -> Result<Json<MemberView>, ApiError> {
     let patch = member_patch(input, caller.version)?;
     let member = state

@@ -32,72 +32,90 @@ pub enum Channel {
     Sms,
 }
 
-/// Preferences per category; `C` is the version's channel shape.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Preferences<C> {
-    general: Option<C>,
-    marketing: Option<C>,
-    booking: Option<C>,
-    earn: Option<C>,
-    order: Option<C>,
-}
-
-impl<C> Preferences<C> {
-    fn into_categories(self) -> [(&'static str, Option<C>); 5] {
-        [
-            ("general", self.general),
-            ("marketing", self.marketing),
-            ("booking", self.booking),
-            ("earn", self.earn),
-            ("order", self.order),
-        ]
-    }
-
-    fn from_stored(
-        stored: &CommunicationPreferences,
-        shape: impl Fn(store::Channels) -> C,
-    ) -> Self {
-        let [general, marketing, booking, earn, order] = stored
-            .categories()
-            .map(|(_, channels)| Some(shape(channels)));
-        Preferences {
-            general,
-            marketing,
-            booking,
-            earn,
-            order,
+/// Preferences per category in one version's channel shape. Two concrete types rather than one
+/// generic, so that each has a schema of its own name in the OpenAPI document.
+macro_rules! preferences {
+    ($(#[$doc:meta])* $name:ident($channels:ty)) => {
+        $(#[$doc])*
+        #[derive(Debug, Serialize, Deserialize, ToSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            general: Option<$channels>,
+            marketing: Option<$channels>,
+            booking: Option<$channels>,
+            earn: Option<$channels>,
+            order: Option<$channels>,
         }
-    }
+
+        impl $name {
+            fn into_categories(self) -> [(&'static str, Option<$channels>); 5] {
+                [
+                    ("general", self.general),
+                    ("marketing", self.marketing),
+                    ("booking", self.booking),
+                    ("earn", self.earn),
+                    ("order", self.order),
+                ]
+            }
+
+            fn from_stored(
+                stored: &CommunicationPreferences,
+                shape: impl Fn(store::Channels) -> $channels,
+            ) -> Self {
+                let [general, marketing, booking, earn, order] = stored
+                    .categories()
+                    .map(|(_, channels)| Some(shape(channels)));
+                $name {
+                    general,
+                    marketing,
+                    booking,
+                    earn,
+                    order,
+                }
+            }
+        }
+    };
 }
+
+preferences!(
+    /// Version 1.9.5: `{"general": {"email": true, "sms": false}, ...}`.
+    FlagPreferences(ChannelFlags)
+);
+preferences!(
+    /// Version 1.6.2: `{"general": {"channels": ["email"]}, ...}`.
+    ListPreferences(ChannelList)
+);
 
 /// `communicationPreferences` in the request's version: 1.9.5 flags or 1.6.2 channel lists.
-#[derive(Debug, Serialize, ToSchema)]
+/// The OpenAPI document describes version 1.9.5 (the default) and names 1.6.2's shape in words.
+#[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub enum PreferencesBody {
-    Flags(Preferences<ChannelFlags>),
-    Lists(Preferences<ChannelList>),
+    Flags(FlagPreferences),
+    Lists(ListPreferences),
 }
 
 impl PreferencesBody {
     pub fn render(stored: &CommunicationPreferences, version: ApiVersion) -> Self {
         match version {
             ApiVersion::V1_9_5 => {
-                PreferencesBody::Flags(Preferences::from_stored(stored, |c| ChannelFlags {
+                PreferencesBody::Flags(FlagPreferences::from_stored(stored, |c| ChannelFlags {
                     email: Some(c.email),
                     sms: Some(c.sms),
                 }))
             }
-            ApiVersion::V1_6_2 => PreferencesBody::Lists(Preferences::from_stored(stored, |c| {
-                let on = [(c.email, Channel::Email), (c.sms, Channel::Sms)];
-                ChannelList {
-                    channels: on
-                        .into_iter()
-                        .filter(|(on, _)| *on)
-                        .map(|(_, ch)| ch)
-                        .collect(),
-                }
-            })),
+            ApiVersion::V1_6_2 => {
+                PreferencesBody::Lists(ListPreferences::from_stored(stored, |c| {
+                    let on = [(c.email, Channel::Email), (c.sms, Channel::Sms)];
+                    ChannelList {
+                        channels: on
+                            .into_iter()
+                            .filter(|(on, _)| *on)
+                            .map(|(_, ch)| ch)
+                            .collect(),
+                    }
+                }))
+            }
         }
     }
 
@@ -122,10 +140,25 @@ impl PreferencesBody {
             }
             error
         };
+        // serde reads a struct from an array too (`[true, false]`); the shapes are objects.
+        let objects = match &value {
+            Value::Object(categories) => categories
+                .iter()
+                .find(|(_, c)| !(c.is_object() || c.is_null()))
+                .map(|(name, _)| format!("{FIELD}.{name}")),
+            _ => Some(FIELD.to_string()),
+        };
+        if let Some(path) = objects {
+            return Err(FieldError::new(
+                path,
+                "invalid_type",
+                "must be a JSON object",
+            ));
+        }
         let changes = match version {
             ApiVersion::V1_9_5 => {
-                let prefs: Preferences<ChannelFlags> = serde_path_to_error::deserialize(value)
-                    .map_err(|e| {
+                let prefs: FlagPreferences =
+                    serde_path_to_error::deserialize(value).map_err(|e| {
                         fail(
                             e,
                             &["channels"],
@@ -149,7 +182,7 @@ impl PreferencesBody {
                     .collect()
             }
             ApiVersion::V1_6_2 => {
-                let prefs: Preferences<ChannelList> = serde_path_to_error::deserialize(value)
+                let prefs: ListPreferences = serde_path_to_error::deserialize(value)
                     .map_err(|e| {
                         fail(e, &["email", "sms"], " (`email`/`sms` flags are the 1.9.5 shape; send `x-api-version: 1.9.5`)")
                     })?;

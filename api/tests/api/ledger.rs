@@ -248,7 +248,11 @@ async fn transactions_are_listed_filtered_and_isolated(app: TestApp) {
     );
     let bad = app.get("/v1/transactions?type=GIFT&dateFrom=soon").await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
-    assert_eq!(bad.fields(), ["type", "dateFrom"], "in the query's order");
+    assert_eq!(
+        bad.fields(),
+        ["dateFrom", "type"],
+        "every bad parameter, in the order the document lists them"
+    );
 
     let other = app.other_tenant().await;
     let id = all.body["data"][0]["id"].as_str().unwrap();

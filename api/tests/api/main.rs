@@ -3,6 +3,7 @@
 
 mod auth;
 mod batches;
+mod contract;
 mod helpers;
 mod ledger;
 mod members;

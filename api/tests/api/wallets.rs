@@ -57,15 +57,19 @@ async fn the_sign_up_flow_finds_or_creates_a_wallet(app: TestApp) {
 }
 
 async fn a_wallet_needs_an_owner(app: TestApp) {
+    let neither = app.post("/v1/wallets", json!({"name": "x"})).await;
+    assert_eq!(neither.status, StatusCode::BAD_REQUEST);
+    assert_eq!(neither.body["field"], "owner");
+    // A member named but not there: 404 naming the field, like any unknown reference.
     let nobody = app
         .post("/v1/wallets", json!({"externalId": "card-9"}))
         .await;
-    assert_eq!(nobody.status, StatusCode::BAD_REQUEST);
+    assert_eq!(nobody.status, StatusCode::NOT_FOUND);
     assert_eq!(nobody.body["field"], "owner");
     let unknown = app
         .post("/v1/wallets", json!({"owner": "no-such-member"}))
         .await;
-    assert_eq!(unknown.status, StatusCode::BAD_REQUEST);
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
     assert_eq!(unknown.body["field"], "owner");
     let bad = app
         .post("/v1/wallets", json!({"owner": 12, "name": "x"}))
