@@ -177,7 +177,12 @@ impl From<StoreError> for ApiError {
                     .map(|e| FieldError::new("rules", "invalid_value", e.to_string()))
                     .collect(),
             ),
-            other => ApiError::Internal(other.to_string()),
+            // Ours or the database's: logged, never shown in detail.
+            internal @ (StoreError::UnknownStored { .. }
+            | StoreError::Database(_)
+            | StoreError::Sqlite(_)
+            | StoreError::NotCommitted(_)
+            | StoreError::Migration(_)) => ApiError::Internal(internal.to_string()),
         }
     }
 }

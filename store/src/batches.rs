@@ -9,6 +9,7 @@ use sqlx::types::Json;
 
 use crate::db::{Pool, claim};
 use crate::direct;
+use crate::error::known;
 use crate::ids::now;
 use crate::{Page, Paged, Store, StoreError};
 
@@ -32,14 +33,16 @@ impl BatchState {
         }
     }
 
-    fn parse(text: &str) -> BatchState {
-        match text {
-            "processing" => BatchState::Processing,
-            "completed" => BatchState::Completed,
-            "failed" => BatchState::Failed,
-            "duplicate" => BatchState::Duplicate,
-            _ => BatchState::Received,
-        }
+    fn parse(text: &str) -> Option<BatchState> {
+        [
+            BatchState::Received,
+            BatchState::Processing,
+            BatchState::Completed,
+            BatchState::Failed,
+            BatchState::Duplicate,
+        ]
+        .into_iter()
+        .find(|state| state.as_str() == text)
     }
 }
 
@@ -105,8 +108,9 @@ type BatchRow = (
     DateTime<Utc>,
 );
 
-fn batch_from_row(r: BatchRow) -> Batch {
-    Batch {
+fn batch_from_row(r: BatchRow) -> Result<Batch, StoreError> {
+    Ok(Batch {
+        state: known(BatchState::parse(&r.7), "batches", "state", &r.7)?,
         id: r.0,
         org_id: r.1,
         file_name: r.2,
@@ -114,7 +118,6 @@ fn batch_from_row(r: BatchRow) -> Batch {
         sha256: r.4,
         source: r.5,
         username: r.6,
-        state: BatchState::parse(&r.7),
         duplicate_of: r.8,
         rows_total: r.9,
         rows_loaded: r.10,
@@ -123,7 +126,7 @@ fn batch_from_row(r: BatchRow) -> Batch {
         error: r.13,
         received_at: r.14,
         updated_at: r.15,
-    }
+    })
 }
 
 /// How a processed batch ended.
@@ -203,8 +206,8 @@ impl Store {
                 .fetch_optional(pool)
                 .await
         })?;
-        row.map(batch_from_row)
-            .ok_or(StoreError::NotFound { what: "batch" })
+        row.ok_or(StoreError::NotFound { what: "batch" })
+            .and_then(batch_from_row)
     }
 
     /// The organisation's batches, newest first.
@@ -227,7 +230,10 @@ impl Store {
         }
         .await)?;
         Ok(Paged {
-            items: rows.into_iter().map(batch_from_row).collect(),
+            items: rows
+                .into_iter()
+                .map(batch_from_row)
+                .collect::<Result<_, _>>()?,
             total: total.max(0) as u64,
             page,
         })
@@ -319,6 +325,6 @@ impl Store {
                 .fetch_all(pool)
                 .await
         })?;
-        Ok(rows.into_iter().map(batch_from_row).collect())
+        rows.into_iter().map(batch_from_row).collect()
     }
 }

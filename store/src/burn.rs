@@ -78,12 +78,12 @@ type BurnRow = (
     Option<String>,
 );
 
-fn split(r: BurnRow) -> (Transaction, Option<String>) {
+fn split(r: BurnRow) -> Result<(Transaction, Option<String>), StoreError> {
     let fingerprint = r.14.clone();
     let row: TransactionRow = (
         r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9, r.10, r.11, r.12, r.13,
     );
-    (transaction_from_row(row), fingerprint)
+    Ok((transaction_from_row(row)?, fingerprint))
 }
 
 impl Store {
@@ -133,13 +133,12 @@ impl Store {
                 replayed: false,
             }),
             // Another request with this externalId won the race: answer as if it came first.
-            Err(StoreError::Database(sqlx::Error::Database(db))) if db.is_unique_violation() => {
-                self.earlier_burn(campaign, &burn, &fingerprint)
-                    .await?
-                    .ok_or(StoreError::Conflict {
-                        field: "externalId",
-                    })
-            }
+            Err(err) if err.is_unique_violation() => self
+                .earlier_burn(campaign, &burn, &fingerprint)
+                .await?
+                .ok_or(StoreError::Conflict {
+                    field: "externalId",
+                }),
             Err(err) => Err(err),
         }
     }
@@ -317,7 +316,7 @@ impl Debit {
 
 /// An earlier burn with the same `externalId`: the same request again, or a conflicting one.
 fn replay_or_conflict(row: BurnRow, fingerprint: &str) -> Result<Burned, StoreError> {
-    match split(row) {
+    match split(row)? {
         (transaction, Some(earlier)) if earlier == fingerprint => Ok(Burned {
             transaction,
             replayed: true,

@@ -13,6 +13,7 @@ use sqlx::types::Json;
 
 use crate::db::{Pool, claim};
 use crate::direct;
+use crate::error::known;
 use crate::evaluate::{Target, WalletContext, credit_for};
 use crate::ids::{new_id, now};
 use crate::{Campaign, RuleBook, Store, StoreError, Tokens};
@@ -52,14 +53,16 @@ impl EarnStatus {
         }
     }
 
-    fn parse(text: &str) -> EarnStatus {
-        match text {
-            "processing" => EarnStatus::Processing,
-            "completed" => EarnStatus::Completed,
-            "rejected" => EarnStatus::Rejected,
-            "duplicate" => EarnStatus::Duplicate,
-            _ => EarnStatus::Accepted,
-        }
+    fn parse(text: &str) -> Option<EarnStatus> {
+        [
+            EarnStatus::Accepted,
+            EarnStatus::Processing,
+            EarnStatus::Completed,
+            EarnStatus::Rejected,
+            EarnStatus::Duplicate,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == text)
     }
 }
 
@@ -136,12 +139,12 @@ type RequestRow = (
     Option<String>,
 );
 
-fn request_from_row(r: RequestRow) -> EarnRequest {
-    EarnRequest {
+fn request_from_row(r: RequestRow) -> Result<EarnRequest, StoreError> {
+    Ok(EarnRequest {
+        status: known(EarnStatus::parse(&r.3), "earn_requests", "status", &r.3)?,
         id: r.0,
         earn_id: r.1,
         wallet_id: r.2,
-        status: EarnStatus::parse(&r.3),
         reason: r.4,
         transaction_id: r.5,
         tokens: r.6.map(Tokens::from_micros),
@@ -149,7 +152,7 @@ fn request_from_row(r: RequestRow) -> EarnRequest {
         updated_at: r.8,
         // A duplicate points at the earlier transaction, whose trace is not this request's.
         trace: if r.3 == "completed" { r.9 } else { None },
-    }
+    })
 }
 
 /// A request a worker has claimed.
@@ -294,9 +297,10 @@ impl Store {
                 .fetch_optional(pool)
                 .await
         })?;
-        row.map(request_from_row).ok_or(StoreError::NotFound {
+        row.ok_or(StoreError::NotFound {
             what: "earn request",
         })
+        .and_then(request_from_row)
     }
 
     /// Claims up to `limit` waiting requests (and any whose worker's lease ran out, e.g. after a

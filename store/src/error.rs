@@ -28,6 +28,14 @@ pub enum StoreError {
     /// A rule set that does not compile; every problem is listed.
     #[error("the rule set has errors:\n{0}")]
     InvalidRules(rules::CompileErrors),
+    /// A stored value this version of the code does not know (a status, kind or state written
+    /// by a newer version, or damaged data): reported, never read as something else.
+    #[error("{table}.{column} holds `{value}`, which this version does not know")]
+    UnknownStored {
+        table: &'static str,
+        column: &'static str,
+        value: String,
+    },
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
     /// From the statements SQLite runs on the calling thread (see `direct`).
@@ -49,17 +57,93 @@ impl StoreError {
     }
 }
 
-/// Turns a unique-constraint violation into a `Conflict` naming the field it protects.
-/// `fields` pairs a column name (found in PostgreSQL's index name and in SQLite's message,
-/// which lists the columns) with the API field it stands for.
-pub(crate) fn conflict_on(err: sqlx::Error, fields: &[(&str, &'static str)]) -> StoreError {
-    if let sqlx::Error::Database(db) = &err
-        && db.is_unique_violation()
-    {
-        let text = format!("{} {}", db.constraint().unwrap_or_default(), db.message());
-        if let Some((_, field)) = fields.iter().find(|(column, _)| text.contains(column)) {
-            return StoreError::Conflict { field };
+/// `parsed` (the reading of `text`, stored in `table.column`), or `UnknownStored` naming it.
+pub(crate) fn known<T>(
+    parsed: Option<T>,
+    table: &'static str,
+    column: &'static str,
+    text: &str,
+) -> Result<T, StoreError> {
+    parsed.ok_or_else(|| StoreError::UnknownStored {
+        table,
+        column,
+        value: text.to_string(),
+    })
+}
+
+impl StoreError {
+    /// For a unique-constraint violation, from either driver, the text that names what it
+    /// protects (PostgreSQL's index name and message; SQLite's message lists the columns).
+    fn unique_violation(&self) -> Option<String> {
+        match self {
+            StoreError::Database(sqlx::Error::Database(db)) if db.is_unique_violation() => Some(
+                format!("{} {}", db.constraint().unwrap_or_default(), db.message()),
+            ),
+            StoreError::Sqlite(rusqlite::Error::SqliteFailure(failure, message))
+                if matches!(
+                    failure.extended_code,
+                    rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+                        | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+                ) =>
+            {
+                Some(message.clone().unwrap_or_default())
+            }
+            _ => None,
         }
     }
-    StoreError::Database(err)
+
+    /// Whether this is a unique-constraint violation, whichever driver reported it.
+    pub(crate) fn is_unique_violation(&self) -> bool {
+        self.unique_violation().is_some()
+    }
+}
+
+/// Turns a unique-constraint violation into a `Conflict` naming the field it protects.
+/// `fields` pairs a column name (found in PostgreSQL's index name and in SQLite's message,
+/// which lists the columns) with the API field it stands for. Any other error passes through.
+pub(crate) fn conflict_on(
+    err: impl Into<StoreError>,
+    fields: &[(&str, &'static str)],
+) -> StoreError {
+    let err = err.into();
+    if let Some(text) = err.unique_violation()
+        && let Some((_, field)) = fields.iter().find(|(column, _)| text.contains(column))
+    {
+        return StoreError::Conflict { field };
+    }
+    err
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_unique_violation_is_a_conflict_from_either_driver() {
+        let connection = rusqlite::Connection::open_in_memory().unwrap();
+        connection
+            .execute_batch(
+                "CREATE TABLE members (id TEXT PRIMARY KEY, external_id TEXT UNIQUE);
+                 INSERT INTO members VALUES ('a', 'card-1');",
+            )
+            .unwrap();
+        let clash = |sql: &str| StoreError::from(connection.execute(sql, []).unwrap_err());
+        let fields = &[("external_id", "externalId"), ("id", "id")];
+        let err = clash("INSERT INTO members VALUES ('b', 'card-1')");
+        assert!(err.is_unique_violation());
+        assert!(matches!(
+            conflict_on(err, fields),
+            StoreError::Conflict {
+                field: "externalId"
+            }
+        ));
+        let err = clash("INSERT INTO members VALUES ('a', 'card-2')");
+        assert!(matches!(
+            conflict_on(err, &fields[1..]),
+            StoreError::Conflict { field: "id" }
+        ));
+        let other = clash("INSERT INTO nowhere VALUES (1)");
+        assert!(!other.is_unique_violation());
+        assert!(matches!(conflict_on(other, fields), StoreError::Sqlite(_)));
+    }
 }

@@ -14,6 +14,7 @@ use sqlx::types::Json;
 
 use crate::db::Pool;
 use crate::direct;
+use crate::error::known;
 use crate::ids::{constant_time_eq, new_id, now, random_token, sha256};
 use crate::{Campaign, Store, StoreError};
 
@@ -170,10 +171,10 @@ type KeyRow = (
     Option<DateTime<Utc>>,
 );
 
-fn key_from_row(row: KeyRow) -> ApiKey {
+fn key_from_row(row: KeyRow) -> Result<ApiKey, StoreError> {
     let (id, org_id, campaign_id, api_key, permissions, version, read_only, created_at, revoked_at) =
         row;
-    ApiKey {
+    Ok(ApiKey {
         id,
         org_id,
         campaign_id,
@@ -184,11 +185,14 @@ fn key_from_row(row: KeyRow) -> ApiKey {
             .iter()
             .filter_map(|p| p.parse().ok())
             .collect(),
-        version: version.and_then(|v| v.parse().ok()),
+        version: match version {
+            Some(v) => Some(known(v.parse().ok(), "api_keys", "version", &v)?),
+            None => None,
+        },
         read_only,
         created_at,
         revoked_at,
-    }
+    })
 }
 
 impl Store {
@@ -243,7 +247,7 @@ impl Store {
             .bind(org_id)
             .fetch_all(pool)
             .await)?;
-        Ok(rows.into_iter().map(key_from_row).collect())
+        rows.into_iter().map(key_from_row).collect()
     }
 
     /// Revokes key `key_id` (its record id): requests with it get 401 from then on. Revoking a
@@ -269,8 +273,8 @@ impl Store {
         }
         .await)?;
         let key = row
-            .map(key_from_row)
-            .ok_or(StoreError::NotFound { what: "API key" })?;
+            .ok_or(StoreError::NotFound { what: "API key" })
+            .and_then(key_from_row)?;
         Ok(key)
     }
 
@@ -318,7 +322,7 @@ impl Store {
         if !constant_time_eq(&presented, &r.9) || r.8.is_some() {
             return Ok(None);
         }
-        let key = key_from_row((r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8));
+        let key = key_from_row((r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8))?;
         let campaign = Campaign {
             id: key.campaign_id.clone(),
             org_id: key.org_id.clone(),

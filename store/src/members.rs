@@ -14,6 +14,7 @@ use sqlx::types::Json;
 
 use crate::db::{WritePool, lock};
 use crate::error::conflict_on;
+use crate::error::known;
 use crate::ids::{new_id, now};
 use crate::{Page, Paged, Store, StoreError};
 
@@ -209,7 +210,7 @@ type MemberRow = (
     DateTime<Utc>,
 );
 
-fn member_from_row(row: MemberRow) -> Member {
+fn member_from_row(row: MemberRow) -> Result<Member, StoreError> {
     let (
         id,
         first,
@@ -225,13 +226,13 @@ fn member_from_row(row: MemberRow) -> Member {
         created,
         updated,
     ) = row;
-    Member {
+    Ok(Member {
         id,
         first_name: first.unwrap_or_default(),
         last_name: last,
         email,
         phone,
-        status: status.parse().unwrap_or_default(),
+        status: known(status.parse().ok(), "members", "status", &status)?,
         idp: idp.unwrap_or_default(),
         user_id: user_id.unwrap_or_default(),
         external_id: external_id.unwrap_or_default(),
@@ -239,7 +240,7 @@ fn member_from_row(row: MemberRow) -> Member {
         communication_preferences: prefs.map(|p| p.0).unwrap_or_default(),
         created_at: created,
         updated_at: updated,
-    }
+    })
 }
 
 /// Unique indexes of `members` and the API fields they protect.
@@ -321,7 +322,10 @@ impl Store {
         }
         .await)?;
         Ok(Paged {
-            items: rows.into_iter().map(member_from_row).collect(),
+            items: rows
+                .into_iter()
+                .map(member_from_row)
+                .collect::<Result<_, _>>()?,
             total: total.max(0) as u64,
             page,
         })
@@ -335,8 +339,8 @@ impl Store {
                 .fetch_optional(pool)
                 .await
         })?;
-        row.map(member_from_row)
-            .ok_or(StoreError::NotFound { what: "member" })
+        row.ok_or(StoreError::NotFound { what: "member" })
+            .and_then(member_from_row)
     }
 
     /// The live member linked to `user_id` at identity provider `idp`.
@@ -359,8 +363,8 @@ impl Store {
                 .fetch_optional(pool)
                 .await
         })?;
-        row.map(member_from_row)
-            .ok_or(StoreError::NotFound { what: "member" })
+        row.ok_or(StoreError::NotFound { what: "member" })
+            .and_then(member_from_row)
     }
 
     /// Applies `patch` to a live member atomically (concurrent updates do not lose each other's
@@ -381,7 +385,7 @@ impl Store {
                 .bind(id)
                 .fetch_optional(&mut *tx)
                 .await?;
-            let mut member = member_from_row(row.ok_or(StoreError::NotFound { what: "member" })?);
+            let mut member = member_from_row(row.ok_or(StoreError::NotFound { what: "member" })?)?;
             member.apply(patch);
             member.updated_at = now();
             sqlx::query(UPDATE)
@@ -421,7 +425,7 @@ impl Store {
                 .bind(id)
                 .fetch_optional(&mut *tx)
                 .await?;
-            let member = member_from_row(row.ok_or(StoreError::NotFound { what: "member" })?);
+            let member = member_from_row(row.ok_or(StoreError::NotFound { what: "member" })?)?;
             sqlx::query(ERASE)
                 .bind(org_id)
                 .bind(id)

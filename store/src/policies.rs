@@ -4,6 +4,7 @@ use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
 use std::fmt;
 use std::str::FromStr;
 
+use crate::error::known;
 use crate::ids::now;
 use crate::{Store, StoreError, Tokens};
 
@@ -93,10 +94,13 @@ impl Store {
             .bind(campaign_id)
             .fetch_optional(pool)
             .await)?;
-        Ok(row.map_or_else(Policy::default, |(min, expiry)| Policy {
+        let Some((min, expiry)) = row else {
+            return Ok(Policy::default());
+        };
+        Ok(Policy {
             min_balance: Tokens::from_micros(min),
-            expiry: expiry.parse().unwrap_or_default(),
-        }))
+            expiry: known(expiry.parse().ok(), "campaign_policies", "expiry", &expiry)?,
+        })
     }
 
     pub async fn set_policy(

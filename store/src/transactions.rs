@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
 
+use crate::error::known;
 use crate::{Campaign, Page, Paged, Store, StoreError, Tokens};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -94,11 +95,11 @@ pub(crate) type TransactionRow = (
     DateTime<Utc>,
 );
 
-pub(crate) fn transaction_from_row(r: TransactionRow) -> Transaction {
-    Transaction {
+pub(crate) fn transaction_from_row(r: TransactionRow) -> Result<Transaction, StoreError> {
+    Ok(Transaction {
+        kind: known(TransactionKind::parse(&r.2), "transactions", "kind", &r.2)?,
         id: r.0,
         wallet_id: r.1,
-        kind: TransactionKind::parse(&r.2).unwrap_or(TransactionKind::Earn),
         amount: Tokens::from_micros(r.3),
         external_id: r.4,
         source_amount: r.5,
@@ -110,7 +111,7 @@ pub(crate) fn transaction_from_row(r: TransactionRow) -> Transaction {
         trace: r.11,
         rule_version: r.12,
         created_at: r.13,
-    }
+    })
 }
 
 impl Store {
@@ -171,7 +172,10 @@ impl Store {
         }
         .await)?;
         Ok(Paged {
-            items: rows.into_iter().map(transaction_from_row).collect(),
+            items: rows
+                .into_iter()
+                .map(transaction_from_row)
+                .collect::<Result<_, _>>()?,
             total: total.max(0) as u64,
             page,
         })
@@ -195,9 +199,10 @@ impl Store {
                 .fetch_optional(pool)
                 .await
         })?;
-        row.map(transaction_from_row).ok_or(StoreError::NotFound {
+        row.ok_or(StoreError::NotFound {
             what: "transaction",
         })
+        .and_then(transaction_from_row)
     }
 }
 

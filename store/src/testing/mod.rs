@@ -8,6 +8,8 @@ use sqlx::Connection;
 use sqlx::postgres::PgConnection;
 use sqlx::sqlite::SqliteConnectOptions;
 
+pub mod schema;
+
 use crate::ids::random_token;
 use crate::{Store, StoreError};
 
@@ -63,6 +65,19 @@ impl TestStore {
             .await
             .unwrap_or_else(|e| panic!("test PostgreSQL store: {e}"));
         TestStore { store, _dir: None }
+    }
+}
+
+impl Store {
+    /// Runs `sql` as it is, for tests that must put the database in a state the store's own
+    /// operations never make (damaged or future data).
+    pub async fn execute_raw(&self, sql: &str) -> Result<(), StoreError> {
+        let sql = sqlx::AssertSqlSafe(sql.to_string());
+        with_writer!(self, |pool| sqlx::raw_sql(sql)
+            .execute(pool)
+            .await
+            .map(|_| ()))?;
+        Ok(())
     }
 }
 
