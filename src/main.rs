@@ -1,13 +1,8 @@
 //! `rewards`: the service (`serve`) and the operator's commands, on one configuration.
 
-mod batch_cmd;
 mod cli;
 mod commands;
 mod config;
-mod ledger_cmd;
-mod rules_cmd;
-mod serve;
-mod sftp_cmd;
 
 use anyhow::Context;
 use clap::Parser;
@@ -31,14 +26,14 @@ async fn main() -> std::process::ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let config = Config::load(cli.config.as_deref())?;
     if let Command::Serve = cli.command {
-        serve::init_logging(config.log_format);
+        commands::serve::init_logging(config.log_format);
     }
     // Testing a rule set on sample rows needs no database, nor does the host key.
     if let Command::Rules(cli::RulesCommand::Test { file, rows }) = &cli.command {
-        return rules_cmd::test(file, rows, cli.json);
+        return commands::rules::test(file, rows, cli.json);
     }
     if let Command::Sftp(command) = cli.command {
-        return sftp_cmd::server(&config, command, cli.json);
+        return commands::sftp::server(&config, command, cli.json);
     }
     if let Command::Generate {
         rows,
@@ -75,7 +70,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     let store = open_store(&config).await?;
     match cli.command {
-        Command::Serve => serve::serve(&config, store).await,
+        Command::Serve => commands::serve::serve(&config, store).await,
         Command::Migrate => {
             let backend = format!("{:?}", store.backend()).to_lowercase();
             if cli.json {
@@ -88,21 +83,21 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Org(command) => commands::org(&store, command, cli.json).await,
-        Command::Campaign(command) => commands::campaign(&store, command, cli.json).await,
-        Command::Key(command) => commands::key(&store, command, cli.json).await,
-        Command::Rules(command) => rules_cmd::run(&store, command, cli.json).await,
-        Command::Tier(command) => ledger_cmd::tier(&store, command, cli.json).await,
-        Command::SftpUser(command) => sftp_cmd::user(&store, command, cli.json).await,
-        Command::Mapping(command) => batch_cmd::mapping(&store, command, cli.json).await,
+        Command::Org(command) => commands::tenancy::org(&store, command, cli.json).await,
+        Command::Campaign(command) => commands::tenancy::campaign(&store, command, cli.json).await,
+        Command::Key(command) => commands::tenancy::key(&store, command, cli.json).await,
+        Command::Rules(command) => commands::rules::run(&store, command, cli.json).await,
+        Command::Tier(command) => commands::ledger::tier(&store, command, cli.json).await,
+        Command::SftpUser(command) => commands::sftp::user(&store, command, cli.json).await,
+        Command::Mapping(command) => commands::batch::mapping(&store, command, cli.json).await,
         Command::Ingest { org, dry_run, file } => {
-            batch_cmd::ingest(&config, &store, &org, &file, dry_run, cli.json).await
+            commands::batch::ingest(&config, &store, &org, &file, dry_run, cli.json).await
         }
         Command::Sftp(_) | Command::Generate { .. } => {
             unreachable!("handled before the store opens")
         }
-        Command::Expire => ledger_cmd::expire(&store, cli.json).await,
-        Command::Audit => ledger_cmd::audit(&store, cli.json).await,
+        Command::Expire => commands::ledger::expire(&store, cli.json).await,
+        Command::Audit => commands::ledger::audit(&store, cli.json).await,
     }
 }
 

@@ -7,7 +7,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::AppState;
-use crate::auth::Caller;
+use crate::http::auth::Caller;
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

@@ -12,9 +12,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::AppState;
-use crate::auth::Caller;
-use crate::error::{ApiError, Problem};
-use crate::paging::{PagedList, Paging, PagingParams};
+use crate::http::auth::Caller;
+use crate::http::error::{ApiError, Problem};
+use crate::http::paging::{PagedList, Paging, PagingParams};
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

@@ -1,22 +1,24 @@
 //! The HTTP API: one router per resource, each behind the same authentication, versioning,
-//! error and paging conventions, plus health, metrics and the OpenAPI description.
+//! error and paging conventions, plus health, metrics and the OpenAPI description. Where things
+//! live:
+//!
+//! - one module per resource, each with its `router()`, request and response types:
+//!   `api_key`, `members/`, `wallets`, `transactions`, `batches`;
+//! - `http/`: what they share (authentication and versions, the error type and problem body,
+//!   the body and query extractors, field checks, paging, the OpenAPI document, the operational
+//!   routes);
+//! - `jobs/`: the background work of a serving process (earn inbox and worker, expiry sweep),
+//!   started from `jobs::start`;
+//! - `state.rs`: what handlers and jobs can reach.
 
 mod api_key;
-mod auth;
 mod batches;
-mod checks;
-mod docs;
-mod error;
-mod inbox;
-mod json;
+mod http;
+mod jobs;
 mod members;
-mod ops;
-mod paging;
-mod query;
 mod state;
 mod transactions;
 mod wallets;
-mod worker;
 
 use std::future::Future;
 
@@ -28,30 +30,30 @@ use tower_http::catch_panic::CatchPanicLayer;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
-pub use error::{ApiError, FieldError, Problem};
+pub use http::error::{ApiError, FieldError, Problem};
 pub use state::AppState;
 
 /// The whole application: `/v1` and `/api` behind authentication, and the open operational
 /// routes (`/healthz`, `/readyz`, `/metrics`, `/openapi.json`, `/docs`).
 pub fn app(state: AppState) -> Router {
-    let (authenticated, mut openapi) = OpenApiRouter::with_openapi(docs::base())
+    let (authenticated, mut openapi) = OpenApiRouter::with_openapi(http::docs::base())
         .merge(api_key::router())
         .merge(members::router())
         .merge(wallets::router())
         .merge(transactions::router())
         .merge(batches::router())
-        .layer(from_fn_with_state(state.clone(), auth::authenticate))
+        .layer(from_fn_with_state(state.clone(), http::auth::authenticate))
         .split_for_parts();
-    docs::add_shared_parts(&mut openapi);
+    http::docs::add_shared_parts(&mut openapi);
 
     let routes = Router::new()
         .merge(authenticated)
-        .route("/healthz", get(ops::healthz))
-        .route("/readyz", get(ops::readyz))
-        .route("/metrics", get(ops::metrics))
-        .fallback(ops::not_found)
-        .method_not_allowed_fallback(ops::method_not_allowed)
-        .layer(from_fn(ops::record_metrics))
+        .route("/healthz", get(http::ops::healthz))
+        .route("/readyz", get(http::ops::readyz))
+        .route("/metrics", get(http::ops::metrics))
+        .fallback(http::ops::not_found)
+        .method_not_allowed_fallback(http::ops::method_not_allowed)
+        .layer(from_fn(http::ops::record_metrics))
         .layer(CatchPanicLayer::custom(|_| {
             axum::response::IntoResponse::into_response(ApiError::Internal(
                 "handler panicked".into(),
@@ -59,7 +61,7 @@ pub fn app(state: AppState) -> Router {
         }))
         .with_state(state)
         .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi));
-    ops::with_request_logs(routes)
+    http::ops::with_request_logs(routes)
 }
 
 /// Serves `app(state)` on `listener`, with the background workers (earn processing, expiry)
@@ -71,13 +73,10 @@ pub async fn serve(
     workers: bool,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    ops::spawn_metrics_upkeep(state.metrics.clone());
+    http::ops::spawn_metrics_upkeep(state.metrics.clone());
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let workers = if workers {
-        vec![
-            tokio::spawn(worker::run(state.clone(), stopped.clone())),
-            tokio::spawn(worker::sweep_expiry(state.clone(), stopped)),
-        ]
+        jobs::start(&state, &stopped)
     } else {
         Vec::new()
     };

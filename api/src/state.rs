@@ -6,7 +6,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use store::{RuleBook, Store};
 use tokio::sync::Notify;
 
-use crate::inbox::EarnInbox;
+use crate::jobs::inbox::EarnInbox;
 
 #[derive(Clone)]
 pub struct AppState {
@@ -28,7 +28,7 @@ impl AppState {
             rule_book: RuleBook::new(store.clone()),
             earn_inbox: EarnInbox::start(store.clone(), earn_waiting.clone()),
             store,
-            metrics: crate::ops::metrics_handle(),
+            metrics: crate::http::ops::metrics_handle(),
             earn_waiting,
         }
     }

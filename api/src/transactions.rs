@@ -19,12 +19,12 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::AppState;
-use crate::auth::Caller;
-use crate::checks::{self, Checks, MAX_ID, MAX_TEXT, schema};
-use crate::error::{ApiError, FieldError, Problem};
-use crate::json::JsonBody;
-use crate::paging::{PagedList, Paging, PagingParams};
-use crate::query::QueryParams;
+use crate::http::auth::Caller;
+use crate::http::checks::{self, Checks, MAX_ID, MAX_TEXT, schema};
+use crate::http::error::{ApiError, FieldError, Problem};
+use crate::http::json::JsonBody;
+use crate::http::paging::{PagedList, Paging, PagingParams};
+use crate::http::query::QueryParams;
 
 /// The largest amount an earn may name (the value given to the rules): exact as a decimal and as
 /// a double.

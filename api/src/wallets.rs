@@ -12,12 +12,12 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::AppState;
-use crate::auth::Caller;
-use crate::checks::{Checks, MAX_ID, schema};
-use crate::error::{ApiError, Problem};
-use crate::json::JsonBody;
-use crate::paging::{PagedList, Paging, PagingParams};
-use crate::query::QueryParams;
+use crate::http::auth::Caller;
+use crate::http::checks::{Checks, MAX_ID, schema};
+use crate::http::error::{ApiError, Problem};
+use crate::http::json::JsonBody;
+use crate::http::paging::{PagedList, Paging, PagingParams};
+use crate::http::query::QueryParams;
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

@@ -1,60 +1,55 @@
 //! The system of record. `Store` is the one interface the rest of the code uses: domain types in
 //! and out, every operation scoped by organisation. It runs on SQLite (the embedded default) or
-//! PostgreSQL (several nodes sharing one database); see `db` for how one body of SQL serves both.
+//! PostgreSQL (several nodes sharing one database). Where things live:
+//!
+//! - `backend/`: the pools and the one place that picks a backend (`with_pool!`), the
+//!   migrations of both trees, and `direct/`, the rusqlite fast path with its writer thread.
+//! - `tenancy/`: organisations and campaigns, API keys and interface versions, SFTP users.
+//! - `programme/`: a campaign's policies, tiers, rule sets, the compiled rule book, and the
+//!   evaluation of an earn.
+//! - `members/`: members and their communication preferences.
+//! - `ledger/`: wallets, transactions, earn requests, crediting, burns, expiry and the audit.
+//! - `batches/`: batch-file records, crediting a file's rows, column mappings.
+//! - `common/`: ids, exact token amounts, paging, the short-lived cache; `error.rs`: the one
+//!   error type.
+//! - `testing/` (feature `testing`): fresh stores on either backend and schema comparison.
 
 #[macro_use]
-mod direct;
-#[macro_use]
-mod db;
-mod audit;
+mod backend;
 mod batches;
-mod burn;
-mod cache;
-mod credit;
-mod credit_copy;
-mod earn;
+mod common;
 mod error;
-mod evaluate;
-mod expiry;
-mod file_earns;
-mod ids;
-mod keys;
-mod mappings;
+mod ledger;
 mod members;
-mod orgs;
-mod page;
-mod policies;
-mod rule_book;
-mod rule_sets;
-mod sftp_users;
+mod programme;
+mod tenancy;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
-mod tiers;
-mod tokens;
-mod transactions;
-mod wallets;
 
-pub use audit::Discrepancy;
-pub use batches::{Batch, BatchFinish, BatchState, NewBatch};
-pub use burn::{Burned, NewBurn};
-pub use db::{Backend, Store};
-pub use earn::{Credit, Credited, EarnInput, EarnRequest, EarnStatus, PendingEarn};
+pub use backend::{Backend, Store};
+pub use batches::file_earns::{Evaluated, FileEarn, FileOutcome, Pending};
+pub use batches::mappings::StoredMapping;
+pub use batches::records::{Batch, BatchFinish, BatchState, NewBatch};
+pub use common::ids::new_id;
+pub use common::page::{Page, Paged};
+pub use common::tokens::Tokens;
 pub use error::StoreError;
-pub use file_earns::{Evaluated, FileEarn, FileOutcome, Pending};
-pub use ids::new_id;
-pub use keys::{ApiKey, ApiVersion, IssuedKey, KeyContext, NewKey, Permission};
-pub use mappings::StoredMapping;
+pub use ledger::audit::Discrepancy;
+pub use ledger::burn::{Burned, NewBurn};
+pub use ledger::earn::{Credit, Credited, EarnInput, EarnRequest, EarnStatus, PendingEarn};
+pub use ledger::transactions::{EarnReplay, Transaction, TransactionFilter, TransactionKind};
+pub use ledger::wallets::{NewWallet, Wallet, WalletFilter};
 pub use members::{
     CATEGORIES, Channels, ChannelsPatch, CommunicationPreferences, Member, MemberPatch,
     MemberStatus, NewMember, PreferencesPatch,
 };
-pub use orgs::{Campaign, NewCampaign, Organisation};
-pub use page::{Page, Paged};
-pub use policies::{Expiry, Policy};
-pub use rule_book::RuleBook;
-pub use rule_sets::RuleSetVersion;
-pub use sftp_users::{MIN_PASSWORD, NewSftpKey, NewSftpUser, SftpKey, SftpLogin, SftpUser};
-pub use tiers::NewTier;
-pub use tokens::Tokens;
-pub use transactions::{EarnReplay, Transaction, TransactionFilter, TransactionKind};
-pub use wallets::{NewWallet, Tier, Wallet, WalletFilter};
+pub use programme::policies::{Expiry, Policy};
+pub use programme::rule_book::RuleBook;
+pub use programme::rule_sets::RuleSetVersion;
+pub use programme::tiers::{NewTier, Tier};
+pub use tenancy::api_version::ApiVersion;
+pub use tenancy::keys::{ApiKey, IssuedKey, KeyContext, NewKey, Permission};
+pub use tenancy::orgs::{Campaign, NewCampaign, Organisation};
+pub use tenancy::sftp_users::{
+    MIN_PASSWORD, NewSftpKey, NewSftpUser, SftpKey, SftpLogin, SftpUser,
+};

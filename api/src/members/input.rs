@@ -7,8 +7,8 @@ use utoipa::ToSchema;
 
 use super::Status;
 use super::preferences::{FlagPreferences, PreferencesBody};
-use crate::checks::{Checks, MAX_ID, MAX_NAME, nullable, schema};
-use crate::error::ApiError;
+use crate::http::checks::{Checks, MAX_ID, MAX_NAME, nullable, schema};
+use crate::http::error::ApiError;
 
 /// The body of Create Member: `firstName`, `userId` and `externalId` are required; `idp`
 /// defaults to `reference`; `null` is the same as leaving a field out.

@@ -22,10 +22,10 @@ use self::input::{
 };
 use self::preferences::PreferencesBody;
 use crate::AppState;
-use crate::auth::Caller;
-use crate::error::ApiError;
-use crate::json::JsonBody;
-use crate::paging::{PagedList, Paging, PagingParams};
+use crate::http::auth::Caller;
+use crate::http::error::ApiError;
+use crate::http::json::JsonBody;
+use crate::http::paging::{PagedList, Paging, PagingParams};
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
@@ -99,7 +99,7 @@ impl MemberView {
 
 #[utoipa::path(get, path = "/v1/members", tag = "members", summary = "Find All Members",
     params(PagingParams),
-    responses((status = 200, body = PagedList<MemberView>), (status = 400, body = crate::error::Problem)))]
+    responses((status = 200, body = PagedList<MemberView>), (status = 400, body = crate::http::error::Problem)))]
 async fn list_members(
     State(state): State<AppState>,
     caller: Caller,
@@ -113,8 +113,8 @@ async fn list_members(
 
 #[utoipa::path(post, path = "/v1/members", tag = "members", summary = "Create Member",
     request_body = MemberInput,
-    responses((status = 200, body = MemberView), (status = 400, body = crate::error::Problem),
-        (status = 409, description = "externalId or (idp, userId) already used", body = crate::error::Problem)))]
+    responses((status = 200, body = MemberView), (status = 400, body = crate::http::error::Problem),
+        (status = 409, description = "externalId or (idp, userId) already used", body = crate::http::error::Problem)))]
 async fn create_member(
     State(state): State<AppState>,
     caller: Caller,
@@ -127,7 +127,7 @@ async fn create_member(
 
 #[utoipa::path(get, path = "/v1/members/idp/{idp}/{id}", tag = "members", summary = "Find Member By IDP",
     params(("idp" = String, Path, description = "identity provider"), ("id" = String, Path, description = "user id at that provider")),
-    responses((status = 200, body = MemberView), (status = 404, body = crate::error::Problem)))]
+    responses((status = 200, body = MemberView), (status = 404, body = crate::http::error::Problem)))]
 async fn find_member_by_idp(
     State(state): State<AppState>,
     caller: Caller,
@@ -142,7 +142,7 @@ async fn find_member_by_idp(
 
 #[utoipa::path(get, path = "/v1/members/{id}", tag = "members", summary = "Find Member",
     params(("id" = String, Path)),
-    responses((status = 200, body = MemberView), (status = 404, body = crate::error::Problem)))]
+    responses((status = 200, body = MemberView), (status = 404, body = crate::http::error::Problem)))]
 async fn get_member(
     State(state): State<AppState>,
     caller: Caller,
@@ -154,8 +154,8 @@ async fn get_member(
 
 #[utoipa::path(patch, path = "/v1/members/{id}", tag = "members", summary = "Update Member",
     params(("id" = String, Path)), request_body = MemberUpdate,
-    responses((status = 200, body = MemberView), (status = 400, body = crate::error::Problem),
-        (status = 404, body = crate::error::Problem), (status = 409, body = crate::error::Problem)))]
+    responses((status = 200, body = MemberView), (status = 400, body = crate::http::error::Problem),
+        (status = 404, body = crate::http::error::Problem), (status = 409, body = crate::http::error::Problem)))]
 async fn update_member(
     State(state): State<AppState>,
     caller: Caller,
@@ -174,7 +174,7 @@ async fn update_member(
     description = "Erases the member's personal data and returns the member as it was. Records the \
         ledger needs (wallets, transactions) stay; the member is not found again.",
     params(("id" = String, Path)),
-    responses((status = 200, body = MemberView), (status = 404, body = crate::error::Problem)))]
+    responses((status = 200, body = MemberView), (status = 404, body = crate::http::error::Problem)))]
 async fn delete_member(
     State(state): State<AppState>,
     caller: Caller,
@@ -186,8 +186,8 @@ async fn delete_member(
 
 #[utoipa::path(post, path = "/api/members", tag = "member guide", summary = "Create Member (member guide)",
     request_body = GuideMemberInput,
-    responses((status = 200, body = MemberView), (status = 400, body = crate::error::Problem),
-        (status = 409, body = crate::error::Problem)))]
+    responses((status = 200, body = MemberView), (status = 400, body = crate::http::error::Problem),
+        (status = 409, body = crate::http::error::Problem)))]
 async fn create_guide_member(
     State(state): State<AppState>,
     caller: Caller,

@@ -7,8 +7,8 @@ use serde_json::Value;
 use store::{ApiVersion, ChannelsPatch, CommunicationPreferences, PreferencesPatch};
 use utoipa::ToSchema;
 
-use crate::error::FieldError;
-use crate::json::field_error;
+use crate::http::error::FieldError;
+use crate::http::json::field_error;
 
 /// Channels of one category in version 1.9.5.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

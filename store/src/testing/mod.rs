@@ -10,7 +10,7 @@ use sqlx::sqlite::SqliteConnectOptions;
 
 pub mod schema;
 
-use crate::ids::random_token;
+use crate::common::ids::random_token;
 use crate::{Store, StoreError};
 
 /// The variable naming the PostgreSQL server for tests.

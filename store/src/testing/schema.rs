@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use sqlx::Row;
 
-use crate::db::Pool;
+use crate::backend::Pool;
 use crate::{Store, StoreError};
 
 /// Tables by name.

@@ -1,0 +1,255 @@
+//! Field validation shared by every resource's request bodies: each check records its error and
+//! lets the next run, so a client learns every problem of a body at once.
+
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+use crate::http::error::{ApiError, FieldError};
+
+/// People's names.
+pub const MAX_NAME: usize = 100;
+/// Ids, references and short names.
+pub const MAX_ID: usize = 128;
+/// Descriptions and comments.
+pub const MAX_TEXT: usize = 256;
+pub const MAX_EMAIL: usize = 254;
+pub const MAX_PHONE: usize = 32;
+pub const MAX_META_BYTES: usize = 16 * 1024;
+
+/// `null` and absent mean different things in an update: `Some(None)` clears, `None` keeps.
+pub fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// An RFC 3339 date-time (`2026-11-18T10:15:00Z`). chrono also reads a space for the `T` and
+/// a leap second in any minute; the document's `date-time` format allows neither, so neither
+/// does the service.
+pub fn date_time(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    let bytes = text.as_bytes();
+    if !matches!(bytes.get(10), Some(b'T' | b't')) || bytes.get(17..19) == Some(b"60") {
+        return None;
+    }
+    chrono::DateTime::parse_from_rfc3339(text)
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc))
+}
+
+/// Collects every field error of a body before answering, so a client fixes them all at once.
+#[derive(Default)]
+pub struct Checks(Vec<FieldError>);
+
+impl Checks {
+    pub fn fail(&mut self, field: &str, code: &'static str, message: impl Into<String>) {
+        self.0.push(FieldError::new(field, code, message));
+    }
+
+    /// A text that, when present, is not blank and at most `max` characters.
+    pub fn text(&mut self, field: &str, value: Option<String>, max: usize) -> Option<String> {
+        let value = value?;
+        if value.trim().is_empty() {
+            self.fail(field, "invalid_value", "must not be blank");
+        } else if value.contains('\0') {
+            self.fail(field, "invalid_value", "must not contain NUL characters");
+        } else if value.chars().count() > max {
+            self.fail(
+                field,
+                "too_long",
+                format!("must be at most {max} characters"),
+            );
+        }
+        Some(value)
+    }
+
+    pub fn required(&mut self, field: &str, value: Option<String>, max: usize) -> String {
+        let value = self.text(field, value, max);
+        if value.is_none() {
+            self.fail(field, "missing_field", "is required");
+        }
+        value.unwrap_or_default()
+    }
+
+    pub fn email(&mut self, value: Option<String>) -> Option<String> {
+        let value = self.text("email", value, MAX_EMAIL)?;
+        let well_formed = value.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty()
+                && domain.contains('.')
+                && !domain.starts_with('.')
+                && !domain.ends_with('.')
+        }) && !value.chars().any(char::is_whitespace)
+            && value.matches('@').count() == 1;
+        if !well_formed {
+            self.fail(
+                "email",
+                "invalid_value",
+                "must be an email address such as ada@example.com",
+            );
+        }
+        Some(value)
+    }
+
+    pub fn phone(&mut self, value: Option<String>) -> Option<String> {
+        let value = self.text("phone", value, MAX_PHONE)?;
+        let digits = value.chars().filter(char::is_ascii_digit).count();
+        let allowed = value
+            .chars()
+            .enumerate()
+            .all(|(i, c)| c.is_ascii_digit() || " -().".contains(c) || (c == '+' && i == 0));
+        if !allowed || digits < 3 {
+            self.fail(
+                "phone",
+                "invalid_value",
+                "must be a phone number: digits, spaces, - ( ) . and a leading +",
+            );
+        }
+        Some(value)
+    }
+
+    pub fn meta(&mut self, value: Option<Value>) -> Option<Value> {
+        let value = value?;
+        if !value.is_object() {
+            self.fail("meta", "invalid_type", "must be a JSON object");
+        } else if value.to_string().len() > MAX_META_BYTES {
+            self.fail(
+                "meta",
+                "too_long",
+                format!("must be at most {MAX_META_BYTES} bytes of JSON"),
+            );
+        }
+        Some(value)
+    }
+
+    /// Whether `field` already has an error.
+    pub fn has(&self, field: &str) -> bool {
+        self.0.iter().any(|e| e.field == field)
+    }
+
+    /// Records an error found elsewhere (e.g. by a nested parser).
+    pub fn push(&mut self, error: FieldError) {
+        self.0.push(error);
+    }
+
+    pub fn finish<T>(self, value: T) -> Result<T, ApiError> {
+        if self.0.is_empty() {
+            Ok(value)
+        } else {
+            Err(ApiError::validation(self.0))
+        }
+    }
+}
+
+/// The JSON Schemas of the checked values, for the OpenAPI document: each states what the check
+/// of the same name enforces. `nullable` where `null` is read as absent.
+pub mod schema {
+    use utoipa::openapi::schema::{KnownFormat, Object, ObjectBuilder, SchemaFormat, Type};
+
+    use super::{MAX_EMAIL, MAX_ID, MAX_META_BYTES, MAX_NAME, MAX_PHONE, MAX_TEXT};
+
+    /// The characters `char::is_whitespace` (Unicode's White_Space) and so `str::trim` treat as
+    /// white space, spelled out: regex engines disagree about what `\\s` covers.
+    const SPACE: &str =
+        "\\u0009-\\u000d \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
+
+    /// At least one character that is not white space, and no NUL.
+    fn not_blank() -> String {
+        format!("^[^\\u0000]*[^\\u0000{SPACE}][^\\u0000]*$")
+    }
+
+    /// `Checks::email`: one `@`, a dot inside the domain, no white space.
+    fn email_pattern() -> String {
+        let part = format!("[^@\\u0000{SPACE}]");
+        let edge = format!("[^@.\\u0000{SPACE}]");
+        format!("^{part}+@{edge}{part}*\\.{part}*{edge}$")
+    }
+
+    /// `Checks::phone`: digits, spaces, `-().` and a leading `+`, with at least three digits.
+    const PHONE: &str = "^\\+?[0-9 ().-]*[0-9][0-9 ().-]*[0-9][0-9 ().-]*[0-9][0-9 ().-]*$";
+
+    fn string(nullable: bool) -> ObjectBuilder {
+        let kind = if nullable {
+            vec![Type::String, Type::Null]
+        } else {
+            vec![Type::String]
+        };
+        ObjectBuilder::new().schema_type(utoipa::openapi::schema::SchemaType::from_iter(kind))
+    }
+
+    /// What `Checks::text` accepts.
+    fn text(max: usize, nullable: bool) -> Object {
+        string(nullable)
+            .max_length(Some(max))
+            .pattern(Some(not_blank()))
+            .build()
+    }
+
+    /// `Checks::text` and `Checks::required` for each size of text.
+    pub fn id() -> Object {
+        text(MAX_ID, false)
+    }
+    pub fn id_or_null() -> Object {
+        text(MAX_ID, true)
+    }
+    pub fn name() -> Object {
+        text(MAX_NAME, false)
+    }
+    pub fn name_or_null() -> Object {
+        text(MAX_NAME, true)
+    }
+    pub fn text_or_null() -> Object {
+        text(MAX_TEXT, true)
+    }
+    pub fn text_required() -> Object {
+        text(MAX_TEXT, false)
+    }
+
+    /// What `Checks::email` accepts.
+    pub fn email() -> Object {
+        string(true)
+            .max_length(Some(MAX_EMAIL))
+            .pattern(Some(email_pattern()))
+            .build()
+    }
+
+    /// What `Checks::phone` accepts.
+    pub fn phone() -> Object {
+        string(true)
+            .max_length(Some(MAX_PHONE))
+            .pattern(Some(PHONE))
+            .build()
+    }
+
+    /// What `Checks::meta` accepts.
+    pub fn meta() -> Object {
+        ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::SchemaType::from_iter([
+                Type::Object,
+                Type::Null,
+            ]))
+            .description(Some(format!(
+                "Free-form JSON object kept as given (at most {MAX_META_BYTES} bytes)."
+            )))
+            .build()
+    }
+
+    const DAY: &str = "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])";
+
+    /// An RFC 3339 date-time, as `checks::date_time` reads it. The pattern repeats
+    /// the format, which JSON Schema 2020-12 treats as an annotation only.
+    pub fn date_time(nullable: bool) -> Object {
+        let time = "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?";
+        let offset = "([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])";
+        string(nullable)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
+            .pattern(Some(format!("^{DAY}[Tt]{time}{offset}$")))
+            .build()
+    }
+
+    /// A day, YYYY-MM-DD.
+    pub fn day() -> Object {
+        string(false)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Date)))
+            .pattern(Some(format!("^{DAY}$")))
+            .build()
+    }
+}

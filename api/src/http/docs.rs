@@ -1,0 +1,136 @@
+//! The OpenAPI 3.1 description, generated from the handlers, and the `/docs` page. Swagger UI's
+//! files are compiled into the binary (the `vendored` feature), so the page works offline.
+
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, OpenApi, RefOr, ResponseBuilder, schema};
+use utoipa::{Modify, OpenApi as _};
+
+use crate::http::auth::{API_KEY, API_SECRET, API_VERSION};
+use crate::http::error::Problem;
+
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    info(
+        title = "Rewards",
+        description = "Rewards and loyalty platform. Every `/v1` and `/api` operation needs the \
+            headers `x-api-key` and `x-api-secret`; `x-api-version` (1.9.5 or 1.6.2) selects the \
+            version, else the key's default. Errors are RFC 9457 problem details with a stable \
+            `code`."
+    ),
+    components(schemas(Problem)),
+    modifiers(&Conventions)
+)]
+struct ApiDoc;
+
+pub fn base() -> OpenApi {
+    ApiDoc::openapi()
+}
+
+/// Adds what every authenticated operation shares: the credentials, the version header and the
+/// 401/403 answers.
+struct Conventions;
+
+impl Modify for Conventions {
+    fn modify(&self, api: &mut OpenApi) {
+        let components = api.components.get_or_insert_with(Default::default);
+        for (name, header) in [("apiKey", API_KEY), ("apiSecret", API_SECRET)] {
+            components.add_security_scheme(
+                name,
+                SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new(header))),
+            );
+        }
+        api.security = Some(vec![
+            SecurityRequirement::new("apiKey", Vec::<String>::new())
+                .add("apiSecret", Vec::<String>::new()),
+        ]);
+    }
+}
+
+/// Applied after the routes are collected (modifiers run before): the version parameter and the
+/// answers every `/v1` and `/api` operation shares, and every error answer spoken as
+/// `application/problem+json`.
+pub fn add_shared_parts(api: &mut OpenApi) {
+    crate::wallets::document(api);
+    let answer = |description: &str| {
+        RefOr::T(
+            ResponseBuilder::new()
+                .description(description)
+                .content("application/problem+json", problem())
+                .build(),
+        )
+    };
+    for (path, item) in api.paths.paths.iter_mut() {
+        if !(path.starts_with("/v1") || path.starts_with("/api")) {
+            continue;
+        }
+        let operations = [
+            &mut item.get,
+            &mut item.post,
+            &mut item.patch,
+            &mut item.put,
+            &mut item.delete,
+        ];
+        for operation in operations.into_iter().flatten() {
+            operation
+                .parameters
+                .get_or_insert_with(Vec::new)
+                .push(RefOr::T(version_parameter()));
+            let has_body = operation.request_body.is_some();
+            let responses = &mut operation.responses.responses;
+            for (status, response) in responses.iter_mut() {
+                if !status.starts_with('2')
+                    && let RefOr::T(response) = response
+                    && let Some(json) = response.content.shift_remove("application/json")
+                {
+                    response
+                        .content
+                        .insert("application/problem+json".into(), json);
+                }
+            }
+            let mut shared = vec![
+                (
+                    "400",
+                    "a parameter or the body is invalid, or `x-api-version` is unknown",
+                ),
+                ("401", "missing, wrong or revoked credentials"),
+                (
+                    "403",
+                    "the key may not do this (read-only key, missing permission)",
+                ),
+            ];
+            if has_body {
+                shared.push(("413", "the body is larger than the service accepts"));
+                shared.push(("415", "the body is not sent as JSON"));
+            }
+            for (status, description) in shared {
+                responses
+                    .entry(status.into())
+                    .or_insert_with(|| answer(description));
+            }
+        }
+    }
+}
+
+fn problem() -> utoipa::openapi::Content {
+    ContentBuilder::new()
+        .schema(Some(RefOr::Ref(utoipa::openapi::Ref::from_schema_name(
+            "Problem",
+        ))))
+        .build()
+}
+
+fn version_parameter() -> Parameter {
+    ParameterBuilder::new()
+        .name(API_VERSION)
+        .parameter_in(ParameterIn::Header)
+        .description(Some(
+            "Interface version: 1.9.5 (default) or 1.6.2; the key may pin its own default.",
+        ))
+        .schema(Some(
+            schema::ObjectBuilder::new()
+                .schema_type(schema::Type::String)
+                .enum_values(Some(["1.9.5", "1.6.2"])),
+        ))
+        .build()
+}

@@ -1,0 +1,20 @@
+//! The background jobs a serving process runs beside its requests, all started here: the earn
+//! inbox (group commit of submissions, started with the state), the earn worker and the expiry
+//! sweep.
+
+pub(crate) mod earns;
+pub(crate) mod expiry;
+pub(crate) mod inbox;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::AppState;
+
+/// Starts the workers; each finishes the work in hand and returns once `stop` turns true.
+pub fn start(state: &AppState, stop: &watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
+    vec![
+        tokio::spawn(earns::run(state.clone(), stop.clone())),
+        tokio::spawn(expiry::sweep_expiry(state.clone(), stop.clone())),
+    ]
+}

@@ -1,0 +1,235 @@
+//! `rewards mapping ...` (an organisation's batch-file mappings) and `rewards ingest` (a file
+//! through the batch pipeline from the command line, with progress).
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use ingest::mapping::Mapping;
+use ingest::pipeline::{Job, Progress};
+use ingest::sftp::tree::{Folder, Tree};
+use serde_json::{Value, json};
+use store::{BatchState, RuleBook, Store};
+
+use super::emit;
+use crate::cli::MappingCommand;
+use crate::config::Config;
+
+pub async fn mapping(store: &Store, command: MappingCommand, json: bool) -> anyhow::Result<()> {
+    match command {
+        MappingCommand::Set { org, file } => {
+            let document = read_document(&file)?;
+            let mapping = Mapping::parse(&document).map_err(|errors| {
+                anyhow::anyhow!(
+                    "{} is not a valid mapping ({} problems):\n  - {}",
+                    file.display(),
+                    errors.len(),
+                    errors.join("\n  - ")
+                )
+            })?;
+            let stored = store.set_mapping(&org, &mapping.pattern, &document).await?;
+            emit(
+                json,
+                json!({"org": org, "pattern": stored.pattern, "mapping": stored.document}),
+                || format!("mapping set for files matching `{}`", stored.pattern),
+            );
+        }
+        MappingCommand::Show { org, pattern } => {
+            store.get_org(&org).await?;
+            let mappings: Vec<Value> = store
+                .mappings(&org)
+                .await?
+                .into_iter()
+                .filter(|m| pattern.as_deref().is_none_or(|p| p == m.pattern))
+                .map(|m| json!({"pattern": m.pattern, "updatedAt": m.updated_at, "mapping": m.document}))
+                .collect();
+            if json {
+                println!("{:#}", Value::Array(mappings));
+            } else if mappings.is_empty() {
+                println!(
+                    "no mapping{}: files use the canonical layout (templates/earn.csv)",
+                    pattern.map(|p| format!(" for `{p}`")).unwrap_or_default()
+                );
+            } else {
+                for m in mappings {
+                    println!(
+                        "# files matching `{}`",
+                        m["pattern"].as_str().unwrap_or("*")
+                    );
+                    println!("{:#}", m["mapping"]);
+                }
+            }
+        }
+        MappingCommand::Remove { org, pattern } => {
+            store.remove_mapping(&org, &pattern).await?;
+            emit(
+                json,
+                json!({"org": org, "pattern": pattern, "removed": true}),
+                || format!("mapping for `{pattern}` removed"),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A mapping document: JSON by its extension, else TOML.
+fn read_document(file: &Path) -> anyhow::Result<Value> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let json = file
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    if json {
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))
+    } else {
+        toml::from_str(&text).with_context(|| format!("{} is not TOML", file.display()))
+    }
+}
+
+/// Runs `file` through the pipeline for `org`: received as a batch (a file already sent is a
+/// duplicate), processed here with progress on standard error; or, with `dry_run`, checked and
+/// evaluated without touching the ledger, reported as `<file>.dry-run.*`.
+pub async fn ingest(
+    config: &Config,
+    store: &Store,
+    org: &str,
+    file: &Path,
+    dry_run: bool,
+    json: bool,
+) -> anyhow::Result<()> {
+    store.get_org(org).await?;
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .context("the file has no name")?;
+    let book = RuleBook::new(store.clone());
+    let tree = Tree::open(&config.data_dir, org).context("the organisation's folders")?;
+    let reports = tree.file(Folder::Reports, "");
+    let bar = Bar::new();
+    let show = |p: Progress| bar.show(p);
+    let outcome = if dry_run {
+        let mapping = ingest::pipeline::mapping_for(store, org, &name)
+            .await?
+            .map_err(anyhow::Error::msg)?;
+        let job = Job {
+            store,
+            book: &book,
+            org_id: org,
+            batch_id: None,
+            file_name: &name,
+            path: file,
+            mapping: &mapping,
+            reports: &reports,
+            progress: &show,
+        };
+        ingest::pipeline::run_file(&job).await?
+    } else {
+        let batch = ingest::intake::receive_copy(store, &config.data_dir, org, file, &name, "cli")
+            .await
+            .map_err(anyhow::Error::msg)?;
+        if batch.state == BatchState::Duplicate {
+            bail!(
+                "this content was sent before (batch {}): recorded as duplicate batch {}, nothing loaded",
+                batch.duplicate_of.as_deref().unwrap_or("?"),
+                batch.id
+            );
+        }
+        let Some(claimed) = store.claim_batches(1, Some(&batch.id)).await?.pop() else {
+            bail!(
+                "batch {} was taken up by a running service; follow it with GET /v1/batches/{}",
+                batch.id,
+                batch.id
+            );
+        };
+        ingest::pipeline::process(store, &book, &config.data_dir, &claimed, &show).await?
+    };
+    bar.done();
+    let prefix = if dry_run { ".dry-run" } else { "" };
+    let report = reports.join(format!("{name}{prefix}.result.json"));
+    let failed = outcome.state == BatchState::Failed;
+    emit(json, outcome.summary.clone(), || {
+        let mut text = format!(
+            "{}{}: {} rows, {} loaded, {} rejected, {} tokens",
+            if dry_run { "dry run, would be " } else { "" },
+            outcome.state.as_str(),
+            outcome.rows,
+            outcome.loaded,
+            outcome.rejected,
+            outcome.summary["tokens"].as_str().unwrap_or("0"),
+        );
+        if let Some(error) = &outcome.error {
+            text.push_str(&format!("\n{error}"));
+        }
+        text.push_str(&format!("\nreport: {}", report.display()));
+        text
+    });
+    if failed && !dry_run {
+        bail!("the file was not loaded");
+    }
+    Ok(())
+}
+
+/// Progress on standard error: rows, rows a second and the time left, redrawn in place on a
+/// terminal, a line every few seconds otherwise.
+struct Bar {
+    started: Instant,
+    last: Mutex<Option<Instant>>,
+    terminal: bool,
+}
+
+impl Bar {
+    fn new() -> Bar {
+        Bar {
+            started: Instant::now(),
+            last: Mutex::new(None),
+            terminal: std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn show(&self, p: Progress) {
+        let every = if self.terminal {
+            Duration::from_millis(200)
+        } else {
+            Duration::from_secs(5)
+        };
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_some_and(|t| t.elapsed() < every) {
+            return;
+        }
+        *last = Some(Instant::now());
+        let seconds = self.started.elapsed().as_secs_f64();
+        let rate = p.rows as f64 / seconds.max(1e-3);
+        let share = if p.of > 0 {
+            p.done as f64 / p.of as f64
+        } else {
+            0.0
+        };
+        let left = if share > 0.0 {
+            seconds * (1.0 - share) / share
+        } else {
+            0.0
+        };
+        let line = format!(
+            "{:>10} rows  {:>8.0} rows/s  {:>5.1}%  ETA {}:{:02}",
+            p.rows,
+            rate,
+            share * 100.0,
+            left as u64 / 60,
+            left as u64 % 60
+        );
+        let mut err = std::io::stderr();
+        if self.terminal {
+            let _ = write!(err, "\r{line}");
+        } else {
+            let _ = writeln!(err, "{line}");
+        }
+    }
+
+    fn done(&self) {
+        if self.terminal && self.last.lock().map(|l| l.is_some()).unwrap_or(false) {
+            eprintln!();
+        }
+    }
+}

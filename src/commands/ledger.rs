@@ -1,0 +1,181 @@
+//! Operator commands of the ledger: campaign policies and overview, tiers, expiry, the audit.
+
+use anyhow::{Context as _, bail};
+use rules::Decimal;
+use serde_json::json;
+use store::{Campaign, Expiry, NewTier, Policy, Store, Tokens};
+
+use super::emit;
+use crate::cli::{PolicyArgs, TierCommand};
+
+fn tokens(flag: &str, text: &str) -> anyhow::Result<Tokens> {
+    let value: Decimal = text
+        .trim()
+        .parse()
+        .with_context(|| format!("{flag} `{text}` is not a number"))?;
+    Tokens::from_decimal(value).map_err(|e| anyhow::anyhow!("{flag}: {e}"))
+}
+
+fn policy_json(policy: &Policy) -> serde_json::Value {
+    json!({"minBalance": policy.min_balance, "expiry": policy.expiry.to_string()})
+}
+
+pub async fn policy(store: &Store, args: PolicyArgs, json: bool) -> anyhow::Result<()> {
+    let campaign = store.campaign_by_id(&args.campaign).await?;
+    let mut policy = store.policy(&campaign.id).await?;
+    if let Some(min) = &args.min_balance {
+        policy.min_balance = tokens("--min-balance", min)?;
+    }
+    if let Some(expiry) = &args.expiry {
+        policy.expiry = expiry
+            .parse::<Expiry>()
+            .map_err(|e| anyhow::anyhow!("--expiry {e}"))?;
+    }
+    if let Some(days) = args.expiry_days {
+        if days == 0 {
+            bail!("--expiry-days must be at least 1");
+        }
+        policy.expiry = Expiry::Days(days);
+    }
+    let policy = store
+        .set_policy(&campaign.org_id, &campaign.id, policy)
+        .await?;
+    emit(json, policy_json(&policy), || {
+        format!(
+            "minimum balance {}, tokens expire: {}",
+            policy.min_balance, policy.expiry
+        )
+    });
+    Ok(())
+}
+
+pub async fn show(store: &Store, campaign: &str, json: bool) -> anyhow::Result<()> {
+    let Campaign {
+        id,
+        org_id,
+        name,
+        currency,
+        logo,
+        favicon,
+        created_at,
+    } = store.campaign_by_id(campaign).await?;
+    let policy = store.policy(&id).await?;
+    let version = store.active_rule_set_version(&org_id, &id).await?;
+    let tiers = store.list_tiers(&org_id, &id).await?;
+    let value = json!({
+        "id": id, "org": org_id, "name": name, "currency": currency, "logo": logo, "favicon": favicon,
+        "createdAt": created_at, "policy": policy_json(&policy), "rulesVersion": version,
+        "tiers": tiers.iter().map(|t| json!({"id": t.id, "name": t.name, "precedence": t.precedence, "threshold": t.threshold})).collect::<Vec<_>>(),
+    });
+    emit(json, value, || {
+        let rules = version.map_or("default (one token per unit of amount)".to_string(), |v| {
+            format!("version {v}")
+        });
+        let mut text = format!(
+            "campaign {id} ({name}) of organisation {org_id}\ncurrency:        {currency}\nminimum balance: {}\nexpiry:          {}\nrules:           {rules}",
+            policy.min_balance, policy.expiry
+        );
+        for t in &tiers {
+            text.push_str(&format!(
+                "\ntier:            {} (precedence {}, from {} earned)",
+                t.name, t.precedence, t.threshold
+            ));
+        }
+        text
+    });
+    Ok(())
+}
+
+pub async fn tier(store: &Store, command: TierCommand, json: bool) -> anyhow::Result<()> {
+    match command {
+        TierCommand::Add {
+            campaign,
+            name,
+            precedence,
+            threshold,
+            benefits,
+            image_url,
+        } => {
+            let campaign = store.campaign_by_id(&campaign).await?;
+            let new = NewTier {
+                name,
+                precedence,
+                threshold: tokens("--threshold", &threshold)?,
+                benefits,
+                image_url,
+            };
+            let tier = store
+                .create_tier(&campaign.org_id, &campaign.id, new)
+                .await?;
+            emit(json, json!({"id": tier.id, "name": tier.name}), || {
+                tier.id.clone()
+            });
+        }
+        TierCommand::List { campaign } => {
+            let campaign = store.campaign_by_id(&campaign).await?;
+            let tiers = store.list_tiers(&campaign.org_id, &campaign.id).await?;
+            let value = tiers
+                .iter()
+                .map(|t| json!({"id": t.id, "name": t.name, "precedence": t.precedence, "threshold": t.threshold, "benefits": t.benefits, "imageUrl": t.image_url}))
+                .collect();
+            emit(json, value, || {
+                tiers
+                    .iter()
+                    .map(|t| {
+                        format!(
+                            "{}  {:<12} precedence {:>3}  from {}",
+                            t.id, t.name, t.precedence, t.threshold
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
+        }
+        TierCommand::Remove { campaign, tier } => {
+            let campaign = store.campaign_by_id(&campaign).await?;
+            store
+                .remove_tier(&campaign.org_id, &campaign.id, &tier)
+                .await?;
+            emit(json, json!({"removed": tier}), || {
+                format!("removed tier {tier}")
+            });
+        }
+    }
+    Ok(())
+}
+
+pub async fn expire(store: &Store, json: bool) -> anyhow::Result<()> {
+    let written = store.expire(chrono::Utc::now()).await?;
+    emit(json, json!({"expired": written}), || {
+        format!("{written} lot(s) expired")
+    });
+    Ok(())
+}
+
+/// Prints each discrepancy; an error (exit status 1) when there is any.
+pub async fn audit(store: &Store, json: bool) -> anyhow::Result<()> {
+    let found = store.audit().await?;
+    let value = found
+        .iter()
+        .map(|d| json!({"walletId": d.wallet_id, "check": d.check, "recorded": d.recorded, "computed": d.computed}))
+        .collect();
+    emit(json, value, || {
+        if found.is_empty() {
+            return "every wallet agrees with its transactions and lots".to_string();
+        }
+        found
+            .iter()
+            .map(|d| {
+                format!(
+                    "wallet {}: {} is {} but adds up to {}",
+                    d.wallet_id, d.check, d.recorded, d.computed
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    if !found.is_empty() {
+        bail!("{} discrepancy(ies) found", found.len());
+    }
+    Ok(())
+}

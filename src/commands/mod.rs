@@ -1,0 +1,17 @@
+//! The operator's commands, one file per command group; `serve` runs the service itself.
+
+pub mod batch;
+pub mod ledger;
+pub mod rules;
+pub mod serve;
+pub mod sftp;
+pub mod tenancy;
+
+/// Prints `value` as JSON with `--json`, else the text `human` gives.
+pub fn emit(json: bool, value: serde_json::Value, human: impl FnOnce() -> String) {
+    if json {
+        println!("{value:#}");
+    } else {
+        println!("{}", human());
+    }
+}

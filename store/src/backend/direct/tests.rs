@@ -1,0 +1,77 @@
+//! The writer thread's bulk writes: when they commit, and what a failure undoes.
+
+use super::{Direct, committed, execute, row};
+use crate::backend::Pool;
+use crate::testing::TestStore;
+
+async fn scratch() -> TestStore {
+    let test = TestStore::sqlite().await;
+    direct(&test)
+        .write(|c| execute(c, "CREATE TABLE scratch (n INTEGER UNIQUE)", &[]))
+        .await
+        .unwrap();
+    test
+}
+
+fn direct(test: &TestStore) -> &Direct {
+    match &test.store.pool {
+        Pool::Sqlite { direct, .. } => direct,
+        Pool::Postgres(_) => unreachable!("a SQLite test store"),
+    }
+}
+
+fn insert(n: i64) -> impl FnOnce(&rusqlite::Connection) -> Result<usize, crate::StoreError> {
+    move |c| execute(c, "INSERT INTO scratch (n) VALUES ($1)", args![n])
+}
+
+fn count(direct: &Direct) -> i64 {
+    direct
+        .read(|c| row::<(i64,)>(c, "SELECT count(*) FROM scratch", &[]))
+        .unwrap()
+        .map_or(0, |(n,)| n)
+}
+
+#[tokio::test]
+async fn bulk_writes_commit_with_the_next_other_write() {
+    let test = scratch().await;
+    let direct = direct(&test);
+    let (_, first) = direct.write_bulk(insert(1)).await.unwrap();
+    let (_, second) = direct.write_bulk(insert(2)).await.unwrap();
+    direct.write(insert(3)).await.unwrap();
+    committed(first).await.unwrap();
+    committed(second).await.unwrap();
+    assert_eq!(count(direct), 3);
+}
+
+#[tokio::test]
+async fn bulk_writes_left_alone_are_committed() {
+    let test = scratch().await;
+    let direct = direct(&test);
+    let (_, commit) = direct.write_bulk(insert(1)).await.unwrap();
+    committed(commit).await.unwrap();
+    assert_eq!(count(direct), 1);
+}
+
+#[tokio::test]
+async fn a_failing_bulk_write_undoes_its_transaction() {
+    let test = scratch().await;
+    let direct = direct(&test);
+    // Queued together, so they share a transaction; the second repeats the first's number.
+    let (first, second) = tokio::join!(direct.write_bulk(insert(1)), direct.write_bulk(insert(1)));
+    let (_, first) = first.unwrap();
+    assert!(second.is_err());
+    let undone = committed(first).await.unwrap_err();
+    assert!(undone.to_string().contains("undone"), "{undone}");
+    assert_eq!(count(direct), 0);
+}
+
+#[tokio::test]
+async fn a_failing_write_beside_bulk_writes_undoes_only_itself() {
+    let test = scratch().await;
+    let direct = direct(&test);
+    let (bulk, other) = tokio::join!(direct.write_bulk(insert(1)), direct.write(insert(1)));
+    let (_, commit) = bulk.unwrap();
+    assert!(other.is_err());
+    committed(commit).await.unwrap();
+    assert_eq!(count(direct), 1);
+}

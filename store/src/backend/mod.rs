@@ -1,0 +1,233 @@
+//! Connection pools for both backends and the one place that picks between them.
+//!
+//! Most SQL is the same text on both backends (`$1` placeholders, `RETURNING`, `ON CONFLICT`),
+//! and sqlx maps the same Rust types onto each (`DateTime<Utc>` is `timestamptz` on PostgreSQL
+//! and RFC 3339 text on SQLite). So an operation is written once inside `with_pool!`, which
+//! expands its body for each pool type; where the dialects truly differ (locking, bulk load), an
+//! operation matches on the pool itself. Each backend keeps its own migrations.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{AssertSqlSafe, PgPool, SqlitePool};
+
+#[macro_use]
+pub(crate) mod direct;
+mod migrations;
+
+use crate::StoreError;
+use direct::Direct;
+
+/// Expands `$body` once per backend with `$pool` bound to that backend's pool for reading.
+macro_rules! with_pool {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.pool {
+            $crate::backend::Pool::Sqlite { read: $pool, .. } => $body,
+            $crate::backend::Pool::Postgres($pool) => $body,
+        }
+    };
+}
+
+/// Like `with_pool!`, with the pool for writing: every statement that changes data goes here.
+macro_rules! with_writer {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.pool {
+            $crate::backend::Pool::Sqlite { write: $pool, .. } => $body,
+            $crate::backend::Pool::Postgres($pool) => $body,
+        }
+    };
+}
+
+/// SQLite admits one writer at a time; a writer that finds the lock taken sleeps and retries in
+/// SQLite's busy handler, which under load costs tens of milliseconds. So SQLite writes go
+/// through a pool of one connection, where they queue in order without sleeping, and reads use
+/// their own pool (WAL lets them run beside the writer).
+#[derive(Clone)]
+pub(crate) enum Pool {
+    Sqlite {
+        read: SqlitePool,
+        write: SqlitePool,
+        direct: std::sync::Arc<crate::backend::direct::Direct>,
+    },
+    Postgres(PgPool),
+}
+
+/// Which database engine a store runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// The system of record. Cheap to clone: clones share one connection pool.
+#[derive(Clone)]
+pub struct Store {
+    pub(crate) pool: Pool,
+    pub(crate) caches: std::sync::Arc<crate::common::cache::Caches>,
+}
+
+impl std::fmt::Debug for Store {
+    // Connection options hold credentials; show only the backend.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("backend", &self.backend())
+            .finish()
+    }
+}
+
+impl Store {
+    /// Opens (creating if missing) the SQLite database file at `path`, in WAL mode.
+    pub async fn open_sqlite(path: &Path) -> Result<Store, StoreError> {
+        let options = SqliteConnectOptions::new().filename(path);
+        Self::sqlite_with(options).await
+    }
+
+    /// Connects to `url`: `postgres://` or `postgresql://` for PostgreSQL, `sqlite:` for SQLite.
+    pub async fn connect(url: &str, max_connections: u32) -> Result<Store, StoreError> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let options = PgConnectOptions::from_str(url)?;
+            Self::postgres_with(options, max_connections).await
+        } else if url.starts_with("sqlite:") {
+            Self::sqlite_with(SqliteConnectOptions::from_str(url)?).await
+        } else {
+            Err(StoreError::invalid(
+                "DATABASE_URL",
+                "must start with postgres://, postgresql:// or sqlite:",
+            ))
+        }
+    }
+
+    pub(crate) async fn sqlite_with(options: SqliteConnectOptions) -> Result<Store, StoreError> {
+        let options = options
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10))
+            // Checkpoints are left to the checkpointer thread (see `direct`).
+            .pragma("wal_autocheckpoint", "0");
+        // The writer connects first, so the database file and its WAL mode exist for the readers.
+        let write = SqlitePoolOptions::new()
+            .max_connections(1)
+            .test_before_acquire(false)
+            .connect_with(options.clone())
+            .await?;
+        if options
+            .get_filename()
+            .to_string_lossy()
+            .starts_with("file:sqlx-in-memory")
+        {
+            return Err(StoreError::invalid(
+                "DATABASE_URL",
+                "SQLite needs a database file; in-memory databases are not supported",
+            ));
+        }
+        let direct = std::sync::Arc::new(Direct::open(options.get_filename(), write.clone())?);
+        let read = SqlitePoolOptions::new()
+            .max_connections(8)
+            .test_before_acquire(false)
+            .connect_with(options)
+            .await?;
+        Ok(Store {
+            pool: Pool::Sqlite {
+                read,
+                write,
+                direct,
+            },
+            caches: std::sync::Arc::new(crate::common::cache::Caches::new()),
+        })
+    }
+
+    pub(crate) async fn postgres_with(
+        options: PgConnectOptions,
+        max_connections: u32,
+    ) -> Result<Store, StoreError> {
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections.max(1))
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await?;
+        Ok(Store {
+            pool: Pool::Postgres(pool),
+            caches: std::sync::Arc::new(crate::common::cache::Caches::new()),
+        })
+    }
+
+    pub fn backend(&self) -> Backend {
+        match self.pool {
+            Pool::Sqlite { .. } => Backend::Sqlite,
+            Pool::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// Applies this backend's pending migrations. Safe to run from several nodes at once: on
+    /// PostgreSQL the migrator holds an advisory lock while it works.
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        match &self.pool {
+            Pool::Sqlite { write, .. } => migrations::sqlite().run(write).await?,
+            Pool::Postgres(pool) => migrations::postgres().run(pool).await?,
+        }
+        Ok(())
+    }
+
+    /// Succeeds when the database answers a trivial query (the readiness probe).
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        with_pool!(self, |pool| sqlx::query("SELECT 1")
+            .execute(pool)
+            .await
+            .map(|_| ()))?;
+        Ok(())
+    }
+
+    /// Closes every connection; pending operations finish first.
+    pub async fn close(&self) {
+        if let Pool::Sqlite { write, .. } = &self.pool {
+            write.close().await;
+        }
+        with_pool!(self, |pool| pool.close().await)
+    }
+}
+
+/// Opens a transaction that will write. SQLite takes the write lock at `BEGIN IMMEDIATE`, so a
+/// read-then-write cannot fail halfway with `SQLITE_BUSY`; PostgreSQL locks rows as it reads
+/// them with `FOR UPDATE` (see `lock`).
+pub(crate) trait WritePool {
+    type Db: sqlx::Database;
+    /// Appended to a `SELECT` that reads rows the transaction will change.
+    const FOR_UPDATE: &'static str;
+    /// Appended to a `SELECT` that claims work rows: rows another node holds are passed over.
+    const SKIP_LOCKED: &'static str;
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, Self::Db>, sqlx::Error>;
+}
+
+impl WritePool for SqlitePool {
+    type Db = sqlx::Sqlite;
+    const FOR_UPDATE: &'static str = "";
+    // SQLite has one writer at a time: a claim never meets a row another claim holds.
+    const SKIP_LOCKED: &'static str = "";
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
+        self.begin_with("BEGIN IMMEDIATE").await
+    }
+}
+
+impl WritePool for PgPool {
+    type Db = sqlx::Postgres;
+    const FOR_UPDATE: &'static str = " FOR UPDATE";
+    const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, sqlx::Error> {
+        self.begin().await
+    }
+}
+
+/// `select` with the row-locking clause of `pool`'s backend appended.
+pub(crate) fn lock<P: WritePool>(_pool: &P, select: &str) -> AssertSqlSafe<String> {
+    AssertSqlSafe(format!("{select}{}", P::FOR_UPDATE))
+}
+
+/// `sql` with `{skip_locked}` replaced by the claiming clause of `pool`'s backend.
+pub(crate) fn claim<P: WritePool>(_pool: &P, sql: &str) -> AssertSqlSafe<String> {
+    AssertSqlSafe(sql.replace("{skip_locked}", P::SKIP_LOCKED))
+}

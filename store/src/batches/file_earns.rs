@@ -1,0 +1,339 @@
+//! Crediting earns from batch files: each row's wallet is found by id or reference within the
+//! organisation (a file may mix campaigns), the row is evaluated with that campaign's active
+//! rules, and the rows of a call are credited together. The earn id is the same idempotency key
+//! as the API's: a row whose id was credited before, by either door, credits nothing.
+
+use std::collections::HashMap;
+
+use crate::backend::Pool;
+use crate::backend::direct;
+use rayon::prelude::*;
+
+use crate::programme::evaluate::{Target, WalletContext, evaluate};
+use crate::{Credit, Credited, EarnInput, RuleBook, Store, StoreError, Tokens};
+
+/// One row of a file, already mapped and checked.
+#[derive(Debug, Clone)]
+pub struct FileEarn {
+    /// The row's number in its file.
+    pub row: u64,
+    pub earn: EarnInput,
+}
+
+/// What became of a row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FileOutcome {
+    /// Credited (or, in a check, would be: no transaction id).
+    Credited {
+        transaction_id: Option<String>,
+        tokens: Tokens,
+        /// What each rule contributed.
+        trace: String,
+    },
+    /// Its id was credited before (by the API, an earlier file, or earlier in this file).
+    Duplicate {
+        transaction_id: Option<String>,
+    },
+    /// This batch credited it already: an attempt interrupted by a crash, or an earlier row.
+    CreditedBefore {
+        transaction_id: String,
+    },
+    UnknownWallet,
+    /// The rules gave an amount the ledger cannot hold.
+    Refused(String),
+}
+
+#[derive(Clone)]
+struct FileWallet {
+    id: String,
+    campaign_id: String,
+    context: WalletContext,
+}
+
+type WalletRow = (
+    String,
+    Option<String>,
+    String,
+    i64,
+    Option<String>,
+    String,
+    String,
+);
+
+/// A chunk of rows evaluated by the rules, not yet credited.
+pub struct Evaluated {
+    /// Each row's outcome where it is already decided (unknown wallet, refused by the rules).
+    outcomes: Vec<Option<FileOutcome>>,
+    /// The credits of the other rows, with their index.
+    credits: Vec<(usize, Credit)>,
+}
+
+/// Chunks credited whose transaction may not have committed yet (SQLite commits a batch file's
+/// chunks together, every few seconds): `Store::commit` waits for them.
+#[must_use = "a credited chunk is only safe once `Store::commit` has seen it committed"]
+#[derive(Default)]
+pub struct Pending(Vec<direct::Commit>);
+
+impl Pending {
+    pub fn extend(&mut self, other: Pending) {
+        self.0.extend(other.0);
+    }
+}
+
+impl Store {
+    /// Evaluates and credits `earns` of batch `batch_id` of organisation `org_id` in one database
+    /// transaction, committed when this returns; returns each row's outcome, in order. Rows see
+    /// their wallet's balance and tier as they were before the call.
+    pub async fn credit_file_earns(
+        &self,
+        book: &RuleBook,
+        org_id: &str,
+        batch_id: &str,
+        earns: &[FileEarn],
+    ) -> Result<Vec<FileOutcome>, StoreError> {
+        let evaluated = self.evaluate_file_earns(book, org_id, earns).await?;
+        let (outcomes, pending) = self.credit_evaluated(batch_id, evaluated).await?;
+        self.commit(pending).await?;
+        Ok(outcomes)
+    }
+
+    /// Credits the rows of `evaluated` under batch `batch_id` as one bulk write; returns each
+    /// row's outcome, in order, and what to wait on (`Store::commit`) before the rows count as
+    /// credited. Until then they are seen by later writes (a repeated id is a duplicate) but
+    /// not by readers; if the transaction fails, none of its chunks are credited.
+    pub async fn credit_evaluated(
+        &self,
+        batch_id: &str,
+        evaluated: Evaluated,
+    ) -> Result<(Vec<FileOutcome>, Pending), StoreError> {
+        let Evaluated {
+            mut outcomes,
+            credits,
+        } = evaluated;
+        let (rows, mut credits): (Vec<usize>, Vec<Credit>) = credits.into_iter().unzip();
+        for credit in &mut credits {
+            credit.batch_id = Some(batch_id.to_string());
+        }
+        let (results, credits, commit) = self.credit_owned(credits, true).await?;
+        for ((i, result), credit) in rows.into_iter().zip(results).zip(credits) {
+            outcomes[i] = Some(match result {
+                Credited::New { transaction_id } => FileOutcome::Credited {
+                    transaction_id: Some(transaction_id),
+                    tokens: credit.tokens,
+                    trace: credit.trace,
+                },
+                Credited::Duplicate {
+                    transaction_id: Some(transaction_id),
+                    batch_id: Some(earlier),
+                } if earlier == batch_id => FileOutcome::CreditedBefore { transaction_id },
+                Credited::Duplicate { transaction_id, .. } => {
+                    FileOutcome::Duplicate { transaction_id }
+                }
+            });
+        }
+        Ok((finished(outcomes), Pending(commit.into_iter().collect())))
+    }
+
+    /// Returns once every chunk of `pending` is committed; an `Err` if one was not.
+    pub async fn commit(&self, pending: Pending) -> Result<(), StoreError> {
+        if let (Pool::Sqlite { direct, .. }, false) = (&self.pool, pending.0.is_empty()) {
+            // A write that is not a bulk write ends the open transaction at once.
+            direct.write(|_| Ok(())).await?;
+        }
+        for commit in pending.0 {
+            direct::committed(commit).await?;
+        }
+        Ok(())
+    }
+
+    /// What `credit_file_earns` would do with `earns`, changing nothing: each row evaluated
+    /// (`Credited` without a transaction id), or why it would not be credited. An id credited
+    /// before is a `Duplicate`.
+    pub async fn check_file_earns(
+        &self,
+        book: &RuleBook,
+        org_id: &str,
+        batch_id: Option<&str>,
+        earns: &[FileEarn],
+    ) -> Result<Vec<FileOutcome>, StoreError> {
+        let Evaluated {
+            mut outcomes,
+            credits: evaluated,
+        } = self.evaluate_file_earns(book, org_id, earns).await?;
+        let ids: Vec<&str> = evaluated
+            .iter()
+            .map(|(_, c)| c.earn.earn_id.as_str())
+            .collect();
+        let credited = self.credited_earn_ids(org_id, &ids).await?;
+        for (i, credit) in evaluated {
+            outcomes[i] = Some(match credited.get(&credit.earn.earn_id) {
+                Some((transaction_id, earlier))
+                    if earlier.is_some() && earlier.as_deref() == batch_id =>
+                {
+                    FileOutcome::CreditedBefore {
+                        transaction_id: transaction_id.clone(),
+                    }
+                }
+                Some((transaction_id, _)) => FileOutcome::Duplicate {
+                    transaction_id: Some(transaction_id.clone()),
+                },
+                None => FileOutcome::Credited {
+                    transaction_id: None,
+                    tokens: credit.tokens,
+                    trace: credit.trace,
+                },
+            });
+        }
+        Ok(finished(outcomes))
+    }
+
+    /// Evaluates `earns` of organisation `org_id` by their campaigns' active rules, in
+    /// parallel. Rows see their wallet's balance and tier as last committed.
+    pub async fn evaluate_file_earns(
+        &self,
+        book: &RuleBook,
+        org_id: &str,
+        earns: &[FileEarn],
+    ) -> Result<Evaluated, StoreError> {
+        let mut references: Vec<&str> = earns.iter().map(|e| e.earn.wallet.as_str()).collect();
+        references.sort_unstable();
+        references.dedup();
+        let wallets = self.file_wallets(org_id, &references).await?;
+        let mut rule_sets = HashMap::new();
+        for wallet in wallets.values() {
+            if !rule_sets.contains_key(&wallet.campaign_id) {
+                let active = book.active(org_id, &wallet.campaign_id).await?;
+                rule_sets.insert(wallet.campaign_id.clone(), active);
+            }
+        }
+        let evaluated: Vec<Result<Credit, FileOutcome>> = earns
+            .par_iter()
+            .map(|row| {
+                let wallet = wallets
+                    .get(&row.earn.wallet)
+                    .ok_or(FileOutcome::UnknownWallet)?;
+                let (version, rules) = &rule_sets[&wallet.campaign_id];
+                let target = Target {
+                    org_id,
+                    campaign_id: &wallet.campaign_id,
+                    wallet_id: &wallet.id,
+                    wallet: &wallet.context,
+                };
+                evaluate(*version, rules, &target, &row.earn, None).map_err(FileOutcome::Refused)
+            })
+            .collect();
+        let mut outcomes = vec![None; earns.len()];
+        let mut credits = Vec::new();
+        for (i, result) in evaluated.into_iter().enumerate() {
+            match result {
+                Ok(credit) => credits.push((i, credit)),
+                Err(outcome) => outcomes[i] = Some(outcome),
+            }
+        }
+        Ok(Evaluated { outcomes, credits })
+    }
+
+    /// Of `ids`, those the organisation's EARN transactions hold, with their transaction and
+    /// batch ids.
+    async fn credited_earn_ids(
+        &self,
+        org_id: &str,
+        ids: &[&str],
+    ) -> Result<HashMap<String, (String, Option<String>)>, StoreError> {
+        const SELECT: &str = "SELECT external_id, id, batch_id FROM transactions \
+             WHERE org_id = $1 AND kind = 'EARN' ";
+        type Row = (String, String, Option<String>);
+        let rows: Vec<Row> = match &self.pool {
+            Pool::Sqlite { direct, .. } => direct.read(|c| {
+                let sql = format!("{SELECT}AND external_id = $2");
+                let mut rows = Vec::new();
+                for id in ids {
+                    rows.extend(direct::rows::<Row>(c, &sql, args![org_id, *id])?);
+                }
+                Ok(rows)
+            })?,
+            Pool::Postgres(pool) => {
+                let ids: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+                sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                    "{SELECT}AND external_id = ANY($2)"
+                )))
+                .bind(org_id)
+                .bind(&ids)
+                .fetch_all(pool)
+                .await?
+            }
+        };
+        Ok(rows
+            .into_iter()
+            .map(|(external_id, id, batch_id)| (external_id, (id, batch_id)))
+            .collect())
+    }
+
+    /// The organisation's wallets named by `references` (ids or external references), keyed by
+    /// the reference; an id wins over another wallet's equal reference.
+    async fn file_wallets(
+        &self,
+        org_id: &str,
+        references: &[&str],
+    ) -> Result<HashMap<String, FileWallet>, StoreError> {
+        const SELECT: &str = "SELECT w.id, w.external_id, w.campaign_id, w.balance, t.name, \
+             m.status, w.currency FROM wallets w JOIN members m ON m.id = w.owner_id \
+             LEFT JOIN tiers t ON t.id = w.tier_id WHERE w.org_id = $1 ";
+        let rows: Vec<WalletRow> = match &self.pool {
+            Pool::Sqlite { direct, .. } => {
+                let sql = format!("{SELECT}AND (w.id = $2 OR w.external_id = $2)");
+                direct.read(|c| {
+                    let mut rows = Vec::new();
+                    for reference in references {
+                        rows.extend(direct::rows::<WalletRow>(
+                            c,
+                            &sql,
+                            args![org_id, *reference],
+                        )?);
+                    }
+                    Ok(rows)
+                })?
+            }
+            Pool::Postgres(pool) => {
+                let sql = format!("{SELECT}AND (w.id = ANY($2) OR w.external_id = ANY($2))");
+                let references: Vec<String> = references.iter().map(|r| r.to_string()).collect();
+                sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                    .bind(org_id)
+                    .bind(&references)
+                    .fetch_all(pool)
+                    .await?
+            }
+        };
+        let mut wallets = HashMap::new();
+        let mut by_id = Vec::new();
+        for (id, external_id, campaign_id, balance, tier, status, currency) in rows {
+            let wallet = FileWallet {
+                id: id.clone(),
+                campaign_id,
+                context: WalletContext {
+                    balance,
+                    tier,
+                    status,
+                    currency,
+                },
+            };
+            if let Some(external_id) = external_id.filter(|e| references.contains(&e.as_str())) {
+                wallets.insert(external_id, wallet.clone());
+            }
+            by_id.push((id, wallet));
+        }
+        for (id, wallet) in by_id {
+            if references.contains(&id.as_str()) {
+                wallets.insert(id, wallet);
+            }
+        }
+        Ok(wallets)
+    }
+}
+
+fn finished(outcomes: Vec<Option<FileOutcome>>) -> Vec<FileOutcome> {
+    outcomes
+        .into_iter()
+        .map(|o| o.unwrap_or_else(|| FileOutcome::Refused("not evaluated".into())))
+        .collect()
+}

@@ -1,0 +1,82 @@
+//! Batch-file mappings: per organisation and file-name pattern, a document saying how a client's
+//! columns become earns. The store keeps the documents; `ingest::mapping` validates and applies
+//! them.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::types::Json;
+
+use crate::common::ids::now;
+use crate::{Store, StoreError};
+
+/// A stored mapping.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredMapping {
+    /// File-name glob; `*` applies to every file.
+    pub pattern: String,
+    pub document: Value,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Store {
+    /// Stores (or replaces) the organisation's mapping for `pattern`.
+    pub async fn set_mapping(
+        &self,
+        org_id: &str,
+        pattern: &str,
+        document: &Value,
+    ) -> Result<StoredMapping, StoreError> {
+        self.get_org(org_id).await?;
+        const SQL: &str = "INSERT INTO mappings (org_id, pattern, document, updated_at) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT (org_id, pattern) \
+             DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at";
+        let at = now();
+        with_writer!(self, |pool| sqlx::query(SQL)
+            .bind(org_id)
+            .bind(pattern)
+            .bind(Json(document))
+            .bind(at)
+            .execute(pool)
+            .await
+            .map(|_| ()))?;
+        Ok(StoredMapping {
+            pattern: pattern.to_string(),
+            document: document.clone(),
+            updated_at: at,
+        })
+    }
+
+    /// The organisation's mappings, by pattern.
+    pub async fn mappings(&self, org_id: &str) -> Result<Vec<StoredMapping>, StoreError> {
+        const SQL: &str = "SELECT pattern, document, updated_at FROM mappings WHERE org_id = $1 \
+             ORDER BY pattern";
+        let rows: Vec<(String, Json<Value>, DateTime<Utc>)> =
+            with_pool!(self, |pool| sqlx::query_as(SQL)
+                .bind(org_id)
+                .fetch_all(pool)
+                .await)?;
+        Ok(rows
+            .into_iter()
+            .map(|(pattern, Json(document), updated_at)| StoredMapping {
+                pattern,
+                document,
+                updated_at,
+            })
+            .collect())
+    }
+
+    /// Removes the organisation's mapping for `pattern`.
+    pub async fn remove_mapping(&self, org_id: &str, pattern: &str) -> Result<(), StoreError> {
+        const SQL: &str = "DELETE FROM mappings WHERE org_id = $1 AND pattern = $2";
+        let removed = with_writer!(self, |pool| sqlx::query(SQL)
+            .bind(org_id)
+            .bind(pattern)
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected()))?;
+        if removed == 0 {
+            return Err(StoreError::NotFound { what: "mapping" });
+        }
+        Ok(())
+    }
+}

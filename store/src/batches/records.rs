@@ -1,0 +1,330 @@
+//! Batch files: one record per file received, by SFTP or found in an inbox. A file whose content
+//! (SHA-256) the organisation already sent, and that did not fail, is recorded as `duplicate`
+//! and never processed again. Processing nodes claim waiting batches so that no two take the
+//! same one, and a claim whose node died runs out and is taken over.
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::Value;
+use sqlx::types::Json;
+
+use crate::backend::direct;
+use crate::backend::{Pool, claim};
+use crate::common::ids::now;
+use crate::error::known;
+use crate::{Page, Paged, Store, StoreError};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchState {
+    Received,
+    Processing,
+    Completed,
+    Failed,
+    Duplicate,
+}
+
+impl BatchState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BatchState::Received => "received",
+            BatchState::Processing => "processing",
+            BatchState::Completed => "completed",
+            BatchState::Failed => "failed",
+            BatchState::Duplicate => "duplicate",
+        }
+    }
+
+    fn parse(text: &str) -> Option<BatchState> {
+        [
+            BatchState::Received,
+            BatchState::Processing,
+            BatchState::Completed,
+            BatchState::Failed,
+            BatchState::Duplicate,
+        ]
+        .into_iter()
+        .find(|state| state.as_str() == text)
+    }
+}
+
+/// A file as received: the caller has already moved it where processing will read it.
+#[derive(Debug, Clone)]
+pub struct NewBatch {
+    /// Chosen by the caller, who names the stored file after it.
+    pub id: String,
+    pub org_id: String,
+    pub file_name: String,
+    pub size: i64,
+    /// Hex SHA-256 of the content.
+    pub sha256: String,
+    /// `sftp` or `inbox`.
+    pub source: String,
+    pub username: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Batch {
+    pub id: String,
+    pub org_id: String,
+    pub file_name: String,
+    pub size: i64,
+    pub sha256: String,
+    pub source: String,
+    pub username: Option<String>,
+    pub state: BatchState,
+    /// For a duplicate: the batch that holds this content.
+    pub duplicate_of: Option<String>,
+    pub rows_total: Option<i64>,
+    pub rows_loaded: Option<i64>,
+    pub rows_rejected: Option<i64>,
+    pub summary: Option<Value>,
+    pub error: Option<String>,
+    pub received_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+macro_rules! batch_columns {
+    () => {
+        "id, org_id, file_name, size, sha256, source, username, state, duplicate_of, rows_total, \
+         rows_loaded, rows_rejected, summary, error, received_at, updated_at"
+    };
+}
+
+type BatchRow = (
+    String,
+    String,
+    String,
+    i64,
+    String,
+    String,
+    Option<String>,
+    String,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<Json<Value>>,
+    Option<String>,
+    DateTime<Utc>,
+    DateTime<Utc>,
+);
+
+fn batch_from_row(r: BatchRow) -> Result<Batch, StoreError> {
+    Ok(Batch {
+        state: known(BatchState::parse(&r.7), "batches", "state", &r.7)?,
+        id: r.0,
+        org_id: r.1,
+        file_name: r.2,
+        size: r.3,
+        sha256: r.4,
+        source: r.5,
+        username: r.6,
+        duplicate_of: r.8,
+        rows_total: r.9,
+        rows_loaded: r.10,
+        rows_rejected: r.11,
+        summary: r.12.map(|j| j.0),
+        error: r.13,
+        received_at: r.14,
+        updated_at: r.15,
+    })
+}
+
+/// How a processed batch ended.
+#[derive(Debug, Clone)]
+pub struct BatchFinish {
+    pub state: BatchState,
+    pub rows: i64,
+    pub loaded: i64,
+    pub rejected: i64,
+    pub summary: Value,
+    pub error: Option<String>,
+}
+
+/// How long a claimed batch stays with its node before another may take it over; the node
+/// renews it after every chunk.
+const LEASE: i64 = 60;
+
+impl Store {
+    /// Records a received file: `received`, or `duplicate` when the organisation's live batches
+    /// already hold this content (the unique index decides between files arriving together).
+    pub async fn record_batch(&self, new: NewBatch) -> Result<Batch, StoreError> {
+        const INSERT: &str = "INSERT INTO batches (id, org_id, file_name, size, sha256, source, \
+             username, state, duplicate_of, received_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)";
+        const HOLDER: &str = "SELECT id FROM batches WHERE org_id = $1 AND sha256 = $2 \
+             AND state IN ('received', 'processing', 'completed')";
+        let at = now();
+        let insert = |state: &'static str, duplicate_of: Option<String>| {
+            let new = new.clone();
+            async move {
+                with_writer!(self, |pool| {
+                    sqlx::query(INSERT)
+                        .bind(&new.id)
+                        .bind(&new.org_id)
+                        .bind(&new.file_name)
+                        .bind(new.size)
+                        .bind(&new.sha256)
+                        .bind(&new.source)
+                        .bind(&new.username)
+                        .bind(state)
+                        .bind(&duplicate_of)
+                        .bind(at)
+                        .execute(pool)
+                        .await
+                        .map(|done| done.rows_affected())
+                })
+            }
+        };
+        match insert("received", None).await {
+            Ok(_) => {}
+            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {
+                let holder: Option<(String,)> = with_writer!(self, |pool| {
+                    sqlx::query_as(HOLDER)
+                        .bind(&new.org_id)
+                        .bind(&new.sha256)
+                        .fetch_optional(pool)
+                        .await
+                })?;
+                let holder = holder.map(|(id,)| id);
+                insert("duplicate", holder).await?;
+            }
+            Err(err) => return Err(err.into()),
+        }
+        self.get_batch(&new.org_id, &new.id).await
+    }
+
+    pub async fn get_batch(&self, org_id: &str, id: &str) -> Result<Batch, StoreError> {
+        const SQL: &str = concat!(
+            "SELECT ",
+            batch_columns!(),
+            " FROM batches WHERE org_id = $1 AND id = $2"
+        );
+        let row: Option<BatchRow> = with_pool!(self, |pool| {
+            sqlx::query_as(SQL)
+                .bind(org_id)
+                .bind(id)
+                .fetch_optional(pool)
+                .await
+        })?;
+        row.ok_or(StoreError::NotFound { what: "batch" })
+            .and_then(batch_from_row)
+    }
+
+    /// The organisation's batches, newest first.
+    pub async fn list_batches(&self, org_id: &str, page: Page) -> Result<Paged<Batch>, StoreError> {
+        const COUNT: &str = "SELECT COUNT(*) FROM batches WHERE org_id = $1";
+        const LIST: &str = concat!(
+            "SELECT ",
+            batch_columns!(),
+            " FROM batches WHERE org_id = $1 ORDER BY received_at DESC, id DESC LIMIT $2 OFFSET $3"
+        );
+        let (total, rows): (i64, Vec<BatchRow>) = with_pool!(self, |pool| async {
+            let (total,): (i64,) = sqlx::query_as(COUNT).bind(org_id).fetch_one(pool).await?;
+            let rows = sqlx::query_as(LIST)
+                .bind(org_id)
+                .bind(page.limit())
+                .bind(page.offset())
+                .fetch_all(pool)
+                .await?;
+            Ok::<_, sqlx::Error>((total, rows))
+        }
+        .await)?;
+        Ok(Paged {
+            items: rows
+                .into_iter()
+                .map(batch_from_row)
+                .collect::<Result<_, _>>()?,
+            total: total.max(0) as u64,
+            page,
+        })
+    }
+
+    /// Records how a claimed batch ended: `Completed` or `Failed`, its counts, its summary (the
+    /// report's content) and, when it failed, why.
+    pub async fn finish_batch(&self, id: &str, finish: BatchFinish) -> Result<(), StoreError> {
+        const SQL: &str = "UPDATE batches SET state = $2, rows_total = $3, rows_loaded = $4, \
+             rows_rejected = $5, summary = $6, error = $7, claimed_until = NULL, updated_at = $8 \
+             WHERE id = $1";
+        with_writer!(self, |pool| {
+            sqlx::query(SQL)
+                .bind(id)
+                .bind(finish.state.as_str())
+                .bind(finish.rows)
+                .bind(finish.loaded)
+                .bind(finish.rejected)
+                .bind(Json(&finish.summary))
+                .bind(&finish.error)
+                .bind(now())
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+        })?;
+        Ok(())
+    }
+
+    /// Keeps a claim alive while its batch is being processed.
+    pub async fn renew_batch(&self, id: &str) -> Result<(), StoreError> {
+        const RENEW: &str =
+            "UPDATE batches SET claimed_until = $2 WHERE id = $1 AND state = 'processing'";
+        let until = now() + Duration::seconds(LEASE);
+        match &self.pool {
+            // Through the writer thread: while a file loads, its transaction is open there, and
+            // this write joins it instead of waiting for it to commit.
+            Pool::Sqlite { direct, .. } => {
+                let id = id.to_string();
+                direct
+                    .write(move |c| direct::execute(c, RENEW, args![id, direct::time(until)]))
+                    .await?;
+            }
+            Pool::Postgres(pool) => {
+                sqlx::query(RENEW)
+                    .bind(id)
+                    .bind(until)
+                    .execute(pool)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes every claimed batch claimable again at once. Only for a database that one process
+    /// serves (embedded SQLite): at its start, a batch still claimed was interrupted by a crash.
+    /// Shared databases rely on the lease running out instead.
+    pub async fn release_batch_claims(&self) -> Result<u64, StoreError> {
+        let released = with_writer!(self, |pool| {
+            sqlx::query("UPDATE batches SET claimed_until = $1 WHERE state = 'processing'")
+                .bind(now() - Duration::seconds(1))
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+        })?;
+        Ok(released)
+    }
+
+    /// Claims up to `limit` batches waiting to be processed (and any whose node's lease ran
+    /// out), oldest first, or only the batch `only`; each goes to one caller only.
+    pub async fn claim_batches(
+        &self,
+        limit: i64,
+        only: Option<&str>,
+    ) -> Result<Vec<Batch>, StoreError> {
+        const SQL: &str = concat!(
+            "UPDATE batches SET state = 'processing', attempts = attempts + 1, claimed_until = $1, \
+             updated_at = $2 WHERE id IN (SELECT id FROM batches \
+             WHERE state IN ('received', 'processing') AND (state = 'received' OR claimed_until < $2) \
+             AND id = COALESCE($4, id) ORDER BY received_at LIMIT $3{skip_locked}) RETURNING ",
+            batch_columns!()
+        );
+        let at = now();
+        let rows: Vec<BatchRow> = with_writer!(self, |pool| {
+            sqlx::query_as(claim(pool, SQL))
+                .bind(at + Duration::seconds(LEASE))
+                .bind(at)
+                .bind(limit)
+                .bind(only)
+                .fetch_all(pool)
+                .await
+        })?;
+        rows.into_iter().map(batch_from_row).collect()
+    }
+}

@@ -1,0 +1,7 @@
+//! What every domain uses: record ids and random tokens, exact token amounts, paging, and the
+//! short-lived cache.
+
+pub(crate) mod cache;
+pub(crate) mod ids;
+pub(crate) mod page;
+pub(crate) mod tokens;

@@ -1,0 +1,328 @@
+//! Burns: spending tokens, synchronously. A burn never takes a wallet below the programme's
+//! minimum balance, even when many arrive at once (the wallet is locked for the burn), and a
+//! repeated `externalId` never debits twice.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use sqlx::types::Json;
+
+use sqlx::PgPool;
+
+use crate::backend::Pool;
+use crate::backend::direct;
+use crate::common::ids::{new_id, now, sha256};
+use crate::ledger::transactions::{TransactionRow, transaction_columns, transaction_from_row};
+use crate::{Campaign, Store, StoreError, Tokens, Transaction};
+
+#[derive(Debug, Clone)]
+pub struct NewBurn {
+    /// The wallet's id or external reference.
+    pub wallet: String,
+    /// The client's id for this burn: unique in the organisation.
+    pub external_id: String,
+    pub amount: Tokens,
+    pub description: String,
+    pub comment: Option<String>,
+    pub meta: Option<Value>,
+    /// When absent, now.
+    pub date: Option<DateTime<Utc>>,
+}
+
+impl NewBurn {
+    /// A digest of the request as sent: the same body sent again is a replay, another body with
+    /// the same `externalId` a conflict.
+    fn fingerprint(&self) -> String {
+        let canonical = json!([
+            self.wallet,
+            self.amount.micros(),
+            self.description,
+            self.comment,
+            self.meta,
+            self.date
+        ]);
+        sha256(&canonical.to_string())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}
+
+/// A burn's result: the transaction, and whether it is the one an earlier identical request made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Burned {
+    pub transaction: Transaction,
+    pub replayed: bool,
+}
+
+const SELECT_BURN: &str = concat!(
+    "SELECT ",
+    transaction_columns!(),
+    ", fingerprint FROM transactions WHERE org_id = $1 AND kind = 'BURN' AND external_id = $2"
+);
+
+type BurnRow = (
+    String,
+    String,
+    String,
+    i64,
+    Option<String>,
+    Option<String>,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<Json<Value>>,
+    DateTime<Utc>,
+    Option<String>,
+    Option<i64>,
+    DateTime<Utc>,
+    Option<String>,
+);
+
+fn split(r: BurnRow) -> Result<(Transaction, Option<String>), StoreError> {
+    let fingerprint = r.14.clone();
+    let row: TransactionRow = (
+        r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9, r.10, r.11, r.12, r.13,
+    );
+    Ok((transaction_from_row(row)?, fingerprint))
+}
+
+impl Store {
+    /// Spends `burn.amount` from the wallet. `InsufficientBalance` when the balance less the
+    /// campaign's minimum cannot cover it; `Conflict` on `externalId` when that id was used for
+    /// a different burn; the earlier transaction (`replayed`) when it was used for this one.
+    pub async fn burn(&self, campaign: &Campaign, burn: NewBurn) -> Result<Burned, StoreError> {
+        let fingerprint = burn.fingerprint();
+        if let Some(done) = self.earlier_burn(campaign, &burn, &fingerprint).await? {
+            return Ok(done);
+        }
+        let wallet = self.get_wallet(campaign, &burn.wallet).await?;
+        let policy = self.policy(&campaign.id).await?;
+        let date = burn.date.unwrap_or_else(now);
+        let transaction = Transaction {
+            id: new_id(),
+            wallet_id: wallet.id.clone(),
+            kind: crate::TransactionKind::Burn,
+            amount: burn.amount,
+            external_id: Some(burn.external_id.clone()),
+            source_amount: None,
+            currency: wallet.currency.clone(),
+            description: Some(burn.description.clone()),
+            comment: burn.comment.clone(),
+            meta: burn.meta.clone(),
+            date,
+            trace: None,
+            rule_version: None,
+            created_at: now(),
+        };
+        let debit = Debit {
+            org_id: campaign.org_id.clone(),
+            campaign_id: campaign.id.clone(),
+            external_id: burn.external_id.clone(),
+            transaction: transaction.clone(),
+            fingerprint: fingerprint.clone(),
+            min_balance: policy.min_balance.micros(),
+        };
+        let result = match &self.pool {
+            Pool::Sqlite { direct, .. } => direct.write(move |tx| debit.sqlite(tx)).await,
+            Pool::Postgres(pool) => debit.postgres(pool).await,
+        };
+        match result {
+            Ok(Some(earlier)) => Ok(earlier),
+            Ok(None) => Ok(Burned {
+                transaction,
+                replayed: false,
+            }),
+            // Another request with this externalId won the race: answer as if it came first.
+            Err(err) if err.is_unique_violation() => self
+                .earlier_burn(campaign, &burn, &fingerprint)
+                .await?
+                .ok_or(StoreError::Conflict {
+                    field: "externalId",
+                }),
+            Err(err) => Err(err),
+        }
+    }
+
+    async fn earlier_burn(
+        &self,
+        campaign: &Campaign,
+        burn: &NewBurn,
+        fingerprint: &str,
+    ) -> Result<Option<Burned>, StoreError> {
+        let row: Option<BurnRow> = match &self.pool {
+            Pool::Sqlite { direct, .. } => direct
+                .read(|c| direct::row(c, SELECT_BURN, args![campaign.org_id, burn.external_id]))?,
+            Pool::Postgres(pool) => {
+                sqlx::query_as(SELECT_BURN)
+                    .bind(&campaign.org_id)
+                    .bind(&burn.external_id)
+                    .fetch_optional(pool)
+                    .await?
+            }
+        };
+        row.map(|row| replay_or_conflict(row, fingerprint))
+            .transpose()
+    }
+}
+
+// Three statements: claim the externalId (the unique index decides between concurrent
+// twins), debit only if the balance allows it (the row update is the lock that keeps
+// concurrent burns from overdrawing), and take the tokens from the oldest lots first,
+// so the ones spent are those that would expire soonest.
+const INSERT: &str = "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, \
+         external_id, currency, description, comment, meta, date, fingerprint, created_at) \
+         VALUES ($1, $2, $3, $4, 'BURN', $5, $6, $7, $8, $9, $10, $11, $12, $13) \
+         ON CONFLICT (org_id, kind, external_id) DO NOTHING";
+const DEBIT: &str = "UPDATE wallets SET balance = balance - $2, updated_at = $3 \
+         WHERE id = $1 AND balance - $2 >= $4";
+const BALANCE: &str = "SELECT balance FROM wallets WHERE id = $1";
+const LOTS: &str = "UPDATE lots SET remaining = lots.remaining - f.take FROM ( \
+         SELECT id, CASE WHEN remaining < $2 - (running - remaining) THEN remaining \
+             ELSE $2 - (running - remaining) END AS take \
+         FROM (SELECT id, remaining, SUM(remaining) OVER (ORDER BY earned_at, id \
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS running \
+               FROM lots WHERE wallet_id = $1 AND remaining > 0) AS c \
+         WHERE running - remaining < $2) AS f WHERE lots.id = f.id";
+
+/// One burn's writes, for either backend.
+struct Debit {
+    org_id: String,
+    campaign_id: String,
+    external_id: String,
+    transaction: Transaction,
+    fingerprint: String,
+    min_balance: i64,
+}
+
+impl Debit {
+    /// SQLite, on the calling thread (see `direct`). `Some` answers with an earlier burn.
+    fn sqlite(&self, tx: &rusqlite::Connection) -> Result<Option<Burned>, StoreError> {
+        let t = &self.transaction;
+        let (amount, at) = (t.amount.micros(), direct::time(now()));
+        let meta = t.meta.as_ref().map(direct::json);
+        let (date, created_at) = (direct::time(t.date), direct::time(t.created_at));
+        let claim: [&dyn rusqlite::ToSql; 13] = [
+            &t.id,
+            &self.org_id,
+            &self.campaign_id,
+            &t.wallet_id,
+            &amount,
+            &self.external_id,
+            &t.currency,
+            &t.description,
+            &t.comment,
+            &meta,
+            &date,
+            &self.fingerprint,
+            &created_at,
+        ];
+        if direct::execute(tx, INSERT, &claim)? == 0 {
+            let earlier: BurnRow =
+                direct::row(tx, SELECT_BURN, &[&self.org_id, &self.external_id])?
+                    .ok_or(StoreError::NotFound { what: "burn" })?;
+            return replay_or_conflict(earlier, &self.fingerprint).map(Some);
+        }
+        if direct::execute(tx, DEBIT, args![t.wallet_id, amount, at, self.min_balance])? == 0 {
+            let (balance,): (i64,) = direct::row(tx, BALANCE, args![t.wallet_id])?
+                .ok_or(StoreError::NotFound { what: "wallet" })?;
+            return Err(self.insufficient(balance));
+        }
+        // The oldest open lots, read only as far as the amount reaches (usually one or two):
+        // the single-statement form above reads every open lot of the wallet.
+        const OPEN_LOTS: &str = "SELECT id, remaining FROM lots WHERE wallet_id = $1 \
+             AND remaining > 0 ORDER BY earned_at, id";
+        const TAKE: &str = "UPDATE lots SET remaining = remaining - $2 WHERE id = $1";
+        let (mut left, mut takes) = (amount, Vec::new());
+        direct::rows_while(
+            tx,
+            OPEN_LOTS,
+            args![t.wallet_id],
+            |(id, remaining): (String, i64)| {
+                let take = remaining.min(left);
+                takes.push((id, take));
+                left -= take;
+                left > 0
+            },
+        )?;
+        for (lot, take) in takes {
+            direct::execute(tx, TAKE, args![lot, take])?;
+        }
+        Ok(None)
+    }
+
+    /// PostgreSQL. `Some` answers with an earlier burn.
+    async fn postgres(&self, pool: &PgPool) -> Result<Option<Burned>, StoreError> {
+        let t = &self.transaction;
+        let amount = t.amount.micros();
+        let mut tx = pool.begin().await?;
+        let claimed = sqlx::query(INSERT)
+            .bind(&t.id)
+            .bind(&self.org_id)
+            .bind(&self.campaign_id)
+            .bind(&t.wallet_id)
+            .bind(amount)
+            .bind(&self.external_id)
+            .bind(&t.currency)
+            .bind(&t.description)
+            .bind(&t.comment)
+            .bind(t.meta.as_ref().map(Json))
+            .bind(t.date)
+            .bind(&self.fingerprint)
+            .bind(t.created_at)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        if claimed == 0 {
+            // An identical request finished meanwhile: its replay is answered, never refused
+            // for the balance it spent.
+            let earlier: BurnRow = sqlx::query_as(SELECT_BURN)
+                .bind(&self.org_id)
+                .bind(&self.external_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            return replay_or_conflict(earlier, &self.fingerprint).map(Some);
+        }
+        let debited = sqlx::query(DEBIT)
+            .bind(&t.wallet_id)
+            .bind(amount)
+            .bind(now())
+            .bind(self.min_balance)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        if debited == 0 {
+            let (balance,): (i64,) = sqlx::query_as(BALANCE)
+                .bind(&t.wallet_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            // Dropping the transaction rolls the claimed externalId back.
+            return Err(self.insufficient(balance));
+        }
+        sqlx::query(LOTS)
+            .bind(&t.wallet_id)
+            .bind(amount)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(None)
+    }
+
+    fn insufficient(&self, balance: i64) -> StoreError {
+        StoreError::InsufficientBalance {
+            available: Tokens::from_micros((balance - self.min_balance).max(0)),
+        }
+    }
+}
+
+/// An earlier burn with the same `externalId`: the same request again, or a conflicting one.
+fn replay_or_conflict(row: BurnRow, fingerprint: &str) -> Result<Burned, StoreError> {
+    match split(row)? {
+        (transaction, Some(earlier)) if earlier == fingerprint => Ok(Burned {
+            transaction,
+            replayed: true,
+        }),
+        _ => Err(StoreError::Conflict {
+            field: "externalId",
+        }),
+    }
+}

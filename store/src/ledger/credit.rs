@@ -1,0 +1,342 @@
+//! Recording evaluated earns in the ledger, for the API's workers and for batch files alike: the
+//! EARN transactions (an earn id credited before, or twice in one call, is `Duplicate` and
+//! credits nothing), their expiry lots, each wallet's balance and tier (once per wallet), and,
+//! for API earns, the requests' outcomes. One database transaction per call: a crash leaves all
+//! of it or none.
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use rusqlite::Connection;
+use sqlx::PgPool;
+use sqlx::types::Json;
+
+use crate::backend::Pool;
+use crate::backend::direct;
+use crate::common::ids::{new_id, now};
+use crate::ledger::credit_copy;
+use crate::{Credit, Credited, Policy, Store, StoreError};
+
+/// A wallet's balance, lifetime earnings and tier after crediting it `$2` micro-tokens (the tier
+/// follows the new lifetime total; SET expressions read the row as it was).
+const CREDIT_WALLET: &str = "UPDATE wallets SET balance = balance + $2, earned = earned + $2, updated_at = $3, \
+     tier_id = (SELECT t.id FROM tiers t WHERE t.campaign_id = wallets.campaign_id \
+     AND t.threshold <= wallets.earned + $2 ORDER BY t.threshold DESC, t.precedence ASC LIMIT 1) \
+     WHERE id = $1";
+
+impl Store {
+    /// Records `credits` (see the module's description) and returns each one's outcome, in order.
+    pub async fn credit_all(&self, credits: &[Credit]) -> Result<Vec<Credited>, StoreError> {
+        Ok(self.credit_owned(credits.to_vec(), false).await?.0)
+    }
+
+    /// `credit_all`, taking the credits and handing them back (a batch file's chunk is large:
+    /// neither copied for the writer thread nor dropped on it). `bulk` (a batch file's chunk):
+    /// on SQLite the call returns before its transaction commits, with the `Commit` to wait on
+    /// (see `direct::Direct::write_bulk`); PostgreSQL commits before returning.
+    pub(crate) async fn credit_owned(
+        &self,
+        credits: Vec<Credit>,
+        bulk: bool,
+    ) -> Result<(Vec<Credited>, Vec<Credit>, Option<direct::Commit>), StoreError> {
+        if credits.is_empty() {
+            return Ok((Vec::new(), credits, None));
+        }
+        let mut policies = HashMap::new();
+        for credit in &credits {
+            if !policies.contains_key(&credit.campaign_id) {
+                let policy = self.policy(&credit.campaign_id).await?;
+                policies.insert(credit.campaign_id.clone(), policy);
+            }
+        }
+        let at = now();
+        match &self.pool {
+            Pool::Sqlite { direct, .. } => {
+                let write = move |tx: &Connection| {
+                    let outcomes = credit_sqlite(tx, &credits, &policies, at)?;
+                    Ok((outcomes, credits))
+                };
+                if bulk {
+                    let ((outcomes, credits), commit) = direct.write_bulk(write).await?;
+                    Ok((outcomes, credits, Some(commit)))
+                } else {
+                    let (outcomes, credits) = direct.write(write).await?;
+                    Ok((outcomes, credits, None))
+                }
+            }
+            Pool::Postgres(pool)
+                if credits.len() >= credit_copy::COPY_FROM
+                    && credits.iter().all(|c| c.request_id.is_none()) =>
+            {
+                let outcomes = credit_copy::credit_by_copy(pool, &credits, &policies, at).await?;
+                Ok((outcomes, credits, None))
+            }
+            Pool::Postgres(pool) => {
+                let mut outcomes = Vec::with_capacity(credits.len());
+                // A transaction row takes 15 parameters; PostgreSQL allows 65,535 a statement.
+                for chunk in credits.chunks(1000) {
+                    outcomes.extend(credit_postgres(pool, chunk, &policies, at).await?);
+                }
+                Ok((outcomes, credits, None))
+            }
+        }
+    }
+}
+
+/// SQLite: one statement per row, on the calling thread (see `direct`).
+fn credit_sqlite(
+    tx: &Connection,
+    credits: &[Credit],
+    policies: &HashMap<String, Policy>,
+    at: DateTime<Utc>,
+) -> Result<Vec<Credited>, StoreError> {
+    const INSERT: &str = "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, \
+         external_id, source_amount, currency, description, comment, meta, date, trace, rule_version, \
+         created_at, batch_id) VALUES ($1, $2, $3, $4, 'EARN', $5, $6, $7, $8, $9, $10, $11, $12, $13, \
+         $14, $15, $16) ON CONFLICT (org_id, kind, external_id) DO NOTHING";
+    const EARLIER: &str = "SELECT id, batch_id FROM transactions WHERE org_id = $1 \
+         AND kind = 'EARN' AND external_id = $2";
+    const LOT: &str = "INSERT INTO lots (id, wallet_id, transaction_id, amount, remaining, earned_at, \
+         expires_at) VALUES ($1, $2, $3, $4, $4, $5, $6)";
+    const FINISH: &str = "UPDATE earn_requests SET status = $2, transaction_id = $3, tokens = $4, \
+         claimed_until = NULL, updated_at = $5 WHERE id = $1";
+    let at = direct::time(at);
+    let mut outcomes = Vec::with_capacity(credits.len());
+    let mut per_wallet: HashMap<&str, i64> = HashMap::new();
+    // Prepared once for all rows. (One statement per row beat multi-row statements here: SQLite
+    // runs a many-row VALUES list as a co-routine, which cost more than it saved.)
+    let (mut insert, mut insert_lot) = (tx.prepare_cached(INSERT)?, tx.prepare_cached(LOT)?);
+    for c in credits {
+        let id = new_id();
+        let tokens = c.tokens.micros();
+        let date = direct::time(c.earn.date);
+        let args: [&dyn rusqlite::ToSql; 16] = [
+            &id,
+            &c.org_id,
+            &c.campaign_id,
+            &c.wallet_id,
+            &tokens,
+            &c.earn.earn_id,
+            &c.earn.amount,
+            &c.currency,
+            &c.earn.description,
+            &c.earn.comment,
+            &c.meta_text,
+            &date,
+            &c.trace,
+            &c.rule_version,
+            &at,
+            &c.batch_id,
+        ];
+        let outcome = if direct::run(&mut insert, &args)? == 1 {
+            if c.tokens.is_positive() {
+                let expiry = policies
+                    .get(&c.campaign_id)
+                    .map(|p| p.expiry)
+                    .unwrap_or_default();
+                let expires_at = expiry.expires_at(c.earn.date).map(direct::time);
+                let lot: [&dyn rusqlite::ToSql; 6] =
+                    [&new_id(), &c.wallet_id, &id, &tokens, &date, &expires_at];
+                direct::run(&mut insert_lot, &lot)?;
+                *per_wallet.entry(&c.wallet_id).or_default() += tokens;
+            }
+            Credited::New { transaction_id: id }
+        } else {
+            let earlier: Option<(String, Option<String>)> =
+                direct::row(tx, EARLIER, args![c.org_id, c.earn.earn_id])?;
+            let (transaction_id, batch_id) = earlier.unzip();
+            Credited::Duplicate {
+                transaction_id,
+                batch_id: batch_id.flatten(),
+            }
+        };
+        if let Some(request) = &c.request_id {
+            let (status, transaction, tokens) = match &outcome {
+                Credited::New { transaction_id } => {
+                    ("completed", Some(transaction_id), Some(tokens))
+                }
+                Credited::Duplicate { transaction_id, .. } => {
+                    ("duplicate", transaction_id.as_ref(), None)
+                }
+            };
+            direct::execute(tx, FINISH, args![*request, status, transaction, tokens, at])?;
+        }
+        outcomes.push(outcome);
+    }
+    for (wallet, sum) in per_wallet {
+        direct::execute(tx, CREDIT_WALLET, args![wallet, sum, at])?;
+    }
+    Ok(outcomes)
+}
+
+/// PostgreSQL: a handful of multi-row statements whatever the number of credits.
+async fn credit_postgres(
+    pool: &PgPool,
+    credits: &[Credit],
+    policies: &HashMap<String, Policy>,
+    at: DateTime<Utc>,
+) -> Result<Vec<Credited>, StoreError> {
+    let ids: Vec<String> = credits.iter().map(|_| new_id()).collect();
+    let mut tx = pool.begin().await?;
+    let mut insert = sqlx::QueryBuilder::new(
+        "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, external_id, \
+             source_amount, currency, description, comment, meta, date, trace, rule_version, created_at, \
+             batch_id) ",
+    );
+    insert.push_values(credits.iter().zip(&ids), |mut row, (c, id)| {
+        row.push_bind(id)
+            .push_bind(&c.org_id)
+            .push_bind(&c.campaign_id)
+            .push_bind(&c.wallet_id)
+            .push_bind("EARN")
+            .push_bind(c.tokens.micros())
+            .push_bind(&c.earn.earn_id)
+            .push_bind(&c.earn.amount)
+            .push_bind(&c.currency)
+            .push_bind(&c.earn.description)
+            .push_bind(&c.earn.comment)
+            .push_bind(c.earn.meta.as_ref().map(Json))
+            .push_bind(c.earn.date)
+            .push_bind(&c.trace)
+            .push_bind(c.rule_version)
+            .push_bind(at)
+            .push_bind(&c.batch_id);
+    });
+    insert.push(" ON CONFLICT (org_id, kind, external_id) DO NOTHING RETURNING id");
+    let inserted: HashSet<String> = insert
+        .build_query_as::<(String,)>()
+        .fetch_all(&mut *tx)
+        .await?
+        .into_iter()
+        .map(|(id,)| id)
+        .collect();
+
+    // The earlier transaction of each duplicate, by earn id.
+    let duplicates: Vec<&Credit> = credits
+        .iter()
+        .zip(&ids)
+        .filter(|(_, id)| !inserted.contains(*id))
+        .map(|(c, _)| c)
+        .collect();
+    let mut earlier: HashMap<(String, String), (String, Option<String>)> = HashMap::new();
+    if !duplicates.is_empty() {
+        let mut select = sqlx::QueryBuilder::new(
+            "SELECT org_id, external_id, id, batch_id FROM transactions WHERE kind = 'EARN' \
+             AND (org_id, external_id) IN ",
+        );
+        select.push_tuples(&duplicates, |mut row, c| {
+            row.push_bind(&c.org_id).push_bind(&c.earn.earn_id);
+        });
+        let rows: Vec<(String, String, String, Option<String>)> =
+            select.build_query_as().fetch_all(&mut *tx).await?;
+        earlier = rows
+            .into_iter()
+            .map(|(org, earn, id, batch)| ((org, earn), (id, batch)))
+            .collect();
+    }
+
+    let new: Vec<(&Credit, &String)> = credits
+        .iter()
+        .zip(&ids)
+        .filter(|(c, id)| inserted.contains(*id) && c.tokens.is_positive())
+        .collect();
+    if !new.is_empty() {
+        let mut lots = sqlx::QueryBuilder::new(
+            "INSERT INTO lots (id, wallet_id, transaction_id, amount, remaining, earned_at, expires_at) ",
+        );
+        lots.push_values(&new, |mut row, (c, id)| {
+            let expiry = policies
+                .get(&c.campaign_id)
+                .map(|p: &crate::Policy| p.expiry)
+                .unwrap_or_default();
+            row.push_bind(new_id())
+                .push_bind(&c.wallet_id)
+                .push_bind(*id)
+                .push_bind(c.tokens.micros())
+                .push_bind(c.tokens.micros())
+                .push_bind(c.earn.date)
+                .push_bind(expiry.expires_at(c.earn.date));
+        });
+        lots.build().execute(&mut *tx).await?;
+
+        // One row a wallet, with everything it earned in the batch; the tier follows the
+        // new lifetime total (SET expressions read the row as it was).
+        let mut per_wallet: Vec<(&str, i64)> = Vec::new();
+        for (c, _) in &new {
+            match per_wallet.iter_mut().find(|(w, _)| *w == c.wallet_id) {
+                Some((_, sum)) => *sum += c.tokens.micros(),
+                None => per_wallet.push((&c.wallet_id, c.tokens.micros())),
+            }
+        }
+        let mut credit = sqlx::QueryBuilder::new(
+            "UPDATE wallets SET balance = balance + v.column2, earned = earned + v.column2, updated_at = ",
+        );
+        credit.push_bind(at).push(
+                ", tier_id = (SELECT t.id FROM tiers t WHERE t.campaign_id = wallets.campaign_id \
+                 AND t.threshold <= wallets.earned + v.column2 ORDER BY t.threshold DESC, t.precedence ASC LIMIT 1) \
+                 FROM (",
+            );
+        credit.push_values(&per_wallet, |mut row, (wallet, sum)| {
+            row.push_bind(*wallet).push_bind(*sum);
+        });
+        credit.push(") AS v WHERE wallets.id = v.column1");
+        credit.build().execute(&mut *tx).await?;
+    }
+
+    let outcomes: Vec<Credited> = credits
+        .iter()
+        .zip(&ids)
+        .map(|(c, id)| {
+            if inserted.contains(id) {
+                Credited::New {
+                    transaction_id: id.clone(),
+                }
+            } else {
+                let key = (c.org_id.clone(), c.earn.earn_id.clone());
+                let (transaction_id, batch_id) = earlier.get(&key).cloned().unzip();
+                Credited::Duplicate {
+                    transaction_id,
+                    batch_id: batch_id.flatten(),
+                }
+            }
+        })
+        .collect();
+    let finished: Vec<(&str, &str, Option<&String>, Option<i64>)> = credits
+        .iter()
+        .zip(&outcomes)
+        .filter_map(|(c, outcome)| {
+            let request = c.request_id.as_deref()?;
+            Some(match outcome {
+                Credited::New { transaction_id } => (
+                    request,
+                    "completed",
+                    Some(transaction_id),
+                    Some(c.tokens.micros()),
+                ),
+                Credited::Duplicate { transaction_id, .. } => {
+                    (request, "duplicate", transaction_id.as_ref(), None)
+                }
+            })
+        })
+        .collect();
+    if !finished.is_empty() {
+        let mut finish = sqlx::QueryBuilder::new(
+            "UPDATE earn_requests SET status = v.column2, transaction_id = v.column3, tokens = v.column4, \
+                 claimed_until = NULL, updated_at = ",
+        );
+        finish.push_bind(at).push(" FROM (");
+        finish.push_values(
+            &finished,
+            |mut row, (request, status, transaction, tokens)| {
+                row.push_bind(*request)
+                    .push_bind(*status)
+                    .push_bind(*transaction)
+                    .push_bind(*tokens);
+            },
+        );
+        finish.push(") AS v WHERE earn_requests.id = v.column1");
+        finish.build().execute(&mut *tx).await?;
+    }
+    tx.commit().await?;
+    Ok(outcomes)
+}

@@ -1,0 +1,545 @@
+//! Earning: the one path every earn takes. An API earn is stored durably (`submit_earn`, the
+//! 202), then a worker claims it (`process_earns`), runs the campaign's rules and credits the
+//! wallet. Batch-file rows join at `evaluate` and `credit`. The earn's `id` is unique per organisation: the
+//! database refuses a second EARN with it, so a repeat is reported `duplicate` and credits
+//! nothing, however it arrives.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sqlx::types::Json;
+
+use crate::backend::direct;
+use crate::backend::{Pool, claim};
+use crate::common::ids::{new_id, now};
+use crate::error::known;
+use crate::programme::evaluate::{Target, WalletContext, credit_for};
+use crate::{Campaign, RuleBook, Store, StoreError, Tokens};
+
+/// An earn as submitted: what the rules need and what the transaction keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EarnInput {
+    /// The client's id for this earn: unique in the organisation.
+    pub earn_id: String,
+    /// The wallet's id or external reference.
+    pub wallet: String,
+    /// The value of the transaction, as exact decimal text.
+    pub amount: String,
+    pub date: DateTime<Utc>,
+    pub description: Option<String>,
+    pub comment: Option<String>,
+    pub meta: Option<Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EarnStatus {
+    Accepted,
+    Processing,
+    Completed,
+    Rejected,
+    Duplicate,
+}
+
+impl EarnStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EarnStatus::Accepted => "accepted",
+            EarnStatus::Processing => "processing",
+            EarnStatus::Completed => "completed",
+            EarnStatus::Rejected => "rejected",
+            EarnStatus::Duplicate => "duplicate",
+        }
+    }
+
+    fn parse(text: &str) -> Option<EarnStatus> {
+        [
+            EarnStatus::Accepted,
+            EarnStatus::Processing,
+            EarnStatus::Completed,
+            EarnStatus::Rejected,
+            EarnStatus::Duplicate,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == text)
+    }
+}
+
+/// An earn whose wallet was found, ready to be stored.
+#[derive(Debug, Clone)]
+pub struct PendingEarn {
+    pub org_id: String,
+    pub campaign_id: String,
+    pub wallet_id: String,
+    pub earn: EarnInput,
+}
+
+/// An earn request and where it stands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EarnRequest {
+    pub id: String,
+    pub earn_id: String,
+    pub wallet_id: String,
+    pub status: EarnStatus,
+    /// Why it was rejected.
+    pub reason: Option<String>,
+    /// The EARN transaction (completed), or the earlier one with the same id (duplicate).
+    pub transaction_id: Option<String>,
+    pub tokens: Option<Tokens>,
+    /// completed: what each rule contributed (the compact trace kept with the transaction).
+    pub trace: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// What the ledger records for one evaluated earn.
+#[derive(Debug, Clone)]
+pub struct Credit {
+    pub org_id: String,
+    pub campaign_id: String,
+    pub earn: EarnInput,
+    pub wallet_id: String,
+    /// The wallet's currency, kept on the transaction.
+    pub currency: String,
+    pub tokens: Tokens,
+    pub trace: String,
+    pub rule_version: Option<i64>,
+    /// `earn.meta` as JSON text, written once where the credit is evaluated (in parallel for a
+    /// file's rows) rather than on the writer's time.
+    pub meta_text: Option<String>,
+    /// The API request to mark completed or duplicate with the credit, if the earn came so.
+    pub request_id: Option<String>,
+    /// The batch file the earn came from, if it came so.
+    pub batch_id: Option<String>,
+}
+
+/// How long a claimed request stays with its worker before another may take it over.
+const LEASE: i64 = 60;
+/// A request that failed this many times is rejected rather than retried for ever.
+const MAX_ATTEMPTS: i64 = 5;
+
+macro_rules! request_columns {
+    () => {
+        "r.id, r.earn_id, r.wallet_id, r.status, r.reason, r.transaction_id, r.tokens, r.created_at, \
+         r.updated_at, t.trace"
+    };
+}
+
+type RequestRow = (
+    String,
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+    DateTime<Utc>,
+    DateTime<Utc>,
+    Option<String>,
+);
+
+fn request_from_row(r: RequestRow) -> Result<EarnRequest, StoreError> {
+    Ok(EarnRequest {
+        status: known(EarnStatus::parse(&r.3), "earn_requests", "status", &r.3)?,
+        id: r.0,
+        earn_id: r.1,
+        wallet_id: r.2,
+        reason: r.4,
+        transaction_id: r.5,
+        tokens: r.6.map(Tokens::from_micros),
+        created_at: r.7,
+        updated_at: r.8,
+        // A duplicate points at the earlier transaction, whose trace is not this request's.
+        trace: if r.3 == "completed" { r.9 } else { None },
+    })
+}
+
+/// A request a worker has claimed.
+struct Claimed {
+    id: String,
+    org_id: String,
+    campaign_id: String,
+    wallet_id: String,
+    body: EarnInput,
+    attempts: i64,
+}
+
+/// The outcome of crediting: the new transaction, or the earlier one holding the earn id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credited {
+    New {
+        transaction_id: String,
+    },
+    Duplicate {
+        transaction_id: Option<String>,
+        /// The batch the earlier transaction came from.
+        batch_id: Option<String>,
+    },
+}
+
+impl Store {
+    /// Stores an earn for processing and returns its request (status `accepted`). The wallet
+    /// must exist in the campaign (`NotFound` otherwise); everything else is decided later.
+    pub async fn submit_earn(
+        &self,
+        campaign: &Campaign,
+        earn: EarnInput,
+    ) -> Result<EarnRequest, StoreError> {
+        let pending = self.pending_earn(campaign, earn).await?;
+        let mut stored = self.store_earns(vec![pending]).await?;
+        Ok(stored.remove(0))
+    }
+
+    /// Checks an earn's wallet and prepares it for `store_earns`.
+    pub async fn pending_earn(
+        &self,
+        campaign: &Campaign,
+        earn: EarnInput,
+    ) -> Result<PendingEarn, StoreError> {
+        let wallet = self.get_wallet(campaign, &earn.wallet).await?;
+        Ok(PendingEarn {
+            org_id: campaign.org_id.clone(),
+            campaign_id: campaign.id.clone(),
+            wallet_id: wallet.id,
+            earn,
+        })
+    }
+
+    /// Stores many checked earns with one statement (a caller may gather concurrent submissions
+    /// into one write), each as an `accepted` request, in order.
+    pub async fn store_earns(
+        &self,
+        pending: Vec<PendingEarn>,
+    ) -> Result<Vec<EarnRequest>, StoreError> {
+        let at = now();
+        let requests: Vec<EarnRequest> = pending
+            .iter()
+            .map(|p| EarnRequest {
+                id: new_id(),
+                earn_id: p.earn.earn_id.clone(),
+                wallet_id: p.wallet_id.clone(),
+                status: EarnStatus::Accepted,
+                reason: None,
+                transaction_id: None,
+                tokens: None,
+                trace: None,
+                created_at: at,
+                updated_at: at,
+            })
+            .collect();
+        const INSERT: &str = "INSERT INTO earn_requests (id, org_id, campaign_id, earn_id, wallet_id, \
+             body, status, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'accepted', $7, $7)";
+        let pool = match &self.pool {
+            Pool::Sqlite { direct, .. } => {
+                let rows = requests.clone();
+                let at = direct::time(at);
+                direct
+                    .write(move |tx| {
+                        for (r, p) in rows.iter().zip(&pending) {
+                            let body = direct::json(&p.earn);
+                            let args = args![
+                                r.id,
+                                p.org_id,
+                                p.campaign_id,
+                                r.earn_id,
+                                p.wallet_id,
+                                body,
+                                at
+                            ];
+                            direct::execute(tx, INSERT, args)?;
+                        }
+                        Ok(())
+                    })
+                    .await?;
+                return Ok(requests);
+            }
+            Pool::Postgres(pool) => pool,
+        };
+        // Nine parameters a row, 1,000 rows a statement.
+        for (requests, pending) in requests.chunks(1000).zip(pending.chunks(1000)) {
+            let mut insert = sqlx::QueryBuilder::new(
+                "INSERT INTO earn_requests (id, org_id, campaign_id, earn_id, wallet_id, body, status, \
+                 created_at, updated_at) ",
+            );
+            insert.push_values(requests.iter().zip(pending), |mut row, (request, p)| {
+                row.push_bind(&request.id)
+                    .push_bind(&p.org_id)
+                    .push_bind(&p.campaign_id)
+                    .push_bind(&request.earn_id)
+                    .push_bind(&p.wallet_id)
+                    .push_bind(Json(&p.earn))
+                    .push_bind("accepted")
+                    .push_bind(at)
+                    .push_bind(at);
+            });
+            insert.build().execute(pool).await?;
+        }
+        Ok(requests)
+    }
+
+    pub async fn earn_request(
+        &self,
+        campaign: &Campaign,
+        id: &str,
+    ) -> Result<EarnRequest, StoreError> {
+        const SQL: &str = concat!(
+            "SELECT ",
+            request_columns!(),
+            " FROM earn_requests r LEFT JOIN transactions t ON t.id = r.transaction_id \
+             WHERE r.org_id = $1 AND r.campaign_id = $2 AND r.id = $3"
+        );
+        let row: Option<RequestRow> = with_pool!(self, |pool| {
+            sqlx::query_as(SQL)
+                .bind(&campaign.org_id)
+                .bind(&campaign.id)
+                .bind(id)
+                .fetch_optional(pool)
+                .await
+        })?;
+        row.ok_or(StoreError::NotFound {
+            what: "earn request",
+        })
+        .and_then(request_from_row)
+    }
+
+    /// Claims up to `limit` waiting requests (and any whose worker's lease ran out, e.g. after a
+    /// crash), evaluates and credits each. Several processes may call this at once: each request
+    /// goes to one of them. Returns how many requests were claimed.
+    pub async fn process_earns(&self, book: &RuleBook, limit: i64) -> Result<usize, StoreError> {
+        let claimed = self.claim_earns(limit).await?;
+        let contexts = self
+            .wallet_contexts(claimed.iter().map(|r| r.wallet_id.as_str()))
+            .await?;
+        let mut credits = Vec::with_capacity(claimed.len());
+        for request in &claimed {
+            match self
+                .evaluate_earn(book, request, contexts.get(&request.wallet_id))
+                .await
+            {
+                Ok(Some(credit)) => credits.push(credit),
+                Ok(None) => {}
+                Err(err) => self.failed(request, err).await?,
+            }
+        }
+        // One transaction for the batch; if it fails, each earn on its own, so one bad earn
+        // cannot hold the others back.
+        if let Err(err) = self.credit_all(&credits).await {
+            tracing::warn!(%err, batch = credits.len(), "batch credit failed; crediting one by one");
+            for credit in &credits {
+                if let Err(err) = self.credit_all(std::slice::from_ref(credit)).await {
+                    let request = claimed
+                        .iter()
+                        .find(|r| Some(r.id.as_str()) == credit.request_id.as_deref());
+                    if let Some(request) = request {
+                        self.failed(request, err).await?;
+                    }
+                }
+            }
+        }
+        Ok(claimed.len())
+    }
+
+    /// Notes a failed attempt: the request stays claimed until its lease ends and is tried again,
+    /// unless it has failed too often.
+    async fn failed(&self, request: &Claimed, err: StoreError) -> Result<(), StoreError> {
+        tracing::warn!(request = %request.id, attempts = request.attempts, %err, "earn failed");
+        if request.attempts >= MAX_ATTEMPTS {
+            self.reject_request(&request.id, format!("failed {MAX_ATTEMPTS} times: {err}"))
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn claim_earns(&self, limit: i64) -> Result<Vec<Claimed>, StoreError> {
+        const SQL: &str = "UPDATE earn_requests SET status = 'processing', attempts = attempts + 1, \
+             claimed_until = $1, updated_at = $2 WHERE id IN (SELECT id FROM earn_requests \
+             WHERE status IN ('accepted', 'processing') AND (status = 'accepted' OR claimed_until < $2) \
+             ORDER BY created_at LIMIT $3{skip_locked}) \
+             RETURNING id, org_id, campaign_id, wallet_id, body, attempts";
+        let at = now();
+        let until = at + Duration::seconds(LEASE);
+        let rows: Vec<(String, String, String, String, Json<EarnInput>, i64)> = match &self.pool {
+            Pool::Sqlite { direct, write, .. } => {
+                let sql = claim(write, SQL);
+                let (until, at) = (direct::time(until), direct::time(at));
+                direct
+                    .write(move |tx| direct::rows(tx, &sql.0, args![until, at, limit]))
+                    .await?
+            }
+            Pool::Postgres(pool) => {
+                sqlx::query_as(claim(pool, SQL))
+                    .bind(until)
+                    .bind(at)
+                    .bind(limit)
+                    .fetch_all(pool)
+                    .await?
+            }
+        };
+        Ok(rows
+            .into_iter()
+            .map(
+                |(id, org_id, campaign_id, wallet_id, body, attempts)| Claimed {
+                    id,
+                    org_id,
+                    campaign_id,
+                    wallet_id,
+                    body: body.0,
+                    attempts,
+                },
+            )
+            .collect())
+    }
+
+    /// Runs the campaign's rules on a claimed earn. `None` when the earn was rejected.
+    /// What the rules know of each wallet of a batch, in one query.
+    async fn wallet_contexts<'a>(
+        &self,
+        wallet_ids: impl Iterator<Item = &'a str>,
+    ) -> Result<HashMap<String, WalletContext>, StoreError> {
+        let mut ids: Vec<&str> = wallet_ids.collect();
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        const SELECT: &str = "SELECT w.id, w.balance, t.name, m.status, w.currency FROM wallets w \
+             JOIN members m ON m.id = w.owner_id LEFT JOIN tiers t ON t.id = w.tier_id WHERE w.id = $1";
+        let rows: Vec<(String, i64, Option<String>, String, String)> = match &self.pool {
+            // One prepared lookup per wallet beats a statement text that changes with each batch.
+            Pool::Sqlite { direct, .. } => direct.read(|c| {
+                let mut rows = Vec::with_capacity(ids.len());
+                for id in &ids {
+                    rows.extend(direct::row(c, SELECT, args![*id])?);
+                }
+                Ok(rows)
+            })?,
+            Pool::Postgres(pool) => {
+                let mut select = sqlx::QueryBuilder::new(
+                    "SELECT w.id, w.balance, t.name, m.status, w.currency FROM wallets w \
+                 JOIN members m ON m.id = w.owner_id LEFT JOIN tiers t ON t.id = w.tier_id WHERE w.id IN (",
+                );
+                let mut list = select.separated(", ");
+                for id in &ids {
+                    list.push_bind(*id);
+                }
+                select.push(")");
+                select.build_query_as().fetch_all(pool).await?
+            }
+        };
+        Ok(rows
+            .into_iter()
+            .map(|(id, balance, tier, status, currency)| {
+                (
+                    id,
+                    WalletContext {
+                        balance,
+                        tier,
+                        status,
+                        currency,
+                    },
+                )
+            })
+            .collect())
+    }
+
+    async fn evaluate_earn(
+        &self,
+        book: &RuleBook,
+        request: &Claimed,
+        wallet: Option<&WalletContext>,
+    ) -> Result<Option<Credit>, StoreError> {
+        let wallet = wallet.ok_or(StoreError::NotFound { what: "wallet" })?;
+        let target = Target {
+            org_id: &request.org_id,
+            campaign_id: &request.campaign_id,
+            wallet_id: &request.wallet_id,
+            wallet,
+        };
+        match credit_for(book, &target, &request.body, Some(request.id.clone())).await? {
+            Ok(credit) => Ok(Some(credit)),
+            Err(reason) => {
+                self.reject_request(&request.id, reason).await?;
+                Ok(None)
+            }
+        }
+    }
+
+    async fn reject_request(&self, id: &str, reason: String) -> Result<(), StoreError> {
+        const SQL: &str = "UPDATE earn_requests SET status = 'rejected', reason = $2, claimed_until = NULL, \
+             updated_at = $3 WHERE id = $1";
+        with_writer!(self, |pool| {
+            sqlx::query(SQL)
+                .bind(id)
+                .bind(&reason)
+                .bind(now())
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+        })?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A worker that claimed a request and died leaves it to others once its lease runs out.
+    async fn a_claim_whose_worker_died_is_taken_over(store: Store) {
+        let (campaign, wallet) = crate::testing::wallet_fixture(&store).await;
+        let earn = EarnInput {
+            earn_id: "e-1".into(),
+            wallet: wallet.id.clone(),
+            amount: "7".into(),
+            date: now(),
+            description: None,
+            comment: None,
+            meta: None,
+        };
+        let request = store.submit_earn(&campaign, earn).await.unwrap();
+        let book = RuleBook::new(store.clone());
+
+        assert_eq!(
+            store.claim_earns(10).await.unwrap().len(),
+            1,
+            "claimed by a worker that then dies"
+        );
+        assert_eq!(
+            store.process_earns(&book, 10).await.unwrap(),
+            0,
+            "the lease still holds"
+        );
+        assert_eq!(
+            store
+                .earn_request(&campaign, &request.id)
+                .await
+                .unwrap()
+                .status,
+            EarnStatus::Processing
+        );
+
+        with_writer!(store, |pool| {
+            sqlx::query("UPDATE earn_requests SET claimed_until = $1 WHERE id = $2")
+                .bind(now() - Duration::seconds(1))
+                .bind(&request.id)
+                .execute(pool)
+                .await
+                .map(|_| ())
+        })
+        .unwrap();
+        assert_eq!(store.process_earns(&book, 10).await.unwrap(), 1);
+        let done = store.earn_request(&campaign, &request.id).await.unwrap();
+        assert_eq!(done.status, EarnStatus::Completed);
+        assert_eq!(
+            store
+                .get_wallet(&campaign, &wallet.id)
+                .await
+                .unwrap()
+                .balance,
+            Tokens::whole(7)
+        );
+    }
+
+    crate::backend_tests!(a_claim_whose_worker_died_is_taken_over);
+}

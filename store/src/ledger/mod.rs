@@ -1,0 +1,12 @@
+//! The ledger: wallets and their transactions. Earns are stored, evaluated and credited (with
+//! their expiry lots); burns spend the oldest tokens first; expiry gives back what is due; the
+//! audit checks that every balance equals its transactions.
+
+pub(crate) mod audit;
+pub(crate) mod burn;
+pub(crate) mod credit;
+pub(crate) mod credit_copy;
+pub(crate) mod earn;
+pub(crate) mod expiry;
+pub(crate) mod transactions;
+pub(crate) mod wallets;

@@ -1,0 +1,292 @@
+//! Wallets: a member's balance in one campaign, with the tier its lifetime earnings reach.
+//! A client knows a wallet by its own reference (`externalId`: a card or policy number), unique
+//! in the organisation; `GET /v1/wallets/{idOrReference}` finds it by either.
+
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+
+use crate::backend::Pool;
+use crate::backend::direct;
+use crate::common::ids::{new_id, now};
+use crate::error::conflict_on;
+use crate::{Campaign, Page, Paged, Store, StoreError, Tier, Tokens};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wallet {
+    pub id: String,
+    pub campaign_id: String,
+    /// The owning member's id.
+    pub owner_id: String,
+    pub external_id: Option<String>,
+    pub name: Option<String>,
+    pub currency: String,
+    pub balance: Tokens,
+    /// Tokens earned over the wallet's life (what tiers follow).
+    pub earned: Tokens,
+    pub tier: Option<Tier>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct NewWallet {
+    /// A member id or a member's external id. When absent, the member whose external id equals
+    /// `external_id` owns the wallet.
+    pub owner: Option<String>,
+    pub external_id: Option<String>,
+    pub name: Option<String>,
+}
+
+/// Filters of the wallet list.
+#[derive(Debug, Clone, Default)]
+pub struct WalletFilter {
+    pub external_id: Option<String>,
+    /// A member id or external id.
+    pub owner: Option<String>,
+}
+
+macro_rules! wallet_select {
+    () => {
+        "SELECT w.id, w.campaign_id, w.owner_id, w.external_id, w.name, w.currency, w.balance, \
+         w.earned, w.created_at, w.updated_at, t.id, t.name, t.precedence, t.threshold, \
+         t.benefits, t.image_url FROM wallets w LEFT JOIN tiers t ON t.id = w.tier_id "
+    };
+}
+
+type WalletRow = (
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    String,
+    i64,
+    i64,
+    DateTime<Utc>,
+    DateTime<Utc>,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+    Option<Json<Vec<String>>>,
+    Option<String>,
+);
+
+fn wallet_from_row(r: WalletRow) -> Wallet {
+    let tier = match (r.10, r.11) {
+        (Some(id), Some(name)) => Some(Tier {
+            id,
+            name,
+            precedence: r.12.unwrap_or_default(),
+            threshold: Tokens::from_micros(r.13.unwrap_or_default()),
+            benefits: r.14.map(|b| b.0).unwrap_or_default(),
+            image_url: r.15,
+        }),
+        _ => None,
+    };
+    Wallet {
+        id: r.0,
+        campaign_id: r.1,
+        owner_id: r.2,
+        external_id: r.3,
+        name: r.4,
+        currency: r.5,
+        balance: Tokens::from_micros(r.6),
+        earned: Tokens::from_micros(r.7),
+        tier,
+        created_at: r.8,
+        updated_at: r.9,
+    }
+}
+
+impl Store {
+    /// The live member with id `reference`, else the one with that external id.
+    pub(crate) async fn member_id_by_reference(
+        &self,
+        org_id: &str,
+        reference: &str,
+    ) -> Result<Option<String>, StoreError> {
+        const SQL: &str = "SELECT id FROM members WHERE org_id = $1 AND deleted_at IS NULL \
+             AND (id = $2 OR external_id = $2) ORDER BY CASE WHEN id = $2 THEN 0 ELSE 1 END LIMIT 1";
+        let row: Option<(String,)> = with_pool!(self, |pool| {
+            sqlx::query_as(SQL)
+                .bind(org_id)
+                .bind(reference)
+                .fetch_optional(pool)
+                .await
+        })?;
+        Ok(row.map(|(id,)| id))
+    }
+
+    /// Creates a wallet in `campaign` (its currency). The owner is `new.owner` (a member id or
+    /// external id), else the member whose external id is the wallet's `external_id`; with
+    /// neither, `Invalid` on `owner`; a member that does not exist is `UnknownReference` on
+    /// `owner`. A taken `external_id` is `Conflict`.
+    pub async fn create_wallet(
+        &self,
+        campaign: &Campaign,
+        new: NewWallet,
+    ) -> Result<Wallet, StoreError> {
+        let org_id = &campaign.org_id;
+        let reference = new.owner.as_deref().or(new.external_id.as_deref());
+        let owner = match reference {
+            Some(reference) => self.member_id_by_reference(org_id, reference).await?,
+            None => None,
+        };
+        let Some(owner_id) = owner else {
+            let message = match (&new.owner, &new.external_id) {
+                (Some(owner), _) => format!("no member has the id or external id `{owner}`"),
+                (None, Some(external)) => {
+                    format!(
+                        "is required: no member has the external id `{external}` to own the wallet"
+                    )
+                }
+                (None, None) => "is required: a member id or external id".to_string(),
+            };
+            return Err(match (&new.owner, &new.external_id) {
+                (None, None) => StoreError::Invalid {
+                    field: "owner",
+                    message,
+                },
+                _ => StoreError::UnknownReference {
+                    field: "owner",
+                    message,
+                },
+            });
+        };
+        let at = now();
+        let wallet = Wallet {
+            id: new_id(),
+            campaign_id: campaign.id.clone(),
+            owner_id,
+            external_id: new.external_id,
+            name: new.name,
+            currency: campaign.currency.clone(),
+            balance: Tokens::ZERO,
+            earned: Tokens::ZERO,
+            tier: None,
+            created_at: at,
+            updated_at: at,
+        };
+        with_writer!(self, |pool| {
+            sqlx::query(
+                "INSERT INTO wallets (id, org_id, campaign_id, owner_id, external_id, name, currency, \
+                 created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
+            )
+            .bind(&wallet.id)
+            .bind(org_id)
+            .bind(&wallet.campaign_id)
+            .bind(&wallet.owner_id)
+            .bind(&wallet.external_id)
+            .bind(&wallet.name)
+            .bind(&wallet.currency)
+            .bind(at)
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected())
+        })
+        .map_err(|e| conflict_on(e, &[("external_id", "externalId")]))?;
+        Ok(wallet)
+    }
+
+    /// The campaign's wallet with id `reference`, else the one with that external id.
+    pub async fn get_wallet(
+        &self,
+        campaign: &Campaign,
+        reference: &str,
+    ) -> Result<Wallet, StoreError> {
+        const SQL: &str = concat!(
+            wallet_select!(),
+            "WHERE w.org_id = $1 AND w.campaign_id = $2 AND (w.id = $3 OR w.external_id = $3) \
+             ORDER BY CASE WHEN w.id = $3 THEN 0 ELSE 1 END LIMIT 1"
+        );
+        let row: Option<WalletRow> = match &self.pool {
+            Pool::Sqlite { direct, .. } => direct
+                .read(|c| direct::row(c, SQL, args![campaign.org_id, campaign.id, reference]))?,
+            Pool::Postgres(pool) => {
+                sqlx::query_as(SQL)
+                    .bind(&campaign.org_id)
+                    .bind(&campaign.id)
+                    .bind(reference)
+                    .fetch_optional(pool)
+                    .await?
+            }
+        };
+        row.map(wallet_from_row)
+            .ok_or(StoreError::NotFound { what: "wallet" })
+    }
+
+    /// The campaign's wallets in creation order, filtered.
+    pub async fn list_wallets(
+        &self,
+        campaign: &Campaign,
+        filter: &WalletFilter,
+        page: Page,
+    ) -> Result<Paged<Wallet>, StoreError> {
+        // An owner filter matches the member's id or external id.
+        const WHERE: &str = "WHERE w.org_id = $1 AND w.campaign_id = $2 \
+             AND ($3 IS NULL OR w.external_id = $3) \
+             AND ($4 IS NULL OR w.owner_id IN (SELECT m.id FROM members m WHERE m.org_id = $1 \
+             AND (m.id = $4 OR m.external_id = $4))) ";
+        let count = format!("SELECT COUNT(*) FROM wallets w {WHERE}");
+        let list = format!(
+            "{}{WHERE}ORDER BY w.id LIMIT $5 OFFSET $6",
+            wallet_select!()
+        );
+        let (org, campaign_id) = (&campaign.org_id, &campaign.id);
+        let (total, rows): (i64, Vec<WalletRow>) = with_pool!(self, |pool| async {
+            let (total,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(count.as_str()))
+                .bind(org)
+                .bind(campaign_id)
+                .bind(&filter.external_id)
+                .bind(&filter.owner)
+                .fetch_one(pool)
+                .await?;
+            let rows = if page.limit == 0 {
+                Vec::new()
+            } else {
+                sqlx::query_as(sqlx::AssertSqlSafe(list.as_str()))
+                    .bind(org)
+                    .bind(campaign_id)
+                    .bind(&filter.external_id)
+                    .bind(&filter.owner)
+                    .bind(page.limit())
+                    .bind(page.offset())
+                    .fetch_all(pool)
+                    .await?
+            };
+            Ok::<_, sqlx::Error>((total, rows))
+        }
+        .await)?;
+        Ok(Paged {
+            items: rows.into_iter().map(wallet_from_row).collect(),
+            total: total.max(0) as u64,
+            page,
+        })
+    }
+
+    /// Renames wallet `id` (an id, not a reference) and returns it.
+    pub async fn rename_wallet(
+        &self,
+        campaign: &Campaign,
+        id: &str,
+        name: Option<String>,
+    ) -> Result<Wallet, StoreError> {
+        const SQL: &str = "UPDATE wallets SET name = $4, updated_at = $5 WHERE org_id = $1 AND campaign_id = $2 AND id = $3";
+        let changed = with_writer!(self, |pool| {
+            sqlx::query(SQL)
+                .bind(&campaign.org_id)
+                .bind(&campaign.id)
+                .bind(id)
+                .bind(&name)
+                .bind(now())
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+        })?;
+        if changed == 0 {
+            return Err(StoreError::NotFound { what: "wallet" });
+        }
+        self.get_wallet(campaign, id).await
+    }
+}

@@ -1,0 +1,477 @@
+//! Members: the people in a programme, with their identity-provider links and communication
+//! preferences. Members belong to an organisation (shared by its campaigns).
+//!
+//! Deleting a member erases its personal data but keeps its row, so records that must stay for the
+//! ledger (wallets, transactions, orders) still point at something; a deleted member is never
+//! listed or found again.
+
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sqlx::types::Json;
+
+use crate::backend::{WritePool, lock};
+use crate::common::ids::{new_id, now};
+use crate::error::conflict_on;
+use crate::error::known;
+use crate::{Page, Paged, Store, StoreError};
+
+/// The categories a member's communication preferences are kept for, in the seed's order.
+pub const CATEGORIES: [&str; 5] = ["general", "marketing", "booking", "earn", "order"];
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Channels {
+    pub email: bool,
+    pub sms: bool,
+}
+
+/// Consent per category and channel; everything is off until the member opts in. Stored once in
+/// this shape; each API version renders its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CommunicationPreferences {
+    pub general: Channels,
+    pub marketing: Channels,
+    pub booking: Channels,
+    pub earn: Channels,
+    pub order: Channels,
+}
+
+impl CommunicationPreferences {
+    /// The categories with their channels, in `CATEGORIES` order.
+    pub fn categories(&self) -> [(&'static str, Channels); 5] {
+        [
+            ("general", self.general),
+            ("marketing", self.marketing),
+            ("booking", self.booking),
+            ("earn", self.earn),
+            ("order", self.order),
+        ]
+    }
+
+    fn category_mut(&mut self, category: &str) -> Option<&mut Channels> {
+        match category {
+            "general" => Some(&mut self.general),
+            "marketing" => Some(&mut self.marketing),
+            "booking" => Some(&mut self.booking),
+            "earn" => Some(&mut self.earn),
+            "order" => Some(&mut self.order),
+            _ => None,
+        }
+    }
+
+    pub fn apply(&mut self, patch: &PreferencesPatch) {
+        for (category, change) in &patch.0 {
+            if let Some(channels) = self.category_mut(category) {
+                channels.email = change.email.unwrap_or(channels.email);
+                channels.sms = change.sms.unwrap_or(channels.sms);
+            }
+        }
+    }
+}
+
+/// A change to some channels of one category; `None` keeps the current value.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChannelsPatch {
+    pub email: Option<bool>,
+    pub sms: Option<bool>,
+}
+
+/// Changes per category (names from `CATEGORIES`); categories not listed keep their values.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PreferencesPatch(pub Vec<(&'static str, ChannelsPatch)>);
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MemberStatus {
+    #[default]
+    Active,
+    Inactive,
+}
+
+impl MemberStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemberStatus::Active => "active",
+            MemberStatus::Inactive => "inactive",
+        }
+    }
+}
+
+impl FromStr for MemberStatus {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "active" => Ok(MemberStatus::Active),
+            "inactive" => Ok(MemberStatus::Inactive),
+            other => Err(format!("must be `active` or `inactive`, not `{other}`")),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
+    pub id: String,
+    pub first_name: String,
+    pub last_name: Option<String>,
+    pub email: Option<String>,
+    pub phone: Option<String>,
+    pub status: MemberStatus,
+    /// The identity provider `user_id` belongs to; `reference` when the client keeps its own ids.
+    pub idp: String,
+    pub user_id: String,
+    /// The client's reference for the member, used by orders and wallets; unique per organisation.
+    pub external_id: String,
+    pub meta: Option<Value>,
+    pub communication_preferences: CommunicationPreferences,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NewMember {
+    pub first_name: String,
+    pub last_name: Option<String>,
+    pub email: Option<String>,
+    pub phone: Option<String>,
+    pub status: MemberStatus,
+    pub idp: String,
+    pub user_id: String,
+    pub external_id: String,
+    pub meta: Option<Value>,
+    pub communication_preferences: CommunicationPreferences,
+}
+
+/// A partial update: `None` keeps a field; `Some(None)` clears an optional one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MemberPatch {
+    pub first_name: Option<String>,
+    pub last_name: Option<Option<String>>,
+    pub email: Option<Option<String>>,
+    pub phone: Option<Option<String>>,
+    pub status: Option<MemberStatus>,
+    pub idp: Option<String>,
+    pub user_id: Option<String>,
+    pub external_id: Option<String>,
+    pub meta: Option<Option<Value>>,
+    pub communication_preferences: Option<PreferencesPatch>,
+}
+
+impl Member {
+    fn apply(&mut self, patch: MemberPatch) {
+        fn set<T>(field: &mut T, value: Option<T>) {
+            if let Some(value) = value {
+                *field = value;
+            }
+        }
+        set(&mut self.first_name, patch.first_name);
+        set(&mut self.last_name, patch.last_name);
+        set(&mut self.email, patch.email);
+        set(&mut self.phone, patch.phone);
+        set(&mut self.status, patch.status);
+        set(&mut self.idp, patch.idp);
+        set(&mut self.user_id, patch.user_id);
+        set(&mut self.external_id, patch.external_id);
+        set(&mut self.meta, patch.meta);
+        if let Some(preferences) = &patch.communication_preferences {
+            self.communication_preferences.apply(preferences);
+        }
+    }
+}
+
+macro_rules! member_columns {
+    () => {
+        "id, first_name, last_name, email, phone, status, idp, user_id, external_id, meta, \
+         communication_preferences, created_at, updated_at"
+    };
+}
+
+const SELECT_LIVE: &str = concat!(
+    "SELECT ",
+    member_columns!(),
+    " FROM members WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL"
+);
+
+/// The columns of `member_columns!`. Personal fields are nullable because erasure clears them.
+type MemberRow = (
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<Json<Value>>,
+    Option<Json<CommunicationPreferences>>,
+    DateTime<Utc>,
+    DateTime<Utc>,
+);
+
+fn member_from_row(row: MemberRow) -> Result<Member, StoreError> {
+    let (
+        id,
+        first,
+        last,
+        email,
+        phone,
+        status,
+        idp,
+        user_id,
+        external_id,
+        meta,
+        prefs,
+        created,
+        updated,
+    ) = row;
+    Ok(Member {
+        id,
+        first_name: first.unwrap_or_default(),
+        last_name: last,
+        email,
+        phone,
+        status: known(status.parse().ok(), "members", "status", &status)?,
+        idp: idp.unwrap_or_default(),
+        user_id: user_id.unwrap_or_default(),
+        external_id: external_id.unwrap_or_default(),
+        meta: meta.map(|m| m.0),
+        communication_preferences: prefs.map(|p| p.0).unwrap_or_default(),
+        created_at: created,
+        updated_at: updated,
+    })
+}
+
+/// Unique indexes of `members` and the API fields they protect.
+const MEMBER_UNIQUE: &[(&str, &str)] = &[("external_id", "externalId"), ("user_id", "userId")];
+
+impl Store {
+    /// Creates a member. `externalId` and (`idp`, `userId`) are unique among the organisation's
+    /// live members: a clash is `Conflict` naming the field.
+    pub async fn create_member(&self, org_id: &str, new: NewMember) -> Result<Member, StoreError> {
+        let now = now();
+        let member = Member {
+            id: new_id(),
+            first_name: new.first_name,
+            last_name: new.last_name,
+            email: new.email,
+            phone: new.phone,
+            status: new.status,
+            idp: new.idp,
+            user_id: new.user_id,
+            external_id: new.external_id,
+            meta: new.meta,
+            communication_preferences: new.communication_preferences,
+            created_at: now,
+            updated_at: now,
+        };
+        with_writer!(self, |pool| {
+            sqlx::query(
+                "INSERT INTO members (org_id, id, first_name, last_name, email, phone, status, idp, \
+                 user_id, external_id, meta, communication_preferences, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+            )
+            .bind(org_id)
+            .bind(&member.id)
+            .bind(&member.first_name)
+            .bind(&member.last_name)
+            .bind(&member.email)
+            .bind(&member.phone)
+            .bind(member.status.as_str())
+            .bind(&member.idp)
+            .bind(&member.user_id)
+            .bind(&member.external_id)
+            .bind(member.meta.as_ref().map(Json))
+            .bind(Json(&member.communication_preferences))
+            .bind(member.created_at)
+            .bind(member.updated_at)
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected())
+        })
+        .map_err(|e| conflict_on(e, MEMBER_UNIQUE))?;
+        Ok(member)
+    }
+
+    /// The organisation's live members in creation order.
+    pub async fn list_members(
+        &self,
+        org_id: &str,
+        page: Page,
+    ) -> Result<Paged<Member>, StoreError> {
+        const COUNT: &str = "SELECT COUNT(*) FROM members WHERE org_id = $1 AND deleted_at IS NULL";
+        const LIST: &str = concat!(
+            "SELECT ",
+            member_columns!(),
+            " FROM members WHERE org_id = $1 AND deleted_at IS NULL ORDER BY id LIMIT $2 OFFSET $3"
+        );
+        let (total, rows): (i64, Vec<MemberRow>) = with_pool!(self, |pool| async {
+            let (total,): (i64,) = sqlx::query_as(COUNT).bind(org_id).fetch_one(pool).await?;
+            let rows = if page.limit == 0 {
+                Vec::new()
+            } else {
+                sqlx::query_as(LIST)
+                    .bind(org_id)
+                    .bind(page.limit())
+                    .bind(page.offset())
+                    .fetch_all(pool)
+                    .await?
+            };
+            Ok::<_, sqlx::Error>((total, rows))
+        }
+        .await)?;
+        Ok(Paged {
+            items: rows
+                .into_iter()
+                .map(member_from_row)
+                .collect::<Result<_, _>>()?,
+            total: total.max(0) as u64,
+            page,
+        })
+    }
+
+    pub async fn get_member(&self, org_id: &str, id: &str) -> Result<Member, StoreError> {
+        let row: Option<MemberRow> = with_pool!(self, |pool| {
+            sqlx::query_as(SELECT_LIVE)
+                .bind(org_id)
+                .bind(id)
+                .fetch_optional(pool)
+                .await
+        })?;
+        row.ok_or(StoreError::NotFound { what: "member" })
+            .and_then(member_from_row)
+    }
+
+    /// The live member linked to `user_id` at identity provider `idp`.
+    pub async fn find_member_by_idp(
+        &self,
+        org_id: &str,
+        idp: &str,
+        user_id: &str,
+    ) -> Result<Member, StoreError> {
+        const SQL: &str = concat!(
+            "SELECT ",
+            member_columns!(),
+            " FROM members WHERE org_id = $1 AND idp = $2 AND user_id = $3 AND deleted_at IS NULL"
+        );
+        let row: Option<MemberRow> = with_pool!(self, |pool| {
+            sqlx::query_as(SQL)
+                .bind(org_id)
+                .bind(idp)
+                .bind(user_id)
+                .fetch_optional(pool)
+                .await
+        })?;
+        row.ok_or(StoreError::NotFound { what: "member" })
+            .and_then(member_from_row)
+    }
+
+    /// Applies `patch` to a live member atomically (concurrent updates do not lose each other's
+    /// changes to communication preferences) and returns the member as it now is.
+    pub async fn update_member(
+        &self,
+        org_id: &str,
+        id: &str,
+        patch: MemberPatch,
+    ) -> Result<Member, StoreError> {
+        const UPDATE: &str = "UPDATE members SET first_name = $3, last_name = $4, email = $5, \
+             phone = $6, status = $7, idp = $8, user_id = $9, external_id = $10, meta = $11, \
+             communication_preferences = $12, updated_at = $13 WHERE org_id = $1 AND id = $2";
+        with_writer!(self, |pool| async {
+            let mut tx = pool.begin_write().await?;
+            let row: Option<MemberRow> = sqlx::query_as(lock(pool, SELECT_LIVE))
+                .bind(org_id)
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            let mut member = member_from_row(row.ok_or(StoreError::NotFound { what: "member" })?)?;
+            member.apply(patch);
+            member.updated_at = now();
+            sqlx::query(UPDATE)
+                .bind(org_id)
+                .bind(id)
+                .bind(&member.first_name)
+                .bind(&member.last_name)
+                .bind(&member.email)
+                .bind(&member.phone)
+                .bind(member.status.as_str())
+                .bind(&member.idp)
+                .bind(&member.user_id)
+                .bind(&member.external_id)
+                .bind(member.meta.as_ref().map(Json))
+                .bind(Json(&member.communication_preferences))
+                .bind(member.updated_at)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| conflict_on(e, MEMBER_UNIQUE))?;
+            tx.commit().await?;
+            Ok(member)
+        }
+        .await)
+    }
+
+    /// Deletes a live member: erases every personal field (identifiers included, so they may be
+    /// used again), marks it inactive and deleted, and returns the member as it was.
+    pub async fn delete_member(&self, org_id: &str, id: &str) -> Result<Member, StoreError> {
+        const ERASE: &str = "UPDATE members SET first_name = NULL, last_name = NULL, \
+             email = NULL, phone = NULL, idp = NULL, user_id = NULL, external_id = NULL, \
+             meta = NULL, communication_preferences = NULL, status = 'inactive', \
+             updated_at = $3, deleted_at = $3 WHERE org_id = $1 AND id = $2";
+        with_writer!(self, |pool| async {
+            let mut tx = pool.begin_write().await?;
+            let row: Option<MemberRow> = sqlx::query_as(lock(pool, SELECT_LIVE))
+                .bind(org_id)
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            let member = member_from_row(row.ok_or(StoreError::NotFound { what: "member" })?)?;
+            sqlx::query(ERASE)
+                .bind(org_id)
+                .bind(id)
+                .bind(now())
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(member)
+        }
+        .await)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads the stored row itself: erasure must clear the columns, not just hide the row.
+    async fn deletion_clears_personal_columns(store: Store) {
+        let org = store.create_org("Acme").await.unwrap();
+        let new = NewMember {
+            first_name: "Ada".into(),
+            last_name: Some("Lovelace".into()),
+            email: Some("ada@example.com".into()),
+            phone: Some("+44 20 7946 0000".into()),
+            idp: "auth0".into(),
+            user_id: "auth0|1".into(),
+            external_id: "card-1".into(),
+            meta: Some(serde_json::json!({"dob": "1815-12-10"})),
+            ..Default::default()
+        };
+        let member = store.create_member(&org.id, new).await.unwrap();
+        store.delete_member(&org.id, &member.id).await.unwrap();
+        const RAW: &str = concat!("SELECT ", member_columns!(), " FROM members WHERE id = $1");
+        let row: MemberRow = with_pool!(store, |pool| {
+            sqlx::query_as(RAW).bind(&member.id).fetch_one(pool).await
+        })
+        .unwrap();
+        let (id, first, last, email, phone, status, idp, user_id, external_id, meta, prefs, ..) =
+            row;
+        assert_eq!(id, member.id, "the row stays for the ledger");
+        assert_eq!(status, "inactive");
+        let personal = [first, last, email, phone, idp, user_id, external_id];
+        assert!(personal.iter().all(Option::is_none), "{personal:?}");
+        assert!(meta.is_none() && prefs.is_none());
+    }
+
+    crate::backend_tests!(deletion_clears_personal_columns);
+}

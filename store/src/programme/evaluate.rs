@@ -1,0 +1,82 @@
+//! An earn under its campaign's rules: the one evaluation both API earns and batch-file rows go
+//! through before they are credited.
+
+use std::str::FromStr;
+
+use rules::{Context, Decimal, Row, RuleSet};
+
+use crate::{Credit, EarnInput, RuleBook, StoreError, Tokens};
+
+/// What the rules know of a wallet when an earn is evaluated.
+#[derive(Debug, Clone)]
+pub(crate) struct WalletContext {
+    /// Micro-tokens, before this earn.
+    pub balance: i64,
+    pub tier: Option<String>,
+    /// The owning member's status.
+    pub status: String,
+    pub currency: String,
+}
+
+/// Where an earn goes.
+pub(crate) struct Target<'a> {
+    pub org_id: &'a str,
+    pub campaign_id: &'a str,
+    pub wallet_id: &'a str,
+    pub wallet: &'a WalletContext,
+}
+
+/// The credit `earn` earns at `target` under the campaign's active rules, or (inner `Err`) why it
+/// cannot be credited.
+pub(crate) async fn credit_for(
+    book: &RuleBook,
+    target: &Target<'_>,
+    earn: &EarnInput,
+    request_id: Option<String>,
+) -> Result<Result<Credit, String>, StoreError> {
+    let (version, rules) = book.active(target.org_id, target.campaign_id).await?;
+    Ok(evaluate(version, &rules, target, earn, request_id))
+}
+
+/// The credit `earn` earns at `target` under `rules` (version `version` of the campaign's rules),
+/// or why it cannot be credited.
+pub(crate) fn evaluate(
+    version: Option<i64>,
+    rules: &RuleSet,
+    target: &Target<'_>,
+    earn: &EarnInput,
+    request_id: Option<String>,
+) -> Result<Credit, String> {
+    let Ok(amount) = Decimal::from_str(&earn.amount) else {
+        return Err(format!("amount `{}` is not a number", earn.amount));
+    };
+    let wallet = target.wallet;
+    let row = Row {
+        id: &earn.earn_id,
+        amount,
+        date: earn.date,
+        currency: &wallet.currency,
+        description: earn.description.as_deref().unwrap_or(""),
+        meta: earn.meta.as_ref(),
+    };
+    let ctx = Context {
+        wallet_tier: wallet.tier.as_deref(),
+        wallet_balance: Tokens::from_micros(wallet.balance).to_decimal(),
+        member_status: &wallet.status,
+    };
+    let outcome = rules.evaluate(&row, &ctx);
+    let tokens = Tokens::from_decimal(outcome.tokens)?;
+    Ok(Credit {
+        org_id: target.org_id.to_string(),
+        campaign_id: target.campaign_id.to_string(),
+        earn: earn.clone(),
+        wallet_id: target.wallet_id.to_string(),
+        currency: wallet.currency.clone(),
+        tokens,
+        trace: rules.compact(&outcome.steps),
+        rule_version: version,
+        meta_text: earn.meta.as_ref().map(crate::backend::direct::json),
+        request_id,
+        batch_id: None,
+    })
+}

@@ -1,0 +1,111 @@
+//! Rule-set versions per campaign. Setting a rule set stores it as the campaign's next version,
+//! which is active from that moment: the highest version is the active one, so activation is a
+//! single insert and every server process sees it on its next look.
+
+use chrono::{DateTime, Utc};
+
+use crate::common::ids::{new_id, now};
+use crate::{Store, StoreError};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleSetVersion {
+    pub id: String,
+    pub campaign_id: String,
+    /// 1, 2, 3... per campaign; the highest is active.
+    pub version: i64,
+    /// The rule set as written (TOML).
+    pub source: String,
+    pub created_at: DateTime<Utc>,
+}
+
+type VersionRow = (String, String, i64, String, DateTime<Utc>);
+
+fn version_from_row((id, campaign_id, version, source, created_at): VersionRow) -> RuleSetVersion {
+    RuleSetVersion {
+        id,
+        campaign_id,
+        version,
+        source,
+        created_at,
+    }
+}
+
+impl Store {
+    /// Compiles `source` and, if it has no errors, stores it as the campaign's next version,
+    /// active from now on. Concurrent calls each get their own version number.
+    pub async fn set_rule_set(
+        &self,
+        org_id: &str,
+        campaign_id: &str,
+        source: &str,
+    ) -> Result<RuleSetVersion, StoreError> {
+        rules::RuleSet::parse(source).map_err(StoreError::InvalidRules)?;
+        self.get_campaign(org_id, campaign_id).await?;
+        const INSERT: &str = "INSERT INTO rule_sets (id, org_id, campaign_id, version, source, created_at) \
+             SELECT $1, $2, $3, COALESCE(MAX(version), 0) + 1, $4, $5 FROM rule_sets WHERE campaign_id = $3 \
+             RETURNING id, campaign_id, version, source, created_at";
+        // Two setters may read the same highest version; the unique index lets one win and the
+        // other tries again with the next number.
+        let mut attempts = 0;
+        loop {
+            let result: Result<VersionRow, sqlx::Error> = with_writer!(self, |pool| {
+                sqlx::query_as(INSERT)
+                    .bind(new_id())
+                    .bind(org_id)
+                    .bind(campaign_id)
+                    .bind(source)
+                    .bind(now())
+                    .fetch_one(pool)
+                    .await
+            });
+            match result {
+                Ok(row) => return Ok(version_from_row(row)),
+                Err(sqlx::Error::Database(db)) if db.is_unique_violation() && attempts < 20 => {
+                    attempts += 1
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+
+    /// The campaign's versions, newest first, without their sources.
+    pub async fn rule_set_versions(
+        &self,
+        org_id: &str,
+        campaign_id: &str,
+    ) -> Result<Vec<RuleSetVersion>, StoreError> {
+        const SQL: &str = "SELECT id, campaign_id, version, '', created_at FROM rule_sets \
+             WHERE org_id = $1 AND campaign_id = $2 ORDER BY version DESC";
+        let rows: Vec<VersionRow> = with_pool!(self, |pool| {
+            sqlx::query_as(SQL)
+                .bind(org_id)
+                .bind(campaign_id)
+                .fetch_all(pool)
+                .await
+        })?;
+        Ok(rows.into_iter().map(version_from_row).collect())
+    }
+
+    /// Version `version` of the campaign's rule set, or the active one when `None`. A campaign
+    /// without rule sets gives `NotFound`.
+    pub async fn rule_set(
+        &self,
+        org_id: &str,
+        campaign_id: &str,
+        version: Option<i64>,
+    ) -> Result<RuleSetVersion, StoreError> {
+        const SQL: &str = "SELECT id, campaign_id, version, source, created_at FROM rule_sets \
+             WHERE org_id = $1 AND campaign_id = $2 AND ($3 IS NULL OR version = $3) \
+             ORDER BY version DESC LIMIT 1";
+        let row: Option<VersionRow> = with_pool!(self, |pool| {
+            sqlx::query_as(SQL)
+                .bind(org_id)
+                .bind(campaign_id)
+                .bind(version)
+                .fetch_optional(pool)
+                .await
+        })?;
+        row.map(version_from_row)
+            .ok_or(StoreError::NotFound { what: "rule set" })
+    }
+}

@@ -1,0 +1,152 @@
+//! Tiers of a campaign. A wallet holds the tier with the highest threshold its lifetime earned
+//! tokens reach (ties: the lower precedence); burns and expiry never lower a tier. Wallets are
+//! re-tiered whenever the campaign's tiers change and whenever they earn.
+
+use sqlx::types::Json;
+
+use crate::common::ids::{new_id, now};
+use crate::{Store, StoreError, Tokens};
+
+/// A tier as a wallet shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tier {
+    pub id: String,
+    pub name: String,
+    /// Lower is higher priority.
+    pub precedence: i64,
+    /// Lifetime earned tokens from which a wallet holds the tier.
+    pub threshold: Tokens,
+    pub benefits: Vec<String>,
+    pub image_url: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct NewTier {
+    pub name: String,
+    pub precedence: i64,
+    pub threshold: Tokens,
+    pub benefits: Vec<String>,
+    pub image_url: Option<String>,
+}
+
+const RETIER: &str = "UPDATE wallets SET tier_id = (SELECT t.id FROM tiers t WHERE t.campaign_id = wallets.campaign_id \
+     AND t.threshold <= wallets.earned ORDER BY t.threshold DESC, t.precedence ASC LIMIT 1) WHERE campaign_id = $1";
+
+type TierRow = (String, String, i64, i64, Json<Vec<String>>, Option<String>);
+
+fn tier_from_row((id, name, precedence, threshold, benefits, image_url): TierRow) -> Tier {
+    Tier {
+        id,
+        name,
+        precedence,
+        threshold: Tokens::from_micros(threshold),
+        benefits: benefits.0,
+        image_url,
+    }
+}
+
+impl Store {
+    pub async fn create_tier(
+        &self,
+        org_id: &str,
+        campaign_id: &str,
+        new: NewTier,
+    ) -> Result<Tier, StoreError> {
+        self.get_campaign(org_id, campaign_id).await?;
+        if new.name.trim().is_empty() {
+            return Err(StoreError::invalid("name", "must not be empty"));
+        }
+        if new.threshold < Tokens::ZERO {
+            return Err(StoreError::invalid("threshold", "must not be negative"));
+        }
+        let tier = Tier {
+            id: new_id(),
+            name: new.name.trim().to_string(),
+            precedence: new.precedence,
+            threshold: new.threshold,
+            benefits: new.benefits,
+            image_url: new.image_url,
+        };
+        const INSERT: &str = "INSERT INTO tiers (id, org_id, campaign_id, name, precedence, threshold, benefits, \
+             image_url, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+        with_writer!(self, |pool| async {
+            let mut tx = pool.begin().await?;
+            sqlx::query(INSERT)
+                .bind(&tier.id)
+                .bind(org_id)
+                .bind(campaign_id)
+                .bind(&tier.name)
+                .bind(tier.precedence)
+                .bind(tier.threshold.micros())
+                .bind(Json(&tier.benefits))
+                .bind(&tier.image_url)
+                .bind(now())
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(RETIER)
+                .bind(campaign_id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await
+        }
+        .await)
+        .map_err(|e| crate::error::conflict_on(e, &[("name", "name")]))?;
+        Ok(tier)
+    }
+
+    /// The campaign's tiers by precedence.
+    pub async fn list_tiers(
+        &self,
+        org_id: &str,
+        campaign_id: &str,
+    ) -> Result<Vec<Tier>, StoreError> {
+        const SQL: &str = "SELECT id, name, precedence, threshold, benefits, image_url FROM tiers \
+             WHERE org_id = $1 AND campaign_id = $2 ORDER BY precedence, threshold, name";
+        let rows: Vec<TierRow> = with_pool!(self, |pool| sqlx::query_as(SQL)
+            .bind(org_id)
+            .bind(campaign_id)
+            .fetch_all(pool)
+            .await)?;
+        Ok(rows.into_iter().map(tier_from_row).collect())
+    }
+
+    /// Removes a tier (by id or name); its wallets fall to the next tier they reach.
+    pub async fn remove_tier(
+        &self,
+        org_id: &str,
+        campaign_id: &str,
+        tier: &str,
+    ) -> Result<(), StoreError> {
+        const CLEAR: &str = "UPDATE wallets SET tier_id = NULL WHERE tier_id IN (SELECT id FROM tiers \
+             WHERE org_id = $1 AND campaign_id = $2 AND (id = $3 OR name = $3))";
+        const DELETE: &str =
+            "DELETE FROM tiers WHERE org_id = $1 AND campaign_id = $2 AND (id = $3 OR name = $3)";
+        let removed = with_writer!(self, |pool| async {
+            let mut tx = pool.begin().await?;
+            sqlx::query(CLEAR)
+                .bind(org_id)
+                .bind(campaign_id)
+                .bind(tier)
+                .execute(&mut *tx)
+                .await?;
+            let removed = sqlx::query(DELETE)
+                .bind(org_id)
+                .bind(campaign_id)
+                .bind(tier)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            sqlx::query(RETIER)
+                .bind(campaign_id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok::<_, sqlx::Error>(removed)
+        }
+        .await)?;
+        if removed == 0 {
+            return Err(StoreError::NotFound { what: "tier" });
+        }
+        Ok(())
+    }
+}

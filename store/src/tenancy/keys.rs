@@ -1,0 +1,301 @@
+//! API keys: issued by an operator for one organisation and campaign, checked on every request.
+//!
+//! A key is a public handle (`rk_` + 128 random bits) and a secret (`rs_` + 256 random bits).
+//! Only the SHA-256 of the secret is stored. A slow password hash would cost milliseconds per
+//! request; it buys nothing here because the secret is random and far too long to guess, so a
+//! fast hash with a constant-time comparison is as safe and keeps thousands of requests a second
+//! cheap.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+
+use crate::backend::Pool;
+use crate::backend::direct;
+use crate::common::ids::{constant_time_eq, new_id, now, random_token, sha256};
+use crate::error::known;
+use crate::{ApiVersion, Campaign, Store, StoreError};
+
+/// Something a key may do beyond the ordinary operations, granted by an operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Permission {
+    /// The vector-based product search.
+    VectorSearch,
+}
+
+impl Permission {
+    pub const ALL: &'static [Permission] = &[Permission::VectorSearch];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Permission::VectorSearch => "vector-search",
+        }
+    }
+}
+
+impl FromStr for Permission {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Permission::ALL
+            .iter()
+            .copied()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| {
+                let known: Vec<_> = Permission::ALL.iter().map(|p| p.as_str()).collect();
+                format!("unknown permission `{s}`; known: {}", known.join(", "))
+            })
+    }
+}
+
+impl fmt::Display for Permission {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    pub id: String,
+    pub org_id: String,
+    pub campaign_id: String,
+    /// The full public handle. Shown to the operator when issued; the API shows `obfuscated()`.
+    pub api_key: String,
+    pub permissions: Vec<Permission>,
+    /// The version a request gets when it sends no `x-api-version`.
+    pub version: Option<ApiVersion>,
+    /// A read-only key may only read (GET); anything else is 403. For dashboards and reports.
+    pub read_only: bool,
+    pub created_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+impl ApiKey {
+    /// The key with its middle hidden, e.g. `rk_3f9a…c1d2`: enough to recognise, not to use.
+    pub fn obfuscated(&self) -> String {
+        let key = &self.api_key;
+        match (key.get(..7), key.get(key.len().saturating_sub(4)..)) {
+            (Some(head), Some(tail)) if key.len() > 11 => format!("{head}…{tail}"),
+            _ => "…".to_string(),
+        }
+    }
+
+    pub fn allows(&self, permission: Permission) -> bool {
+        self.permissions.contains(&permission)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct NewKey {
+    pub campaign_id: String,
+    pub permissions: Vec<Permission>,
+    pub version: Option<ApiVersion>,
+    pub read_only: bool,
+}
+
+/// A freshly issued key with its secret: the only time the secret exists outside the caller.
+pub struct IssuedKey {
+    pub key: ApiKey,
+    pub secret: String,
+}
+
+impl fmt::Debug for IssuedKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IssuedKey")
+            .field("key", &self.key)
+            .field("secret", &"<redacted>")
+            .finish()
+    }
+}
+
+/// What a request learns about its caller once its key is checked.
+#[derive(Debug, Clone)]
+pub struct KeyContext {
+    pub key: ApiKey,
+    pub campaign: Campaign,
+}
+
+macro_rules! key_columns {
+    () => {
+        "k.id, k.org_id, k.campaign_id, k.api_key, k.permissions, k.version, k.read_only, \
+         k.created_at, k.revoked_at"
+    };
+}
+
+type KeyRow = (
+    String,
+    String,
+    String,
+    String,
+    Json<Vec<String>>,
+    Option<String>,
+    bool,
+    DateTime<Utc>,
+    Option<DateTime<Utc>>,
+);
+
+fn key_from_row(row: KeyRow) -> Result<ApiKey, StoreError> {
+    let (id, org_id, campaign_id, api_key, permissions, version, read_only, created_at, revoked_at) =
+        row;
+    Ok(ApiKey {
+        id,
+        org_id,
+        campaign_id,
+        api_key,
+        // A permission this build does not know (granted by a newer one) is simply not held.
+        permissions: permissions
+            .0
+            .iter()
+            .filter_map(|p| p.parse().ok())
+            .collect(),
+        version: match version {
+            Some(v) => Some(known(v.parse().ok(), "api_keys", "version", &v)?),
+            None => None,
+        },
+        read_only,
+        created_at,
+        revoked_at,
+    })
+}
+
+impl Store {
+    /// Issues a key for a campaign of organisation `org_id`. The returned secret is not kept.
+    pub async fn issue_key(&self, org_id: &str, new: NewKey) -> Result<IssuedKey, StoreError> {
+        self.get_campaign(org_id, &new.campaign_id).await?;
+        let mut permissions = new.permissions;
+        permissions.sort_by_key(|p| p.as_str());
+        permissions.dedup();
+        let key = ApiKey {
+            id: new_id(),
+            org_id: org_id.to_string(),
+            campaign_id: new.campaign_id,
+            api_key: random_token("rk_", 16),
+            permissions,
+            version: new.version,
+            read_only: new.read_only,
+            created_at: now(),
+            revoked_at: None,
+        };
+        let secret = random_token("rs_", 32);
+        let names: Vec<&str> = key.permissions.iter().map(|p| p.as_str()).collect();
+        with_writer!(self, |pool| {
+            sqlx::query(
+                "INSERT INTO api_keys \
+                 (id, org_id, campaign_id, api_key, secret_hash, permissions, version, read_only, \
+                 created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            )
+            .bind(&key.id)
+            .bind(&key.org_id)
+            .bind(&key.campaign_id)
+            .bind(&key.api_key)
+            .bind(sha256(&secret).to_vec())
+            .bind(Json(&names))
+            .bind(key.version.map(|v| v.as_str()))
+            .bind(key.read_only)
+            .bind(key.created_at)
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected())
+        })?;
+        Ok(IssuedKey { key, secret })
+    }
+
+    pub async fn list_keys(&self, org_id: &str) -> Result<Vec<ApiKey>, StoreError> {
+        const SQL: &str = concat!(
+            "SELECT ",
+            key_columns!(),
+            " FROM api_keys k WHERE k.org_id = $1 ORDER BY k.id"
+        );
+        let rows: Vec<KeyRow> = with_pool!(self, |pool| sqlx::query_as(SQL)
+            .bind(org_id)
+            .fetch_all(pool)
+            .await)?;
+        rows.into_iter().map(key_from_row).collect()
+    }
+
+    /// Revokes key `key_id` (its record id): requests with it get 401 from then on. Revoking a
+    /// revoked key changes nothing and returns it as it is.
+    pub async fn revoke_key(&self, key_id: &str) -> Result<ApiKey, StoreError> {
+        const REVOKE: &str =
+            "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1";
+        const SELECT: &str = concat!(
+            "SELECT ",
+            key_columns!(),
+            " FROM api_keys k WHERE k.id = $1"
+        );
+        let row: Option<KeyRow> = with_writer!(self, |pool| async {
+            sqlx::query(REVOKE)
+                .bind(key_id)
+                .bind(now())
+                .execute(pool)
+                .await?;
+            sqlx::query_as(SELECT)
+                .bind(key_id)
+                .fetch_optional(pool)
+                .await
+        }
+        .await)?;
+        let key = row
+            .ok_or(StoreError::NotFound { what: "API key" })
+            .and_then(key_from_row)?;
+        Ok(key)
+    }
+
+    /// The caller behind `api_key` if `secret` is its secret and the key is not revoked.
+    /// An unknown key, a wrong secret and a revoked key all give `None`, alike.
+    pub async fn authenticate(
+        &self,
+        api_key: &str,
+        secret: &str,
+    ) -> Result<Option<KeyContext>, StoreError> {
+        const SQL: &str = concat!(
+            "SELECT ",
+            key_columns!(),
+            ", k.secret_hash, c.name, c.currency, c.logo, c.favicon, c.created_at \
+             FROM api_keys k JOIN campaigns c ON c.id = k.campaign_id WHERE k.api_key = $1"
+        );
+        type Row = (
+            String,
+            String,
+            String,
+            String,
+            Json<Vec<String>>,
+            Option<String>,
+            bool,
+            DateTime<Utc>,
+            Option<DateTime<Utc>>,
+            Vec<u8>,
+            String,
+            String,
+            Option<String>,
+            Option<String>,
+            DateTime<Utc>,
+        );
+        let presented = sha256(secret);
+        let row: Option<Row> = match &self.pool {
+            Pool::Sqlite { direct, .. } => direct.read(|c| direct::row(c, SQL, args![api_key]))?,
+            Pool::Postgres(pool) => {
+                sqlx::query_as(SQL)
+                    .bind(api_key)
+                    .fetch_optional(pool)
+                    .await?
+            }
+        };
+        let Some(r) = row else { return Ok(None) };
+        if !constant_time_eq(&presented, &r.9) || r.8.is_some() {
+            return Ok(None);
+        }
+        let key = key_from_row((r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8))?;
+        let campaign = Campaign {
+            id: key.campaign_id.clone(),
+            org_id: key.org_id.clone(),
+            name: r.10,
+            currency: r.11,
+            logo: r.12,
+            favicon: r.13,
+            created_at: r.14,
+        };
+        Ok(Some(KeyContext { key, campaign }))
+    }
+}

@@ -1,0 +1,232 @@
+//! Organisations (the tenants) and their campaigns (a programme with its own currency and look).
+
+use chrono::{DateTime, Utc};
+
+use crate::common::ids::{new_id, now};
+use crate::{Store, StoreError};
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Organisation {
+    pub id: String,
+    pub name: String,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Campaign {
+    pub id: String,
+    pub org_id: String,
+    pub name: String,
+    pub currency: String,
+    pub logo: Option<String>,
+    pub favicon: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct NewCampaign {
+    pub name: String,
+    pub currency: String,
+    pub logo: Option<String>,
+    pub favicon: Option<String>,
+}
+
+type CampaignRow = (
+    String,
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    DateTime<Utc>,
+);
+
+macro_rules! campaign_columns {
+    () => {
+        "id, org_id, name, currency, logo, favicon, created_at"
+    };
+}
+
+fn campaign_from_row(row: CampaignRow) -> Campaign {
+    let (id, org_id, name, currency, logo, favicon, created_at) = row;
+    Campaign {
+        id,
+        org_id,
+        name,
+        currency,
+        logo,
+        favicon,
+        created_at,
+    }
+}
+
+impl NewCampaign {
+    /// Checks the campaign and normalises the currency code to upper case. A currency is a code of
+    /// 2 to 16 letters, digits or `_` (ISO 4217 codes and programme units such as `POINTS`).
+    fn validated(mut self) -> Result<Self, StoreError> {
+        self.name = self.name.trim().to_string();
+        if self.name.is_empty() {
+            return Err(StoreError::invalid("name", "must not be empty"));
+        }
+        self.currency = self.currency.trim().to_ascii_uppercase();
+        let valid = (2..=16).contains(&self.currency.len())
+            && self
+                .currency
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(StoreError::invalid(
+                "currency",
+                "must be 2 to 16 letters, digits or underscores, e.g. EUR or POINTS",
+            ));
+        }
+        for (field, url) in [("logo", &self.logo), ("favicon", &self.favicon)] {
+            if let Some(url) = url
+                && !(url.starts_with("https://") || url.starts_with("http://"))
+            {
+                return Err(StoreError::invalid(
+                    field,
+                    "must be an http:// or https:// URL",
+                ));
+            }
+        }
+        Ok(self)
+    }
+}
+
+impl Store {
+    /// A campaign by id alone, for operator commands that name only the campaign.
+    pub async fn campaign_by_id(&self, id: &str) -> Result<Campaign, StoreError> {
+        let row: Option<(String,)> = with_pool!(self, |pool| {
+            sqlx::query_as("SELECT org_id FROM campaigns WHERE id = $1")
+                .bind(id)
+                .fetch_optional(pool)
+                .await
+        })?;
+        let (org_id,) = row.ok_or(StoreError::NotFound { what: "campaign" })?;
+        self.get_campaign(&org_id, id).await
+    }
+
+    pub async fn create_org(&self, name: &str) -> Result<Organisation, StoreError> {
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(StoreError::invalid("name", "must not be empty"));
+        }
+        let org = Organisation {
+            id: new_id(),
+            name: name.to_string(),
+            created_at: now(),
+        };
+        with_writer!(self, |pool| {
+            sqlx::query("INSERT INTO organisations (id, name, created_at) VALUES ($1, $2, $3)")
+                .bind(&org.id)
+                .bind(&org.name)
+                .bind(org.created_at)
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+        })?;
+        Ok(org)
+    }
+
+    pub async fn get_org(&self, id: &str) -> Result<Organisation, StoreError> {
+        let row: Option<(String, String, DateTime<Utc>)> = with_pool!(self, |pool| {
+            sqlx::query_as("SELECT id, name, created_at FROM organisations WHERE id = $1")
+                .bind(id)
+                .fetch_optional(pool)
+                .await
+        })?;
+        let (id, name, created_at) = row.ok_or(StoreError::NotFound {
+            what: "organisation",
+        })?;
+        Ok(Organisation {
+            id,
+            name,
+            created_at,
+        })
+    }
+
+    pub async fn list_orgs(&self) -> Result<Vec<Organisation>, StoreError> {
+        let rows: Vec<(String, String, DateTime<Utc>)> = with_pool!(self, |pool| {
+            sqlx::query_as("SELECT id, name, created_at FROM organisations ORDER BY id")
+                .fetch_all(pool)
+                .await
+        })?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, name, created_at)| Organisation {
+                id,
+                name,
+                created_at,
+            })
+            .collect())
+    }
+
+    pub async fn create_campaign(
+        &self,
+        org_id: &str,
+        new: NewCampaign,
+    ) -> Result<Campaign, StoreError> {
+        let new = new.validated()?;
+        self.get_org(org_id).await?;
+        let campaign = Campaign {
+            id: new_id(),
+            org_id: org_id.to_string(),
+            name: new.name,
+            currency: new.currency,
+            logo: new.logo,
+            favicon: new.favicon,
+            created_at: now(),
+        };
+        with_writer!(self, |pool| {
+            sqlx::query(
+                "INSERT INTO campaigns (id, org_id, name, currency, logo, favicon, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .bind(&campaign.id)
+            .bind(&campaign.org_id)
+            .bind(&campaign.name)
+            .bind(&campaign.currency)
+            .bind(&campaign.logo)
+            .bind(&campaign.favicon)
+            .bind(campaign.created_at)
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected())
+        })?;
+        Ok(campaign)
+    }
+
+    /// The campaign `id` of organisation `org_id`; another organisation's campaign is `NotFound`.
+    pub async fn get_campaign(&self, org_id: &str, id: &str) -> Result<Campaign, StoreError> {
+        const SQL: &str = concat!(
+            "SELECT ",
+            campaign_columns!(),
+            " FROM campaigns WHERE org_id = $1 AND id = $2"
+        );
+        let row: Option<CampaignRow> = with_pool!(self, |pool| {
+            sqlx::query_as(SQL)
+                .bind(org_id)
+                .bind(id)
+                .fetch_optional(pool)
+                .await
+        })?;
+        row.map(campaign_from_row)
+            .ok_or(StoreError::NotFound { what: "campaign" })
+    }
+
+    pub async fn list_campaigns(&self, org_id: &str) -> Result<Vec<Campaign>, StoreError> {
+        const SQL: &str = concat!(
+            "SELECT ",
+            campaign_columns!(),
+            " FROM campaigns WHERE org_id = $1 ORDER BY id"
+        );
+        let rows: Vec<CampaignRow> = with_pool!(self, |pool| sqlx::query_as(SQL)
+            .bind(org_id)
+            .fetch_all(pool)
+            .await)?;
+        Ok(rows.into_iter().map(campaign_from_row).collect())
+    }
+}

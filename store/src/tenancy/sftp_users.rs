@@ -1,0 +1,367 @@
+//! SFTP users: issued by an operator for one organisation, logging in with a password (kept as
+//! an argon2id hash) and/or public keys. A key belongs to exactly one user, so a key can never
+//! log in as anyone else; a disabled user cannot log in at all.
+
+use std::sync::LazyLock;
+
+use argon2::Argon2;
+use argon2::password_hash::phc::PasswordHash;
+use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+use chrono::{DateTime, Utc};
+
+use crate::common::ids::{new_id, now};
+use crate::error::conflict_on;
+use crate::{Store, StoreError};
+
+/// The shortest password an operator may issue.
+pub const MIN_PASSWORD: usize = 12;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SftpUser {
+    pub id: String,
+    pub org_id: String,
+    pub username: String,
+    pub has_password: bool,
+    pub keys: Vec<SftpKey>,
+    pub disabled_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SftpKey {
+    /// `SHA256:...`, as `ssh-keygen -l` prints it.
+    pub fingerprint: String,
+    /// The key in OpenSSH's one-line format.
+    pub public_key: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A public key as parsed by the caller (the store does not parse key formats).
+#[derive(Debug, Clone)]
+pub struct NewSftpKey {
+    pub fingerprint: String,
+    pub public_key: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct NewSftpUser {
+    pub username: String,
+    pub password: Option<String>,
+    pub key: Option<NewSftpKey>,
+}
+
+/// Who logged in: the organisation whose tree the session sees.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SftpLogin {
+    pub user_id: String,
+    pub org_id: String,
+    pub username: String,
+}
+
+fn check_username(username: &str) -> Result<(), StoreError> {
+    let valid = (1..=64).contains(&username.len())
+        && username
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
+        && !username.starts_with(['.', '-']);
+    if valid {
+        Ok(())
+    } else {
+        Err(StoreError::invalid(
+            "username",
+            "use 1 to 64 of a-z, 0-9, '.', '_' and '-', not starting with '.' or '-'",
+        ))
+    }
+}
+
+fn hash_password(password: &str) -> Result<String, StoreError> {
+    if password.chars().count() < MIN_PASSWORD {
+        return Err(StoreError::invalid(
+            "password",
+            format!("must be at least {MIN_PASSWORD} characters"),
+        ));
+    }
+    Argon2::default()
+        .hash_password(password.as_bytes())
+        .map(|hash| hash.to_string())
+        .map_err(|e| StoreError::invalid("password", e.to_string()))
+}
+
+/// Whether `password` matches `hash`; a malformed hash matches nothing.
+fn verify_password(password: &str, hash: &str) -> bool {
+    PasswordHash::new(hash)
+        .map(|parsed| {
+            Argon2::default()
+                .verify_password(password.as_bytes(), &parsed)
+                .is_ok()
+        })
+        .unwrap_or(false)
+}
+
+type KeyRow = (String, String, String, DateTime<Utc>);
+type UserRow = (
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<DateTime<Utc>>,
+    DateTime<Utc>,
+);
+
+impl Store {
+    /// Issues an SFTP user for organisation `org_id`, with a password, a key, or both.
+    pub async fn create_sftp_user(
+        &self,
+        org_id: &str,
+        new: NewSftpUser,
+    ) -> Result<SftpUser, StoreError> {
+        self.get_org(org_id).await?;
+        check_username(&new.username)?;
+        if new.password.is_none() && new.key.is_none() {
+            return Err(StoreError::invalid(
+                "password",
+                "give a password, a public key, or both",
+            ));
+        }
+        let password_hash = match new.password {
+            Some(password) => Some(blocking(move || hash_password(&password)).await?),
+            None => None,
+        };
+        let id = new_id();
+        let created_at = now();
+        with_writer!(self, |pool| {
+            sqlx::query(
+                "INSERT INTO sftp_users (id, org_id, username, password_hash, created_at) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(&id)
+            .bind(org_id)
+            .bind(&new.username)
+            .bind(&password_hash)
+            .bind(created_at)
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected())
+        })
+        .map_err(|e| conflict_on(e, &[("username", "username")]))?;
+        if let Some(key) = new.key
+            && let Err(err) = self.add_sftp_key(org_id, &new.username, key).await
+        {
+            // A user is issued whole or not at all.
+            self.remove_sftp_user(org_id, &new.username).await?;
+            return Err(err);
+        }
+        self.get_sftp_user(org_id, &new.username).await
+    }
+
+    /// Adds a public key to a user. A key already held by any user is a conflict.
+    pub async fn add_sftp_key(
+        &self,
+        org_id: &str,
+        username: &str,
+        key: NewSftpKey,
+    ) -> Result<SftpKey, StoreError> {
+        let user = self.get_sftp_user(org_id, username).await?;
+        let added = SftpKey {
+            fingerprint: key.fingerprint,
+            public_key: key.public_key,
+            created_at: now(),
+        };
+        with_writer!(self, |pool| {
+            sqlx::query(
+                "INSERT INTO sftp_keys (id, user_id, fingerprint, public_key, created_at) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(new_id())
+            .bind(&user.id)
+            .bind(&added.fingerprint)
+            .bind(&added.public_key)
+            .bind(added.created_at)
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected())
+        })
+        .map_err(|e| conflict_on(e, &[("fingerprint", "publicKey")]))?;
+        Ok(added)
+    }
+
+    pub async fn get_sftp_user(
+        &self,
+        org_id: &str,
+        username: &str,
+    ) -> Result<SftpUser, StoreError> {
+        let users = self.sftp_users(org_id, Some(username)).await?;
+        users
+            .into_iter()
+            .next()
+            .ok_or(StoreError::NotFound { what: "SFTP user" })
+    }
+
+    pub async fn list_sftp_users(&self, org_id: &str) -> Result<Vec<SftpUser>, StoreError> {
+        self.sftp_users(org_id, None).await
+    }
+
+    async fn sftp_users(
+        &self,
+        org_id: &str,
+        username: Option<&str>,
+    ) -> Result<Vec<SftpUser>, StoreError> {
+        const USERS: &str = "SELECT id, org_id, username, password_hash, disabled_at, created_at \
+             FROM sftp_users WHERE org_id = $1 AND ($2 IS NULL OR username = $2) ORDER BY username";
+        const KEYS: &str = "SELECT k.user_id, k.fingerprint, k.public_key, k.created_at \
+             FROM sftp_keys k JOIN sftp_users u ON u.id = k.user_id \
+             WHERE u.org_id = $1 AND ($2 IS NULL OR u.username = $2) ORDER BY k.created_at";
+        let (users, keys): (Vec<UserRow>, Vec<KeyRow>) = with_pool!(self, |pool| async {
+            let users = sqlx::query_as(USERS)
+                .bind(org_id)
+                .bind(username)
+                .fetch_all(pool)
+                .await?;
+            let keys = sqlx::query_as(KEYS)
+                .bind(org_id)
+                .bind(username)
+                .fetch_all(pool)
+                .await?;
+            Ok::<_, sqlx::Error>((users, keys))
+        }
+        .await)?;
+        Ok(users
+            .into_iter()
+            .map(
+                |(id, org_id, username, hash, disabled_at, created_at)| SftpUser {
+                    keys: keys
+                        .iter()
+                        .filter(|k| k.0 == id)
+                        .map(|k| SftpKey {
+                            fingerprint: k.1.clone(),
+                            public_key: k.2.clone(),
+                            created_at: k.3,
+                        })
+                        .collect(),
+                    id,
+                    org_id,
+                    username,
+                    has_password: hash.is_some(),
+                    disabled_at,
+                    created_at,
+                },
+            )
+            .collect())
+    }
+
+    /// Stops a user from logging in (sessions already open are not cut).
+    pub async fn disable_sftp_user(
+        &self,
+        org_id: &str,
+        username: &str,
+    ) -> Result<SftpUser, StoreError> {
+        let changed = with_writer!(self, |pool| {
+            sqlx::query(
+                "UPDATE sftp_users SET disabled_at = COALESCE(disabled_at, $3) \
+                 WHERE org_id = $1 AND username = $2",
+            )
+            .bind(org_id)
+            .bind(username)
+            .bind(now())
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected())
+        })?;
+        if changed == 0 {
+            return Err(StoreError::NotFound { what: "SFTP user" });
+        }
+        self.get_sftp_user(org_id, username).await
+    }
+
+    /// Removes a user and its keys; the batches it uploaded keep its name.
+    pub async fn remove_sftp_user(&self, org_id: &str, username: &str) -> Result<(), StoreError> {
+        let user = self.get_sftp_user(org_id, username).await?;
+        with_writer!(self, |pool| async {
+            let mut tx = pool.begin().await?;
+            sqlx::query("DELETE FROM sftp_keys WHERE user_id = $1")
+                .bind(&user.id)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query("DELETE FROM sftp_users WHERE id = $1")
+                .bind(&user.id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await
+        }
+        .await)?;
+        Ok(())
+    }
+
+    /// The login for `username` with `password`, if both are right and the user is enabled.
+    pub async fn sftp_login_password(
+        &self,
+        username: &str,
+        password: &str,
+    ) -> Result<Option<SftpLogin>, StoreError> {
+        let row: Option<(String, String, Option<String>)> = with_pool!(self, |pool| {
+            sqlx::query_as(
+                "SELECT id, org_id, password_hash FROM sftp_users \
+                 WHERE username = $1 AND disabled_at IS NULL",
+            )
+            .bind(username)
+            .fetch_optional(pool)
+            .await
+        })?;
+        // An unknown user costs the same hash as a known one, so timing tells nothing.
+        let hash = row
+            .as_ref()
+            .and_then(|r| r.2.clone())
+            .unwrap_or_else(|| DECOY_HASH.clone());
+        let password = password.to_string();
+        let matches = blocking(move || Ok(verify_password(&password, &hash))).await?;
+        Ok(row
+            .filter(|r| matches && r.2.is_some())
+            .map(|(user_id, org_id, _)| SftpLogin {
+                user_id,
+                org_id,
+                username: username.to_string(),
+            }))
+    }
+
+    /// The login for `username` presenting the key with `fingerprint`, if that key is this
+    /// user's and the user is enabled.
+    pub async fn sftp_login_key(
+        &self,
+        username: &str,
+        fingerprint: &str,
+    ) -> Result<Option<SftpLogin>, StoreError> {
+        let row: Option<(String, String)> = with_pool!(self, |pool| {
+            sqlx::query_as(
+                "SELECT u.id, u.org_id FROM sftp_keys k JOIN sftp_users u ON u.id = k.user_id \
+                 WHERE k.fingerprint = $1 AND u.username = $2 AND u.disabled_at IS NULL",
+            )
+            .bind(fingerprint)
+            .bind(username)
+            .fetch_optional(pool)
+            .await
+        })?;
+        Ok(row.map(|(user_id, org_id)| SftpLogin {
+            user_id,
+            org_id,
+            username: username.to_string(),
+        }))
+    }
+}
+
+/// The hash of a random password nobody knows, verified for unknown users.
+static DECOY_HASH: LazyLock<String> = LazyLock::new(|| {
+    let unknowable = crate::common::ids::random_token("", 32);
+    Argon2::default()
+        .hash_password(unknowable.as_bytes())
+        .map(|hash| hash.to_string())
+        .unwrap_or_default()
+});
+
+/// Runs CPU-heavy hashing off the async workers.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| StoreError::NotCommitted(format!("hashing stopped: {e}")))?
+}
