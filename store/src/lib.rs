@@ -16,8 +16,9 @@
 
 #[macro_use]
 mod backend;
-mod batches;
+#[macro_use]
 mod common;
+mod batches;
 mod error;
 mod ledger;
 mod members;

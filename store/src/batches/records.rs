@@ -212,31 +212,12 @@ impl Store {
 
     /// The organisation's batches, newest first.
     pub async fn list_batches(&self, org_id: &str, page: Page) -> Result<Paged<Batch>, StoreError> {
-        const COUNT: &str = "SELECT COUNT(*) FROM batches WHERE org_id = $1";
-        const LIST: &str = concat!(
-            "SELECT ",
-            batch_columns!(),
-            " FROM batches WHERE org_id = $1 ORDER BY received_at DESC, id DESC LIMIT $2 OFFSET $3"
-        );
-        let (total, rows): (i64, Vec<BatchRow>) = with_pool!(self, |pool| async {
-            let (total,): (i64,) = sqlx::query_as(COUNT).bind(org_id).fetch_one(pool).await?;
-            let rows = sqlx::query_as(LIST)
-                .bind(org_id)
-                .bind(page.limit())
-                .bind(page.offset())
-                .fetch_all(pool)
-                .await?;
-            Ok::<_, sqlx::Error>((total, rows))
-        }
-        .await)?;
-        Ok(Paged {
-            items: rows
-                .into_iter()
-                .map(batch_from_row)
-                .collect::<Result<_, _>>()?,
-            total: total.max(0) as u64,
-            page,
-        })
+        let rows = paged!(self, page,
+            select: batch_columns!(),
+            from: "FROM batches WHERE org_id = $1",
+            order: "received_at DESC, id DESC",
+            args: [org_id])?;
+        Paged::of(rows, page, batch_from_row)
     }
 
     /// Records how a claimed batch ended: `Completed` or `Failed`, its counts, its summary (the

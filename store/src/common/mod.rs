@@ -3,5 +3,6 @@
 
 pub(crate) mod cache;
 pub(crate) mod ids;
+#[macro_use]
 pub(crate) mod page;
 pub(crate) mod tokens;

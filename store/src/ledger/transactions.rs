@@ -128,57 +128,25 @@ impl Store {
             filter.kinds.clone()
         };
         let has = |k: TransactionKind| kinds.contains(&k);
-        const WHERE: &str = "WHERE org_id = $1 AND campaign_id = $2 AND ($3 IS NULL OR wallet_id = $3) \
-             AND ($4 IS NULL OR date >= $4) AND ($5 IS NULL OR date <= $5) \
-             AND (kind = $6 OR kind = $7 OR kind = $8) ";
-        let count = format!("SELECT COUNT(*) FROM transactions {WHERE}");
-        let list = format!(
-            "SELECT {} FROM transactions {WHERE}ORDER BY date DESC, id DESC LIMIT $9 OFFSET $10",
-            transaction_columns!()
-        );
         // Kinds not asked for are bound as a value no row has.
         let kind = |k: TransactionKind| if has(k) { k.as_str() } else { "" };
-        let (org, campaign_id) = (&campaign.org_id, &campaign.id);
-        let (total, rows): (i64, Vec<TransactionRow>) = with_pool!(self, |pool| async {
-            let (total,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(count.as_str()))
-                .bind(org)
-                .bind(campaign_id)
-                .bind(&filter.wallet_id)
-                .bind(filter.date_from)
-                .bind(filter.date_to)
-                .bind(kind(TransactionKind::Earn))
-                .bind(kind(TransactionKind::Burn))
-                .bind(kind(TransactionKind::Expiry))
-                .fetch_one(pool)
-                .await?;
-            let rows = if page.limit == 0 {
-                Vec::new()
-            } else {
-                sqlx::query_as(sqlx::AssertSqlSafe(list.as_str()))
-                    .bind(org)
-                    .bind(campaign_id)
-                    .bind(&filter.wallet_id)
-                    .bind(filter.date_from)
-                    .bind(filter.date_to)
-                    .bind(kind(TransactionKind::Earn))
-                    .bind(kind(TransactionKind::Burn))
-                    .bind(kind(TransactionKind::Expiry))
-                    .bind(page.limit())
-                    .bind(page.offset())
-                    .fetch_all(pool)
-                    .await?
-            };
-            Ok::<_, sqlx::Error>((total, rows))
-        }
-        .await)?;
-        Ok(Paged {
-            items: rows
-                .into_iter()
-                .map(transaction_from_row)
-                .collect::<Result<_, _>>()?,
-            total: total.max(0) as u64,
-            page,
-        })
+        let rows = paged!(self, page,
+        select: transaction_columns!(),
+        from: "FROM transactions WHERE org_id = $1 AND campaign_id = $2 \
+            AND ($3 IS NULL OR wallet_id = $3) AND ($4 IS NULL OR date >= $4) \
+            AND ($5 IS NULL OR date <= $5) AND (kind = $6 OR kind = $7 OR kind = $8)",
+        order: "date DESC, id DESC",
+        args: [
+            &campaign.org_id,
+            &campaign.id,
+            &filter.wallet_id,
+            filter.date_from,
+            filter.date_to,
+            kind(TransactionKind::Earn),
+            kind(TransactionKind::Burn),
+            kind(TransactionKind::Expiry),
+        ])?;
+        Paged::of(rows, page, transaction_from_row)
     }
 
     pub async fn get_transaction(

@@ -45,11 +45,24 @@ pub struct WalletFilter {
     pub owner: Option<String>,
 }
 
+macro_rules! wallet_columns {
+    () => {
+        "w.id, w.campaign_id, w.owner_id, w.external_id, w.name, w.currency, w.balance, \
+         w.earned, w.created_at, w.updated_at, t.id, t.name, t.precedence, t.threshold, \
+         t.benefits, t.image_url"
+    };
+}
+
+/// A wallet with its tier.
+macro_rules! wallet_from {
+    () => {
+        "FROM wallets w LEFT JOIN tiers t ON t.id = w.tier_id "
+    };
+}
+
 macro_rules! wallet_select {
     () => {
-        "SELECT w.id, w.campaign_id, w.owner_id, w.external_id, w.name, w.currency, w.balance, \
-         w.earned, w.created_at, w.updated_at, t.id, t.name, t.precedence, t.threshold, \
-         t.benefits, t.image_url FROM wallets w LEFT JOIN tiers t ON t.id = w.tier_id "
+        concat!("SELECT ", wallet_columns!(), " ", wallet_from!())
     };
 }
 
@@ -224,45 +237,15 @@ impl Store {
         page: Page,
     ) -> Result<Paged<Wallet>, StoreError> {
         // An owner filter matches the member's id or external id.
-        const WHERE: &str = "WHERE w.org_id = $1 AND w.campaign_id = $2 \
-             AND ($3 IS NULL OR w.external_id = $3) \
-             AND ($4 IS NULL OR w.owner_id IN (SELECT m.id FROM members m WHERE m.org_id = $1 \
-             AND (m.id = $4 OR m.external_id = $4))) ";
-        let count = format!("SELECT COUNT(*) FROM wallets w {WHERE}");
-        let list = format!(
-            "{}{WHERE}ORDER BY w.id LIMIT $5 OFFSET $6",
-            wallet_select!()
-        );
-        let (org, campaign_id) = (&campaign.org_id, &campaign.id);
-        let (total, rows): (i64, Vec<WalletRow>) = with_pool!(self, |pool| async {
-            let (total,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(count.as_str()))
-                .bind(org)
-                .bind(campaign_id)
-                .bind(&filter.external_id)
-                .bind(&filter.owner)
-                .fetch_one(pool)
-                .await?;
-            let rows = if page.limit == 0 {
-                Vec::new()
-            } else {
-                sqlx::query_as(sqlx::AssertSqlSafe(list.as_str()))
-                    .bind(org)
-                    .bind(campaign_id)
-                    .bind(&filter.external_id)
-                    .bind(&filter.owner)
-                    .bind(page.limit())
-                    .bind(page.offset())
-                    .fetch_all(pool)
-                    .await?
-            };
-            Ok::<_, sqlx::Error>((total, rows))
-        }
-        .await)?;
-        Ok(Paged {
-            items: rows.into_iter().map(wallet_from_row).collect(),
-            total: total.max(0) as u64,
-            page,
-        })
+        let rows = paged!(self, page,
+            select: wallet_columns!(),
+            from: concat!(wallet_from!(), "WHERE w.org_id = $1 AND w.campaign_id = $2 \
+                AND ($3 IS NULL OR w.external_id = $3) \
+                AND ($4 IS NULL OR w.owner_id IN (SELECT m.id FROM members m WHERE m.org_id = $1 \
+                AND (m.id = $4 OR m.external_id = $4)))"),
+            order: "w.id",
+            args: [&campaign.org_id, &campaign.id, &filter.external_id, &filter.owner])?;
+        Paged::of(rows, page, |row| Ok(wallet_from_row(row)))
     }
 
     /// Renames wallet `id` (an id, not a reference) and returns it.

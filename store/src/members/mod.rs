@@ -300,35 +300,12 @@ impl Store {
         org_id: &str,
         page: Page,
     ) -> Result<Paged<Member>, StoreError> {
-        const COUNT: &str = "SELECT COUNT(*) FROM members WHERE org_id = $1 AND deleted_at IS NULL";
-        const LIST: &str = concat!(
-            "SELECT ",
-            member_columns!(),
-            " FROM members WHERE org_id = $1 AND deleted_at IS NULL ORDER BY id LIMIT $2 OFFSET $3"
-        );
-        let (total, rows): (i64, Vec<MemberRow>) = with_pool!(self, |pool| async {
-            let (total,): (i64,) = sqlx::query_as(COUNT).bind(org_id).fetch_one(pool).await?;
-            let rows = if page.limit == 0 {
-                Vec::new()
-            } else {
-                sqlx::query_as(LIST)
-                    .bind(org_id)
-                    .bind(page.limit())
-                    .bind(page.offset())
-                    .fetch_all(pool)
-                    .await?
-            };
-            Ok::<_, sqlx::Error>((total, rows))
-        }
-        .await)?;
-        Ok(Paged {
-            items: rows
-                .into_iter()
-                .map(member_from_row)
-                .collect::<Result<_, _>>()?,
-            total: total.max(0) as u64,
-            page,
-        })
+        let rows = paged!(self, page,
+            select: member_columns!(),
+            from: "FROM members WHERE org_id = $1 AND deleted_at IS NULL",
+            order: "id",
+            args: [org_id])?;
+        Paged::of(rows, page, member_from_row)
     }
 
     pub async fn get_member(&self, org_id: &str, id: &str) -> Result<Member, StoreError> {
