@@ -17,6 +17,8 @@ use sqlx::{AssertSqlSafe, PgPool, SqlitePool};
 #[macro_use]
 pub(crate) mod direct;
 mod migrations;
+#[macro_use]
+mod rows;
 
 use crate::StoreError;
 use direct::Direct;

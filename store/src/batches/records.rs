@@ -89,43 +89,46 @@ macro_rules! batch_columns {
     };
 }
 
-type BatchRow = (
-    String,
-    String,
-    String,
-    i64,
-    String,
-    String,
-    Option<String>,
-    String,
-    Option<String>,
-    Option<i64>,
-    Option<i64>,
-    Option<i64>,
-    Option<Json<Value>>,
-    Option<String>,
-    DateTime<Utc>,
-    DateTime<Utc>,
-);
+row_struct! {
+    /// The columns of `batch_columns!`, in order.
+    struct BatchRow {
+        id: String,
+        org_id: String,
+        file_name: String,
+        size: i64,
+        sha256: String,
+        source: String,
+        username: Option<String>,
+        state: String,
+        duplicate_of: Option<String>,
+        rows_total: Option<i64>,
+        rows_loaded: Option<i64>,
+        rows_rejected: Option<i64>,
+        summary: Option<Json<Value>>,
+        error: Option<String>,
+        received_at: DateTime<Utc>,
+        updated_at: DateTime<Utc>,
+    }
+}
 
 fn batch_from_row(r: BatchRow) -> Result<Batch, StoreError> {
     Ok(Batch {
-        state: known(BatchState::parse(&r.7), "batches", "state", &r.7)?,
-        id: r.0,
-        org_id: r.1,
-        file_name: r.2,
-        size: r.3,
-        sha256: r.4,
-        source: r.5,
-        username: r.6,
-        duplicate_of: r.8,
-        rows_total: r.9,
-        rows_loaded: r.10,
-        rows_rejected: r.11,
-        summary: r.12.map(|j| j.0),
-        error: r.13,
-        received_at: r.14,
-        updated_at: r.15,
+        state: known(BatchState::parse(&r.state), "batches", "state", &r.state)?,
+        id: r.id,
+        org_id: r.org_id,
+        file_name: r.file_name,
+        size: r.size,
+        sha256: r.sha256,
+        source: r.source,
+        username: r.username,
+        duplicate_of: r.duplicate_of,
+        rows_total: r.rows_total,
+        rows_loaded: r.rows_loaded,
+        rows_rejected: r.rows_rejected,
+        summary: r.summary.map(|j| j.0),
+        error: r.error,
+        received_at: r.received_at,
+        updated_at: r.updated_at,
     })
 }
 

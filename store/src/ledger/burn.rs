@@ -60,30 +60,45 @@ const SELECT_BURN: &str = concat!(
     ", fingerprint FROM transactions WHERE org_id = $1 AND kind = 'BURN' AND external_id = $2"
 );
 
-type BurnRow = (
-    String,
-    String,
-    String,
-    i64,
-    Option<String>,
-    Option<String>,
-    String,
-    Option<String>,
-    Option<String>,
-    Option<Json<Value>>,
-    DateTime<Utc>,
-    Option<String>,
-    Option<i64>,
-    DateTime<Utc>,
-    Option<String>,
-);
+row_struct! {
+    /// `transaction_columns!` and the burn's fingerprint.
+    struct BurnRow {
+        id: String,
+        wallet_id: String,
+        kind: String,
+        amount: i64,
+        external_id: Option<String>,
+        source_amount: Option<String>,
+        currency: String,
+        description: Option<String>,
+        comment: Option<String>,
+        meta: Option<Json<Value>>,
+        date: DateTime<Utc>,
+        trace: Option<String>,
+        rule_version: Option<i64>,
+        created_at: DateTime<Utc>,
+        fingerprint: Option<String>,
+    }
+}
 
 fn split(r: BurnRow) -> Result<(Transaction, Option<String>), StoreError> {
-    let fingerprint = r.14.clone();
-    let row: TransactionRow = (
-        r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9, r.10, r.11, r.12, r.13,
-    );
-    Ok((transaction_from_row(row)?, fingerprint))
+    let row = TransactionRow {
+        id: r.id,
+        wallet_id: r.wallet_id,
+        kind: r.kind,
+        amount: r.amount,
+        external_id: r.external_id,
+        source_amount: r.source_amount,
+        currency: r.currency,
+        description: r.description,
+        comment: r.comment,
+        meta: r.meta,
+        date: r.date,
+        trace: r.trace,
+        rule_version: r.rule_version,
+        created_at: r.created_at,
+    };
+    Ok((transaction_from_row(row)?, r.fingerprint))
 }
 
 impl Store {

@@ -126,32 +126,45 @@ macro_rules! request_columns {
     };
 }
 
-type RequestRow = (
-    String,
-    String,
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-    Option<i64>,
-    DateTime<Utc>,
-    DateTime<Utc>,
-    Option<String>,
-);
+row_struct! {
+    /// The columns of `request_columns!`, in order.
+    struct RequestRow {
+        id: String,
+        earn_id: String,
+        wallet_id: String,
+        status: String,
+        reason: Option<String>,
+        transaction_id: Option<String>,
+        tokens: Option<i64>,
+        created_at: DateTime<Utc>,
+        updated_at: DateTime<Utc>,
+        trace: Option<String>,
+    }
+}
 
 fn request_from_row(r: RequestRow) -> Result<EarnRequest, StoreError> {
+    let status = known(
+        EarnStatus::parse(&r.status),
+        "earn_requests",
+        "status",
+        &r.status,
+    )?;
     Ok(EarnRequest {
-        status: known(EarnStatus::parse(&r.3), "earn_requests", "status", &r.3)?,
-        id: r.0,
-        earn_id: r.1,
-        wallet_id: r.2,
-        reason: r.4,
-        transaction_id: r.5,
-        tokens: r.6.map(Tokens::from_micros),
-        created_at: r.7,
-        updated_at: r.8,
+        status,
+        id: r.id,
+        earn_id: r.earn_id,
+        wallet_id: r.wallet_id,
+        reason: r.reason,
+        transaction_id: r.transaction_id,
+        tokens: r.tokens.map(Tokens::from_micros),
+        created_at: r.created_at,
+        updated_at: r.updated_at,
         // A duplicate points at the earlier transaction, whose trace is not this request's.
-        trace: if r.3 == "completed" { r.9 } else { None },
+        trace: if status == EarnStatus::Completed {
+            r.trace
+        } else {
+            None
+        },
     })
 }
 

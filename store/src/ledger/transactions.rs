@@ -78,39 +78,47 @@ macro_rules! transaction_columns {
 }
 pub(crate) use transaction_columns;
 
-pub(crate) type TransactionRow = (
-    String,
-    String,
-    String,
-    i64,
-    Option<String>,
-    Option<String>,
-    String,
-    Option<String>,
-    Option<String>,
-    Option<Json<Value>>,
-    DateTime<Utc>,
-    Option<String>,
-    Option<i64>,
-    DateTime<Utc>,
-);
+row_struct! {
+    /// The columns of `transaction_columns!`, in order.
+    pub(crate) struct TransactionRow {
+        id: String,
+        wallet_id: String,
+        kind: String,
+        amount: i64,
+        external_id: Option<String>,
+        source_amount: Option<String>,
+        currency: String,
+        description: Option<String>,
+        comment: Option<String>,
+        meta: Option<Json<Value>>,
+        date: DateTime<Utc>,
+        trace: Option<String>,
+        rule_version: Option<i64>,
+        created_at: DateTime<Utc>,
+    }
+}
 
 pub(crate) fn transaction_from_row(r: TransactionRow) -> Result<Transaction, StoreError> {
     Ok(Transaction {
-        kind: known(TransactionKind::parse(&r.2), "transactions", "kind", &r.2)?,
-        id: r.0,
-        wallet_id: r.1,
-        amount: Tokens::from_micros(r.3),
-        external_id: r.4,
-        source_amount: r.5,
-        currency: r.6,
-        description: r.7,
-        comment: r.8,
-        meta: r.9.map(|m| m.0),
-        date: r.10,
-        trace: r.11,
-        rule_version: r.12,
-        created_at: r.13,
+        kind: known(
+            TransactionKind::parse(&r.kind),
+            "transactions",
+            "kind",
+            &r.kind,
+        )?,
+        id: r.id,
+        wallet_id: r.wallet_id,
+        amount: Tokens::from_micros(r.amount),
+        external_id: r.external_id,
+        source_amount: r.source_amount,
+        currency: r.currency,
+        description: r.description,
+        comment: r.comment,
+        meta: r.meta.map(|m| m.0),
+        date: r.date,
+        trace: r.trace,
+        rule_version: r.rule_version,
+        created_at: r.created_at,
     })
 }
 
@@ -212,21 +220,23 @@ impl Store {
              LEFT JOIN tiers tr ON tr.id = w.tier_id \
              WHERE t.org_id = $1 AND t.campaign_id = $2 AND t.kind = 'EARN' AND t.date >= $3 AND t.date <= $4 \
              AND ($5 IS NULL OR t.id > $5) ORDER BY t.id LIMIT $6";
-        type Row = (
-            String,
-            String,
-            i64,
-            Option<String>,
-            Option<String>,
-            String,
-            Option<String>,
-            Option<Json<Value>>,
-            DateTime<Utc>,
-            Option<String>,
-            Option<String>,
-            i64,
-            String,
-        );
+        row_struct! {
+            struct Row {
+                transaction_id: String,
+                wallet_id: String,
+                tokens: i64,
+                earn_id: Option<String>,
+                source_amount: Option<String>,
+                currency: String,
+                description: Option<String>,
+                meta: Option<Json<Value>>,
+                date: DateTime<Utc>,
+                trace: Option<String>,
+                wallet_tier: Option<String>,
+                wallet_balance: i64,
+                member_status: String,
+            }
+        }
         let rows: Vec<Row> = with_pool!(self, |pool| {
             sqlx::query_as(SQL)
                 .bind(&campaign.org_id)
@@ -241,19 +251,19 @@ impl Store {
         Ok(rows
             .into_iter()
             .map(|r| EarnReplay {
-                transaction_id: r.0,
-                wallet_id: r.1,
-                tokens: Tokens::from_micros(r.2),
-                earn_id: r.3.unwrap_or_default(),
-                source_amount: r.4.unwrap_or_default(),
-                currency: r.5,
-                description: r.6,
-                meta: r.7.map(|m| m.0),
-                date: r.8,
-                trace: r.9,
-                wallet_tier: r.10,
-                wallet_balance: Tokens::from_micros(r.11),
-                member_status: r.12,
+                transaction_id: r.transaction_id,
+                wallet_id: r.wallet_id,
+                tokens: Tokens::from_micros(r.tokens),
+                earn_id: r.earn_id.unwrap_or_default(),
+                source_amount: r.source_amount.unwrap_or_default(),
+                currency: r.currency,
+                description: r.description,
+                meta: r.meta.map(|m| m.0),
+                date: r.date,
+                trace: r.trace,
+                wallet_tier: r.wallet_tier,
+                wallet_balance: Tokens::from_micros(r.wallet_balance),
+                member_status: r.member_status,
             })
             .collect())
     }

@@ -66,49 +66,52 @@ macro_rules! wallet_select {
     };
 }
 
-type WalletRow = (
-    String,
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-    String,
-    i64,
-    i64,
-    DateTime<Utc>,
-    DateTime<Utc>,
-    Option<String>,
-    Option<String>,
-    Option<i64>,
-    Option<i64>,
-    Option<Json<Vec<String>>>,
-    Option<String>,
-);
+row_struct! {
+    /// The columns of `wallet_columns!`, in order: the wallet and, when it holds one, its tier.
+    struct WalletRow {
+        id: String,
+        campaign_id: String,
+        owner_id: String,
+        external_id: Option<String>,
+        name: Option<String>,
+        currency: String,
+        balance: i64,
+        earned: i64,
+        created_at: DateTime<Utc>,
+        updated_at: DateTime<Utc>,
+        tier_id: Option<String>,
+        tier_name: Option<String>,
+        tier_precedence: Option<i64>,
+        tier_threshold: Option<i64>,
+        tier_benefits: Option<Json<Vec<String>>>,
+        tier_image_url: Option<String>,
+    }
+}
 
 fn wallet_from_row(r: WalletRow) -> Wallet {
-    let tier = match (r.10, r.11) {
+    let tier = match (r.tier_id, r.tier_name) {
         (Some(id), Some(name)) => Some(Tier {
             id,
             name,
-            precedence: r.12.unwrap_or_default(),
-            threshold: Tokens::from_micros(r.13.unwrap_or_default()),
-            benefits: r.14.map(|b| b.0).unwrap_or_default(),
-            image_url: r.15,
+            precedence: r.tier_precedence.unwrap_or_default(),
+            threshold: Tokens::from_micros(r.tier_threshold.unwrap_or_default()),
+            benefits: r.tier_benefits.map(|b| b.0).unwrap_or_default(),
+            image_url: r.tier_image_url,
         }),
         _ => None,
     };
     Wallet {
-        id: r.0,
-        campaign_id: r.1,
-        owner_id: r.2,
-        external_id: r.3,
-        name: r.4,
-        currency: r.5,
-        balance: Tokens::from_micros(r.6),
-        earned: Tokens::from_micros(r.7),
+        id: r.id,
+        campaign_id: r.campaign_id,
+        owner_id: r.owner_id,
+        external_id: r.external_id,
+        name: r.name,
+        currency: r.currency,
+        balance: Tokens::from_micros(r.balance),
+        earned: Tokens::from_micros(r.earned),
         tier,
-        created_at: r.8,
-        updated_at: r.9,
+        created_at: r.created_at,
+        updated_at: r.updated_at,
     }
 }
 

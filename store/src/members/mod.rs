@@ -193,53 +193,41 @@ const SELECT_LIVE: &str = concat!(
     " FROM members WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL"
 );
 
-/// The columns of `member_columns!`. Personal fields are nullable because erasure clears them.
-type MemberRow = (
-    String,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    String,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<Json<Value>>,
-    Option<Json<CommunicationPreferences>>,
-    DateTime<Utc>,
-    DateTime<Utc>,
-);
+row_struct! {
+    /// The columns of `member_columns!`, in order. Personal fields are nullable because erasure
+    /// clears them.
+    struct MemberRow {
+        id: String,
+        first_name: Option<String>,
+        last_name: Option<String>,
+        email: Option<String>,
+        phone: Option<String>,
+        status: String,
+        idp: Option<String>,
+        user_id: Option<String>,
+        external_id: Option<String>,
+        meta: Option<Json<Value>>,
+        communication_preferences: Option<Json<CommunicationPreferences>>,
+        created_at: DateTime<Utc>,
+        updated_at: DateTime<Utc>,
+    }
+}
 
-fn member_from_row(row: MemberRow) -> Result<Member, StoreError> {
-    let (
-        id,
-        first,
-        last,
-        email,
-        phone,
-        status,
-        idp,
-        user_id,
-        external_id,
-        meta,
-        prefs,
-        created,
-        updated,
-    ) = row;
+fn member_from_row(r: MemberRow) -> Result<Member, StoreError> {
     Ok(Member {
-        id,
-        first_name: first.unwrap_or_default(),
-        last_name: last,
-        email,
-        phone,
-        status: known(status.parse().ok(), "members", "status", &status)?,
-        idp: idp.unwrap_or_default(),
-        user_id: user_id.unwrap_or_default(),
-        external_id: external_id.unwrap_or_default(),
-        meta: meta.map(|m| m.0),
-        communication_preferences: prefs.map(|p| p.0).unwrap_or_default(),
-        created_at: created,
-        updated_at: updated,
+        status: known(r.status.parse().ok(), "members", "status", &r.status)?,
+        id: r.id,
+        first_name: r.first_name.unwrap_or_default(),
+        last_name: r.last_name,
+        email: r.email,
+        phone: r.phone,
+        idp: r.idp.unwrap_or_default(),
+        user_id: r.user_id.unwrap_or_default(),
+        external_id: r.external_id.unwrap_or_default(),
+        meta: r.meta.map(|m| m.0),
+        communication_preferences: r.communication_preferences.map(|p| p.0).unwrap_or_default(),
+        created_at: r.created_at,
+        updated_at: r.updated_at,
     })
 }
 
@@ -441,13 +429,19 @@ mod tests {
             sqlx::query_as(RAW).bind(&member.id).fetch_one(pool).await
         })
         .unwrap();
-        let (id, first, last, email, phone, status, idp, user_id, external_id, meta, prefs, ..) =
-            row;
-        assert_eq!(id, member.id, "the row stays for the ledger");
-        assert_eq!(status, "inactive");
-        let personal = [first, last, email, phone, idp, user_id, external_id];
+        assert_eq!(row.id, member.id, "the row stays for the ledger");
+        assert_eq!(row.status, "inactive");
+        let personal = [
+            row.first_name,
+            row.last_name,
+            row.email,
+            row.phone,
+            row.idp,
+            row.user_id,
+            row.external_id,
+        ];
         assert!(personal.iter().all(Option::is_none), "{personal:?}");
-        assert!(meta.is_none() && prefs.is_none());
+        assert!(row.meta.is_none() && row.communication_preferences.is_none());
     }
 
     crate::backend_tests!(deletion_clears_personal_columns);

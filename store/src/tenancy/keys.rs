@@ -255,23 +255,26 @@ impl Store {
             ", k.secret_hash, c.name, c.currency, c.logo, c.favicon, c.created_at \
              FROM api_keys k JOIN campaigns c ON c.id = k.campaign_id WHERE k.api_key = $1"
         );
-        type Row = (
-            String,
-            String,
-            String,
-            String,
-            Json<Vec<String>>,
-            Option<String>,
-            bool,
-            DateTime<Utc>,
-            Option<DateTime<Utc>>,
-            Vec<u8>,
-            String,
-            String,
-            Option<String>,
-            Option<String>,
-            DateTime<Utc>,
-        );
+        row_struct! {
+            /// The key (`key_columns!`), its secret's hash and its campaign.
+            struct Row {
+                id: String,
+                org_id: String,
+                campaign_id: String,
+                api_key: String,
+                permissions: Json<Vec<String>>,
+                version: Option<String>,
+                read_only: bool,
+                created_at: DateTime<Utc>,
+                revoked_at: Option<DateTime<Utc>>,
+                secret_hash: Vec<u8>,
+                campaign_name: String,
+                currency: String,
+                logo: Option<String>,
+                favicon: Option<String>,
+                campaign_created_at: DateTime<Utc>,
+            }
+        }
         let presented = sha256(secret);
         let row: Option<Row> = match &self.pool {
             Pool::Sqlite { direct, .. } => direct.read(|c| direct::row(c, SQL, args![api_key]))?,
@@ -283,18 +286,28 @@ impl Store {
             }
         };
         let Some(r) = row else { return Ok(None) };
-        if !constant_time_eq(&presented, &r.9) || r.8.is_some() {
+        if !constant_time_eq(&presented, &r.secret_hash) || r.revoked_at.is_some() {
             return Ok(None);
         }
-        let key = key_from_row((r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8))?;
+        let key = key_from_row((
+            r.id,
+            r.org_id,
+            r.campaign_id,
+            r.api_key,
+            r.permissions,
+            r.version,
+            r.read_only,
+            r.created_at,
+            r.revoked_at,
+        ))?;
         let campaign = Campaign {
             id: key.campaign_id.clone(),
             org_id: key.org_id.clone(),
-            name: r.10,
-            currency: r.11,
-            logo: r.12,
-            favicon: r.13,
-            created_at: r.14,
+            name: r.campaign_name,
+            currency: r.currency,
+            logo: r.logo,
+            favicon: r.favicon,
+            created_at: r.campaign_created_at,
         };
         Ok(Some(KeyContext { key, campaign }))
     }

@@ -24,7 +24,7 @@ use sqlx::SqlitePool;
 use tokio::sync::oneshot;
 
 use crate::StoreError;
-pub(crate) use sql::{execute, json, row, rows, rows_while, run, time};
+pub(crate) use sql::{Column, FromRow, execute, json, row, rows, rows_while, run, time};
 use threads::{Finish, Job, abandoned, checkpoint, copy, in_savepoint, write_queued};
 
 /// Read connections kept for reuse; more may be open for a moment under load.

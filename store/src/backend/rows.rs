@@ -1,0 +1,43 @@
+//! Result rows as named structs, decoded the same way on every path.
+
+/// Declares a row struct: `row_struct! { pub(crate) struct BatchRow { id: String, ... } }`.
+/// Its fields decode by position, in the order of the SELECT's columns, from sqlx's SQLite and
+/// PostgreSQL rows and on the rusqlite fast path (`direct::FromRow`), so one declaration serves
+/// every backend and a field is read by its name, not by its place in a tuple.
+macro_rules! row_struct {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($field:ident: $ty:ty),* $(,)? }) => {
+        $(#[$meta])*
+        $vis struct $name {
+            $(pub(crate) $field: $ty,)*
+        }
+
+        impl<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow> for $name {
+            fn from_row(row: &'r sqlx::sqlite::SqliteRow) -> Result<Self, sqlx::Error> {
+                use sqlx::Row as _;
+                let mut index = 0usize..;
+                // Field initialisers run in the order written: the columns' order.
+                Ok($name { $($field: row.try_get(index.next().unwrap_or_default())?,)* })
+            }
+        }
+
+        impl<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> for $name {
+            fn from_row(row: &'r sqlx::postgres::PgRow) -> Result<Self, sqlx::Error> {
+                use sqlx::Row as _;
+                let mut index = 0usize..;
+                Ok($name { $($field: row.try_get(index.next().unwrap_or_default())?,)* })
+            }
+        }
+
+        impl $crate::backend::direct::FromRow for $name {
+            fn from_row(row: &rusqlite::Row) -> rusqlite::Result<Self> {
+                let mut index = 0usize..;
+                Ok($name {
+                    $($field: <$ty as $crate::backend::direct::Column>::column(
+                        row,
+                        index.next().unwrap_or_default(),
+                    )?,)*
+                })
+            }
+        }
+    };
+}
