@@ -18,11 +18,12 @@
 mod backend;
 #[macro_use]
 mod common;
+#[macro_use]
+mod programme;
 mod batches;
 mod error;
 mod ledger;
 mod members;
-mod programme;
 mod tenancy;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

@@ -6,13 +6,16 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use sqlx::types::Json;
 
-use sqlx::PgPool;
+use sqlx::PgConnection;
 
 use crate::backend::Pool;
 use crate::backend::direct;
 use crate::common::ids::{new_id, now, sha256};
-use crate::ledger::transactions::{TransactionRow, transaction_columns, transaction_from_row};
-use crate::{Campaign, Store, StoreError, Tokens, Transaction};
+use crate::ledger::transactions::{
+    Entry, EntryText, INSERT_TRANSACTION, TransactionRow, bind_entry, transaction_columns,
+    transaction_from_row,
+};
+use crate::{Campaign, Store, StoreError, Tokens, Transaction, TransactionKind};
 
 #[derive(Debug, Clone)]
 pub struct NewBurn {
@@ -139,7 +142,14 @@ impl Store {
         };
         let result = match &self.pool {
             Pool::Sqlite { direct, .. } => direct.write(move |tx| debit.sqlite(tx)).await,
-            Pool::Postgres(pool) => debit.postgres(pool).await,
+            Pool::Postgres(pool) => {
+                let mut tx = pool.begin().await?;
+                let result = debit.postgres(&mut tx).await;
+                if let Ok(None) = result {
+                    tx.commit().await?;
+                }
+                result
+            }
         };
         match result {
             Ok(Some(earlier)) => Ok(earlier),
@@ -184,10 +194,6 @@ impl Store {
 // twins), debit only if the balance allows it (the row update is the lock that keeps
 // concurrent burns from overdrawing), and take the tokens from the oldest lots first,
 // so the ones spent are those that would expire soonest.
-const INSERT: &str = "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, \
-         external_id, currency, description, comment, meta, date, fingerprint, created_at) \
-         VALUES ($1, $2, $3, $4, 'BURN', $5, $6, $7, $8, $9, $10, $11, $12, $13) \
-         ON CONFLICT (org_id, kind, external_id) DO NOTHING";
 const DEBIT: &str = "UPDATE wallets SET balance = balance - $2, updated_at = $3 \
          WHERE id = $1 AND balance - $2 >= $4";
 const BALANCE: &str = "SELECT balance FROM wallets WHERE id = $1";
@@ -199,7 +205,9 @@ const LOTS: &str = "UPDATE lots SET remaining = lots.remaining - f.take FROM ( \
                FROM lots WHERE wallet_id = $1 AND remaining > 0) AS c \
          WHERE running - remaining < $2) AS f WHERE lots.id = f.id";
 
-/// One burn's writes, for either backend.
+/// One burn's writes, for either backend, each inside a transaction its caller holds: the
+/// seam through which anything that spends points (a burn, an order paid with points) debits
+/// a wallet the same way on both backends.
 struct Debit {
     org_id: String,
     campaign_id: String,
@@ -210,28 +218,45 @@ struct Debit {
 }
 
 impl Debit {
-    /// SQLite, on the calling thread (see `direct`). `Some` answers with an earlier burn.
+    /// The BURN transaction to write.
+    fn entry(&self) -> Entry<'_> {
+        let t = &self.transaction;
+        Entry {
+            id: &t.id,
+            org_id: &self.org_id,
+            campaign_id: &self.campaign_id,
+            wallet_id: &t.wallet_id,
+            kind: TransactionKind::Burn,
+            amount: t.amount.micros(),
+            external_id: &self.external_id,
+            source_amount: None,
+            currency: &t.currency,
+            description: t.description.as_deref(),
+            comment: t.comment.as_deref(),
+            meta: t.meta.as_ref(),
+            date: t.date,
+            trace: None,
+            rule_version: None,
+            created_at: t.created_at,
+            batch_id: None,
+            fingerprint: Some(&self.fingerprint),
+        }
+    }
+
+    /// SQLite, on the calling thread (see `direct`), inside the caller's transaction. `Some`
+    /// answers with an earlier burn.
     fn sqlite(&self, tx: &rusqlite::Connection) -> Result<Option<Burned>, StoreError> {
         let t = &self.transaction;
         let (amount, at) = (t.amount.micros(), direct::time(now()));
         let meta = t.meta.as_ref().map(direct::json);
         let (date, created_at) = (direct::time(t.date), direct::time(t.created_at));
-        let claim: [&dyn rusqlite::ToSql; 13] = [
-            &t.id,
-            &self.org_id,
-            &self.campaign_id,
-            &t.wallet_id,
-            &amount,
-            &self.external_id,
-            &t.currency,
-            &t.description,
-            &t.comment,
-            &meta,
-            &date,
-            &self.fingerprint,
-            &created_at,
-        ];
-        if direct::execute(tx, INSERT, &claim)? == 0 {
+        let text = EntryText {
+            meta: meta.as_deref(),
+            date: &date,
+            created_at: &created_at,
+        };
+        let mut insert = tx.prepare_cached(INSERT_TRANSACTION)?;
+        if !self.entry().write_direct(&mut insert, &text)? {
             let earlier: BurnRow =
                 direct::row(tx, SELECT_BURN, &[&self.org_id, &self.external_id])?
                     .ok_or(StoreError::NotFound { what: "burn" })?;
@@ -265,25 +290,12 @@ impl Debit {
         Ok(None)
     }
 
-    /// PostgreSQL. `Some` answers with an earlier burn.
-    async fn postgres(&self, pool: &PgPool) -> Result<Option<Burned>, StoreError> {
+    /// PostgreSQL, inside the caller's transaction `tx` (commit it only on `Ok(None)`).
+    /// `Some` answers with an earlier burn.
+    async fn postgres(&self, tx: &mut PgConnection) -> Result<Option<Burned>, StoreError> {
         let t = &self.transaction;
         let amount = t.amount.micros();
-        let mut tx = pool.begin().await?;
-        let claimed = sqlx::query(INSERT)
-            .bind(&t.id)
-            .bind(&self.org_id)
-            .bind(&self.campaign_id)
-            .bind(&t.wallet_id)
-            .bind(amount)
-            .bind(&self.external_id)
-            .bind(&t.currency)
-            .bind(&t.description)
-            .bind(&t.comment)
-            .bind(t.meta.as_ref().map(Json))
-            .bind(t.date)
-            .bind(&self.fingerprint)
-            .bind(t.created_at)
+        let claimed = bind_entry!(sqlx::query(INSERT_TRANSACTION), self.entry())
             .execute(&mut *tx)
             .await?
             .rows_affected();
@@ -318,7 +330,6 @@ impl Debit {
             .bind(amount)
             .execute(&mut *tx)
             .await?;
-        tx.commit().await?;
         Ok(None)
     }
 

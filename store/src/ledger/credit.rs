@@ -9,20 +9,23 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use rusqlite::Connection;
 use sqlx::PgPool;
-use sqlx::types::Json;
 
 use crate::backend::Pool;
 use crate::backend::direct;
 use crate::common::ids::{new_id, now};
 use crate::ledger::credit_copy;
-use crate::{Credit, Credited, Policy, Store, StoreError};
+use crate::ledger::transactions::{
+    Entry, EntryText, INSERT_TRANSACTION, entry_columns, push_entry,
+};
+use crate::{Credit, Credited, Policy, Store, StoreError, TransactionKind};
 
 /// A wallet's balance, lifetime earnings and tier after crediting it `$2` micro-tokens (the tier
 /// follows the new lifetime total; SET expressions read the row as it was).
-const CREDIT_WALLET: &str = "UPDATE wallets SET balance = balance + $2, earned = earned + $2, updated_at = $3, \
-     tier_id = (SELECT t.id FROM tiers t WHERE t.campaign_id = wallets.campaign_id \
-     AND t.threshold <= wallets.earned + $2 ORDER BY t.threshold DESC, t.precedence ASC LIMIT 1) \
-     WHERE id = $1";
+const CREDIT_WALLET: &str = concat!(
+    "UPDATE wallets SET balance = balance + $2, earned = earned + $2, updated_at = $3, tier_id = ",
+    tier_for!("wallets.earned + $2"),
+    " WHERE id = $1"
+);
 
 impl Store {
     /// Records `credits` (see the module's description) and returns each one's outcome, in order.
@@ -73,12 +76,38 @@ impl Store {
             }
             Pool::Postgres(pool) => {
                 let mut outcomes = Vec::with_capacity(credits.len());
-                // A transaction row takes 15 parameters; PostgreSQL allows 65,535 a statement.
+                // A transaction row takes 18 parameters; PostgreSQL allows 65,535 a statement.
                 for chunk in credits.chunks(1000) {
                     outcomes.extend(credit_postgres(pool, chunk, &policies, at).await?);
                 }
                 Ok((outcomes, credits, None))
             }
+        }
+    }
+}
+
+impl Credit {
+    /// The EARN transaction this credit writes, as `id`, created at `created_at`.
+    fn entry<'a>(&'a self, id: &'a str, created_at: DateTime<Utc>) -> Entry<'a> {
+        Entry {
+            id,
+            org_id: &self.org_id,
+            campaign_id: &self.campaign_id,
+            wallet_id: &self.wallet_id,
+            kind: TransactionKind::Earn,
+            amount: self.tokens.micros(),
+            external_id: &self.earn.earn_id,
+            source_amount: Some(&self.earn.amount),
+            currency: &self.currency,
+            description: self.earn.description.as_deref(),
+            comment: self.earn.comment.as_deref(),
+            meta: self.earn.meta.as_ref(),
+            date: self.earn.date,
+            trace: Some(&self.trace),
+            rule_version: self.rule_version,
+            created_at,
+            batch_id: self.batch_id.as_deref(),
+            fingerprint: None,
         }
     }
 }
@@ -90,45 +119,30 @@ fn credit_sqlite(
     policies: &HashMap<String, Policy>,
     at: DateTime<Utc>,
 ) -> Result<Vec<Credited>, StoreError> {
-    const INSERT: &str = "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, \
-         external_id, source_amount, currency, description, comment, meta, date, trace, rule_version, \
-         created_at, batch_id) VALUES ($1, $2, $3, $4, 'EARN', $5, $6, $7, $8, $9, $10, $11, $12, $13, \
-         $14, $15, $16) ON CONFLICT (org_id, kind, external_id) DO NOTHING";
     const EARLIER: &str = "SELECT id, batch_id FROM transactions WHERE org_id = $1 \
          AND kind = 'EARN' AND external_id = $2";
     const LOT: &str = "INSERT INTO lots (id, wallet_id, transaction_id, amount, remaining, earned_at, \
          expires_at) VALUES ($1, $2, $3, $4, $4, $5, $6)";
     const FINISH: &str = "UPDATE earn_requests SET status = $2, transaction_id = $3, tokens = $4, \
          claimed_until = NULL, updated_at = $5 WHERE id = $1";
-    let at = direct::time(at);
+    let (created_at, at) = (at, direct::time(at));
     let mut outcomes = Vec::with_capacity(credits.len());
     let mut per_wallet: HashMap<&str, i64> = HashMap::new();
     // Prepared once for all rows. (One statement per row beat multi-row statements here: SQLite
     // runs a many-row VALUES list as a co-routine, which cost more than it saved.)
-    let (mut insert, mut insert_lot) = (tx.prepare_cached(INSERT)?, tx.prepare_cached(LOT)?);
+    let mut insert = tx.prepare_cached(INSERT_TRANSACTION)?;
+    let mut insert_lot = tx.prepare_cached(LOT)?;
     for c in credits {
         let id = new_id();
         let tokens = c.tokens.micros();
         let date = direct::time(c.earn.date);
-        let args: [&dyn rusqlite::ToSql; 16] = [
-            &id,
-            &c.org_id,
-            &c.campaign_id,
-            &c.wallet_id,
-            &tokens,
-            &c.earn.earn_id,
-            &c.earn.amount,
-            &c.currency,
-            &c.earn.description,
-            &c.earn.comment,
-            &c.meta_text,
-            &date,
-            &c.trace,
-            &c.rule_version,
-            &at,
-            &c.batch_id,
-        ];
-        let outcome = if direct::run(&mut insert, &args)? == 1 {
+        let entry = c.entry(&id, created_at);
+        let text = EntryText {
+            meta: c.meta_text.as_deref(),
+            date: &date,
+            created_at: &at,
+        };
+        let outcome = if entry.write_direct(&mut insert, &text)? {
             if c.tokens.is_positive() {
                 let expiry = policies
                     .get(&c.campaign_id)
@@ -178,29 +192,13 @@ async fn credit_postgres(
 ) -> Result<Vec<Credited>, StoreError> {
     let ids: Vec<String> = credits.iter().map(|_| new_id()).collect();
     let mut tx = pool.begin().await?;
-    let mut insert = sqlx::QueryBuilder::new(
-        "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, external_id, \
-             source_amount, currency, description, comment, meta, date, trace, rule_version, created_at, \
-             batch_id) ",
-    );
+    let mut insert = sqlx::QueryBuilder::new(concat!(
+        "INSERT INTO transactions (",
+        entry_columns!(),
+        ") "
+    ));
     insert.push_values(credits.iter().zip(&ids), |mut row, (c, id)| {
-        row.push_bind(id)
-            .push_bind(&c.org_id)
-            .push_bind(&c.campaign_id)
-            .push_bind(&c.wallet_id)
-            .push_bind("EARN")
-            .push_bind(c.tokens.micros())
-            .push_bind(&c.earn.earn_id)
-            .push_bind(&c.earn.amount)
-            .push_bind(&c.currency)
-            .push_bind(&c.earn.description)
-            .push_bind(&c.earn.comment)
-            .push_bind(c.earn.meta.as_ref().map(Json))
-            .push_bind(c.earn.date)
-            .push_bind(&c.trace)
-            .push_bind(c.rule_version)
-            .push_bind(at)
-            .push_bind(&c.batch_id);
+        push_entry(&mut row, c.entry(id, at));
     });
     insert.push(" ON CONFLICT (org_id, kind, external_id) DO NOTHING RETURNING id");
     let inserted: HashSet<String> = insert
@@ -271,11 +269,11 @@ async fn credit_postgres(
         let mut credit = sqlx::QueryBuilder::new(
             "UPDATE wallets SET balance = balance + v.column2, earned = earned + v.column2, updated_at = ",
         );
-        credit.push_bind(at).push(
-                ", tier_id = (SELECT t.id FROM tiers t WHERE t.campaign_id = wallets.campaign_id \
-                 AND t.threshold <= wallets.earned + v.column2 ORDER BY t.threshold DESC, t.precedence ASC LIMIT 1) \
-                 FROM (",
-            );
+        credit.push_bind(at).push(concat!(
+            ", tier_id = ",
+            tier_for!("wallets.earned + v.column2"),
+            " FROM ("
+        ));
         credit.push_values(&per_wallet, |mut row, (wallet, sum)| {
             row.push_bind(*wallet).push_bind(*sum);
         });

@@ -9,6 +9,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use sqlx::PgPool;
 
 use crate::common::ids::new_id;
+use crate::ledger::transactions::entry_columns;
 use crate::{Credit, Credited, Policy, StoreError};
 
 /// From this many credits, a call goes through `COPY` (below, multi-row statements are quicker).
@@ -26,12 +27,11 @@ const COPY: &str = "COPY earn_staging (id, lot_id, org_id, campaign_id, wallet_i
 
 /// Everything after the copy, in one statement: the new transactions, their lots, the wallets.
 /// Returns the ids inserted.
-const LOAD: &str = "WITH inserted AS ( \
-     INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, external_id, \
-       source_amount, currency, description, comment, meta, date, trace, rule_version, created_at, \
-       batch_id) \
-     SELECT id, org_id, campaign_id, wallet_id, 'EARN', amount, external_id, source_amount, \
-       currency, description, comment, meta, date, trace, rule_version, $1, batch_id \
+const LOAD: &str = concat!(
+    "WITH inserted AS (INSERT INTO transactions (",
+    entry_columns!(),
+    ") SELECT id, org_id, campaign_id, wallet_id, 'EARN', amount, external_id, source_amount, \
+       currency, description, comment, meta, date, trace, rule_version, $1, batch_id, NULL \
      FROM earn_staging ORDER BY id \
      ON CONFLICT (org_id, kind, external_id) DO NOTHING RETURNING id), \
    new AS (SELECT s.* FROM earn_staging s JOIN inserted USING (id) WHERE s.amount > 0), \
@@ -40,11 +40,11 @@ const LOAD: &str = "WITH inserted AS ( \
    sums AS (SELECT wallet_id, SUM(amount)::BIGINT AS sum FROM new GROUP BY wallet_id), \
    wallets_credited AS (UPDATE wallets SET balance = balance + sums.sum, \
        earned = earned + sums.sum, updated_at = $1, \
-       tier_id = (SELECT t.id FROM tiers t WHERE t.campaign_id = wallets.campaign_id \
-         AND t.threshold <= wallets.earned + sums.sum \
-         ORDER BY t.threshold DESC, t.precedence ASC LIMIT 1) \
-     FROM sums WHERE wallets.id = sums.wallet_id) \
-   SELECT id FROM inserted";
+       tier_id = ",
+    tier_for!("wallets.earned + sums.sum"),
+    " FROM sums WHERE wallets.id = sums.wallet_id) \
+   SELECT id FROM inserted"
+);
 
 /// Records `credits` (none of them from API requests) in one transaction; returns each one's
 /// outcome, in order.

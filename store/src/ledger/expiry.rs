@@ -6,7 +6,8 @@ use chrono::{DateTime, Utc};
 
 use crate::backend::{WritePool, lock};
 use crate::common::ids::{new_id, now};
-use crate::{Store, StoreError};
+use crate::ledger::transactions::{Entry, INSERT_TRANSACTION, bind_entry};
+use crate::{Store, StoreError, TransactionKind};
 
 const BATCH: i64 = 500;
 
@@ -50,9 +51,6 @@ impl Store {
         // wait on each other in a circle.
         const WALLET: &str = "SELECT org_id, campaign_id, currency FROM wallets WHERE id = $1";
         const LOT: &str = "SELECT remaining, expires_at FROM lots WHERE id = $1 AND remaining > 0 AND expires_at <= $2";
-        const INSERT: &str = "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, external_id, \
-             currency, description, date, created_at) VALUES ($1, $2, $3, $4, 'EXPIRY', $5, $6, $7, $8, $9, $10) \
-             ON CONFLICT (org_id, kind, external_id) DO NOTHING";
         const SPEND: &str = "UPDATE lots SET remaining = 0 WHERE id = $1";
         const DEBIT: &str =
             "UPDATE wallets SET balance = balance - $2, updated_at = $3 WHERE id = $1";
@@ -71,17 +69,28 @@ impl Store {
             let Some((remaining, expires_at)) = due else {
                 return Ok(false);
             };
-            let written = sqlx::query(INSERT)
-                .bind(new_id())
-                .bind(&org)
-                .bind(&campaign)
-                .bind(wallet)
-                .bind(remaining)
-                .bind(format!("lot:{lot}"))
-                .bind(&currency)
-                .bind("Tokens expired")
-                .bind(expires_at)
-                .bind(now())
+            let (id, external_id) = (new_id(), format!("lot:{lot}"));
+            let entry = Entry {
+                id: &id,
+                org_id: &org,
+                campaign_id: &campaign,
+                wallet_id: wallet,
+                kind: TransactionKind::Expiry,
+                amount: remaining,
+                external_id: &external_id,
+                source_amount: None,
+                currency: &currency,
+                description: Some("Tokens expired"),
+                comment: None,
+                meta: None,
+                date: expires_at,
+                trace: None,
+                rule_version: None,
+                created_at: now(),
+                batch_id: None,
+                fingerprint: None,
+            };
+            let written = bind_entry!(sqlx::query(INSERT_TRANSACTION), entry)
                 .execute(&mut *tx)
                 .await?
                 .rows_affected();

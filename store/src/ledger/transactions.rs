@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
 
+use crate::backend::direct;
 use crate::error::known;
 use crate::{Campaign, Page, Paged, Store, StoreError, Tokens};
 
@@ -77,6 +78,142 @@ macro_rules! transaction_columns {
     };
 }
 pub(crate) use transaction_columns;
+
+/// Every column a transaction is written with, in the order `INSERT_TRANSACTION` binds them.
+macro_rules! entry_columns {
+    () => {
+        "id, org_id, campaign_id, wallet_id, kind, amount, external_id, source_amount, currency, \
+         description, comment, meta, date, trace, rule_version, created_at, batch_id, fingerprint"
+    };
+}
+pub(crate) use entry_columns;
+
+/// The one statement that writes a transaction. A repeated (organisation, kind, external id)
+/// writes nothing: that unique key is what makes earns, burns and expiries idempotent.
+pub(crate) const INSERT_TRANSACTION: &str = concat!(
+    "INSERT INTO transactions (",
+    entry_columns!(),
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
+     ON CONFLICT (org_id, kind, external_id) DO NOTHING"
+);
+
+/// A transaction to write with `INSERT_TRANSACTION` (`bind_entry!` on sqlx, `write_direct` on
+/// the rusqlite path).
+pub(crate) struct Entry<'a> {
+    pub id: &'a str,
+    pub org_id: &'a str,
+    pub campaign_id: &'a str,
+    pub wallet_id: &'a str,
+    pub kind: TransactionKind,
+    /// Micro-tokens.
+    pub amount: i64,
+    pub external_id: &'a str,
+    pub source_amount: Option<&'a str>,
+    pub currency: &'a str,
+    pub description: Option<&'a str>,
+    pub comment: Option<&'a str>,
+    pub meta: Option<&'a Value>,
+    pub date: DateTime<Utc>,
+    pub trace: Option<&'a str>,
+    pub rule_version: Option<i64>,
+    pub created_at: DateTime<Utc>,
+    pub batch_id: Option<&'a str>,
+    pub fingerprint: Option<&'a str>,
+}
+
+/// An `Entry`'s values as the rusqlite path stores them: JSON and times as text. Callers that
+/// write many make them ahead (meta in parallel, the creation time once for all).
+pub(crate) struct EntryText<'a> {
+    pub meta: Option<&'a str>,
+    pub date: &'a str,
+    pub created_at: &'a str,
+}
+
+impl Entry<'_> {
+    /// Writes it on the rusqlite path with `statement`, prepared from `INSERT_TRANSACTION`.
+    /// True when it is new.
+    pub(crate) fn write_direct(
+        &self,
+        statement: &mut rusqlite::CachedStatement,
+        text: &EntryText,
+    ) -> Result<bool, StoreError> {
+        let (meta, date, created_at) = (text.meta, text.date, text.created_at);
+        let args: [&dyn rusqlite::ToSql; 18] = [
+            &self.id,
+            &self.org_id,
+            &self.campaign_id,
+            &self.wallet_id,
+            &self.kind.as_str(),
+            &self.amount,
+            &self.external_id,
+            &self.source_amount,
+            &self.currency,
+            &self.description,
+            &self.comment,
+            &meta,
+            &date,
+            &self.trace,
+            &self.rule_version,
+            &created_at,
+            &self.batch_id,
+            &self.fingerprint,
+        ];
+        Ok(direct::run(statement, &args)? == 1)
+    }
+}
+
+/// Pushes an `Entry`'s values, in `entry_columns!` order, as one row of a multi-row insert
+/// (PostgreSQL, where one statement carries many rows).
+pub(crate) fn push_entry(
+    row: &mut sqlx::query_builder::Separated<'_, sqlx::Postgres, &'static str>,
+    e: Entry<'_>,
+) {
+    row.push_bind(e.id)
+        .push_bind(e.org_id)
+        .push_bind(e.campaign_id)
+        .push_bind(e.wallet_id)
+        .push_bind(e.kind.as_str())
+        .push_bind(e.amount)
+        .push_bind(e.external_id)
+        .push_bind(e.source_amount)
+        .push_bind(e.currency)
+        .push_bind(e.description)
+        .push_bind(e.comment)
+        .push_bind(e.meta.map(Json))
+        .push_bind(e.date)
+        .push_bind(e.trace)
+        .push_bind(e.rule_version)
+        .push_bind(e.created_at)
+        .push_bind(e.batch_id)
+        .push_bind(e.fingerprint);
+}
+
+/// `$query` (of `INSERT_TRANSACTION`) with the `Entry` `$entry` bound, for either backend.
+macro_rules! bind_entry {
+    ($query:expr, $entry:expr) => {{
+        let e = &$entry;
+        $query
+            .bind(e.id)
+            .bind(e.org_id)
+            .bind(e.campaign_id)
+            .bind(e.wallet_id)
+            .bind(e.kind.as_str())
+            .bind(e.amount)
+            .bind(e.external_id)
+            .bind(e.source_amount)
+            .bind(e.currency)
+            .bind(e.description)
+            .bind(e.comment)
+            .bind(e.meta.map(sqlx::types::Json))
+            .bind(e.date)
+            .bind(e.trace)
+            .bind(e.rule_version)
+            .bind(e.created_at)
+            .bind(e.batch_id)
+            .bind(e.fingerprint)
+    }};
+}
+pub(crate) use bind_entry;
 
 row_struct! {
     /// The columns of `transaction_columns!`, in order.

@@ -5,4 +5,5 @@ pub(crate) mod evaluate;
 pub(crate) mod policies;
 pub(crate) mod rule_book;
 pub(crate) mod rule_sets;
+#[macro_use]
 pub(crate) mod tiers;

@@ -29,8 +29,24 @@ pub struct NewTier {
     pub image_url: Option<String>,
 }
 
-const RETIER: &str = "UPDATE wallets SET tier_id = (SELECT t.id FROM tiers t WHERE t.campaign_id = wallets.campaign_id \
-     AND t.threshold <= wallets.earned ORDER BY t.threshold DESC, t.precedence ASC LIMIT 1) WHERE campaign_id = $1";
+/// The one tier choice: the id of the tier a row of `wallets` holds when it has earned
+/// `$earned` tokens in its life (an SQL expression): the highest threshold reached, and of equal
+/// thresholds the lower precedence. For `SET tier_id = ...` in a statement on `wallets`.
+macro_rules! tier_for {
+    ($earned:expr) => {
+        concat!(
+            "(SELECT t.id FROM tiers t WHERE t.campaign_id = wallets.campaign_id AND t.threshold <= ",
+            $earned,
+            " ORDER BY t.threshold DESC, t.precedence ASC LIMIT 1)"
+        )
+    };
+}
+
+const RETIER: &str = concat!(
+    "UPDATE wallets SET tier_id = ",
+    tier_for!("wallets.earned"),
+    " WHERE campaign_id = $1"
+);
 
 type TierRow = (String, String, i64, i64, Json<Vec<String>>, Option<String>);
 
