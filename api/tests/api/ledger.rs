@@ -43,7 +43,7 @@ async fn an_earn_is_accepted_then_completed(app: TestApp) {
     assert_eq!(transaction.body["sourceAmount"], "42.5");
     assert_eq!(transaction.body["externalId"], "e-1");
     assert_eq!(transaction.body["rulesTrace"], "one-per-unit:+42.5;~:-0.5");
-    assert_eq!(app.get("/v1/wallets/w-1").await.body["balance"], 42);
+    assert_eq!(app.balance("w-1").await, 42);
 }
 
 async fn bad_earns_are_400_naming_the_field_and_unknown_wallets_404(app: TestApp) {
@@ -122,23 +122,22 @@ async fn the_same_earn_sent_twenty_times_credits_once(app: TestApp) {
         19,
         "{statuses:?}"
     );
-    assert_eq!(app.get("/v1/wallets/w-1").await.body["balance"], 10);
+    assert_eq!(app.balance("w-1").await, 10);
 }
 
-fn burn(id: &str, amount: Value) -> Value {
+fn burn_body(id: &str, amount: Value) -> Value {
     json!({"externalId": id, "amount": amount, "walletId": "w-1", "description": "Voucher"})
 }
 
 async fn burns_spend_once_and_never_overdraw(app: TestApp) {
     app.member_with_wallet().await;
-    app.earn_and_wait(earn("e-1", 50.0)).await;
+    app.earn("e-1", "w-1", json!(50.0)).await;
     let app = std::sync::Arc::new(app);
     let mut tasks = Vec::new();
     for i in 0..200 {
         let app = app.clone();
         tasks.push(tokio::spawn(async move {
-            app.post("/v1/transactions/burn", burn(&format!("b-{i}"), json!(1)))
-                .await
+            app.burn(&format!("b-{i}"), "w-1", json!(1)).await
         }));
     }
     let mut statuses = Vec::new();
@@ -161,33 +160,27 @@ async fn burns_spend_once_and_never_overdraw(app: TestApp) {
             .count(),
         150
     );
-    assert_eq!(app.get("/v1/wallets/w-1").await.body["balance"], 0);
+    assert_eq!(app.balance("w-1").await, 0);
 }
 
 async fn a_burn_replays_conflicts_and_validates(app: TestApp) {
     app.member_with_wallet().await;
-    app.earn_and_wait(earn("e-1", 100.0)).await;
-    let first = app
-        .post("/v1/transactions/burn", burn("b-1", json!(12.5)))
-        .await;
+    app.earn("e-1", "w-1", json!(100.0)).await;
+    let first = app.burn("b-1", "w-1", json!(12.5)).await;
     assert_eq!(first.status, StatusCode::OK, "{}", first.body);
     assert_eq!(first.body["type"], "BURN");
     assert_eq!(first.body["amount"], 12.5);
-    let replay = app
-        .post("/v1/transactions/burn", burn("b-1", json!(12.5)))
-        .await;
+    let replay = app.burn("b-1", "w-1", json!(12.5)).await;
     assert_eq!(replay.body["id"], first.body["id"]);
-    let conflict = app
-        .post("/v1/transactions/burn", burn("b-1", json!(13)))
-        .await;
+    let conflict = app.burn("b-1", "w-1", json!(13)).await;
     assert_eq!(conflict.status, StatusCode::CONFLICT);
     assert_eq!(conflict.body["field"], "externalId");
-    assert_eq!(app.get("/v1/wallets/w-1").await.body["balance"], 87.5);
+    assert_eq!(app.balance("w-1").await, 87.5);
 
     for (body, field) in [
-        (burn("b-2", json!(0)), "amount"),
-        (burn("b-2", json!(-5)), "amount"),
-        (burn("b-2", json!(1.1234567)), "amount"),
+        (burn_body("b-2", json!(0)), "amount"),
+        (burn_body("b-2", json!(-5)), "amount"),
+        (burn_body("b-2", json!(1.1234567)), "amount"),
         (
             json!({"externalId": "b-2", "amount": 1, "walletId": "w-1"}),
             "description",
@@ -201,9 +194,7 @@ async fn a_burn_replays_conflicts_and_validates(app: TestApp) {
         assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{body}");
         assert_eq!(reply.body["field"], field, "{body}: {}", reply.body);
     }
-    let too_much = app
-        .post("/v1/transactions/burn", burn("b-3", json!(1000)))
-        .await;
+    let too_much = app.burn("b-3", "w-1", json!(1000)).await;
     assert_eq!(too_much.status, StatusCode::PAYMENT_REQUIRED);
     assert!(
         too_much.body["detail"].as_str().unwrap().contains("87.5"),
@@ -221,12 +212,11 @@ async fn a_burn_replays_conflicts_and_validates(app: TestApp) {
 
 async fn transactions_are_listed_filtered_and_isolated(app: TestApp) {
     let wallet = app.member_with_wallet().await;
-    app.earn_and_wait(earn("e-1", 100.0)).await;
-    app.post("/v1/transactions/burn", burn("b-1", json!(10)))
-        .await;
-    let all = app.get("/v1/transactions").await;
-    assert_eq!(all.body["total"], 2);
-    assert_eq!(all.body["data"][0]["type"], "BURN", "newest first");
+    app.earn("e-1", "w-1", json!(100.0)).await;
+    app.burn("b-1", "w-1", json!(10)).await;
+    let all = app.transactions("").await;
+    assert_eq!(all["total"], 2);
+    assert_eq!(all["data"][0]["type"], "BURN", "newest first");
     let earns = app.get("/v1/transactions?type=EARN").await;
     assert_eq!(earns.body["total"], 1);
     let both = app.get("/v1/transactions?type=EARN&type=BURN").await;
@@ -255,7 +245,7 @@ async fn transactions_are_listed_filtered_and_isolated(app: TestApp) {
     );
 
     let other = app.other_tenant().await;
-    let id = all.body["data"][0]["id"].as_str().unwrap();
+    let id = all["data"][0]["id"].as_str().unwrap();
     let reply = app
         .send(
             Method::GET,
@@ -276,7 +266,7 @@ async fn transactions_are_listed_filtered_and_isolated(app: TestApp) {
             "/v1/transactions/burn",
             Some(&other),
             None,
-            Some(burn("b-9", json!(1))),
+            Some(burn_body("b-9", json!(1))),
         )
         .await;
     assert_eq!(

@@ -33,10 +33,7 @@ async fn the_sign_up_flow_finds_or_creates_a_wallet(app: TestApp) {
     assert_eq!(by_reference.status, StatusCode::OK);
     assert_eq!(by_reference.body["id"], created.body["id"]);
     let id = created.body["id"].as_str().unwrap();
-    assert_eq!(
-        app.get(&format!("/v1/wallets/{id}")).await.body,
-        by_reference.body
-    );
+    assert_eq!(app.wallet(id).await, by_reference.body);
 
     let with_owner = app
         .post(
@@ -82,13 +79,7 @@ async fn lists_filter_and_take_each_versions_shape(app: TestApp) {
     app.create_member("card-1").await;
     app.create_member("card-2").await;
     for (owner, reference) in [("card-1", "w-1"), ("card-1", "w-2"), ("card-2", "w-3")] {
-        let reply = app
-            .post(
-                "/v1/wallets",
-                json!({"owner": owner, "externalId": reference}),
-            )
-            .await;
-        assert_eq!(reply.status, StatusCode::CREATED);
+        app.create_wallet(owner, reference).await;
     }
     let all = app.get("/v1/wallets").await;
     assert_eq!(all.body["total"], 3);

@@ -1,7 +1,13 @@
-//! A real server on a random port with a fresh database, and a small typed client for it.
+//! A real server on a random port with a fresh database, and a small typed client for it: the
+//! plumbing here (`TestApp`, `send`, `Reply`), one file of helpers per resource (`members`,
+//! `wallets`, `ledger`), so that tests read as stories.
+
+mod ledger;
+mod members;
+mod wallets;
 
 use reqwest::{Method, StatusCode};
-use serde_json::{Value, json};
+use serde_json::Value;
 use store::testing::TestStore;
 use store::{NewCampaign, NewKey, Store};
 
@@ -161,60 +167,6 @@ impl TestApp {
     pub async fn post(&self, path: &str, body: Value) -> Reply {
         self.send(Method::POST, path, Some(&self.key), None, Some(body))
             .await
-    }
-
-    pub async fn create_member(&self, external_id: &str) -> Value {
-        let reply = self
-            .post(
-                "/v1/members",
-                json!({"firstName": "Ada", "userId": format!("user-{external_id}"), "externalId": external_id}),
-            )
-            .await;
-        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
-        reply.body
-    }
-}
-
-impl TestApp {
-    /// A member `card-1` with wallet `w-1`.
-    pub async fn member_with_wallet(&self) -> String {
-        self.create_member("card-1").await;
-        let wallet = self
-            .post(
-                "/v1/wallets",
-                json!({"owner": "card-1", "externalId": "w-1"}),
-            )
-            .await;
-        assert_eq!(wallet.status, StatusCode::CREATED, "{}", wallet.body);
-        wallet.body["id"].as_str().unwrap().to_string()
-    }
-
-    /// Submits an earn and returns its status once it is no longer accepted or processing.
-    pub async fn earn_and_wait(&self, body: Value) -> Value {
-        let accepted = self.post("/v1/transactions/earn", body).await;
-        assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.body);
-        self.wait_earn(accepted.body["statusCheckUrl"].as_str().unwrap())
-            .await
-    }
-
-    pub async fn wait_earn(&self, url: &str) -> Value {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        loop {
-            let reply = self.get(url).await;
-            assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
-            if !matches!(
-                reply.body["status"].as_str(),
-                Some("accepted" | "processing")
-            ) {
-                return reply.body;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "earn still {}",
-                reply.body["status"]
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
     }
 }
 
