@@ -5,10 +5,12 @@
 /// PostgreSQL rows and on the rusqlite fast path (`direct::FromRow`), so one declaration serves
 /// every backend and a field is read by its name, not by its place in a tuple.
 macro_rules! row_struct {
-    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($field:ident: $ty:ty),* $(,)? }) => {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident {
+        $($(#[$field_meta:meta])* $field:ident: $ty:ty),* $(,)?
+    }) => {
         $(#[$meta])*
         $vis struct $name {
-            $(pub(crate) $field: $ty,)*
+            $($(#[$field_meta])* pub(crate) $field: $ty,)*
         }
 
         impl<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow> for $name {

@@ -4,7 +4,6 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
-use sqlx::types::Json;
 
 use sqlx::PgConnection;
 
@@ -60,48 +59,12 @@ pub struct Burned {
 const SELECT_BURN: &str = concat!(
     "SELECT ",
     transaction_columns!(),
-    ", fingerprint FROM transactions WHERE org_id = $1 AND kind = 'BURN' AND external_id = $2"
+    " FROM transactions WHERE org_id = $1 AND kind = 'BURN' AND external_id = $2"
 );
 
-row_struct! {
-    /// `transaction_columns!` and the burn's fingerprint.
-    struct BurnRow {
-        id: String,
-        wallet_id: String,
-        kind: String,
-        amount: i64,
-        external_id: Option<String>,
-        source_amount: Option<String>,
-        currency: String,
-        description: Option<String>,
-        comment: Option<String>,
-        meta: Option<Json<Value>>,
-        date: DateTime<Utc>,
-        trace: Option<String>,
-        rule_version: Option<i64>,
-        created_at: DateTime<Utc>,
-        fingerprint: Option<String>,
-    }
-}
-
-fn split(r: BurnRow) -> Result<(Transaction, Option<String>), StoreError> {
-    let row = TransactionRow {
-        id: r.id,
-        wallet_id: r.wallet_id,
-        kind: r.kind,
-        amount: r.amount,
-        external_id: r.external_id,
-        source_amount: r.source_amount,
-        currency: r.currency,
-        description: r.description,
-        comment: r.comment,
-        meta: r.meta,
-        date: r.date,
-        trace: r.trace,
-        rule_version: r.rule_version,
-        created_at: r.created_at,
-    };
-    Ok((transaction_from_row(row)?, r.fingerprint))
+fn split(mut row: TransactionRow) -> Result<(Transaction, Option<String>), StoreError> {
+    let fingerprint = row.fingerprint.take();
+    Ok((transaction_from_row(row)?, fingerprint))
 }
 
 impl Store {
@@ -174,7 +137,7 @@ impl Store {
         burn: &NewBurn,
         fingerprint: &str,
     ) -> Result<Option<Burned>, StoreError> {
-        let row: Option<BurnRow> = match &self.pool {
+        let row: Option<TransactionRow> = match &self.pool {
             Pool::Sqlite { direct, .. } => direct
                 .read(|c| direct::row(c, SELECT_BURN, args![campaign.org_id, burn.external_id]))?,
             Pool::Postgres(pool) => {
@@ -257,7 +220,7 @@ impl Debit {
         };
         let mut insert = tx.prepare_cached(INSERT_TRANSACTION)?;
         if !self.entry().write_direct(&mut insert, &text)? {
-            let earlier: BurnRow =
+            let earlier: TransactionRow =
                 direct::row(tx, SELECT_BURN, &[&self.org_id, &self.external_id])?
                     .ok_or(StoreError::NotFound { what: "burn" })?;
             return replay_or_conflict(earlier, &self.fingerprint).map(Some);
@@ -302,7 +265,7 @@ impl Debit {
         if claimed == 0 {
             // An identical request finished meanwhile: its replay is answered, never refused
             // for the balance it spent.
-            let earlier: BurnRow = sqlx::query_as(SELECT_BURN)
+            let earlier: TransactionRow = sqlx::query_as(SELECT_BURN)
                 .bind(&self.org_id)
                 .bind(&self.external_id)
                 .fetch_one(&mut *tx)
@@ -341,7 +304,7 @@ impl Debit {
 }
 
 /// An earlier burn with the same `externalId`: the same request again, or a conflicting one.
-fn replay_or_conflict(row: BurnRow, fingerprint: &str) -> Result<Burned, StoreError> {
+fn replay_or_conflict(row: TransactionRow, fingerprint: &str) -> Result<Burned, StoreError> {
     match split(row)? {
         (transaction, Some(earlier)) if earlier == fingerprint => Ok(Burned {
             transaction,

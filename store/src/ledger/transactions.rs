@@ -74,7 +74,7 @@ pub struct TransactionFilter {
 macro_rules! transaction_columns {
     () => {
         "id, wallet_id, kind, amount, external_id, source_amount, currency, description, comment, \
-         meta, date, trace, rule_version, created_at"
+         meta, date, trace, rule_version, created_at, fingerprint"
     };
 }
 pub(crate) use transaction_columns;
@@ -232,6 +232,8 @@ row_struct! {
         trace: Option<String>,
         rule_version: Option<i64>,
         created_at: DateTime<Utc>,
+        /// A burn's request, to tell its replay from a conflicting reuse of its `externalId`.
+        fingerprint: Option<String>,
     }
 }
 
