@@ -43,6 +43,24 @@ macro_rules! with_writer {
     };
 }
 
+/// The one row (if any) that `$sql` finds, read on a hot path: on SQLite by a rusqlite reader on
+/// the calling thread (see `direct`), on PostgreSQL through sqlx. The same SQL and the same
+/// row type (`row_struct!`, or a tuple) on both; `$arg`s bind to `$1`, `$2`...
+macro_rules! fast_row {
+    ($store:expr, $sql:expr, [$($arg:expr),* $(,)?]) => {
+        match &$store.pool {
+            $crate::backend::Pool::Sqlite { direct, .. } => {
+                direct.read(|c| $crate::backend::direct::row(c, $sql, args![$($arg),*]))
+            }
+            $crate::backend::Pool::Postgres(pool) => sqlx::query_as($sql)
+                $(.bind(&$arg))*
+                .fetch_optional(pool)
+                .await
+                .map_err($crate::StoreError::from),
+        }
+    };
+}
+
 /// SQLite admits one writer at a time; a writer that finds the lock taken sleeps and retries in
 /// SQLite's busy handler, which under load costs tens of milliseconds. So SQLite writes go
 /// through a pool of one connection, where they queue in order without sleeping, and reads use

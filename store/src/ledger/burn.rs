@@ -137,17 +137,8 @@ impl Store {
         burn: &NewBurn,
         fingerprint: &str,
     ) -> Result<Option<Burned>, StoreError> {
-        let row: Option<TransactionRow> = match &self.pool {
-            Pool::Sqlite { direct, .. } => direct
-                .read(|c| direct::row(c, SELECT_BURN, args![campaign.org_id, burn.external_id]))?,
-            Pool::Postgres(pool) => {
-                sqlx::query_as(SELECT_BURN)
-                    .bind(&campaign.org_id)
-                    .bind(&burn.external_id)
-                    .fetch_optional(pool)
-                    .await?
-            }
-        };
+        let row: Option<TransactionRow> =
+            fast_row!(self, SELECT_BURN, [campaign.org_id, burn.external_id])?;
         row.map(|row| replay_or_conflict(row, fingerprint))
             .transpose()
     }

@@ -5,8 +5,6 @@
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
-use crate::backend::Pool;
-use crate::backend::direct;
 use crate::common::ids::{new_id, now};
 use crate::error::conflict_on;
 use crate::{Campaign, Page, Paged, Store, StoreError, Tier, Tokens};
@@ -216,18 +214,8 @@ impl Store {
             "WHERE w.org_id = $1 AND w.campaign_id = $2 AND (w.id = $3 OR w.external_id = $3) \
              ORDER BY CASE WHEN w.id = $3 THEN 0 ELSE 1 END LIMIT 1"
         );
-        let row: Option<WalletRow> = match &self.pool {
-            Pool::Sqlite { direct, .. } => direct
-                .read(|c| direct::row(c, SQL, args![campaign.org_id, campaign.id, reference]))?,
-            Pool::Postgres(pool) => {
-                sqlx::query_as(SQL)
-                    .bind(&campaign.org_id)
-                    .bind(&campaign.id)
-                    .bind(reference)
-                    .fetch_optional(pool)
-                    .await?
-            }
-        };
+        let row: Option<WalletRow> =
+            fast_row!(self, SQL, [campaign.org_id, campaign.id, reference])?;
         row.map(wallet_from_row)
             .ok_or(StoreError::NotFound { what: "wallet" })
     }

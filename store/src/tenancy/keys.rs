@@ -12,8 +12,6 @@ use std::str::FromStr;
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
-use crate::backend::Pool;
-use crate::backend::direct;
 use crate::common::ids::{constant_time_eq, new_id, now, random_token, sha256};
 use crate::error::known;
 use crate::{ApiVersion, Campaign, Store, StoreError};
@@ -276,15 +274,7 @@ impl Store {
             }
         }
         let presented = sha256(secret);
-        let row: Option<Row> = match &self.pool {
-            Pool::Sqlite { direct, .. } => direct.read(|c| direct::row(c, SQL, args![api_key]))?,
-            Pool::Postgres(pool) => {
-                sqlx::query_as(SQL)
-                    .bind(api_key)
-                    .fetch_optional(pool)
-                    .await?
-            }
-        };
+        let row: Option<Row> = fast_row!(self, SQL, [api_key])?;
         let Some(r) = row else { return Ok(None) };
         if !constant_time_eq(&presented, &r.secret_hash) || r.revoked_at.is_some() {
             return Ok(None);
