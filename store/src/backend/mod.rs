@@ -43,10 +43,11 @@ macro_rules! with_writer {
     };
 }
 
-/// The one row (if any) that `$sql` finds, read on a hot path: on SQLite by a rusqlite reader on
-/// the calling thread (see `direct`), on PostgreSQL through sqlx. The same SQL and the same
-/// row type (`row_struct!`, or a tuple) on both; `$arg`s bind to `$1`, `$2`...
-macro_rules! fast_row {
+/// The one row (if any) that `$sql` finds: the read every lookup by id or key uses. On SQLite
+/// by a rusqlite reader on the calling thread (no hand-off to sqlx's connection thread, see
+/// `direct`), on PostgreSQL through sqlx. The same SQL and the same row type (`row_struct!`,
+/// or a tuple) on both; `$arg`s bind to `$1`, `$2`...
+macro_rules! read_row {
     ($store:expr, $sql:expr, [$($arg:expr),* $(,)?]) => {
         match &$store.pool {
             $crate::backend::Pool::Sqlite { direct, .. } => {

@@ -202,13 +202,7 @@ impl Store {
             batch_columns!(),
             " FROM batches WHERE org_id = $1 AND id = $2"
         );
-        let row: Option<BatchRow> = with_pool!(self, |pool| {
-            sqlx::query_as(SQL)
-                .bind(org_id)
-                .bind(id)
-                .fetch_optional(pool)
-                .await
-        })?;
+        let row: Option<BatchRow> = read_row!(self, SQL, [org_id, id])?;
         row.ok_or(StoreError::NotFound { what: "batch" })
             .and_then(batch_from_row)
     }

@@ -138,7 +138,7 @@ impl Store {
         fingerprint: &str,
     ) -> Result<Option<Burned>, StoreError> {
         let row: Option<TransactionRow> =
-            fast_row!(self, SELECT_BURN, [campaign.org_id, burn.external_id])?;
+            read_row!(self, SELECT_BURN, [campaign.org_id, burn.external_id])?;
         row.map(|row| replay_or_conflict(row, fingerprint))
             .transpose()
     }

@@ -302,14 +302,7 @@ impl Store {
             " FROM earn_requests r LEFT JOIN transactions t ON t.id = r.transaction_id \
              WHERE r.org_id = $1 AND r.campaign_id = $2 AND r.id = $3"
         );
-        let row: Option<RequestRow> = with_pool!(self, |pool| {
-            sqlx::query_as(SQL)
-                .bind(&campaign.org_id)
-                .bind(&campaign.id)
-                .bind(id)
-                .fetch_optional(pool)
-                .await
-        })?;
+        let row: Option<RequestRow> = read_row!(self, SQL, [campaign.org_id, campaign.id, id])?;
         row.ok_or(StoreError::NotFound {
             what: "earn request",
         })

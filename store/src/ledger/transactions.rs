@@ -306,14 +306,7 @@ impl Store {
             transaction_columns!(),
             " FROM transactions WHERE org_id = $1 AND campaign_id = $2 AND id = $3"
         );
-        let row: Option<TransactionRow> = with_pool!(self, |pool| {
-            sqlx::query_as(SQL)
-                .bind(&campaign.org_id)
-                .bind(&campaign.id)
-                .bind(id)
-                .fetch_optional(pool)
-                .await
-        })?;
+        let row: Option<TransactionRow> = read_row!(self, SQL, [campaign.org_id, campaign.id, id])?;
         row.ok_or(StoreError::NotFound {
             what: "transaction",
         })

@@ -122,13 +122,7 @@ impl Store {
     ) -> Result<Option<String>, StoreError> {
         const SQL: &str = "SELECT id FROM members WHERE org_id = $1 AND deleted_at IS NULL \
              AND (id = $2 OR external_id = $2) ORDER BY CASE WHEN id = $2 THEN 0 ELSE 1 END LIMIT 1";
-        let row: Option<(String,)> = with_pool!(self, |pool| {
-            sqlx::query_as(SQL)
-                .bind(org_id)
-                .bind(reference)
-                .fetch_optional(pool)
-                .await
-        })?;
+        let row: Option<(String,)> = read_row!(self, SQL, [org_id, reference])?;
         Ok(row.map(|(id,)| id))
     }
 
@@ -215,7 +209,7 @@ impl Store {
              ORDER BY CASE WHEN w.id = $3 THEN 0 ELSE 1 END LIMIT 1"
         );
         let row: Option<WalletRow> =
-            fast_row!(self, SQL, [campaign.org_id, campaign.id, reference])?;
+            read_row!(self, SQL, [campaign.org_id, campaign.id, reference])?;
         row.map(wallet_from_row)
             .ok_or(StoreError::NotFound { what: "wallet" })
     }

@@ -297,13 +297,7 @@ impl Store {
     }
 
     pub async fn get_member(&self, org_id: &str, id: &str) -> Result<Member, StoreError> {
-        let row: Option<MemberRow> = with_pool!(self, |pool| {
-            sqlx::query_as(SELECT_LIVE)
-                .bind(org_id)
-                .bind(id)
-                .fetch_optional(pool)
-                .await
-        })?;
+        let row: Option<MemberRow> = read_row!(self, SELECT_LIVE, [org_id, id])?;
         row.ok_or(StoreError::NotFound { what: "member" })
             .and_then(member_from_row)
     }
@@ -320,14 +314,7 @@ impl Store {
             member_columns!(),
             " FROM members WHERE org_id = $1 AND idp = $2 AND user_id = $3 AND deleted_at IS NULL"
         );
-        let row: Option<MemberRow> = with_pool!(self, |pool| {
-            sqlx::query_as(SQL)
-                .bind(org_id)
-                .bind(idp)
-                .bind(user_id)
-                .fetch_optional(pool)
-                .await
-        })?;
+        let row: Option<MemberRow> = read_row!(self, SQL, [org_id, idp, user_id])?;
         row.ok_or(StoreError::NotFound { what: "member" })
             .and_then(member_from_row)
     }

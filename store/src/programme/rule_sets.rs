@@ -97,14 +97,7 @@ impl Store {
         const SQL: &str = "SELECT id, campaign_id, version, source, created_at FROM rule_sets \
              WHERE org_id = $1 AND campaign_id = $2 AND ($3 IS NULL OR version = $3) \
              ORDER BY version DESC LIMIT 1";
-        let row: Option<VersionRow> = with_pool!(self, |pool| {
-            sqlx::query_as(SQL)
-                .bind(org_id)
-                .bind(campaign_id)
-                .bind(version)
-                .fetch_optional(pool)
-                .await
-        })?;
+        let row: Option<VersionRow> = read_row!(self, SQL, [org_id, campaign_id, version])?;
         row.map(version_from_row)
             .ok_or(StoreError::NotFound { what: "rule set" })
     }

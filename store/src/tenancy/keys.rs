@@ -274,7 +274,7 @@ impl Store {
             }
         }
         let presented = sha256(secret);
-        let row: Option<Row> = fast_row!(self, SQL, [api_key])?;
+        let row: Option<Row> = read_row!(self, SQL, [api_key])?;
         let Some(r) = row else { return Ok(None) };
         if !constant_time_eq(&presented, &r.secret_hash) || r.revoked_at.is_some() {
             return Ok(None);

@@ -99,12 +99,8 @@ impl NewCampaign {
 impl Store {
     /// A campaign by id alone, for operator commands that name only the campaign.
     pub async fn campaign_by_id(&self, id: &str) -> Result<Campaign, StoreError> {
-        let row: Option<(String,)> = with_pool!(self, |pool| {
-            sqlx::query_as("SELECT org_id FROM campaigns WHERE id = $1")
-                .bind(id)
-                .fetch_optional(pool)
-                .await
-        })?;
+        let row: Option<(String,)> =
+            read_row!(self, "SELECT org_id FROM campaigns WHERE id = $1", [id])?;
         let (org_id,) = row.ok_or(StoreError::NotFound { what: "campaign" })?;
         self.get_campaign(&org_id, id).await
     }
@@ -132,12 +128,11 @@ impl Store {
     }
 
     pub async fn get_org(&self, id: &str) -> Result<Organisation, StoreError> {
-        let row: Option<(String, String, DateTime<Utc>)> = with_pool!(self, |pool| {
-            sqlx::query_as("SELECT id, name, created_at FROM organisations WHERE id = $1")
-                .bind(id)
-                .fetch_optional(pool)
-                .await
-        })?;
+        let row: Option<(String, String, DateTime<Utc>)> = read_row!(
+            self,
+            "SELECT id, name, created_at FROM organisations WHERE id = $1",
+            [id]
+        )?;
         let (id, name, created_at) = row.ok_or(StoreError::NotFound {
             what: "organisation",
         })?;
@@ -206,13 +201,7 @@ impl Store {
             campaign_columns!(),
             " FROM campaigns WHERE org_id = $1 AND id = $2"
         );
-        let row: Option<CampaignRow> = with_pool!(self, |pool| {
-            sqlx::query_as(SQL)
-                .bind(org_id)
-                .bind(id)
-                .fetch_optional(pool)
-                .await
-        })?;
+        let row: Option<CampaignRow> = read_row!(self, SQL, [org_id, id])?;
         row.map(campaign_from_row)
             .ok_or(StoreError::NotFound { what: "campaign" })
     }

@@ -298,15 +298,12 @@ impl Store {
         username: &str,
         password: &str,
     ) -> Result<Option<SftpLogin>, StoreError> {
-        let row: Option<(String, String, Option<String>)> = with_pool!(self, |pool| {
-            sqlx::query_as(
-                "SELECT id, org_id, password_hash FROM sftp_users \
+        let row: Option<(String, String, Option<String>)> = read_row!(
+            self,
+            "SELECT id, org_id, password_hash FROM sftp_users \
                  WHERE username = $1 AND disabled_at IS NULL",
-            )
-            .bind(username)
-            .fetch_optional(pool)
-            .await
-        })?;
+            [username]
+        )?;
         // An unknown user costs the same hash as a known one, so timing tells nothing.
         let hash = row
             .as_ref()
@@ -330,16 +327,12 @@ impl Store {
         username: &str,
         fingerprint: &str,
     ) -> Result<Option<SftpLogin>, StoreError> {
-        let row: Option<(String, String)> = with_pool!(self, |pool| {
-            sqlx::query_as(
-                "SELECT u.id, u.org_id FROM sftp_keys k JOIN sftp_users u ON u.id = k.user_id \
+        let row: Option<(String, String)> = read_row!(
+            self,
+            "SELECT u.id, u.org_id FROM sftp_keys k JOIN sftp_users u ON u.id = k.user_id \
                  WHERE k.fingerprint = $1 AND u.username = $2 AND u.disabled_at IS NULL",
-            )
-            .bind(fingerprint)
-            .bind(username)
-            .fetch_optional(pool)
-            .await
-        })?;
+            [fingerprint, username]
+        )?;
         Ok(row.map(|(user_id, org_id)| SftpLogin {
             user_id,
             org_id,
