@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use rusqlite::Connection;
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 
 use crate::backend::Pool;
 use crate::backend::direct;
@@ -209,30 +209,6 @@ async fn credit_postgres(
         .map(|(id,)| id)
         .collect();
 
-    // The earlier transaction of each duplicate, by earn id.
-    let duplicates: Vec<&Credit> = credits
-        .iter()
-        .zip(&ids)
-        .filter(|(_, id)| !inserted.contains(*id))
-        .map(|(c, _)| c)
-        .collect();
-    let mut earlier: HashMap<(String, String), (String, Option<String>)> = HashMap::new();
-    if !duplicates.is_empty() {
-        let mut select = sqlx::QueryBuilder::new(
-            "SELECT org_id, external_id, id, batch_id FROM transactions WHERE kind = 'EARN' \
-             AND (org_id, external_id) IN ",
-        );
-        select.push_tuples(&duplicates, |mut row, c| {
-            row.push_bind(&c.org_id).push_bind(&c.earn.earn_id);
-        });
-        let rows: Vec<(String, String, String, Option<String>)> =
-            select.build_query_as().fetch_all(&mut *tx).await?;
-        earlier = rows
-            .into_iter()
-            .map(|(org, earn, id, batch)| ((org, earn), (id, batch)))
-            .collect();
-    }
-
     let new: Vec<(&Credit, &String)> = credits
         .iter()
         .zip(&ids)
@@ -281,24 +257,7 @@ async fn credit_postgres(
         credit.build().execute(&mut *tx).await?;
     }
 
-    let outcomes: Vec<Credited> = credits
-        .iter()
-        .zip(&ids)
-        .map(|(c, id)| {
-            if inserted.contains(id) {
-                Credited::New {
-                    transaction_id: id.clone(),
-                }
-            } else {
-                let key = (c.org_id.clone(), c.earn.earn_id.clone());
-                let (transaction_id, batch_id) = earlier.get(&key).cloned().unzip();
-                Credited::Duplicate {
-                    transaction_id,
-                    batch_id: batch_id.flatten(),
-                }
-            }
-        })
-        .collect();
+    let outcomes = outcomes(&mut tx, credits, &ids, &inserted).await?;
     let finished: Vec<(&str, &str, Option<&String>, Option<i64>)> = credits
         .iter()
         .zip(&outcomes)
@@ -337,4 +296,54 @@ async fn credit_postgres(
     }
     tx.commit().await?;
     Ok(outcomes)
+}
+
+/// PostgreSQL: each credit's outcome once the transactions are inserted (`inserted` holds the
+/// ids of those that were new; `ids[i]` is the id `credits[i]` was offered): new, or a
+/// duplicate with the earlier transaction that holds its earn id.
+pub(crate) async fn outcomes(
+    tx: &mut PgConnection,
+    credits: &[Credit],
+    ids: &[String],
+    inserted: &HashSet<String>,
+) -> Result<Vec<Credited>, StoreError> {
+    let (orgs, skipped): (Vec<&str>, Vec<&str>) = credits
+        .iter()
+        .zip(ids)
+        .filter(|(_, id)| !inserted.contains(*id))
+        .map(|(c, _)| (c.org_id.as_str(), c.earn.earn_id.as_str()))
+        .unzip();
+    let mut earlier: HashMap<(String, String), (String, Option<String>)> = HashMap::new();
+    if !skipped.is_empty() {
+        let rows: Vec<(String, String, String, Option<String>)> = sqlx::query_as(
+            "SELECT org_id, external_id, id, batch_id FROM transactions WHERE kind = 'EARN' \
+             AND (org_id, external_id) IN (SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[]))",
+        )
+        .bind(&orgs)
+        .bind(&skipped)
+        .fetch_all(&mut *tx)
+        .await?;
+        earlier = rows
+            .into_iter()
+            .map(|(org, earn, id, batch)| ((org, earn), (id, batch)))
+            .collect();
+    }
+    Ok(credits
+        .iter()
+        .zip(ids)
+        .map(|(c, id)| {
+            if inserted.contains(id) {
+                Credited::New {
+                    transaction_id: id.clone(),
+                }
+            } else {
+                let key = (c.org_id.clone(), c.earn.earn_id.clone());
+                let (transaction_id, batch_id) = earlier.get(&key).cloned().unzip();
+                Credited::Duplicate {
+                    transaction_id,
+                    batch_id: batch_id.flatten(),
+                }
+            }
+        })
+        .collect())
 }

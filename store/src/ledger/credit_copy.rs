@@ -9,6 +9,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use sqlx::PgPool;
 
 use crate::common::ids::new_id;
+use crate::ledger::credit::outcomes;
 use crate::ledger::transactions::entry_columns;
 use crate::{Credit, Credited, Policy, StoreError};
 
@@ -102,45 +103,9 @@ pub(crate) async fn credit_by_copy(
         .into_iter()
         .map(|(id,)| id)
         .collect();
-    // The earlier transaction of each earn id that was not inserted.
-    let (orgs, skipped): (Vec<&str>, Vec<&str>) = credits
-        .iter()
-        .zip(&ids)
-        .filter(|(_, id)| !inserted.contains(*id))
-        .map(|(c, _)| (c.org_id.as_str(), c.earn.earn_id.as_str()))
-        .unzip();
-    let mut earlier: HashMap<(String, String), (String, Option<String>)> = HashMap::new();
-    if !skipped.is_empty() {
-        let rows: Vec<(String, String, String, Option<String>)> = sqlx::query_as(
-            "SELECT org_id, external_id, id, batch_id FROM transactions WHERE kind = 'EARN' \
-             AND (org_id, external_id) IN (SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[]))",
-        )
-        .bind(&orgs)
-        .bind(&skipped)
-        .fetch_all(&mut *tx)
-        .await?;
-        earlier = rows
-            .into_iter()
-            .map(|(org, earn, id, batch)| ((org, earn), (id, batch)))
-            .collect();
-    }
+    let outcomes = outcomes(&mut tx, credits, &ids, &inserted).await?;
     tx.commit().await?;
-    Ok(credits
-        .iter()
-        .zip(ids)
-        .map(|(c, id)| {
-            if inserted.contains(&id) {
-                Credited::New { transaction_id: id }
-            } else {
-                let key = (c.org_id.clone(), c.earn.earn_id.clone());
-                let (transaction_id, batch_id) = earlier.get(&key).cloned().unzip();
-                Credited::Duplicate {
-                    transaction_id,
-                    batch_id: batch_id.flatten(),
-                }
-            }
-        })
-        .collect())
+    Ok(outcomes)
 }
 
 /// One CSV field as `COPY` reads it: an unquoted empty field is NULL, a quoted one text.
