@@ -130,6 +130,19 @@ async fn text_numbers_and_dates_are_read_as_the_document_says(app: TestApp) {
         .await;
     assert_eq!(large.status, StatusCode::BAD_REQUEST);
     assert_eq!(large.body["field"], "amount");
+    // The nearest double to this is just past the bound, not the bound itself.
+    let just_past = app
+        .post(
+            "/v1/transactions/earn",
+            earn(json!(1_000_000_000_000_000.1), "2026-11-18T10:00:00Z"),
+        )
+        .await;
+    assert_eq!(
+        just_past.status,
+        StatusCode::BAD_REQUEST,
+        "{}",
+        just_past.body
+    );
     // An exponent is read exactly; digits past 28 decimals are rounded, not refused.
     let tiny = app
         .earn_and_wait(earn(json!(1.5e-40), "2026-11-18T10:00:00Z"))
