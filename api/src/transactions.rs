@@ -321,7 +321,7 @@ fn date(checks: &mut Checks, field: &str, value: Option<String>) -> Option<DateT
 #[serde(rename_all = "camelCase")]
 pub struct BurnInput {
     /// When absent, now.
-    #[schema(schema_with = date_or_null)]
+    #[schema(schema_with = schema::date_time_or_null)]
     date: Option<String>,
     #[schema(schema_with = schema::text_required, required = true)]
     description: Option<String>,
@@ -336,14 +336,6 @@ pub struct BurnInput {
     wallet_id: Option<String>,
     #[schema(schema_with = schema::meta)]
     meta: Option<Value>,
-}
-
-fn date_or_null() -> Object {
-    schema::date_time(true)
-}
-
-fn date_required() -> Object {
-    schema::date_time(false)
 }
 
 fn new_burn(input: BurnInput) -> Result<NewBurn, ApiError> {
@@ -408,7 +400,7 @@ pub struct EarnBody {
     id: Option<String>,
     #[schema(schema_with = earn_amount, required = true)]
     amount: Option<serde_json::Number>,
-    #[schema(schema_with = date_required, required = true)]
+    #[schema(schema_with = schema::date_time_required, required = true)]
     date: Option<String>,
     /// The wallet's id or external reference.
     #[schema(schema_with = schema::id, required = true)]

@@ -245,6 +245,13 @@ pub mod schema {
             .build()
     }
 
+    pub fn date_time_or_null() -> Object {
+        date_time(true)
+    }
+    pub fn date_time_required() -> Object {
+        date_time(false)
+    }
+
     /// A day, YYYY-MM-DD.
     pub fn day() -> Object {
         string(false)

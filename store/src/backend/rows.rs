@@ -5,6 +5,17 @@
 /// PostgreSQL rows and on the rusqlite fast path (`direct::FromRow`), so one declaration serves
 /// every backend and a field is read by its name, not by its place in a tuple.
 macro_rules! row_struct {
+    // The decoding from one sqlx backend's rows.
+    (@sqlx $name:ident, $row:ty, $($field:ident),*) => {
+        impl<'r> sqlx::FromRow<'r, $row> for $name {
+            fn from_row(row: &'r $row) -> Result<Self, sqlx::Error> {
+                use sqlx::Row as _;
+                let mut index = 0usize..;
+                // Field initialisers run in the order written: the columns' order.
+                Ok($name { $($field: row.try_get(index.next().unwrap_or_default())?,)* })
+            }
+        }
+    };
     ($(#[$meta:meta])* $vis:vis struct $name:ident {
         $($(#[$field_meta:meta])* $field:ident: $ty:ty),* $(,)?
     }) => {
@@ -13,22 +24,8 @@ macro_rules! row_struct {
             $($(#[$field_meta])* pub(crate) $field: $ty,)*
         }
 
-        impl<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow> for $name {
-            fn from_row(row: &'r sqlx::sqlite::SqliteRow) -> Result<Self, sqlx::Error> {
-                use sqlx::Row as _;
-                let mut index = 0usize..;
-                // Field initialisers run in the order written: the columns' order.
-                Ok($name { $($field: row.try_get(index.next().unwrap_or_default())?,)* })
-            }
-        }
-
-        impl<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> for $name {
-            fn from_row(row: &'r sqlx::postgres::PgRow) -> Result<Self, sqlx::Error> {
-                use sqlx::Row as _;
-                let mut index = 0usize..;
-                Ok($name { $($field: row.try_get(index.next().unwrap_or_default())?,)* })
-            }
-        }
+        row_struct!(@sqlx $name, sqlx::sqlite::SqliteRow, $($field),*);
+        row_struct!(@sqlx $name, sqlx::postgres::PgRow, $($field),*);
 
         impl $crate::backend::direct::FromRow for $name {
             fn from_row(row: &rusqlite::Row) -> rusqlite::Result<Self> {
