@@ -3,8 +3,21 @@
 //! Most SQL is the same text on both backends (`$1` placeholders, `RETURNING`, `ON CONFLICT`),
 //! and sqlx maps the same Rust types onto each (`DateTime<Utc>` is `timestamptz` on PostgreSQL
 //! and RFC 3339 text on SQLite). So an operation is written once inside `with_pool!`, which
-//! expands its body for each pool type; where the dialects truly differ (locking, bulk load), an
-//! operation matches on the pool itself. Each backend keeps its own migrations.
+//! expands its body for each pool type. Where the backends truly differ, the choice is made here,
+//! once for each kind of work:
+//!
+//! - `read_row!` (one row by id or key) and `read_each!` (rows for many keys): on SQLite by a
+//!   rusqlite reader on the calling thread, on PostgreSQL by sqlx (`= ANY(...)` for many keys).
+//! - `Transactional` and `Store::transact`: work done in one transaction, written once for the
+//!   rusqlite writer thread and once for sqlx on PostgreSQL (the ledger's debit).
+//! - `lock` and `claim`: row locking (`FOR UPDATE`, `SKIP LOCKED`), which SQLite's single
+//!   writer does not need.
+//!
+//! The bulk writes of the ledger (crediting: rusqlite statements prepared once, multi-row
+//! statements or `COPY` on PostgreSQL; storing accepted earn requests; claiming them on the
+//! writer thread) pick their backend in `ledger/credit.rs` and `ledger/earn.rs`, because their
+//! shapes differ beyond one statement. Each backend keeps its own migrations; a test compares
+//! the schemas they build.
 
 use std::path::Path;
 use std::str::FromStr;
@@ -60,6 +73,39 @@ macro_rules! read_row {
                 .map_err($crate::StoreError::from),
         }
     };
+}
+
+/// Every row `$sql` finds for any of `$keys` (a slice of `&str`): the lookup of many rows by
+/// key that a batch of work needs. `$sql` compares the key with `{key}` (as in
+/// `w.id {key} OR w.external_id {key}`), after the `$arg`s (`$1`, `$2`...). On SQLite one
+/// prepared lookup per key on a rusqlite reader, which beats a statement whose text changes
+/// with each batch; on PostgreSQL one statement with `= ANY(...)` of all keys.
+macro_rules! read_each {
+    ($store:expr, $sql:expr, [$($arg:expr),* $(,)?], $keys:expr) => {{
+        let keys: &[&str] = $keys;
+        let n = <[&str]>::len(&[$(stringify!($arg)),*]) + 1;
+        match &$store.pool {
+            $crate::backend::Pool::Sqlite { direct, .. } => {
+                let sql = $sql.replace("{key}", &format!("= ${n}"));
+                direct.read(|c| {
+                    let mut rows = Vec::new();
+                    for key in keys {
+                        rows.extend($crate::backend::direct::rows(c, &sql, args![$($arg,)* *key])?);
+                    }
+                    Ok(rows)
+                })
+            }
+            $crate::backend::Pool::Postgres(pool) => {
+                let sql = $sql.replace("{key}", &format!("= ANY(${n})"));
+                sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                    $(.bind(&$arg))*
+                    .bind(keys)
+                    .fetch_all(pool)
+                    .await
+                    .map_err($crate::StoreError::from)
+            }
+        }
+    }};
 }
 
 /// SQLite admits one writer at a time; a writer that finds the lock taken sleeps and retries in
@@ -209,6 +255,34 @@ impl Store {
             write.close().await;
         }
         with_pool!(self, |pool| pool.close().await)
+    }
+}
+
+/// Work done inside one database transaction, written once for each backend: on SQLite
+/// synchronously on the rusqlite writer thread (see `direct`), on PostgreSQL through sqlx. The
+/// seam where writes really differ between the backends; a larger piece of work (an order paid
+/// with points) holds smaller ones (the ledger's debit) and calls their halves from its own.
+pub(crate) trait Transactional: Send + 'static {
+    type Output: Send + 'static;
+    fn sqlite(&self, tx: &rusqlite::Connection) -> Result<Self::Output, StoreError>;
+    async fn postgres(&self, tx: &mut sqlx::PgConnection) -> Result<Self::Output, StoreError>;
+}
+
+impl Store {
+    /// Runs `work` in a transaction: committed when it succeeds, undone when it fails.
+    pub(crate) async fn transact<W: Transactional>(
+        &self,
+        work: W,
+    ) -> Result<W::Output, StoreError> {
+        match &self.pool {
+            Pool::Sqlite { direct, .. } => direct.write(move |tx| work.sqlite(tx)).await,
+            Pool::Postgres(pool) => {
+                let mut tx = pool.begin().await?;
+                let output = work.postgres(&mut tx).await?;
+                tx.commit().await?;
+                Ok(output)
+            }
+        }
     }
 }
 

@@ -241,28 +241,8 @@ impl Store {
         ids: &[&str],
     ) -> Result<HashMap<String, (String, Option<String>)>, StoreError> {
         const SELECT: &str = "SELECT external_id, id, batch_id FROM transactions \
-             WHERE org_id = $1 AND kind = 'EARN' ";
-        type Row = (String, String, Option<String>);
-        let rows: Vec<Row> = match &self.pool {
-            Pool::Sqlite { direct, .. } => direct.read(|c| {
-                let sql = format!("{SELECT}AND external_id = $2");
-                let mut rows = Vec::new();
-                for id in ids {
-                    rows.extend(direct::rows::<Row>(c, &sql, args![org_id, *id])?);
-                }
-                Ok(rows)
-            })?,
-            Pool::Postgres(pool) => {
-                let ids: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
-                sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                    "{SELECT}AND external_id = ANY($2)"
-                )))
-                .bind(org_id)
-                .bind(&ids)
-                .fetch_all(pool)
-                .await?
-            }
-        };
+             WHERE org_id = $1 AND kind = 'EARN' AND external_id {key}";
+        let rows: Vec<(String, String, Option<String>)> = read_each!(self, SELECT, [org_id], ids)?;
         Ok(rows
             .into_iter()
             .map(|(external_id, id, batch_id)| (external_id, (id, batch_id)))
@@ -278,32 +258,9 @@ impl Store {
     ) -> Result<HashMap<String, FileWallet>, StoreError> {
         const SELECT: &str = "SELECT w.id, w.external_id, w.campaign_id, w.balance, t.name, \
              m.status, w.currency FROM wallets w JOIN members m ON m.id = w.owner_id \
-             LEFT JOIN tiers t ON t.id = w.tier_id WHERE w.org_id = $1 ";
-        let rows: Vec<WalletRow> = match &self.pool {
-            Pool::Sqlite { direct, .. } => {
-                let sql = format!("{SELECT}AND (w.id = $2 OR w.external_id = $2)");
-                direct.read(|c| {
-                    let mut rows = Vec::new();
-                    for reference in references {
-                        rows.extend(direct::rows::<WalletRow>(
-                            c,
-                            &sql,
-                            args![org_id, *reference],
-                        )?);
-                    }
-                    Ok(rows)
-                })?
-            }
-            Pool::Postgres(pool) => {
-                let sql = format!("{SELECT}AND (w.id = ANY($2) OR w.external_id = ANY($2))");
-                let references: Vec<String> = references.iter().map(|r| r.to_string()).collect();
-                sqlx::query_as(sqlx::AssertSqlSafe(sql))
-                    .bind(org_id)
-                    .bind(&references)
-                    .fetch_all(pool)
-                    .await?
-            }
-        };
+             LEFT JOIN tiers t ON t.id = w.tier_id \
+             WHERE w.org_id = $1 AND (w.id {key} OR w.external_id {key})";
+        let rows: Vec<WalletRow> = read_each!(self, SELECT, [org_id], references)?;
         let mut wallets = HashMap::new();
         let mut by_id = Vec::new();
         for (id, external_id, campaign_id, balance, tier, status, currency) in rows {

@@ -19,30 +19,16 @@ pub struct Discrepancy {
 impl Store {
     /// Checks every wallet; an empty list means the ledger agrees with itself.
     pub async fn audit(&self) -> Result<Vec<Discrepancy>, StoreError> {
+        // SUM of BIGINT is NUMERIC on PostgreSQL: cast back, so both backends give an i64.
         const SQL: &str = "SELECT w.id, w.balance, w.earned, \
-             COALESCE((SELECT SUM(CASE t.kind WHEN 'EARN' THEN t.amount ELSE -t.amount END) \
-                 FROM transactions t WHERE t.wallet_id = w.id), 0), \
-             COALESCE((SELECT SUM(t.amount) FROM transactions t WHERE t.wallet_id = w.id AND t.kind = 'EARN'), 0), \
-             COALESCE((SELECT SUM(l.remaining) FROM lots l WHERE l.wallet_id = w.id), 0) \
+             CAST(COALESCE((SELECT SUM(CASE t.kind WHEN 'EARN' THEN t.amount ELSE -t.amount END) \
+                 FROM transactions t WHERE t.wallet_id = w.id), 0) AS BIGINT), \
+             CAST(COALESCE((SELECT SUM(t.amount) FROM transactions t \
+                 WHERE t.wallet_id = w.id AND t.kind = 'EARN'), 0) AS BIGINT), \
+             CAST(COALESCE((SELECT SUM(l.remaining) FROM lots l WHERE l.wallet_id = w.id), 0) AS BIGINT) \
              FROM wallets w ORDER BY w.id";
-        // SUM of BIGINT is NUMERIC on PostgreSQL; cast back so both backends give an i64.
-        let rows: Vec<(String, i64, i64, i64, i64, i64)> = match &self.pool {
-            crate::backend::Pool::Sqlite { read: pool, .. } => {
-                sqlx::query_as(SQL).fetch_all(pool).await?
-            }
-            crate::backend::Pool::Postgres(pool) => {
-                let sql = SQL
-                    .replace(
-                        "THEN t.amount ELSE -t.amount END)",
-                        "THEN t.amount ELSE -t.amount END)::BIGINT",
-                    )
-                    .replace("SUM(t.amount) FROM", "SUM(t.amount)::BIGINT FROM")
-                    .replace("SUM(l.remaining) FROM", "SUM(l.remaining)::BIGINT FROM");
-                sqlx::query_as(sqlx::AssertSqlSafe(sql))
-                    .fetch_all(pool)
-                    .await?
-            }
-        };
+        let rows: Vec<(String, i64, i64, i64, i64, i64)> =
+            with_pool!(self, |pool| sqlx::query_as(SQL).fetch_all(pool).await)?;
         let mut found = Vec::new();
         for (wallet, balance, earned, net, earns, lots) in rows {
             for (check, recorded, computed) in [

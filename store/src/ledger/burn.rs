@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use sqlx::PgConnection;
 
-use crate::backend::Pool;
+use crate::backend::Transactional;
 use crate::backend::direct;
 use crate::common::ids::{new_id, now, sha256};
 use crate::ledger::transactions::{
@@ -103,17 +103,7 @@ impl Store {
             fingerprint: fingerprint.clone(),
             min_balance: policy.min_balance.micros(),
         };
-        let result = match &self.pool {
-            Pool::Sqlite { direct, .. } => direct.write(move |tx| debit.sqlite(tx)).await,
-            Pool::Postgres(pool) => {
-                let mut tx = pool.begin().await?;
-                let result = debit.postgres(&mut tx).await;
-                if let Ok(None) = result {
-                    tx.commit().await?;
-                }
-                result
-            }
-        };
+        let result = self.transact(debit).await;
         match result {
             Ok(Some(earlier)) => Ok(earlier),
             Ok(None) => Ok(Burned {
@@ -159,10 +149,10 @@ const LOTS: &str = "UPDATE lots SET remaining = lots.remaining - f.take FROM ( \
                FROM lots WHERE wallet_id = $1 AND remaining > 0) AS c \
          WHERE running - remaining < $2) AS f WHERE lots.id = f.id";
 
-/// One burn's writes, for either backend, each inside a transaction its caller holds: the
-/// seam through which anything that spends points (a burn, an order paid with points) debits
-/// a wallet the same way on both backends.
-struct Debit {
+/// One burn's writes, for either backend, inside a transaction its caller holds: the seam
+/// through which anything that spends points (a burn, an order paid with points) debits a
+/// wallet the same way on both backends.
+pub(crate) struct Debit {
     org_id: String,
     campaign_id: String,
     external_id: String,
@@ -197,9 +187,18 @@ impl Debit {
         }
     }
 
-    /// SQLite, on the calling thread (see `direct`), inside the caller's transaction. `Some`
-    /// answers with an earlier burn.
-    fn sqlite(&self, tx: &rusqlite::Connection) -> Result<Option<Burned>, StoreError> {
+    fn insufficient(&self, balance: i64) -> StoreError {
+        StoreError::InsufficientBalance {
+            available: Tokens::from_micros((balance - self.min_balance).max(0)),
+        }
+    }
+}
+
+impl Transactional for Debit {
+    /// `Some` answers with an earlier burn; nothing was written then.
+    type Output = Option<Burned>;
+
+    fn sqlite(&self, tx: &rusqlite::Connection) -> Result<Self::Output, StoreError> {
         let t = &self.transaction;
         let (amount, at) = (t.amount.micros(), direct::time(now()));
         let meta = t.meta.as_ref().map(direct::json);
@@ -244,9 +243,7 @@ impl Debit {
         Ok(None)
     }
 
-    /// PostgreSQL, inside the caller's transaction `tx` (commit it only on `Ok(None)`).
-    /// `Some` answers with an earlier burn.
-    async fn postgres(&self, tx: &mut PgConnection) -> Result<Option<Burned>, StoreError> {
+    async fn postgres(&self, tx: &mut PgConnection) -> Result<Self::Output, StoreError> {
         let t = &self.transaction;
         let amount = t.amount.micros();
         let claimed = bind_entry!(sqlx::query(INSERT_TRANSACTION), self.entry())
@@ -285,12 +282,6 @@ impl Debit {
             .execute(&mut *tx)
             .await?;
         Ok(None)
-    }
-
-    fn insufficient(&self, balance: i64) -> StoreError {
-        StoreError::InsufficientBalance {
-            available: Tokens::from_micros((balance - self.min_balance).max(0)),
-        }
     }
 }
 

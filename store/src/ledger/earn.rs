@@ -410,29 +410,9 @@ impl Store {
             return Ok(HashMap::new());
         }
         const SELECT: &str = "SELECT w.id, w.balance, t.name, m.status, w.currency FROM wallets w \
-             JOIN members m ON m.id = w.owner_id LEFT JOIN tiers t ON t.id = w.tier_id WHERE w.id = $1";
-        let rows: Vec<(String, i64, Option<String>, String, String)> = match &self.pool {
-            // One prepared lookup per wallet beats a statement text that changes with each batch.
-            Pool::Sqlite { direct, .. } => direct.read(|c| {
-                let mut rows = Vec::with_capacity(ids.len());
-                for id in &ids {
-                    rows.extend(direct::row(c, SELECT, args![*id])?);
-                }
-                Ok(rows)
-            })?,
-            Pool::Postgres(pool) => {
-                let mut select = sqlx::QueryBuilder::new(
-                    "SELECT w.id, w.balance, t.name, m.status, w.currency FROM wallets w \
-                 JOIN members m ON m.id = w.owner_id LEFT JOIN tiers t ON t.id = w.tier_id WHERE w.id IN (",
-                );
-                let mut list = select.separated(", ");
-                for id in &ids {
-                    list.push_bind(*id);
-                }
-                select.push(")");
-                select.build_query_as().fetch_all(pool).await?
-            }
-        };
+             JOIN members m ON m.id = w.owner_id LEFT JOIN tiers t ON t.id = w.tier_id WHERE w.id {key}";
+        let rows: Vec<(String, i64, Option<String>, String, String)> =
+            read_each!(self, SELECT, [], &ids)?;
         Ok(rows
             .into_iter()
             .map(|(id, balance, tier, status, currency)| {
