@@ -138,10 +138,7 @@ async fn version_1_6_2_speaks_channel_lists_of_the_same_preferences(app: TestApp
 }
 
 async fn updates_change_only_what_they_name(app: TestApp) {
-    let id = app.post("/v1/members", member_body()).await.body["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = app.member_id(member_body()).await;
     let path = format!("/v1/members/{id}");
     let patch = json!({
         "status": "inactive",
@@ -356,10 +353,7 @@ async fn bad_bodies_are_400_naming_the_field(app: TestApp) {
 }
 
 async fn deleted_members_are_gone_and_their_data_erased(app: TestApp) {
-    let id = app.post("/v1/members", member_body()).await.body["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = app.member_id(member_body()).await;
     let path = format!("/v1/members/{id}");
     let deleted = app
         .send(Method::DELETE, &path, Some(&app.key), None, None)
@@ -407,10 +401,7 @@ async fn the_member_guide_alias_takes_its_own_field_names(app: TestApp) {
 }
 
 async fn another_organisation_cannot_see_or_touch_members(app: TestApp) {
-    let id = app.post("/v1/members", member_body()).await.body["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = app.member_id(member_body()).await;
     let path = format!("/v1/members/{id}");
     let other = app.other_tenant().await;
     for method in [Method::GET, Method::PATCH, Method::DELETE] {

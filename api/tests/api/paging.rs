@@ -32,20 +32,15 @@ async fn pages_have_the_envelope(app: TestApp) {
         app.create_member(&format!("card-{i:02}")).await;
     }
     let first = app.get("/v1/members").await;
-    assert_eq!(
-        first.body["data"].as_array().unwrap().len(),
-        10,
-        "default limit is 10"
-    );
+    assert_eq!(first.data().len(), 10, "default limit is 10");
     assert_eq!(first.body["currentPage"], 1);
     assert_eq!(first.body["pageSize"], 10);
     assert_eq!(first.body["total"], 12);
     assert_eq!(first.body["totalPages"], 2);
 
     let second = app.get("/v1/members?page=2&limit=10").await;
-    let ids: Vec<_> = second.body["data"]
-        .as_array()
-        .unwrap()
+    let ids: Vec<_> = second
+        .data()
         .iter()
         .map(|m| m["externalId"].clone())
         .collect();
@@ -53,15 +48,15 @@ async fn pages_have_the_envelope(app: TestApp) {
 
     let count = app.get("/v1/members?limit=0").await;
     assert_eq!(count.status, StatusCode::OK);
-    assert_eq!(count.body["data"].as_array().unwrap().len(), 0);
+    assert_eq!(count.data().len(), 0);
     assert_eq!(count.body["total"], 12);
     assert_eq!(count.body["pageSize"], 0);
 
     let max = app.get("/v1/members?limit=100").await;
-    assert_eq!(max.body["data"].as_array().unwrap().len(), 12);
+    assert_eq!(max.data().len(), 12);
     let past_the_end = app.get("/v1/members?page=5").await;
     assert_eq!(past_the_end.status, StatusCode::OK);
-    assert_eq!(past_the_end.body["data"].as_array().unwrap().len(), 0);
+    assert_eq!(past_the_end.data().len(), 0);
 }
 
 app_tests!(

@@ -37,6 +37,14 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// A page's items.
+    pub fn data(&self) -> &[Value] {
+        self.body["data"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_else(|| panic!("not a page: {}", self.body))
+    }
+
     /// The problem's offending fields, in order.
     pub fn fields(&self) -> Vec<String> {
         self.body["errors"]
