@@ -43,6 +43,9 @@ pub enum Command {
     /// Manage a campaign's tiers.
     #[command(subcommand)]
     Tier(TierCommand),
+    /// Import and export a campaign's reward catalogue (format: templates/catalogue.md).
+    #[command(subcommand)]
+    Catalogue(CatalogueCommand),
     /// Issue and manage SFTP users (the batch-file door).
     #[command(subcommand, name = "sftp-user")]
     SftpUser(SftpUserCommand),
@@ -112,6 +115,31 @@ pub enum MappingCommand {
         org: String,
         #[arg(long)]
         pattern: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CatalogueCommand {
+    /// Check a catalogue document whole, then apply it in one transaction: records are upserted
+    /// by their ids, so importing the same file twice changes nothing. Every problem is listed
+    /// with its JSON path, and then nothing is written.
+    Import {
+        #[arg(long)]
+        campaign: String,
+        /// Check and count only; nothing is written.
+        #[arg(long)]
+        dry_run: bool,
+        /// Also remove the products, categories and tags that the file no longer holds.
+        #[arg(long)]
+        replace: bool,
+        /// The catalogue document (JSON).
+        file: PathBuf,
+    },
+    /// Write the campaign's catalogue as an import document (to FILE, or standard output).
+    Export {
+        #[arg(long)]
+        campaign: String,
+        file: Option<PathBuf>,
     },
 }
 

@@ -88,6 +88,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Key(command) => commands::tenancy::key(&store, command, cli.json).await,
         Command::Rules(command) => commands::rules::run(&store, command, cli.json).await,
         Command::Tier(command) => commands::ledger::tier(&store, command, cli.json).await,
+        Command::Catalogue(command) => commands::catalogue::run(&store, command, cli.json).await,
         Command::SftpUser(command) => commands::sftp::user(&store, command, cli.json).await,
         Command::Mapping(command) => commands::batch::mapping(&store, command, cli.json).await,
         Command::Ingest { org, dry_run, file } => {

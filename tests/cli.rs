@@ -538,6 +538,8 @@ fn every_command_has_help() {
         vec!["sftp-user", "remove", "--help"],
         vec!["sftp", "host-key", "--help"],
         vec!["generate", "--help"],
+        vec!["catalogue", "import", "--help"],
+        vec!["catalogue", "export", "--help"],
     ] {
         let output = run(&[], &args);
         assert!(output.status.success(), "{args:?}");

@@ -3,7 +3,7 @@
 //! live:
 //!
 //! - one module per resource, each with its `router()`, request and response types:
-//!   `api_key`, `members/`, `wallets`, `transactions`, `batches`;
+//!   `api_key`, `members/`, `wallets`, `transactions`, `batches`, `catalogue/`;
 //! - `http/`: what they share (authentication and versions, the error type and problem body,
 //!   the body and query extractors, field checks, paging, the OpenAPI document, the operational
 //!   routes);
@@ -13,6 +13,7 @@
 
 mod api_key;
 mod batches;
+mod catalogue;
 mod http;
 mod jobs;
 mod members;
@@ -42,6 +43,7 @@ pub fn app(state: AppState) -> Router {
         .merge(wallets::router())
         .merge(transactions::router())
         .merge(batches::router())
+        .merge(catalogue::router())
         .layer(from_fn_with_state(state.clone(), http::auth::authenticate))
         .split_for_parts();
     http::docs::add_shared_parts(&mut openapi);

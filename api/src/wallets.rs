@@ -6,41 +6,19 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use store::{ApiVersion, NewWallet, Tier, Tokens, Wallet, WalletFilter};
+use store::{ApiVersion, NewWallet, Tokens, Wallet, WalletFilter};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::AppState;
+use crate::catalogue::TierView;
 use crate::http::auth::Caller;
 use crate::http::checks::{Checks, MAX_ID, schema};
 use crate::http::error::{ApiError, Problem};
 use crate::http::json::JsonBody;
 use crate::http::paging::{PagedList, Paging, PagingParams};
 use crate::http::query::QueryParams;
-
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TierView {
-    id: String,
-    name: String,
-    /// Lower numbers mean higher priority.
-    precedence: i64,
-    benefits: Vec<String>,
-    image_url: Option<String>,
-}
-
-impl From<Tier> for TierView {
-    fn from(t: Tier) -> Self {
-        TierView {
-            id: t.id,
-            name: t.name,
-            precedence: t.precedence,
-            benefits: t.benefits,
-            image_url: t.image_url,
-        }
-    }
-}
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

@@ -1,6 +1,7 @@
 //! The operator's commands, one file per command group; `serve` runs the service itself.
 
 pub mod batch;
+pub mod catalogue;
 pub mod ledger;
 pub mod rules;
 pub mod serve;

@@ -28,6 +28,9 @@ pub enum StoreError {
     /// A rule set that does not compile; every problem is listed.
     #[error("the rule set has errors:\n{0}")]
     InvalidRules(rules::CompileErrors),
+    /// A catalogue import document with problems; every one is listed with its JSON path.
+    #[error("the catalogue has {} problem(s), the first: {}", .0.len(), .0.first().map(ToString::to_string).unwrap_or_default())]
+    InvalidCatalogue(Vec<crate::CatalogueError>),
     /// A stored value this version of the code does not know (a status, kind or state written
     /// by a newer version, or damaged data): reported, never read as something else.
     #[error("{table}.{column} holds `{value}`, which this version does not know")]

@@ -10,6 +10,7 @@
 //! - `members/`: members and their communication preferences.
 //! - `ledger/`: wallets, transactions, earn requests, crediting, burns, expiry and the audit.
 //! - `batches/`: batch-file records, crediting a file's rows, column mappings.
+//! - `catalogue/`: the reward catalogue: the import document, applying it, reading it back.
 //! - `common/`: ids, exact token amounts, paging, the short-lived cache; `error.rs`: the one
 //!   error type.
 //! - `testing/` (feature `testing`): fresh stores on either backend and schema comparison.
@@ -21,6 +22,7 @@ mod common;
 #[macro_use]
 mod programme;
 mod batches;
+mod catalogue;
 mod error;
 mod ledger;
 mod members;
@@ -32,6 +34,9 @@ pub use backend::{Backend, Store};
 pub use batches::file_earns::{Evaluated, FileEarn, FileOutcome, Pending};
 pub use batches::mappings::StoredMapping;
 pub use batches::records::{Batch, BatchFinish, BatchState, NewBatch};
+pub use catalogue::document::{Catalogue, CatalogueError, ProductEntry, TierEntry, VariantEntry};
+pub use catalogue::import::{Counts, ImportOptions, ImportReport};
+pub use catalogue::{Address, Branch, Category, ContactDetails, Product, Tag, Variant, Weekdays};
 pub use common::ids::new_id;
 pub use common::page::{Page, Paged};
 pub use common::tokens::Tokens;

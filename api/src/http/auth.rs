@@ -31,6 +31,20 @@ impl Caller {
     pub fn org_id(&self) -> &str {
         &self.context.key.org_id
     }
+
+    /// Succeeds when the key holds `permission` (the operator grants it at issue); else 403.
+    pub fn require(&self, permission: store::Permission) -> Result<(), ApiError> {
+        if self.context.key.permissions.contains(&permission) {
+            Ok(())
+        } else {
+            Err(ApiError::Forbidden {
+                code: "permission_required",
+                detail: format!(
+                    "this key lacks the `{permission}` permission; ask the service operator"
+                ),
+            })
+        }
+    }
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for Caller {

@@ -177,6 +177,12 @@ impl From<StoreError> for ApiError {
                     .map(|e| FieldError::new("rules", "invalid_value", e.to_string()))
                     .collect(),
             ),
+            StoreError::InvalidCatalogue(problems) => ApiError::validation(
+                problems
+                    .iter()
+                    .map(|p| FieldError::new(&p.path, "invalid_value", p.message.clone()))
+                    .collect(),
+            ),
             // Ours or the database's: logged, never shown in detail.
             internal @ (StoreError::UnknownStored { .. }
             | StoreError::Database(_)

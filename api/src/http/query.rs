@@ -52,6 +52,14 @@ pub fn parse<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
 pub struct Whole(Option<String>);
 
 impl Whole {
+    /// The number if given; `Err` says what is allowed.
+    pub fn optional(&self, range: std::ops::RangeInclusive<u32>) -> Result<Option<u32>, String> {
+        match &self.0 {
+            None => Ok(None),
+            Some(_) => self.within(range, 0).map(Some),
+        }
+    }
+
     /// The number, `default` when absent; `Err` says what is allowed.
     pub fn within(
         &self,

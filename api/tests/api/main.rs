@@ -3,6 +3,7 @@
 
 mod auth;
 mod batches;
+mod catalogue;
 mod contract;
 mod helpers;
 mod ledger;

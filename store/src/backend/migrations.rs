@@ -29,6 +29,7 @@ migrations! {
     5 "batch rows" "0005_batch_rows.sql",
     6 "mappings" "0006_mappings.sql",
     7 "campaign date index" "0007_campaign_date_index.sql",
+    8 "catalogue" "0008_catalogue.sql",
 }
 
 pub(super) fn sqlite() -> Migrator {

@@ -42,7 +42,7 @@ macro_rules! tier_for {
     };
 }
 
-const RETIER: &str = concat!(
+pub(crate) const RETIER: &str = concat!(
     "UPDATE wallets SET tier_id = ",
     tier_for!("wallets.earned"),
     " WHERE campaign_id = $1"
@@ -126,6 +126,24 @@ impl Store {
         Ok(rows.into_iter().map(tier_from_row).collect())
     }
 
+    /// A page of the campaign's tiers by precedence, only those named `name` or of
+    /// `precedence` when given.
+    pub async fn tiers_page(
+        &self,
+        campaign: &crate::Campaign,
+        name: Option<&str>,
+        precedence: Option<i64>,
+        page: crate::Page,
+    ) -> Result<crate::Paged<Tier>, StoreError> {
+        let rows = paged!(self, page,
+            select: "id, name, precedence, threshold, benefits, image_url",
+            from: "FROM tiers WHERE org_id = $1 AND campaign_id = $2 AND name = COALESCE($3, name) \
+                   AND precedence = COALESCE($4, precedence)",
+            order: "precedence, threshold, name",
+            args: [&campaign.org_id, &campaign.id, name, precedence])?;
+        crate::Paged::of(rows, page, |row: TierRow| Ok(tier_from_row(row)))
+    }
+
     /// Removes a tier (by id or name); its wallets fall to the next tier they reach.
     pub async fn remove_tier(
         &self,
@@ -137,6 +155,24 @@ impl Store {
              WHERE org_id = $1 AND campaign_id = $2 AND (id = $3 OR name = $3))";
         const DELETE: &str =
             "DELETE FROM tiers WHERE org_id = $1 AND campaign_id = $2 AND (id = $3 OR name = $3)";
+        const REQUIRED: &str = "SELECT COUNT(*) FROM variants v JOIN tiers t ON t.id = v.tier_id \
+             WHERE t.org_id = $1 AND t.campaign_id = $2 AND (t.id = $3 OR t.name = $3)";
+        let (required,): (i64,) = with_pool!(self, |pool| sqlx::query_as(REQUIRED)
+            .bind(org_id)
+            .bind(campaign_id)
+            .bind(tier)
+            .fetch_one(pool)
+            .await)?;
+        if required > 0 {
+            // Dropping the requirement would open those rewards to every member.
+            return Err(StoreError::invalid(
+                "tier",
+                format!(
+                    "{required} catalogue variant(s) require this tier; import the catalogue \
+                     without the requirement first"
+                ),
+            ));
+        }
         let removed = with_writer!(self, |pool| async {
             let mut tx = pool.begin().await?;
             sqlx::query(CLEAR)

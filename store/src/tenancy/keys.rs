@@ -21,14 +21,17 @@ use crate::{ApiVersion, Campaign, Store, StoreError};
 pub enum Permission {
     /// The vector-based product search.
     VectorSearch,
+    /// Importing the campaign's catalogue over HTTP (`PUT /v1/catalogue`).
+    CatalogueWrite,
 }
 
 impl Permission {
-    pub const ALL: &'static [Permission] = &[Permission::VectorSearch];
+    pub const ALL: &'static [Permission] = &[Permission::VectorSearch, Permission::CatalogueWrite];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Permission::VectorSearch => "vector-search",
+            Permission::CatalogueWrite => "catalogue-write",
         }
     }
 }

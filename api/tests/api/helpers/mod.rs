@@ -2,9 +2,12 @@
 //! plumbing here (`TestApp`, `send`, `Reply`), one file of helpers per resource (`members`,
 //! `wallets`, `ledger`), so that tests read as stories.
 
+mod catalogue;
 mod ledger;
 mod members;
 mod wallets;
+
+pub use catalogue::small_catalogue;
 
 use reqwest::{Method, StatusCode};
 use serde_json::Value;

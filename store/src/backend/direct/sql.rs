@@ -142,7 +142,7 @@ macro_rules! plain_columns {
         }
     )*};
 }
-plain_columns!(String, i64, bool, Vec<u8>);
+plain_columns!(String, i64, f64, bool, Vec<u8>);
 
 impl<T: Column> Column for Option<T> {
     fn column(row: &Row, index: usize) -> rusqlite::Result<Self> {

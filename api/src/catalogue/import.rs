@@ -1,0 +1,75 @@
+//! `PUT /v1/catalogue`: the catalogue import over HTTP, for keys with the `catalogue-write`
+//! permission. The body is the import document (`templates/catalogue.md`), up to 50 MB; it is
+//! checked whole and applied in one transaction, or every problem is answered with its path.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::HeaderMap;
+use axum::http::header;
+use serde::Deserialize;
+use store::{Catalogue, ImportOptions, Permission, StoreError};
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::views::ImportReportView;
+use crate::AppState;
+use crate::http::auth::Caller;
+use crate::http::error::{ApiError, Problem};
+use crate::http::query::QueryParams;
+
+/// The largest import body.
+pub const MAX_BODY: usize = 50 * 1024 * 1024;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(import_catalogue))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+struct ImportQuery {
+    /// Check and count only; nothing is written.
+    dry_run: Option<bool>,
+    /// Also remove the products, categories and tags the document does not hold.
+    replace: Option<bool>,
+}
+
+#[utoipa::path(put, path = "/v1/catalogue", tag = "catalogue", summary = "Import the catalogue",
+    description = "Checks the catalogue document (format: `templates/catalogue.md` in the \
+        repository) whole, then applies it in one transaction: records are upserted by their ids, \
+        so the same document twice changes nothing. Every problem is answered at once, each with \
+        its JSON path as `field`, and then nothing is written. Needs the `catalogue-write` \
+        permission. Up to 50 MB.",
+    params(ImportQuery),
+    request_body(content = Object, content_type = "application/json",
+        description = "The catalogue document: `categories`, `tags`, `tiers`, `products`."),
+    responses((status = 200, body = ImportReportView), (status = 400, body = Problem)))]
+async fn import_catalogue(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryParams(query): QueryParams<ImportQuery>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<ImportReportView>, ApiError> {
+    caller.require(Permission::CatalogueWrite)?;
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    if content_type.is_some_and(|ct| !ct.contains("json")) {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    let catalogue = Catalogue::from_json(&body).map_err(StoreError::InvalidCatalogue)?;
+    let options = ImportOptions {
+        dry_run: query.dry_run.unwrap_or(false),
+        replace: query.replace.unwrap_or(false),
+    };
+    let report = state
+        .store
+        .import_catalogue(&caller.context.campaign, &catalogue, options)
+        .await?;
+    Ok(Json(report.into()))
+}

@@ -1,0 +1,89 @@
+//! `rewards catalogue`: import and export a campaign's reward catalogue.
+
+use std::io::Write;
+
+use anyhow::Context;
+use serde_json::json;
+use store::{Catalogue, ImportOptions, ImportReport, Store, StoreError};
+
+use super::emit;
+use crate::cli::CatalogueCommand;
+
+pub async fn run(store: &Store, command: CatalogueCommand, json: bool) -> anyhow::Result<()> {
+    match command {
+        CatalogueCommand::Import {
+            campaign,
+            dry_run,
+            replace,
+            file,
+        } => {
+            let campaign = store.campaign_by_id(&campaign).await?;
+            let text =
+                std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            let options = ImportOptions { dry_run, replace };
+            let outcome = match Catalogue::from_json(&text) {
+                Ok(catalogue) => store.import_catalogue(&campaign, &catalogue, options).await,
+                Err(problems) => Err(StoreError::InvalidCatalogue(problems)),
+            };
+            match outcome {
+                Ok(report) => {
+                    emit(json, json!(report), || summary(&report));
+                    Ok(())
+                }
+                Err(StoreError::InvalidCatalogue(problems)) => {
+                    let listed: Vec<String> = problems.iter().map(ToString::to_string).collect();
+                    emit(
+                        json,
+                        json!({ "errors": problems.iter().map(|p| json!({"path": p.path, "message": p.message})).collect::<Vec<_>>() }),
+                        || listed.join("\n"),
+                    );
+                    anyhow::bail!(
+                        "{} has {} problem(s); nothing was imported",
+                        file.display(),
+                        problems.len()
+                    )
+                }
+                Err(err) => Err(err.into()),
+            }
+        }
+        CatalogueCommand::Export { campaign, file } => {
+            let campaign = store.campaign_by_id(&campaign).await?;
+            let catalogue = store
+                .export_catalogue(&campaign.org_id, &campaign.id)
+                .await?;
+            let text = serde_json::to_string_pretty(&catalogue)?;
+            match file {
+                Some(path) => std::fs::write(&path, text + "\n")
+                    .with_context(|| format!("writing {}", path.display()))?,
+                None => writeln!(std::io::stdout(), "{text}")?,
+            }
+            Ok(())
+        }
+    }
+}
+
+fn summary(report: &ImportReport) -> String {
+    let line = |what: &str, c: store::Counts| {
+        format!(
+            "{what:<11} {:>7} created {:>7} updated {:>7} removed",
+            c.created, c.updated, c.removed
+        )
+    };
+    let head = if report.dry_run {
+        format!(
+            "dry run: nothing written (catalogue version stays {})",
+            report.version
+        )
+    } else {
+        format!("imported: catalogue version {}", report.version)
+    };
+    [
+        head,
+        line("categories", report.categories),
+        line("tags", report.tags),
+        line("tiers", report.tiers),
+        line("products", report.products),
+        line("variants", report.variants),
+    ]
+    .join("\n")
+}

@@ -1,0 +1,285 @@
+//! Reading a campaign's catalogue back: whole (for the search index and the export, in a few
+//! queries whatever its size), and its categories and tags as paged lists.
+
+use std::collections::HashMap;
+
+use sqlx::types::Json;
+
+use super::document::{
+    Address, Branch, Catalogue, Category, ContactDetails, Tag, TierEntry, Weekdays,
+};
+use super::document::{ProductEntry, VariantEntry};
+use super::{Product, Variant};
+use crate::{Page, Paged, Store, StoreError, Tier, Tokens};
+
+row_struct! {
+    struct ProductRow {
+        id: String,
+        name: String,
+        short_description: Option<String>,
+        description: Option<String>,
+        book_in_advance: bool,
+        category_id: Option<String>,
+        category_name: Option<String>,
+        primary_image: Option<String>,
+        secondary_images: Json<Vec<String>>,
+        website: Option<String>,
+        weekdays: Json<Weekdays>,
+        weight: f64,
+        embedding: Option<Vec<u8>>,
+    }
+}
+
+row_struct! {
+    struct VariantRow {
+        product_id: String,
+        id: String,
+        name: String,
+        category: Option<String>,
+        description: Option<String>,
+        offer_details: Option<String>,
+        terms_and_conditions: Option<String>,
+        price: i64,
+        available: bool,
+        stock: Option<i64>,
+        tier_id: Option<String>,
+        tier_name: Option<String>,
+        tier_precedence: Option<i64>,
+        tier_threshold: Option<i64>,
+        tier_benefits: Option<Json<Vec<String>>>,
+        tier_image_url: Option<String>,
+    }
+}
+
+type TagRow = (String, String, String);
+type Rows = (
+    Vec<ProductRow>,
+    Vec<TagRow>,
+    Vec<BranchRow>,
+    Vec<VariantRow>,
+);
+type BranchRow = (
+    String,
+    String,
+    String,
+    Option<Json<Address>>,
+    Option<Json<ContactDetails>>,
+);
+
+/// `bytes` (little-endian f32s) as a vector.
+fn embedding(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+impl Store {
+    /// The campaign's catalogue version: 0 before its first import, then one more per import.
+    pub async fn catalogue_version(&self, campaign_id: &str) -> Result<i64, StoreError> {
+        let row: Option<(i64,)> = read_row!(
+            self,
+            "SELECT version FROM catalogue_versions WHERE campaign_id = $1",
+            [campaign_id]
+        )?;
+        Ok(row.map_or(0, |(v,)| v))
+    }
+
+    /// Every product of the campaign, whole, in the import's order.
+    pub async fn catalogue_products(&self, campaign_id: &str) -> Result<Vec<Product>, StoreError> {
+        const PRODUCTS: &str = "SELECT p.id, p.name, p.short_description, p.description, \
+             p.book_in_advance, p.category_id, c.name, p.primary_image, p.secondary_images, \
+             p.website, p.weekdays, p.weight, p.embedding FROM products p \
+             LEFT JOIN categories c ON c.campaign_id = p.campaign_id AND c.id = p.category_id \
+             WHERE p.campaign_id = $1 ORDER BY p.position, p.id";
+        const TAGS: &str = "SELECT pt.product_id, t.id, t.name FROM product_tags pt \
+             JOIN tags t ON t.campaign_id = pt.campaign_id AND t.id = pt.tag_id \
+             WHERE pt.campaign_id = $1 ORDER BY pt.product_id, pt.position";
+        const BRANCHES: &str = "SELECT product_id, id, name, address, contact_details FROM branches \
+             WHERE campaign_id = $1 ORDER BY product_id, position";
+        const VARIANTS: &str = "SELECT v.product_id, v.id, v.name, v.category, v.description, \
+             v.offer_details, v.terms_and_conditions, v.price, v.available, v.stock, t.id, t.name, \
+             t.precedence, t.threshold, t.benefits, t.image_url FROM variants v \
+             LEFT JOIN tiers t ON t.id = v.tier_id WHERE v.campaign_id = $1 \
+             ORDER BY v.product_id, v.position";
+        let (products, tags, branches, variants): Rows = with_pool!(self, |pool| async {
+            Ok::<_, sqlx::Error>((
+                sqlx::query_as(PRODUCTS)
+                    .bind(campaign_id)
+                    .fetch_all(pool)
+                    .await?,
+                sqlx::query_as(TAGS)
+                    .bind(campaign_id)
+                    .fetch_all(pool)
+                    .await?,
+                sqlx::query_as(BRANCHES)
+                    .bind(campaign_id)
+                    .fetch_all(pool)
+                    .await?,
+                sqlx::query_as(VARIANTS)
+                    .bind(campaign_id)
+                    .fetch_all(pool)
+                    .await?,
+            ))
+        }
+        .await)?;
+        let mut tags_of: HashMap<String, Vec<Tag>> = HashMap::new();
+        for (product, id, name) in tags {
+            tags_of.entry(product).or_default().push(Tag { id, name });
+        }
+        let mut branches_of: HashMap<String, Vec<Branch>> = HashMap::new();
+        for (product, id, name, address, contact_details) in branches {
+            branches_of.entry(product).or_default().push(Branch {
+                id,
+                name,
+                address: address.map(|a| a.0),
+                contact_details: contact_details.map(|c| c.0),
+            });
+        }
+        let mut variants_of: HashMap<String, Vec<Variant>> = HashMap::new();
+        for v in variants {
+            let tier = match (v.tier_id, v.tier_name) {
+                (Some(id), Some(name)) => Some(Tier {
+                    id,
+                    name,
+                    precedence: v.tier_precedence.unwrap_or_default(),
+                    threshold: Tokens::from_micros(v.tier_threshold.unwrap_or_default()),
+                    benefits: v.tier_benefits.map(|b| b.0).unwrap_or_default(),
+                    image_url: v.tier_image_url,
+                }),
+                _ => None,
+            };
+            variants_of.entry(v.product_id).or_default().push(Variant {
+                id: v.id,
+                name: v.name,
+                category: v.category,
+                description: v.description,
+                offer_details: v.offer_details,
+                terms_and_conditions: v.terms_and_conditions,
+                price: Tokens::from_micros(v.price),
+                tier,
+                available: v.available,
+                stock: v.stock,
+            });
+        }
+        Ok(products
+            .into_iter()
+            .map(|p| Product {
+                tags: tags_of.remove(&p.id).unwrap_or_default(),
+                branches: branches_of.remove(&p.id).unwrap_or_default(),
+                variants: variants_of.remove(&p.id).unwrap_or_default(),
+                category: p
+                    .category_id
+                    .zip(p.category_name)
+                    .map(|(id, name)| Category { id, name }),
+                id: p.id,
+                name: p.name,
+                short_description: p.short_description,
+                description: p.description,
+                book_in_advance: p.book_in_advance,
+                primary_image: p.primary_image,
+                secondary_images: p.secondary_images.0,
+                website: p.website,
+                weekdays: p.weekdays.0,
+                weight: p.weight,
+                embedding: p.embedding.as_deref().map(embedding),
+            })
+            .collect())
+    }
+
+    /// The campaign's catalogue as an import document that gives it back.
+    pub async fn export_catalogue(
+        &self,
+        org_id: &str,
+        campaign_id: &str,
+    ) -> Result<Catalogue, StoreError> {
+        let products = self.catalogue_products(campaign_id).await?;
+        let all = Page {
+            page: 1,
+            limit: u32::MAX,
+        };
+        let categories = self.categories(campaign_id, None, all).await?.items;
+        let tags = self.tags(campaign_id, None, all).await?.items;
+        let tiers = self.list_tiers(org_id, campaign_id).await?;
+        Ok(Catalogue {
+            categories,
+            tags,
+            tiers: tiers
+                .into_iter()
+                .map(|t| TierEntry {
+                    id: Some(t.id),
+                    name: t.name,
+                    precedence: t.precedence,
+                    threshold: t.threshold,
+                    benefits: t.benefits,
+                    image_url: t.image_url,
+                })
+                .collect(),
+            products: products
+                .into_iter()
+                .map(|p| ProductEntry {
+                    id: p.id,
+                    name: p.name,
+                    short_description: p.short_description,
+                    description: p.description,
+                    book_in_advance: p.book_in_advance,
+                    tags: p.tags.into_iter().map(|t| t.id).collect(),
+                    category: p.category.map(|c| c.id),
+                    primary_image: p.primary_image,
+                    secondary_images: p.secondary_images,
+                    website: p.website,
+                    weekdays: p.weekdays,
+                    weight: p.weight,
+                    embedding: p.embedding,
+                    branches: p.branches,
+                    variants: p
+                        .variants
+                        .into_iter()
+                        .map(|v| VariantEntry {
+                            id: v.id,
+                            name: v.name,
+                            category: v.category,
+                            description: v.description,
+                            offer_details: v.offer_details,
+                            terms_and_conditions: v.terms_and_conditions,
+                            price: v.price,
+                            tier: v.tier.map(|t| t.id),
+                            available: v.available,
+                            stock: v.stock,
+                        })
+                        .collect(),
+                })
+                .collect(),
+        })
+    }
+
+    /// The campaign's categories in the import's order, or only the one with id `only`.
+    pub async fn categories(
+        &self,
+        campaign_id: &str,
+        only: Option<&str>,
+        page: Page,
+    ) -> Result<Paged<Category>, StoreError> {
+        let rows = paged!(self, page,
+            select: "id, name",
+            from: "FROM categories WHERE campaign_id = $1 AND id = COALESCE($2, id)",
+            order: "position, id",
+            args: [campaign_id, only])?;
+        Paged::of(rows, page, |(id, name)| Ok(Category { id, name }))
+    }
+
+    /// The campaign's tags in the import's order, or only the one with id `only`.
+    pub async fn tags(
+        &self,
+        campaign_id: &str,
+        only: Option<&str>,
+        page: Page,
+    ) -> Result<Paged<Tag>, StoreError> {
+        let rows = paged!(self, page,
+            select: "id, name",
+            from: "FROM tags WHERE campaign_id = $1 AND id = COALESCE($2, id)",
+            order: "position, id",
+            args: [campaign_id, only])?;
+        Paged::of(rows, page, |(id, name)| Ok(Tag { id, name }))
+    }
+}
