@@ -73,3 +73,61 @@ async fn import_catalogue(
         .await?;
     Ok(Json(report.into()))
 }
+
+/// Puts the import document's JSON Schema (`templates/catalogue.schema.json`, the one file that
+/// describes the format) into the OpenAPI document as the body of `PUT /v1/catalogue`: the
+/// document is the component `CatalogueDocument`, and each of its `$defs` (`product`...) the
+/// component `CatalogueProduct`...
+pub fn document(api: &mut utoipa::openapi::OpenApi) {
+    use serde_json::Value;
+    use utoipa::openapi::schema::Schema;
+    use utoipa::openapi::{Ref, RefOr};
+    const SCHEMA: &str = include_str!("../../../templates/catalogue.schema.json");
+    let component = |def: &str| {
+        let mut chars = def.chars();
+        let first = chars.next().map(|c| c.to_ascii_uppercase());
+        format!(
+            "Catalogue{}{}",
+            first.into_iter().collect::<String>(),
+            chars.as_str()
+        )
+    };
+    let mut text = SCHEMA.to_string();
+    let root: Value = serde_json::from_str(SCHEMA).expect("the catalogue schema is JSON");
+    let names: Vec<String> = root["$defs"]
+        .as_object()
+        .map(|d| d.keys().cloned().collect())
+        .unwrap_or_default();
+    for def in &names {
+        let from = format!("\"#/$defs/{def}\"");
+        let to = format!("\"#/components/schemas/{}\"", component(def));
+        text = text.replace(&from, &to);
+    }
+    let Ok(Value::Object(mut root)) = serde_json::from_str::<Value>(&text) else {
+        return;
+    };
+    let defs = root.remove("$defs");
+    root.remove("$schema");
+    root.remove("$id");
+    let mut parts = vec![("document".to_string(), Value::Object(root))];
+    if let Some(Value::Object(defs)) = defs {
+        parts.extend(defs);
+    }
+    let components = api.components.get_or_insert_with(Default::default);
+    for (def, schema) in parts {
+        let schema: RefOr<Schema> = serde_json::from_value(schema)
+            .expect("the catalogue schema reads as an OpenAPI schema");
+        components.schemas.insert(component(&def), schema);
+    }
+    let body = api
+        .paths
+        .paths
+        .get_mut("/v1/catalogue")
+        .and_then(|item| item.put.as_mut())
+        .and_then(|put| put.request_body.as_mut());
+    if let Some(RefOr::T(body)) = body
+        && let Some(RefOr::T(json)) = body.content.get_mut("application/json")
+    {
+        json.schema = Some(RefOr::Ref(Ref::from_schema_name("CatalogueDocument")));
+    }
+}

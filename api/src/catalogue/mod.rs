@@ -17,6 +17,7 @@ use crate::http::auth::Caller;
 use crate::http::error::{ApiError, Problem};
 use crate::http::paging::{PagedList, Paging, PagingParams};
 use crate::http::query::{QueryParams, Whole};
+pub use import::document;
 pub use views::{CategoryView, TagView, TierView};
 
 pub fn router() -> OpenApiRouter<AppState> {

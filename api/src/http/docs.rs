@@ -52,6 +52,7 @@ impl Modify for Conventions {
 /// `application/problem+json`.
 pub fn add_shared_parts(api: &mut OpenApi) {
     crate::wallets::document(api);
+    crate::catalogue::document(api);
     let answer = |description: &str| {
         RefOr::T(
             ResponseBuilder::new()

@@ -160,7 +160,64 @@ async fn text_numbers_and_dates_are_read_as_the_document_says(app: TestApp) {
     assert_eq!(reply.body["field"], "amount");
 }
 
+/// Every keyword path of `value` (`/product/properties/id/maxLength`...), under `root`.
+fn paths(value: &Value, root: &str, out: &mut std::collections::BTreeSet<String>) {
+    let children: Vec<(String, &Value)> = match value {
+        Value::Object(o) => o.iter().map(|(k, v)| (k.clone(), v)).collect(),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i.to_string(), v))
+            .collect(),
+        _ => Vec::new(),
+    };
+    for (key, child) in children {
+        let path = format!("{root}/{key}");
+        out.insert(path.clone());
+        paths(child, &path, out);
+    }
+}
+
+/// The catalogue import's body is the JSON Schema in `templates/`, with nothing lost on the way
+/// into the OpenAPI document (its reader drops keywords it does not know).
+async fn the_catalogue_body_is_the_format_json_schema_whole(app: TestApp) {
+    let doc = document(&app).await;
+    let body = &doc["paths"]["/v1/catalogue"]["put"]["requestBody"]["content"]["application/json"];
+    assert_eq!(
+        body["schema"]["$ref"],
+        "#/components/schemas/CatalogueDocument"
+    );
+    let file: Value =
+        serde_json::from_str(include_str!("../../../templates/catalogue.schema.json")).unwrap();
+    let component = |def: &str| format!("Catalogue{}{}", def[..1].to_uppercase(), &def[1..]);
+    let (mut expected, mut found) = (Default::default(), Default::default());
+    let mut root = file.clone();
+    for key in ["$schema", "$id", "$defs"] {
+        root.as_object_mut().unwrap().remove(key);
+    }
+    paths(&root, "Document", &mut expected);
+    paths(
+        &doc["components"]["schemas"]["CatalogueDocument"],
+        "Document",
+        &mut found,
+    );
+    for (def, schema) in file["$defs"].as_object().unwrap() {
+        paths(schema, def, &mut expected);
+        paths(
+            &doc["components"]["schemas"][component(def)],
+            def,
+            &mut found,
+        );
+    }
+    let lost: Vec<_> = expected.difference(&found).collect();
+    assert!(
+        lost.is_empty(),
+        "lost on the way into the OpenAPI document: {lost:?}"
+    );
+}
+
 app_tests!(
+    the_catalogue_body_is_the_format_json_schema_whole,
     the_document_names_required_fields_bounds_and_problem_answers,
     a_page_past_the_documented_maximum_is_refused,
     a_blank_version_header_is_an_unknown_version,

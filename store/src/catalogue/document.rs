@@ -514,6 +514,13 @@ impl Reader {
         let Some(doc) = self.object(value, "$", &DOCUMENT_FIELDS) else {
             return Catalogue::default();
         };
+        // Where editors find the JSON Schema; not read otherwise.
+        if doc.get("$schema").is_some_and(|s| !s.is_string()) {
+            self.fail(
+                "$schema",
+                "must be a string (the address of the JSON Schema)",
+            );
+        }
         let mut catalogue = Catalogue::default();
         let (mut ids, mut names) = (HashSet::new(), HashSet::new());
         for (i, item) in self.list(doc, "categories", "$").iter().enumerate() {
@@ -875,6 +882,12 @@ mod tests {
         let schema: Value =
             serde_json::from_str(include_str!("../../../templates/catalogue.schema.json")).unwrap();
         let fields = |at: &Value| -> Vec<String> {
+            // A part with a rule across its fields is `allOf` [its fields, the rule].
+            let at = if at["allOf"].is_array() {
+                &at["allOf"][0]
+            } else {
+                at
+            };
             let mut names: Vec<String> = at["properties"]
                 .as_object()
                 .unwrap()
@@ -914,6 +927,15 @@ mod tests {
         let text = include_bytes!("../../../templates/catalogue.json");
         let catalogue = Catalogue::from_json(text).unwrap();
         assert_eq!(catalogue.products.len(), 2);
+    }
+
+    #[test]
+    fn the_schema_address_is_text_or_absent() {
+        assert_eq!(
+            problems(json!({"$schema": {}, "products": []})),
+            ["$schema: must be a string (the address of the JSON Schema)"]
+        );
+        assert!(Catalogue::from_value(&json!({"$schema": "./catalogue.schema.json"})).is_ok());
     }
 
     #[test]
