@@ -10,7 +10,8 @@
 //! - `members/`: members and their communication preferences.
 //! - `ledger/`: wallets, transactions, earn requests, crediting, burns, expiry and the audit.
 //! - `batches/`: batch-file records, crediting a file's rows, column mappings.
-//! - `catalogue/`: the reward catalogue: the import document, applying it, reading it back.
+//! - `catalogue/`: the reward catalogue: the import document, applying it, reading it back, and
+//!   the in-memory search index of each campaign (`index.rs`, built on the `search` crate).
 //! - `common/`: ids, exact token amounts, paging, the short-lived cache; `error.rs`: the one
 //!   error type.
 //! - `testing/` (feature `testing`): fresh stores on either backend and schema comparison.
@@ -36,6 +37,10 @@ pub use batches::mappings::StoredMapping;
 pub use batches::records::{Batch, BatchFinish, BatchState, NewBatch};
 pub use catalogue::document::{Catalogue, CatalogueError, ProductEntry, TierEntry, VariantEntry};
 pub use catalogue::import::{Counts, ImportOptions, ImportReport};
+pub use catalogue::index::{
+    CatalogueIndex, Catalogues, Comparison, Found, Near, ProductQuery, Sort, SortField,
+    VectorProblem,
+};
 pub use catalogue::{Address, Branch, Category, ContactDetails, Product, Tag, Variant, Weekdays};
 pub use common::ids::new_id;
 pub use common::page::{Page, Paged};

@@ -1,10 +1,11 @@
 //! The reward catalogue of a campaign: categories, tags, products with their branches and
 //! variants, and the campaign's tiers that variants require. Loaded whole from an import
-//! document (`document`), applied in one transaction (`import`), read back whole for the search
-//! index, a product's page and the export (`read`).
+//! document (`document`), applied in one transaction (`import`), read back whole (`read`) for
+//! the export and for the search index each node keeps in memory (`index`).
 
 pub(crate) mod document;
 pub(crate) mod import;
+pub(crate) mod index;
 pub(crate) mod read;
 
 use crate::{Tier, Tokens};

@@ -1,0 +1,229 @@
+//! Nearest vectors by cosine distance, and vectors computed from text.
+//!
+//! Vectors are kept normalised, once as f32 and once as 8-bit integers (a quarter of the
+//! memory traffic). A search scans the 8-bit copy, keeps the best candidates and ranks those
+//! exactly in f32, so the answer's order and distances are exact for all but vectors whose
+//! 8-bit similarity misplaces them by more than the candidate margin.
+
+use crate::text;
+
+/// Dimensions of `embed`'s vectors.
+pub const EMBED_DIMENSIONS: usize = 256;
+
+pub struct VectorIndex {
+    dimensions: usize,
+    exact: Vec<f32>,
+    coarse: Vec<i8>,
+    /// Per vector: what one step of its 8-bit copy is worth.
+    scales: Vec<f32>,
+}
+
+/// `v` scaled to length 1; `None` for a zero (or non-finite) vector, which has no direction.
+pub fn normalised(v: &[f32]) -> Option<Vec<f32>> {
+    let length = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    (length.is_finite() && length > 0.0).then(|| v.iter().map(|x| x / length).collect())
+}
+
+fn quantise(v: &[f32]) -> (Vec<i8>, f32) {
+    let largest = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    let scale = if largest > 0.0 { largest / 127.0 } else { 1.0 };
+    (v.iter().map(|x| (x / scale).round() as i8).collect(), scale)
+}
+
+impl VectorIndex {
+    /// Indexes `vectors` (all of `dimensions`); a vector's number is its position. `Err` names
+    /// the first that has the wrong dimension or no direction.
+    pub fn build(dimensions: usize, vectors: &[Vec<f32>]) -> Result<VectorIndex, usize> {
+        let mut index = VectorIndex {
+            dimensions,
+            exact: Vec::with_capacity(vectors.len() * dimensions),
+            coarse: Vec::with_capacity(vectors.len() * dimensions),
+            scales: Vec::with_capacity(vectors.len()),
+        };
+        for (i, v) in vectors.iter().enumerate() {
+            let unit = normalised(v).filter(|u| u.len() == dimensions).ok_or(i)?;
+            let (coarse, scale) = quantise(&unit);
+            index.exact.extend_from_slice(&unit);
+            index.coarse.extend_from_slice(&coarse);
+            index.scales.push(scale);
+        }
+        Ok(index)
+    }
+
+    pub fn dimensions(&self) -> usize {
+        self.dimensions
+    }
+
+    pub fn len(&self) -> usize {
+        self.scales.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.scales.is_empty()
+    }
+
+    pub fn memory(&self) -> usize {
+        self.exact.capacity() * 4 + self.coarse.capacity() + self.scales.capacity() * 4
+    }
+
+    /// Cosine distance (0 same direction, 2 opposite) from the vector numbered `i` to `query`
+    /// (normalised).
+    fn exact_distance(&self, i: usize, query: &[f32]) -> f32 {
+        let v = &self.exact[i * self.dimensions..(i + 1) * self.dimensions];
+        1.0 - v.iter().zip(query).map(|(a, b)| a * b).sum::<f32>()
+    }
+
+    /// The `k` vectors nearest to `query` that `keep` accepts, nearest first, with their cosine
+    /// distances. `None` when `query` has the wrong dimension or no direction.
+    pub fn nearest(
+        &self,
+        query: &[f32],
+        k: usize,
+        keep: impl Fn(usize) -> bool,
+    ) -> Option<Vec<(usize, f32)>> {
+        let query = normalised(query).filter(|q| q.len() == self.dimensions)?;
+        if k == 0 {
+            return Some(Vec::new());
+        }
+        let (coarse_query, query_scale) = quantise(&query);
+        let margin = (k * 8).max(64);
+        // (approximate similarity, vector), the best `margin` kept.
+        let mut candidates: Vec<(f32, usize)> = Vec::with_capacity(margin * 2);
+        for i in 0..self.len() {
+            if !keep(i) {
+                continue;
+            }
+            let v = &self.coarse[i * self.dimensions..(i + 1) * self.dimensions];
+            let dot: i32 = v
+                .iter()
+                .zip(&coarse_query)
+                .map(|(a, b)| i32::from(*a) * i32::from(*b))
+                .sum();
+            candidates.push((dot as f32 * self.scales[i] * query_scale, i));
+            if candidates.len() == margin * 2 {
+                candidates.select_nth_unstable_by(margin - 1, |a, b| b.0.total_cmp(&a.0));
+                candidates.truncate(margin);
+            }
+        }
+        let mut ranked: Vec<(usize, f32)> = candidates
+            .into_iter()
+            .map(|(_, i)| (i, self.exact_distance(i, &query)))
+            .collect();
+        ranked.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        ranked.truncate(k);
+        Some(ranked)
+    }
+}
+
+/// FNV-1a: a small, stable hash (the same vector for the same text in every build).
+fn hash(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// A vector for `text` with no model: its word stems and their letter trigrams, each hashed to
+/// one of `EMBED_DIMENSIONS` with a sign (feature hashing), normalised. Texts that share words
+/// (or parts of words) point the same way. `None` for text without words.
+pub fn embed(text: &str) -> Option<Vec<f32>> {
+    let mut v = vec![0.0f32; EMBED_DIMENSIONS];
+    let mut add = |feature: &[u8], weight: f32| {
+        let h = hash(feature);
+        let slot = (h % EMBED_DIMENSIONS as u64) as usize;
+        v[slot] += if h >> 63 == 0 { weight } else { -weight };
+    };
+    for word in text::words(text) {
+        let stem = text::stem(&word);
+        add(stem.as_bytes(), 1.0);
+        let padded: Vec<char> = format!("^{stem}$").chars().collect();
+        for gram in padded.windows(3) {
+            let gram: String = gram.iter().collect();
+            add(gram.as_bytes(), 0.35);
+        }
+    }
+    normalised(&v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_nearest_come_first_with_exact_distances() {
+        let vectors = vec![
+            vec![1.0, 0.0],
+            vec![0.0, 1.0],
+            vec![1.0, 1.0],
+            vec![-1.0, 0.0],
+        ];
+        let index = VectorIndex::build(2, &vectors).unwrap();
+        let found = index.nearest(&[2.0, 0.1], 3, |_| true).unwrap();
+        let order: Vec<usize> = found.iter().map(|(i, _)| *i).collect();
+        assert_eq!(order, [0, 2, 1]);
+        assert!(found[0].1 < 0.002, "{}", found[0].1);
+        assert!(
+            (found[1].1 - (1.0 - (2.0f32 + 0.1) / (2.0f32.sqrt() * 4.01f32.sqrt()))).abs() < 1e-5
+        );
+        let opposite = index.nearest(&[1.0, 0.0], 4, |_| true).unwrap();
+        assert_eq!(opposite[3], (3, 2.0));
+    }
+
+    #[test]
+    fn filtered_vectors_are_passed_over() {
+        let vectors = vec![vec![1.0, 0.0], vec![0.9, 0.1], vec![0.0, 1.0]];
+        let index = VectorIndex::build(2, &vectors).unwrap();
+        let found = index.nearest(&[1.0, 0.0], 2, |i| i != 0).unwrap();
+        assert_eq!(found.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [1, 2]);
+    }
+
+    #[test]
+    fn wrong_dimensions_and_zero_vectors_are_refused() {
+        assert_eq!(
+            VectorIndex::build(2, &[vec![1.0, 0.0], vec![0.0, 0.0]]).err(),
+            Some(1)
+        );
+        assert_eq!(VectorIndex::build(2, &[vec![1.0, 0.0, 0.0]]).err(), Some(0));
+        let index = VectorIndex::build(2, &[vec![1.0, 0.0]]).unwrap();
+        assert!(index.nearest(&[0.0, 0.0], 1, |_| true).is_none());
+        assert!(index.nearest(&[1.0], 1, |_| true).is_none());
+    }
+
+    #[test]
+    fn many_vectors_rank_as_an_exact_scan_would() {
+        // A deterministic cloud of 2,000 vectors in 32 dimensions.
+        let mut state = 7u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+        };
+        let vectors: Vec<Vec<f32>> = (0..2000)
+            .map(|_| (0..32).map(|_| next()).collect())
+            .collect();
+        let index = VectorIndex::build(32, &vectors).unwrap();
+        let query: Vec<f32> = (0..32).map(|_| next()).collect();
+        let found = index.nearest(&query, 10, |_| true).unwrap();
+        let q = normalised(&query).unwrap();
+        let mut exact: Vec<(usize, f32)> = (0..2000)
+            .map(|i| (i, index.exact_distance(i, &q)))
+            .collect();
+        exact.sort_by(|a, b| a.1.total_cmp(&b.1));
+        assert_eq!(found, exact[..10].to_vec());
+    }
+
+    #[test]
+    fn texts_that_share_words_embed_close() {
+        let pizza = embed("Pizza night for two").unwrap();
+        let pizzas = embed("Two pizzas and a movie").unwrap();
+        let spa = embed("Spa treatment and massage").unwrap();
+        let cos = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+        assert!(cos(&pizza, &pizzas) > cos(&pizza, &spa) + 0.2);
+        assert!(embed(" - ").is_none());
+        assert_eq!(
+            embed("Pizza night"),
+            embed("pizza  NIGHT"),
+            "stable and folded"
+        );
+    }
+}

@@ -1,0 +1,576 @@
+//! The search index of a campaign's catalogue: every product in memory with its text, branch
+//! and vector indexes, built from the database and swapped whole when the catalogue changes
+//! (`Catalogues`). Ranking is the same on both backends because the database only stores.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use search::geo::{GeoIndex, Point};
+use search::text::{Field, TextIndex};
+use search::vectors::{VectorIndex, embed};
+
+use super::Product;
+use crate::{Page, Store, StoreError, Tokens};
+
+/// How long a node trusts its index before it looks at the catalogue's version again.
+const FRESH_FOR: Duration = Duration::from_secs(1);
+
+/// A product search's filters and order; every part optional.
+#[derive(Debug, Clone, Default)]
+pub struct ProductQuery {
+    /// Words, ranked by relevance (see `search::text`).
+    pub search: Option<String>,
+    pub category_id: Option<String>,
+    /// A category name, in any letter case.
+    pub category: Option<String>,
+    pub booking_required: Option<bool>,
+    pub is_available: Option<bool>,
+    pub near: Option<Near>,
+    /// Products with a variant that requires this tier.
+    pub tier_id: Option<String>,
+    /// Products with a variant whose tier's precedence compares so with the number.
+    pub tier_precedence: Option<(Comparison, i64)>,
+    /// Products with a variant priced within these bounds (inclusive).
+    pub min_cost: Option<Tokens>,
+    pub max_cost: Option<Tokens>,
+    pub sort: Option<Sort>,
+}
+
+/// A geofence: products with a branch within `radius_km` of the point.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Near {
+    pub latitude: f64,
+    pub longitude: f64,
+    pub radius_km: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Comparison {
+    Gt,
+    Lt,
+    Gte,
+    Lte,
+    Eq,
+}
+
+impl Comparison {
+    pub const ALL: [(&'static str, Comparison); 5] = [
+        ("gt", Comparison::Gt),
+        ("lt", Comparison::Lt),
+        ("gte", Comparison::Gte),
+        ("lte", Comparison::Lte),
+        ("eq", Comparison::Eq),
+    ];
+
+    fn holds(self, value: i64, against: i64) -> bool {
+        match self {
+            Comparison::Gt => value > against,
+            Comparison::Lt => value < against,
+            Comparison::Gte => value >= against,
+            Comparison::Lte => value <= against,
+            Comparison::Eq => value == against,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortField {
+    Name,
+    Category,
+    /// A product's lowest variant price.
+    Price,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sort {
+    pub field: SortField,
+    pub descending: bool,
+}
+
+/// A product a search found, with its distances when the search had a geofence.
+#[derive(Debug, Clone)]
+pub struct Found<'a> {
+    pub product: &'a Product,
+    /// To its nearest branch, in km.
+    pub distance_km: Option<f64>,
+    /// Its branches' positions in `product.branches`, nearest first, with their distances
+    /// (branches without coordinates last, without one).
+    pub branches: Vec<(usize, Option<f64>)>,
+}
+
+/// Why a vector search cannot run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VectorProblem {
+    /// The vector's length is not the campaign's dimension.
+    Dimensions { expected: usize, given: usize },
+    /// All zeros: no direction to compare.
+    Zero,
+}
+
+pub struct CatalogueIndex {
+    pub version: i64,
+    products: Vec<Product>,
+    by_id: HashMap<String, usize>,
+    text: TextIndex,
+    geo: GeoIndex,
+    vectors: VectorIndex,
+    /// The service computes the vectors (no product was imported with an embedding).
+    computed_vectors: bool,
+    /// Folded names and category names, for sorting.
+    names: Vec<String>,
+    categories: Vec<String>,
+    /// Lowest variant price (micro-tokens); products without variants sort last.
+    prices: Vec<Option<Tokens>>,
+}
+
+fn folded(text: &str) -> String {
+    search::text::words(text).collect::<Vec<_>>().join(" ")
+}
+
+impl CatalogueIndex {
+    pub fn build(version: i64, products: Vec<Product>) -> CatalogueIndex {
+        let text = TextIndex::build(products.iter().map(|p| {
+            let mut fields = vec![Field {
+                text: &p.name,
+                rank: 0,
+                weight: 3.0,
+            }];
+            for tag in &p.tags {
+                fields.push(Field {
+                    text: &tag.name,
+                    rank: 1,
+                    weight: 2.0,
+                });
+            }
+            if let Some(category) = &p.category {
+                fields.push(Field {
+                    text: &category.name,
+                    rank: 1,
+                    weight: 2.0,
+                });
+            }
+            if let Some(short) = &p.short_description {
+                fields.push(Field {
+                    text: short,
+                    rank: 2,
+                    weight: 1.5,
+                });
+            }
+            if let Some(description) = &p.description {
+                fields.push(Field {
+                    text: description,
+                    rank: 3,
+                    weight: 1.0,
+                });
+            }
+            fields
+        }));
+        let mut points = Vec::new();
+        for (owner, p) in products.iter().enumerate() {
+            for (index, branch) in p.branches.iter().enumerate() {
+                if let Some(a) = &branch.address
+                    && let (Some(latitude), Some(longitude)) = (a.latitude, a.longitude)
+                {
+                    points.push(Point {
+                        latitude,
+                        longitude,
+                        owner: owner as u32,
+                        index: index as u32,
+                    });
+                }
+            }
+        }
+        let computed_vectors = products.iter().all(|p| p.embedding.is_none());
+        let vectors: Vec<Vec<f32>> = products
+            .iter()
+            .map(|p| match (&p.embedding, computed_vectors) {
+                (Some(e), false) => e.clone(),
+                _ => embed(&product_text(p)).unwrap_or_else(|| placeholder(p)),
+            })
+            .collect();
+        let dimensions = vectors
+            .first()
+            .map_or(search::vectors::EMBED_DIMENSIONS, Vec::len);
+        // The import checks that embeddings share one dimension and have a direction.
+        let vectors = VectorIndex::build(dimensions, &vectors)
+            .unwrap_or_else(|_| VectorIndex::build(dimensions, &[]).expect("an empty index"));
+        CatalogueIndex {
+            version,
+            by_id: products
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (p.id.clone(), i))
+                .collect(),
+            names: products.iter().map(|p| folded(&p.name)).collect(),
+            categories: products
+                .iter()
+                .map(|p| {
+                    p.category
+                        .as_ref()
+                        .map(|c| folded(&c.name))
+                        .unwrap_or_default()
+                })
+                .collect(),
+            prices: products
+                .iter()
+                .map(|p| p.variants.iter().map(|v| v.price).min())
+                .collect(),
+            text,
+            geo: GeoIndex::build(points),
+            vectors,
+            computed_vectors,
+            products,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.products.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.products.is_empty()
+    }
+
+    /// Bytes the indexes hold beside the products themselves, roughly.
+    pub fn memory(&self) -> usize {
+        self.text.memory() + self.geo.memory() + self.vectors.memory()
+    }
+
+    pub fn product(&self, id: &str) -> Option<&Product> {
+        self.by_id.get(id).map(|i| &self.products[*i])
+    }
+
+    /// One page of the products `query` finds, and how many it finds in all.
+    pub fn search(&self, query: &ProductQuery, page: Page) -> (u64, Vec<Found<'_>>) {
+        // Candidates in relevance order when searching, else in document order.
+        let searching = query
+            .search
+            .as_deref()
+            .is_some_and(|s| !s.trim().is_empty());
+        let candidates: Vec<usize> = if searching {
+            let text = query.search.as_deref().unwrap_or_default();
+            self.text
+                .search(text)
+                .into_iter()
+                .map(|hit| hit.doc as usize)
+                .collect()
+        } else {
+            (0..self.products.len()).collect()
+        };
+        // Distance to the nearest branch in the geofence, per product.
+        let nearest: Option<HashMap<usize, f64>> = query.near.map(|near| {
+            let mut nearest: HashMap<usize, f64> = HashMap::new();
+            for (point, d) in self
+                .geo
+                .within(near.latitude, near.longitude, near.radius_km)
+            {
+                let entry = nearest.entry(point.owner as usize).or_insert(d);
+                *entry = entry.min(d);
+            }
+            nearest
+        });
+        let category = query.category.as_deref().map(folded);
+        let mut found: Vec<usize> = candidates
+            .into_iter()
+            .filter(|&i| {
+                let p = &self.products[i];
+                query
+                    .category_id
+                    .as_deref()
+                    .is_none_or(|id| p.category.as_ref().is_some_and(|c| c.id == id))
+                    && category
+                        .as_deref()
+                        .is_none_or(|name| !name.is_empty() && self.categories[i] == name)
+                    && query
+                        .booking_required
+                        .is_none_or(|b| p.book_in_advance == b)
+                    && query.is_available.is_none_or(|a| p.is_available() == a)
+                    && nearest.as_ref().is_none_or(|n| n.contains_key(&i))
+                    && self.tier_matches(p, query)
+                    && cost_matches(p, query)
+            })
+            .collect();
+        match (query.sort, searching, &nearest) {
+            (Some(sort), _, _) => self.sort(&mut found, sort),
+            (None, true, _) => {}
+            (None, false, Some(nearest)) => found.sort_by(|a, b| {
+                nearest[a]
+                    .total_cmp(&nearest[b])
+                    .then_with(|| self.names[*a].cmp(&self.names[*b]))
+            }),
+            (None, false, None) => self.sort(
+                &mut found,
+                Sort {
+                    field: SortField::Name,
+                    descending: false,
+                },
+            ),
+        }
+        let total = found.len() as u64;
+        let start = usize::try_from(page.offset()).unwrap_or(usize::MAX);
+        let items = found
+            .into_iter()
+            .skip(start)
+            .take(page.limit as usize)
+            .map(|i| self.found(i, query.near))
+            .collect();
+        (total, items)
+    }
+
+    fn tier_matches(&self, p: &Product, query: &ProductQuery) -> bool {
+        if query.tier_id.is_none() && query.tier_precedence.is_none() {
+            return true;
+        }
+        p.variants.iter().any(|v| {
+            v.tier.as_ref().is_some_and(|t| {
+                query.tier_id.as_deref().is_none_or(|id| t.id == id)
+                    && query
+                        .tier_precedence
+                        .is_none_or(|(op, value)| op.holds(t.precedence, value))
+            })
+        })
+    }
+
+    fn sort(&self, found: &mut [usize], sort: Sort) {
+        found.sort_by(|a, b| {
+            let order = match sort.field {
+                SortField::Name => self.names[*a].cmp(&self.names[*b]),
+                SortField::Category => self.categories[*a].cmp(&self.categories[*b]),
+                // Products without a price last, whichever the direction.
+                SortField::Price => match (self.prices[*a], self.prices[*b]) {
+                    (Some(x), Some(y)) => x.cmp(&y),
+                    (Some(_), None) => return std::cmp::Ordering::Less,
+                    (None, Some(_)) => return std::cmp::Ordering::Greater,
+                    (None, None) => std::cmp::Ordering::Equal,
+                },
+            };
+            let order = if sort.descending {
+                order.reverse()
+            } else {
+                order
+            };
+            order
+                .then_with(|| self.names[*a].cmp(&self.names[*b]))
+                .then_with(|| self.products[*a].id.cmp(&self.products[*b].id))
+        });
+    }
+
+    /// Product `i` as found, its branches by distance when there is a geofence.
+    fn found(&self, i: usize, near: Option<Near>) -> Found<'_> {
+        let product = &self.products[i];
+        let Some(near) = near else {
+            return Found {
+                product,
+                distance_km: None,
+                branches: (0..product.branches.len()).map(|b| (b, None)).collect(),
+            };
+        };
+        let mut branches: Vec<(usize, Option<f64>)> = product
+            .branches
+            .iter()
+            .enumerate()
+            .map(|(b, branch)| {
+                let d = branch.address.as_ref().and_then(|a| {
+                    let (lat, lon) = (a.latitude?, a.longitude?);
+                    Some(search::geo::distance_km(
+                        near.latitude,
+                        near.longitude,
+                        lat,
+                        lon,
+                    ))
+                });
+                (b, d)
+            })
+            .collect();
+        branches.sort_by(|a, b| match (a.1, b.1) {
+            (Some(x), Some(y)) => x.total_cmp(&y),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => a.0.cmp(&b.0),
+        });
+        Found {
+            product,
+            distance_km: branches.first().and_then(|b| b.1),
+            branches,
+        }
+    }
+
+    /// The embedding space's dimension.
+    pub fn dimensions(&self) -> usize {
+        self.vectors.dimensions()
+    }
+
+    /// Whether the service computes this catalogue's vectors (so `embed_text` can place text).
+    pub fn computes_vectors(&self) -> bool {
+        self.computed_vectors
+    }
+
+    /// `text` in this catalogue's embedding space, when the service computes it.
+    pub fn embed_text(&self, text: &str) -> Option<Vec<f32>> {
+        self.computed_vectors.then(|| embed(text)).flatten()
+    }
+
+    /// The `limit` available products nearest to `vector`, nearest first, with their cosine
+    /// distances; `except` is left out.
+    pub fn nearest(
+        &self,
+        vector: &[f32],
+        limit: usize,
+        except: Option<&str>,
+    ) -> Result<Vec<(&Product, f32)>, VectorProblem> {
+        if vector.len() != self.vectors.dimensions() {
+            return Err(VectorProblem::Dimensions {
+                expected: self.vectors.dimensions(),
+                given: vector.len(),
+            });
+        }
+        let except = except.and_then(|id| self.by_id.get(id).copied());
+        let keep = |i: usize| Some(i) != except && self.products[i].is_available();
+        let nearest = self
+            .vectors
+            .nearest(vector, limit, keep)
+            .ok_or(VectorProblem::Zero)?;
+        Ok(nearest
+            .into_iter()
+            .map(|(i, d)| (&self.products[i], d))
+            .collect())
+    }
+
+    /// The vector of the product with id `id`.
+    pub fn vector_of(&self, id: &str) -> Option<Vec<f32>> {
+        let i = *self.by_id.get(id)?;
+        let p = &self.products[i];
+        Some(match (&p.embedding, self.computed_vectors) {
+            (Some(e), false) => e.clone(),
+            _ => embed(&product_text(p)).unwrap_or_else(|| placeholder(p)),
+        })
+    }
+}
+
+/// Without cost bounds, every product; with them, those with a variant priced within them.
+fn cost_matches(p: &Product, query: &ProductQuery) -> bool {
+    if query.min_cost.is_none() && query.max_cost.is_none() {
+        return true;
+    }
+    p.variants.iter().any(|v| {
+        query.min_cost.is_none_or(|min| v.price >= min)
+            && query.max_cost.is_none_or(|max| v.price <= max)
+    })
+}
+
+/// What the service embeds for a product: its name, tags, category and descriptions.
+fn product_text(p: &Product) -> String {
+    let mut text = p.name.clone();
+    for tag in &p.tags {
+        text.push(' ');
+        text.push_str(&tag.name);
+    }
+    for part in [
+        p.category.as_ref().map(|c| c.name.as_str()),
+        p.short_description.as_deref(),
+        p.description.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        text.push(' ');
+        text.push_str(part);
+    }
+    text
+}
+
+/// A vector for a product whose text has no words at all (a name of symbols): from its id, so
+/// that it still has a direction of its own.
+fn placeholder(p: &Product) -> Vec<f32> {
+    embed(&format!("product {}", p.id)).expect("text with a word embeds")
+}
+
+struct Entry {
+    index: Arc<CatalogueIndex>,
+    checked: Instant,
+}
+
+/// Each campaign's catalogue index, cached. A cached index is trusted for a second, then the
+/// catalogue's version is looked up again (one indexed query) and a new version is loaded and
+/// indexed. So an import shows in searches at once on the node that made it (`forget`) and
+/// within about a second on every other. Cheap to clone: clones share the cache.
+#[derive(Clone)]
+pub struct Catalogues {
+    store: Store,
+    entries: Arc<Mutex<HashMap<String, Entry>>>,
+    /// One build at a time: requests that find the index stale wait for it, not build it again.
+    building: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Catalogues {
+    pub fn new(store: Store) -> Self {
+        Catalogues {
+            store,
+            entries: Arc::default(),
+            building: Arc::default(),
+        }
+    }
+
+    fn cached(&self, campaign_id: &str) -> Option<(Arc<CatalogueIndex>, Instant)> {
+        self.entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(campaign_id)
+            .map(|e| (e.index.clone(), e.checked))
+    }
+
+    fn keep(&self, campaign_id: &str, index: Arc<CatalogueIndex>) {
+        self.entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(
+                campaign_id.to_string(),
+                Entry {
+                    index,
+                    checked: Instant::now(),
+                },
+            );
+    }
+
+    /// The campaign's current index.
+    pub async fn get(&self, campaign_id: &str) -> Result<Arc<CatalogueIndex>, StoreError> {
+        if let Some((index, checked)) = self.cached(campaign_id)
+            && checked.elapsed() < FRESH_FOR
+        {
+            return Ok(index);
+        }
+        let version = self.store.catalogue_version(campaign_id).await?;
+        if let Some((index, _)) = self.cached(campaign_id)
+            && index.version == version
+        {
+            self.keep(campaign_id, index.clone());
+            return Ok(index);
+        }
+        let _building = self.building.lock().await;
+        if let Some((index, _)) = self.cached(campaign_id)
+            && index.version == version
+        {
+            return Ok(index);
+        }
+        // Read the version before the products: a change in between shows as a new version
+        // at the next look, never as an old version holding new products.
+        let products = self.store.catalogue_products(campaign_id).await?;
+        // Off the async workers: a large catalogue takes a moment to index.
+        let built = tokio::task::spawn_blocking(move || CatalogueIndex::build(version, products));
+        let index = match built.await {
+            Ok(index) => Arc::new(index),
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        };
+        self.keep(campaign_id, index.clone());
+        Ok(index)
+    }
+
+    /// Drops the cached index: the next `get` reads the catalogue again.
+    pub fn forget(&self, campaign_id: &str) {
+        self.entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(campaign_id);
+    }
+}

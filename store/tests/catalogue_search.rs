@@ -1,0 +1,316 @@
+//! Searching an imported catalogue on both backends: every filter alone and combined, geofence
+//! edges, each precedence comparison, cost bounds, sorting both ways, relevance, vectors, and a
+//! second node catching up with an import.
+
+use serde_json::json;
+use store::{
+    Campaign, Catalogue, Catalogues, Comparison, ImportOptions, Near, NewCampaign, Page,
+    ProductQuery, Sort, SortField, Store, Tokens, backend_tests,
+};
+
+async fn imported(store: &Store) -> Campaign {
+    let org = store.create_org("Acme").await.unwrap();
+    let campaign = store
+        .create_campaign(
+            &org.id,
+            NewCampaign {
+                name: "Main".into(),
+                currency: "PTS".into(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let branch = |id: &str, lat: f64, lon: f64| json!({"id": id, "name": id, "address": {"latitude": lat, "longitude": lon}});
+    let doc = json!({
+        "categories": [{"id": "food", "name": "Food & Drink"}, {"id": "trips", "name": "Trips"},
+                       {"id": "wellness", "name": "Wellness"}],
+        "tags": [{"id": "veg", "name": "Vegetarian"}, {"id": "family", "name": "Family"}],
+        "tiers": [{"id": "gold", "name": "Gold", "precedence": 1, "threshold": 1000},
+                  {"id": "silver", "name": "Silver", "precedence": 2, "threshold": 100}],
+        "products": [
+            {"id": "dinner", "name": "Dinner for two", "category": "food", "tags": ["veg"],
+             "bookInAdvance": true, "description": "Three courses by the harbour",
+             "branches": [branch("cape-town", -33.9249, 18.4241)],
+             "variants": [{"id": "dinner-std", "name": "Standard", "price": 2500},
+                          {"id": "dinner-chef", "name": "Chef", "price": 6000, "tier": "gold"}]},
+            {"id": "picnic", "name": "Family picnic basket", "category": "food", "tags": ["family"],
+             "branches": [branch("stellenbosch", -33.9346, 18.8602)],
+             "variants": [{"id": "picnic-1", "name": "Basket", "price": 800, "tier": "silver"}]},
+            {"id": "balloon", "name": "Balloon flight", "category": "trips",
+             "branches": [branch("johannesburg", -26.2041, 28.0473)],
+             "variants": [{"id": "balloon-1", "name": "Sunrise", "price": 12000, "available": false}]},
+            {"id": "massage", "name": "Spa massages", "category": "wellness",
+             "variants": [{"id": "massage-1", "name": "Hour", "price": 1500, "stock": 0}]},
+            {"id": "fiji", "name": "Island hopping", "category": "trips",
+             "branches": [branch("taveuni", -17.0, -179.9)],
+             "variants": [{"id": "fiji-1", "name": "Day", "price": 3000}]}
+        ]
+    });
+    store
+        .import_catalogue(
+            &campaign,
+            &Catalogue::from_value(&doc).unwrap(),
+            ImportOptions::default(),
+        )
+        .await
+        .unwrap();
+    campaign
+}
+
+async fn ids(catalogues: &Catalogues, campaign: &Campaign, query: ProductQuery) -> Vec<String> {
+    let index = catalogues.get(&campaign.id).await.unwrap();
+    let page = Page {
+        page: 1,
+        limit: 100,
+    };
+    let (total, found) = index.search(&query, page);
+    assert_eq!(total as usize, found.len());
+    found.iter().map(|f| f.product.id.clone()).collect()
+}
+
+async fn every_filter_alone(store: Store) {
+    let c = imported(&store).await;
+    let book = Catalogues::new(store.clone());
+    let q = ProductQuery::default;
+    assert_eq!(
+        ids(&book, &c, q()).await,
+        ["balloon", "dinner", "picnic", "fiji", "massage"],
+        "by name without a search or geofence"
+    );
+    let by = |f: fn(&mut ProductQuery)| {
+        let mut query = q();
+        f(&mut query);
+        query
+    };
+    assert_eq!(
+        ids(&book, &c, by(|q| q.category_id = Some("food".into()))).await,
+        ["dinner", "picnic"]
+    );
+    assert_eq!(
+        ids(&book, &c, by(|q| q.category = Some("food & DRINK".into()))).await,
+        ["dinner", "picnic"]
+    );
+    assert_eq!(
+        ids(&book, &c, by(|q| q.booking_required = Some(true))).await,
+        ["dinner"]
+    );
+    assert_eq!(
+        ids(&book, &c, by(|q| q.is_available = Some(false))).await,
+        ["balloon", "massage"]
+    );
+    assert_eq!(
+        ids(&book, &c, by(|q| q.tier_id = Some("gold".into()))).await,
+        Vec::<String>::new(),
+        "tier ids are the service's: `gold` was the document's handle"
+    );
+    let gold = store
+        .list_tiers(&c.org_id, &c.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|t| t.name == "Gold")
+        .unwrap();
+    let mut query = q();
+    query.tier_id = Some(gold.id);
+    assert_eq!(ids(&book, &c, query).await, ["dinner"]);
+    for (op, expected) in [
+        (Comparison::Gt, vec!["picnic"]),
+        (Comparison::Gte, vec!["dinner", "picnic"]),
+        (Comparison::Lt, vec![]),
+        (Comparison::Lte, vec!["dinner"]),
+        (Comparison::Eq, vec!["dinner"]),
+    ] {
+        let mut query = q();
+        query.tier_precedence = Some((op, 1));
+        assert_eq!(ids(&book, &c, query).await, expected, "{op:?} 1");
+    }
+    let mut query = q();
+    query.tier_precedence = Some((Comparison::Lt, 2));
+    assert_eq!(ids(&book, &c, query).await, ["dinner"]);
+    let mut query = q();
+    query.min_cost = Some(Tokens::whole(2000));
+    query.max_cost = Some(Tokens::whole(3000));
+    assert_eq!(
+        ids(&book, &c, query).await,
+        ["dinner", "fiji"],
+        "bounds are inclusive"
+    );
+}
+
+async fn geofences_measure_to_the_nearest_branch(store: Store) {
+    let c = imported(&store).await;
+    let book = Catalogues::new(store.clone());
+    let near = |latitude, longitude, radius_km| ProductQuery {
+        near: Some(Near {
+            latitude,
+            longitude,
+            radius_km,
+        }),
+        ..Default::default()
+    };
+    // Cape Town's centre: the dinner is there, the picnic 40 km away.
+    assert_eq!(
+        ids(&book, &c, near(-33.9249, 18.4241, 10.0)).await,
+        ["dinner"]
+    );
+    assert_eq!(
+        ids(&book, &c, near(-33.9249, 18.4241, 50.0)).await,
+        ["dinner", "picnic"],
+        "nearest first"
+    );
+    // The picnic's branch is 40.4 km from the dinner's: just inside, just outside.
+    let index = book.get(&c.id).await.unwrap();
+    let (_, found) = index.search(&near(-33.9249, 18.4241, 50.0), Page::default());
+    let distance = found[1].distance_km.unwrap();
+    assert!((distance - 40.4).abs() < 0.5, "{distance}");
+    assert_eq!(
+        ids(&book, &c, near(-33.9249, 18.4241, distance + 0.01))
+            .await
+            .len(),
+        2
+    );
+    assert_eq!(
+        ids(&book, &c, near(-33.9249, 18.4241, distance - 0.01))
+            .await
+            .len(),
+        1
+    );
+    // Across the antimeridian: 179.95 E to 179.9 W is 15.9 km at 17 S.
+    assert_eq!(ids(&book, &c, near(-17.0, 179.95, 16.5)).await, ["fiji"]);
+    assert!(ids(&book, &c, near(-17.0, 179.95, 15.5)).await.is_empty());
+}
+
+async fn sorting_goes_both_ways(store: Store) {
+    let c = imported(&store).await;
+    let book = Catalogues::new(store.clone());
+    let sorted = |field, descending| ProductQuery {
+        sort: Some(Sort { field, descending }),
+        ..Default::default()
+    };
+    assert_eq!(
+        ids(&book, &c, sorted(SortField::Price, false)).await,
+        ["picnic", "massage", "dinner", "fiji", "balloon"],
+        "by the lowest variant price"
+    );
+    assert_eq!(
+        ids(&book, &c, sorted(SortField::Price, true)).await,
+        ["balloon", "fiji", "dinner", "massage", "picnic"]
+    );
+    assert_eq!(
+        ids(&book, &c, sorted(SortField::Name, true)).await,
+        ["massage", "fiji", "picnic", "dinner", "balloon"]
+    );
+    assert_eq!(
+        ids(&book, &c, sorted(SortField::Category, false)).await,
+        ["dinner", "picnic", "balloon", "fiji", "massage"],
+        "then by name within a category"
+    );
+}
+
+async fn relevance_typos_plurals_and_prefixes(store: Store) {
+    let c = imported(&store).await;
+    let book = Catalogues::new(store.clone());
+    let search = |text: &str| ProductQuery {
+        search: Some(text.into()),
+        ..Default::default()
+    };
+    assert_eq!(ids(&book, &c, search("dinner harbour")).await[0], "dinner");
+    assert_eq!(
+        ids(&book, &c, search("dinenr")).await,
+        ["dinner"],
+        "a swap is one typo"
+    );
+    assert_eq!(
+        ids(&book, &c, search("massage")).await,
+        ["massage"],
+        "plural matches singular"
+    );
+    assert_eq!(
+        ids(&book, &c, search("ballo")).await,
+        ["balloon"],
+        "the last word as a prefix"
+    );
+    // A tag and a category name are searched too.
+    assert_eq!(ids(&book, &c, search("vegetarian")).await, ["dinner"]);
+    assert_eq!(ids(&book, &c, search("trips")).await.len(), 2);
+    // Combined: text, category, tier, geofence and a sort.
+    let combined = ProductQuery {
+        search: Some("family basket".into()),
+        category_id: Some("food".into()),
+        tier_precedence: Some((Comparison::Gte, 2)),
+        near: Some(Near {
+            latitude: -33.93,
+            longitude: 18.86,
+            radius_km: 10.0,
+        }),
+        sort: Some(Sort {
+            field: SortField::Price,
+            descending: false,
+        }),
+        ..Default::default()
+    };
+    assert_eq!(ids(&book, &c, combined).await, ["picnic"]);
+}
+
+async fn nearest_products_leave_out_themselves_and_the_unavailable(store: Store) {
+    let c = imported(&store).await;
+    let book = Catalogues::new(store.clone());
+    let index = book.get(&c.id).await.unwrap();
+    assert!(index.computes_vectors());
+    let vector = index.vector_of("picnic").unwrap();
+    let near = index.nearest(&vector, 10, Some("picnic")).unwrap();
+    let found: Vec<&str> = near.iter().map(|(p, _)| p.id.as_str()).collect();
+    assert!(
+        !found.contains(&"picnic") && !found.contains(&"balloon") && !found.contains(&"massage"),
+        "{found:?}"
+    );
+    assert_eq!(found.len(), 2);
+    assert!(near.windows(2).all(|w| w[0].1 <= w[1].1), "nearest first");
+    let text = index.embed_text("dinner for two").unwrap();
+    assert_eq!(index.nearest(&text, 1, None).unwrap()[0].0.id, "dinner");
+    assert!(
+        index.nearest(&[1.0, 2.0], 1, None).is_err(),
+        "wrong dimension"
+    );
+}
+
+async fn another_node_catches_up_with_an_import(store: Store) {
+    let c = imported(&store).await;
+    let here = Catalogues::new(store.clone());
+    let there = Catalogues::new(store.clone());
+    assert_eq!(there.get(&c.id).await.unwrap().len(), 5);
+    let doc = json!({"products": [{"id": "kayak", "name": "Kayak tour",
+        "variants": [{"id": "kayak-1", "name": "Morning", "price": 700}]}]});
+    store
+        .import_catalogue(
+            &c,
+            &Catalogue::from_value(&doc).unwrap(),
+            ImportOptions::default(),
+        )
+        .await
+        .unwrap();
+    here.forget(&c.id);
+    assert_eq!(
+        here.get(&c.id).await.unwrap().len(),
+        6,
+        "at once where it was imported"
+    );
+    let started = std::time::Instant::now();
+    while there.get(&c.id).await.unwrap().len() != 6 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(2),
+            "within 2 s elsewhere"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+backend_tests!(
+    every_filter_alone,
+    geofences_measure_to_the_nearest_branch,
+    sorting_goes_both_ways,
+    relevance_typos_plurals_and_prefixes,
+    nearest_products_leave_out_themselves_and_the_unavailable,
+    another_node_catches_up_with_an_import,
+);
