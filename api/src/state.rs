@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use metrics_exporter_prometheus::PrometheusHandle;
-use store::{RuleBook, Store};
+use store::{Catalogues, RuleBook, Store};
 use tokio::sync::Notify;
 
 use crate::jobs::inbox::EarnInbox;
@@ -14,6 +14,8 @@ pub struct AppState {
     pub metrics: PrometheusHandle,
     /// Each campaign's active rule set, cached.
     pub rule_book: RuleBook,
+    /// Each campaign's catalogue search index, cached.
+    pub catalogues: Catalogues,
     /// Woken when an earn is accepted, so this process's worker starts on it at once.
     pub earn_waiting: Arc<Notify>,
     /// Gathers concurrent earn submissions into single writes.
@@ -26,6 +28,7 @@ impl AppState {
         let earn_waiting = Arc::new(Notify::new());
         AppState {
             rule_book: RuleBook::new(store.clone()),
+            catalogues: Catalogues::new(store.clone()),
             earn_inbox: EarnInbox::start(store.clone(), earn_waiting.clone()),
             store,
             metrics: crate::http::ops::metrics_handle(),

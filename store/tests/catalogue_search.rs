@@ -64,9 +64,9 @@ async fn ids(catalogues: &Catalogues, campaign: &Campaign, query: ProductQuery) 
         page: 1,
         limit: 100,
     };
-    let (total, found) = index.search(&query, page);
-    assert_eq!(total as usize, found.len());
-    found.iter().map(|f| f.product.id.clone()).collect()
+    let found = index.search(&query, page);
+    assert_eq!(found.total as usize, found.items.len());
+    found.items.iter().map(|f| f.product.id.clone()).collect()
 }
 
 async fn every_filter_alone(store: Store) {
@@ -161,8 +161,8 @@ async fn geofences_measure_to_the_nearest_branch(store: Store) {
     );
     // The picnic's branch is 40.4 km from the dinner's: just inside, just outside.
     let index = book.get(&c.id).await.unwrap();
-    let (_, found) = index.search(&near(-33.9249, 18.4241, 50.0), Page::default());
-    let distance = found[1].distance_km.unwrap();
+    let found = index.search(&near(-33.9249, 18.4241, 50.0), Page::default());
+    let distance = found.items[1].distance_km.unwrap();
     assert!((distance - 40.4).abs() < 0.5, "{distance}");
     assert_eq!(
         ids(&book, &c, near(-33.9249, 18.4241, distance + 0.01))

@@ -71,6 +71,8 @@ async fn import_catalogue(
         .store
         .import_catalogue(&caller.context.campaign, &catalogue, options)
         .await?;
+    // Searches on this node show the import at once; other nodes notice its version.
+    state.catalogues.forget(&caller.context.campaign.id);
     Ok(Json(report.into()))
 }
 

@@ -3,6 +3,7 @@
 //! campaign.
 
 mod import;
+mod products;
 mod views;
 
 use axum::Json;
@@ -26,6 +27,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list_categories))
         .routes(routes!(list_tags))
         .merge(import::router())
+        .merge(products::router())
 }
 
 #[derive(Deserialize, IntoParams)]

@@ -102,3 +102,144 @@ impl From<store::ImportReport> for ImportReportView {
         }
     }
 }
+
+/// A product as members see it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProductView {
+    id: String,
+    name: String,
+    short_description: Option<String>,
+    description: Option<String>,
+    /// Its order lines need a booking.
+    book_in_advance: bool,
+    /// Tag names.
+    tags: Vec<String>,
+    /// The category's name.
+    category: Option<String>,
+    primary_image: Option<String>,
+    secondary_images: Vec<String>,
+    variants: Vec<VariantView>,
+    /// The campaign's currency.
+    currency: String,
+    website: Option<String>,
+    weekdays: WeekdaysView,
+    branches: Vec<BranchView>,
+    /// In a geofenced search: kilometres to its nearest branch. In a vector search and in
+    /// recommendations: the cosine distance (0 to 2) from the vector. Otherwise absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    distance: Option<f64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WeekdaysView {
+    mon: bool,
+    tue: bool,
+    wed: bool,
+    thu: bool,
+    fri: bool,
+    sat: bool,
+    sun: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VariantView {
+    id: String,
+    name: String,
+    category: Option<String>,
+    description: Option<String>,
+    offer_details: Option<String>,
+    terms_and_conditions: Option<String>,
+    /// It can be ordered: available, and in stock where stock is limited.
+    available: bool,
+    /// Tokens.
+    #[schema(value_type = f64)]
+    price: store::Tokens,
+    /// The tier a member's wallet needs for it.
+    tier: Option<TierView>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BranchView {
+    id: String,
+    name: String,
+    #[schema(value_type = Option<Object>)]
+    address: Option<store::Address>,
+    #[schema(value_type = Option<Object>)]
+    contact_details: Option<store::ContactDetails>,
+    /// In a geofenced search: kilometres from the point.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    distance: Option<f64>,
+}
+
+impl ProductView {
+    /// `product` in `currency`, its branches in `branches` order with their distances.
+    pub fn new(
+        product: &store::Product,
+        currency: &str,
+        branches: &[(usize, Option<f64>)],
+        distance: Option<f64>,
+    ) -> Self {
+        let w = product.weekdays;
+        ProductView {
+            id: product.id.clone(),
+            name: product.name.clone(),
+            short_description: product.short_description.clone(),
+            description: product.description.clone(),
+            book_in_advance: product.book_in_advance,
+            tags: product.tags.iter().map(|t| t.name.clone()).collect(),
+            category: product.category.as_ref().map(|c| c.name.clone()),
+            primary_image: product.primary_image.clone(),
+            secondary_images: product.secondary_images.clone(),
+            variants: product
+                .variants
+                .iter()
+                .map(|v| VariantView {
+                    id: v.id.clone(),
+                    name: v.name.clone(),
+                    category: v.category.clone(),
+                    description: v.description.clone(),
+                    offer_details: v.offer_details.clone(),
+                    terms_and_conditions: v.terms_and_conditions.clone(),
+                    available: v.can_be_ordered(),
+                    price: v.price,
+                    tier: v.tier.clone().map(TierView::from),
+                })
+                .collect(),
+            currency: currency.to_string(),
+            website: product.website.clone(),
+            weekdays: WeekdaysView {
+                mon: w.mon,
+                tue: w.tue,
+                wed: w.wed,
+                thu: w.thu,
+                fri: w.fri,
+                sat: w.sat,
+                sun: w.sun,
+            },
+            branches: branches
+                .iter()
+                .map(|(i, distance)| {
+                    let b = &product.branches[*i];
+                    BranchView {
+                        id: b.id.clone(),
+                        name: b.name.clone(),
+                        address: b.address.clone(),
+                        contact_details: b.contact_details.clone(),
+                        distance: *distance,
+                    }
+                })
+                .collect(),
+            distance,
+        }
+    }
+
+    /// `product` as listed anywhere but a geofenced search.
+    pub fn plain(product: &store::Product, currency: &str, distance: Option<f64>) -> Self {
+        let branches: Vec<(usize, Option<f64>)> =
+            (0..product.branches.len()).map(|i| (i, None)).collect();
+        ProductView::new(product, currency, &branches, distance)
+    }
+}

@@ -10,4 +10,5 @@ mod ledger;
 mod members;
 mod ops;
 mod paging;
+mod products;
 mod wallets;

@@ -3,9 +3,7 @@
 //! (`products[12].variants[0].price: must be more than 0`), and written back by the export.
 
 use std::collections::HashSet;
-use std::str::FromStr;
 
-use rules::Decimal;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -479,16 +477,7 @@ impl Reader {
             self.fail(at, "must be a number");
             return None;
         };
-        let text = n.to_string();
-        let parsed = if text.contains(['e', 'E']) {
-            Decimal::from_scientific(&text)
-        } else {
-            Decimal::from_str(&text)
-        };
-        let tokens = parsed
-            .map_err(|e| e.to_string())
-            .and_then(Tokens::from_decimal);
-        match tokens {
+        match Tokens::from_text(&n.to_string()) {
             Ok(t) if positive && !t.is_positive() => self.fail(at, "must be more than 0"),
             Ok(t) if t < Tokens::ZERO => self.fail(at, "must not be negative"),
             Ok(t) if t > Tokens::whole(MAX_PRICE) => {

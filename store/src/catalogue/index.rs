@@ -11,7 +11,7 @@ use search::text::{Field, TextIndex};
 use search::vectors::{VectorIndex, embed};
 
 use super::Product;
-use crate::{Page, Store, StoreError, Tokens};
+use crate::{Page, Paged, Store, StoreError, Tokens};
 
 /// How long a node trusts its index before it looks at the catalogue's version again.
 const FRESH_FOR: Duration = Duration::from_secs(1);
@@ -242,7 +242,7 @@ impl CatalogueIndex {
     }
 
     /// One page of the products `query` finds, and how many it finds in all.
-    pub fn search(&self, query: &ProductQuery, page: Page) -> (u64, Vec<Found<'_>>) {
+    pub fn search(&self, query: &ProductQuery, page: Page) -> Paged<Found<'_>> {
         // Candidates in relevance order when searching, else in document order.
         let searching = query
             .search
@@ -315,7 +315,7 @@ impl CatalogueIndex {
             .take(page.limit as usize)
             .map(|i| self.found(i, query.near))
             .collect();
-        (total, items)
+        Paged { items, total, page }
     }
 
     fn tier_matches(&self, p: &Product, query: &ProductQuery) -> bool {

@@ -28,6 +28,19 @@ impl Tokens {
             .map_err(|_| format!("{value} is too large"))
     }
 
+    /// Tokens written as decimal text (`12.5`, or with an exponent: `1.25e1`), exactly.
+    pub fn from_text(text: &str) -> Result<Tokens, String> {
+        let text = text.trim();
+        let parsed = if text.contains(['e', 'E']) {
+            Decimal::from_scientific(text)
+        } else {
+            text.parse::<Decimal>()
+        };
+        parsed
+            .map_err(|_| format!("`{text}` is not a number"))
+            .and_then(Tokens::from_decimal)
+    }
+
     pub fn whole(tokens: i64) -> Tokens {
         Tokens(tokens * PER_TOKEN)
     }
