@@ -131,6 +131,14 @@ pub fn stem(word: &str) -> String {
     stemmer().stem(word).into_owned()
 }
 
+/// Whether every word of `query` begins a word of `text` (folded; `Veg` matches
+/// `Vegetarian food`): how short names such as tags are matched while typing.
+pub fn matches_prefix(text: &str, query: &str) -> bool {
+    let names: Vec<String> = words(text).collect();
+    let mut wanted = words(query).peekable();
+    wanted.peek().is_some() && wanted.all(|w| names.iter().any(|n| n.starts_with(&w)))
+}
+
 /// Edits a query word of `chars` characters may have and still match.
 fn allowed_typos(chars: usize) -> u8 {
     match chars {
@@ -401,6 +409,14 @@ mod tests {
             found(&idx, "fotograpy ").is_empty(),
             "three edits are too many"
         );
+    }
+
+    #[test]
+    fn names_match_words_being_typed() {
+        assert!(matches_prefix("Vegetarian food", "veg"));
+        assert!(matches_prefix("Food & Drink", "drink fo"));
+        assert!(!matches_prefix("Food & Drink", "drinks"));
+        assert!(!matches_prefix("Food", "  "));
     }
 
     #[test]

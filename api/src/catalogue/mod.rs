@@ -4,6 +4,7 @@
 
 mod import;
 mod products;
+mod similar;
 mod views;
 
 use axum::Json;
@@ -18,7 +19,12 @@ use crate::http::auth::Caller;
 use crate::http::error::{ApiError, Problem};
 use crate::http::paging::{PagedList, Paging, PagingParams};
 use crate::http::query::{QueryParams, Whole};
-pub use import::document;
+/// Parts of the OpenAPI document that its generator cannot derive.
+pub fn document(api: &mut utoipa::openapi::OpenApi) {
+    import::document(api);
+    similar::document(api);
+}
+
 pub use views::{CategoryView, TagView, TierView};
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -28,6 +34,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list_tags))
         .merge(import::router())
         .merge(products::router())
+        .merge(similar::router())
 }
 
 #[derive(Deserialize, IntoParams)]

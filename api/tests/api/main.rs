@@ -11,4 +11,5 @@ mod members;
 mod ops;
 mod paging;
 mod products;
+mod similar;
 mod wallets;

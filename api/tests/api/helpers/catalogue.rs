@@ -49,3 +49,14 @@ pub fn small_catalogue() -> Value {
         ]
     })
 }
+
+impl TestApp {
+    /// A key of the app's campaign that may use the vector search.
+    pub async fn vector_key(&self) -> Credentials {
+        let new = NewKey {
+            permissions: vec![Permission::VectorSearch],
+            ..Default::default()
+        };
+        self.issue_key(&self.org, &self.campaign, new).await
+    }
+}
