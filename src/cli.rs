@@ -141,6 +141,16 @@ pub enum CatalogueCommand {
         campaign: String,
         file: Option<PathBuf>,
     },
+    /// Write a realistic catalogue document of N products (categories, tags, tiers, branches in
+    /// three cities, variants at several prices), for demos and load tests. Needs no database.
+    Generate {
+        #[arg(long)]
+        products: usize,
+        /// The same seed gives the same catalogue.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        file: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -32,6 +32,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Command::Rules(cli::RulesCommand::Test { file, rows }) = &cli.command {
         return commands::rules::test(file, rows, cli.json);
     }
+    if let Command::Catalogue(cli::CatalogueCommand::Generate {
+        products,
+        seed,
+        file,
+    }) = &cli.command
+    {
+        return commands::catalogue::generate(*products, *seed, file);
+    }
     if let Command::Sftp(command) = cli.command {
         return commands::sftp::server(&config, command, cli.json);
     }

@@ -46,6 +46,7 @@ pub async fn run(store: &Store, command: CatalogueCommand, json: bool) -> anyhow
                 Err(err) => Err(err.into()),
             }
         }
+        CatalogueCommand::Generate { products, seed, file } => generate(products, seed, &file),
         CatalogueCommand::Export { campaign, file } => {
             let campaign = store.campaign_by_id(&campaign).await?;
             let catalogue = store
@@ -60,6 +61,14 @@ pub async fn run(store: &Store, command: CatalogueCommand, json: bool) -> anyhow
             Ok(())
         }
     }
+}
+
+/// Writes a generated catalogue of `products` products to `file`.
+pub fn generate(products: usize, seed: u64, file: &std::path::Path) -> anyhow::Result<()> {
+    let catalogue = store::generate_catalogue(products, seed);
+    let text = serde_json::to_string_pretty(&catalogue)?;
+    std::fs::write(file, text + "\n").with_context(|| format!("writing {}", file.display()))?;
+    Ok(())
 }
 
 fn summary(report: &ImportReport) -> String {

@@ -1,0 +1,244 @@
+//! Product search latency over a generated catalogue, beside SQLite FTS5 answering the same text
+//! queries over the same products in the same run (the embedded full-text search a user would
+//! reach for).
+//!
+//! `cargo bench --bench search` (`BENCH_PRODUCTS`, default 50,000; PostgreSQL when
+//! `REWARDS_TEST_POSTGRES_URL` is set): imports the catalogue, builds the index, then times
+//! each query kind in-process (one query at a time) and over HTTP (8 concurrent clients).
+//! Goal: p99 <= 2 ms in-process for every query kind.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use store::{
+    Catalogues, Comparison, ImportOptions, Near, Page, ProductQuery, Sort, SortField,
+};
+
+const ROUNDS: usize = 2_000;
+const CLIENTS: usize = 8;
+const SECONDS: u64 = 3;
+
+/// Text queries as members type them: whole words, several words, plurals.
+const TEXTS: [&str; 8] = [
+    "balloon flight",
+    "sunset dinner",
+    "spa massages",
+    "family zoo",
+    "wine tour",
+    "golf",
+    "concert tickets",
+    "beach cottage weekend",
+];
+/// The same words with a typo each (FTS5 finds none of them).
+const TYPOS: [&str; 8] = [
+    "baloon flight",
+    "sunset dinnr",
+    "spa masage",
+    "famly zoo",
+    "wine tuor",
+    "glof",
+    "concert tickts",
+    "beach cotage weekend",
+];
+
+fn timed(mut run: impl FnMut(usize)) -> (f64, f64) {
+    let mut durations = Vec::with_capacity(ROUNDS);
+    for i in 0..ROUNDS {
+        let started = Instant::now();
+        run(i);
+        durations.push(started.elapsed());
+    }
+    common::percentiles(durations)
+}
+
+fn near_cape_town(i: usize) -> Near {
+    Near {
+        latitude: -33.9249 + (i % 7) as f64 * 0.01,
+        longitude: 18.4241,
+        radius_km: 10.0,
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let products: usize = std::env::var("BENCH_PRODUCTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50_000);
+    let common::Seed {
+        _db,
+        store,
+        campaign,
+        key,
+    } = common::seed(0, false).await;
+    let catalogue = store::generate_catalogue(products, 1);
+
+    let started = Instant::now();
+    store
+        .import_catalogue(&campaign, &catalogue, ImportOptions::default())
+        .await
+        .unwrap();
+    let import = started.elapsed();
+    let catalogues = Catalogues::new(store.clone());
+    let started = Instant::now();
+    let index = catalogues.get(&campaign.id).await.unwrap();
+    let build = started.elapsed();
+    let page = Page::default();
+
+    println!(
+        "{products} products on {:?}: import {:.1} s, index built from the database in {:.2} s, \
+         index memory {:.1} MiB (beside the products themselves)",
+        store.backend(),
+        import.as_secs_f64(),
+        build.as_secs_f64(),
+        index.memory() as f64 / (1 << 20) as f64
+    );
+    println!("{:<44} {:>9} {:>9}", "in-process, one query at a time", "p50 ms", "p99 ms");
+    let row = |name: &str, (p50, p99): (f64, f64)| println!("{name:<44} {p50:>9.3} {p99:>9.3}");
+    let search = |text: &str| ProductQuery {
+        search: Some(text.into()),
+        ..Default::default()
+    };
+    row("text (two words)", timed(|i| {
+        index.search(&search(TEXTS[i % TEXTS.len()]), page);
+    }));
+    row("typo", timed(|i| {
+        index.search(&search(TYPOS[i % TYPOS.len()]), page);
+    }));
+    row("search as you type (a prefix)", timed(|i| {
+        let text = TEXTS[i % TEXTS.len()];
+        index.search(&search(&text[..text.len().min(4)]), page);
+    }));
+    row("geofence (10 km, nearest first)", timed(|i| {
+        let query = ProductQuery {
+            near: Some(near_cape_town(i)),
+            ..Default::default()
+        };
+        index.search(&query, page);
+    }));
+    let gold = store
+        .list_tiers(&campaign.org_id, &campaign.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|t| t.name == "Gold")
+        .unwrap();
+    row("combined (text, category, tier, geofence, sort)", timed(|i| {
+        let query = ProductQuery {
+            search: Some(TEXTS[i % TEXTS.len()].into()),
+            category_id: Some("experiences".into()),
+            tier_precedence: Some((Comparison::Gte, gold.precedence)),
+            near: Some(Near {
+                radius_km: 30.0,
+                ..near_cape_town(i)
+            }),
+            sort: Some(Sort {
+                field: SortField::Price,
+                descending: false,
+            }),
+            ..Default::default()
+        };
+        index.search(&query, page);
+    }));
+    row("no filter, by name (page 50)", timed(|_| {
+        index.search(&ProductQuery::default(), Page { page: 50, limit: 10 });
+    }));
+    row("recommendations (10 nearest)", timed(|i| {
+        let id = format!("p-{:06}", (i * 7919) % products);
+        let vector = index.vector_of(&id).unwrap();
+        index.nearest(&vector, 10, Some(&id)).unwrap();
+    }));
+
+    // The embedded alternative: SQLite FTS5 over the same fields, ranked by bm25.
+    let fts = rusqlite::Connection::open_in_memory().unwrap();
+    fts.execute_batch(
+        "CREATE VIRTUAL TABLE products USING fts5(name, tags, category, short, description, \
+         tokenize = 'porter unicode61')",
+    )
+    .unwrap();
+    let started = Instant::now();
+    {
+        let tx = fts.unchecked_transaction().unwrap();
+        let mut insert = tx
+            .prepare("INSERT INTO products VALUES (?1, ?2, ?3, ?4, ?5)")
+            .unwrap();
+        for p in &catalogue.products {
+            insert
+                .execute((
+                    &p.name,
+                    p.tags.join(" "),
+                    p.category.clone().unwrap_or_default(),
+                    p.short_description.clone().unwrap_or_default(),
+                    p.description.clone().unwrap_or_default(),
+                ))
+                .unwrap();
+        }
+        drop(insert);
+        tx.commit().unwrap();
+    }
+    let fts_build = started.elapsed();
+    let mut statement = fts
+        .prepare(
+            "SELECT rowid FROM products WHERE products MATCH ?1 \
+             ORDER BY bm25(products, 3.0, 2.0, 2.0, 1.5, 1.0) LIMIT 10",
+        )
+        .unwrap();
+    let mut matched = [0usize; 2];
+    let mut fts_query = |text: &str, slot: usize| {
+        let rows: Vec<i64> = statement
+            .query_map([text], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        matched[slot] += usize::from(!rows.is_empty());
+    };
+    println!("SQLite FTS5, the same products (built in {:.2} s):", fts_build.as_secs_f64());
+    row("text (two words)", timed(|i| fts_query(TEXTS[i % TEXTS.len()], 0)));
+    row("typo", timed(|i| fts_query(TYPOS[i % TYPOS.len()], 1)));
+    println!(
+        "queries with results: FTS5 text {}/{ROUNDS}, typo {}/{ROUNDS}; ours typo {}/{}",
+        matched[0],
+        matched[1],
+        TYPOS.iter().filter(|t| index.search(&search(t), page).total > 0).count(),
+        TYPOS.len()
+    );
+
+    // Over HTTP: the real server, auth and JSON included.
+    let base = common::serve(&store).await;
+    let client = reqwest::Client::new();
+    let (api_key, secret) = (key.key.api_key.clone(), key.secret.clone());
+    println!("over HTTP, {CLIENTS} concurrent clients, {SECONDS} s each:");
+    println!("{}", common::HEADER);
+    let paths: [(&str, Box<dyn Fn(usize) -> String + Send + Sync>); 4] = [
+        ("GET /v1/products?search=", Box::new(|i| format!("/v1/products?search={}", TEXTS[i % TEXTS.len()]))),
+        ("  with a typo", Box::new(|i| format!("/v1/products?search={}", TYPOS[i % TYPOS.len()]))),
+        ("  geofence", Box::new(|i| {
+            let n = near_cape_town(i);
+            format!("/v1/products?latitude={}&longitude={}&radius=10", n.latitude, n.longitude)
+        })),
+        ("recommendations", Box::new(move |i| {
+            format!("/v1/products/p-{:06}/recommendations?limit=10", (i * 7919) % products)
+        })),
+    ];
+    for (name, path) in paths {
+        let path = std::sync::Arc::new(path);
+        let (client, base) = (client.clone(), base.clone());
+        let (api_key, secret) = (api_key.clone(), secret.clone());
+        let load = common::drive(CLIENTS, SECONDS, move |c, s| {
+            let url = format!("{base}{}", path(c * 1000 + s));
+            let request = client
+                .get(url)
+                .header("x-api-key", &api_key)
+                .header("x-api-secret", &secret);
+            async move {
+                let response = request.send().await.unwrap();
+                assert!(response.status().is_success(), "{}", response.status());
+                response.bytes().await.unwrap();
+            }
+        })
+        .await;
+        println!("{}", load.row(name));
+    }
+    tokio::time::sleep(Duration::from_millis(10)).await;
+}
