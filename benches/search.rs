@@ -11,11 +11,12 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use store::{
-    Catalogues, Comparison, ImportOptions, Near, Page, ProductQuery, Sort, SortField,
-};
+use store::{Catalogues, Comparison, ImportOptions, Near, Page, ProductQuery, Sort, SortField};
 
 const ROUNDS: usize = 2_000;
+
+/// The request path of a scenario's n-th request.
+type PathFor = Box<dyn Fn(usize) -> String + Send + Sync>;
 const CLIENTS: usize = 8;
 const SECONDS: u64 = 3;
 
@@ -94,29 +95,44 @@ async fn main() {
         build.as_secs_f64(),
         index.memory() as f64 / (1 << 20) as f64
     );
-    println!("{:<44} {:>9} {:>9}", "in-process, one query at a time", "p50 ms", "p99 ms");
+    println!(
+        "{:<44} {:>9} {:>9}",
+        "in-process, one query at a time", "p50 ms", "p99 ms"
+    );
     let row = |name: &str, (p50, p99): (f64, f64)| println!("{name:<44} {p50:>9.3} {p99:>9.3}");
     let search = |text: &str| ProductQuery {
         search: Some(text.into()),
         ..Default::default()
     };
-    row("text (two words)", timed(|i| {
-        index.search(&search(TEXTS[i % TEXTS.len()]), page);
-    }));
-    row("typo", timed(|i| {
-        index.search(&search(TYPOS[i % TYPOS.len()]), page);
-    }));
-    row("search as you type (a prefix)", timed(|i| {
-        let text = TEXTS[i % TEXTS.len()];
-        index.search(&search(&text[..text.len().min(4)]), page);
-    }));
-    row("geofence (10 km, nearest first)", timed(|i| {
-        let query = ProductQuery {
-            near: Some(near_cape_town(i)),
-            ..Default::default()
-        };
-        index.search(&query, page);
-    }));
+    row(
+        "text (two words)",
+        timed(|i| {
+            index.search(&search(TEXTS[i % TEXTS.len()]), page);
+        }),
+    );
+    row(
+        "typo",
+        timed(|i| {
+            index.search(&search(TYPOS[i % TYPOS.len()]), page);
+        }),
+    );
+    row(
+        "search as you type (a prefix)",
+        timed(|i| {
+            let text = TEXTS[i % TEXTS.len()];
+            index.search(&search(&text[..text.len().min(4)]), page);
+        }),
+    );
+    row(
+        "geofence (10 km, nearest first)",
+        timed(|i| {
+            let query = ProductQuery {
+                near: Some(near_cape_town(i)),
+                ..Default::default()
+            };
+            index.search(&query, page);
+        }),
+    );
     let gold = store
         .list_tiers(&campaign.org_id, &campaign.id)
         .await
@@ -124,31 +140,46 @@ async fn main() {
         .into_iter()
         .find(|t| t.name == "Gold")
         .unwrap();
-    row("combined (text, category, tier, geofence, sort)", timed(|i| {
-        let query = ProductQuery {
-            search: Some(TEXTS[i % TEXTS.len()].into()),
-            category_id: Some("experiences".into()),
-            tier_precedence: Some((Comparison::Gte, gold.precedence)),
-            near: Some(Near {
-                radius_km: 30.0,
-                ..near_cape_town(i)
-            }),
-            sort: Some(Sort {
-                field: SortField::Price,
-                descending: false,
-            }),
-            ..Default::default()
-        };
-        index.search(&query, page);
-    }));
-    row("no filter, by name (page 50)", timed(|_| {
-        index.search(&ProductQuery::default(), Page { page: 50, limit: 10 });
-    }));
-    row("recommendations (10 nearest)", timed(|i| {
-        let id = format!("p-{:06}", (i * 7919) % products);
-        let vector = index.vector_of(&id).unwrap();
-        index.nearest(&vector, 10, Some(&id)).unwrap();
-    }));
+    row(
+        "combined (text, category, tier, geofence, sort)",
+        timed(|i| {
+            let query = ProductQuery {
+                search: Some(TEXTS[i % TEXTS.len()].into()),
+                category_id: Some("experiences".into()),
+                tier_precedence: Some((Comparison::Gte, gold.precedence)),
+                near: Some(Near {
+                    radius_km: 30.0,
+                    ..near_cape_town(i)
+                }),
+                sort: Some(Sort {
+                    field: SortField::Price,
+                    descending: false,
+                }),
+                ..Default::default()
+            };
+            index.search(&query, page);
+        }),
+    );
+    row(
+        "no filter, by name (page 50)",
+        timed(|_| {
+            index.search(
+                &ProductQuery::default(),
+                Page {
+                    page: 50,
+                    limit: 10,
+                },
+            );
+        }),
+    );
+    row(
+        "recommendations (10 nearest)",
+        timed(|i| {
+            let id = format!("p-{:06}", (i * 7919) % products);
+            let vector = index.vector_of(&id).unwrap();
+            index.nearest(&vector, 10, Some(&id)).unwrap();
+        }),
+    );
 
     // The embedded alternative: SQLite FTS5 over the same fields, ranked by bm25.
     let fts = rusqlite::Connection::open_in_memory().unwrap();
@@ -193,14 +224,23 @@ async fn main() {
             .collect();
         matched[slot] += usize::from(!rows.is_empty());
     };
-    println!("SQLite FTS5, the same products (built in {:.2} s):", fts_build.as_secs_f64());
-    row("text (two words)", timed(|i| fts_query(TEXTS[i % TEXTS.len()], 0)));
+    println!(
+        "SQLite FTS5, the same products (built in {:.2} s):",
+        fts_build.as_secs_f64()
+    );
+    row(
+        "text (two words)",
+        timed(|i| fts_query(TEXTS[i % TEXTS.len()], 0)),
+    );
     row("typo", timed(|i| fts_query(TYPOS[i % TYPOS.len()], 1)));
     println!(
         "queries with results: FTS5 text {}/{ROUNDS}, typo {}/{ROUNDS}; ours typo {}/{}",
         matched[0],
         matched[1],
-        TYPOS.iter().filter(|t| index.search(&search(t), page).total > 0).count(),
+        TYPOS
+            .iter()
+            .filter(|t| index.search(&search(t), page).total > 0)
+            .count(),
         TYPOS.len()
     );
 
@@ -208,18 +248,45 @@ async fn main() {
     let base = common::serve(&store).await;
     let client = reqwest::Client::new();
     let (api_key, secret) = (key.key.api_key.clone(), key.secret.clone());
+    // The server builds its own index on its first search; the scenarios time it warm.
+    let warm = client
+        .get(format!("{base}/v1/products"))
+        .header("x-api-key", &api_key)
+        .header("x-api-secret", &secret)
+        .send()
+        .await
+        .unwrap();
+    assert!(warm.status().is_success());
     println!("over HTTP, {CLIENTS} concurrent clients, {SECONDS} s each:");
     println!("{}", common::HEADER);
-    let paths: [(&str, Box<dyn Fn(usize) -> String + Send + Sync>); 4] = [
-        ("GET /v1/products?search=", Box::new(|i| format!("/v1/products?search={}", TEXTS[i % TEXTS.len()]))),
-        ("  with a typo", Box::new(|i| format!("/v1/products?search={}", TYPOS[i % TYPOS.len()]))),
-        ("  geofence", Box::new(|i| {
-            let n = near_cape_town(i);
-            format!("/v1/products?latitude={}&longitude={}&radius=10", n.latitude, n.longitude)
-        })),
-        ("recommendations", Box::new(move |i| {
-            format!("/v1/products/p-{:06}/recommendations?limit=10", (i * 7919) % products)
-        })),
+    let paths: [(&str, PathFor); 4] = [
+        (
+            "GET /v1/products?search=",
+            Box::new(|i| format!("/v1/products?search={}", TEXTS[i % TEXTS.len()])),
+        ),
+        (
+            "  with a typo",
+            Box::new(|i| format!("/v1/products?search={}", TYPOS[i % TYPOS.len()])),
+        ),
+        (
+            "  geofence",
+            Box::new(|i| {
+                let n = near_cape_town(i);
+                format!(
+                    "/v1/products?latitude={}&longitude={}&radius=10",
+                    n.latitude, n.longitude
+                )
+            }),
+        ),
+        (
+            "recommendations",
+            Box::new(move |i| {
+                format!(
+                    "/v1/products/p-{:06}/recommendations?limit=10",
+                    (i * 7919) % products
+                )
+            }),
+        ),
     ];
     for (name, path) in paths {
         let path = std::sync::Arc::new(path);

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{json_of, programme, run};
+use common::{json_of, programme, run, serve};
 
 #[test]
 fn the_operator_imports_checks_and_exports_a_catalogue() {
@@ -107,4 +107,54 @@ fn the_operator_imports_checks_and_exports_a_catalogue() {
         std::fs::read_to_string(&exported).unwrap(),
         std::fs::read_to_string(&reexported).unwrap()
     );
+}
+
+/// Two server processes on one database: an import by the operator's command (a third process)
+/// shows in both servers' searches within 2 seconds.
+async fn imports_reach_every_server(env: Vec<(&'static str, String)>) {
+    let (_org, campaign, key) = programme(&env);
+    let (_a, first) = serve(&env);
+    let (_b, second) = serve(&env);
+    let client = reqwest::Client::new();
+    let total = |base: &str| {
+        let request = client
+            .get(format!("{base}/v1/products"))
+            .header("x-api-key", key["apiKey"].as_str().unwrap())
+            .header("x-api-secret", key["apiSecret"].as_str().unwrap());
+        async move {
+            let body: serde_json::Value = request.send().await.unwrap().json().await.unwrap();
+            body["total"].as_u64().unwrap()
+        }
+    };
+    assert_eq!(total(&first).await, 0);
+    assert_eq!(total(&second).await, 0);
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/catalogue.json");
+    json_of(
+        &env,
+        &["catalogue", "import", "--campaign", &campaign, example],
+    );
+    let started = std::time::Instant::now();
+    for base in [&first, &second] {
+        while total(base).await != 240 {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(2),
+                "{base} did not show the import within 2 s"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn imports_reach_every_server_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data").display().to_string();
+    imports_reach_every_server(vec![("REWARDS_DATA_DIR", data)]).await;
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set REWARDS_TEST_POSTGRES_URL and pass --ignored"]
+async fn imports_reach_every_server_on_postgres() {
+    let url = store::testing::postgres_url().await;
+    imports_reach_every_server(vec![("DATABASE_URL", url)]).await;
 }

@@ -44,10 +44,22 @@ impl GeoIndex {
         // A degree of latitude is the same length everywhere: the band the circle can reach.
         let reach = (radius_km / EARTH_KM).to_degrees();
         let (low, high) = (latitude - reach, latitude + reach);
+        // And the band of longitudes at the circle's widest latitude, unless it nears a pole
+        // or wraps the whole Earth.
+        let widest = latitude.abs() + reach;
+        let lon_reach = if widest < 89.0 {
+            reach / widest.to_radians().cos()
+        } else {
+            f64::INFINITY
+        };
         let start = self.points.partition_point(|p| p.latitude < low);
         self.points[start..]
             .iter()
             .take_while(|p| p.latitude <= high)
+            .filter(|p| {
+                let apart = (p.longitude - longitude).abs();
+                apart.min(360.0 - apart) <= lon_reach
+            })
             .filter_map(|p| {
                 let d = distance_km(latitude, longitude, p.latitude, p.longitude);
                 (d <= radius_km).then_some((*p, d))

@@ -66,6 +66,11 @@ impl VectorIndex {
         self.exact.capacity() * 4 + self.coarse.capacity() + self.scales.capacity() * 4
     }
 
+    /// The vector numbered `i`, normalised.
+    pub fn vector(&self, i: usize) -> &[f32] {
+        &self.exact[i * self.dimensions..(i + 1) * self.dimensions]
+    }
+
     /// Cosine distance (0 same direction, 2 opposite) from the vector numbered `i` to `query`
     /// (normalised).
     fn exact_distance(&self, i: usize, query: &[f32]) -> f32 {
@@ -94,11 +99,7 @@ impl VectorIndex {
                 continue;
             }
             let v = &self.coarse[i * self.dimensions..(i + 1) * self.dimensions];
-            let dot: i32 = v
-                .iter()
-                .zip(&coarse_query)
-                .map(|(a, b)| i32::from(*a) * i32::from(*b))
-                .sum();
+            let dot = dot_i8(v, &coarse_query);
             candidates.push((dot as f32 * self.scales[i] * query_scale, i));
             if candidates.len() == margin * 2 {
                 candidates.select_nth_unstable_by(margin - 1, |a, b| b.0.total_cmp(&a.0));
@@ -113,6 +114,26 @@ impl VectorIndex {
         ranked.truncate(k);
         Some(ranked)
     }
+}
+
+/// The dot product of two 8-bit vectors, in 16 independent lanes so that the compiler turns
+/// it into vector instructions.
+fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+    const LANES: usize = 16;
+    let mut lanes = [0i32; LANES];
+    let (a_chunks, b_chunks) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let rest: i32 = a_chunks
+        .remainder()
+        .iter()
+        .zip(b_chunks.remainder())
+        .map(|(x, y)| i32::from(*x) * i32::from(*y))
+        .sum();
+    for (x, y) in a_chunks.zip(b_chunks) {
+        for j in 0..LANES {
+            lanes[j] += i32::from(x[j]) * i32::from(y[j]);
+        }
+    }
+    lanes.iter().sum::<i32>() + rest
 }
 
 /// FNV-1a: a small, stable hash (the same vector for the same text in every build).

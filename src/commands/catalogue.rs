@@ -46,7 +46,11 @@ pub async fn run(store: &Store, command: CatalogueCommand, json: bool) -> anyhow
                 Err(err) => Err(err.into()),
             }
         }
-        CatalogueCommand::Generate { products, seed, file } => generate(products, seed, &file),
+        CatalogueCommand::Generate {
+            products,
+            seed,
+            file,
+        } => generate(products, seed, &file),
         CatalogueCommand::Export { campaign, file } => {
             let campaign = store.campaign_by_id(&campaign).await?;
             let catalogue = store

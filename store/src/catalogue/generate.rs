@@ -41,19 +41,120 @@ impl Random {
 
 /// (category id, name, nouns, what the variants are)
 const CATEGORIES: [(&str, &str, &[&str], &[&str]); 8] = [
-    ("dining", "Dining", &["dinner", "brunch", "tasting menu", "braai", "picnic", "high tea", "sushi platter", "wine pairing"], &["for two", "for four", "family"]),
-    ("experiences", "Experiences", &["balloon flight", "shark cage dive", "paragliding flight", "cooking class", "wine tour", "safari drive", "kayak tour", "helicopter flip"], &["morning", "sunset", "private"]),
-    ("stays", "Stays", &["lodge weekend", "beach cottage", "boutique hotel night", "glamping tent", "guesthouse stay", "game lodge"], &["one night", "two nights", "week"]),
-    ("wellness", "Wellness", &["spa day", "massage", "yoga retreat", "facial", "float session", "hot stone treatment"], &["60 minutes", "90 minutes", "couples"]),
-    ("shopping", "Shopping", &["gift card", "sneakers", "headphones", "coffee machine", "backpack", "sunglasses", "smart watch"], &["standard", "deluxe", "limited edition"]),
-    ("entertainment", "Entertainment", &["cinema tickets", "comedy show", "concert tickets", "escape room", "theatre evening", "bowling night"], &["single", "pair", "group of six"]),
-    ("sport", "Sport", &["golf round", "surf lesson", "climbing session", "tennis clinic", "cycling tour", "padel court"], &["beginner", "improver", "pro"]),
-    ("family", "Family", &["zoo visit", "aquarium pass", "trampoline park", "farm day", "science centre visit", "mini golf"], &["child", "adult", "family pass"]),
+    (
+        "dining",
+        "Dining",
+        &[
+            "dinner",
+            "brunch",
+            "tasting menu",
+            "braai",
+            "picnic",
+            "high tea",
+            "sushi platter",
+            "wine pairing",
+        ],
+        &["for two", "for four", "family"],
+    ),
+    (
+        "experiences",
+        "Experiences",
+        &[
+            "balloon flight",
+            "shark cage dive",
+            "paragliding flight",
+            "cooking class",
+            "wine tour",
+            "safari drive",
+            "kayak tour",
+            "helicopter flip",
+        ],
+        &["morning", "sunset", "private"],
+    ),
+    (
+        "stays",
+        "Stays",
+        &[
+            "lodge weekend",
+            "beach cottage",
+            "boutique hotel night",
+            "glamping tent",
+            "guesthouse stay",
+            "game lodge",
+        ],
+        &["one night", "two nights", "week"],
+    ),
+    (
+        "wellness",
+        "Wellness",
+        &[
+            "spa day",
+            "massage",
+            "yoga retreat",
+            "facial",
+            "float session",
+            "hot stone treatment",
+        ],
+        &["60 minutes", "90 minutes", "couples"],
+    ),
+    (
+        "shopping",
+        "Shopping",
+        &[
+            "gift card",
+            "sneakers",
+            "headphones",
+            "coffee machine",
+            "backpack",
+            "sunglasses",
+            "smart watch",
+        ],
+        &["standard", "deluxe", "limited edition"],
+    ),
+    (
+        "entertainment",
+        "Entertainment",
+        &[
+            "cinema tickets",
+            "comedy show",
+            "concert tickets",
+            "escape room",
+            "theatre evening",
+            "bowling night",
+        ],
+        &["single", "pair", "group of six"],
+    ),
+    (
+        "sport",
+        "Sport",
+        &[
+            "golf round",
+            "surf lesson",
+            "climbing session",
+            "tennis clinic",
+            "cycling tour",
+            "padel court",
+        ],
+        &["beginner", "improver", "pro"],
+    ),
+    (
+        "family",
+        "Family",
+        &[
+            "zoo visit",
+            "aquarium pass",
+            "trampoline park",
+            "farm day",
+            "science centre visit",
+            "mini golf",
+        ],
+        &["child", "adult", "family pass"],
+    ),
 ];
 
 const ADJECTIVES: [&str; 16] = [
-    "Classic", "Sunset", "Ultimate", "Hidden", "Coastal", "Mountain", "Vintage", "Urban",
-    "Golden", "Wild", "Premium", "Cosy", "Grand", "Secret", "Harbour", "Garden",
+    "Classic", "Sunset", "Ultimate", "Hidden", "Coastal", "Mountain", "Vintage", "Urban", "Golden",
+    "Wild", "Premium", "Cosy", "Grand", "Secret", "Harbour", "Garden",
 ];
 
 const TAGS: [(&str, &str); 12] = [
@@ -73,9 +174,33 @@ const TAGS: [(&str, &str); 12] = [
 
 /// (city, province, latitude, longitude, suburbs)
 const CITIES: [(&str, &str, f64, f64, &[&str]); 3] = [
-    ("Cape Town", "Western Cape", -33.9249, 18.4241, &["Gardens", "Sea Point", "Woodstock", "Constantia", "Camps Bay"]),
-    ("Johannesburg", "Gauteng", -26.2041, 28.0473, &["Rosebank", "Sandton", "Melville", "Parkhurst", "Maboneng"]),
-    ("Durban", "KwaZulu-Natal", -29.8587, 31.0218, &["Umhlanga", "Morningside", "Berea", "Glenwood", "Musgrave"]),
+    (
+        "Cape Town",
+        "Western Cape",
+        -33.9249,
+        18.4241,
+        &[
+            "Gardens",
+            "Sea Point",
+            "Woodstock",
+            "Constantia",
+            "Camps Bay",
+        ],
+    ),
+    (
+        "Johannesburg",
+        "Gauteng",
+        -26.2041,
+        28.0473,
+        &["Rosebank", "Sandton", "Melville", "Parkhurst", "Maboneng"],
+    ),
+    (
+        "Durban",
+        "KwaZulu-Natal",
+        -29.8587,
+        31.0218,
+        &["Umhlanga", "Morningside", "Berea", "Glenwood", "Musgrave"],
+    ),
 ];
 
 const TIERS: [(&str, &str, i64, i64); 4] = [
@@ -131,8 +256,10 @@ pub fn catalogue(products: usize, seed: u64) -> Catalogue {
         let (city, province, lat, lon, suburbs) = *r.pick(&CITIES);
         let name = format!("{adjective} {noun}");
         let id = format!("p-{n:06}");
-        let bookable = matches!(category, "dining" | "experiences" | "stays" | "wellness" | "sport")
-            && r.chance(0.6);
+        let bookable = matches!(
+            category,
+            "dining" | "experiences" | "stays" | "wellness" | "sport"
+        ) && r.chance(0.6);
         let branches = if matches!(category, "shopping") {
             Vec::new()
         } else {
@@ -167,14 +294,17 @@ pub fn catalogue(products: usize, seed: u64) -> Catalogue {
         let variants = (0..1 + r.below(3))
             .map(|v| {
                 let kind = kinds[v % kinds.len()];
-                let tier = (v > 0 || r.chance(0.15)).then(|| TIERS[r.below(TIERS.len())].0.to_string());
+                let tier =
+                    (v > 0 || r.chance(0.15)).then(|| TIERS[r.below(TIERS.len())].0.to_string());
                 VariantEntry {
                     id: format!("{id}-v{v}"),
                     name: title(kind),
                     category: Some(title(noun)),
                     description: Some(format!("{name}: {kind}.")),
                     offer_details: Some(format!("Redeem within 6 months in {city}.")),
-                    terms_and_conditions: Some("Subject to availability. Not exchangeable for cash.".into()),
+                    terms_and_conditions: Some(
+                        "Subject to availability. Not exchangeable for cash.".into(),
+                    ),
                     price: Tokens::whole(base * (1 + v as i64) + (r.below(20) as i64) * 10),
                     tier,
                     available: !r.chance(0.05),
@@ -240,6 +370,11 @@ mod tests {
         assert_eq!(catalogue(300, 7), generated);
         assert_ne!(catalogue(300, 8), generated);
         assert!(generated.products.iter().any(|p| p.book_in_advance));
-        assert!(generated.products.iter().any(|p| p.variants.iter().any(|v| v.stock.is_some())));
+        assert!(
+            generated
+                .products
+                .iter()
+                .any(|p| p.variants.iter().any(|v| v.stock.is_some()))
+        );
     }
 }

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rayon::prelude::*;
 use search::geo::{GeoIndex, Point};
 use search::text::{Field, TextIndex};
 use search::vectors::{VectorIndex, embed};
@@ -88,6 +89,41 @@ pub struct Sort {
     pub descending: bool,
 }
 
+/// Every order a search can ask for, each kept ready in the index.
+const SORTS: [Sort; 6] = [
+    Sort {
+        field: SortField::Name,
+        descending: false,
+    },
+    Sort {
+        field: SortField::Name,
+        descending: true,
+    },
+    Sort {
+        field: SortField::Category,
+        descending: false,
+    },
+    Sort {
+        field: SortField::Category,
+        descending: true,
+    },
+    Sort {
+        field: SortField::Price,
+        descending: false,
+    },
+    Sort {
+        field: SortField::Price,
+        descending: true,
+    },
+];
+
+fn sort_slot(sort: Sort) -> usize {
+    SORTS
+        .iter()
+        .position(|s| *s == sort)
+        .expect("every sort is listed")
+}
+
 /// A product a search found, with its distances when the search had a geofence.
 #[derive(Debug, Clone)]
 pub struct Found<'a> {
@@ -117,11 +153,11 @@ pub struct CatalogueIndex {
     vectors: VectorIndex,
     /// The service computes the vectors (no product was imported with an embedding).
     computed_vectors: bool,
-    /// Folded names and category names, for sorting.
-    names: Vec<String>,
+    /// Folded category names.
     categories: Vec<String>,
-    /// Lowest variant price (micro-tokens); products without variants sort last.
-    prices: Vec<Option<Tokens>>,
+    /// For each of `SORTS`: the products in that order, and each product's place in it.
+    orders: Vec<Vec<u32>>,
+    places: Vec<Vec<u32>>,
 }
 
 fn folded(text: &str) -> String {
@@ -130,42 +166,65 @@ fn folded(text: &str) -> String {
 
 impl CatalogueIndex {
     pub fn build(version: i64, products: Vec<Product>) -> CatalogueIndex {
-        let text = TextIndex::build(products.iter().map(|p| {
-            let mut fields = vec![Field {
-                text: &p.name,
-                rank: 0,
-                weight: 3.0,
-            }];
-            for tag in &p.tags {
-                fields.push(Field {
-                    text: &tag.name,
-                    rank: 1,
-                    weight: 2.0,
-                });
-            }
-            if let Some(category) = &p.category {
-                fields.push(Field {
-                    text: &category.name,
-                    rank: 1,
-                    weight: 2.0,
-                });
-            }
-            if let Some(short) = &p.short_description {
-                fields.push(Field {
-                    text: short,
-                    rank: 2,
-                    weight: 1.5,
-                });
-            }
-            if let Some(description) = &p.description {
-                fields.push(Field {
-                    text: description,
-                    rank: 3,
-                    weight: 1.0,
-                });
-            }
-            fields
-        }));
+        // The text index and the vectors are built side by side, each product's vector in
+        // parallel: together they are most of a large catalogue's indexing time.
+        let computed_vectors = products.iter().all(|p| p.embedding.is_none());
+        let (text, vectors) = rayon::join(
+            || {
+                TextIndex::build(products.iter().map(|p| {
+                    let mut fields = vec![Field {
+                        text: &p.name,
+                        rank: 0,
+                        weight: 3.0,
+                    }];
+                    for tag in &p.tags {
+                        fields.push(Field {
+                            text: &tag.name,
+                            rank: 1,
+                            weight: 2.0,
+                        });
+                    }
+                    if let Some(category) = &p.category {
+                        fields.push(Field {
+                            text: &category.name,
+                            rank: 1,
+                            weight: 2.0,
+                        });
+                    }
+                    if let Some(short) = &p.short_description {
+                        fields.push(Field {
+                            text: short,
+                            rank: 2,
+                            weight: 1.5,
+                        });
+                    }
+                    if let Some(description) = &p.description {
+                        fields.push(Field {
+                            text: description,
+                            rank: 3,
+                            weight: 1.0,
+                        });
+                    }
+                    fields
+                }))
+            },
+            || {
+                let vectors: Vec<Vec<f32>> = products
+                    .par_iter()
+                    .map(|p| match (&p.embedding, computed_vectors) {
+                        (Some(e), false) => e.clone(),
+                        _ => embed(&product_text(p)).unwrap_or_else(|| placeholder(p)),
+                    })
+                    .collect();
+                let dimensions = vectors
+                    .first()
+                    .map_or(search::vectors::EMBED_DIMENSIONS, Vec::len);
+                // The import checks that embeddings share one dimension and have a direction.
+                VectorIndex::build(dimensions, &vectors).unwrap_or_else(|_| {
+                    VectorIndex::build(dimensions, &[]).expect("an empty index")
+                })
+            },
+        );
         let mut points = Vec::new();
         for (owner, p) in products.iter().enumerate() {
             for (index, branch) in p.branches.iter().enumerate() {
@@ -181,20 +240,53 @@ impl CatalogueIndex {
                 }
             }
         }
-        let computed_vectors = products.iter().all(|p| p.embedding.is_none());
-        let vectors: Vec<Vec<f32>> = products
+        let names: Vec<String> = products.iter().map(|p| folded(&p.name)).collect();
+        let categories: Vec<String> = products
             .iter()
-            .map(|p| match (&p.embedding, computed_vectors) {
-                (Some(e), false) => e.clone(),
-                _ => embed(&product_text(p)).unwrap_or_else(|| placeholder(p)),
+            .map(|p| {
+                p.category
+                    .as_ref()
+                    .map(|c| folded(&c.name))
+                    .unwrap_or_default()
             })
             .collect();
-        let dimensions = vectors
-            .first()
-            .map_or(search::vectors::EMBED_DIMENSIONS, Vec::len);
-        // The import checks that embeddings share one dimension and have a direction.
-        let vectors = VectorIndex::build(dimensions, &vectors)
-            .unwrap_or_else(|_| VectorIndex::build(dimensions, &[]).expect("an empty index"));
+        // A product's lowest variant price; products without variants sort last either way.
+        let prices: Vec<Option<Tokens>> = products
+            .iter()
+            .map(|p| p.variants.iter().map(|v| v.price).min())
+            .collect();
+        let mut orders = Vec::with_capacity(SORTS.len());
+        let mut places = Vec::with_capacity(SORTS.len());
+        for sort in SORTS {
+            let mut order: Vec<u32> = (0..products.len() as u32).collect();
+            order.sort_by(|a, b| {
+                let (a, b) = (*a as usize, *b as usize);
+                let primary = match sort.field {
+                    SortField::Name => names[a].cmp(&names[b]),
+                    SortField::Category => categories[a].cmp(&categories[b]),
+                    SortField::Price => match (prices[a], prices[b]) {
+                        (Some(x), Some(y)) => x.cmp(&y),
+                        (Some(_), None) => return std::cmp::Ordering::Less,
+                        (None, Some(_)) => return std::cmp::Ordering::Greater,
+                        (None, None) => std::cmp::Ordering::Equal,
+                    },
+                };
+                let primary = if sort.descending {
+                    primary.reverse()
+                } else {
+                    primary
+                };
+                primary
+                    .then_with(|| names[a].cmp(&names[b]))
+                    .then_with(|| products[a].id.cmp(&products[b].id))
+            });
+            let mut place = vec![0u32; order.len()];
+            for (at, i) in order.iter().enumerate() {
+                place[*i as usize] = at as u32;
+            }
+            orders.push(order);
+            places.push(place);
+        }
         CatalogueIndex {
             version,
             by_id: products
@@ -202,20 +294,9 @@ impl CatalogueIndex {
                 .enumerate()
                 .map(|(i, p)| (p.id.clone(), i))
                 .collect(),
-            names: products.iter().map(|p| folded(&p.name)).collect(),
-            categories: products
-                .iter()
-                .map(|p| {
-                    p.category
-                        .as_ref()
-                        .map(|c| folded(&c.name))
-                        .unwrap_or_default()
-                })
-                .collect(),
-            prices: products
-                .iter()
-                .map(|p| p.variants.iter().map(|v| v.price).min())
-                .collect(),
+            categories,
+            orders,
+            places,
             text,
             geo: GeoIndex::build(points),
             vectors,
@@ -248,6 +329,30 @@ impl CatalogueIndex {
             .search
             .as_deref()
             .is_some_and(|s| !s.trim().is_empty());
+        // The order asked for, or the default: relevance when searching, nearest first with a
+        // geofence, else by name.
+        let sort = query
+            .sort
+            .or((!searching && query.near.is_none()).then_some(Sort {
+                field: SortField::Name,
+                descending: false,
+            }));
+        // Kilometres from the geofence's centre to each product's nearest branch within it.
+        let mut inside = Vec::new();
+        let nearest: Option<Vec<f64>> = query.near.map(|near| {
+            let mut nearest = vec![f64::INFINITY; self.products.len()];
+            for (point, d) in self
+                .geo
+                .within(near.latitude, near.longitude, near.radius_km)
+            {
+                let entry = &mut nearest[point.owner as usize];
+                if entry.is_infinite() {
+                    inside.push(point.owner as usize);
+                }
+                *entry = entry.min(d);
+            }
+            nearest
+        });
         let candidates: Vec<usize> = if searching {
             let text = query.search.as_deref().unwrap_or_default();
             self.text
@@ -255,30 +360,26 @@ impl CatalogueIndex {
                 .into_iter()
                 .map(|hit| hit.doc as usize)
                 .collect()
+        } else if query.near.is_some() {
+            inside
         } else {
-            (0..self.products.len()).collect()
+            // Already in order: filtering keeps it.
+            let sort = sort.unwrap_or(SORTS[0]);
+            self.orders[sort_slot(sort)]
+                .iter()
+                .map(|i| *i as usize)
+                .collect()
         };
-        // Distance to the nearest branch in the geofence, per product.
-        let nearest: Option<HashMap<usize, f64>> = query.near.map(|near| {
-            let mut nearest: HashMap<usize, f64> = HashMap::new();
-            for (point, d) in self
-                .geo
-                .within(near.latitude, near.longitude, near.radius_km)
-            {
-                let entry = nearest.entry(point.owner as usize).or_insert(d);
-                *entry = entry.min(d);
-            }
-            nearest
-        });
         let category = query.category.as_deref().map(folded);
         let mut found: Vec<usize> = candidates
             .into_iter()
             .filter(|&i| {
                 let p = &self.products[i];
-                query
-                    .category_id
-                    .as_deref()
-                    .is_none_or(|id| p.category.as_ref().is_some_and(|c| c.id == id))
+                nearest.as_ref().is_none_or(|n| n[i].is_finite())
+                    && query
+                        .category_id
+                        .as_deref()
+                        .is_none_or(|id| p.category.as_ref().is_some_and(|c| c.id == id))
                     && category
                         .as_deref()
                         .is_none_or(|name| !name.is_empty() && self.categories[i] == name)
@@ -286,26 +387,27 @@ impl CatalogueIndex {
                         .booking_required
                         .is_none_or(|b| p.book_in_advance == b)
                     && query.is_available.is_none_or(|a| p.is_available() == a)
-                    && nearest.as_ref().is_none_or(|n| n.contains_key(&i))
                     && self.tier_matches(p, query)
                     && cost_matches(p, query)
             })
             .collect();
-        match (query.sort, searching, &nearest) {
-            (Some(sort), _, _) => self.sort(&mut found, sort),
-            (None, true, _) => {}
-            (None, false, Some(nearest)) => found.sort_by(|a, b| {
-                nearest[a]
-                    .total_cmp(&nearest[b])
-                    .then_with(|| self.names[*a].cmp(&self.names[*b]))
-            }),
-            (None, false, None) => self.sort(
-                &mut found,
-                Sort {
+        match (sort, &nearest) {
+            (Some(sort), _) if searching || query.near.is_some() => {
+                let place = &self.places[sort_slot(sort)];
+                found.sort_unstable_by_key(|i| place[*i]);
+            }
+            (None, Some(nearest)) if !searching => {
+                let by_name = &self.places[sort_slot(Sort {
                     field: SortField::Name,
                     descending: false,
-                },
-            ),
+                })];
+                found.sort_unstable_by(|a, b| {
+                    nearest[*a]
+                        .total_cmp(&nearest[*b])
+                        .then(by_name[*a].cmp(&by_name[*b]))
+                });
+            }
+            _ => {}
         }
         let total = found.len() as u64;
         let start = usize::try_from(page.offset()).unwrap_or(usize::MAX);
@@ -330,30 +432,6 @@ impl CatalogueIndex {
                         .is_none_or(|(op, value)| op.holds(t.precedence, value))
             })
         })
-    }
-
-    fn sort(&self, found: &mut [usize], sort: Sort) {
-        found.sort_by(|a, b| {
-            let order = match sort.field {
-                SortField::Name => self.names[*a].cmp(&self.names[*b]),
-                SortField::Category => self.categories[*a].cmp(&self.categories[*b]),
-                // Products without a price last, whichever the direction.
-                SortField::Price => match (self.prices[*a], self.prices[*b]) {
-                    (Some(x), Some(y)) => x.cmp(&y),
-                    (Some(_), None) => return std::cmp::Ordering::Less,
-                    (None, Some(_)) => return std::cmp::Ordering::Greater,
-                    (None, None) => std::cmp::Ordering::Equal,
-                },
-            };
-            let order = if sort.descending {
-                order.reverse()
-            } else {
-                order
-            };
-            order
-                .then_with(|| self.names[*a].cmp(&self.names[*b]))
-                .then_with(|| self.products[*a].id.cmp(&self.products[*b].id))
-        });
     }
 
     /// Product `i` as found, its branches by distance when there is a geofence.
@@ -437,14 +515,10 @@ impl CatalogueIndex {
             .collect())
     }
 
-    /// The vector of the product with id `id`.
+    /// The vector of the product with id `id` (normalised).
     pub fn vector_of(&self, id: &str) -> Option<Vec<f32>> {
         let i = *self.by_id.get(id)?;
-        let p = &self.products[i];
-        Some(match (&p.embedding, self.computed_vectors) {
-            (Some(e), false) => e.clone(),
-            _ => embed(&product_text(p)).unwrap_or_else(|| placeholder(p)),
-        })
+        Some(self.vectors.vector(i).to_vec())
     }
 }
 
