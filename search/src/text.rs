@@ -224,11 +224,17 @@ impl TextIndex {
     pub fn search(&self, query: &str) -> Vec<Hit> {
         let query_words: Vec<String> = words(query).take(MAX_QUERY_WORDS).collect();
         let typing = !query.ends_with(char::is_whitespace);
-        let mut hits: HashMap<u32, Hit> = HashMap::new();
+        // Dense per-document slots (a catalogue is tens of thousands of documents): the
+        // documents touched are listed so that only they are read back.
+        let documents = self.lengths.len();
+        let mut hits: Vec<Hit> = Vec::new();
+        let mut slot_of: Vec<u32> = vec![u32::MAX; documents];
+        // Best match of the current word in each document: (typos, rank, score); u8::MAX typos
+        // when not matched.
+        let mut best: Vec<(u8, u8, f32)> = vec![(u8::MAX, 0, 0.0); documents];
+        let mut touched: Vec<u32> = Vec::new();
         for (i, word) in query_words.iter().enumerate() {
             let last = i + 1 == query_words.len();
-            // Best match of this word in each document: (typos, rank, score).
-            let mut best: HashMap<u32, (u8, u8, f32)> = HashMap::new();
             for (term, typos) in self.matching_terms(word, last && typing) {
                 let postings = &self.postings[term];
                 let idf = self.idf(postings.len());
@@ -237,33 +243,39 @@ impl TextIndex {
                     let tf = p.frequency * (K1 + 1.0)
                         / (p.frequency + K1 * (1.0 - B + B * length / self.average));
                     let candidate = (typos, p.rank, idf * tf);
-                    best.entry(p.doc)
-                        .and_modify(|b| {
-                            if (candidate.0, candidate.1) < (b.0, b.1)
-                                || ((candidate.0, candidate.1) == (b.0, b.1) && candidate.2 > b.2)
-                            {
-                                *b = candidate;
-                            }
-                        })
-                        .or_insert(candidate);
+                    let b = &mut best[p.doc as usize];
+                    if b.0 == u8::MAX {
+                        touched.push(p.doc);
+                        *b = candidate;
+                    } else if (candidate.0, candidate.1) < (b.0, b.1)
+                        || ((candidate.0, candidate.1) == (b.0, b.1) && candidate.2 > b.2)
+                    {
+                        *b = candidate;
+                    }
                 }
             }
-            for (doc, (typos, rank, score)) in best {
-                let hit = hits.entry(doc).or_insert(Hit {
-                    doc,
-                    words: 0,
-                    typos: 0,
-                    rank: u8::MAX,
-                    score: 0.0,
-                });
+            for doc in touched.drain(..) {
+                let (typos, rank, score) =
+                    std::mem::replace(&mut best[doc as usize], (u8::MAX, 0, 0.0));
+                let slot = &mut slot_of[doc as usize];
+                if *slot == u32::MAX {
+                    *slot = hits.len() as u32;
+                    hits.push(Hit {
+                        doc,
+                        words: 0,
+                        typos: 0,
+                        rank: u8::MAX,
+                        score: 0.0,
+                    });
+                }
+                let hit = &mut hits[*slot as usize];
                 hit.words += 1;
                 hit.typos = hit.typos.saturating_add(typos);
                 hit.rank = hit.rank.min(rank);
                 hit.score += score;
             }
         }
-        let mut hits: Vec<Hit> = hits.into_values().collect();
-        hits.sort_by(Hit::order);
+        hits.sort_unstable_by(Hit::order);
         hits
     }
 

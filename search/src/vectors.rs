@@ -1,9 +1,10 @@
 //! Nearest vectors by cosine distance, and vectors computed from text.
 //!
-//! Vectors are kept normalised, once as f32 and once as 8-bit integers (a quarter of the
-//! memory traffic). A search scans the 8-bit copy, keeps the best candidates and ranks those
-//! exactly in f32, so the answer's order and distances are exact for all but vectors whose
-//! 8-bit similarity misplaces them by more than the candidate margin.
+//! Vectors are kept normalised three ways: as f32, as 8-bit integers, and as their signs (one
+//! bit a dimension). A search narrows in three passes: the signs of every vector (Hamming
+//! distance, a few instructions a vector), the 8-bit copies of the best few thousand, then the
+//! f32 vectors of the best few dozen, which give the answer's order and exact distances. A
+//! vector is missed only if both rough passes misplace it beyond their margins.
 
 use crate::text;
 
@@ -14,6 +15,8 @@ pub struct VectorIndex {
     dimensions: usize,
     exact: Vec<f32>,
     coarse: Vec<i8>,
+    /// Each vector's signs, 64 to a word: the first, cheapest pass compares these.
+    signs: Vec<u64>,
     /// Per vector: what one step of its 8-bit copy is worth.
     scales: Vec<f32>,
 }
@@ -23,6 +26,21 @@ pub fn normalised(v: &[f32]) -> Option<Vec<f32>> {
     let length = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     (length.is_finite() && length > 0.0).then(|| v.iter().map(|x| x / length).collect())
 }
+
+/// The signs of `v`, a bit a dimension (set when positive), 64 to a word.
+fn signs(v: &[f32]) -> Vec<u64> {
+    v.chunks(64)
+        .map(|chunk| {
+            chunk
+                .iter()
+                .enumerate()
+                .fold(0u64, |bits, (j, x)| bits | (u64::from(*x > 0.0) << j))
+        })
+        .collect()
+}
+
+/// Candidates the sign pass keeps at least.
+const SIGN_MARGIN: usize = 2_000;
 
 fn quantise(v: &[f32]) -> (Vec<i8>, f32) {
     let largest = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
@@ -38,11 +56,13 @@ impl VectorIndex {
             dimensions,
             exact: Vec::with_capacity(vectors.len() * dimensions),
             coarse: Vec::with_capacity(vectors.len() * dimensions),
+            signs: Vec::with_capacity(vectors.len() * dimensions.div_ceil(64)),
             scales: Vec::with_capacity(vectors.len()),
         };
         for (i, v) in vectors.iter().enumerate() {
             let unit = normalised(v).filter(|u| u.len() == dimensions).ok_or(i)?;
             let (coarse, scale) = quantise(&unit);
+            index.signs.extend(signs(&unit));
             index.exact.extend_from_slice(&unit);
             index.coarse.extend_from_slice(&coarse);
             index.scales.push(scale);
@@ -63,7 +83,10 @@ impl VectorIndex {
     }
 
     pub fn memory(&self) -> usize {
-        self.exact.capacity() * 4 + self.coarse.capacity() + self.scales.capacity() * 4
+        self.exact.capacity() * 4
+            + self.coarse.capacity()
+            + self.signs.capacity() * 8
+            + self.scales.capacity() * 4
     }
 
     /// The vector numbered `i`, normalised.
@@ -91,20 +114,42 @@ impl VectorIndex {
             return Some(Vec::new());
         }
         let (coarse_query, query_scale) = quantise(&query);
-        let margin = (k * 8).max(64);
-        // (approximate similarity, vector), the best `margin` kept.
-        let mut candidates: Vec<(f32, usize)> = Vec::with_capacity(margin * 2);
+        let query_signs = signs(&query);
+        let words = query_signs.len();
+        // First pass: Hamming distance of the signs; the nearest `SIGN_MARGIN` (or more) go on.
+        let keep_signs = (k * 64).max(SIGN_MARGIN);
+        let mut rough: Vec<(u32, usize)> = Vec::with_capacity(keep_signs * 2);
         for i in 0..self.len() {
             if !keep(i) {
                 continue;
             }
-            let v = &self.coarse[i * self.dimensions..(i + 1) * self.dimensions];
-            let dot = dot_i8(v, &coarse_query);
-            candidates.push((dot as f32 * self.scales[i] * query_scale, i));
-            if candidates.len() == margin * 2 {
-                candidates.select_nth_unstable_by(margin - 1, |a, b| b.0.total_cmp(&a.0));
-                candidates.truncate(margin);
+            let bits = &self.signs[i * words..(i + 1) * words];
+            let apart: u32 = bits
+                .iter()
+                .zip(&query_signs)
+                .map(|(a, b)| (a ^ b).count_ones())
+                .sum();
+            rough.push((apart, i));
+            if rough.len() == keep_signs * 2 {
+                rough.select_nth_unstable(keep_signs - 1);
+                rough.truncate(keep_signs);
             }
+        }
+        // Second pass: the 8-bit vectors of those; the best `margin` go on.
+        let margin = (k * 8).max(64);
+        let mut candidates: Vec<(f32, usize)> = rough
+            .into_iter()
+            .map(|(_, i)| {
+                let v = &self.coarse[i * self.dimensions..(i + 1) * self.dimensions];
+                (
+                    dot_i8(v, &coarse_query) as f32 * self.scales[i] * query_scale,
+                    i,
+                )
+            })
+            .collect();
+        if candidates.len() > margin {
+            candidates.select_nth_unstable_by(margin - 1, |a, b| b.0.total_cmp(&a.0));
+            candidates.truncate(margin);
         }
         let mut ranked: Vec<(usize, f32)> = candidates
             .into_iter()
@@ -211,7 +256,7 @@ mod tests {
 
     #[test]
     fn many_vectors_rank_as_an_exact_scan_would() {
-        // A deterministic cloud of 2,000 vectors in 32 dimensions.
+        // A deterministic cloud, larger than the sign pass keeps, so all three passes narrow.
         let mut state = 7u64;
         let mut next = || {
             state = state
@@ -219,18 +264,21 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             ((state >> 33) as f32 / (1u64 << 31) as f32) - 0.5
         };
-        let vectors: Vec<Vec<f32>> = (0..2000)
-            .map(|_| (0..32).map(|_| next()).collect())
+        let count = 3 * SIGN_MARGIN;
+        let vectors: Vec<Vec<f32>> = (0..count)
+            .map(|_| (0..64).map(|_| next()).collect())
             .collect();
-        let index = VectorIndex::build(32, &vectors).unwrap();
-        let query: Vec<f32> = (0..32).map(|_| next()).collect();
-        let found = index.nearest(&query, 10, |_| true).unwrap();
-        let q = normalised(&query).unwrap();
-        let mut exact: Vec<(usize, f32)> = (0..2000)
-            .map(|i| (i, index.exact_distance(i, &q)))
-            .collect();
-        exact.sort_by(|a, b| a.1.total_cmp(&b.1));
-        assert_eq!(found, exact[..10].to_vec());
+        let index = VectorIndex::build(64, &vectors).unwrap();
+        for _ in 0..20 {
+            let query: Vec<f32> = (0..64).map(|_| next()).collect();
+            let found = index.nearest(&query, 10, |_| true).unwrap();
+            let q = normalised(&query).unwrap();
+            let mut exact: Vec<(usize, f32)> = (0..count)
+                .map(|i| (i, index.exact_distance(i, &q)))
+                .collect();
+            exact.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+            assert_eq!(found, exact[..10].to_vec());
+        }
     }
 
     #[test]

@@ -155,6 +155,8 @@ pub struct CatalogueIndex {
     computed_vectors: bool,
     /// Folded category names.
     categories: Vec<String>,
+    /// Each product can be ordered now.
+    available: Vec<bool>,
     /// For each of `SORTS`: the products in that order, and each product's place in it.
     orders: Vec<Vec<u32>>,
     places: Vec<Vec<u32>>,
@@ -295,6 +297,7 @@ impl CatalogueIndex {
                 .map(|(i, p)| (p.id.clone(), i))
                 .collect(),
             categories,
+            available: products.iter().map(Product::is_available).collect(),
             orders,
             places,
             text,
@@ -386,7 +389,7 @@ impl CatalogueIndex {
                     && query
                         .booking_required
                         .is_none_or(|b| p.book_in_advance == b)
-                    && query.is_available.is_none_or(|a| p.is_available() == a)
+                    && query.is_available.is_none_or(|a| self.available[i] == a)
                     && self.tier_matches(p, query)
                     && cost_matches(p, query)
             })
@@ -504,7 +507,7 @@ impl CatalogueIndex {
             });
         }
         let except = except.and_then(|id| self.by_id.get(id).copied());
-        let keep = |i: usize| Some(i) != except && self.products[i].is_available();
+        let keep = |i: usize| Some(i) != except && self.available[i];
         let nearest = self
             .vectors
             .nearest(vector, limit, keep)
