@@ -341,9 +341,14 @@ impl CatalogueIndex {
                 descending: false,
             }));
         // Kilometres from the geofence's centre to each product's nearest branch within it.
+        // Without a search, from the branches' index; with one, per candidate once the other
+        // filters have thinned them (below).
         let mut inside = Vec::new();
-        let nearest: Option<Vec<f64>> = query.near.map(|near| {
+        let mut nearest: Option<Vec<f64>> = query.near.map(|near| {
             let mut nearest = vec![f64::INFINITY; self.products.len()];
+            if searching {
+                return nearest;
+            }
             for (point, d) in self
                 .geo
                 .within(near.latitude, near.longitude, near.radius_km)
@@ -378,7 +383,7 @@ impl CatalogueIndex {
             .into_iter()
             .filter(|&i| {
                 let p = &self.products[i];
-                nearest.as_ref().is_none_or(|n| n[i].is_finite())
+                (searching || nearest.as_ref().is_none_or(|n| n[i].is_finite()))
                     && query
                         .category_id
                         .as_deref()
@@ -394,6 +399,23 @@ impl CatalogueIndex {
                     && cost_matches(p, query)
             })
             .collect();
+        if let (true, Some(near), Some(nearest)) = (searching, query.near, nearest.as_mut()) {
+            found.retain(|&i| {
+                let closest = self.products[i]
+                    .branches
+                    .iter()
+                    .filter_map(|b| b.address.as_ref())
+                    .filter_map(|a| Some((a.latitude?, a.longitude?)))
+                    .map(|(lat, lon)| {
+                        search::geo::distance_km(near.latitude, near.longitude, lat, lon)
+                    })
+                    .fold(f64::INFINITY, f64::min);
+                if closest <= near.radius_km {
+                    nearest[i] = closest;
+                }
+                closest <= near.radius_km
+            });
+        }
         match (sort, &nearest) {
             (Some(sort), _) if searching || query.near.is_some() => {
                 let place = &self.places[sort_slot(sort)];
