@@ -3,23 +3,11 @@
 
 use serde_json::{Value, json};
 use store::{
-    Campaign, Catalogue, ImportOptions, NewCampaign, NewTier, Page, Store, StoreError, Tokens,
-    backend_tests,
+    Campaign, Catalogue, ImportOptions, NewTier, Page, Store, StoreError, Tokens, backend_tests,
 };
 
 async fn campaign(store: &Store) -> Campaign {
-    let org = store.create_org("Acme").await.unwrap();
-    store
-        .create_campaign(
-            &org.id,
-            NewCampaign {
-                name: "Main".into(),
-                currency: "PTS".into(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap()
+    store::testing::campaign_fixture(store).await
 }
 
 fn document() -> Value {

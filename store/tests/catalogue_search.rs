@@ -4,23 +4,12 @@
 
 use serde_json::json;
 use store::{
-    Campaign, Catalogue, Catalogues, Comparison, ImportOptions, Near, NewCampaign, Page,
-    ProductQuery, Sort, SortField, Store, Tokens, backend_tests,
+    Campaign, Catalogue, Catalogues, Comparison, ImportOptions, Near, Page, ProductQuery, Sort,
+    SortField, Store, Tokens, backend_tests,
 };
 
 async fn imported(store: &Store) -> Campaign {
-    let org = store.create_org("Acme").await.unwrap();
-    let campaign = store
-        .create_campaign(
-            &org.id,
-            NewCampaign {
-                name: "Main".into(),
-                currency: "PTS".into(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+    let campaign = store::testing::campaign_fixture(store).await;
     let branch = |id: &str, lat: f64, lon: f64| json!({"id": id, "name": id, "address": {"latitude": lat, "longitude": lon}});
     let doc = json!({
         "categories": [{"id": "food", "name": "Food & Drink"}, {"id": "trips", "name": "Trips"},

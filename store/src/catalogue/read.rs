@@ -10,7 +10,8 @@ use super::document::{
 };
 use super::document::{ProductEntry, VariantEntry};
 use super::{Product, Variant};
-use crate::{Page, Paged, Store, StoreError, Tier, Tokens};
+use crate::programme::tiers::joined_tier;
+use crate::{Page, Paged, Store, StoreError, Tokens};
 
 row_struct! {
     struct ProductRow {
@@ -138,17 +139,14 @@ impl Store {
         }
         let mut variants_of: HashMap<String, Vec<Variant>> = HashMap::new();
         for v in variants {
-            let tier = match (v.tier_id, v.tier_name) {
-                (Some(id), Some(name)) => Some(Tier {
-                    id,
-                    name,
-                    precedence: v.tier_precedence.unwrap_or_default(),
-                    threshold: Tokens::from_micros(v.tier_threshold.unwrap_or_default()),
-                    benefits: v.tier_benefits.map(|b| b.0).unwrap_or_default(),
-                    image_url: v.tier_image_url,
-                }),
-                _ => None,
-            };
+            let tier = joined_tier(
+                v.tier_id,
+                v.tier_name,
+                v.tier_precedence,
+                v.tier_threshold,
+                v.tier_benefits,
+                v.tier_image_url,
+            );
             variants_of.entry(v.product_id).or_default().push(Variant {
                 id: v.id,
                 name: v.name,
@@ -260,12 +258,11 @@ impl Store {
         only: Option<&str>,
         page: Page,
     ) -> Result<Paged<Category>, StoreError> {
-        let rows = paged!(self, page,
-            select: "id, name",
-            from: "FROM categories WHERE campaign_id = $1 AND id = COALESCE($2, id)",
-            order: "position, id",
-            args: [campaign_id, only])?;
-        Paged::of(rows, page, |(id, name)| Ok(Category { id, name }))
+        self.named("categories", campaign_id, only, page, |id, name| Category {
+            id,
+            name,
+        })
+        .await
     }
 
     /// The campaign's tags in the import's order, or only the one with id `only`.
@@ -275,11 +272,24 @@ impl Store {
         only: Option<&str>,
         page: Page,
     ) -> Result<Paged<Tag>, StoreError> {
+        self.named("tags", campaign_id, only, page, |id, name| Tag { id, name })
+            .await
+    }
+
+    /// A page of a campaign's (id, name) records from `table`, each made by `record`.
+    async fn named<T>(
+        &self,
+        table: &'static str,
+        campaign_id: &str,
+        only: Option<&str>,
+        page: Page,
+        record: impl Fn(String, String) -> T,
+    ) -> Result<Paged<T>, StoreError> {
         let rows = paged!(self, page,
             select: "id, name",
-            from: "FROM tags WHERE campaign_id = $1 AND id = COALESCE($2, id)",
+            from: &format!("FROM {table} WHERE campaign_id = $1 AND id = COALESCE($2, id)"),
             order: "position, id",
             args: [campaign_id, only])?;
-        Paged::of(rows, page, |(id, name)| Ok(Tag { id, name }))
+        Paged::of(rows, page, |(id, name)| Ok(record(id, name)))
     }
 }

@@ -7,6 +7,7 @@ use sqlx::types::Json;
 
 use crate::common::ids::{new_id, now};
 use crate::error::conflict_on;
+use crate::programme::tiers::joined_tier;
 use crate::{Campaign, Page, Paged, Store, StoreError, Tier, Tokens};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,17 +88,14 @@ row_struct! {
 }
 
 fn wallet_from_row(r: WalletRow) -> Wallet {
-    let tier = match (r.tier_id, r.tier_name) {
-        (Some(id), Some(name)) => Some(Tier {
-            id,
-            name,
-            precedence: r.tier_precedence.unwrap_or_default(),
-            threshold: Tokens::from_micros(r.tier_threshold.unwrap_or_default()),
-            benefits: r.tier_benefits.map(|b| b.0).unwrap_or_default(),
-            image_url: r.tier_image_url,
-        }),
-        _ => None,
-    };
+    let tier = joined_tier(
+        r.tier_id,
+        r.tier_name,
+        r.tier_precedence,
+        r.tier_threshold,
+        r.tier_benefits,
+        r.tier_image_url,
+    );
     Wallet {
         id: r.id,
         campaign_id: r.campaign_id,

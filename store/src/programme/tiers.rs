@@ -61,6 +61,25 @@ fn tier_from_row((id, name, precedence, threshold, benefits, image_url): TierRow
     }
 }
 
+/// The tier a `LEFT JOIN tiers` found, from its columns (all `None` when there was none).
+pub(crate) fn joined_tier(
+    id: Option<String>,
+    name: Option<String>,
+    precedence: Option<i64>,
+    threshold: Option<i64>,
+    benefits: Option<Json<Vec<String>>>,
+    image_url: Option<String>,
+) -> Option<Tier> {
+    Some(Tier {
+        id: id?,
+        name: name?,
+        precedence: precedence.unwrap_or_default(),
+        threshold: Tokens::from_micros(threshold.unwrap_or_default()),
+        benefits: benefits.map(|b| b.0).unwrap_or_default(),
+        image_url,
+    })
+}
+
 impl Store {
     pub async fn create_tier(
         &self,

@@ -130,17 +130,27 @@ macro_rules! backend_tests {
     };
 }
 
-/// An organisation with a campaign (`PTS`), a member `card-1` and that member's wallet `w-1`.
-pub async fn wallet_fixture(store: &Store) -> (crate::Campaign, crate::Wallet) {
-    use crate::{NewCampaign, NewMember, NewWallet};
+/// A new organisation `Acme` with a campaign `Main` in `PTS`.
+pub async fn campaign_fixture(store: &Store) -> crate::Campaign {
     let made = async {
         let org = store.create_org("Acme").await?;
-        let campaign = NewCampaign {
+        let campaign = crate::NewCampaign {
             name: "Main".into(),
             currency: "PTS".into(),
             ..Default::default()
         };
-        let campaign = store.create_campaign(&org.id, campaign).await?;
+        store.create_campaign(&org.id, campaign).await
+    };
+    made.await
+        .unwrap_or_else(|e| panic!("campaign fixture: {e}"))
+}
+
+/// An organisation with a campaign (`PTS`), a member `card-1` and that member's wallet `w-1`.
+pub async fn wallet_fixture(store: &Store) -> (crate::Campaign, crate::Wallet) {
+    use crate::{NewMember, NewWallet};
+    let campaign = campaign_fixture(store).await;
+    let made = async {
+        let org_id = campaign.org_id.clone();
         let member = NewMember {
             first_name: "Ada".into(),
             idp: "reference".into(),
@@ -148,7 +158,7 @@ pub async fn wallet_fixture(store: &Store) -> (crate::Campaign, crate::Wallet) {
             external_id: "card-1".into(),
             ..Default::default()
         };
-        store.create_member(&org.id, member).await?;
+        store.create_member(&org_id, member).await?;
         let wallet = NewWallet {
             owner: Some("card-1".into()),
             external_id: Some("w-1".into()),
