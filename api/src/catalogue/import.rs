@@ -3,10 +3,7 @@
 //! checked whole and applied in one transaction, or every problem is answered with its path.
 
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::HeaderMap;
-use axum::http::header;
 use serde::Deserialize;
 use store::{Catalogue, ImportOptions, Permission, StoreError};
 use utoipa::IntoParams;
@@ -17,6 +14,7 @@ use super::views::ImportReportView;
 use crate::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, Problem};
+use crate::http::json::JsonBytes;
 use crate::http::query::QueryParams;
 
 /// The largest import body.
@@ -52,16 +50,9 @@ async fn import_catalogue(
     State(state): State<AppState>,
     caller: Caller,
     QueryParams(query): QueryParams<ImportQuery>,
-    headers: HeaderMap,
-    body: Bytes,
+    JsonBytes(body): JsonBytes,
 ) -> Result<Json<ImportReportView>, ApiError> {
     caller.require(Permission::CatalogueWrite)?;
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok());
-    if content_type.is_some_and(|ct| !ct.contains("json")) {
-        return Err(ApiError::UnsupportedMediaType);
-    }
     let catalogue = Catalogue::from_json(&body).map_err(StoreError::InvalidCatalogue)?;
     let options = ImportOptions {
         dry_run: query.dry_run.unwrap_or(false),

@@ -18,7 +18,7 @@ use crate::AppState;
 use crate::http::auth::Caller;
 use crate::http::checks::Checks;
 use crate::http::error::{ApiError, Problem};
-use crate::http::json::JsonBody;
+use crate::http::json::{JsonBytes, parse};
 use crate::http::query::{QueryParams, Whole};
 
 /// The most results one call gives.
@@ -143,9 +143,11 @@ pub fn document(api: &mut utoipa::openapi::OpenApi) {
 async fn vector_search(
     State(state): State<AppState>,
     caller: Caller,
-    JsonBody(input): JsonBody<VectorSearchInput>,
+    JsonBytes(body): JsonBytes,
 ) -> Result<Json<Vec<ProductView>>, ApiError> {
+    // The permission first: a key without it learns nothing about the body's rules.
     caller.require(Permission::VectorSearch)?;
+    let input: VectorSearchInput = parse(&body)?;
     let campaign = &caller.context.campaign;
     let index = state.catalogues.get(&campaign.id).await?;
     let mut checks = Checks::default();

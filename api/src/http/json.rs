@@ -14,6 +14,19 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let JsonBytes(bytes) = JsonBytes::from_request(req, state).await?;
+        parse(&bytes).map(JsonBody)
+    }
+}
+
+/// A JSON body's bytes, not yet read (for handlers that check something first, or read the
+/// JSON their own way): the content type is checked and the size limit applied.
+pub struct JsonBytes(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for JsonBytes {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         let content_type = req
             .headers()
             .get(header::CONTENT_TYPE)
@@ -29,7 +42,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
                 ApiError::invalid("body", "invalid_body", rejection.body_text())
             }
         })?;
-        parse(&bytes).map(JsonBody)
+        Ok(JsonBytes(bytes))
     }
 }
 

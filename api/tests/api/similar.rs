@@ -22,6 +22,12 @@ async fn the_vector_search_needs_its_permission_and_a_good_vector(app: TestApp) 
     let denied = app.post(path, json!({"limit": 3, "text": "dinner"})).await;
     assert_eq!(denied.status, StatusCode::FORBIDDEN);
     assert_eq!(denied.body["code"], "permission_required");
+    let malformed = app.post(path, json!({"limit": "lots"})).await;
+    assert_eq!(
+        malformed.status,
+        StatusCode::FORBIDDEN,
+        "the permission is checked first"
+    );
 
     let key = app.vector_key().await;
     let search = |body: Value| app.send(Method::POST, path, Some(&key), None, Some(body));

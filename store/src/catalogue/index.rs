@@ -646,7 +646,17 @@ impl Catalogues {
             self.keep(campaign_id, index.clone());
             return Ok(index);
         }
-        let _building = self.building.lock().await;
+        // While another request builds, an index this node already had keeps answering (a
+        // large catalogue takes seconds to index); with none, wait for the build.
+        let _building = match self.building.try_lock() {
+            Ok(guard) => guard,
+            Err(_) => {
+                if let Some((index, _)) = self.cached(campaign_id) {
+                    return Ok(index);
+                }
+                self.building.lock().await
+            }
+        };
         if let Some((index, _)) = self.cached(campaign_id)
             && index.version == version
         {
