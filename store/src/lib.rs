@@ -10,6 +10,7 @@
 //! - `members/`: members and their communication preferences.
 //! - `ledger/`: wallets, transactions, earn requests, crediting, burns, expiry and the audit.
 //! - `batches/`: batch-file records, crediting a file's rows, column mappings.
+//! - `orders/`: orders and their redemption codes (encrypted at rest).
 //! - `catalogue/`: the reward catalogue: the import document, applying it, reading it back, and
 //!   the in-memory search index of each campaign (`index.rs`, built on the `search` crate).
 //! - `common/`: ids, exact token amounts, paging, the short-lived cache; `error.rs`: the one
@@ -27,6 +28,7 @@ mod catalogue;
 mod error;
 mod ledger;
 mod members;
+mod orders;
 mod tenancy;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -56,6 +58,7 @@ pub use members::{
     CATEGORIES, Channels, ChannelsPatch, CommunicationPreferences, Member, MemberPatch,
     MemberStatus, NewMember, PreferencesPatch,
 };
+pub use orders::codes::{CodeKey, masked as masked_code, new_code};
 pub use programme::policies::{Expiry, Policy};
 pub use programme::rule_book::RuleBook;
 pub use programme::rule_sets::RuleSetVersion;
