@@ -259,7 +259,8 @@ async fn main() {
     assert!(warm.status().is_success());
     println!("over HTTP, {CLIENTS} concurrent clients, {SECONDS} s each:");
     println!("{}", common::HEADER);
-    let paths: [(&str, PathFor); 4] = [
+    let gold_precedence = gold.precedence;
+    let paths: [(&str, PathFor); 5] = [
         (
             "GET /v1/products?search=",
             Box::new(|i| format!("/v1/products?search={}", TEXTS[i % TEXTS.len()])),
@@ -275,6 +276,19 @@ async fn main() {
                 format!(
                     "/v1/products?latitude={}&longitude={}&radius=10",
                     n.latitude, n.longitude
+                )
+            }),
+        ),
+        (
+            "  combined",
+            Box::new(move |i| {
+                let n = near_cape_town(i);
+                format!(
+                    "/v1/products?search={}&categoryId=experiences&tierPrecedence={gold_precedence}\
+                     &tierPrecedenceOp=gte&latitude={}&longitude={}&radius=30&sort=price:asc",
+                    TEXTS[i % TEXTS.len()],
+                    n.latitude,
+                    n.longitude
                 )
             }),
         ),
