@@ -23,8 +23,10 @@ pub struct VectorIndex {
 
 /// `v` scaled to length 1; `None` for a zero (or non-finite) vector, which has no direction.
 pub fn normalised(v: &[f32]) -> Option<Vec<f32>> {
-    let length = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    (length.is_finite() && length > 0.0).then(|| v.iter().map(|x| x / length).collect())
+    // In f64: the squares of tiny f32 components would vanish (and of huge ones overflow).
+    let length = v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    (length.is_finite() && length > 0.0)
+        .then(|| v.iter().map(|x| (f64::from(*x) / length) as f32).collect())
 }
 
 /// The signs of `v`, a bit a dimension (set when positive), 64 to a word.
@@ -90,8 +92,9 @@ impl VectorIndex {
     }
 
     /// The vector numbered `i`, normalised.
-    pub fn vector(&self, i: usize) -> &[f32] {
-        &self.exact[i * self.dimensions..(i + 1) * self.dimensions]
+    pub fn vector(&self, i: usize) -> Option<&[f32]> {
+        self.exact
+            .get(i * self.dimensions..(i + 1) * self.dimensions)
     }
 
     /// Cosine distance (0 same direction, 2 opposite) from the vector numbered `i` to `query`
@@ -232,6 +235,19 @@ mod tests {
         );
         let opposite = index.nearest(&[1.0, 0.0], 4, |_| true).unwrap();
         assert_eq!(opposite[3], (3, 2.0));
+    }
+
+    #[test]
+    fn tiny_and_huge_components_keep_their_direction() {
+        assert_eq!(normalised(&[1e-30, 0.0]), Some(vec![1.0, 0.0]));
+        let huge = normalised(&[3e30, 4e30]).unwrap();
+        assert!(
+            (huge[0] - 0.6).abs() < 1e-6 && (huge[1] - 0.8).abs() < 1e-6,
+            "{huge:?}"
+        );
+        assert_eq!(normalised(&[0.0, -0.0]), None);
+        let index = VectorIndex::build(2, &[vec![1e-38, 1e-38]]).unwrap();
+        assert_eq!(index.nearest(&[1.0, 1.0], 1, |_| true).unwrap()[0].0, 0);
     }
 
     #[test]

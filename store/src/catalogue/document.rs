@@ -674,7 +674,8 @@ impl Reader {
             .map(|n| n.as_f64().map(|n| n as f32).filter(|n| n.is_finite()))
             .collect();
         match vector {
-            Some(v) if v.iter().all(|x| *x == 0.0) => {
+            // Judged as the index will: a vector too small to have a length has no direction.
+            Some(v) if search::vectors::normalised(&v).is_none() => {
                 self.fail(at, "must not be all zeros (it has no direction)");
                 None
             }

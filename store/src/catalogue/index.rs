@@ -222,7 +222,10 @@ impl CatalogueIndex {
                     .first()
                     .map_or(search::vectors::EMBED_DIMENSIONS, Vec::len);
                 // The import checks that embeddings share one dimension and have a direction.
-                VectorIndex::build(dimensions, &vectors).unwrap_or_else(|_| {
+                // A stored vector that breaks that (edited in the database) leaves the catalogue
+                // without vector search rather than failing its text search too.
+                VectorIndex::build(dimensions, &vectors).unwrap_or_else(|bad| {
+                    tracing::warn!(version, product = %products[bad].id, "a stored embedding has no direction or the wrong dimension; vector search is off for this catalogue");
                     VectorIndex::build(dimensions, &[]).expect("an empty index")
                 })
             },
@@ -543,7 +546,7 @@ impl CatalogueIndex {
     /// The vector of the product with id `id` (normalised).
     pub fn vector_of(&self, id: &str) -> Option<Vec<f32>> {
         let i = *self.by_id.get(id)?;
-        Some(self.vectors.vector(i).to_vec())
+        self.vectors.vector(i).map(<[f32]>::to_vec)
     }
 }
 
