@@ -45,7 +45,8 @@ struct ImportQuery {
     params(ImportQuery),
     request_body(content = Object, content_type = "application/json",
         description = "The catalogue document: `categories`, `tags`, `tiers`, `products`."),
-    responses((status = 200, body = ImportReportView), (status = 400, body = Problem)))]
+    responses((status = 200, body = ImportReportView), (status = 400, body = Problem),
+        (status = 409, description = "a tier of the document would take the name of another of the campaign's tiers", body = Problem)))]
 async fn import_catalogue(
     State(state): State<AppState>,
     caller: Caller,

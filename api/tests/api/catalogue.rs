@@ -111,7 +111,22 @@ async fn another_campaign_sees_none_of_it(app: TestApp) {
     }
 }
 
+async fn a_tier_renamed_onto_another_is_a_conflict(app: TestApp) {
+    app.import_catalogue(small_catalogue()).await;
+    // Gold, matched by the id the service gave it, would take Silver's name.
+    let tiers = app.get("/v1/tiers").await;
+    let gold_id = tiers.data()[0]["id"].as_str().unwrap().to_string();
+    let mut clash = small_catalogue();
+    clash["tiers"] = json!([{"id": gold_id, "name": "Silver", "precedence": 1}]);
+    clash["products"][0]["variants"][0]["tier"] = json!(gold_id);
+    let key = app.catalogue_key().await;
+    let reply = app.put_catalogue(&key, "", clash).await;
+    assert_eq!(reply.status, StatusCode::CONFLICT, "{}", reply.body);
+    assert_eq!(reply.body["field"], "tiers");
+}
+
 app_tests!(
+    a_tier_renamed_onto_another_is_a_conflict,
     importing_needs_the_catalogue_write_permission,
     an_import_answers_its_counts_and_every_problem_with_its_path,
     a_body_that_is_not_an_object_is_one_problem,
