@@ -180,12 +180,15 @@ async fn vector_search(
     let found = index
         .nearest(&vector, limit, None)
         .map_err(|problem| vector_problem("vector", problem))?;
-    Ok(Json(
-        found
-            .into_iter()
-            .map(|(p, d)| ProductView::plain(p, &campaign.currency, Some(f64::from(d))))
-            .collect(),
-    ))
+    Ok(Json(with_distances(found, &campaign.currency)))
+}
+
+/// Nearest products as answered: each with its cosine distance.
+fn with_distances(found: Vec<(&store::Product, f32)>, currency: &str) -> Vec<ProductView> {
+    found
+        .into_iter()
+        .map(|(p, d)| ProductView::plain(p, currency, Some(f64::from(d))))
+        .collect()
 }
 
 fn text_vector(index: &CatalogueIndex, text: &str, checks: &mut Checks) -> Option<Vec<f32>> {
@@ -254,12 +257,7 @@ async fn recommendations(
     let found = index
         .nearest(&vector, limit, Some(&id))
         .map_err(|problem| vector_problem("id", problem))?;
-    Ok(Json(
-        found
-            .into_iter()
-            .map(|(p, d)| ProductView::plain(p, &campaign.currency, Some(f64::from(d))))
-            .collect(),
-    ))
+    Ok(Json(with_distances(found, &campaign.currency)))
 }
 
 #[derive(Deserialize, IntoParams)]

@@ -67,6 +67,16 @@ type BranchRow = (
     Option<Json<ContactDetails>>,
 );
 
+/// `rows` as records grouped by product id, in the rows' order within each product.
+fn grouped<R, T>(rows: Vec<R>, split: impl Fn(R) -> (String, T)) -> HashMap<String, Vec<T>> {
+    let mut groups: HashMap<String, Vec<T>> = HashMap::new();
+    for row in rows {
+        let (product, record) = split(row);
+        groups.entry(product).or_default().push(record);
+    }
+    groups
+}
+
 /// `bytes` (little-endian f32s) as a vector.
 fn embedding(bytes: &[u8]) -> Vec<f32> {
     bytes
@@ -124,21 +134,17 @@ impl Store {
             ))
         }
         .await)?;
-        let mut tags_of: HashMap<String, Vec<Tag>> = HashMap::new();
-        for (product, id, name) in tags {
-            tags_of.entry(product).or_default().push(Tag { id, name });
-        }
-        let mut branches_of: HashMap<String, Vec<Branch>> = HashMap::new();
-        for (product, id, name, address, contact_details) in branches {
-            branches_of.entry(product).or_default().push(Branch {
+        let mut tags_of = grouped(tags, |(product, id, name)| (product, Tag { id, name }));
+        let mut branches_of = grouped(branches, |(product, id, name, address, contact)| {
+            let branch = Branch {
                 id,
                 name,
                 address: address.map(|a| a.0),
-                contact_details: contact_details.map(|c| c.0),
-            });
-        }
-        let mut variants_of: HashMap<String, Vec<Variant>> = HashMap::new();
-        for v in variants {
+                contact_details: contact.map(|c| c.0),
+            };
+            (product, branch)
+        });
+        let mut variants_of = grouped(variants, |v| {
             let tier = joined_tier(
                 v.tier_id,
                 v.tier_name,
@@ -147,7 +153,7 @@ impl Store {
                 v.tier_benefits,
                 v.tier_image_url,
             );
-            variants_of.entry(v.product_id).or_default().push(Variant {
+            let variant = Variant {
                 id: v.id,
                 name: v.name,
                 category: v.category,
@@ -158,8 +164,9 @@ impl Store {
                 tier,
                 available: v.available,
                 stock: v.stock,
-            });
-        }
+            };
+            (v.product_id, variant)
+        });
         Ok(products
             .into_iter()
             .map(|p| Product {
