@@ -1,5 +1,27 @@
 //! What a store operation can report besides success.
 
+/// One problem with a request or document: where (a JSON path) and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldProblem {
+    pub path: String,
+    pub message: String,
+}
+
+impl FieldProblem {
+    pub(crate) fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        FieldProblem {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for FieldProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
 /// An error from a store operation. `Invalid` and `Conflict` are the caller's fault and carry the
 /// field concerned; `Database` is ours (or the database's) and is never shown in detail to clients.
 #[derive(Debug, thiserror::Error)]
@@ -30,7 +52,19 @@ pub enum StoreError {
     InvalidRules(rules::CompileErrors),
     /// A catalogue import document with problems; every one is listed with its JSON path.
     #[error("the catalogue has {} problem(s), the first: {}", .0.len(), .0.first().map(ToString::to_string).unwrap_or_default())]
-    InvalidCatalogue(Vec<crate::CatalogueError>),
+    InvalidCatalogue(Vec<FieldProblem>),
+    /// A request whose fields name data that does not allow it (an order line naming an
+    /// unknown product); every problem is listed with its JSON path.
+    #[error("{} problem(s), the first: {}", .0.len(), .0.first().map(ToString::to_string).unwrap_or_default())]
+    Rejected(Vec<FieldProblem>),
+    /// A well-formed request that the state of what it names refuses (sold out, a code already
+    /// redeemed, a booking move the state machine does not allow): `code` says which.
+    #[error("{message}")]
+    Refused {
+        code: &'static str,
+        field: Option<String>,
+        message: String,
+    },
     /// A stored value this version of the code does not know (a status, kind or state written
     /// by a newer version, or damaged data): reported, never read as something else.
     #[error("{table}.{column} holds `{value}`, which this version does not know")]
@@ -56,6 +90,14 @@ impl StoreError {
         StoreError::Invalid {
             field,
             message: message.into(),
+        }
+    }
+
+    pub(crate) fn refused(code: &'static str, field: Option<String>, message: String) -> Self {
+        StoreError::Refused {
+            code,
+            field,
+            message,
         }
     }
 }

@@ -10,7 +10,7 @@
 //! - `members/`: members and their communication preferences.
 //! - `ledger/`: wallets, transactions, earn requests, crediting, burns, expiry and the audit.
 //! - `batches/`: batch-file records, crediting a file's rows, column mappings.
-//! - `orders/`: orders and their redemption codes (encrypted at rest).
+//! - `orders/`: orders, their redemption codes (encrypted at rest) and bookings.
 //! - `catalogue/`: the reward catalogue: the import document, applying it, reading it back, and
 //!   the in-memory search index of each campaign (`index.rs`, built on the `search` crate).
 //! - `common/`: ids, exact token amounts, paging, the short-lived cache; `error.rs`: the one
@@ -37,7 +37,7 @@ pub use backend::{Backend, Store};
 pub use batches::file_earns::{Evaluated, FileEarn, FileOutcome, Pending};
 pub use batches::mappings::StoredMapping;
 pub use batches::records::{Batch, BatchFinish, BatchState, NewBatch};
-pub use catalogue::document::{Catalogue, CatalogueError, ProductEntry, TierEntry, VariantEntry};
+pub use catalogue::document::{Catalogue, ProductEntry, TierEntry, VariantEntry};
 pub use catalogue::generate::catalogue as generate_catalogue;
 pub use catalogue::import::{Counts, ImportOptions, ImportReport};
 pub use catalogue::index::{
@@ -45,10 +45,10 @@ pub use catalogue::index::{
     VectorProblem,
 };
 pub use catalogue::{Address, Branch, Category, ContactDetails, Product, Tag, Variant, Weekdays};
-pub use common::ids::new_id;
+pub use common::ids::{new_id, random_roll};
 pub use common::page::{Page, Paged};
 pub use common::tokens::Tokens;
-pub use error::StoreError;
+pub use error::{FieldProblem, StoreError};
 pub use ledger::audit::Discrepancy;
 pub use ledger::burn::{Burned, NewBurn};
 pub use ledger::earn::{Credit, Credited, EarnInput, EarnRequest, EarnStatus, PendingEarn};
@@ -58,7 +58,12 @@ pub use members::{
     CATEGORIES, Channels, ChannelsPatch, CommunicationPreferences, Member, MemberPatch,
     MemberStatus, NewMember, PreferencesPatch,
 };
+pub use orders::bookings::BookingFilter;
 pub use orders::codes::{CodeKey, masked as masked_code, new_code};
+pub use orders::{
+    Booking, BookingPatch, BookingStatus, Code, LocalDate, NewBooking, NewLine, NewOrder, Order,
+    OrderLine, OrderScope, Placed, ProductSummary, Redeemed,
+};
 pub use programme::policies::{Expiry, Policy};
 pub use programme::rule_book::RuleBook;
 pub use programme::rule_sets::RuleSetVersion;

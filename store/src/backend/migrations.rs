@@ -30,6 +30,7 @@ migrations! {
     6 "mappings" "0006_mappings.sql",
     7 "campaign date index" "0007_campaign_date_index.sql",
     8 "catalogue" "0008_catalogue.sql",
+    9 "orders" "0009_orders.sql",
 }
 
 pub(super) fn sqlite() -> Migrator {

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::Tokens;
+use crate::{FieldProblem, Tokens};
 
 /// Longest id, name, free text and address accepted.
 pub const MAX_ID: usize = 128;
@@ -18,19 +18,6 @@ pub const MAX_URL: usize = 2_048;
 pub const MAX_DIMENSIONS: usize = 4_096;
 /// Highest price, in tokens.
 const MAX_PRICE: i64 = 1_000_000_000_000;
-
-/// One problem in a document: where (a JSON path) and what.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CatalogueError {
-    pub path: String,
-    pub message: String,
-}
-
-impl std::fmt::Display for CatalogueError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.path, self.message)
-    }
-}
 
 /// A whole catalogue, as imported and exported.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -119,6 +106,22 @@ impl Default for Weekdays {
             fri: true,
             sat: true,
             sun: true,
+        }
+    }
+}
+
+impl Weekdays {
+    /// Whether the product can be booked on `day`.
+    pub fn allows(&self, day: chrono::Weekday) -> bool {
+        use chrono::Weekday::*;
+        match day {
+            Mon => self.mon,
+            Tue => self.tue,
+            Wed => self.wed,
+            Thu => self.thu,
+            Fri => self.fri,
+            Sat => self.sat,
+            Sun => self.sun,
         }
     }
 }
@@ -250,9 +253,9 @@ pub struct VariantEntry {
 
 impl Catalogue {
     /// Reads a document from JSON text; every problem it has, when it has any.
-    pub fn from_json(text: &[u8]) -> Result<Catalogue, Vec<CatalogueError>> {
+    pub fn from_json(text: &[u8]) -> Result<Catalogue, Vec<FieldProblem>> {
         let value: Value = serde_json::from_slice(text).map_err(|e| {
-            vec![CatalogueError {
+            vec![FieldProblem {
                 path: "$".into(),
                 message: format!("not JSON: {e}"),
             }]
@@ -263,7 +266,7 @@ impl Catalogue {
     /// Reads a document; every problem it has, when it has any. References between its parts
     /// are checked too, except those the store resolves (tiers, and categories and tags kept
     /// from an earlier import).
-    pub fn from_value(value: &Value) -> Result<Catalogue, Vec<CatalogueError>> {
+    pub fn from_value(value: &Value) -> Result<Catalogue, Vec<FieldProblem>> {
         let mut r = Reader::default();
         let catalogue = r.catalogue(value);
         if r.errors.is_empty() {
@@ -285,12 +288,12 @@ impl Catalogue {
 /// the walk goes on and finds the rest.
 #[derive(Default)]
 struct Reader {
-    errors: Vec<CatalogueError>,
+    errors: Vec<FieldProblem>,
 }
 
 impl Reader {
     fn fail(&mut self, path: impl Into<String>, message: impl Into<String>) {
-        self.errors.push(CatalogueError {
+        self.errors.push(FieldProblem {
             path: path.into(),
             message: message.into(),
         });

@@ -9,7 +9,8 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 use sqlx::types::Json;
 
-use super::document::{Catalogue, CatalogueError};
+use super::document::Catalogue;
+use crate::FieldProblem;
 use crate::backend::WritePool;
 use crate::common::ids::{new_id, now};
 use crate::programme::tiers::RETIER;
@@ -105,7 +106,7 @@ fn plan(
     options: ImportOptions,
 ) -> Result<Plan, StoreError> {
     let mut errors = Vec::new();
-    let mut fail = |path: String, message: String| errors.push(CatalogueError { path, message });
+    let mut fail = |path: String, message: String| errors.push(FieldProblem { path, message });
 
     // Tiers: the document's, matched to stored ones by id, else by name.
     let mut tiers = Vec::new();

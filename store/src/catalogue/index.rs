@@ -11,7 +11,8 @@ use search::geo::{GeoIndex, Point};
 use search::text::{Field, TextIndex};
 use search::vectors::{VectorIndex, embed};
 
-use super::Product;
+use super::draw::Draws;
+use super::{Product, Variant};
 use crate::{Page, Paged, Store, StoreError, Tokens};
 
 /// How long a node trusts its index before it looks at the catalogue's version again.
@@ -157,6 +158,7 @@ pub struct CatalogueIndex {
     categories: Vec<String>,
     /// Each product can be ordered now.
     available: Vec<bool>,
+    draws: Draws,
     /// For each of `SORTS`: the products in that order, and each product's place in it.
     orders: Vec<Vec<u32>>,
     places: Vec<Vec<u32>>,
@@ -301,6 +303,7 @@ impl CatalogueIndex {
                 .collect(),
             categories,
             available: products.iter().map(Product::is_available).collect(),
+            draws: Draws::build(&products),
             orders,
             places,
             text,
@@ -326,6 +329,13 @@ impl CatalogueIndex {
 
     pub fn product(&self, id: &str) -> Option<&Product> {
         self.by_id.get(id).map(|i| &self.products[*i])
+    }
+
+    /// What a random order with `roll` (uniform in [0, 1)) gets: a product drawn by weight
+    /// among those with a variant that can be ordered and requires no tier, and one of those
+    /// variants. `None` when no product can be drawn.
+    pub fn draw(&self, roll: f64) -> Option<(&Product, &Variant)> {
+        self.draws.draw(&self.products, roll)
     }
 
     /// One page of the products `query` finds, and how many it finds in all.

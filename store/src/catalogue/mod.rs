@@ -4,6 +4,7 @@
 //! the export and for the search index each node keeps in memory (`index`).
 
 pub(crate) mod document;
+mod draw;
 pub(crate) mod generate;
 pub(crate) mod import;
 pub(crate) mod index;

@@ -86,13 +86,14 @@ fn embedding(bytes: &[u8]) -> Vec<f32> {
 }
 
 impl Store {
-    /// The campaign's catalogue version: 0 before its first import, then one more per import.
+    /// The campaign's catalogue version: 0 before its first import, then one more per import
+    /// and per variant an order sells out (both counts only grow, so their sum changes
+    /// whenever either does).
     pub async fn catalogue_version(&self, campaign_id: &str) -> Result<i64, StoreError> {
-        let row: Option<(i64,)> = read_row!(
-            self,
-            "SELECT version FROM catalogue_versions WHERE campaign_id = $1",
-            [campaign_id]
-        )?;
+        const SQL: &str = "SELECT CAST(COALESCE((SELECT version FROM catalogue_versions \
+             WHERE campaign_id = $1), 0) + COALESCE((SELECT sellouts FROM catalogue_sellouts \
+             WHERE campaign_id = $1), 0) AS BIGINT)";
+        let row: Option<(i64,)> = read_row!(self, SQL, [campaign_id])?;
         Ok(row.map_or(0, |(v,)| v))
     }
 

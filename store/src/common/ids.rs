@@ -47,20 +47,32 @@ pub fn new_id() -> String {
         .to_string()
 }
 
+/// A number drawn uniformly from [0, 1) by the operating system's random source.
+pub fn random_roll() -> f64 {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).expect("the operating system's random source is available");
+    (u64::from_le_bytes(bytes) >> 11) as f64 / (1u64 << 53) as f64
+}
+
 /// `bytes` random bytes from the operating system, as lowercase hex, behind `prefix`.
 pub(crate) fn random_token(prefix: &str, bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];
     getrandom::fill(&mut buf).expect("the operating system's random source is available");
-    let mut out = String::with_capacity(prefix.len() + bytes * 2);
-    out.push_str(prefix);
-    for b in buf {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
+    format!("{prefix}{}", hex(&buf))
+}
+
+/// `bytes` as lowercase hexadecimal.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 pub(crate) fn sha256(text: &str) -> [u8; 32] {
     Sha256::digest(text.as_bytes()).into()
+}
+
+/// A request's digest, as stored to tell its repeat from another request with the same key.
+pub(crate) fn fingerprint(request: &serde_json::Value) -> String {
+    hex(&sha256(&request.to_string()))
 }
 
 /// Compares two byte strings in time that depends only on their length, so a response time never

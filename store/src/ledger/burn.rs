@@ -9,7 +9,7 @@ use sqlx::PgConnection;
 
 use crate::backend::Transactional;
 use crate::backend::direct;
-use crate::common::ids::{new_id, now, sha256};
+use crate::common::ids::{fingerprint, new_id, now};
 use crate::ledger::transactions::{
     Entry, EntryText, INSERT_TRANSACTION, TransactionRow, bind_entry, transaction_columns,
     transaction_from_row,
@@ -42,10 +42,7 @@ impl NewBurn {
             self.meta,
             self.date
         ]);
-        sha256(&canonical.to_string())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        fingerprint(&canonical)
     }
 }
 
@@ -95,14 +92,12 @@ impl Store {
             rule_version: None,
             created_at: now(),
         };
-        let debit = Debit {
-            org_id: campaign.org_id.clone(),
-            campaign_id: campaign.id.clone(),
-            external_id: burn.external_id.clone(),
-            transaction: transaction.clone(),
-            fingerprint: fingerprint.clone(),
-            min_balance: policy.min_balance.micros(),
-        };
+        let debit = Debit::new(
+            campaign,
+            transaction.clone(),
+            fingerprint.clone(),
+            policy.min_balance,
+        );
         let result = self.transact(debit).await;
         match result {
             Ok(Some(earlier)) => Ok(earlier),
@@ -162,6 +157,29 @@ pub(crate) struct Debit {
 }
 
 impl Debit {
+    /// The debit that writes `transaction` (a BURN with its `external_id`) for a wallet of
+    /// `campaign` that must keep `min_balance` micro-tokens; `fingerprint` tells a repeat of
+    /// the request that made it from another.
+    pub(crate) fn new(
+        campaign: &Campaign,
+        transaction: Transaction,
+        fingerprint: String,
+        min_balance: Tokens,
+    ) -> Debit {
+        Debit {
+            org_id: campaign.org_id.clone(),
+            campaign_id: campaign.id.clone(),
+            external_id: transaction.external_id.clone().unwrap_or_default(),
+            transaction,
+            fingerprint,
+            min_balance: min_balance.micros(),
+        }
+    }
+
+    pub(crate) fn transaction_id(&self) -> &str {
+        &self.transaction.id
+    }
+
     /// The BURN transaction to write.
     fn entry(&self) -> Entry<'_> {
         let t = &self.transaction;

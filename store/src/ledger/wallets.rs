@@ -118,10 +118,22 @@ impl Store {
         org_id: &str,
         reference: &str,
     ) -> Result<Option<String>, StoreError> {
-        const SQL: &str = "SELECT id FROM members WHERE org_id = $1 AND deleted_at IS NULL \
-             AND (id = $2 OR external_id = $2) ORDER BY CASE WHEN id = $2 THEN 0 ELSE 1 END LIMIT 1";
-        let row: Option<(String,)> = read_row!(self, SQL, [org_id, reference])?;
-        Ok(row.map(|(id,)| id))
+        Ok(self
+            .member_by_reference(org_id, reference)
+            .await?
+            .map(|(id, _)| id))
+    }
+
+    /// Like `member_id_by_reference`, with the member's external id.
+    pub(crate) async fn member_by_reference(
+        &self,
+        org_id: &str,
+        reference: &str,
+    ) -> Result<Option<(String, Option<String>)>, StoreError> {
+        const SQL: &str = "SELECT id, external_id FROM members WHERE org_id = $1 \
+             AND deleted_at IS NULL AND (id = $2 OR external_id = $2) \
+             ORDER BY CASE WHEN id = $2 THEN 0 ELSE 1 END LIMIT 1";
+        read_row!(self, SQL, [org_id, reference])
     }
 
     /// Creates a wallet in `campaign` (its currency). The owner is `new.owner` (a member id or

@@ -48,23 +48,19 @@ pub fn normalised(code: &str) -> String {
         .collect()
 }
 
-/// `code` with all but its last 4 characters hidden: `••••-••••-•HTRC`.
+/// The last 4 characters of a code: all that is kept in clear, for the masked form.
+pub fn tail(code: &str) -> &str {
+    &code[code.len().saturating_sub(SHOWN)..]
+}
+
+/// A code shown masked, from its last 4 characters: `••••-••••-•HTRC`.
+pub fn masked_tail(tail: &str) -> String {
+    format!("••••-••••-•{tail}")
+}
+
+/// `code` with all but its last 4 characters hidden.
 pub fn masked(code: &str) -> String {
-    let total = code.chars().filter(|c| *c != '-').count();
-    let mut seen = 0;
-    code.chars()
-        .map(|c| {
-            if c == '-' {
-                return c;
-            }
-            seen += 1;
-            if seen > total.saturating_sub(SHOWN) {
-                c
-            } else {
-                '•'
-            }
-        })
-        .collect()
+    masked_tail(tail(code))
 }
 
 /// The secret that encrypts and indexes codes.
@@ -87,6 +83,14 @@ impl CodeKey {
             ),
             lookup: hmac::Key::new(hmac::HMAC_SHA256, lookup.as_ref()),
         }
+    }
+
+    /// A new random key, kept nowhere: for tests and benchmarks, whose codes need not outlive
+    /// the process.
+    pub fn random() -> CodeKey {
+        let mut secret = [0u8; 32];
+        getrandom::fill(&mut secret).expect("the operating system's random source");
+        CodeKey::new(&secret)
     }
 
     /// From 64 hexadecimal digits (configuration `codes_key` / `REWARDS_CODES_KEY`).
@@ -112,10 +116,14 @@ impl CodeKey {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let mut secret = [0u8; 32];
                 getrandom::fill(&mut secret).expect("the operating system's random source");
-                let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
-                write_private(path, hex.as_bytes())
-                    .map_err(|e| invalid(format!("writing {}: {e}", path.display())))?;
-                Ok(CodeKey::new(&secret))
+                match write_private(path, crate::common::ids::hex(&secret).as_bytes()) {
+                    Ok(()) => Ok(CodeKey::new(&secret)),
+                    // Another process made it first: theirs is the key.
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        CodeKey::load_or_create(path)
+                    }
+                    Err(e) => Err(invalid(format!("writing {}: {e}", path.display()))),
+                }
             }
             Err(e) => Err(invalid(format!("reading {}: {e}", path.display()))),
         }
@@ -164,18 +172,25 @@ impl CodeKey {
     }
 }
 
-/// Writes `bytes` to a new file at `path` that only its owner may read (mode 0600 on Unix).
+/// Writes `bytes` to a new file at `path` that only its owner may read (mode 0600 on Unix),
+/// whole or not at all: written beside it, then linked into place, which fails
+/// (`AlreadyExists`) when another process made the file first.
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
+    let staged = path.with_extension(crate::common::ids::random_token("staged-", 8));
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
+    let written = options.open(&staged).and_then(|mut file| {
+        file.write_all(bytes)?;
+        file.sync_all()
+    });
+    let linked = written.and_then(|()| std::fs::hard_link(&staged, path));
+    let _ = std::fs::remove_file(&staged);
+    linked
 }
 
 #[cfg(test)]

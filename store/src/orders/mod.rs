@@ -1,4 +1,120 @@
-//! Orders and what hangs on them: redemption codes (`codes`), made unguessable and kept
-//! encrypted.
+//! Orders: members redeeming catalogue rewards. Where things live:
+//!
+//! - `place.rs`: placing an order in one transaction (the reference that makes it idempotent,
+//!   stock taken atomically, paying with points through the ledger's debit, codes, inline
+//!   bookings), written for each backend;
+//! - `plan.rs`: what an order's lines come to, from the catalogue rows it read (no I/O);
+//! - `read.rs`: orders and lines as clients read them, codes masked or (logged by the caller)
+//!   in clear;
+//! - `codes.rs`: redemption codes, unguessable and encrypted; `redeem.rs`: a partner redeeming one;
+//! - `bookings.rs`: bookings of lines that need one, and their state machine.
 
+pub(crate) mod bookings;
 pub(crate) mod codes;
+mod place;
+mod plan;
+mod read;
+mod redeem;
+
+use chrono::{DateTime, FixedOffset, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::Tokens;
+pub use bookings::{Booking, BookingPatch, BookingStatus, NewBooking};
+pub use place::Placed;
+pub use read::OrderScope;
+pub use redeem::Redeemed;
+
+/// An order to place.
+#[derive(Debug, Clone, Default)]
+pub struct NewOrder {
+    /// A member of the organisation: id or external id.
+    pub owner: String,
+    /// Unique in the campaign; made up when absent. The same request again returns the order
+    /// it made; another request with the same reference is a `Conflict`.
+    pub reference: Option<String>,
+    pub meta: Option<Value>,
+    /// Pay the total with points from this wallet (id or external reference): the owner's, in
+    /// the campaign.
+    pub wallet: Option<String>,
+    pub lines: Vec<NewLine>,
+    /// A random order (`POST /v1/orders/random`): the price of its one line. Its lines were
+    /// picked by chance, so they are not part of what makes a repeat the same request.
+    pub random_cost: Option<Tokens>,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewLine {
+    pub product_id: String,
+    /// May be left out when the product has one variant.
+    pub variant_id: Option<String>,
+    /// 1 to 100.
+    pub quantity: u32,
+    pub reference: Option<String>,
+    pub booking: Option<NewBooking>,
+    pub meta: Option<Value>,
+}
+
+/// The product as it was when ordered: what a line shows (version 1.9.5).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProductSummary {
+    pub name: String,
+    /// The variant's name.
+    pub variant: String,
+    pub description: Option<String>,
+    pub primary_image: Option<String>,
+    pub variant_description: Option<String>,
+    pub offer_details: Option<String>,
+    pub terms_and_conditions: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Order {
+    pub id: String,
+    pub campaign_id: String,
+    pub reference: String,
+    pub owner_id: String,
+    /// The owner's external id (empty once the member was deleted).
+    pub owner: String,
+    pub total: Tokens,
+    pub meta: Option<Value>,
+    /// Paid with points: the wallet and the BURN transaction.
+    pub wallet_id: Option<String>,
+    pub transaction_id: Option<String>,
+    pub random: bool,
+    pub date: DateTime<Utc>,
+    /// Empty when the lines were not asked for.
+    pub lines: Vec<OrderLine>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrderLine {
+    pub id: String,
+    pub order_id: String,
+    pub product_id: String,
+    pub variant_id: String,
+    pub reference: Option<String>,
+    pub quantity: u32,
+    /// One unit's price when ordered.
+    pub cost: Tokens,
+    pub total: Tokens,
+    pub requires_booking: bool,
+    pub product: ProductSummary,
+    pub meta: Option<Value>,
+    /// One per unit.
+    pub codes: Vec<Code>,
+    /// The booking going ahead, else the latest one.
+    pub booking: Option<Booking>,
+}
+
+/// A redemption code as a line shows it: masked (`••••-••••-•HTRC`) unless decrypted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Code {
+    pub code: String,
+    pub redeemed_at: Option<DateTime<Utc>>,
+}
+
+/// A booking's date as the client gave it: its weekday is the one of its own offset.
+pub type LocalDate = DateTime<FixedOffset>;

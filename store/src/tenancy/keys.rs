@@ -23,15 +23,22 @@ pub enum Permission {
     VectorSearch,
     /// Importing the campaign's catalogue over HTTP (`PUT /v1/catalogue`).
     CatalogueWrite,
+    /// Redeeming members' codes (`POST /v1/codes/redeem`): for partners' keys.
+    RedeemCodes,
 }
 
 impl Permission {
-    pub const ALL: &'static [Permission] = &[Permission::VectorSearch, Permission::CatalogueWrite];
+    pub const ALL: &'static [Permission] = &[
+        Permission::VectorSearch,
+        Permission::CatalogueWrite,
+        Permission::RedeemCodes,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Permission::VectorSearch => "vector-search",
             Permission::CatalogueWrite => "catalogue-write",
+            Permission::RedeemCodes => "redeem-codes",
         }
     }
 }

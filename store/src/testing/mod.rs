@@ -81,6 +81,33 @@ impl Store {
     }
 }
 
+impl Store {
+    /// The first column of every row `sql` selects, as bytes (text columns by their UTF-8), for
+    /// tests that read what is stored rather than what the store shows.
+    pub async fn stored_bytes(&self, sql: &str) -> Vec<Vec<u8>> {
+        use sqlx::Row;
+        let safe = || sqlx::AssertSqlSafe(sql.to_string());
+        let values: Result<Vec<Option<Vec<u8>>>, sqlx::Error> = with_pool!(self, |pool| {
+            let rows = sqlx::query(safe()).fetch_all(pool).await;
+            rows.and_then(|rows| {
+                rows.iter()
+                    .map(|row| {
+                        row.try_get::<Option<Vec<u8>>, _>(0).or_else(|_| {
+                            row.try_get::<Option<String>, _>(0)
+                                .map(|text| text.map(String::into_bytes))
+                        })
+                    })
+                    .collect()
+            })
+        });
+        values
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+}
+
 /// A URL for a new, empty schema on the test server (`search_path` set through the URL's
 /// `options`), for tests that hand a `DATABASE_URL` to the binary.
 pub async fn postgres_url() -> String {

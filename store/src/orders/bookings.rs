@@ -1,0 +1,626 @@
+//! Bookings of order lines whose product is booked in advance. A line has at most one booking
+//! going ahead (REQUESTED, PENDING or CONFIRMED); its status moves only along the state machine
+//! of `BookingStatus::can_become`, and its date must fall on one of the product's weekdays, in
+//! the future, at one of the product's branches.
+
+use chrono::{DateTime, Datelike, Utc};
+use serde_json::Value;
+use sqlx::types::Json;
+
+use super::LocalDate;
+use super::plan::{BRANCHES, PRODUCT, ProductRow};
+use crate::backend::{WritePool, lock};
+use crate::common::ids::{new_id, now};
+use crate::error::known;
+use crate::{Campaign, FieldProblem, Page, Paged, Store, StoreError, Weekdays};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BookingStatus {
+    Requested,
+    Pending,
+    Confirmed,
+    Unsuccessful,
+    Cancelled,
+}
+
+impl BookingStatus {
+    pub const ALL: [BookingStatus; 5] = [
+        BookingStatus::Requested,
+        BookingStatus::Pending,
+        BookingStatus::Confirmed,
+        BookingStatus::Unsuccessful,
+        BookingStatus::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BookingStatus::Requested => "REQUESTED",
+            BookingStatus::Pending => "PENDING",
+            BookingStatus::Confirmed => "CONFIRMED",
+            BookingStatus::Unsuccessful => "UNSUCCESSFUL",
+            BookingStatus::Cancelled => "CANCELLED",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<BookingStatus> {
+        Self::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
+    /// The state machine: REQUESTED -> PENDING | CONFIRMED | UNSUCCESSFUL | CANCELLED;
+    /// PENDING -> CONFIRMED | UNSUCCESSFUL | CANCELLED; CONFIRMED -> CANCELLED; UNSUCCESSFUL
+    /// and CANCELLED are final.
+    pub fn can_become(self, next: BookingStatus) -> bool {
+        use BookingStatus::*;
+        matches!(
+            (self, next),
+            (Requested, Pending | Confirmed | Unsuccessful | Cancelled)
+                | (Pending, Confirmed | Unsuccessful | Cancelled)
+                | (Confirmed, Cancelled)
+        )
+    }
+
+    /// Still going ahead: the line cannot have another booking.
+    pub fn is_active(self) -> bool {
+        matches!(
+            self,
+            BookingStatus::Requested | BookingStatus::Pending | BookingStatus::Confirmed
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewBooking {
+    pub first_name: String,
+    pub last_name: String,
+    pub email: Option<String>,
+    pub phone: Option<String>,
+    /// One of the product's branches; may be left out when it has one (or none).
+    pub branch: Option<String>,
+    pub date: LocalDate,
+    /// At least 1.
+    pub pax: u32,
+    pub notes: Option<String>,
+    pub meta: Option<Value>,
+}
+
+/// A change to a booking; `None` keeps the field.
+#[derive(Debug, Clone, Default)]
+pub struct BookingPatch {
+    pub status: Option<BookingStatus>,
+    pub date: Option<LocalDate>,
+    pub pax: Option<u32>,
+    /// `Some(None)` clears the notes.
+    pub notes: Option<Option<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Booking {
+    pub id: String,
+    /// The order line booked (the seed's `redemptionId`).
+    pub line_id: String,
+    pub order_id: String,
+    pub owner_id: String,
+    pub status: BookingStatus,
+    pub first_name: String,
+    pub last_name: String,
+    pub email: Option<String>,
+    pub phone: Option<String>,
+    pub branch: Option<String>,
+    pub date: DateTime<Utc>,
+    pub pax: u32,
+    pub notes: Option<String>,
+    pub meta: Option<Value>,
+    pub date_requested: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// What a booking's date and branch must satisfy: the product's weekdays and branches.
+pub(crate) struct Rules<'a> {
+    pub weekdays: Weekdays,
+    pub branches: &'a [String],
+}
+
+fn path(prefix: &str, field: &str) -> String {
+    if prefix.is_empty() {
+        field.to_string()
+    } else {
+        format!("{prefix}.{field}")
+    }
+}
+
+const WEEK: [chrono::Weekday; 7] = {
+    use chrono::Weekday::*;
+    [Mon, Tue, Wed, Thu, Fri, Sat, Sun]
+};
+const DAY_NAMES: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+
+impl Rules<'_> {
+    /// Checks `date` (in the future, on a weekday the product allows, in the date's own
+    /// offset); a problem at `{prefix}.date` when it fails.
+    fn check_date(
+        &self,
+        prefix: &str,
+        date: LocalDate,
+        now: DateTime<Utc>,
+    ) -> Option<FieldProblem> {
+        let day = date.weekday();
+        if date.with_timezone(&Utc) < now {
+            Some(FieldProblem::new(
+                path(prefix, "date"),
+                "must not be in the past",
+            ))
+        } else if !self.weekdays.allows(day) {
+            let allowed: Vec<&str> = WEEK
+                .iter()
+                .zip(DAY_NAMES)
+                .filter(|(day, _)| self.weekdays.allows(**day))
+                .map(|(_, name)| name)
+                .collect();
+            Some(FieldProblem::new(
+                path(prefix, "date"),
+                format!(
+                    "is a {}; the product can be booked on: {}",
+                    DAY_NAMES[day.num_days_from_monday() as usize],
+                    if allowed.is_empty() {
+                        "no day".to_string()
+                    } else {
+                        allowed.join(", ")
+                    }
+                ),
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// Checks a new booking; its branch (given, or the product's only one) when it passes,
+    /// else `None` with every problem added to `problems`.
+    pub(crate) fn check(
+        &self,
+        prefix: &str,
+        booking: &NewBooking,
+        now: DateTime<Utc>,
+        problems: &mut Vec<FieldProblem>,
+    ) -> Option<Option<String>> {
+        let before = problems.len();
+        problems.extend(self.check_date(prefix, booking.date, now));
+        if booking.pax == 0 {
+            problems.push(FieldProblem::new(path(prefix, "pax"), "must be at least 1"));
+        }
+        let branch = match (&booking.branch, self.branches) {
+            (Some(b), branches) if branches.contains(b) => Some(b.clone()),
+            (Some(b), []) => {
+                problems.push(FieldProblem::new(
+                    path(prefix, "branch"),
+                    format!("`{b}`: the product has no branches"),
+                ));
+                None
+            }
+            (Some(b), branches) => {
+                problems.push(FieldProblem::new(
+                    path(prefix, "branch"),
+                    format!(
+                        "`{b}` is not a branch of the product; its branches: {}",
+                        branches.join(", ")
+                    ),
+                ));
+                None
+            }
+            (None, [one]) => Some(one.clone()),
+            (None, []) => None,
+            (None, many) => {
+                problems.push(FieldProblem::new(
+                    path(prefix, "branch"),
+                    format!(
+                        "is required: the product has {} branches: {}",
+                        many.len(),
+                        many.join(", ")
+                    ),
+                ));
+                None
+            }
+        };
+        (problems.len() == before).then_some(branch)
+    }
+}
+
+macro_rules! booking_columns {
+    () => {
+        "b.id, b.line_id, b.order_id, b.owner_id, b.status, b.first_name, b.last_name, b.email, \
+         b.phone, b.branch_id, b.date, b.pax, b.notes, b.meta, b.date_requested, b.updated_at"
+    };
+}
+
+row_struct! {
+    /// The columns of `booking_columns!`, in order.
+    pub(crate) struct BookingRow {
+        id: String,
+        line_id: String,
+        order_id: String,
+        owner_id: String,
+        status: String,
+        first_name: String,
+        last_name: String,
+        email: Option<String>,
+        phone: Option<String>,
+        branch_id: Option<String>,
+        date: DateTime<Utc>,
+        pax: i64,
+        notes: Option<String>,
+        meta: Option<Json<Value>>,
+        date_requested: DateTime<Utc>,
+        updated_at: DateTime<Utc>,
+    }
+}
+
+pub(crate) fn booking_from_row(r: BookingRow) -> Result<Booking, StoreError> {
+    Ok(Booking {
+        status: known(
+            BookingStatus::parse(&r.status),
+            "bookings",
+            "status",
+            &r.status,
+        )?,
+        id: r.id,
+        line_id: r.line_id,
+        order_id: r.order_id,
+        owner_id: r.owner_id,
+        first_name: r.first_name,
+        last_name: r.last_name,
+        email: r.email,
+        phone: r.phone,
+        branch: r.branch_id,
+        date: r.date,
+        pax: u32::try_from(r.pax).unwrap_or_default(),
+        notes: r.notes,
+        meta: r.meta.map(|m| m.0),
+        date_requested: r.date_requested,
+        updated_at: r.updated_at,
+    })
+}
+
+pub(crate) const INSERT_BOOKING: &str = "INSERT INTO bookings (id, org_id, campaign_id, order_id, \
+     line_id, owner_id, status, first_name, last_name, email, phone, branch_id, date, pax, notes, \
+     meta, date_requested, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)";
+
+/// Binds a booking of `campaign` to `INSERT_BOOKING`, for sqlx.
+macro_rules! bind_booking {
+    ($query:expr, $campaign:expr, $b:expr) => {{
+        let b: &$crate::orders::Booking = $b;
+        $query
+            .bind(&b.id)
+            .bind(&$campaign.org_id)
+            .bind(&$campaign.id)
+            .bind(&b.order_id)
+            .bind(&b.line_id)
+            .bind(&b.owner_id)
+            .bind(b.status.as_str())
+            .bind(&b.first_name)
+            .bind(&b.last_name)
+            .bind(&b.email)
+            .bind(&b.phone)
+            .bind(&b.branch)
+            .bind(b.date)
+            .bind(i64::from(b.pax))
+            .bind(&b.notes)
+            .bind(b.meta.as_ref().map(Json))
+            .bind(b.date_requested)
+            .bind(b.updated_at)
+    }};
+}
+pub(crate) use bind_booking;
+
+impl Booking {
+    /// A new booking of line `line_id` of order `order_id`, at `branch`.
+    pub(crate) fn new(
+        new: NewBooking,
+        branch: Option<String>,
+        line_id: &str,
+        order_id: &str,
+        owner_id: &str,
+        at: DateTime<Utc>,
+    ) -> Booking {
+        Booking {
+            id: new_id(),
+            line_id: line_id.to_string(),
+            order_id: order_id.to_string(),
+            owner_id: owner_id.to_string(),
+            status: BookingStatus::Requested,
+            first_name: new.first_name,
+            last_name: new.last_name,
+            email: new.email,
+            phone: new.phone,
+            branch,
+            date: new.date.with_timezone(&Utc),
+            pax: new.pax,
+            notes: new.notes,
+            meta: new.meta,
+            date_requested: at,
+            updated_at: at,
+        }
+    }
+}
+
+/// The refusal of a second booking going ahead for one line.
+fn already_booked(line_id: &str) -> StoreError {
+    StoreError::refused(
+        "booking_exists",
+        None,
+        format!("order line `{line_id}` already has a booking going ahead; cancel it first"),
+    )
+}
+
+/// The refusal of a booking whose product a later import removed from the catalogue.
+fn withdrawn(product_id: &str) -> StoreError {
+    StoreError::refused(
+        "product_withdrawn",
+        None,
+        format!("product `{product_id}` is no longer in the catalogue, so it cannot be booked"),
+    )
+}
+
+const SELECT_BOOKING: &str = concat!(
+    "SELECT ",
+    booking_columns!(),
+    " FROM bookings b WHERE b.campaign_id = $1 AND b.id = $2"
+);
+
+/// Filters of the booking list.
+#[derive(Debug, Clone, Default)]
+pub struct BookingFilter {
+    pub id: Option<String>,
+    /// A member id or external id.
+    pub owner: Option<String>,
+}
+
+impl Store {
+    /// Books order line `line_id` of the campaign: the line must require a booking and have
+    /// none going ahead (`Refused`: `booking_not_required`, `booking_exists`); the date and
+    /// branch must suit the product (`Rejected`).
+    pub async fn create_booking(
+        &self,
+        campaign: &Campaign,
+        line_id: &str,
+        new: NewBooking,
+    ) -> Result<Booking, StoreError> {
+        const LINE: &str = "SELECT l.order_id, l.product_id, l.requires_booking, o.owner_id \
+             FROM order_lines l JOIN orders o ON o.id = l.order_id \
+             WHERE l.campaign_id = $1 AND l.id = $2";
+        const ACTIVE: &str = "SELECT id FROM bookings WHERE line_id = $1 \
+             AND status IN ('REQUESTED', 'PENDING', 'CONFIRMED')";
+        let at = now();
+        let result = with_writer!(self, |pool| async {
+            let mut tx = pool.begin_write().await?;
+            let line: Option<(String, String, bool, String)> = sqlx::query_as(LINE)
+                .bind(&campaign.id)
+                .bind(line_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            let (order_id, product_id, requires, owner_id) =
+                line.ok_or(StoreError::NotFound { what: "order line" })?;
+            if !requires {
+                return Err(StoreError::refused(
+                    "booking_not_required",
+                    None,
+                    format!(
+                        "order line `{line_id}` is for a product that is not booked in advance"
+                    ),
+                ));
+            }
+            let active: Option<(String,)> = sqlx::query_as(ACTIVE)
+                .bind(line_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            if active.is_some() {
+                return Err(already_booked(line_id));
+            }
+            let product: Option<ProductRow> = sqlx::query_as(PRODUCT)
+                .bind(&campaign.id)
+                .bind(&product_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            let product = product.ok_or_else(|| withdrawn(&product_id))?;
+            let branches: Vec<(String,)> = sqlx::query_as(BRANCHES)
+                .bind(&campaign.id)
+                .bind(&product_id)
+                .fetch_all(&mut *tx)
+                .await?;
+            let branches: Vec<String> = branches.into_iter().map(|(b,)| b).collect();
+            let rules = Rules {
+                weekdays: product.weekdays.0,
+                branches: &branches,
+            };
+            let mut problems = Vec::new();
+            let Some(branch) = rules.check("", &new, at, &mut problems) else {
+                return Err(StoreError::Rejected(problems));
+            };
+            let booking = Booking::new(new, branch, line_id, &order_id, &owner_id, at);
+            bind_booking!(sqlx::query(INSERT_BOOKING), campaign, &booking)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(booking)
+        }
+        .await);
+        match result {
+            // A booking made at the same moment won the line.
+            Err(err) if err.is_unique_violation() => Err(already_booked(line_id)),
+            other => other,
+        }
+    }
+
+    /// Changes booking `id`: its status along the state machine (`Refused`:
+    /// `illegal_transition`), its date (checked as when booked), pax and notes. A booking that
+    /// is over (UNSUCCESSFUL, CANCELLED) keeps its details (`Refused`: `booking_closed`).
+    /// Nothing changed: the booking as it was.
+    pub async fn update_booking(
+        &self,
+        campaign: &Campaign,
+        id: &str,
+        patch: BookingPatch,
+    ) -> Result<Booking, StoreError> {
+        const LINE_PRODUCT: &str = "SELECT product_id FROM order_lines WHERE id = $1";
+        const UPDATE: &str = "UPDATE bookings SET status = $3, date = $4, pax = $5, notes = $6, \
+             updated_at = $7 WHERE campaign_id = $1 AND id = $2";
+        let at = now();
+        with_writer!(self, |pool| async {
+            let mut tx = pool.begin_write().await?;
+            let row: Option<BookingRow> = sqlx::query_as(lock(pool, SELECT_BOOKING))
+                .bind(&campaign.id)
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            let before = booking_from_row(row.ok_or(StoreError::NotFound { what: "booking" })?)?;
+            let mut after = before.clone();
+            if let Some(next) = patch.status {
+                if next != before.status && !before.status.can_become(next) {
+                    return Err(StoreError::refused(
+                        "illegal_transition",
+                        Some("status".into()),
+                        format!(
+                            "a booking cannot go from {} to {}",
+                            before.status.as_str(),
+                            next.as_str()
+                        ),
+                    ));
+                }
+                after.status = next;
+            }
+            if let Some(date) = patch.date {
+                after.date = date.with_timezone(&Utc);
+            }
+            if let Some(pax) = patch.pax {
+                after.pax = pax;
+            }
+            if let Some(notes) = patch.notes {
+                after.notes = notes;
+            }
+            let details_changed =
+                (after.date, after.pax, &after.notes) != (before.date, before.pax, &before.notes);
+            if details_changed && !before.status.is_active() {
+                return Err(StoreError::refused(
+                    "booking_closed",
+                    None,
+                    format!(
+                        "the booking is {}: its date, pax and notes no longer change",
+                        before.status.as_str()
+                    ),
+                ));
+            }
+            let mut problems = Vec::new();
+            if let Some(date) = patch.date.filter(|_| after.date != before.date) {
+                let (product_id,): (String,) = sqlx::query_as(LINE_PRODUCT)
+                    .bind(&before.line_id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                let product: Option<ProductRow> = sqlx::query_as(PRODUCT)
+                    .bind(&campaign.id)
+                    .bind(&product_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let product = product.ok_or_else(|| withdrawn(&product_id))?;
+                let rules = Rules {
+                    weekdays: product.weekdays.0,
+                    branches: &[],
+                };
+                problems.extend(rules.check_date("", date, at));
+            }
+            if after.pax == 0 {
+                problems.push(FieldProblem::new("pax", "must be at least 1"));
+            }
+            if !problems.is_empty() {
+                return Err(StoreError::Rejected(problems));
+            }
+            if after == before {
+                return Ok(before);
+            }
+            after.updated_at = at;
+            sqlx::query(UPDATE)
+                .bind(&campaign.id)
+                .bind(id)
+                .bind(after.status.as_str())
+                .bind(after.date)
+                .bind(i64::from(after.pax))
+                .bind(&after.notes)
+                .bind(at)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(after)
+        }
+        .await)
+    }
+
+    pub async fn get_booking(&self, campaign: &Campaign, id: &str) -> Result<Booking, StoreError> {
+        let row: Option<BookingRow> = read_row!(self, SELECT_BOOKING, [campaign.id, id])?;
+        booking_from_row(row.ok_or(StoreError::NotFound { what: "booking" })?)
+    }
+
+    /// The campaign's bookings, newest first, filtered.
+    pub async fn list_bookings(
+        &self,
+        campaign: &Campaign,
+        filter: &BookingFilter,
+        page: Page,
+    ) -> Result<Paged<Booking>, StoreError> {
+        let owner = match &filter.owner {
+            Some(reference) => match self
+                .member_id_by_reference(&campaign.org_id, reference)
+                .await?
+            {
+                Some(id) => Some(id),
+                None => {
+                    return Ok(Paged {
+                        items: Vec::new(),
+                        total: 0,
+                        page,
+                    });
+                }
+            },
+            None => None,
+        };
+        let rows = paged!(self, page,
+            select: booking_columns!(),
+            from: "FROM bookings b WHERE b.campaign_id = $1 AND ($2 IS NULL OR b.id = $2) \
+                AND ($3 IS NULL OR b.owner_id = $3)",
+            order: "b.date_requested DESC, b.id DESC",
+            args: [&campaign.id, &filter.id, &owner])?;
+        Paged::of(rows, page, booking_from_row)
+    }
+
+    /// The booking each of `line_ids` shows: the one going ahead, else the latest.
+    pub(crate) async fn line_bookings(
+        &self,
+        line_ids: &[&str],
+    ) -> Result<Vec<Booking>, StoreError> {
+        const SQL: &str = concat!(
+            "SELECT ",
+            booking_columns!(),
+            " FROM bookings b WHERE b.line_id {key}"
+        );
+        let rows: Vec<BookingRow> = read_each!(self, SQL, [], line_ids)?;
+        let mut shown: Vec<Booking> = Vec::new();
+        for booking in rows.into_iter().map(booking_from_row) {
+            let booking = booking?;
+            match shown.iter_mut().find(|b| b.line_id == booking.line_id) {
+                None => shown.push(booking),
+                Some(kept) => {
+                    let rank = |b: &Booking| (b.status.is_active(), b.date_requested);
+                    if rank(&booking) > rank(kept) {
+                        *kept = booking;
+                    }
+                }
+            }
+        }
+        Ok(shown)
+    }
+}

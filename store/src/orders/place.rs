@@ -1,0 +1,687 @@
+//! Placing an order: one transaction that reads the catalogue rows of its lines, takes the
+//! stock of limited variants (a conditional decrement: concurrent orders for the last units
+//! never oversell), debits the paying wallet through the ledger's own `Debit`, and writes the
+//! order, its lines, a sealed code per unit and any inline booking. Any failure leaves nothing.
+//! The reference makes it idempotent: the same request again finds the order it made.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use sqlx::PgConnection;
+use sqlx::types::Json;
+
+use super::bookings::{INSERT_BOOKING, bind_booking};
+use super::codes::{CodeKey, masked, new_code, tail};
+use super::plan::{
+    BRANCHES, LineSource, PRODUCT, Plan, TIER_REACHED, VARIANT, VARIANTS_OF, out_of_stock, plan,
+};
+use super::{Booking, Code, NewLine, NewOrder, Order, OrderLine};
+use crate::backend::{Transactional, direct};
+use crate::common::ids::{fingerprint, new_id, now};
+use crate::ledger::burn::Debit;
+use crate::{Campaign, Store, StoreError, Tokens, Transaction, TransactionKind};
+
+/// A placed order, whether this request made it (or an identical one before: `replayed`), and
+/// whether it sold a variant out (the catalogue's search index is then stale).
+#[derive(Debug, Clone)]
+pub struct Placed {
+    pub order: Order,
+    pub replayed: bool,
+    pub sold_out: bool,
+}
+
+impl NewLine {
+    fn canonical(&self) -> Value {
+        let booking = self.booking.as_ref().map(|b| {
+            json!([
+                b.first_name,
+                b.last_name,
+                b.email,
+                b.phone,
+                b.branch,
+                b.date.to_rfc3339(),
+                b.pax,
+                b.notes,
+                b.meta
+            ])
+        });
+        json!([
+            self.product_id,
+            self.variant_id,
+            self.quantity,
+            self.reference,
+            booking,
+            self.meta
+        ])
+    }
+}
+
+impl NewOrder {
+    /// A digest of the request: a random order's lines were drawn, not asked for.
+    fn fingerprint(&self) -> String {
+        let lines: Vec<Value> = match self.random_cost {
+            Some(_) => Vec::new(),
+            None => self.lines.iter().map(NewLine::canonical).collect(),
+        };
+        fingerprint(&json!([
+            self.owner,
+            self.meta,
+            self.wallet,
+            lines,
+            self.random_cost.map(Tokens::micros)
+        ]))
+    }
+}
+
+const EARLIER: &str =
+    "SELECT id, fingerprint FROM orders WHERE campaign_id = $1 AND reference = $2";
+const TAKE_STOCK: &str = "UPDATE variants SET stock = stock - $3 \
+     WHERE campaign_id = $1 AND id = $2 AND stock >= $3 RETURNING stock";
+const STOCK: &str = "SELECT stock FROM variants WHERE campaign_id = $1 AND id = $2";
+const SELLOUT: &str = "INSERT INTO catalogue_sellouts (campaign_id, sellouts) VALUES ($1, 1) \
+     ON CONFLICT (campaign_id) DO UPDATE SET sellouts = catalogue_sellouts.sellouts + 1";
+const INSERT_ORDER: &str = "INSERT INTO orders (id, org_id, campaign_id, reference, owner_id, \
+     total, meta, wallet_id, transaction_id, random, fingerprint, created_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
+const INSERT_LINE: &str = "INSERT INTO order_lines (id, order_id, org_id, campaign_id, position, \
+     product_id, variant_id, reference, quantity, cost, total, requires_booking, product, meta) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
+const INSERT_CODE: &str = "INSERT INTO redemption_codes (id, org_id, line_id, position, sealed, \
+     lookup, tail) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (org_id, lookup) DO NOTHING";
+
+/// The wallet paying for an order.
+struct Payment {
+    wallet_id: String,
+    currency: String,
+    min_balance: Tokens,
+}
+
+/// One order's transaction, for either backend.
+struct Placing {
+    campaign: Campaign,
+    order_id: String,
+    reference: String,
+    owner_id: String,
+    owner: String,
+    fingerprint: String,
+    order: NewOrder,
+    payment: Option<Payment>,
+    codes: Arc<CodeKey>,
+    at: DateTime<Utc>,
+}
+
+enum Outcome {
+    Placed {
+        order: Box<Order>,
+        sold_out: bool,
+    },
+    /// An order with this reference exists: nothing was written.
+    Earlier,
+}
+
+/// A code made for a unit: its id, what is stored, and what the order shows.
+struct NewCode {
+    id: String,
+    sealed: Vec<u8>,
+    lookup: Vec<u8>,
+    tail: String,
+    masked: String,
+}
+
+impl Placing {
+    fn new_code(&self) -> NewCode {
+        let code = new_code();
+        let org = &self.campaign.org_id;
+        NewCode {
+            id: new_id(),
+            sealed: self.codes.seal(org, &code),
+            lookup: self.codes.lookup(org, &code),
+            tail: tail(&code).to_string(),
+            masked: masked(&code),
+        }
+    }
+
+    /// The debit of the order's total from the paying wallet, if it pays with points.
+    fn debit(&self, total: Tokens) -> Option<Debit> {
+        let payment = self.payment.as_ref().filter(|_| total.is_positive())?;
+        let transaction = Transaction {
+            id: new_id(),
+            wallet_id: payment.wallet_id.clone(),
+            kind: TransactionKind::Burn,
+            amount: total,
+            external_id: Some(format!("order:{}", self.order_id)),
+            source_amount: None,
+            currency: payment.currency.clone(),
+            description: Some(format!("Order {}", self.reference)),
+            comment: None,
+            meta: Some(json!({"orderId": self.order_id, "reference": self.reference})),
+            date: self.at,
+            trace: None,
+            rule_version: None,
+            created_at: self.at,
+        };
+        let digest = fingerprint(&json!(["order", self.order_id]));
+        Some(Debit::new(
+            &self.campaign,
+            transaction,
+            digest,
+            payment.min_balance,
+        ))
+    }
+
+    /// The inline bookings of the planned lines.
+    fn bookings(&self, plan: &Plan) -> Vec<Option<Booking>> {
+        plan.lines
+            .iter()
+            .map(|line| {
+                let (new, branch) = line.booking.clone()?;
+                let (order, owner) = (&self.order_id, &self.owner_id);
+                Some(Booking::new(new, branch, &line.id, order, owner, self.at))
+            })
+            .collect()
+    }
+
+    /// The order as written, its codes masked.
+    fn order(
+        &self,
+        plan: Plan,
+        transaction_id: Option<String>,
+        codes: Vec<Vec<NewCode>>,
+        bookings: Vec<Option<Booking>>,
+    ) -> Order {
+        let lines = plan
+            .lines
+            .into_iter()
+            .zip(codes)
+            .zip(bookings)
+            .zip(&self.order.lines)
+            .map(|(((line, codes), booking), asked)| OrderLine {
+                id: line.id,
+                order_id: self.order_id.clone(),
+                product_id: line.product_id,
+                variant_id: line.variant_id,
+                reference: asked.reference.clone(),
+                quantity: line.quantity,
+                cost: line.cost,
+                total: line.total,
+                requires_booking: line.requires_booking,
+                product: line.product,
+                meta: asked.meta.clone(),
+                codes: codes
+                    .into_iter()
+                    .map(|c| Code {
+                        code: c.masked,
+                        redeemed_at: None,
+                    })
+                    .collect(),
+                booking,
+            })
+            .collect();
+        Order {
+            id: self.order_id.clone(),
+            campaign_id: self.campaign.id.clone(),
+            reference: self.reference.clone(),
+            owner_id: self.owner_id.clone(),
+            owner: self.owner.clone(),
+            total: plan.total,
+            meta: self.order.meta.clone(),
+            wallet_id: transaction_id
+                .as_ref()
+                .and(self.payment.as_ref())
+                .map(|p| p.wallet_id.clone()),
+            transaction_id,
+            random: self.order.random_cost.is_some(),
+            date: self.at,
+            lines,
+        }
+    }
+
+    fn wallet_id(&self) -> Option<&str> {
+        self.payment.as_ref().map(|p| p.wallet_id.as_str())
+    }
+}
+
+impl Transactional for Placing {
+    type Output = Outcome;
+
+    fn sqlite(&self, tx: &rusqlite::Connection) -> Result<Outcome, StoreError> {
+        let c = &self.campaign;
+        let earlier: Option<(String, String)> =
+            direct::row(tx, EARLIER, args![c.id, self.reference])?;
+        if earlier.is_some() {
+            return Ok(Outcome::Earlier);
+        }
+        let mut sources = Vec::with_capacity(self.order.lines.len());
+        for line in &self.order.lines {
+            let mut source = LineSource {
+                product: direct::row(tx, PRODUCT, args![c.id, line.product_id])?,
+                ..LineSource::default()
+            };
+            source.variants = match &line.variant_id {
+                Some(id) => direct::rows(tx, VARIANT, args![c.id, id])?,
+                None => direct::rows(tx, VARIANTS_OF, args![c.id, line.product_id])?,
+            };
+            if line.booking.is_some() {
+                let rows: Vec<(String,)> =
+                    direct::rows(tx, BRANCHES, args![c.id, line.product_id])?;
+                source.branches = rows.into_iter().map(|(b,)| b).collect();
+            }
+            source.tier_reached = match source.variant().and_then(|v| v.tier_threshold) {
+                None => true,
+                Some(threshold) => {
+                    let args = args![c.id, self.owner_id, threshold, self.wallet_id()];
+                    direct::row::<(String,)>(tx, TIER_REACHED, args)?.is_some()
+                }
+            };
+            sources.push(source);
+        }
+        let plan = plan(&self.order.lines, sources, self.order.random_cost, self.at)?;
+        let mut sold_out = false;
+        for (variant, units, line) in &plan.takes {
+            let left: Option<(i64,)> = direct::row(tx, TAKE_STOCK, args![c.id, variant, units])?;
+            match left {
+                Some((0,)) => sold_out = true,
+                Some(_) => {}
+                None => {
+                    let (stock,): (Option<i64>,) =
+                        direct::row(tx, STOCK, args![c.id, variant])?.unwrap_or((None,));
+                    return Err(out_of_stock(*line, variant, stock.unwrap_or(0)));
+                }
+            }
+        }
+        if sold_out {
+            direct::execute(tx, SELLOUT, args![c.id])?;
+        }
+        let transaction_id = match self.debit(plan.total) {
+            Some(debit) => {
+                if debit.sqlite(tx)?.is_some() {
+                    return Err(StoreError::Conflict { field: "reference" });
+                }
+                Some(debit.transaction_id().to_string())
+            }
+            None => None,
+        };
+        let at = direct::time(self.at);
+        let meta = self.order.meta.as_ref().map(direct::json);
+        direct::execute(
+            tx,
+            INSERT_ORDER,
+            args![
+                self.order_id,
+                c.org_id,
+                c.id,
+                self.reference,
+                self.owner_id,
+                plan.total.micros(),
+                meta,
+                transaction_id.as_ref().and(self.wallet_id()),
+                transaction_id,
+                self.order.random_cost.is_some(),
+                self.fingerprint,
+                at
+            ],
+        )?;
+        let bookings = self.bookings(&plan);
+        let mut codes = Vec::with_capacity(plan.lines.len());
+        for (position, (line, asked)) in plan.lines.iter().zip(&self.order.lines).enumerate() {
+            let product = direct::json(&line.product);
+            let meta = asked.meta.as_ref().map(direct::json);
+            direct::execute(
+                tx,
+                INSERT_LINE,
+                args![
+                    line.id,
+                    self.order_id,
+                    c.org_id,
+                    c.id,
+                    position as i64,
+                    line.product_id,
+                    line.variant_id,
+                    asked.reference,
+                    i64::from(line.quantity),
+                    line.cost.micros(),
+                    line.total.micros(),
+                    line.requires_booking,
+                    product,
+                    meta
+                ],
+            )?;
+            let mut line_codes = Vec::with_capacity(line.quantity as usize);
+            for unit in 0..i64::from(line.quantity) {
+                // 65 random bits: a clash is next to impossible, and a new code is drawn if so.
+                let code = loop {
+                    let code = self.new_code();
+                    let args = args![
+                        code.id,
+                        c.org_id,
+                        line.id,
+                        unit,
+                        code.sealed,
+                        code.lookup,
+                        code.tail
+                    ];
+                    if direct::execute(tx, INSERT_CODE, args)? == 1 {
+                        break code;
+                    }
+                };
+                line_codes.push(code);
+            }
+            codes.push(line_codes);
+            if let Some(b) = &bookings[position] {
+                let meta = b.meta.as_ref().map(direct::json);
+                let date = direct::time(b.date);
+                direct::execute(
+                    tx,
+                    INSERT_BOOKING,
+                    args![
+                        b.id,
+                        c.org_id,
+                        c.id,
+                        b.order_id,
+                        b.line_id,
+                        b.owner_id,
+                        b.status.as_str(),
+                        b.first_name,
+                        b.last_name,
+                        b.email,
+                        b.phone,
+                        b.branch,
+                        date,
+                        i64::from(b.pax),
+                        b.notes,
+                        meta,
+                        at,
+                        at
+                    ],
+                )?;
+            }
+        }
+        Ok(Outcome::Placed {
+            order: Box::new(self.order(plan, transaction_id, codes, bookings)),
+            sold_out,
+        })
+    }
+
+    async fn postgres(&self, tx: &mut PgConnection) -> Result<Outcome, StoreError> {
+        let c = &self.campaign;
+        let earlier: Option<(String, String)> = sqlx::query_as(EARLIER)
+            .bind(&c.id)
+            .bind(&self.reference)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if earlier.is_some() {
+            return Ok(Outcome::Earlier);
+        }
+        let mut sources = Vec::with_capacity(self.order.lines.len());
+        for line in &self.order.lines {
+            let mut source = LineSource {
+                product: sqlx::query_as(PRODUCT)
+                    .bind(&c.id)
+                    .bind(&line.product_id)
+                    .fetch_optional(&mut *tx)
+                    .await?,
+                ..LineSource::default()
+            };
+            let (sql, key) = match &line.variant_id {
+                Some(id) => (VARIANT, id),
+                None => (VARIANTS_OF, &line.product_id),
+            };
+            source.variants = sqlx::query_as(sql)
+                .bind(&c.id)
+                .bind(key)
+                .fetch_all(&mut *tx)
+                .await?;
+            if line.booking.is_some() {
+                let rows: Vec<(String,)> = sqlx::query_as(BRANCHES)
+                    .bind(&c.id)
+                    .bind(&line.product_id)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                source.branches = rows.into_iter().map(|(b,)| b).collect();
+            }
+            source.tier_reached = match source.variant().and_then(|v| v.tier_threshold) {
+                None => true,
+                Some(threshold) => {
+                    let found: Option<(String,)> = sqlx::query_as(TIER_REACHED)
+                        .bind(&c.id)
+                        .bind(&self.owner_id)
+                        .bind(threshold)
+                        .bind(self.wallet_id())
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    found.is_some()
+                }
+            };
+            sources.push(source);
+        }
+        let plan = plan(&self.order.lines, sources, self.order.random_cost, self.at)?;
+        let mut sold_out = false;
+        // In variant id order: concurrent orders lock the rows in the same order.
+        for (variant, units, line) in &plan.takes {
+            let left: Option<(i64,)> = sqlx::query_as(TAKE_STOCK)
+                .bind(&c.id)
+                .bind(variant)
+                .bind(units)
+                .fetch_optional(&mut *tx)
+                .await?;
+            match left {
+                Some((0,)) => sold_out = true,
+                Some(_) => {}
+                None => {
+                    let stock: Option<(Option<i64>,)> = sqlx::query_as(STOCK)
+                        .bind(&c.id)
+                        .bind(variant)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    let left = stock.and_then(|(s,)| s).unwrap_or(0);
+                    return Err(out_of_stock(*line, variant, left));
+                }
+            }
+        }
+        if sold_out {
+            sqlx::query(SELLOUT).bind(&c.id).execute(&mut *tx).await?;
+        }
+        let transaction_id = match self.debit(plan.total) {
+            Some(debit) => {
+                if debit.postgres(&mut *tx).await?.is_some() {
+                    return Err(StoreError::Conflict { field: "reference" });
+                }
+                Some(debit.transaction_id().to_string())
+            }
+            None => None,
+        };
+        sqlx::query(INSERT_ORDER)
+            .bind(&self.order_id)
+            .bind(&c.org_id)
+            .bind(&c.id)
+            .bind(&self.reference)
+            .bind(&self.owner_id)
+            .bind(plan.total.micros())
+            .bind(self.order.meta.as_ref().map(Json))
+            .bind(transaction_id.as_ref().and(self.wallet_id()))
+            .bind(&transaction_id)
+            .bind(self.order.random_cost.is_some())
+            .bind(&self.fingerprint)
+            .bind(self.at)
+            .execute(&mut *tx)
+            .await?;
+        let bookings = self.bookings(&plan);
+        let mut codes = Vec::with_capacity(plan.lines.len());
+        for (position, (line, asked)) in plan.lines.iter().zip(&self.order.lines).enumerate() {
+            sqlx::query(INSERT_LINE)
+                .bind(&line.id)
+                .bind(&self.order_id)
+                .bind(&c.org_id)
+                .bind(&c.id)
+                .bind(position as i32)
+                .bind(&line.product_id)
+                .bind(&line.variant_id)
+                .bind(&asked.reference)
+                .bind(i64::from(line.quantity))
+                .bind(line.cost.micros())
+                .bind(line.total.micros())
+                .bind(line.requires_booking)
+                .bind(Json(&line.product))
+                .bind(asked.meta.as_ref().map(Json))
+                .execute(&mut *tx)
+                .await?;
+            let mut line_codes = Vec::with_capacity(line.quantity as usize);
+            for unit in 0..line.quantity as i32 {
+                let code = loop {
+                    let code = self.new_code();
+                    let written = sqlx::query(INSERT_CODE)
+                        .bind(&code.id)
+                        .bind(&c.org_id)
+                        .bind(&line.id)
+                        .bind(unit)
+                        .bind(&code.sealed)
+                        .bind(&code.lookup)
+                        .bind(&code.tail)
+                        .execute(&mut *tx)
+                        .await?
+                        .rows_affected();
+                    if written == 1 {
+                        break code;
+                    }
+                };
+                line_codes.push(code);
+            }
+            codes.push(line_codes);
+            if let Some(b) = &bookings[position] {
+                bind_booking!(sqlx::query(INSERT_BOOKING), c, b)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        Ok(Outcome::Placed {
+            order: Box::new(self.order(plan, transaction_id, codes, bookings)),
+            sold_out,
+        })
+    }
+}
+
+impl Store {
+    /// Places `order` in `campaign`, sealing its codes with `codes`. The owner must be a live
+    /// member of the organisation (`UnknownReference` on `owner`); a paying wallet must be the
+    /// owner's, in the campaign (`UnknownReference`, `Invalid` on `walletId`) and cover the
+    /// total (`InsufficientBalance`). Problems with lines are `Rejected` with their paths;
+    /// `Refused` says `out_of_stock` or `tier_required`. A reference used by another request
+    /// is a `Conflict`; by this same request, the order it made (`replayed`).
+    pub async fn place_order(
+        &self,
+        campaign: &Campaign,
+        order: NewOrder,
+        codes: Arc<CodeKey>,
+    ) -> Result<Placed, StoreError> {
+        let fingerprint = order.fingerprint();
+        let reference = match &order.reference {
+            Some(reference) => {
+                if let Some(done) = self
+                    .earlier_order(campaign, reference, &fingerprint)
+                    .await?
+                {
+                    return Ok(done);
+                }
+                reference.clone()
+            }
+            None => new_id(),
+        };
+        let (owner_id, owner) = self
+            .member_by_reference(&campaign.org_id, &order.owner)
+            .await?
+            .ok_or_else(|| StoreError::UnknownReference {
+                field: "owner",
+                message: format!("no member has the id or external id `{}`", order.owner),
+            })?;
+        let payment = match &order.wallet {
+            None => None,
+            Some(reference) => {
+                let wallet = match self.get_wallet(campaign, reference).await {
+                    Err(StoreError::NotFound { .. }) => {
+                        return Err(StoreError::UnknownReference {
+                            field: "walletId",
+                            message: format!("no wallet `{reference}` in the campaign"),
+                        });
+                    }
+                    other => other?,
+                };
+                if wallet.owner_id != owner_id {
+                    return Err(StoreError::invalid(
+                        "walletId",
+                        format!("wallet `{reference}` belongs to another member than the owner"),
+                    ));
+                }
+                Some(Payment {
+                    wallet_id: wallet.id,
+                    currency: wallet.currency,
+                    min_balance: self.policy(&campaign.id).await?.min_balance,
+                })
+            }
+        };
+        let placing = Placing {
+            campaign: campaign.clone(),
+            order_id: new_id(),
+            reference: reference.clone(),
+            owner_id,
+            owner: owner.unwrap_or_default(),
+            fingerprint: fingerprint.clone(),
+            order,
+            payment,
+            codes,
+            at: now(),
+        };
+        match self.transact(placing).await {
+            Ok(Outcome::Placed { order, sold_out }) => Ok(Placed {
+                order: *order,
+                replayed: false,
+                sold_out,
+            }),
+            // Another request with this reference came first (and won the race to write it).
+            Ok(Outcome::Earlier) => {
+                self.earlier_or_conflict(campaign, &reference, &fingerprint)
+                    .await
+            }
+            Err(err) if err.is_unique_violation() => {
+                self.earlier_or_conflict(campaign, &reference, &fingerprint)
+                    .await
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    async fn earlier_or_conflict(
+        &self,
+        campaign: &Campaign,
+        reference: &str,
+        fingerprint: &str,
+    ) -> Result<Placed, StoreError> {
+        self.earlier_order(campaign, reference, fingerprint)
+            .await?
+            .ok_or(StoreError::Conflict { field: "reference" })
+    }
+
+    /// The order an earlier request made with `reference`: `Some` when it was this request,
+    /// `Conflict` when it was another, `None` when there is none.
+    async fn earlier_order(
+        &self,
+        campaign: &Campaign,
+        reference: &str,
+        fingerprint: &str,
+    ) -> Result<Option<Placed>, StoreError> {
+        let row: Option<(String, String)> = read_row!(self, EARLIER, [campaign.id, reference])?;
+        let Some((id, earlier)) = row else {
+            return Ok(None);
+        };
+        if earlier != fingerprint {
+            return Err(StoreError::Conflict { field: "reference" });
+        }
+        let scope = super::OrderScope::campaign(campaign);
+        let order = self.get_order(&scope, &id, None).await?;
+        Ok(Some(Placed {
+            order,
+            replayed: true,
+            sold_out: false,
+        }))
+    }
+}

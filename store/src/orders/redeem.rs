@@ -1,0 +1,90 @@
+//! A partner redeeming a code: found by its keyed hash (never by decrypting rows), marked
+//! redeemed by one conditional update, so of two redeems at once exactly one succeeds.
+
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+
+use super::ProductSummary;
+use super::codes::{CodeKey, masked_tail};
+use crate::common::ids::now;
+use crate::{Store, StoreError};
+
+/// A redeemed code and what it was for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Redeemed {
+    /// Masked.
+    pub code: String,
+    pub redeemed_at: DateTime<Utc>,
+    pub campaign_id: String,
+    pub order_id: String,
+    pub line_id: String,
+    pub product_id: String,
+    pub variant_id: String,
+    pub product: ProductSummary,
+}
+
+row_struct! {
+    struct RedeemedRow {
+        tail: String,
+        redeemed_at: Option<DateTime<Utc>>,
+        campaign_id: String,
+        order_id: String,
+        line_id: String,
+        product_id: String,
+        variant_id: String,
+        product: Json<ProductSummary>,
+    }
+}
+
+impl Store {
+    /// Redeems `code` (as typed: case, spaces and dashes do not matter) among organisation
+    /// `org_id`'s codes, for API key `key_id`. `NotFound` when no code of the organisation
+    /// matches; `Refused` (`already_redeemed`) when it was redeemed before.
+    pub async fn redeem_code(
+        &self,
+        org_id: &str,
+        code: &str,
+        codes: &CodeKey,
+        key_id: &str,
+    ) -> Result<Redeemed, StoreError> {
+        const REDEEM: &str = "UPDATE redemption_codes SET redeemed_at = $3, redeemed_by = $4 \
+             WHERE org_id = $1 AND lookup = $2 AND redeemed_at IS NULL RETURNING id";
+        const FIND: &str = "SELECT id, redeemed_at FROM redemption_codes \
+             WHERE org_id = $1 AND lookup = $2";
+        const DETAIL: &str = "SELECT c.tail, c.redeemed_at, l.campaign_id, l.order_id, l.id, \
+             l.product_id, l.variant_id, l.product FROM redemption_codes c \
+             JOIN order_lines l ON l.id = c.line_id WHERE c.id = $1";
+        let lookup = codes.lookup(org_id, code);
+        let redeemed: Option<(String,)> = with_writer!(self, |pool| sqlx::query_as(REDEEM)
+            .bind(org_id)
+            .bind(&lookup)
+            .bind(now())
+            .bind(key_id)
+            .fetch_optional(pool)
+            .await)?;
+        let Some((id,)) = redeemed else {
+            let found: Option<(String, Option<DateTime<Utc>>)> =
+                read_row!(self, FIND, [org_id, lookup])?;
+            return Err(match found {
+                Some((_, Some(at))) => StoreError::refused(
+                    "already_redeemed",
+                    Some("code".into()),
+                    format!("the code was redeemed at {}", at.to_rfc3339()),
+                ),
+                _ => StoreError::NotFound { what: "code" },
+            });
+        };
+        let row: Option<RedeemedRow> = read_row!(self, DETAIL, [id])?;
+        let r = row.ok_or(StoreError::NotFound { what: "code" })?;
+        Ok(Redeemed {
+            code: masked_tail(&r.tail),
+            redeemed_at: r.redeemed_at.unwrap_or_else(now),
+            campaign_id: r.campaign_id,
+            order_id: r.order_id,
+            line_id: r.line_id,
+            product_id: r.product_id,
+            variant_id: r.variant_id,
+            product: r.product.0,
+        })
+    }
+}
