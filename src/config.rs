@@ -15,6 +15,7 @@ use serde::Deserialize;
 struct FileConfig {
     data_dir: Option<PathBuf>,
     database_url: Option<String>,
+    codes_key: Option<String>,
     http_addr: Option<SocketAddr>,
     sftp_addr: Option<SocketAddr>,
     db_max_connections: Option<u32>,
@@ -43,6 +44,9 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// `None`: the SQLite file `rewards.db` in `data_dir`.
     pub database_url: Option<Secret>,
+    /// The 64 hex digits that seal redemption codes. `None`: the key in `data_dir/codes.key`,
+    /// made on first start. Several nodes on one database need the same key.
+    pub codes_key: Option<Secret>,
     pub http_addr: SocketAddr,
     /// The SFTP server's address (batch files).
     pub sftp_addr: SocketAddr,
@@ -61,6 +65,7 @@ impl Default for Config {
         Config {
             data_dir: PathBuf::from("./data"),
             database_url: None,
+            codes_key: None,
             http_addr: ([127, 0, 0, 1], 8080).into(),
             sftp_addr: ([127, 0, 0, 1], 2222).into(),
             db_max_connections: 16,
@@ -92,6 +97,9 @@ impl Config {
         }
         if let Some(v) = file.database_url {
             self.database_url = Some(Secret(v));
+        }
+        if let Some(v) = file.codes_key {
+            self.codes_key = Some(Secret(v));
         }
         if let Some(v) = file.http_addr {
             self.http_addr = v;
@@ -160,6 +168,7 @@ fn from_env(var: impl Fn(&str) -> Option<String>) -> anyhow::Result<FileConfig> 
             .filter(|v| !v.is_empty())
             .map(PathBuf::from),
         database_url: var("DATABASE_URL").filter(|v| !v.trim().is_empty()),
+        codes_key: var("REWARDS_CODES_KEY").filter(|v| !v.trim().is_empty()),
         http_addr: parse("REWARDS_HTTP_ADDR", var("REWARDS_HTTP_ADDR"))?,
         sftp_addr: parse("REWARDS_SFTP_ADDR", var("REWARDS_SFTP_ADDR"))?,
         db_max_connections: parse(
@@ -205,6 +214,23 @@ impl Secret {
         &self.0
     }
 }
+
+impl Config {
+    /// The key that seals redemption codes: `codes_key`, else the one kept in the data
+    /// directory (made there, readable by its owner only, on first use).
+    pub fn code_key(&self) -> anyhow::Result<store::CodeKey> {
+        match &self.codes_key {
+            Some(hex) => store::CodeKey::from_hex(hex.expose())
+                .map_err(|e| anyhow::anyhow!("codes_key (REWARDS_CODES_KEY) {e}")),
+            None => Ok(store::CodeKey::load_or_create(
+                &self.data_dir.join(CODES_KEY_FILE),
+            )?),
+        }
+    }
+}
+
+/// The file in the data directory that keeps the codes key when none is configured.
+pub const CODES_KEY_FILE: &str = "codes.key";
 
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -296,6 +322,7 @@ mod tests {
         assert_eq!(config.log_format, defaults.log_format);
         assert_eq!(config.background_workers, defaults.background_workers);
         assert!(config.database_url.is_none());
+        assert!(config.codes_key.is_none());
         let sftp = (&config.sftp, &defaults.sftp);
         assert_eq!(sftp.0.max_upload_bytes, sftp.1.max_upload_bytes);
         assert_eq!(sftp.0.auth_rejection_delay, sftp.1.auth_rejection_delay);

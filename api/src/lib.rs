@@ -3,7 +3,8 @@
 //! live:
 //!
 //! - one module per resource, each with its `router()`, request and response types:
-//!   `api_key`, `members/`, `wallets`, `transactions`, `batches`, `catalogue/`;
+//!   `api_key`, `members/`, `wallets`, `transactions`, `batches`, `catalogue/`, `orders/`,
+//!   `bookings`;
 //! - `http/`: what they share (authentication and versions, the error type and problem body,
 //!   the body and query extractors, field checks, paging, the OpenAPI document, the operational
 //!   routes);
@@ -13,10 +14,12 @@
 
 mod api_key;
 mod batches;
+mod bookings;
 mod catalogue;
 mod http;
 mod jobs;
 mod members;
+mod orders;
 mod state;
 mod transactions;
 mod wallets;
@@ -44,6 +47,8 @@ pub fn app(state: AppState) -> Router {
         .merge(transactions::router())
         .merge(batches::router())
         .merge(catalogue::router())
+        .merge(orders::router())
+        .merge(bookings::router())
         .layer(from_fn_with_state(state.clone(), http::auth::authenticate))
         .split_for_parts();
     http::docs::add_shared_parts(&mut openapi);

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use metrics_exporter_prometheus::PrometheusHandle;
-use store::{Catalogues, RuleBook, Store};
+use store::{Catalogues, CodeKey, RuleBook, Store};
 use tokio::sync::Notify;
 
 use crate::jobs::inbox::EarnInbox;
@@ -20,11 +20,14 @@ pub struct AppState {
     pub earn_waiting: Arc<Notify>,
     /// Gathers concurrent earn submissions into single writes.
     pub earn_inbox: EarnInbox,
+    /// Seals and opens redemption codes. Never logged.
+    pub codes: Arc<CodeKey>,
 }
 
 impl AppState {
-    /// Must be called inside a Tokio runtime: it starts the earn inbox's task.
-    pub fn new(store: Store) -> Self {
+    /// Must be called inside a Tokio runtime: it starts the earn inbox's task. `codes` must be
+    /// the same key on every node of one database.
+    pub fn new(store: Store, codes: CodeKey) -> Self {
         let earn_waiting = Arc::new(Notify::new());
         AppState {
             rule_book: RuleBook::new(store.clone()),
@@ -33,6 +36,7 @@ impl AppState {
             store,
             metrics: crate::http::ops::metrics_handle(),
             earn_waiting,
+            codes: Arc::new(codes),
         }
     }
 }

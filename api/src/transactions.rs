@@ -1,8 +1,6 @@
 //! Transactions (seed #29-32): the list and one transaction, BURN (synchronous) and EARN
 //! (accepted with 202, processed by the workers, followed at its `statusCheckUrl`).
 
-use std::str::FromStr;
-
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -253,53 +251,6 @@ async fn get_transaction(
     ))
 }
 
-/// A JSON number read exactly (`12.30` stays 12.30, never a binary float), to 28 decimal
-/// places: digits beyond them are rounded (half to even).
-fn exact(checks: &mut Checks, field: &str, number: Option<serde_json::Number>) -> Option<Decimal> {
-    let number = number?;
-    let text = number.to_string();
-    match positional(&text).and_then(|plain| Decimal::from_str(&plain).ok()) {
-        Some(value) => Some(value),
-        None => {
-            checks.fail(
-                field,
-                "invalid_value",
-                format!("{number} is not a number this service can hold exactly"),
-            );
-            None
-        }
-    }
-}
-
-/// `text` without an exponent (`1.5e-3` is `0.0015`), so that `Decimal::from_str` reads it and
-/// rounds what is past its precision instead of refusing it.
-fn positional(text: &str) -> Option<String> {
-    let Some((mantissa, exponent)) = text.split_once(['e', 'E']) else {
-        return Some(text.to_string());
-    };
-    let exponent: i64 = exponent.parse().ok()?;
-    let (sign, mantissa) = match mantissa.strip_prefix('-') {
-        Some(rest) => ("-", rest),
-        None => ("", mantissa),
-    };
-    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let digits = format!("{whole}{fraction}");
-    // Where the point falls among `digits`; a JSON number's exponent stays within a few hundred.
-    let point = i64::try_from(whole.len()).ok()? + exponent;
-    if point.unsigned_abs() > 400 {
-        return None;
-    }
-    let plain = if point <= 0 {
-        format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
-    } else if point as usize >= digits.len() {
-        format!("{digits}{}", "0".repeat(point as usize - digits.len()))
-    } else {
-        let (left, right) = digits.split_at(point as usize);
-        format!("{left}.{right}")
-    };
-    Some(format!("{sign}{plain}"))
-}
-
 fn date(checks: &mut Checks, field: &str, value: Option<String>) -> Option<DateTime<Utc>> {
     let value = value?;
     match checks::date_time(&value) {
@@ -340,31 +291,14 @@ pub struct BurnInput {
 
 fn new_burn(input: BurnInput) -> Result<NewBurn, ApiError> {
     let mut checks = Checks::default();
-    let amount = exact(&mut checks, "amount", input.amount);
-    let tokens = match amount {
-        None => {
-            if !checks.has("amount") {
-                checks.fail("amount", "missing_field", "is required");
-            }
-            Tokens::ZERO
-        }
-        Some(a) if a <= Decimal::ZERO => {
-            checks.fail("amount", "invalid_value", "must be more than 0");
-            Tokens::ZERO
-        }
-        Some(a) if a > Decimal::from(MAX_BURN) => {
-            checks.fail("amount", "invalid_value", too_large(MAX_BURN));
-            Tokens::ZERO
-        }
-        Some(a) => Tokens::from_decimal(a).unwrap_or_else(|message| {
-            checks.fail("amount", "invalid_value", message);
-            Tokens::ZERO
-        }),
-    };
+    let amount = checks.tokens("amount", input.amount, true, MAX_BURN);
+    if amount.is_none() && !checks.has("amount") {
+        checks.fail("amount", "missing_field", "is required");
+    }
     let burn = NewBurn {
         wallet: checks.required("walletId", input.wallet_id, MAX_ID),
         external_id: checks.required("externalId", input.external_id, MAX_ID),
-        amount: tokens,
+        amount: amount.unwrap_or(Tokens::ZERO),
         description: checks.required("description", input.description, MAX_TEXT),
         comment: checks.text("comment", input.comment, MAX_TEXT),
         meta: checks.meta(input.meta),
@@ -415,7 +349,7 @@ pub struct EarnBody {
 
 fn earn_input(body: EarnBody) -> Result<EarnInput, ApiError> {
     let mut checks = Checks::default();
-    let amount = exact(&mut checks, "amount", body.amount);
+    let amount = checks::exact(&mut checks, "amount", body.amount);
     match amount {
         None if !checks.has("amount") => checks.fail("amount", "missing_field", "is required"),
         Some(a) if a < Decimal::ZERO => {
@@ -549,27 +483,4 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(burn))
         .routes(routes!(earn))
         .routes(routes!(earn_status))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::positional;
-
-    #[test]
-    fn exponents_become_positional() {
-        for (text, plain) in [
-            ("12.30", "12.30"),
-            ("1.5e-3", "0.0015"),
-            ("-1.5E2", "-150"),
-            ("2.5e1", "25"),
-            ("1e+3", "1000"),
-            (
-                "1.175494351e-38",
-                "0.00000000000000000000000000000000000001175494351",
-            ),
-        ] {
-            assert_eq!(positional(text).as_deref(), Some(plain), "{text}");
-        }
-        assert_eq!(positional("1e999"), None);
-    }
 }

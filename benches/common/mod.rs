@@ -135,7 +135,7 @@ pub async fn serve(store: &store::Store) -> String {
     let workers = std::env::var("BENCH_NO_WORKERS").is_err();
     tokio::spawn(api::serve(
         listener,
-        api::AppState::new(store.clone()),
+        api::AppState::new(store.clone(), store::CodeKey::random()),
         workers,
         std::future::pending(),
     ));

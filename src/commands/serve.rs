@@ -36,6 +36,13 @@ pub async fn serve(config: &Config, store: Store) -> anyhow::Result<()> {
     let (http, sftp) = (listener.local_addr()?, sftp_listener.local_addr()?);
     // A host key that cannot be read or made stops the start, not just the SFTP door.
     ingest::keys::host_key(&config.data_dir).map_err(anyhow::Error::msg)?;
+    let codes = config.code_key()?;
+    if config.codes_key.is_none() && store.backend() == store::Backend::Postgres {
+        tracing::warn!(
+            "codes_key is not set: this node seals redemption codes with the key in its data \
+             directory; every node of one database needs the same key (set REWARDS_CODES_KEY)"
+        );
+    }
     let workers = config.background_workers;
     // An embedded database has one serving process: batches it had claimed when it stopped
     // are taken up again now rather than when their lease runs out.
@@ -92,7 +99,7 @@ pub async fn serve(config: &Config, store: Store) -> anyhow::Result<()> {
     });
     api::serve(
         listener,
-        api::AppState::new(store.clone()),
+        api::AppState::new(store.clone(), codes),
         workers,
         async move {
             shutdown_signal().await;

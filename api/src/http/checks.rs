@@ -1,8 +1,12 @@
 //! Field validation shared by every resource's request bodies: each check records its error and
 //! lets the next run, so a client learns every problem of a body at once.
 
+use std::str::FromStr;
+
+use rules::Decimal;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
+use store::Tokens;
 
 use crate::http::error::{ApiError, FieldError};
 
@@ -27,13 +31,67 @@ pub fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
 /// a leap second in any minute; the document's `date-time` format allows neither, so neither
 /// does the service.
 pub fn date_time(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    local_date_time(text).map(|t| t.with_timezone(&chrono::Utc))
+}
+
+/// `date_time` with the offset it was given (a booking's weekday is the one of its offset).
+pub fn local_date_time(text: &str) -> Option<chrono::DateTime<chrono::FixedOffset>> {
     let bytes = text.as_bytes();
     if !matches!(bytes.get(10), Some(b'T' | b't')) || bytes.get(17..19) == Some(b"60") {
         return None;
     }
-    chrono::DateTime::parse_from_rfc3339(text)
-        .ok()
-        .map(|t| t.with_timezone(&chrono::Utc))
+    chrono::DateTime::parse_from_rfc3339(text).ok()
+}
+
+/// A JSON number read exactly (`12.30` stays 12.30, never a binary float), to 28 decimal
+/// places: digits beyond them are rounded (half to even).
+pub fn exact(
+    checks: &mut Checks,
+    field: &str,
+    number: Option<serde_json::Number>,
+) -> Option<Decimal> {
+    let number = number?;
+    let text = number.to_string();
+    match positional(&text).and_then(|plain| Decimal::from_str(&plain).ok()) {
+        Some(value) => Some(value),
+        None => {
+            checks.fail(
+                field,
+                "invalid_value",
+                format!("{number} is not a number this service can hold exactly"),
+            );
+            None
+        }
+    }
+}
+
+/// `text` without an exponent (`1.5e-3` is `0.0015`), so that `Decimal::from_str` reads it and
+/// rounds what is past its precision instead of refusing it.
+pub fn positional(text: &str) -> Option<String> {
+    let Some((mantissa, exponent)) = text.split_once(['e', 'E']) else {
+        return Some(text.to_string());
+    };
+    let exponent: i64 = exponent.parse().ok()?;
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", mantissa),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = format!("{whole}{fraction}");
+    // Where the point falls among `digits`; a JSON number's exponent stays within a few hundred.
+    let point = i64::try_from(whole.len()).ok()? + exponent;
+    if point.unsigned_abs() > 400 {
+        return None;
+    }
+    let plain = if point <= 0 {
+        format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
+    } else if point as usize >= digits.len() {
+        format!("{digits}{}", "0".repeat(point as usize - digits.len()))
+    } else {
+        let (left, right) = digits.split_at(point as usize);
+        format!("{left}.{right}")
+    };
+    Some(format!("{sign}{plain}"))
 }
 
 /// Collects every field error of a body before answering, so a client fixes them all at once.
@@ -70,8 +128,8 @@ impl Checks {
         value.unwrap_or_default()
     }
 
-    pub fn email(&mut self, value: Option<String>) -> Option<String> {
-        let value = self.text("email", value, MAX_EMAIL)?;
+    pub fn email(&mut self, field: &str, value: Option<String>) -> Option<String> {
+        let value = self.text(field, value, MAX_EMAIL)?;
         let well_formed = value.split_once('@').is_some_and(|(local, domain)| {
             !local.is_empty()
                 && domain.contains('.')
@@ -81,7 +139,7 @@ impl Checks {
             && value.matches('@').count() == 1;
         if !well_formed {
             self.fail(
-                "email",
+                field,
                 "invalid_value",
                 "must be an email address such as ada@example.com",
             );
@@ -89,8 +147,8 @@ impl Checks {
         Some(value)
     }
 
-    pub fn phone(&mut self, value: Option<String>) -> Option<String> {
-        let value = self.text("phone", value, MAX_PHONE)?;
+    pub fn phone(&mut self, field: &str, value: Option<String>) -> Option<String> {
+        let value = self.text(field, value, MAX_PHONE)?;
         let digits = value.chars().filter(char::is_ascii_digit).count();
         let allowed = value
             .chars()
@@ -98,7 +156,7 @@ impl Checks {
             .all(|(i, c)| c.is_ascii_digit() || " -().".contains(c) || (c == '+' && i == 0));
         if !allowed || digits < 3 {
             self.fail(
-                "phone",
+                field,
                 "invalid_value",
                 "must be a phone number: digits, spaces, - ( ) . and a leading +",
             );
@@ -107,17 +165,88 @@ impl Checks {
     }
 
     pub fn meta(&mut self, value: Option<Value>) -> Option<Value> {
+        self.meta_at("meta", value)
+    }
+
+    /// `meta` of a nested object, at `field` (`lines[0].meta`).
+    pub fn meta_at(&mut self, field: &str, value: Option<Value>) -> Option<Value> {
         let value = value?;
         if !value.is_object() {
-            self.fail("meta", "invalid_type", "must be a JSON object");
+            self.fail(field, "invalid_type", "must be a JSON object");
         } else if value.to_string().len() > MAX_META_BYTES {
             self.fail(
-                "meta",
+                field,
                 "too_long",
                 format!("must be at most {MAX_META_BYTES} bytes of JSON"),
             );
         }
         Some(value)
+    }
+
+    /// A token amount: a JSON number read exactly, more than 0 when `positive` (else at least
+    /// 0), at most `max` tokens and 6 decimals. `None` when absent or refused (recorded).
+    pub fn tokens(
+        &mut self,
+        field: &str,
+        number: Option<serde_json::Number>,
+        positive: bool,
+        max: i64,
+    ) -> Option<Tokens> {
+        let amount = exact(self, field, number)?;
+        let refused = if positive && amount <= Decimal::ZERO {
+            Some("must be more than 0".to_string())
+        } else if amount < Decimal::ZERO {
+            Some("must be at least 0".to_string())
+        } else if amount > Decimal::from(max) {
+            Some(format!("must be at most {max}"))
+        } else {
+            None
+        };
+        if let Some(message) = refused {
+            self.fail(field, "invalid_value", message);
+            return None;
+        }
+        Tokens::from_decimal(amount)
+            .map_err(|message| self.fail(field, "invalid_value", message))
+            .ok()
+    }
+
+    /// A whole number within `range` given as a JSON number (`3` or `3.0`); `None` when absent
+    /// or refused (recorded).
+    pub fn whole(
+        &mut self,
+        field: &str,
+        number: Option<&serde_json::Number>,
+        range: std::ops::RangeInclusive<u32>,
+    ) -> Option<u32> {
+        let number = number?;
+        let whole = number
+            .as_u64()
+            .or_else(|| {
+                number
+                    .as_f64()
+                    .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                    .map(|f| f as u64)
+            })
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|n| range.contains(n));
+        if whole.is_none() {
+            self.fail(
+                field,
+                "invalid_value",
+                format!(
+                    "must be a whole number from {} to {}",
+                    range.start(),
+                    range.end()
+                ),
+            );
+        }
+        whole
+    }
+
+    /// How many errors are recorded so far.
+    pub fn count(&self) -> usize {
+        self.0.len()
     }
 
     /// Whether `field` already has an error.
@@ -258,5 +387,28 @@ pub mod schema {
             .format(Some(SchemaFormat::KnownFormat(KnownFormat::Date)))
             .pattern(Some(format!("^{DAY}$")))
             .build()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::positional;
+
+    #[test]
+    fn exponents_become_positional() {
+        for (text, plain) in [
+            ("12.30", "12.30"),
+            ("1.5e-3", "0.0015"),
+            ("-1.5E2", "-150"),
+            ("2.5e1", "25"),
+            ("1e+3", "1000"),
+            (
+                "1.175494351e-38",
+                "0.00000000000000000000000000000000000001175494351",
+            ),
+        ] {
+            assert_eq!(positional(text).as_deref(), Some(plain), "{text}");
+        }
+        assert_eq!(positional("1e999"), None);
     }
 }

@@ -70,6 +70,14 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error("{0} is already in use")]
     Conflict(&'static str),
+    /// 409: the state of what the request names refuses it; `code` says how (`out_of_stock`,
+    /// `already_redeemed`, `illegal_transition`...).
+    #[error("{detail}")]
+    Refused {
+        code: &'static str,
+        field: Option<String>,
+        detail: String,
+    },
     /// 402: the wallet cannot cover a burn.
     #[error("{0}")]
     InsufficientBalance(String),
@@ -109,6 +117,7 @@ impl ApiError {
             }
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "already_exists"),
+            ApiError::Refused { code, .. } => (StatusCode::CONFLICT, code),
             ApiError::InsufficientBalance(_) => {
                 (StatusCode::PAYMENT_REQUIRED, "insufficient_balance")
             }
@@ -127,6 +136,7 @@ impl ApiError {
                 (errors.first().map(|e| e.field.clone()), errors.clone())
             }
             ApiError::Conflict(field) => (Some(field.to_string()), Vec::new()),
+            ApiError::Refused { field, .. } => (field.clone(), Vec::new()),
             ApiError::UnknownReference { field, detail } => (
                 Some(field.to_string()),
                 vec![FieldError::new(*field, "not_found", detail.clone())],
@@ -177,12 +187,23 @@ impl From<StoreError> for ApiError {
                     .map(|e| FieldError::new("rules", "invalid_value", e.to_string()))
                     .collect(),
             ),
-            StoreError::InvalidCatalogue(problems) => ApiError::validation(
-                problems
-                    .iter()
-                    .map(|p| FieldError::new(&p.path, "invalid_value", p.message.clone()))
-                    .collect(),
-            ),
+            StoreError::InvalidCatalogue(problems) | StoreError::Rejected(problems) => {
+                ApiError::validation(
+                    problems
+                        .iter()
+                        .map(|p| FieldError::new(&p.path, "invalid_value", p.message.clone()))
+                        .collect(),
+                )
+            }
+            StoreError::Refused {
+                code,
+                field,
+                message,
+            } => ApiError::Refused {
+                code,
+                field,
+                detail: message,
+            },
             // Ours or the database's: logged, never shown in detail.
             internal @ (StoreError::UnknownStored { .. }
             | StoreError::Database(_)

@@ -147,8 +147,8 @@ pub fn new_member(
     let member = NewMember {
         first_name: checks.required(names.first_name, input.first_name, MAX_NAME),
         last_name: checks.text("lastName", input.last_name, MAX_NAME),
-        email: checks.email(input.email),
-        phone: checks.phone(input.phone),
+        email: checks.email("email", input.email),
+        phone: checks.phone("phone", input.phone),
         status: input.status.map(Into::into).unwrap_or_default(),
         idp: checks
             .text("idp", input.idp, MAX_ID)
@@ -175,8 +175,8 @@ pub fn member_patch(input: MemberUpdate, version: ApiVersion) -> Result<MemberPa
         last_name: input
             .last_name
             .map(|v| checks.text("lastName", v, MAX_NAME)),
-        email: input.email.map(|v| checks.email(v)),
-        phone: input.phone.map(|v| checks.phone(v)),
+        email: input.email.map(|v| checks.email("email", v)),
+        phone: input.phone.map(|v| checks.phone("phone", v)),
         status: input.status.map(Into::into),
         idp: checks.text("idp", input.idp, MAX_ID),
         user_id: checks.text("userId", input.user_id, MAX_ID),

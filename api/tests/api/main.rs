@@ -9,6 +9,7 @@ mod helpers;
 mod ledger;
 mod members;
 mod ops;
+mod orders;
 mod paging;
 mod products;
 mod similar;

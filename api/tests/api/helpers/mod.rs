@@ -1,13 +1,15 @@
 //! A real server on a random port with a fresh database, and a small typed client for it: the
 //! plumbing here (`TestApp`, `send`, `Reply`), one file of helpers per resource (`members`,
-//! `wallets`, `ledger`), so that tests read as stories.
+//! `wallets`, `ledger`, `catalogue`, `orders`), so that tests read as stories.
 
 mod catalogue;
 mod ledger;
 mod members;
+mod orders;
 mod wallets;
 
 pub use catalogue::small_catalogue;
+pub use orders::next_friday;
 
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
@@ -82,7 +84,7 @@ impl TestApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let state = api::AppState::new(store.clone());
+        let state = api::AppState::new(store.clone(), store::CodeKey::random());
         tokio::spawn(async move {
             api::serve(listener, state, true, async {
                 let _ = stopped.await;

@@ -1,0 +1,223 @@
+//! Orders, lines, codes and bookings as the API shows them (the seed's Order, OrderLine and
+//! Booking), for each interface version.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use store::{ApiVersion, Booking, Order, OrderLine, ProductSummary, Redeemed, Tokens};
+use utoipa::ToSchema;
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OrderView {
+    id: String,
+    /// When the order was placed.
+    date: DateTime<Utc>,
+    /// The member's external id.
+    owner: String,
+    /// Tokens: the sum of the lines' totals.
+    #[schema(value_type = f64)]
+    total: Tokens,
+    /// The client's reference (or the one made up): unique in the campaign.
+    reference: String,
+    #[schema(value_type = Option<Object>)]
+    meta: Option<Value>,
+    /// Paid with points: the wallet and its BURN transaction.
+    wallet_id: Option<String>,
+    transaction_id: Option<String>,
+    /// Absent unless asked for (`includeLines`) in a list.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lines: Option<Vec<LineView>>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LineView {
+    id: String,
+    order_id: String,
+    product_id: String,
+    variant_id: String,
+    /// The product as it was when ordered. Version 1.9.5 only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    product: Option<ProductSummaryView>,
+    requires_booking: bool,
+    /// Tokens for one unit, as priced when ordered.
+    #[schema(value_type = f64)]
+    cost: Tokens,
+    qty: u32,
+    /// Tokens: cost x qty.
+    #[schema(value_type = f64)]
+    total: Tokens,
+    /// One per unit: masked (the last 4 characters shown) unless decrypted.
+    codes: Vec<CodeView>,
+    /// The booking going ahead, else the latest one.
+    booking: Option<BookingView>,
+    reference: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    meta: Option<Value>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProductSummaryView {
+    name: String,
+    /// The variant's name.
+    variant: String,
+    description: Option<String>,
+    primary_image: Option<String>,
+    variant_description: Option<String>,
+    offer_details: Option<String>,
+    terms_and_conditions: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CodeView {
+    /// `••••-••••-•HTRC`, or the code itself when decrypted.
+    code: String,
+    redeemed: bool,
+    redeemed_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BookingView {
+    id: String,
+    /// The order line booked (the path's `redemptionId`).
+    redemption_id: String,
+    order_id: String,
+    /// REQUESTED, PENDING, CONFIRMED, UNSUCCESSFUL or CANCELLED.
+    #[schema(value_type = String, example = "REQUESTED")]
+    status: &'static str,
+    date_requested: DateTime<Utc>,
+    first_name: String,
+    last_name: String,
+    email: Option<String>,
+    phone: Option<String>,
+    /// The branch's id.
+    branch: Option<String>,
+    /// When, in UTC.
+    date: DateTime<Utc>,
+    pax: u32,
+    notes: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    meta: Option<Value>,
+    updated_at: DateTime<Utc>,
+}
+
+impl From<ProductSummary> for ProductSummaryView {
+    fn from(p: ProductSummary) -> Self {
+        ProductSummaryView {
+            name: p.name,
+            variant: p.variant,
+            description: p.description,
+            primary_image: p.primary_image,
+            variant_description: p.variant_description,
+            offer_details: p.offer_details,
+            terms_and_conditions: p.terms_and_conditions,
+        }
+    }
+}
+
+impl From<Booking> for BookingView {
+    fn from(b: Booking) -> Self {
+        BookingView {
+            id: b.id,
+            redemption_id: b.line_id,
+            order_id: b.order_id,
+            status: b.status.as_str(),
+            date_requested: b.date_requested,
+            first_name: b.first_name,
+            last_name: b.last_name,
+            email: b.email,
+            phone: b.phone,
+            branch: b.branch,
+            date: b.date,
+            pax: b.pax,
+            notes: b.notes,
+            meta: b.meta,
+            updated_at: b.updated_at,
+        }
+    }
+}
+
+impl LineView {
+    pub fn new(l: OrderLine, version: ApiVersion) -> Self {
+        LineView {
+            product: (version == ApiVersion::V1_9_5).then(|| l.product.into()),
+            id: l.id,
+            order_id: l.order_id,
+            product_id: l.product_id,
+            variant_id: l.variant_id,
+            requires_booking: l.requires_booking,
+            cost: l.cost,
+            qty: l.quantity,
+            total: l.total,
+            codes: l
+                .codes
+                .into_iter()
+                .map(|c| CodeView {
+                    code: c.code,
+                    redeemed: c.redeemed_at.is_some(),
+                    redeemed_at: c.redeemed_at,
+                })
+                .collect(),
+            booking: l.booking.map(BookingView::from),
+            reference: l.reference,
+            meta: l.meta,
+        }
+    }
+}
+
+impl OrderView {
+    /// `order` in `version`'s shape; its lines when `with_lines`.
+    pub fn new(o: Order, version: ApiVersion, with_lines: bool) -> Self {
+        OrderView {
+            lines: with_lines.then(|| {
+                o.lines
+                    .into_iter()
+                    .map(|l| LineView::new(l, version))
+                    .collect()
+            }),
+            id: o.id,
+            date: o.date,
+            owner: o.owner,
+            total: o.total,
+            reference: o.reference,
+            meta: o.meta,
+            wallet_id: o.wallet_id,
+            transaction_id: o.transaction_id,
+        }
+    }
+}
+
+/// A code a partner redeemed, and what it was for.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RedeemedView {
+    /// Masked.
+    code: String,
+    redeemed: bool,
+    redeemed_at: DateTime<Utc>,
+    order_id: String,
+    /// The order line (the seed's redemption).
+    line_id: String,
+    product_id: String,
+    variant_id: String,
+    product: ProductSummaryView,
+}
+
+impl From<Redeemed> for RedeemedView {
+    fn from(r: Redeemed) -> Self {
+        RedeemedView {
+            code: r.code,
+            redeemed: true,
+            redeemed_at: r.redeemed_at,
+            order_id: r.order_id,
+            line_id: r.line_id,
+            product_id: r.product_id,
+            variant_id: r.variant_id,
+            product: r.product.into(),
+        }
+    }
+}
