@@ -155,9 +155,11 @@ pub struct BookingUpdate {
     notes: Option<Option<String>>,
 }
 
-/// A booking's status.
+/// A booking's status. (Named apart from the member's `Status` in the OpenAPI document, where
+/// one name holds one schema.)
 #[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
 #[serde(rename_all = "UPPERCASE")]
+#[schema(as = BookingStatus)]
 pub enum Status {
     Requested,
     Pending,

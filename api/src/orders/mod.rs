@@ -15,7 +15,9 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-pub(crate) use input::{BookingInput, BookingUpdate, booking_patch, new_booking};
+pub(crate) use input::{
+    BookingInput, BookingUpdate, Status as BookingStatusName, booking_patch, new_booking,
+};
 use views::{LineView, OrderView};
 
 use crate::AppState;

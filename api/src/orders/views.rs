@@ -86,8 +86,7 @@ pub struct BookingView {
     /// The order line booked (the path's `redemptionId`).
     redemption_id: String,
     order_id: String,
-    /// REQUESTED, PENDING, CONFIRMED, UNSUCCESSFUL or CANCELLED.
-    #[schema(value_type = String, example = "REQUESTED")]
+    #[schema(value_type = crate::orders::BookingStatusName)]
     status: &'static str,
     date_requested: DateTime<Utc>,
     first_name: String,

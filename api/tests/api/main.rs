@@ -3,6 +3,7 @@
 
 mod auth;
 mod batches;
+mod bookings;
 mod catalogue;
 mod contract;
 mod helpers;
