@@ -5,6 +5,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
 
 /// The binary with a clean environment: only what the test sets reaches it.
 pub fn rewards(env: &[(&str, String)]) -> Command {
@@ -15,6 +16,7 @@ pub fn rewards(env: &[(&str, String)]) -> Command {
         "REWARDS_HTTP_ADDR",
         "REWARDS_SFTP_ADDR",
         "REWARDS_LOG_FORMAT",
+        "REWARDS_CODES_KEY",
     ] {
         command.env_remove(var);
     }
@@ -68,26 +70,37 @@ pub fn programme(env: &[(&str, String)]) -> (String, String, serde_json::Value) 
     (org, campaign, key)
 }
 
-/// A server process that is killed if a test ends (or fails) without stopping it.
-pub struct Server(Child);
+/// A server process that is killed if a test ends (or fails) without stopping it, and the
+/// lines it has logged so far.
+pub struct Server {
+    child: Child,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    /// What the server has logged (on standard output) so far.
+    pub fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+}
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
 impl std::ops::Deref for Server {
     type Target = Child;
     fn deref(&self) -> &Child {
-        &self.0
+        &self.child
     }
 }
 
 impl std::ops::DerefMut for Server {
     fn deref_mut(&mut self) -> &mut Child {
-        &mut self.0
+        &mut self.child
     }
 }
 
@@ -123,7 +136,13 @@ pub fn serve_both(env: &[(&str, String)]) -> (Server, String, u16) {
         }
     };
     // Keep draining the log so the server never blocks on a full pipe.
-    std::thread::spawn(move || lines.for_each(drop));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let kept = log.clone();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            kept.lock().unwrap().push(line);
+        }
+    });
     let port = sftp.rsplit(':').next().unwrap().parse().unwrap();
-    (Server(child), format!("http://{http}"), port)
+    (Server { child, log }, format!("http://{http}"), port)
 }
