@@ -42,7 +42,7 @@ pub struct VectorSearchInput {
     limit: Option<f64>,
     /// A vector in the campaign's embedding space: a JSON array of numbers, or the numbers
     /// separated by commas. Its length is the space's dimension.
-    #[schema(schema_with = vector_schema)]
+    #[schema(schema_with = vector_or_null)]
     vector: Option<Value>,
     /// Instead of `vector`: text, placed in the space by the service (only for catalogues
     /// whose vectors the service computes, that is imported without embeddings).
@@ -54,26 +54,34 @@ pub struct VectorSearchInput {
 const MAX_MAGNITUDE: f64 = 1e38;
 
 fn vector_schema() -> Schema {
-    Schema::OneOf(
-        OneOfBuilder::new()
-            .item(
-                ArrayBuilder::new()
-                    .items(
-                        ObjectBuilder::new()
-                            .schema_type(Type::Number)
-                            .minimum(Some(-MAX_MAGNITUDE))
-                            .maximum(Some(MAX_MAGNITUDE)),
-                    )
-                    .min_items(Some(1))
-                    .max_items(Some(4096)),
-            )
-            .item(
-                ObjectBuilder::new()
-                    .schema_type(Type::String)
-                    .pattern(Some(format!("^{PLAIN} *(, *{PLAIN})*$"))),
-            )
-            .build(),
-    )
+    Schema::OneOf(vector_kinds().build())
+}
+
+/// A vector, or `null` (the same as leaving it out).
+fn vector_or_null() -> Schema {
+    let null = ObjectBuilder::new().schema_type(Type::Null);
+    Schema::OneOf(vector_kinds().item(null).build())
+}
+
+/// The two ways to send a vector.
+fn vector_kinds() -> OneOfBuilder {
+    OneOfBuilder::new()
+        .item(
+            ArrayBuilder::new()
+                .items(
+                    ObjectBuilder::new()
+                        .schema_type(Type::Number)
+                        .minimum(Some(-MAX_MAGNITUDE))
+                        .maximum(Some(MAX_MAGNITUDE)),
+                )
+                .min_items(Some(1))
+                .max_items(Some(4096)),
+        )
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some(format!("^{PLAIN} *(, *{PLAIN})*$"))),
+        )
 }
 
 /// One number of a vector sent as text: plain decimal notation, at most 20 digits each side of

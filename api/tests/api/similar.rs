@@ -42,6 +42,11 @@ async fn the_vector_search_needs_its_permission_and_a_good_vector(app: TestApp) 
         .map(|p| p["distance"].as_f64().unwrap())
         .collect();
     assert!(distances.windows(2).all(|d| d[0] <= d[1]), "{distances:?}");
+    let null_vector = search(json!({"limit": 3, "text": "dinner for two", "vector": null})).await;
+    assert_eq!(
+        null_vector.body, found.body,
+        "a null vector is one left out"
+    );
 
     // The service's own space has 256 dimensions; a vector may be sent as text too.
     let mut axis = vec!["0"; 256];
