@@ -10,7 +10,9 @@
 //! - `members/`: members and their communication preferences.
 //! - `ledger/`: wallets, transactions, earn requests, crediting, burns, expiry and the audit.
 //! - `batches/`: batch-file records, crediting a file's rows, column mappings.
+//! - `leaderboard/`: each campaign's ranking, a snapshot rebuilt on an interval.
 //! - `orders/`: orders, their redemption codes (encrypted at rest) and bookings.
+//! - `reviews/`: members' reviews, their profanity scores, reports and moderation.
 //! - `catalogue/`: the reward catalogue: the import document, applying it, reading it back, and
 //!   the in-memory search index of each campaign (`index.rs`, built on the `search` crate).
 //! - `common/`: ids, exact token amounts, paging, the short-lived cache; `error.rs`: the one
@@ -26,9 +28,11 @@ mod programme;
 mod batches;
 mod catalogue;
 mod error;
+mod leaderboard;
 mod ledger;
 mod members;
 mod orders;
+mod reviews;
 mod tenancy;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -49,6 +53,7 @@ pub use common::ids::{new_id, random_roll};
 pub use common::page::{Page, Paged};
 pub use common::tokens::Tokens;
 pub use error::{FieldProblem, StoreError};
+pub use leaderboard::{Built, Neighbourhood, Snapshot, Standing, display_name};
 pub use ledger::audit::Discrepancy;
 pub use ledger::burn::{Burned, NewBurn};
 pub use ledger::earn::{Credit, Credited, EarnInput, EarnRequest, EarnStatus, PendingEarn};
@@ -68,6 +73,10 @@ pub use programme::policies::{Expiry, Policy};
 pub use programme::rule_book::RuleBook;
 pub use programme::rule_sets::RuleSetVersion;
 pub use programme::tiers::{NewTier, Tier};
+pub use reviews::{
+    Decision, Moderation, NewReview, Review, ReviewFilter, ReviewList, ReviewStatus,
+    profanity_score,
+};
 pub use tenancy::api_version::ApiVersion;
 pub use tenancy::keys::{ApiKey, IssuedKey, KeyContext, NewKey, Permission};
 pub use tenancy::orgs::{Campaign, NewCampaign, Organisation};

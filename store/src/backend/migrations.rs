@@ -31,6 +31,7 @@ migrations! {
     7 "campaign date index" "0007_campaign_date_index.sql",
     8 "catalogue" "0008_catalogue.sql",
     9 "orders" "0009_orders.sql",
+    10 "leaderboard and reviews" "0010_leaderboard_reviews.sql",
 }
 
 pub(super) fn sqlite() -> Migrator {

@@ -75,6 +75,23 @@ macro_rules! read_row {
     };
 }
 
+/// Every row `$sql` finds, read like `read_row!`: the short lists a hot path reads (a page of
+/// the leaderboard).
+macro_rules! read_all {
+    ($store:expr, $sql:expr, [$($arg:expr),* $(,)?]) => {
+        match &$store.pool {
+            $crate::backend::Pool::Sqlite { direct, .. } => {
+                direct.read(|c| $crate::backend::direct::rows(c, $sql, args![$($arg),*]))
+            }
+            $crate::backend::Pool::Postgres(pool) => sqlx::query_as($sql)
+                $(.bind(&$arg))*
+                .fetch_all(pool)
+                .await
+                .map_err($crate::StoreError::from),
+        }
+    };
+}
+
 /// Every row `$sql` finds for any of `$keys` (a slice of `&str`): the lookup of many rows by
 /// key that a batch of work needs. `$sql` compares the key with `{key}` (as in
 /// `w.id {key} OR w.external_id {key}`), after the `$arg`s (`$1`, `$2`...). On SQLite one

@@ -19,10 +19,12 @@ use crate::ledger::transactions::{
 };
 use crate::{Credit, Credited, Policy, Store, StoreError, TransactionKind};
 
-/// A wallet's balance, lifetime earnings and tier after crediting it `$2` micro-tokens (the tier
-/// follows the new lifetime total; SET expressions read the row as it was).
+/// A wallet's balance, lifetime earnings (and when they last grew) and tier after crediting it
+/// `$2` micro-tokens (the tier follows the new lifetime total; SET expressions read the row as it
+/// was).
 const CREDIT_WALLET: &str = concat!(
-    "UPDATE wallets SET balance = balance + $2, earned = earned + $2, updated_at = $3, tier_id = ",
+    "UPDATE wallets SET balance = balance + $2, earned = earned + $2, updated_at = $3, \
+     earned_at = $3, tier_id = ",
     tier_for!("wallets.earned + $2"),
     " WHERE id = $1"
 );
@@ -245,11 +247,15 @@ async fn credit_postgres(
         let mut credit = sqlx::QueryBuilder::new(
             "UPDATE wallets SET balance = balance + v.column2, earned = earned + v.column2, updated_at = ",
         );
-        credit.push_bind(at).push(concat!(
-            ", tier_id = ",
-            tier_for!("wallets.earned + v.column2"),
-            " FROM ("
-        ));
+        credit
+            .push_bind(at)
+            .push(", earned_at = ")
+            .push_bind(at)
+            .push(concat!(
+                ", tier_id = ",
+                tier_for!("wallets.earned + v.column2"),
+                " FROM ("
+            ));
         credit.push_values(&per_wallet, |mut row, (wallet, sum)| {
             row.push_bind(*wallet).push_bind(*sum);
         });

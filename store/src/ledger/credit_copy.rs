@@ -40,7 +40,7 @@ const LOAD: &str = concat!(
        expires_at) SELECT lot_id, wallet_id, id, amount, amount, date, expires_at FROM new), \
    sums AS (SELECT wallet_id, SUM(amount)::BIGINT AS sum FROM new GROUP BY wallet_id), \
    wallets_credited AS (UPDATE wallets SET balance = balance + sums.sum, \
-       earned = earned + sums.sum, updated_at = $1, \
+       earned = earned + sums.sum, updated_at = $1, earned_at = $1, \
        tier_id = ",
     tier_for!("wallets.earned + sums.sum"),
     " FROM sums WHERE wallets.id = sums.wallet_id) \

@@ -19,6 +19,8 @@ pub const POSTGRES_URL_VAR: &str = "REWARDS_TEST_POSTGRES_URL";
 /// A migrated store that lives as long as this value (the SQLite file is removed on drop).
 pub struct TestStore {
     pub store: Store,
+    /// The database's URL, for another process or store on the same database.
+    pub url: String,
     _dir: Option<TempDir>,
 }
 
@@ -34,12 +36,11 @@ impl Drop for TempDir {
 impl TestStore {
     pub async fn sqlite() -> TestStore {
         let dir = TempDir(std::env::temp_dir().join(random_token("rewards-test-", 8)));
+        let file = dir.0.join("rewards.db");
         let store = async {
             std::fs::create_dir_all(&dir.0)
                 .map_err(|e| StoreError::invalid("dir", e.to_string()))?;
-            let store =
-                Store::sqlite_with(SqliteConnectOptions::new().filename(dir.0.join("rewards.db")))
-                    .await?;
+            let store = Store::sqlite_with(SqliteConnectOptions::new().filename(&file)).await?;
             store.migrate().await?;
             Ok::<_, StoreError>(store)
         };
@@ -48,6 +49,7 @@ impl TestStore {
             .unwrap_or_else(|e| panic!("test SQLite store: {e}"));
         TestStore {
             store,
+            url: format!("sqlite:{}", file.display()),
             _dir: Some(dir),
         }
     }
@@ -64,7 +66,18 @@ impl TestStore {
         let store = store
             .await
             .unwrap_or_else(|e| panic!("test PostgreSQL store: {e}"));
-        TestStore { store, _dir: None }
+        TestStore {
+            store,
+            url,
+            _dir: None,
+        }
+    }
+
+    /// Another store on the same database, as a second node (or process) would open it.
+    pub async fn another_node(&self) -> Store {
+        Store::connect(&self.url, 8)
+            .await
+            .unwrap_or_else(|e| panic!("another store on {}: {e}", self.url))
     }
 }
 

@@ -1,0 +1,179 @@
+//! Writing reviews: creating one (one per member and voucher), members reporting one, and an
+//! operator's decision.
+
+use crate::backend::WritePool;
+use crate::common::ids::{new_id, now};
+use crate::error::conflict_on;
+use crate::reviews::{Decision, Review, profanity_score};
+use crate::{Campaign, Store, StoreError};
+
+/// A review as a client submits it; the API has checked the bounds of each field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewReview {
+    /// The reviewing member: an id or external id of the organisation.
+    pub member: String,
+    /// A product or variant id of the campaign's catalogue.
+    pub voucher_id: String,
+    /// The client's own id for the partner, kept as given.
+    pub partner_id: String,
+    pub rating: u8,
+    pub review_text: String,
+}
+
+impl Store {
+    /// Records `new` in `campaign` with its profanity score. `UnknownReference` on `memberId`
+    /// or `voucherId` when either names nothing; `Refused` (`already_reviewed`) when the
+    /// member has reviewed the voucher before (even if that review was removed).
+    pub async fn create_review(
+        &self,
+        campaign: &Campaign,
+        new: NewReview,
+    ) -> Result<Review, StoreError> {
+        const VOUCHER: &str = "SELECT id FROM products WHERE campaign_id = $1 AND id = $2 \
+             UNION ALL SELECT id FROM variants WHERE campaign_id = $1 AND id = $2";
+        const INSERT: &str = "INSERT INTO reviews (id, org_id, campaign_id, member_id, \
+             voucher_id, partner_id, rating, review_text, profanity_score, moderation, reports, \
+             created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, $11, $11)";
+        let member = self
+            .member_id_by_reference(&campaign.org_id, &new.member)
+            .await?
+            .ok_or_else(|| StoreError::UnknownReference {
+                field: "memberId",
+                message: format!("no member `{}` in this organisation", new.member),
+            })?;
+        let voucher: Option<(String,)> = read_row!(self, VOUCHER, [campaign.id, new.voucher_id])?;
+        if voucher.is_none() {
+            return Err(StoreError::UnknownReference {
+                field: "voucherId",
+                message: format!(
+                    "no product or variant `{}` in this campaign's catalogue",
+                    new.voucher_id
+                ),
+            });
+        }
+        // Scoring 4,000 characters takes a moment of CPU; not on the async workers' time.
+        let text = new.review_text.clone();
+        let score = tokio::task::spawn_blocking(move || profanity_score(&text))
+            .await
+            .map_err(|e| StoreError::NotCommitted(format!("scoring the review: {e}")))?;
+        let (id, at) = (new_id(), now());
+        with_writer!(self, |pool| sqlx::query(INSERT)
+            .bind(&id)
+            .bind(&campaign.org_id)
+            .bind(&campaign.id)
+            .bind(&member)
+            .bind(&new.voucher_id)
+            .bind(&new.partner_id)
+            .bind(i64::from(new.rating))
+            .bind(&new.review_text)
+            .bind(score)
+            .bind(Decision::Open.as_str())
+            .bind(at)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))
+        .map_err(|e| match conflict_on(e, &[("member_id", "voucherId")]) {
+            StoreError::Conflict { .. } => StoreError::refused(
+                "already_reviewed",
+                Some("voucherId".into()),
+                format!(
+                    "member `{}` has already reviewed voucher `{}`",
+                    new.member, new.voucher_id
+                ),
+            ),
+            other => other,
+        })?;
+        self.review_by_id(&campaign.org_id, Some(&campaign.id), &id)
+            .await
+    }
+
+    /// Member `reporter` (an id or external id) reports review `id` of `campaign`: the first
+    /// report of each member counts once and makes them `reportedById`; a repeat changes
+    /// nothing. `NotFound` for an unknown (or removed) review, `UnknownReference` on
+    /// `reporterId` for an unknown member, `Refused` (`own_review`) for the review's author.
+    pub async fn report_review(
+        &self,
+        campaign: &Campaign,
+        id: &str,
+        reporter: &str,
+    ) -> Result<Review, StoreError> {
+        const REVIEW: &str = "SELECT member_id FROM reviews WHERE org_id = $1 \
+             AND campaign_id = $2 AND id = $3 AND moderation <> 'removed'";
+        const REPORT: &str = "INSERT INTO review_reports (review_id, member_id, created_at) \
+             VALUES ($1, $2, $3) ON CONFLICT (review_id, member_id) DO NOTHING";
+        // `reports + 1`, not a count of the reports: of two reports at once on PostgreSQL, the
+        // second update reads the row the first left, where a count would read its snapshot.
+        const COUNT: &str = "UPDATE reviews SET reported_by_id = $2, updated_at = $3, \
+             reports = reports + 1 WHERE id = $1";
+        let author: Option<(String,)> =
+            read_row!(self, REVIEW, [campaign.org_id, campaign.id, id])?;
+        let (author,) = author.ok_or(StoreError::NotFound { what: "review" })?;
+        let reporter_id = self
+            .member_id_by_reference(&campaign.org_id, reporter)
+            .await?
+            .ok_or_else(|| StoreError::UnknownReference {
+                field: "reporterId",
+                message: format!("no member `{reporter}` in this organisation"),
+            })?;
+        if reporter_id == author {
+            return Err(StoreError::refused(
+                "own_review",
+                Some("reporterId".into()),
+                "a member cannot report their own review".into(),
+            ));
+        }
+        let at = now();
+        with_writer!(self, |pool| async {
+            let mut tx = pool.begin_write().await?;
+            let first = sqlx::query(REPORT)
+                .bind(id)
+                .bind(&reporter_id)
+                .bind(at)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected()
+                > 0;
+            if first {
+                sqlx::query(COUNT)
+                    .bind(id)
+                    .bind(&reporter_id)
+                    .bind(at)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await
+        }
+        .await)?;
+        self.review_by_id(&campaign.org_id, Some(&campaign.id), id)
+            .await
+    }
+
+    /// An operator approves (`true`: listed whatever is reported later) or removes review `id`
+    /// of organisation `org_id`. `NotFound` when it does not exist or was removed before.
+    pub async fn moderate_review(
+        &self,
+        org_id: &str,
+        id: &str,
+        approve: bool,
+    ) -> Result<(), StoreError> {
+        const SQL: &str = "UPDATE reviews SET moderation = $3, updated_at = $4 \
+             WHERE org_id = $1 AND id = $2 AND moderation <> 'removed'";
+        let decision = if approve {
+            Decision::Approved
+        } else {
+            Decision::Removed
+        };
+        let changed = with_writer!(self, |pool| sqlx::query(SQL)
+            .bind(org_id)
+            .bind(id)
+            .bind(decision.as_str())
+            .bind(now())
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))?;
+        if changed == 0 {
+            return Err(StoreError::NotFound { what: "review" });
+        }
+        Ok(())
+    }
+}
