@@ -87,6 +87,9 @@ pub enum Command {
         /// Where to write it.
         file: PathBuf,
     },
+    /// Moderate reviews: list those held back for a decision, approve or remove one.
+    #[command(subcommand)]
+    Reviews(ReviewsCommand),
     /// Expire every lot of earned tokens that is due now (serve also does this every minute).
     Expire,
     /// Check every wallet: balance = EARN - BURN - EXPIRY, and lots agree. Exits 1 on a mismatch.
@@ -115,6 +118,32 @@ pub enum MappingCommand {
         org: String,
         #[arg(long)]
         pattern: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReviewsCommand {
+    /// The organisation's reviews hidden until an operator decides (a profanity score or
+    /// reports at or past the thresholds), oldest first.
+    Pending {
+        #[arg(long)]
+        org: String,
+        /// The most to list.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100))]
+        limit: u32,
+    },
+    /// Show the review again in lists and averages, whatever is reported about it later.
+    Approve {
+        #[arg(long)]
+        org: String,
+        review_id: String,
+    },
+    /// Take the review out of the API for good (its author cannot post another for the same
+    /// voucher).
+    Remove {
+        #[arg(long)]
+        org: String,
+        review_id: String,
     },
 }
 

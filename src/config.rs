@@ -28,6 +28,9 @@ struct FileConfig {
     sftp_ban_after: Option<u32>,
     sftp_ban_window_secs: Option<u64>,
     sftp_ban_secs: Option<u64>,
+    leaderboard_refresh_secs: Option<u64>,
+    reviews_profanity_threshold: Option<f64>,
+    reviews_report_threshold: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -58,6 +61,8 @@ pub struct Config {
     pub background_workers: bool,
     /// The SFTP server's limits (upload size, login delays and attempts, idle time, bans).
     pub sftp: ingest::sftp::Settings,
+    /// The leaderboard's interval and the review moderation thresholds.
+    pub api: api::Settings,
 }
 
 impl Default for Config {
@@ -72,6 +77,7 @@ impl Default for Config {
             log_format: LogFormat::Text,
             background_workers: true,
             sftp: ingest::sftp::Settings::default(),
+            api: api::Settings::default(),
         }
     }
 }
@@ -88,7 +94,27 @@ impl Config {
             config.apply(parsed);
         }
         config.apply(from_env(|name| std::env::var(name).ok())?);
+        config.check()?;
         Ok(config)
+    }
+
+    /// Refuses settings that parse but make no sense, naming the setting.
+    fn check(&self) -> anyhow::Result<()> {
+        let api = &self.api;
+        if api.leaderboard_refresh.is_zero() {
+            bail!("leaderboard_refresh_secs (REWARDS_LEADERBOARD_REFRESH_SECS) must be at least 1");
+        }
+        let threshold = api.moderation.profanity_threshold;
+        if !(0.0..=1.0).contains(&threshold) {
+            bail!(
+                "reviews_profanity_threshold (REWARDS_REVIEWS_PROFANITY_THRESHOLD) must be from \
+                 0.0 to 1.0, not {threshold}"
+            );
+        }
+        if api.moderation.report_threshold == 0 {
+            bail!("reviews_report_threshold (REWARDS_REVIEWS_REPORT_THRESHOLD) must be at least 1");
+        }
+        Ok(())
     }
 
     fn apply(&mut self, file: FileConfig) {
@@ -137,6 +163,16 @@ impl Config {
         }
         if let Some(v) = file.sftp_ban_secs {
             sftp.ban.ban = Duration::from_secs(v);
+        }
+        let api = &mut self.api;
+        if let Some(v) = file.leaderboard_refresh_secs {
+            api.leaderboard_refresh = Duration::from_secs(v);
+        }
+        if let Some(v) = file.reviews_profanity_threshold {
+            api.moderation.profanity_threshold = v;
+        }
+        if let Some(v) = file.reviews_report_threshold {
+            api.moderation.report_threshold = v;
         }
     }
 }
@@ -202,6 +238,18 @@ fn from_env(var: impl Fn(&str) -> Option<String>) -> anyhow::Result<FileConfig> 
             var("REWARDS_SFTP_BAN_WINDOW_SECS"),
         )?,
         sftp_ban_secs: parse("REWARDS_SFTP_BAN_SECS", var("REWARDS_SFTP_BAN_SECS"))?,
+        leaderboard_refresh_secs: parse(
+            "REWARDS_LEADERBOARD_REFRESH_SECS",
+            var("REWARDS_LEADERBOARD_REFRESH_SECS"),
+        )?,
+        reviews_profanity_threshold: parse(
+            "REWARDS_REVIEWS_PROFANITY_THRESHOLD",
+            var("REWARDS_REVIEWS_PROFANITY_THRESHOLD"),
+        )?,
+        reviews_report_threshold: parse(
+            "REWARDS_REVIEWS_REPORT_THRESHOLD",
+            var("REWARDS_REVIEWS_REPORT_THRESHOLD"),
+        )?,
     })
 }
 
@@ -331,6 +379,30 @@ mod tests {
         assert_eq!(sftp.0.ban.failures, sftp.1.ban.failures);
         assert_eq!(sftp.0.ban.window, sftp.1.ban.window);
         assert_eq!(sftp.0.ban.ban, sftp.1.ban.ban);
+        assert_eq!(config.api, defaults.api);
+    }
+
+    #[test]
+    fn leaderboard_and_review_settings_are_read_and_checked() {
+        let mut config = Config::default();
+        config.apply(
+            toml::from_str("leaderboard_refresh_secs = 60\nreviews_report_threshold = 5").unwrap(),
+        );
+        config.apply(from_env(env(&[("REWARDS_REVIEWS_PROFANITY_THRESHOLD", "0.7")])).unwrap());
+        config.check().unwrap();
+        assert_eq!(config.api.leaderboard_refresh, Duration::from_secs(60));
+        assert_eq!(config.api.moderation.report_threshold, 5);
+        assert_eq!(config.api.moderation.profanity_threshold, 0.7);
+        for (setting, value) in [
+            ("leaderboard_refresh_secs", "0"),
+            ("reviews_profanity_threshold", "1.5"),
+            ("reviews_report_threshold", "0"),
+        ] {
+            let mut config = Config::default();
+            config.apply(toml::from_str(&format!("{setting} = {value}")).unwrap());
+            let err = config.check().unwrap_err();
+            assert!(err.to_string().contains(setting), "{err}");
+        }
     }
 
     #[test]

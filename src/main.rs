@@ -105,6 +105,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sftp(_) | Command::Generate { .. } => {
             unreachable!("handled before the store opens")
         }
+        Command::Reviews(command) => {
+            commands::reviews::run(&store, command, &config.api.moderation, cli.json).await
+        }
         Command::Expire => commands::ledger::expire(&store, cli.json).await,
         Command::Audit => commands::ledger::audit(&store, cli.json).await,
     }

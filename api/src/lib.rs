@@ -4,12 +4,12 @@
 //!
 //! - one module per resource, each with its `router()`, request and response types:
 //!   `api_key`, `members/`, `wallets`, `transactions`, `batches`, `catalogue/`, `orders/`,
-//!   `bookings`;
+//!   `bookings`, `leaderboard`, `reviews`;
 //! - `http/`: what they share (authentication and versions, the error type and problem body,
 //!   the body and query extractors, field checks, paging, the OpenAPI document, the operational
 //!   routes);
-//! - `jobs/`: the background work of a serving process (earn inbox and worker, expiry sweep),
-//!   started from `jobs::start`;
+//! - `jobs/`: the background work of a serving process (earn inbox and worker, expiry sweep,
+//!   leaderboard snapshots), started from `jobs::start`;
 //! - `state.rs`: what handlers and jobs can reach.
 
 mod api_key;
@@ -18,8 +18,10 @@ mod bookings;
 mod catalogue;
 mod http;
 mod jobs;
+mod leaderboard;
 mod members;
 mod orders;
+mod reviews;
 mod state;
 mod transactions;
 mod wallets;
@@ -35,7 +37,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
 pub use http::error::{ApiError, FieldError, Problem};
-pub use state::AppState;
+pub use state::{AppState, Settings};
 
 /// The whole application: `/v1` and `/api` behind authentication, and the open operational
 /// routes (`/healthz`, `/readyz`, `/metrics`, `/openapi.json`, `/docs`).
@@ -49,6 +51,8 @@ pub fn app(state: AppState) -> Router {
         .merge(catalogue::router())
         .merge(orders::router())
         .merge(bookings::router())
+        .merge(leaderboard::router())
+        .merge(reviews::router())
         .layer(from_fn_with_state(state.clone(), http::auth::authenticate))
         .split_for_parts();
     http::docs::add_shared_parts(&mut openapi);

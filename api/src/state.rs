@@ -1,9 +1,10 @@
 //! What every handler and background worker can reach.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use metrics_exporter_prometheus::PrometheusHandle;
-use store::{Catalogues, CodeKey, RuleBook, Store};
+use store::{Catalogues, CodeKey, Moderation, RuleBook, Store};
 use tokio::sync::Notify;
 
 use crate::jobs::inbox::EarnInbox;
@@ -22,6 +23,26 @@ pub struct AppState {
     pub earn_inbox: EarnInbox,
     /// Seals and opens redemption codes. Never logged.
     pub codes: Arc<CodeKey>,
+    pub settings: Settings,
+}
+
+/// What an operator may tune beyond the store's own configuration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    /// How often each campaign's leaderboard snapshot is rebuilt (`leaderboard_refresh_secs`).
+    pub leaderboard_refresh: Duration,
+    /// When reviews are hidden for an operator to decide (`reviews_profanity_threshold`,
+    /// `reviews_report_threshold`).
+    pub moderation: Moderation,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            leaderboard_refresh: Duration::from_secs(300),
+            moderation: Moderation::default(),
+        }
+    }
 }
 
 impl AppState {
@@ -37,6 +58,12 @@ impl AppState {
             metrics: crate::http::ops::metrics_handle(),
             earn_waiting,
             codes: Arc::new(codes),
+            settings: Settings::default(),
         }
+    }
+
+    pub fn with_settings(mut self, settings: Settings) -> Self {
+        self.settings = settings;
+        self
     }
 }

@@ -3,6 +3,7 @@
 pub mod batch;
 pub mod catalogue;
 pub mod ledger;
+pub mod reviews;
 pub mod rules;
 pub mod serve;
 pub mod sftp;

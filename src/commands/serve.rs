@@ -99,7 +99,7 @@ pub async fn serve(config: &Config, store: Store) -> anyhow::Result<()> {
     });
     api::serve(
         listener,
-        api::AppState::new(store.clone(), codes),
+        api::AppState::new(store.clone(), codes).with_settings(config.api),
         workers,
         async move {
             shutdown_signal().await;

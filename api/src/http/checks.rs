@@ -16,6 +16,8 @@ pub const MAX_NAME: usize = 100;
 pub const MAX_ID: usize = 128;
 /// Descriptions and comments.
 pub const MAX_TEXT: usize = 256;
+/// Texts people write at length (a review).
+pub const MAX_LONG_TEXT: usize = 4000;
 pub const MAX_EMAIL: usize = 254;
 pub const MAX_PHONE: usize = 32;
 pub const MAX_META_BYTES: usize = 16 * 1024;
@@ -273,7 +275,7 @@ impl Checks {
 pub mod schema {
     use utoipa::openapi::schema::{KnownFormat, Object, ObjectBuilder, SchemaFormat, Type};
 
-    use super::{MAX_EMAIL, MAX_ID, MAX_META_BYTES, MAX_NAME, MAX_PHONE, MAX_TEXT};
+    use super::{MAX_EMAIL, MAX_ID, MAX_LONG_TEXT, MAX_META_BYTES, MAX_NAME, MAX_PHONE, MAX_TEXT};
 
     /// The characters `char::is_whitespace` (Unicode's White_Space) and so `str::trim` treat as
     /// white space, spelled out: regex engines disagree about what `\\s` covers.
@@ -330,6 +332,9 @@ pub mod schema {
     }
     pub fn text_required() -> Object {
         text(MAX_TEXT, false)
+    }
+    pub fn long_text() -> Object {
+        text(MAX_LONG_TEXT, false)
     }
 
     /// What `Checks::email` accepts.

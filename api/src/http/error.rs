@@ -66,6 +66,14 @@ pub enum ApiError {
     /// 404 for a record that a field of the request names.
     #[error("{field}: {detail}")]
     UnknownReference { field: &'static str, detail: String },
+    /// 404 with a code of its own: what the request names exists, but not what it asks about
+    /// (`not_ranked`: a member with no place on the leaderboard).
+    #[error("{detail}")]
+    Absent {
+        code: &'static str,
+        field: Option<String>,
+        detail: String,
+    },
     #[error("method not allowed")]
     MethodNotAllowed,
     #[error("{0} is already in use")]
@@ -85,6 +93,14 @@ pub enum ApiError {
     PayloadTooLarge,
     #[error("send the body as JSON with `Content-Type: application/json`")]
     UnsupportedMediaType,
+    /// 503: the answer is not ready yet (`leaderboard_pending`); `Retry-After` says when to
+    /// ask again, in seconds.
+    #[error("{detail}")]
+    NotReady {
+        code: &'static str,
+        detail: String,
+        retry_after: u64,
+    },
     #[error("internal error")]
     Internal(String),
 }
@@ -115,6 +131,7 @@ impl ApiError {
             ApiError::NotFound(_) | ApiError::UnknownReference { .. } => {
                 (StatusCode::NOT_FOUND, "not_found")
             }
+            ApiError::Absent { code, .. } => (StatusCode::NOT_FOUND, code),
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "already_exists"),
             ApiError::Refused { code, .. } => (StatusCode::CONFLICT, code),
@@ -125,6 +142,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
             }
+            ApiError::NotReady { code, .. } => (StatusCode::SERVICE_UNAVAILABLE, code),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal_error"),
         }
     }
@@ -136,7 +154,9 @@ impl ApiError {
                 (errors.first().map(|e| e.field.clone()), errors.clone())
             }
             ApiError::Conflict(field) => (Some(field.to_string()), Vec::new()),
-            ApiError::Refused { field, .. } => (field.clone(), Vec::new()),
+            ApiError::Refused { field, .. } | ApiError::Absent { field, .. } => {
+                (field.clone(), Vec::new())
+            }
             ApiError::UnknownReference { field, detail } => (
                 Some(field.to_string()),
                 vec![FieldError::new(*field, "not_found", detail.clone())],
@@ -223,10 +243,14 @@ impl IntoResponse for ApiError {
         let status =
             StatusCode::from_u16(problem.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut response = (status, axum::Json(problem)).into_response();
-        response.headers_mut().insert(
+        let headers = response.headers_mut();
+        headers.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
+        if let ApiError::NotReady { retry_after, .. } = self {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+        }
         response
     }
 }

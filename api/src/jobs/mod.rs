@@ -1,10 +1,11 @@
 //! The background jobs a serving process runs beside its requests, all started here: the earn
-//! inbox (group commit of submissions, started with the state), the earn worker and the expiry
-//! sweep.
+//! inbox (group commit of submissions, started with the state), the earn worker, the expiry
+//! sweep and the leaderboard's snapshots.
 
 pub(crate) mod earns;
 pub(crate) mod expiry;
 pub(crate) mod inbox;
+pub(crate) mod leaderboard;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -16,5 +17,9 @@ pub fn start(state: &AppState, stop: &watch::Receiver<bool>) -> Vec<JoinHandle<(
     vec![
         tokio::spawn(earns::run(state.clone(), stop.clone())),
         tokio::spawn(expiry::sweep_expiry(state.clone(), stop.clone())),
+        tokio::spawn(leaderboard::refresh_leaderboards(
+            state.clone(),
+            stop.clone(),
+        )),
     ]
 }

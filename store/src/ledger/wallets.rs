@@ -113,7 +113,7 @@ fn wallet_from_row(r: WalletRow) -> Wallet {
 
 impl Store {
     /// The live member with id `reference`, else the one with that external id.
-    pub(crate) async fn member_id_by_reference(
+    pub async fn member_id_by_reference(
         &self,
         org_id: &str,
         reference: &str,

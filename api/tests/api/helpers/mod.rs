@@ -66,6 +66,11 @@ impl Reply {
 
 impl TestApp {
     pub async fn spawn(db: TestStore) -> TestApp {
+        TestApp::spawn_with(db, api::Settings::default(), true).await
+    }
+
+    /// `spawn` with `settings`, and with the background workers only when `workers`.
+    pub async fn spawn_with(db: TestStore, settings: api::Settings, workers: bool) -> TestApp {
         let store = db.store.clone();
         let org = store.create_org("Acme").await.unwrap().id;
         let campaign = store
@@ -84,9 +89,10 @@ impl TestApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let state = api::AppState::new(store.clone(), store::CodeKey::random());
+        let state =
+            api::AppState::new(store.clone(), store::CodeKey::random()).with_settings(settings);
         tokio::spawn(async move {
-            api::serve(listener, state, true, async {
+            api::serve(listener, state, workers, async {
                 let _ = stopped.await;
             })
             .await
@@ -183,9 +189,33 @@ impl TestApp {
     }
 }
 
-/// Declares each test once per backend, like `store::backend_tests!`, handing it a `TestApp`.
+/// Declares each test once per backend, like `store::backend_tests!`, handing it a `TestApp`
+/// (with `settings: EXPR;` first, one spawned with those settings).
 #[macro_export]
 macro_rules! app_tests {
+    (settings: $settings:expr; $($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let db = store::testing::TestStore::sqlite().await;
+                    let app = $crate::helpers::TestApp::spawn_with(db, $settings, true).await;
+                    super::$name(app).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[ignore = "needs PostgreSQL: set REWARDS_TEST_POSTGRES_URL and pass --ignored"]
+                async fn $name() {
+                    let db = store::testing::TestStore::postgres().await;
+                    let app = $crate::helpers::TestApp::spawn_with(db, $settings, true).await;
+                    super::$name(app).await;
+                }
+            )*
+        }
+    };
     ($($name:ident),* $(,)?) => {
         mod sqlite {
             $(

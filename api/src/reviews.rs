@@ -1,0 +1,292 @@
+//! Reviews (seed #34-35 and the Review resource): members review a campaign's vouchers and
+//! partners, each review scored for profanity; members report reviews; lists show what
+//! moderation lets through, with the average rating. Operators decide on hidden reviews from
+//! the command line (`rewards reviews`).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Number, Value};
+use store::{Moderation, NewReview, Review, ReviewFilter, ReviewStatus};
+use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::AppState;
+use crate::http::auth::Caller;
+use crate::http::checks::{Checks, MAX_ID, MAX_LONG_TEXT, schema};
+use crate::http::error::{ApiError, Problem};
+use crate::http::json::JsonBody;
+use crate::http::paging::{PagedList, Paging, PagingParams};
+use crate::http::query::QueryParams;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_review, list_reviews))
+        .routes(routes!(get_review))
+        .routes(routes!(report_review))
+}
+
+/// A new review; every field is required.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct ReviewInput {
+    /// The reviewing member: id or external id.
+    #[schema(schema_with = schema::id, required = true)]
+    member_id: Option<String>,
+    /// A product or variant id of the campaign's catalogue.
+    #[schema(schema_with = schema::id, required = true)]
+    voucher_id: Option<String>,
+    /// The client's own id for the partner, kept as given.
+    #[schema(schema_with = schema::id, required = true)]
+    partner_id: Option<String>,
+    #[schema(schema_with = rating, required = true)]
+    rating: Option<Number>,
+    /// 1 to 4,000 characters, not blank.
+    #[schema(schema_with = schema::long_text, required = true)]
+    review_text: Option<String>,
+}
+
+fn rating() -> Schema {
+    Schema::Object(
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .minimum(Some(1))
+            .maximum(Some(5))
+            .description(Some("A whole number of stars, 1 to 5."))
+            .build(),
+    )
+}
+
+/// A report of a review.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct ReportInput {
+    /// The reporting member: id or external id, as a string or a whole number.
+    #[schema(schema_with = reporter, required = true)]
+    reporter_id: Option<Value>,
+}
+
+fn reporter() -> Schema {
+    Schema::OneOf(
+        OneOfBuilder::new()
+            .item(schema::id())
+            .item(ObjectBuilder::new().schema_type(Type::Integer))
+            .build(),
+    )
+}
+
+/// Where a review stands with moderation. (Named apart from other statuses in the OpenAPI
+/// document, where one name holds one schema.)
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+#[schema(as = ReviewStatus)]
+enum Status {
+    /// Listed and counted in averages.
+    Visible,
+    /// Hidden from lists and averages until an operator decides: its profanity score or its
+    /// reports passed a threshold.
+    Pending,
+    /// Approved by an operator: listed whatever is reported later.
+    Approved,
+}
+
+/// The seed's Review.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct ReviewView {
+    id: String,
+    rating: u8,
+    review_text: String,
+    /// 0.0 (clean) to 1.0: the most severe language found (mild 0.25, moderate 0.6, severe 1.0).
+    profanity_score: f64,
+    /// The reviewer's member id.
+    member_id: String,
+    voucher_id: String,
+    partner_id: String,
+    /// The member id of the latest of the members who reported it.
+    reported_by_id: Option<String>,
+    /// How many distinct members reported it.
+    reports: u32,
+    status: Status,
+    created_at: DateTime<Utc>,
+}
+
+impl ReviewView {
+    fn new(review: Review, rules: &Moderation) -> Self {
+        let status = match review.status(rules) {
+            ReviewStatus::Visible => Status::Visible,
+            ReviewStatus::Pending => Status::Pending,
+            ReviewStatus::Approved => Status::Approved,
+        };
+        ReviewView {
+            id: review.id,
+            rating: review.rating,
+            review_text: review.review_text,
+            profanity_score: review.profanity_score,
+            member_id: review.member_id,
+            voucher_id: review.voucher_id,
+            partner_id: review.partner_id,
+            reported_by_id: review.reported_by_id,
+            reports: review.reports,
+            status,
+            created_at: review.created_at,
+        }
+    }
+}
+
+/// A page of reviews (`PagedList`) with the average rating of every review the list holds.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct ReviewPage {
+    data: Vec<ReviewView>,
+    total: u64,
+    current_page: u32,
+    page_size: u32,
+    total_pages: u64,
+    /// The mean rating of all `total` reviews (not only this page's); `null` when there are none.
+    average_rating: Option<f64>,
+}
+
+#[derive(Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+struct ReviewQuery {
+    /// Only reviews of this product or variant.
+    voucher_id: Option<String>,
+    /// Only reviews of this partner.
+    partner_id: Option<String>,
+    /// Only this member's reviews (id or external id); an unknown member has none.
+    member_id: Option<String>,
+}
+
+#[utoipa::path(post, path = "/v1/reviews", tag = "reviews", summary = "Create a review",
+    description = "The seed's \"Search Reviews\" (#34), which creates a review. The text is \
+        scored for profanity; a review whose score passes the configured threshold is held back \
+        (`status: pending`) until an operator decides. One review per member and voucher.",
+    request_body = ReviewInput,
+    responses((status = 201, body = ReviewView),
+        (status = 400, description = "a missing or bad field, each named", body = Problem),
+        (status = 404, description = "`memberId` or `voucherId` names nothing in the organisation or the campaign's catalogue", body = Problem),
+        (status = 409, description = "`already_reviewed`: the member has reviewed this voucher before", body = Problem)))]
+async fn create_review(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(input): JsonBody<ReviewInput>,
+) -> Result<(StatusCode, Json<ReviewView>), ApiError> {
+    let mut checks = Checks::default();
+    let member = checks.required("memberId", input.member_id, MAX_ID);
+    let voucher_id = checks.required("voucherId", input.voucher_id, MAX_ID);
+    let partner_id = checks.required("partnerId", input.partner_id, MAX_ID);
+    let rating = checks.whole("rating", input.rating.as_ref(), 1..=5);
+    if input.rating.is_none() {
+        checks.fail("rating", "missing_field", "is required");
+    }
+    let review_text = checks.required("reviewText", input.review_text, MAX_LONG_TEXT);
+    let new = checks.finish(NewReview {
+        member,
+        voucher_id,
+        partner_id,
+        rating: rating.unwrap_or_default() as u8,
+        review_text,
+    })?;
+    let review = state
+        .store
+        .create_review(&caller.context.campaign, new)
+        .await?;
+    let view = ReviewView::new(review, &state.settings.moderation);
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+#[utoipa::path(get, path = "/v1/reviews", tag = "reviews", summary = "Read reviews",
+    description = "The campaign's reviews, newest first, with their average rating. Reviews held \
+        back for an operator (profanity, or reported by enough members) and removed ones are \
+        neither listed nor averaged.",
+    params(PagingParams, ReviewQuery),
+    responses((status = 200, body = ReviewPage), (status = 400, body = Problem)))]
+async fn list_reviews(
+    State(state): State<AppState>,
+    caller: Caller,
+    Paging(page): Paging,
+    QueryParams(query): QueryParams<ReviewQuery>,
+) -> Result<Json<ReviewPage>, ApiError> {
+    let filter = ReviewFilter {
+        voucher_id: query.voucher_id,
+        partner_id: query.partner_id,
+        member: query.member_id,
+    };
+    let rules = state.settings.moderation;
+    let campaign = &caller.context.campaign;
+    let found = state
+        .store
+        .list_reviews(&campaign.org_id, &campaign.id, &filter, &rules, page)
+        .await?;
+    let list = PagedList::from_page(found.page, |r| ReviewView::new(r, &rules));
+    Ok(Json(ReviewPage {
+        data: list.data,
+        total: list.total,
+        current_page: list.current_page,
+        page_size: list.page_size,
+        total_pages: list.total_pages,
+        average_rating: found.average_rating,
+    }))
+}
+
+#[utoipa::path(get, path = "/v1/reviews/{id}", tag = "reviews", summary = "Get a review",
+    description = "A review of the campaign, whatever its moderation `status`; a removed one is \
+        gone.",
+    params(("id" = String, Path)),
+    responses((status = 200, body = ReviewView), (status = 404, body = Problem)))]
+async fn get_review(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<ReviewView>, ApiError> {
+    let campaign = &caller.context.campaign;
+    let review = state
+        .store
+        .review_by_id(&campaign.org_id, Some(&campaign.id), &id)
+        .await?;
+    Ok(Json(ReviewView::new(review, &state.settings.moderation)))
+}
+
+#[utoipa::path(post, path = "/v1/reviews/{reviewId}/report", tag = "reviews", summary = "Report Review",
+    description = "A member reports a review: each member counts once (`reports`) and the \
+        latest becomes `reportedById`; the same member again changes nothing. Enough distinct \
+        reporters hold the review back until an operator decides, unless an operator approved it.",
+    params(("reviewId" = String, Path)),
+    request_body = ReportInput,
+    responses((status = 200, body = ReviewView),
+        (status = 400, description = "`reporterId` missing, or neither a string nor a whole number", body = Problem),
+        (status = 404, description = "no such review, or `reporterId` names no member of the organisation", body = Problem),
+        (status = 409, description = "`own_review`: a member cannot report their own review", body = Problem)))]
+async fn report_review(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(input): JsonBody<ReportInput>,
+) -> Result<Json<ReviewView>, ApiError> {
+    let mut checks = Checks::default();
+    let reporter = match input.reporter_id {
+        None | Some(Value::Null) => checks.required("reporterId", None, MAX_ID),
+        Some(Value::String(text)) => checks.required("reporterId", Some(text), MAX_ID),
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => n.to_string(),
+        Some(_) => {
+            checks.fail(
+                "reporterId",
+                "invalid_type",
+                "must be a member's id or external id: a string or a whole number",
+            );
+            String::new()
+        }
+    };
+    let reporter = checks.finish(reporter)?;
+    let review = state
+        .store
+        .report_review(&caller.context.campaign, &id, &reporter)
+        .await?;
+    Ok(Json(ReviewView::new(review, &state.settings.moderation)))
+}
