@@ -17,6 +17,9 @@ pub fn rewards(env: &[(&str, String)]) -> Command {
         "REWARDS_SFTP_ADDR",
         "REWARDS_LOG_FORMAT",
         "REWARDS_CODES_KEY",
+        "REWARDS_LEADERBOARD_REFRESH_SECS",
+        "REWARDS_REVIEWS_PROFANITY_THRESHOLD",
+        "REWARDS_REVIEWS_REPORT_THRESHOLD",
     ] {
         command.env_remove(var);
     }
