@@ -290,14 +290,18 @@ async fn snapshots_follow_the_ledger_and_keep_one_generation_back(store: Store) 
     assert_eq!(snapshot.generation, 4);
     let top = board(&store, &c, &snapshot).await;
     assert_eq!(top, vec![("Ada".to_string(), Tokens::whole(30))]);
-    let kept = store
-        .stored_bytes("SELECT DISTINCT CAST(generation AS TEXT) FROM leaderboard_entries")
-        .await;
-    assert_eq!(
-        kept.len(),
-        2,
-        "the published generation and the one before it"
-    );
+    for table in ["leaderboard_entries", "leaderboard_members"] {
+        let kept = store
+            .stored_bytes(&format!(
+                "SELECT DISTINCT CAST(generation AS TEXT) FROM {table}"
+            ))
+            .await;
+        assert_eq!(
+            kept.len(),
+            2,
+            "{table}: the published generation and the one before"
+        );
+    }
 }
 
 async fn a_build_that_died_is_cleared_by_the_next(store: Store) {
@@ -312,7 +316,9 @@ async fn a_build_that_died_is_cleared_by_the_next(store: Store) {
             "INSERT INTO leaderboards (campaign_id, generation, entries, due_at, claimed_until) \
              VALUES ('{0}', 0, 0, '2000-01-01T00:00:00+00:00', '2000-01-01T00:10:00+00:00'); \
              INSERT INTO leaderboard_entries (campaign_id, generation, rank, member_id, points) \
-             VALUES ('{0}', 1, 1, 'someone', 1), ('{0}', 1, 7, 'someone-else', 1)",
+             VALUES ('{0}', 1, 1, 'someone', 1), ('{0}', 1, 7, 'someone-else', 1); \
+             INSERT INTO leaderboard_members (campaign_id, generation, member_id, rank) \
+             VALUES ('{0}', 1, 'someone', 1), ('{0}', 3, 'from-a-later-claim', 1)",
             c.id
         ))
         .await
@@ -326,10 +332,12 @@ async fn a_build_that_died_is_cleared_by_the_next(store: Store) {
             ("Alan".to_string(), Tokens::whole(5))
         ]
     );
-    let rows = store
-        .stored_bytes("SELECT member_id FROM leaderboard_entries")
-        .await;
-    assert_eq!(rows.len(), 2);
+    for table in ["leaderboard_entries", "leaderboard_members"] {
+        let rows = store
+            .stored_bytes(&format!("SELECT member_id FROM {table}"))
+            .await;
+        assert_eq!(rows.len(), 2, "{table}");
+    }
 }
 
 backend_tests!(

@@ -20,10 +20,12 @@ CREATE TABLE leaderboards (
     claimed_until TIMESTAMPTZ
 );
 
--- A snapshot's ranking. The published generation and the one before it are kept (a reader that
--- saw the previous generation a moment ago still finds it); older ones are deleted by the next
--- build. Names are not copied here: a page reads them from `members`, so a rename or an erasure
--- shows at once.
+-- A snapshot's ranking, and each member's place in it (two tables rather than an index on
+-- `member_id`: each is written in its own key's order, so a build appends to both instead of
+-- scattering a million index inserts). The published generation and the one before it are
+-- kept (a reader that saw the previous generation a moment ago still finds it); older ones are
+-- deleted by the next build. Names are not copied here: a page reads them from `members`, so a
+-- rename or an erasure shows at once.
 CREATE TABLE leaderboard_entries (
     campaign_id TEXT NOT NULL,
     generation  BIGINT NOT NULL,
@@ -32,7 +34,14 @@ CREATE TABLE leaderboard_entries (
     points      BIGINT NOT NULL,
     PRIMARY KEY (campaign_id, generation, rank)
 );
-CREATE INDEX leaderboard_entries_member ON leaderboard_entries (campaign_id, generation, member_id);
+
+CREATE TABLE leaderboard_members (
+    campaign_id TEXT NOT NULL,
+    generation  BIGINT NOT NULL,
+    member_id   TEXT NOT NULL,
+    rank        BIGINT NOT NULL,
+    PRIMARY KEY (campaign_id, generation, member_id)
+);
 
 -- Members' reviews of a campaign's vouchers (a product or variant id of its catalogue, kept as
 -- given, like order lines: a later import may remove it). `moderation`: `open` (shown unless

@@ -38,6 +38,12 @@ const RANKED: &str = "SELECT w.owner_id, CAST(SUM(w.earned) AS BIGINT) AS points
 /// Most points first; a tie goes to whoever reached the score first, then to the lower id.
 const ORDER: &str = "points DESC, reached ASC NULLS LAST, owner_id";
 
+/// Each member's place, from the entries of generation `$2` of campaign `$1`, in the members
+/// table's key order.
+const PLACES: &str = "INSERT INTO leaderboard_members (campaign_id, generation, member_id, rank) \
+     SELECT campaign_id, generation, member_id, rank FROM leaderboard_entries \
+     WHERE campaign_id = $1 AND generation = $2 ORDER BY member_id";
+
 /// What one build did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Built {
@@ -147,13 +153,19 @@ impl Store {
                      points) SELECT $2, $3, ROW_NUMBER() OVER (ORDER BY {ORDER}), owner_id, \
                      points FROM ({RANKED}) AS ranked"
                 );
-                sqlx::query(sqlx::AssertSqlSafe(sql))
+                let ranked = sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(org_id)
                     .bind(campaign_id)
                     .bind(generation)
                     .execute(pool)
                     .await?
-                    .rows_affected()
+                    .rows_affected();
+                sqlx::query(PLACES)
+                    .bind(campaign_id)
+                    .bind(generation)
+                    .execute(pool)
+                    .await?;
+                ranked
             }
         };
         let due = at + chrono::Duration::from_std(interval).unwrap_or(chrono::Duration::MAX);
@@ -176,31 +188,45 @@ impl Store {
         Ok((generation, entries))
     }
 
-    /// Deletes every generation of the campaign's entries except `keep`, a chunk at a time
+    /// Deletes every generation of the campaign's snapshot except `keep`, a chunk at a time
     /// (each a range of the primary key, so no delete holds SQLite's writer for long).
     async fn drop_generations_but(&self, campaign_id: &str, keep: i64) -> Result<(), StoreError> {
-        const OLDER: &str = "SELECT generation FROM leaderboard_entries WHERE campaign_id = $1 \
-             AND generation < $2 ORDER BY generation DESC LIMIT 1";
-        const NEWER: &str = "SELECT generation FROM leaderboard_entries WHERE campaign_id = $1 \
-             AND generation > $2 ORDER BY generation DESC LIMIT 1";
-        const LAST: &str = "SELECT rank FROM leaderboard_entries WHERE campaign_id = $1 \
-             AND generation = $2 ORDER BY rank DESC LIMIT 1";
-        const DELETE: &str = "DELETE FROM leaderboard_entries WHERE campaign_id = $1 \
-             AND generation = $2 AND rank > $3";
-        for other in [OLDER, NEWER] {
-            loop {
-                let found: Option<(i64,)> = read_row!(self, other, [campaign_id, keep])?;
-                let Some((generation,)) = found else { break };
+        for (table, key) in [
+            ("leaderboard_members", "member_id"),
+            ("leaderboard_entries", "rank"),
+        ] {
+            let this = format!("{table} WHERE campaign_id = $1 AND generation = $2");
+            // The first CHUNK keys of the generation (or all of them when fewer are left).
+            let delete = format!(
+                "DELETE FROM {this} AND {key} <= COALESCE(\
+                 (SELECT {key} FROM {this} ORDER BY {key} LIMIT 1 OFFSET {}), \
+                 (SELECT MAX({key}) FROM {this}))",
+                CHUNK - 1
+            );
+            for comparison in ["<", ">"] {
+                let other = format!(
+                    "SELECT generation FROM {table} WHERE campaign_id = $1 \
+                     AND generation {comparison} $2 ORDER BY generation DESC LIMIT 1"
+                );
                 loop {
-                    let last: Option<(i64,)> = read_row!(self, LAST, [campaign_id, generation])?;
-                    let Some((last,)) = last else { break };
-                    with_writer!(self, |pool| sqlx::query(DELETE)
-                        .bind(campaign_id)
-                        .bind(generation)
-                        .bind(last - CHUNK as i64)
-                        .execute(pool)
-                        .await
-                        .map(|r| r.rows_affected()))?;
+                    let found: Option<(i64,)> = with_pool!(self, |pool| sqlx::query_as(
+                        sqlx::AssertSqlSafe(other.clone())
+                    )
+                    .bind(campaign_id)
+                    .bind(keep)
+                    .fetch_optional(pool)
+                    .await)?;
+                    let Some((generation,)) = found else { break };
+                    while with_writer!(self, |pool| sqlx::query(sqlx::AssertSqlSafe(
+                        delete.clone()
+                    ))
+                    .bind(campaign_id)
+                    .bind(generation)
+                    .execute(pool)
+                    .await
+                    .map(|r| r.rows_affected()))?
+                        > 0
+                    {}
                 }
             }
         }
@@ -208,25 +234,81 @@ impl Store {
     }
 }
 
-/// SQLite: ranks the campaign's members on a reader (in a blocking task: it reads them all)
-/// and writes the entries of `generation` a chunk per transaction as they come; how many.
+/// SQLite: ranks the campaign's members into the entries of `generation`, then writes each
+/// member's place from those entries; how many are ranked.
 async fn rank_sqlite(
     direct: Arc<Direct>,
     org_id: &str,
     campaign_id: &str,
     generation: i64,
 ) -> Result<u64, StoreError> {
-    const INSERT: &str = "INSERT INTO leaderboard_entries (campaign_id, generation, rank, \
+    const ENTRY: &str = "INSERT INTO leaderboard_entries (campaign_id, generation, rank, \
          member_id, points) VALUES ($1, $2, $3, $4, $5)";
-    let (send, mut chunks) = tokio::sync::mpsc::channel::<Vec<(String, i64)>>(2);
+    const BY_MEMBER: &str = "SELECT member_id, rank FROM leaderboard_entries \
+         WHERE campaign_id = $1 AND generation = $2 ORDER BY member_id";
+    const PLACE: &str = "INSERT INTO leaderboard_members (campaign_id, generation, member_id, \
+         rank) VALUES ($1, $2, $3, $4)";
+    let (org, campaign) = (org_id.to_string(), campaign_id.to_string());
+    let ranking = format!("{RANKED} ORDER BY {ORDER}");
+    let campaign_too = campaign.clone();
+    let ranked = in_chunks(
+        direct.clone(),
+        move |c, each| direct::rows_while(c, &ranking, args![org, campaign_too], each),
+        move |c, first, chunk: Vec<(String, i64)>| {
+            let mut insert = c.prepare_cached(ENTRY)?;
+            for (i, (member, points)) in chunk.iter().enumerate() {
+                let rank = first + 1 + i as i64;
+                direct::run(
+                    &mut insert,
+                    args![campaign, generation, rank, member, points],
+                )?;
+            }
+            Ok(())
+        },
+    )
+    .await?;
+    let campaign = campaign_id.to_string();
+    let campaign_too = campaign.clone();
+    in_chunks(
+        direct,
+        move |c, each| direct::rows_while(c, BY_MEMBER, args![campaign_too, generation], each),
+        move |c, _, chunk: Vec<(String, i64)>| {
+            let mut insert = c.prepare_cached(PLACE)?;
+            for (member, rank) in &chunk {
+                direct::run(&mut insert, args![campaign, generation, member, rank])?;
+            }
+            Ok(())
+        },
+    )
+    .await?;
+    Ok(ranked)
+}
+
+/// SQLite: hands the rows `read` finds (on a reader, in a blocking task: it may read millions)
+/// to `write` a chunk at a time, each chunk a transaction of its own on the writer thread, with
+/// the number of rows before it; how many rows there were. Rows are written as they are read,
+/// so memory holds a few chunks whatever the count.
+async fn in_chunks<R, Read, Write>(
+    direct: Arc<Direct>,
+    read: Read,
+    write: Write,
+) -> Result<u64, StoreError>
+where
+    R: Send + 'static,
+    Read: FnOnce(&rusqlite::Connection, &mut dyn FnMut(R) -> bool) -> Result<(), StoreError>
+        + Send
+        + 'static,
+    Write:
+        Fn(&rusqlite::Connection, i64, Vec<R>) -> Result<(), StoreError> + Clone + Send + 'static,
+{
+    let (send, mut chunks) = tokio::sync::mpsc::channel::<Vec<R>>(2);
     let reader = {
-        let (direct, org, campaign) = (direct.clone(), org_id.to_string(), campaign_id.to_string());
+        let direct = direct.clone();
         tokio::task::spawn_blocking(move || {
-            let sql = format!("{RANKED} ORDER BY {ORDER}");
             direct.read(|c| {
                 let mut chunk = Vec::with_capacity(CHUNK);
                 let mut wanted = true;
-                direct::rows_while(c, &sql, args![org, campaign], |row: (String, i64)| {
+                read(c, &mut |row| {
                     chunk.push(row);
                     if chunk.len() == CHUNK {
                         wanted = send.blocking_send(std::mem::take(&mut chunk)).is_ok();
@@ -240,26 +322,14 @@ async fn rank_sqlite(
             })
         })
     };
-    let mut ranked = 0i64;
+    let mut written = 0i64;
     while let Some(chunk) = chunks.recv().await {
-        let (first, campaign) = (ranked, campaign_id.to_string());
-        ranked += chunk.len() as i64;
-        direct
-            .write(move |c| {
-                let mut insert = c.prepare_cached(INSERT)?;
-                for (i, (member, points)) in chunk.iter().enumerate() {
-                    let rank = first + 1 + i as i64;
-                    direct::run(
-                        &mut insert,
-                        args![campaign, generation, rank, member, points],
-                    )?;
-                }
-                Ok(())
-            })
-            .await?;
+        let (first, write) = (written, write.clone());
+        written += chunk.len() as i64;
+        direct.write(move |c| write(c, first, chunk)).await?;
     }
     reader
         .await
-        .map_err(|e| StoreError::NotCommitted(format!("ranking the leaderboard: {e}")))??;
-    Ok(ranked.max(0) as u64)
+        .map_err(|e| StoreError::NotCommitted(format!("reading for the leaderboard: {e}")))??;
+    Ok(written.max(0) as u64)
 }

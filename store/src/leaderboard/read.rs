@@ -93,7 +93,7 @@ impl Store {
         member_id: &str,
         neighbours: u32,
     ) -> Result<Option<Neighbourhood>, StoreError> {
-        const SQL: &str = "SELECT rank FROM leaderboard_entries \
+        const SQL: &str = "SELECT rank FROM leaderboard_members \
              WHERE campaign_id = $1 AND generation = $2 AND member_id = $3";
         let found: Option<(i64,)> = read_row!(
             self,

@@ -83,8 +83,21 @@ impl Store {
             ),
             other => other,
         })?;
-        self.review_by_id(&campaign.org_id, Some(&campaign.id), &id)
-            .await
+        Ok(Review {
+            id,
+            campaign_id: campaign.id.clone(),
+            member_id: member,
+            voucher_id: new.voucher_id,
+            partner_id: new.partner_id,
+            rating: new.rating,
+            review_text: new.review_text,
+            profanity_score: score,
+            decision: Decision::Open,
+            reported_by_id: None,
+            reports: 0,
+            created_at: at,
+            updated_at: at,
+        })
     }
 
     /// Member `reporter` (an id or external id) reports review `id` of `campaign`: the first
