@@ -229,7 +229,7 @@ async fn rebuild(store: &Store, campaign: &store::Campaign) -> store::Built {
 fn random_page(client: usize, sequence: usize, last: u64) -> u64 {
     let mixed = (client as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
         ^ (sequence as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
-    if sequence % 10 == 0 {
+    if sequence.is_multiple_of(10) {
         last
     } else {
         1 + (mixed >> 11) % last
@@ -261,7 +261,7 @@ async fn fill(store: &Store, campaign: &store::Campaign, members: u64) {
         ))
         .await
         .unwrap();
-    let earned = "(((i * 7919) % 100000) + 1) * 1000000";
+    let earned = "(((CAST(i AS BIGINT) * 7919) % 100000) + 1) * 1000000";
     store
         .execute_raw(&format!(
             "INSERT INTO wallets (id, org_id, campaign_id, owner_id, external_id, currency, \

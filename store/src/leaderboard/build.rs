@@ -168,7 +168,10 @@ impl Store {
                 ranked
             }
         };
-        let due = at + chrono::Duration::from_std(interval).unwrap_or(chrono::Duration::MAX);
+        let due = chrono::Duration::from_std(interval)
+            .ok()
+            .and_then(|interval| at.checked_add_signed(interval))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC);
         let published_now = with_writer!(self, |pool| sqlx::query(PUBLISH)
             .bind(campaign_id)
             .bind(generation)
@@ -188,13 +191,28 @@ impl Store {
         Ok((generation, entries))
     }
 
-    /// Deletes every generation of the campaign's snapshot except `keep`, a chunk at a time
-    /// (each a range of the primary key, so no delete holds SQLite's writer for long).
+    /// Deletes every generation of the campaign's snapshot except `keep`. On SQLite a chunk at
+    /// a time (each a range of the primary key), so no delete holds the single writer for long;
+    /// on PostgreSQL in one statement per table, which holds no other writer back (and chunks
+    /// there would each walk the dead index entries the ones before left).
     async fn drop_generations_but(&self, campaign_id: &str, keep: i64) -> Result<(), StoreError> {
-        for (table, key) in [
+        const TABLES: [(&str, &str); 2] = [
             ("leaderboard_members", "member_id"),
             ("leaderboard_entries", "rank"),
-        ] {
+        ];
+        if let Pool::Postgres(pool) = &self.pool {
+            for (table, _) in TABLES {
+                let delete =
+                    format!("DELETE FROM {table} WHERE campaign_id = $1 AND generation <> $2");
+                sqlx::query(sqlx::AssertSqlSafe(delete))
+                    .bind(campaign_id)
+                    .bind(keep)
+                    .execute(pool)
+                    .await?;
+            }
+            return Ok(());
+        }
+        for (table, key) in TABLES {
             let this = format!("{table} WHERE campaign_id = $1 AND generation = $2");
             // The first CHUNK keys of the generation (or all of them when fewer are left).
             let delete = format!(
