@@ -1,6 +1,7 @@
-//! The records of a batch file, CSV (streamed) or XLSX (at most 10,000 records, read whole), as
-//! text fields in the order of the file, each with its row number. The mapping says the
-//! delimiter, the encoding and which row is the header.
+//! The records of a batch file, CSV (streamed), XLSX (at most 10,000 records, read whole) or
+//! Parquet (a row group at a time), as text fields in the order of the file, each with its row
+//! number. The mapping says a CSV file's delimiter and encoding, and which row is the header of
+//! a CSV file or a sheet; a Parquet file's columns always have their names.
 
 use std::fs::File;
 use std::path::Path;
@@ -29,18 +30,29 @@ pub enum Records {
         count: u64,
         taken: u64,
     },
+    Parquet {
+        rows: columnar::ParquetRows,
+        taken: u64,
+    },
 }
 
 impl Records {
-    /// Opens the file (by its name: `.xlsx` is a workbook, anything else CSV) and reads up to the
-    /// header. Returns the records and the header, if the mapping says there is one. The `Err` is
-    /// why the whole file is refused.
+    /// Opens the file (by its name: `.xlsx` is a workbook, `.parquet` Parquet, anything else
+    /// CSV) and reads up to the header. Returns the records and the header, if the mapping says
+    /// there is one (a Parquet file always has one: its column names). The `Err` is why the
+    /// whole file is refused.
     pub fn open(
         path: &Path,
         file_name: &str,
         mapping: &Mapping,
     ) -> Result<(Records, Option<Vec<String>>), String> {
-        let mut records = if file_name.to_ascii_lowercase().ends_with(".xlsx") {
+        let lower = file_name.to_ascii_lowercase();
+        if lower.ends_with(".parquet") {
+            let rows = columnar::ParquetRows::open(path)?;
+            let header = rows.header();
+            return Ok((Records::Parquet { rows, taken: 0 }, Some(header)));
+        }
+        let mut records = if lower.ends_with(".xlsx") {
             let rows = crate::xlsx::read(path, mapping.header_row)?;
             Records::Sheet {
                 count: rows.len() as u64,
@@ -135,14 +147,23 @@ impl Records {
                     bad_encoding: false,
                 }
             })),
+            Records::Parquet { rows, taken } => Ok(rows.next_row()?.map(|(row, fields, bad)| {
+                *taken = row;
+                Record {
+                    row,
+                    fields,
+                    bad_encoding: bad,
+                }
+            })),
         }
     }
 
-    /// How far through the file reading is, as (done, of): bytes for CSV, rows for XLSX.
+    /// How far through the file reading is, as (done, of): bytes for CSV, rows otherwise.
     pub fn position(&self) -> (u64, u64) {
         match self {
             Records::Csv { reader, size, .. } => (reader.position().byte(), *size),
             Records::Sheet { count, taken, .. } => (*taken, *count),
+            Records::Parquet { rows, taken } => (*taken, rows.len()),
         }
     }
 }

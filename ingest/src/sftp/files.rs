@@ -208,7 +208,7 @@ impl Files {
                 path,
                 refused(
                     StatusCode::PermissionDenied,
-                    "only .csv and .xlsx files are accepted (or a temporary name ending .part, .filepart or .tmp)",
+                    "only .csv, .xlsx and .parquet files are accepted (or a temporary name ending .part, .filepart or .tmp)",
                 ),
             ))
         }

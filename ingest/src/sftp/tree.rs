@@ -87,7 +87,7 @@ pub fn place(path: &str) -> Result<Place, BadPath> {
 }
 
 const TEMPORARY: [&str; 3] = [".part", ".filepart", ".tmp"];
-const ACCEPTED: [&str; 2] = [".csv", ".xlsx"];
+const ACCEPTED: [&str; 3] = [".csv", ".xlsx", ".parquet"];
 
 fn ends_with_any(name: &str, suffixes: &[&str]) -> bool {
     let lower = name.to_ascii_lowercase();
@@ -104,7 +104,7 @@ pub fn is_uploadable(name: &str) -> bool {
     ends_with_any(name, &ACCEPTED) || is_temporary(name)
 }
 
-/// A complete file's name: `.csv` or `.xlsx`, not temporary.
+/// A complete file's name: `.csv`, `.xlsx` or `.parquet`, not temporary.
 pub fn is_final_name(name: &str) -> bool {
     ends_with_any(name, &ACCEPTED) && !is_temporary(name)
 }
