@@ -65,11 +65,11 @@ pub enum Command {
         /// without touching the ledger or recording a batch.
         #[arg(long)]
         dry_run: bool,
-        /// A CSV or XLSX earn file.
+        /// A CSV, XLSX or Parquet earn file.
         file: PathBuf,
     },
-    /// Write a realistic earn file (CSV, or XLSX when FILE ends with .xlsx) of N rows over M
-    /// wallets, for demos, tests and benchmarks. Needs no database.
+    /// Write a realistic earn file (CSV; XLSX or Parquet when FILE ends with .xlsx or .parquet)
+    /// of N rows over M wallets, for demos, tests and benchmarks. Needs no database.
     Generate {
         #[arg(long)]
         rows: u64,

@@ -59,15 +59,21 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             bad_share,
             seed,
         };
-        let out =
-            std::fs::File::create(&file).with_context(|| format!("creating {}", file.display()))?;
-        let xlsx = file
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("xlsx"));
-        if xlsx {
-            ingest::generate::earn_xlsx(&spec, out)
+        let extension = |name: &str| {
+            file.extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case(name))
+        };
+        if extension("parquet") {
+            ingest::generate::earn_parquet(&spec, &file).map_err(anyhow::Error::msg)
         } else {
-            ingest::generate::earn_csv(&spec, out)
+            let out = std::fs::File::create(&file)
+                .with_context(|| format!("creating {}", file.display()))?;
+            if extension("xlsx") {
+                ingest::generate::earn_xlsx(&spec, out)
+            } else {
+                ingest::generate::earn_csv(&spec, out)
+            }
+            .map_err(anyhow::Error::from)
         }
         .with_context(|| format!("writing {}", file.display()))?;
         let value = serde_json::json!({"file": file, "rows": rows, "wallets": wallets});
