@@ -70,13 +70,24 @@ struct ReportInput {
     reporter_id: Option<Value>,
 }
 
+/// A string id, or a whole number that fits 64 bits (signed or not), as `reporter_id` reads it.
 fn reporter() -> Schema {
-    Schema::OneOf(
-        OneOfBuilder::new()
-            .item(schema::id())
-            .item(ObjectBuilder::new().schema_type(Type::Integer))
-            .build(),
-    )
+    let number = ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(i64::MIN))
+        .maximum(Some(u64::MAX));
+    Schema::OneOf(OneOfBuilder::new().item(schema::id()).item(number).build())
+}
+
+/// A whole JSON number as the text of an id (`12345`; `12345.0` too); `None` for a fraction or
+/// a number past 64 bits.
+fn reporter_id(n: &Number) -> Option<String> {
+    if n.is_i64() || n.is_u64() {
+        return Some(n.to_string());
+    }
+    let f = n.as_f64()?;
+    // Whole, and within i64 (2^63 is exact in an f64).
+    (f.fract() == 0.0 && f.abs() < 9_223_372_036_854_775_808.0).then(|| (f as i64).to_string())
 }
 
 /// Where a review stands with moderation. (Named apart from other statuses in the OpenAPI
@@ -273,14 +284,20 @@ async fn report_review(
     let reporter = match input.reporter_id {
         None | Some(Value::Null) => checks.required("reporterId", None, MAX_ID),
         Some(Value::String(text)) => checks.required("reporterId", Some(text), MAX_ID),
-        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => n.to_string(),
-        Some(_) => {
-            checks.fail(
-                "reporterId",
-                "invalid_type",
-                "must be a member's id or external id: a string or a whole number",
-            );
-            String::new()
+        other => {
+            let number = other
+                .as_ref()
+                .and_then(Value::as_number)
+                .and_then(reporter_id);
+            number.unwrap_or_else(|| {
+                checks.fail(
+                    "reporterId",
+                    "invalid_type",
+                    "must be a member's id or external id: a string, or a whole number within \
+                     64 bits",
+                );
+                String::new()
+            })
         }
     };
     let reporter = checks.finish(reporter)?;

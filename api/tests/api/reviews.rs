@@ -180,6 +180,11 @@ async fn reports_count_each_member_once_and_enough_hide_a_review(app: TestApp) {
         (json!("nobody"), StatusCode::NOT_FOUND, "reporterId"),
         (json!(true), StatusCode::BAD_REQUEST, "reporterId"),
         (json!(1.5), StatusCode::BAD_REQUEST, "reporterId"),
+        (
+            serde_json::from_str::<Value>("-18446744073709551617").unwrap(),
+            StatusCode::BAD_REQUEST,
+            "reporterId",
+        ),
         (Value::Null, StatusCode::BAD_REQUEST, "reporterId"),
     ] {
         let reply = report(&app, &made, reporter.clone()).await;
