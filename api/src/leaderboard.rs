@@ -14,7 +14,7 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::http::auth::Caller;
-use crate::http::error::{ApiError, FieldError, Problem};
+use crate::http::error::{ApiError, Problem};
 use crate::http::paging::{PagedList, Paging, PagingParams};
 use crate::http::query::{QueryParams, Whole};
 
@@ -134,13 +134,7 @@ async fn member_rank(
     let neighbours = query
         .neighbours
         .within(0..=MAX_NEIGHBOURS, 2)
-        .map_err(|message| {
-            ApiError::validation(vec![FieldError::new(
-                "neighbours",
-                "invalid_value",
-                message,
-            )])
-        })?;
+        .map_err(|message| ApiError::invalid("neighbours", "invalid_value", message))?;
     let member = state
         .store
         .member_id_by_reference(caller.org_id(), &member)

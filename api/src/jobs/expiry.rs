@@ -14,13 +14,8 @@ const SWEEP: Duration = Duration::from_secs(60);
 pub async fn sweep_expiry(state: AppState, mut stop: watch::Receiver<bool>) {
     let mut tick = tokio::time::interval(SWEEP);
     loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            changed = stop.changed() => {
-                if changed.is_err() || *stop.borrow() {
-                    return;
-                }
-            }
+        if !super::next_tick(&mut tick, &mut stop).await {
+            return;
         }
         match state.store.expire(chrono::Utc::now()).await {
             Ok(0) => {}

@@ -17,13 +17,8 @@ pub async fn refresh_leaderboards(state: AppState, mut stop: watch::Receiver<boo
     let mut tick = tokio::time::interval(interval.clamp(Duration::from_millis(100), MAX_LOOK));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            changed = stop.changed() => {
-                if changed.is_err() || *stop.borrow() {
-                    return;
-                }
-            }
+        if !super::next_tick(&mut tick, &mut stop).await {
+            return;
         }
         let due = match state.store.due_leaderboards().await {
             Ok(due) => due,

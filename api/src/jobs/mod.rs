@@ -9,6 +9,7 @@ pub(crate) mod leaderboard;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tokio::time::Interval;
 
 use crate::AppState;
 
@@ -22,4 +23,13 @@ pub fn start(state: &AppState, stop: &watch::Receiver<bool>) -> Vec<JoinHandle<(
             stop.clone(),
         )),
     ]
+}
+
+/// Waits for `tick`'s next beat; `false` once `stop` turns true (or its sender is gone), when
+/// the job should return.
+pub(crate) async fn next_tick(tick: &mut Interval, stop: &mut watch::Receiver<bool>) -> bool {
+    tokio::select! {
+        _ = tick.tick() => true,
+        changed = stop.changed() => changed.is_ok() && !*stop.borrow(),
+    }
 }
