@@ -90,6 +90,10 @@ pub enum Command {
     /// Moderate reviews: list those held back for a decision, approve or remove one.
     #[command(subcommand)]
     Reviews(ReviewsCommand),
+    /// Export the ledger's transactions to Parquet or CSV, now or daily into the
+    /// organisation's SFTP exports/ folder.
+    #[command(subcommand)]
+    Export(ExportCommand),
     /// Expire every lot of earned tokens that is due now (serve also does this every minute).
     Expire,
     /// Check every wallet: balance = EARN - BURN - EXPIRY, and lots agree. Exits 1 on a mismatch.
@@ -119,6 +123,51 @@ pub enum MappingCommand {
         #[arg(long)]
         pattern: String,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ExportCommand {
+    /// Write the organisation's transactions to FILE (.parquet or .csv), with progress.
+    Transactions {
+        #[arg(long)]
+        org: String,
+        /// Only this campaign's (by id).
+        #[arg(long)]
+        campaign: Option<String>,
+        /// The first day (YYYY-MM-DD, UTC) whose transactions to include.
+        #[arg(long, value_name = "DAY", value_parser = parse_day)]
+        from: Option<chrono::NaiveDate>,
+        /// The last day (YYYY-MM-DD, UTC) whose transactions to include, all of it.
+        #[arg(long, value_name = "DAY", value_parser = parse_day)]
+        to: Option<chrono::NaiveDate>,
+        /// The kinds to include, comma-separated (EARN,BURN,EXPIRY); all by default.
+        #[arg(long = "type", value_name = "TYPES", value_delimiter = ',', value_parser = parse_kind)]
+        kinds: Vec<store::TransactionKind>,
+        /// Bound by the day the ledger recorded each transaction rather than the transaction's
+        /// own date (what the daily export does).
+        #[arg(long)]
+        recorded: bool,
+        /// Where to write it; its extension says the format.
+        file: PathBuf,
+    },
+    /// Export the organisation's transactions every day, the previous UTC day's in one file,
+    /// into its SFTP exports/ folder. Setting it again changes the time or format.
+    Schedule {
+        #[arg(long)]
+        org: String,
+        /// The time of day (HH:MM, UTC) when the previous day is written; not before 00:05.
+        #[arg(long, value_parser = parse_time_of_day)]
+        at: u32,
+        #[arg(long, default_value = "parquet", value_parser = parse_format)]
+        format: store::ExportFormat,
+    },
+    /// Stop the organisation's daily export (files already written stay).
+    Unschedule {
+        #[arg(long)]
+        org: String,
+    },
+    /// List the daily exports: time, format, the next day due and the last file written.
+    Schedules,
 }
 
 #[derive(Debug, Subcommand)]
@@ -423,4 +472,27 @@ fn parse_share(s: &str) -> Result<f64, String> {
         Ok(share) if (0.0..=1.0).contains(&share) => Ok(share),
         _ => Err(format!("`{s}`: give a share between 0 and 1, e.g. 0.01")),
     }
+}
+
+fn parse_day(text: &str) -> Result<chrono::NaiveDate, String> {
+    chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .map_err(|_| format!("`{text}` is not a day: YYYY-MM-DD"))
+}
+
+fn parse_kind(text: &str) -> Result<store::TransactionKind, String> {
+    store::TransactionKind::parse(text)
+        .ok_or_else(|| format!("`{text}` is not a transaction type: EARN, BURN or EXPIRY"))
+}
+
+fn parse_format(text: &str) -> Result<store::ExportFormat, String> {
+    store::ExportFormat::parse(text)
+        .ok_or_else(|| format!("`{text}` is not a format: parquet or csv"))
+}
+
+/// Minutes after midnight from `HH:MM`.
+fn parse_time_of_day(text: &str) -> Result<u32, String> {
+    use chrono::Timelike;
+    chrono::NaiveTime::parse_from_str(text, "%H:%M")
+        .map(|t| t.hour() * 60 + t.minute())
+        .map_err(|_| format!("`{text}` is not a time of day: HH:MM, 00:00 to 23:59"))
 }

@@ -114,6 +114,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Reviews(command) => {
             commands::reviews::run(&store, command, &config.api.moderation, cli.json).await
         }
+        Command::Export(command) => commands::export::run(&store, command, cli.json).await,
         Command::Expire => commands::ledger::expire(&store, cli.json).await,
         Command::Audit => commands::ledger::audit(&store, cli.json).await,
     }

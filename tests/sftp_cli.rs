@@ -187,6 +187,34 @@ fn the_host_key_is_made_once_and_kept_private() {
     }
 }
 
+/// Runs OpenSSH's `sftp` as `user` with the commands in `batch` (a file in `dir`).
+fn sftp_batch(
+    dir: &Path,
+    port: u16,
+    public_key: &str,
+    user: &str,
+    batch: &str,
+) -> std::process::Output {
+    std::process::Command::new("sftp")
+        .current_dir(dir)
+        .args([
+            "-P",
+            &port.to_string(),
+            "-i",
+            public_key.trim_end_matches(".pub"),
+        ])
+        .args([
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+        ])
+        .args(["-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR"])
+        .args(["-b", batch, &format!("{user}@127.0.0.1")])
+        .output()
+        .unwrap()
+}
+
 /// The whole door: an operator issues a user, the service runs, a client uploads with OpenSSH's
 /// `sftp`, and the file is processed, listed as a batch over the API and reported.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -246,24 +274,7 @@ async fn an_upload_to_the_running_service_is_processed_and_reported() {
         "put earns.csv inbox/earns.csv\nput earns.xlsx inbox/earns.xlsx\n",
     )
     .unwrap();
-    let upload = std::process::Command::new("sftp")
-        .current_dir(dir.path())
-        .args([
-            "-P",
-            &port.to_string(),
-            "-i",
-            client_key.trim_end_matches(".pub"),
-        ])
-        .args([
-            "-o",
-            "StrictHostKeyChecking=no",
-            "-o",
-            "UserKnownHostsFile=/dev/null",
-        ])
-        .args(["-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR"])
-        .args(["-b", "batch.txt", "acme@127.0.0.1"])
-        .output()
-        .unwrap();
+    let upload = sftp_batch(dir.path(), port, &client_key, "acme", "batch.txt");
     assert!(
         upload.status.success(),
         "{}",
@@ -317,4 +328,274 @@ async fn an_upload_to_the_running_service_is_processed_and_reported() {
     );
     let result = std::fs::read_to_string(reports.join("earns.xlsx.result.json")).unwrap();
     assert!(result.contains("\"state\": \"completed\""), "{result}");
+}
+
+/// The rows of `parquet_uploads_credit_like_csv_and_scheduled_exports_are_fetched`, as CSV.
+const SAME_ROWS: &str = "id,walletId,amount,date,description
+p-1,w-1,10.50,2026-11-20T00:00:00Z,Coffee
+p-2,w-2,4.00,2026-11-20T10:00:00Z,
+p-3,nobody,5.00,2026-11-20T00:00:00Z,
+p-1,w-1,10.50,2026-11-20T00:00:00Z,again
+p-4,w-1,-5.00,2026-11-20T00:00:00Z,
+p-5,w-1,,2026-11-20T00:00:00Z,
+p-6,w-2,2.25,2026-11-20T00:00:00Z,LONG
+p-7,w-2,1.75,2026-11-20T00:00:00Z,
+";
+
+/// `SAME_ROWS` as typed Parquet columns (decimal amounts, UTC timestamps).
+fn same_rows_parquet(path: &Path) {
+    use columnar::Values;
+    let lines: Vec<Vec<String>> = SAME_ROWS
+        .replace("LONG", &"x".repeat(300))
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect();
+    let column = |i: usize| -> Vec<Option<String>> {
+        lines
+            .iter()
+            .map(|l| Some(l[i].clone()).filter(|v| !v.is_empty()))
+            .collect()
+    };
+    let micros = column(3)
+        .into_iter()
+        .map(|d| {
+            d.map(|d| {
+                chrono::DateTime::parse_from_rfc3339(&d)
+                    .unwrap()
+                    .timestamp_micros()
+            })
+        })
+        .collect();
+    let mut sink = columnar::ParquetSink::create(path).unwrap();
+    sink.write(vec![
+        ("id".into(), Values::Text(column(0))),
+        ("walletId".into(), Values::Text(column(1))),
+        (
+            "amount".into(),
+            Values::Decimal {
+                values: column(2),
+                precision: 18,
+                scale: 2,
+            },
+        ),
+        ("date".into(), Values::Timestamp { micros, utc: true }),
+        ("description".into(), Values::Text(column(4))),
+    ])
+    .unwrap();
+    sink.finish().unwrap();
+}
+
+/// (row, code, column) of each line of a rejected-rows report, rows counted from the first
+/// data row.
+fn rejections(path: &Path, header_lines: u64) -> Vec<(u64, String, String)> {
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_path(path)
+        .unwrap();
+    reader
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            let row: u64 = r[0].parse().unwrap();
+            (row - header_lines, r[1].to_string(), r[2].to_string())
+        })
+        .collect()
+}
+
+/// The same rows as CSV (one organisation) and as typed Parquet (another), uploaded with
+/// OpenSSH's `sftp`, credit the same balances and report the same rejections. The second
+/// organisation's daily export, due at the service's start, waits in `exports/`: its user
+/// fetches it and cannot write there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parquet_uploads_credit_like_csv_and_scheduled_exports_are_fetched() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("REWARDS_DATA_DIR", dir.path().display().to_string())];
+    std::fs::write(
+        dir.path().join("earns.csv"),
+        SAME_ROWS.replace("LONG", &"x".repeat(300)),
+    )
+    .unwrap();
+    same_rows_parquet(&dir.path().join("earns.parquet"));
+    let mut orgs = Vec::new();
+    for user in ["csvco", "parquetco"] {
+        let (org, _, key) = programme(&env);
+        let client_key = keygen(dir.path(), user);
+        let add = [
+            "sftp-user",
+            "add",
+            "--org",
+            &org,
+            "--username",
+            user,
+            "--public-key",
+            &client_key,
+        ];
+        ok(&env, &add);
+        orgs.push((org, key, client_key, user));
+    }
+    // The Parquet organisation exports daily; its first day is made yesterday, so the export
+    // is due when the service starts.
+    let parquet_org = orgs[1].0.clone();
+    ok(
+        &env,
+        &["export", "schedule", "--org", &parquet_org, "--at", "00:00"],
+    );
+    let yesterday = (chrono::Utc::now() - chrono::Duration::days(1)).date_naive();
+    rusqlite::Connection::open(dir.path().join("rewards.db"))
+        .unwrap()
+        .execute(
+            "UPDATE export_schedules SET next_day = ?1",
+            [yesterday.to_string()],
+        )
+        .unwrap();
+
+    let (_server, http, port) = serve_both(&env);
+    let client = reqwest::Client::new();
+    let mut balances = Vec::new();
+    for (org, key, client_key, user) in &orgs {
+        let call = |path: &str, body: Value| {
+            client
+                .post(format!("{http}{path}"))
+                .json(&body)
+                .header("x-api-key", key["apiKey"].as_str().unwrap())
+                .header("x-api-secret", key["apiSecret"].as_str().unwrap())
+                .send()
+        };
+        for i in 1..=2 {
+            let member = serde_json::json!({"firstName": "Ada", "userId": format!("u-{i}"), "externalId": format!("card-{i}")});
+            assert!(
+                call("/v1/members", member)
+                    .await
+                    .unwrap()
+                    .status()
+                    .is_success()
+            );
+            let wallet =
+                serde_json::json!({"owner": format!("card-{i}"), "externalId": format!("w-{i}")});
+            assert!(
+                call("/v1/wallets", wallet)
+                    .await
+                    .unwrap()
+                    .status()
+                    .is_success()
+            );
+        }
+        let file = if *user == "csvco" {
+            "earns.csv"
+        } else {
+            "earns.parquet"
+        };
+        std::fs::write(
+            dir.path().join("put.txt"),
+            format!("put {file} inbox/{file}\n"),
+        )
+        .unwrap();
+        let upload = sftp_batch(dir.path(), port, client_key, user, "put.txt");
+        assert!(
+            upload.status.success(),
+            "{}",
+            String::from_utf8_lossy(&upload.stderr)
+        );
+        let result = dir
+            .path()
+            .join("sftp")
+            .join(org)
+            .join("reports")
+            .join(format!("{file}.result.json"));
+        let started = std::time::Instant::now();
+        while !result.exists() {
+            assert!(started.elapsed().as_secs() < 30, "{file} not processed");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        let summary: Value = serde_json::from_slice(&std::fs::read(&result).unwrap()).unwrap();
+        let mut held = Vec::new();
+        for wallet in ["w-1", "w-2"] {
+            let got = client
+                .get(format!("{http}/v1/wallets/{wallet}"))
+                .header("x-api-key", key["apiKey"].as_str().unwrap())
+                .header("x-api-secret", key["apiSecret"].as_str().unwrap())
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap();
+            held.push(got["balance"].clone());
+        }
+        let rejected = result.with_file_name(format!("{file}.rejected.csv"));
+        // CSV rows are numbered from the header line, Parquet rows from the first row.
+        let header_lines = u64::from(*user == "csvco");
+        balances.push((
+            held,
+            (
+                summary["rows"].clone(),
+                summary["loaded"].clone(),
+                summary["tokens"].clone(),
+            ),
+            rejections(&rejected, header_lines),
+        ));
+    }
+    assert_eq!(balances[0], balances[1]);
+    let (held, counts, rejected) = &balances[0];
+    assert_eq!(
+        held,
+        &[serde_json::json!(10), serde_json::json!(5)],
+        "10.50 | 4 + 1.75 (2.25's row is rejected), a token per whole unit of each"
+    );
+    assert_eq!(counts, &(8.into(), 3.into(), 15.into()));
+    let codes: Vec<&str> = rejected.iter().map(|(_, code, _)| code.as_str()).collect();
+    assert_eq!(
+        codes,
+        [
+            "unknown_wallet",
+            "duplicate_in_file",
+            "negative_amount",
+            "missing_field",
+            "too_long"
+        ]
+    );
+
+    // Yesterday's export of the Parquet organisation, fetched over SFTP.
+    let (_, _, client_key, user) = &orgs[1];
+    let name = format!("transactions-{yesterday}.parquet");
+    let written = dir
+        .path()
+        .join("sftp")
+        .join(&parquet_org)
+        .join("exports")
+        .join(&name);
+    let started = std::time::Instant::now();
+    while !written.exists() {
+        assert!(started.elapsed().as_secs() < 30, "no daily export");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    std::fs::write(
+        dir.path().join("get.txt"),
+        format!("ls exports\nget exports/{name} fetched.parquet\n"),
+    )
+    .unwrap();
+    let fetched = sftp_batch(dir.path(), port, client_key, user, "get.txt");
+    assert!(
+        fetched.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fetched.stderr)
+    );
+    assert!(String::from_utf8_lossy(&fetched.stdout).contains(&name));
+    let bytes = std::fs::read(dir.path().join("fetched.parquet")).unwrap();
+    assert_eq!(bytes, std::fs::read(&written).unwrap());
+    assert!(bytes.starts_with(b"PAR1") && bytes.ends_with(b"PAR1"));
+    std::fs::write(
+        dir.path().join("put-export.txt"),
+        "put earns.csv exports/mine.csv\n",
+    )
+    .unwrap();
+    let refused = sftp_batch(dir.path(), port, client_key, user, "put-export.txt");
+    assert!(!refused.status.success(), "exports/ is read only");
+    let listed = json_of(&env, &["export", "schedules"]);
+    assert_eq!(listed[0]["last"]["file"], name.as_str(), "{listed}");
+    assert_eq!(
+        listed[0]["nextDay"],
+        chrono::Utc::now().date_naive().to_string()
+    );
 }

@@ -16,6 +16,13 @@ pub enum Values {
         precision: usize,
         scale: usize,
     },
+    /// Exact decimals given as whole units of 10^-`scale` (micro-tokens with a scale of 6),
+    /// stored as DECIMAL(`precision`, `scale`).
+    Scaled {
+        units: Vec<Option<i64>>,
+        precision: usize,
+        scale: usize,
+    },
     /// Microseconds since 1970-01-01T00:00:00; `utc`: an instant (a zone of UTC), else a local
     /// date and time.
     Timestamp {
@@ -36,6 +43,7 @@ impl Values {
         match self {
             Values::Text(v) | Values::Decimal { values: v, .. } => v.len(),
             Values::Timestamp { micros, .. } => micros.len(),
+            Values::Scaled { units, .. } => units.len(),
             Values::Date(v) => v.len(),
             Values::Int(v) => v.len(),
             Values::Float(v) => v.len(),
@@ -53,6 +61,15 @@ impl Values {
                 precision,
                 scale,
             } => Series::new(name, values).cast(&DataType::Decimal(precision, scale))?,
+            Values::Scaled {
+                units,
+                precision,
+                scale,
+            } => {
+                Int128Chunked::from_iter_options(name, units.into_iter().map(|u| u.map(i128::from)))
+                    .into_decimal(precision, scale)?
+                    .into_series()
+            }
             Values::Timestamp { micros, utc } => {
                 let zone = utc.then_some(TimeZone::UTC);
                 Series::new(name, micros).cast(&DataType::Datetime(TimeUnit::Microseconds, zone))?

@@ -131,29 +131,44 @@ pub fn decimal(text: &str, point: char, thousands: Option<char>) -> Option<Decim
 }
 
 /// `text` as an instant. Without a format: RFC 3339, or a date and time or a day without an
-/// offset, read in `zone`. With one: that format, read in `zone` unless it has an offset (`%z`).
+/// offset (ISO 8601), read in `zone`. With one: that format, read in `zone` unless it has an
+/// offset (`%z`); a value the format refuses is still read as ISO 8601 if it is (what a typed
+/// Parquet date or timestamp column holds as text), which no format could read as another day.
 /// A local time that does not exist (a spring-forward gap) is refused; an ambiguous one takes the
 /// earlier instant.
 pub fn date(text: &str, format: Option<&str>, zone: Tz) -> Option<DateTime<Utc>> {
     let local = match format {
-        None => {
-            if let Ok(t) = DateTime::parse_from_rfc3339(text) {
-                return Some(t.with_timezone(&Utc));
-            }
-            NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f")
-                .or_else(|_| NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f"))
-                .ok()
-                .or_else(|| day(text, "%Y-%m-%d"))?
-        }
+        None => return iso(text, zone),
         Some(format) if format.contains("%z") || format.contains("%:z") => {
             return DateTime::parse_from_str(text, format)
                 .ok()
-                .map(|t| t.with_timezone(&Utc));
+                .map(|t| t.with_timezone(&Utc))
+                .or_else(|| iso(text, zone));
         }
-        Some(format) => NaiveDateTime::parse_from_str(text, format)
+        Some(format) => match NaiveDateTime::parse_from_str(text, format)
             .ok()
-            .or_else(|| day(text, format))?,
+            .or_else(|| day(text, format))
+        {
+            Some(local) => local,
+            None => return iso(text, zone),
+        },
     };
+    in_zone(local, zone)
+}
+
+/// RFC 3339, or an ISO 8601 date and time or day without an offset, read in `zone`.
+fn iso(text: &str, zone: Tz) -> Option<DateTime<Utc>> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return Some(t.with_timezone(&Utc));
+    }
+    let local = NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f")
+        .or_else(|_| NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f"))
+        .ok()
+        .or_else(|| day(text, "%Y-%m-%d"))?;
+    in_zone(local, zone)
+}
+
+fn in_zone(local: NaiveDateTime, zone: Tz) -> Option<DateTime<Utc>> {
     Some(
         zone.from_local_datetime(&local)
             .earliest()?
@@ -255,6 +270,15 @@ mod tests {
         // 02:30 does not exist in Paris on the last Sunday of March.
         assert_eq!(at("2026-03-29T02:30:00", None, paris), None);
         assert_eq!(at("20/11/2026", Some("%Y-%m-%d"), paris), None);
+        // ISO 8601 is read whatever the format (typed Parquet dates and timestamps hold it).
+        assert_eq!(
+            at("2026-11-20T10:15:00Z", Some("%d/%m/%Y %H:%M"), paris).as_deref(),
+            Some("2026-11-20T10:15:00+00:00")
+        );
+        assert_eq!(
+            at("2026-11-20", Some("%d/%m/%Y"), paris).as_deref(),
+            Some("2026-11-19T23:00:00+00:00")
+        );
         assert_eq!(at("31/02/2026", Some("%d/%m/%Y"), paris), None);
     }
 

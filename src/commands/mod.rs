@@ -2,7 +2,9 @@
 
 pub mod batch;
 pub mod catalogue;
+pub mod export;
 pub mod ledger;
+pub mod progress;
 pub mod reviews;
 pub mod rules;
 pub mod serve;

@@ -97,6 +97,19 @@ pub async fn serve(config: &Config, store: Store) -> anyhow::Result<()> {
             },
         ))
     });
+    let exports = workers.then(|| {
+        tokio::spawn(ingest::export::scheduled::run(
+            store.clone(),
+            config.data_dir.clone(),
+            ingest::export::scheduled::LOOK,
+            {
+                let mut stopped = stopped.clone();
+                async move {
+                    let _ = stopped.wait_for(|stop| *stop).await;
+                }
+            },
+        ))
+    });
     api::serve(
         listener,
         api::AppState::new(store.clone(), codes).with_settings(config.api),
@@ -109,6 +122,9 @@ pub async fn serve(config: &Config, store: Store) -> anyhow::Result<()> {
     .await?;
     if let Some(pipeline) = pipeline {
         let _ = pipeline.await;
+    }
+    if let Some(exports) = exports {
+        let _ = exports.await;
     }
     match watcher.await {
         Ok(Err(err)) => tracing::error!(%err, "the inbox watcher failed"),

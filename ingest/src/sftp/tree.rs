@@ -1,25 +1,34 @@
-//! An organisation's SFTP tree: `/inbox` (uploads), `/reports` and `/templates` (read only).
+//! An organisation's SFTP tree: `/inbox` (uploads), `/reports`, `/exports` and `/templates`
+//! (read only).
 //! Client paths are virtual POSIX paths, normalised so that no path can leave the root: `..`
-//! stops at `/`, and anything but the three folders and the files directly in them does not
+//! stops at `/`, and anything but the folders and the files directly in them does not
 //! exist. Symbolic links are never followed, listed or created.
 
 use std::path::{Path, PathBuf};
 
-/// The three folders every organisation sees.
+/// The folders every organisation sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Folder {
     Inbox,
     Reports,
+    /// Scheduled ledger exports.
+    Exports,
     Templates,
 }
 
 impl Folder {
-    pub const ALL: [Folder; 3] = [Folder::Inbox, Folder::Reports, Folder::Templates];
+    pub const ALL: [Folder; 4] = [
+        Folder::Inbox,
+        Folder::Reports,
+        Folder::Exports,
+        Folder::Templates,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Folder::Inbox => "inbox",
             Folder::Reports => "reports",
+            Folder::Exports => "exports",
             Folder::Templates => "templates",
         }
     }
@@ -53,7 +62,7 @@ impl Place {
 pub enum BadPath {
     /// A NUL byte or another control character.
     Invalid,
-    /// Nothing there (outside the three folders, or deeper than a file in one).
+    /// Nothing there (outside the folders, or deeper than a file in one).
     Missing,
 }
 
@@ -136,7 +145,7 @@ pub struct Tree {
 }
 
 impl Tree {
-    /// `data_dir/sftp/<org_id>`, with its three folders made if missing and the current
+    /// `data_dir/sftp/<org_id>`, with its folders made if missing and the current
     /// templates in `templates/`.
     pub fn open(data_dir: &Path, org_id: &str) -> std::io::Result<Tree> {
         let root = data_dir.join("sftp").join(org_id);

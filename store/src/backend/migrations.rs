@@ -32,6 +32,7 @@ migrations! {
     8 "catalogue" "0008_catalogue.sql",
     9 "orders" "0009_orders.sql",
     10 "leaderboard and reviews" "0010_leaderboard_reviews.sql",
+    11 "exports" "0011_exports.sql",
 }
 
 pub(super) fn sqlite() -> Migrator {

@@ -1,6 +1,6 @@
 //! Running statements on a rusqlite connection with the SQL and row types the sqlx path uses.
 
-use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
+use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, Utc};
 use rusqlite::{Connection, Row, ToSql};
 use serde::de::DeserializeOwned;
 use sqlx::types::Json;
@@ -169,6 +169,13 @@ impl Column for DateTime<Utc> {
                 NaiveDateTime::parse_from_str(&text, "%Y-%m-%d %H:%M:%S%.f").map(|t| t.and_utc())
             })
             .map_err(|e| conversion(index, e))
+    }
+}
+
+impl Column for NaiveDate {
+    fn column(row: &Row, index: usize) -> rusqlite::Result<Self> {
+        let text: String = row.get(index)?;
+        NaiveDate::parse_from_str(&text, "%Y-%m-%d").map_err(|e| conversion(index, e))
     }
 }
 
