@@ -156,3 +156,82 @@ async fn operators_set_a_mapping_preview_a_file_and_load_it() {
     // `audit` exits 1 on any discrepancy.
     ok(&env, &["audit"]);
 }
+
+/// A generated Parquet file through the operator's commands: previewed (`--dry-run`: nothing
+/// credited), loaded with the preview's figures, then exported back as CSV with the same rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parquet_file_is_previewed_loaded_and_exported() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("REWARDS_DATA_DIR", dir.path().display().to_string())];
+    let (org, _, key) = programme(&env);
+    let (_server, http) = serve(&env);
+    for i in 0..2 {
+        let member =
+            json!({"firstName": "Ada", "userId": format!("u-{i}"), "externalId": format!("m-{i}")});
+        call(&http, &key, "/v1/members", Some(member)).await;
+        let wallet = json!({"owner": format!("m-{i}"), "externalId": format!("card-{i}")});
+        call(&http, &key, "/v1/wallets", Some(wallet)).await;
+    }
+    let file = dir.path().join("earns.parquet").display().to_string();
+    let generate = [
+        "generate",
+        "--rows",
+        "200",
+        "--wallets",
+        "2",
+        "--bad-share",
+        "0.05",
+        &file,
+    ];
+    ok(&env, &generate);
+
+    let preview = json_of(&env, &["ingest", "--org", &org, "--dry-run", &file]);
+    assert_eq!(
+        (preview["dryRun"].clone(), preview["rows"].clone()),
+        (json!(true), json!(200))
+    );
+    let rejected = preview["rejected"].as_u64().unwrap();
+    assert!((5..=15).contains(&rejected), "{preview}");
+    let wallet = call(&http, &key, "/v1/wallets/card-0", None).await;
+    assert_eq!(wallet["balance"], 0, "a dry run credits nothing");
+
+    let loaded = json_of(&env, &["ingest", "--org", &org, &file]);
+    assert_eq!(loaded["state"], "completed");
+    assert_eq!(
+        (loaded["loaded"].clone(), loaded["tokens"].clone()),
+        (preview["loaded"].clone(), preview["tokens"].clone())
+    );
+
+    let out = dir.path().join("earns-out.csv").display().to_string();
+    let export = [
+        "export",
+        "transactions",
+        "--org",
+        &org,
+        "--type",
+        "EARN",
+        &out,
+    ];
+    let exported = json_of(&env, &export);
+    assert_eq!(exported["rows"], loaded["loaded"]);
+    let lines = std::fs::read_to_string(&out).unwrap().lines().count() as u64;
+    assert_eq!(Some(lines - 1), loaded["loaded"].as_u64());
+    let none = [
+        "export",
+        "transactions",
+        "--org",
+        &org,
+        "--from",
+        "2026-11-02",
+        "--to",
+        "2026-11-01",
+        &out,
+    ];
+    let refused = run(&env, &none);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("before --from"));
+    let text = dir.path().join("earns.txt").display().to_string();
+    let refused = run(&env, &["export", "transactions", "--org", &org, &text]);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains(".parquet or .csv"));
+    ok(&env, &["audit"]);
+}

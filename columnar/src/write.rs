@@ -34,6 +34,8 @@ pub enum Values {
     Int(Vec<Option<i64>>),
     Float(Vec<Option<f64>>),
     Bool(Vec<Option<bool>>),
+    /// Raw bytes (Parquet BYTE_ARRAY without a string type).
+    Bytes(Vec<Option<Vec<u8>>>),
     /// A struct of named fields, each as long as the struct.
     Struct(Vec<(String, Values)>),
 }
@@ -48,6 +50,7 @@ impl Values {
             Values::Int(v) => v.len(),
             Values::Float(v) => v.len(),
             Values::Bool(v) => v.len(),
+            Values::Bytes(v) => v.len(),
             Values::Struct(fields) => fields.first().map_or(0, |(_, v)| v.len()),
         }
     }
@@ -78,6 +81,7 @@ impl Values {
             Values::Int(v) => Series::new(name, v),
             Values::Float(v) => Series::new(name, v),
             Values::Bool(v) => Series::new(name, v),
+            Values::Bytes(v) => BinaryChunked::from_iter_options(name, v.into_iter()).into_series(),
             Values::Struct(fields) => {
                 let len = fields.first().map_or(0, |(_, v)| v.len());
                 let series = fields

@@ -156,3 +156,50 @@ fn what_is_not_parquet_is_refused_whole() {
     let err = ParquetRows::open(&truncated).err().unwrap();
     assert!(err.contains("not Parquet, or is truncated"), "{err}");
 }
+
+/// A column of a type an earn file cannot use (a list) refuses the file, naming the column;
+/// bytes that are not UTF-8 mark their row, as a CSV cell's would.
+#[test]
+fn lists_are_refused_by_name_and_bad_bytes_marked() {
+    use polars::prelude::*;
+    let dir = tempfile::tempdir().unwrap();
+    let listed = dir.path().join("listed.parquet");
+    let tags = Series::new(
+        "tags".into(),
+        [
+            Series::new("".into(), ["a", "b"]),
+            Series::new("".into(), ["c"]),
+        ],
+    );
+    let id = Series::new("id".into(), ["t-1", "t-2"]);
+    let mut frame = DataFrame::new(2, vec![id.into(), tags.into()]).unwrap();
+    ParquetWriter::new(std::fs::File::create(&listed).unwrap())
+        .finish(&mut frame)
+        .unwrap();
+    let err = ParquetRows::open(&listed).err().unwrap();
+    assert!(err.contains("column `tags` holds list"), "{err}");
+    assert!(!err.contains("`id`"), "{err}");
+
+    let bytes = dir.path().join("bytes.parquet");
+    let mut sink = ParquetSink::create(&bytes).unwrap();
+    sink.write(vec![(
+        "note".to_string(),
+        Values::Bytes(vec![
+            Some(b"caf\xc3\xa9".to_vec()),
+            Some(b"caf\xe9".to_vec()),
+        ]),
+    )])
+    .unwrap();
+    sink.finish().unwrap();
+    let mut rows = ParquetRows::open(&bytes).unwrap();
+    let marks: Vec<(String, bool)> = std::iter::from_fn(|| rows.next_row().unwrap())
+        .map(|(_, fields, bad)| (fields[0].clone(), bad))
+        .collect();
+    assert_eq!(
+        marks,
+        [
+            ("café".to_string(), false),
+            ("caf\u{fffd}".to_string(), true)
+        ]
+    );
+}

@@ -208,4 +208,99 @@ backend_tests!(
     typed_rows_are_credited_and_bad_ones_reported,
     string_columns_are_read_as_csv_cells,
     a_file_that_is_not_parquet_or_lacks_columns_fails_whole,
+    mapped_parquet_files_reject_with_the_remaining_reason_codes,
 );
+
+/// The reason codes a Parquet file can still earn beyond the canonical ones: bytes that are not
+/// UTF-8, a boolean the mapping cannot read, an amount the ledger cannot hold. (A ragged row
+/// cannot happen: every Parquet column has every row.) The mapping's day-first date format does
+/// not stop a typed timestamp column from being read.
+async fn mapped_parquet_files_reject_with_the_remaining_reason_codes(store: Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let (org, campaign) = wallets(&store).await;
+    let book = RuleBook::new(store.clone());
+    let document = serde_json::json!({
+        "pattern": "*.parquet",
+        "columns": {
+            "id": "Ticket",
+            "walletId": "Card",
+            "amount": "Total",
+            "date": { "column": "When", "format": "%d/%m/%Y %H:%M", "timezone": "Europe/Paris" },
+            "description": "Note",
+        },
+        "meta": { "member": { "column": "Member", "type": "boolean", "true_values": ["Y"], "false_values": ["N"] } },
+    });
+    let mapping = ingest::mapping::Mapping::parse(&document).unwrap();
+    store
+        .set_mapping(&org, &mapping.pattern, &document)
+        .await
+        .unwrap();
+    let some = |v: &str| Some(v.to_string());
+    let file = parquet(vec![
+        (
+            "Ticket",
+            text(&[Some("r-1"), Some("r-2"), Some("r-3"), Some("r-4")]),
+        ),
+        ("Card", text(&[Some("w-1"); 4])),
+        (
+            "Total",
+            Values::Decimal {
+                values: vec![
+                    some("5.00"),
+                    some("1.00"),
+                    some("1.00"),
+                    some("99999999999999999999.00"),
+                ],
+                precision: 38,
+                scale: 2,
+            },
+        ),
+        (
+            "When",
+            Values::Timestamp {
+                micros: vec![Some(NOV_20); 4],
+                utc: true,
+            },
+        ),
+        (
+            "Note",
+            Values::Bytes(vec![
+                Some(b"Caf\xc3\xa9".to_vec()),
+                Some(b"caf\xe9".to_vec()),
+                None,
+                None,
+            ]),
+        ),
+        (
+            "Member",
+            text(&[Some("Y"), Some("N"), Some("maybe"), Some("Y")]),
+        ),
+    ]);
+    let batch = receive_bytes(&store, dir.path(), &org, "till.parquet", &file).await;
+    let outcome = ingest::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(outcome.state, BatchState::Completed);
+    assert_eq!(
+        rejected_codes(dir.path(), &org, "till.parquet.rejected.csv"),
+        vec![
+            (2, "bad_encoding".to_string()),
+            (3, "bad_boolean".to_string()),
+            (4, "rules_refused".to_string()),
+        ]
+    );
+    assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::whole(5));
+    let credited = store
+        .list_transactions(
+            &campaign,
+            &store::TransactionFilter::default(),
+            store::Page::default(),
+        )
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(credited.len(), 1);
+    assert_eq!(credited[0].date.timestamp_micros(), NOV_20);
+    assert_eq!(credited[0].description.as_deref(), Some("Café"));
+    assert_eq!(credited[0].meta, Some(serde_json::json!({"member": true})));
+}
