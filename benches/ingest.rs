@@ -4,8 +4,15 @@
 //! (with `REWARDS_TEST_POSTGRES_URL` set). On SQLite it also times SQLite alone moving the
 //! imported rows into the ledger's real tables: the floor for the ledger's shape.
 //!
+//! The same rows as typed Parquet go through the pipeline on a fresh ledger beside the CSV run,
+//! and each file's peak memory is measured in a process of its own. Then the ledger is topped
+//! up to `BENCH_EXPORT_ROWS` transactions (default 5,000,000: copies of the loaded rows) and
+//! exported to Parquet and to CSV, beside the database's own CSV export of the same query
+//! (`sqlite3 -csv`, `psql \copy ... TO`).
+//!
 //! `cargo bench --bench ingest` (rows: `BENCH_ROWS`, default 1,000,000; needs the `sqlite3` or
-//! `psql` command). Goal: at most 2x the bulk load's time.
+//! `psql` command). Goals: loads at most 2x the bulk load's time, Parquet no slower than CSV and
+//! no more memory; exports at least 500,000 rows/s to Parquet on SQLite.
 
 use std::path::Path;
 use std::process::Command;
@@ -13,27 +20,37 @@ use std::time::Instant;
 
 mod common;
 
-use store::RuleBook;
+use store::{ExportFilter, ExportFormat, ExportTime, RuleBook, Store};
 
 const WALLETS: u64 = 1_000;
 
+/// Set on a child process: load only this file into a fresh ledger and print the peak memory.
+const PEAK_OF_LOAD: &str = "BENCH_PEAK_OF_LOAD";
+/// Set on a child process: `<url> <org> <file>`: export the organisation's transactions from
+/// the database at `url` to `file` and print the peak memory.
+const PEAK_OF_EXPORT: &str = "BENCH_PEAK_OF_EXPORT";
+
 #[tokio::main]
 async fn main() {
-    let rows: u64 = std::env::var("BENCH_ROWS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000);
+    if let Ok(file) = std::env::var(PEAK_OF_LOAD) {
+        return peak_of_load(Path::new(&file)).await;
+    }
+    if let Ok(args) = std::env::var(PEAK_OF_EXPORT) {
+        return peak_of_export(&args).await;
+    }
+    let rows: u64 = number("BENCH_ROWS", 1_000_000);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("earns.csv");
-    let spec = ingest::generate::Spec {
-        rows,
-        wallets: WALLETS,
-        wallet_prefix: "w-".into(),
-        bad_share: 0.0,
-        seed: 1,
-    };
+    let spec = spec(rows);
     ingest::generate::earn_csv(&spec, std::fs::File::create(&file).unwrap()).unwrap();
     let size = std::fs::metadata(&file).unwrap().len();
+    let parquet = dir.path().join("earns.parquet");
+    ingest::generate::earn_parquet(&spec, &parquet).unwrap();
+    let parquet_size = std::fs::metadata(&parquet).unwrap().len();
+    // Receiving a file moves it into the spool: the processes that measure memory get copies.
+    let (csv_copy, parquet_copy) = (dir.path().join("peak.csv"), dir.path().join("peak.parquet"));
+    std::fs::copy(&file, &csv_copy).unwrap();
+    std::fs::copy(&parquet, &parquet_copy).unwrap();
 
     let postgres = std::env::var(store::testing::POSTGRES_URL_VAR).ok();
     let baselines = match &postgres {
@@ -66,6 +83,15 @@ async fn main() {
     let xlsx_fresh = load(&store, &book, &data, &org, &workbook(2), 10_000).await;
     let ours = load(&store, &book, &data, &org, &file, rows).await;
     let xlsx_after = load(&store, &book, &data, &org, &workbook(3), 10_000).await;
+    // The same rows as Parquet, on a fresh ledger of their own.
+    let parquet_seconds = {
+        let seed = common::seed(WALLETS as usize, true).await;
+        let book = RuleBook::new(seed.store.clone());
+        let org = &seed.campaign.org_id;
+        load(&seed.store, &book, &data, org, &parquet, rows).await
+    };
+    let csv_peak = peak_in_child(PEAK_OF_LOAD, &csv_copy.display().to_string());
+    let parquet_peak = peak_in_child(PEAK_OF_LOAD, &parquet_copy.display().to_string());
 
     println!(
         "{rows} rows ({:.0} MB) of canonical CSV on {:?}, {WALLETS} wallets",
@@ -80,22 +106,224 @@ async fn main() {
         row(name, *seconds);
     }
     row("rewards: received -> credited, reports written", ours);
+    row("the same rows as Parquet, fresh ledger", parquet_seconds);
     for (name, seconds) in &baselines {
         let name = name.split(':').next_back().unwrap_or(name).trim();
         println!("ratio: {:.1}x the time of {name}", ours / seconds);
     }
     println!("(goal: <= 2x the bulk load's time)");
     println!(
-        "peak RSS of this process: {} MiB (goal for 5,000,000 rows: <= 256 MiB); now {} MiB \
-         anonymous, {} MiB mapped from files",
-        status_kib("VmHWM") / 1024,
-        status_kib("RssAnon") / 1024,
-        status_kib("RssFile") / 1024,
+        "Parquet ({:.0} MB): {:.2}x the CSV run's time (goal: <= 1x); peak RSS of a process \
+         loading only it: CSV {csv_peak} MiB, Parquet {parquet_peak} MiB (goal: no higher; \
+         5,000,000 rows <= 256 MiB)",
+        parquet_size as f64 / 1e6,
+        parquet_seconds / ours,
     );
     println!(
         "XLSX of 10,000 rows, received -> credited: {xlsx_fresh:.2} s on the fresh ledger, \
          {xlsx_after:.2} s right after the big file (goal < 1 s)"
     );
+
+    let target = number("BENCH_EXPORT_ROWS", 5_000_000);
+    let held = top_up(&store, &org, target).await;
+    let filter = all_of_them();
+    let out = |name: &str| dir.path().join(name);
+    let timed = |format: ExportFormat, path: std::path::PathBuf| {
+        let (store, org, filter) = (store.clone(), org.clone(), filter.clone());
+        async move {
+            let started = Instant::now();
+            let rows = ingest::export::export(&store, &org, &filter, &path, format, |_| {})
+                .await
+                .unwrap();
+            assert_eq!(rows, held);
+            (
+                started.elapsed().as_secs_f64(),
+                std::fs::metadata(&path).unwrap().len(),
+            )
+        }
+    };
+    let (to_parquet, parquet_bytes) = timed(ExportFormat::Parquet, out("ledger.parquet")).await;
+    let (to_csv, csv_bytes) = timed(ExportFormat::Csv, out("ledger.csv")).await;
+    let baseline = database_export(&_db.url, &org, &out("baseline.csv"));
+    let export_peak = peak_in_child(
+        PEAK_OF_EXPORT,
+        &format!("{} {org} {}", _db.url, out("export-peak.parquet").display()),
+    );
+    println!("export of {held} transactions (all columns, wallet and member joined)");
+    println!("{:<46} {:>10} {:>12} {:>8}", "", "seconds", "rows/s", "MB");
+    let export_row = |name: &str, seconds: f64, bytes: u64| {
+        println!(
+            "{name:<46} {seconds:>10.2} {:>12.0} {:>8.0}",
+            held as f64 / seconds,
+            bytes as f64 / 1e6
+        );
+    };
+    export_row(
+        "baseline: the database's own CSV export",
+        baseline.0,
+        baseline.1,
+    );
+    export_row(
+        "rewards export -> Parquet (zstd)",
+        to_parquet,
+        parquet_bytes,
+    );
+    export_row("rewards export -> CSV", to_csv, csv_bytes);
+    println!(
+        "peak RSS of a process exporting them to Parquet: {export_peak} MiB (goal: >= 500,000 \
+         rows/s to Parquet on SQLite)"
+    );
+}
+
+fn number(var: &str, default: u64) -> u64 {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn spec(rows: u64) -> ingest::generate::Spec {
+    ingest::generate::Spec {
+        rows,
+        wallets: WALLETS,
+        wallet_prefix: "w-".into(),
+        bad_share: 0.0,
+        seed: 1,
+    }
+}
+
+fn all_of_them() -> ExportFilter {
+    ExportFilter {
+        campaign_id: None,
+        from: None,
+        until: None,
+        kinds: Vec::new(),
+        by: ExportTime::Date,
+    }
+}
+
+/// Runs this benchmark again as a child with `var` set to `value`; the peak memory it prints.
+fn peak_in_child(var: &str, value: &str) -> u64 {
+    let ran = Command::new(std::env::current_exe().unwrap())
+        .env(var, value)
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    String::from_utf8_lossy(&ran.stdout)
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&ran.stdout)))
+}
+
+/// In a child: `file` loaded into a fresh ledger; prints the peak RSS in MiB.
+async fn peak_of_load(file: &Path) {
+    let seed = common::seed(WALLETS as usize, true).await;
+    let book = RuleBook::new(seed.store.clone());
+    let data = file.with_file_name(format!("data-{}", std::process::id()));
+    let name = file.file_name().unwrap().to_string_lossy().to_string();
+    ingest::intake::receive(
+        &seed.store,
+        &data,
+        &seed.campaign.org_id,
+        file,
+        &name,
+        "sftp",
+        None,
+    )
+    .await
+    .unwrap();
+    let batch = seed.store.claim_batches(1, None).await.unwrap().remove(0);
+    ingest::pipeline::process(&seed.store, &book, &data, &batch, &|_| {})
+        .await
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&data);
+    println!("{}", status_kib("VmHWM") / 1024);
+}
+
+/// In a child: the export `args` (`<url> <org> <file>`) names; prints the peak RSS in MiB.
+async fn peak_of_export(args: &str) {
+    let mut parts = args.splitn(3, ' ');
+    let (url, org, file) = (
+        parts.next().unwrap(),
+        parts.next().unwrap(),
+        parts.next().unwrap(),
+    );
+    let store = Store::connect(url, 4).await.unwrap();
+    ingest::export::export(
+        &store,
+        org,
+        &all_of_them(),
+        Path::new(file),
+        ExportFormat::Parquet,
+        |_| {},
+    )
+    .await
+    .unwrap();
+    println!("{}", status_kib("VmHWM") / 1024);
+}
+
+/// Copies the organisation's transactions (new ids and external ids) until it holds at least
+/// `target`; how many it then holds.
+async fn top_up(store: &Store, org: &str, target: u64) -> u64 {
+    let id = match store.backend() {
+        store::Backend::Sqlite => "lower(hex(randomblob(16)))",
+        store::Backend::Postgres => "md5(random()::text || clock_timestamp()::text)",
+    };
+    let mut round = 0;
+    loop {
+        let held = store.count_export(org, &all_of_them()).await.unwrap();
+        if held >= target {
+            return held;
+        }
+        round += 1;
+        store
+            .execute_raw(&format!(
+                "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, \
+                 external_id, source_amount, currency, description, comment, meta, date, trace, \
+                 rule_version, created_at, batch_id) \
+                 SELECT {id}, org_id, campaign_id, wallet_id, kind, amount, \
+                 'copy-{round}-' || external_id, source_amount, currency, description, comment, \
+                 meta, date, trace, rule_version, created_at, batch_id FROM transactions \
+                 WHERE org_id = '{org}' AND external_id NOT LIKE 'copy-%' LIMIT {}",
+                target - held
+            ))
+            .await
+            .unwrap();
+    }
+}
+
+/// The database's own CSV export of the export's query to `file`: (seconds, bytes).
+fn database_export(url: &str, org: &str, file: &Path) -> (f64, u64) {
+    let select = format!(
+        "SELECT t.id, t.campaign_id, t.wallet_id, w.external_id, w.owner_id, t.kind, t.amount, \
+         t.currency, t.date, t.external_id, t.source_amount, t.description, t.comment, t.meta, \
+         t.trace, t.rule_version, t.batch_id, t.created_at FROM transactions t \
+         JOIN wallets w ON w.id = t.wallet_id WHERE t.org_id = '{org}' \
+         ORDER BY t.campaign_id, t.date"
+    );
+    let started = Instant::now();
+    let ran = match url.strip_prefix("sqlite:") {
+        Some(db) => Command::new("sqlite3")
+            .args(["-csv", "-header", db, &select])
+            .stdout(std::fs::File::create(file).unwrap())
+            .status(),
+        None => Command::new("psql")
+            .args([url, "-q", "-c"])
+            .arg(format!(
+                "\\copy ({select}) TO '{}' WITH (FORMAT csv, HEADER true)",
+                file.display()
+            ))
+            .status(),
+    };
+    assert!(ran.unwrap().success());
+    (
+        started.elapsed().as_secs_f64(),
+        std::fs::metadata(file).unwrap().len(),
+    )
 }
 
 /// Seconds from receiving `file` to its batch completed with all `rows` loaded.

@@ -10,6 +10,13 @@ use polars::prelude::*;
 #[derive(Debug, Clone)]
 pub enum Values {
     Text(Vec<Option<String>>),
+    /// Texts in one buffer: value `i` is `bytes[ends[i - 1]..ends[i]]` (from 0 for the first),
+    /// null where `present[i]` is false. Many values, few allocations.
+    Packed {
+        bytes: String,
+        ends: Vec<usize>,
+        present: Vec<bool>,
+    },
     /// Exact decimals given as text (`12.50`), stored as DECIMAL(`precision`, `scale`).
     Decimal {
         values: Vec<Option<String>>,
@@ -44,6 +51,7 @@ impl Values {
     fn len(&self) -> usize {
         match self {
             Values::Text(v) | Values::Decimal { values: v, .. } => v.len(),
+            Values::Packed { ends, .. } => ends.len(),
             Values::Timestamp { micros, .. } => micros.len(),
             Values::Scaled { units, .. } => units.len(),
             Values::Date(v) => v.len(),
@@ -59,6 +67,20 @@ impl Values {
         let name = PlSmallStr::from(name);
         Ok(match self {
             Values::Text(v) => Series::new(name, v),
+            Values::Packed {
+                bytes,
+                ends,
+                present,
+            } => {
+                let starts = std::iter::once(0).chain(ends.iter().copied());
+                let values = starts
+                    .zip(&ends)
+                    .zip(&present)
+                    .map(|((start, &end), &there)| {
+                        there.then(|| bytes.get(start..end).unwrap_or_default())
+                    });
+                StringChunked::from_iter_options(name, values).into_series()
+            }
             Values::Decimal {
                 values,
                 precision,

@@ -55,7 +55,7 @@ pub use common::page::{Page, Paged};
 pub use common::tokens::Tokens;
 pub use error::{FieldProblem, StoreError};
 pub use exports::schedule::{ClaimedDay, ExportFormat, ExportSchedule};
-pub use exports::{ExportFilter, ExportRow, ExportTime};
+pub use exports::{ExportChunk, ExportFilter, ExportTime, Texts};
 pub use leaderboard::{Built, Neighbourhood, Snapshot, Standing, display_name};
 pub use ledger::audit::Discrepancy;
 pub use ledger::burn::{Burned, NewBurn};

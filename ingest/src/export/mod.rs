@@ -10,9 +10,9 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use columnar::{ParquetSink, Values};
-use store::{ExportFilter, ExportFormat, ExportRow, Store};
+use store::{ExportChunk, ExportFilter, ExportFormat, Store, Texts};
 use tokio::sync::mpsc;
 
 /// Rows per chunk, and per Parquet row group.
@@ -58,7 +58,7 @@ pub async fn export(
     progress: impl FnMut(u64) + Send + 'static,
 ) -> Result<u64, String> {
     let temporary = hidden_temporary(path)?;
-    let (send, chunks) = mpsc::channel::<Vec<ExportRow>>(2);
+    let (send, chunks) = mpsc::channel::<ExportChunk>(2);
     let writing = {
         let temporary = temporary.clone();
         tokio::task::spawn_blocking(move || write_chunks(&temporary, format, chunks, progress))
@@ -98,7 +98,7 @@ fn hidden_temporary(path: &Path) -> Result<PathBuf, String> {
 fn write_chunks(
     path: &Path,
     format: ExportFormat,
-    mut chunks: mpsc::Receiver<Vec<ExportRow>>,
+    mut chunks: mpsc::Receiver<ExportChunk>,
     mut progress: impl FnMut(u64),
 ) -> Result<u64, String> {
     let mut written = 0u64;
@@ -114,7 +114,7 @@ fn write_chunks(
             }
             if empty {
                 // The schema alone: a reader sees the columns and no rows.
-                sink.write(parquet_columns(Vec::new()))?;
+                sink.write(parquet_columns(ExportChunk::default()))?;
             }
             sink.finish()?;
         }
@@ -124,11 +124,10 @@ fn write_chunks(
             let mut out = csv::Writer::from_writer(BufWriter::with_capacity(1 << 20, file));
             let failed = |e: csv::Error| format!("writing {}: {e}", path.display());
             out.write_record(COLUMNS).map_err(failed)?;
+            let mut text = String::new();
             while let Some(chunk) = chunks.blocking_recv() {
                 written += chunk.len() as u64;
-                for row in chunk {
-                    out.write_record(csv_record(row)).map_err(failed)?;
-                }
+                write_csv(&mut out, &chunk, &mut text).map_err(failed)?;
                 progress(written);
             }
             let mut file = out
@@ -142,105 +141,113 @@ fn write_chunks(
     Ok(written)
 }
 
-/// A time as an export's text holds it: RFC 3339 in UTC (`2026-11-23T08:15:00Z`).
-fn time_text(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(SecondsFormat::AutoSi, true)
-}
-
-/// Micro-tokens as exact decimal text, without trailing zeros (`12.5`, `-3`).
-pub fn tokens_text(micros: i64) -> String {
+/// Micro-tokens as exact decimal text, without trailing zeros (`12.5`, `-3`), into `out`.
+pub fn tokens_text(micros: i64, out: &mut String) {
+    use std::fmt::Write as _;
     let (sign, magnitude) = if micros < 0 {
         ("-", micros.unsigned_abs())
     } else {
-        ("", micros as u64)
+        ("", micros.unsigned_abs())
     };
     let (whole, fraction) = (magnitude / 1_000_000, magnitude % 1_000_000);
-    if fraction == 0 {
-        return format!("{sign}{whole}");
+    let _ = write!(out, "{sign}{whole}");
+    if fraction != 0 {
+        let start = out.len();
+        let _ = write!(out, ".{fraction:06}");
+        let kept = out[start..].trim_end_matches('0').len();
+        out.truncate(start + kept);
     }
-    let digits = format!("{fraction:06}");
-    format!("{sign}{whole}.{}", digits.trim_end_matches('0'))
 }
 
-fn csv_record(row: ExportRow) -> [String; 18] {
-    let text = |value: Option<String>| value.unwrap_or_default();
-    [
-        row.id,
-        row.campaign_id,
-        row.wallet_id,
-        text(row.wallet_reference),
-        row.member_id,
-        row.kind,
-        tokens_text(row.amount),
-        row.currency,
-        time_text(row.date),
-        text(row.external_id),
-        text(row.source_amount),
-        text(row.description),
-        text(row.comment),
-        text(row.meta),
-        text(row.rules_trace),
-        row.rules_version.map(|v| v.to_string()).unwrap_or_default(),
-        text(row.batch_id),
-        time_text(row.created_at),
-    ]
+/// Microseconds since 1970 as RFC 3339 in UTC (`2026-11-23T08:15:00Z`), into `out`.
+fn time_text(micros: i64, out: &mut String) {
+    use std::fmt::Write as _;
+    if let Some(at) = DateTime::<Utc>::from_timestamp_micros(micros) {
+        let _ = write!(out, "{}", at.format("%Y-%m-%dT%H:%M:%S%.fZ"));
+    }
 }
 
-/// A chunk as Parquet columns (named as `COLUMNS`), its values moved rather than copied.
-fn parquet_columns(chunk: Vec<ExportRow>) -> Vec<(String, Values)> {
-    let n = chunk.len();
-    let texts = || Vec::with_capacity(n);
-    let (mut id, mut campaign, mut wallet, mut reference, mut member, mut kind) =
-        (texts(), texts(), texts(), texts(), texts(), texts());
-    let (mut currency, mut external, mut source, mut description, mut comment, mut meta) =
-        (texts(), texts(), texts(), texts(), texts(), texts());
-    let (mut trace, mut batch) = (texts(), texts());
-    let (mut amount, mut version) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    let (mut date, mut created) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    for row in chunk {
-        id.push(Some(row.id));
-        campaign.push(Some(row.campaign_id));
-        wallet.push(Some(row.wallet_id));
-        reference.push(row.wallet_reference);
-        member.push(Some(row.member_id));
-        kind.push(Some(row.kind));
-        amount.push(Some(row.amount));
-        currency.push(Some(row.currency));
-        date.push(Some(row.date.timestamp_micros()));
-        external.push(row.external_id);
-        source.push(row.source_amount);
-        description.push(row.description);
-        comment.push(row.comment);
-        meta.push(row.meta);
-        trace.push(row.rules_trace);
-        version.push(row.rules_version);
-        batch.push(row.batch_id);
-        created.push(Some(row.created_at.timestamp_micros()));
+/// The chunk's rows as CSV records; `text` is scratch space for numbers and times.
+fn field(texts: &Texts, i: usize) -> &[u8] {
+    texts.get(i).unwrap_or_default().as_bytes()
+}
+
+fn write_csv<W: Write>(
+    out: &mut csv::Writer<W>,
+    chunk: &ExportChunk,
+    text: &mut String,
+) -> Result<(), csv::Error> {
+    for i in 0..chunk.len() {
+        out.write_field(field(&chunk.id, i))?;
+        out.write_field(field(&chunk.campaign_id, i))?;
+        out.write_field(field(&chunk.wallet_id, i))?;
+        out.write_field(field(&chunk.wallet_reference, i))?;
+        out.write_field(field(&chunk.member_id, i))?;
+        out.write_field(field(&chunk.kind, i))?;
+        text.clear();
+        tokens_text(chunk.amount[i], text);
+        out.write_field(text.as_bytes())?;
+        out.write_field(field(&chunk.currency, i))?;
+        text.clear();
+        time_text(chunk.date[i], text);
+        out.write_field(text.as_bytes())?;
+        out.write_field(field(&chunk.external_id, i))?;
+        out.write_field(field(&chunk.source_amount, i))?;
+        out.write_field(field(&chunk.description, i))?;
+        out.write_field(field(&chunk.comment, i))?;
+        out.write_field(field(&chunk.meta, i))?;
+        out.write_field(field(&chunk.rules_trace, i))?;
+        text.clear();
+        if let Some(version) = chunk.rules_version[i] {
+            text.push_str(&version.to_string());
+        }
+        out.write_field(text.as_bytes())?;
+        out.write_field(field(&chunk.batch_id, i))?;
+        text.clear();
+        time_text(chunk.created_at[i], text);
+        out.write_field(text.as_bytes())?;
+        out.write_record(None::<&[u8]>)?;
     }
-    let timestamp = |micros| Values::Timestamp { micros, utc: true };
+    Ok(())
+}
+
+/// A chunk as Parquet columns (named as `COLUMNS`), its buffers moved rather than copied.
+fn parquet_columns(chunk: ExportChunk) -> Vec<(String, Values)> {
+    let packed = |texts: Texts| {
+        let (bytes, ends, present) = texts.into_parts();
+        Values::Packed {
+            bytes,
+            ends,
+            present,
+        }
+    };
+    let timestamp = |micros: Vec<i64>| Values::Timestamp {
+        micros: micros.into_iter().map(Some).collect(),
+        utc: true,
+    };
     let values = [
-        Values::Text(id),
-        Values::Text(campaign),
-        Values::Text(wallet),
-        Values::Text(reference),
-        Values::Text(member),
-        Values::Text(kind),
+        packed(chunk.id),
+        packed(chunk.campaign_id),
+        packed(chunk.wallet_id),
+        packed(chunk.wallet_reference),
+        packed(chunk.member_id),
+        packed(chunk.kind),
         Values::Scaled {
-            units: amount,
+            units: chunk.amount.into_iter().map(Some).collect(),
             precision: 38,
             scale: 6,
         },
-        Values::Text(currency),
-        timestamp(date),
-        Values::Text(external),
-        Values::Text(source),
-        Values::Text(description),
-        Values::Text(comment),
-        Values::Text(meta),
-        Values::Text(trace),
-        Values::Int(version),
-        Values::Text(batch),
-        timestamp(created),
+        packed(chunk.currency),
+        timestamp(chunk.date),
+        packed(chunk.external_id),
+        packed(chunk.source_amount),
+        packed(chunk.description),
+        packed(chunk.comment),
+        packed(chunk.meta),
+        packed(chunk.rules_trace),
+        Values::Int(chunk.rules_version),
+        packed(chunk.batch_id),
+        timestamp(chunk.created_at),
     ];
     COLUMNS
         .iter()

@@ -10,6 +10,7 @@
 pub mod schedule;
 
 use chrono::{DateTime, Utc};
+use rusqlite::types::ValueRef;
 use tokio::sync::mpsc;
 
 use crate::backend::Pool;
@@ -40,36 +41,184 @@ pub struct ExportFilter {
     pub by: ExportTime,
 }
 
-/// One transaction as exports hold it: the API's fields and where it belongs.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ExportRow {
-    pub id: String,
-    pub campaign_id: String,
-    pub wallet_id: String,
-    /// The wallet's reference (its external id), if it has one.
-    pub wallet_reference: Option<String>,
-    pub member_id: String,
+/// Many texts (or nulls) in one buffer: a chunk of millions of values costs a few
+/// allocations, not one each.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Texts {
+    bytes: String,
+    /// Where each value ends in `bytes`.
+    ends: Vec<usize>,
+    /// Whether each value is there (false: null).
+    present: Vec<bool>,
+}
+
+impl Texts {
+    pub fn push(&mut self, value: Option<&str>) {
+        if let Some(value) = value {
+            self.bytes.push_str(value);
+        }
+        self.ends.push(self.bytes.len());
+        self.present.push(value.is_some());
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    pub fn get(&self, i: usize) -> Option<&str> {
+        if !*self.present.get(i)? {
+            return None;
+        }
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        self.bytes.get(start..self.ends[i])
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = Option<&str>> {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    /// The buffer, each value's end in it, and whether each is there.
+    pub fn into_parts(self) -> (String, Vec<usize>, Vec<bool>) {
+        (self.bytes, self.ends, self.present)
+    }
+}
+
+/// Transactions as exports hold them, column by column: the API's fields and where each
+/// belongs. Times are microseconds since 1970 (UTC); amounts micro-tokens.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExportChunk {
+    pub id: Texts,
+    pub campaign_id: Texts,
+    pub wallet_id: Texts,
+    /// The wallet's reference (its external id).
+    pub wallet_reference: Texts,
+    pub member_id: Texts,
     /// EARN, BURN or EXPIRY.
-    pub kind: String,
-    /// Micro-tokens.
-    pub amount: i64,
-    pub currency: String,
-    pub date: DateTime<Utc>,
-    pub external_id: Option<String>,
+    pub kind: Texts,
+    pub amount: Vec<i64>,
+    pub currency: Texts,
+    pub date: Vec<i64>,
+    pub external_id: Texts,
     /// EARN: the amount the rules were given, exact decimal text.
-    pub source_amount: Option<String>,
-    pub description: Option<String>,
-    pub comment: Option<String>,
+    pub source_amount: Texts,
+    pub description: Texts,
+    pub comment: Texts,
     /// JSON text.
-    pub meta: Option<String>,
-    pub rules_trace: Option<String>,
-    pub rules_version: Option<i64>,
-    pub batch_id: Option<String>,
-    pub created_at: DateTime<Utc>,
+    pub meta: Texts,
+    pub rules_trace: Texts,
+    pub rules_version: Vec<Option<i64>>,
+    pub batch_id: Texts,
+    pub created_at: Vec<i64>,
+}
+
+impl ExportChunk {
+    pub fn len(&self) -> usize {
+        self.amount.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.amount.is_empty()
+    }
+
+    fn push(&mut self, r: &Record) {
+        self.push_texts([
+            Some(r.id.as_str()),
+            Some(&r.campaign_id),
+            Some(&r.wallet_id),
+            r.wallet_reference.as_deref(),
+            Some(&r.member_id),
+            Some(&r.kind),
+            Some(&r.currency),
+            r.external_id.as_deref(),
+            r.source_amount.as_deref(),
+            r.description.as_deref(),
+            r.comment.as_deref(),
+            r.meta.as_deref(),
+            r.rules_trace.as_deref(),
+            r.batch_id.as_deref(),
+        ]);
+        self.amount.push(r.amount);
+        self.date.push(r.date.timestamp_micros());
+        self.rules_version.push(r.rules_version);
+        self.created_at.push(r.created_at.timestamp_micros());
+    }
+
+    /// The text columns, in `QUERY_TEXT_COLUMNS` order.
+    fn push_texts(&mut self, values: [Option<&str>; 14]) {
+        let columns = [
+            &mut self.id,
+            &mut self.campaign_id,
+            &mut self.wallet_id,
+            &mut self.wallet_reference,
+            &mut self.member_id,
+            &mut self.kind,
+            &mut self.currency,
+            &mut self.external_id,
+            &mut self.source_amount,
+            &mut self.description,
+            &mut self.comment,
+            &mut self.meta,
+            &mut self.rules_trace,
+            &mut self.batch_id,
+        ];
+        for (column, value) in columns.into_iter().zip(values) {
+            column.push(value);
+        }
+    }
+
+    /// A row of the query as SQLite holds it, copied without a value of its own per column.
+    fn push_sqlite(&mut self, row: &rusqlite::Row) -> Result<(), StoreError> {
+        let text = |i: usize| -> Result<Option<&str>, StoreError> {
+            match row.get_ref(i)? {
+                ValueRef::Null => Ok(None),
+                ValueRef::Text(bytes) => std::str::from_utf8(bytes).map(Some).map_err(|e| {
+                    StoreError::NotCommitted(format!("stored text is not UTF-8: {e}"))
+                }),
+                other => Err(StoreError::NotCommitted(format!(
+                    "column {i} holds {:?}, not text",
+                    other.data_type()
+                ))),
+            }
+        };
+        let micros = |i: usize| -> Result<i64, StoreError> {
+            let at = text(i)?.unwrap_or_default();
+            direct::parse_time(at)
+                .map(|t| t.timestamp_micros())
+                .map_err(|e| StoreError::NotCommitted(format!("stored time `{at}`: {e}")))
+        };
+        // The SELECT's order: id, campaign, wallet, reference, member, kind, amount, currency,
+        // date, external id, source amount, description, comment, meta, trace, version, batch,
+        // created.
+        self.push_texts([
+            text(0)?,
+            text(1)?,
+            text(2)?,
+            text(3)?,
+            text(4)?,
+            text(5)?,
+            text(7)?,
+            text(9)?,
+            text(10)?,
+            text(11)?,
+            text(12)?,
+            text(13)?,
+            text(14)?,
+            text(16)?,
+        ]);
+        self.amount.push(row.get(6)?);
+        self.date.push(micros(8)?);
+        self.rules_version.push(row.get(15)?);
+        self.created_at.push(micros(17)?);
+        Ok(())
+    }
 }
 
 row_struct! {
-    /// An `ExportRow` as the query reads it.
+    /// A row of the query, as PostgreSQL's rows are decoded.
     struct Record {
         id: String,
         campaign_id: String,
@@ -89,31 +238,6 @@ row_struct! {
         rules_version: Option<i64>,
         batch_id: Option<String>,
         created_at: DateTime<Utc>,
-    }
-}
-
-impl From<Record> for ExportRow {
-    fn from(r: Record) -> Self {
-        ExportRow {
-            id: r.id,
-            campaign_id: r.campaign_id,
-            wallet_id: r.wallet_id,
-            wallet_reference: r.wallet_reference,
-            member_id: r.member_id,
-            kind: r.kind,
-            amount: r.amount,
-            currency: r.currency,
-            date: r.date,
-            external_id: r.external_id,
-            source_amount: r.source_amount,
-            description: r.description,
-            comment: r.comment,
-            meta: r.meta,
-            rules_trace: r.rules_trace,
-            rules_version: r.rules_version,
-            batch_id: r.batch_id,
-            created_at: r.created_at,
-        }
     }
 }
 
@@ -148,16 +272,21 @@ fn conditions(filter: &ExportFilter) -> String {
     sql
 }
 
+/// Rows come as the index of their bounds holds them (by campaign and date, or by recording
+/// time), or unbounded in the table's own order: a sort of millions of rows would cost more
+/// than the export.
 fn query(filter: &ExportFilter) -> String {
-    let order = match filter.by {
-        ExportTime::Date => "t.campaign_id, t.date",
-        ExportTime::Recorded => "t.created_at",
+    let bounded = filter.from.is_some() || filter.until.is_some();
+    let order = match (filter.by, filter.campaign_id.is_some(), bounded) {
+        (ExportTime::Date, true, true) => " ORDER BY t.campaign_id, t.date",
+        (ExportTime::Recorded, _, true) => " ORDER BY t.created_at",
+        _ => "",
     };
     format!(
         "SELECT t.id, t.campaign_id, t.wallet_id, w.external_id, w.owner_id, t.kind, t.amount, \
          t.currency, t.date, t.external_id, t.source_amount, t.description, t.comment, \
          CAST(t.meta AS TEXT), t.trace, t.rule_version, t.batch_id, t.created_at \
-         FROM transactions t JOIN wallets w ON w.id = t.wallet_id WHERE {} ORDER BY {order}",
+         FROM transactions t JOIN wallets w ON w.id = t.wallet_id WHERE {}{order}",
         conditions(filter)
     )
 }
@@ -174,6 +303,30 @@ fn kinds(filter: &ExportFilter) -> Vec<&'static str> {
     } else {
         Vec::new()
     }
+}
+
+/// SQLite: sends the rows of `sql` to `out` in chunks; how many there were.
+fn read_chunks(
+    c: &rusqlite::Connection,
+    sql: &str,
+    args: &[&dyn rusqlite::ToSql],
+    chunk: usize,
+    out: &mpsc::Sender<ExportChunk>,
+) -> Result<u64, StoreError> {
+    let (mut rows, mut count) = (ExportChunk::default(), 0u64);
+    let mut open = true;
+    direct::each_row(c, sql, args, |row| {
+        rows.push_sqlite(row)?;
+        count += 1;
+        if rows.len() == chunk {
+            open = out.blocking_send(std::mem::take(&mut rows)).is_ok();
+        }
+        Ok(open)
+    })?;
+    if open && !rows.is_empty() {
+        let _ = out.blocking_send(rows);
+    }
+    Ok(count)
 }
 
 /// A value `conditions` compares with.
@@ -253,40 +406,57 @@ impl Store {
 
     /// Sends the organisation's transactions that `filter` picks to `out`, `chunk` rows at a
     /// time (the last may be shorter); how many there were. Stops early, without error, when
-    /// `out` is closed.
+    /// `out` is closed. Without a campaign, bounds by date are read campaign by campaign, each
+    /// through its `(campaign_id, date)` index.
     pub async fn export_transactions(
         &self,
         org_id: &str,
         filter: &ExportFilter,
         chunk: usize,
-        out: mpsc::Sender<Vec<ExportRow>>,
+        out: mpsc::Sender<ExportChunk>,
+    ) -> Result<u64, StoreError> {
+        let bounded = filter.from.is_some() || filter.until.is_some();
+        if filter.campaign_id.is_some() || filter.by != ExportTime::Date || !bounded {
+            return self.export_part(org_id, filter, chunk, &out).await;
+        }
+        let mut count = 0;
+        for campaign in self.list_campaigns(org_id).await? {
+            let part = ExportFilter {
+                campaign_id: Some(campaign.id),
+                ..filter.clone()
+            };
+            count += self.export_part(org_id, &part, chunk, &out).await?;
+            if out.is_closed() {
+                break;
+            }
+        }
+        Ok(count)
+    }
+
+    async fn export_part(
+        &self,
+        org_id: &str,
+        filter: &ExportFilter,
+        chunk: usize,
+        out: &mpsc::Sender<ExportChunk>,
     ) -> Result<u64, StoreError> {
         let sql = query(filter);
         let bound = bindings(org_id, filter);
         let chunk = chunk.max(1);
         match &self.pool {
             Pool::Sqlite { direct, .. } => {
-                let direct = direct.clone();
+                let (direct, out) = (direct.clone(), out.clone());
                 let values = sqlite_values(bound);
                 tokio::task::spawn_blocking(move || {
                     let args: Vec<&dyn rusqlite::ToSql> =
                         values.iter().map(|v| v as &dyn rusqlite::ToSql).collect();
                     direct.read(|c| {
-                        let (mut rows, mut count) = (Vec::with_capacity(chunk), 0u64);
-                        let mut open = true;
-                        direct::rows_while(c, &sql, &args, |row: Record| {
-                            rows.push(ExportRow::from(row));
-                            count += 1;
-                            if rows.len() == chunk {
-                                let full = std::mem::replace(&mut rows, Vec::with_capacity(chunk));
-                                open = out.blocking_send(full).is_ok();
-                            }
-                            open
-                        })?;
-                        if open && !rows.is_empty() {
-                            let _ = out.blocking_send(rows);
-                        }
-                        Ok(count)
+                        // Read through SQLite's small page cache rather than a map of the file:
+                        // a map would hold every page of the ledger in this process's memory.
+                        c.pragma_update(None, "mmap_size", 0)?;
+                        let read = read_chunks(c, &sql, &args, chunk, &out);
+                        c.pragma_update(None, "mmap_size", direct::READER_MMAP)?;
+                        read
                     })
                 })
                 .await
@@ -295,16 +465,13 @@ impl Store {
             Pool::Postgres(pool) => {
                 let query = sqlx::query_as::<_, Record>(sqlx::AssertSqlSafe(sql));
                 let mut stream = bind_all!(query, bound).fetch(pool);
-                let (mut rows, mut count) = (Vec::with_capacity(chunk), 0u64);
+                let (mut rows, mut count) = (ExportChunk::default(), 0u64);
                 while let Some(row) = std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await
                 {
-                    rows.push(ExportRow::from(row?));
+                    rows.push(&row?);
                     count += 1;
-                    if rows.len() == chunk {
-                        let full = std::mem::replace(&mut rows, Vec::with_capacity(chunk));
-                        if out.send(full).await.is_err() {
-                            return Ok(count);
-                        }
+                    if rows.len() == chunk && out.send(std::mem::take(&mut rows)).await.is_err() {
+                        return Ok(count);
                     }
                 }
                 if !rows.is_empty() {

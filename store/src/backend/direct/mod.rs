@@ -24,8 +24,13 @@ use sqlx::SqlitePool;
 use tokio::sync::oneshot;
 
 use crate::StoreError;
-pub(crate) use sql::{Column, FromRow, execute, json, row, rows, rows_while, run, time};
+pub(crate) use sql::{
+    Column, FromRow, each_row, execute, json, parse_time, row, rows, rows_while, run, time,
+};
 use threads::{Finish, Job, abandoned, checkpoint, copy, in_savepoint, write_queued};
+
+/// How much of the database file a reader maps (see `connect`).
+pub(crate) const READER_MMAP: i64 = 1 << 30;
 
 /// Read connections kept for reuse; more may be open for a moment under load.
 const IDLE_READERS: usize = 8;
@@ -183,7 +188,7 @@ fn connect(path: &Path, read_only: bool) -> rusqlite::Result<Connection> {
     connection.pragma_update(None, "journal_size_limit", 64i64 << 20)?;
     // Reads map the file instead of copying pages: a reader's page cache starts empty after
     // every commit by another connection, and mapped pages cost nothing to find again.
-    connection.pragma_update(None, "mmap_size", 1i64 << 30)?;
+    connection.pragma_update(None, "mmap_size", READER_MMAP)?;
     connection.set_prepared_statement_cache_capacity(64);
     Ok(connection)
 }

@@ -91,11 +91,22 @@ pub(crate) fn rows_while<T: FromRow>(
     args: &[&dyn ToSql],
     mut more: impl FnMut(T) -> bool,
 ) -> Result<(), StoreError> {
+    each_row(connection, sql, args, |row| Ok(more(T::from_row(row)?)))
+}
+
+/// Like `rows_while`, handing `more` each row as SQLite holds it: what reads millions of rows
+/// copies their values out without a value of its own per column.
+pub(crate) fn each_row(
+    connection: &Connection,
+    sql: &str,
+    args: &[&dyn ToSql],
+    mut more: impl FnMut(&Row) -> Result<bool, StoreError>,
+) -> Result<(), StoreError> {
     let mut statement = connection.prepare_cached(sql)?;
     bind(&mut statement, args)?;
     let mut rows = statement.raw_query();
     while let Some(row) = rows.next()? {
-        if !more(T::from_row(row)?) {
+        if !more(row)? {
             break;
         }
     }
@@ -162,14 +173,21 @@ fn conversion(
 
 impl Column for DateTime<Utc> {
     fn column(row: &Row, index: usize) -> rusqlite::Result<Self> {
-        let text: String = row.get(index)?;
-        DateTime::parse_from_rfc3339(&text)
-            .map(|t| t.with_timezone(&Utc))
-            .or_else(|_| {
-                NaiveDateTime::parse_from_str(&text, "%Y-%m-%d %H:%M:%S%.f").map(|t| t.and_utc())
-            })
-            .map_err(|e| conversion(index, e))
+        let text = row
+            .get_ref(index)?
+            .as_str()
+            .map_err(|e| conversion(index, e))?;
+        parse_time(text).map_err(|e| conversion(index, e))
     }
+}
+
+/// A stored time: RFC 3339 as sqlx and `time` write it, or SQLite's own `YYYY-MM-DD HH:MM:SS`.
+pub(crate) fn parse_time(text: &str) -> Result<DateTime<Utc>, chrono::ParseError> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .or_else(|_| {
+            NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f").map(|t| t.and_utc())
+        })
 }
 
 impl Column for NaiveDate {
