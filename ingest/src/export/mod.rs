@@ -130,14 +130,16 @@ fn write_chunks(
                 write_csv(&mut out, &chunk, &mut text).map_err(failed)?;
                 progress(written);
             }
-            let mut file = out
-                .into_inner()
-                .map_err(|e| format!("writing {}: {e}", path.display()))?;
-            file.flush()
-                .and_then(|_| file.get_ref().sync_all())
+            out.into_inner()
+                .map_err(|e| e.to_string())
+                .and_then(|mut file| file.flush().map_err(|e| e.to_string()))
                 .map_err(|e| format!("writing {}: {e}", path.display()))?;
         }
     }
+    // On disk before it is renamed into place (and, for a daily export, recorded as written).
+    File::open(path)
+        .and_then(|file| file.sync_all())
+        .map_err(|e| format!("writing {}: {e}", path.display()))?;
     Ok(written)
 }
 

@@ -274,19 +274,22 @@ fn conditions(filter: &ExportFilter) -> String {
 
 /// Rows come as the index of their bounds holds them (by campaign and date, or by recording
 /// time), or unbounded in the table's own order: a sort of millions of rows would cost more
-/// than the export.
-fn query(filter: &ExportFilter) -> String {
+/// than the export. `scan`: read the whole table page by page (SQLite, where it would otherwise
+/// walk the organisation's index and fetch each row from wherever it lies).
+fn query(filter: &ExportFilter, scan: bool) -> String {
     let bounded = filter.from.is_some() || filter.until.is_some();
     let order = match (filter.by, filter.campaign_id.is_some(), bounded) {
         (ExportTime::Date, true, true) => " ORDER BY t.campaign_id, t.date",
         (ExportTime::Recorded, _, true) => " ORDER BY t.created_at",
         _ => "",
     };
+    let whole = scan && !bounded && filter.campaign_id.is_none();
     format!(
         "SELECT t.id, t.campaign_id, t.wallet_id, w.external_id, w.owner_id, t.kind, t.amount, \
          t.currency, t.date, t.external_id, t.source_amount, t.description, t.comment, \
          CAST(t.meta AS TEXT), t.trace, t.rule_version, t.batch_id, t.created_at \
-         FROM transactions t JOIN wallets w ON w.id = t.wallet_id WHERE {}{order}",
+         FROM transactions t{} JOIN wallets w ON w.id = t.wallet_id WHERE {}{order}",
+        if whole { " NOT INDEXED" } else { "" },
         conditions(filter)
     )
 }
@@ -440,7 +443,7 @@ impl Store {
         chunk: usize,
         out: &mpsc::Sender<ExportChunk>,
     ) -> Result<u64, StoreError> {
-        let sql = query(filter);
+        let sql = query(filter, self.backend() == crate::Backend::Sqlite);
         let bound = bindings(org_id, filter);
         let chunk = chunk.max(1);
         match &self.pool {
@@ -496,11 +499,13 @@ mod tests {
             kinds: Vec::new(),
             by: ExportTime::Date,
         };
-        assert!(!query(&filter).contains("$2"));
+        assert!(!query(&filter, false).contains("$2"));
+        assert!(query(&filter, true).contains("transactions t NOT INDEXED"));
         filter.campaign_id = Some("c".into());
         filter.from = Some(Utc::now());
         filter.kinds = vec![TransactionKind::Earn, TransactionKind::Burn];
-        let sql = query(&filter);
+        let sql = query(&filter, true);
+        assert!(!sql.contains("NOT INDEXED"));
         assert!(sql.contains("t.campaign_id = $2 AND t.date >= $3 AND t.kind IN ($4, $5)"));
         assert_eq!(kinds(&filter), ["EARN", "BURN"]);
         filter.by = ExportTime::Recorded;
