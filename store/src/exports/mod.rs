@@ -20,11 +20,10 @@ use crate::{Store, StoreError, TransactionKind};
 /// Which time the bounds apply to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExportTime {
-    /// The transaction's own date (what the API filters by): rows ordered by campaign, then
-    /// date.
+    /// The transaction's own date (what the API filters by).
     Date,
     /// When the ledger recorded it: a day's exports then hold every transaction once, earns
-    /// dated in the past included. Rows in the order they were recorded.
+    /// dated in the past included.
     Recorded,
 }
 
@@ -175,20 +174,28 @@ impl ExportChunk {
         let text = |i: usize| -> Result<Option<&str>, StoreError> {
             match row.get_ref(i)? {
                 ValueRef::Null => Ok(None),
-                ValueRef::Text(bytes) => std::str::from_utf8(bytes).map(Some).map_err(|e| {
-                    StoreError::NotCommitted(format!("stored text is not UTF-8: {e}"))
-                }),
-                other => Err(StoreError::NotCommitted(format!(
-                    "column {i} holds {:?}, not text",
-                    other.data_type()
-                ))),
+                ValueRef::Text(bytes) => std::str::from_utf8(bytes)
+                    .map(Some)
+                    .map_err(|e| rusqlite::Error::Utf8Error(i, e).into()),
+                other => Err(rusqlite::Error::InvalidColumnType(
+                    i,
+                    format!("column {i}"),
+                    other.data_type(),
+                )
+                .into()),
             }
         };
         let micros = |i: usize| -> Result<i64, StoreError> {
-            let at = text(i)?.unwrap_or_default();
-            direct::parse_time(at)
+            direct::parse_time(text(i)?.unwrap_or_default())
                 .map(|t| t.timestamp_micros())
-                .map_err(|e| StoreError::NotCommitted(format!("stored time `{at}`: {e}")))
+                .map_err(|e| {
+                    let failed = rusqlite::Error::FromSqlConversionFailure(
+                        i,
+                        rusqlite::types::Type::Text,
+                        Box::new(e),
+                    );
+                    failed.into()
+                })
         };
         // The SELECT's order: id, campaign, wallet, reference, member, kind, amount, currency,
         // date, external id, source amount, description, comment, meta, trace, version, batch,
@@ -510,7 +517,7 @@ mod tests {
         assert_eq!(kinds(&filter), ["EARN", "BURN"]);
         filter.by = ExportTime::Recorded;
         filter.kinds = TransactionKind::ALL.to_vec();
-        let sql = query(&filter);
+        let sql = query(&filter, false);
         assert!(
             sql.contains("t.created_at >= $3 ORDER BY t.created_at"),
             "{sql}"
