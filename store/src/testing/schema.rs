@@ -38,6 +38,7 @@ fn class(declared: &str) -> &'static str {
         | "character varying"
         | "timestamp with time zone"
         | "timestamptz"
+        | "date"
         | "jsonb"
         | "json" => "text",
         "integer" | "bigint" | "smallint" | "int" | "int8" | "int4" => "integer",
