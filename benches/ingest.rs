@@ -20,7 +20,7 @@ use std::time::Instant;
 
 mod common;
 
-use store::{ExportFilter, ExportFormat, ExportTime, RuleBook, Store};
+use store::{ExportFilter, ExportFormat, RuleBook, Store};
 
 const WALLETS: u64 = 1_000;
 
@@ -136,7 +136,7 @@ async fn main() {
     }
     // And on disk: the kernel writing gigabytes of them back would compete with the export.
     let _ = Command::new("sync").status();
-    let filter = all_of_them();
+    let filter = ExportFilter::all();
     let out = |name: &str| dir.path().join(name);
     let timed = |format: ExportFormat, path: std::path::PathBuf| {
         let (store, org, filter) = (store.clone(), org.clone(), filter.clone());
@@ -207,16 +207,6 @@ fn spec(rows: u64) -> ingest::generate::Spec {
     }
 }
 
-fn all_of_them() -> ExportFilter {
-    ExportFilter {
-        campaign_id: None,
-        from: None,
-        until: None,
-        kinds: Vec::new(),
-        by: ExportTime::Date,
-    }
-}
-
 /// Runs this benchmark again as a child with `var` set to `value`; the peak memory it prints
 /// (MiB), and the seconds it prints after it, if any.
 fn peak_in_child(var: &str, value: &str) -> (u64, f64) {
@@ -274,7 +264,7 @@ async fn peak_of_export(args: &str) {
     ingest::export::export(
         &store,
         org,
-        &all_of_them(),
+        &ExportFilter::all(),
         Path::new(file),
         ExportFormat::Parquet,
         |_| {},
@@ -301,7 +291,7 @@ async fn top_up(store: &Store, org: &str, target: u64) -> u64 {
     };
     let mut round = 0;
     loop {
-        let held = store.count_export(org, &all_of_them()).await.unwrap();
+        let held = store.count_export(org, &ExportFilter::all()).await.unwrap();
         if held >= target {
             return held;
         }

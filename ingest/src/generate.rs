@@ -120,9 +120,7 @@ pub fn earn_parquet(spec: &Spec, path: &Path) -> Result<(), String> {
         let mut id = format!("g-{seed}-{}", row.n);
         let mut wallet = Some(format!("{prefix}{}", row.wallet));
         let mut amount = Some(format!("{}.{:02}", row.cents / 100, row.cents % 100));
-        let mut date = NaiveDate::from_ymd_opt(2026, 10, row.day as u32)
-            .and_then(|d| d.and_hms_opt(row.hour as u32, row.minute as u32, 0))
-            .map(|t| t.and_utc().timestamp_micros());
+        let mut date = october_micros(row.day, row.hour, row.minute);
         let (mut what, mut store) = (Some(row.what.to_string()), Some(row.store.to_string()));
         match row.bad {
             Some(0) => amount = None,
@@ -132,9 +130,7 @@ pub fn earn_parquet(spec: &Spec, path: &Path) -> Result<(), String> {
                 id = format!("g-{seed}-0");
                 wallet = Some(format!("{prefix}0"));
                 amount = Some("1.00".into());
-                date = NaiveDate::from_ymd_opt(2026, 10, 1)
-                    .and_then(|d| d.and_hms_opt(0, 0, 0))
-                    .map(|t| t.and_utc().timestamp_micros());
+                date = october_micros(1, 0, 0);
                 what = Some("Repeat".into());
                 store = Some("A1".into());
             }
@@ -150,6 +146,13 @@ pub fn earn_parquet(spec: &Spec, path: &Path) -> Result<(), String> {
         sink.write(batch.into_columns())?;
     }
     sink.finish()
+}
+
+/// 2026-10-`day` at `hour`:`minute` UTC, in microseconds since 1970.
+fn october_micros(day: u64, hour: u64, minute: u64) -> Option<i64> {
+    NaiveDate::from_ymd_opt(2026, 10, day as u32)
+        .and_then(|d| d.and_hms_opt(hour as u32, minute as u32, 0))
+        .map(|t| t.and_utc().timestamp_micros())
 }
 
 /// A batch of generated rows, column by column.
@@ -262,6 +265,13 @@ mod tests {
         assert_eq!(again, text.as_bytes(), "the same seed, the same file");
     }
 
+    /// `earn` with its amount in its shortest exact form (`1.00` as `1`).
+    fn exact(mut earn: store::EarnInput) -> store::EarnInput {
+        let amount: rules::Decimal = earn.amount.parse().unwrap();
+        earn.amount = amount.normalize().to_string();
+        earn
+    }
+
     #[test]
     fn parquet_holds_the_csv_rows_typed() {
         let spec = Spec {
@@ -296,11 +306,6 @@ mod tests {
             match from_csv {
                 Ok(earn) if fields.get(1) != Some(&"no-such-wallet") => {
                     // The same earn; a decimal column writes `1` as `1.00`.
-                    let exact = |mut earn: store::EarnInput| {
-                        let amount: rules::Decimal = earn.amount.parse().unwrap();
-                        earn.amount = amount.normalize().to_string();
-                        earn
-                    };
                     assert_eq!(exact(from_parquet.unwrap()), exact(earn), "row {row}");
                     good += 1;
                 }
@@ -322,11 +327,6 @@ mod tests {
         let mut lines = text.lines();
         let header: Vec<&str> = lines.next().unwrap().split(',').collect();
         let layout = Layout::from_header(&header).unwrap();
-        let exact = |mut earn: store::EarnInput| {
-            let amount: rules::Decimal = earn.amount.parse().unwrap();
-            earn.amount = amount.normalize().to_string();
-            earn
-        };
         let expected: Vec<store::EarnInput> = lines
             .enumerate()
             .map(|(i, line)| {

@@ -40,14 +40,17 @@ async fn ledger(store: &Store, data: &Path, org: &str, campaign: &Campaign) -> S
     batch.id
 }
 
-fn everything() -> ExportFilter {
-    ExportFilter {
-        campaign_id: None,
-        from: None,
-        until: None,
-        kinds: Vec::new(),
-        by: ExportTime::Date,
-    }
+/// The organisation's transactions that `filter` picks, written to `path`; how many.
+async fn export(
+    store: &Store,
+    org: &str,
+    filter: &ExportFilter,
+    path: &Path,
+    format: ExportFormat,
+) -> u64 {
+    ingest::export::export(store, org, filter, path, format, |_| {})
+        .await
+        .unwrap()
 }
 
 fn read(path: &Path) -> DataFrame {
@@ -76,16 +79,14 @@ async fn parquet_exports_keep_the_ledgers_types_and_totals(store: Store) {
     let (org, campaign) = wallets(&store).await;
     let batch_id = ledger(&store, dir.path(), &org, &campaign).await;
     let path = dir.path().join("ledger.parquet");
-    let rows = ingest::export::export(
+    let rows = export(
         &store,
         &org,
-        &everything(),
+        &ExportFilter::all(),
         &path,
         ExportFormat::Parquet,
-        |_| {},
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(rows, 5);
     let frame = read(&path);
     let names: Vec<String> = frame
@@ -165,16 +166,7 @@ async fn csv_exports_hold_the_same_columns_as_text(store: Store) {
     let (org, campaign) = wallets(&store).await;
     ledger(&store, dir.path(), &org, &campaign).await;
     let path = dir.path().join("ledger.csv");
-    let rows = ingest::export::export(
-        &store,
-        &org,
-        &everything(),
-        &path,
-        ExportFormat::Csv,
-        |_| {},
-    )
-    .await
-    .unwrap();
+    let rows = export(&store, &org, &ExportFilter::all(), &path, ExportFormat::Csv).await;
     assert_eq!(rows, 5);
     let mut reader = csv::Reader::from_path(&path).unwrap();
     let header: Vec<String> = reader
@@ -216,9 +208,7 @@ async fn bounds_pick_days_campaigns_and_types(store: Store) {
         let (store, org, dir) = (store.clone(), org.clone(), dir.path().to_owned());
         async move {
             let path = dir.join("picked.parquet");
-            ingest::export::export(&store, &org, &filter, &path, ExportFormat::Parquet, |_| {})
-                .await
-                .unwrap();
+            export(&store, &org, &filter, &path, ExportFormat::Parquet).await;
             let mut ids: Vec<String> = texts(&read(&path), "externalId")
                 .into_iter()
                 .flatten()
@@ -235,12 +225,12 @@ async fn bounds_pick_days_campaigns_and_types(store: Store) {
     let days = ExportFilter {
         from: Some(day(3)),
         until: Some(day(5)),
-        ..everything()
+        ..ExportFilter::all()
     };
     assert_eq!(picked(days.clone()).await, ["f-2", "f-3"]);
     let burns = ExportFilter {
         kinds: vec![TransactionKind::Burn],
-        ..everything()
+        ..ExportFilter::all()
     };
     assert_eq!(picked(burns).await, ["order-1"]);
     // By the day the ledger recorded them, everything is today's.
@@ -249,7 +239,7 @@ async fn bounds_pick_days_campaigns_and_types(store: Store) {
         from: Some(today),
         until: Some(today + Duration::days(1)),
         by: ExportTime::Recorded,
-        ..everything()
+        ..ExportFilter::all()
     };
     assert_eq!(
         picked(recorded).await,
@@ -269,7 +259,7 @@ async fn bounds_pick_days_campaigns_and_types(store: Store) {
         .unwrap();
     let elsewhere = ExportFilter {
         campaign_id: Some(other.id),
-        ..everything()
+        ..ExportFilter::all()
     };
     assert!(picked(elsewhere).await.is_empty());
     let mine = ExportFilter {
@@ -279,16 +269,14 @@ async fn bounds_pick_days_campaigns_and_types(store: Store) {
     assert_eq!(picked(mine).await, ["f-2", "f-3"]);
     let stranger = store.create_org("Stranger").await.unwrap().id;
     let path = dir.path().join("stranger.parquet");
-    let rows = ingest::export::export(
+    let rows = export(
         &store,
         &stranger,
-        &everything(),
+        &ExportFilter::all(),
         &path,
         ExportFormat::Parquet,
-        |_| {},
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!((rows, read(&path).height()), (0, 0));
     assert_eq!(
         read(&path).get_column_names().len(),

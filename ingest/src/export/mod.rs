@@ -179,38 +179,53 @@ fn write_csv<W: Write>(
     chunk: &ExportChunk,
     text: &mut String,
 ) -> Result<(), csv::Error> {
-    for i in 0..chunk.len() {
-        out.write_field(field(&chunk.id, i))?;
-        out.write_field(field(&chunk.campaign_id, i))?;
-        out.write_field(field(&chunk.wallet_id, i))?;
-        out.write_field(field(&chunk.wallet_reference, i))?;
-        out.write_field(field(&chunk.member_id, i))?;
-        out.write_field(field(&chunk.kind, i))?;
-        text.clear();
-        tokens_text(chunk.amount[i], text);
-        out.write_field(text.as_bytes())?;
-        out.write_field(field(&chunk.currency, i))?;
-        text.clear();
-        time_text(chunk.date[i], text);
-        out.write_field(text.as_bytes())?;
-        out.write_field(field(&chunk.external_id, i))?;
-        out.write_field(field(&chunk.source_amount, i))?;
-        out.write_field(field(&chunk.description, i))?;
-        out.write_field(field(&chunk.comment, i))?;
-        out.write_field(field(&chunk.meta, i))?;
-        out.write_field(field(&chunk.rules_trace, i))?;
-        text.clear();
-        if let Some(version) = chunk.rules_version[i] {
-            text.push_str(&version.to_string());
+    use std::fmt::Write as _;
+    let c = chunk;
+    for i in 0..c.len() {
+        for texts in [
+            &c.id,
+            &c.campaign_id,
+            &c.wallet_id,
+            &c.wallet_reference,
+            &c.member_id,
+        ] {
+            out.write_field(field(texts, i))?;
         }
-        out.write_field(text.as_bytes())?;
-        out.write_field(field(&chunk.batch_id, i))?;
-        text.clear();
-        time_text(chunk.created_at[i], text);
-        out.write_field(text.as_bytes())?;
+        out.write_field(field(&c.kind, i))?;
+        formatted(out, text, |t| tokens_text(c.amount[i], t))?;
+        out.write_field(field(&c.currency, i))?;
+        formatted(out, text, |t| time_text(c.date[i], t))?;
+        for texts in [
+            &c.external_id,
+            &c.source_amount,
+            &c.description,
+            &c.comment,
+            &c.meta,
+        ] {
+            out.write_field(field(texts, i))?;
+        }
+        out.write_field(field(&c.rules_trace, i))?;
+        formatted(out, text, |t| {
+            if let Some(version) = c.rules_version[i] {
+                let _ = write!(t, "{version}");
+            }
+        })?;
+        out.write_field(field(&c.batch_id, i))?;
+        formatted(out, text, |t| time_text(c.created_at[i], t))?;
         out.write_record(None::<&[u8]>)?;
     }
     Ok(())
+}
+
+/// Writes the field `fill` puts in `text` (scratch space, emptied first).
+fn formatted<W: Write>(
+    out: &mut csv::Writer<W>,
+    text: &mut String,
+    fill: impl FnOnce(&mut String),
+) -> Result<(), csv::Error> {
+    text.clear();
+    fill(text);
+    out.write_field(text.as_bytes())
 }
 
 /// A chunk as Parquet columns (named as `COLUMNS`), its buffers moved rather than copied.

@@ -82,11 +82,10 @@ async fn export_day(store: &Store, data_dir: &Path, claimed: &ClaimedDay) -> Res
     let name = file_name(claimed);
     let start = claimed.day.and_time(NaiveTime::MIN).and_utc();
     let filter = ExportFilter {
-        campaign_id: None,
         from: Some(start),
         until: Some(start + chrono::Duration::days(1)),
-        kinds: Vec::new(),
         by: ExportTime::Recorded,
+        ..ExportFilter::all()
     };
     let path = tree.file(Folder::Exports, &name);
     let rows = super::export(

@@ -40,6 +40,19 @@ pub struct ExportFilter {
     pub by: ExportTime,
 }
 
+impl ExportFilter {
+    /// Every transaction of the organisation; narrow it with `..ExportFilter::all()`.
+    pub fn all() -> ExportFilter {
+        ExportFilter {
+            campaign_id: None,
+            from: None,
+            until: None,
+            kinds: Vec::new(),
+            by: ExportTime::Date,
+        }
+    }
+}
+
 /// Many texts (or nulls) in one buffer: a chunk of millions of values costs a few
 /// allocations, not one each.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -52,7 +65,7 @@ pub struct Texts {
 }
 
 impl Texts {
-    pub fn push(&mut self, value: Option<&str>) {
+    fn push(&mut self, value: Option<&str>) {
         if let Some(value) = value {
             self.bytes.push_str(value);
         }
@@ -74,10 +87,6 @@ impl Texts {
         }
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         self.bytes.get(start..self.ends[i])
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = Option<&str>> {
-        (0..self.len()).map(|i| self.get(i))
     }
 
     /// The buffer, each value's end in it, and whether each is there.
@@ -499,13 +508,7 @@ mod tests {
 
     #[test]
     fn each_filter_binds_what_its_query_names() {
-        let mut filter = ExportFilter {
-            campaign_id: None,
-            from: None,
-            until: None,
-            kinds: Vec::new(),
-            by: ExportTime::Date,
-        };
+        let mut filter = ExportFilter::all();
         assert!(!query(&filter, false).contains("$2"));
         assert!(query(&filter, true).contains("transactions t NOT INDEXED"));
         filter.campaign_id = Some("c".into());
