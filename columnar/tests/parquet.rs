@@ -203,3 +203,39 @@ fn lists_are_refused_by_name_and_bad_bytes_marked() {
         ]
     );
 }
+
+/// A row group larger than what is read at once (a warehouse's million-row groups) comes out
+/// whole and in order, numbered across its parts and the next group.
+#[test]
+fn a_large_row_group_is_read_in_parts_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("large.parquet");
+    let mut sink = ParquetSink::create(&path).unwrap();
+    let ids =
+        |from: usize, to: usize| -> Vec<String> { (from..to).map(|i| format!("t-{i}")).collect() };
+    let big = ids(0, 150_000);
+    let big: Vec<&str> = big.iter().map(String::as_str).collect();
+    let amounts: Vec<Option<i64>> = (0..150_000).map(|i| Some(i as i64)).collect();
+    sink.write(vec![
+        ("id".to_string(), text(&big)),
+        ("amount".to_string(), Values::Int(amounts)),
+    ])
+    .unwrap();
+    sink.write(vec![
+        ("id".to_string(), text(&["t-150000"])),
+        ("amount".to_string(), Values::Int(vec![None])),
+    ])
+    .unwrap();
+    sink.finish().unwrap();
+
+    let mut rows = ParquetRows::open(&path).unwrap();
+    assert_eq!(rows.len(), 150_001);
+    let all = all_rows(&mut rows);
+    assert_eq!(all.len(), 150_001);
+    for (i, (row, fields)) in all.iter().enumerate() {
+        assert_eq!(*row, i as u64 + 1);
+        assert_eq!(fields[0], format!("t-{i}"));
+    }
+    assert_eq!(all[65_536].1, ["t-65536", "65536"]);
+    assert_eq!(all[150_000].1, ["t-150000", ""]);
+}
