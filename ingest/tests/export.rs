@@ -297,9 +297,11 @@ async fn a_scheduled_day_is_written_once_by_two_nodes(db: TestStore) {
     let store = db.store.clone();
     let (org, campaign) = wallets(&store).await;
     ledger(&store, dir.path(), &org, &campaign).await;
-    let today = Utc::now().date_naive();
+    // `today` as the schedule sees it: a day is due `SETTLE` after its end, so in the first
+    // minutes after midnight the day before is not due yet.
+    let today = (Utc::now() - store::EXPORT_SETTLE).date_naive();
     let yesterday = today.pred_opt().unwrap();
-    // The batch file's rows were recorded yesterday at noon; the rest today.
+    // The batch file's rows were recorded yesterday at noon; the rest now (not due).
     store
         .execute_raw(&format!(
             "UPDATE transactions SET created_at = '{yesterday}T12:00:00+00:00' WHERE batch_id IS NOT NULL"

@@ -54,7 +54,7 @@ pub use common::ids::{new_id, random_roll};
 pub use common::page::{Page, Paged};
 pub use common::tokens::Tokens;
 pub use error::{FieldProblem, StoreError};
-pub use exports::schedule::{ClaimedDay, ExportFormat, ExportSchedule};
+pub use exports::schedule::{ClaimedDay, ExportFormat, ExportSchedule, SETTLE as EXPORT_SETTLE};
 pub use exports::{ExportChunk, ExportFilter, ExportTime, Texts};
 pub use leaderboard::{Built, Neighbourhood, Snapshot, Standing, display_name};
 pub use ledger::audit::Discrepancy;
