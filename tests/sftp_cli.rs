@@ -441,7 +441,9 @@ async fn parquet_uploads_credit_like_csv_and_scheduled_exports_are_fetched() {
         &env,
         &["export", "schedule", "--org", &parquet_org, "--at", "00:00"],
     );
-    let yesterday = (chrono::Utc::now() - chrono::Duration::days(1)).date_naive();
+    // A day is due `EXPORT_SETTLE` after its end: just after midnight the day before is not.
+    let today = (chrono::Utc::now() - store::EXPORT_SETTLE).date_naive();
+    let yesterday = today.pred_opt().unwrap();
     rusqlite::Connection::open(dir.path().join("rewards.db"))
         .unwrap()
         .execute(
@@ -594,8 +596,5 @@ async fn parquet_uploads_credit_like_csv_and_scheduled_exports_are_fetched() {
     assert!(!refused.status.success(), "exports/ is read only");
     let listed = json_of(&env, &["export", "schedules"]);
     assert_eq!(listed[0]["last"]["file"], name.as_str(), "{listed}");
-    assert_eq!(
-        listed[0]["nextDay"],
-        chrono::Utc::now().date_naive().to_string()
-    );
+    assert_eq!(listed[0]["nextDay"], today.to_string());
 }
