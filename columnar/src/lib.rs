@@ -3,7 +3,7 @@
 //! plain Rust values (text fields of rows for reading, and later rows for writing).
 //!
 //! - `read`: a Parquet earn file as rows of text fields, as a CSV file's would be, read a row
-//!   group at a time so memory stays bounded.
+//!   group (or a part of a large one) and a column at a time, so memory stays bounded.
 //! - `write`: Parquet files from plain columns, a row group per batch.
 
 mod read;

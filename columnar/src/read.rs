@@ -6,11 +6,12 @@
 //! dates as `YYYY-MM-DD`, booleans as `true` or `false`, nulls as empty. A struct column
 //! (`meta`) becomes one column per field (`meta.store`, `meta.store.code`).
 //!
-//! The file is read a row group at a time (its metadata read once), and each row group a column
-//! at a time: a column's values become text in a buffer of its own, kept from one row group to
-//! the next, before the next column is decoded. Memory holds one decoded column and one row
-//! group's text, whatever the number of rows. (Decoding every column of a row group at once, on
-//! polars' threads, left the allocator's heaps fragmented: 50 MiB more for 1,000,000 rows.)
+//! The file is read a part at a time (a row group, or up to `PART_ROWS` rows of a larger one; its
+//! metadata read once), and each part a column at a time: a column's values become text in a
+//! buffer of its own, kept from one part to the next, before the next column is decoded. Memory
+//! holds one decoded column and one part's text, whatever the number of rows. (Decoding every
+//! column of a row group at once, on polars' threads, left the allocator's heaps fragmented:
+//! 50 MiB more for 1,000,000 rows.)
 
 use std::fmt::Write;
 use std::fs::File;
@@ -19,22 +20,23 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, NaiveDate, SecondsFormat};
 use polars::prelude::*;
 
-/// Rows read at once, at most: a row group of a million rows is read a part at a time.
-const BATCH_ROWS: usize = 65_536;
+/// Rows read at once, at most: a row group of a million rows is read a part at a time. (Smaller
+/// parts cost more than they save: polars decompresses a column chunk again for each part.)
+const PART_ROWS: usize = 65_536;
 
 /// The rows of a Parquet file, in order, as text fields under `header()`.
 pub struct ParquetRows {
     path: PathBuf,
     metadata: FileMetadataRef,
     columns: Vec<Plan>,
-    /// Each batch's first row and number of rows (a row group, or a part of one).
-    groups: Vec<(usize, usize)>,
-    next_group: usize,
-    /// The current row group's text, one buffer per planned column.
+    /// Each part's first row and number of rows.
+    parts: Vec<(usize, usize)>,
+    next_part: usize,
+    /// The current part's text, one buffer per planned column.
     batch: Vec<Texts>,
-    /// Whether each row of the current row group had binary data that is not UTF-8.
+    /// Whether each row of the current part had binary data that is not UTF-8.
     bad: Vec<bool>,
-    /// Rows in the current row group, and the next one to hand out.
+    /// Rows in the current part, and the next one to hand out.
     held: usize,
     at: usize,
     rows: u64,
@@ -97,13 +99,13 @@ impl ParquetRows {
         if !problems.is_empty() {
             return Err(problems.join("; "));
         }
-        let mut groups = Vec::with_capacity(metadata.row_groups.len());
+        let mut parts = Vec::with_capacity(metadata.row_groups.len());
         let mut first = 0;
         for group in &metadata.row_groups {
             let end = first + group.num_rows();
             while first < end {
-                let count = (end - first).min(BATCH_ROWS);
-                groups.push((first, count));
+                let count = (end - first).min(PART_ROWS);
+                parts.push((first, count));
                 first += count;
             }
         }
@@ -112,8 +114,8 @@ impl ParquetRows {
             metadata,
             batch: columns.iter().map(|_| Texts::default()).collect(),
             columns,
-            groups,
-            next_group: 0,
+            parts,
+            next_part: 0,
             bad: Vec::new(),
             held: 0,
             at: 0,
@@ -135,18 +137,18 @@ impl ParquetRows {
         self.len() == 0
     }
 
-    /// The next row, or `None` at the end. `Err` when a row group cannot be read (a damaged
-    /// page): the rows before it were handed out.
+    /// The next row, or `None` at the end. `Err` when a part cannot be read (a damaged page):
+    /// the rows before it were handed out.
     pub fn next_row(&mut self) -> Result<Option<Row>, String> {
         if self.columns.is_empty() {
             return Ok(None);
         }
         while self.at >= self.held {
-            let Some(&(first, count)) = self.groups.get(self.next_group) else {
+            let Some(&(first, count)) = self.parts.get(self.next_part) else {
                 return Ok(None);
             };
-            self.next_group += 1;
-            self.read_group(first, count)
+            self.next_part += 1;
+            self.read_part(first, count)
                 .map_err(|e| format!("the file cannot be read past row {first}: {e}"))?;
             self.at = 0;
         }
@@ -161,9 +163,9 @@ impl ParquetRows {
         Ok(Some((self.rows, fields, bad_encoding)))
     }
 
-    /// Reads the `count` rows from `first` (one row group) into `batch`, one top-level column
-    /// (a struct with all its fields) at a time.
-    fn read_group(&mut self, first: usize, count: usize) -> PolarsResult<()> {
+    /// Reads the `count` rows from `first` (one part, never empty) into `batch`, one top-level
+    /// column (a struct with all its fields) at a time.
+    fn read_part(&mut self, first: usize, count: usize) -> PolarsResult<()> {
         self.held = 0;
         self.bad.clear();
         self.bad.resize(count, false);
@@ -171,6 +173,7 @@ impl ParquetRows {
             texts.bytes.clear();
             texts.ends.clear();
         }
+        // A struct's fields are planned one after another, so its name repeats only in a run.
         let mut tops: Vec<&str> = self.columns.iter().map(|c| c.top.as_str()).collect();
         tops.dedup();
         for top in tops {
@@ -192,11 +195,9 @@ impl ParquetRows {
                 if series.len() != count {
                     polars_bail!(ComputeError: "column `{}` holds {} of {count} rows", plan.name, series.len());
                 }
-                if count > 0 {
-                    for (value, bad) in series.iter().zip(&mut self.bad) {
-                        write_text(value, &mut texts.bytes, bad);
-                        texts.ends.push(texts.bytes.len());
-                    }
+                for (value, bad) in series.iter().zip(&mut self.bad) {
+                    write_text(value, &mut texts.bytes, bad);
+                    texts.ends.push(texts.bytes.len());
                 }
             }
         }
