@@ -16,19 +16,38 @@ pub struct Discrepancy {
     pub computed: Tokens,
 }
 
+/// Every wallet's recorded figures beside what its transactions and lots add up to, in one pass
+/// over each table: sums grouped by wallet, joined to the wallets. (A sum per wallet in a
+/// correlated subquery reads the lots once for every wallet: the lots have no index on the
+/// wallet alone.) `{scan}` is `NOT INDEXED` on SQLite, which would otherwise read the
+/// transactions in wallet order through `(wallet_id, date)`, one random row lookup each, rather
+/// than in the order they are stored. SUM of BIGINT is NUMERIC on PostgreSQL: cast back, so
+/// both backends give an i64.
+const AUDIT: &str = "SELECT w.id, w.balance, w.earned, CAST(COALESCE(t.net, 0) AS BIGINT), \
+     CAST(COALESCE(t.earns, 0) AS BIGINT), CAST(COALESCE(l.open, 0) AS BIGINT) \
+     FROM wallets w \
+     LEFT JOIN (SELECT wallet_id, SUM(CASE kind WHEN 'EARN' THEN amount ELSE -amount END) AS net, \
+         SUM(CASE kind WHEN 'EARN' THEN amount ELSE 0 END) AS earns \
+         FROM transactions{scan} GROUP BY wallet_id) t ON t.wallet_id = w.id \
+     LEFT JOIN (SELECT wallet_id, SUM(remaining) AS open FROM lots{scan} GROUP BY wallet_id) l \
+         ON l.wallet_id = w.id \
+     ORDER BY w.id";
+
+/// `AUDIT` for `store`'s backend.
+fn audit_sql(store: &Store) -> String {
+    let scan = match store.pool {
+        crate::backend::Pool::Sqlite { .. } => " NOT INDEXED",
+        crate::backend::Pool::Postgres(_) => "",
+    };
+    AUDIT.replace("{scan}", scan)
+}
+
 impl Store {
     /// Checks every wallet; an empty list means the ledger agrees with itself.
     pub async fn audit(&self) -> Result<Vec<Discrepancy>, StoreError> {
-        // SUM of BIGINT is NUMERIC on PostgreSQL: cast back, so both backends give an i64.
-        const SQL: &str = "SELECT w.id, w.balance, w.earned, \
-             CAST(COALESCE((SELECT SUM(CASE t.kind WHEN 'EARN' THEN t.amount ELSE -t.amount END) \
-                 FROM transactions t WHERE t.wallet_id = w.id), 0) AS BIGINT), \
-             CAST(COALESCE((SELECT SUM(t.amount) FROM transactions t \
-                 WHERE t.wallet_id = w.id AND t.kind = 'EARN'), 0) AS BIGINT), \
-             CAST(COALESCE((SELECT SUM(l.remaining) FROM lots l WHERE l.wallet_id = w.id), 0) AS BIGINT) \
-             FROM wallets w ORDER BY w.id";
+        let sql = sqlx::AssertSqlSafe(audit_sql(self));
         let rows: Vec<(String, i64, i64, i64, i64, i64)> =
-            with_pool!(self, |pool| sqlx::query_as(SQL).fetch_all(pool).await)?;
+            with_pool!(self, |pool| sqlx::query_as(sql).fetch_all(pool).await)?;
         let mut found = Vec::new();
         for (wallet, balance, earned, net, earns, lots) in rows {
             for (check, recorded, computed) in [
@@ -81,5 +100,101 @@ mod tests {
         assert_eq!(found[0].recorded, Tokens::whole(7));
     }
 
-    crate::backend_tests!(a_tampered_balance_is_found);
+    /// Adds wallets `first..last` beside `like` (same campaign and owner), each with `EARNS`
+    /// earns of one token and their lots, written by the database itself: a ledger big enough
+    /// to tell one pass from a pass per wallet, in a moment.
+    async fn grow(store: &Store, like: &crate::Wallet, first: i64, last: i64) {
+        const EARNS: i64 = 20;
+        const ROWS: &str = "WITH RECURSIVE n(i) AS (SELECT CAST($2 AS BIGINT) UNION ALL \
+                 SELECT i + 1 FROM n WHERE i + 1 < $3), \
+             e(j) AS (SELECT CAST(1 AS BIGINT) UNION ALL SELECT j + 1 FROM e WHERE j < $4)";
+        let statements = [
+            "INSERT INTO wallets (id, org_id, campaign_id, owner_id, external_id, currency, \
+                 balance, earned, created_at, updated_at) \
+             SELECT 'aw' || n.i, w.org_id, w.campaign_id, w.owner_id, 'ax' || n.i, w.currency, \
+                 $4 * 1000000, $4 * 1000000, w.created_at, w.updated_at \
+             FROM n, wallets w WHERE w.id = $1",
+            "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, \
+                 external_id, currency, date, created_at) \
+             SELECT 'at' || n.i || '-' || e.j, w.org_id, w.campaign_id, 'aw' || n.i, 'EARN', \
+                 1000000, 'at' || n.i || '-' || e.j, w.currency, w.created_at, w.created_at \
+             FROM n, e, wallets w WHERE w.id = $1",
+            "INSERT INTO lots (id, wallet_id, transaction_id, amount, remaining, earned_at) \
+             SELECT 'al' || n.i || '-' || e.j, 'aw' || n.i, 'at' || n.i || '-' || e.j, \
+                 1000000, 1000000, w.created_at \
+             FROM n, e, wallets w WHERE w.id = $1",
+        ];
+        for statement in statements {
+            let sql = sqlx::AssertSqlSafe(format!("{ROWS} {statement}"));
+            with_writer!(store, |pool| {
+                sqlx::query(sql)
+                    .bind(&like.id)
+                    .bind(first)
+                    .bind(last)
+                    .bind(EARNS)
+                    .execute(pool)
+                    .await
+                    .map(|_| ())
+            })
+            .unwrap();
+        }
+    }
+
+    /// How much work the audit's query does, as each backend counts it: SQLite's virtual
+    /// machine steps, or the rows PostgreSQL's plan nodes looked at (those they produced and
+    /// those their filters threw away, times their loops).
+    async fn work(store: &Store) -> u64 {
+        let sql = audit_sql(store);
+        match &store.pool {
+            crate::backend::Pool::Sqlite { direct, .. } => direct
+                .read(|c| {
+                    let mut statement = c.prepare(&sql)?;
+                    let mut rows = statement.query([])?;
+                    while rows.next()?.is_some() {}
+                    drop(rows);
+                    Ok(statement.get_status(rusqlite::StatementStatus::VmStep) as u64)
+                })
+                .unwrap(),
+            crate::backend::Pool::Postgres(pool) => {
+                let explain = sqlx::AssertSqlSafe(format!("EXPLAIN (ANALYZE, FORMAT JSON) {sql}"));
+                let (plan,): (serde_json::Value,) =
+                    sqlx::query_as(explain).fetch_one(pool).await.unwrap();
+                fn looked_at(node: &serde_json::Value) -> f64 {
+                    let rows: f64 = ["Actual Rows", "Rows Removed by Filter"]
+                        .iter()
+                        .filter_map(|field| node[*field].as_f64())
+                        .sum();
+                    let below = node["Plans"]
+                        .as_array()
+                        .map_or(0.0, |plans| plans.iter().map(looked_at).sum());
+                    rows * node["Actual Loops"].as_f64().unwrap_or(0.0) + below
+                }
+                looked_at(&plan[0]["Plan"]) as u64
+            }
+        }
+    }
+
+    /// Twice the wallets and twice the rows: about twice the work, not four times (a sum per
+    /// wallet over every lot grows with wallets x lots).
+    async fn the_audit_is_one_pass_over_the_ledger(store: Store) {
+        let (_, wallet) = crate::testing::wallet_fixture(&store).await;
+        grow(&store, &wallet, 0, 150).await;
+        let small = work(&store).await;
+        grow(&store, &wallet, 150, 300).await;
+        let large = work(&store).await;
+        assert!(
+            store.audit().await.unwrap().is_empty(),
+            "the grown ledger agrees"
+        );
+        let growth = large as f64 / small as f64;
+        assert!(
+            growth < 2.6,
+            "audit work grew {growth:.2}x for twice the ledger ({small} -> {large})"
+        );
+    }
+
+    crate::backend_tests!(
+        a_tampered_balance_is_found,
+        the_audit_is_one_pass_over_the_ledger
+    );
 }
