@@ -418,6 +418,43 @@ async fn burns_take_the_oldest_tokens_and_expiry_takes_the_rest_once(store: Stor
     assert!(store.audit().await.unwrap().is_empty());
 }
 
+/// Ten earns of one token, dated one to ten days ago and arriving in no order: a burn of 7.5
+/// takes the seven oldest whole and half of the eighth, across more lots than one read hands
+/// over; expiry then takes the rest in date order.
+async fn a_burn_over_many_lots_takes_them_by_earn_date(store: Store) {
+    let s = setup(&store).await;
+    let book = RuleBook::new(store.clone());
+    let policy = Policy {
+        expiry: Expiry::Days(20),
+        ..Default::default()
+    };
+    store
+        .set_policy(&s.campaign.org_id, &s.campaign.id, policy)
+        .await
+        .unwrap();
+    for days_ago in [4, 9, 1, 7, 10, 2, 5, 8, 3, 6] {
+        let id = format!("day-{days_ago}");
+        store
+            .submit_earn(&s.campaign, earn_on(&id, "1", days_ago))
+            .await
+            .unwrap();
+    }
+    drain(&store, &book).await;
+    let spend = NewBurn {
+        amount: Tokens::from_text("7.5").unwrap(),
+        ..burn("b-many", 0)
+    };
+    store.burn(&s.campaign, spend).await.unwrap();
+    assert_eq!(balance(&store, &s).await, Tokens::from_text("2.5").unwrap());
+    // A lot earned k days ago is due in 20 - k days. Left: half of day 3's, days 2 and 1.
+    let expired = |at| store.expire(Utc::now() + at);
+    assert_eq!(expired(Duration::hours(17 * 24 + 12)).await.unwrap(), 1);
+    assert_eq!(balance(&store, &s).await, Tokens::whole(2), "day 3's half");
+    assert_eq!(expired(Duration::hours(19 * 24 + 12)).await.unwrap(), 2);
+    assert_eq!(balance(&store, &s).await, Tokens::ZERO);
+    assert!(store.audit().await.unwrap().is_empty());
+}
+
 async fn two_sweepers_at_once_expire_each_lot_once(store: Store) {
     let s = setup(&store).await;
     let book = RuleBook::new(store.clone());
@@ -722,6 +759,7 @@ async fn file_chunks_commit_with_the_writes_beside_them(store: Store) {
 }
 
 backend_tests!(
+    a_burn_over_many_lots_takes_them_by_earn_date,
     rules_see_the_wallet_and_member,
     burns_take_the_oldest_tokens_and_expiry_takes_the_rest_once,
     two_sweepers_at_once_expire_each_lot_once,

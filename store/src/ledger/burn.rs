@@ -129,21 +129,20 @@ impl Store {
     }
 }
 
-// Three statements: claim the externalId (the unique index decides between concurrent
-// twins), debit only if the balance allows it (the row update is the lock that keeps
-// concurrent burns from overdrawing), and take the tokens from the oldest lots first,
-// so the ones spent are those that would expire soonest.
+// Three steps: claim the externalId (the unique index decides between concurrent twins), debit
+// only if the balance allows it (the row update is the lock that keeps concurrent burns from
+// overdrawing, and expiry takes the same lock first), and take the tokens from the oldest lots
+// first, so the ones spent are those that would expire soonest. The lots are read in order
+// through the index of open lots (wallet_id, earned_at, id), only as far as the amount reaches:
+// a wallet may hold thousands.
 const DEBIT: &str = "UPDATE wallets SET balance = balance - $2, updated_at = $3 \
          WHERE id = $1 AND balance - $2 >= $4";
 const BALANCE: &str = "SELECT balance FROM wallets WHERE id = $1";
-const LOTS: &str = "UPDATE lots SET remaining = lots.remaining - f.take FROM ( \
-         SELECT id, CASE WHEN remaining < $2 - (running - remaining) THEN remaining \
-             ELSE $2 - (running - remaining) END AS take \
-         FROM (SELECT id, remaining, SUM(remaining) OVER (ORDER BY earned_at, id \
-                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS running \
-               FROM lots WHERE wallet_id = $1 AND remaining > 0) AS c \
-         WHERE running - remaining < $2) AS f WHERE lots.id = f.id";
-
+const OPEN_LOTS: &str = "SELECT id, remaining FROM lots WHERE wallet_id = $1 \
+         AND remaining > 0 ORDER BY earned_at, id";
+/// `OPEN_LOTS`, the first `$2` of them.
+const OLDEST_LOTS: &str = "SELECT id, remaining FROM lots WHERE wallet_id = $1 \
+         AND remaining > 0 ORDER BY earned_at, id LIMIT $2";
 /// One burn's writes, for either backend, inside a transaction its caller holds: the seam
 /// through which anything that spends points (a burn, an order paid with points) debits a
 /// wallet the same way on both backends.
@@ -238,10 +237,6 @@ impl Transactional for Debit {
                 .ok_or(StoreError::NotFound { what: "wallet" })?;
             return Err(self.insufficient(balance));
         }
-        // The oldest open lots, read only as far as the amount reaches (usually one or two):
-        // the single-statement form above reads every open lot of the wallet.
-        const OPEN_LOTS: &str = "SELECT id, remaining FROM lots WHERE wallet_id = $1 \
-             AND remaining > 0 ORDER BY earned_at, id";
         const TAKE: &str = "UPDATE lots SET remaining = remaining - $2 WHERE id = $1";
         let (mut left, mut takes) = (amount, Vec::new());
         direct::rows_while(
@@ -294,11 +289,42 @@ impl Transactional for Debit {
             // Dropping the transaction rolls the claimed externalId back.
             return Err(self.insufficient(balance));
         }
-        sqlx::query(LOTS)
-            .bind(&t.wallet_id)
-            .bind(amount)
+        // A few lots at a time (a burn usually takes one or two). Each round's lots but the
+        // last are spent whole and leave the index of open lots, so the next round starts
+        // where this one ended.
+        let (mut left, mut limit) = (amount, 4_i64);
+        while left > 0 {
+            let open: Vec<(String, i64)> = sqlx::query_as(OLDEST_LOTS)
+                .bind(&t.wallet_id)
+                .bind(limit)
+                .fetch_all(&mut *tx)
+                .await?;
+            let read = open.len() as i64;
+            let (mut ids, mut takes) = (Vec::new(), Vec::new());
+            for (id, remaining) in open {
+                let take = remaining.min(left);
+                left -= take;
+                ids.push(id);
+                takes.push(take);
+                if left == 0 {
+                    break;
+                }
+            }
+            sqlx::query(
+                "UPDATE lots SET remaining = lots.remaining - v.take \
+                 FROM UNNEST($1::TEXT[], $2::BIGINT[]) AS v (id, take) WHERE lots.id = v.id",
+            )
+            .bind(&ids)
+            .bind(&takes)
             .execute(&mut *tx)
             .await?;
+            if read < limit {
+                // No open lot is left: only a ledger whose lots disagree with its balance gets
+                // here, and the audit reports it.
+                break;
+            }
+            limit = 64;
+        }
         Ok(None)
     }
 }
