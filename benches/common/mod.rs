@@ -11,19 +11,22 @@ pub struct Load {
     pub rate: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    /// The slowest request: the stall a p99 hides.
+    pub max_ms: f64,
     pub count: usize,
 }
 
 impl Load {
     pub fn row(&self, name: &str) -> String {
         format!(
-            "{name:<34} {:>10.0} {:>9.2} {:>9.2}",
-            self.rate, self.p50_ms, self.p99_ms
+            "{name:<34} {:>10.0} {:>9.2} {:>9.2} {:>9.2}",
+            self.rate, self.p50_ms, self.p99_ms, self.max_ms
         )
     }
 }
 
-pub const HEADER: &str = "scenario                                req/s    p50 ms    p99 ms";
+pub const HEADER: &str =
+    "scenario                                req/s    p50 ms    p99 ms    max ms";
 
 /// Runs `request(client_index, sequence)` from `clients` concurrent loops for `seconds`.
 /// Each call must send one request and panic on an unexpected answer.
@@ -61,6 +64,7 @@ where
         rate: latencies.len() as f64 / elapsed,
         p50_ms: at(0.5),
         p99_ms: at(0.99),
+        max_ms: at(1.0),
         count: latencies.len(),
     }
 }
