@@ -42,6 +42,16 @@ async fn balance(store: &Store, s: &Setup) -> Tokens {
         .balance
 }
 
+/// The campaign's policy becomes `expiry`, everything else as by default.
+async fn set_expiry(store: &Store, s: &Setup, expiry: Expiry) {
+    let policy = Policy {
+        expiry,
+        ..Default::default()
+    };
+    let c = &s.campaign;
+    store.set_policy(&c.org_id, &c.id, policy).await.unwrap();
+}
+
 fn burn(external_id: &str, amount: i64) -> NewBurn {
     NewBurn {
         wallet: "w-1".into(),
@@ -375,14 +385,7 @@ fn earn_on(id: &str, amount: &str, days_ago: i64) -> EarnInput {
 async fn burns_take_the_oldest_tokens_and_expiry_takes_the_rest_once(store: Store) {
     let s = setup(&store).await;
     let book = RuleBook::new(store.clone());
-    let policy = Policy {
-        expiry: Expiry::Days(30),
-        ..Default::default()
-    };
-    store
-        .set_policy(&s.campaign.org_id, &s.campaign.id, policy)
-        .await
-        .unwrap();
+    set_expiry(&store, &s, Expiry::Days(30)).await;
     store
         .submit_earn(&s.campaign, earn_on("old", "10", 40))
         .await
@@ -424,14 +427,7 @@ async fn burns_take_the_oldest_tokens_and_expiry_takes_the_rest_once(store: Stor
 async fn a_burn_over_many_lots_takes_them_by_earn_date(store: Store) {
     let s = setup(&store).await;
     let book = RuleBook::new(store.clone());
-    let policy = Policy {
-        expiry: Expiry::Days(20),
-        ..Default::default()
-    };
-    store
-        .set_policy(&s.campaign.org_id, &s.campaign.id, policy)
-        .await
-        .unwrap();
+    set_expiry(&store, &s, Expiry::Days(20)).await;
     for days_ago in [4, 9, 1, 7, 10, 2, 5, 8, 3, 6] {
         let id = format!("day-{days_ago}");
         store
@@ -458,14 +454,7 @@ async fn a_burn_over_many_lots_takes_them_by_earn_date(store: Store) {
 async fn two_sweepers_at_once_expire_each_lot_once(store: Store) {
     let s = setup(&store).await;
     let book = RuleBook::new(store.clone());
-    let policy = Policy {
-        expiry: Expiry::EndOfMonth,
-        ..Default::default()
-    };
-    store
-        .set_policy(&s.campaign.org_id, &s.campaign.id, policy)
-        .await
-        .unwrap();
+    set_expiry(&store, &s, Expiry::EndOfMonth).await;
     for i in 0..60 {
         store
             .submit_earn(&s.campaign, earn_on(&format!("e-{i}"), "3", 62))
@@ -599,12 +588,7 @@ async fn a_large_chunk_of_file_rows_is_credited_alike(store: Store) {
 
 async fn file_rows(store: Store, padding: usize) {
     let s = setup(&store).await;
-    let policy = Policy {
-        expiry: Expiry::Days(30),
-        ..Default::default()
-    };
-    let c = &s.campaign;
-    store.set_policy(&c.org_id, &c.id, policy).await.unwrap();
+    set_expiry(&store, &s, Expiry::Days(30)).await;
     let book = RuleBook::new(store.clone());
     store
         .submit_earn(&s.campaign, earn("api-1", "10"))

@@ -138,11 +138,16 @@ impl Store {
 const DEBIT: &str = "UPDATE wallets SET balance = balance - $2, updated_at = $3 \
          WHERE id = $1 AND balance - $2 >= $4";
 const BALANCE: &str = "SELECT balance FROM wallets WHERE id = $1";
-const OPEN_LOTS: &str = "SELECT id, remaining FROM lots WHERE wallet_id = $1 \
-         AND remaining > 0 ORDER BY earned_at, id";
+/// The wallet's open lots, oldest first (a literal, so that `concat!` can extend it).
+macro_rules! open_lots {
+    () => {
+        "SELECT id, remaining FROM lots WHERE wallet_id = $1 AND remaining > 0 \
+         ORDER BY earned_at, id"
+    };
+}
+const OPEN_LOTS: &str = open_lots!();
 /// `OPEN_LOTS`, the first `$2` of them.
-const OLDEST_LOTS: &str = "SELECT id, remaining FROM lots WHERE wallet_id = $1 \
-         AND remaining > 0 ORDER BY earned_at, id LIMIT $2";
+const OLDEST_LOTS: &str = concat!(open_lots!(), " LIMIT $2");
 /// One burn's writes, for either backend, inside a transaction its caller holds: the seam
 /// through which anything that spends points (a burn, an order paid with points) debits a
 /// wallet the same way on both backends.
