@@ -84,6 +84,9 @@ pub enum Command {
         /// The same seed gives the same file.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// The month of 2026 the rows are dated in (days 1 to 28).
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=12))]
+        month: u32,
         /// Where to write it.
         file: PathBuf,
     },

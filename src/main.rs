@@ -49,6 +49,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         wallet_prefix,
         bad_share,
         seed,
+        month,
         file,
     } = cli.command
     {
@@ -58,6 +59,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             wallet_prefix,
             bad_share,
             seed,
+            month,
         };
         let extension = |name: &str| {
             file.extension()

@@ -18,6 +18,8 @@ pub struct Spec {
     /// Between 0 and 1: the share of rows that are bad.
     pub bad_share: f64,
     pub seed: u64,
+    /// The month of 2026 the rows are dated in (1 to 12; days 1 to 28).
+    pub month: u32,
 }
 
 const STORES: [&str; 6] = ["A1", "A2", "B7", "C3", "D9", "E4"];
@@ -46,6 +48,19 @@ struct Row {
     store: &'static str,
     what: &'static str,
     bad: Option<u64>,
+}
+
+/// Row `n`'s earn id: a random-looking UUID (version 4), as a client's system would make, the
+/// same for the same seed and row.
+fn earn_id(seed: u64, n: u64) -> String {
+    let mut random = Sequence((seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ n).max(1));
+    random.next();
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&random.next().to_le_bytes());
+    bytes[8..].copy_from_slice(&random.next().to_le_bytes());
+    uuid::Builder::from_random_bytes(bytes)
+        .into_uuid()
+        .to_string()
 }
 
 /// The rows of `spec`, in order; the same seed gives the same rows.
@@ -77,7 +92,7 @@ fn rows(spec: &Spec) -> impl Iterator<Item = Row> {
 pub fn earn_csv(spec: &Spec, out: impl Write) -> std::io::Result<()> {
     let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
     writeln!(out, "id,walletId,amount,date,description,meta.store")?;
-    let (seed, prefix) = (spec.seed, &spec.wallet_prefix);
+    let (seed, prefix, month) = (spec.seed, &spec.wallet_prefix, spec.month);
     for row in rows(spec) {
         let Row {
             n,
@@ -88,16 +103,23 @@ pub fn earn_csv(spec: &Spec, out: impl Write) -> std::io::Result<()> {
         } = row;
         let amount = format!("{}.{:02}", cents / 100, cents % 100);
         let mut line = format!(
-            "g-{seed}-{n},{prefix}{wallet},{amount},2026-10-{day:02}T{:02}:{:02}:00Z,{},{}",
-            row.hour, row.minute, row.what, row.store
+            "{},{prefix}{wallet},{amount},2026-{month:02}-{day:02}T{:02}:{:02}:00Z,{},{}",
+            earn_id(seed, n),
+            row.hour,
+            row.minute,
+            row.what,
+            row.store
         );
         if let Some(kind) = row.bad {
             line = match kind {
                 0 => line.replacen(&amount, "12,50", 1),
-                1 => line.replacen("2026-10-", "20261", 1),
+                1 => line.replacen(&format!("2026-{month:02}-"), "20261", 1),
                 2 => line.replacen(&format!("{prefix}{wallet},"), "no-such-wallet,", 1),
-                3 => format!("g-{seed}-0,{prefix}0,1,2026-10-01,Repeat,A1"),
-                _ => format!("g-{seed}-{n},{prefix}{wallet}"),
+                3 => format!(
+                    "{},{prefix}0,1,2026-{month:02}-01,Repeat,A1",
+                    earn_id(seed, 0)
+                ),
+                _ => format!("{},{prefix}{wallet}", earn_id(seed, n)),
             };
         }
         writeln!(out, "{line}")?;
@@ -117,20 +139,20 @@ pub fn earn_parquet(spec: &Spec, path: &Path) -> Result<(), String> {
     let (seed, prefix) = (spec.seed, &spec.wallet_prefix);
     let mut batch = Columns::default();
     for row in rows(spec) {
-        let mut id = format!("g-{seed}-{}", row.n);
+        let mut id = earn_id(seed, row.n);
         let mut wallet = Some(format!("{prefix}{}", row.wallet));
         let mut amount = Some(format!("{}.{:02}", row.cents / 100, row.cents % 100));
-        let mut date = october_micros(row.day, row.hour, row.minute);
+        let mut date = micros(spec.month, row.day, row.hour, row.minute);
         let (mut what, mut store) = (Some(row.what.to_string()), Some(row.store.to_string()));
         match row.bad {
             Some(0) => amount = None,
             Some(1) => date = None,
             Some(2) => wallet = Some("no-such-wallet".into()),
             Some(3) => {
-                id = format!("g-{seed}-0");
+                id = earn_id(seed, 0);
                 wallet = Some(format!("{prefix}0"));
                 amount = Some("1.00".into());
-                date = october_micros(1, 0, 0);
+                date = micros(spec.month, 1, 0, 0);
                 what = Some("Repeat".into());
                 store = Some("A1".into());
             }
@@ -148,9 +170,9 @@ pub fn earn_parquet(spec: &Spec, path: &Path) -> Result<(), String> {
     sink.finish()
 }
 
-/// 2026-10-`day` at `hour`:`minute` UTC, in microseconds since 1970.
-fn october_micros(day: u64, hour: u64, minute: u64) -> Option<i64> {
-    NaiveDate::from_ymd_opt(2026, 10, day as u32)
+/// 2026-`month`-`day` at `hour`:`minute` UTC, in microseconds since 1970.
+fn micros(month: u32, day: u64, hour: u64, minute: u64) -> Option<i64> {
+    NaiveDate::from_ymd_opt(2026, month, day as u32)
         .and_then(|d| d.and_hms_opt(hour as u32, minute as u32, 0))
         .map(|t| t.and_utc().timestamp_micros())
 }
@@ -241,6 +263,7 @@ mod tests {
             wallet_prefix: "card-".into(),
             bad_share: 0.1,
             seed: 7,
+            month: 10,
         };
         let mut bytes = Vec::new();
         earn_csv(&spec, &mut bytes).unwrap();
@@ -260,6 +283,17 @@ mod tests {
             }
         }
         assert_eq!((good, bad), (900, 100));
+        let ids: std::collections::HashSet<&str> = text
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').next().unwrap())
+            .collect();
+        assert_eq!(
+            ids.len(),
+            980,
+            "ids are distinct, but for the 20 repeats of the first"
+        );
+        assert!(ids.iter().all(|id| uuid::Uuid::parse_str(id).is_ok()));
         let mut again = Vec::new();
         earn_csv(&spec, &mut again).unwrap();
         assert_eq!(again, text.as_bytes(), "the same seed, the same file");
@@ -280,6 +314,7 @@ mod tests {
             wallet_prefix: "card-".into(),
             bad_share: 0.1,
             seed: 3,
+            month: 10,
         };
         let mut bytes = Vec::new();
         earn_csv(&spec, &mut bytes).unwrap();
