@@ -742,7 +742,175 @@ async fn file_chunks_commit_with_the_writes_beside_them(store: Store) {
     assert!(store.audit().await.unwrap().is_empty());
 }
 
+/// File rows dated before tokens the wallet already spent (a late file) are spent and expired
+/// in their date order, not the order they arrived: through a chunk large enough for
+/// PostgreSQL's bulk path.
+async fn backdated_file_rows_are_spent_and_expire_in_date_order(store: Store) {
+    let s = setup(&store).await;
+    let book = RuleBook::new(store.clone());
+    set_expiry(&store, &s, Expiry::Days(30)).await;
+    store
+        .submit_earn(&s.campaign, earn_on("a", "10", 10))
+        .await
+        .unwrap();
+    drain(&store, &book).await;
+    store.burn(&s.campaign, burn("b-1", 6)).await.unwrap();
+    // A file arrives: one row dated 20 days ago, behind the 6 tokens already spent, and 1,200
+    // rows of today.
+    let row = |row: u64, earn: EarnInput| store::FileEarn {
+        row,
+        earn: EarnInput {
+            wallet: s.wallet.id.clone(),
+            ..earn
+        },
+    };
+    let mut rows = vec![row(2, earn_on("late", "4", 20))];
+    rows.extend((0..1_200).map(|i| row(3 + i, earn(&format!("p-{i}"), "1"))));
+    store
+        .credit_file_earns(&book, &s.campaign.org_id, "batch-1", &rows)
+        .await
+        .unwrap();
+    assert_eq!(balance(&store, &s).await, Tokens::whole(1_208));
+    assert!(store.audit().await.unwrap().is_empty());
+    // The oldest tokens are the late row's: 3 of its 4 go.
+    store.burn(&s.campaign, burn("b-2", 3)).await.unwrap();
+    assert!(store.audit().await.unwrap().is_empty());
+    let expired = |days: i64| store.expire(Utc::now() + Duration::hours(days * 24 + 12));
+    // Due in 10 days: what is left of the late row (1).
+    assert_eq!(expired(10).await.unwrap(), 1);
+    assert_eq!(balance(&store, &s).await, Tokens::whole(1_204));
+    // Due in 20 days: a's 4 left.
+    assert_eq!(expired(20).await.unwrap(), 1);
+    assert_eq!(balance(&store, &s).await, Tokens::whole(1_200));
+    assert_eq!(expired(20).await.unwrap(), 0, "exactly once");
+    // Due in 30 days: today's rows, one EXPIRY each.
+    assert_eq!(expired(30).await.unwrap(), 1_200);
+    assert_eq!(balance(&store, &s).await, Tokens::ZERO);
+    assert!(store.audit().await.unwrap().is_empty());
+}
+
+/// A programme whose expiry was shortened: an earn after it expires before older ones, out of
+/// its turn; burns then skip it and expiry takes the older ones when they are due.
+async fn an_earn_that_expires_out_of_turn_is_skipped_by_burns(store: Store) {
+    let s = setup(&store).await;
+    let book = RuleBook::new(store.clone());
+    set_expiry(&store, &s, Expiry::Days(60)).await;
+    store
+        .submit_earn(&s.campaign, earn_on("long", "5", 10))
+        .await
+        .unwrap();
+    drain(&store, &book).await;
+    set_expiry(&store, &s, Expiry::Days(20)).await;
+    store
+        .submit_earn(&s.campaign, earn_on("short", "3", 5))
+        .await
+        .unwrap();
+    store
+        .submit_earn(&s.campaign, earn_on("later", "2", 1))
+        .await
+        .unwrap();
+    drain(&store, &book).await;
+    // "short" is due in 15 days, "long" in 50, "later" in 19.
+    assert_eq!(
+        store.expire(Utc::now() + Duration::days(16)).await.unwrap(),
+        1
+    );
+    assert_eq!(balance(&store, &s).await, Tokens::whole(7));
+    // 6 tokens: the 5 of "long", then not the expired "short" but 1 of "later".
+    store.burn(&s.campaign, burn("b-1", 6)).await.unwrap();
+    assert!(store.audit().await.unwrap().is_empty());
+    assert_eq!(
+        store.expire(Utc::now() + Duration::days(20)).await.unwrap(),
+        1
+    );
+    assert_eq!(balance(&store, &s).await, Tokens::ZERO);
+    assert!(store.audit().await.unwrap().is_empty());
+}
+
+/// A ledger written in the lot-per-earn schema (migration 11): two open lots (one partly
+/// spent), one spent lot and the burn that spent them. Migrated, it agrees with itself, keeps
+/// its balance, spends the old lots oldest first beside new earns and expires each once, when due.
+async fn a_ledger_of_lots_migrates(db: store::testing::TestStore) {
+    let store = &db.store;
+    let s = setup(store).await;
+    let (org, campaign, wallet) = (&s.campaign.org_id, &s.campaign.id, &s.wallet.id);
+    let earn = |id: &str, tokens: i64, date: &str| {
+        format!(
+            "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, \
+             external_id, currency, date, created_at) VALUES ('{id}', '{org}', '{campaign}', \
+             '{wallet}', 'EARN', {tokens}000000, '{id}', 'PTS', '{date}T00:00:00+00:00', \
+             '2026-01-10T00:00:00+00:00');"
+        )
+    };
+    let lot = |id: &str, tokens: i64, remaining: i64, date: &str, expires: &str| {
+        format!(
+            "INSERT INTO lots (id, wallet_id, transaction_id, amount, remaining, earned_at, \
+             expires_at) VALUES ('lot-{id}', '{wallet}', '{id}', {tokens}000000, \
+             {remaining}000000, '{date}T00:00:00+00:00', '{expires}T00:00:00+00:00');"
+        )
+    };
+    let old = [
+        earn("t1", 5, "2026-01-01"),
+        lot("t1", 5, 2, "2026-01-01", "2026-03-01"),
+        earn("t2", 5, "2026-01-05"),
+        lot("t2", 5, 5, "2026-01-05", "2026-03-05"),
+        earn("t3", 4, "2026-01-03"),
+        lot("t3", 4, 0, "2026-01-03", "2026-03-03"),
+        format!(
+            "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, \
+             external_id, currency, date, created_at) VALUES ('b1', '{org}', '{campaign}', \
+             '{wallet}', 'BURN', 7000000, 'b1', 'PTS', '2026-01-10T00:00:00+00:00', \
+             '2026-01-10T00:00:00+00:00');"
+        ),
+        format!("UPDATE wallets SET balance = 7000000, earned = 14000000 WHERE id = '{wallet}';"),
+    ];
+    store.execute_raw(&old.concat()).await.unwrap();
+    store.migrate().await.unwrap();
+    assert!(store.audit().await.unwrap().is_empty());
+    assert_eq!(balance(store, &s).await, Tokens::whole(7));
+
+    set_expiry(store, &s, Expiry::Days(30)).await;
+    let book = RuleBook::new(store.clone());
+    let new = EarnInput {
+        date: "2026-01-20T00:00:00Z".parse().unwrap(),
+        ..earn_on("new", "3", 0)
+    };
+    store.submit_earn(&s.campaign, new).await.unwrap();
+    drain(store, &book).await;
+    // 4 tokens: t1's 2 (1 January), then 2 of t2's 5 (5 January); "new" is untouched.
+    store.burn(&s.campaign, burn("b2", 4)).await.unwrap();
+    assert!(store.audit().await.unwrap().is_empty());
+    let at = |day: &str| format!("{day}T12:00:00Z").parse().unwrap();
+    assert_eq!(store.expire(at("2026-02-19")).await.unwrap(), 1, "new's 3");
+    assert_eq!(balance(store, &s).await, Tokens::whole(3));
+    assert_eq!(
+        store.expire(at("2026-03-02")).await.unwrap(),
+        0,
+        "t1 was spent"
+    );
+    assert_eq!(store.expire(at("2026-03-05")).await.unwrap(), 1, "t2's 3");
+    assert_eq!(store.expire(at("2026-03-05")).await.unwrap(), 0);
+    assert_eq!(balance(store, &s).await, Tokens::ZERO);
+    assert!(store.audit().await.unwrap().is_empty());
+}
+
+/// The schema before the spending position (lots, one per earn).
+const LOTS_SCHEMA: i64 = 11;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ledger_of_lots_migrates_on_sqlite() {
+    a_ledger_of_lots_migrates(store::testing::TestStore::sqlite_at(LOTS_SCHEMA).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set REWARDS_TEST_POSTGRES_URL and pass --ignored"]
+async fn a_ledger_of_lots_migrates_on_postgres() {
+    a_ledger_of_lots_migrates(store::testing::TestStore::postgres_at(LOTS_SCHEMA).await).await;
+}
+
 backend_tests!(
+    backdated_file_rows_are_spent_and_expire_in_date_order,
+    an_earn_that_expires_out_of_turn_is_skipped_by_burns,
     a_burn_over_many_lots_takes_them_by_earn_date,
     rules_see_the_wallet_and_member,
     burns_take_the_oldest_tokens_and_expiry_takes_the_rest_once,

@@ -33,19 +33,23 @@ migrations! {
     9 "orders" "0009_orders.sql",
     10 "leaderboard and reviews" "0010_leaderboard_reviews.sql",
     11 "exports" "0011_exports.sql",
+    12 "spending position" "0012_spending_position.sql",
 }
 
-pub(super) fn sqlite() -> Migrator {
-    migrator(SQLITE_MIGRATIONS)
+/// The SQLite migrations up to `version`.
+pub(super) fn sqlite(version: i64) -> Migrator {
+    migrator(SQLITE_MIGRATIONS, version)
 }
 
-pub(super) fn postgres() -> Migrator {
-    migrator(POSTGRES_MIGRATIONS)
+/// The PostgreSQL migrations up to `version`.
+pub(super) fn postgres(version: i64) -> Migrator {
+    migrator(POSTGRES_MIGRATIONS, version)
 }
 
-fn migrator(embedded: Embedded) -> Migrator {
+fn migrator(embedded: Embedded, up_to: i64) -> Migrator {
     let migrations = embedded
         .iter()
+        .filter(|(version, _, _)| *version <= up_to)
         .map(|(version, name, sql)| {
             Migration::new(
                 *version,

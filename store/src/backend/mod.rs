@@ -250,9 +250,15 @@ impl Store {
     /// Applies this backend's pending migrations. Safe to run from several nodes at once: on
     /// PostgreSQL the migrator holds an advisory lock while it works.
     pub async fn migrate(&self) -> Result<(), StoreError> {
+        self.migrate_to(i64::MAX).await
+    }
+
+    /// Applies the migrations up to `version` only: tests build a ledger in an earlier schema
+    /// and migrate it from there.
+    pub async fn migrate_to(&self, version: i64) -> Result<(), StoreError> {
         match &self.pool {
-            Pool::Sqlite { write, .. } => migrations::sqlite().run(write).await?,
-            Pool::Postgres(pool) => migrations::postgres().run(pool).await?,
+            Pool::Sqlite { write, .. } => migrations::sqlite(version).run(write).await?,
+            Pool::Postgres(pool) => migrations::postgres(version).run(pool).await?,
         }
         Ok(())
     }

@@ -1,6 +1,6 @@
 //! The audit: for every wallet, the balance must equal EARN - BURN - EXPIRY, the lifetime
-//! earned total must equal the EARN sum, and the unspent remainders of its lots must add up to
-//! the balance.
+//! earned total must equal the EARN sum, and the tokens it holds by its spending position and
+//! aside rows (its lots) must add up to the balance.
 
 use crate::{Store, StoreError, Tokens};
 
@@ -16,21 +16,30 @@ pub struct Discrepancy {
     pub computed: Tokens,
 }
 
-/// Every wallet's recorded figures beside what its transactions and lots add up to, in one pass
-/// over each table: sums grouped by wallet, joined to the wallets. (A sum per wallet in a
-/// correlated subquery reads the lots once for every wallet: the lots have no index on the
-/// wallet alone.) `{scan}` is `NOT INDEXED` on SQLite, which would otherwise read the
-/// transactions in wallet order through `(wallet_id, date)`, one random row lookup each, rather
-/// than in the order they are stored. SUM of BIGINT is NUMERIC on PostgreSQL: cast back, so
-/// both backends give an i64.
+/// Every wallet's recorded figures beside what its transactions add up to, in one pass over
+/// them: sums grouped by wallet, joined to the wallets. The tokens a wallet holds are its earns
+/// from its spending position on (less what is taken of the one at it) and its aside rows (see
+/// `fifo`); an earn with an aside row counts by that row. `{scan}` is `NOT INDEXED` on SQLite,
+/// which would otherwise read the transactions in wallet order through `(wallet_id, date)`, one
+/// random row lookup each, rather than in the order they are stored. SUM of BIGINT is NUMERIC on
+/// PostgreSQL: cast back, so both backends give an i64.
 const AUDIT: &str = "SELECT w.id, w.balance, w.earned, CAST(COALESCE(t.net, 0) AS BIGINT), \
-     CAST(COALESCE(t.earns, 0) AS BIGINT), CAST(COALESCE(l.open, 0) AS BIGINT) \
+     CAST(COALESCE(t.earns, 0) AS BIGINT), \
+     CAST(COALESCE(t.open, 0) + COALESCE(a.aside, 0) - CASE WHEN w.fifo_id IS NOT NULL AND NOT \
+         EXISTS (SELECT 1 FROM lots_aside x WHERE x.transaction_id = w.fifo_id) \
+         THEN w.fifo_taken ELSE 0 END AS BIGINT) \
      FROM wallets w \
-     LEFT JOIN (SELECT wallet_id, SUM(CASE kind WHEN 'EARN' THEN amount ELSE -amount END) AS net, \
-         SUM(CASE kind WHEN 'EARN' THEN amount ELSE 0 END) AS earns \
-         FROM transactions{scan} GROUP BY wallet_id) t ON t.wallet_id = w.id \
-     LEFT JOIN (SELECT wallet_id, SUM(remaining) AS open FROM lots{scan} GROUP BY wallet_id) l \
-         ON l.wallet_id = w.id \
+     LEFT JOIN (SELECT t.wallet_id, \
+         SUM(CASE t.kind WHEN 'EARN' THEN t.amount ELSE -t.amount END) AS net, \
+         SUM(CASE t.kind WHEN 'EARN' THEN t.amount ELSE 0 END) AS earns, \
+         SUM(CASE WHEN t.kind = 'EARN' AND (p.fifo_date IS NULL \
+             OR (t.date, t.id) >= (p.fifo_date, p.fifo_id)) \
+             AND NOT EXISTS (SELECT 1 FROM lots_aside x WHERE x.transaction_id = t.id) \
+             THEN t.amount ELSE 0 END) AS open \
+         FROM transactions t{scan} JOIN wallets p ON p.id = t.wallet_id GROUP BY t.wallet_id) t \
+         ON t.wallet_id = w.id \
+     LEFT JOIN (SELECT wallet_id, SUM(remaining) AS aside FROM lots_aside GROUP BY wallet_id) a \
+         ON a.wallet_id = w.id \
      ORDER BY w.id";
 
 /// `AUDIT` for `store`'s backend.
@@ -101,7 +110,7 @@ mod tests {
     }
 
     /// Adds wallets `first..last` beside `like` (same campaign and owner), each with `EARNS`
-    /// earns of one token and their lots, written by the database itself: a ledger big enough
+    /// earns of one token, nothing spent, written by the database itself: a ledger big enough
     /// to tell one pass from a pass per wallet, in a moment.
     async fn grow(store: &Store, like: &crate::Wallet, first: i64, last: i64) {
         const EARNS: i64 = 20;
@@ -118,10 +127,6 @@ mod tests {
                  external_id, currency, date, created_at) \
              SELECT 'at' || n.i || '-' || e.j, w.org_id, w.campaign_id, 'aw' || n.i, 'EARN', \
                  1000000, 'at' || n.i || '-' || e.j, w.currency, w.created_at, w.created_at \
-             FROM n, e, wallets w WHERE w.id = $1",
-            "INSERT INTO lots (id, wallet_id, transaction_id, amount, remaining, earned_at) \
-             SELECT 'al' || n.i || '-' || e.j, 'aw' || n.i, 'at' || n.i || '-' || e.j, \
-                 1000000, 1000000, w.created_at \
              FROM n, e, wallets w WHERE w.id = $1",
         ];
         for statement in statements {

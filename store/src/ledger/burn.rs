@@ -10,6 +10,7 @@ use sqlx::PgConnection;
 use crate::backend::Transactional;
 use crate::backend::direct;
 use crate::common::ids::{fingerprint, new_id, now};
+use crate::ledger::fifo::{Aside, Earn, LotRow, Position, Spent, Taker};
 use crate::ledger::transactions::{
     Entry, EntryText, INSERT_TRANSACTION, TransactionRow, bind_entry, transaction_columns,
     transaction_from_row,
@@ -131,23 +132,127 @@ impl Store {
 
 // Three steps: claim the externalId (the unique index decides between concurrent twins), debit
 // only if the balance allows it (the row update is the lock that keeps concurrent burns from
-// overdrawing, and expiry takes the same lock first), and take the tokens from the oldest lots
-// first, so the ones spent are those that would expire soonest. The lots are read in order
-// through the index of open lots (wallet_id, earned_at, id), only as far as the amount reaches:
-// a wallet may hold thousands.
+// overdrawing, and expiry and credits take the same lock), and take the tokens from the oldest
+// earns first, so the ones spent are those that would expire soonest: the wallet's spending
+// position moves along its earns in date order, read through (wallet_id, date) only as far as
+// the amount reaches (see `fifo`).
 const DEBIT: &str = "UPDATE wallets SET balance = balance - $2, updated_at = $3 \
-         WHERE id = $1 AND balance - $2 >= $4";
+         WHERE id = $1 AND balance - $2 >= $4 RETURNING fifo_date, fifo_id, fifo_taken";
 const BALANCE: &str = "SELECT balance FROM wallets WHERE id = $1";
-/// The wallet's open lots, oldest first (a literal, so that `concat!` can extend it).
-macro_rules! open_lots {
-    () => {
-        "SELECT id, remaining FROM lots WHERE wallet_id = $1 AND remaining > 0 \
-         ORDER BY earned_at, id"
+/// The wallet's aside rows.
+pub(crate) const ASIDE: &str = "SELECT transaction_id, earned_at, remaining, expires_at \
+     FROM lots_aside WHERE wallet_id = $1 ORDER BY earned_at, transaction_id";
+/// The wallet's earns in spending order: all, or from `($2, $3)` on.
+macro_rules! earns {
+    ($from:literal) => {
+        concat!(
+            "SELECT id, date, amount, expires_at FROM transactions WHERE wallet_id = $1 \
+             AND kind = 'EARN'",
+            $from,
+            " ORDER BY date, id"
+        )
     };
 }
-const OPEN_LOTS: &str = open_lots!();
-/// `OPEN_LOTS`, the first `$2` of them.
-const OLDEST_LOTS: &str = concat!(open_lots!(), " LIMIT $2");
+pub(crate) const EARNS: &str = earns!("");
+pub(crate) const EARNS_FROM: &str = earns!(" AND (date, id) >= ($2, $3)");
+const EARNS_AFTER: &str = concat!(earns!(" AND (date, id) > ($2, $3)"), " LIMIT $4");
+/// PostgreSQL: the aside rows and the first `$4` earns (from the position `($2, $3)` on, in
+/// the second form), in one round trip.
+macro_rules! aside_and_earns {
+    ($from:literal) => {
+        concat!(
+            "(SELECT true, transaction_id, earned_at, remaining, expires_at FROM lots_aside \
+             WHERE wallet_id = $1) UNION ALL (SELECT false, e.* FROM (",
+            earns!($from),
+            " LIMIT $4) e)"
+        )
+    };
+}
+const ASIDE_AND_EARNS: &str = aside_and_earns!(" AND $2::TIMESTAMPTZ IS NULL AND $3::TEXT IS NULL");
+const ASIDE_AND_EARNS_FROM: &str = aside_and_earns!(" AND (date, id) >= ($2, $3)");
+pub(crate) const MOVE: &str =
+    "UPDATE wallets SET fifo_date = $2, fifo_id = $3, fifo_taken = $4 WHERE id = $1";
+pub(crate) const ASIDE_LEFT: &str =
+    "UPDATE lots_aside SET remaining = $2 WHERE transaction_id = $1";
+pub(crate) const ASIDE_DONE: &str = "DELETE FROM lots_aside WHERE transaction_id = $1";
+
+/// Writes what `fifo` decided for `wallet` (rusqlite path).
+pub(crate) fn apply_direct(
+    tx: &rusqlite::Connection,
+    wallet: &str,
+    spent: &Spent<String>,
+) -> Result<(), StoreError> {
+    if let Some(p) = &spent.position {
+        direct::execute(tx, MOVE, args![wallet, p.date, p.id, p.taken])?;
+    }
+    for (id, remaining) in &spent.aside_updates {
+        direct::execute(tx, ASIDE_LEFT, args![id, remaining])?;
+    }
+    for id in &spent.aside_deletes {
+        direct::execute(tx, ASIDE_DONE, args![id])?;
+    }
+    for a in &spent.aside_inserts {
+        let set_aside = crate::ledger::credit::SET_ASIDE;
+        direct::execute(
+            tx,
+            set_aside,
+            args![a.id, wallet, a.date, a.remaining, a.expires_at],
+        )?;
+    }
+    Ok(())
+}
+
+/// Writes what `fifo` decided (`$spent`) for `$wallet` through the sqlx connection `$tx`, on
+/// either backend.
+macro_rules! apply_spent {
+    ($tx:expr, $wallet:expr, $spent:expr) => {{
+        let (spent, wallet) = ($spent, $wallet);
+        if let Some(p) = &spent.position {
+            sqlx::query($crate::ledger::burn::MOVE)
+                .bind(wallet)
+                .bind(p.date)
+                .bind(&p.id)
+                .bind(p.taken)
+                .execute(&mut *$tx)
+                .await?;
+        }
+        for (id, remaining) in &spent.aside_updates {
+            sqlx::query($crate::ledger::burn::ASIDE_LEFT)
+                .bind(id)
+                .bind(remaining)
+                .execute(&mut *$tx)
+                .await?;
+        }
+        for id in &spent.aside_deletes {
+            sqlx::query($crate::ledger::burn::ASIDE_DONE)
+                .bind(id)
+                .execute(&mut *$tx)
+                .await?;
+        }
+        for a in &spent.aside_inserts {
+            sqlx::query($crate::ledger::credit::SET_ASIDE)
+                .bind(&a.id)
+                .bind(wallet)
+                .bind(a.date)
+                .bind(a.remaining)
+                .bind(a.expires_at)
+                .execute(&mut *$tx)
+                .await?;
+        }
+    }};
+}
+pub(crate) use apply_spent;
+
+/// A position as the database holds it: (date, id, taken), the first two NULL before any spend.
+pub(crate) fn position<D>(row: (Option<D>, Option<String>, i64)) -> Option<Position<D>> {
+    let (date, id, taken) = row;
+    Some(Position {
+        date: date?,
+        id: id?,
+        taken,
+    })
+}
+
 /// One burn's writes, for either backend, inside a transaction its caller holds: the seam
 /// through which anything that spends points (a burn, an order paid with points) debits a
 /// wallet the same way on both backends.
@@ -206,6 +311,7 @@ impl Debit {
             created_at: t.created_at,
             batch_id: None,
             fingerprint: Some(&self.fingerprint),
+            expires_at: None,
         }
     }
 
@@ -229,6 +335,7 @@ impl Transactional for Debit {
             meta: meta.as_deref(),
             date: &date,
             created_at: &created_at,
+            expires_at: None,
         };
         let mut insert = tx.prepare_cached(INSERT_TRANSACTION)?;
         if !self.entry().write_direct(&mut insert, &text)? {
@@ -237,27 +344,23 @@ impl Transactional for Debit {
                     .ok_or(StoreError::NotFound { what: "burn" })?;
             return replay_or_conflict(earlier, &self.fingerprint).map(Some);
         }
-        if direct::execute(tx, DEBIT, args![t.wallet_id, amount, at, self.min_balance])? == 0 {
+        let debited: Option<(Option<String>, Option<String>, i64)> =
+            direct::row(tx, DEBIT, args![t.wallet_id, amount, at, self.min_balance])?;
+        let Some(at_position) = debited else {
             let (balance,): (i64,) = direct::row(tx, BALANCE, args![t.wallet_id])?
                 .ok_or(StoreError::NotFound { what: "wallet" })?;
             return Err(self.insufficient(balance));
+        };
+        let at_position = position(at_position);
+        let aside = direct::rows::<LotRow<String>>(tx, ASIDE, args![t.wallet_id])?;
+        let aside = aside.into_iter().map(Aside::from).collect();
+        let mut taker = Taker::new(amount, at_position.clone(), aside);
+        let offer = |row: LotRow<String>| taker.earn(&Earn::from(row));
+        match &at_position {
+            Some(p) => direct::rows_while(tx, EARNS_FROM, args![t.wallet_id, p.date, p.id], offer)?,
+            None => direct::rows_while(tx, EARNS, args![t.wallet_id], offer)?,
         }
-        const TAKE: &str = "UPDATE lots SET remaining = remaining - $2 WHERE id = $1";
-        let (mut left, mut takes) = (amount, Vec::new());
-        direct::rows_while(
-            tx,
-            OPEN_LOTS,
-            args![t.wallet_id],
-            |(id, remaining): (String, i64)| {
-                let take = remaining.min(left);
-                takes.push((id, take));
-                left -= take;
-                left > 0
-            },
-        )?;
-        for (lot, take) in takes {
-            direct::execute(tx, TAKE, args![lot, take])?;
-        }
+        apply_direct(tx, &t.wallet_id, &taker.finish())?;
         Ok(None)
     }
 
@@ -278,58 +381,68 @@ impl Transactional for Debit {
                 .await?;
             return replay_or_conflict(earlier, &self.fingerprint).map(Some);
         }
-        let debited = sqlx::query(DEBIT)
+        let debited: Option<(Option<DateTime<Utc>>, Option<String>, i64)> = sqlx::query_as(DEBIT)
             .bind(&t.wallet_id)
             .bind(amount)
             .bind(now())
             .bind(self.min_balance)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-        if debited == 0 {
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(at_position) = debited else {
             let (balance,): (i64,) = sqlx::query_as(BALANCE)
                 .bind(&t.wallet_id)
                 .fetch_one(&mut *tx)
                 .await?;
             // Dropping the transaction rolls the claimed externalId back.
             return Err(self.insufficient(balance));
+        };
+        let at_position = position(at_position);
+        // The aside rows and a few earns in one round trip (a burn usually takes one or two
+        // earns), then more earns at a time after the last one read, while the amount lasts.
+        type Row = (bool, String, DateTime<Utc>, i64, Option<DateTime<Utc>>);
+        let (mut limit, mut earns) = (4_i64, Vec::new());
+        let (from_date, from_id) = at_position.as_ref().map(|p| (p.date, p.id.clone())).unzip();
+        let mut aside = Vec::new();
+        let first_read = match at_position {
+            Some(_) => ASIDE_AND_EARNS_FROM,
+            None => ASIDE_AND_EARNS,
+        };
+        let rows: Vec<Row> = sqlx::query_as(first_read)
+            .bind(&t.wallet_id)
+            .bind(from_date)
+            .bind(from_id)
+            .bind(limit)
+            .fetch_all(&mut *tx)
+            .await?;
+        for (is_aside, id, date, amount, expires_at) in rows {
+            let row = (id, date, amount, expires_at);
+            if is_aside {
+                aside.push(Aside::from(row));
+            } else {
+                earns.push(Earn::from(row));
+            }
         }
-        // A few lots at a time (a burn usually takes one or two). Each round's lots but the
-        // last are spent whole and leave the index of open lots, so the next round starts
-        // where this one ended.
-        let (mut left, mut limit) = (amount, 4_i64);
-        while left > 0 {
-            let open: Vec<(String, i64)> = sqlx::query_as(OLDEST_LOTS)
+        aside.sort_by(|a, b| (&a.date, &a.id).cmp(&(&b.date, &b.id)));
+        earns.sort_by(|a, b| (&a.date, &a.id).cmp(&(&b.date, &b.id)));
+        let mut taker = Taker::new(amount, at_position, aside);
+        loop {
+            let read = earns.len() as i64;
+            let last = earns.last().map(|e| (e.date, e.id.clone()));
+            let wants_more = earns.iter().all(|e| taker.earn(e));
+            let Some((date, id)) = last.filter(|_| wants_more && read == limit) else {
+                break;
+            };
+            limit = 64;
+            let rows: Vec<LotRow<DateTime<Utc>>> = sqlx::query_as(EARNS_AFTER)
                 .bind(&t.wallet_id)
+                .bind(date)
+                .bind(id)
                 .bind(limit)
                 .fetch_all(&mut *tx)
                 .await?;
-            let read = open.len() as i64;
-            let (mut ids, mut takes) = (Vec::new(), Vec::new());
-            for (id, remaining) in open {
-                let take = remaining.min(left);
-                left -= take;
-                ids.push(id);
-                takes.push(take);
-                if left == 0 {
-                    break;
-                }
-            }
-            sqlx::query(
-                "UPDATE lots SET remaining = lots.remaining - v.take \
-                 FROM UNNEST($1::TEXT[], $2::BIGINT[]) AS v (id, take) WHERE lots.id = v.id",
-            )
-            .bind(&ids)
-            .bind(&takes)
-            .execute(&mut *tx)
-            .await?;
-            if read < limit {
-                // No open lot is left: only a ledger whose lots disagree with its balance gets
-                // here, and the audit reports it.
-                break;
-            }
-            limit = 64;
+            earns = rows.into_iter().map(Earn::from).collect();
         }
+        apply_spent!(tx, &t.wallet_id, &taker.finish());
         Ok(None)
     }
 }

@@ -19,15 +19,37 @@ use crate::ledger::transactions::{
 };
 use crate::{Credit, Credited, Policy, Store, StoreError, TransactionKind};
 
-/// A wallet's balance, lifetime earnings (and when they last grew) and tier after crediting it
-/// `$2` micro-tokens (the tier follows the new lifetime total; SET expressions read the row as it
-/// was).
+/// `expires_next`, moved earlier to `$at` if that is sooner (NULL: nothing new expires).
+macro_rules! sooner {
+    ($at:literal) => {
+        concat!(
+            "CASE WHEN ",
+            $at,
+            " IS NOT NULL AND (wallets.expires_next IS NULL OR ",
+            $at,
+            " < wallets.expires_next) THEN ",
+            $at,
+            " ELSE wallets.expires_next END"
+        )
+    };
+}
+pub(crate) use sooner;
+
+/// A wallet's balance, lifetime earnings (and when they last grew), tier and next expiry after
+/// crediting it `$2` micro-tokens of which the first expire at `$4` (the tier follows the new
+/// lifetime total; SET expressions read the row as it was). Returns its spending position.
 const CREDIT_WALLET: &str = concat!(
     "UPDATE wallets SET balance = balance + $2, earned = earned + $2, updated_at = $3, \
-     earned_at = $3, tier_id = ",
+     earned_at = $3, expires_next = ",
+    sooner!("$4"),
+    ", tier_id = ",
     tier_for!("wallets.earned + $2"),
-    " WHERE id = $1"
+    " WHERE id = $1 RETURNING fifo_date, fifo_id"
 );
+
+/// An earn set aside: recorded behind its wallet's spending position (see `fifo`).
+pub(crate) const SET_ASIDE: &str = "INSERT INTO lots_aside (transaction_id, wallet_id, \
+     earned_at, remaining, expires_at) VALUES ($1, $2, $3, $4, $5)";
 
 impl Store {
     /// Records `credits` (see the module's description) and returns each one's outcome, in order.
@@ -89,8 +111,22 @@ impl Store {
 }
 
 impl Credit {
+    /// When this credit's tokens expire under `policies`.
+    pub(crate) fn expires_at(&self, policies: &HashMap<String, Policy>) -> Option<DateTime<Utc>> {
+        let expiry = policies
+            .get(&self.campaign_id)
+            .map(|p| p.expiry)
+            .unwrap_or_default();
+        expiry.expires_at(self.earn.date)
+    }
+
     /// The EARN transaction this credit writes, as `id`, created at `created_at`.
-    fn entry<'a>(&'a self, id: &'a str, created_at: DateTime<Utc>) -> Entry<'a> {
+    fn entry<'a>(
+        &'a self,
+        id: &'a str,
+        created_at: DateTime<Utc>,
+        expires_at: Option<DateTime<Utc>>,
+    ) -> Entry<'a> {
         Entry {
             id,
             org_id: &self.org_id,
@@ -110,6 +146,7 @@ impl Credit {
             created_at,
             batch_id: self.batch_id.as_deref(),
             fingerprint: None,
+            expires_at,
         }
     }
 }
@@ -123,38 +160,40 @@ fn credit_sqlite(
 ) -> Result<Vec<Credited>, StoreError> {
     const EARLIER: &str = "SELECT id, batch_id FROM transactions WHERE org_id = $1 \
          AND kind = 'EARN' AND external_id = $2";
-    const LOT: &str = "INSERT INTO lots (id, wallet_id, transaction_id, amount, remaining, earned_at, \
-         expires_at) VALUES ($1, $2, $3, $4, $4, $5, $6)";
     const FINISH: &str = "UPDATE earn_requests SET status = $2, transaction_id = $3, tokens = $4, \
          claimed_until = NULL, updated_at = $5 WHERE id = $1";
     let (created_at, at) = (at, direct::time(at));
     let mut outcomes = Vec::with_capacity(credits.len());
-    let mut per_wallet: HashMap<&str, i64> = HashMap::new();
+    // Per wallet: the tokens credited and the earliest time they expire.
+    let mut per_wallet: HashMap<&str, (i64, Option<String>)> = HashMap::new();
+    // The new lots (credit, transaction id, date, expiry), to set aside the backdated ones.
+    let mut lots: Vec<(&Credit, String, String, Option<String>)> = Vec::new();
     // Prepared once for all rows. (One statement per row beat multi-row statements here: SQLite
     // runs a many-row VALUES list as a co-routine, which cost more than it saved.)
     let mut insert = tx.prepare_cached(INSERT_TRANSACTION)?;
-    let mut insert_lot = tx.prepare_cached(LOT)?;
     for c in credits {
         let id = new_id();
         let tokens = c.tokens.micros();
         let date = direct::time(c.earn.date);
-        let entry = c.entry(&id, created_at);
+        let expires_at = c.expires_at(policies);
+        let expires_text = expires_at.map(direct::time);
+        let entry = c.entry(&id, created_at, expires_at);
         let text = EntryText {
             meta: c.meta_text.as_deref(),
             date: &date,
             created_at: &at,
+            expires_at: expires_text.as_deref(),
         };
         let outcome = if entry.write_direct(&mut insert, &text)? {
             if c.tokens.is_positive() {
-                let expiry = policies
-                    .get(&c.campaign_id)
-                    .map(|p| p.expiry)
-                    .unwrap_or_default();
-                let expires_at = expiry.expires_at(c.earn.date).map(direct::time);
-                let lot: [&dyn rusqlite::ToSql; 6] =
-                    [&new_id(), &c.wallet_id, &id, &tokens, &date, &expires_at];
-                direct::run(&mut insert_lot, &lot)?;
-                *per_wallet.entry(&c.wallet_id).or_default() += tokens;
+                let (sum, first) = per_wallet.entry(&c.wallet_id).or_default();
+                *sum += tokens;
+                if let Some(e) = &expires_text
+                    && first.as_ref().is_none_or(|f| e < f)
+                {
+                    *first = Some(e.clone());
+                }
+                lots.push((c, id.clone(), date, expires_text));
             }
             Credited::New { transaction_id: id }
         } else {
@@ -179,8 +218,25 @@ fn credit_sqlite(
         }
         outcomes.push(outcome);
     }
-    for (wallet, sum) in per_wallet {
-        direct::execute(tx, CREDIT_WALLET, args![wallet, sum, at])?;
+    let mut positions = HashMap::new();
+    for (wallet, (sum, first)) in per_wallet {
+        let position: Option<(Option<String>, Option<String>)> =
+            direct::row(tx, CREDIT_WALLET, args![wallet, sum, at, first])?;
+        if let Some((Some(date), Some(id))) = position {
+            positions.insert(wallet, (date, id));
+        }
+    }
+    for (c, id, date, expires_at) in &lots {
+        if let Some((at_date, at_id)) = positions.get(c.wallet_id.as_str())
+            && (date, id) < (at_date, at_id)
+        {
+            let tokens = c.tokens.micros();
+            direct::execute(
+                tx,
+                SET_ASIDE,
+                args![id, c.wallet_id, date, tokens, expires_at],
+            )?;
+        }
     }
     Ok(outcomes)
 }
@@ -193,15 +249,21 @@ async fn credit_postgres(
     at: DateTime<Utc>,
 ) -> Result<Vec<Credited>, StoreError> {
     let ids: Vec<String> = credits.iter().map(|_| new_id()).collect();
+    let expiries: Vec<Option<DateTime<Utc>>> =
+        credits.iter().map(|c| c.expires_at(policies)).collect();
     let mut tx = pool.begin().await?;
+    let positions = lock_positions(&mut tx, credits).await?;
     let mut insert = sqlx::QueryBuilder::new(concat!(
         "INSERT INTO transactions (",
         entry_columns!(),
         ") "
     ));
-    insert.push_values(credits.iter().zip(&ids), |mut row, (c, id)| {
-        push_entry(&mut row, c.entry(id, at));
-    });
+    insert.push_values(
+        credits.iter().zip(&ids).zip(&expiries),
+        |mut row, ((c, id), e)| {
+            push_entry(&mut row, c.entry(id, at, *e));
+        },
+    );
     insert.push(" ON CONFLICT (org_id, kind, external_id) DO NOTHING RETURNING id");
     let inserted: HashSet<String> = insert
         .build_query_as::<(String,)>()
@@ -211,37 +273,49 @@ async fn credit_postgres(
         .map(|(id,)| id)
         .collect();
 
-    let new: Vec<(&Credit, &String)> = credits
+    let new: Vec<(&Credit, &String, Option<DateTime<Utc>>)> = credits
         .iter()
         .zip(&ids)
-        .filter(|(c, id)| inserted.contains(*id) && c.tokens.is_positive())
+        .zip(&expiries)
+        .filter(|((c, id), _)| inserted.contains(*id) && c.tokens.is_positive())
+        .map(|((c, id), e)| (c, id, *e))
         .collect();
     if !new.is_empty() {
-        let mut lots = sqlx::QueryBuilder::new(
-            "INSERT INTO lots (id, wallet_id, transaction_id, amount, remaining, earned_at, expires_at) ",
-        );
-        lots.push_values(&new, |mut row, (c, id)| {
-            let expiry = policies
-                .get(&c.campaign_id)
-                .map(|p: &crate::Policy| p.expiry)
-                .unwrap_or_default();
-            row.push_bind(new_id())
-                .push_bind(&c.wallet_id)
-                .push_bind(*id)
-                .push_bind(c.tokens.micros())
-                .push_bind(c.tokens.micros())
-                .push_bind(c.earn.date)
-                .push_bind(expiry.expires_at(c.earn.date));
-        });
-        lots.build().execute(&mut *tx).await?;
+        let aside: Vec<&(&Credit, &String, Option<DateTime<Utc>>)> = new
+            .iter()
+            .filter(|(c, id, _)| {
+                positions.get(&c.wallet_id).is_some_and(|(date, at_id)| {
+                    (&c.earn.date, id.as_str()) < (date, at_id.as_str())
+                })
+            })
+            .collect();
+        if !aside.is_empty() {
+            let mut rows = sqlx::QueryBuilder::new(
+                "INSERT INTO lots_aside (transaction_id, wallet_id, earned_at, remaining, expires_at) ",
+            );
+            rows.push_values(&aside, |mut row, (c, id, e)| {
+                row.push_bind(*id)
+                    .push_bind(&c.wallet_id)
+                    .push_bind(c.earn.date)
+                    .push_bind(c.tokens.micros())
+                    .push_bind(*e);
+            });
+            rows.build().execute(&mut *tx).await?;
+        }
 
-        // One row a wallet, with everything it earned in the batch; the tier follows the
-        // new lifetime total (SET expressions read the row as it was).
-        let mut per_wallet: Vec<(&str, i64)> = Vec::new();
-        for (c, _) in &new {
-            match per_wallet.iter_mut().find(|(w, _)| *w == c.wallet_id) {
-                Some((_, sum)) => *sum += c.tokens.micros(),
-                None => per_wallet.push((&c.wallet_id, c.tokens.micros())),
+        // One row a wallet, with everything it earned in the batch and the earliest expiry;
+        // the tier follows the new lifetime total (SET expressions read the row as it was).
+        let mut per_wallet: Vec<(&str, i64, Option<DateTime<Utc>>)> = Vec::new();
+        for (c, _, e) in &new {
+            match per_wallet.iter_mut().find(|(w, _, _)| *w == c.wallet_id) {
+                Some((_, sum, first)) => {
+                    *sum += c.tokens.micros();
+                    *first = match (*first, *e) {
+                        (Some(f), Some(e)) => Some(f.min(e)),
+                        (f, e) => f.or(e),
+                    };
+                }
+                None => per_wallet.push((&c.wallet_id, c.tokens.micros(), *e)),
             }
         }
         let mut credit = sqlx::QueryBuilder::new(
@@ -252,12 +326,14 @@ async fn credit_postgres(
             .push(", earned_at = ")
             .push_bind(at)
             .push(concat!(
+                ", expires_next = ",
+                sooner!("v.column3"),
                 ", tier_id = ",
                 tier_for!("wallets.earned + v.column2"),
                 " FROM ("
             ));
-        credit.push_values(&per_wallet, |mut row, (wallet, sum)| {
-            row.push_bind(*wallet).push_bind(*sum);
+        credit.push_values(&per_wallet, |mut row, (wallet, sum, first)| {
+            row.push_bind(*wallet).push_bind(*sum).push_bind(*first);
         });
         credit.push(") AS v WHERE wallets.id = v.column1");
         credit.build().execute(&mut *tx).await?;
@@ -302,6 +378,28 @@ async fn credit_postgres(
     }
     tx.commit().await?;
     Ok(outcomes)
+}
+
+/// PostgreSQL: locks the wallets `credits` go to, in id order (as every writer that locks
+/// several does), and returns the spending position of those that have one. Held until the
+/// transaction ends, so no burn moves a position past an earn this transaction is recording.
+pub(crate) async fn lock_positions(
+    tx: &mut PgConnection,
+    credits: &[Credit],
+) -> Result<HashMap<String, (DateTime<Utc>, String)>, StoreError> {
+    let mut wallets: Vec<&str> = credits.iter().map(|c| c.wallet_id.as_str()).collect();
+    wallets.sort_unstable();
+    wallets.dedup();
+    let rows: Vec<(String, Option<DateTime<Utc>>, Option<String>)> = sqlx::query_as(
+        "SELECT id, fifo_date, fifo_id FROM wallets WHERE id = ANY($1) ORDER BY id FOR UPDATE",
+    )
+    .bind(&wallets)
+    .fetch_all(&mut *tx)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(id, date, at)| Some((id, (date?, at?))))
+        .collect())
 }
 
 /// PostgreSQL: each credit's outcome once the transactions are inserted (`inserted` holds the

@@ -1,11 +1,15 @@
-//! Expiry: each lot whose time has come gives its remaining tokens back as one EXPIRY
-//! transaction. A lot's EXPIRY carries the lot's id as its external id, which the database keeps
-//! unique, so however many sweepers run at once, a lot expires exactly once.
+//! Expiry: each earn's tokens left when its time comes go back as one EXPIRY transaction. The
+//! sweep visits the wallets whose earliest expiry has come (`wallets.expires_next`), each under
+//! its lock, and works out from its spending position and aside rows what is due (see `fifo`).
+//! An EXPIRY carries `lot:<earn id>` as its external id, which the database keeps unique, so
+//! however many sweepers run at once, an earn expires once.
 
 use chrono::{DateTime, Utc};
 
 use crate::backend::{WritePool, lock};
 use crate::common::ids::{new_id, now};
+use crate::ledger::burn::{ASIDE, EARNS, EARNS_FROM, apply_spent, position};
+use crate::ledger::fifo::{self, Aside, Earn, LotRow};
 use crate::ledger::transactions::{Entry, INSERT_TRANSACTION, bind_entry};
 use crate::{Store, StoreError, TransactionKind};
 
@@ -16,9 +20,9 @@ impl Store {
     pub async fn expire(&self, at: DateTime<Utc>) -> Result<usize, StoreError> {
         let mut written = 0;
         loop {
-            const DUE: &str = "SELECT id, wallet_id FROM lots WHERE remaining > 0 AND expires_at <= $1 \
-                 ORDER BY expires_at, id LIMIT $2";
-            let due: Vec<(String, String)> = with_pool!(self, |pool| sqlx::query_as(DUE)
+            const DUE: &str = "SELECT id FROM wallets WHERE expires_next <= $1 \
+                 ORDER BY expires_next, id LIMIT $2";
+            let due: Vec<(String,)> = with_pool!(self, |pool| sqlx::query_as(DUE)
                 .bind(at)
                 .bind(BATCH)
                 .fetch_all(pool)
@@ -26,85 +30,109 @@ impl Store {
             if due.is_empty() {
                 return Ok(written);
             }
-            let mut progressed = false;
-            for (lot, wallet) in &due {
-                if self.expire_lot(lot, wallet, at).await? {
-                    written += 1;
-                    progressed = true;
-                }
-            }
-            // Another sweeper took them all: whatever is left is theirs or done.
-            if !progressed && (due.len() as i64) < BATCH {
-                return Ok(written);
+            // Each visit moves the wallet's next expiry past `at` (here or in another sweeper),
+            // so the loop ends.
+            for (wallet,) in &due {
+                written += self.expire_wallet(wallet, at).await?;
             }
         }
     }
 
-    /// Expires one lot if it is still due; false when another sweeper or a burn got there first.
-    async fn expire_lot(
-        &self,
-        lot: &str,
-        wallet: &str,
-        at: DateTime<Utc>,
-    ) -> Result<bool, StoreError> {
-        // The wallet is locked before the lot, in the order burns lock them, so the two never
-        // wait on each other in a circle.
-        const WALLET: &str = "SELECT org_id, campaign_id, currency FROM wallets WHERE id = $1";
-        const LOT: &str = "SELECT remaining, expires_at FROM lots WHERE id = $1 AND remaining > 0 AND expires_at <= $2";
-        const SPEND: &str = "UPDATE lots SET remaining = 0 WHERE id = $1";
-        const DEBIT: &str =
-            "UPDATE wallets SET balance = balance - $2, updated_at = $3 WHERE id = $1";
+    /// Expires what is due in one wallet, if its next expiry has come; how many EXPIRY
+    /// transactions that wrote.
+    async fn expire_wallet(&self, wallet: &str, at: DateTime<Utc>) -> Result<usize, StoreError> {
+        const WALLET: &str = "SELECT org_id, campaign_id, currency, expires_next, fifo_date, \
+             fifo_id, fifo_taken FROM wallets WHERE id = $1";
+        const DEBIT: &str = "UPDATE wallets SET balance = balance - $2, updated_at = $3, \
+             expires_next = $4 WHERE id = $1";
+        type WalletRow = (
+            String,
+            String,
+            String,
+            Option<DateTime<Utc>>,
+            Option<DateTime<Utc>>,
+            Option<String>,
+            i64,
+        );
+        type Lot = LotRow<DateTime<Utc>>;
         with_writer!(self, |pool| async {
             let mut tx = pool.begin_write().await?;
-            let (org, campaign, currency): (String, String, String) =
+            let (org, campaign, currency, next, date, id, taken): WalletRow =
                 sqlx::query_as(lock(pool, WALLET))
                     .bind(wallet)
                     .fetch_one(&mut *tx)
                     .await?;
-            let due: Option<(i64, DateTime<Utc>)> = sqlx::query_as(lock(pool, LOT))
-                .bind(lot)
-                .bind(at)
-                .fetch_optional(&mut *tx)
-                .await?;
-            let Some((remaining, expires_at)) = due else {
-                return Ok(false);
-            };
-            let (id, external_id) = (new_id(), format!("lot:{lot}"));
-            let entry = Entry {
-                id: &id,
-                org_id: &org,
-                campaign_id: &campaign,
-                wallet_id: wallet,
-                kind: TransactionKind::Expiry,
-                amount: remaining,
-                external_id: &external_id,
-                source_amount: None,
-                currency: &currency,
-                description: Some("Tokens expired"),
-                comment: None,
-                meta: None,
-                date: expires_at,
-                trace: None,
-                rule_version: None,
-                created_at: now(),
-                batch_id: None,
-                fingerprint: None,
-            };
-            let written = bind_entry!(sqlx::query(INSERT_TRANSACTION), entry)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-            if written == 1 {
-                sqlx::query(SPEND).bind(lot).execute(&mut *tx).await?;
-                sqlx::query(DEBIT)
-                    .bind(wallet)
-                    .bind(remaining)
-                    .bind(now())
-                    .execute(&mut *tx)
-                    .await?;
+            if next.is_none_or(|next| next > at) {
+                return Ok(0);
             }
+            let at_position = position((date, id, taken));
+            let aside: Vec<Lot> = sqlx::query_as(ASIDE)
+                .bind(wallet)
+                .fetch_all(&mut *tx)
+                .await?;
+            let earns: Vec<Lot> = match &at_position {
+                Some(p) => {
+                    sqlx::query_as(EARNS_FROM)
+                        .bind(wallet)
+                        .bind(p.date)
+                        .bind(&p.id)
+                        .fetch_all(&mut *tx)
+                        .await?
+                }
+                None => {
+                    sqlx::query_as(EARNS)
+                        .bind(wallet)
+                        .fetch_all(&mut *tx)
+                        .await?
+                }
+            };
+            let aside = aside.into_iter().map(Aside::from).collect();
+            let earns: Vec<Earn<_>> = earns.into_iter().map(Earn::from).collect();
+            let expired = fifo::expire(&at, at_position, aside, &earns);
+            let mut debit = 0;
+            let mut written = 0;
+            for due in &expired.due {
+                let (id, external_id) = (new_id(), format!("lot:{}", due.id));
+                let entry = Entry {
+                    id: &id,
+                    org_id: &org,
+                    campaign_id: &campaign,
+                    wallet_id: wallet,
+                    kind: TransactionKind::Expiry,
+                    amount: due.remaining,
+                    external_id: &external_id,
+                    source_amount: None,
+                    currency: &currency,
+                    description: Some("Tokens expired"),
+                    comment: None,
+                    meta: None,
+                    date: due.expires_at,
+                    trace: None,
+                    rule_version: None,
+                    created_at: now(),
+                    batch_id: None,
+                    fingerprint: None,
+                    expires_at: None,
+                };
+                let rows = bind_entry!(sqlx::query(INSERT_TRANSACTION), entry)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                if rows == 1 {
+                    debit += due.remaining;
+                    written += 1;
+                }
+            }
+            apply_spent!(tx, wallet, &expired.spent);
+            sqlx::query(DEBIT)
+                .bind(wallet)
+                .bind(debit)
+                .bind(now())
+                .bind(expired.next)
+                .execute(&mut *tx)
+                .await?;
             tx.commit().await?;
-            Ok::<_, StoreError>(written == 1)
+            Ok::<_, StoreError>(written)
         }
         .await)
     }

@@ -8,5 +8,6 @@ pub(crate) mod credit;
 pub(crate) mod credit_copy;
 pub(crate) mod earn;
 pub(crate) mod expiry;
+pub(crate) mod fifo;
 pub(crate) mod transactions;
 pub(crate) mod wallets;

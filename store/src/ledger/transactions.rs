@@ -83,7 +83,8 @@ pub(crate) use transaction_columns;
 macro_rules! entry_columns {
     () => {
         "id, org_id, campaign_id, wallet_id, kind, amount, external_id, source_amount, currency, \
-         description, comment, meta, date, trace, rule_version, created_at, batch_id, fingerprint"
+         description, comment, meta, date, trace, rule_version, created_at, batch_id, fingerprint, \
+         expires_at"
     };
 }
 pub(crate) use entry_columns;
@@ -93,7 +94,8 @@ pub(crate) use entry_columns;
 pub(crate) const INSERT_TRANSACTION: &str = concat!(
     "INSERT INTO transactions (",
     entry_columns!(),
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
+     $19) \
      ON CONFLICT (org_id, kind, external_id) DO NOTHING"
 );
 
@@ -119,6 +121,8 @@ pub(crate) struct Entry<'a> {
     pub created_at: DateTime<Utc>,
     pub batch_id: Option<&'a str>,
     pub fingerprint: Option<&'a str>,
+    /// EARN: when its tokens expire (None: never).
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 /// An `Entry`'s values as the rusqlite path stores them: JSON and times as text. Callers that
@@ -127,6 +131,7 @@ pub(crate) struct EntryText<'a> {
     pub meta: Option<&'a str>,
     pub date: &'a str,
     pub created_at: &'a str,
+    pub expires_at: Option<&'a str>,
 }
 
 impl Entry<'_> {
@@ -138,7 +143,7 @@ impl Entry<'_> {
         text: &EntryText,
     ) -> Result<bool, StoreError> {
         let (meta, date, created_at) = (text.meta, text.date, text.created_at);
-        let args: [&dyn rusqlite::ToSql; 18] = [
+        let args: [&dyn rusqlite::ToSql; 19] = [
             &self.id,
             &self.org_id,
             &self.campaign_id,
@@ -157,6 +162,7 @@ impl Entry<'_> {
             &created_at,
             &self.batch_id,
             &self.fingerprint,
+            &text.expires_at,
         ];
         Ok(direct::run(statement, &args)? == 1)
     }
@@ -185,7 +191,8 @@ pub(crate) fn push_entry(
         .push_bind(e.rule_version)
         .push_bind(e.created_at)
         .push_bind(e.batch_id)
-        .push_bind(e.fingerprint);
+        .push_bind(e.fingerprint)
+        .push_bind(e.expires_at);
 }
 
 /// `$query` (of `INSERT_TRANSACTION`) with the `Entry` `$entry` bound, for either backend.
@@ -211,6 +218,7 @@ macro_rules! bind_entry {
             .bind(e.created_at)
             .bind(e.batch_id)
             .bind(e.fingerprint)
+            .bind(e.expires_at)
     }};
 }
 pub(crate) use bind_entry;

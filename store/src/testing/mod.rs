@@ -35,13 +35,18 @@ impl Drop for TempDir {
 
 impl TestStore {
     pub async fn sqlite() -> TestStore {
+        TestStore::sqlite_at(i64::MAX).await
+    }
+
+    /// A SQLite store migrated up to `version` only.
+    pub async fn sqlite_at(version: i64) -> TestStore {
         let dir = TempDir(std::env::temp_dir().join(random_token("rewards-test-", 8)));
         let file = dir.0.join("rewards.db");
         let store = async {
             std::fs::create_dir_all(&dir.0)
                 .map_err(|e| StoreError::invalid("dir", e.to_string()))?;
             let store = Store::sqlite_with(SqliteConnectOptions::new().filename(&file)).await?;
-            store.migrate().await?;
+            store.migrate_to(version).await?;
             Ok::<_, StoreError>(store)
         };
         let store = store
@@ -57,10 +62,15 @@ impl TestStore {
     /// Panics when `REWARDS_TEST_POSTGRES_URL` is unset: a PostgreSQL test that did not run must
     /// never count as passed.
     pub async fn postgres() -> TestStore {
+        TestStore::postgres_at(i64::MAX).await
+    }
+
+    /// A PostgreSQL store migrated up to `version` only.
+    pub async fn postgres_at(version: i64) -> TestStore {
         let url = postgres_url().await;
         let store = async {
             let store = Store::connect(&url, 8).await?;
-            store.migrate().await?;
+            store.migrate_to(version).await?;
             Ok::<_, StoreError>(store)
         };
         let store = store

@@ -1,0 +1,33 @@
+-- No lot row for each earn: a wallet's EARNs are spent oldest first, so a position per wallet
+-- says what is left (see store/src/ledger/fifo.rs), and only what breaks that order has a row
+-- in lots_aside. An EARN keeps its own expiry time; the wallet the earliest expiry of what it
+-- holds, which the expiry sweep looks for.
+ALTER TABLE transactions ADD COLUMN expires_at TEXT;
+ALTER TABLE wallets ADD COLUMN fifo_date TEXT;
+ALTER TABLE wallets ADD COLUMN fifo_id TEXT;
+ALTER TABLE wallets ADD COLUMN fifo_taken INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE wallets ADD COLUMN expires_next TEXT;
+
+CREATE TABLE lots_aside (
+    transaction_id TEXT PRIMARY KEY REFERENCES transactions (id),
+    wallet_id      TEXT NOT NULL REFERENCES wallets (id),
+    earned_at      TEXT NOT NULL,
+    remaining      INTEGER NOT NULL CHECK (remaining >= 0),
+    expires_at     TEXT
+);
+CREATE INDEX lots_aside_wallet ON lots_aside (wallet_id, earned_at, transaction_id);
+
+-- The previous shape's open lots are set aside as they are, and each wallet's position put
+-- after its last earn: from here on, earns are spent in order from there.
+UPDATE transactions SET expires_at = lots.expires_at FROM lots
+WHERE lots.transaction_id = transactions.id AND lots.expires_at IS NOT NULL;
+INSERT INTO lots_aside (transaction_id, wallet_id, earned_at, remaining, expires_at)
+SELECT transaction_id, wallet_id, earned_at, remaining, expires_at FROM lots WHERE remaining > 0;
+UPDATE wallets SET fifo_date = last.date, fifo_id = last.id, fifo_taken = last.amount
+FROM (SELECT wallet_id, date, id, amount,
+          ROW_NUMBER() OVER (PARTITION BY wallet_id ORDER BY date DESC, id DESC) AS n
+      FROM transactions WHERE kind = 'EARN') AS last
+WHERE last.wallet_id = wallets.id AND last.n = 1;
+UPDATE wallets SET expires_next = (SELECT MIN(expires_at) FROM lots_aside a WHERE a.wallet_id = wallets.id);
+DROP TABLE lots;
+CREATE INDEX wallets_expires_next ON wallets (expires_next) WHERE expires_next IS NOT NULL;

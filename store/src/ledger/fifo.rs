@@ -1,0 +1,456 @@
+//! Which tokens a wallet still holds, without a row per earn to say so. A wallet's EARNs, in
+//! (date, id) order, are spent oldest first, so one position per wallet says what is left: every
+//! earn before it is spent, the earn at it has `taken` of its amount spent, and every earn after
+//! it is whole. Only what breaks that order has a row of its own in `lots_aside`: an earn
+//! recorded after tokens dated later were already spent (a backdated file row), one that expired
+//! out of turn (its programme's expiry policy changed), and the open lots of a ledger migrated
+//! from the lot-per-earn schema. An aside row overrides the position for its earn.
+//!
+//! This module is the arithmetic, for both backends (`D` is how the backend hands dates back);
+//! the callers read the rows and write what it decides.
+
+/// A wallet's spending position: the earn `(date, id)` and how much of it is spent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Position<D> {
+    pub date: D,
+    pub id: String,
+    pub taken: i64,
+}
+
+/// An earn in the main sequence (at or after the position), in (date, id) order.
+#[derive(Debug, Clone)]
+pub(crate) struct Earn<D> {
+    pub date: D,
+    pub id: String,
+    pub amount: i64,
+    pub expires_at: Option<D>,
+}
+
+/// A row of `lots_aside`: what is left of the earn `id`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Aside<D> {
+    pub date: D,
+    pub id: String,
+    pub remaining: i64,
+    pub expires_at: Option<D>,
+}
+
+/// An earn or aside row as the callers read it: (earn id, date, amount or what is left,
+/// expiry).
+pub(crate) type LotRow<D> = (String, D, i64, Option<D>);
+
+impl<D> From<LotRow<D>> for Earn<D> {
+    fn from((id, date, amount, expires_at): LotRow<D>) -> Self {
+        Earn {
+            date,
+            id,
+            amount,
+            expires_at,
+        }
+    }
+}
+
+impl<D> From<LotRow<D>> for Aside<D> {
+    fn from((id, date, remaining, expires_at): LotRow<D>) -> Self {
+        Aside {
+            date,
+            id,
+            remaining,
+            expires_at,
+        }
+    }
+}
+
+/// What a spend decided: the new position (if it moved), and the aside rows to update (new
+/// remaining) or delete (no longer needed: nothing left, and the position has passed them).
+#[derive(Debug, PartialEq)]
+pub(crate) struct Spent<D> {
+    pub position: Option<Position<D>>,
+    pub aside_updates: Vec<(String, i64)>,
+    pub aside_deletes: Vec<String>,
+    /// Aside rows to insert: earns after the position emptied out of turn (by expiry).
+    pub aside_inserts: Vec<Aside<D>>,
+}
+
+impl<D> Default for Spent<D> {
+    fn default() -> Self {
+        Spent {
+            position: None,
+            aside_updates: Vec::new(),
+            aside_deletes: Vec::new(),
+            aside_inserts: Vec::new(),
+        }
+    }
+}
+
+/// Takes `amount` micro-tokens, oldest first, from a wallet at `position` (None: nothing spent
+/// yet) holding `aside` (all its aside rows, in (date, id) order). Main-sequence earns are
+/// offered in order with `earn` until it answers false; then `finish`.
+pub(crate) struct Taker<D> {
+    left: i64,
+    position: Option<Position<D>>,
+    moved: bool,
+    aside: Vec<Aside<D>>,
+    next_aside: usize,
+    touched: Vec<bool>,
+}
+
+impl<D: Ord + Clone> Taker<D> {
+    pub fn new(amount: i64, position: Option<Position<D>>, aside: Vec<Aside<D>>) -> Taker<D> {
+        let touched = vec![false; aside.len()];
+        Taker {
+            left: amount,
+            position,
+            moved: false,
+            aside,
+            next_aside: 0,
+            touched,
+        }
+    }
+
+    /// Still to take.
+    #[cfg(test)]
+    pub fn left(&self) -> i64 {
+        self.left
+    }
+
+    /// Takes from the aside rows ordered before `(date, id)` (all of them with None).
+    fn take_aside_before(&mut self, before: Option<(&D, &str)>) {
+        while self.left > 0 && self.next_aside < self.aside.len() {
+            let a = &mut self.aside[self.next_aside];
+            if before.is_some_and(|(date, id)| (&a.date, a.id.as_str()) >= (date, id)) {
+                return;
+            }
+            if a.remaining > 0 {
+                let take = a.remaining.min(self.left);
+                a.remaining -= take;
+                self.left -= take;
+                self.touched[self.next_aside] = true;
+            }
+            self.next_aside += 1;
+        }
+    }
+
+    /// Offers the next main-sequence earn; false once the amount is covered.
+    pub fn earn(&mut self, earn: &Earn<D>) -> bool {
+        self.take_aside_before(Some((&earn.date, &earn.id)));
+        if self.left == 0 {
+            return false;
+        }
+        if self.aside.iter().any(|a| a.id == earn.id) {
+            return true;
+        }
+        let taken = match &self.position {
+            Some(p) if p.id == earn.id => p.taken,
+            _ => 0,
+        };
+        let take = (earn.amount - taken).min(self.left);
+        if take > 0 {
+            self.left -= take;
+            self.position = Some(Position {
+                date: earn.date.clone(),
+                id: earn.id.clone(),
+                taken: taken + take,
+            });
+            self.moved = true;
+        }
+        self.left > 0
+    }
+
+    /// What was decided; `left()` is what no lot covered (zero on a ledger that agrees).
+    pub fn finish(mut self) -> Spent<D> {
+        self.take_aside_before(None);
+        let mut spent = Spent::default();
+        for (a, touched) in self.aside.iter().zip(&self.touched) {
+            let needed = a.remaining > 0 || after(a, self.position.as_ref());
+            if !needed {
+                spent.aside_deletes.push(a.id.clone());
+            } else if *touched {
+                spent.aside_updates.push((a.id.clone(), a.remaining));
+            }
+        }
+        if self.moved {
+            spent.position = self.position;
+        }
+        spent
+    }
+}
+
+/// Whether aside row `a` lies after `position` (it then marks a main-sequence earn).
+fn after<D: Ord>(a: &Aside<D>, position: Option<&Position<D>>) -> bool {
+    position.is_none_or(|p| (&a.date, a.id.as_str()) > (&p.date, p.id.as_str()))
+}
+
+/// One lot that expires: the earn, what was left of it, and when it expired.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Due<D> {
+    pub id: String,
+    pub remaining: i64,
+    pub expires_at: D,
+}
+
+/// A wallet's expiry at `at`: the lots due, the changes to its position and aside rows, and the
+/// earliest expiry of what is left (None: nothing left expires).
+#[derive(Debug, PartialEq)]
+pub(crate) struct Expired<D> {
+    pub due: Vec<Due<D>>,
+    pub spent: Spent<D>,
+    pub next: Option<D>,
+}
+
+/// Everything due at `at` in a wallet at `position` holding `aside` and the main-sequence earns
+/// `main` (all of them from the position on, in order).
+pub(crate) fn expire<D: Ord + Clone>(
+    at: &D,
+    position: Option<Position<D>>,
+    aside: Vec<Aside<D>>,
+    main: &[Earn<D>],
+) -> Expired<D> {
+    let mut due = Vec::new();
+    let mut next: Option<D> = None;
+    let mut keep = |expires_at: &Option<D>| {
+        if let Some(e) = expires_at {
+            next = Some(next.take().map_or(e.clone(), |n| n.min(e.clone())));
+        }
+    };
+    let mut spent = Spent::default();
+    for a in &aside {
+        match &a.expires_at {
+            Some(e) if a.remaining > 0 && e <= at => {
+                due.push(Due {
+                    id: a.id.clone(),
+                    remaining: a.remaining,
+                    expires_at: e.clone(),
+                });
+            }
+            _ if a.remaining > 0 => keep(&a.expires_at),
+            _ => {}
+        }
+    }
+    // The main sequence: due earns at its head move the position; later ones go aside, empty.
+    let mut new_position = position.clone();
+    let mut at_head = true;
+    let mut holes = Vec::new();
+    for earn in main {
+        if aside.iter().any(|a| a.id == earn.id) {
+            continue;
+        }
+        let taken = match &position {
+            Some(p) if p.id == earn.id => p.taken,
+            _ => 0,
+        };
+        let remaining = earn.amount - taken;
+        if remaining <= 0 {
+            continue;
+        }
+        match &earn.expires_at {
+            Some(e) if e <= at => {
+                due.push(Due {
+                    id: earn.id.clone(),
+                    remaining,
+                    expires_at: e.clone(),
+                });
+                if at_head {
+                    new_position = Some(Position {
+                        date: earn.date.clone(),
+                        id: earn.id.clone(),
+                        taken: earn.amount,
+                    });
+                } else {
+                    holes.push(Aside {
+                        date: earn.date.clone(),
+                        id: earn.id.clone(),
+                        remaining: 0,
+                        expires_at: earn.expires_at.clone(),
+                    });
+                }
+            }
+            expires_at => {
+                at_head = false;
+                keep(expires_at);
+            }
+        }
+    }
+    let due_ids: Vec<&str> = due.iter().map(|d| d.id.as_str()).collect();
+    for a in &aside {
+        let remaining = if due_ids.contains(&a.id.as_str()) {
+            0
+        } else {
+            a.remaining
+        };
+        let needed = remaining > 0 || after(a, new_position.as_ref());
+        if !needed {
+            spent.aside_deletes.push(a.id.clone());
+        } else if remaining != a.remaining {
+            spent.aside_updates.push((a.id.clone(), remaining));
+        }
+    }
+    spent.aside_inserts = holes;
+    if new_position != position {
+        spent.position = new_position;
+    }
+    due.sort_by(|a, b| (&a.expires_at, &a.id).cmp(&(&b.expires_at, &b.id)));
+    Expired { due, spent, next }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn earn(date: u32, id: &str, amount: i64, expires_at: Option<u32>) -> Earn<u32> {
+        Earn {
+            date,
+            id: id.into(),
+            amount,
+            expires_at,
+        }
+    }
+
+    fn aside(date: u32, id: &str, remaining: i64, expires_at: Option<u32>) -> Aside<u32> {
+        Aside {
+            date,
+            id: id.into(),
+            remaining,
+            expires_at,
+        }
+    }
+
+    fn take(
+        amount: i64,
+        position: Option<Position<u32>>,
+        aside: Vec<Aside<u32>>,
+        main: &[Earn<u32>],
+    ) -> (Spent<u32>, i64) {
+        let mut taker = Taker::new(amount, position, aside);
+        for e in main {
+            if !taker.earn(e) {
+                break;
+            }
+        }
+        let left = taker.left();
+        (taker.finish(), left)
+    }
+
+    #[test]
+    fn a_spend_moves_the_position_through_the_oldest_earns() {
+        let main = [
+            earn(1, "a", 5, None),
+            earn(2, "b", 5, None),
+            earn(3, "c", 5, None),
+        ];
+        let (spent, left) = take(7, None, vec![], &main);
+        assert_eq!(left, 0);
+        let at_b = Position {
+            date: 2,
+            id: "b".into(),
+            taken: 2,
+        };
+        assert_eq!(spent.position, Some(at_b.clone()));
+        // From there: b's other 3, then 2 of c.
+        let (spent, _) = take(5, Some(at_b.clone()), vec![], &main[1..]);
+        assert_eq!(
+            spent.position.map(|p| (p.id, p.taken)),
+            Some(("c".into(), 2))
+        );
+        // Short of tokens: what no lot covered is reported.
+        let (_, left) = take(20, Some(at_b), vec![], &main[1..]);
+        assert_eq!(left, 12, "b's 3 and c's 5 of the 20");
+    }
+
+    #[test]
+    fn a_backdated_earn_set_aside_is_spent_in_date_order() {
+        // The position is at b (dated 5); an earn dated 2 came later and was set aside.
+        let position = Some(Position {
+            date: 5,
+            id: "b".into(),
+            taken: 1,
+        });
+        let main = [earn(5, "b", 4, None), earn(9, "c", 4, None)];
+        let (spent, left) = take(6, position, vec![aside(2, "x", 4, None)], &main);
+        assert_eq!(left, 0);
+        assert_eq!(
+            spent.aside_deletes,
+            ["x"],
+            "spent whole and behind the position"
+        );
+        assert_eq!(
+            spent.position.map(|p| (p.id, p.taken)),
+            Some(("b".into(), 3))
+        );
+    }
+
+    #[test]
+    fn an_aside_row_overrides_its_earn_in_the_main_sequence() {
+        // c (after the position) expired out of turn: its empty aside row marks it spent.
+        let main = [
+            earn(1, "a", 2, None),
+            earn(3, "c", 9, None),
+            earn(4, "d", 5, None),
+        ];
+        let (spent, left) = take(4, None, vec![aside(3, "c", 0, None)], &main);
+        assert_eq!(left, 0);
+        assert_eq!(
+            spent.position.map(|p| (p.id, p.taken)),
+            Some(("d".into(), 2))
+        );
+        assert_eq!(
+            spent.aside_deletes,
+            ["c"],
+            "passed by the position, no longer needed"
+        );
+    }
+
+    #[test]
+    fn expiry_takes_the_due_head_and_sets_later_due_earns_aside() {
+        // a and c are due at 10; b (between them) expires later.
+        let main = [
+            earn(1, "a", 3, Some(5)),
+            earn(2, "b", 3, Some(20)),
+            earn(3, "c", 3, Some(8)),
+            earn(4, "d", 3, None),
+        ];
+        let expired = expire(&10, None, vec![], &main);
+        let due: Vec<(&str, i64)> = expired
+            .due
+            .iter()
+            .map(|d| (d.id.as_str(), d.remaining))
+            .collect();
+        assert_eq!(due, [("a", 3), ("c", 3)]);
+        assert_eq!(
+            expired.spent.position.map(|p| (p.id, p.taken)),
+            Some(("a".into(), 3))
+        );
+        let holes: Vec<(&str, i64)> = expired
+            .spent
+            .aside_inserts
+            .iter()
+            .map(|a| (a.id.as_str(), a.remaining))
+            .collect();
+        assert_eq!(holes, [("c", 0)]);
+        assert_eq!(expired.next, Some(20));
+    }
+
+    #[test]
+    fn expiry_counts_the_part_left_at_the_position_and_aside() {
+        let position = Some(Position {
+            date: 1,
+            id: "a".into(),
+            taken: 2,
+        });
+        let main = [earn(1, "a", 3, Some(5)), earn(2, "b", 3, Some(30))];
+        let expired = expire(&10, position, vec![aside(0, "x", 4, Some(6))], &main);
+        let due: Vec<(&str, i64)> = expired
+            .due
+            .iter()
+            .map(|d| (d.id.as_str(), d.remaining))
+            .collect();
+        assert_eq!(due, [("a", 1), ("x", 4)]);
+        assert_eq!(expired.spent.aside_deletes, ["x"]);
+        assert_eq!(expired.next, Some(30));
+        // Nothing due: nothing changes.
+        let expired = expire(&4, None, vec![], &main);
+        assert!(expired.due.is_empty());
+        assert_eq!(expired.spent, Spent::default());
+        assert_eq!(expired.next, Some(5));
+    }
+}
