@@ -21,7 +21,7 @@ impl Store {
         let mut written = 0;
         loop {
             const DUE: &str = "SELECT id FROM wallets WHERE expires_next <= $1 \
-                 ORDER BY expires_next, id LIMIT $2";
+                 ORDER BY expires_next LIMIT $2";
             let due: Vec<(String,)> = with_pool!(self, |pool| sqlx::query_as(DUE)
                 .bind(at)
                 .bind(BATCH)
