@@ -252,7 +252,6 @@ async fn credit_postgres(
     let expiries: Vec<Option<DateTime<Utc>>> =
         credits.iter().map(|c| c.expires_at(policies)).collect();
     let mut tx = pool.begin().await?;
-    let positions = lock_positions(&mut tx, credits).await?;
     let mut insert = sqlx::QueryBuilder::new(concat!(
         "INSERT INTO transactions (",
         entry_columns!(),
@@ -272,6 +271,9 @@ async fn credit_postgres(
         .into_iter()
         .map(|(id,)| id)
         .collect();
+    // Locked after the insert, so other writers wait only for the rest: a burn that moved a
+    // position meanwhile could not see these earns, and the position read now is its latest.
+    let positions = lock_positions(&mut tx, credits).await?;
 
     let new: Vec<(&Credit, &String, Option<DateTime<Utc>>)> = credits
         .iter()
@@ -383,6 +385,11 @@ async fn credit_postgres(
 /// PostgreSQL: locks the wallets `credits` go to, in id order (as every writer that locks
 /// several does), and returns the spending position of those that have one. Held until the
 /// transaction ends, so no burn moves a position past an earn this transaction is recording.
+/// Credits take it after inserting their transactions, never before: a writer that held wallets
+/// while it waited on another's uncommitted earn id could close a circle with it. The lock is
+/// the one a burn's debit takes (`NO KEY UPDATE`): it waits for debits, not for the key-share
+/// locks that inserting transactions of the wallet takes (two credits of one wallet would each
+/// hold one and wait for the other's).
 pub(crate) async fn lock_positions(
     tx: &mut PgConnection,
     credits: &[Credit],
@@ -391,7 +398,8 @@ pub(crate) async fn lock_positions(
     wallets.sort_unstable();
     wallets.dedup();
     let rows: Vec<(String, Option<DateTime<Utc>>, Option<String>)> = sqlx::query_as(
-        "SELECT id, fifo_date, fifo_id FROM wallets WHERE id = ANY($1) ORDER BY id FOR UPDATE",
+        "SELECT id, fifo_date, fifo_id FROM wallets WHERE id = ANY($1) ORDER BY id \
+         FOR NO KEY UPDATE",
     )
     .bind(&wallets)
     .fetch_all(&mut *tx)

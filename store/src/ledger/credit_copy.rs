@@ -1,7 +1,7 @@
 //! PostgreSQL, for many credits at once (a batch file's chunk): the rows are streamed with `COPY`
 //! into a temporary staging table, then one statement inserts the transactions that are new
-//! (skipping earn ids credited before), sets aside the backdated ones (see `fifo`) and writes
-//! each wallet's new balance, tier and next expiry.
+//! (skipping earn ids credited before) and, with the wallets locked, another sets aside the
+//! backdated ones (see `fifo`) and writes each wallet's new balance, tier and next expiry.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
@@ -27,30 +27,36 @@ const COPY: &str = "COPY earn_staging (id, org_id, campaign_id, wallet_id, amoun
      external_id, source_amount, currency, description, comment, meta, date, trace, rule_version, \
      batch_id, expires_at) FROM STDIN WITH (FORMAT csv)";
 
-/// Everything after the copy, in one statement: the new transactions, those set aside, the
-/// wallets (locked before it, so their positions hold). Returns the ids inserted.
-const LOAD: &str = concat!(
-    "WITH inserted AS (INSERT INTO transactions (",
+/// After the copy: the new transactions (earn ids credited before are skipped). Returns the ids
+/// inserted.
+const INSERT: &str = concat!(
+    "INSERT INTO transactions (",
     entry_columns!(),
     ") SELECT id, org_id, campaign_id, wallet_id, 'EARN', amount, external_id, source_amount, \
        currency, description, comment, meta, date, trace, rule_version, $1, batch_id, NULL, \
        expires_at FROM earn_staging ORDER BY id \
-     ON CONFLICT (org_id, kind, external_id) DO NOTHING RETURNING id), \
-   new AS (SELECT s.* FROM earn_staging s JOIN inserted USING (id) WHERE s.amount > 0), \
+     ON CONFLICT (org_id, kind, external_id) DO NOTHING RETURNING id"
+);
+
+/// Then, with the wallets locked: the new earns behind their wallet's position set aside, and
+/// each wallet's balance, tier and next expiry. (The staging rows inserted are those whose
+/// fresh id the journal now holds.)
+const CREDIT: &str = concat!(
+    "WITH new AS (SELECT s.* FROM earn_staging s JOIN transactions t ON t.id = s.id \
+       WHERE s.amount > 0), \
    aside AS (INSERT INTO lots_aside (transaction_id, wallet_id, earned_at, remaining, \
        expires_at) SELECT new.id, new.wallet_id, new.date, new.amount, new.expires_at \
        FROM new JOIN wallets w ON w.id = new.wallet_id \
        WHERE (new.date, new.id) < (w.fifo_date, w.fifo_id)), \
    sums AS (SELECT wallet_id, SUM(amount)::BIGINT AS sum, MIN(expires_at) AS first \
-       FROM new GROUP BY wallet_id), \
-   wallets_credited AS (UPDATE wallets SET balance = balance + sums.sum, \
+       FROM new GROUP BY wallet_id) \
+   UPDATE wallets SET balance = balance + sums.sum, \
        earned = earned + sums.sum, updated_at = $1, earned_at = $1, \
        expires_next = ",
     sooner!("sums.first"),
     ", tier_id = ",
     tier_for!("wallets.earned + sums.sum"),
-    " FROM sums WHERE wallets.id = sums.wallet_id) \
-   SELECT id FROM inserted"
+    " FROM sums WHERE wallets.id = sums.wallet_id"
 );
 
 /// Records `credits` (none of them from API requests) in one transaction; returns each one's
@@ -92,18 +98,20 @@ pub(crate) async fn credit_by_copy(
     }
 
     let mut tx = pool.begin().await?;
-    lock_positions(&mut tx, credits).await?;
     sqlx::query(STAGING).execute(&mut *tx).await?;
     let mut copy = tx.copy_in_raw(COPY).await?;
     copy.send(csv.as_bytes()).await?;
     copy.finish().await?;
-    let inserted: HashSet<String> = sqlx::query_as::<_, (String,)>(LOAD)
+    let inserted: HashSet<String> = sqlx::query_as::<_, (String,)>(INSERT)
         .bind(at)
         .fetch_all(&mut *tx)
         .await?
         .into_iter()
         .map(|(id,)| id)
         .collect();
+    // Locked after the insert, as the API's credits do (see `credit_postgres`).
+    lock_positions(&mut tx, credits).await?;
+    sqlx::query(CREDIT).bind(at).execute(&mut *tx).await?;
     let outcomes = outcomes(&mut tx, credits, &ids, &inserted).await?;
     tx.commit().await?;
     Ok(outcomes)
