@@ -828,8 +828,9 @@ async fn an_earn_that_expires_out_of_turn_is_skipped_by_burns(store: Store) {
 }
 
 /// A ledger written in the lot-per-earn schema (migration 11): two open lots (one partly
-/// spent), one spent lot and the burn that spent them. Migrated, it agrees with itself, keeps
-/// its balance, spends the old lots oldest first beside new earns and expires each once, when due.
+/// spent), one spent lot dated between them and the burn that spent them. Migrated, it agrees
+/// with itself, keeps its balance, sets aside only what breaks the date order, spends the old
+/// lots oldest first beside new earns and expires each once, when due.
 async fn a_ledger_of_lots_migrates(db: store::testing::TestStore) {
     let store = &db.store;
     let s = setup(store).await;
@@ -868,6 +869,12 @@ async fn a_ledger_of_lots_migrates(db: store::testing::TestStore) {
     store.migrate().await.unwrap();
     assert!(store.audit().await.unwrap().is_empty());
     assert_eq!(balance(store, &s).await, Tokens::whole(7));
+    // The position is t1 (the oldest open lot, 3 of 5 taken); t2 follows whole. Only t3, spent
+    // out of turn behind it, needs a row of its own.
+    let aside = store
+        .stored_bytes("SELECT transaction_id FROM lots_aside")
+        .await;
+    assert_eq!(aside, [b"t3".to_vec()]);
 
     set_expiry(store, &s, Expiry::Days(30)).await;
     let book = RuleBook::new(store.clone());

@@ -3,8 +3,9 @@
 //! earn before it is spent, the earn at it has `taken` of its amount spent, and every earn after
 //! it is whole. Only what breaks that order has a row of its own in `lots_aside`: an earn
 //! recorded after tokens dated later were already spent (a backdated file row), one that expired
-//! out of turn (its programme's expiry policy changed), and the open lots of a ledger migrated
-//! from the lot-per-earn schema. An aside row overrides the position for its earn.
+//! out of turn (its programme's expiry policy changed), and, in a ledger migrated from the
+//! lot-per-earn schema, an earn after the wallet's oldest open lot whose lot was not whole. An
+//! aside row overrides the position for its earn.
 //!
 //! This module is the arithmetic, for both backends (`D` is how the backend hands dates back);
 //! the callers read the rows and write what it decides.
