@@ -417,38 +417,14 @@ impl Transactional for Debit {
         let at_position = position(at_position);
         // The aside rows and a few transactions in one round trip (a burn usually takes one or
         // two earns), then more at a time after the last one read, while the amount lasts.
-        type Row = (
-            bool,
-            String,
-            DateTime<Utc>,
-            i64,
-            Option<DateTime<Utc>>,
-            bool,
-        );
         let (from_date, from_id) = at_position.as_ref().map(|p| (p.date, p.id.clone())).unzip();
         let first_read = match at_position {
             Some(_) => ASIDE_AND_EARNS_FROM,
             None => ASIDE_AND_EARNS,
         };
         let mut limit = 4_i64;
-        let rows: Vec<Row> = sqlx::query_as(first_read)
-            .bind(&t.wallet_id)
-            .bind(from_date)
-            .bind(from_id)
-            .bind(limit)
-            .fetch_all(&mut *tx)
-            .await?;
-        let (mut aside, mut read) = (Vec::new(), Vec::new());
-        for (is_aside, id, date, amount, expires_at, earn) in rows {
-            let row = (id, date, amount, expires_at);
-            if is_aside {
-                aside.push(Aside::from(row));
-            } else {
-                read.push((Earn::from(row), earn));
-            }
-        }
-        aside.sort_by(|a, b| (&a.date, &a.id).cmp(&(&b.date, &b.id)));
-        read.sort_by(|(a, _), (b, _)| (&a.date, &a.id).cmp(&(&b.date, &b.id)));
+        let (aside, mut read) =
+            read_lots(tx, first_read, &t.wallet_id, from_date, from_id, limit).await?;
         let mut taker = Taker::new(amount, at_position, aside);
         loop {
             let count = read.len() as i64;
@@ -461,23 +437,52 @@ impl Transactional for Debit {
                 break;
             };
             limit = 64;
-            let rows: Vec<Row> = sqlx::query_as(EARNS_AFTER)
-                .bind(&t.wallet_id)
-                .bind(date)
-                .bind(id)
-                .bind(limit)
-                .fetch_all(&mut *tx)
-                .await?;
-            read = rows
-                .into_iter()
-                .map(|(_, id, date, amount, expires_at, earn)| {
-                    (Earn::from((id, date, amount, expires_at)), earn)
-                })
-                .collect();
+            (_, read) =
+                read_lots(tx, EARNS_AFTER, &t.wallet_id, Some(date), Some(id), limit).await?;
         }
         apply_spent!(tx, &t.wallet_id, &taker.finish());
         Ok(None)
     }
+}
+
+/// PostgreSQL: runs one of the burn's reads (`ASIDE_AND_EARNS*`, `EARNS_AFTER`) for `wallet`
+/// from `(date, id)`, at most `limit` transactions: its aside rows and the transactions, each
+/// marked whether it is an earn, both in spending order.
+async fn read_lots(
+    tx: &mut PgConnection,
+    sql: &'static str,
+    wallet: &str,
+    date: Option<DateTime<Utc>>,
+    id: Option<String>,
+    limit: i64,
+) -> Result<(Vec<Aside<DateTime<Utc>>>, Vec<(Earn<DateTime<Utc>>, bool)>), StoreError> {
+    type Row = (
+        bool,
+        String,
+        DateTime<Utc>,
+        i64,
+        Option<DateTime<Utc>>,
+        bool,
+    );
+    let rows: Vec<Row> = sqlx::query_as(sql)
+        .bind(wallet)
+        .bind(date)
+        .bind(id)
+        .bind(limit)
+        .fetch_all(&mut *tx)
+        .await?;
+    let (mut aside, mut read) = (Vec::new(), Vec::new());
+    for (is_aside, id, date, amount, expires_at, earn) in rows {
+        let row = (id, date, amount, expires_at);
+        if is_aside {
+            aside.push(Aside::from(row));
+        } else {
+            read.push((Earn::from(row), earn));
+        }
+    }
+    aside.sort_by(|a, b| (&a.date, &a.id).cmp(&(&b.date, &b.id)));
+    read.sort_by(|(a, _), (b, _)| (&a.date, &a.id).cmp(&(&b.date, &b.id)));
+    Ok((aside, read))
 }
 
 /// An earlier burn with the same `externalId`: the same request again, or a conflicting one.
