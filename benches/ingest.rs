@@ -401,7 +401,8 @@ fn status_kib(field: &str) -> u64 {
 /// an index on (walletId, date);
 /// then, as a floor for the ledger's shape, the same rows moved by SQLite alone into the real
 /// `transactions` table (the migrations' schema, every index) in one transaction,
-/// with keys as long as the ledger's (36-character organisation, campaign and wallet ids).
+/// with keys as long as the ledger's (36-character organisation, campaign and wallet ids; a
+/// random 16-byte idempotency key, as random as the SHA-256 the service computes).
 fn sqlite_baselines(dir: &Path, file: &Path) -> Vec<(&'static str, f64)> {
     let db = dir.join("baseline.db");
     let mut schema = String::from(
@@ -428,12 +429,14 @@ fn sqlite_baselines(dir: &Path, file: &Path) -> Vec<(&'static str, f64)> {
         &db,
         "PRAGMA cache_size = -131072; BEGIN; \
          INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, external_id, \
-           source_amount, currency, description, meta, date, trace, created_at, batch_id) \
+           source_amount, currency, description, meta, date, trace, created_at, batch_id, \
+           idem_key) \
          SELECT printf('%08x-0000-7000-8000-%012d', rowid / 1000, rowid), \
            '0190a1b2-0000-7000-8000-00000000000a', '0190a1b2-0000-7000-8000-00000000000c', \
            printf('0190a1b2-0000-7000-8000-%012d', CAST(substr(walletId, 3) AS INTEGER)), 'EARN', \
            CAST(amount AS INTEGER) * 1000000, id, amount, 'PTS', description, \
-           json_object('store', store), date, 'base:+1', '2026-11-22T10:00:00+00:00', 'batch' \
+           json_object('store', store), date, 'base:+1', '2026-11-22T10:00:00+00:00', 'batch', \
+           randomblob(16) \
          FROM earns; COMMIT;",
     );
     let ledger = started.elapsed().as_secs_f64();
@@ -496,13 +499,16 @@ fn postgres_baselines(url: &str, file: &Path) -> Vec<(&'static str, f64)> {
     psql(
         "BEGIN; SET LOCAL session_replication_role = replica; \
          INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, external_id, \
-           source_amount, currency, description, meta, date, trace, created_at, batch_id) \
+           source_amount, currency, description, meta, date, trace, created_at, batch_id, \
+           idem_key) \
          SELECT lpad(to_hex(n), 8, '0') || '-0000-7000-8000-' || lpad(n::text, 12, '0'), \
            '0190a1b2-0000-7000-8000-00000000000a', '0190a1b2-0000-7000-8000-00000000000c', \
            '0190a1b2-0000-7000-8000-' || lpad(substr(\"walletId\", 3), 12, '0'), 'EARN', \
            (amount::numeric * 1000000)::bigint, id, amount, \
            'PTS', description, jsonb_build_object('store', store), date::timestamptz, 'base:+1', \
-           now(), 'batch' FROM (SELECT row_number() OVER () AS n, * FROM earns) e; COMMIT;",
+           now(), 'batch', substring(sha256(convert_to('0190a1b2-0000-7000-8000-00000000000a:EARN:' \
+           || id, 'UTF8')) FROM 1 FOR 16) FROM (SELECT row_number() OVER () AS n, * FROM earns) e; \
+           COMMIT;",
     );
     let ledger = started.elapsed().as_secs_f64();
     psql(&format!("DROP SCHEMA {schema} CASCADE"));

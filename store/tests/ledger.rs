@@ -829,8 +829,9 @@ async fn an_earn_that_expires_out_of_turn_is_skipped_by_burns(store: Store) {
 
 /// A ledger written in the lot-per-earn schema (migration 11): two open lots (one partly
 /// spent), one spent lot dated between them and the burn that spent them. Migrated, it agrees
-/// with itself, keeps its balance, sets aside only what breaks the date order, spends the old
-/// lots oldest first beside new earns and expires each once, when due.
+/// with itself, keeps its balance and its earn and burn ids (migrations 13-14 change the
+/// idempotency key), sets aside only what breaks the date order, spends the old lots oldest
+/// first beside new earns and expires each once, when due.
 async fn a_ledger_of_lots_migrates(db: store::testing::TestStore) {
     let store = &db.store;
     let s = setup(store).await;
@@ -864,10 +865,45 @@ async fn a_ledger_of_lots_migrates(db: store::testing::TestStore) {
              '2026-01-10T00:00:00+00:00');"
         ),
         format!("UPDATE wallets SET balance = 7000000, earned = 14000000 WHERE id = '{wallet}';"),
+        // More earns than a step of SQLite's idempotency-key fill (10,000 rows), of no tokens
+        // and dated before the rest, so they change nothing else.
+        format!(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 25000) \
+             INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, \
+             external_id, currency, date, created_at) SELECT 'z' || n.i, '{org}', '{campaign}', \
+             '{wallet}', 'EARN', 0, 'z' || n.i, 'PTS', '2025-12-01T00:00:00+00:00', \
+             '2026-01-10T00:00:00+00:00' FROM n;"
+        ),
     ];
     store.execute_raw(&old.concat()).await.unwrap();
     store.migrate().await.unwrap();
     assert!(store.audit().await.unwrap().is_empty());
+    // Every earn and burn id of the old ledger is still taken: idempotency holds across the
+    // change of its key, at the start, the middle and the end of the fill.
+    let book = RuleBook::new(store.clone());
+    let mut replays = Vec::new();
+    for id in ["t1", "t3", "z1", "z10000", "z10001", "z25000"] {
+        let request = store
+            .submit_earn(&s.campaign, crate::earn(id, "50"))
+            .await
+            .unwrap();
+        replays.push(request.id);
+    }
+    drain(store, &book).await;
+    for id in &replays {
+        let status = store.earn_request(&s.campaign, id).await.unwrap().status;
+        assert_eq!(status, EarnStatus::Duplicate);
+    }
+    let reused = store.burn(&s.campaign, burn("b1", 1)).await;
+    assert!(
+        matches!(
+            reused,
+            Err(StoreError::Conflict {
+                field: "externalId"
+            })
+        ),
+        "{reused:?}"
+    );
     assert_eq!(balance(store, &s).await, Tokens::whole(7));
     // The position is t1 (the oldest open lot, 3 of 5 taken); t2 follows whole. Only t3, spent
     // out of turn behind it, needs a row of its own.
@@ -877,7 +913,6 @@ async fn a_ledger_of_lots_migrates(db: store::testing::TestStore) {
     assert_eq!(aside, [b"t3".to_vec()]);
 
     set_expiry(store, &s, Expiry::Days(30)).await;
-    let book = RuleBook::new(store.clone());
     let new = EarnInput {
         date: "2026-01-20T00:00:00Z".parse().unwrap(),
         ..earn_on("new", "3", 0)

@@ -4,7 +4,10 @@
 
 use std::borrow::Cow;
 
+use crate::ledger::transactions::idem_key_of;
+
 use sqlx::SqlSafeStr;
+use sqlx::SqlitePool;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 
 type Embedded = &'static [(i64, &'static str, &'static str)];
@@ -34,6 +37,52 @@ migrations! {
     10 "leaderboard and reviews" "0010_leaderboard_reviews.sql",
     11 "exports" "0011_exports.sql",
     12 "spending position" "0012_spending_position.sql",
+    13 "idempotency key" "0013_idempotency_key.sql",
+    14 "idempotency index" "0014_idempotency_index.sql",
+}
+
+/// The migration that indexes `transactions.idem_key`: before it runs, the keys of an existing
+/// SQLite ledger are filled (`fill_idem_keys`), which SQL alone cannot do there.
+pub(super) const IDEM_KEYS_INDEXED: i64 = 14;
+
+/// SQLite: whether migration `version` has run.
+pub(super) async fn applied(pool: &SqlitePool, version: i64) -> Result<bool, sqlx::Error> {
+    const TABLE: &str = "SELECT COUNT(*) FROM sqlite_master WHERE name = '_sqlx_migrations'";
+    const RAN: &str = "SELECT COUNT(*) FROM _sqlx_migrations WHERE version = $1 AND success";
+    let (table,): (i64,) = sqlx::query_as(TABLE).fetch_one(pool).await?;
+    if table == 0 {
+        return Ok(false);
+    }
+    let (ran,): (i64,) = sqlx::query_as(RAN).bind(version).fetch_one(pool).await?;
+    Ok(ran > 0)
+}
+
+/// SQLite: computes `transactions.idem_key` of every row that has an external id and no key
+/// yet (the ledger before migration 13), in steps of 10,000 rows along the rowid, each step
+/// its own transaction: a crash between steps leaves the rest for the next start. (PostgreSQL
+/// fills them in migration 13's SQL.)
+pub(super) async fn fill_idem_keys(pool: &SqlitePool) -> Result<(), sqlx::Error> {
+    const STEP: &str = "SELECT rowid, org_id, kind, external_id FROM transactions \
+         WHERE rowid > $1 AND external_id IS NOT NULL AND idem_key IS NULL \
+         ORDER BY rowid LIMIT 10000";
+    let mut after = 0i64;
+    loop {
+        let rows: Vec<(i64, String, String, String)> =
+            sqlx::query_as(STEP).bind(after).fetch_all(pool).await?;
+        let Some((last, ..)) = rows.last() else {
+            return Ok(());
+        };
+        after = *last;
+        let mut tx = pool.begin().await?;
+        for (rowid, org_id, kind, external_id) in &rows {
+            sqlx::query("UPDATE transactions SET idem_key = $1 WHERE rowid = $2")
+                .bind(idem_key_of(org_id, kind, external_id))
+                .bind(rowid)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+    }
 }
 
 /// The SQLite migrations up to `version`.

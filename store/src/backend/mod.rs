@@ -92,14 +92,14 @@ macro_rules! read_all {
     };
 }
 
-/// Every row `$sql` finds for any of `$keys` (a slice of `&str`): the lookup of many rows by
+/// Every row `$sql` finds for any of `$keys` (a slice of texts or byte strings): the lookup of many rows by
 /// key that a batch of work needs. `$sql` compares the key with `{key}` (as in
 /// `w.id {key} OR w.external_id {key}`), after the `$arg`s (`$1`, `$2`...). On SQLite one
 /// prepared lookup per key on a rusqlite reader, which beats a statement whose text changes
 /// with each batch; on PostgreSQL one statement with `= ANY(...)` of all keys.
 macro_rules! read_each {
     ($store:expr, $sql:expr, [$($arg:expr),* $(,)?], $keys:expr) => {{
-        let keys: &[&str] = $keys;
+        let keys = $keys;
         let n = <[&str]>::len(&[$(stringify!($arg)),*]) + 1;
         match &$store.pool {
             $crate::backend::Pool::Sqlite { direct, .. } => {
@@ -107,7 +107,7 @@ macro_rules! read_each {
                 direct.read(|c| {
                     let mut rows = Vec::new();
                     for key in keys {
-                        rows.extend($crate::backend::direct::rows(c, &sql, args![$($arg,)* *key])?);
+                        rows.extend($crate::backend::direct::rows(c, &sql, args![$($arg,)* key])?);
                     }
                     Ok(rows)
                 })
@@ -256,8 +256,17 @@ impl Store {
     /// Applies the migrations up to `version` only: tests build a ledger in an earlier schema
     /// and migrate it from there.
     pub async fn migrate_to(&self, version: i64) -> Result<(), StoreError> {
+        use migrations::IDEM_KEYS_INDEXED;
         match &self.pool {
-            Pool::Sqlite { write, .. } => migrations::sqlite(version).run(write).await?,
+            Pool::Sqlite { write, .. } => {
+                if version >= IDEM_KEYS_INDEXED
+                    && !migrations::applied(write, IDEM_KEYS_INDEXED).await?
+                {
+                    migrations::sqlite(IDEM_KEYS_INDEXED - 1).run(write).await?;
+                    migrations::fill_idem_keys(write).await?;
+                }
+                migrations::sqlite(version).run(write).await?;
+            }
             Pool::Postgres(pool) => migrations::postgres(version).run(pool).await?,
         }
         Ok(())

@@ -9,8 +9,9 @@ use crate::backend::Pool;
 use crate::backend::direct;
 use rayon::prelude::*;
 
+use crate::ledger::transactions::idem_key;
 use crate::programme::evaluate::{Target, WalletContext, evaluate};
-use crate::{Credit, Credited, EarnInput, RuleBook, Store, StoreError, Tokens};
+use crate::{Credit, Credited, EarnInput, RuleBook, Store, StoreError, Tokens, TransactionKind};
 
 /// One row of a file, already mapped and checked.
 #[derive(Debug, Clone)]
@@ -241,8 +242,12 @@ impl Store {
         ids: &[&str],
     ) -> Result<HashMap<String, (String, Option<String>)>, StoreError> {
         const SELECT: &str = "SELECT external_id, id, batch_id FROM transactions \
-             WHERE org_id = $1 AND kind = 'EARN' AND external_id {key}";
-        let rows: Vec<(String, String, Option<String>)> = read_each!(self, SELECT, [org_id], ids)?;
+             WHERE idem_key {key}";
+        let keys: Vec<Vec<u8>> = ids
+            .iter()
+            .map(|id| idem_key(org_id, TransactionKind::Earn, id))
+            .collect();
+        let rows: Vec<(String, String, Option<String>)> = read_each!(self, SELECT, [], &keys)?;
         Ok(rows
             .into_iter()
             .map(|(external_id, id, batch_id)| (external_id, (id, batch_id)))

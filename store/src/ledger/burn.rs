@@ -12,8 +12,8 @@ use crate::backend::direct;
 use crate::common::ids::{fingerprint, new_id, now};
 use crate::ledger::fifo::{Aside, Earn, LotRow, Position, Spent, Taker};
 use crate::ledger::transactions::{
-    Entry, EntryText, INSERT_TRANSACTION, TransactionRow, bind_entry, transaction_columns,
-    transaction_from_row,
+    Entry, EntryText, INSERT_TRANSACTION, TransactionRow, bind_entry, idem_key,
+    transaction_columns, transaction_from_row,
 };
 use crate::{Campaign, Store, StoreError, Tokens, Transaction, TransactionKind};
 
@@ -57,7 +57,7 @@ pub struct Burned {
 const SELECT_BURN: &str = concat!(
     "SELECT ",
     transaction_columns!(),
-    " FROM transactions WHERE org_id = $1 AND kind = 'BURN' AND external_id = $2"
+    " FROM transactions WHERE idem_key = $1"
 );
 
 fn split(mut row: TransactionRow) -> Result<(Transaction, Option<String>), StoreError> {
@@ -123,8 +123,8 @@ impl Store {
         burn: &NewBurn,
         fingerprint: &str,
     ) -> Result<Option<Burned>, StoreError> {
-        let row: Option<TransactionRow> =
-            read_row!(self, SELECT_BURN, [campaign.org_id, burn.external_id])?;
+        let key = idem_key(&campaign.org_id, TransactionKind::Burn, &burn.external_id);
+        let row: Option<TransactionRow> = read_row!(self, SELECT_BURN, [key])?;
         row.map(|row| replay_or_conflict(row, fingerprint))
             .transpose()
     }
@@ -358,7 +358,7 @@ impl Transactional for Debit {
         let mut insert = tx.prepare_cached(INSERT_TRANSACTION)?;
         if !self.entry().write_direct(&mut insert, &text)? {
             let earlier: TransactionRow =
-                direct::row(tx, SELECT_BURN, &[&self.org_id, &self.external_id])?
+                direct::row(tx, SELECT_BURN, &[&self.entry().idem_key()])?
                     .ok_or(StoreError::NotFound { what: "burn" })?;
             return replay_or_conflict(earlier, &self.fingerprint).map(Some);
         }
@@ -393,8 +393,7 @@ impl Transactional for Debit {
             // An identical request finished meanwhile: its replay is answered, never refused
             // for the balance it spent.
             let earlier: TransactionRow = sqlx::query_as(SELECT_BURN)
-                .bind(&self.org_id)
-                .bind(&self.external_id)
+                .bind(self.entry().idem_key())
                 .fetch_one(&mut *tx)
                 .await?;
             return replay_or_conflict(earlier, &self.fingerprint).map(Some);

@@ -15,7 +15,7 @@ use crate::backend::direct;
 use crate::common::ids::{new_id, now};
 use crate::ledger::credit_copy;
 use crate::ledger::transactions::{
-    Entry, EntryText, INSERT_TRANSACTION, entry_columns, push_entry,
+    Entry, EntryText, INSERT_TRANSACTION, entry_columns, idem_key, push_entry,
 };
 use crate::{Credit, Credited, Policy, Store, StoreError, TransactionKind};
 
@@ -120,6 +120,11 @@ impl Credit {
         expiry.expires_at(self.earn.date)
     }
 
+    /// The idempotency key of the EARN transaction this credit writes.
+    pub(crate) fn idem_key(&self) -> Vec<u8> {
+        idem_key(&self.org_id, TransactionKind::Earn, &self.earn.earn_id)
+    }
+
     /// The EARN transaction this credit writes, as `id`, created at `created_at`.
     fn entry<'a>(
         &'a self,
@@ -158,8 +163,7 @@ fn credit_sqlite(
     policies: &HashMap<String, Policy>,
     at: DateTime<Utc>,
 ) -> Result<Vec<Credited>, StoreError> {
-    const EARLIER: &str = "SELECT id, batch_id FROM transactions WHERE org_id = $1 \
-         AND kind = 'EARN' AND external_id = $2";
+    const EARLIER: &str = "SELECT id, batch_id FROM transactions WHERE idem_key = $1";
     const FINISH: &str = "UPDATE earn_requests SET status = $2, transaction_id = $3, tokens = $4, \
          claimed_until = NULL, updated_at = $5 WHERE id = $1";
     let (created_at, at) = (at, direct::time(at));
@@ -198,7 +202,7 @@ fn credit_sqlite(
             Credited::New { transaction_id: id }
         } else {
             let earlier: Option<(String, Option<String>)> =
-                direct::row(tx, EARLIER, args![c.org_id, c.earn.earn_id])?;
+                direct::row(tx, EARLIER, args![entry.idem_key()])?;
             let (transaction_id, batch_id) = earlier.unzip();
             Credited::Duplicate {
                 transaction_id,
@@ -263,7 +267,7 @@ async fn credit_postgres(
             push_entry(&mut row, c.entry(id, at, *e));
         },
     );
-    insert.push(" ON CONFLICT (org_id, kind, external_id) DO NOTHING RETURNING id");
+    insert.push(" ON CONFLICT (idem_key) DO NOTHING RETURNING id");
     let inserted: HashSet<String> = insert
         .build_query_as::<(String,)>()
         .fetch_all(&mut *tx)
@@ -419,25 +423,23 @@ pub(crate) async fn outcomes(
     ids: &[String],
     inserted: &HashSet<String>,
 ) -> Result<Vec<Credited>, StoreError> {
-    let (orgs, skipped): (Vec<&str>, Vec<&str>) = credits
+    let skipped: Vec<Vec<u8>> = credits
         .iter()
         .zip(ids)
         .filter(|(_, id)| !inserted.contains(*id))
-        .map(|(c, _)| (c.org_id.as_str(), c.earn.earn_id.as_str()))
-        .unzip();
-    let mut earlier: HashMap<(String, String), (String, Option<String>)> = HashMap::new();
+        .map(|(c, _)| c.idem_key())
+        .collect();
+    let mut earlier: HashMap<Vec<u8>, (String, Option<String>)> = HashMap::new();
     if !skipped.is_empty() {
-        let rows: Vec<(String, String, String, Option<String>)> = sqlx::query_as(
-            "SELECT org_id, external_id, id, batch_id FROM transactions WHERE kind = 'EARN' \
-             AND (org_id, external_id) IN (SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[]))",
+        let rows: Vec<(Vec<u8>, String, Option<String>)> = sqlx::query_as(
+            "SELECT idem_key, id, batch_id FROM transactions WHERE idem_key = ANY($1)",
         )
-        .bind(&orgs)
         .bind(&skipped)
         .fetch_all(&mut *tx)
         .await?;
         earlier = rows
             .into_iter()
-            .map(|(org, earn, id, batch)| ((org, earn), (id, batch)))
+            .map(|(key, id, batch)| (key, (id, batch)))
             .collect();
     }
     Ok(credits
@@ -449,8 +451,7 @@ pub(crate) async fn outcomes(
                     transaction_id: id.clone(),
                 }
             } else {
-                let key = (c.org_id.clone(), c.earn.earn_id.clone());
-                let (transaction_id, batch_id) = earlier.get(&key).cloned().unzip();
+                let (transaction_id, batch_id) = earlier.get(&c.idem_key()).cloned().unzip();
                 Credited::Duplicate {
                     transaction_id,
                     batch_id: batch_id.flatten(),

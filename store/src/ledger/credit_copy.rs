@@ -9,7 +9,7 @@ use std::fmt::Write;
 use chrono::{DateTime, SecondsFormat, Utc};
 use sqlx::PgPool;
 
-use crate::common::ids::new_id;
+use crate::common::ids::{hex, new_id};
 use crate::ledger::credit::{lock_positions, outcomes, sooner};
 use crate::ledger::transactions::entry_columns;
 use crate::{Credit, Credited, Policy, StoreError};
@@ -20,12 +20,12 @@ pub(crate) const COPY_FROM: usize = 1_000;
 const STAGING: &str = "CREATE TEMP TABLE IF NOT EXISTS earn_staging (id TEXT, \
      org_id TEXT, campaign_id TEXT, wallet_id TEXT, amount BIGINT, external_id TEXT, \
      source_amount TEXT, currency TEXT, description TEXT, comment TEXT, meta JSONB, \
-     date TIMESTAMPTZ, trace TEXT, rule_version BIGINT, batch_id TEXT, expires_at TIMESTAMPTZ) \
-     ON COMMIT DELETE ROWS";
+     date TIMESTAMPTZ, trace TEXT, rule_version BIGINT, batch_id TEXT, expires_at TIMESTAMPTZ, \
+     idem_key BYTEA) ON COMMIT DELETE ROWS";
 
 const COPY: &str = "COPY earn_staging (id, org_id, campaign_id, wallet_id, amount, \
      external_id, source_amount, currency, description, comment, meta, date, trace, rule_version, \
-     batch_id, expires_at) FROM STDIN WITH (FORMAT csv)";
+     batch_id, expires_at, idem_key) FROM STDIN WITH (FORMAT csv)";
 
 /// After the copy: the new transactions (earn ids credited before are skipped). Returns the ids
 /// inserted.
@@ -34,8 +34,8 @@ const INSERT: &str = concat!(
     entry_columns!(),
     ") SELECT id, org_id, campaign_id, wallet_id, 'EARN', amount, external_id, source_amount, \
        currency, description, comment, meta, date, trace, rule_version, $1, batch_id, NULL, \
-       expires_at FROM earn_staging ORDER BY id \
-     ON CONFLICT (org_id, kind, external_id) DO NOTHING RETURNING id"
+       expires_at, idem_key FROM earn_staging ORDER BY id \
+     ON CONFLICT (idem_key) DO NOTHING RETURNING id"
 );
 
 /// Then, with the wallets locked: the new earns behind their wallet's position set aside, and
@@ -70,7 +70,8 @@ pub(crate) async fn credit_by_copy(
     let ids: Vec<String> = credits.iter().map(|_| new_id()).collect();
     let mut csv = String::with_capacity(credits.len() * 300);
     for (c, id) in credits.iter().zip(&ids) {
-        let fields: [Field; 16] = [
+        let key = format!("\\x{}", hex(&c.idem_key()));
+        let fields: [Field; 17] = [
             Field::Text(id),
             Field::Text(&c.org_id),
             Field::Text(&c.campaign_id),
@@ -87,6 +88,7 @@ pub(crate) async fn credit_by_copy(
             Field::OptionalNumber(c.rule_version),
             Field::Optional(c.batch_id.as_deref()),
             Field::Time(c.expires_at(policies)),
+            Field::Text(&key),
         ];
         for (i, field) in fields.iter().enumerate() {
             if i > 0 {
