@@ -268,6 +268,23 @@ async fn a_repeated_burn_is_a_replay_or_a_conflict(store: Store) {
         store.burn(&s.campaign, unknown).await,
         Err(StoreError::NotFound { .. })
     ));
+    // b-1's id reused on a wallet that does not exist: still the conflict, not "not found".
+    let elsewhere = NewBurn {
+        wallet: "nope".into(),
+        ..burn("b-1", 30)
+    };
+    assert!(matches!(
+        store.burn(&s.campaign, elsewhere).await,
+        Err(StoreError::Conflict {
+            field: "externalId"
+        })
+    ));
+    // With the balance spent, a repeat is still answered with the burn it repeats.
+    store.burn(&s.campaign, burn("b-4", 70)).await.unwrap();
+    let late = store.burn(&s.campaign, burn("b-1", 30)).await.unwrap();
+    assert!(late.replayed);
+    assert_eq!(late.transaction.id, first.transaction.id);
+    assert_eq!(balance(&store, &s).await, Tokens::ZERO);
 }
 
 async fn tiers_follow_lifetime_earnings(store: Store) {
