@@ -93,17 +93,33 @@ macro_rules! read_all {
 }
 
 /// Every row `$sql` finds for any of `$keys` (a slice of texts or byte strings): the lookup of many rows by
-/// key that a batch of work needs. `$sql` compares the key with `{key}` (as in
-/// `w.id {key} OR w.external_id {key}`), after the `$arg`s (`$1`, `$2`...). On SQLite one
-/// prepared lookup per key on a rusqlite reader, which beats a statement whose text changes
-/// with each batch; on PostgreSQL one statement with `= ANY(...)` of all keys.
+/// key that a batch of work needs. `$sql` compares the key with `{key}` (as in `l.order_id
+/// {key}`), or reads the keys as a one-column table `{keys}` (as in `w.id IN ({keys})`), after
+/// the `$arg`s (`$1`, `$2`...). On SQLite one prepared lookup per key on a rusqlite reader,
+/// which beats a statement whose text changes with each batch; on PostgreSQL one statement
+/// with `= ANY(...)` or `unnest(...)` of all keys. `{key}` is for the first column of an index:
+/// PostgreSQL (before 17) compares each entry it scans with every key of an `= ANY` it cannot
+/// seek with, so a lookup by two columns, or one the planner might serve from another index,
+/// joins `{keys}` instead (each key one index probe).
+/// `read_each!`'s `sql` with its keys as parameter `$n` on `backend`.
+pub(crate) fn keyed(sql: &str, n: usize, backend: crate::Backend) -> String {
+    match backend {
+        crate::Backend::Sqlite => sql
+            .replace("{key}", &format!("= ${n}"))
+            .replace("{keys}", &format!("SELECT ${n}")),
+        crate::Backend::Postgres => sql
+            .replace("{key}", &format!("= ANY(${n})"))
+            .replace("{keys}", &format!("SELECT unnest(${n})")),
+    }
+}
+
 macro_rules! read_each {
     ($store:expr, $sql:expr, [$($arg:expr),* $(,)?], $keys:expr) => {{
         let keys = $keys;
         let n = <[&str]>::len(&[$(stringify!($arg)),*]) + 1;
         match &$store.pool {
             $crate::backend::Pool::Sqlite { direct, .. } => {
-                let sql = $sql.replace("{key}", &format!("= ${n}"));
+                let sql = $crate::backend::keyed($sql, n, $crate::Backend::Sqlite);
                 direct.read(|c| {
                     let mut rows = Vec::new();
                     for key in keys {
@@ -113,7 +129,7 @@ macro_rules! read_each {
                 })
             }
             $crate::backend::Pool::Postgres(pool) => {
-                let sql = $sql.replace("{key}", &format!("= ANY(${n})"));
+                let sql = $crate::backend::keyed($sql, n, $crate::Backend::Postgres);
                 sqlx::query_as(sqlx::AssertSqlSafe(sql))
                     $(.bind(&$arg))*
                     .bind(keys)
@@ -229,8 +245,12 @@ impl Store {
         options: PgConnectOptions,
         max_connections: u32,
     ) -> Result<Store, StoreError> {
+        // No ping before each use (sqlx's default): it was a round trip of its own on every
+        // acquire, two of a burn's nine. A connection the server dropped fails its next
+        // statement and is closed; the request that met it gets an error.
         let pool = PgPoolOptions::new()
             .max_connections(max_connections.max(1))
+            .test_before_acquire(false)
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)
             .await?;
