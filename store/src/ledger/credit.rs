@@ -33,7 +33,6 @@ macro_rules! sooner {
         )
     };
 }
-pub(crate) use sooner;
 
 /// A wallet's balance, lifetime earnings (and when they last grew), tier and next expiry after
 /// crediting it `$2` micro-tokens of which the first expire at `$4` (the tier follows the new
@@ -275,75 +274,7 @@ async fn credit_postgres(
         .into_iter()
         .map(|(id,)| id)
         .collect();
-    // Locked after the insert, so other writers wait only for the rest: a burn that moved a
-    // position meanwhile could not see these earns, and the position read now is its latest.
-    let positions = lock_positions(&mut tx, credits).await?;
-
-    let new: Vec<(&Credit, &String, Option<DateTime<Utc>>)> = credits
-        .iter()
-        .zip(&ids)
-        .zip(&expiries)
-        .filter(|((c, id), _)| inserted.contains(*id) && c.tokens.is_positive())
-        .map(|((c, id), e)| (c, id, *e))
-        .collect();
-    if !new.is_empty() {
-        let aside: Vec<&(&Credit, &String, Option<DateTime<Utc>>)> = new
-            .iter()
-            .filter(|(c, id, _)| {
-                positions.get(&c.wallet_id).is_some_and(|(date, at_id)| {
-                    (&c.earn.date, id.as_str()) < (date, at_id.as_str())
-                })
-            })
-            .collect();
-        if !aside.is_empty() {
-            let mut rows = sqlx::QueryBuilder::new(
-                "INSERT INTO lots_aside (transaction_id, wallet_id, earned_at, remaining, expires_at) ",
-            );
-            rows.push_values(&aside, |mut row, (c, id, e)| {
-                row.push_bind(*id)
-                    .push_bind(&c.wallet_id)
-                    .push_bind(c.earn.date)
-                    .push_bind(c.tokens.micros())
-                    .push_bind(*e);
-            });
-            rows.build().execute(&mut *tx).await?;
-        }
-
-        // One row a wallet, with everything it earned in the batch and the earliest expiry;
-        // the tier follows the new lifetime total (SET expressions read the row as it was).
-        let mut per_wallet: Vec<(&str, i64, Option<DateTime<Utc>>)> = Vec::new();
-        for (c, _, e) in &new {
-            match per_wallet.iter_mut().find(|(w, _, _)| *w == c.wallet_id) {
-                Some((_, sum, first)) => {
-                    *sum += c.tokens.micros();
-                    *first = match (*first, *e) {
-                        (Some(f), Some(e)) => Some(f.min(e)),
-                        (f, e) => f.or(e),
-                    };
-                }
-                None => per_wallet.push((&c.wallet_id, c.tokens.micros(), *e)),
-            }
-        }
-        let mut credit = sqlx::QueryBuilder::new(
-            "UPDATE wallets SET balance = balance + v.column2, earned = earned + v.column2, updated_at = ",
-        );
-        credit
-            .push_bind(at)
-            .push(", earned_at = ")
-            .push_bind(at)
-            .push(concat!(
-                ", expires_next = ",
-                sooner!("v.column3"),
-                ", tier_id = ",
-                tier_for!("wallets.earned + v.column2"),
-                " FROM ("
-            ));
-        credit.push_values(&per_wallet, |mut row, (wallet, sum, first)| {
-            row.push_bind(*wallet).push_bind(*sum).push_bind(*first);
-        });
-        credit.push(") AS v WHERE wallets.id = v.column1");
-        credit.build().execute(&mut *tx).await?;
-    }
+    settle_postgres(&mut tx, credits, &ids, &expiries, &inserted, at).await?;
 
     let outcomes = outcomes(&mut tx, credits, &ids, &inserted).await?;
     let finished: Vec<(&str, &str, Option<&String>, Option<i64>)> = credits
@@ -386,6 +317,99 @@ async fn credit_postgres(
     Ok(outcomes)
 }
 
+/// The new earns behind their wallet's spending position, set aside (PostgreSQL).
+const SET_ASIDE_ALL: &str = "INSERT INTO lots_aside (transaction_id, wallet_id, earned_at, \
+     remaining, expires_at) SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[], $3::TIMESTAMPTZ[], \
+     $4::BIGINT[], $5::TIMESTAMPTZ[])";
+
+/// `CREDIT_WALLET` for many wallets at once (PostgreSQL): wallet `$1[i]` credited `$2[i]`
+/// micro-tokens of which the first expire at `$3[i]`, at `$4`.
+const CREDIT_WALLETS: &str = concat!(
+    "UPDATE wallets SET balance = balance + v.sum, earned = earned + v.sum, updated_at = $4, \
+     earned_at = $4, expires_next = ",
+    sooner!("v.first"),
+    ", tier_id = ",
+    tier_for!("wallets.earned + v.sum"),
+    " FROM UNNEST($1::TEXT[], $2::BIGINT[], $3::TIMESTAMPTZ[]) AS v (id, sum, first) \
+     WHERE wallets.id = v.id"
+);
+
+/// PostgreSQL, once a call's EARN transactions are inserted (`ids[i]` and `expiries[i]` are
+/// what `credits[i]` was written with, `inserted` the ids that were new): locks the wallets,
+/// sets aside the new earns behind their wallet's position and writes each wallet's balance,
+/// lifetime total, tier and next expiry, one row a wallet. Statements of arrays: as many
+/// credits as a file's chunk holds, without reading back what was inserted.
+pub(crate) async fn settle_postgres(
+    tx: &mut PgConnection,
+    credits: &[Credit],
+    ids: &[String],
+    expiries: &[Option<DateTime<Utc>>],
+    inserted: &HashSet<String>,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    // Locked after the insert, so other writers wait only for the rest: a burn that moved a
+    // position meanwhile could not see these earns, and the position read now is its latest.
+    let positions = lock_positions(&mut *tx, credits).await?;
+    let mut aside = AsideRows::default();
+    let mut per_wallet: HashMap<&str, (i64, Option<DateTime<Utc>>)> = HashMap::new();
+    for ((c, id), expires_at) in credits.iter().zip(ids).zip(expiries) {
+        if !inserted.contains(id) || !c.tokens.is_positive() {
+            continue;
+        }
+        let (sum, first) = per_wallet.entry(&c.wallet_id).or_default();
+        *sum += c.tokens.micros();
+        *first = match (*first, *expires_at) {
+            (Some(f), Some(e)) => Some(f.min(e)),
+            (f, e) => f.or(e),
+        };
+        if let Some((date, at_id)) = positions.get(&c.wallet_id)
+            && (&c.earn.date, id.as_str()) < (date, at_id.as_str())
+        {
+            aside.ids.push(id);
+            aside.wallets.push(&c.wallet_id);
+            aside.dates.push(c.earn.date);
+            aside.remaining.push(c.tokens.micros());
+            aside.expiries.push(*expires_at);
+        }
+    }
+    if !aside.ids.is_empty() {
+        sqlx::query(SET_ASIDE_ALL)
+            .bind(&aside.ids)
+            .bind(&aside.wallets)
+            .bind(&aside.dates)
+            .bind(&aside.remaining)
+            .bind(&aside.expiries)
+            .execute(&mut *tx)
+            .await?;
+    }
+    if !per_wallet.is_empty() {
+        let (mut wallets, mut sums, mut firsts) = (Vec::new(), Vec::new(), Vec::new());
+        for (wallet, (sum, first)) in per_wallet {
+            wallets.push(wallet);
+            sums.push(sum);
+            firsts.push(first);
+        }
+        sqlx::query(CREDIT_WALLETS)
+            .bind(&wallets)
+            .bind(&sums)
+            .bind(&firsts)
+            .bind(at)
+            .execute(&mut *tx)
+            .await?;
+    }
+    Ok(())
+}
+
+/// The columns of `SET_ASIDE_ALL`.
+#[derive(Default)]
+struct AsideRows<'a> {
+    ids: Vec<&'a str>,
+    wallets: Vec<&'a str>,
+    dates: Vec<DateTime<Utc>>,
+    remaining: Vec<i64>,
+    expiries: Vec<Option<DateTime<Utc>>>,
+}
+
 /// PostgreSQL: locks the wallets `credits` go to, in id order (as every writer that locks
 /// several does), and returns the spending position of those that have one. Held until the
 /// transaction ends, so no burn moves a position past an earn this transaction is recording.
@@ -394,7 +418,7 @@ async fn credit_postgres(
 /// the one a burn's debit takes (`NO KEY UPDATE`): it waits for debits, not for the key-share
 /// locks that inserting transactions of the wallet takes (two credits of one wallet would each
 /// hold one and wait for the other's).
-pub(crate) async fn lock_positions(
+async fn lock_positions(
     tx: &mut PgConnection,
     credits: &[Credit],
 ) -> Result<HashMap<String, (DateTime<Utc>, String)>, StoreError> {

@@ -1,7 +1,7 @@
 //! PostgreSQL, for many credits at once (a batch file's chunk): the rows are streamed with `COPY`
 //! into a temporary staging table, then one statement inserts the transactions that are new
-//! (skipping earn ids credited before) and, with the wallets locked, another sets aside the
-//! backdated ones (see `fifo`) and writes each wallet's new balance, tier and next expiry.
+//! (skipping earn ids credited before); the wallets are settled as for any credit
+//! (`credit::settle_postgres`).
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
@@ -10,7 +10,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use sqlx::PgPool;
 
 use crate::common::ids::{hex, new_id};
-use crate::ledger::credit::{lock_positions, outcomes, sooner};
+use crate::ledger::credit::{outcomes, settle_postgres};
 use crate::ledger::transactions::entry_columns;
 use crate::{Credit, Credited, Policy, StoreError};
 
@@ -38,27 +38,6 @@ const INSERT: &str = concat!(
      ON CONFLICT (idem_key) DO NOTHING RETURNING id"
 );
 
-/// Then, with the wallets locked: the new earns behind their wallet's position set aside, and
-/// each wallet's balance, tier and next expiry. (The staging rows inserted are those whose
-/// fresh id the journal now holds.)
-const CREDIT: &str = concat!(
-    "WITH new AS (SELECT s.* FROM earn_staging s JOIN transactions t ON t.id = s.id \
-       WHERE s.amount > 0), \
-   aside AS (INSERT INTO lots_aside (transaction_id, wallet_id, earned_at, remaining, \
-       expires_at) SELECT new.id, new.wallet_id, new.date, new.amount, new.expires_at \
-       FROM new JOIN wallets w ON w.id = new.wallet_id \
-       WHERE (new.date, new.id) < (w.fifo_date, w.fifo_id)), \
-   sums AS (SELECT wallet_id, SUM(amount)::BIGINT AS sum, MIN(expires_at) AS first \
-       FROM new GROUP BY wallet_id) \
-   UPDATE wallets SET balance = balance + sums.sum, \
-       earned = earned + sums.sum, updated_at = $1, earned_at = $1, \
-       expires_next = ",
-    sooner!("sums.first"),
-    ", tier_id = ",
-    tier_for!("wallets.earned + sums.sum"),
-    " FROM sums WHERE wallets.id = sums.wallet_id"
-);
-
 /// Records `credits` (none of them from API requests) in one transaction; returns each one's
 /// outcome, in order.
 pub(crate) async fn credit_by_copy(
@@ -68,8 +47,10 @@ pub(crate) async fn credit_by_copy(
     at: DateTime<Utc>,
 ) -> Result<Vec<Credited>, StoreError> {
     let ids: Vec<String> = credits.iter().map(|_| new_id()).collect();
+    let expiries: Vec<Option<DateTime<Utc>>> =
+        credits.iter().map(|c| c.expires_at(policies)).collect();
     let mut csv = String::with_capacity(credits.len() * 300);
-    for (c, id) in credits.iter().zip(&ids) {
+    for ((c, id), expires_at) in credits.iter().zip(&ids).zip(&expiries) {
         let key = format!("\\x{}", hex(&c.idem_key()));
         let fields: [Field; 17] = [
             Field::Text(id),
@@ -87,7 +68,7 @@ pub(crate) async fn credit_by_copy(
             Field::Text(&c.trace),
             Field::OptionalNumber(c.rule_version),
             Field::Optional(c.batch_id.as_deref()),
-            Field::Time(c.expires_at(policies)),
+            Field::Time(*expires_at),
             Field::Text(&key),
         ];
         for (i, field) in fields.iter().enumerate() {
@@ -111,9 +92,7 @@ pub(crate) async fn credit_by_copy(
         .into_iter()
         .map(|(id,)| id)
         .collect();
-    // Locked after the insert, as the API's credits do (see `credit_postgres`).
-    lock_positions(&mut tx, credits).await?;
-    sqlx::query(CREDIT).bind(at).execute(&mut *tx).await?;
+    settle_postgres(&mut tx, credits, &ids, &expiries, &inserted, at).await?;
     let outcomes = outcomes(&mut tx, credits, &ids, &inserted).await?;
     tx.commit().await?;
     Ok(outcomes)
