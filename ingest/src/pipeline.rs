@@ -323,6 +323,7 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
         seen: Seen::default(),
         pending: Pending::default(),
         renewed: Instant::now(),
+        written: None,
     };
     let rows = chunk_rows();
     let mut crediting: Option<Chunk> = None;
@@ -348,7 +349,7 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
                 .seen
                 .reserve(expected.saturating_sub(loading.seen.len()));
         }
-        let started = start(job, mode, &layout, chunk, &mut loading.seen).await?;
+        let started = start(job, mode, &layout, chunk, &mut loading).await?;
         if let Some(previous) = crediting.replace(started) {
             settle(job, previous, &mut loading, &mut tally, rejected).await?;
         }
@@ -377,6 +378,8 @@ struct Loading {
     pending: Pending,
     /// When the batch's lease was last renewed.
     renewed: Instant,
+    /// Fires once the last chunk started has been written (see `start`).
+    written: Option<tokio::sync::oneshot::Receiver<()>>,
 }
 
 /// A chunk on its way: read, checked, evaluated, and being credited or checked.
@@ -406,8 +409,9 @@ async fn start(
     mode: Mode,
     layout: &Layout,
     records: Vec<Record>,
-    seen: &mut Seen,
+    loading: &mut Loading,
 ) -> Result<Chunk, StoreError> {
+    let seen = &mut loading.seen;
     let encoding = job.mapping.encoding;
     let parsed: Vec<Result<store::EarnInput, Rejection>> = records
         .par_iter()
@@ -459,8 +463,21 @@ async fn start(
                 .evaluate_file_earns(job.book, job.org_id, &earns)
                 .await?;
             let (store, batch_id) = (job.store.clone(), batch_id.to_string());
-            let crediting =
-                tokio::spawn(async move { store.credit_evaluated(&batch_id, evaluated).await });
+            // A file's chunks are written one after another; the next one is read and
+            // evaluated meanwhile. (Two chunks written at once would each lock most of the
+            // same wallets: on PostgreSQL the second waits for the first anyway, after
+            // interleaving its row locks with the first's.)
+            let before = loading.written.take();
+            let (written, wait) = tokio::sync::oneshot::channel();
+            loading.written = Some(wait);
+            let crediting = tokio::spawn(async move {
+                if let Some(before) = before {
+                    let _ = before.await;
+                }
+                let credited = store.credit_evaluated(&batch_id, evaluated).await;
+                let _ = written.send(());
+                credited
+            });
             // On a single-threaded runtime, lets the write reach the writer before the next
             // chunk is read.
             tokio::task::yield_now().await;
