@@ -12,7 +12,7 @@ use crate::backend::direct;
 use crate::common::ids::{fingerprint, new_id, now};
 use crate::ledger::fifo::{Aside, Earn, LotRow, Position, Spent, Taker};
 use crate::ledger::transactions::{
-    Entry, EntryText, INSERT_TRANSACTION, TransactionRow, bind_entry, idem_key,
+    Entry, EntryText, INSERT_TRANSACTION, TransactionRow, bind_entry, idem_key, insert_transaction,
     transaction_columns, transaction_from_row,
 };
 use crate::{Campaign, Store, StoreError, Tokens, Transaction, TransactionKind};
@@ -147,6 +147,20 @@ impl Store {
 const DEBIT: &str = "UPDATE wallets SET balance = balance - $2, updated_at = $3 \
          WHERE id = $1 AND balance - $2 >= $4 RETURNING fifo_date, fifo_id, fifo_taken";
 const BALANCE: &str = "SELECT balance FROM wallets WHERE id = $1";
+/// PostgreSQL: the claim and the debit in one round trip: the BURN transaction
+/// (`INSERT_TRANSACTION`'s parameters) and, when it is new, `DEBIT` of its amount (`$6`) from
+/// its wallet (`$4`) keeping `$21`, at `$22`. Whether the externalId was claimed, and the
+/// position when the wallet was debited. (The reads of what to spend come after, in statements
+/// of their own: a statement's snapshot is taken before it waits for the wallet's lock.)
+const CLAIM_AND_DEBIT: &str = concat!(
+    "WITH claim AS (",
+    insert_transaction!(),
+    " RETURNING 1), debit AS (UPDATE wallets SET balance = balance - $6, updated_at = $22 \
+       WHERE id = $4 AND balance - $6 >= $21 AND EXISTS (SELECT FROM claim) \
+       RETURNING fifo_date, fifo_id, fifo_taken) \
+     SELECT EXISTS (SELECT FROM claim), debit.fifo_date, debit.fifo_id, debit.fifo_taken \
+     FROM (SELECT) AS one LEFT JOIN debit ON true"
+);
 /// The wallet's aside rows.
 pub(crate) const ASIDE: &str = "SELECT transaction_id, earned_at, remaining, expires_at \
      FROM lots_aside WHERE wallet_id = $1 ORDER BY earned_at, transaction_id";
@@ -393,11 +407,14 @@ impl Transactional for Debit {
     async fn postgres(&self, tx: &mut PgConnection) -> Result<Self::Output, StoreError> {
         let t = &self.transaction;
         let amount = t.amount.micros();
-        let claimed = bind_entry!(sqlx::query(INSERT_TRANSACTION), self.entry())
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-        if claimed == 0 {
+        type Claimed = (bool, Option<DateTime<Utc>>, Option<String>, Option<i64>);
+        let (claimed, date, id, taken): Claimed =
+            bind_entry!(sqlx::query_as(CLAIM_AND_DEBIT), self.entry())
+                .bind(self.min_balance)
+                .bind(now())
+                .fetch_one(&mut *tx)
+                .await?;
+        if !claimed {
             // An identical request finished meanwhile: its replay is answered, never refused
             // for the balance it spent.
             let earlier: TransactionRow = sqlx::query_as(SELECT_BURN)
@@ -406,14 +423,7 @@ impl Transactional for Debit {
                 .await?;
             return replay_or_conflict(earlier, &self.fingerprint).map(Some);
         }
-        let debited: Option<(Option<DateTime<Utc>>, Option<String>, i64)> = sqlx::query_as(DEBIT)
-            .bind(&t.wallet_id)
-            .bind(amount)
-            .bind(now())
-            .bind(self.min_balance)
-            .fetch_optional(&mut *tx)
-            .await?;
-        let Some(at_position) = debited else {
+        let Some(taken) = taken else {
             let (balance,): (i64,) = sqlx::query_as(BALANCE)
                 .bind(&t.wallet_id)
                 .fetch_one(&mut *tx)
@@ -421,6 +431,7 @@ impl Transactional for Debit {
             // Dropping the transaction rolls the claimed externalId back.
             return Err(self.insufficient(balance));
         };
+        let at_position = (date, id, taken);
         let at_position = position(at_position);
         // The aside rows and a few transactions in one round trip (a burn usually takes one or
         // two earns), then more at a time after the last one read, while the amount lasts.

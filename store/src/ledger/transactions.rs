@@ -93,13 +93,18 @@ pub(crate) use entry_columns;
 /// The one statement that writes a transaction. A repeated (organisation, kind, external id)
 /// writes nothing: that unique key (as `idem_key`) is what makes earns, burns and expiries
 /// idempotent.
-pub(crate) const INSERT_TRANSACTION: &str = concat!(
-    "INSERT INTO transactions (",
-    entry_columns!(),
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
-     $19, $20) \
-     ON CONFLICT (idem_key) DO NOTHING"
-);
+macro_rules! insert_transaction {
+    () => {
+        concat!(
+            "INSERT INTO transactions (",
+            $crate::ledger::transactions::entry_columns!(),
+            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
+             $17, $18, $19, $20) ON CONFLICT (idem_key) DO NOTHING"
+        )
+    };
+}
+pub(crate) use insert_transaction;
+pub(crate) const INSERT_TRANSACTION: &str = insert_transaction!();
 
 /// A transaction's idempotency key: the first 16 bytes of the SHA-256 of its organisation,
 /// kind and external id. The unique index is over these instead of the three texts (about 90
