@@ -92,15 +92,6 @@ macro_rules! read_all {
     };
 }
 
-/// Every row `$sql` finds for any of `$keys` (a slice of texts or byte strings): the lookup of many rows by
-/// key that a batch of work needs. `$sql` compares the key with `{key}` (as in `l.order_id
-/// {key}`), or reads the keys as a one-column table `{keys}` (as in `w.id IN ({keys})`), after
-/// the `$arg`s (`$1`, `$2`...). On SQLite one prepared lookup per key on a rusqlite reader,
-/// which beats a statement whose text changes with each batch; on PostgreSQL one statement
-/// with `= ANY(...)` or `unnest(...)` of all keys. `{key}` is for the first column of an index:
-/// PostgreSQL (before 17) compares each entry it scans with every key of an `= ANY` it cannot
-/// seek with, so a lookup by two columns, or one the planner might serve from another index,
-/// joins `{keys}` instead (each key one index probe).
 /// `read_each!`'s `sql` with its keys as parameter `$n` on `backend`.
 pub(crate) fn keyed(sql: &str, n: usize, backend: crate::Backend) -> String {
     match backend {
@@ -113,6 +104,15 @@ pub(crate) fn keyed(sql: &str, n: usize, backend: crate::Backend) -> String {
     }
 }
 
+/// Every row `$sql` finds for any of `$keys` (a slice of texts or byte strings): the lookup of many rows by
+/// key that a batch of work needs. `$sql` compares the key with `{key}` (as in `l.order_id
+/// {key}`), or reads the keys as a one-column table `{keys}` (as in `w.id IN ({keys})`), after
+/// the `$arg`s (`$1`, `$2`...). On SQLite one prepared lookup per key on a rusqlite reader,
+/// which beats a statement whose text changes with each batch; on PostgreSQL one statement
+/// with `= ANY(...)` or `unnest(...)` of all keys. `{key}` is for the first column of an index:
+/// PostgreSQL (before 17) compares each entry it scans with every key of an `= ANY` it cannot
+/// seek with, so a lookup by two columns, or one the planner might serve from another index,
+/// joins `{keys}` instead (each key one index probe).
 macro_rules! read_each {
     ($store:expr, $sql:expr, [$($arg:expr),* $(,)?], $keys:expr) => {{
         let keys = $keys;

@@ -431,8 +431,7 @@ impl Transactional for Debit {
             // Dropping the transaction rolls the claimed externalId back.
             return Err(self.insufficient(balance));
         };
-        let at_position = (date, id, taken);
-        let at_position = position(at_position);
+        let at_position = position((date, id, taken));
         // The aside rows and a few transactions in one round trip (a burn usually takes one or
         // two earns), then more at a time after the last one read, while the amount lasts.
         let (from_date, from_id) = at_position.as_ref().map(|p| (p.date, p.id.clone())).unzip();
