@@ -34,8 +34,14 @@ const PEAK_OF_LOAD: &str = "BENCH_PEAK_OF_LOAD";
 /// the database at `url` to `file` and print the peak memory.
 const PEAK_OF_EXPORT: &str = "BENCH_PEAK_OF_EXPORT";
 
+fn main() {
+    // As the service does (`src/main.rs`), before any thread starts.
+    ingest::arenas::limit();
+    run();
+}
+
 #[tokio::main]
-async fn main() {
+async fn run() {
     if let Ok(file) = std::env::var(PEAK_OF_LOAD) {
         return peak_of_load(Path::new(&file)).await;
     }

@@ -22,8 +22,14 @@ use serde_json::{Value, json};
 const CLIENTS: usize = 32;
 const WALLETS: usize = 100;
 
+fn main() {
+    // As the service does (`src/main.rs`), before any thread starts.
+    ingest::arenas::limit();
+    run();
+}
+
 #[tokio::main]
-async fn main() {
+async fn run() {
     let common::Seed {
         _db,
         store,

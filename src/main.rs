@@ -11,10 +11,18 @@ use store::Store;
 use crate::cli::{Cli, Command};
 use crate::config::Config;
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
+    // Before the runtime starts its threads: each would otherwise get an arena of its own.
+    ingest::arenas::limit();
     let cli = Cli::parse();
-    match run(cli).await {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build();
+    let outcome = match runtime {
+        Ok(runtime) => runtime.block_on(run(cli)),
+        Err(err) => Err(anyhow::Error::from(err).context("no async runtime")),
+    };
+    match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");

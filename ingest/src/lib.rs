@@ -3,6 +3,7 @@
 //! (`mapping`, `values`, `rows`) and the parallel earn pipeline with its reports (`pipeline`,
 //! `reports`). `ingest` uses `store` and `rules`.
 
+pub mod arenas;
 pub mod export;
 pub mod generate;
 pub mod intake;
