@@ -165,11 +165,15 @@ pub async fn audit(store: &Store, json: bool) -> anyhow::Result<()> {
         }
         found
             .iter()
-            .map(|d| {
-                format!(
-                    "wallet {}: {} is {} but adds up to {}",
-                    d.wallet_id, d.check, d.recorded, d.computed
-                )
+            .map(|d| match d.check {
+                "wallet" => format!(
+                    "wallet {}: does not exist, but transactions naming it add up to {}",
+                    d.wallet_id, d.computed
+                ),
+                check => format!(
+                    "wallet {}: {check} is {} but adds up to {}",
+                    d.wallet_id, d.recorded, d.computed
+                ),
             })
             .collect::<Vec<_>>()
             .join("\n")

@@ -39,6 +39,7 @@ migrations! {
     12 "spending position" "0012_spending_position.sql",
     13 "idempotency key" "0013_idempotency_key.sql",
     14 "idempotency index" "0014_idempotency_index.sql",
+    15 "journal wallet check" "0015_journal_wallet_check.sql",
 }
 
 /// The migration that indexes `transactions.idem_key`: before it runs, the keys of an existing

@@ -1,6 +1,7 @@
 //! The audit: for every wallet, the balance must equal EARN - BURN - EXPIRY, the lifetime
 //! earned total must equal the EARN sum, and the tokens it holds by its spending position and
-//! aside rows (its lots) must add up to the balance.
+//! aside rows (its lots) must add up to the balance; and every transaction must belong to a
+//! wallet (on PostgreSQL no foreign key checks that row by row: migration 15).
 
 use crate::{Store, StoreError, Tokens};
 
@@ -8,7 +9,8 @@ use crate::{Store, StoreError, Tokens};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Discrepancy {
     pub wallet_id: String,
-    /// `balance`, `earned` or `lots`.
+    /// `balance`, `earned` or `lots`; `wallet` for transactions naming a wallet that does not
+    /// exist (recorded 0, computed their net sum).
     pub check: &'static str,
     /// What the wallet says.
     pub recorded: Tokens,
@@ -17,30 +19,33 @@ pub struct Discrepancy {
 }
 
 /// Every wallet's recorded figures beside what its transactions add up to, in one pass over
-/// them: sums grouped by wallet, joined to the wallets. The tokens a wallet holds are its earns
-/// from its spending position on (less what is taken of the one at it) and its aside rows (see
-/// `fifo`); an earn with an aside row counts by that row. `{scan}` is `NOT INDEXED` on SQLite,
-/// which would otherwise read the transactions in wallet order through `(wallet_id, date)`, one
-/// random row lookup each, rather than in the order they are stored. SUM of BIGINT is NUMERIC on
-/// PostgreSQL: cast back, so both backends give an i64.
-const AUDIT: &str = "SELECT w.id, w.balance, w.earned, CAST(COALESCE(t.net, 0) AS BIGINT), \
+/// them: sums grouped by wallet, fully joined to the wallets (a group with no wallet is a
+/// discrepancy of its own). The tokens a wallet holds are its earns from its spending position
+/// on (less what is taken of the one at it) and its aside rows (see `fifo`); an earn with an
+/// aside row counts by that row. `{scan}` is `NOT INDEXED` on SQLite, which would otherwise read
+/// the transactions in wallet order through `(wallet_id, date)`, one random row lookup each,
+/// rather than in the order they are stored. SUM of BIGINT is NUMERIC on PostgreSQL: cast back,
+/// so both backends give an i64.
+const AUDIT: &str = "SELECT COALESCE(w.id, t.wallet_id), w.id IS NULL, \
+     COALESCE(w.balance, 0), COALESCE(w.earned, 0), CAST(COALESCE(t.net, 0) AS BIGINT), \
      CAST(COALESCE(t.earns, 0) AS BIGINT), \
      CAST(COALESCE(t.open, 0) + COALESCE(a.aside, 0) - CASE WHEN w.fifo_id IS NOT NULL AND NOT \
          EXISTS (SELECT 1 FROM lots_aside x WHERE x.transaction_id = w.fifo_id) \
          THEN w.fifo_taken ELSE 0 END AS BIGINT) \
      FROM wallets w \
-     LEFT JOIN (SELECT t.wallet_id, \
+     FULL JOIN (SELECT t.wallet_id, \
          SUM(CASE t.kind WHEN 'EARN' THEN t.amount ELSE -t.amount END) AS net, \
          SUM(CASE t.kind WHEN 'EARN' THEN t.amount ELSE 0 END) AS earns, \
          SUM(CASE WHEN t.kind = 'EARN' AND (p.fifo_date IS NULL \
              OR (t.date, t.id) >= (p.fifo_date, p.fifo_id)) \
              AND NOT EXISTS (SELECT 1 FROM lots_aside x WHERE x.transaction_id = t.id) \
              THEN t.amount ELSE 0 END) AS open \
-         FROM transactions t{scan} JOIN wallets p ON p.id = t.wallet_id GROUP BY t.wallet_id) t \
+         FROM transactions t{scan} LEFT JOIN wallets p ON p.id = t.wallet_id \
+         GROUP BY t.wallet_id) t \
          ON t.wallet_id = w.id \
      LEFT JOIN (SELECT wallet_id, SUM(remaining) AS aside FROM lots_aside GROUP BY wallet_id) a \
          ON a.wallet_id = w.id \
-     ORDER BY w.id";
+     ORDER BY 1";
 
 /// `AUDIT` for `store`'s backend.
 fn audit_sql(store: &Store) -> String {
@@ -55,10 +60,19 @@ impl Store {
     /// Checks every wallet; an empty list means the ledger agrees with itself.
     pub async fn audit(&self) -> Result<Vec<Discrepancy>, StoreError> {
         let sql = sqlx::AssertSqlSafe(audit_sql(self));
-        let rows: Vec<(String, i64, i64, i64, i64, i64)> =
+        let rows: Vec<(String, bool, i64, i64, i64, i64, i64)> =
             with_pool!(self, |pool| sqlx::query_as(sql).fetch_all(pool).await)?;
         let mut found = Vec::new();
-        for (wallet, balance, earned, net, earns, lots) in rows {
+        for (wallet, missing, balance, earned, net, earns, lots) in rows {
+            if missing {
+                found.push(Discrepancy {
+                    wallet_id: wallet,
+                    check: "wallet",
+                    recorded: Tokens::ZERO,
+                    computed: Tokens::from_micros(net),
+                });
+                continue;
+            }
             for (check, recorded, computed) in [
                 ("balance", balance, net),
                 ("earned", earned, earns),
@@ -198,7 +212,50 @@ mod tests {
         );
     }
 
+    /// Journal rows naming a wallet that does not exist are reported: on PostgreSQL no foreign
+    /// key refuses them (migration 15), on SQLite one does unless switched off, as here.
+    async fn transactions_of_a_missing_wallet_are_found(store: Store) {
+        let (_, wallet) = crate::testing::wallet_fixture(&store).await;
+        const ORPHAN: &str = "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, \
+                 kind, amount, external_id, currency, date, created_at) \
+             SELECT 'orphan', org_id, campaign_id, 'gone', 'EARN', 2500000, 'orphan', currency, \
+                 created_at, created_at FROM wallets WHERE id = $1";
+        match &store.pool {
+            crate::backend::Pool::Sqlite { write, .. } => {
+                let mut c = write.acquire().await.unwrap();
+                sqlx::query("PRAGMA foreign_keys = OFF")
+                    .execute(&mut *c)
+                    .await
+                    .unwrap();
+                let inserted = sqlx::query(ORPHAN).bind(&wallet.id).execute(&mut *c).await;
+                sqlx::query("PRAGMA foreign_keys = ON")
+                    .execute(&mut *c)
+                    .await
+                    .unwrap();
+                inserted.unwrap();
+            }
+            crate::backend::Pool::Postgres(pool) => {
+                sqlx::query(ORPHAN)
+                    .bind(&wallet.id)
+                    .execute(pool)
+                    .await
+                    .unwrap();
+            }
+        }
+        let found = store.audit().await.unwrap();
+        assert_eq!(
+            found,
+            [Discrepancy {
+                wallet_id: "gone".into(),
+                check: "wallet",
+                recorded: Tokens::ZERO,
+                computed: Tokens::from_micros(2_500_000),
+            }]
+        );
+    }
+
     crate::backend_tests!(
+        transactions_of_a_missing_wallet_are_found,
         a_tampered_balance_is_found,
         the_audit_is_one_pass_over_the_ledger
     );
