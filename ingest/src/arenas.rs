@@ -40,14 +40,16 @@ fn set_arena_max() -> bool {
 mod tests {
     use super::*;
 
+    /// An environment of `pairs`.
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            let found = pairs.iter().find(|(n, _)| *n == name);
+            found.map(|(_, v)| v.to_string())
+        }
+    }
+
     #[test]
     fn an_operators_limit_is_left_as_it_is() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
-                let found = pairs.iter().find(|(n, _)| *n == name);
-                found.map(|(_, v)| v.to_string())
-            }
-        };
         assert!(!limit_unless_set(env(&[("MALLOC_ARENA_MAX", "8")])));
         let tunables = [(
             "GLIBC_TUNABLES",
