@@ -2,8 +2,8 @@
 //! hold theirs an arena of its own, up to eight a core, and memory freed into an arena stays
 //! with it. A batch load hands its rows from the threads that read and evaluate them to the
 //! one that writes them, so every arena grows to its own high-water mark: a 5,000,000-row file
-//! peaked at 266 MiB with glibc's default and at about 200 MiB with two arenas, for about 3% of
-//! the load's time (README, Performance).
+//! peaked at 267 MiB with glibc's default and at 199 MiB with two arenas, for 10% of the load's
+//! time (README, Performance).
 
 /// Arenas the service keeps unless the operator says otherwise.
 pub const ARENAS: usize = 2;

@@ -21,9 +21,9 @@ pub struct Discrepancy {
 /// Every wallet's recorded figures beside what its transactions add up to, in one pass over
 /// them: sums grouped by wallet, joined to the wallets; on PostgreSQL fully (`{outer}`,
 /// `{inner}`), where a group with no wallet is a discrepancy of its own. SQLite's key refuses
-/// such rows, and there its plan of the full join did a third more work for twice the ledger. The tokens a wallet holds are its earns from its spending position
-/// on (less what is taken of the one at it) and its aside rows (see `fifo`); an earn with an
-/// aside row counts by that row. `{scan}` is `NOT INDEXED` on SQLite, which would otherwise read
+/// such rows, and its plan of the full join did 2.8x the work for twice the ledger. The tokens
+/// a wallet holds are its earns from its spending position on (less what is taken of the one
+/// at it) and its aside rows (see `fifo`); an earn with an aside row counts by that row. `{scan}` is `NOT INDEXED` on SQLite, which would otherwise read
 /// the transactions in wallet order through `(wallet_id, date)`, one random row lookup each,
 /// rather than in the order they are stored. SUM of BIGINT is NUMERIC on PostgreSQL: cast back,
 /// so both backends give an i64.
