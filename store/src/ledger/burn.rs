@@ -17,6 +17,8 @@ use crate::ledger::transactions::{
 };
 use crate::{Campaign, Store, StoreError, Tokens, Transaction, TransactionKind};
 
+mod at_once;
+
 #[derive(Debug, Clone)]
 pub struct NewBurn {
     /// The wallet's id or external reference.
@@ -107,7 +109,14 @@ impl Store {
             fingerprint.clone(),
             policy.min_balance,
         );
-        let result = self.transact(debit).await;
+        let result = match &self.pool {
+            crate::backend::Pool::Postgres(pool) => match debit.at_once(pool).await {
+                Ok(true) => Ok(None),
+                Ok(false) => self.transact(debit).await,
+                Err(err) => Err(err),
+            },
+            crate::backend::Pool::Sqlite { .. } => self.transact(debit).await,
+        };
         match result {
             Ok(Some(earlier)) => Ok(earlier),
             Ok(None) => Ok(Burned {

@@ -213,10 +213,16 @@ impl Store {
         campaign: &Campaign,
         reference: &str,
     ) -> Result<Wallet, StoreError> {
+        // Two lookups by unique keys, not `id = $3 OR external_id = $3`: PostgreSQL's generic
+        // plan of that (the one a prepared statement keeps) walked every wallet of the campaign
+        // and filtered; this one's generic plan is three index probes whatever the campaign's
+        // size, so nearly every request that names a wallet costs no planning.
         const SQL: &str = concat!(
             wallet_select!(),
-            "WHERE w.org_id = $1 AND w.campaign_id = $2 AND (w.id = $3 OR w.external_id = $3) \
-             ORDER BY CASE WHEN w.id = $3 THEN 0 ELSE 1 END LIMIT 1"
+            "WHERE w.org_id = $1 AND w.campaign_id = $2 AND w.id = COALESCE( \
+               (SELECT id FROM wallets WHERE id = $3 AND org_id = $1 AND campaign_id = $2), \
+               (SELECT id FROM wallets WHERE org_id = $1 AND external_id = $3 \
+                  AND campaign_id = $2))"
         );
         let row: Option<WalletRow> =
             read_row!(self, SQL, [campaign.org_id, campaign.id, reference])?;

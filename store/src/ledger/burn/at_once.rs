@@ -1,0 +1,137 @@
+//! PostgreSQL: a burn in two statements and no explicit transaction, tried before the locked
+//! one (`Debit::postgres`, five round trips with `BEGIN` and `COMMIT`). On a loaded server each
+//! round trip costs about as much as the work done in it, so this is where a burn's time goes.
+//!
+//! The first statement reads, in one snapshot, the wallet's row (its balance, its position and
+//! its version, `xmin`), its aside rows and the first few earns from its position; the amount is
+//! taken from them in memory (`fifo`). The second writes the burn only if the wallet's row is
+//! still that version: the debit, the new position and the BURN transaction in one statement,
+//! so all or nothing. Every writer that changes what a burn reads (credits, burns, expiry)
+//! updates the wallet's row in the same transaction, so an unchanged version means the reads
+//! still hold; a changed one (another writer came between the two statements) writes nothing,
+//! and the caller takes the locked path. So does anything this path leaves to it: a wallet it
+//! cannot find, a balance too low (the locked path tells a replay from a refusal), a burn that
+//! needs more earns than the first read brought, or one that changes aside rows.
+//!
+//! A repeated `externalId` makes the insert fail on the unique key, which undoes the debit in
+//! the same statement; the caller answers it as a repeat, as for the locked path's race.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+
+use super::{Debit, position};
+use crate::StoreError;
+use crate::ledger::fifo::{Aside, Earn, Taker};
+use crate::ledger::transactions::{bind_entry, entry_columns};
+
+/// How many of the wallet's transactions from its position the read brings: a burn usually
+/// takes one or two earns.
+const EARNS_READ: i64 = 4;
+
+/// The wallet `$1` (version, balance, position), each row joined to one of its aside rows or one
+/// of its first `$2` transactions from the position (any kind: burns among the earns are passed
+/// over, as in `from_position!`). The two branches of the transactions read each walk
+/// `(wallet_id, date, id)` from where they start; only one runs.
+const READ: &str = "SELECT w.version, w.balance, w.fifo_date, w.fifo_id, w.fifo_taken, \
+       l.aside, l.id, l.date, l.amount, l.expires_at, l.earn \
+     FROM (SELECT xmin::text::bigint AS version, balance, fifo_date, fifo_id, fifo_taken \
+           FROM wallets WHERE id = $1) w \
+     LEFT JOIN LATERAL ( \
+       (SELECT true AS aside, transaction_id AS id, earned_at AS date, remaining AS amount, \
+          expires_at, true AS earn FROM lots_aside WHERE wallet_id = $1) \
+       UNION ALL (SELECT false, id, date, amount, expires_at, kind = 'EARN' FROM transactions \
+          WHERE wallet_id = $1 AND (date, id) >= (w.fifo_date, w.fifo_id) \
+          ORDER BY date, id LIMIT $2) \
+       UNION ALL (SELECT false, id, date, amount, expires_at, kind = 'EARN' FROM transactions \
+          WHERE wallet_id = $1 AND w.fifo_date IS NULL ORDER BY date, id LIMIT $2) \
+     ) l ON true";
+
+/// The debit of `$6` from wallet `$4` keeping `$21`, at `$22`, moving its position to
+/// (`$23`, `$24`, `$25`) when given, if its row is still version `$26`; then the BURN
+/// transaction (`INSERT_TRANSACTION`'s parameters) if the debit happened. Whether it did.
+const WRITE: &str = concat!(
+    "WITH debit AS (UPDATE wallets SET balance = balance - $6, updated_at = $22, \
+       fifo_date = COALESCE($23, fifo_date), fifo_id = COALESCE($24, fifo_id), \
+       fifo_taken = COALESCE($25, fifo_taken) \
+       WHERE id = $4 AND xmin::text::bigint = $26 AND balance - $6 >= $21 RETURNING 1), \
+     claim AS (INSERT INTO transactions (",
+    entry_columns!(),
+    ") SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
+       $19, $20 WHERE EXISTS (SELECT FROM debit) RETURNING 1) \
+     SELECT EXISTS (SELECT FROM claim)"
+);
+
+type ReadRow = (
+    i64,
+    i64,
+    Option<DateTime<Utc>>,
+    Option<String>,
+    i64,
+    Option<bool>,
+    Option<String>,
+    Option<DateTime<Utc>>,
+    Option<i64>,
+    Option<DateTime<Utc>>,
+    Option<bool>,
+);
+
+impl Debit {
+    /// Writes the burn if it can without a lock (see the module); false when the caller must
+    /// take the locked path, nothing written.
+    pub(super) async fn at_once(&self, pool: &PgPool) -> Result<bool, StoreError> {
+        let t = &self.transaction;
+        let amount = t.amount.micros();
+        let mut conn = pool.acquire().await?;
+        let rows: Vec<ReadRow> = sqlx::query_as(READ)
+            .bind(&t.wallet_id)
+            .bind(EARNS_READ)
+            .fetch_all(&mut *conn)
+            .await?;
+        let Some(&(version, balance, date, ref id, taken, ..)) = rows.first() else {
+            return Ok(false);
+        };
+        if balance - amount < self.min_balance {
+            return Ok(false);
+        }
+        let (mut aside, mut read) = (Vec::new(), Vec::new());
+        for row in &rows {
+            let (is_aside, Some(id), Some(date), Some(amount), expires_at, Some(earn)) =
+                (row.5, row.6.clone(), row.7, row.8, row.9, row.10)
+            else {
+                continue;
+            };
+            let lot = (id, date, amount, expires_at);
+            if is_aside == Some(true) {
+                aside.push(Aside::from(lot));
+            } else if earn {
+                read.push(Earn::from(lot));
+            }
+        }
+        let transactions = rows.iter().filter(|r| r.5 == Some(false)).count() as i64;
+        aside.sort_by(|a, b| (&a.date, &a.id).cmp(&(&b.date, &b.id)));
+        read.sort_by(|a, b| (&a.date, &a.id).cmp(&(&b.date, &b.id)));
+        let mut taker = Taker::new(amount, position((date, id.clone(), taken)), aside);
+        let covered = !read.iter().all(|e| taker.earn(e));
+        if !covered && transactions == EARNS_READ {
+            return Ok(false);
+        }
+        let spent = taker.finish();
+        if !(spent.aside_updates.is_empty()
+            && spent.aside_deletes.is_empty()
+            && spent.aside_inserts.is_empty())
+        {
+            return Ok(false);
+        }
+        let to = spent.position;
+        let (written,): (bool,) = bind_entry!(sqlx::query_as(WRITE), self.entry())
+            .bind(self.min_balance)
+            .bind(crate::common::ids::now())
+            .bind(to.as_ref().map(|p| p.date))
+            .bind(to.as_ref().map(|p| p.id.as_str()))
+            .bind(to.as_ref().map(|p| p.taken))
+            .bind(version)
+            .fetch_one(&mut *conn)
+            .await?;
+        Ok(written)
+    }
+}
