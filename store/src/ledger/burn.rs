@@ -497,9 +497,21 @@ async fn read_lots(
         .bind(limit)
         .fetch_all(&mut *tx)
         .await?;
+    Ok(in_spending_order(rows.into_iter().map(
+        |(is_aside, id, date, amount, expires_at, earn)| {
+            (is_aside, (id, date, amount, expires_at), earn)
+        },
+    )))
+}
+
+/// A PostgreSQL burn read's rows (whether an aside row, the lot, whether an earn) as the aside
+/// rows and the transactions, each marked whether it is an earn, both in spending order.
+#[allow(clippy::type_complexity)]
+fn in_spending_order(
+    rows: impl Iterator<Item = (bool, LotRow<DateTime<Utc>>, bool)>,
+) -> (Vec<Aside<DateTime<Utc>>>, Vec<(Earn<DateTime<Utc>>, bool)>) {
     let (mut aside, mut read) = (Vec::new(), Vec::new());
-    for (is_aside, id, date, amount, expires_at, earn) in rows {
-        let row = (id, date, amount, expires_at);
+    for (is_aside, row, earn) in rows {
         if is_aside {
             aside.push(Aside::from(row));
         } else {
@@ -508,7 +520,7 @@ async fn read_lots(
     }
     aside.sort_by(|a, b| (&a.date, &a.id).cmp(&(&b.date, &b.id)));
     read.sort_by(|(a, _), (b, _)| (&a.date, &a.id).cmp(&(&b.date, &b.id)));
-    Ok((aside, read))
+    (aside, read)
 }
 
 /// An earlier burn with the same `externalId`: the same request again, or a conflicting one.
