@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use sqlx::PgConnection;
 
-use crate::backend::Transactional;
 use crate::backend::direct;
+use crate::backend::{Pool, Transactional};
 use crate::common::ids::{fingerprint, new_id, now};
 use crate::ledger::fifo::{Aside, Earn, LotRow, Position, Spent, Taker};
 use crate::ledger::transactions::{
@@ -73,28 +73,47 @@ impl Store {
     /// a different burn; the earlier transaction (`replayed`) when it was used for this one.
     pub async fn burn(&self, campaign: &Campaign, burn: NewBurn) -> Result<Burned, StoreError> {
         let fingerprint = burn.fingerprint();
-        // A repeat is found by the debit itself (its claim of the externalId), so a burn costs
-        // no lookup before it: one round trip fewer on PostgreSQL. Only a repeat naming a wallet
-        // by a reference it no longer has needs the lookup here.
-        let wallet = match self.get_wallet(campaign, &burn.wallet).await {
-            Err(StoreError::NotFound { what }) => {
-                return self
-                    .earlier_burn(campaign, &burn, &fingerprint)
-                    .await?
-                    .ok_or(StoreError::NotFound { what });
-            }
-            wallet => wallet?,
-        };
+        // Before a connection is held: a policy not cached would take another from the pool.
         let policy = self.policy(&campaign.id).await?;
+        // On PostgreSQL the wallet is found by the burn's own first read (`at_once`), which
+        // brings what an unlocked burn needs: one round trip for both.
+        let found = match &self.pool {
+            Pool::Postgres(pool) => {
+                let mut conn = pool.acquire().await?;
+                at_once::read(&mut conn, campaign, &burn.wallet)
+                    .await?
+                    .map(|read| {
+                        (
+                            read.wallet_id.clone(),
+                            read.currency.clone(),
+                            Some((conn, read)),
+                        )
+                    })
+            }
+            Pool::Sqlite { .. } => match self.get_wallet(campaign, &burn.wallet).await {
+                Ok(wallet) => Some((wallet.id, wallet.currency, None)),
+                Err(StoreError::NotFound { .. }) => None,
+                Err(err) => return Err(err),
+            },
+        };
+        // A repeat is found by the debit itself (its claim of the externalId), so a burn costs
+        // no lookup before it. Only a repeat naming a wallet by a reference it no longer has
+        // needs the lookup here.
+        let Some((wallet_id, currency, unlocked)) = found else {
+            return self
+                .earlier_burn(campaign, &burn, &fingerprint)
+                .await?
+                .ok_or(StoreError::NotFound { what: "wallet" });
+        };
         let date = burn.date.unwrap_or_else(now);
         let transaction = Transaction {
             id: new_id(),
-            wallet_id: wallet.id.clone(),
+            wallet_id,
             kind: crate::TransactionKind::Burn,
             amount: burn.amount,
             external_id: Some(burn.external_id.clone()),
             source_amount: None,
-            currency: wallet.currency.clone(),
+            currency,
             description: Some(burn.description.clone()),
             comment: burn.comment.clone(),
             meta: burn.meta.clone(),
@@ -109,13 +128,17 @@ impl Store {
             fingerprint.clone(),
             policy.min_balance,
         );
-        let result = match &self.pool {
-            crate::backend::Pool::Postgres(pool) => match debit.at_once(pool).await {
+        let result = match unlocked {
+            Some((mut conn, read)) => match debit.at_once(&mut conn, read).await {
                 Ok(true) => Ok(None),
-                Ok(false) => self.transact(debit).await,
+                Ok(false) => {
+                    // The locked path takes a connection of its own.
+                    drop(conn);
+                    self.transact(debit).await
+                }
                 Err(err) => Err(err),
             },
-            crate::backend::Pool::Sqlite { .. } => self.transact(debit).await,
+            None => self.transact(debit).await,
         };
         match result {
             Ok(Some(earlier)) => Ok(earlier),

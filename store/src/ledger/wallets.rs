@@ -65,6 +65,18 @@ macro_rules! wallet_select {
     };
 }
 
+/// The id of the wallet of organisation `$1` and campaign `$2` whose id is `$3`, else of the
+/// one whose external id is `$3` (NULL when neither). Two probes of unique keys rather than
+/// `id = $3 OR external_id = $3`, whose generic plan in PostgreSQL (the one a prepared statement
+/// keeps) walked every wallet of the campaign and filtered.
+macro_rules! wallet_id_of_reference {
+    () => {
+        "COALESCE((SELECT id FROM wallets WHERE id = $3 AND org_id = $1 AND campaign_id = $2), \
+           (SELECT id FROM wallets WHERE org_id = $1 AND external_id = $3 AND campaign_id = $2))"
+    };
+}
+pub(crate) use wallet_id_of_reference;
+
 row_struct! {
     /// The columns of `wallet_columns!`, in order: the wallet and, when it holds one, its tier.
     struct WalletRow {
@@ -213,17 +225,9 @@ impl Store {
         campaign: &Campaign,
         reference: &str,
     ) -> Result<Wallet, StoreError> {
-        // Two lookups by unique keys, not `id = $3 OR external_id = $3`: PostgreSQL's generic
-        // plan of that (the one a prepared statement keeps) walked every wallet of the campaign
-        // and filtered; this one's generic plan is three index probes whatever the campaign's
-        // size, so nearly every request that names a wallet costs no planning.
-        const SQL: &str = concat!(
-            wallet_select!(),
-            "WHERE w.org_id = $1 AND w.campaign_id = $2 AND w.id = COALESCE( \
-               (SELECT id FROM wallets WHERE id = $3 AND org_id = $1 AND campaign_id = $2), \
-               (SELECT id FROM wallets WHERE org_id = $1 AND external_id = $3 \
-                  AND campaign_id = $2))"
-        );
+        // Three index probes whatever the campaign's size (see `wallet_id_of_reference!`), so
+        // nearly every request that names a wallet costs no planning.
+        const SQL: &str = concat!(wallet_select!(), "WHERE w.id = ", wallet_id_of_reference!());
         let row: Option<WalletRow> =
             read_row!(self, SQL, [campaign.org_id, campaign.id, reference])?;
         row.map(wallet_from_row)

@@ -3,52 +3,57 @@
 //! round trip costs more than the work done in most of a burn's statements, and the wallet's
 //! lock is held across none of them here.
 //!
-//! The first statement reads, in one snapshot, the wallet's row (its balance, its position and
-//! its version, `xmin`), its aside rows and the first few earns from its position; the amount is
-//! taken from them in memory (`fifo`). The second writes the burn only if the wallet's row is
-//! still that version: the debit, the new position and the BURN transaction in one statement,
-//! so all or nothing. Every writer that changes what a burn reads (credits, burns, expiry)
-//! updates the wallet's row in the same transaction, so an unchanged version means the reads
-//! still hold; a changed one (another writer came between the two statements) writes nothing,
-//! and the caller takes the locked path. So does anything this path leaves to it: a wallet it
-//! cannot find, a balance too low (the locked path tells a replay from a refusal), a burn that
-//! needs more earns than the first read brought, or one that changes aside rows.
+//! The first statement finds the wallet by its id or reference and reads, in one snapshot, its
+//! row (its balance, its position and its version, `xmin`), its aside rows and the first few
+//! earns from its position; the amount is taken from them in memory (`fifo`). The second writes
+//! the burn only if the wallet's row is still that version: the debit, the new position and the
+//! BURN transaction in one statement, so all or nothing. Every writer that changes what a burn
+//! reads (credits, burns, expiry) updates the wallet's row in the same transaction, so an
+//! unchanged version means the reads still hold; a changed one (another writer came between
+//! the two statements) writes nothing, and the caller takes the locked path. So does anything
+//! this path leaves to it: a balance too low (the locked path tells a replay from a refusal), a
+//! burn that needs more earns than the first read brought, or one that changes aside rows.
 //!
 //! A repeated `externalId` makes the insert fail on the unique key, which undoes the debit in
 //! the same statement; the caller answers it as a repeat, as for the locked path's race.
 
 use chrono::{DateTime, Utc};
-use sqlx::PgPool;
+use sqlx::PgConnection;
 
 use super::{Debit, in_spending_order, position};
-use crate::StoreError;
-use crate::ledger::fifo::Taker;
+use crate::ledger::fifo::{Aside, Earn, Position, Taker};
 use crate::ledger::transactions::{bind_entry, entry_columns};
+use crate::{Campaign, StoreError};
 
 /// How many of the wallet's transactions from its position the read brings (`READ`'s `LIMIT`):
 /// a burn usually takes one or two earns.
-const EARNS_READ: i64 = 4;
+const EARNS_READ: usize = 4;
 
-/// The wallet `$1` (version, balance, position), each row joined to one of its aside rows or one
-/// of its first `EARNS_READ` transactions from the position (any kind: burns among the earns
-/// are passed over, as in `from_position!`). The two branches of the transactions read each
-/// walk `(wallet_id, date, id)` from where they start; only one runs. The limit is written in
-/// the text, not bound: PostgreSQL costs a generic plan's `LIMIT $n` as a tenth of the rows,
+/// The campaign's wallet (`$1` the organisation, `$2` the campaign) with id or reference `$3`:
+/// its id, currency, version, balance and position, each row joined to one of its aside rows or
+/// one of its first `EARNS_READ` transactions from the position (any kind: burns among the
+/// earns are passed over, as in `from_position!`). The two branches of the transactions read
+/// each walk `(wallet_id, date, id)` from where they start; only one runs. The limit is written
+/// in the text, not bound: PostgreSQL costs a generic plan's `LIMIT $n` as a tenth of the rows,
 /// which on a long history makes the generic plan look dear beside a custom one, and a prepared
 /// statement whose generic plan looks dear is planned again on every call.
-const READ: &str = "SELECT w.version, w.balance, w.fifo_date, w.fifo_id, w.fifo_taken, \
+const READ: &str = concat!(
+    "SELECT w.id, w.currency, w.version, w.balance, w.fifo_date, w.fifo_id, w.fifo_taken, \
        l.aside, l.id, l.date, l.amount, l.expires_at, l.earn \
-     FROM (SELECT xmin::text::bigint AS version, balance, fifo_date, fifo_id, fifo_taken \
-           FROM wallets WHERE id = $1) w \
+     FROM (SELECT id, currency, xmin::text::bigint AS version, balance, fifo_date, fifo_id, \
+             fifo_taken FROM wallets WHERE id = ",
+    crate::ledger::wallets::wallet_id_of_reference!(),
+    ") w \
      LEFT JOIN LATERAL ( \
        (SELECT true AS aside, transaction_id AS id, earned_at AS date, remaining AS amount, \
-          expires_at, true AS earn FROM lots_aside WHERE wallet_id = $1) \
+          expires_at, true AS earn FROM lots_aside WHERE wallet_id = w.id) \
        UNION ALL (SELECT false, id, date, amount, expires_at, kind = 'EARN' FROM transactions \
-          WHERE wallet_id = $1 AND (date, id) >= (w.fifo_date, w.fifo_id) \
+          WHERE wallet_id = w.id AND (date, id) >= (w.fifo_date, w.fifo_id) \
           ORDER BY date, id LIMIT 4) \
        UNION ALL (SELECT false, id, date, amount, expires_at, kind = 'EARN' FROM transactions \
-          WHERE wallet_id = $1 AND w.fifo_date IS NULL ORDER BY date, id LIMIT 4) \
-     ) l ON true";
+          WHERE wallet_id = w.id AND w.fifo_date IS NULL ORDER BY date, id LIMIT 4) \
+     ) l ON true"
+);
 
 /// The debit of `$6` from wallet `$4` keeping `$21`, at `$22`, moving its position to
 /// (`$23`, `$24`, `$25`) when given, if its row is still version `$26`; then the BURN
@@ -66,6 +71,8 @@ const WRITE: &str = concat!(
 );
 
 type ReadRow = (
+    String,
+    String,
     i64,
     i64,
     Option<DateTime<Utc>>,
@@ -79,40 +86,75 @@ type ReadRow = (
     Option<bool>,
 );
 
-impl Debit {
-    /// Writes the burn if it can without a lock (see the module); false when the caller must
-    /// take the locked path, nothing written.
-    pub(super) async fn at_once(&self, pool: &PgPool) -> Result<bool, StoreError> {
-        let t = &self.transaction;
-        let amount = t.amount.micros();
-        let mut conn = pool.acquire().await?;
-        let rows: Vec<ReadRow> = sqlx::query_as(READ)
-            .bind(&t.wallet_id)
-            .fetch_all(&mut *conn)
-            .await?;
-        let Some(&(version, balance, date, ref id, taken, ..)) = rows.first() else {
-            return Ok(false);
+/// What the read found of a wallet: what a burn from it is written with.
+pub(super) struct Snapshot {
+    pub wallet_id: String,
+    pub currency: String,
+    version: i64,
+    balance: i64,
+    position: Option<Position<DateTime<Utc>>>,
+    aside: Vec<Aside<DateTime<Utc>>>,
+    /// The transactions from the position, each marked whether it is an earn.
+    read: Vec<(Earn<DateTime<Utc>>, bool)>,
+}
+
+/// The campaign's wallet with id or reference `reference` and what a burn from it reads; `None`
+/// when the campaign has no such wallet.
+pub(super) async fn read(
+    conn: &mut PgConnection,
+    campaign: &Campaign,
+    reference: &str,
+) -> Result<Option<Snapshot>, StoreError> {
+    let rows: Vec<ReadRow> = sqlx::query_as(READ)
+        .bind(&campaign.org_id)
+        .bind(&campaign.id)
+        .bind(reference)
+        .fetch_all(conn)
+        .await?;
+    let Some((wallet_id, currency, version, balance, date, id, taken, ..)) = rows.first() else {
+        return Ok(None);
+    };
+    // The wallet's columns repeat on every row; a row without a lot is a wallet holding none
+    // (the left join's empty side).
+    let lots = rows.iter().filter_map(|r| {
+        let (Some(is_aside), Some(id), Some(date), Some(amount), Some(earn)) =
+            (r.7, r.8.clone(), r.9, r.10, r.12)
+        else {
+            return None;
         };
-        if balance - amount < self.min_balance {
+        Some((is_aside, (id, date, amount, r.11), earn))
+    });
+    let (aside, read) = in_spending_order(lots);
+    Ok(Some(Snapshot {
+        wallet_id: wallet_id.clone(),
+        currency: currency.clone(),
+        version: *version,
+        balance: *balance,
+        position: position((*date, id.clone(), *taken)),
+        aside,
+        read,
+    }))
+}
+
+impl Debit {
+    /// Writes the burn from what `snapshot` read if it can without a lock (see the module);
+    /// false when the caller must take the locked path, nothing written.
+    pub(super) async fn at_once(
+        &self,
+        conn: &mut PgConnection,
+        snapshot: Snapshot,
+    ) -> Result<bool, StoreError> {
+        let amount = self.transaction.amount.micros();
+        if snapshot.balance - amount < self.min_balance {
             return Ok(false);
         }
-        // The wallet's columns repeat on every row; a row without a lot is a wallet holding
-        // none (the left join's empty side).
-        let lots = rows.iter().filter_map(|r| {
-            let (Some(is_aside), Some(id), Some(date), Some(amount), Some(earn)) =
-                (r.5, r.6.clone(), r.7, r.8, r.10)
-            else {
-                return None;
-            };
-            Some((is_aside, (id, date, amount, r.9), earn))
-        });
-        let (aside, read) = in_spending_order(lots);
-        let mut taker = Taker::new(amount, position((date, id.clone(), taken)), aside);
+        let mut taker = Taker::new(amount, snapshot.position, snapshot.aside);
+        let read = &snapshot.read;
         let wants_more = read
             .iter()
             .filter(|(_, earn)| *earn)
             .all(|(e, _)| taker.earn(e));
-        if wants_more && read.len() as i64 == EARNS_READ {
+        if wants_more && read.len() == EARNS_READ {
             return Ok(false);
         }
         let spent = taker.finish();
@@ -129,8 +171,8 @@ impl Debit {
             .bind(to.as_ref().map(|p| p.date))
             .bind(to.as_ref().map(|p| p.id.as_str()))
             .bind(to.as_ref().map(|p| p.taken))
-            .bind(version)
-            .fetch_one(&mut *conn)
+            .bind(snapshot.version)
+            .fetch_one(conn)
             .await?;
         Ok(written)
     }
