@@ -603,6 +603,72 @@ async fn a_large_chunk_of_file_rows_is_credited_alike(store: Store) {
     file_rows(store, 1_200).await;
 }
 
+/// A large chunk whose ids are all new (on PostgreSQL, `COPY` straight into the journal), then
+/// one that names an id twice, as a row credited meanwhile by another writer would (on
+/// PostgreSQL that `COPY` fails on the unique key and the chunk goes through the staging
+/// table): both credit every row once, with their text and expiry intact.
+async fn a_large_chunk_of_new_rows_is_credited_once(store: Store) {
+    let s = setup(&store).await;
+    set_expiry(&store, &s, Expiry::Days(30)).await;
+    let book = RuleBook::new(store.clone());
+    let tricky = "Fish, \"chips\"\nand \\ peas";
+    let rows = |prefix: &str| -> Vec<store::FileEarn> {
+        (0..1_200)
+            .map(|i| {
+                let mut earn = earn(&format!("{prefix}-{i}"), "1");
+                earn.description = Some(tricky.into());
+                earn.meta = Some(serde_json::json!({"note": tricky, "n": i}));
+                store::FileEarn { row: 2 + i, earn }
+            })
+            .collect()
+    };
+    let credited = |outcome: &store::FileOutcome| match outcome {
+        store::FileOutcome::Credited {
+            transaction_id: Some(id),
+            ..
+        } => id.clone(),
+        other => panic!("{other:?}"),
+    };
+    let first = store
+        .credit_file_earns(&book, &s.campaign.org_id, "batch-1", &rows("n"))
+        .await
+        .unwrap();
+    let last = store
+        .get_transaction(&s.campaign, &credited(&first[1_199]))
+        .await
+        .unwrap();
+    assert_eq!(last.description.as_deref(), Some(tricky));
+    assert_eq!(
+        last.meta,
+        Some(serde_json::json!({"note": tricky, "n": 1_199}))
+    );
+    assert_eq!(last.external_id.as_deref(), Some("n-1199"));
+    assert!(first.iter().all(|o| !credited(o).is_empty()));
+    assert_eq!(balance(&store, &s).await, Tokens::whole(1_200));
+
+    let mut twice = rows("m");
+    let mut again = twice[0].clone();
+    again.row = 1_202;
+    twice.push(again);
+    let second = store
+        .credit_file_earns(&book, &s.campaign.org_id, "batch-2", &twice)
+        .await
+        .unwrap();
+    assert!(second[..1_200].iter().all(|o| !credited(o).is_empty()));
+    assert!(matches!(
+        &second[1_200],
+        store::FileOutcome::CreditedBefore { transaction_id } if *transaction_id == credited(&second[0])
+    ));
+    assert_eq!(balance(&store, &s).await, Tokens::whole(2_400));
+    assert!(store.audit().await.unwrap().is_empty());
+    // Both chunks' earns were written with their expiry: 30 days after their date.
+    let expired = |days: i64| store.expire(Utc::now() + Duration::days(days));
+    assert_eq!(expired(29).await.unwrap(), 0);
+    assert_eq!(expired(31).await.unwrap(), 2_400);
+    assert_eq!(balance(&store, &s).await, Tokens::ZERO);
+    assert!(store.audit().await.unwrap().is_empty());
+}
+
 async fn file_rows(store: Store, padding: usize) {
     let s = setup(&store).await;
     set_expiry(&store, &s, Expiry::Days(30)).await;
@@ -980,6 +1046,7 @@ backend_tests!(
     writes_of_every_kind_interleave_without_loss,
     file_rows_share_the_api_idempotency_key,
     a_large_chunk_of_file_rows_is_credited_alike,
+    a_large_chunk_of_new_rows_is_credited_once,
     file_chunks_commit_with_the_writes_beside_them,
     a_repeated_burn_is_a_replay_or_a_conflict,
     tiers_follow_lifetime_earnings,

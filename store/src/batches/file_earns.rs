@@ -254,8 +254,9 @@ impl Store {
             .collect())
     }
 
-    /// The organisation's wallets named by `references` (ids or external references), keyed by
-    /// the reference; an id wins over another wallet's equal reference.
+    /// The organisation's wallets named by `references` (ids or external references, sorted and
+    /// without repeats), keyed by the reference; an id wins over another wallet's equal
+    /// reference.
     async fn file_wallets(
         &self,
         org_id: &str,
@@ -263,6 +264,9 @@ impl Store {
     ) -> Result<HashMap<String, FileWallet>, StoreError> {
         let sql = file_wallets_sql(self.backend());
         let rows: Vec<WalletRow> = read_each!(self, sql, [org_id], references)?;
+        // A chunk names thousands of wallets: found by halving, not one by one.
+        debug_assert!(references.is_sorted());
+        let named = |reference: &str| references.binary_search(&reference).is_ok();
         let mut wallets = HashMap::new();
         let mut by_id = Vec::new();
         for (id, external_id, campaign_id, balance, tier, status, currency) in rows {
@@ -276,13 +280,13 @@ impl Store {
                     currency,
                 },
             };
-            if let Some(external_id) = external_id.filter(|e| references.contains(&e.as_str())) {
+            if let Some(external_id) = external_id.filter(|e| named(e)) {
                 wallets.insert(external_id, wallet.clone());
             }
             by_id.push((id, wallet));
         }
         for (id, wallet) in by_id {
-            if references.contains(&id.as_str()) {
+            if named(&id) {
                 wallets.insert(id, wallet);
             }
         }

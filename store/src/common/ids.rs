@@ -63,7 +63,13 @@ pub(crate) fn random_token(prefix: &str, bytes: usize) -> String {
 
 /// `bytes` as lowercase hexadecimal.
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)].into());
+        out.push(DIGITS[usize::from(b & 15)].into());
+    }
+    out
 }
 
 pub(crate) fn sha256(text: &str) -> [u8; 32] {
@@ -91,6 +97,12 @@ pub(crate) fn now() -> chrono::DateTime<chrono::Utc> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_is_two_lowercase_digits_a_byte() {
+        assert_eq!(hex(&[0x00, 0x09, 0x9f, 0xa0, 0xff]), "00099fa0ff");
+        assert_eq!(hex(&[]), "");
+    }
 
     #[test]
     fn ids_are_version_7_unique_and_in_order() {

@@ -1,13 +1,20 @@
 //! PostgreSQL, for many credits at once (a batch file's chunk): the rows are streamed with `COPY`
-//! into a temporary staging table, then one statement inserts the transactions that are new
-//! (skipping earn ids credited before); the wallets are settled as for any credit
+//! straight into the journal when none of their earn ids was credited before (a file's usual
+//! case); otherwise into a temporary staging table, from which one statement inserts the
+//! transactions that are new (skipping the others). The wallets are settled as for any credit
 //! (`credit::settle_postgres`).
+//!
+//! `COPY` into the journal spares the staging table's copy and the insert's speculative
+//! insertion (`ON CONFLICT` checks each unique key before and after writing); it cannot skip a
+//! row, so it is used only when a probe of the chunk's keys finds none credited, and a row
+//! credited meanwhile by another writer (its unique key then fails the `COPY`) sends the chunk,
+//! rolled back, through the staging table.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 
 use crate::common::ids::{hex, new_id};
 use crate::ledger::credit::{outcomes, settle_postgres};
@@ -17,25 +24,32 @@ use crate::{Credit, Credited, Policy, StoreError};
 /// From this many credits, a call goes through `COPY` (below, multi-row statements are quicker).
 pub(crate) const COPY_FROM: usize = 1_000;
 
-const STAGING: &str = "CREATE TEMP TABLE IF NOT EXISTS earn_staging (id TEXT, \
-     org_id TEXT, campaign_id TEXT, wallet_id TEXT, amount BIGINT, external_id TEXT, \
-     source_amount TEXT, currency TEXT, description TEXT, comment TEXT, meta JSONB, \
-     date TIMESTAMPTZ, trace TEXT, rule_version BIGINT, batch_id TEXT, expires_at TIMESTAMPTZ, \
-     idem_key BYTEA) ON COMMIT DELETE ROWS";
+/// Whether any of the keys `$1` is in the journal.
+const ANY_CREDITED: &str = "SELECT EXISTS (SELECT FROM transactions WHERE idem_key = ANY($1))";
 
-const COPY: &str = "COPY earn_staging (id, org_id, campaign_id, wallet_id, amount, \
-     external_id, source_amount, currency, description, comment, meta, date, trace, rule_version, \
-     batch_id, expires_at, idem_key) FROM STDIN WITH (FORMAT csv)";
+const COPY_JOURNAL: &str = concat!(
+    "COPY transactions (",
+    entry_columns!(),
+    ") FROM STDIN WITH (FORMAT csv)"
+);
 
-/// After the copy: the new transactions (earn ids credited before are skipped). Returns the ids
-/// inserted.
+const STAGING: &str = "CREATE TEMP TABLE IF NOT EXISTS earn_staging (LIKE transactions) \
+     ON COMMIT DELETE ROWS";
+
+const COPY_STAGING: &str = concat!(
+    "COPY earn_staging (",
+    entry_columns!(),
+    ") FROM STDIN WITH (FORMAT csv)"
+);
+
+/// After the staging copy: the new transactions (earn ids credited before are skipped). Returns
+/// the ids inserted.
 const INSERT: &str = concat!(
     "INSERT INTO transactions (",
     entry_columns!(),
-    ") SELECT id, org_id, campaign_id, wallet_id, 'EARN', amount, external_id, source_amount, \
-       currency, description, comment, meta, date, trace, rule_version, $1, batch_id, NULL, \
-       expires_at, idem_key FROM earn_staging ORDER BY id \
-     ON CONFLICT (idem_key) DO NOTHING RETURNING id"
+    ") SELECT ",
+    entry_columns!(),
+    " FROM earn_staging ORDER BY id ON CONFLICT (idem_key) DO NOTHING RETURNING id"
 );
 
 /// Records `credits` (none of them from API requests) in one transaction; returns each one's
@@ -49,14 +63,17 @@ pub(crate) async fn credit_by_copy(
     let ids: Vec<String> = credits.iter().map(|_| new_id()).collect();
     let expiries: Vec<Option<DateTime<Utc>>> =
         credits.iter().map(|c| c.expires_at(policies)).collect();
-    let mut csv = String::with_capacity(credits.len() * 300);
-    for ((c, id), expires_at) in credits.iter().zip(&ids).zip(&expiries) {
-        let key = format!("\\x{}", hex(&c.idem_key()));
-        let fields: [Field; 17] = [
+    let keys: Vec<Vec<u8>> = credits.iter().map(Credit::idem_key).collect();
+    let mut csv = String::with_capacity(credits.len() * 320);
+    for (((c, id), expires_at), key) in credits.iter().zip(&ids).zip(&expiries).zip(&keys) {
+        let key = format!("\\x{}", hex(key));
+        // In `entry_columns!` order.
+        let fields: [Field; 20] = [
             Field::Text(id),
             Field::Text(&c.org_id),
             Field::Text(&c.campaign_id),
             Field::Text(&c.wallet_id),
+            Field::Text("EARN"),
             Field::Number(c.tokens.micros()),
             Field::Text(&c.earn.earn_id),
             Field::Text(&c.earn.amount),
@@ -67,7 +84,9 @@ pub(crate) async fn credit_by_copy(
             Field::Time(Some(c.earn.date)),
             Field::Text(&c.trace),
             Field::OptionalNumber(c.rule_version),
+            Field::Time(Some(at)),
             Field::Optional(c.batch_id.as_deref()),
+            Field::Optional(None),
             Field::Time(*expires_at),
             Field::Text(&key),
         ];
@@ -81,21 +100,47 @@ pub(crate) async fn credit_by_copy(
     }
 
     let mut tx = pool.begin().await?;
-    sqlx::query(STAGING).execute(&mut *tx).await?;
-    let mut copy = tx.copy_in_raw(COPY).await?;
-    copy.send(csv.as_bytes()).await?;
-    copy.finish().await?;
-    let inserted: HashSet<String> = sqlx::query_as::<_, (String,)>(INSERT)
-        .bind(at)
-        .fetch_all(&mut *tx)
-        .await?
-        .into_iter()
-        .map(|(id,)| id)
-        .collect();
+    let (seen,): (bool,) = sqlx::query_as(ANY_CREDITED)
+        .bind(&keys)
+        .fetch_one(&mut *tx)
+        .await?;
+    let inserted = if seen {
+        staged(&mut tx, &csv).await?
+    } else {
+        match copy(&mut tx, COPY_JOURNAL, &csv).await {
+            Ok(()) => ids.iter().cloned().collect(),
+            Err(err) if err.is_unique_violation() => {
+                tx.rollback().await?;
+                tx = pool.begin().await?;
+                staged(&mut tx, &csv).await?
+            }
+            Err(err) => return Err(err),
+        }
+    };
     settle_postgres(&mut tx, credits, &ids, &expiries, &inserted, at).await?;
     let outcomes = outcomes(&mut tx, credits, &ids, &inserted).await?;
     tx.commit().await?;
     Ok(outcomes)
+}
+
+/// Streams `csv` into the table of `sql` (a `COPY ... FROM STDIN`).
+async fn copy(tx: &mut PgConnection, sql: &str, csv: &str) -> Result<(), StoreError> {
+    let mut copy = tx.copy_in_raw(sql).await?;
+    copy.send(csv.as_bytes()).await?;
+    copy.finish().await?;
+    Ok(())
+}
+
+/// The rows of `csv` through the staging table; the ids of those inserted.
+async fn staged(tx: &mut PgConnection, csv: &str) -> Result<HashSet<String>, StoreError> {
+    sqlx::query(STAGING).execute(&mut *tx).await?;
+    copy(tx, COPY_STAGING, csv).await?;
+    Ok(sqlx::query_as::<_, (String,)>(INSERT)
+        .fetch_all(&mut *tx)
+        .await?
+        .into_iter()
+        .map(|(id,)| id)
+        .collect())
 }
 
 /// One CSV field as `COPY` reads it: an unquoted empty field is NULL, a quoted one text.
@@ -112,11 +157,11 @@ impl Field<'_> {
         match self {
             Field::Text(text) | Field::Optional(Some(text)) => {
                 out.push('"');
-                for c in text.chars() {
-                    if c == '"' {
-                        out.push('"');
+                for (i, part) in text.split('"').enumerate() {
+                    if i > 0 {
+                        out.push_str("\"\"");
                     }
-                    out.push(c);
+                    out.push_str(part);
                 }
                 out.push('"');
             }
