@@ -463,18 +463,20 @@ async fn start(
                 .evaluate_file_earns(job.book, job.org_id, &earns)
                 .await?;
             let (store, batch_id) = (job.store.clone(), batch_id.to_string());
-            // A file's chunks are written one after another; the next one is read and
-            // evaluated meanwhile. (Two chunks written at once would each lock most of the
+            // A file's chunks are written one after another; the next one is read, evaluated
+            // and prepared for writing meanwhile. (Two chunks written at once would each lock most of the
             // same wallets: on PostgreSQL the second waits for the first anyway, after
             // interleaving its row locks with the first's.)
             let before = loading.written.take();
             let (written, wait) = tokio::sync::oneshot::channel();
             loading.written = Some(wait);
-            let crediting = tokio::spawn(async move {
+            let turn = async move {
                 if let Some(before) = before {
                     let _ = before.await;
                 }
-                let credited = store.credit_evaluated(&batch_id, evaluated).await;
+            };
+            let crediting = tokio::spawn(async move {
+                let credited = store.credit_evaluated(&batch_id, evaluated, turn).await;
                 let _ = written.send(());
                 credited
             });

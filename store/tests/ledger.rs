@@ -794,7 +794,10 @@ async fn file_chunks_commit_with_the_writes_beside_them(store: Store) {
         .evaluate_file_earns(&book, org, &[row(2, "c-1"), row(3, "c-2")])
         .await
         .unwrap();
-    let (credited, mut pending) = store.credit_evaluated("batch-1", first).await.unwrap();
+    let (credited, mut pending) = store
+        .credit_evaluated("batch-1", first, std::future::ready(()))
+        .await
+        .unwrap();
     assert!(
         credited
             .iter()
@@ -809,7 +812,10 @@ async fn file_chunks_commit_with_the_writes_beside_them(store: Store) {
         .evaluate_file_earns(&book, org, &[row(4, "c-3"), row(5, "c-1"), row(6, "api-1")])
         .await
         .unwrap();
-    let (credited, more) = store.credit_evaluated("batch-1", second).await.unwrap();
+    let (credited, more) = store
+        .credit_evaluated("batch-1", second, std::future::ready(()))
+        .await
+        .unwrap();
     pending.extend(more);
     store.commit(pending).await.unwrap();
     assert!(matches!(

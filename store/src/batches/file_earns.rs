@@ -93,19 +93,24 @@ impl Store {
         earns: &[FileEarn],
     ) -> Result<Vec<FileOutcome>, StoreError> {
         let evaluated = self.evaluate_file_earns(book, org_id, earns).await?;
-        let (outcomes, pending) = self.credit_evaluated(batch_id, evaluated).await?;
+        let (outcomes, pending) = self
+            .credit_evaluated(batch_id, evaluated, std::future::ready(()))
+            .await?;
         self.commit(pending).await?;
         Ok(outcomes)
     }
 
-    /// Credits the rows of `evaluated` under batch `batch_id` as one bulk write; returns each
-    /// row's outcome, in order, and what to wait on (`Store::commit`) before the rows count as
-    /// credited. Until then they are seen by later writes (a repeated id is a duplicate) but
-    /// not by readers; if the transaction fails, none of its chunks are credited.
+    /// Credits the rows of `evaluated` under batch `batch_id` as one bulk write once `turn`
+    /// completes (what needs no database is prepared before: a file's next chunk while the one
+    /// before it is written); returns each row's outcome, in order, and what to wait on
+    /// (`Store::commit`) before the rows count as credited. Until then they are seen by later
+    /// writes (a repeated id is a duplicate) but not by readers; if the transaction fails, none
+    /// of its chunks are credited.
     pub async fn credit_evaluated(
         &self,
         batch_id: &str,
         evaluated: Evaluated,
+        turn: impl Future<Output = ()>,
     ) -> Result<(Vec<FileOutcome>, Pending), StoreError> {
         let Evaluated {
             mut outcomes,
@@ -115,7 +120,7 @@ impl Store {
         for credit in &mut credits {
             credit.batch_id = Some(batch_id.to_string());
         }
-        let (results, credits, commit) = self.credit_owned(credits, true).await?;
+        let (results, credits, commit) = self.credit_owned(credits, true, turn).await?;
         for ((i, result), credit) in rows.into_iter().zip(results).zip(credits) {
             outcomes[i] = Some(match result {
                 Credited::New { transaction_id } => FileOutcome::Credited {

@@ -53,19 +53,27 @@ pub(crate) const SET_ASIDE: &str = "INSERT INTO lots_aside (transaction_id, wall
 impl Store {
     /// Records `credits` (see the module's description) and returns each one's outcome, in order.
     pub async fn credit_all(&self, credits: &[Credit]) -> Result<Vec<Credited>, StoreError> {
-        Ok(self.credit_owned(credits.to_vec(), false).await?.0)
+        let credits = credits.to_vec();
+        Ok(self
+            .credit_owned(credits, false, std::future::ready(()))
+            .await?
+            .0)
     }
 
     /// `credit_all`, taking the credits and handing them back (a batch file's chunk is large:
     /// neither copied for the writer thread nor dropped on it). `bulk` (a batch file's chunk):
     /// on SQLite the call returns before its transaction commits, with the `Commit` to wait on
-    /// (see `direct::Direct::write_bulk`); PostgreSQL commits before returning.
+    /// (see `direct::Direct::write_bulk`); PostgreSQL commits before returning. Nothing is
+    /// written before `turn` completes (a file's chunks are written in order); what can be
+    /// prepared without the database is prepared before.
     pub(crate) async fn credit_owned(
         &self,
         credits: Vec<Credit>,
         bulk: bool,
+        turn: impl Future<Output = ()>,
     ) -> Result<(Vec<Credited>, Vec<Credit>, Option<direct::Commit>), StoreError> {
         if credits.is_empty() {
+            turn.await;
             return Ok((Vec::new(), credits, None));
         }
         let mut policies = HashMap::new();
@@ -76,8 +84,19 @@ impl Store {
             }
         }
         let at = now();
-        match &self.pool {
-            Pool::Sqlite { direct, .. } => {
+        // What can be done before the write's turn is: a chunk's rows made into `COPY`'s text.
+        let copy = match &self.pool {
+            Pool::Postgres(_)
+                if credits.len() >= credit_copy::COPY_FROM
+                    && credits.iter().all(|c| c.request_id.is_none()) =>
+            {
+                Some(credit_copy::CopyRows::new(&credits, &policies, at))
+            }
+            _ => None,
+        };
+        turn.await;
+        match (&self.pool, copy) {
+            (Pool::Sqlite { direct, .. }, _) => {
                 let write = move |tx: &Connection| {
                     let outcomes = credit_sqlite(tx, &credits, &policies, at)?;
                     Ok((outcomes, credits))
@@ -90,14 +109,11 @@ impl Store {
                     Ok((outcomes, credits, None))
                 }
             }
-            Pool::Postgres(pool)
-                if credits.len() >= credit_copy::COPY_FROM
-                    && credits.iter().all(|c| c.request_id.is_none()) =>
-            {
-                let outcomes = credit_copy::credit_by_copy(pool, &credits, &policies, at).await?;
+            (Pool::Postgres(pool), Some(copy)) => {
+                let outcomes = copy.write(pool, &credits).await?;
                 Ok((outcomes, credits, None))
             }
-            Pool::Postgres(pool) => {
+            (Pool::Postgres(pool), None) => {
                 let mut outcomes = Vec::with_capacity(credits.len());
                 // A transaction row takes 18 parameters; PostgreSQL allows 65,535 a statement.
                 for chunk in credits.chunks(1000) {

@@ -52,75 +52,107 @@ const INSERT: &str = concat!(
     " FROM earn_staging ORDER BY id ON CONFLICT (idem_key) DO NOTHING RETURNING id"
 );
 
-/// Records `credits` (none of them from API requests) in one transaction; returns each one's
-/// outcome, in order.
-pub(crate) async fn credit_by_copy(
-    pool: &PgPool,
-    credits: &[Credit],
-    policies: &HashMap<String, Policy>,
+/// A chunk's credits (none of them from API requests) made into `COPY`'s text, with the ids,
+/// expiries and keys they are written with: all that needs no database, prepared while the
+/// chunk before is being written.
+pub(crate) struct CopyRows {
+    ids: Vec<String>,
+    expiries: Vec<Option<DateTime<Utc>>>,
+    keys: Vec<Vec<u8>>,
+    csv: String,
     at: DateTime<Utc>,
-) -> Result<Vec<Credited>, StoreError> {
-    let ids: Vec<String> = credits.iter().map(|_| new_id()).collect();
-    let expiries: Vec<Option<DateTime<Utc>>> =
-        credits.iter().map(|c| c.expires_at(policies)).collect();
-    let keys: Vec<Vec<u8>> = credits.iter().map(Credit::idem_key).collect();
-    let mut csv = String::with_capacity(credits.len() * 320);
-    for (((c, id), expires_at), key) in credits.iter().zip(&ids).zip(&expiries).zip(&keys) {
-        let key = format!("\\x{}", hex(key));
-        // In `entry_columns!` order.
-        let fields: [Field; 20] = [
-            Field::Text(id),
-            Field::Text(&c.org_id),
-            Field::Text(&c.campaign_id),
-            Field::Text(&c.wallet_id),
-            Field::Text("EARN"),
-            Field::Number(c.tokens.micros()),
-            Field::Text(&c.earn.earn_id),
-            Field::Text(&c.earn.amount),
-            Field::Text(&c.currency),
-            Field::Optional(c.earn.description.as_deref()),
-            Field::Optional(c.earn.comment.as_deref()),
-            Field::Optional(c.meta_text.as_deref()),
-            Field::Time(Some(c.earn.date)),
-            Field::Text(&c.trace),
-            Field::OptionalNumber(c.rule_version),
-            Field::Time(Some(at)),
-            Field::Optional(c.batch_id.as_deref()),
-            Field::Optional(None),
-            Field::Time(*expires_at),
-            Field::Text(&key),
-        ];
-        for (i, field) in fields.iter().enumerate() {
-            if i > 0 {
-                csv.push(',');
+}
+
+impl CopyRows {
+    pub(crate) fn new(
+        credits: &[Credit],
+        policies: &HashMap<String, Policy>,
+        at: DateTime<Utc>,
+    ) -> CopyRows {
+        let ids: Vec<String> = credits.iter().map(|_| new_id()).collect();
+        let expiries: Vec<Option<DateTime<Utc>>> =
+            credits.iter().map(|c| c.expires_at(policies)).collect();
+        let keys: Vec<Vec<u8>> = credits.iter().map(Credit::idem_key).collect();
+        let mut csv = String::with_capacity(credits.len() * 320);
+        for (((c, id), expires_at), key) in credits.iter().zip(&ids).zip(&expiries).zip(&keys) {
+            let key = format!("\\x{}", hex(key));
+            // In `entry_columns!` order.
+            let fields: [Field; 20] = [
+                Field::Text(id),
+                Field::Text(&c.org_id),
+                Field::Text(&c.campaign_id),
+                Field::Text(&c.wallet_id),
+                Field::Text("EARN"),
+                Field::Number(c.tokens.micros()),
+                Field::Text(&c.earn.earn_id),
+                Field::Text(&c.earn.amount),
+                Field::Text(&c.currency),
+                Field::Optional(c.earn.description.as_deref()),
+                Field::Optional(c.earn.comment.as_deref()),
+                Field::Optional(c.meta_text.as_deref()),
+                Field::Time(Some(c.earn.date)),
+                Field::Text(&c.trace),
+                Field::OptionalNumber(c.rule_version),
+                Field::Time(Some(at)),
+                Field::Optional(c.batch_id.as_deref()),
+                Field::Optional(None),
+                Field::Time(*expires_at),
+                Field::Text(&key),
+            ];
+            for (i, field) in fields.iter().enumerate() {
+                if i > 0 {
+                    csv.push(',');
+                }
+                field.write(&mut csv);
             }
-            field.write(&mut csv);
+            csv.push('\n');
         }
-        csv.push('\n');
+        CopyRows {
+            ids,
+            expiries,
+            keys,
+            csv,
+            at,
+        }
     }
 
-    let mut tx = pool.begin().await?;
-    let (seen,): (bool,) = sqlx::query_as(ANY_CREDITED)
-        .bind(&keys)
-        .fetch_one(&mut *tx)
-        .await?;
-    let inserted = if seen {
-        staged(&mut tx, &csv).await?
-    } else {
-        match copy(&mut tx, COPY_JOURNAL, &csv).await {
-            Ok(()) => ids.iter().cloned().collect(),
-            Err(err) if err.is_unique_violation() => {
-                tx.rollback().await?;
-                tx = pool.begin().await?;
-                staged(&mut tx, &csv).await?
+    /// Records `credits` (those the rows were made from) in one transaction; returns each one's
+    /// outcome, in order.
+    pub(crate) async fn write(
+        self,
+        pool: &PgPool,
+        credits: &[Credit],
+    ) -> Result<Vec<Credited>, StoreError> {
+        let CopyRows {
+            ids,
+            expiries,
+            keys,
+            csv,
+            at,
+        } = self;
+        let mut tx = pool.begin().await?;
+        let (seen,): (bool,) = sqlx::query_as(ANY_CREDITED)
+            .bind(&keys)
+            .fetch_one(&mut *tx)
+            .await?;
+        let inserted = if seen {
+            staged(&mut tx, &csv).await?
+        } else {
+            match copy(&mut tx, COPY_JOURNAL, &csv).await {
+                Ok(()) => ids.iter().cloned().collect(),
+                Err(err) if err.is_unique_violation() => {
+                    tx.rollback().await?;
+                    tx = pool.begin().await?;
+                    staged(&mut tx, &csv).await?
+                }
+                Err(err) => return Err(err),
             }
-            Err(err) => return Err(err),
-        }
-    };
-    settle_postgres(&mut tx, credits, &ids, &expiries, &inserted, at).await?;
-    let outcomes = outcomes(&mut tx, credits, &ids, &inserted).await?;
-    tx.commit().await?;
-    Ok(outcomes)
+        };
+        settle_postgres(&mut tx, credits, &ids, &expiries, &inserted, at).await?;
+        let outcomes = outcomes(&mut tx, credits, &ids, &inserted).await?;
+        tx.commit().await?;
+        Ok(outcomes)
+    }
 }
 
 /// Streams `csv` into the table of `sql` (a `COPY ... FROM STDIN`).
