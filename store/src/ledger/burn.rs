@@ -82,13 +82,7 @@ impl Store {
                 let mut conn = pool.acquire().await?;
                 at_once::read(&mut conn, campaign, &burn.wallet)
                     .await?
-                    .map(|read| {
-                        (
-                            read.wallet_id.clone(),
-                            read.currency.clone(),
-                            Some((conn, read)),
-                        )
-                    })
+                    .map(|(id, currency, read)| (id, currency, Some((conn, read))))
             }
             Pool::Sqlite { .. } => match self.get_wallet(campaign, &burn.wallet).await {
                 Ok(wallet) => Some((wallet.id, wallet.currency, None)),

@@ -27,20 +27,25 @@ pub(crate) const COPY_FROM: usize = 1_000;
 /// Whether any of the keys `$1` is in the journal.
 const ANY_CREDITED: &str = "SELECT EXISTS (SELECT FROM transactions WHERE idem_key = ANY($1))";
 
-const COPY_JOURNAL: &str = concat!(
-    "COPY transactions (",
-    entry_columns!(),
-    ") FROM STDIN WITH (FORMAT csv)"
-);
+/// `COPY` of a chunk's rows (`CopyRows`' text) into `$table`.
+macro_rules! copy_into {
+    ($table:literal) => {
+        concat!(
+            "COPY ",
+            $table,
+            " (",
+            entry_columns!(),
+            ") FROM STDIN WITH (FORMAT csv)"
+        )
+    };
+}
+
+const COPY_JOURNAL: &str = copy_into!("transactions");
 
 const STAGING: &str = "CREATE TEMP TABLE IF NOT EXISTS earn_staging (LIKE transactions) \
      ON COMMIT DELETE ROWS";
 
-const COPY_STAGING: &str = concat!(
-    "COPY earn_staging (",
-    entry_columns!(),
-    ") FROM STDIN WITH (FORMAT csv)"
-);
+const COPY_STAGING: &str = copy_into!("earn_staging");
 
 /// After the staging copy: the new transactions (earn ids credited before are skipped). Returns
 /// the ids inserted.

@@ -86,10 +86,8 @@ type ReadRow = (
     Option<bool>,
 );
 
-/// What the read found of a wallet: what a burn from it is written with.
+/// What the read found of a wallet's state: what an unlocked burn from it is written with.
 pub(super) struct Snapshot {
-    pub wallet_id: String,
-    pub currency: String,
     version: i64,
     balance: i64,
     position: Option<Position<DateTime<Utc>>>,
@@ -98,13 +96,13 @@ pub(super) struct Snapshot {
     read: Vec<(Earn<DateTime<Utc>>, bool)>,
 }
 
-/// The campaign's wallet with id or reference `reference` and what a burn from it reads; `None`
-/// when the campaign has no such wallet.
+/// The id and currency of the campaign's wallet with id or reference `reference`, and what a
+/// burn from it reads; `None` when the campaign has no such wallet.
 pub(super) async fn read(
     conn: &mut PgConnection,
     campaign: &Campaign,
     reference: &str,
-) -> Result<Option<Snapshot>, StoreError> {
+) -> Result<Option<(String, String, Snapshot)>, StoreError> {
     let rows: Vec<ReadRow> = sqlx::query_as(READ)
         .bind(&campaign.org_id)
         .bind(&campaign.id)
@@ -125,15 +123,14 @@ pub(super) async fn read(
         Some((is_aside, (id, date, amount, r.11), earn))
     });
     let (aside, read) = in_spending_order(lots);
-    Ok(Some(Snapshot {
-        wallet_id: wallet_id.clone(),
-        currency: currency.clone(),
+    let snapshot = Snapshot {
         version: *version,
         balance: *balance,
         position: position((*date, id.clone(), *taken)),
         aside,
         read,
-    }))
+    };
+    Ok(Some((wallet_id.clone(), currency.clone(), snapshot)))
 }
 
 impl Debit {
