@@ -11,8 +11,9 @@
 //! given a history of `BENCH_LEDGER_ROWS` earns (default 5,000,000), loaded through the pipeline
 //! as million-row files dated in earlier months, and the same file and a 10,000-row workbook are
 //! timed on it; the bulk load's table is given the same history and the file imported into it
-//! again, for the database's own growth beside the ledger's. That ledger is exported to Parquet and to CSV, beside the database's own CSV
-//! export of the same query (`sqlite3 -csv`, `psql \copy ... TO`).
+//! again, for the database's own growth beside the ledger's. That ledger is exported to Parquet
+//! and to CSV, beside the database's own CSV export of the same query (`sqlite3 -csv`,
+//! `psql \copy ... TO`).
 //!
 //! `cargo bench --bench ingest` (rows: `BENCH_ROWS`, default 1,000,000; needs the `sqlite3` or
 //! `psql` command). Goals: a load at most 4x the bulk load's time, and at most 1.3x its fresh
