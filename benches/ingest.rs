@@ -430,18 +430,19 @@ enum BulkTable {
 
 impl BulkTable {
     fn new(postgres: Option<&str>, dir: &Path, name: &str) -> Self {
-        let table = match postgres {
-            None => BulkTable::Sqlite(dir.join(format!("{name}.db"))),
-            Some(url) => BulkTable::Postgres {
-                url: url.to_string(),
-                schema: format!("{name}_{}", std::process::id()),
-            },
+        let (table, setup) = match postgres {
+            None => (
+                BulkTable::Sqlite(dir.join(format!("{name}.db"))),
+                "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;".to_string(),
+            ),
+            Some(url) => {
+                let schema = format!("{name}_{}", std::process::id());
+                let setup = format!("CREATE SCHEMA {schema}");
+                let url = url.to_string();
+                (BulkTable::Postgres { url, schema }, setup)
+            }
         };
-        if let BulkTable::Postgres { schema, .. } = &table {
-            table.sql(&format!("CREATE SCHEMA {schema}"));
-        } else {
-            table.sql("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
-        }
+        table.sql(&setup);
         table.sql(
             "CREATE TABLE earns (id TEXT NOT NULL, \"walletId\" TEXT, amount TEXT, date TEXT, \
              description TEXT, store TEXT); CREATE UNIQUE INDEX earns_id ON earns (id); \
@@ -501,6 +502,19 @@ impl Drop for BulkTable {
     }
 }
 
+/// The texts of the service's migrations for a backend (`sqlite`, `postgres`), in order.
+fn migrations(backend: &str) -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("store/migrations")
+        .join(backend);
+    let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
+    files.sort_by_key(|f| f.file_name());
+    files
+        .iter()
+        .map(|f| std::fs::read_to_string(f.path()).unwrap())
+        .collect()
+}
+
 /// The sqlite3 shell's own CSV import (`BulkTable`);
 /// then, as a floor for the ledger's shape, the same rows moved by SQLite alone into the real
 /// `transactions` table (the migrations' schema, every index) in one transaction,
@@ -509,14 +523,7 @@ impl Drop for BulkTable {
 fn sqlite_baselines(dir: &Path, file: &Path) -> Vec<(&'static str, f64)> {
     let table = BulkTable::new(None, dir, "baseline");
     let import = table.import(file);
-    let mut schema = String::new();
-    let migrations = Path::new(env!("CARGO_MANIFEST_DIR")).join("store/migrations/sqlite");
-    let mut files: Vec<_> = std::fs::read_dir(migrations).unwrap().flatten().collect();
-    files.sort_by_key(|f| f.file_name());
-    for migration in files {
-        schema.push_str(&std::fs::read_to_string(migration.path()).unwrap());
-    }
-    table.sql(&schema);
+    table.sql(&migrations("sqlite").concat());
     let started = Instant::now();
     table.sql(
         "PRAGMA cache_size = -131072; BEGIN; \
@@ -545,11 +552,8 @@ fn sqlite_baselines(dir: &Path, file: &Path) -> Vec<(&'static str, f64)> {
 /// moving those rows into the ledger's real tables (foreign keys not checked).
 fn postgres_baselines(url: &str, dir: &Path, file: &Path) -> Vec<(&'static str, f64)> {
     let table = BulkTable::new(Some(url), dir, "bench");
-    let migrations = Path::new(env!("CARGO_MANIFEST_DIR")).join("store/migrations/postgres");
-    let mut files: Vec<_> = std::fs::read_dir(migrations).unwrap().flatten().collect();
-    files.sort_by_key(|f| f.file_name());
-    for migration in files {
-        table.sql(&std::fs::read_to_string(migration.path()).unwrap());
+    for migration in migrations("postgres") {
+        table.sql(&migration);
     }
     let copy = table.import(file);
     let started = Instant::now();
