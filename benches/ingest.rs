@@ -13,7 +13,9 @@
 //! timed on it; the bulk load's table is given the same history and the file imported into it
 //! again, for the database's own growth beside the ledger's. That ledger is exported to Parquet
 //! and to CSV, beside the database's own CSV export of the same query (`sqlite3 -csv`,
-//! `psql \copy ... TO`).
+//! `psql \copy ... TO`). Before each timed step the database's deferred writes are done (a
+//! checkpoint) and the kernel's dirty pages written back, so that no step pays for the one
+//! before it.
 //!
 //! `cargo bench --bench ingest` (rows: `BENCH_ROWS`, default 1,000,000; needs the `sqlite3` or
 //! `psql` command). Goals: a load at most 4x the bulk load's time, and at most 1.3x its fresh
@@ -395,6 +397,13 @@ async fn load(
     rows: u64,
 ) -> f64 {
     let name = file.file_name().unwrap().to_string_lossy().to_string();
+    // As `BulkTable::settle`; on SQLite, the pages the WAL holds copied into the database file.
+    let checkpoint = match store.backend() {
+        store::Backend::Postgres => "CHECKPOINT",
+        store::Backend::Sqlite => "PRAGMA wal_checkpoint(TRUNCATE)",
+    };
+    store.execute_raw(checkpoint).await.unwrap();
+    written_out();
     let started = Instant::now();
     ingest::intake::receive(store, data, org, file, &name, "sftp", None)
         .await
@@ -482,6 +491,7 @@ impl BulkTable {
 
     /// Imports a CSV file with a header row; returns the seconds it took.
     fn import(&self, file: &Path) -> f64 {
+        self.settle();
         let started = Instant::now();
         self.sql(&match self {
             BulkTable::Sqlite(_) => format!(".import --csv --skip 1 {} earns", file.display()),
@@ -492,6 +502,22 @@ impl BulkTable {
         });
         started.elapsed().as_secs_f64()
     }
+
+    /// Before a timed step (see `written_out`); on PostgreSQL a checkpoint first: the server
+    /// writes the buffers earlier steps dirtied at its next checkpoint, which would otherwise
+    /// fall in whichever step comes next (the server is shared: the ledger's loads too).
+    fn settle(&self) {
+        if let BulkTable::Postgres { .. } = self {
+            self.sql("CHECKPOINT");
+        }
+        written_out();
+    }
+}
+
+/// Before a timed step: what the kernel holds to write back of earlier steps' files is written
+/// now, so that no step pays for the one before it.
+fn written_out() {
+    let _ = Command::new("sync").status();
 }
 
 impl Drop for BulkTable {
@@ -524,6 +550,7 @@ fn sqlite_baselines(dir: &Path, file: &Path) -> Vec<(&'static str, f64)> {
     let table = BulkTable::new(None, dir, "baseline");
     let import = table.import(file);
     table.sql(&migrations("sqlite").concat());
+    table.settle();
     let started = Instant::now();
     table.sql(
         "PRAGMA cache_size = -131072; BEGIN; \
@@ -556,6 +583,7 @@ fn postgres_baselines(url: &str, dir: &Path, file: &Path) -> Vec<(&'static str, 
         table.sql(&migration);
     }
     let copy = table.import(file);
+    table.settle();
     let started = Instant::now();
     table.sql(
         "BEGIN; SET LOCAL session_replication_role = replica; \
