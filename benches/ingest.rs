@@ -209,14 +209,8 @@ async fn run() {
         "rewards audit of those {held} transactions: {audit_seconds:.2} s (goal: 2,000,000 in \
          < 10 s)"
     );
-    if store.backend() == store::Backend::Sqlite {
-        store
-            .execute_raw("PRAGMA wal_checkpoint(TRUNCATE)")
-            .await
-            .unwrap();
-    }
-    // And on disk: the kernel writing gigabytes of them back would compete with the export.
-    let _ = Command::new("sync").status();
+    // The kernel writing gigabytes of the ledger back would compete with the export.
+    settle(&store).await;
     let filter = ExportFilter::all();
     let out = |name: &str| dir.path().join(name);
     let timed = |format: ExportFormat, path: std::path::PathBuf| {
@@ -397,13 +391,7 @@ async fn load(
     rows: u64,
 ) -> f64 {
     let name = file.file_name().unwrap().to_string_lossy().to_string();
-    // As `BulkTable::settle`; on SQLite, the pages the WAL holds copied into the database file.
-    let checkpoint = match store.backend() {
-        store::Backend::Postgres => "CHECKPOINT",
-        store::Backend::Sqlite => "PRAGMA wal_checkpoint(TRUNCATE)",
-    };
-    store.execute_raw(checkpoint).await.unwrap();
-    written_out();
+    settle(store).await;
     let started = Instant::now();
     ingest::intake::receive(store, data, org, file, &name, "sftp", None)
         .await
@@ -416,6 +404,17 @@ async fn load(
     let done = store.get_batch(org, &batch.id).await.unwrap();
     assert_eq!(done.rows_loaded, Some(rows as i64), "every row loaded");
     seconds
+}
+
+/// Before a timed step of the ledger, as `BulkTable::settle`: a checkpoint (on SQLite, the pages
+/// the WAL holds copied into the database file), then the kernel's dirty pages written back.
+async fn settle(store: &Store) {
+    let checkpoint = match store.backend() {
+        store::Backend::Postgres => "CHECKPOINT",
+        store::Backend::Sqlite => "PRAGMA wal_checkpoint(TRUNCATE)",
+    };
+    store.execute_raw(checkpoint).await.unwrap();
+    written_out();
 }
 
 /// A memory figure of this process from `/proc/self/status` (`VmHWM`: the peak RSS), in KiB.
