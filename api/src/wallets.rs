@@ -159,8 +159,8 @@ async fn list_wallets(
 
 #[utoipa::path(post, path = "/v1/wallets", tag = "wallets", summary = "Create a Wallet",
     request_body = WalletInput,
-    responses((status = 201, body = WalletView), (status = 400, body = Problem),
-        (status = 404, description = "no member has the owner's (or else the externalId's) id or external id", body = Problem),
+    responses((status = 201, body = WalletView),
+        (status = 400, description = "a field is invalid, or no member has the owner's (or else the externalId's) id or external id", body = Problem),
         (status = 409, description = "externalId already used", body = Problem)))]
 async fn create_wallet(
     State(state): State<AppState>,
@@ -212,8 +212,8 @@ async fn update_wallet(
 #[utoipa::path(post, path = "/api/wallets", tag = "member guide", summary = "Create a Wallet (member guide)",
     description = "`owner` is the member's external id.",
     request_body = WalletInput,
-    responses((status = 201, body = WalletView), (status = 400, body = Problem),
-        (status = 404, description = "no member has the owner's (or else the externalId's) external id", body = Problem),
+    responses((status = 201, body = WalletView),
+        (status = 400, description = "a field is invalid, or no member has the owner's (or else the externalId's) external id", body = Problem),
         (status = 409, body = Problem)))]
 async fn create_guide_wallet(
     state: State<AppState>,

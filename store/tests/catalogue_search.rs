@@ -90,8 +90,13 @@ async fn every_filter_alone(store: Store) {
     );
     assert_eq!(
         ids(&book, &c, by(|q| q.tier_id = Some("gold".into()))).await,
+        ["dinner"],
+        "the document's id for the tier, which it keeps as its handle"
+    );
+    assert_eq!(
+        ids(&book, &c, by(|q| q.tier_id = Some("Gold".into()))).await,
         Vec::<String>::new(),
-        "tier ids are the service's: `gold` was the document's handle"
+        "a tier's name is not its id"
     );
     let gold = store
         .list_tiers(&c.org_id, &c.id)
@@ -100,9 +105,10 @@ async fn every_filter_alone(store: Store) {
         .into_iter()
         .find(|t| t.name == "Gold")
         .unwrap();
+    assert_eq!(gold.handle.as_deref(), Some("gold"));
     let mut query = q();
     query.tier_id = Some(gold.id);
-    assert_eq!(ids(&book, &c, query).await, ["dinner"]);
+    assert_eq!(ids(&book, &c, query).await, ["dinner"], "the service's id");
     for (op, expected) in [
         (Comparison::Gt, vec!["picnic"]),
         (Comparison::Gte, vec!["dinner", "picnic"]),

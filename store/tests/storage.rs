@@ -525,7 +525,10 @@ async fn wallets_belong_to_a_member_and_are_found_by_reference(store: Store) {
         .await;
     assert!(matches!(
         nobody,
-        Err(StoreError::UnknownReference { field: "owner", .. })
+        Err(StoreError::Invalid {
+            field: "externalId",
+            ..
+        })
     ));
     let taken = store
         .create_wallet(
@@ -618,7 +621,7 @@ async fn wallets_belong_to_a_member_and_are_found_by_reference(store: Store) {
     assert!(
         matches!(
             foreign_owner,
-            Err(StoreError::UnknownReference { field: "owner", .. })
+            Err(StoreError::Invalid { field: "owner", .. })
         ),
         "another organisation's member"
     );

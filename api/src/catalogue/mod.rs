@@ -40,7 +40,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 struct TierQuery {
-    /// Only the tier of this name (exact).
+    /// Only the tier of this name (in any letter case).
     name: Option<String>,
     /// Only tiers of this precedence.
     #[param(value_type = Option<u32>, minimum = 0, maximum = 2147483647)]

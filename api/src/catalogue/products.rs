@@ -53,7 +53,8 @@ struct SearchQuery {
     /// Kilometres, default 10.
     #[param(exclusive_minimum = 0, maximum = 20038)]
     radius: Option<f64>,
-    /// Only products with a variant that requires this tier.
+    /// Only products with a variant that requires this tier: its id, or the id the catalogue
+    /// document gave it.
     tier_id: Option<String>,
     /// Only products with a variant whose tier's precedence compares with this number by
     /// `tierPrecedenceOp` (default `eq`).

@@ -114,6 +114,32 @@ async fn search_parameters_are_checked_together(app: TestApp) {
     assert_eq!(searched.data()[0]["id"], "dinner", "a typo is forgiven");
 }
 
+async fn a_tier_is_found_by_the_id_the_catalogue_gave_it(app: TestApp) {
+    app.import_catalogue(small_catalogue()).await;
+    let tiers = app.get("/v1/tiers?name=Gold").await;
+    let service_id = tiers.data()[0]["id"].as_str().unwrap().to_string();
+    assert_ne!(service_id, "gold", "the service gives tiers ids of its own");
+    // The document called it `gold`: both ids find the dinner that requires it.
+    for tier in ["gold", service_id.as_str()] {
+        let found = app.get(&format!("/v1/products?tierId={tier}")).await;
+        let ids: Vec<_> = found.data().iter().map(|p| p["id"].clone()).collect();
+        assert_eq!(ids, ["dinner"], "tierId={tier}");
+    }
+    assert_eq!(
+        app.get("/v1/products?tierId=platinum").await.body["total"],
+        0
+    );
+    // Imported again under the same document id, it stays the one tier.
+    let mut again = small_catalogue();
+    again["tiers"][0]["name"] = json!("Golden");
+    app.import_catalogue(again).await;
+    let tiers = app.get("/v1/tiers").await;
+    assert_eq!(tiers.body["total"], 2, "{}", tiers.body);
+    assert_eq!(tiers.data()[0]["id"], service_id.as_str());
+    assert_eq!(tiers.data()[0]["name"], "Golden");
+    assert_eq!(app.get("/v1/products?tierId=gold").await.body["total"], 1);
+}
+
 async fn an_import_shows_in_searches_at_once(app: TestApp) {
     app.import_catalogue(small_catalogue()).await;
     assert_eq!(app.get("/v1/products").await.body["total"], 3);
@@ -147,6 +173,7 @@ async fn another_campaign_finds_no_products(app: TestApp) {
 app_tests!(
     products_are_listed_in_the_seed_shape,
     search_parameters_are_checked_together,
+    a_tier_is_found_by_the_id_the_catalogue_gave_it,
     an_import_shows_in_searches_at_once,
     another_campaign_finds_no_products,
 );

@@ -40,6 +40,7 @@ migrations! {
     13 "idempotency key" "0013_idempotency_key.sql",
     14 "idempotency index" "0014_idempotency_index.sql",
     15 "journal wallet check" "0015_journal_wallet_check.sql",
+    16 "tier handle" "0016_tier_handle.sql",
 }
 
 /// The migration that indexes `transactions.idem_key`: before it runs, the keys of an existing

@@ -115,6 +115,7 @@ mod tests {
             threshold: Tokens::whole(100),
             benefits: Vec::new(),
             image_url: None,
+            handle: None,
         };
         let sold_out = Variant {
             stock: Some(0),

@@ -83,8 +83,8 @@ struct Stored {
     products: HashSet<String>,
     /// Variant id to its product id.
     variants: HashMap<String, String>,
-    /// (id, name) of the campaign's tiers.
-    tiers: Vec<(String, String)>,
+    /// (id, name, handle) of the campaign's tiers.
+    tiers: Vec<(String, String, Option<String>)>,
 }
 
 /// The document with its references resolved: what to write and what to remove.
@@ -108,22 +108,28 @@ fn plan(
     let mut errors = Vec::new();
     let mut fail = |path: String, message: String| errors.push(FieldProblem { path, message });
 
-    // Tiers: the document's, matched to stored ones by id, else by name.
+    // Tiers: the document's, matched to stored ones by id (the service's, or the document id
+    // a stored tier keeps as its handle), else by name.
     let mut tiers = Vec::new();
     let mut tier_by_ref: HashMap<&str, String> = HashMap::new();
     for (i, tier) in catalogue.tiers.iter().enumerate() {
         let matched = tier
             .id
             .as_deref()
-            .and_then(|id| stored.tiers.iter().find(|(sid, _)| sid == id))
-            .or_else(|| stored.tiers.iter().find(|(_, name)| *name == tier.name));
+            .and_then(|id| {
+                stored
+                    .tiers
+                    .iter()
+                    .find(|(sid, _, handle)| sid == id || handle.as_deref() == Some(id))
+            })
+            .or_else(|| stored.tiers.iter().find(|(_, name, _)| *name == tier.name));
         let (id, new) = match matched {
-            Some((id, _)) => (id.clone(), false),
+            Some((id, _, _)) => (id.clone(), false),
             None if tier.id.is_some()
                 && stored
                     .tiers
                     .iter()
-                    .any(|(_, n)| Some(n) == tier.id.as_ref()) =>
+                    .any(|(_, n, _)| Some(n) == tier.id.as_ref()) =>
             {
                 fail(
                     format!("tiers[{i}].id"),
@@ -139,9 +145,12 @@ fn plan(
         tier_by_ref.insert(&tier.name, id.clone());
         tiers.push((id, new));
     }
-    for (id, name) in &stored.tiers {
+    for (id, name, handle) in &stored.tiers {
         tier_by_ref.entry(id).or_insert_with(|| id.clone());
         tier_by_ref.entry(name).or_insert_with(|| id.clone());
+        if let Some(handle) = handle {
+            tier_by_ref.entry(handle).or_insert_with(|| id.clone());
+        }
     }
 
     // Without `replace`, what earlier imports left stays, and may be referred to.
@@ -318,17 +327,21 @@ impl Store {
                 .await?
                 .into_iter()
                 .collect();
-            stored.tiers = sqlx::query_as("SELECT id, name FROM tiers WHERE campaign_id = $1")
+            stored.tiers = sqlx::query_as("SELECT id, name, handle FROM tiers WHERE campaign_id = $1")
                 .bind(c)
                 .fetch_all(&mut *tx)
                 .await?;
             let mut plan = plan(catalogue, &stored, options)?;
 
+            // The document's id becomes the tier's handle unless it is the service's own id.
             const NEW_TIER: &str = "INSERT INTO tiers (id, org_id, campaign_id, name, precedence, \
-                 threshold, benefits, image_url, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+                 threshold, benefits, image_url, handle, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
             const UPDATE_TIER: &str = "UPDATE tiers SET name = $4, precedence = $5, threshold = $6, \
-                 benefits = $7, image_url = $8 WHERE id = $1 AND org_id = $2 AND campaign_id = $3";
+                 benefits = $7, image_url = $8, handle = COALESCE($9, handle) \
+                 WHERE id = $1 AND org_id = $2 AND campaign_id = $3";
             for (tier, (id, new)) in catalogue.tiers.iter().zip(&plan.tiers) {
+                let handle = tier.id.as_ref().filter(|doc_id| *doc_id != id);
                 let query = sqlx::query(if *new { NEW_TIER } else { UPDATE_TIER })
                     .bind(id)
                     .bind(&campaign.org_id)
@@ -337,7 +350,8 @@ impl Store {
                     .bind(tier.precedence)
                     .bind(tier.threshold.micros())
                     .bind(Json(&tier.benefits))
-                    .bind(&tier.image_url);
+                    .bind(&tier.image_url)
+                    .bind(handle);
                 let query = if *new { query.bind(at) } else { query };
                 query
                     .execute(&mut *tx)

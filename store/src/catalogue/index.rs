@@ -29,7 +29,7 @@ pub struct ProductQuery {
     pub booking_required: Option<bool>,
     pub is_available: Option<bool>,
     pub near: Option<Near>,
-    /// Products with a variant that requires this tier.
+    /// Products with a variant that requires this tier (its id or its handle).
     pub tier_id: Option<String>,
     /// Products with a variant whose tier's precedence compares so with the number.
     pub tier_precedence: Option<(Comparison, i64)>,
@@ -464,7 +464,10 @@ impl CatalogueIndex {
         }
         p.variants.iter().any(|v| {
             v.tier.as_ref().is_some_and(|t| {
-                query.tier_id.as_deref().is_none_or(|id| t.id == id)
+                query
+                    .tier_id
+                    .as_deref()
+                    .is_none_or(|id| t.id == id || t.handle.as_deref() == Some(id))
                     && query
                         .tier_precedence
                         .is_none_or(|(op, value)| op.holds(t.precedence, value))

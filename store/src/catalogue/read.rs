@@ -49,6 +49,7 @@ row_struct! {
         tier_threshold: Option<i64>,
         tier_benefits: Option<Json<Vec<String>>>,
         tier_image_url: Option<String>,
+        tier_handle: Option<String>,
     }
 }
 
@@ -111,7 +112,7 @@ impl Store {
              WHERE campaign_id = $1 ORDER BY product_id, position";
         const VARIANTS: &str = "SELECT v.product_id, v.id, v.name, v.category, v.description, \
              v.offer_details, v.terms_and_conditions, v.price, v.available, v.stock, t.id, t.name, \
-             t.precedence, t.threshold, t.benefits, t.image_url FROM variants v \
+             t.precedence, t.threshold, t.benefits, t.image_url, t.handle FROM variants v \
              LEFT JOIN tiers t ON t.id = v.tier_id WHERE v.campaign_id = $1 \
              ORDER BY v.product_id, v.position";
         let (products, tags, branches, variants): Rows = with_pool!(self, |pool| async {
@@ -153,6 +154,7 @@ impl Store {
                 v.tier_threshold,
                 v.tier_benefits,
                 v.tier_image_url,
+                v.tier_handle,
             );
             let variant = Variant {
                 id: v.id,
@@ -213,7 +215,7 @@ impl Store {
             tiers: tiers
                 .into_iter()
                 .map(|t| TierEntry {
-                    id: Some(t.id),
+                    id: Some(t.handle.unwrap_or(t.id)),
                     name: t.name,
                     precedence: t.precedence,
                     threshold: t.threshold,
@@ -249,7 +251,7 @@ impl Store {
                             offer_details: v.offer_details,
                             terms_and_conditions: v.terms_and_conditions,
                             price: v.price,
-                            tier: v.tier.map(|t| t.id),
+                            tier: v.tier.map(|t| t.handle.unwrap_or(t.id)),
                             available: v.available,
                             stock: v.stock,
                         })

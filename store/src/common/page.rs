@@ -59,6 +59,20 @@ impl<T> Paged<T> {
             page,
         })
     }
+
+    /// The page of a whole list held in memory, each of its records made by `record` (only
+    /// those of the page).
+    pub(crate) fn slice<U>(all: Vec<U>, page: Page, record: impl FnMut(U) -> T) -> Paged<T> {
+        let total = all.len() as u64;
+        let start = usize::try_from(page.offset()).unwrap_or(usize::MAX);
+        let items = all
+            .into_iter()
+            .skip(start)
+            .take(page.limit as usize)
+            .map(record)
+            .collect();
+        Paged { items, total, page }
+    }
 }
 
 /// Counts and reads one page of a list, on either backend: the one paging code every list

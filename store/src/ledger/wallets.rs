@@ -48,7 +48,7 @@ macro_rules! wallet_columns {
     () => {
         "w.id, w.campaign_id, w.owner_id, w.external_id, w.name, w.currency, w.balance, \
          w.earned, w.created_at, w.updated_at, t.id, t.name, t.precedence, t.threshold, \
-         t.benefits, t.image_url"
+         t.benefits, t.image_url, t.handle"
     };
 }
 
@@ -96,6 +96,7 @@ row_struct! {
         tier_threshold: Option<i64>,
         tier_benefits: Option<Json<Vec<String>>>,
         tier_image_url: Option<String>,
+        tier_handle: Option<String>,
     }
 }
 
@@ -107,6 +108,7 @@ fn wallet_from_row(r: WalletRow) -> Wallet {
         r.tier_threshold,
         r.tier_benefits,
         r.tier_image_url,
+        r.tier_handle,
     );
     Wallet {
         id: r.id,
@@ -149,9 +151,10 @@ impl Store {
     }
 
     /// Creates a wallet in `campaign` (its currency). The owner is `new.owner` (a member id or
-    /// external id), else the member whose external id is the wallet's `external_id`; with
-    /// neither, `Invalid` on `owner`; a member that does not exist is `UnknownReference` on
-    /// `owner`. A taken `external_id` is `Conflict`.
+    /// external id), else the member whose external id is the wallet's `external_id`. A body
+    /// that names no member of the organisation is a bad request (`Invalid`): on `owner` when
+    /// it names none or an unknown one, on `externalId` when that stood for the owner. A taken
+    /// `external_id` is `Conflict`.
     pub async fn create_wallet(
         &self,
         campaign: &Campaign,
@@ -164,23 +167,21 @@ impl Store {
             None => None,
         };
         let Some(owner_id) = owner else {
-            let message = match (&new.owner, &new.external_id) {
-                (Some(owner), _) => format!("no member has the id or external id `{owner}`"),
-                (None, Some(external)) => {
-                    format!(
-                        "is required: no member has the external id `{external}` to own the wallet"
-                    )
-                }
-                (None, None) => "is required: a member id or external id".to_string(),
-            };
             return Err(match (&new.owner, &new.external_id) {
+                (Some(owner), _) => StoreError::Invalid {
+                    field: "owner",
+                    message: format!("no member has the id or external id `{owner}`"),
+                },
+                (None, Some(external)) => StoreError::Invalid {
+                    field: "externalId",
+                    message: format!(
+                        "no member has the external id `{external}` to own the wallet; name \
+                         its owner in `owner`"
+                    ),
+                },
                 (None, None) => StoreError::Invalid {
                     field: "owner",
-                    message,
-                },
-                _ => StoreError::UnknownReference {
-                    field: "owner",
-                    message,
+                    message: "is required: a member id or external id".to_string(),
                 },
             });
         };

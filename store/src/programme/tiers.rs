@@ -18,6 +18,9 @@ pub struct Tier {
     pub threshold: Tokens,
     pub benefits: Vec<String>,
     pub image_url: Option<String>,
+    /// The id the client gave the tier in a catalogue document (`platinum`), by which searches
+    /// and imports may name it too.
+    pub handle: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -48,9 +51,20 @@ pub(crate) const RETIER: &str = concat!(
     " WHERE campaign_id = $1"
 );
 
-type TierRow = (String, String, i64, i64, Json<Vec<String>>, Option<String>);
+/// The columns of a tier as `tier_from_row` reads them.
+const TIER_COLUMNS: &str = "id, name, precedence, threshold, benefits, image_url, handle";
 
-fn tier_from_row((id, name, precedence, threshold, benefits, image_url): TierRow) -> Tier {
+type TierRow = (
+    String,
+    String,
+    i64,
+    i64,
+    Json<Vec<String>>,
+    Option<String>,
+    Option<String>,
+);
+
+fn tier_from_row((id, name, precedence, threshold, benefits, image_url, handle): TierRow) -> Tier {
     Tier {
         id,
         name,
@@ -58,6 +72,7 @@ fn tier_from_row((id, name, precedence, threshold, benefits, image_url): TierRow
         threshold: Tokens::from_micros(threshold),
         benefits: benefits.0,
         image_url,
+        handle,
     }
 }
 
@@ -69,6 +84,7 @@ pub(crate) fn joined_tier(
     threshold: Option<i64>,
     benefits: Option<Json<Vec<String>>>,
     image_url: Option<String>,
+    handle: Option<String>,
 ) -> Option<Tier> {
     Some(Tier {
         id: id?,
@@ -77,6 +93,7 @@ pub(crate) fn joined_tier(
         threshold: Tokens::from_micros(threshold.unwrap_or_default()),
         benefits: benefits.map(|b| b.0).unwrap_or_default(),
         image_url,
+        handle,
     })
 }
 
@@ -101,6 +118,7 @@ impl Store {
             threshold: new.threshold,
             benefits: new.benefits,
             image_url: new.image_url,
+            handle: None,
         };
         const INSERT: &str = "INSERT INTO tiers (id, org_id, campaign_id, name, precedence, threshold, benefits, \
              image_url, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
@@ -135,18 +153,23 @@ impl Store {
         org_id: &str,
         campaign_id: &str,
     ) -> Result<Vec<Tier>, StoreError> {
-        const SQL: &str = "SELECT id, name, precedence, threshold, benefits, image_url FROM tiers \
-             WHERE org_id = $1 AND campaign_id = $2 ORDER BY precedence, threshold, name";
-        let rows: Vec<TierRow> = with_pool!(self, |pool| sqlx::query_as(SQL)
-            .bind(org_id)
-            .bind(campaign_id)
-            .fetch_all(pool)
-            .await)?;
+        let sql = format!(
+            "SELECT {TIER_COLUMNS} FROM tiers WHERE org_id = $1 AND campaign_id = $2 \
+             ORDER BY precedence, threshold, name"
+        );
+        let rows: Vec<TierRow> = with_pool!(self, |pool| sqlx::query_as(sqlx::AssertSqlSafe(
+            sql.as_str()
+        ))
+        .bind(org_id)
+        .bind(campaign_id)
+        .fetch_all(pool)
+        .await)?;
         Ok(rows.into_iter().map(tier_from_row).collect())
     }
 
-    /// A page of the campaign's tiers by precedence, only those named `name` or of
-    /// `precedence` when given.
+    /// A page of the campaign's tiers by precedence, only those named `name` (in any letter
+    /// case, as category names are matched) or of `precedence` when given. A campaign has a
+    /// handful of tiers: they are read whole and filtered here, the same on both backends.
     pub async fn tiers_page(
         &self,
         campaign: &crate::Campaign,
@@ -154,13 +177,15 @@ impl Store {
         precedence: Option<i64>,
         page: crate::Page,
     ) -> Result<crate::Paged<Tier>, StoreError> {
-        let rows = paged!(self, page,
-            select: "id, name, precedence, threshold, benefits, image_url",
-            from: "FROM tiers WHERE org_id = $1 AND campaign_id = $2 AND name = COALESCE($3, name) \
-                   AND precedence = COALESCE($4, precedence)",
-            order: "precedence, threshold, name",
-            args: [&campaign.org_id, &campaign.id, name, precedence])?;
-        crate::Paged::of(rows, page, |row: TierRow| Ok(tier_from_row(row)))
+        let name = name.map(str::to_lowercase);
+        let matching: Vec<Tier> = self
+            .list_tiers(&campaign.org_id, &campaign.id)
+            .await?
+            .into_iter()
+            .filter(|t| name.as_ref().is_none_or(|n| t.name.to_lowercase() == *n))
+            .filter(|t| precedence.is_none_or(|p| t.precedence == p))
+            .collect();
+        Ok(crate::Paged::slice(matching, page, |t| t))
     }
 
     /// Removes a tier (by id or name); its wallets fall to the next tier they reach.
