@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
-use search::geo::{GeoIndex, Point};
+use search::geo::{GeoIndex, Nearness, Point};
 use search::text::{Field, TextIndex};
 use search::vectors::{VectorIndex, embed};
 
@@ -338,9 +338,11 @@ impl CatalogueIndex {
         self.draws.draw(&self.products, roll)
     }
 
-    /// One page of the products `query` finds, and how many it finds in all.
+    /// One page of the products `query` finds, and how many it finds in all. Beyond counting
+    /// the matches, the work follows the page asked for: a list in a kept order is read from
+    /// that order (only the page when nothing filters it), and only the products up to the
+    /// page's end are put in order.
     pub fn search(&self, query: &ProductQuery, page: Page) -> Paged<Found<'_>> {
-        // Candidates in relevance order when searching, else in document order.
         let searching = query
             .search
             .as_deref()
@@ -353,109 +355,123 @@ impl CatalogueIndex {
                 field: SortField::Name,
                 descending: false,
             }));
-        // Kilometres from the geofence's centre to each product's nearest branch within it.
-        // Without a search, from the branches' index; with one, per candidate once the other
-        // filters have thinned them (below).
-        let mut inside = Vec::new();
-        let mut nearest: Option<Vec<f64>> = query.near.map(|near| {
-            let mut nearest = vec![f64::INFINITY; self.products.len()];
-            if searching {
-                return nearest;
-            }
-            for (point, d) in self
-                .geo
-                .within(near.latitude, near.longitude, near.radius_km)
-            {
-                let entry = &mut nearest[point.owner as usize];
-                if entry.is_infinite() {
-                    inside.push(point.owner as usize);
-                }
-                *entry = entry.min(d);
-            }
-            nearest
-        });
-        let candidates: Vec<usize> = if searching {
-            let text = query.search.as_deref().unwrap_or_default();
-            self.text
-                .search(text)
-                .into_iter()
-                .map(|hit| hit.doc as usize)
-                .collect()
-        } else if query.near.is_some() {
-            inside
-        } else {
-            // Already in order: filtering keeps it.
-            let sort = sort.unwrap_or(SORTS[0]);
-            self.orders[sort_slot(sort)]
-                .iter()
-                .map(|i| *i as usize)
-                .collect()
-        };
         let category = query.category.as_deref().map(folded);
-        let mut found: Vec<usize> = candidates
-            .into_iter()
-            .filter(|&i| {
-                let p = &self.products[i];
-                (searching || nearest.as_ref().is_none_or(|n| n[i].is_finite()))
-                    && query
-                        .category_id
-                        .as_deref()
-                        .is_none_or(|id| p.category.as_ref().is_some_and(|c| c.id == id))
-                    && category
-                        .as_deref()
-                        .is_none_or(|name| !name.is_empty() && self.categories[i] == name)
-                    && query
-                        .booking_required
-                        .is_none_or(|b| p.book_in_advance == b)
-                    && query.is_available.is_none_or(|a| self.available[i] == a)
-                    && self.tier_matches(p, query)
-                    && cost_matches(p, query)
-            })
-            .collect();
-        if let (true, Some(near), Some(nearest)) = (searching, query.near, nearest.as_mut()) {
-            found.retain(|&i| {
-                let closest = self.products[i]
-                    .branches
-                    .iter()
-                    .filter_map(|b| b.address.as_ref())
-                    .filter_map(|a| Some((a.latitude?, a.longitude?)))
-                    .map(|(lat, lon)| {
-                        search::geo::distance_km(near.latitude, near.longitude, lat, lon)
-                    })
-                    .fold(f64::INFINITY, f64::min);
-                if closest <= near.radius_km {
-                    nearest[i] = closest;
-                }
-                closest <= near.radius_km
-            });
-        }
-        match (sort, &nearest) {
-            (Some(sort), _) if searching || query.near.is_some() => {
-                let place = &self.places[sort_slot(sort)];
-                found.sort_unstable_by_key(|i| place[*i]);
+        let filters = Filters {
+            index: self,
+            query,
+            category: category.as_deref(),
+        };
+        // The matches, and for a geofence without text each product's nearness to its centre.
+        let (mut found, nearest) = match (searching, query.near) {
+            (false, None) => {
+                let order = &self.orders[sort_slot(sort.unwrap_or(SORTS[0]))];
+                return self.listed(order, &filters, page);
             }
-            (None, Some(nearest)) if !searching => {
-                let by_name = &self.places[sort_slot(Sort {
-                    field: SortField::Name,
-                    descending: false,
-                })];
-                found.sort_unstable_by(|a, b| {
+            (false, Some(near)) => self.inside(near, &filters),
+            (true, near) => (self.matching_text(query, near, &filters), Vec::new()),
+        };
+        let end = usize::try_from(page.offset().saturating_add(page.limit())).unwrap_or(usize::MAX);
+        match sort {
+            Some(sort) => {
+                let place = &self.places[sort_slot(sort)];
+                order_front(&mut found, end, |a, b| place[*a].cmp(&place[*b]));
+            }
+            None if !searching => {
+                let by_name = &self.places[sort_slot(SORTS[0])];
+                order_front(&mut found, end, |a, b| {
                     nearest[*a]
                         .total_cmp(&nearest[*b])
                         .then(by_name[*a].cmp(&by_name[*b]))
                 });
             }
-            _ => {}
+            // Relevance: the text index's order.
+            None => {}
         }
-        let total = found.len() as u64;
-        let start = usize::try_from(page.offset()).unwrap_or(usize::MAX);
-        let items = found
+        Paged::slice(found, page, |i| self.found(i, query.near))
+    }
+
+    /// The products with a branch inside `near` that `filters` keep, and each product's
+    /// nearness to its centre (`FARTHEST` for those outside).
+    fn inside(&self, near: Near, filters: &Filters) -> (Vec<usize>, Vec<Nearness>) {
+        let mut nearest = vec![Nearness::FARTHEST; self.products.len()];
+        let mut inside = Vec::new();
+        for (point, nearness) in self
+            .geo
+            .within(near.latitude, near.longitude, near.radius_km)
+        {
+            let entry = &mut nearest[point.owner as usize];
+            if *entry == Nearness::FARTHEST {
+                inside.push(point.owner as usize);
+            }
+            if nearness < *entry {
+                *entry = nearness;
+            }
+        }
+        inside.retain(|&i| filters.keep(i));
+        (inside, nearest)
+    }
+
+    /// The products matching the query's text that `filters` keep (and with a branch inside
+    /// `near`, if given), most relevant first.
+    fn matching_text(
+        &self,
+        query: &ProductQuery,
+        near: Option<Near>,
+        filters: &Filters,
+    ) -> Vec<usize> {
+        let text = query.search.as_deref().unwrap_or_default();
+        self.text
+            .search(text)
             .into_iter()
-            .skip(start)
-            .take(page.limit as usize)
-            .map(|i| self.found(i, query.near))
-            .collect();
-        Paged { items, total, page }
+            .map(|hit| hit.doc as usize)
+            .filter(|&i| filters.keep(i))
+            // Text candidates are few once filtered: each measured by its own branches.
+            .filter(|&i| {
+                near.is_none_or(|near| {
+                    self.products[i]
+                        .branches
+                        .iter()
+                        .filter_map(|b| b.address.as_ref())
+                        .filter_map(|a| Some((a.latitude?, a.longitude?)))
+                        .any(|(lat, lon)| {
+                            search::geo::distance_km(near.latitude, near.longitude, lat, lon)
+                                <= near.radius_km
+                        })
+                })
+            })
+            .collect()
+    }
+
+    /// A page of the products in `order` that `filters` keep: without filters, read straight
+    /// from the order; with them, counted in one pass that keeps only the page.
+    fn listed(&self, order: &[u32], filters: &Filters, page: Page) -> Paged<Found<'_>> {
+        let start = usize::try_from(page.offset()).unwrap_or(usize::MAX);
+        let limit = page.limit as usize;
+        if filters.none() {
+            let items = order
+                .iter()
+                .skip(start)
+                .take(limit)
+                .map(|i| self.found(*i as usize, None))
+                .collect();
+            let total = order.len() as u64;
+            return Paged { items, total, page };
+        }
+        let mut total = 0usize;
+        let mut items = Vec::with_capacity(limit.min(order.len()));
+        for &i in order {
+            if filters.keep(i as usize) {
+                if total >= start && items.len() < limit {
+                    items.push(self.found(i as usize, None));
+                }
+                total += 1;
+            }
+        }
+        Paged {
+            items,
+            total: total as u64,
+            page,
+        }
     }
 
     fn tier_matches(&self, p: &Product, query: &ProductQuery) -> bool {
@@ -561,6 +577,62 @@ impl CatalogueIndex {
         let i = *self.by_id.get(id)?;
         self.vectors.vector(i).map(<[f32]>::to_vec)
     }
+}
+
+/// A search's filters other than its text and geofence.
+struct Filters<'a> {
+    index: &'a CatalogueIndex,
+    query: &'a ProductQuery,
+    /// The category name asked for, folded.
+    category: Option<&'a str>,
+}
+
+impl Filters<'_> {
+    /// Whether nothing is filtered.
+    fn none(&self) -> bool {
+        let q = self.query;
+        q.category_id.is_none()
+            && self.category.is_none()
+            && q.booking_required.is_none()
+            && q.is_available.is_none()
+            && q.tier_id.is_none()
+            && q.tier_precedence.is_none()
+            && q.min_cost.is_none()
+            && q.max_cost.is_none()
+    }
+
+    /// Whether product `i` passes every filter.
+    fn keep(&self, i: usize) -> bool {
+        let (index, query) = (self.index, self.query);
+        let p = &index.products[i];
+        query
+            .category_id
+            .as_deref()
+            .is_none_or(|id| p.category.as_ref().is_some_and(|c| c.id == id))
+            && self
+                .category
+                .is_none_or(|name| !name.is_empty() && index.categories[i] == name)
+            && query
+                .booking_required
+                .is_none_or(|b| p.book_in_advance == b)
+            && query.is_available.is_none_or(|a| index.available[i] == a)
+            && index.tier_matches(p, query)
+            && cost_matches(p, query)
+    }
+}
+
+/// Puts the first `k` of `items` by `order` (a total order) at the front, in that order; the
+/// rest stay in any order. The work of putting a page in order follows the page, not all the
+/// matches.
+fn order_front<T>(items: &mut [T], k: usize, mut order: impl FnMut(&T, &T) -> std::cmp::Ordering) {
+    let k = k.min(items.len());
+    if k == 0 {
+        return;
+    }
+    if k < items.len() {
+        items.select_nth_unstable_by(k - 1, &mut order);
+    }
+    items[..k].sort_unstable_by(order);
 }
 
 /// Without cost bounds, every product; with them, those with a variant priced within them.
