@@ -31,6 +31,7 @@ struct FileConfig {
     leaderboard_refresh_secs: Option<u64>,
     reviews_profanity_threshold: Option<f64>,
     reviews_report_threshold: Option<u32>,
+    public_url: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -114,6 +115,22 @@ impl Config {
         if api.moderation.report_threshold == 0 {
             bail!("reviews_report_threshold (REWARDS_REVIEWS_REPORT_THRESHOLD) must be at least 1");
         }
+        if let Some(url) = &api.public_url {
+            let rest = url
+                .strip_prefix("https://")
+                .or_else(|| url.strip_prefix("http://"));
+            let usable = rest.is_some_and(|rest| {
+                !rest.is_empty()
+                    && !rest.starts_with('/')
+                    && !rest.contains(|c: char| c.is_whitespace() || "?#@".contains(c))
+            });
+            if !usable {
+                bail!(
+                    "public_url (REWARDS_PUBLIC_URL) must be an http or https URL without a query, \
+                     such as https://rewards.example.com, not {url:?}"
+                );
+            }
+        }
         Ok(())
     }
 
@@ -173,6 +190,9 @@ impl Config {
         }
         if let Some(v) = file.reviews_report_threshold {
             api.moderation.report_threshold = v;
+        }
+        if let Some(v) = file.public_url {
+            api.public_url = Some(v.trim().to_string());
         }
     }
 }
@@ -250,6 +270,7 @@ fn from_env(var: impl Fn(&str) -> Option<String>) -> anyhow::Result<FileConfig> 
             "REWARDS_REVIEWS_REPORT_THRESHOLD",
             var("REWARDS_REVIEWS_REPORT_THRESHOLD"),
         )?,
+        public_url: var("REWARDS_PUBLIC_URL").filter(|v| !v.trim().is_empty()),
     })
 }
 
@@ -393,10 +414,27 @@ mod tests {
         assert_eq!(config.api.leaderboard_refresh, Duration::from_secs(60));
         assert_eq!(config.api.moderation.report_threshold, 5);
         assert_eq!(config.api.moderation.profanity_threshold, 0.7);
+        assert_eq!(config.api.public_url, None);
+        let mut behind = Config::default();
+        behind.apply(
+            from_env(env(&[(
+                "REWARDS_PUBLIC_URL",
+                "https://rewards.example.com/",
+            )]))
+            .unwrap(),
+        );
+        behind.check().unwrap();
+        assert_eq!(
+            behind.api.public_url.as_deref(),
+            Some("https://rewards.example.com/")
+        );
         for (setting, value) in [
             ("leaderboard_refresh_secs", "0"),
             ("reviews_profanity_threshold", "1.5"),
             ("reviews_report_threshold", "0"),
+            ("public_url", "'rewards.example.com'"),
+            ("public_url", "'https://'"),
+            ("public_url", "'https://x.example?a=1'"),
         ] {
             let mut config = Config::default();
             config.apply(toml::from_str(&format!("{setting} = {value}")).unwrap());

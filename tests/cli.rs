@@ -236,7 +236,13 @@ async fn crash_story(env: Vec<(&'static str, String)>) {
         .json()
         .await
         .unwrap();
-        urls.push(reply["statusCheckUrl"].as_str().unwrap().to_string());
+        // Absolute, at this node's address; the path is followed on the next node.
+        let url = reply["statusCheckUrl"].as_str().unwrap();
+        let path = url
+            .strip_prefix(base.as_str())
+            .expect("a link to this node");
+        assert!(path.starts_with("/v1/transactions/earn/"), "{url}");
+        urls.push(path.to_string());
     }
     let waiting: Value = call(reqwest::Method::GET, format!("{base}{}", urls[0]))
         .send()

@@ -1,7 +1,9 @@
 //! The leaderboard (seed #33) and a member's own place on it, served from the campaign's
 //! snapshot (rebuilt by `jobs::leaderboard`), so a request never scans the ledger. Every answer
 //! says which snapshot it is (`x-leaderboard-updated-at`) and how long it stays the latest
-//! (`Cache-Control`).
+//! (`Cache-Control`). A campaign's first snapshot is built on demand when no job has built it yet.
+
+use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -89,14 +91,15 @@ struct RankQuery {
         earned over their lifetime (spending does not drop a member), most first; a tie goes to \
         whoever reached the score first. Deleted and inactive members are left out. Served \
         from a snapshot rebuilt every 5 minutes by default: `x-leaderboard-updated-at` is its \
-        time and `Cache-Control` the time left until the next.",
+        time and `Cache-Control` the time left until the next. A campaign's first snapshot is \
+        built when first asked for.",
     params(PagingParams),
     responses(
         (status = 200, body = PagedList<LeaderboardEntry>, headers(
             ("x-leaderboard-updated-at" = String, description = "When the snapshot read the ledger (RFC 3339)."),
             ("cache-control" = String, description = "`private, max-age=N`: seconds until the next snapshot is due."))),
         (status = 400, body = Problem),
-        (status = 503, description = "`leaderboard_pending`: the campaign's first snapshot is being built; `Retry-After` says when to ask again", body = Problem)))]
+        (status = 503, description = "`leaderboard_pending`: the campaign's first snapshot, built by another request or node, was not published within 30 s; `Retry-After` says when to ask again", body = Problem)))]
 async fn get_leaderboard(
     State(state): State<AppState>,
     caller: Caller,
@@ -124,7 +127,7 @@ async fn get_leaderboard(
             ("cache-control" = String, description = "`private, max-age=N`: seconds until the next snapshot is due."))),
         (status = 400, body = Problem),
         (status = 404, description = "`not_found`: no such member; `not_ranked`: the member has no place in the snapshot (nothing earned in the campaign by its time, or inactive)", body = Problem),
-        (status = 503, description = "`leaderboard_pending`: the campaign's first snapshot is being built", body = Problem)))]
+        (status = 503, description = "`leaderboard_pending`: the campaign's first snapshot, built by another request or node, was not published within 30 s", body = Problem)))]
 async fn member_rank(
     State(state): State<AppState>,
     caller: Caller,
@@ -172,18 +175,42 @@ async fn member_rank(
     ))
 }
 
-/// The campaign's published snapshot, or 503 until its first is built.
+/// How long a request waits for a first snapshot that another request or node is building.
+const FIRST_BUILD_WAIT: Duration = Duration::from_secs(30);
+/// How often it looks whether that build is published.
+const FIRST_BUILD_LOOK: Duration = Duration::from_millis(50);
+
+/// The campaign's published snapshot. A campaign that has none yet (new, and no node's job has
+/// reached it) has its first built here, by the first request to ask: the store's claim lets
+/// one build (this request, another, or a background job on any node) and the others wait for
+/// it to be published. 503 only if it is not published within `FIRST_BUILD_WAIT`.
 async fn snapshot(state: &AppState, caller: &Caller) -> Result<Snapshot, ApiError> {
     let campaign = &caller.context.campaign;
-    state
-        .store
-        .leaderboard_snapshot(&campaign.id)
-        .await?
-        .ok_or_else(|| ApiError::NotReady {
-            code: "leaderboard_pending",
-            detail: "the campaign's first leaderboard snapshot is being built".into(),
-            retry_after: 5,
-        })
+    let deadline = Instant::now() + FIRST_BUILD_WAIT;
+    loop {
+        if let Some(snapshot) = state.store.leaderboard_snapshot(&campaign.id).await? {
+            return Ok(snapshot);
+        }
+        let built = state
+            .store
+            .refresh_leaderboard(
+                &campaign.org_id,
+                &campaign.id,
+                state.settings.leaderboard_refresh,
+            )
+            .await?;
+        if built.is_some() {
+            continue;
+        }
+        if Instant::now() >= deadline {
+            return Err(ApiError::NotReady {
+                code: "leaderboard_pending",
+                detail: "the campaign's first leaderboard snapshot is still being built".into(),
+                retry_after: 5,
+            });
+        }
+        tokio::time::sleep(FIRST_BUILD_LOOK).await;
+    }
 }
 
 fn snapshot_headers(snapshot: &Snapshot) -> HeaderMap {

@@ -39,10 +39,9 @@ use utoipa_swagger_ui::SwaggerUi;
 pub use http::error::{ApiError, FieldError, Problem};
 pub use state::{AppState, Settings};
 
-/// The whole application: `/v1` and `/api` behind authentication, and the open operational
-/// routes (`/healthz`, `/readyz`, `/metrics`, `/openapi.json`, `/docs`).
-pub fn app(state: AppState) -> Router {
-    let (authenticated, mut openapi) = OpenApiRouter::with_openapi(http::docs::base())
+/// Every authenticated route, each with its description.
+fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(http::docs::base())
         .merge(api_key::router())
         .merge(members::router())
         .merge(wallets::router())
@@ -53,15 +52,39 @@ pub fn app(state: AppState) -> Router {
         .merge(bookings::router())
         .merge(leaderboard::router())
         .merge(reviews::router())
-        .layer(from_fn_with_state(state.clone(), http::auth::authenticate))
-        .split_for_parts();
+}
+
+/// The OpenAPI description of every route, in both versions' shapes, before it is cut into
+/// each version's document (`http::versions`).
+pub(crate) fn openapi() -> utoipa::openapi::OpenApi {
+    let (_, mut openapi) = routes().split_for_parts();
     http::docs::add_shared_parts(&mut openapi);
+    openapi
+}
+
+/// The whole application: `/v1` and `/api` behind authentication, and the open operational
+/// routes (`/healthz`, `/readyz`, `/metrics`, `/openapi.json`, `/docs`).
+pub fn app(state: AppState) -> Router {
+    let (authenticated, _) = routes().split_for_parts();
+    let openapi = openapi();
+    // Credentials first, then the query string against the operation's description.
+    let authenticated = authenticated
+        .layer(from_fn_with_state(
+            http::parameters::KnownParameters::of(&openapi),
+            http::parameters::refuse_unknown,
+        ))
+        .layer(from_fn_with_state(state.clone(), http::auth::authenticate));
+    let documents = std::sync::Arc::new(http::versions::Documents::of(&openapi));
 
     let routes = Router::new()
         .merge(authenticated)
         .route("/healthz", get(http::ops::healthz))
         .route("/readyz", get(http::ops::readyz))
         .route("/metrics", get(http::ops::metrics))
+        .route(
+            "/openapi.json",
+            get(move |query| http::docs::serve_document(documents.clone(), query)),
+        )
         .fallback(http::ops::not_found)
         .method_not_allowed_fallback(http::ops::method_not_allowed)
         .layer(from_fn(http::ops::record_metrics))
@@ -71,7 +94,7 @@ pub fn app(state: AppState) -> Router {
             ))
         }))
         .with_state(state)
-        .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi));
+        .merge(SwaggerUi::new("/docs").config(http::docs::swagger_config()));
     http::ops::with_request_logs(routes)
 }
 

@@ -27,13 +27,17 @@ pub struct AppState {
 }
 
 /// What an operator may tune beyond the store's own configuration.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     /// How often each campaign's leaderboard snapshot is rebuilt (`leaderboard_refresh_secs`).
     pub leaderboard_refresh: Duration,
     /// When reviews are hidden for an operator to decide (`reviews_profanity_threshold`,
     /// `reviews_report_threshold`).
     pub moderation: Moderation,
+    /// The base of the links the service gives (`public_url`, e.g. `https://rewards.example.com`),
+    /// when a proxy in front does not say it in `X-Forwarded-Proto`/`X-Forwarded-Host`. `None`:
+    /// from the request.
+    pub public_url: Option<String>,
 }
 
 impl Default for Settings {
@@ -41,6 +45,7 @@ impl Default for Settings {
         Settings {
             leaderboard_refresh: Duration::from_secs(300),
             moderation: Moderation::default(),
+            public_url: None,
         }
     }
 }

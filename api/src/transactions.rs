@@ -21,6 +21,7 @@ use crate::http::auth::Caller;
 use crate::http::checks::{self, Checks, MAX_ID, MAX_TEXT, schema};
 use crate::http::error::{ApiError, FieldError, Problem};
 use crate::http::json::JsonBody;
+use crate::http::links::BaseUrl;
 use crate::http::paging::{PagedList, Paging, PagingParams};
 use crate::http::query::QueryParams;
 
@@ -385,7 +386,7 @@ pub struct EarnAccepted {
     /// Always `accepted`.
     status: &'static str,
     request_id: String,
-    /// Where to follow the request: `GET` it.
+    /// Where to follow the request, an absolute URL: `GET` it.
     status_check_url: String,
     message: String,
 }
@@ -397,6 +398,7 @@ pub struct EarnAccepted {
 async fn earn(
     State(state): State<AppState>,
     caller: Caller,
+    base: BaseUrl,
     JsonBody(body): JsonBody<EarnBody>,
 ) -> Result<(StatusCode, Json<EarnAccepted>), ApiError> {
     let pending = state
@@ -412,7 +414,7 @@ async fn earn(
         StatusCode::ACCEPTED,
         Json(EarnAccepted {
             status: "accepted",
-            status_check_url: format!("/v1/transactions/earn/{}", request.id),
+            status_check_url: base.join(&format!("/v1/transactions/earn/{}", request.id)),
             request_id: request.id,
             message: "the earn is stored and will be evaluated by the campaign's rules".into(),
         }),

@@ -112,7 +112,7 @@ pub async fn serve(config: &Config, store: Store) -> anyhow::Result<()> {
     });
     api::serve(
         listener,
-        api::AppState::new(store.clone(), codes).with_settings(config.api),
+        api::AppState::new(store.clone(), codes).with_settings(config.api.clone()),
         workers,
         async move {
             shutdown_signal().await;

@@ -40,8 +40,9 @@ pub struct VectorSearchInput {
     /// How many products to answer, 1 to 100.
     #[schema(value_type = i64, required = true, minimum = 1, maximum = 100)]
     limit: Option<f64>,
-    /// A vector in the campaign's embedding space: a JSON array of numbers, or the numbers
-    /// separated by commas. Its length is the space's dimension.
+    /// A vector in the campaign's embedding space: a JSON array of numbers, or a string
+    /// holding them: a JSON array (`"[1, 0.5, -2e-3]"`) or the numbers separated by commas.
+    /// Its length is the space's dimension.
     #[schema(schema_with = vector_or_null)]
     vector: Option<Value>,
     /// Instead of `vector`: text, placed in the space by the service (only for catalogues
@@ -80,21 +81,34 @@ fn vector_kinds() -> OneOfBuilder {
         .item(
             ObjectBuilder::new()
                 .schema_type(Type::String)
-                .pattern(Some(format!("^{PLAIN} *(, *{PLAIN})*$"))),
+                .pattern(Some(format!(
+                    "^ *(\\[{LIST}\\]|{LIST}) *$",
+                    LIST = format!("{NUMBER}(,{NUMBER})*")
+                ))),
         )
 }
 
-/// One number of a vector sent as text: plain decimal notation, at most 20 digits each side of
-/// the point, with spaces around it.
-const PLAIN: &str = " *-?[0-9]{1,20}(\\.[0-9]{1,20})? *";
+/// One number of a vector sent as text, with spaces around it: at most 20 digits each side of
+/// the point, and an exponent that keeps it within an f32 (what `JSON.stringify` and Python's
+/// `json.dumps` write for small numbers: `1e-07`).
+const NUMBER: &str = " *-?[0-9]{1,20}(\\.[0-9]{1,20})?([eE](-[0-9]{1,3}|\\+?[0-9]))? *";
 
-fn plain_number(text: &str) -> Option<f32> {
+fn text_number(text: &str) -> Option<f32> {
     let text = text.trim_matches(' ');
-    let digits = text.strip_prefix('-').unwrap_or(text);
+    let (mantissa, exponent) = match text.find(['e', 'E']) {
+        Some(at) => (&text[..at], Some(&text[at + 1..])),
+        None => (text, None),
+    };
+    let digits = mantissa.strip_prefix('-').unwrap_or(mantissa);
     let (whole, fraction) = digits.split_once('.').unwrap_or((digits, "0"));
-    let plain =
-        |part: &str| (1..=20).contains(&part.len()) && part.bytes().all(|b| b.is_ascii_digit());
-    (plain(whole) && plain(fraction))
+    let plain = |part: &str, most: usize| {
+        (1..=most).contains(&part.len()) && part.bytes().all(|b| b.is_ascii_digit())
+    };
+    let exponent_fits = exponent.is_none_or(|e| match e.strip_prefix('-') {
+        Some(negative) => plain(negative, 3),
+        None => plain(e.strip_prefix('+').unwrap_or(e), 1),
+    });
+    (plain(whole, 20) && plain(fraction, 20) && exponent_fits)
         .then(|| text.parse().ok())
         .flatten()
 }
@@ -110,12 +124,22 @@ fn numbers(value: &Value) -> Result<Vec<f32>, &'static str> {
                     .map(|n| n as f32)
             })
             .collect(),
-        Value::String(text) => text.split(',').map(plain_number).collect(),
+        Value::String(text) => {
+            let text = text.trim_matches(' ');
+            let list = text
+                .strip_prefix('[')
+                .and_then(|t| t.strip_suffix(']'))
+                .unwrap_or(text);
+            list.split(',').map(text_number).collect()
+        }
         _ => None,
     };
     match parsed {
         Some(v) if !v.is_empty() && v.len() <= 4096 => Ok(v),
-        _ => Err("must be 1 to 4096 numbers: a JSON array, or decimals separated by commas"),
+        _ => Err(
+            "must be 1 to 4096 numbers: a JSON array, or a string holding a JSON array or \
+             decimals separated by commas",
+        ),
     }
 }
 

@@ -65,6 +65,18 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .filter(|v| !v.is_empty())
 }
 
+/// Operations sent with POST that change nothing (a vector is too long for a query string).
+const READING_POSTS: [&str; 1] = ["/v1/products/vector-search"];
+
+/// Whether the request's operation only reads: what a read-only key may do.
+fn only_reads(request: &Request) -> bool {
+    match *request.method() {
+        Method::GET | Method::HEAD => true,
+        Method::POST => READING_POSTS.contains(&request.uri().path()),
+        _ => false,
+    }
+}
+
 pub async fn authenticate(
     State(state): State<AppState>,
     mut request: Request,
@@ -97,10 +109,11 @@ pub async fn authenticate(
             })?,
         None => context.key.version.unwrap_or_default(),
     };
-    if context.key.read_only && !matches!(*request.method(), Method::GET | Method::HEAD) {
+    if context.key.read_only && !only_reads(&request) {
         return Err(ApiError::Forbidden {
             code: "read_only_key",
-            detail: "this API key is read-only: it may only read (GET)".to_string(),
+            detail: "this API key is read-only: it may only read (GET, and the vector search)"
+                .to_string(),
         });
     }
     tracing::Span::current().record("org", context.key.org_id.as_str());

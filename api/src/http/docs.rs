@@ -6,8 +6,18 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, Securi
 use utoipa::openapi::{ContentBuilder, OpenApi, RefOr, ResponseBuilder, schema};
 use utoipa::{Modify, OpenApi as _};
 
+use std::sync::Arc;
+
+use axum::extract::Query;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use store::ApiVersion;
+
 use crate::http::auth::{API_KEY, API_SECRET, API_VERSION};
+use crate::http::error::ApiError;
 use crate::http::error::Problem;
+use crate::http::versions::Documents;
+use crate::members::ListPreferences;
 
 #[derive(utoipa::OpenApi)]
 #[openapi(
@@ -18,13 +28,48 @@ use crate::http::error::Problem;
             version, else the key's default. Errors are RFC 9457 problem details with a stable \
             `code`."
     ),
-    components(schemas(Problem)),
+    // 1.6.2's preference shape, which no handler's type names (they speak 1.9.5's in the
+    // description): `versions` swaps it in for that version's document.
+    components(schemas(Problem, ListPreferences)),
     modifiers(&Conventions)
 )]
 struct ApiDoc;
 
 pub fn base() -> OpenApi {
     ApiDoc::openapi()
+}
+
+/// The `/docs` page: a document per version, chosen from its top bar (1.9.5 first).
+pub fn swagger_config() -> utoipa_swagger_ui::Config<'static> {
+    use utoipa_swagger_ui::Url;
+    utoipa_swagger_ui::Config::new([
+        Url::with_primary("1.9.5", "/openapi.json?version=1.9.5", true),
+        Url::new("1.6.2", "/openapi.json?version=1.6.2"),
+    ])
+}
+
+#[derive(serde::Deserialize)]
+pub struct DocumentQuery {
+    version: Option<String>,
+}
+
+/// `GET /openapi.json[?version=1.9.5|1.6.2]`: that version's document (1.9.5 by default).
+pub async fn serve_document(
+    documents: Arc<Documents>,
+    Query(query): Query<DocumentQuery>,
+) -> Result<Response, ApiError> {
+    let version = match query.version.as_deref() {
+        None => ApiVersion::default(),
+        Some(asked) => asked
+            .parse::<ApiVersion>()
+            .map_err(|message| ApiError::invalid("version", "invalid_value", message))?,
+    };
+    let mut response = documents.get(version).to_string().into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Ok(response)
 }
 
 /// Adds what every authenticated operation shares: the credentials, the version header and the

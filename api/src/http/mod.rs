@@ -1,13 +1,17 @@
 //! The HTTP plumbing every resource shares: authentication and versions (`auth`), the error
 //! type and its problem body (`error`), the JSON body and query extractors (`json`, `query`),
-//! field checks and their schemas (`checks`), paging (`paging`), the OpenAPI document
-//! (`docs`) and the operational routes and middleware (`ops`).
+//! field checks and their schemas (`checks`), paging (`paging`), strict query strings
+//! (`parameters`), absolute links (`links`), the OpenAPI document (`docs`) and the operational
+//! routes and middleware (`ops`).
 
 pub(crate) mod auth;
 pub(crate) mod checks;
 pub(crate) mod docs;
 pub(crate) mod error;
 pub(crate) mod json;
+pub(crate) mod links;
 pub(crate) mod ops;
 pub(crate) mod paging;
+pub(crate) mod parameters;
 pub(crate) mod query;
+pub(crate) mod versions;

@@ -1,9 +1,10 @@
 //! The query-string extractor: parameters are read into the same `IntoParams` struct that the
 //! OpenAPI document describes, and a parameter that cannot be read is a 400 naming it.
 //!
-//! A parameter given more than once (`type=EARN&type=BURN`) arrives as its values joined with
-//! commas, so list parameters accept both the repeated and the comma-separated form; for a
-//! single-valued one the joined text fails its own check.
+//! A list parameter given more than once (`type=EARN&type=BURN`) arrives as its values joined
+//! with commas, so lists accept both the repeated and the comma-separated form. Names the
+//! operation does not take, and single values given twice, were refused before
+//! (`http::parameters`).
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;

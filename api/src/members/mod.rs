@@ -20,6 +20,7 @@ use utoipa_axum::routes;
 use self::input::{
     GUIDE, GuideMemberInput, MemberInput, MemberUpdate, REFERENCE, member_patch, new_member,
 };
+pub(crate) use self::preferences::ListPreferences;
 use self::preferences::PreferencesBody;
 use crate::AppState;
 use crate::http::auth::Caller;

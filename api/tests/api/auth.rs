@@ -5,7 +5,7 @@ use serde_json::json;
 use store::{ApiVersion, NewKey, Permission};
 
 use crate::app_tests;
-use crate::helpers::{Credentials, TestApp};
+use crate::helpers::{Credentials, TestApp, small_catalogue};
 
 async fn missing_or_wrong_credentials_are_401(app: TestApp) {
     let none = app.send(Method::GET, "/v1/members", None, None, None).await;
@@ -72,6 +72,44 @@ async fn a_read_only_key_may_read_but_not_write(app: TestApp) {
         0,
         "nothing was created"
     );
+
+    // Read-only is judged by what an operation does: the vector search is sent with POST (a
+    // vector is too long for a query string) but only reads.
+    app.import_catalogue(small_catalogue()).await;
+    let searcher = app
+        .issue_key(
+            &app.org,
+            &app.campaign,
+            NewKey {
+                read_only: true,
+                permissions: vec![Permission::VectorSearch],
+                ..Default::default()
+            },
+        )
+        .await;
+    let search = json!({"limit": 2, "text": "dinner for two"});
+    let found = app
+        .send(
+            Method::POST,
+            "/v1/products/vector-search",
+            Some(&searcher),
+            None,
+            Some(search.clone()),
+        )
+        .await;
+    assert_eq!(found.status, StatusCode::OK, "{}", found.body);
+    assert_eq!(found.body[0]["id"], "dinner");
+    let without = app
+        .send(
+            Method::POST,
+            "/v1/products/vector-search",
+            Some(&reader),
+            None,
+            Some(search),
+        )
+        .await;
+    assert_eq!(without.status, StatusCode::FORBIDDEN);
+    assert_eq!(without.body["code"], "permission_required");
 }
 
 async fn the_key_summary_never_shows_the_key(app: TestApp) {

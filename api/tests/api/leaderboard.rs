@@ -213,26 +213,55 @@ app_tests!(
     another_organisation_has_its_own_board,
 );
 
-/// Before the campaign's first snapshot (no node runs the background work here): 503 with a
-/// `Retry-After`.
-async fn no_snapshot_yet(db: store::testing::TestStore) {
-    let app = TestApp::spawn_with(db, api::Settings::default(), false).await;
-    app.create_member("card-1").await;
-    for path in ["/v1/leaderboard", "/v1/leaderboard/members/card-1"] {
-        let reply = app.get(path).await;
-        assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE, "{path}");
-        assert_eq!(reply.body["code"], "leaderboard_pending");
-        assert!(reply.headers.contains_key("retry-after"));
+/// A campaign whose first snapshot no background worker has built yet (none runs here) gets
+/// it built by the first request, once, whoever asks: 200 with the board, never 503.
+async fn the_first_snapshot_is_built_on_demand(db: store::testing::TestStore) {
+    let app = std::sync::Arc::new(TestApp::spawn_with(db, api::Settings::default(), false).await);
+    let wallet = app.member_with_wallet().await;
+    let accepted = app
+        .post(
+            "/v1/transactions/earn",
+            json!({"id": "e-1", "walletId": wallet, "amount": 25,
+                "date": "2026-11-18T10:15:00Z", "description": "Coffee"}),
+        )
+        .await;
+    assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.body);
+    // The test stands in for the earn worker, which this node does not run.
+    let rules = store::RuleBook::new(app.store.clone());
+    assert_eq!(app.store.process_earns(&rules, 10).await.unwrap(), 1);
+
+    let asks: Vec<_> = (0..6)
+        .map(|_| {
+            let app = app.clone();
+            tokio::spawn(async move { app.get("/v1/leaderboard").await })
+        })
+        .collect();
+    let mut built_at = Vec::new();
+    for ask in asks {
+        let reply = ask.await.unwrap();
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        assert_eq!(reply.body["total"], 1, "{}", reply.body);
+        assert_eq!(reply.data()[0]["points"], 25);
+        built_at.push(reply.headers["x-leaderboard-updated-at"].clone());
     }
+    built_at.dedup();
+    assert_eq!(
+        built_at.len(),
+        1,
+        "one snapshot for every asker: {built_at:?}"
+    );
+    let rank = app.get("/v1/leaderboard/members/card-1").await;
+    assert_eq!(rank.status, StatusCode::OK, "{}", rank.body);
+    assert_eq!(rank.body["rank"], 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_no_snapshot_yet() {
-    no_snapshot_yet(store::testing::TestStore::sqlite().await).await;
+async fn sqlite_the_first_snapshot_is_built_on_demand() {
+    the_first_snapshot_is_built_on_demand(store::testing::TestStore::sqlite().await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs PostgreSQL: set REWARDS_TEST_POSTGRES_URL and pass --ignored"]
-async fn postgres_no_snapshot_yet() {
-    no_snapshot_yet(store::testing::TestStore::postgres().await).await;
+async fn postgres_the_first_snapshot_is_built_on_demand() {
+    the_first_snapshot_is_built_on_demand(store::testing::TestStore::postgres().await).await;
 }

@@ -16,12 +16,14 @@ async fn an_earn_is_accepted_then_completed(app: TestApp) {
     assert_eq!(accepted.status, StatusCode::ACCEPTED);
     assert_eq!(accepted.body["status"], "accepted");
     let url = accepted.body["statusCheckUrl"].as_str().unwrap();
+    let path = format!(
+        "/v1/transactions/earn/{}",
+        accepted.body["requestId"].as_str().unwrap()
+    );
     assert_eq!(
         url,
-        format!(
-            "/v1/transactions/earn/{}",
-            accepted.body["requestId"].as_str().unwrap()
-        )
+        format!("{}{path}", app.base),
+        "absolute, at the address used"
     );
     let done = app.wait_earn(url).await;
     assert_eq!(done["status"], "completed", "{done}");
@@ -82,6 +84,42 @@ async fn bad_earns_are_400_naming_the_field_and_unknown_wallets_404(app: TestApp
         .await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
     assert_eq!(app.get("/v1/transactions?limit=0").await.body["total"], 0);
+}
+
+async fn the_status_link_is_where_the_client_sees_the_service(app: TestApp) {
+    app.member_with_wallet().await;
+    let send = |id: &str, headers: &[(&str, &str)]| {
+        let mut request = app
+            .http
+            .post(format!("{}/v1/transactions/earn", app.base))
+            .header("x-api-key", &app.key.api_key)
+            .header("x-api-secret", &app.key.secret)
+            .json(&earn(id, 1.0));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        async move {
+            let reply: Value = request.send().await.unwrap().json().await.unwrap();
+            reply["statusCheckUrl"].as_str().unwrap().to_string()
+        }
+    };
+    // Behind a proxy: its forwarded scheme and host (the first of a chain).
+    let proxied = send(
+        "e-1",
+        &[
+            ("x-forwarded-proto", "https"),
+            ("x-forwarded-host", "rewards.example.com, internal:8080"),
+        ],
+    )
+    .await;
+    assert!(
+        proxied.starts_with("https://rewards.example.com/v1/transactions/earn/"),
+        "{proxied}"
+    );
+    // A forwarded host that is not one cannot bend the link elsewhere.
+    let odd = send("e-2", &[("x-forwarded-host", "evil.example/x?")]).await;
+    assert!(odd.starts_with(&format!("{}/v1/", app.base)), "{odd}");
+    assert_eq!(app.wait_earn(&odd).await["status"], "completed");
 }
 
 async fn the_same_earn_sent_twenty_times_credits_once(app: TestApp) {
@@ -277,6 +315,7 @@ async fn transactions_are_listed_filtered_and_isolated(app: TestApp) {
 }
 
 app_tests!(
+    the_status_link_is_where_the_client_sees_the_service,
     an_earn_is_accepted_then_completed,
     bad_earns_are_400_naming_the_field_and_unknown_wallets_404,
     the_same_earn_sent_twenty_times_credits_once,

@@ -87,7 +87,72 @@ async fn the_docs_page_serves_its_own_assets(app: TestApp) {
             None,
         )
         .await;
-    assert!(init.body.as_str().unwrap().contains("/openapi.json"));
+    let init = init.body.as_str().unwrap();
+    for version in ["1.9.5", "1.6.2"] {
+        assert!(
+            init.contains(&format!("/openapi.json?version={version}")),
+            "the page offers each version's document: {init}"
+        );
+    }
+}
+
+/// Each interface version has its own document, with that version's parameters and shapes.
+async fn each_version_has_its_own_document(app: TestApp) {
+    let app = &app;
+    let document = |query: &str| {
+        let path = format!("/openapi.json{query}");
+        async move { app.send(Method::GET, &path, None, None, None).await }
+    };
+    let default = document("").await.body;
+    let new = document("?version=1.9.5").await.body;
+    let old = document("?version=1.6.2").await.body;
+    assert_eq!(default, new, "1.9.5 is the default");
+    assert_eq!(new["info"]["version"], "1.9.5");
+    assert_eq!(old["info"]["version"], "1.6.2");
+    let names = |doc: &serde_json::Value, path: &str| -> Vec<String> {
+        doc["paths"][path]["get"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    for (path, name) in [
+        ("/v1/products", "minCost"),
+        ("/v1/wallets", "ownerId"),
+        ("/v1/orders", "acrossCampaigns"),
+    ] {
+        assert!(
+            names(&new, path).contains(&name.to_string()),
+            "{path} {name}"
+        );
+        assert!(
+            !names(&old, path).contains(&name.to_string()),
+            "{path} {name}"
+        );
+    }
+    let version_header = |doc: &serde_json::Value| {
+        doc["paths"]["/v1/members"]["get"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "x-api-version")
+            .unwrap()["schema"]["enum"]
+            .clone()
+    };
+    assert_eq!(version_header(&old), serde_json::json!(["1.6.2"]));
+    assert_eq!(version_header(&new), serde_json::json!(["1.9.5"]));
+    let schemas = &old["components"]["schemas"];
+    assert_eq!(
+        schemas["WalletList"]["type"], "array",
+        "1.6.2 wraps the page"
+    );
+    assert!(schemas.get("ListPreferences").is_some());
+    assert!(schemas.get("FlagPreferences").is_none());
+
+    let unknown = document("?version=2.0").await;
+    assert_eq!(unknown.status, StatusCode::BAD_REQUEST);
+    assert_eq!(unknown.body["field"], "version");
 }
 
 async fn unknown_routes_are_problems_and_requests_carry_ids(app: TestApp) {
@@ -118,6 +183,7 @@ async fn a_client_request_id_is_kept_and_huge_bodies_refused(app: TestApp) {
 }
 
 app_tests!(
+    each_version_has_its_own_document,
     a_client_request_id_is_kept_and_huge_bodies_refused,
     probes_answer_without_credentials,
     readiness_fails_when_the_database_is_gone,

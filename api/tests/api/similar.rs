@@ -54,8 +54,26 @@ async fn the_vector_search_needs_its_permission_and_a_good_vector(app: TestApp) 
     let text = search(json!({"limit": 2, "vector": axis.join(",")})).await;
     assert_eq!(text.status, StatusCode::OK, "{}", text.body);
     assert_eq!(text.body.as_array().unwrap().len(), 2);
+    // The same vector as a JSON array inside the string, as `JSON.stringify` writes it (an
+    // exponent for small numbers), answers the same products.
+    let mut written = vec!["0"; 256];
+    written[7] = "1.0E0";
+    written[8] = "1e-30";
+    written[9] = "-0.0";
+    for vector in [
+        format!("[{}]", written.join(",")),
+        format!(" [ {} ] ", written.join(", ")),
+    ] {
+        let inside = search(json!({"limit": 2, "vector": vector})).await;
+        assert_eq!(inside.status, StatusCode::OK, "{}", inside.body);
+        assert_eq!(ids(&inside.body), ids(&text.body));
+    }
 
     for (body, field) in [
+        (json!({"limit": 3, "vector": "[1, 0"}), "vector"),
+        (json!({"limit": 3, "vector": "[]"}), "vector"),
+        (json!({"limit": 3, "vector": "[[1, 0]]"}), "vector"),
+        (json!({"limit": 3, "vector": "[1e99]"}), "vector"),
         (json!({"limit": 3, "vector": [1, 2, 3]}), "vector"),
         (json!({"limit": 3, "vector": vec![0; 256]}), "vector"),
         (json!({"limit": 3, "vector": "1, two, 3"}), "vector"),

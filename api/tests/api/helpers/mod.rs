@@ -23,7 +23,7 @@ pub struct TestApp {
     pub org: String,
     pub campaign: String,
     pub key: Credentials,
-    http: reqwest::Client,
+    pub http: reqwest::Client,
     _db: TestStore,
     _stop: tokio::sync::oneshot::Sender<()>,
 }
@@ -146,6 +146,7 @@ impl TestApp {
     }
 
     /// Sends a request with `key` (or none), an optional version and an optional JSON body.
+    /// `path` is under the server's base, or an absolute URL the server gave.
     pub async fn send(
         &self,
         method: Method,
@@ -154,7 +155,12 @@ impl TestApp {
         version: Option<&str>,
         body: Option<Value>,
     ) -> Reply {
-        let mut request = self.http.request(method, format!("{}{path}", self.base));
+        let url = if path.starts_with("http") {
+            path.to_string()
+        } else {
+            format!("{}{path}", self.base)
+        };
+        let mut request = self.http.request(method, url);
         if let Some(key) = key {
             request = request
                 .header("x-api-key", &key.api_key)
