@@ -69,6 +69,102 @@ where
     }
 }
 
+/// Runs `wrk` (a separate process, as a client fleet would be: the driver takes little of
+/// the machine from the server) with `connections` connections for `seconds`, cycling through
+/// `paths` under `base` with `headers` on every request. `None` when `wrk` is not installed.
+/// Panics if any answer is not a success.
+pub fn wrk(
+    base: &str,
+    paths: &[String],
+    headers: &[(&str, &str)],
+    connections: usize,
+    seconds: u64,
+) -> Option<Load> {
+    let lua = |text: &str| format!("{text:?}");
+    let mut script = String::from("local paths = {\n");
+    for path in paths {
+        // wrk sends the path as it is: a space would end the request line.
+        script.push_str(&format!("  {},\n", lua(&path.replace(' ', "%20"))));
+    }
+    script.push_str("}\nlocal i = 0\n");
+    for (name, value) in headers {
+        script.push_str(&format!("wrk.headers[{}] = {}\n", lua(name), lua(value)));
+    }
+    script.push_str(
+        "request = function()\n  i = i + 1\n  return wrk.format(\"GET\", paths[(i % #paths) + 1])\nend\n",
+    );
+    let file = std::env::temp_dir().join(format!("rewards-bench-{}.lua", std::process::id()));
+    std::fs::write(&file, script).unwrap();
+    let output = std::process::Command::new("wrk")
+        .args(["-t", "2", "-c", &connections.to_string(), "-d"])
+        .arg(format!("{seconds}s"))
+        .args(["--latency", "-s"])
+        .arg(&file)
+        .arg(base)
+        .output();
+    let _ = std::fs::remove_file(&file);
+    let output = output.ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "wrk failed: {text}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        !text.contains("Non-2xx"),
+        "answers that are not successes:\n{text}"
+    );
+    let field = |label: &str| -> f64 {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no `{label}` in wrk's output:\n{text}"));
+        let value = line.trim_start()[label.len()..]
+            .split_whitespace()
+            .next()
+            .unwrap();
+        millis(value)
+    };
+    let rate: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Requests/sec:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("wrk's Requests/sec");
+    let count = text
+        .lines()
+        .find(|l| l.contains("requests in"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_default();
+    // "Latency   1.02ms  350.00us  12.34ms   90.00%": average, deviation, maximum.
+    let latency = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("Latency "))
+        .expect("wrk's latency line");
+    let max_ms = millis(latency.split_whitespace().nth(3).unwrap());
+    Some(Load {
+        rate,
+        p50_ms: field("50%"),
+        p99_ms: field("99%"),
+        max_ms,
+        count,
+    })
+}
+
+/// One of wrk's durations (`635.91us`, `1.23ms`, `2.01s`) in milliseconds.
+fn millis(value: &str) -> f64 {
+    let (number, scale) = if let Some(n) = value.strip_suffix("us") {
+        (n, 0.001)
+    } else if let Some(n) = value.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = value.strip_suffix('s') {
+        (n, 1000.0)
+    } else {
+        (value, 1.0)
+    };
+    number.parse::<f64>().expect("a wrk duration") * scale
+}
+
 /// Latency percentiles (ms) of a list of durations.
 pub fn percentiles(mut durations: Vec<Duration>) -> (f64, f64) {
     durations.sort();

@@ -62,7 +62,7 @@ pub struct Hit {
 
 impl Hit {
     /// The ranking order: more words, fewer typos, better field, higher score, then document.
-    fn order(&self, other: &Hit) -> std::cmp::Ordering {
+    pub fn order(&self, other: &Hit) -> std::cmp::Ordering {
         other
             .words
             .cmp(&self.words)
@@ -71,6 +71,33 @@ impl Hit {
             .then(other.score.total_cmp(&self.score))
             .then(self.doc.cmp(&other.doc))
     }
+}
+
+/// The best match of the current word in a document: (typos, rank, score); `u8::MAX` typos
+/// when not matched.
+const UNMATCHED: (u8, u8, f32) = (u8::MAX, 0, 0.0);
+
+/// Dense per-document slots for one search (a catalogue is tens of thousands of documents),
+/// kept per thread and handed back empty (every slot at its unmatched value: a search puts
+/// back each slot it touched), so a search neither allocates nor clears a slot per document.
+#[derive(Default)]
+struct Slots {
+    /// Each document's place in the hits, `u32::MAX` for none.
+    slot_of: Vec<u32>,
+    best: Vec<(u8, u8, f32)>,
+}
+
+impl Slots {
+    fn fit(&mut self, documents: usize) {
+        if self.slot_of.len() < documents {
+            self.slot_of.resize(documents, u32::MAX);
+            self.best.resize(documents, UNMATCHED);
+        }
+    }
+}
+
+thread_local! {
+    static SLOTS: std::cell::RefCell<Slots> = std::cell::RefCell::default();
 }
 
 pub struct TextIndex {
@@ -222,61 +249,69 @@ impl TextIndex {
     /// Every document matching at least one word of `query`, best first. The last word is also
     /// taken as a prefix unless the query ends with white space.
     pub fn search(&self, query: &str) -> Vec<Hit> {
-        let query_words: Vec<String> = words(query).take(MAX_QUERY_WORDS).collect();
-        let typing = !query.ends_with(char::is_whitespace);
-        // Dense per-document slots (a catalogue is tens of thousands of documents): the
-        // documents touched are listed so that only they are read back.
-        let documents = self.lengths.len();
-        let mut hits: Vec<Hit> = Vec::new();
-        let mut slot_of: Vec<u32> = vec![u32::MAX; documents];
-        // Best match of the current word in each document: (typos, rank, score); u8::MAX typos
-        // when not matched.
-        let mut best: Vec<(u8, u8, f32)> = vec![(u8::MAX, 0, 0.0); documents];
-        let mut touched: Vec<u32> = Vec::new();
-        for (i, word) in query_words.iter().enumerate() {
-            let last = i + 1 == query_words.len();
-            for (term, typos) in self.matching_terms(word, last && typing) {
-                let postings = &self.postings[term];
-                let idf = self.idf(postings.len());
-                for p in postings {
-                    let length = self.lengths[p.doc as usize];
-                    let tf = p.frequency * (K1 + 1.0)
-                        / (p.frequency + K1 * (1.0 - B + B * length / self.average));
-                    let candidate = (typos, p.rank, idf * tf);
-                    let b = &mut best[p.doc as usize];
-                    if b.0 == u8::MAX {
-                        touched.push(p.doc);
-                        *b = candidate;
-                    } else if (candidate.0, candidate.1) < (b.0, b.1)
-                        || ((candidate.0, candidate.1) == (b.0, b.1) && candidate.2 > b.2)
-                    {
-                        *b = candidate;
-                    }
-                }
-            }
-            for doc in touched.drain(..) {
-                let (typos, rank, score) =
-                    std::mem::replace(&mut best[doc as usize], (u8::MAX, 0, 0.0));
-                let slot = &mut slot_of[doc as usize];
-                if *slot == u32::MAX {
-                    *slot = hits.len() as u32;
-                    hits.push(Hit {
-                        doc,
-                        words: 0,
-                        typos: 0,
-                        rank: u8::MAX,
-                        score: 0.0,
-                    });
-                }
-                let hit = &mut hits[*slot as usize];
-                hit.words += 1;
-                hit.typos = hit.typos.saturating_add(typos);
-                hit.rank = hit.rank.min(rank);
-                hit.score += score;
-            }
-        }
+        let mut hits = self.matches(query);
         hits.sort_unstable_by(Hit::order);
         hits
+    }
+
+    /// Every document matching at least one word of `query`, in no order: for a caller that
+    /// puts only the best few in order (`Hit::order`).
+    pub fn matches(&self, query: &str) -> Vec<Hit> {
+        let query_words: Vec<String> = words(query).take(MAX_QUERY_WORDS).collect();
+        let typing = !query.ends_with(char::is_whitespace);
+        let documents = self.lengths.len();
+        SLOTS.with_borrow_mut(|slots| {
+            slots.fit(documents);
+            let Slots { slot_of, best } = slots;
+            let mut hits: Vec<Hit> = Vec::new();
+            let mut touched: Vec<u32> = Vec::new();
+            for (i, word) in query_words.iter().enumerate() {
+                let last = i + 1 == query_words.len();
+                for (term, typos) in self.matching_terms(word, last && typing) {
+                    let postings = &self.postings[term];
+                    let idf = self.idf(postings.len());
+                    for p in postings {
+                        let length = self.lengths[p.doc as usize];
+                        let tf = p.frequency * (K1 + 1.0)
+                            / (p.frequency + K1 * (1.0 - B + B * length / self.average));
+                        let candidate = (typos, p.rank, idf * tf);
+                        let b = &mut best[p.doc as usize];
+                        if b.0 == u8::MAX {
+                            touched.push(p.doc);
+                            *b = candidate;
+                        } else if (candidate.0, candidate.1) < (b.0, b.1)
+                            || ((candidate.0, candidate.1) == (b.0, b.1) && candidate.2 > b.2)
+                        {
+                            *b = candidate;
+                        }
+                    }
+                }
+                for doc in touched.drain(..) {
+                    let (typos, rank, score) =
+                        std::mem::replace(&mut best[doc as usize], UNMATCHED);
+                    let slot = &mut slot_of[doc as usize];
+                    if *slot == u32::MAX {
+                        *slot = hits.len() as u32;
+                        hits.push(Hit {
+                            doc,
+                            words: 0,
+                            typos: 0,
+                            rank: u8::MAX,
+                            score: 0.0,
+                        });
+                    }
+                    let hit = &mut hits[*slot as usize];
+                    hit.words += 1;
+                    hit.typos = hit.typos.saturating_add(typos);
+                    hit.rank = hit.rank.min(rank);
+                    hit.score += score;
+                }
+            }
+            for hit in &hits {
+                slot_of[hit.doc as usize] = u32::MAX;
+            }
+            hits
+        })
     }
 
     fn idf(&self, documents_with_term: usize) -> f32 {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 use search::geo::{GeoIndex, Nearness, Point};
-use search::text::{Field, TextIndex};
+use search::text::{Field, Hit, TextIndex};
 use search::vectors::{VectorIndex, embed};
 
 use super::draw::Draws;
@@ -154,8 +154,11 @@ pub struct CatalogueIndex {
     vectors: VectorIndex,
     /// The service computes the vectors (no product was imported with an embedding).
     computed_vectors: bool,
-    /// Folded category names.
-    categories: Vec<String>,
+    /// Each product's category, as a number of `category_keys` (`u32::MAX` for none): a filter
+    /// compares numbers, not texts.
+    category_of: Vec<u32>,
+    /// Each category's id and folded name, by number.
+    category_keys: Vec<(String, String)>,
     /// Each product can be ordered now.
     available: Vec<bool>,
     draws: Draws,
@@ -257,6 +260,19 @@ impl CatalogueIndex {
                     .unwrap_or_default()
             })
             .collect();
+        let mut category_keys: Vec<(String, String)> = Vec::new();
+        let mut numbers: HashMap<&str, u32> = HashMap::new();
+        let category_of: Vec<u32> = products
+            .iter()
+            .zip(&categories)
+            .map(|(p, name)| match &p.category {
+                None => u32::MAX,
+                Some(c) => *numbers.entry(&c.id).or_insert_with(|| {
+                    category_keys.push((c.id.clone(), name.clone()));
+                    category_keys.len() as u32 - 1
+                }),
+            })
+            .collect();
         // A product's lowest variant price; products without variants sort last either way.
         let prices: Vec<Option<Tokens>> = products
             .iter()
@@ -301,7 +317,8 @@ impl CatalogueIndex {
                 .enumerate()
                 .map(|(i, p)| (p.id.clone(), i))
                 .collect(),
-            categories,
+            category_of,
+            category_keys,
             available: products.iter().map(Product::is_available).collect(),
             draws: Draws::build(&products),
             orders,
@@ -355,91 +372,112 @@ impl CatalogueIndex {
                 field: SortField::Name,
                 descending: false,
             }));
-        let category = query.category.as_deref().map(folded);
-        let filters = Filters {
-            index: self,
-            query,
-            category: category.as_deref(),
-        };
-        // The matches, and for a geofence without text each product's nearness to its centre.
-        let (mut found, nearest) = match (searching, query.near) {
+        let filters = Filters::new(self, query);
+        let end = usize::try_from(page.offset().saturating_add(page.limit())).unwrap_or(usize::MAX);
+        match (searching, query.near) {
             (false, None) => {
                 let order = &self.orders[sort_slot(sort.unwrap_or(SORTS[0]))];
-                return self.listed(order, &filters, page);
+                self.listed(order, &filters, page)
             }
-            (false, Some(near)) => self.inside(near, &filters),
-            (true, near) => (self.matching_text(query, near, &filters), Vec::new()),
-        };
-        let end = usize::try_from(page.offset().saturating_add(page.limit())).unwrap_or(usize::MAX);
-        match sort {
-            Some(sort) => {
-                let place = &self.places[sort_slot(sort)];
-                order_front(&mut found, end, |a, b| place[*a].cmp(&place[*b]));
+            (false, Some(near)) => {
+                let found = self.inside(near, &filters, sort, end);
+                Paged::slice(found, page, |i| self.found(i, Some(near)))
             }
-            None if !searching => {
-                let by_name = &self.places[sort_slot(SORTS[0])];
-                order_front(&mut found, end, |a, b| {
-                    nearest[*a]
-                        .total_cmp(&nearest[*b])
-                        .then(by_name[*a].cmp(&by_name[*b]))
-                });
+            (true, near) => {
+                let mut hits = self.matching_text(query, near, &filters);
+                match sort {
+                    Some(sort) => {
+                        let place = &self.places[sort_slot(sort)];
+                        order_front(&mut hits, end, |a, b| {
+                            place[a.doc as usize].cmp(&place[b.doc as usize])
+                        });
+                    }
+                    // Relevance.
+                    None => order_front(&mut hits, end, Hit::order),
+                }
+                Paged::slice(hits, page, |hit| self.found(hit.doc as usize, near))
             }
-            // Relevance: the text index's order.
-            None => {}
         }
-        Paged::slice(found, page, |i| self.found(i, query.near))
     }
 
-    /// The products with a branch inside `near` that `filters` keep, and each product's
-    /// nearness to its centre (`FARTHEST` for those outside).
-    fn inside(&self, near: Near, filters: &Filters) -> (Vec<usize>, Vec<Nearness>) {
-        let mut nearest = vec![Nearness::FARTHEST; self.products.len()];
-        let mut inside = Vec::new();
-        for (point, nearness) in self
-            .geo
-            .within(near.latitude, near.longitude, near.radius_km)
-        {
-            let entry = &mut nearest[point.owner as usize];
-            if *entry == Nearness::FARTHEST {
-                inside.push(point.owner as usize);
+    /// The products with a branch inside `near` that `filters` keep, the first `end` of them
+    /// in `sort`'s order, or else nearest first (then by name).
+    fn inside(&self, near: Near, filters: &Filters, sort: Option<Sort>, end: usize) -> Vec<usize> {
+        NEAREST.with_borrow_mut(|nearest| {
+            if nearest.len() < self.products.len() {
+                nearest.resize(self.products.len(), Nearness::FARTHEST);
             }
-            if nearness < *entry {
-                *entry = nearness;
+            let mut inside = Vec::new();
+            for (point, nearness) in self
+                .geo
+                .within(near.latitude, near.longitude, near.radius_km)
+            {
+                let entry = &mut nearest[point.owner as usize];
+                if *entry == Nearness::FARTHEST {
+                    inside.push(point.owner as usize);
+                }
+                if nearness < *entry {
+                    *entry = nearness;
+                }
             }
-        }
-        inside.retain(|&i| filters.keep(i));
-        (inside, nearest)
+            if !filters.none() {
+                inside.retain(|&i| {
+                    let keep = filters.keep(i);
+                    if !keep {
+                        nearest[i] = Nearness::FARTHEST;
+                    }
+                    keep
+                });
+            }
+            match sort {
+                Some(sort) => {
+                    let place = &self.places[sort_slot(sort)];
+                    order_front(&mut inside, end, |a, b| place[*a].cmp(&place[*b]));
+                }
+                None => {
+                    let by_name = &self.places[sort_slot(SORTS[0])];
+                    order_front(&mut inside, end, |a, b| {
+                        nearest[*a]
+                            .total_cmp(&nearest[*b])
+                            .then(by_name[*a].cmp(&by_name[*b]))
+                    });
+                }
+            }
+            for &i in &inside {
+                nearest[i] = Nearness::FARTHEST;
+            }
+            inside
+        })
     }
 
     /// The products matching the query's text that `filters` keep (and with a branch inside
-    /// `near`, if given), most relevant first.
+    /// `near`, if given), in no order.
     fn matching_text(
         &self,
         query: &ProductQuery,
         near: Option<Near>,
         filters: &Filters,
-    ) -> Vec<usize> {
+    ) -> Vec<Hit> {
         let text = query.search.as_deref().unwrap_or_default();
-        self.text
-            .search(text)
-            .into_iter()
-            .map(|hit| hit.doc as usize)
-            .filter(|&i| filters.keep(i))
+        let mut hits = self.text.matches(text);
+        if !filters.none() {
+            hits.retain(|hit| filters.keep(hit.doc as usize));
+        }
+        if let Some(near) = near {
             // Text candidates are few once filtered: each measured by its own branches.
-            .filter(|&i| {
-                near.is_none_or(|near| {
-                    self.products[i]
-                        .branches
-                        .iter()
-                        .filter_map(|b| b.address.as_ref())
-                        .filter_map(|a| Some((a.latitude?, a.longitude?)))
-                        .any(|(lat, lon)| {
-                            search::geo::distance_km(near.latitude, near.longitude, lat, lon)
-                                <= near.radius_km
-                        })
-                })
-            })
-            .collect()
+            hits.retain(|hit| {
+                self.products[hit.doc as usize]
+                    .branches
+                    .iter()
+                    .filter_map(|b| b.address.as_ref())
+                    .filter_map(|a| Some((a.latitude?, a.longitude?)))
+                    .any(|(lat, lon)| {
+                        search::geo::distance_km(near.latitude, near.longitude, lat, lon)
+                            <= near.radius_km
+                    })
+            });
+        }
+        hits
     }
 
     /// A page of the products in `order` that `filters` keep: without filters, read straight
@@ -579,20 +617,47 @@ impl CatalogueIndex {
     }
 }
 
+thread_local! {
+    /// Each product's nearness to a geofence's centre, for one search at a time on this thread,
+    /// handed back with every product at `FARTHEST` (a search puts back each one it set), so a
+    /// search neither allocates nor clears a slot per product.
+    static NEAREST: std::cell::RefCell<Vec<Nearness>> = std::cell::RefCell::default();
+}
+
 /// A search's filters other than its text and geofence.
 struct Filters<'a> {
     index: &'a CatalogueIndex,
     query: &'a ProductQuery,
-    /// The category name asked for, folded.
-    category: Option<&'a str>,
+    /// The categories a product must be in (by number), when the query names one by id or by
+    /// name (in any letter case).
+    categories: Option<Vec<u32>>,
 }
 
-impl Filters<'_> {
+impl<'a> Filters<'a> {
+    fn new(index: &'a CatalogueIndex, query: &'a ProductQuery) -> Filters<'a> {
+        let name = query.category.as_deref().map(folded);
+        let categories = (query.category_id.is_some() || name.is_some()).then(|| {
+            let wanted = |(id, folded_name): &(String, String)| {
+                query.category_id.as_deref().is_none_or(|asked| asked == id)
+                    && name
+                        .as_deref()
+                        .is_none_or(|asked| !asked.is_empty() && asked == folded_name)
+            };
+            (0..index.category_keys.len() as u32)
+                .filter(|n| wanted(&index.category_keys[*n as usize]))
+                .collect()
+        });
+        Filters {
+            index,
+            query,
+            categories,
+        }
+    }
+
     /// Whether nothing is filtered.
     fn none(&self) -> bool {
         let q = self.query;
-        q.category_id.is_none()
-            && self.category.is_none()
+        self.categories.is_none()
             && q.booking_required.is_none()
             && q.is_available.is_none()
             && q.tier_id.is_none()
@@ -605,13 +670,9 @@ impl Filters<'_> {
     fn keep(&self, i: usize) -> bool {
         let (index, query) = (self.index, self.query);
         let p = &index.products[i];
-        query
-            .category_id
-            .as_deref()
-            .is_none_or(|id| p.category.as_ref().is_some_and(|c| c.id == id))
-            && self
-                .category
-                .is_none_or(|name| !name.is_empty() && index.categories[i] == name)
+        self.categories
+            .as_ref()
+            .is_none_or(|numbers| numbers.contains(&index.category_of[i]))
             && query
                 .booking_required
                 .is_none_or(|b| p.book_in_advance == b)
@@ -769,5 +830,28 @@ impl Catalogues {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(campaign_id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::order_front;
+
+    #[test]
+    fn the_front_is_what_a_whole_sort_puts_there() {
+        // A fixed scramble of 0..500 with repeats, so ties are broken by the order given.
+        let items: Vec<(u32, u32)> = (0..500u32).map(|i| ((i * 7919) % 97, i)).collect();
+        let by = |a: &(u32, u32), b: &(u32, u32)| a.0.cmp(&b.0).then(a.1.cmp(&b.1));
+        let mut whole = items.clone();
+        whole.sort_by(by);
+        for k in [0, 1, 10, 99, 499, 500, 800] {
+            let mut front = items.clone();
+            order_front(&mut front, k, by);
+            let k = k.min(items.len());
+            assert_eq!(front[..k], whole[..k], "k = {k}");
+            let mut rest = front.clone();
+            rest.sort_by(by);
+            assert_eq!(rest, whole, "nothing lost or doubled (k = {k})");
+        }
     }
 }
