@@ -85,6 +85,8 @@ struct Slots {
     /// Each document's place in the hits, `u32::MAX` for none.
     slot_of: Vec<u32>,
     best: Vec<(u8, u8, f32)>,
+    /// The documents the current word matched (emptied after each word).
+    touched: Vec<u32>,
 }
 
 impl Slots {
@@ -262,12 +264,20 @@ impl TextIndex {
         let documents = self.lengths.len();
         SLOTS.with_borrow_mut(|slots| {
             slots.fit(documents);
-            let Slots { slot_of, best } = slots;
+            let Slots {
+                slot_of,
+                best,
+                touched,
+            } = slots;
             let mut hits: Vec<Hit> = Vec::new();
-            let mut touched: Vec<u32> = Vec::new();
             for (i, word) in query_words.iter().enumerate() {
                 let last = i + 1 == query_words.len();
-                for (term, typos) in self.matching_terms(word, last && typing) {
+                let terms = self.matching_terms(word, last && typing);
+                // Room for every document the word can match, so the hits grow at most once.
+                let most: usize = terms.iter().map(|(t, _)| self.postings[*t].len()).sum();
+                touched.reserve(most.min(documents));
+                hits.reserve(most.min(documents).saturating_sub(hits.len()));
+                for (term, typos) in terms {
                     let postings = &self.postings[term];
                     let idf = self.idf(postings.len());
                     for p in postings {

@@ -686,14 +686,29 @@ impl<'a> Filters<'a> {
 /// rest stay in any order. The work of putting a page in order follows the page, not all the
 /// matches.
 fn order_front<T>(items: &mut [T], k: usize, mut order: impl FnMut(&T, &T) -> std::cmp::Ordering) {
+    use std::cmp::Ordering::Less;
+    /// Up to this many, the front is kept in order as the items pass (most are compared once,
+    /// with the front's last); beyond it, selected then sorted.
+    const KEPT: usize = 64;
     let k = k.min(items.len());
     if k == 0 {
         return;
     }
-    if k < items.len() {
-        items.select_nth_unstable_by(k - 1, &mut order);
+    if k == items.len() || k > KEPT {
+        if k < items.len() {
+            items.select_nth_unstable_by(k - 1, &mut order);
+        }
+        items[..k].sort_unstable_by(order);
+        return;
     }
-    items[..k].sort_unstable_by(order);
+    items[..k].sort_unstable_by(&mut order);
+    for j in k..items.len() {
+        if order(&items[j], &items[k - 1]) == Less {
+            items.swap(j, k - 1);
+            let at = items[..k - 1].partition_point(|x| order(x, &items[k - 1]) == Less);
+            items[at..k].rotate_right(1);
+        }
+    }
 }
 
 /// Without cost bounds, every product; with them, those with a variant priced within them.
