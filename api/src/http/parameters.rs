@@ -21,14 +21,14 @@ use crate::http::error::{ApiError, FieldError};
 /// One operation's query parameters: each name, and whether it takes a list.
 type Parameters = Vec<(String, bool)>;
 
-/// Every operation's query parameters, by method and path template (`/v1/orders/{id}`).
+/// Every operation's query parameters, by path template (`/v1/orders/{id}`) and method.
 #[derive(Debug, Default)]
-pub struct KnownParameters(HashMap<(Method, String), Parameters>);
+pub struct KnownParameters(HashMap<String, Vec<(Method, Parameters)>>);
 
 impl KnownParameters {
     /// Read from `api`, the description the router was built with.
     pub fn of(api: &OpenApi) -> Arc<Self> {
-        let mut known = HashMap::new();
+        let mut known: HashMap<String, Vec<(Method, Parameters)>> = HashMap::new();
         for (path, item) in &api.paths.paths {
             let operations = [
                 (Method::GET, &item.get),
@@ -39,7 +39,10 @@ impl KnownParameters {
             ];
             for (method, operation) in operations {
                 if let Some(operation) = operation {
-                    known.insert((method, path.clone()), query_parameters(operation));
+                    known
+                        .entry(path.clone())
+                        .or_default()
+                        .push((method, query_parameters(operation)));
                 }
             }
         }
@@ -52,7 +55,11 @@ impl KnownParameters {
         } else {
             method
         };
-        self.0.get(&(method.clone(), path.to_string()))
+        let operations = self.0.get(path)?;
+        operations
+            .iter()
+            .find(|(m, _)| m == method)
+            .map(|(_, parameters)| parameters)
     }
 }
 

@@ -366,12 +366,7 @@ impl CatalogueIndex {
             .is_some_and(|s| !s.trim().is_empty());
         // The order asked for, or the default: relevance when searching, nearest first with a
         // geofence, else by name.
-        let sort = query
-            .sort
-            .or((!searching && query.near.is_none()).then_some(Sort {
-                field: SortField::Name,
-                descending: false,
-            }));
+        let sort = query.sort;
         let filters = Filters::new(self, query);
         let end = usize::try_from(page.offset().saturating_add(page.limit())).unwrap_or(usize::MAX);
         match (searching, query.near) {
@@ -464,7 +459,7 @@ impl CatalogueIndex {
             hits.retain(|hit| filters.keep(hit.doc as usize));
         }
         if let Some(near) = near {
-            // Text candidates are few once filtered: each measured by its own branches.
+            // Only the text's matches are measured, each by its own branches.
             hits.retain(|hit| {
                 self.products[hit.doc as usize]
                     .branches
