@@ -357,37 +357,45 @@ async fn main() {
             }),
         ),
     ];
+    let headers = [
+        ("x-api-key", api_key.clone()),
+        ("x-api-secret", secret.clone()),
+    ];
+    // One scenario's load on the server at `base`, from wrk or from clients in this process.
+    let run = |base: String, path: std::sync::Arc<PathFor>| {
+        let (client, headers) = (client.clone(), headers.clone());
+        async move {
+            if with_wrk {
+                let paths: Vec<String> = (0..64).map(&*path).collect();
+                // Off the runtime's workers, which serve the requests.
+                tokio::task::spawn_blocking(move || {
+                    let headers = headers.each_ref().map(|(n, v)| (*n, v.as_str()));
+                    common::wrk(&base, &paths, &headers, CLIENTS, seconds)
+                })
+                .await
+                .unwrap()
+                .expect("wrk runs")
+            } else {
+                common::drive(CLIENTS, seconds, move |c, s| {
+                    let url = format!("{base}{}", path(c * 1000 + s));
+                    let request = headers
+                        .iter()
+                        .fold(client.get(url), |r, (n, v)| r.header(*n, v));
+                    async move {
+                        let response = request.send().await.unwrap();
+                        assert!(response.status().is_success(), "{}", response.status());
+                        response.bytes().await.unwrap();
+                    }
+                })
+                .await
+            }
+        }
+    };
     let mut baseline = None;
-    for (name, path) in paths {
-        let load = if with_wrk {
-            let paths: Vec<String> = (0..64).map(&path).collect();
-            let (base, api_key, secret) = (base.clone(), api_key.clone(), secret.clone());
-            // Off the runtime's workers, which serve the requests.
-            tokio::task::spawn_blocking(move || {
-                let headers = [("x-api-key", api_key.as_str()), ("x-api-secret", &secret)];
-                common::wrk(&base, &paths, &headers, CLIENTS, seconds)
-            })
-            .await
-            .unwrap()
-            .expect("wrk runs")
-        } else {
-            let path = std::sync::Arc::new(path);
-            let (client, base) = (client.clone(), base.clone());
-            let (api_key, secret) = (api_key.clone(), secret.clone());
-            common::drive(CLIENTS, seconds, move |c, s| {
-                let url = format!("{base}{}", path(c * 1000 + s));
-                let request = client
-                    .get(url)
-                    .header("x-api-key", &api_key)
-                    .header("x-api-secret", &secret);
-                async move {
-                    let response = request.send().await.unwrap();
-                    assert!(response.status().is_success(), "{}", response.status());
-                    response.bytes().await.unwrap();
-                }
-            })
-            .await
-        };
+    let mut floors = Vec::new();
+    for (n, (name, path)) in paths.into_iter().enumerate() {
+        let path = std::sync::Arc::new(path);
+        let load = run(base.clone(), path.clone()).await;
         let share = load.rate / *baseline.get_or_insert(load.rate);
         let goal = if load.p99_ms <= 5.0 && share >= 0.25 {
             "met"
@@ -395,6 +403,32 @@ async fn main() {
             "NOT MET"
         };
         println!("{}  {share:>5.2} {goal}", load.row(name));
+        if n > 0 {
+            let answer = headers
+                .iter()
+                .fold(client.get(format!("{base}{}", path(0))), |r, (n, v)| {
+                    r.header(*n, v)
+                })
+                .send()
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap();
+            floors.push((name, answer, load.rate));
+        }
+    }
+    // The floor under each shape: a bare axum server sending the same answer's bytes.
+    println!(
+        "the same answers' bytes from a bare axum server (no key check, no search), {seconds} s each:"
+    );
+    println!("{}  shape's share of it", common::HEADER);
+    for (name, answer, rate) in floors {
+        let size = answer.len();
+        let bare = common::serve_bytes(answer).await;
+        let load = run(bare, std::sync::Arc::new(Box::new(|_| "/".to_string()))).await;
+        let label = format!("{} ({:.1} KB)", name.trim_start(), size as f64 / 1024.0);
+        println!("{}  {:>5.2}", load.row(&label), rate / load.rate);
     }
     tokio::time::sleep(Duration::from_millis(10)).await;
 }

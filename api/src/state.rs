@@ -17,6 +17,8 @@ pub struct AppState {
     pub rule_book: RuleBook,
     /// Each campaign's catalogue search index, cached.
     pub catalogues: Catalogues,
+    /// Each campaign's products as JSON, for the index it last searched.
+    pub(crate) rendered: crate::catalogue::RenderedProducts,
     /// Woken when an earn is accepted, so this process's worker starts on it at once.
     pub earn_waiting: Arc<Notify>,
     /// Gathers concurrent earn submissions into single writes.
@@ -58,6 +60,7 @@ impl AppState {
         AppState {
             rule_book: RuleBook::new(store.clone()),
             catalogues: Catalogues::new(store.clone()),
+            rendered: Default::default(),
             earn_inbox: EarnInbox::start(store.clone(), earn_waiting.clone()),
             store,
             metrics: crate::http::ops::metrics_handle(),

@@ -241,3 +241,22 @@ pub async fn serve(store: &store::Store) -> String {
     ));
     base
 }
+
+/// A bare axum server answering every GET with `body` as JSON: what the HTTP stack alone does
+/// with an answer of that size (no key check, no routing table, no search): the floor under a
+/// scenario whose answers are that large.
+pub async fn serve_bytes(body: axum::body::Bytes) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = axum::Router::new().fallback(move || {
+        let body = body.clone();
+        async move {
+            (
+                [(axum::http::header::CONTENT_TYPE, "application/json")],
+                body,
+            )
+        }
+    });
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    base
+}

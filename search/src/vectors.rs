@@ -116,33 +116,79 @@ impl VectorIndex {
         if k == 0 {
             return Some(Vec::new());
         }
-        let (coarse_query, query_scale) = quantise(&query);
-        let query_signs = signs(&query);
-        let words = query_signs.len();
-        // First pass: Hamming distance of the signs; the nearest `SIGN_MARGIN` (or more) go on.
-        let keep_signs = (k * 64).max(SIGN_MARGIN);
-        let mut rough: Vec<(u32, usize)> = Vec::with_capacity(keep_signs * 2);
-        for i in 0..self.len() {
-            if !keep(i) {
-                continue;
-            }
-            let bits = &self.signs[i * words..(i + 1) * words];
-            let apart: u32 = bits
-                .iter()
-                .zip(&query_signs)
-                .map(|(a, b)| (a ^ b).count_ones())
-                .sum();
-            rough.push((apart, i));
-            if rough.len() == keep_signs * 2 {
-                rough.select_nth_unstable(keep_signs - 1);
-                rough.truncate(keep_signs);
-            }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("popcnt")
+        {
+            // SAFETY: this processor has the features the twin is compiled for.
+            #[allow(unsafe_code)]
+            return Some(unsafe { self.nearest_avx2(&query, k, keep) });
         }
+        Some(self.nearest_normalised(&query, k, keep))
+    }
+
+    /// `nearest_normalised` compiled for AVX2 and POPCNT (the build targets the baseline
+    /// x86-64, where a popcount is a dozen instructions and a dot product 16 bytes at a time).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,popcnt")]
+    fn nearest_avx2(
+        &self,
+        query: &[f32],
+        k: usize,
+        keep: impl Fn(usize) -> bool,
+    ) -> Vec<(usize, f32)> {
+        self.nearest_normalised(query, k, keep)
+    }
+
+    #[inline(always)]
+    fn nearest_normalised(
+        &self,
+        query: &[f32],
+        k: usize,
+        keep: impl Fn(usize) -> bool,
+    ) -> Vec<(usize, f32)> {
+        let (coarse_query, query_scale) = quantise(query);
+        let query_signs = signs(query);
+        let words = query_signs.len();
+        // First pass: the Hamming distance of every kept vector's signs, counted by distance;
+        // the nearest `keep_signs` go on (ties by number).
+        let keep_signs = (k * 64).max(SIGN_MARGIN);
+        let rough = APART.with_borrow_mut(|apart| {
+            apart.clear();
+            let mut counts = vec![0usize; words * 64 + 2];
+            for (i, bits) in self.signs.chunks_exact(words).enumerate() {
+                let d = if keep(i) {
+                    bits.iter()
+                        .zip(&query_signs)
+                        .map(|(a, b)| (a ^ b).count_ones())
+                        .sum()
+                } else {
+                    REFUSED
+                };
+                counts[(d as usize).min(words * 64 + 1)] += 1;
+                apart.push(d);
+            }
+            let (mut within, mut threshold) = (0, 0);
+            while threshold <= words * 64 && within + counts[threshold] < keep_signs {
+                within += counts[threshold];
+                threshold += 1;
+            }
+            let threshold = threshold.min(words * 64) as u32;
+            let mut at_threshold = keep_signs - within.min(keep_signs);
+            let mut rough = Vec::with_capacity(keep_signs);
+            for (i, d) in apart.iter().enumerate() {
+                if *d < threshold || (*d == threshold && at_threshold > 0) {
+                    at_threshold -= usize::from(*d == threshold);
+                    rough.push(i);
+                }
+            }
+            rough
+        });
         // Second pass: the 8-bit vectors of those; the best `margin` go on.
         let margin = (k * 8).max(64);
         let mut candidates: Vec<(f32, usize)> = rough
             .into_iter()
-            .map(|(_, i)| {
+            .map(|i| {
                 let v = &self.coarse[i * self.dimensions..(i + 1) * self.dimensions];
                 (
                     dot_i8(v, &coarse_query) as f32 * self.scales[i] * query_scale,
@@ -156,16 +202,25 @@ impl VectorIndex {
         }
         let mut ranked: Vec<(usize, f32)> = candidates
             .into_iter()
-            .map(|(_, i)| (i, self.exact_distance(i, &query)))
+            .map(|(_, i)| (i, self.exact_distance(i, query)))
             .collect();
         ranked.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
         ranked.truncate(k);
-        Some(ranked)
+        ranked
     }
+}
+
+/// The sign pass's distance for a vector `keep` refuses: beyond any real one.
+const REFUSED: u32 = u32::MAX;
+
+thread_local! {
+    /// The sign pass's distances, one per vector, for one search at a time on this thread.
+    static APART: std::cell::RefCell<Vec<u32>> = std::cell::RefCell::default();
 }
 
 /// The dot product of two 8-bit vectors, in 16 independent lanes so that the compiler turns
 /// it into vector instructions.
+#[inline(always)]
 fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
     const LANES: usize = 16;
     let mut lanes = [0i32; LANES];
@@ -294,6 +349,15 @@ mod tests {
                 .collect();
             exact.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
             assert_eq!(found, exact[..10].to_vec());
+            // Filtered: only the even numbers, fewer than the sign pass keeps among them.
+            let even = index.nearest(&query, 10, |i| i % 2 == 0).unwrap();
+            let exact_even: Vec<(usize, f32)> = exact
+                .iter()
+                .filter(|(i, _)| i % 2 == 0)
+                .take(10)
+                .copied()
+                .collect();
+            assert_eq!(even, exact_even);
         }
     }
 

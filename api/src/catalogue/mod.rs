@@ -4,6 +4,7 @@
 
 mod import;
 mod products;
+mod rendered;
 mod similar;
 mod views;
 
@@ -25,6 +26,7 @@ pub fn document(api: &mut utoipa::openapi::OpenApi) {
     similar::document(api);
 }
 
+pub(crate) use rendered::RenderedProducts;
 pub use views::{CategoryView, TagView, TierView};
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -9,6 +9,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::rendered::RenderedJson;
 use super::views::ProductView;
 use crate::AppState;
 use crate::http::auth::Caller;
@@ -234,14 +235,15 @@ async fn search_products(
     caller: Caller,
     Paging(page): Paging,
     QueryParams(query): QueryParams<SearchQuery>,
-) -> Result<Json<PagedList<ProductView>>, ApiError> {
+) -> Result<RenderedJson, ApiError> {
     let query = query.read(caller.version)?;
     let campaign = &caller.context.campaign;
     let index = state.catalogues.get(&campaign.id).await?;
     let found = index.search(&query, page);
-    Ok(Json(PagedList::from_page(found, |f| {
-        ProductView::new(f.product, &campaign.currency, &f.branches, f.distance_km)
-    })))
+    let rendered = state.rendered.of(&campaign.id, &index, &campaign.currency);
+    Ok(rendered.page(found, |r, out, f| {
+        r.write(out, &index, f.product, &f.branches, f.distance_km)
+    }))
 }
 
 #[utoipa::path(get, path = "/v1/products/{id}", tag = "catalogue", summary = "Find Product",

@@ -2,6 +2,8 @@
 //! `vector-search`), recommendations (`GET /v1/products/{id}/recommendations`), and the
 //! deprecated suggestions (`GET /v1/products/suggestions`).
 
+use std::sync::Arc;
+
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue};
@@ -13,6 +15,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::rendered::RenderedJson;
 use super::views::{CategoryView, ProductView, TagView};
 use crate::AppState;
 use crate::http::auth::Caller;
@@ -176,7 +179,7 @@ async fn vector_search(
     State(state): State<AppState>,
     caller: Caller,
     JsonBytes(body): JsonBytes,
-) -> Result<Json<Vec<ProductView>>, ApiError> {
+) -> Result<RenderedJson, ApiError> {
     // The permission first: a key without it learns nothing about the body's rules.
     caller.require(Permission::VectorSearch)?;
     let input: VectorSearchInput = parse(&body)?;
@@ -212,15 +215,20 @@ async fn vector_search(
     let found = index
         .nearest(&vector, limit, None)
         .map_err(|problem| vector_problem("vector", problem))?;
-    Ok(Json(with_distances(found, &campaign.currency)))
+    Ok(with_distances(&state, campaign, &index, found))
 }
 
 /// Nearest products as answered: each with its cosine distance.
-fn with_distances(found: Vec<(&store::Product, f32)>, currency: &str) -> Vec<ProductView> {
-    found
-        .into_iter()
-        .map(|(p, d)| ProductView::plain(p, currency, Some(f64::from(d))))
-        .collect()
+fn with_distances(
+    state: &AppState,
+    campaign: &store::Campaign,
+    index: &Arc<CatalogueIndex>,
+    found: Vec<(&store::Product, f32)>,
+) -> RenderedJson {
+    let rendered = state.rendered.of(&campaign.id, index, &campaign.currency);
+    rendered.list(found, |r, out, (p, d)| {
+        r.write_plain(out, index, p, Some(f64::from(d)))
+    })
 }
 
 fn text_vector(index: &CatalogueIndex, text: &str, checks: &mut Checks) -> Option<Vec<f32>> {
@@ -277,7 +285,7 @@ async fn recommendations(
     caller: Caller,
     Path(id): Path<String>,
     QueryParams(query): QueryParams<LimitQuery>,
-) -> Result<Json<Vec<ProductView>>, ApiError> {
+) -> Result<RenderedJson, ApiError> {
     let limit = match query.limit.optional(1..=MAX_LIMIT) {
         Ok(Some(limit)) => limit as usize,
         Ok(None) => return Err(ApiError::invalid("limit", "missing_field", "is required")),
@@ -289,7 +297,7 @@ async fn recommendations(
     let found = index
         .nearest(&vector, limit, Some(&id))
         .map_err(|problem| vector_problem("id", problem))?;
-    Ok(Json(with_distances(found, &campaign.currency)))
+    Ok(with_distances(&state, campaign, &index, found))
 }
 
 #[derive(Deserialize, IntoParams)]

@@ -174,6 +174,18 @@ pub struct BranchView {
     distance: Option<f64>,
 }
 
+impl BranchView {
+    pub fn new(branch: &store::Branch, distance: Option<f64>) -> Self {
+        BranchView {
+            id: branch.id.clone(),
+            name: branch.name.clone(),
+            address: branch.address.clone(),
+            contact_details: branch.contact_details.clone(),
+            distance,
+        }
+    }
+}
+
 impl ProductView {
     /// `product` in `currency`, its branches in `branches` order with their distances.
     pub fn new(
@@ -221,16 +233,7 @@ impl ProductView {
             },
             branches: branches
                 .iter()
-                .map(|(i, distance)| {
-                    let b = &product.branches[*i];
-                    BranchView {
-                        id: b.id.clone(),
-                        name: b.name.clone(),
-                        address: b.address.clone(),
-                        contact_details: b.contact_details.clone(),
-                        distance: *distance,
-                    }
-                })
+                .map(|(i, distance)| BranchView::new(&product.branches[*i], *distance))
                 .collect(),
             distance,
         }

@@ -70,6 +70,29 @@ pub struct PagedList<T> {
     pub total_pages: u64,
 }
 
+impl PagedList<()> {
+    /// A page's JSON with each item written by `write` (as one complete JSON value): the
+    /// envelope is this type's own serialization, with the items put between its brackets.
+    pub fn rendered<U>(paged: Paged<U>, mut write: impl FnMut(&mut Vec<u8>, U)) -> Vec<u8> {
+        let mut items = Vec::new();
+        let mut envelope = PagedList::from_page(paged, |item| items.push(item));
+        envelope.data.clear();
+        let envelope = serde_json::to_vec(&envelope).expect("an envelope serializes");
+        // `data` is the first field: `{"data":[],"total":…}`.
+        let open = br#"{"data":["#.len();
+        let mut out = Vec::with_capacity(16 * 1024);
+        out.extend_from_slice(&envelope[..open]);
+        for (n, item) in items.into_iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            write(&mut out, item);
+        }
+        out.extend_from_slice(&envelope[open..]);
+        out
+    }
+}
+
 impl<T> PagedList<T> {
     pub fn from_page<U>(paged: Paged<U>, view: impl FnMut(U) -> T) -> Self {
         let total_pages = paged.total_pages();

@@ -348,6 +348,12 @@ impl CatalogueIndex {
         self.by_id.get(id).map(|i| &self.products[*i])
     }
 
+    /// The number of the product with id `id` (from 0 to `len() - 1`): what a cache of
+    /// something per product is kept by.
+    pub fn position(&self, id: &str) -> Option<usize> {
+        self.by_id.get(id).copied()
+    }
+
     /// What a random order with `roll` (uniform in [0, 1)) gets: a product drawn by weight
     /// among those with a variant that can be ordered and requires no tier, and one of those
     /// variants. `None` when no product can be drawn.
