@@ -60,29 +60,93 @@ pub struct Point {
     pub index: u32,
 }
 
+/// A search's circle: its centre on the unit sphere and the nearness of its edge.
+#[derive(Debug, Clone, Copy)]
+pub struct Circle {
+    centre: [f64; 3],
+    limit: Nearness,
+}
+
+impl Circle {
+    pub fn new(latitude: f64, longitude: f64, radius_km: f64) -> Circle {
+        Circle {
+            centre: unit(latitude, longitude),
+            limit: Nearness::of_km(radius_km),
+        }
+    }
+
+    /// How near `unit` is, when inside.
+    fn holds(&self, unit: &[f64; 3]) -> Option<Nearness> {
+        let near = Nearness::between(&self.centre, unit);
+        (near <= self.limit).then_some(near)
+    }
+}
+
 pub struct GeoIndex {
     /// By latitude.
     points: Vec<Point>,
     /// Each point's position on the unit sphere, in the same order.
     units: Vec<[f64; 3]>,
+    /// The positions again, grouped by owner in owner order: owner `o`'s are
+    /// `by_owner[owner_starts[o]..owner_starts[o + 1]]`.
+    by_owner: Vec<[f64; 3]>,
+    owner_starts: Vec<u32>,
 }
 
 impl GeoIndex {
     pub fn build(mut points: Vec<Point>) -> GeoIndex {
         points.sort_by(|a, b| a.latitude.total_cmp(&b.latitude));
-        let units = points
+        let units: Vec<[f64; 3]> = points
             .iter()
             .map(|p| unit(p.latitude, p.longitude))
             .collect();
-        GeoIndex { points, units }
+        let owners = points
+            .iter()
+            .map(|p| p.owner as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let mut owner_starts = vec![0u32; owners + 1];
+        for p in &points {
+            owner_starts[p.owner as usize + 1] += 1;
+        }
+        for o in 0..owners {
+            owner_starts[o + 1] += owner_starts[o];
+        }
+        let mut next = owner_starts.clone();
+        let mut by_owner = vec![[0.0; 3]; points.len()];
+        for (p, u) in points.iter().zip(&units) {
+            by_owner[next[p.owner as usize] as usize] = *u;
+            next[p.owner as usize] += 1;
+        }
+        GeoIndex {
+            points,
+            units,
+            by_owner,
+            owner_starts,
+        }
     }
 
     pub fn memory(&self) -> usize {
         self.points.capacity() * std::mem::size_of::<Point>()
-            + self.units.capacity() * std::mem::size_of::<[f64; 3]>()
+            + (self.units.capacity() + self.by_owner.capacity()) * std::mem::size_of::<[f64; 3]>()
+            + self.owner_starts.capacity() * 4
     }
 
-    /// Every point within `radius_km` of (`latitude`, `longitude`), with its nearness.
+    /// How near `owner`'s nearest point inside `circle` is; `None` when none is inside.
+    pub fn nearest_of(&self, owner: u32, circle: &Circle) -> Option<Nearness> {
+        let o = owner as usize;
+        let (Some(start), Some(end)) = (self.owner_starts.get(o), self.owner_starts.get(o + 1))
+        else {
+            return None;
+        };
+        self.by_owner[*start as usize..*end as usize]
+            .iter()
+            .filter_map(|u| circle.holds(u))
+            .min_by(Nearness::total_cmp)
+    }
+
+    /// Every point within `radius_km` of (`latitude`, `longitude`), with its nearness, in no
+    /// particular order.
     pub fn within(
         &self,
         latitude: f64,
@@ -100,21 +164,25 @@ impl GeoIndex {
         } else {
             f64::INFINITY
         };
-        let centre = unit(latitude, longitude);
-        let limit = Nearness::of_km(radius_km);
+        let circle = Circle::new(latitude, longitude, radius_km);
         let start = self.points.partition_point(|p| p.latitude < low);
-        self.points[start..]
+        let middle = self.points.partition_point(|p| p.latitude < latitude);
+        let end = self.points.partition_point(|p| p.latitude <= high);
+        let (middle, end) = (middle.clamp(start, end.max(start)), end.max(start));
+        // From the centre's latitude outwards (north, then south): the nearest points come
+        // early, so a caller keeping only the nearest few soon passes the rest over.
+        let north = self.points[middle..end].iter().zip(&self.units[middle..end]);
+        let south = self.points[start..middle]
             .iter()
-            .zip(&self.units[start..])
-            .take_while(move |(p, _)| p.latitude <= high)
+            .zip(&self.units[start..middle])
+            .rev();
+        north
+            .chain(south)
             .filter(move |(p, _)| {
                 let apart = (p.longitude - longitude).abs();
                 apart.min(360.0 - apart) <= lon_reach
             })
-            .filter_map(move |(p, u)| {
-                let near = Nearness::between(&centre, u);
-                (near <= limit).then_some((p, near))
-            })
+            .filter_map(move |(p, u)| circle.holds(u).map(|near| (p, near)))
     }
 }
 
@@ -149,8 +217,9 @@ mod tests {
         ]);
         let found: Vec<u32> = index.within(0.0, 0.0, 10.0).map(|(p, _)| p.owner).collect();
         assert_eq!(found, [3]);
-        let found: Vec<u32> = index.within(0.0, 0.0, 11.2).map(|(p, _)| p.owner).collect();
-        assert_eq!(found, [3, 2, 1]);
+        let mut found: Vec<u32> = index.within(0.0, 0.0, 11.2).map(|(p, _)| p.owner).collect();
+        found.sort();
+        assert_eq!(found, [1, 2, 3]);
         // 0.1 degrees is 11.119 km: a radius a metre either side of it.
         assert_eq!(index.within(0.0, 0.0, 11.118).count(), 2);
         assert_eq!(index.within(0.0, 0.0, 11.120).count(), 3);
@@ -181,6 +250,28 @@ mod tests {
         }
         // The whole Earth is within half its circumference.
         assert_eq!(index.within(0.0, 0.0, 20_038.0).count(), 3);
+    }
+
+    #[test]
+    fn an_owners_nearest_point_inside_is_what_a_search_finds() {
+        let index = GeoIndex::build(vec![
+            point(-33.95, 18.45, 4),
+            point(-33.90, 18.40, 1),
+            point(-34.30, 18.60, 1),
+            point(-26.20, 28.04, 2),
+        ]);
+        let (lat, lon) = (-33.9249, 18.4241);
+        let circle = Circle::new(lat, lon, 30.0);
+        for owner in [0, 1, 2, 3, 4, 9] {
+            let found = index
+                .within(lat, lon, 30.0)
+                .filter(|(p, _)| p.owner == owner)
+                .map(|(_, n)| n)
+                .min_by(Nearness::total_cmp);
+            assert_eq!(index.nearest_of(owner, &circle), found, "owner {owner}");
+        }
+        assert!(index.nearest_of(1, &circle).is_some());
+        assert!(index.nearest_of(2, &circle).is_none());
     }
 
     #[test]

@@ -323,7 +323,109 @@ async fn tiny_embeddings_keep_their_direction(store: Store) {
     assert!(index.nearest(&vector, 2, Some("a")).unwrap().is_empty());
 }
 
+/// A geofence over a generated catalogue (products with several branches, thousands inside)
+/// answers as a scan of every product would: the same total, and each page the same products
+/// in the same order, nearest first (then by name) or in the order asked for, with a filter.
+async fn geofenced_pages_are_what_a_whole_scan_gives(store: Store) {
+    let campaign = store::testing::campaign_fixture(&store).await;
+    let catalogue = store::generate_catalogue(3_000, 5);
+    store
+        .import_catalogue(&campaign, &catalogue, ImportOptions::default())
+        .await
+        .unwrap();
+    let index = Catalogues::new(store.clone())
+        .get(&campaign.id)
+        .await
+        .unwrap();
+    let everything = Page {
+        page: 1,
+        limit: 10_000,
+    };
+    // Each product's rank by name and by price, as the index orders them.
+    let rank = |sort: Option<Sort>| -> std::collections::HashMap<String, usize> {
+        let query = ProductQuery {
+            sort,
+            ..Default::default()
+        };
+        let all = index.search(&query, everything);
+        assert_eq!(all.items.len(), 3_000);
+        all.items
+            .iter()
+            .enumerate()
+            .map(|(n, f)| (f.product.id.clone(), n))
+            .collect()
+    };
+    let by_name = rank(None);
+    let by_price = Sort {
+        field: SortField::Price,
+        descending: true,
+    };
+    let price_rank = rank(Some(by_price));
+    for (latitude, longitude, radius_km) in [
+        (-33.9249, 18.4241, 20.0),
+        (-33.95, 18.5, 5.0),
+        (-26.2041, 28.0473, 35.0),
+        (0.0, 0.0, 100.0),
+    ] {
+        for (category, sort) in [
+            (None, None),
+            (Some("experiences"), None),
+            (None, Some(by_price)),
+        ] {
+            let mut inside: Vec<(f64, &str)> = catalogue
+                .products
+                .iter()
+                .filter(|p| category.is_none_or(|c| p.category.as_deref() == Some(c)))
+                .filter_map(|p| {
+                    let nearest = p
+                        .branches
+                        .iter()
+                        .filter_map(|b| b.address.as_ref())
+                        .filter_map(|a| Some((a.latitude?, a.longitude?)))
+                        .map(|(lat, lon)| search::geo::distance_km(latitude, longitude, lat, lon))
+                        .min_by(f64::total_cmp)?;
+                    (nearest <= radius_km).then_some((nearest, p.id.as_str()))
+                })
+                .collect();
+            match sort {
+                None => {
+                    inside.sort_by(|a, b| a.0.total_cmp(&b.0).then(by_name[a.1].cmp(&by_name[b.1])))
+                }
+                Some(_) => inside.sort_by_key(|(_, id)| price_rank[*id]),
+            }
+            let query = ProductQuery {
+                near: Some(Near {
+                    latitude,
+                    longitude,
+                    radius_km,
+                }),
+                category_id: category.map(str::to_string),
+                sort,
+                ..Default::default()
+            };
+            for (page, limit) in [(1, 10), (3, 7), (1, 100), (40, 100), (2, 0)] {
+                let found = index.search(&query, Page { page, limit });
+                let at = |what: &str| {
+                    format!(
+                        "{what} at ({latitude}, {longitude}) {radius_km} km, {category:?}, {sort:?}, page {page} of {limit}"
+                    )
+                };
+                assert_eq!(found.total as usize, inside.len(), "{}", at("total"));
+                let expected: Vec<&str> = inside
+                    .iter()
+                    .skip((page as usize - 1) * limit as usize)
+                    .take(limit as usize)
+                    .map(|(_, id)| *id)
+                    .collect();
+                let got: Vec<&str> = found.items.iter().map(|f| f.product.id.as_str()).collect();
+                assert_eq!(got, expected, "{}", at("page"));
+            }
+        }
+    }
+}
+
 backend_tests!(
+    geofenced_pages_are_what_a_whole_scan_gives,
     tiny_embeddings_keep_their_direction,
     every_filter_alone,
     geofences_measure_to_the_nearest_branch,

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
-use search::geo::{GeoIndex, Nearness, Point};
+use search::geo::{Circle, GeoIndex, Nearness, Point};
 use search::text::{Field, Hit, TextIndex};
 use search::vectors::{VectorIndex, embed};
 
@@ -381,8 +381,10 @@ impl CatalogueIndex {
                 self.listed(order, &filters, page)
             }
             (false, Some(near)) => {
-                let found = self.inside(near, &filters, sort, end);
-                Paged::slice(found, page, |i| self.found(i, Some(near)))
+                let (front, total) = self.inside(near, &filters, sort, end);
+                let mut paged = Paged::slice(front, page, |i| self.found(i, Some(near)));
+                paged.total = total as u64;
+                paged
             }
             (true, near) => {
                 let mut hits = self.matching_text(query, near, &filters);
@@ -401,53 +403,94 @@ impl CatalogueIndex {
         }
     }
 
-    /// The products with a branch inside `near` that `filters` keep, the first `end` of them
-    /// in `sort`'s order, or else nearest first (then by name).
-    fn inside(&self, near: Near, filters: &Filters, sort: Option<Sort>, end: usize) -> Vec<usize> {
-        NEAREST.with_borrow_mut(|nearest| {
-            if nearest.len() < self.products.len() {
-                nearest.resize(self.products.len(), Nearness::FARTHEST);
+    /// The products with a branch inside `near` that `filters` keep: how many, and the first
+    /// `end` of them in `sort`'s order, or else nearest first (then by name). Each product is
+    /// looked at once, when its first branch inside is met; only the branches that may still
+    /// make the front are kept, so the work follows the branches inside and the page, and its
+    /// memory the page.
+    fn inside(
+        &self,
+        near: Near,
+        filters: &Filters,
+        sort: Option<Sort>,
+        end: usize,
+    ) -> (Vec<usize>, usize) {
+        let by_name = &self.places[sort_slot(SORTS[0])];
+        let nearest_first = |a: &(Nearness, u32), b: &(Nearness, u32)| {
+            a.0.total_cmp(&b.0)
+                .then(by_name[a.1 as usize].cmp(&by_name[b.1 as usize]))
+        };
+        // The front so far, nearest first, one entry per product: its nearest branch.
+        let compact = |front: &mut Vec<(Nearness, u32)>| {
+            front.sort_unstable_by(|a, b| a.1.cmp(&b.1).then(a.0.total_cmp(&b.0)));
+            front.dedup_by_key(|(_, owner)| *owner);
+            order_front(front, end, nearest_first);
+            front.truncate(end);
+        };
+        let room = end.saturating_mul(2).max(64);
+        SEEN.with_borrow_mut(|seen| {
+            let words = self.products.len().div_ceil(64);
+            if seen.kept.len() < words {
+                seen.met.resize(words, 0);
+                seen.kept.resize(words, 0);
             }
-            let mut inside = Vec::new();
+            let (mut total, mut firsts) = (0, Vec::new());
+            let mut front: Vec<(Nearness, u32)> = Vec::new();
+            // Beyond this, a branch cannot make the front (once the front is full).
+            let mut farthest = Nearness::FARTHEST;
             for (point, nearness) in self
                 .geo
                 .within(near.latitude, near.longitude, near.radius_km)
             {
-                let entry = &mut nearest[point.owner as usize];
-                if *entry == Nearness::FARTHEST {
-                    inside.push(point.owner as usize);
-                }
-                if nearness < *entry {
-                    *entry = nearness;
-                }
-            }
-            if !filters.none() {
-                inside.retain(|&i| {
-                    let keep = filters.keep(i);
-                    if !keep {
-                        nearest[i] = Nearness::FARTHEST;
+                let owner = point.owner as usize;
+                let (word, bit) = (owner / 64, 1u64 << (owner % 64));
+                let first = seen.met[word] & bit == 0;
+                if first {
+                    seen.met[word] |= bit;
+                    firsts.push(point.owner);
+                    if filters.none() || filters.keep(owner) {
+                        seen.kept[word] |= bit;
+                        total += 1;
                     }
-                    keep
-                });
+                }
+                if seen.kept[word] & bit == 0 || end == 0 {
+                    continue;
+                }
+                match sort {
+                    // Its place does not depend on the branch: once is enough.
+                    Some(_) if first => front.push((nearness, point.owner)),
+                    Some(_) => {}
+                    None if nearness.total_cmp(&farthest).is_le() => {
+                        front.push((nearness, point.owner));
+                        if front.len() >= room {
+                            compact(&mut front);
+                            if front.len() == end {
+                                farthest = front[end - 1].0;
+                            }
+                        }
+                    }
+                    None => {}
+                }
             }
-            match sort {
+            for owner in firsts {
+                let (word, bit) = (owner as usize / 64, 1u64 << (owner % 64));
+                seen.met[word] &= !bit;
+                seen.kept[word] &= !bit;
+            }
+            let front = match sort {
                 Some(sort) => {
                     let place = &self.places[sort_slot(sort)];
-                    order_front(&mut inside, end, |a, b| place[*a].cmp(&place[*b]));
+                    let mut owners: Vec<usize> = front.iter().map(|(_, o)| *o as usize).collect();
+                    order_front(&mut owners, end, |a, b| place[*a].cmp(&place[*b]));
+                    owners.truncate(end);
+                    owners
                 }
                 None => {
-                    let by_name = &self.places[sort_slot(SORTS[0])];
-                    order_front(&mut inside, end, |a, b| {
-                        nearest[*a]
-                            .total_cmp(&nearest[*b])
-                            .then(by_name[*a].cmp(&by_name[*b]))
-                    });
+                    compact(&mut front);
+                    front.into_iter().map(|(_, o)| o as usize).collect()
                 }
-            }
-            for &i in &inside {
-                nearest[i] = Nearness::FARTHEST;
-            }
-            inside
+            };
+            (front, total)
         })
     }
 
@@ -466,17 +509,8 @@ impl CatalogueIndex {
         }
         if let Some(near) = near {
             // Only the text's matches are measured, each by its own branches.
-            hits.retain(|hit| {
-                self.products[hit.doc as usize]
-                    .branches
-                    .iter()
-                    .filter_map(|b| b.address.as_ref())
-                    .filter_map(|a| Some((a.latitude?, a.longitude?)))
-                    .any(|(lat, lon)| {
-                        search::geo::distance_km(near.latitude, near.longitude, lat, lon)
-                            <= near.radius_km
-                    })
-            });
+            let circle = Circle::new(near.latitude, near.longitude, near.radius_km);
+            hits.retain(|hit| self.geo.nearest_of(hit.doc, &circle).is_some());
         }
         hits
     }
@@ -619,10 +653,15 @@ impl CatalogueIndex {
 }
 
 thread_local! {
-    /// Each product's nearness to a geofence's centre, for one search at a time on this thread,
-    /// handed back with every product at `FARTHEST` (a search puts back each one it set), so a
-    /// search neither allocates nor clears a slot per product.
-    static NEAREST: std::cell::RefCell<Vec<Nearness>> = std::cell::RefCell::default();
+    /// The products a geofence has met and kept, a bit each, for one search at a time on this
+    /// thread, handed back clear (a search clears each bit it set).
+    static SEEN: std::cell::RefCell<Seen> = std::cell::RefCell::default();
+}
+
+#[derive(Default)]
+struct Seen {
+    met: Vec<u64>,
+    kept: Vec<u64>,
 }
 
 /// A search's filters other than its text and geofence.
