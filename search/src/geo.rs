@@ -171,7 +171,9 @@ impl GeoIndex {
         let (middle, end) = (middle.clamp(start, end.max(start)), end.max(start));
         // From the centre's latitude outwards (north, then south): the nearest points come
         // early, so a caller keeping only the nearest few soon passes the rest over.
-        let north = self.points[middle..end].iter().zip(&self.units[middle..end]);
+        let north = self.points[middle..end]
+            .iter()
+            .zip(&self.units[middle..end]);
         let south = self.points[start..middle]
             .iter()
             .zip(&self.units[start..middle])

@@ -41,6 +41,9 @@ fn signs(v: &[f32]) -> Vec<u64> {
         .collect()
 }
 
+/// How many candidates ahead the 8-bit pass asks for a vector's memory.
+const PREFETCH_AHEAD: usize = 16;
+
 /// Candidates the sign pass keeps at least.
 const SIGN_MARGIN: usize = 2_000;
 
@@ -99,6 +102,7 @@ impl VectorIndex {
 
     /// Cosine distance (0 same direction, 2 opposite) from the vector numbered `i` to `query`
     /// (normalised).
+    #[inline(always)]
     fn exact_distance(&self, i: usize, query: &[f32]) -> f32 {
         let v = &self.exact[i * self.dimensions..(i + 1) * self.dimensions];
         1.0 - v.iter().zip(query).map(|(a, b)| a * b).sum::<f32>()
@@ -153,57 +157,74 @@ impl VectorIndex {
         // First pass: the Hamming distance of every kept vector's signs, counted by distance;
         // the nearest `keep_signs` go on (ties by number).
         let keep_signs = (k * 64).max(SIGN_MARGIN);
-        let rough = APART.with_borrow_mut(|apart| {
-            apart.clear();
-            let mut counts = vec![0usize; words * 64 + 2];
-            for (i, bits) in self.signs.chunks_exact(words).enumerate() {
-                let d = if keep(i) {
-                    bits.iter()
-                        .zip(&query_signs)
-                        .map(|(a, b)| (a ^ b).count_ones())
-                        .sum()
-                } else {
-                    REFUSED
-                };
-                counts[(d as usize).min(words * 64 + 1)] += 1;
-                apart.push(d);
-            }
-            let (mut within, mut threshold) = (0, 0);
-            while threshold <= words * 64 && within + counts[threshold] < keep_signs {
-                within += counts[threshold];
-                threshold += 1;
-            }
-            let threshold = threshold.min(words * 64) as u32;
-            let mut at_threshold = keep_signs - within.min(keep_signs);
-            let mut rough = Vec::with_capacity(keep_signs);
-            for (i, d) in apart.iter().enumerate() {
-                if *d < threshold || (*d == threshold && at_threshold > 0) {
-                    at_threshold -= usize::from(*d == threshold);
-                    rough.push(i);
+        // Taken out of its thread-local slot (and put back) rather than borrowed in a closure,
+        // so that the loop is compiled here, with the twin's features.
+        let mut apart = APART.take();
+        apart.clear();
+        let mut counts = vec![0usize; words * 64 + 2];
+        for i in 0..self.len() {
+            let d = if keep(i) {
+                let bits = &self.signs[i * words..(i + 1) * words];
+                let mut d = 0;
+                for w in 0..words {
+                    d += (bits[w] ^ query_signs[w]).count_ones();
                 }
+                d
+            } else {
+                REFUSED
+            };
+            counts[(d as usize).min(words * 64 + 1)] += 1;
+            apart.push(d);
+        }
+        let (mut within, mut threshold) = (0, 0);
+        while threshold <= words * 64 && within + counts[threshold] < keep_signs {
+            within += counts[threshold];
+            threshold += 1;
+        }
+        let threshold = threshold.min(words * 64) as u32;
+        let mut at_threshold = keep_signs - within.min(keep_signs);
+        let mut rough = Vec::with_capacity(keep_signs);
+        for (i, d) in apart.iter().enumerate() {
+            if *d < threshold || (*d == threshold && at_threshold > 0) {
+                at_threshold -= usize::from(*d == threshold);
+                rough.push(i);
             }
-            rough
-        });
+        }
+        APART.set(apart);
         // Second pass: the 8-bit vectors of those; the best `margin` go on.
         let margin = (k * 8).max(64);
-        let mut candidates: Vec<(f32, usize)> = rough
-            .into_iter()
-            .map(|i| {
-                let v = &self.coarse[i * self.dimensions..(i + 1) * self.dimensions];
-                (
-                    dot_i8(v, &coarse_query) as f32 * self.scales[i] * query_scale,
-                    i,
-                )
-            })
-            .collect();
+        // Loops rather than iterator adapters: the adapters' own functions would be compiled
+        // without the AVX2 twin's features.
+        let mut candidates: Vec<(f32, usize)> = Vec::with_capacity(rough.len());
+        for (n, &i) in rough.iter().enumerate() {
+            // The candidates lie anywhere in the 8-bit copies: ask for the lines of one a few
+            // places ahead while this one is measured.
+            #[cfg(target_arch = "x86_64")]
+            if let Some(&ahead) = rough.get(n + PREFETCH_AHEAD) {
+                let start = ahead * self.dimensions;
+                for line in (start..start + self.dimensions).step_by(64) {
+                    use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+                    let address = self.coarse[line..].as_ptr().cast();
+                    // SAFETY: a prefetch is a hint that never faults, and SSE is part of every
+                    // x86-64 processor; the address is inside the vectors anyway.
+                    #[allow(unsafe_code)]
+                    unsafe {
+                        _mm_prefetch::<_MM_HINT_T0>(address)
+                    };
+                }
+            }
+            let v = &self.coarse[i * self.dimensions..(i + 1) * self.dimensions];
+            let similarity = dot_i8(v, &coarse_query) as f32 * self.scales[i] * query_scale;
+            candidates.push((similarity, i));
+        }
         if candidates.len() > margin {
             candidates.select_nth_unstable_by(margin - 1, |a, b| b.0.total_cmp(&a.0));
             candidates.truncate(margin);
         }
-        let mut ranked: Vec<(usize, f32)> = candidates
-            .into_iter()
-            .map(|(_, i)| (i, self.exact_distance(i, query)))
-            .collect();
+        let mut ranked: Vec<(usize, f32)> = Vec::with_capacity(candidates.len());
+        for &(_, i) in &candidates {
+            ranked.push((i, self.exact_distance(i, query)));
+        }
         ranked.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
         ranked.truncate(k);
         ranked
