@@ -434,49 +434,45 @@ impl CatalogueIndex {
                 seen.met.resize(words, 0);
                 seen.kept.resize(words, 0);
             }
-            let (mut total, mut firsts) = (0, Vec::new());
+            let mut total = 0;
             let mut front: Vec<(Nearness, u32)> = Vec::new();
             // Beyond this, a branch cannot make the front (once the front is full).
             let mut farthest = Nearness::FARTHEST;
-            for (point, nearness) in self
-                .geo
-                .within(near.latitude, near.longitude, near.radius_km)
-            {
-                let owner = point.owner as usize;
-                let (word, bit) = (owner / 64, 1u64 << (owner % 64));
-                let first = seen.met[word] & bit == 0;
-                if first {
-                    seen.met[word] |= bit;
-                    firsts.push(point.owner);
-                    if filters.none() || filters.keep(owner) {
-                        seen.kept[word] |= bit;
-                        total += 1;
-                    }
-                }
-                if seen.kept[word] & bit == 0 || end == 0 {
-                    continue;
-                }
-                match sort {
-                    // Its place does not depend on the branch: once is enough.
-                    Some(_) if first => front.push((nearness, point.owner)),
-                    Some(_) => {}
-                    None if nearness.total_cmp(&farthest).is_le() => {
-                        front.push((nearness, point.owner));
-                        if front.len() >= room {
-                            compact(&mut front);
-                            if front.len() == end {
-                                farthest = front[end - 1].0;
-                            }
+            let (latitude, longitude) = (near.latitude, near.longitude);
+            self.geo
+                .within(latitude, longitude, near.radius_km, |point, nearness| {
+                    let owner = point as usize;
+                    let (word, bit) = (owner / 64, 1u64 << (owner % 64));
+                    let first = seen.met[word] & bit == 0;
+                    if first {
+                        seen.met[word] |= bit;
+                        if filters.none() || filters.keep(owner) {
+                            seen.kept[word] |= bit;
+                            total += 1;
                         }
                     }
-                    None => {}
-                }
-            }
-            for owner in firsts {
-                let (word, bit) = (owner as usize / 64, 1u64 << (owner % 64));
-                seen.met[word] &= !bit;
-                seen.kept[word] &= !bit;
-            }
+                    if seen.kept[word] & bit == 0 || end == 0 {
+                        return;
+                    }
+                    match sort {
+                        // Its place does not depend on the branch: once is enough.
+                        Some(_) if first => front.push((nearness, point)),
+                        Some(_) => {}
+                        None if nearness.total_cmp(&farthest).is_le() => {
+                            front.push((nearness, point));
+                            if front.len() >= room {
+                                compact(&mut front);
+                                if front.len() == end {
+                                    farthest = front[end - 1].0;
+                                }
+                            }
+                        }
+                        None => {}
+                    }
+                });
+            // A bit a product: clearing them all is a few kilobytes.
+            seen.met.fill(0);
+            seen.kept.fill(0);
             let front = match sort {
                 Some(sort) => {
                     let place = &self.places[sort_slot(sort)];
@@ -654,7 +650,7 @@ impl CatalogueIndex {
 
 thread_local! {
     /// The products a geofence has met and kept, a bit each, for one search at a time on this
-    /// thread, handed back clear (a search clears each bit it set).
+    /// thread, handed back clear.
     static SEEN: std::cell::RefCell<Seen> = std::cell::RefCell::default();
 }
 
