@@ -180,15 +180,17 @@ impl GeoIndex {
             .clamp(start, end);
         let circle = Circle::new(latitude, longitude, radius_km);
         let mut block = |from: usize, to: usize| {
-            let mut nearness = [0.0f64; BLOCK];
+            let mut nearness = [f64::INFINITY; BLOCK];
+            // Branch-free over slices of one length, so that the compiler measures several
+            // points per instruction.
+            let [cx, cy, cz] = circle.centre;
+            let axes = self.xs[from..to].iter().zip(&self.ys[from..to]);
+            for ((near, (x, y)), z) in nearness.iter_mut().zip(axes).zip(&self.zs[from..to]) {
+                *near = (x - cx).powi(2) + (y - cy).powi(2) + (z - cz).powi(2);
+            }
             let mut inside = 0u64;
-            // Branch-free, so that the compiler measures several points per instruction.
-            for (j, i) in (from..to).enumerate() {
-                let near = (self.xs[i] - circle.centre[0]).powi(2)
-                    + (self.ys[i] - circle.centre[1]).powi(2)
-                    + (self.zs[i] - circle.centre[2]).powi(2);
-                nearness[j] = near;
-                inside |= u64::from(near <= circle.limit.0) << j;
+            for (j, near) in nearness.iter().enumerate() {
+                inside |= u64::from(*near <= circle.limit.0) << j;
             }
             while inside != 0 {
                 let j = inside.trailing_zeros() as usize;

@@ -428,66 +428,59 @@ impl CatalogueIndex {
             front.truncate(end);
         };
         let room = end.saturating_mul(2).max(64);
-        SEEN.with_borrow_mut(|seen| {
-            let words = self.products.len().div_ceil(64);
-            if seen.kept.len() < words {
-                seen.met.resize(words, 0);
-                seen.kept.resize(words, 0);
-            }
-            let mut total = 0;
-            let mut front: Vec<(Nearness, u32)> = Vec::new();
-            // Beyond this, a branch cannot make the front (once the front is full).
-            let mut farthest = Nearness::FARTHEST;
-            let (latitude, longitude) = (near.latitude, near.longitude);
-            self.geo
-                .within(latitude, longitude, near.radius_km, |point, nearness| {
-                    let owner = point as usize;
-                    let (word, bit) = (owner / 64, 1u64 << (owner % 64));
-                    let first = seen.met[word] & bit == 0;
-                    if first {
-                        seen.met[word] |= bit;
-                        if filters.none() || filters.keep(owner) {
-                            seen.kept[word] |= bit;
-                            total += 1;
-                        }
+        // A bit a product: those met, and those the filters keep.
+        let words = self.products.len().div_ceil(64);
+        let (mut met, mut kept) = (vec![0u64; words], vec![0u64; words]);
+        let mut total = 0;
+        let mut front: Vec<(Nearness, u32)> = Vec::new();
+        // Beyond this, a branch cannot make the front (once the front is full).
+        let mut farthest = Nearness::FARTHEST;
+        let (latitude, longitude) = (near.latitude, near.longitude);
+        self.geo
+            .within(latitude, longitude, near.radius_km, |point, nearness| {
+                let owner = point as usize;
+                let (word, bit) = (owner / 64, 1u64 << (owner % 64));
+                let first = met[word] & bit == 0;
+                if first {
+                    met[word] |= bit;
+                    if filters.none() || filters.keep(owner) {
+                        kept[word] |= bit;
+                        total += 1;
                     }
-                    if seen.kept[word] & bit == 0 || end == 0 {
-                        return;
-                    }
-                    match sort {
-                        // Its place does not depend on the branch: once is enough.
-                        Some(_) if first => front.push((nearness, point)),
-                        Some(_) => {}
-                        None if nearness.total_cmp(&farthest).is_le() => {
-                            front.push((nearness, point));
-                            if front.len() >= room {
-                                compact(&mut front);
-                                if front.len() == end {
-                                    farthest = front[end - 1].0;
-                                }
+                }
+                if kept[word] & bit == 0 || end == 0 {
+                    return;
+                }
+                match sort {
+                    // Its place does not depend on the branch: once is enough.
+                    Some(_) if first => front.push((nearness, point)),
+                    Some(_) => {}
+                    None if nearness.total_cmp(&farthest).is_le() => {
+                        front.push((nearness, point));
+                        if front.len() >= room {
+                            compact(&mut front);
+                            if front.len() == end {
+                                farthest = front[end - 1].0;
                             }
                         }
-                        None => {}
                     }
-                });
-            // A bit a product: clearing them all is a few kilobytes.
-            seen.met.fill(0);
-            seen.kept.fill(0);
-            let front = match sort {
-                Some(sort) => {
-                    let place = &self.places[sort_slot(sort)];
-                    let mut owners: Vec<usize> = front.iter().map(|(_, o)| *o as usize).collect();
-                    order_front(&mut owners, end, |a, b| place[*a].cmp(&place[*b]));
-                    owners.truncate(end);
-                    owners
+                    None => {}
                 }
-                None => {
-                    compact(&mut front);
-                    front.into_iter().map(|(_, o)| o as usize).collect()
-                }
-            };
-            (front, total)
-        })
+            });
+        let front = match sort {
+            Some(sort) => {
+                let place = &self.places[sort_slot(sort)];
+                let mut owners: Vec<usize> = front.iter().map(|(_, o)| *o as usize).collect();
+                order_front(&mut owners, end, |a, b| place[*a].cmp(&place[*b]));
+                owners.truncate(end);
+                owners
+            }
+            None => {
+                compact(&mut front);
+                front.into_iter().map(|(_, o)| o as usize).collect()
+            }
+        };
+        (front, total)
     }
 
     /// The products matching the query's text that `filters` keep (and with a branch inside
@@ -646,18 +639,6 @@ impl CatalogueIndex {
         let i = *self.by_id.get(id)?;
         self.vectors.vector(i).map(<[f32]>::to_vec)
     }
-}
-
-thread_local! {
-    /// The products a geofence has met and kept, a bit each, for one search at a time on this
-    /// thread, handed back clear.
-    static SEEN: std::cell::RefCell<Seen> = std::cell::RefCell::default();
-}
-
-#[derive(Default)]
-struct Seen {
-    met: Vec<u64>,
-    kept: Vec<u64>,
 }
 
 /// A search's filters other than its text and geofence.
