@@ -12,6 +12,7 @@ use search::text::{Field, Hit, TextIndex};
 use search::vectors::{VectorIndex, embed};
 
 use super::draw::Draws;
+use super::facts::VariantFacts;
 use super::{Product, Variant};
 use crate::{Page, Paged, Store, StoreError, Tokens};
 
@@ -161,6 +162,10 @@ pub struct CatalogueIndex {
     category_keys: Vec<(String, String)>,
     /// Each product can be ordered now.
     available: Vec<bool>,
+    /// Each product's orders need a booking.
+    book_in_advance: Vec<bool>,
+    /// Its variants' prices and tiers, for the filters.
+    variant_facts: VariantFacts,
     draws: Draws,
     /// For each of `SORTS`: the products in that order, and each product's place in it.
     orders: Vec<Vec<u32>>,
@@ -320,6 +325,8 @@ impl CatalogueIndex {
             category_of,
             category_keys,
             available: products.iter().map(Product::is_available).collect(),
+            book_in_advance: products.iter().map(|p| p.book_in_advance).collect(),
+            variant_facts: VariantFacts::build(&products),
             draws: Draws::build(&products),
             orders,
             places,
@@ -341,7 +348,7 @@ impl CatalogueIndex {
 
     /// Bytes the indexes hold beside the products themselves, roughly.
     pub fn memory(&self) -> usize {
-        self.text.memory() + self.geo.memory() + self.vectors.memory()
+        self.text.memory() + self.geo.memory() + self.vectors.memory() + self.variant_facts.memory()
     }
 
     pub fn product(&self, id: &str) -> Option<&Product> {
@@ -536,23 +543,6 @@ impl CatalogueIndex {
         }
     }
 
-    fn tier_matches(&self, p: &Product, query: &ProductQuery) -> bool {
-        if query.tier_id.is_none() && query.tier_precedence.is_none() {
-            return true;
-        }
-        p.variants.iter().any(|v| {
-            v.tier.as_ref().is_some_and(|t| {
-                query
-                    .tier_id
-                    .as_deref()
-                    .is_none_or(|id| t.id == id || t.handle.as_deref() == Some(id))
-                    && query
-                        .tier_precedence
-                        .is_none_or(|(op, value)| op.holds(t.precedence, value))
-            })
-        })
-    }
-
     /// Product `i` as found, its branches by distance when there is a geofence.
     fn found(&self, i: usize, near: Option<Near>) -> Found<'_> {
         let product = &self.products[i];
@@ -648,6 +638,8 @@ struct Filters<'a> {
     /// The categories a product must be in (by number), when the query names one by id or by
     /// name (in any letter case).
     categories: Option<Vec<u32>>,
+    /// The tiers a variant must require (by number), when the query names one.
+    tiers: Option<Vec<u32>>,
 }
 
 impl<'a> Filters<'a> {
@@ -664,10 +656,15 @@ impl<'a> Filters<'a> {
                 .filter(|n| wanted(&index.category_keys[*n as usize]))
                 .collect()
         });
+        let tiers = query
+            .tier_id
+            .as_deref()
+            .map(|id| index.variant_facts.tiers_named(id));
         Filters {
             index,
             query,
             categories,
+            tiers,
         }
     }
 
@@ -686,16 +683,23 @@ impl<'a> Filters<'a> {
     /// Whether product `i` passes every filter.
     fn keep(&self, i: usize) -> bool {
         let (index, query) = (self.index, self.query);
-        let p = &index.products[i];
+        let facts = &index.variant_facts;
+        let tiered = self.tiers.is_some() || query.tier_precedence.is_some();
+        let priced = query.min_cost.is_some() || query.max_cost.is_some();
         self.categories
             .as_ref()
             .is_none_or(|numbers| numbers.contains(&index.category_of[i]))
             && query
                 .booking_required
-                .is_none_or(|b| p.book_in_advance == b)
+                .is_none_or(|b| index.book_in_advance[i] == b)
             && query.is_available.is_none_or(|a| index.available[i] == a)
-            && index.tier_matches(p, query)
-            && cost_matches(p, query)
+            && (!tiered
+                || facts.tier_matches(i, self.tiers.as_deref(), |precedence| {
+                    query
+                        .tier_precedence
+                        .is_none_or(|(op, value)| op.holds(precedence, value))
+                }))
+            && (!priced || facts.priced_within(i, query.min_cost, query.max_cost))
     }
 }
 
@@ -726,17 +730,6 @@ fn order_front<T>(items: &mut [T], k: usize, mut order: impl FnMut(&T, &T) -> st
             items[at..k].rotate_right(1);
         }
     }
-}
-
-/// Without cost bounds, every product; with them, those with a variant priced within them.
-fn cost_matches(p: &Product, query: &ProductQuery) -> bool {
-    if query.min_cost.is_none() && query.max_cost.is_none() {
-        return true;
-    }
-    p.variants.iter().any(|v| {
-        query.min_cost.is_none_or(|min| v.price >= min)
-            && query.max_cost.is_none_or(|max| v.price <= max)
-    })
 }
 
 /// What the service embeds for a product: its name, tags, category and descriptions.

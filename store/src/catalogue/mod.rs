@@ -5,6 +5,7 @@
 
 pub(crate) mod document;
 mod draw;
+mod facts;
 pub(crate) mod generate;
 pub(crate) mod import;
 pub(crate) mod index;
