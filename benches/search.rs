@@ -7,7 +7,8 @@
 //! catalogue, builds the index, then times each query kind in-process (one query at a time) and
 //! over HTTP (8 connections from `wrk` when it is installed, else from clients in this process),
 //! beside `GET /v1/api-key` (a key check and a small JSON answer: the service's floor over HTTP)
-//! in the same run.
+//! in the same run, then a bare axum server sending each shape's answer bytes (the HTTP stack's
+//! floor for answers that size).
 //! Goals: p99 <= 2 ms in-process for every query kind; over HTTP, p99 <= 5 ms and at least a
 //! quarter of `GET /v1/api-key`'s requests per second for every search shape.
 
