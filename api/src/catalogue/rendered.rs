@@ -193,6 +193,8 @@ mod tests {
 
     use super::*;
 
+    type Branches = Vec<(usize, Option<f64>)>;
+
     fn branch(id: &str, at: Option<(f64, f64)>) -> Branch {
         Branch {
             id: id.into(),
@@ -277,7 +279,8 @@ mod tests {
         let rendered = RenderedProducts::default().of("c", &index, "ZAR");
         for id in ["two-branches", "no-branches"] {
             let product = index.product(id).unwrap();
-            let orders: Vec<(Vec<(usize, Option<f64>)>, Option<f64>)> = match id {
+            // Branch orders (with distances) and the product's distance.
+            let orders: Vec<(Branches, Option<f64>)> = match id {
                 "two-branches" => vec![
                     (vec![(0, None), (1, None)], None),
                     (vec![(1, Some(0.25)), (0, Some(12.5))], Some(0.25)),
