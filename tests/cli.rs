@@ -173,6 +173,19 @@ async fn crash_story(env: Vec<(&'static str, String)>) {
             "30",
         ],
     );
+    // An expiry the service would not apply is refused when set, and the policy stays.
+    for far in [
+        ["--expiry", "days:4000000000"],
+        ["--expiry-days", "4000000000"],
+        ["--expiry", "days:36526"],
+    ] {
+        let mut args = vec!["campaign", "policy", "--campaign", &campaign];
+        args.extend(far);
+        let refused = run(&env, &args);
+        let why = String::from_utf8_lossy(&refused.stderr);
+        assert!(!refused.status.success(), "{far:?}");
+        assert!(why.contains("36525"), "{far:?}: {why}");
+    }
     ok(
         &env,
         &[

@@ -21,20 +21,43 @@ pub enum Expiry {
     EndOfYear,
 }
 
+/// The longest expiry a policy may give, in days: a hundred years. Beyond it a policy is refused
+/// when it is set, not met as an error in every earn it would govern.
+pub const MAX_EXPIRY_DAYS: u32 = 36_525;
+
 impl Expiry {
     /// The moment tokens earned at `earned` expire (the first instant they no longer count).
+    /// A moment past the last the calendar can hold (only for earns near it) is that last
+    /// moment: the arithmetic never overflows.
     pub fn expires_at(self, earned: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let first_of = |year: i32, month: u32| {
             NaiveDate::from_ymd_opt(year, month, 1)
                 .and_then(|d| d.and_hms_opt(0, 0, 0))
                 .map(|d| Utc.from_utc_datetime(&d))
+                .unwrap_or(DateTime::<Utc>::MAX_UTC)
         };
+        let next_year = earned.year().saturating_add(1);
         match self {
             Expiry::Never => None,
-            Expiry::Days(days) => Some(earned + Duration::days(i64::from(days))),
-            Expiry::EndOfMonth if earned.month() == 12 => first_of(earned.year() + 1, 1),
-            Expiry::EndOfMonth => first_of(earned.year(), earned.month() + 1),
-            Expiry::EndOfYear => first_of(earned.year() + 1, 1),
+            Expiry::Days(days) => Some(
+                Duration::try_days(i64::from(days))
+                    .and_then(|span| earned.checked_add_signed(span))
+                    .unwrap_or(DateTime::<Utc>::MAX_UTC),
+            ),
+            Expiry::EndOfMonth if earned.month() == 12 => Some(first_of(next_year, 1)),
+            Expiry::EndOfMonth => Some(first_of(earned.year(), earned.month() + 1)),
+            Expiry::EndOfYear => Some(first_of(next_year, 1)),
+        }
+    }
+
+    /// Refuses an expiry the service will not apply: more than `MAX_EXPIRY_DAYS`, or none.
+    pub fn check(self) -> Result<Expiry, String> {
+        match self {
+            Expiry::Days(0) => Err("days:0: tokens must count for at least a day".into()),
+            Expiry::Days(days) if days > MAX_EXPIRY_DAYS => Err(format!(
+                "days:{days}: at most days:{MAX_EXPIRY_DAYS} (a hundred years)"
+            )),
+            fine => Ok(fine),
         }
     }
 }
@@ -59,12 +82,15 @@ impl FromStr for Expiry {
             "end-of-year" => Ok(Expiry::EndOfYear),
             other => other
                 .strip_prefix("days:")
-                .and_then(|n| n.parse().ok())
-                .filter(|n| *n > 0)
+                .and_then(|n| n.parse::<u32>().ok())
                 .map(Expiry::Days)
                 .ok_or_else(|| {
-                    format!("`{other}`: use never, end-of-month, end-of-year or days:N")
-                }),
+                    format!(
+                        "`{other}`: use never, end-of-month, end-of-year or days:N \
+                         (N from 1 to {MAX_EXPIRY_DAYS})"
+                    )
+                })?
+                .check(),
         }
     }
 }
@@ -113,6 +139,10 @@ impl Store {
         if policy.min_balance < Tokens::ZERO {
             return Err(StoreError::invalid("min-balance", "must not be negative"));
         }
+        policy
+            .expiry
+            .check()
+            .map_err(|why| StoreError::invalid("expiry", &why))?;
         const SQL: &str = "INSERT INTO campaign_policies (campaign_id, min_balance, expiry, updated_at) \
              VALUES ($1, $2, $3, $4) ON CONFLICT (campaign_id) DO UPDATE \
              SET min_balance = excluded.min_balance, expiry = excluded.expiry, updated_at = excluded.updated_at";
@@ -161,5 +191,41 @@ mod tests {
         }
         assert!("days:0".parse::<Expiry>().is_err());
         assert!("weekly".parse::<Expiry>().is_err());
+    }
+
+    #[test]
+    fn expiries_are_bounded_and_never_overflow() {
+        assert_eq!(
+            format!("days:{MAX_EXPIRY_DAYS}").parse(),
+            Ok(Expiry::Days(MAX_EXPIRY_DAYS))
+        );
+        for refused in [
+            "days:36526",
+            "days:4000000000",
+            "days:99999999999",
+            "days:-1",
+        ] {
+            let why = refused.parse::<Expiry>().unwrap_err();
+            assert!(why.contains("36525"), "{refused}: {why}");
+        }
+        assert!(Expiry::Days(4_000_000_000).check().is_err());
+        // At the calendar's end, an expiry is its last moment: no panic, no "never".
+        let last = DateTime::<Utc>::MAX_UTC;
+        for expiry in [
+            Expiry::Days(u32::MAX),
+            Expiry::Days(MAX_EXPIRY_DAYS),
+            Expiry::EndOfMonth,
+            Expiry::EndOfYear,
+        ] {
+            assert_eq!(expiry.expires_at(last), Some(last), "{expiry}");
+        }
+        let at = "9999-12-31T23:00:00Z".parse::<DateTime<Utc>>().unwrap();
+        let next = NaiveDate::from_ymd_opt(10_000, 1, 1)
+            .unwrap()
+            .and_hms_opt(0, 0, 0);
+        assert_eq!(
+            Expiry::EndOfYear.expires_at(at),
+            next.map(|d| Utc.from_utc_datetime(&d))
+        );
     }
 }
