@@ -21,33 +21,46 @@ pub enum Expiry {
     EndOfYear,
 }
 
+/// The latest expiry the service records: the last second of the year 9999.
+pub fn latest_expiry() -> DateTime<Utc> {
+    let last = NaiveDate::from_ymd_opt(9_999, 12, 31).and_then(|d| d.and_hms_opt(23, 59, 59));
+    Utc.from_utc_datetime(&last.expect("a valid date"))
+}
+
 /// The longest expiry a policy may give, in days: a hundred years. Beyond it a policy is refused
 /// when it is set, not met as an error in every earn it would govern.
 pub const MAX_EXPIRY_DAYS: u32 = 36_525;
 
 impl Expiry {
-    /// The moment tokens earned at `earned` expire (the first instant they no longer count).
-    /// A moment past the last the calendar can hold (only for earns near it) is that last
-    /// moment: the arithmetic never overflows.
+    /// The moment tokens earned at `earned` expire (the first instant they no longer count),
+    /// at the latest `latest_expiry()`: the arithmetic never overflows, and every stored expiry
+    /// has a four-digit year (timestamps stored as text then order as time does).
     pub fn expires_at(self, earned: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let first_of = |year: i32, month: u32| {
             NaiveDate::from_ymd_opt(year, month, 1)
                 .and_then(|d| d.and_hms_opt(0, 0, 0))
                 .map(|d| Utc.from_utc_datetime(&d))
-                .unwrap_or(DateTime::<Utc>::MAX_UTC)
         };
         let next_year = earned.year().saturating_add(1);
-        match self {
-            Expiry::Never => None,
-            Expiry::Days(days) => Some(
-                Duration::try_days(i64::from(days))
-                    .and_then(|span| earned.checked_add_signed(span))
-                    .unwrap_or(DateTime::<Utc>::MAX_UTC),
-            ),
-            Expiry::EndOfMonth if earned.month() == 12 => Some(first_of(next_year, 1)),
-            Expiry::EndOfMonth => Some(first_of(earned.year(), earned.month() + 1)),
-            Expiry::EndOfYear => Some(first_of(next_year, 1)),
-        }
+        let at = match self {
+            Expiry::Never => return None,
+            Expiry::Days(days) => {
+                Duration::try_days(i64::from(days)).and_then(|span| earned.checked_add_signed(span))
+            }
+            Expiry::EndOfMonth if earned.month() == 12 => first_of(next_year, 1),
+            Expiry::EndOfMonth => first_of(earned.year(), earned.month() + 1),
+            Expiry::EndOfYear => first_of(next_year, 1),
+        };
+        Some(at.map_or(latest_expiry(), |at| at.min(latest_expiry())))
+    }
+
+    /// An expiry as stored: also one set before expiries were bounded (applied as it says, the
+    /// arithmetic saturating), so that such a campaign's earns still go through.
+    fn stored(text: &str) -> Option<Expiry> {
+        text.parse().ok().or_else(|| {
+            let days = text.strip_prefix("days:")?.parse::<u32>().ok()?;
+            (days > 0).then_some(Expiry::Days(days))
+        })
     }
 
     /// Refuses an expiry the service will not apply: more than `MAX_EXPIRY_DAYS`, or none.
@@ -125,7 +138,12 @@ impl Store {
         };
         Ok(Policy {
             min_balance: Tokens::from_micros(min),
-            expiry: known(expiry.parse().ok(), "campaign_policies", "expiry", &expiry)?,
+            expiry: known(
+                Expiry::stored(&expiry),
+                "campaign_policies",
+                "expiry",
+                &expiry,
+            )?,
         })
     }
 
@@ -209,23 +227,28 @@ mod tests {
             assert!(why.contains("36525"), "{refused}: {why}");
         }
         assert!(Expiry::Days(4_000_000_000).check().is_err());
-        // At the calendar's end, an expiry is its last moment: no panic, no "never".
-        let last = DateTime::<Utc>::MAX_UTC;
-        for expiry in [
-            Expiry::Days(u32::MAX),
-            Expiry::Days(MAX_EXPIRY_DAYS),
-            Expiry::EndOfMonth,
-            Expiry::EndOfYear,
-        ] {
-            assert_eq!(expiry.expires_at(last), Some(last), "{expiry}");
-        }
-        let at = "9999-12-31T23:00:00Z".parse::<DateTime<Utc>>().unwrap();
-        let next = NaiveDate::from_ymd_opt(10_000, 1, 1)
-            .unwrap()
-            .and_hms_opt(0, 0, 0);
+        // Stored before the bound: still read, and applied without overflow.
         assert_eq!(
-            Expiry::EndOfYear.expires_at(at),
-            next.map(|d| Utc.from_utc_datetime(&d))
+            Expiry::stored("days:4000000000"),
+            Some(Expiry::Days(4_000_000_000))
         );
+        assert_eq!(Expiry::stored("days:0"), None);
+        // Past the year 9999 (or the calendar's end), an expiry is the last second of 9999:
+        // no panic, no "never", no five-digit year.
+        let latest = latest_expiry();
+        assert_eq!(latest.to_rfc3339(), "9999-12-31T23:59:59+00:00");
+        let late = "9999-12-31T23:00:00Z".parse::<DateTime<Utc>>().unwrap();
+        for earned in [DateTime::<Utc>::MAX_UTC, late] {
+            for expiry in [
+                Expiry::Days(u32::MAX),
+                Expiry::Days(MAX_EXPIRY_DAYS),
+                Expiry::EndOfMonth,
+                Expiry::EndOfYear,
+            ] {
+                assert_eq!(expiry.expires_at(earned), Some(latest), "{expiry}");
+            }
+        }
+        let now = "2026-11-27T00:00:00Z".parse::<DateTime<Utc>>().unwrap();
+        assert_eq!(Expiry::Days(4_000_000_000).expires_at(now), Some(latest));
     }
 }
