@@ -14,6 +14,7 @@ use crate::config::Config;
 fn main() -> std::process::ExitCode {
     // Before the runtime starts its threads: each would otherwise get an arena of its own.
     ingest::arenas::limit();
+    private_files();
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -130,6 +131,44 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+/// Everything the service creates (the database and its journal, uploads, reports, exports,
+/// keys) holds members' data or secrets: readable by its own user only, folders 0700, files
+/// 0600, whatever the umask it was started with.
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn private_files() {
+    // SAFETY: `umask` only sets the process's file-creation mask; it is called before any
+    // thread is started.
+    unsafe {
+        libc::umask(0o077);
+    }
+}
+
+#[cfg(not(unix))]
+fn private_files() {}
+
+/// A data directory made by an earlier version (or by hand) is closed to other users too.
+#[cfg(unix)]
+fn tighten(data_dir: &std::path::Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let set = |path: &std::path::Path, mode: u32| -> anyhow::Result<()> {
+        match std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            done => done.with_context(|| format!("making {} private", path.display())),
+        }
+    };
+    set(data_dir, 0o700)?;
+    for file in ["rewards.db", "rewards.db-wal", "rewards.db-shm"] {
+        set(&data_dir.join(file), 0o600)?;
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn tighten(_: &std::path::Path) -> anyhow::Result<()> {
+    Ok(())
+}
+
 /// Opens the configured database and brings its schema up to date.
 async fn open_store(config: &Config) -> anyhow::Result<Store> {
     let store = match &config.database_url {
@@ -143,6 +182,7 @@ async fn open_store(config: &Config) -> anyhow::Result<Store> {
                     config.data_dir.display()
                 )
             })?;
+            tighten(&config.data_dir)?;
             let path = config.data_dir.join("rewards.db");
             Store::open_sqlite(&path)
                 .await

@@ -486,6 +486,25 @@ async fn operator_story_on_sqlite() {
         data.join("rewards.db").exists(),
         "the default database lives in the data directory"
     );
+    // Members' data: readable by the service's user only, whatever the umask.
+    use std::os::unix::fs::PermissionsExt;
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&data), 0o700);
+    for entry in std::fs::read_dir(&data).unwrap() {
+        let path = entry.unwrap().path();
+        let expected = if path.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(mode(&path), expected, "{}", path.display());
+    }
+    // A directory left open by an earlier version is closed at the next start.
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let db = data.join("rewards.db");
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+    ok(
+        &[("REWARDS_DATA_DIR", data.display().to_string())],
+        &["audit"],
+    );
+    assert_eq!((mode(&data), mode(&db)), (0o700, 0o600));
 }
 
 #[tokio::test]
