@@ -466,8 +466,8 @@ async fn start(
             // A file's chunks are written one after another; the next one is read, evaluated
             // and prepared for writing meanwhile. (Two chunks written at once would each lock
             // most of the same wallets: on PostgreSQL the second waits for the first anyway,
-            // after interleaving its row locks with the first's; measured again on 2026-11-26
-            // without the journal's key to the wallets, 67-70 s against 39 s for 1,000,000 rows.)
+            // after interleaving its row locks with the first's, and the whole file loads
+            // slower; the figures are in the README's batch-file performance section.)
             let before = loading.written.take();
             let (written, wait) = tokio::sync::oneshot::channel();
             loading.written = Some(wait);
