@@ -28,7 +28,7 @@ use crate::http::query::QueryParams;
 /// The largest amount an earn may name (the value given to the rules): exact as a decimal and as
 /// a double.
 const MAX_AMOUNT: i64 = 1_000_000_000_000_000;
-/// The most tokens one burn may spend (a wallet holds at most about 9.2 trillion).
+/// The most tokens one burn may spend: a wallet holds at most `Tokens::MAX`, a trillion.
 const MAX_BURN: i64 = 1_000_000_000_000;
 /// Tokens have at most 6 decimals.
 const TOKEN_STEP: f64 = 0.000_001;

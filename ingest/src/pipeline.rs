@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use serde_json::{Value, json};
 use store::{
-    Batch, BatchFinish, BatchState, FileEarn, FileOutcome, Pending, RuleBook, Store, StoreError,
-    Tokens,
+    Batch, BatchFinish, BatchState, FileEarn, FileOutcome, FileTotals, Pending, RuleBook, Store,
+    StoreError, Tokens,
 };
 use tokio::task::JoinHandle;
 
@@ -321,6 +321,7 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
     rejected.header(header.as_deref().unwrap_or_default())?;
     let mut loading = Loading {
         seen: Seen::default(),
+        totals: FileTotals::default(),
         pending: Pending::default(),
         renewed: Instant::now(),
         written: None,
@@ -374,6 +375,8 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
 struct Loading {
     /// The ids seen so far, for `duplicate_in_file`.
     seen: Seen,
+    /// The tokens given to each wallet so far, for `balance_ceiling`.
+    totals: FileTotals,
     /// Chunks credited, maybe not yet committed.
     pending: Pending,
     /// When the batch's lease was last renewed.
@@ -460,7 +463,7 @@ async fn start(
         (Mode::Load, Some(batch_id)) => {
             let evaluated = job
                 .store
-                .evaluate_file_earns(job.book, job.org_id, &earns)
+                .evaluate_file_earns(job.book, job.org_id, &earns, &mut loading.totals)
                 .await?;
             let (store, batch_id) = (job.store.clone(), batch_id.to_string());
             // A file's chunks are written one after another; the next one is read, evaluated
@@ -488,7 +491,13 @@ async fn start(
         }
         _ => Outcomes::Known(
             job.store
-                .check_file_earns(job.book, job.org_id, job.batch_id, &earns)
+                .check_file_earns(
+                    job.book,
+                    job.org_id,
+                    job.batch_id,
+                    &earns,
+                    &mut loading.totals,
+                )
                 .await?,
         ),
     };
@@ -594,6 +603,18 @@ fn count(tally: &mut Tally, row: &FileEarn, outcome: FileOutcome) -> Option<Reje
         }
         FileOutcome::Refused(reason) => Some(refusal(
             Reason::RulesRefused,
+            "amount",
+            &earn.amount,
+            &reason,
+        )),
+        FileOutcome::OverCeiling(reason) => Some(refusal(
+            Reason::BalanceCeiling,
+            "amount",
+            &earn.amount,
+            &reason,
+        )),
+        FileOutcome::Failed(reason) => Some(refusal(
+            Reason::InternalError,
             "amount",
             &earn.amount,
             &reason,

@@ -28,6 +28,10 @@ pub enum Reason {
     BadEncoding,
     /// The rules gave tokens the ledger cannot hold.
     RulesRefused,
+    /// The wallet's balance or lifetime earnings would pass the ledger's ceiling.
+    BalanceCeiling,
+    /// The row could not be evaluated (a defect of the service, logged).
+    InternalError,
 }
 
 impl Reason {
@@ -45,6 +49,8 @@ impl Reason {
             Reason::BadBoolean => "bad_boolean",
             Reason::BadEncoding => "bad_encoding",
             Reason::RulesRefused => "rules_refused",
+            Reason::BalanceCeiling => "balance_ceiling",
+            Reason::InternalError => "internal_error",
         }
     }
 }

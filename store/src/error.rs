@@ -83,6 +83,10 @@ pub enum StoreError {
     NotCommitted(String),
     #[error("migration failed: {0}")]
     Migration(#[from] sqlx::migrate::MigrateError),
+    /// Code that panicked while doing this one operation (a defect, logged): the operation
+    /// failed and changed nothing; others go on.
+    #[error("internal error: {0}")]
+    Panicked(String),
 }
 
 impl StoreError {
@@ -100,6 +104,26 @@ impl StoreError {
             message,
         }
     }
+}
+
+/// What `run` returns, or `Panicked` if it panicked (logged with its message).
+pub(crate) fn unpanicked<T>(
+    what: &str,
+    run: impl FnOnce() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+        .unwrap_or_else(|payload| Err(panicked(what, payload.as_ref())))
+}
+
+/// The `Panicked` error for a panic's payload, logged.
+pub(crate) fn panicked(what: &str, payload: &(dyn std::any::Any + Send)) -> StoreError {
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into());
+    tracing::error!(%message, "{what} panicked");
+    StoreError::Panicked(format!("{what} failed"))
 }
 
 /// `parsed` (the reading of `text`, stored in `table.column`), or `UnknownStored` naming it.

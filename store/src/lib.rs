@@ -39,7 +39,7 @@ mod tenancy;
 pub mod testing;
 
 pub use backend::{Backend, Store};
-pub use batches::file_earns::{Evaluated, FileEarn, FileOutcome, Pending};
+pub use batches::file_earns::{Evaluated, FileEarn, FileOutcome, FileTotals, Pending};
 pub use batches::mappings::StoredMapping;
 pub use batches::records::{Batch, BatchFinish, BatchState, NewBatch};
 pub use catalogue::document::{Catalogue, ProductEntry, TierEntry, VariantEntry};

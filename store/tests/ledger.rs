@@ -790,8 +790,9 @@ async fn file_chunks_commit_with_the_writes_beside_them(store: Store) {
         row,
         earn: earn(id, "2"),
     };
+    let totals = &mut store::FileTotals::default();
     let first = store
-        .evaluate_file_earns(&book, org, &[row(2, "c-1"), row(3, "c-2")])
+        .evaluate_file_earns(&book, org, &[row(2, "c-1"), row(3, "c-2")], totals)
         .await
         .unwrap();
     let (credited, mut pending) = store
@@ -809,7 +810,12 @@ async fn file_chunks_commit_with_the_writes_beside_them(store: Store) {
         .unwrap();
     drain(&store, &book).await;
     let second = store
-        .evaluate_file_earns(&book, org, &[row(4, "c-3"), row(5, "c-1"), row(6, "api-1")])
+        .evaluate_file_earns(
+            &book,
+            org,
+            &[row(4, "c-3"), row(5, "c-1"), row(6, "api-1")],
+            totals,
+        )
         .await
         .unwrap();
     let (credited, more) = store
@@ -833,6 +839,40 @@ async fn file_chunks_commit_with_the_writes_beside_them(store: Store) {
 
 /// File rows dated before tokens the wallet already spent (a late file) are spent and expired
 /// in their date order, not the order they arrived: through a chunk large enough for
+/// A file's rows cannot take a wallet past the ledger's ceiling, whether they meet in one chunk
+/// or in chunks whose writes have not committed yet: the row that would pass it is refused with
+/// its own outcome, and the others are credited.
+async fn file_rows_stop_at_the_ledger_ceiling(store: Store) {
+    let s = setup(&store).await;
+    let book = RuleBook::new(store.clone());
+    let org = &s.campaign.org_id;
+    let row = |row: u64, id: &str, amount: &str| store::FileEarn {
+        row,
+        earn: earn(id, amount),
+    };
+    let totals = &mut store::FileTotals::default();
+    let chunk = [row(2, "a", "600000000000"), row(3, "b", "600000000000")];
+    let first = store.evaluate_file_earns(&book, org, &chunk, totals);
+    let (credited, mut pending) = store
+        .credit_evaluated("batch-1", first.await.unwrap(), std::future::ready(()))
+        .await
+        .unwrap();
+    assert!(matches!(credited[0], store::FileOutcome::Credited { .. }));
+    assert!(matches!(credited[1], store::FileOutcome::OverCeiling(_)));
+    let chunk = [row(4, "c", "400000000001"), row(5, "d", "400000000000")];
+    let second = store.evaluate_file_earns(&book, org, &chunk, totals);
+    let (credited, more) = store
+        .credit_evaluated("batch-1", second.await.unwrap(), std::future::ready(()))
+        .await
+        .unwrap();
+    pending.extend(more);
+    store.commit(pending).await.unwrap();
+    assert!(matches!(credited[0], store::FileOutcome::OverCeiling(_)));
+    assert!(matches!(credited[1], store::FileOutcome::Credited { .. }));
+    assert_eq!(balance(&store, &s).await, Tokens::MAX);
+    assert!(store.audit().await.unwrap().is_empty());
+}
+
 /// PostgreSQL's bulk path.
 async fn backdated_file_rows_are_spent_and_expire_in_date_order(store: Store) {
     let s = setup(&store).await;
@@ -1054,6 +1094,7 @@ backend_tests!(
     a_large_chunk_of_file_rows_is_credited_alike,
     a_large_chunk_of_new_rows_is_credited_once,
     file_chunks_commit_with_the_writes_beside_them,
+    file_rows_stop_at_the_ledger_ceiling,
     a_repeated_burn_is_a_replay_or_a_conflict,
     tiers_follow_lifetime_earnings,
     transactions_filter_by_kind_wallet_and_date,

@@ -229,6 +229,7 @@ impl From<StoreError> for ApiError {
             | StoreError::Database(_)
             | StoreError::Sqlite(_)
             | StoreError::NotCommitted(_)
+            | StoreError::Panicked(_)
             | StoreError::Migration(_)) => ApiError::Internal(internal.to_string()),
         }
     }

@@ -19,10 +19,18 @@ pub async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
         if *stop.borrow() {
             return;
         }
-        let claimed = match state.store.process_earns(&state.rule_book, BATCH).await {
-            Ok(claimed) => claimed,
-            Err(err) => {
+        // In a task of its own: whatever fails in one pass (a panic included: its earns are
+        // claimed again when their lease ends), the worker goes on.
+        let (store, book) = (state.store.clone(), state.rule_book.clone());
+        let pass = tokio::spawn(async move { store.process_earns(&book, BATCH).await });
+        let claimed = match pass.await {
+            Ok(Ok(claimed)) => claimed,
+            Ok(Err(err)) => {
                 tracing::warn!(%err, "earn worker could not claim work");
+                0
+            }
+            Err(err) => {
+                tracing::error!(%err, "an earn worker's pass failed");
                 0
             }
         };

@@ -10,7 +10,7 @@ use crate::backend::direct;
 use rayon::prelude::*;
 
 use crate::ledger::transactions::idem_key;
-use crate::programme::evaluate::{Target, WalletContext, evaluate};
+use crate::programme::evaluate::{Refusal, Target, WalletContext, evaluate, within_ceiling};
 use crate::{Credit, Credited, EarnInput, RuleBook, Store, StoreError, Tokens, TransactionKind};
 
 /// One row of a file, already mapped and checked.
@@ -42,6 +42,20 @@ pub enum FileOutcome {
     UnknownWallet,
     /// The rules gave an amount the ledger cannot hold.
     Refused(String),
+    /// The wallet's balance or lifetime earnings would pass the ledger's ceiling.
+    OverCeiling(String),
+    /// The row could not be evaluated (a defect, logged).
+    Failed(String),
+}
+
+impl From<Refusal> for FileOutcome {
+    fn from(refusal: Refusal) -> Self {
+        match refusal {
+            Refusal::Rules(reason) => FileOutcome::Refused(reason),
+            Refusal::Ceiling(reason) => FileOutcome::OverCeiling(reason),
+            Refusal::Failed(reason) => FileOutcome::Failed(reason),
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -56,6 +70,7 @@ type WalletRow = (
     Option<String>,
     String,
     i64,
+    i64,
     Option<String>,
     String,
     String,
@@ -67,6 +82,32 @@ pub struct Evaluated {
     outcomes: Vec<Option<FileOutcome>>,
     /// The credits of the other rows, with their index.
     credits: Vec<(usize, Credit)>,
+}
+
+/// What a file's rows have given each wallet so far, so that a wallet's rows in different
+/// chunks cannot together take it past the ledger's ceiling. Each wallet is counted from its
+/// standing when the file first met it (later chunks may read it with earlier ones committed,
+/// or not yet). Keyed by a hash of the wallet's id (24 bytes a wallet): two wallets that share
+/// one count together, which can only refuse sooner, and only near the ceiling. Other writers
+/// meanwhile (an API earn) are the write's own check's to catch.
+#[derive(Default)]
+pub struct FileTotals(HashMap<u64, (i64, i64)>);
+
+impl FileTotals {
+    /// Counts `credit` against its wallet, or refuses it if the wallet would pass the ceiling.
+    fn count(&mut self, wallet: &WalletContext, credit: &Credit) -> Result<(), FileOutcome> {
+        use std::hash::BuildHasher;
+        let key = std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default()
+            .hash_one(&credit.wallet_id);
+        let (standing, so_far) = self
+            .0
+            .entry(key)
+            .or_insert((wallet.balance.max(wallet.earned), 0));
+        within_ceiling(standing.saturating_add(*so_far), credit.tokens)
+            .map_err(FileOutcome::from)?;
+        *so_far = so_far.saturating_add(credit.tokens.micros().max(0));
+        Ok(())
+    }
 }
 
 /// Chunks credited whose transaction may not have committed yet (SQLite commits a batch file's
@@ -92,7 +133,10 @@ impl Store {
         batch_id: &str,
         earns: &[FileEarn],
     ) -> Result<Vec<FileOutcome>, StoreError> {
-        let evaluated = self.evaluate_file_earns(book, org_id, earns).await?;
+        let totals = &mut FileTotals::default();
+        let evaluated = self
+            .evaluate_file_earns(book, org_id, earns, totals)
+            .await?;
         let (outcomes, pending) = self
             .credit_evaluated(batch_id, evaluated, std::future::ready(()))
             .await?;
@@ -161,11 +205,14 @@ impl Store {
         org_id: &str,
         batch_id: Option<&str>,
         earns: &[FileEarn],
+        totals: &mut FileTotals,
     ) -> Result<Vec<FileOutcome>, StoreError> {
         let Evaluated {
             mut outcomes,
             credits: evaluated,
-        } = self.evaluate_file_earns(book, org_id, earns).await?;
+        } = self
+            .evaluate_file_earns(book, org_id, earns, totals)
+            .await?;
         let ids: Vec<&str> = evaluated
             .iter()
             .map(|(_, c)| c.earn.earn_id.as_str())
@@ -194,12 +241,14 @@ impl Store {
     }
 
     /// Evaluates `earns` of organisation `org_id` by their campaigns' active rules, in
-    /// parallel. Rows see their wallet's balance and tier as last committed.
+    /// parallel. Rows see their wallet's balance and tier as last committed; `totals` (the
+    /// file's, from chunk to chunk) keeps each wallet under the ledger's ceiling.
     pub async fn evaluate_file_earns(
         &self,
         book: &RuleBook,
         org_id: &str,
         earns: &[FileEarn],
+        totals: &mut FileTotals,
     ) -> Result<Evaluated, StoreError> {
         let mut references: Vec<&str> = earns.iter().map(|e| e.earn.wallet.as_str()).collect();
         references.sort_unstable();
@@ -225,13 +274,17 @@ impl Store {
                     wallet_id: &wallet.id,
                     wallet: &wallet.context,
                 };
-                evaluate(*version, rules, &target, &row.earn, None).map_err(FileOutcome::Refused)
+                evaluate(*version, rules, &target, &row.earn, None).map_err(FileOutcome::from)
             })
             .collect();
         let mut outcomes = vec![None; earns.len()];
         let mut credits = Vec::new();
         for (i, result) in evaluated.into_iter().enumerate() {
-            match result {
+            let counted = result.and_then(|credit| {
+                totals.count(&wallets[&earns[i].earn.wallet].context, &credit)?;
+                Ok(credit)
+            });
+            match counted {
                 Ok(credit) => credits.push((i, credit)),
                 Err(outcome) => outcomes[i] = Some(outcome),
             }
@@ -274,12 +327,13 @@ impl Store {
         let named = |reference: &str| references.binary_search(&reference).is_ok();
         let mut wallets = HashMap::new();
         let mut by_id = Vec::new();
-        for (id, external_id, campaign_id, balance, tier, status, currency) in rows {
+        for (id, external_id, campaign_id, balance, earned, tier, status, currency) in rows {
             let wallet = FileWallet {
                 id: id.clone(),
                 campaign_id,
                 context: WalletContext {
                     balance,
+                    earned,
                     tier,
                     status,
                     currency,
@@ -308,14 +362,14 @@ impl Store {
 fn file_wallets_sql(backend: crate::Backend) -> &'static str {
     match backend {
         crate::Backend::Sqlite => {
-            "SELECT w.id, w.external_id, w.campaign_id, w.balance, t.name, m.status, \
-             w.currency FROM wallets w JOIN members m ON m.id = w.owner_id \
+            "SELECT w.id, w.external_id, w.campaign_id, w.balance, w.earned, t.name, \
+             m.status, w.currency FROM wallets w JOIN members m ON m.id = w.owner_id \
              LEFT JOIN tiers t ON t.id = w.tier_id \
              WHERE w.org_id = $1 AND (w.id {key} OR w.external_id {key})"
         }
         crate::Backend::Postgres => {
-            "SELECT w.id, w.external_id, w.campaign_id, w.balance, t.name, m.status, \
-             w.currency FROM wallets w JOIN members m ON m.id = w.owner_id \
+            "SELECT w.id, w.external_id, w.campaign_id, w.balance, w.earned, t.name, \
+             m.status, w.currency FROM wallets w JOIN members m ON m.id = w.owner_id \
              LEFT JOIN tiers t ON t.id = w.tier_id \
              WHERE w.org_id = $1 AND w.id IN ({keys} UNION SELECT x.id FROM wallets x \
              WHERE x.org_id = $1 AND x.external_id IN ({keys}))"

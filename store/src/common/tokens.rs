@@ -1,5 +1,7 @@
 //! Token amounts: exact, kept as whole micro-tokens (1 token = 1,000,000) in an `i64`, which
-//! both databases store and sum exactly. Up to 6 decimals and about 9.2 trillion tokens.
+//! both databases store and sum exactly. Up to 6 decimals; every amount and every stored sum
+//! (balance, lifetime earnings, lot, order total) at most `Tokens::MAX`, a trillion tokens, so
+//! that adding two of them never overflows.
 
 use std::fmt;
 
@@ -14,8 +16,10 @@ const PER_TOKEN: i64 = 1_000_000;
 
 impl Tokens {
     pub const ZERO: Tokens = Tokens(0);
+    /// The ledger's ceiling: no amount, balance or lifetime total goes past it.
+    pub const MAX: Tokens = Tokens(1_000_000_000_000 * PER_TOKEN);
 
-    /// `value` as tokens, if it has at most 6 decimals and fits.
+    /// `value` as tokens, if it has at most 6 decimals and is within `MAX` either side of zero.
     pub fn from_decimal(value: Decimal) -> Result<Tokens, String> {
         if value.normalize().scale() > SCALE {
             return Err(format!("{value} has more than {SCALE} decimals"));
@@ -24,8 +28,10 @@ impl Tokens {
             .checked_mul(Decimal::from(PER_TOKEN))
             .ok_or_else(|| format!("{value} is too large"))?;
         i64::try_from(micros.trunc())
+            .ok()
+            .filter(|m| m.unsigned_abs() <= Tokens::MAX.0.unsigned_abs())
             .map(Tokens)
-            .map_err(|_| format!("{value} is too large"))
+            .ok_or_else(|| format!("{value} is more than the ledger's {} tokens", Tokens::MAX))
     }
 
     /// Tokens written as decimal text (`12.5`, or with an exponent: `1.25e1`), exactly.
@@ -106,6 +112,12 @@ mod tests {
             "trailing zeros are fine"
         );
         assert!(Tokens::from_decimal("99999999999999".parse().unwrap()).is_err());
+        assert_eq!(
+            Tokens::from_decimal("1000000000000".parse().unwrap()),
+            Ok(Tokens::MAX)
+        );
+        assert!(Tokens::from_decimal("1000000000000.000001".parse().unwrap()).is_err());
+        assert!(Tokens::from_decimal("-1000000000000.000001".parse().unwrap()).is_err());
         assert_eq!(
             Tokens::from_decimal("-2.5".parse().unwrap())
                 .unwrap()

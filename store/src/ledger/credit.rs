@@ -17,7 +17,7 @@ use crate::ledger::credit_copy;
 use crate::ledger::transactions::{
     Entry, EntryText, INSERT_TRANSACTION, entry_columns, idem_key, push_entry,
 };
-use crate::{Credit, Credited, Policy, Store, StoreError, TransactionKind};
+use crate::{Credit, Credited, Policy, Store, StoreError, Tokens, TransactionKind};
 
 /// `expires_next`, moved earlier to `$at` if that is sooner (NULL: nothing new expires).
 macro_rules! sooner {
@@ -36,14 +36,15 @@ macro_rules! sooner {
 
 /// A wallet's balance, lifetime earnings (and when they last grew), tier and next expiry after
 /// crediting it `$2` micro-tokens of which the first expire at `$4` (the tier follows the new
-/// lifetime total; SET expressions read the row as it was). Returns its spending position.
+/// lifetime total; SET expressions read the row as it was), unless its balance or lifetime total
+/// would pass `$5` (`Tokens::MAX`). Returns its spending position; no row when refused.
 const CREDIT_WALLET: &str = concat!(
     "UPDATE wallets SET balance = balance + $2, earned = earned + $2, updated_at = $3, \
      earned_at = $3, expires_next = ",
     sooner!("$4"),
     ", tier_id = ",
     tier_for!("wallets.earned + $2"),
-    " WHERE id = $1 RETURNING fifo_date, fifo_id"
+    " WHERE id = $1 AND balance <= $5 - $2 AND earned <= $5 - $2 RETURNING fifo_date, fifo_id"
 );
 
 /// An earn set aside: recorded behind its wallet's spending position (see `fifo`).
@@ -147,6 +148,8 @@ impl Credit {
         created_at: DateTime<Utc>,
         expires_at: Option<DateTime<Utc>>,
     ) -> Entry<'a> {
+        #[cfg(test)]
+        crate::testing::fault(&self.earn, "credit");
         Entry {
             id,
             org_id: &self.org_id,
@@ -206,7 +209,7 @@ fn credit_sqlite(
         let outcome = if entry.write_direct(&mut insert, &text)? {
             if c.tokens.is_positive() {
                 let (sum, first) = per_wallet.entry(&c.wallet_id).or_default();
-                *sum += tokens;
+                *sum = sum.saturating_add(tokens);
                 if let Some(e) = &expires_text
                     && first.as_ref().is_none_or(|f| e < f)
                 {
@@ -239,10 +242,15 @@ fn credit_sqlite(
     }
     let mut positions = HashMap::new();
     for (wallet, (sum, first)) in per_wallet {
+        let max = Tokens::MAX.micros();
         let position: Option<(Option<String>, Option<String>)> =
-            direct::row(tx, CREDIT_WALLET, args![wallet, sum, at, first])?;
-        if let Some((Some(date), Some(id))) = position {
-            positions.insert(wallet, (date, id));
+            direct::row(tx, CREDIT_WALLET, args![wallet, sum, at, first, max])?;
+        match position {
+            Some((Some(date), Some(id))) => {
+                positions.insert(wallet, (date, id));
+            }
+            Some(_) => {}
+            None => return Err(over_ceiling()),
         }
     }
     for (c, id, date, expires_at) in &lots {
@@ -339,7 +347,8 @@ const SET_ASIDE_ALL: &str = "INSERT INTO lots_aside (transaction_id, wallet_id, 
      $4::BIGINT[], $5::TIMESTAMPTZ[])";
 
 /// `CREDIT_WALLET` for many wallets at once (PostgreSQL): wallet `$1[i]` credited `$2[i]`
-/// micro-tokens of which the first expire at `$3[i]`, at `$4`.
+/// micro-tokens of which the first expire at `$3[i]`, at `$4`; a wallet that would pass `$5`
+/// (`Tokens::MAX`) is left as it was.
 const CREDIT_WALLETS: &str = concat!(
     "UPDATE wallets SET balance = balance + v.sum, earned = earned + v.sum, updated_at = $4, \
      earned_at = $4, expires_next = ",
@@ -347,7 +356,7 @@ const CREDIT_WALLETS: &str = concat!(
     ", tier_id = ",
     tier_for!("wallets.earned + v.sum"),
     " FROM UNNEST($1::TEXT[], $2::BIGINT[], $3::TIMESTAMPTZ[]) AS v (id, sum, first) \
-     WHERE wallets.id = v.id"
+     WHERE wallets.id = v.id AND wallets.balance <= $5 - v.sum AND wallets.earned <= $5 - v.sum"
 );
 
 /// PostgreSQL, once a call's EARN transactions are inserted (`ids[i]` and `expiries[i]` are
@@ -373,7 +382,7 @@ pub(crate) async fn settle_postgres(
             continue;
         }
         let (sum, first) = per_wallet.entry(&c.wallet_id).or_default();
-        *sum += c.tokens.micros();
+        *sum = sum.saturating_add(c.tokens.micros());
         *first = match (*first, *expires_at) {
             (Some(f), Some(e)) => Some(f.min(e)),
             (f, e) => f.or(e),
@@ -405,13 +414,17 @@ pub(crate) async fn settle_postgres(
             sums.push(sum);
             firsts.push(first);
         }
-        sqlx::query(CREDIT_WALLETS)
+        let credited = sqlx::query(CREDIT_WALLETS)
             .bind(&wallets)
             .bind(&sums)
             .bind(&firsts)
             .bind(at)
+            .bind(Tokens::MAX.micros())
             .execute(&mut *tx)
             .await?;
+        if credited.rows_affected() < wallets.len() as u64 {
+            return Err(over_ceiling());
+        }
     }
     Ok(())
 }
@@ -499,4 +512,17 @@ pub(crate) async fn outcomes(
             }
         })
         .collect())
+}
+
+/// A credit the ledger's ceiling refuses: the whole write is undone (the earn worker then credits
+/// the earns one by one, and the one that passes the ceiling is rejected with this reason).
+fn over_ceiling() -> StoreError {
+    StoreError::refused(
+        "balance_ceiling",
+        Some("amount".into()),
+        format!(
+            "the wallet's balance or lifetime earnings would pass the ledger's {} tokens",
+            Tokens::MAX
+        ),
+    )
 }

@@ -14,7 +14,7 @@ use sqlx::types::Json;
 use crate::backend::direct;
 use crate::backend::{Pool, claim};
 use crate::common::ids::{new_id, now};
-use crate::error::known;
+use crate::error::{known, panicked};
 use crate::programme::evaluate::{Target, WalletContext, credit_for};
 use crate::{Campaign, RuleBook, Store, StoreError, Tokens};
 
@@ -330,13 +330,12 @@ impl Store {
         }
         // One transaction for the batch; if it fails, each earn on its own, so one bad earn
         // cannot hold the others back.
-        if let Err(err) = self.credit_all(&credits).await {
+        if let Err(err) = self.credit_apart(credits.clone()).await {
             tracing::warn!(%err, batch = credits.len(), "batch credit failed; crediting one by one");
-            for credit in &credits {
-                if let Err(err) = self.credit_all(std::slice::from_ref(credit)).await {
-                    let request = claimed
-                        .iter()
-                        .find(|r| Some(r.id.as_str()) == credit.request_id.as_deref());
+            for credit in credits {
+                let request_id = credit.request_id.clone();
+                if let Err(err) = self.credit_apart(vec![credit]).await {
+                    let request = claimed.iter().find(|r| Some(&r.id) == request_id.as_ref());
                     if let Some(request) = request {
                         self.failed(request, err).await?;
                     }
@@ -346,15 +345,35 @@ impl Store {
         Ok(claimed.len())
     }
 
+    /// Credits `credits` in a task of their own: a panic on the way fails these credits (undone
+    /// with their transaction), not the worker that asked.
+    async fn credit_apart(&self, credits: Vec<Credit>) -> Result<(), StoreError> {
+        let store = self.clone();
+        let credit = async move {
+            let ready = std::future::ready(());
+            store.credit_owned(credits, false, ready).await.map(drop)
+        };
+        match tokio::spawn(credit).await {
+            Ok(result) => result,
+            Err(join) => Err(match join.try_into_panic() {
+                Ok(payload) => panicked("crediting earns", payload.as_ref()),
+                Err(join) => StoreError::NotCommitted(join.to_string()),
+            }),
+        }
+    }
+
     /// Notes a failed attempt: the request stays claimed until its lease ends and is tried again,
-    /// unless it has failed too often.
+    /// unless it has failed too often, or failed for a reason that trying again cannot change
+    /// (a refusal, a defect), when it is rejected with that reason.
     async fn failed(&self, request: &Claimed, err: StoreError) -> Result<(), StoreError> {
         tracing::warn!(request = %request.id, attempts = request.attempts, %err, "earn failed");
-        if request.attempts >= MAX_ATTEMPTS {
-            self.reject_request(&request.id, format!("failed {MAX_ATTEMPTS} times: {err}"))
-                .await?;
-        }
-        Ok(())
+        let reason = match &err {
+            StoreError::Refused { code, message, .. } => format!("{code}: {message}"),
+            StoreError::Panicked(what) => format!("internal_error: {what}"),
+            _ if request.attempts >= MAX_ATTEMPTS => format!("failed {MAX_ATTEMPTS} times: {err}"),
+            _ => return Ok(()),
+        };
+        self.reject_request(&request.id, reason).await
     }
 
     async fn claim_earns(&self, limit: i64) -> Result<Vec<Claimed>, StoreError> {
@@ -397,7 +416,6 @@ impl Store {
             .collect())
     }
 
-    /// Runs the campaign's rules on a claimed earn. `None` when the earn was rejected.
     /// What the rules know of each wallet of a batch, in one query.
     async fn wallet_contexts<'a>(
         &self,
@@ -409,17 +427,19 @@ impl Store {
         if ids.is_empty() {
             return Ok(HashMap::new());
         }
-        const SELECT: &str = "SELECT w.id, w.balance, t.name, m.status, w.currency FROM wallets w \
-             JOIN members m ON m.id = w.owner_id LEFT JOIN tiers t ON t.id = w.tier_id WHERE w.id {key}";
-        let rows: Vec<(String, i64, Option<String>, String, String)> =
+        const SELECT: &str = "SELECT w.id, w.balance, w.earned, t.name, m.status, w.currency \
+             FROM wallets w JOIN members m ON m.id = w.owner_id \
+             LEFT JOIN tiers t ON t.id = w.tier_id WHERE w.id {key}";
+        let rows: Vec<(String, i64, i64, Option<String>, String, String)> =
             read_each!(self, SELECT, [], &ids)?;
         Ok(rows
             .into_iter()
-            .map(|(id, balance, tier, status, currency)| {
+            .map(|(id, balance, earned, tier, status, currency)| {
                 (
                     id,
                     WalletContext {
                         balance,
+                        earned,
                         tier,
                         status,
                         currency,
@@ -429,6 +449,7 @@ impl Store {
             .collect())
     }
 
+    /// Runs the campaign's rules on a claimed earn. `None` when the earn was rejected.
     async fn evaluate_earn(
         &self,
         book: &RuleBook,
@@ -444,8 +465,8 @@ impl Store {
         };
         match credit_for(book, &target, &request.body, Some(request.id.clone())).await? {
             Ok(credit) => Ok(Some(credit)),
-            Err(reason) => {
-                self.reject_request(&request.id, reason).await?;
+            Err(refusal) => {
+                self.reject_request(&request.id, refusal.reason()).await?;
                 Ok(None)
             }
         }
@@ -527,5 +548,117 @@ mod tests {
         );
     }
 
-    crate::backend_tests!(a_claim_whose_worker_died_is_taken_over);
+    fn earn(id: &str, wallet: &str, amount: &str, description: Option<&str>) -> EarnInput {
+        EarnInput {
+            earn_id: id.into(),
+            wallet: wallet.into(),
+            amount: amount.into(),
+            date: now(),
+            description: description.map(Into::into),
+            comment: None,
+            meta: None,
+        }
+    }
+
+    /// A defect met by one earn (here a panic injected while its rules run, or while it is
+    /// written) rejects that earn with its reason; the earns claimed with it, of its own
+    /// organisation and of others, are credited, and the worker goes on.
+    async fn a_panic_fails_its_earn_alone(store: Store) {
+        let (ours, our_wallet) = crate::testing::wallet_fixture(&store).await;
+        let (theirs, their_wallet) = crate::testing::wallet_fixture(&store).await;
+        let book = RuleBook::new(store.clone());
+        let mut requests = Vec::new();
+        for (id, description) in [
+            ("e-1", Some("panic at evaluate")),
+            ("e-2", None),
+            ("e-3", Some("panic at credit")),
+        ] {
+            let input = earn(id, &our_wallet.id, "7", description);
+            requests.push(store.submit_earn(&ours, input).await.unwrap());
+        }
+        let input = earn("e-1", &their_wallet.id, "5", None);
+        let other = store.submit_earn(&theirs, input).await.unwrap();
+
+        assert_eq!(store.process_earns(&book, 10).await.unwrap(), 4);
+        let status = |campaign, id| {
+            let store = store.clone();
+            async move { store.earn_request(campaign, id).await.unwrap() }
+        };
+        for failed in [&requests[0], &requests[2]] {
+            let failed = status(&ours, &failed.id).await;
+            assert_eq!(failed.status, EarnStatus::Rejected);
+            let reason = failed.reason.unwrap();
+            assert!(reason.starts_with("internal_error: "), "{reason}");
+        }
+        assert_eq!(
+            status(&ours, &requests[1].id).await.status,
+            EarnStatus::Completed
+        );
+        assert_eq!(
+            status(&theirs, &other.id).await.status,
+            EarnStatus::Completed
+        );
+        let balance = |campaign, wallet| {
+            let store = store.clone();
+            async move { store.get_wallet(campaign, wallet).await.unwrap().balance }
+        };
+        assert_eq!(balance(&ours, &our_wallet.id).await, Tokens::whole(7));
+        assert_eq!(balance(&theirs, &their_wallet.id).await, Tokens::whole(5));
+
+        let input = earn("e-4", &our_wallet.id, "1", None);
+        let later = store.submit_earn(&ours, input).await.unwrap();
+        assert_eq!(store.process_earns(&book, 10).await.unwrap(), 1);
+        assert_eq!(status(&ours, &later.id).await.status, EarnStatus::Completed);
+        assert!(store.audit().await.unwrap().is_empty());
+    }
+
+    /// No balance or lifetime total passes `Tokens::MAX`: an earn that would take it past is
+    /// rejected with its own reason, whether it meets the wallet's earlier credits in its own
+    /// batch (refused by the write) or in the database (refused by the rules' check), and the
+    /// wallet stays readable and spendable.
+    async fn an_earn_past_the_ceiling_is_rejected_alone(store: Store) {
+        let (campaign, wallet) = crate::testing::wallet_fixture(&store).await;
+        let book = RuleBook::new(store.clone());
+        let submit = |id: &str, amount: &str| {
+            let (store, campaign) = (store.clone(), campaign.clone());
+            let input = earn(id, &wallet.id, amount, None);
+            async move { store.submit_earn(&campaign, input).await.unwrap() }
+        };
+        let huge = submit("huge", "5000000000000").await;
+        let first = submit("first", "600000000000").await;
+        let together = submit("together", "600000000000").await;
+        assert_eq!(store.process_earns(&book, 10).await.unwrap(), 3);
+        let later = submit("later", "400000000001").await;
+        let fits = submit("fits", "400000000000").await;
+        assert_eq!(store.process_earns(&book, 10).await.unwrap(), 2);
+
+        let request = |id: String| {
+            let (store, campaign) = (store.clone(), campaign.clone());
+            async move { store.earn_request(&campaign, &id).await.unwrap() }
+        };
+        let huge = request(huge.id).await;
+        assert_eq!(huge.status, EarnStatus::Rejected);
+        assert!(huge.reason.unwrap().contains("1000000000000 tokens"));
+        // Of two earns claimed together, one is credited (whichever the worker took first).
+        let (first, together) = (request(first.id).await, request(together.id).await);
+        let mut pair = [first.status, together.status];
+        pair.sort_by_key(|s| s.as_str());
+        assert_eq!(pair, [EarnStatus::Completed, EarnStatus::Rejected]);
+        let refused = [first, together, request(later.id).await];
+        for refused in refused.iter().filter(|r| r.status == EarnStatus::Rejected) {
+            let reason = refused.reason.as_deref().unwrap();
+            assert!(reason.starts_with("balance_ceiling: "), "{reason}");
+        }
+        assert_eq!(refused[2].status, EarnStatus::Rejected);
+        assert_eq!(request(fits.id).await.status, EarnStatus::Completed);
+        let read = store.get_wallet(&campaign, &wallet.id).await.unwrap();
+        assert_eq!(read.balance, Tokens::MAX);
+        assert!(store.audit().await.unwrap().is_empty());
+    }
+
+    crate::backend_tests!(
+        a_claim_whose_worker_died_is_taken_over,
+        a_panic_fails_its_earn_alone,
+        an_earn_past_the_ceiling_is_rejected_alone
+    );
 }

@@ -179,7 +179,8 @@ pub(crate) fn plan(
         let total = cost
             .micros()
             .checked_mul(i64::from(line.quantity))
-            .map(Tokens::from_micros);
+            .map(Tokens::from_micros)
+            .filter(|total| *total <= Tokens::MAX);
         let Some(total) = total else {
             problems.push(FieldProblem::new(
                 at(i, "quantity"),
@@ -212,7 +213,8 @@ pub(crate) fn plan(
     }
     let mut total = Tokens::ZERO;
     for line in &planned {
-        total = total.checked_add(line.total).ok_or_else(|| {
+        let sum = total.checked_add(line.total).filter(|sum| *sum <= Tokens::MAX);
+        total = sum.ok_or_else(|| {
             StoreError::Rejected(vec![FieldProblem::new(
                 "lines",
                 "the order's total is more tokens than an order can hold",

@@ -12,6 +12,8 @@ use crate::{Credit, EarnInput, RuleBook, StoreError, Tokens};
 pub(crate) struct WalletContext {
     /// Micro-tokens, before this earn.
     pub balance: i64,
+    /// Lifetime earnings, micro-tokens, before this earn.
+    pub earned: i64,
     pub tier: Option<String>,
     /// The owning member's status.
     pub status: String,
@@ -26,6 +28,28 @@ pub(crate) struct Target<'a> {
     pub wallet: &'a WalletContext,
 }
 
+/// Why an earn is not credited.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Refusal {
+    /// Its amount is not a number, or the rules gave tokens the ledger cannot hold.
+    Rules(String),
+    /// The wallet's balance or lifetime earnings would pass `Tokens::MAX`.
+    Ceiling(String),
+    /// The evaluation failed (a defect, logged).
+    Failed(String),
+}
+
+impl Refusal {
+    /// The reason an earn request's status gives.
+    pub(crate) fn reason(self) -> String {
+        match self {
+            Refusal::Rules(reason) => reason,
+            Refusal::Ceiling(reason) => format!("balance_ceiling: {reason}"),
+            Refusal::Failed(reason) => format!("internal_error: {reason}"),
+        }
+    }
+}
+
 /// The credit `earn` earns at `target` under the campaign's active rules, or (inner `Err`) why it
 /// cannot be credited.
 pub(crate) async fn credit_for(
@@ -33,22 +57,41 @@ pub(crate) async fn credit_for(
     target: &Target<'_>,
     earn: &EarnInput,
     request_id: Option<String>,
-) -> Result<Result<Credit, String>, StoreError> {
+) -> Result<Result<Credit, Refusal>, StoreError> {
     let (version, rules) = book.active(target.org_id, target.campaign_id).await?;
     Ok(evaluate(version, &rules, target, earn, request_id))
 }
 
 /// The credit `earn` earns at `target` under `rules` (version `version` of the campaign's rules),
-/// or why it cannot be credited.
+/// or why it cannot be credited. A panic in the rules fails this earn alone.
 pub(crate) fn evaluate(
     version: Option<i64>,
     rules: &RuleSet,
     target: &Target<'_>,
     earn: &EarnInput,
     request_id: Option<String>,
-) -> Result<Credit, String> {
+) -> Result<Credit, Refusal> {
+    let run = || Ok(evaluate_unguarded(version, rules, target, earn, request_id));
+    match crate::error::unpanicked("evaluating an earn", run) {
+        Ok(outcome) => outcome,
+        Err(err) => Err(Refusal::Failed(err.to_string())),
+    }
+}
+
+fn evaluate_unguarded(
+    version: Option<i64>,
+    rules: &RuleSet,
+    target: &Target<'_>,
+    earn: &EarnInput,
+    request_id: Option<String>,
+) -> Result<Credit, Refusal> {
+    #[cfg(test)]
+    crate::testing::fault(earn, "evaluate");
     let Ok(amount) = Decimal::from_str(&earn.amount) else {
-        return Err(format!("amount `{}` is not a number", earn.amount));
+        return Err(Refusal::Rules(format!(
+            "amount `{}` is not a number",
+            earn.amount
+        )));
     };
     let wallet = target.wallet;
     let row = Row {
@@ -65,7 +108,8 @@ pub(crate) fn evaluate(
         member_status: &wallet.status,
     };
     let outcome = rules.evaluate(&row, &ctx);
-    let tokens = Tokens::from_decimal(outcome.tokens)?;
+    let tokens = Tokens::from_decimal(outcome.tokens).map_err(Refusal::Rules)?;
+    within_ceiling(wallet.balance.max(wallet.earned), tokens)?;
     Ok(Credit {
         org_id: target.org_id.to_string(),
         campaign_id: target.campaign_id.to_string(),
@@ -79,4 +123,19 @@ pub(crate) fn evaluate(
         request_id,
         batch_id: None,
     })
+}
+
+/// Refuses `tokens` that would take past `Tokens::MAX` a wallet whose balance and lifetime
+/// earnings are at most `held` micro-tokens. (The write checks again, under the wallet's lock:
+/// see `credit`.)
+pub(crate) fn within_ceiling(held: i64, tokens: Tokens) -> Result<(), Refusal> {
+    let max = Tokens::MAX.micros();
+    let micros = tokens.micros();
+    if micros > 0 && held > max - micros {
+        return Err(Refusal::Ceiling(format!(
+            "{tokens} more tokens would take the wallet past the ledger's {} tokens",
+            Tokens::MAX
+        )));
+    }
+    Ok(())
 }

@@ -219,3 +219,16 @@ pub async fn wallet_fixture(store: &Store) -> (crate::Campaign, crate::Wallet) {
     };
     made.await.unwrap_or_else(|e| panic!("wallet fixture: {e}"))
 }
+
+/// Fault injection for the store's own tests: an earn described as `panic at {stage}` panics
+/// when it reaches `stage`.
+#[cfg(test)]
+pub(crate) fn fault(earn: &crate::EarnInput, stage: &str) {
+    let wanted = earn
+        .description
+        .as_deref()
+        .and_then(|d| d.strip_prefix("panic at "));
+    if wanted == Some(stage) {
+        panic!("injected fault at {stage}");
+    }
+}

@@ -24,6 +24,7 @@ use sqlx::SqlitePool;
 use tokio::sync::oneshot;
 
 use crate::StoreError;
+use crate::error::unpanicked;
 pub(crate) use sql::{
     Column, FromRow, each_row, execute, json, parse_time, row, rows, rows_while, run, time,
 };
@@ -113,7 +114,7 @@ impl Direct {
         let (answer, answered) = oneshot::channel();
         self.queue(false, move |connection, unguarded| {
             let result = if unguarded {
-                write(connection)
+                unpanicked("a write", || write(connection))
             } else {
                 in_savepoint(connection, write)
             };
@@ -142,7 +143,7 @@ impl Direct {
         let (answer, answered) = oneshot::channel();
         let (commit, commit_told) = oneshot::channel();
         self.queue(true, move |connection, _| {
-            let result = write(connection);
+            let result = unpanicked("a bulk write", || write(connection));
             let failed = result.is_err();
             let _ = answer.send(result);
             let finish: Finish = Box::new(move |committed| {

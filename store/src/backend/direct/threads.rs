@@ -9,6 +9,7 @@ use sqlx::pool::PoolConnection;
 
 use super::sql::execute;
 use crate::StoreError;
+use crate::error::unpanicked;
 
 /// A queued write.
 pub(super) struct Job {
@@ -222,7 +223,7 @@ pub(super) fn in_savepoint<T>(
     write: impl FnOnce(&Connection) -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
     execute(connection, "SAVEPOINT job", &[])?;
-    match write(connection) {
+    match unpanicked("a write", || write(connection)) {
         Ok(value) => {
             execute(connection, "RELEASE job", &[])?;
             Ok(value)
