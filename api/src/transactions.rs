@@ -4,7 +4,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use rules::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -157,6 +157,7 @@ fn date_param(field: &str, value: &str, end_of_day: bool) -> Result<DateTime<Utc
     }
     NaiveDate::parse_from_str(value, "%Y-%m-%d")
         .ok()
+        .filter(|d| d.year() != 0 && value.len() == 10)
         .and_then(|d| {
             if end_of_day {
                 d.and_hms_micro_opt(23, 59, 59, 999_999)
@@ -164,7 +165,7 @@ fn date_param(field: &str, value: &str, end_of_day: bool) -> Result<DateTime<Utc
                 d.and_hms_opt(0, 0, 0)
             }
         })
-        .map(|t| t.and_utc())
+        .map(|t| store::into_calendar(t.and_utc()))
         .ok_or_else(|| {
             FieldError::new(
                 field,

@@ -137,6 +137,10 @@ pub fn decimal(text: &str, point: char, thousands: Option<char>) -> Option<Decim
 /// A local time that does not exist (a spring-forward gap) is refused; an ambiguous one takes the
 /// earlier instant.
 pub fn date(text: &str, format: Option<&str>, zone: Tz) -> Option<DateTime<Utc>> {
+    any_date(text, format, zone).filter(|t| store::in_calendar(*t))
+}
+
+fn any_date(text: &str, format: Option<&str>, zone: Tz) -> Option<DateTime<Utc>> {
     let local = match format {
         None => return iso(text, zone),
         Some(format) if format.contains("%z") || format.contains("%:z") => {
@@ -280,6 +284,12 @@ mod tests {
             Some("2026-11-19T23:00:00+00:00")
         );
         assert_eq!(at("31/02/2026", Some("%d/%m/%Y"), paris), None);
+        // Only the years 1 to 9999 (in UTC) are recorded.
+        assert_eq!(at("+10000-01-01T00:00:00Z", None, paris), None);
+        assert_eq!(at("10000-01-01", Some("%Y-%m-%d"), paris), None);
+        assert_eq!(at("9999-12-31T23:30:00-05:00", None, paris), None);
+        assert_eq!(at("0000-06-01", None, Tz::UTC), None);
+        assert!(at("9999-12-31T12:00:00Z", None, paris).is_some());
     }
 
     #[test]

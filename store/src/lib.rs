@@ -50,6 +50,7 @@ pub use catalogue::index::{
     VectorProblem,
 };
 pub use catalogue::{Address, Branch, Category, ContactDetails, Product, Tag, Variant, Weekdays};
+pub use common::calendar::{in_calendar, into_calendar, last_second};
 pub use common::ids::{new_id, random_roll};
 pub use common::page::{Page, Paged};
 pub use common::tokens::Tokens;

@@ -33,7 +33,7 @@ pub fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
 /// a leap second in any minute; the document's `date-time` format allows neither, so neither
 /// does the service.
 pub fn date_time(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
-    local_date_time(text).map(|t| t.with_timezone(&chrono::Utc))
+    local_date_time(text).map(|t| store::into_calendar(t.to_utc()))
 }
 
 /// `date_time` with the offset it was given (a booking's weekday is the one of its offset).
@@ -42,7 +42,10 @@ pub fn local_date_time(text: &str) -> Option<chrono::DateTime<chrono::FixedOffse
     if !matches!(bytes.get(10), Some(b'T' | b't')) || bytes.get(17..19) == Some(b"60") {
         return None;
     }
-    chrono::DateTime::parse_from_rfc3339(text).ok()
+    // The year 0 is outside the calendar the service records (see `store::in_calendar`).
+    chrono::DateTime::parse_from_rfc3339(text)
+        .ok()
+        .filter(|t| chrono::Datelike::year(t) != 0)
 }
 
 /// A JSON number read exactly (`12.30` stays 12.30, never a binary float), to 28 decimal
@@ -366,7 +369,8 @@ pub mod schema {
             .build()
     }
 
-    const DAY: &str = "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])";
+    /// The years 0001 to 9999.
+    const DAY: &str = "(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])";
 
     /// An RFC 3339 date-time, as `checks::date_time` reads it. The pattern repeats
     /// the format, which JSON Schema 2020-12 treats as an annotation only.

@@ -17,7 +17,13 @@ pub async fn sweep_expiry(state: AppState, mut stop: watch::Receiver<bool>) {
         if !super::next_tick(&mut tick, &mut stop).await {
             return;
         }
-        match state.store.expire(chrono::Utc::now()).await {
+        // A stop does not wait for the pass: each wallet's expiry is its own transaction, and a
+        // dropped one is rolled back, to be done by the next sweep.
+        let sweep = tokio::select! {
+            swept = state.store.expire(chrono::Utc::now()) => swept,
+            _ = stop.wait_for(|stop| *stop) => return,
+        };
+        match sweep {
             Ok(0) => {}
             Ok(expired) => {
                 metrics::counter!("lots_expired_total").increment(expired as u64);

@@ -64,6 +64,15 @@ async fn bad_earns_are_400_naming_the_field_and_unknown_wallets_404(app: TestApp
             json!({"id": "e", "amount": 1, "date": "yesterday", "walletId": "w-1"}),
             vec!["date"],
         ),
+        // Outside the years 1 to 9999.
+        (
+            json!({"id": "e", "amount": 1, "date": "0000-12-31T10:00:00Z", "walletId": "w-1"}),
+            vec!["date"],
+        ),
+        (
+            json!({"id": "e", "amount": 1, "date": "10000-01-01T00:00:00Z", "walletId": "w-1"}),
+            vec!["date"],
+        ),
         (
             json!({"id": "e", "amount": 1, "date": "2026-11-18T10:15:00Z", "walletId": "w-1", "meta": 5}),
             vec!["meta"],
@@ -84,6 +93,19 @@ async fn bad_earns_are_400_naming_the_field_and_unknown_wallets_404(app: TestApp
         .await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
     assert_eq!(app.get("/v1/transactions?limit=0").await.body["total"], 0);
+    // The last hour of 9999 west of Greenwich is in 10000 in UTC: recorded at the calendar's
+    // last second, never as a five-digit year.
+    let edge = json!({"id": "e-edge", "amount": 1, "date": "9999-12-31T23:30:00-05:00", "walletId": "w-1"});
+    let reply = app.post("/v1/transactions/earn", edge).await;
+    assert_eq!(reply.status, StatusCode::ACCEPTED, "{}", reply.body);
+    let done = app
+        .wait_earn(reply.body["statusCheckUrl"].as_str().unwrap())
+        .await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let id = done["transactionId"].as_str().unwrap();
+    let transaction = app.get(&format!("/v1/transactions/{id}")).await;
+    let date = transaction.body["date"].as_str().unwrap();
+    assert!(date.starts_with("9999-12-31T23:59:59"), "{date}");
 }
 
 async fn the_status_link_is_where_the_client_sees_the_service(app: TestApp) {

@@ -1,7 +1,8 @@
-//! What every domain uses: record ids and random tokens, exact token amounts, paging, and the
-//! short-lived cache.
+//! What every domain uses: record ids and random tokens, exact token amounts, paging, the
+//! calendar's bounds, and the short-lived cache.
 
 pub(crate) mod cache;
+pub(crate) mod calendar;
 pub(crate) mod ids;
 #[macro_use]
 pub(crate) mod page;

@@ -204,12 +204,18 @@ impl Store {
         Ok(stored.remove(0))
     }
 
-    /// Checks an earn's wallet and prepares it for `store_earns`.
+    /// Checks an earn's date and wallet and prepares it for `store_earns`.
     pub async fn pending_earn(
         &self,
         campaign: &Campaign,
         earn: EarnInput,
     ) -> Result<PendingEarn, StoreError> {
+        if !crate::in_calendar(earn.date) {
+            return Err(StoreError::invalid(
+                "date",
+                "must fall in the years 1 to 9999 (UTC)",
+            ));
+        }
         let wallet = self.get_wallet(campaign, &earn.wallet).await?;
         Ok(PendingEarn {
             org_id: campaign.org_id.clone(),

@@ -213,7 +213,9 @@ pub(crate) fn plan(
     }
     let mut total = Tokens::ZERO;
     for line in &planned {
-        let sum = total.checked_add(line.total).filter(|sum| *sum <= Tokens::MAX);
+        let sum = total
+            .checked_add(line.total)
+            .filter(|sum| *sum <= Tokens::MAX);
         total = sum.ok_or_else(|| {
             StoreError::Rejected(vec![FieldProblem::new(
                 "lines",

@@ -4,6 +4,7 @@ use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
 use std::fmt;
 use std::str::FromStr;
 
+use crate::common::calendar::last_second;
 use crate::common::ids::now;
 use crate::error::known;
 use crate::{Store, StoreError, Tokens};
@@ -21,19 +22,13 @@ pub enum Expiry {
     EndOfYear,
 }
 
-/// The latest expiry the service records: the last second of the year 9999.
-pub fn latest_expiry() -> DateTime<Utc> {
-    let last = NaiveDate::from_ymd_opt(9_999, 12, 31).and_then(|d| d.and_hms_opt(23, 59, 59));
-    Utc.from_utc_datetime(&last.expect("a valid date"))
-}
-
 /// The longest expiry a policy may give, in days: a hundred years. Beyond it a policy is refused
 /// when it is set, not met as an error in every earn it would govern.
 pub const MAX_EXPIRY_DAYS: u32 = 36_525;
 
 impl Expiry {
     /// The moment tokens earned at `earned` expire (the first instant they no longer count),
-    /// at the latest `latest_expiry()`: the arithmetic never overflows, and every stored expiry
+    /// at the latest `last_second()`: the arithmetic never overflows, and every stored expiry
     /// has a four-digit year (timestamps stored as text then order as time does).
     pub fn expires_at(self, earned: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let first_of = |year: i32, month: u32| {
@@ -51,7 +46,7 @@ impl Expiry {
             Expiry::EndOfMonth => first_of(earned.year(), earned.month() + 1),
             Expiry::EndOfYear => first_of(next_year, 1),
         };
-        Some(at.map_or(latest_expiry(), |at| at.min(latest_expiry())))
+        Some(at.map_or(last_second(), |at| at.min(last_second())))
     }
 
     /// An expiry as stored: also one set before expiries were bounded (applied as it says, the
@@ -235,7 +230,7 @@ mod tests {
         assert_eq!(Expiry::stored("days:0"), None);
         // Past the year 9999 (or the calendar's end), an expiry is the last second of 9999:
         // no panic, no "never", no five-digit year.
-        let latest = latest_expiry();
+        let latest = last_second();
         assert_eq!(latest.to_rfc3339(), "9999-12-31T23:59:59+00:00");
         let late = "9999-12-31T23:00:00Z".parse::<DateTime<Utc>>().unwrap();
         for earned in [DateTime::<Utc>::MAX_UTC, late] {
