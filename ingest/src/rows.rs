@@ -26,6 +26,8 @@ pub enum Reason {
     BadBoolean,
     /// A field that is not text in the file's encoding.
     BadEncoding,
+    /// A NUL in a field, or a control character in an id.
+    ControlCharacter,
     /// The rules gave tokens the ledger cannot hold.
     RulesRefused,
     /// The wallet's balance or lifetime earnings would pass the ledger's ceiling.
@@ -48,6 +50,7 @@ impl Reason {
             Reason::UnknownWallet => "unknown_wallet",
             Reason::BadBoolean => "bad_boolean",
             Reason::BadEncoding => "bad_encoding",
+            Reason::ControlCharacter => "control_character",
             Reason::RulesRefused => "rules_refused",
             Reason::BalanceCeiling => "balance_ceiling",
             Reason::InternalError => "internal_error",
@@ -292,6 +295,13 @@ impl Layout {
                 ("", None) => continue,
                 (cell, _) => cell,
             };
+            let id = matches!(slot.target, Target::Id | Target::Wallet);
+            if value.contains('\0') || (id && value.chars().any(char::is_control)) {
+                return Err(reject(
+                    Reason::ControlCharacter,
+                    "holds a control character (NUL anywhere, or any in an id)".into(),
+                ));
+            }
             let text = |max: usize| {
                 if value.chars().count() > max {
                     Err(reject(
@@ -417,7 +427,7 @@ mod tests {
 
     #[test]
     fn each_bad_row_names_its_row_column_value_and_reason() {
-        let cases: [([&str; 7], Option<&str>, Reason); 6] = [
+        let cases: [([&str; 7], Option<&str>, Reason); 9] = [
             (
                 ["", "w", "1", "2026-11-20", "", "", ""],
                 Some("id"),
@@ -447,6 +457,21 @@ mod tests {
                 ["e", "w", "1", "2026-11-20", &"x".repeat(300), "", ""],
                 Some("description"),
                 Reason::TooLong,
+            ),
+            (
+                ["e", "w", "1", "2026-11-20", "a\0b", "", ""],
+                Some("description"),
+                Reason::ControlCharacter,
+            ),
+            (
+                ["e\n2", "w", "1", "2026-11-20", "", "", ""],
+                Some("id"),
+                Reason::ControlCharacter,
+            ),
+            (
+                ["e", "w\u{1b}", "1", "2026-11-20", "", "", ""],
+                Some("walletId"),
+                Reason::ControlCharacter,
             ),
         ];
         for (record, column, reason) in cases {

@@ -48,6 +48,19 @@ pub fn local_date_time(text: &str) -> Option<chrono::DateTime<chrono::FixedOffse
         .filter(|t| chrono::Datelike::year(t) != 0)
 }
 
+/// Whether a key or text of `value`, at any depth, holds a NUL (which PostgreSQL's `jsonb`
+/// cannot store).
+fn holds_nul(value: &Value) -> bool {
+    match value {
+        Value::String(text) => text.contains('\0'),
+        Value::Array(items) => items.iter().any(holds_nul),
+        Value::Object(fields) => fields
+            .iter()
+            .any(|(key, value)| key.contains('\0') || holds_nul(value)),
+        _ => false,
+    }
+}
+
 /// A JSON number read exactly (`12.30` stays 12.30, never a binary float), to 28 decimal
 /// places: digits beyond them are rounded (half to even).
 pub fn exact(
@@ -178,6 +191,12 @@ impl Checks {
         let value = value?;
         if !value.is_object() {
             self.fail(field, "invalid_type", "must be a JSON object");
+        } else if holds_nul(&value) {
+            self.fail(
+                field,
+                "invalid_value",
+                "must not contain NUL characters, in a key or a text, at any depth",
+            );
         } else if value.to_string().len() > MAX_META_BYTES {
             self.fail(
                 field,
@@ -276,6 +295,7 @@ impl Checks {
 /// The JSON Schemas of the checked values, for the OpenAPI document: each states what the check
 /// of the same name enforces. `nullable` where `null` is read as absent.
 pub mod schema {
+    use serde_json::Value;
     use utoipa::openapi::schema::{KnownFormat, Object, ObjectBuilder, SchemaFormat, Type};
 
     use super::{MAX_EMAIL, MAX_ID, MAX_LONG_TEXT, MAX_META_BYTES, MAX_NAME, MAX_PHONE, MAX_TEXT};
@@ -356,6 +376,41 @@ pub mod schema {
             .build()
     }
 
+    /// How a meta object's description begins, by which `without_nul` finds it.
+    pub const META: &str = "Free-form JSON object kept as given";
+
+    /// States on every meta object of `document` (found by its description) that no key or
+    /// text in it holds a NUL, to the depth clients use; the service refuses one at any depth.
+    /// (Spelt out level by level: a recursive reference is more than some clients can follow.)
+    pub fn without_nul(document: &mut Value) {
+        fn level(depth: usize) -> Value {
+            let no_nul = serde_json::json!({"pattern": "^[^\\u0000]*$"});
+            let mut value = no_nul.clone();
+            value["propertyNames"] = no_nul;
+            if depth > 0 {
+                value["additionalProperties"] = level(depth - 1);
+                value["items"] = level(depth - 1);
+            }
+            value
+        }
+        match document {
+            Value::Object(fields) => {
+                let meta = fields
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .is_some_and(|d| d.starts_with(META));
+                if meta {
+                    fields.insert("propertyNames".into(), level(0)["propertyNames"].clone());
+                    fields.insert("additionalProperties".into(), level(3));
+                } else {
+                    fields.values_mut().for_each(without_nul);
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(without_nul),
+            _ => {}
+        }
+    }
+
     /// What `Checks::meta` accepts.
     pub fn meta() -> Object {
         ObjectBuilder::new()
@@ -364,7 +419,7 @@ pub mod schema {
                 Type::Null,
             ]))
             .description(Some(format!(
-                "Free-form JSON object kept as given (at most {MAX_META_BYTES} bytes)."
+                "{META} (at most {MAX_META_BYTES} bytes; no NUL in a key or a text at any depth)."
             )))
             .build()
     }

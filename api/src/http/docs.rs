@@ -118,10 +118,19 @@ pub fn add_shared_parts(api: &mut OpenApi) {
             &mut item.delete,
         ];
         for operation in operations.into_iter().flatten() {
-            operation
-                .parameters
-                .get_or_insert_with(Vec::new)
-                .push(RefOr::T(version_parameter()));
+            let parameters = operation.parameters.get_or_insert_with(Vec::new);
+            for parameter in parameters.iter_mut() {
+                if let RefOr::T(parameter) = parameter
+                    && matches!(
+                        parameter.parameter_in,
+                        ParameterIn::Path | ParameterIn::Query
+                    )
+                    && let Some(schema) = &mut parameter.schema
+                {
+                    without_control_characters(schema);
+                }
+            }
+            parameters.push(RefOr::T(version_parameter()));
             let has_body = operation.request_body.is_some();
             let responses = &mut operation.responses.responses;
             for (status, response) in responses.iter_mut() {
@@ -155,6 +164,30 @@ pub fn add_shared_parts(api: &mut OpenApi) {
                     .or_insert_with(|| answer(description));
             }
         }
+    }
+}
+
+/// States on a parameter's text (or on each text of a list) that it holds no control character,
+/// as `parameters::refuse_unknown` enforces; a pattern of its own already excludes them.
+fn without_control_characters(schema: &mut RefOr<schema::Schema>) {
+    match schema {
+        RefOr::T(schema::Schema::Object(text))
+            if text.pattern.is_none()
+                && text.enum_values.is_none()
+                && match &text.schema_type {
+                    schema::SchemaType::Type(kind) => *kind == schema::Type::String,
+                    schema::SchemaType::Array(kinds) => kinds.contains(&schema::Type::String),
+                    schema::SchemaType::AnyValue => false,
+                } =>
+        {
+            text.pattern = Some("^[^\\u0000-\\u001f\\u007f-\\u009f]*$".into());
+        }
+        RefOr::T(schema::Schema::Array(list)) => {
+            if let schema::ArrayItems::RefOrSchema(items) = &mut list.items {
+                without_control_characters(items);
+            }
+        }
+        _ => {}
     }
 }
 

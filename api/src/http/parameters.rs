@@ -4,11 +4,16 @@
 //! close); a single-valued parameter given twice is 400; `name[]`, the form many HTTP
 //! libraries send for arrays, is read as `name`. Which parameters are lists comes from the same
 //! description (an array schema), which the handlers' own parameter types generate.
+//!
+//! No path or query parameter holds a control character (NUL, a line break...), which no id or
+//! filter needs and PostgreSQL refuses in text: 400 naming it, whichever database serves. A
+//! path parameter that is not UTF-8 once decoded is 400 naming it too.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::rejection::RawPathParamsRejection;
+use axum::extract::{MatchedPath, RawPathParams, Request, State};
 use axum::http::{Method, Uri};
 use axum::middleware::Next;
 use axum::response::Response;
@@ -83,9 +88,30 @@ fn query_parameters(operation: &Operation) -> Parameters {
 /// description), and rewrites `name[]` to `name` for the extractors after it.
 pub async fn refuse_unknown(
     State(known): State<Arc<KnownParameters>>,
+    path_parameters: Result<RawPathParams, RawPathParamsRejection>,
     mut request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
+    let mut errors = match path_parameters {
+        Ok(parameters) => parameters
+            .iter()
+            .filter(|(_, value)| has_control(value))
+            .map(|(name, _)| control_character(name))
+            .collect(),
+        Err(RawPathParamsRejection::InvalidUtf8InPathParam(invalid)) => {
+            let name = invalid.body_text();
+            let name = name.split('`').nth(1).unwrap_or("path");
+            vec![FieldError::new(
+                name,
+                "invalid_value",
+                "is not UTF-8 once percent-decoded",
+            )]
+        }
+        Err(_) => Vec::new(),
+    };
+    if !errors.is_empty() {
+        return Err(ApiError::validation(errors));
+    }
     let Some(query) = request.uri().query().filter(|q| !q.is_empty()) else {
         return Ok(next.run(request).await);
     };
@@ -95,7 +121,8 @@ pub async fn refuse_unknown(
     let Some(parameters) = known.of_operation(request.method(), path.as_str()) else {
         return Ok(next.run(request).await);
     };
-    let (rewritten, errors) = check(query, parameters);
+    let rewritten;
+    (rewritten, errors) = check(query, parameters);
     if !errors.is_empty() {
         return Err(ApiError::validation(errors));
     }
@@ -127,6 +154,10 @@ fn check(query: &str, parameters: &Parameters) -> (Option<String>, Vec<FieldErro
             None => given.to_string(),
         };
         let already = errors.iter().any(|e| e.field == name);
+        if has_control(&value) && !already {
+            errors.push(control_character(&name));
+        }
+        let already = errors.iter().any(|e| e.field == name);
         match parameters.iter().find(|(known, _)| *known == name) {
             None if !already => errors.push(FieldError::new(
                 &name,
@@ -151,6 +182,19 @@ fn check(query: &str, parameters: &Parameters) -> (Option<String>, Vec<FieldErro
             .finish()
     });
     (rewritten, errors)
+}
+
+/// Whether `value` holds a control character (C0, DEL or C1).
+pub(crate) fn has_control(value: &str) -> bool {
+    value.chars().any(char::is_control)
+}
+
+fn control_character(name: &str) -> FieldError {
+    FieldError::new(
+        name,
+        "invalid_value",
+        "must not contain control characters (NUL, line breaks, tabs...)",
+    )
 }
 
 fn unknown_message(name: &str, parameters: &Parameters) -> String {
@@ -231,6 +275,21 @@ mod tests {
         assert!(far[0].1.contains("takes: page, limit"), "{}", far[0].1);
         assert!(fields("limt=3")[0].1.contains("`limit`"));
         assert_eq!(fields("x=1&x=2").len(), 1, "one problem per name");
+    }
+
+    #[test]
+    fn control_characters_are_refused_naming_the_parameter() {
+        for query in [
+            "walletId=%00",
+            "walletId=a%0Ab",
+            "walletId=%C2%85",
+            "type=EARN&type=%7F",
+        ] {
+            let problems = fields(query);
+            assert_eq!(problems.len(), 1, "{query}: {problems:?}");
+            assert!(problems[0].1.contains("control characters"), "{query}");
+        }
+        assert_eq!(fields("walletId=w%C3%A9-1"), Vec::new());
     }
 
     #[test]

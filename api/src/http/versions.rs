@@ -39,7 +39,8 @@ pub struct Documents {
 impl Documents {
     /// From `api`, the description of every route (see the module's description).
     pub fn of(api: &OpenApi) -> Documents {
-        let full = serde_json::to_value(api).expect("the OpenAPI document serialises");
+        let mut full = serde_json::to_value(api).expect("the OpenAPI document serialises");
+        crate::http::checks::schema::without_nul(&mut full);
         let text = |version| {
             serde_json::to_string(&document(&full, version)).expect("a JSON value serialises")
         };

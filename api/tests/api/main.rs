@@ -7,6 +7,7 @@ mod bookings;
 mod catalogue;
 mod contract;
 mod helpers;
+mod hostile;
 mod leaderboard;
 mod ledger;
 mod members;
