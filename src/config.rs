@@ -32,6 +32,9 @@ struct FileConfig {
     reviews_profanity_threshold: Option<f64>,
     reviews_report_threshold: Option<u32>,
     public_url: Option<String>,
+    http_header_timeout_secs: Option<u64>,
+    http_max_connections: Option<usize>,
+    http_shutdown_grace_secs: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -111,6 +114,12 @@ impl Config {
                 "reviews_profanity_threshold (REWARDS_REVIEWS_PROFANITY_THRESHOLD) must be from \
                  0.0 to 1.0, not {threshold}"
             );
+        }
+        if api.http.header_timeout.is_zero() {
+            bail!("http_header_timeout_secs (REWARDS_HTTP_HEADER_TIMEOUT_SECS) must be at least 1");
+        }
+        if api.http.max_connections == 0 {
+            bail!("http_max_connections (REWARDS_HTTP_MAX_CONNECTIONS) must be at least 1");
         }
         if api.moderation.report_threshold == 0 {
             bail!("reviews_report_threshold (REWARDS_REVIEWS_REPORT_THRESHOLD) must be at least 1");
@@ -194,6 +203,15 @@ impl Config {
         if let Some(v) = file.public_url {
             api.public_url = Some(v.trim().to_string());
         }
+        if let Some(v) = file.http_header_timeout_secs {
+            api.http.header_timeout = Duration::from_secs(v);
+        }
+        if let Some(v) = file.http_max_connections {
+            api.http.max_connections = v;
+        }
+        if let Some(v) = file.http_shutdown_grace_secs {
+            api.http.grace = Duration::from_secs(v);
+        }
     }
 }
 
@@ -271,6 +289,18 @@ fn from_env(var: impl Fn(&str) -> Option<String>) -> anyhow::Result<FileConfig> 
             var("REWARDS_REVIEWS_REPORT_THRESHOLD"),
         )?,
         public_url: var("REWARDS_PUBLIC_URL").filter(|v| !v.trim().is_empty()),
+        http_header_timeout_secs: parse(
+            "REWARDS_HTTP_HEADER_TIMEOUT_SECS",
+            var("REWARDS_HTTP_HEADER_TIMEOUT_SECS"),
+        )?,
+        http_max_connections: parse(
+            "REWARDS_HTTP_MAX_CONNECTIONS",
+            var("REWARDS_HTTP_MAX_CONNECTIONS"),
+        )?,
+        http_shutdown_grace_secs: parse(
+            "REWARDS_HTTP_SHUTDOWN_GRACE_SECS",
+            var("REWARDS_HTTP_SHUTDOWN_GRACE_SECS"),
+        )?,
     })
 }
 

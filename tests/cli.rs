@@ -587,3 +587,57 @@ fn every_command_has_help() {
         );
     }
 }
+
+/// Slow clients cannot hold the server: a request head not finished within the header timeout
+/// is cut off, and a stop ends within its grace period while clients still dribble bodies.
+#[test]
+fn slow_clients_are_cut_off_and_a_stop_keeps_its_grace() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let env = vec![
+        ("REWARDS_DATA_DIR", dir.path().display().to_string()),
+        ("REWARDS_HTTP_HEADER_TIMEOUT_SECS", "1".to_string()),
+        ("REWARDS_HTTP_SHUTDOWN_GRACE_SECS", "2".to_string()),
+    ];
+    let (_, _, issued) = programme(&env);
+    let (key, secret) = (
+        issued["apiKey"].as_str().unwrap().to_string(),
+        issued["apiSecret"].as_str().unwrap().to_string(),
+    );
+    let (mut server, base) = serve(&env);
+    let addr = base.trim_start_matches("http://").to_string();
+
+    let mut half = std::net::TcpStream::connect(&addr).unwrap();
+    half.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n")
+        .unwrap();
+    half.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut answer = Vec::new();
+    let read = half.read_to_end(&mut answer);
+    assert!(read.is_ok(), "a half-open request is cut off: {read:?}");
+    assert!(
+        !String::from_utf8_lossy(&answer).contains("200 OK"),
+        "{answer:?}"
+    );
+
+    // Bodies sent a byte at a time, for ever (as long as the server reads them).
+    let head = format!(
+        "POST /v1/members HTTP/1.1\r\nhost: x\r\nx-api-key: {key}\r\nx-api-secret: {secret}\r\n\
+         content-type: application/json\r\ncontent-length: 1000000\r\n\r\n{{"
+    );
+    let mut dribblers = Vec::new();
+    for _ in 0..4 {
+        let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+        stream.write_all(head.as_bytes()).unwrap();
+        dribblers.push(std::thread::spawn(move || {
+            while stream.write_all(b" ").is_ok() {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }));
+    }
+    let status = stop(&mut server, "-TERM");
+    assert!(status.success(), "a graceful stop exits 0: {status}");
+    for dribbler in dribblers {
+        dribbler.join().unwrap();
+    }
+}

@@ -37,6 +37,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
 pub use http::error::{ApiError, FieldError, Problem};
+pub use http::server::Limits as HttpLimits;
 pub use state::{AppState, Settings};
 
 /// Every authenticated route, each with its description.
@@ -114,12 +115,12 @@ pub async fn serve(
     } else {
         Vec::new()
     };
-    let result = axum::serve(listener, app(state))
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            let _ = stop.send(true);
-        })
-        .await;
+    let limits = state.settings.http;
+    let result = http::server::serve(listener, app(state), limits, async move {
+        shutdown.await;
+        let _ = stop.send(true);
+    })
+    .await;
     for worker in workers {
         let _ = worker.await;
     }

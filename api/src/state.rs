@@ -40,6 +40,8 @@ pub struct Settings {
     /// when a proxy in front does not say it in `X-Forwarded-Proto`/`X-Forwarded-Host`. `None`:
     /// from the request.
     pub public_url: Option<String>,
+    /// The HTTP server's timeouts, connection bound and stop's grace period.
+    pub http: crate::http::server::Limits,
 }
 
 impl Default for Settings {
@@ -48,6 +50,7 @@ impl Default for Settings {
             leaderboard_refresh: Duration::from_secs(300),
             moderation: Moderation::default(),
             public_url: None,
+            http: crate::http::server::Limits::default(),
         }
     }
 }

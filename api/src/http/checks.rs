@@ -21,6 +21,9 @@ pub const MAX_LONG_TEXT: usize = 4000;
 pub const MAX_EMAIL: usize = 254;
 pub const MAX_PHONE: usize = 32;
 pub const MAX_META_BYTES: usize = 16 * 1024;
+/// How deep a meta object may nest: the object itself is level 1, a text or number inside an
+/// object inside it level 3.
+pub const MAX_META_DEPTH: usize = 8;
 
 /// `null` and absent mean different things in an update: `Some(None)` clears, `None` keeps.
 pub fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
@@ -48,16 +51,19 @@ pub fn local_date_time(text: &str) -> Option<chrono::DateTime<chrono::FixedOffse
         .filter(|t| chrono::Datelike::year(t) != 0)
 }
 
-/// Whether a key or text of `value`, at any depth, holds a NUL (which PostgreSQL's `jsonb`
-/// cannot store).
-fn holds_nul(value: &Value) -> bool {
+/// Whether `value`, at nesting level `level`, keeps within `MAX_META_DEPTH` and holds no NUL in
+/// a key or a text (PostgreSQL's `jsonb` cannot store one).
+fn fits(value: &Value, level: usize) -> bool {
     match value {
-        Value::String(text) => text.contains('\0'),
-        Value::Array(items) => items.iter().any(holds_nul),
-        Value::Object(fields) => fields
-            .iter()
-            .any(|(key, value)| key.contains('\0') || holds_nul(value)),
-        _ => false,
+        Value::String(text) => !text.contains('\0'),
+        Value::Array(items) => level < MAX_META_DEPTH && items.iter().all(|v| fits(v, level + 1)),
+        Value::Object(fields) => {
+            level < MAX_META_DEPTH
+                && fields
+                    .iter()
+                    .all(|(key, v)| !key.contains('\0') && fits(v, level + 1))
+        }
+        _ => true,
     }
 }
 
@@ -191,11 +197,14 @@ impl Checks {
         let value = value?;
         if !value.is_object() {
             self.fail(field, "invalid_type", "must be a JSON object");
-        } else if holds_nul(&value) {
+        } else if !fits(&value, 1) {
             self.fail(
                 field,
                 "invalid_value",
-                "must not contain NUL characters, in a key or a text, at any depth",
+                format!(
+                    "must nest at most {MAX_META_DEPTH} levels and hold no NUL character in a \
+                     key or a text"
+                ),
             );
         } else if value.to_string().len() > MAX_META_BYTES {
             self.fail(
@@ -298,7 +307,10 @@ pub mod schema {
     use serde_json::Value;
     use utoipa::openapi::schema::{KnownFormat, Object, ObjectBuilder, SchemaFormat, Type};
 
-    use super::{MAX_EMAIL, MAX_ID, MAX_LONG_TEXT, MAX_META_BYTES, MAX_NAME, MAX_PHONE, MAX_TEXT};
+    use super::{
+        MAX_EMAIL, MAX_ID, MAX_LONG_TEXT, MAX_META_BYTES, MAX_META_DEPTH, MAX_NAME, MAX_PHONE,
+        MAX_TEXT,
+    };
 
     /// The characters `char::is_whitespace` (Unicode's White_Space) and so `str::trim` treat as
     /// white space, spelled out: regex engines disagree about what `\\s` covers.
@@ -379,35 +391,48 @@ pub mod schema {
     /// How a meta object's description begins, by which `without_nul` finds it.
     pub const META: &str = "Free-form JSON object kept as given";
 
-    /// States on every meta object of `document` (found by its description) that no key or
-    /// text in it holds a NUL, to the depth clients use; the service refuses one at any depth.
-    /// (Spelt out level by level: a recursive reference is more than some clients can follow.)
-    pub fn without_nul(document: &mut Value) {
-        fn level(depth: usize) -> Value {
-            let no_nul = serde_json::json!({"pattern": "^[^\\u0000]*$"});
-            let mut value = no_nul.clone();
-            value["propertyNames"] = no_nul;
-            if depth > 0 {
-                value["additionalProperties"] = level(depth - 1);
-                value["items"] = level(depth - 1);
-            }
-            value
-        }
-        match document {
-            Value::Object(fields) => {
-                let meta = fields
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .is_some_and(|d| d.starts_with(META));
-                if meta {
-                    fields.insert("propertyNames".into(), level(0)["propertyNames"].clone());
-                    fields.insert("additionalProperties".into(), level(3));
-                } else {
-                    fields.values_mut().for_each(without_nul);
+    /// States on every meta object of `document` (found by its description) what `Checks::meta`
+    /// enforces besides its size: its depth and no NUL in a key or a text. The levels are
+    /// components (`MetaLevel2` to `MetaLevel8`), each naming the next: no recursive reference,
+    /// which some clients cannot follow.
+    pub fn meta_bounds(document: &mut Value) {
+        fn apply(node: &mut Value) {
+            match node {
+                Value::Object(fields) => {
+                    let meta = fields
+                        .get("description")
+                        .and_then(Value::as_str)
+                        .is_some_and(|d| d.starts_with(META));
+                    if meta {
+                        fields.insert("propertyNames".into(), no_nul());
+                        fields.insert("additionalProperties".into(), level_ref(2));
+                    } else {
+                        fields.values_mut().for_each(apply);
+                    }
                 }
+                Value::Array(items) => items.iter_mut().for_each(apply),
+                _ => {}
             }
-            Value::Array(items) => items.iter_mut().for_each(without_nul),
-            _ => {}
+        }
+        fn no_nul() -> Value {
+            serde_json::json!({"pattern": "^[^\\u0000]*$"})
+        }
+        fn level_ref(level: usize) -> Value {
+            serde_json::json!({"$ref": format!("#/components/schemas/MetaLevel{level}")})
+        }
+        apply(document);
+        let schemas = &mut document["components"]["schemas"];
+        for level in 2..=MAX_META_DEPTH {
+            let mut schema = no_nul();
+            if level < MAX_META_DEPTH {
+                schema["propertyNames"] = no_nul();
+                schema["additionalProperties"] = level_ref(level + 1);
+                schema["items"] = level_ref(level + 1);
+            } else {
+                schema["type"] = serde_json::json!(["string", "number", "boolean", "null"]);
+            }
+            schema["description"] = format!("A value at level {level} of a meta object.").into();
+            schemas[format!("MetaLevel{level}")] = schema;
         }
     }
 
@@ -419,7 +444,8 @@ pub mod schema {
                 Type::Null,
             ]))
             .description(Some(format!(
-                "{META} (at most {MAX_META_BYTES} bytes; no NUL in a key or a text at any depth)."
+                "{META} (at most {MAX_META_BYTES} bytes and {MAX_META_DEPTH} levels; no NUL in a \
+                 key or a text)."
             )))
             .build()
     }

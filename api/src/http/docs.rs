@@ -168,19 +168,28 @@ pub fn add_shared_parts(api: &mut OpenApi) {
 }
 
 /// States on a parameter's text (or on each text of a list) that it holds no control character,
-/// as `parameters::refuse_unknown` enforces; a pattern of its own already excludes them.
+/// as `parameters::refuse_unknown` enforces: as its pattern, or beside a pattern of its own.
 fn without_control_characters(schema: &mut RefOr<schema::Schema>) {
+    const NO_CONTROL: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$";
     match schema {
         RefOr::T(schema::Schema::Object(text))
-            if text.pattern.is_none()
-                && text.enum_values.is_none()
+            if text.enum_values.is_none()
                 && match &text.schema_type {
                     schema::SchemaType::Type(kind) => *kind == schema::Type::String,
                     schema::SchemaType::Array(kinds) => kinds.contains(&schema::Type::String),
                     schema::SchemaType::AnyValue => false,
                 } =>
         {
-            text.pattern = Some("^[^\\u0000-\\u001f\\u007f-\\u009f]*$".into());
+            if text.pattern.is_none() {
+                text.pattern = Some(NO_CONTROL.into());
+            } else {
+                let own = std::mem::replace(schema, RefOr::T(schema::Schema::default()));
+                let no_control = schema::ObjectBuilder::new()
+                    .schema_type(schema::SchemaType::AnyValue)
+                    .pattern(Some(NO_CONTROL));
+                let both = schema::AllOfBuilder::new().item(own).item(no_control);
+                *schema = RefOr::T(schema::Schema::AllOf(both.build()));
+            }
         }
         RefOr::T(schema::Schema::Array(list)) => {
             if let schema::ArrayItems::RefOrSchema(items) = &mut list.items {

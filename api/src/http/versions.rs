@@ -40,7 +40,7 @@ impl Documents {
     /// From `api`, the description of every route (see the module's description).
     pub fn of(api: &OpenApi) -> Documents {
         let mut full = serde_json::to_value(api).expect("the OpenAPI document serialises");
-        crate::http::checks::schema::without_nul(&mut full);
+        crate::http::checks::schema::meta_bounds(&mut full);
         let text = |version| {
             serde_json::to_string(&document(&full, version)).expect("a JSON value serialises")
         };

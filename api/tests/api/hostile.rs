@@ -72,7 +72,10 @@ async fn nul_in_a_body_is_400(app: TestApp) {
         "description",
     );
     let fine = app
-        .post("/v1/transactions/earn", earn(json!({"note": "a\nb"})))
+        .post(
+            "/v1/transactions/earn",
+            earn(json!({"note": "a\nb", "a": [[[[[[1]]]]]]})),
+        )
         .await;
     assert_eq!(fine.status, StatusCode::ACCEPTED, "{}", fine.body);
 }
