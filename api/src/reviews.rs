@@ -17,7 +17,7 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::http::auth::Caller;
-use crate::http::checks::{Checks, MAX_ID, MAX_LONG_TEXT, schema};
+use crate::http::checks::{Checks, MAX_LONG_TEXT, schema};
 use crate::http::error::{ApiError, Problem};
 use crate::http::json::JsonBody;
 use crate::http::paging::{PagedList, Paging, PagingParams};
@@ -189,9 +189,9 @@ async fn create_review(
     JsonBody(input): JsonBody<ReviewInput>,
 ) -> Result<(StatusCode, Json<ReviewView>), ApiError> {
     let mut checks = Checks::default();
-    let member = checks.required("memberId", input.member_id, MAX_ID);
-    let voucher_id = checks.required("voucherId", input.voucher_id, MAX_ID);
-    let partner_id = checks.required("partnerId", input.partner_id, MAX_ID);
+    let member = checks.required_id("memberId", input.member_id);
+    let voucher_id = checks.required_id("voucherId", input.voucher_id);
+    let partner_id = checks.required_id("partnerId", input.partner_id);
     let rating = checks.whole("rating", input.rating.as_ref(), 1..=5);
     if input.rating.is_none() {
         checks.fail("rating", "missing_field", "is required");
@@ -282,8 +282,8 @@ async fn report_review(
 ) -> Result<Json<ReviewView>, ApiError> {
     let mut checks = Checks::default();
     let reporter = match input.reporter_id {
-        None | Some(Value::Null) => checks.required("reporterId", None, MAX_ID),
-        Some(Value::String(text)) => checks.required("reporterId", Some(text), MAX_ID),
+        None | Some(Value::Null) => checks.required_id("reporterId", None),
+        Some(Value::String(text)) => checks.required_id("reporterId", Some(text)),
         other => {
             let number = other
                 .as_ref()

@@ -18,7 +18,7 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::http::auth::Caller;
-use crate::http::checks::{self, Checks, MAX_ID, MAX_TEXT, schema};
+use crate::http::checks::{self, Checks, MAX_TEXT, schema};
 use crate::http::error::{ApiError, FieldError, Problem};
 use crate::http::json::JsonBody;
 use crate::http::links::BaseUrl;
@@ -298,8 +298,8 @@ fn new_burn(input: BurnInput) -> Result<NewBurn, ApiError> {
         checks.fail("amount", "missing_field", "is required");
     }
     let burn = NewBurn {
-        wallet: checks.required("walletId", input.wallet_id, MAX_ID),
-        external_id: checks.required("externalId", input.external_id, MAX_ID),
+        wallet: checks.required_id("walletId", input.wallet_id),
+        external_id: checks.required_id("externalId", input.external_id),
         amount: amount.unwrap_or(Tokens::ZERO),
         description: checks.required("description", input.description, MAX_TEXT),
         comment: checks.text("comment", input.comment, MAX_TEXT),
@@ -368,8 +368,8 @@ fn earn_input(body: EarnBody) -> Result<EarnInput, ApiError> {
         checks.fail("date", "missing_field", "is required");
     }
     let earn = EarnInput {
-        earn_id: checks.required("id", body.id, MAX_ID),
-        wallet: checks.required("walletId", body.wallet_id, MAX_ID),
+        earn_id: checks.required_id("id", body.id),
+        wallet: checks.required_id("walletId", body.wallet_id),
         amount: amount
             .map(|a| a.normalize().to_string())
             .unwrap_or_default(),

@@ -14,7 +14,7 @@ use utoipa_axum::routes;
 use crate::AppState;
 use crate::catalogue::TierView;
 use crate::http::auth::Caller;
-use crate::http::checks::{Checks, MAX_ID, schema};
+use crate::http::checks::{Checks, schema};
 use crate::http::error::{ApiError, Problem};
 use crate::http::json::JsonBody;
 use crate::http::paging::{PagedList, Paging, PagingParams};
@@ -119,9 +119,9 @@ pub enum WalletList {
 fn new_wallet(input: WalletInput) -> Result<NewWallet, ApiError> {
     let mut checks = Checks::default();
     let wallet = NewWallet {
-        owner: checks.text("owner", input.owner, MAX_ID),
-        external_id: checks.text("externalId", input.external_id, MAX_ID),
-        name: checks.text("name", input.name, MAX_ID),
+        owner: checks.id("owner", input.owner),
+        external_id: checks.id("externalId", input.external_id),
+        name: checks.id("name", input.name),
     };
     checks.finish(wallet)
 }
@@ -200,7 +200,7 @@ async fn update_wallet(
     JsonBody(input): JsonBody<WalletRename>,
 ) -> Result<Json<WalletView>, ApiError> {
     let mut checks = Checks::default();
-    let name = checks.text("name", input.name, MAX_ID);
+    let name = checks.id("name", input.name);
     let name = checks.finish(name)?;
     let wallet = state
         .store

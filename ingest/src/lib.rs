@@ -1,9 +1,11 @@
 //! Batch files: the SFTP server (`sftp`, `keys`), the inbox watcher, the intake that turns a
-//! complete file into a batch record, the CSV and XLSX readers (`records`, `xlsx`), mappings
+//! complete file into a batch record, the CSV and XLSX readers (`records`, with `delimited`, the
+//! bounded CSV reader, and `xlsx`), mappings
 //! (`mapping`, `values`, `rows`) and the parallel earn pipeline with its reports (`pipeline`,
 //! `reports`). `ingest` uses `store` and `rules`.
 
 pub mod arenas;
+pub mod delimited;
 pub mod export;
 pub mod generate;
 pub mod intake;

@@ -419,6 +419,15 @@ async fn start(
     let parsed: Vec<Result<store::EarnInput, Rejection>> = records
         .par_iter()
         .map(|record| {
+            if let Some((reason, message)) = &record.unread {
+                return Err(Rejection {
+                    row: record.row,
+                    column: None,
+                    value: None,
+                    reason: *reason,
+                    message: message.clone(),
+                });
+            }
             if record.bad_encoding {
                 return Err(Rejection {
                     row: record.row,

@@ -6,7 +6,9 @@
 use std::fs::File;
 use std::path::Path;
 
+use crate::delimited::{self, Delimited, Outcome};
 use crate::mapping::{Encoding, Mapping};
+use crate::rows::Reason;
 
 /// One record: its row number in the file (counting from 1) and its fields.
 #[derive(Debug, Clone)]
@@ -15,12 +17,14 @@ pub struct Record {
     pub fields: Vec<String>,
     /// A field was not text in the file's encoding (its undecodable bytes are shown as `�`).
     pub bad_encoding: bool,
+    /// Why the record could not be read as fields (a CSV record past the reader's bounds, or a
+    /// quote left open): it is rejected with this reason, and `fields` is empty.
+    pub unread: Option<(Reason, String)>,
 }
 
 pub enum Records {
     Csv {
-        reader: csv::Reader<File>,
-        record: csv::ByteRecord,
+        reader: Box<Delimited>,
         encoding: Encoding,
         row: u64,
         size: u64,
@@ -62,14 +66,8 @@ impl Records {
         } else {
             let file = File::open(path).map_err(|e| format!("the file cannot be read: {e}"))?;
             let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-            let reader = csv::ReaderBuilder::new()
-                .has_headers(false)
-                .flexible(true)
-                .delimiter(mapping.delimiter)
-                .from_reader(file);
             Records::Csv {
-                reader,
-                record: csv::ByteRecord::new(),
+                reader: Box::new(Delimited::new(file, mapping.delimiter)),
                 encoding: mapping.encoding,
                 row: 0,
                 size,
@@ -79,6 +77,9 @@ impl Records {
         for n in 1..=mapping.header_row {
             match records.next_record()? {
                 Some(record) if n == mapping.header_row => {
+                    if let Some((_, why)) = record.unread {
+                        return Err(format!("the header row (row {n}) cannot be read: {why}"));
+                    }
                     if record.bad_encoding {
                         return Err(format!(
                             "the header row is not {} text (the mapping's encoding)",
@@ -100,25 +101,32 @@ impl Records {
         match self {
             Records::Csv {
                 reader,
-                record,
                 encoding,
                 row,
                 ..
             } => {
-                match reader.read_byte_record(record) {
-                    Ok(false) => return Ok(None),
-                    Ok(true) => {}
+                let outcome = match reader.next_record() {
+                    Ok(None) => return Ok(None),
+                    Ok(Some(outcome)) => outcome,
                     Err(err) => {
                         return Err(format!(
                             "the file cannot be read past row {}: {err}",
                             *row + 1
                         ));
                     }
-                }
+                };
                 *row += 1;
+                if let Some(unread) = unread(outcome) {
+                    return Ok(Some(Record {
+                        row: *row,
+                        fields: Vec::new(),
+                        bad_encoding: false,
+                        unread: Some(unread),
+                    }));
+                }
                 let mut bad_encoding = false;
-                let mut fields: Vec<String> = record
-                    .iter()
+                let mut fields: Vec<String> = reader
+                    .fields()
                     .map(|bytes| match encoding.decode(bytes) {
                         Some(text) => text.into_owned(),
                         None => {
@@ -137,6 +145,7 @@ impl Records {
                     row: *row,
                     fields,
                     bad_encoding,
+                    unread: None,
                 }))
             }
             Records::Sheet { rows, taken, .. } => Ok(rows.next().map(|(row, fields)| {
@@ -145,6 +154,7 @@ impl Records {
                     row,
                     fields,
                     bad_encoding: false,
+                    unread: None,
                 }
             })),
             Records::Parquet { rows, taken } => Ok(rows.next_row()?.map(|(row, fields, bad)| {
@@ -153,6 +163,7 @@ impl Records {
                     row,
                     fields,
                     bad_encoding: bad,
+                    unread: None,
                 }
             })),
         }
@@ -161,11 +172,38 @@ impl Records {
     /// How far through the file reading is, as (done, of): bytes for CSV, rows otherwise.
     pub fn position(&self) -> (u64, u64) {
         match self {
-            Records::Csv { reader, size, .. } => (reader.position().byte(), *size),
+            Records::Csv { reader, size, .. } => (reader.position(), *size),
             Records::Sheet { count, taken, .. } => (*taken, *count),
             Records::Parquet { rows, taken } => (*taken, rows.len()),
         }
     }
+}
+
+/// The reason and message for a CSV record that is not read as fields.
+fn unread(outcome: Outcome) -> Option<(Reason, String)> {
+    Some(match outcome {
+        Outcome::Record => return None,
+        Outcome::TooManyFields => (
+            Reason::TooManyFields,
+            format!("more than {} fields", delimited::MAX_FIELDS),
+        ),
+        Outcome::RowTooLong => (
+            Reason::RowTooLong,
+            format!("more than {} bytes of fields", delimited::MAX_ROW_BYTES),
+        ),
+        Outcome::FieldTooLong => (
+            Reason::RowTooLong,
+            format!("a field of more than {} bytes", delimited::MAX_FIELD_BYTES),
+        ),
+        Outcome::OpenQuote => (
+            Reason::UnterminatedQuote,
+            format!(
+                "a quote opened here is not closed within {} lines or before the end of the \
+                 file; the lines after this one are read as rows",
+                delimited::MAX_RECORD_LINES
+            ),
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -227,7 +265,7 @@ mod tests {
     }
 
     #[test]
-    fn a_file_ending_before_its_header_is_refused_and_an_open_quote_runs_to_the_end() {
+    fn a_file_ending_before_its_header_is_refused_and_an_open_quote_is_reported() {
         let mapping = mapping(json!({
             "header_row": 3,
             "columns": { "id": "a", "walletId": "b", "amount": "c", "date": "d" },
@@ -242,9 +280,12 @@ mod tests {
             std::fs::write(&path, "id,walletId,amount,date\n\"open,w,1,2026-11-20\n").unwrap();
             Records::open(&path, "short.csv", &Mapping::canonical()).unwrap()
         };
-        // An unclosed quote runs to the end of the file: one field, then reported as ragged.
+        // A quote left open to the end of the file: the record is reported, not read as fields.
         let record = records.next_record().unwrap().unwrap();
-        assert_eq!(record.fields.len(), 1);
+        assert!(record.fields.is_empty());
+        let (reason, _) = record.unread.unwrap();
+        assert_eq!(reason, Reason::UnterminatedQuote);
+        assert!(records.next_record().unwrap().is_none());
     }
 
     #[test]

@@ -28,6 +28,12 @@ pub enum Reason {
     BadEncoding,
     /// A NUL in a field, or a control character in an id.
     ControlCharacter,
+    /// A CSV record with more fields than the reader takes.
+    TooManyFields,
+    /// A CSV record (or one of its fields) longer than the reader takes.
+    RowTooLong,
+    /// A quoted CSV field left open past the reader's line bound or to the end of the file.
+    UnterminatedQuote,
     /// The rules gave tokens the ledger cannot hold.
     RulesRefused,
     /// The wallet's balance or lifetime earnings would pass the ledger's ceiling.
@@ -51,6 +57,9 @@ impl Reason {
             Reason::BadBoolean => "bad_boolean",
             Reason::BadEncoding => "bad_encoding",
             Reason::ControlCharacter => "control_character",
+            Reason::TooManyFields => "too_many_fields",
+            Reason::RowTooLong => "row_too_long",
+            Reason::UnterminatedQuote => "unterminated_quote",
             Reason::RulesRefused => "rules_refused",
             Reason::BalanceCeiling => "balance_ceiling",
             Reason::InternalError => "internal_error",

@@ -138,7 +138,87 @@ async fn a_wrong_header_fails_the_file_with_the_reason(store: Store) {
     );
 }
 
+/// Hostile CSV files end cleanly: a header of millions of columns is refused for its width
+/// before anything is kept per column, a quote left open swallows no rows, and a line of
+/// megabytes is one rejected row.
+async fn hostile_csv_files_end_with_a_clear_outcome(store: Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let (org, campaign) = wallets(&store).await;
+    let book = RuleBook::new(store.clone());
+    let process = |batch| {
+        let (store, book, dir) = (store.clone(), book.clone(), dir.path().to_path_buf());
+        async move {
+            ingest::pipeline::process(&store, &book, &dir, &batch, &|_| {})
+                .await
+                .unwrap();
+            store.get_batch(&batch.org_id, &batch.id).await.unwrap()
+        }
+    };
+
+    let wide = "x,".repeat(3_000_000) + "x\n";
+    let batch = common::receive_bytes(&store, dir.path(), &org, "wide.csv", wide.as_bytes()).await;
+    let recorded = process(batch).await;
+    assert_eq!(recorded.state, BatchState::Failed);
+    let error = recorded.error.unwrap();
+    assert!(error.contains("more than 1024 fields"), "{error}");
+
+    let mut open = String::from("id,walletId,amount,date\nq-1,w-1,1,2026-11-20\n");
+    open.push_str("q-2,w-1,\"1,2026-11-20\n");
+    for i in 3..=1_000 {
+        open.push_str(&format!("q-{i},w-1,1,2026-11-20\n"));
+    }
+    let batch = common::receive_bytes(&store, dir.path(), &org, "open.csv", open.as_bytes()).await;
+    let recorded = process(batch).await;
+    assert_eq!(recorded.state, BatchState::Completed);
+    assert_eq!(
+        (
+            recorded.rows_total,
+            recorded.rows_loaded,
+            recorded.rows_rejected
+        ),
+        (Some(1_000), Some(999), Some(1))
+    );
+    let reports = dir.path().join("sftp").join(&org).join("reports");
+    let rejected = std::fs::read_to_string(reports.join("open.csv.rejected.csv")).unwrap();
+    assert!(
+        rejected
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("3,unterminated_quote,"),
+        "{rejected}"
+    );
+
+    let mut long = String::from("id,walletId,amount,date\nl-1,w-1,1,2026-11-20\n");
+    long.push_str(&format!("l-2,w-1,1,2026-11-20,{}\n", "y".repeat(5 << 20)));
+    long.push_str("l-3,w-1,1,2026-11-20\n");
+    let batch = common::receive_bytes(&store, dir.path(), &org, "long.csv", long.as_bytes()).await;
+    let recorded = process(batch).await;
+    assert_eq!(
+        (
+            recorded.rows_total,
+            recorded.rows_loaded,
+            recorded.rows_rejected
+        ),
+        (Some(3), Some(2), Some(1))
+    );
+    let rejected = std::fs::read_to_string(reports.join("long.csv.rejected.csv")).unwrap();
+    assert!(
+        rejected
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("3,row_too_long,"),
+        "{rejected}"
+    );
+    assert_eq!(
+        balance(&store, &campaign, "w-1").await,
+        Tokens::whole(999 + 2)
+    );
+}
+
 backend_tests!(
     good_rows_are_credited_and_bad_rows_reported_by_reason,
     a_wrong_header_fails_the_file_with_the_reason,
+    hostile_csv_files_end_with_a_clear_outcome,
 );

@@ -312,6 +312,9 @@ async fn paths_links_names_and_sizes_are_refused() {
     let outside = server.dir.path().join("outside.csv");
     std::fs::write(&outside, b"outside").unwrap();
     let escape = format!("put notes.txt ../../../../../..{}\n", outside.display());
+    // 236 characters: more than what the service can derive its own names from.
+    let long = format!("put small.csv inbox/{}.csv\n", "n".repeat(232));
+    server.file("small.csv", b"id\n");
     for (commands, what) in [
         ("cd ..\npwd\n", None),
         ("get ../../etc/passwd passwd\n", Some("etc/passwd")),
@@ -321,6 +324,7 @@ async fn paths_links_names_and_sizes_are_refused() {
         ("ln -s /etc/passwd inbox/link.csv\n", Some("symlink")),
         ("mkdir inbox/sub\n", Some("mkdir")),
         (escape.as_str(), Some("outside")),
+        (long.as_str(), Some("long name")),
     ] {
         let run = server
             .sftp("alice", Login::Key(&server.alice_key), commands)

@@ -144,6 +144,28 @@ impl Checks {
         Some(value)
     }
 
+    /// An id (a reference, a code...): `text` of at most `MAX_ID` characters without control
+    /// characters, which nothing that names a record needs and which paths and filters refuse.
+    pub fn id(&mut self, field: &str, value: Option<String>) -> Option<String> {
+        let value = self.text(field, value, MAX_ID)?;
+        if value.chars().any(char::is_control) && !self.has(field) {
+            self.fail(
+                field,
+                "invalid_value",
+                "must not contain control characters (NUL, line breaks, tabs...)",
+            );
+        }
+        Some(value)
+    }
+
+    pub fn required_id(&mut self, field: &str, value: Option<String>) -> String {
+        let value = self.id(field, value);
+        if value.is_none() {
+            self.fail(field, "missing_field", "is required");
+        }
+        value.unwrap_or_default()
+    }
+
     pub fn required(&mut self, field: &str, value: Option<String>, max: usize) -> String {
         let value = self.text(field, value, max);
         if value.is_none() {
@@ -349,12 +371,24 @@ pub mod schema {
             .build()
     }
 
-    /// `Checks::text` and `Checks::required` for each size of text.
+    /// What `Checks::id` accepts.
+    fn id_text(nullable: bool) -> Object {
+        let control = "\\u0000-\\u001f\\u007f-\\u009f";
+        string(nullable)
+            .max_length(Some(MAX_ID))
+            .pattern(Some(format!(
+                "^[^{control}]*[^{control}{SPACE}][^{control}]*$"
+            )))
+            .build()
+    }
+
+    /// `Checks::id` and `Checks::required_id`, then `Checks::text` and `Checks::required` for
+    /// each size of text.
     pub fn id() -> Object {
-        text(MAX_ID, false)
+        id_text(false)
     }
     pub fn id_or_null() -> Object {
-        text(MAX_ID, true)
+        id_text(true)
     }
     pub fn name() -> Object {
         text(MAX_NAME, false)

@@ -8,7 +8,6 @@ use utoipa::{Modify, OpenApi as _};
 
 use std::sync::Arc;
 
-use axum::extract::Query;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use store::ApiVersion;
@@ -16,6 +15,7 @@ use store::ApiVersion;
 use crate::http::auth::{API_KEY, API_SECRET, API_VERSION};
 use crate::http::error::ApiError;
 use crate::http::error::Problem;
+use crate::http::query::QueryParams;
 use crate::http::versions::Documents;
 use crate::members::ListPreferences;
 
@@ -56,7 +56,7 @@ pub struct DocumentQuery {
 /// `GET /openapi.json[?version=1.9.5|1.6.2]`: that version's document (1.9.5 by default).
 pub async fn serve_document(
     documents: Arc<Documents>,
-    Query(query): Query<DocumentQuery>,
+    QueryParams(query): QueryParams<DocumentQuery>,
 ) -> Result<Response, ApiError> {
     let version = match query.version.as_deref() {
         None => ApiVersion::default(),

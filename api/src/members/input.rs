@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 
 use super::Status;
 use super::preferences::{FlagPreferences, PreferencesBody};
-use crate::http::checks::{Checks, MAX_ID, MAX_NAME, nullable, schema};
+use crate::http::checks::{Checks, MAX_NAME, nullable, schema};
 use crate::http::error::ApiError;
 
 /// The body of Create Member: `firstName`, `userId` and `externalId` are required; `idp`
@@ -151,10 +151,10 @@ pub fn new_member(
         phone: checks.phone("phone", input.phone),
         status: input.status.map(Into::into).unwrap_or_default(),
         idp: checks
-            .text("idp", input.idp, MAX_ID)
+            .id("idp", input.idp)
             .unwrap_or_else(|| "reference".to_string()),
-        user_id: checks.required("userId", input.user_id, MAX_ID),
-        external_id: checks.required(names.external_id, input.external_id, MAX_ID),
+        user_id: checks.required_id("userId", input.user_id),
+        external_id: checks.required_id(names.external_id, input.external_id),
         meta: checks.meta(input.meta),
         communication_preferences,
     };
@@ -178,9 +178,9 @@ pub fn member_patch(input: MemberUpdate, version: ApiVersion) -> Result<MemberPa
         email: input.email.map(|v| checks.email("email", v)),
         phone: input.phone.map(|v| checks.phone("phone", v)),
         status: input.status.map(Into::into),
-        idp: checks.text("idp", input.idp, MAX_ID),
-        user_id: checks.text("userId", input.user_id, MAX_ID),
-        external_id: checks.text("externalId", input.external_id, MAX_ID),
+        idp: checks.id("idp", input.idp),
+        user_id: checks.id("userId", input.user_id),
+        external_id: checks.id("externalId", input.external_id),
         meta: input.meta.map(|v| checks.meta(v)),
         communication_preferences: preferences(
             &mut checks,

@@ -12,7 +12,7 @@ use utoipa_axum::routes;
 use super::views::RedeemedView;
 use crate::AppState;
 use crate::http::auth::Caller;
-use crate::http::checks::{Checks, MAX_ID, schema};
+use crate::http::checks::{Checks, schema};
 use crate::http::error::{ApiError, Problem};
 use crate::http::json::JsonBody;
 
@@ -43,7 +43,7 @@ async fn redeem_code(
 ) -> Result<Json<RedeemedView>, ApiError> {
     caller.require(Permission::RedeemCodes)?;
     let mut checks = Checks::default();
-    let code = checks.required("code", input.code, MAX_ID);
+    let code = checks.required_id("code", input.code);
     let code = checks.finish(code)?;
     let key = &caller.context.key;
     let redeemed = state

@@ -7,7 +7,7 @@ use store::{BookingPatch, BookingStatus, LocalDate, NewBooking, NewLine, NewOrde
 use utoipa::ToSchema;
 use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 
-use crate::http::checks::{self, Checks, MAX_ID, MAX_NAME, MAX_TEXT, nullable, schema};
+use crate::http::checks::{self, Checks, MAX_NAME, MAX_TEXT, nullable, schema};
 use crate::http::error::ApiError;
 
 /// Units one line may order.
@@ -207,7 +207,7 @@ fn booking(checks: &mut Checks, prefix: &str, input: BookingInput) -> Option<New
     let last_name = checks.required(&at("lastName"), input.last_name, MAX_NAME);
     let email = checks.email(&at("email"), input.email);
     let phone = checks.phone(&at("phone"), input.phone);
-    let branch = checks.text(&at("branch"), input.branch, MAX_ID);
+    let branch = checks.id(&at("branch"), input.branch);
     let when = date(checks, &at("date"), input.date.clone());
     if input.date.is_none() {
         checks.fail(&at("date"), "missing_field", "is required");
@@ -233,9 +233,9 @@ fn booking(checks: &mut Checks, prefix: &str, input: BookingInput) -> Option<New
 
 pub fn new_order(input: OrderInput) -> Result<NewOrder, ApiError> {
     let mut checks = Checks::default();
-    let owner = checks.required("owner", input.owner, MAX_ID);
-    let reference = checks.text("reference", input.reference, MAX_ID);
-    let wallet = checks.text("walletId", input.wallet_id, MAX_ID);
+    let owner = checks.required_id("owner", input.owner);
+    let reference = checks.id("reference", input.reference);
+    let wallet = checks.id("walletId", input.wallet_id);
     let meta = checks.meta(input.meta);
     let inputs = input.lines.unwrap_or_default();
     if inputs.is_empty() {
@@ -250,10 +250,10 @@ pub fn new_order(input: OrderInput) -> Result<NewOrder, ApiError> {
     let mut lines = Vec::with_capacity(inputs.len());
     for (i, line) in inputs.into_iter().enumerate() {
         let at = |field: &str| format!("lines[{i}].{field}");
-        let product_id = checks.required(&at("productId"), line.product_id, MAX_ID);
-        let variant_id = checks.text(&at("variantId"), line.variant_id, MAX_ID);
+        let product_id = checks.required_id(&at("productId"), line.product_id);
+        let variant_id = checks.id(&at("variantId"), line.variant_id);
         let quantity = checks.whole(&at("quantity"), line.quantity.as_ref(), 1..=MAX_QUANTITY);
-        let reference = checks.text(&at("reference"), line.reference, MAX_ID);
+        let reference = checks.id(&at("reference"), line.reference);
         let booking = line
             .booking
             .and_then(|b| booking(&mut checks, &format!("lines[{i}].booking"), b));
@@ -285,10 +285,10 @@ pub fn new_random_order(input: RandomOrderInput) -> Result<NewOrder, ApiError> {
         Some(cost) => checks.tokens("cost", Some(cost), false, MAX_COST),
     };
     let order = NewOrder {
-        owner: checks.required("owner", input.owner, MAX_ID),
-        reference: checks.text("reference", input.reference, MAX_ID),
+        owner: checks.required_id("owner", input.owner),
+        reference: checks.id("reference", input.reference),
         meta: checks.meta(input.meta),
-        wallet: checks.text("walletId", input.wallet_id, MAX_ID),
+        wallet: checks.id("walletId", input.wallet_id),
         lines: Vec::new(),
         random_cost: cost,
     };

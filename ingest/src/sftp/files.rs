@@ -17,7 +17,8 @@ use store::SftpLogin;
 
 use super::Settings;
 use super::tree::{
-    BadPath, Folder, Place, Tree, is_final_name, is_uploadable, place, upload_marker,
+    BadPath, Folder, MAX_NAME_BYTES, Place, Tree, is_final_name, is_uploadable, place,
+    upload_marker,
 };
 use crate::intake;
 
@@ -200,6 +201,16 @@ impl Files {
     }
 
     fn check_upload_name(&self, path: &str, name: &str) -> Result<(), StatusReply> {
+        if name.len() > MAX_NAME_BYTES {
+            return Err(self.refuse(
+                "upload",
+                path,
+                refused(
+                    StatusCode::PermissionDenied,
+                    format!("file names are at most {MAX_NAME_BYTES} bytes"),
+                ),
+            ));
+        }
         if is_uploadable(name) && !name.starts_with('.') {
             Ok(())
         } else {

@@ -108,9 +108,14 @@ pub fn is_temporary(name: &str) -> bool {
     ends_with_any(name, &TEMPORARY)
 }
 
-/// A name that may be uploaded at all: final or temporary.
+/// The longest name a file may be uploaded under, in bytes: what the service derives from it
+/// (its spool name, `<batch id>__<source>__<name>`, and reports such as
+/// `<name>.dry-run.rejected.csv.tmp`) must stay within the file system's 255.
+pub const MAX_NAME_BYTES: usize = 200;
+
+/// A name that may be uploaded at all: final or temporary, not too long.
 pub fn is_uploadable(name: &str) -> bool {
-    ends_with_any(name, &ACCEPTED) || is_temporary(name)
+    (ends_with_any(name, &ACCEPTED) || is_temporary(name)) && name.len() <= MAX_NAME_BYTES
 }
 
 /// A complete file's name: `.csv`, `.xlsx` or `.parquet`, not temporary.

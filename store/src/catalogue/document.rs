@@ -11,6 +11,9 @@ use crate::{FieldProblem, Tokens};
 
 /// Longest id, name, free text and address accepted.
 pub const MAX_ID: usize = 128;
+/// Ids (texts of at most `MAX_ID` characters) name things in paths and filters: no control
+/// character (NUL, line break, tab...) in them.
+const CONTROL: &str = "must not contain control characters (NUL, line breaks, tabs...)";
 pub const MAX_NAME: usize = 200;
 pub const MAX_TEXT: usize = 10_000;
 pub const MAX_URL: usize = 2_048;
@@ -349,6 +352,10 @@ impl Reader {
                 }
                 None
             }
+            Some(Value::String(s)) if max == MAX_ID && s.chars().any(char::is_control) => {
+                self.fail(at(), CONTROL);
+                None
+            }
             Some(Value::String(s)) => {
                 let s = s.trim();
                 if s.is_empty() {
@@ -393,13 +400,20 @@ impl Reader {
         let items = self.list(object, key, path);
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
-            match item.as_str().map(str::trim) {
-                Some(s) if !s.is_empty() && s.chars().count() <= max => out.push(s.to_string()),
-                Some(s) if !s.is_empty() => self.fail(
-                    format!("{path}.{key}[{i}]"),
-                    format!("must be at most {max} characters"),
-                ),
-                _ => self.fail(format!("{path}.{key}[{i}]"), "must be a non-blank string"),
+            let at = || format!("{path}.{key}[{i}]");
+            match item.as_str() {
+                Some(s)
+                    if s.contains('\0') || (max == MAX_ID && s.chars().any(char::is_control)) =>
+                {
+                    self.fail(at(), CONTROL)
+                }
+                Some(s) if !s.trim().is_empty() && s.trim().chars().count() <= max => {
+                    out.push(s.trim().to_string())
+                }
+                Some(s) if !s.trim().is_empty() => {
+                    self.fail(at(), format!("must be at most {max} characters"))
+                }
+                _ => self.fail(at(), "must be a non-blank string"),
             }
         }
         out
