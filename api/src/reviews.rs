@@ -32,7 +32,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// A new review; every field is required.
 #[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ReviewInput {
     /// The reviewing member: id or external id.
     #[schema(schema_with = schema::id, required = true)]
@@ -63,7 +63,7 @@ fn rating() -> Schema {
 
 /// A report of a review.
 #[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ReportInput {
     /// The reporting member: id or external id, as a string or a whole number.
     #[schema(schema_with = reporter, required = true)]

@@ -271,7 +271,7 @@ fn date(checks: &mut Checks, field: &str, value: Option<String>) -> Option<DateT
 /// Spend tokens. `externalId` is unique in the organisation: the same request again returns the
 /// first transaction; another request with it is 409.
 #[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BurnInput {
     /// When absent, now.
     #[schema(schema_with = schema::date_time_or_null)]
@@ -329,7 +329,7 @@ async fn burn(
 
 /// Earn tokens: the rules decide how many. Validated now, processed in the background.
 #[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EarnBody {
     /// Unique in the organisation: a repeat credits nothing and ends `duplicate`.
     #[schema(schema_with = schema::id, required = true)]

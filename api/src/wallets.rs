@@ -57,7 +57,7 @@ impl From<Wallet> for WalletView {
 /// external id equals `externalId` owns the wallet.
 /// At least one of `owner` and `externalId` is required (see `document`).
 #[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WalletInput {
     #[schema(schema_with = schema::id_or_null)]
     owner: Option<String>,
@@ -69,6 +69,7 @@ pub struct WalletInput {
 
 /// `null` or leaving `name` out keeps the name.
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct WalletRename {
     #[schema(schema_with = schema::id_or_null)]
     name: Option<String>,

@@ -97,7 +97,7 @@ async fn record(
 }
 
 /// Size and hex SHA-256 of a file, read in pieces.
-fn digest(path: &Path) -> std::io::Result<(i64, String)> {
+pub(crate) fn digest(path: &Path) -> std::io::Result<(i64, String)> {
     let mut file = std::fs::File::open(path)?;
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 256 * 1024];

@@ -233,9 +233,12 @@ pub async fn process(
     let reports = tree.file(Folder::Reports, "");
     let found = match spooled(data_dir, batch) {
         None => Err("the received file is missing from the spool".to_string()),
-        Some(path) => mapping_for(store, &batch.org_id, &batch.file_name)
-            .await?
-            .map(|mapping| (path, mapping)),
+        Some(path) => match unchanged(&path, batch).await {
+            Err(error) => Err(error),
+            Ok(()) => mapping_for(store, &batch.org_id, &batch.file_name)
+                .await?
+                .map(|mapping| (path, mapping)),
+        },
     };
     let outcome = match found {
         Ok((path, mapping)) => {
@@ -271,6 +274,24 @@ pub async fn process(
         state = outcome.state.as_str(), rows = outcome.rows, loaded = outcome.loaded,
         rejected = outcome.rejected, "batch processed");
     Ok(outcome)
+}
+
+/// Checks that the spooled file still holds the bytes its batch's size and SHA-256 were taken
+/// from when it was received, so that the rows read are the bytes recorded.
+async fn unchanged(path: &Path, batch: &Batch) -> Result<(), String> {
+    let path = path.to_path_buf();
+    let digest = tokio::task::spawn_blocking(move || crate::intake::digest(&path))
+        .await
+        .map_err(|e| format!("the received file could not be read: {e}"))?
+        .map_err(|e| format!("the received file could not be read: {e}"))?;
+    if digest != (batch.size, batch.sha256.clone()) {
+        return Err(
+            "the file changed after it was received (its size or SHA-256 differs from \
+                    the batch's); nothing of it was processed: send it again"
+                .to_string(),
+        );
+    }
+    Ok(())
 }
 
 /// The reports of a file refused before it was read.

@@ -13,7 +13,7 @@ use notify::{RecursiveMode, Watcher};
 use store::Store;
 
 use crate::intake;
-use crate::sftp::tree::{is_final_name, upload_marker};
+use crate::sftp::tree::{is_final_name, marker_is_orphaned, upload_marker};
 
 /// How long a file must stay unchanged before it counts as complete.
 pub const QUIET: Duration = Duration::from_secs(2);
@@ -54,7 +54,9 @@ pub async fn watch(
         }
         let mut candidates: Vec<PathBuf> = changed.try_iter().collect();
         if last_scan.is_none_or(|at| at.elapsed() >= RESCAN) {
-            candidates.extend(inbox_files(&root));
+            let files = inbox_files(&root);
+            clear_interrupted(&files);
+            candidates.extend(files);
             last_scan = Some(Instant::now());
         }
         for path in candidates {
@@ -104,15 +106,7 @@ fn check(path: &Path, seen: &mut (u64, SystemTime, Instant)) -> Check {
     if !meta.file_type().is_file() {
         return Check::Drop;
     }
-    let marker = upload_marker(path);
-    if let Ok(marked) = std::fs::metadata(&marker) {
-        let age = marked.modified().ok().and_then(|m| m.elapsed().ok());
-        if age.is_some_and(|age| age > STALE_MARKER) {
-            tracing::warn!(file = %path.display(), "an interrupted upload is deleted");
-            let _ = std::fs::remove_file(path);
-            let _ = std::fs::remove_file(&marker);
-            return Check::Drop;
-        }
+    if upload_marker(path).exists() {
         return Check::Wait;
     }
     let now = (
@@ -127,6 +121,51 @@ fn check(path: &Path, seen: &mut (u64, SystemTime, Instant)) -> Check {
         return Check::Wait;
     }
     Check::Ready { org_id, name }
+}
+
+/// Deletes the uploads among `files` (an inbox's, markers included) that were interrupted: their
+/// marker belongs to a process of this host that is gone (a restart after a crash), or is older
+/// than `STALE_MARKER` (a node that died). Each is logged and leaves
+/// `reports/<name>.interrupted.json` for the client.
+fn clear_interrupted(files: &[PathBuf]) {
+    for marker in files {
+        let Some(name) = marker
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix('.'))
+            .and_then(|n| n.strip_suffix(".uploading"))
+        else {
+            continue;
+        };
+        let age = std::fs::metadata(marker)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|m| m.elapsed().ok());
+        if !marker_is_orphaned(marker) && age.is_none_or(|age| age <= STALE_MARKER) {
+            continue;
+        }
+        let path = marker.with_file_name(name);
+        tracing::warn!(file = %path.display(), "an interrupted upload is deleted");
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_file(marker);
+        let Some(org) = marker.parent().and_then(Path::parent) else {
+            continue;
+        };
+        let record = serde_json::json!({
+            "file": name,
+            "state": "interrupted",
+            "error": "the upload was interrupted (the connection or the service stopped before \
+                      the file was closed); nothing of it was processed: send it again",
+        });
+        let report = org.join("reports").join(format!("{name}.interrupted.json"));
+        let written = crate::reports::write_atomically(
+            &report,
+            &serde_json::to_vec_pretty(&record).unwrap_or_default(),
+        );
+        if let Err(err) = written {
+            tracing::error!(file = %report.display(), %err, "an interrupted upload's record could not be written");
+        }
+    }
 }
 
 /// `(org_id, name)` when `path` is `…/sftp/<org_id>/inbox/<name>` and not a hidden file.

@@ -217,7 +217,31 @@ async fn hostile_csv_files_end_with_a_clear_outcome(store: Store) {
     );
 }
 
+/// The rows read are the bytes recorded: a spooled file written to after it was received (a
+/// second handle on the upload) is refused whole, nothing of it credited.
+async fn a_file_changed_after_it_was_received_is_refused(store: Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let (org, campaign) = wallets(&store).await;
+    let book = RuleBook::new(store.clone());
+    let content = "id,walletId,amount,date\nc-1,w-1,5,2026-11-20\n";
+    let batch = receive(&store, dir.path(), &org, "changed.csv", content).await;
+    let spooled = ingest::pipeline::spooled(dir.path(), &batch).unwrap();
+    let mut more = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&spooled)
+        .unwrap();
+    std::io::Write::write_all(&mut more, b"c-2,w-1,7,2026-11-20\n").unwrap();
+    let outcome = ingest::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(outcome.state, BatchState::Failed);
+    let error = outcome.error.unwrap();
+    assert!(error.contains("changed after it was received"), "{error}");
+    assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::ZERO);
+}
+
 backend_tests!(
+    a_file_changed_after_it_was_received_is_refused,
     good_rows_are_credited_and_bad_rows_reported_by_reason,
     a_wrong_header_fails_the_file_with_the_reason,
     hostile_csv_files_end_with_a_clear_outcome,

@@ -90,7 +90,7 @@ async fn temporary_names_and_uploads_in_progress_wait() {
     let watched = watched().await;
     let uploading = watched.inbox.join("slow.csv");
     let marker = ingest::sftp::tree::upload_marker(&uploading);
-    std::fs::write(&marker, b"").unwrap();
+    ingest::sftp::tree::mark_upload(&uploading).unwrap();
     std::fs::write(&uploading, "id,walletId,amount,date\n").unwrap();
     std::fs::write(watched.inbox.join("later.csv.part"), "id\n").unwrap();
     tokio::time::sleep(ingest::watcher::QUIET * 2).await;
@@ -106,4 +106,44 @@ async fn temporary_names_and_uploads_in_progress_wait() {
     let mut names: Vec<&str> = batches.iter().map(|b| b.file_name.as_str()).collect();
     names.sort();
     assert_eq!(names, ["later.csv", "slow.csv"]);
+}
+
+/// An upload left by a process of this host that is gone (the service killed mid-upload, then
+/// started again) is deleted with its marker, and the client finds a record of it in
+/// `reports/`; a marker of a live process is left alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_interrupted_by_a_crash_is_cleared_with_a_record() {
+    let watched = watched().await;
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let pid = gone.id();
+    gone.wait().unwrap();
+    let partial = watched.inbox.join("midupload.csv");
+    std::fs::write(&partial, "id,walletId,amount,date\ne-1,w-1,5,").unwrap();
+    let marker = ingest::sftp::tree::upload_marker(&partial);
+    std::fs::write(&marker, format!("{}\n{pid}\n12345\n", host.trim())).unwrap();
+    let live = watched.inbox.join("live.csv");
+    ingest::sftp::tree::mark_upload(&live).unwrap();
+    std::fs::write(&live, "id\n").unwrap();
+
+    let report = watched
+        .inbox
+        .parent()
+        .unwrap()
+        .join("reports")
+        .join("midupload.csv.interrupted.json");
+    let started = Instant::now();
+    while !report.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no record of the interrupted upload"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(record["state"], "interrupted");
+    assert!(!partial.exists() && !marker.exists());
+    assert!(live.exists(), "a live upload is left alone");
+    assert!(watched.batches().await.is_empty());
 }

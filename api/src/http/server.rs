@@ -118,7 +118,15 @@ struct Unparsed<S> {
     /// The replacement answer, and how much of it is written.
     pending: Vec<u8>,
     sent: usize,
+    /// After a replaced answer, until when what the client still sends is read and dropped
+    /// before the connection closes: closing on unread bytes would reset the connection, and
+    /// the client could lose the answer.
+    linger: Option<Pin<Box<tokio::time::Sleep>>>,
 }
+
+/// How long, and how many bytes, a refused request's remains are read before closing.
+const LINGER: Duration = Duration::from_secs(2);
+const LINGER_BYTES: usize = 4 << 20;
 
 impl<S> Unparsed<S> {
     fn new(inner: S) -> Self {
@@ -126,6 +134,7 @@ impl<S> Unparsed<S> {
             inner,
             pending: Vec::new(),
             sent: 0,
+            linger: None,
         }
     }
 }
@@ -169,7 +178,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Unparsed<S> {
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for Unparsed<S> {
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Unparsed<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -207,7 +216,27 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Unparsed<S> {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         ready!(self.poll_pending(cx))?;
-        Pin::new(&mut self.inner).poll_shutdown(cx)
+        ready!(Pin::new(&mut self.inner).poll_shutdown(cx))?;
+        if self.pending.is_empty() {
+            return Poll::Ready(Ok(()));
+        }
+        // The answer was ours: read what the client still sends, for a while.
+        let this = &mut *self;
+        let linger = this
+            .linger
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(LINGER)));
+        let mut drained = 0;
+        let mut scratch = [0u8; 16 << 10];
+        while drained < LINGER_BYTES && linger.as_mut().poll(cx).is_pending() {
+            let mut buf = ReadBuf::new(&mut scratch);
+            match Pin::new(&mut this.inner).poll_read(cx, &mut buf) {
+                Poll::Ready(Ok(())) if !buf.filled().is_empty() => drained += buf.filled().len(),
+                Poll::Pending => return Poll::Pending,
+                // The client closed too, or the connection failed: done.
+                Poll::Ready(_) => break,
+            }
+        }
+        Poll::Ready(Ok(()))
     }
 }
 

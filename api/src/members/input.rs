@@ -13,7 +13,7 @@ use crate::http::error::ApiError;
 /// The body of Create Member: `firstName`, `userId` and `externalId` are required; `idp`
 /// defaults to `reference`; `null` is the same as leaving a field out.
 #[derive(Debug, Default, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MemberInput {
     #[schema(schema_with = schema::name, required = true)]
     first_name: Option<String>,
@@ -44,7 +44,7 @@ pub struct MemberInput {
 /// (`lastName`, `email`, `phone`, `meta`) and leaves the others as they are. Version 1.6.2 may
 /// also change `externalId`; 1.9.5 answers 400 `not_allowed` to it.
 #[derive(Debug, Default, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MemberUpdate {
     #[schema(schema_with = schema::name_or_null)]
     first_name: Option<String>,
@@ -76,7 +76,7 @@ pub struct MemberUpdate {
 /// The member guide's body for `POST /api/members`: `name` and `externalID` (the reference's
 /// `firstName` and `externalId` are accepted too) and `userId` are required.
 #[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GuideMemberInput {
     #[serde(alias = "firstName")]
     #[schema(schema_with = schema::name, required = true)]

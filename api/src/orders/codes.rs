@@ -22,6 +22,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// A code as the member shows it; case, spaces and dashes do not matter.
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RedeemInput {
     #[schema(schema_with = schema::id, required = true, example = "7KQ4-XW2M-9HTRC")]
     code: Option<String>,

@@ -54,7 +54,7 @@ fn cost() -> Object {
 
 /// A new order. `owner` and `lines` are required.
 #[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OrderInput {
     /// Unique in the campaign: the same body again returns the first order; another body with
     /// it is 409. Made up when absent.
@@ -74,7 +74,7 @@ pub struct OrderInput {
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LineInput {
     #[schema(schema_with = schema::id, required = true)]
     product_id: Option<String>,
@@ -95,7 +95,7 @@ pub struct LineInput {
 /// on one of the product's weekdays (in the date's own offset); `branch` one of the product's
 /// branches (it may be left out when the product has one).
 #[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BookingInput {
     #[schema(schema_with = schema::name, required = true)]
     first_name: Option<String>,
@@ -120,7 +120,7 @@ pub struct BookingInput {
 
 /// A random order: one unit of a product drawn by weight. `owner` is required.
 #[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RandomOrderInput {
     /// As for orders: the same body again returns the first order.
     #[schema(schema_with = schema::id_or_null)]
@@ -139,7 +139,7 @@ pub struct RandomOrderInput {
 
 /// A change to a booking; every field is optional.
 #[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BookingUpdate {
     /// Along the state machine: REQUESTED -> PENDING | CONFIRMED | UNSUCCESSFUL | CANCELLED;
     /// PENDING -> CONFIRMED | UNSUCCESSFUL | CANCELLED; CONFIRMED -> CANCELLED. The current

@@ -80,7 +80,79 @@ async fn nul_in_a_body_is_400(app: TestApp) {
     assert_eq!(fine.status, StatusCode::ACCEPTED, "{}", fine.body);
 }
 
+/// A body field no operation takes (a typo, most often) is a 400 naming it, on every operation
+/// alike, instead of being ignored by some.
+async fn unknown_body_fields_are_400_naming_them(app: TestApp) {
+    app.member_with_wallet().await;
+    let earn = json!({"id": "e-1", "amount": 1, "date": "2026-11-18T10:15:00Z", "walletId": "w-1", "walletid": "w-2"});
+    refused(
+        &app.post("/v1/transactions/earn", earn).await,
+        "earn",
+        "walletid",
+    );
+    let burn = json!({"externalId": "b-1", "amount": 1, "walletId": "w-1", "description": "x", "ammount": 5});
+    refused(
+        &app.post("/v1/transactions/burn", burn).await,
+        "burn",
+        "ammount",
+    );
+    let wallet = json!({"owner": "card-1", "externalId": "w-9", "colour": "red"});
+    refused(&app.post("/v1/wallets", wallet).await, "wallet", "colour");
+    let member =
+        json!({"firstName": "A", "userId": "u-2", "externalId": "card-2", "nickname": "x"});
+    refused(&app.post("/v1/members", member).await, "member", "nickname");
+    // The member guide's own spellings stay accepted.
+    let guide = json!({"name": "B", "userId": "u-3", "externalID": "card-3"});
+    let created = app.post("/api/members", guide).await;
+    assert!(created.status.is_success(), "{}", created.body);
+}
+
+/// What the HTTP layer itself refuses (a URI past hyper's limit, a head too large, bytes that
+/// are not HTTP, a path parameter that is not UTF-8) is a problem like every other answer.
+async fn requests_the_server_cannot_read_are_problems(app: TestApp) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = app.base.trim_start_matches("http://").to_string();
+    let send = |request: Vec<u8>| {
+        let addr = addr.clone();
+        async move {
+            let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+            stream.write_all(&request).await.unwrap();
+            let mut answer = Vec::new();
+            let _ = stream.read_to_end(&mut answer).await;
+            String::from_utf8_lossy(&answer).into_owned()
+        }
+    };
+    let long_uri = format!(
+        "GET /v1/members/{} HTTP/1.1\r\nhost: x\r\n\r\n",
+        "a".repeat(70_000)
+    );
+    let huge_head = format!(
+        "GET /healthz HTTP/1.1\r\nhost: x\r\nx-big: {}\r\n\r\n",
+        "b".repeat(1_500_000)
+    );
+    for (request, status, code) in [
+        (long_uri.into_bytes(), "414", "uri_too_long"),
+        (huge_head.into_bytes(), "431", "headers_too_large"),
+        (b"NOT HTTP AT ALL\r\n\r\n".to_vec(), "400", "bad_request"),
+    ] {
+        let answer = send(request).await;
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status} ")),
+            "{answer}"
+        );
+        assert!(
+            answer.contains("content-type: application/problem+json"),
+            "{answer}"
+        );
+        assert!(answer.contains(&format!(r#""code":"{code}""#)), "{answer}");
+    }
+    let reply = app.get("/v1/wallets/%FF").await;
+    refused(&reply, "not UTF-8", "id");
+}
+
 app_tests!(
+    requests_the_server_cannot_read_are_problems,
     control_characters_in_ids_and_filters_are_400,
     nul_in_a_body_is_400,
+    unknown_body_fields_are_400_naming_them,
 );

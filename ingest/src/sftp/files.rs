@@ -17,7 +17,7 @@ use store::SftpLogin;
 
 use super::Settings;
 use super::tree::{
-    BadPath, Folder, MAX_NAME_BYTES, Place, Tree, is_final_name, is_uploadable, place,
+    BadPath, Folder, MAX_NAME_BYTES, Place, Tree, is_final_name, is_uploadable, mark_upload, place,
     upload_marker,
 };
 use crate::intake;
@@ -355,8 +355,22 @@ impl russh_sftp::server::Handler for Files {
         } else if !pflags.contains(OpenFlags::APPEND) {
             options.truncate(true);
         }
-        // Marks the upload as in progress for the inbox watcher (see `watcher`).
-        std::fs::write(upload_marker(&path), b"").map_err(io_error)?;
+        // Marks the upload as in progress for the inbox watcher (see `watcher`), and keeps a
+        // second writer (another connection, on any node) off the same file: the bytes a batch
+        // is read from are the bytes of one upload.
+        if let Err(err) = mark_upload(&path) {
+            if err.kind() == std::io::ErrorKind::AlreadyExists {
+                return Err(self.refuse(
+                    "upload",
+                    &filename,
+                    refused(
+                        StatusCode::Failure,
+                        format!("{name} is being uploaded by another connection"),
+                    ),
+                ));
+            }
+            return Err(io_error(err));
+        }
         let file = match options.open(&path) {
             Ok(file) => file,
             Err(err) => {
@@ -472,10 +486,29 @@ impl russh_sftp::server::Handler for Files {
         self.check_upload_name(&newpath, &new)?;
         let (from, _) = self.regular(Folder::Inbox, &old)?;
         let to = self.tree.file(Folder::Inbox, &new);
-        if std::fs::symlink_metadata(&to).is_ok() {
+        if std::fs::symlink_metadata(&to).is_ok() || upload_marker(&to).exists() {
             return Err(refused(
                 StatusCode::Failure,
                 format!("{new} already exists"),
+            ));
+        }
+        // An upload this connection still has open is renamed with its marker, and is handed
+        // over when it is closed: a file is complete only then, whatever its name.
+        let open = self.handles.values_mut().find_map(|open| match open {
+            Open::Write(upload) if upload.path == from => Some(upload),
+            _ => None,
+        });
+        if let Some(upload) = open {
+            std::fs::rename(upload_marker(&from), upload_marker(&to)).map_err(io_error)?;
+            std::fs::rename(&from, &to).map_err(io_error)?;
+            upload.path = to;
+            upload.name = new;
+            return Ok(status(id));
+        }
+        if upload_marker(&from).exists() {
+            return Err(refused(
+                StatusCode::Failure,
+                format!("{old} is being uploaded by another connection"),
             ));
         }
         std::fs::rename(&from, &to).map_err(io_error)?;
@@ -537,5 +570,76 @@ impl russh_sftp::server::Handler for Files {
 
     async fn readlink(&mut self, _id: u32, path: String) -> Result<Name, Self::Error> {
         Err(self.refuse("readlink", &path, StatusCode::NoSuchFile.into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use russh_sftp::protocol::{FileAttributes, OpenFlags};
+    use russh_sftp::server::Handler;
+
+    use super::*;
+
+    const WRITE: OpenFlags = OpenFlags::WRITE
+        .union(OpenFlags::CREATE)
+        .union(OpenFlags::TRUNCATE);
+
+    /// Two connections of one organisation's user.
+    async fn connections(store: &store::Store, dir: &std::path::Path) -> (Files, Files, String) {
+        let org = store.create_org("Acme").await.unwrap().id;
+        let context = Arc::new(Context {
+            store: store.clone(),
+            data_dir: dir.to_path_buf(),
+            settings: Settings::default(),
+        });
+        let login = || SftpLogin {
+            user_id: "u-1".into(),
+            org_id: org.clone(),
+            username: "acme".into(),
+        };
+        let first = Files::new(context.clone(), login(), "first".into()).unwrap();
+        let second = Files::new(context, login(), "second".into()).unwrap();
+        (first, second, org)
+    }
+
+    /// A file has one writer at a time, and is received only when that writer closes it, even
+    /// if it was renamed to its final name while open: the batch holds every byte written.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_upload_has_one_writer_and_is_received_when_closed() {
+        let db = store::testing::TestStore::sqlite().await;
+        let dir = tempfile::tempdir().unwrap();
+        let (mut first, mut second, org) = connections(&db.store, dir.path()).await;
+        let empty = FileAttributes::empty;
+        let handle = first
+            .open(1, "/inbox/earns.part".into(), WRITE, empty())
+            .await
+            .unwrap()
+            .handle;
+        first
+            .write(2, handle.clone(), 0, b"id,walletId,amount,date\n".to_vec())
+            .await
+            .unwrap();
+        let other = second
+            .open(3, "/inbox/earns.part".into(), WRITE, empty())
+            .await;
+        assert!(other.is_err(), "a second writer is refused");
+
+        first
+            .rename(4, "/inbox/earns.part".into(), "/inbox/earns.csv".into())
+            .await
+            .unwrap();
+        let other = second
+            .open(5, "/inbox/earns.csv".into(), WRITE, empty())
+            .await;
+        assert!(other.is_err(), "the renamed upload is still being written");
+        let batches = || db.store.list_batches(&org, store::Page::default());
+        assert_eq!(batches().await.unwrap().total, 0, "not received while open");
+        let rest = b"e-1,w-1,5,2026-11-20\n".to_vec();
+        first.write(6, handle.clone(), 24, rest).await.unwrap();
+        first.close(7, handle).await.unwrap();
+        let received = batches().await.unwrap();
+        assert_eq!(received.total, 1);
+        assert_eq!(received.items[0].file_name, "earns.csv");
+        assert_eq!(received.items[0].size, 45, "every byte written");
     }
 }

@@ -123,6 +123,55 @@ pub fn is_final_name(name: &str) -> bool {
     ends_with_any(name, &ACCEPTED) && !is_temporary(name)
 }
 
+/// Marks `path` as being uploaded by this process; `AlreadyExists` if an upload of it is in
+/// progress. The marker names the host and the process (its id and start time, since ids are
+/// reused), so that a restart can tell its own interrupted uploads from another node's live
+/// ones (see `marker_is_orphaned`).
+pub fn mark_upload(path: &Path) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut marker = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(upload_marker(path))?;
+    let pid = std::process::id();
+    let started = process_start(pid).unwrap_or_default();
+    writeln!(marker, "{}\n{pid}\n{started}", host_name())
+}
+
+/// Whether the upload marked by `marker` belonged to a process of this host that is gone.
+pub fn marker_is_orphaned(marker: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(marker) else {
+        return false;
+    };
+    let mut lines = text.lines();
+    let owner = (
+        lines.next(),
+        lines.next().and_then(|p| p.parse::<u32>().ok()),
+        lines.next(),
+    );
+    let (Some(host), Some(pid), Some(started)) = owner else {
+        // A marker without an owner (an earlier version's): this host's restart owns it.
+        return true;
+    };
+    host == host_name() && process_start(pid).as_deref() != Some(started)
+}
+
+/// This host's name, as the kernel knows it, or empty.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// When process `pid` started (clock ticks after boot, `/proc/<pid>/stat`), if it runs.
+fn process_start(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command name (which may hold spaces) start at the third; the start
+    // time is the 22nd.
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(19).map(str::to_string)
+}
+
 /// The hidden file that marks `path` as being uploaded.
 pub fn upload_marker(path: &Path) -> PathBuf {
     let name = path
