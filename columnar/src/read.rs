@@ -20,6 +20,19 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, NaiveDate, SecondsFormat};
 use polars::prelude::*;
 
+/// What `read` returns; a panic in the Parquet library (which some damaged files cause) is the
+/// file's error, not the process's.
+fn unpanicked<T>(read: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)).unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(format!("the file is damaged ({message})"))
+    })
+}
+
 /// Rows read at once, at most: a row group of a million rows is read a part at a time. (Smaller
 /// parts cost more than they save: polars decompresses a column chunk again for each part.)
 const PART_ROWS: usize = 65_536;
@@ -71,6 +84,10 @@ impl ParquetRows {
     /// Opens `path` and reads its metadata and schema. `Err` says why the whole file is refused:
     /// not Parquet (or truncated), or columns of types an earn file cannot hold (each named).
     pub fn open(path: &Path) -> Result<ParquetRows, String> {
+        unpanicked(|| Self::open_unguarded(path))
+    }
+
+    fn open_unguarded(path: &Path) -> Result<ParquetRows, String> {
         let open = || File::open(path).map_err(|e| format!("the file cannot be read: {e}"));
         let mut reader = ParquetReader::new(open()?);
         let metadata = reader
@@ -98,6 +115,15 @@ impl ParquetRows {
         }
         if !problems.is_empty() {
             return Err(problems.join("; "));
+        }
+        // Damaged metadata may claim any number of rows: more than the bytes of the file could
+        // hold is refused before anything is planned per row.
+        let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        let claimed: usize = metadata.row_groups.iter().map(|g| g.num_rows()).sum();
+        if claimed as u64 > size.saturating_mul(8).max(1 << 20) {
+            return Err(format!(
+                "the file says it holds {claimed} rows, more than its {size} bytes can: it is damaged"
+            ));
         }
         let mut parts = Vec::with_capacity(metadata.row_groups.len());
         let mut first = 0;
@@ -148,7 +174,7 @@ impl ParquetRows {
                 return Ok(None);
             };
             self.next_part += 1;
-            self.read_part(first, count)
+            unpanicked(|| self.read_part(first, count).map_err(|e| e.to_string()))
                 .map_err(|e| format!("the file cannot be read past row {first}: {e}"))?;
             self.at = 0;
         }

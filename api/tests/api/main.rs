@@ -6,6 +6,7 @@ mod batches;
 mod bookings;
 mod catalogue;
 mod contract;
+mod fuzz;
 mod helpers;
 mod hostile;
 mod leaderboard;
