@@ -6,6 +6,7 @@
 //!   group (or a part of a large one) and a column at a time, so memory stays bounded.
 //! - `write`: Parquet files from plain columns, a row group per batch.
 
+mod checksums;
 mod read;
 mod write;
 

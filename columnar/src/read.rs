@@ -125,6 +125,11 @@ impl ParquetRows {
                 "the file says it holds {claimed} rows, more than its {size} bytes can: it is damaged"
             ));
         }
+        let chunks = metadata
+            .row_groups
+            .iter()
+            .flat_map(|g| g.byte_ranges_iter());
+        crate::checksums::verify(path, chunks).map_err(|e| format!("the file is damaged: {e}"))?;
         let mut parts = Vec::with_capacity(metadata.row_groups.len());
         let mut first = 0;
         for group in &metadata.row_groups {

@@ -29,7 +29,21 @@ pub async fn receive(
     let (id, spooled) = spool_path(data_dir, org_id, source, file_name)?;
     std::fs::rename(inbox_file, &spooled)
         .map_err(|e| format!("moving {} to the spool: {e}", inbox_file.display()))?;
+    let sidecar = inbox_file.with_file_name(format!("{file_name}{SIDECAR}"));
+    if sidecar.exists() {
+        std::fs::rename(&sidecar, sidecar_of(&spooled, &id))
+            .map_err(|e| format!("moving {} to the spool: {e}", sidecar.display()))?;
+    }
     record(store, org_id, id, &spooled, file_name, source, username).await
+}
+
+/// The checksum sidecar's suffix: `earns.csv.sha256` holds the SHA-256 of `earns.csv` (as
+/// `sha256sum` prints it), which must match before the file is read.
+pub const SIDECAR: &str = ".sha256";
+
+/// Where the sidecar of the spooled file `spooled` of batch `id` is kept: hidden beside it.
+pub fn sidecar_of(spooled: &Path, id: &str) -> PathBuf {
+    spooled.with_file_name(format!(".{id}{SIDECAR}"))
 }
 
 /// Copies `file` into the spool and records its batch, leaving the original where it is (the
@@ -45,6 +59,11 @@ pub async fn receive_copy(
     let (id, spooled) = spool_path(data_dir, org_id, source, file_name)?;
     let partial = spooled.with_file_name(format!(".{id}.copying"));
     std::fs::copy(file, &partial).map_err(|e| format!("copying {}: {e}", file.display()))?;
+    let sidecar = file.with_file_name(format!("{file_name}{SIDECAR}"));
+    if sidecar.exists() {
+        std::fs::copy(&sidecar, sidecar_of(&spooled, &id))
+            .map_err(|e| format!("copying {}: {e}", sidecar.display()))?;
+    }
     std::fs::rename(&partial, &spooled).map_err(|e| format!("{}: {e}", spooled.display()))?;
     record(store, org_id, id, &spooled, file_name, source, None).await
 }

@@ -277,8 +277,10 @@ pub async fn process(
 }
 
 /// Checks that the spooled file still holds the bytes its batch's size and SHA-256 were taken
-/// from when it was received, so that the rows read are the bytes recorded.
+/// from when it was received, so that the rows read are the bytes recorded, and that they are
+/// the bytes its checksum sidecar (if the client sent one) names.
 async fn unchanged(path: &Path, batch: &Batch) -> Result<(), String> {
+    let sidecar = crate::intake::sidecar_of(path, &batch.id);
     let path = path.to_path_buf();
     let digest = tokio::task::spawn_blocking(move || crate::intake::digest(&path))
         .await
@@ -290,6 +292,18 @@ async fn unchanged(path: &Path, batch: &Batch) -> Result<(), String> {
                     the batch's); nothing of it was processed: send it again"
                 .to_string(),
         );
+    }
+    if let Ok(text) = std::fs::read_to_string(&sidecar) {
+        let expected = text.split_whitespace().next().unwrap_or_default();
+        if !expected.eq_ignore_ascii_case(&batch.sha256) {
+            return Err(format!(
+                "the file's SHA-256 is {}, not the {expected:?} its {}{} says: it was damaged \
+                 on the way; nothing of it was processed",
+                batch.sha256,
+                batch.file_name,
+                crate::intake::SIDECAR
+            ));
+        }
     }
     Ok(())
 }

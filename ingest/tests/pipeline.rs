@@ -218,7 +218,8 @@ async fn hostile_csv_files_end_with_a_clear_outcome(store: Store) {
 }
 
 /// The rows read are the bytes recorded: a spooled file written to after it was received (a
-/// second handle on the upload) is refused whole, nothing of it credited.
+/// second handle on the upload) is refused whole, nothing of it credited; and they are the bytes
+/// the client's checksum sidecar names, when it sent one.
 async fn a_file_changed_after_it_was_received_is_refused(store: Store) {
     let dir = tempfile::tempdir().unwrap();
     let (org, campaign) = wallets(&store).await;
@@ -238,6 +239,39 @@ async fn a_file_changed_after_it_was_received_is_refused(store: Store) {
     let error = outcome.error.unwrap();
     assert!(error.contains("changed after it was received"), "{error}");
     assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::ZERO);
+
+    // A checksum sidecar sent before the file: the file is read only if it matches.
+    let sha256 = |bytes: &[u8]| {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(bytes);
+        digest
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    for (name, matches, state) in [
+        ("checked.csv", true, BatchState::Completed),
+        ("damaged.csv", false, BatchState::Failed),
+    ] {
+        let content = content.replace("c-1", &format!("c-1-{name}"));
+        let digest = if matches {
+            sha256(content.as_bytes())
+        } else {
+            sha256(b"the bytes the client meant")
+        };
+        let sidecar = format!("{digest}  {name}\n");
+        std::fs::write(dir.path().join(format!("{name}.sha256")), sidecar).unwrap();
+        let batch = receive(&store, dir.path(), &org, name, &content).await;
+        let outcome = ingest::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
+            .await
+            .unwrap();
+        assert_eq!(outcome.state, state, "{name}: {:?}", outcome.error);
+        if !matches {
+            let error = outcome.error.unwrap();
+            assert!(error.contains("damaged on the way"), "{error}");
+        }
+    }
+    assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::whole(5));
 }
 
 backend_tests!(

@@ -113,9 +113,13 @@ pub fn is_temporary(name: &str) -> bool {
 /// `<name>.dry-run.rejected.csv.tmp`) must stay within the file system's 255.
 pub const MAX_NAME_BYTES: usize = 200;
 
-/// A name that may be uploaded at all: final or temporary, not too long.
+/// A name that may be uploaded at all: final, temporary or a checksum sidecar, not too long.
 pub fn is_uploadable(name: &str) -> bool {
-    (ends_with_any(name, &ACCEPTED) || is_temporary(name)) && name.len() <= MAX_NAME_BYTES
+    let sidecar = name
+        .strip_suffix(crate::intake::SIDECAR)
+        .is_some_and(is_final_name);
+    (ends_with_any(name, &ACCEPTED) || is_temporary(name) || sidecar)
+        && name.len() <= MAX_NAME_BYTES
 }
 
 /// A complete file's name: `.csv`, `.xlsx` or `.parquet`, not temporary.
@@ -227,6 +231,18 @@ impl Tree {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uploadable_names() {
+        for name in ["a.csv", "a.XLSX", "a.parquet", "a.csv.part", "a.csv.sha256"] {
+            assert!(is_uploadable(name), "{name}");
+        }
+        let long = format!("{}.csv", "n".repeat(MAX_NAME_BYTES));
+        for name in ["a.txt", "a.txt.sha256", "a.sha256", long.as_str()] {
+            assert!(!is_uploadable(name), "{name}");
+        }
+        assert!(!is_final_name("a.csv.sha256"), "a sidecar is not a batch");
+    }
 
     #[test]
     fn paths_never_leave_the_root() {
