@@ -613,7 +613,9 @@ fn count(tally: &mut Tally, row: &FileEarn, outcome: FileOutcome) -> Option<Reje
     match outcome {
         FileOutcome::Credited { tokens, trace, .. } => {
             tally.loaded += 1;
-            tally.tokens = tally.tokens.checked_add(tokens).unwrap_or(tally.tokens);
+            // Within `Tokens::MAX`: a row that would take the file's total past it is refused
+            // (`FileTotals`).
+            tally.tokens = tally.tokens.checked_add(tokens).unwrap_or(Tokens::MAX);
             for (rule, amount) in trace_parts(&trace) {
                 let total = tally.by_rule.entry(rule).or_default();
                 *total = total.checked_add(amount).unwrap_or(*total);

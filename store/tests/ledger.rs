@@ -873,6 +873,34 @@ async fn file_rows_stop_at_the_ledger_ceiling(store: Store) {
     assert!(store.audit().await.unwrap().is_empty());
 }
 
+/// A file's own total stops at the ceiling too, whichever wallets its rows go to.
+async fn a_files_total_stops_at_the_ledger_ceiling(store: Store) {
+    let s = setup(&store).await;
+    let other = store::NewWallet {
+        owner: Some("card-1".into()),
+        external_id: Some("w-2".into()),
+        name: None,
+    };
+    store.create_wallet(&s.campaign, other).await.unwrap();
+    let book = RuleBook::new(store.clone());
+    let rows = [("a", "w-1"), ("b", "w-2")].map(|(id, wallet)| store::FileEarn {
+        row: 2,
+        earn: EarnInput {
+            wallet: wallet.into(),
+            ..earn(id, "600000000000")
+        },
+    });
+    let outcomes = store
+        .credit_file_earns(&book, &s.campaign.org_id, "batch-1", &rows)
+        .await
+        .unwrap();
+    assert!(matches!(outcomes[0], store::FileOutcome::Credited { .. }));
+    let store::FileOutcome::OverCeiling(reason) = &outcomes[1] else {
+        panic!("{:?}", outcomes[1]);
+    };
+    assert!(reason.contains("the file's credited total"), "{reason}");
+}
+
 /// PostgreSQL's bulk path.
 async fn backdated_file_rows_are_spent_and_expire_in_date_order(store: Store) {
     let s = setup(&store).await;
@@ -1095,6 +1123,7 @@ backend_tests!(
     a_large_chunk_of_new_rows_is_credited_once,
     file_chunks_commit_with_the_writes_beside_them,
     file_rows_stop_at_the_ledger_ceiling,
+    a_files_total_stops_at_the_ledger_ceiling,
     a_repeated_burn_is_a_replay_or_a_conflict,
     tiers_follow_lifetime_earnings,
     transactions_filter_by_kind_wallet_and_date,

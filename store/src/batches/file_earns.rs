@@ -90,22 +90,35 @@ pub struct Evaluated {
 /// or not yet). Keyed by a hash of the wallet's id (24 bytes a wallet): two wallets that share
 /// one count together, which can only refuse sooner, and only near the ceiling. Other writers
 /// meanwhile (an API earn) are the write's own check's to catch.
+/// The file's own total (every row it credits, reported in its summary) has the same ceiling.
 #[derive(Default)]
-pub struct FileTotals(HashMap<u64, (i64, i64)>);
+pub struct FileTotals {
+    wallets: HashMap<u64, (i64, i64)>,
+    all: i64,
+}
 
 impl FileTotals {
-    /// Counts `credit` against its wallet, or refuses it if the wallet would pass the ceiling.
+    /// Counts `credit` against its wallet and the file, or refuses it if either would pass the
+    /// ceiling.
     fn count(&mut self, wallet: &WalletContext, credit: &Credit) -> Result<(), FileOutcome> {
+        let micros = credit.tokens.micros().max(0);
+        if self.all > Tokens::MAX.micros() - micros {
+            return Err(FileOutcome::OverCeiling(format!(
+                "the file's credited total would pass the ledger's {} tokens",
+                Tokens::MAX
+            )));
+        }
         use std::hash::BuildHasher;
         let key = std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default()
             .hash_one(&credit.wallet_id);
         let (standing, so_far) = self
-            .0
+            .wallets
             .entry(key)
             .or_insert((wallet.balance.max(wallet.earned), 0));
         within_ceiling(standing.saturating_add(*so_far), credit.tokens)
             .map_err(FileOutcome::from)?;
-        *so_far = so_far.saturating_add(credit.tokens.micros().max(0));
+        *so_far = so_far.saturating_add(micros);
+        self.all += micros;
         Ok(())
     }
 }
