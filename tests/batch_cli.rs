@@ -126,6 +126,11 @@ async fn operators_set_a_mapping_preview_a_file_and_load_it() {
         (json!(2), json!(1))
     );
     assert_eq!(preview["tokens"], 14, "10 + 4 under the default rules");
+    let text = ok(&env, &["ingest", "--org", &org, "--dry-run", &file]);
+    assert!(
+        text.contains(", 14 tokens"),
+        "the text summary says it too: {text}"
+    );
     let balance = |wallet: Value| wallet["balance"].clone();
     let path = format!("/v1/wallets/{wallet_id}");
     assert_eq!(balance(call(&http, &key, &path, None).await), 0);

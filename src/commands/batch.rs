@@ -155,7 +155,7 @@ pub async fn ingest(
             outcome.rows,
             outcome.loaded,
             outcome.rejected,
-            outcome.summary["tokens"].as_str().unwrap_or("0"),
+            outcome.summary["tokens"],
         );
         if let Some(error) = &outcome.error {
             text.push_str(&format!("\n{error}"));
