@@ -1,9 +1,9 @@
 //! How many arenas glibc's allocator keeps. It gives a thread that allocates while the others
 //! hold theirs an arena of its own, up to eight a core, and memory freed into an arena stays
 //! with it. A batch load hands its rows from the threads that read and evaluate them to the
-//! one that writes them, so every arena grows to its own high-water mark: a 5,000,000-row file
-//! peaked at 267 MiB with glibc's default and at 199 MiB with two arenas, for 10% of the load's
-//! time (README, Performance).
+//! one that writes them, so every arena grows to its own high-water mark; two arenas keep a
+//! large file's peak memory well below glibc's default for a small part of the load's time
+//! (figures in `docs/performance.md`).
 
 /// Arenas the service keeps unless the operator says otherwise.
 pub const ARENAS: usize = 2;

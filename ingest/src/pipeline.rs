@@ -29,8 +29,8 @@ use crate::sftp::tree::{Folder, Tree};
 
 /// Rows read, checked and credited together. Two chunks are in memory at once (one being
 /// credited, the next being read). Chunks no longer decide how often SQLite commits (see
-/// `Store::credit_evaluated`): measured, 5,000 rows load as fast as 10,000 with 36 MiB less peak
-/// memory.
+/// `Store::credit_evaluated`), and 5,000 rows load as fast as 10,000 with less peak memory
+/// (`docs/performance.md`).
 /// Tests may set `REWARDS_TEST_CHUNK_ROWS` to see a small file in several chunks.
 fn chunk_rows() -> usize {
     static ROWS: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| {
@@ -514,7 +514,7 @@ async fn start(
             // and prepared for writing meanwhile. (Two chunks written at once would each lock
             // most of the same wallets: on PostgreSQL the second waits for the first anyway,
             // after interleaving its row locks with the first's, and the whole file loads
-            // slower; the figures are in the README's batch-file performance section.)
+            // slower; the figures are in `docs/performance.md`, "Batch files".)
             let before = loading.written.take();
             let (written, wait) = tokio::sync::oneshot::channel();
             loading.written = Some(wait);

@@ -181,8 +181,8 @@ const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 /// WAL grows by 40,000 pages a second (every commit rewrites the pages it touched), so this is
 /// about once a second, for a pass of about 10 ms. Kept below `journal_size_limit` (64 MiB): a
 /// WAL that grew past it is cut back by the first commit after the restart, on the writer's
-/// time. (`cargo bench --bench ledger`, 60 s a scenario, two runs each: the slowest burn took
-/// 58-106 ms at 8,192 pages against 116-150 ms at 65,536; p99 the same, 9 ms.)
+/// time. (`cargo bench --bench ledger` halved the slowest burn against 65,536 pages, with the
+/// same p99: `docs/performance.md`, "Ledger".)
 const WAL_RESTART_PAGES: i64 = 8_192;
 
 /// The checkpointer thread. SQLite's own checkpoints run inside a commit, when the WAL passes
