@@ -25,15 +25,25 @@ pub struct Spec {
 const STORES: [&str; 6] = ["A1", "A2", "B7", "C3", "D9", "E4"];
 const WHAT: [&str; 5] = ["Coffee", "Weekly shop", "Fuel", "Books", "Lunch"];
 
-/// A small, fast pseudo-random sequence (xorshift64*); no need for more here.
-struct Sequence(u64);
+/// A small, fast pseudo-random sequence (xorshift64*); no need for more here. The same seed
+/// gives the same sequence (the file fuzz test replays a seed with it).
+pub struct Sequence(u64);
 
 impl Sequence {
-    fn next(&mut self) -> u64 {
+    pub fn new(seed: u64) -> Self {
+        Sequence(seed.max(1))
+    }
+
+    pub fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A number below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
     }
 }
 
@@ -53,7 +63,7 @@ struct Row {
 /// Row `n`'s earn id: a random-looking UUID (version 4), as a client's system would make, the
 /// same for the same seed and row.
 fn earn_id(seed: u64, n: u64) -> String {
-    let mut random = Sequence((seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ n).max(1));
+    let mut random = Sequence::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ n);
     random.next();
     let mut bytes = [0u8; 16];
     bytes[..8].copy_from_slice(&random.next().to_le_bytes());
@@ -65,7 +75,7 @@ fn earn_id(seed: u64, n: u64) -> String {
 
 /// The rows of `spec`, in order; the same seed gives the same rows.
 fn rows(spec: &Spec) -> impl Iterator<Item = Row> {
-    let mut random = Sequence(spec.seed.max(1));
+    let mut random = Sequence::new(spec.seed);
     let bad_every = if spec.bad_share > 0.0 {
         (1.0 / spec.bad_share).round().max(1.0) as u64
     } else {

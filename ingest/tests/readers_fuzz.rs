@@ -8,6 +8,7 @@
 //! `REWARDS_FUZZ_FILES=2000 REWARDS_FUZZ_SEED=$RANDOM cargo test -p ingest --test readers_fuzz`.
 //! (One test in its own binary, so that the peak memory measured is this test's.)
 
+use ingest::generate::Sequence as Dice;
 use ingest::mapping::Mapping;
 use ingest::records::Records;
 
@@ -15,21 +16,6 @@ use ingest::records::Records;
 const CASES: u64 = 150;
 /// The most the process's peak memory may grow while the files are read.
 const MEMORY_BOUND: u64 = 512 << 20;
-
-struct Dice(u64);
-
-impl Dice {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
 
 /// The process's peak resident memory so far, in bytes (`VmHWM`).
 fn peak_memory() -> u64 {
@@ -103,7 +89,7 @@ fn hostile_files_end_cleanly_within_a_memory_bound() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(12);
-    let mut dice = Dice(seed | 1);
+    let mut dice = Dice::new(seed);
     let dir = tempfile::tempdir().unwrap();
     let mapping = Mapping::canonical();
     let before = peak_memory();
