@@ -34,7 +34,7 @@ impl Sequence {
         Sequence(seed.max(1))
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -43,7 +43,7 @@ impl Sequence {
 
     /// A number below `n` (0 when `n` is 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+        (self.next_u64() % n.max(1) as u64) as usize
     }
 }
 
@@ -64,10 +64,10 @@ struct Row {
 /// same for the same seed and row.
 fn earn_id(seed: u64, n: u64) -> String {
     let mut random = Sequence::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ n);
-    random.next();
+    random.next_u64();
     let mut bytes = [0u8; 16];
-    bytes[..8].copy_from_slice(&random.next().to_le_bytes());
-    bytes[8..].copy_from_slice(&random.next().to_le_bytes());
+    bytes[..8].copy_from_slice(&random.next_u64().to_le_bytes());
+    bytes[8..].copy_from_slice(&random.next_u64().to_le_bytes());
     uuid::Builder::from_random_bytes(bytes)
         .into_uuid()
         .to_string()
@@ -83,7 +83,7 @@ fn rows(spec: &Spec) -> impl Iterator<Item = Row> {
     };
     let wallets = spec.wallets.max(1);
     (0..spec.rows).map(move |n| {
-        let r = random.next();
+        let r = random.next_u64();
         Row {
             n,
             wallet: r % wallets,

@@ -31,13 +31,13 @@ fn hostile_file(dice: &mut Dice) -> (&'static str, Vec<u8>) {
     const XLSX: &[u8] = include_bytes!("../../templates/earn.xlsx");
     const PARQUET: &[u8] = include_bytes!("../../templates/earn.parquet");
     let random =
-        |dice: &mut Dice, n: usize| -> Vec<u8> { (0..n).map(|_| dice.next() as u8).collect() };
+        |dice: &mut Dice, n: usize| -> Vec<u8> { (0..n).map(|_| dice.next_u64() as u8).collect() };
     let cut = |dice: &mut Dice, bytes: &[u8]| bytes[..dice.below(bytes.len())].to_vec();
     let flipped = |dice: &mut Dice, bytes: &[u8]| {
         let mut bytes = bytes.to_vec();
         for _ in 0..1 + dice.below(64) {
             let at = dice.below(bytes.len());
-            bytes[at] = dice.next() as u8;
+            bytes[at] = dice.next_u64() as u8;
         }
         bytes
     };
