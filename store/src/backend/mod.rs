@@ -8,8 +8,9 @@
 //!
 //! - `read_row!` (one row by id or key) and `read_each!` (rows for many keys): on SQLite by a
 //!   rusqlite reader on the calling thread, on PostgreSQL by sqlx (`= ANY(...)` for many keys).
-//! - `Transactional` and `Store::transact`: work done in one transaction, written once for the
-//!   rusqlite writer thread and once for sqlx on PostgreSQL (the ledger's debit).
+//! - `Work` and `Store::write` (`tx.rs`): work done in one transaction, written once against
+//!   `Tx` (the ledger's debit, an order's placing); on SQLite it runs on the rusqlite writer
+//!   thread, on PostgreSQL through sqlx.
 //! - `lock` and `claim`: row locking (`FOR UPDATE`, `SKIP LOCKED`), which SQLite's single
 //!   writer does not need.
 //!
@@ -32,9 +33,12 @@ pub(crate) mod direct;
 mod migrations;
 #[macro_use]
 mod rows;
+#[macro_use]
+mod tx;
 
 use crate::StoreError;
 use direct::Direct;
+pub(crate) use tx::{Arg, PgTx, SqliteTx, ToArg, Tx, Work, ready};
 
 /// Expands `$body` once per backend with `$pool` bound to that backend's pool for reading.
 macro_rules! with_pool {
@@ -310,27 +314,20 @@ impl Store {
     }
 }
 
-/// Work done inside one database transaction, written once for each backend: on SQLite
-/// synchronously on the rusqlite writer thread (see `direct`), on PostgreSQL through sqlx. The
-/// seam where writes really differ between the backends; a larger piece of work (an order paid
-/// with points) holds smaller ones (the ledger's debit) and calls their halves from its own.
-pub(crate) trait Transactional: Send + 'static {
-    type Output: Send + 'static;
-    fn sqlite(&self, tx: &rusqlite::Connection) -> Result<Self::Output, StoreError>;
-    async fn postgres(&self, tx: &mut sqlx::PgConnection) -> Result<Self::Output, StoreError>;
-}
-
 impl Store {
-    /// Runs `work` in a transaction: committed when it succeeds, undone when it fails.
-    pub(crate) async fn transact<W: Transactional>(
-        &self,
-        work: W,
-    ) -> Result<W::Output, StoreError> {
+    /// Runs `work` in one transaction: committed when it succeeds, undone when it fails. On
+    /// SQLite on the writer thread (in a savepoint of the transaction it shares with the writes
+    /// queued beside it), on PostgreSQL in a transaction of its own.
+    pub(crate) async fn write<W: Work>(&self, work: W) -> Result<W::Output, StoreError> {
         match &self.pool {
-            Pool::Sqlite { direct, .. } => direct.write(move |tx| work.sqlite(tx)).await,
+            Pool::Sqlite { direct, .. } => {
+                direct
+                    .write(move |c| ready(work.sqlite(&mut SqliteTx(c))))
+                    .await
+            }
             Pool::Postgres(pool) => {
                 let mut tx = pool.begin().await?;
-                let output = work.postgres(&mut tx).await?;
+                let output = work.postgres(&mut PgTx(&mut tx)).await?;
                 tx.commit().await?;
                 Ok(output)
             }

@@ -5,19 +5,17 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use sqlx::PgConnection;
-
-use crate::backend::direct;
-use crate::backend::{Pool, Transactional};
+use crate::backend::{PgTx, Pool, SqliteTx, Tx, Work};
 use crate::common::ids::{fingerprint, new_id, now};
 use crate::ledger::fifo::{Aside, Earn, LotRow, Position, Spent, Taker};
 use crate::ledger::transactions::{
-    Entry, EntryText, INSERT_TRANSACTION, TransactionRow, bind_entry, idem_key, insert_transaction,
-    transaction_columns, transaction_from_row,
+    Entry, TransactionRow, idem_key, transaction_columns, transaction_from_row,
 };
 use crate::{Campaign, Store, StoreError, Tokens, Transaction, TransactionKind};
 
 mod at_once;
+mod postgres;
+mod sqlite;
 
 #[derive(Debug, Clone)]
 pub struct NewBurn {
@@ -128,11 +126,11 @@ impl Store {
                 Ok(false) => {
                     // The locked path takes a connection of its own.
                     drop(conn);
-                    self.transact(debit).await
+                    self.write(debit).await
                 }
                 Err(err) => Err(err),
             },
-            None => self.transact(debit).await,
+            None => self.write(debit).await,
         };
         match result {
             Ok(Some(earlier)) => Ok(earlier),
@@ -169,24 +167,8 @@ impl Store {
 // overdrawing, and expiry and credits take the same lock), and take the tokens from the oldest
 // earns first, so the ones spent are those that would expire soonest: the wallet's spending
 // position moves along its earns in date order, read through (wallet_id, date) only as far as
-// the amount reaches (see `fifo`).
-const DEBIT: &str = "UPDATE wallets SET balance = balance - $2, updated_at = $3 \
-         WHERE id = $1 AND balance - $2 >= $4 RETURNING fifo_date, fifo_id, fifo_taken";
+// the amount reaches (see `fifo`). The first two are `Debiting::claim_and_debit`.
 const BALANCE: &str = "SELECT balance FROM wallets WHERE id = $1";
-/// PostgreSQL: the claim and the debit in one round trip: the BURN transaction
-/// (`INSERT_TRANSACTION`'s parameters) and, when it is new, `DEBIT` of its amount (`$6`) from
-/// its wallet (`$4`) keeping `$21`, at `$22`. Whether the externalId was claimed, and the
-/// position when the wallet was debited. (The reads of what to spend come after, in statements
-/// of their own: a statement's snapshot is taken before it waits for the wallet's lock.)
-const CLAIM_AND_DEBIT: &str = concat!(
-    "WITH claim AS (",
-    insert_transaction!(),
-    " RETURNING 1), debit AS (UPDATE wallets SET balance = balance - $6, updated_at = $22 \
-       WHERE id = $4 AND balance - $6 >= $21 AND EXISTS (SELECT FROM claim) \
-       RETURNING fifo_date, fifo_id, fifo_taken) \
-     SELECT EXISTS (SELECT FROM claim), debit.fifo_date, debit.fifo_id, debit.fifo_taken \
-     FROM (SELECT) AS one LEFT JOIN debit ON true"
-);
 /// The wallet's aside rows.
 pub(crate) const ASIDE: &str = "SELECT transaction_id, earned_at, remaining, expires_at \
      FROM lots_aside WHERE wallet_id = $1 ORDER BY earned_at, transaction_id";
@@ -203,10 +185,11 @@ macro_rules! earns {
 }
 pub(crate) const EARNS: &str = earns!("");
 pub(crate) const EARNS_FROM: &str = earns!(" AND (date, id) >= ($2, $3)");
-/// PostgreSQL: a burn's reads of the wallet's transactions from its position, every kind (the
-/// burns and expiries among the earns are passed over as they come). With `kind = 'EARN'` in
-/// the query, the planner's guess of how few rows match made it read every later earn and sort
-/// them on a ledger whose statistics lagged; without it, it walks the index and stops.
+/// A burn's reads of the wallet's transactions from its position, at most `$4`, every kind
+/// (the burns and expiries among the earns are passed over as they come): a burn reads only as
+/// far as its amount reaches. With `kind = 'EARN'` in the query, PostgreSQL's planner, guessing
+/// how few rows match, read every later earn and sorted them on a ledger whose statistics
+/// lagged; without it, it walks the index and stops.
 macro_rules! from_position {
     ($from:literal) => {
         concat!(
@@ -217,97 +200,41 @@ macro_rules! from_position {
         )
     };
 }
+pub(crate) use from_position;
+/// The next `$4` transactions after `($2, $3)`, as `LotRead`s.
 const EARNS_AFTER: &str = concat!(
     "SELECT false, e.* FROM (",
     from_position!(" AND (date, id) > ($2, $3)"),
     ") e"
 );
-/// PostgreSQL: the aside rows and the first `$4` transactions (from the position `($2, $3)` on,
-/// in the second form), in one round trip.
-macro_rules! aside_and_earns {
-    ($from:literal) => {
-        concat!(
-            "(SELECT true, transaction_id, earned_at, remaining, expires_at, true \
-             FROM lots_aside WHERE wallet_id = $1) UNION ALL (SELECT false, e.* FROM (",
-            from_position!($from),
-            ") e)"
-        )
-    };
-}
-const ASIDE_AND_EARNS: &str = aside_and_earns!(" AND $2::TIMESTAMPTZ IS NULL AND $3::TEXT IS NULL");
-const ASIDE_AND_EARNS_FROM: &str = aside_and_earns!(" AND (date, id) >= ($2, $3)");
 pub(crate) const MOVE: &str =
     "UPDATE wallets SET fifo_date = $2, fifo_id = $3, fifo_taken = $4 WHERE id = $1";
 pub(crate) const ASIDE_LEFT: &str =
     "UPDATE lots_aside SET remaining = $2 WHERE transaction_id = $1";
 pub(crate) const ASIDE_DONE: &str = "DELETE FROM lots_aside WHERE transaction_id = $1";
 
-/// Writes what `fifo` decided for `wallet` (rusqlite path).
-pub(crate) fn apply_direct(
-    tx: &rusqlite::Connection,
+/// Writes what `fifo` decided for `wallet`: its new position and aside rows.
+pub(crate) async fn apply(
+    tx: &mut impl Tx,
     wallet: &str,
-    spent: &Spent<String>,
+    spent: &Spent<DateTime<Utc>>,
 ) -> Result<(), StoreError> {
     if let Some(p) = &spent.position {
-        direct::execute(tx, MOVE, args![wallet, p.date, p.id, p.taken])?;
+        tx.execute(MOVE, params![wallet, p.date, p.id, p.taken])
+            .await?;
     }
     for (id, remaining) in &spent.aside_updates {
-        direct::execute(tx, ASIDE_LEFT, args![id, remaining])?;
+        tx.execute(ASIDE_LEFT, params![id, remaining]).await?;
     }
     for id in &spent.aside_deletes {
-        direct::execute(tx, ASIDE_DONE, args![id])?;
+        tx.execute(ASIDE_DONE, params![id]).await?;
     }
     for a in &spent.aside_inserts {
-        let set_aside = crate::ledger::credit::SET_ASIDE;
-        direct::execute(
-            tx,
-            set_aside,
-            args![a.id, wallet, a.date, a.remaining, a.expires_at],
-        )?;
+        let args = params![a.id, wallet, a.date, a.remaining, a.expires_at];
+        tx.execute(crate::ledger::credit::SET_ASIDE, args).await?;
     }
     Ok(())
 }
-
-/// Writes what `fifo` decided (`$spent`) for `$wallet` through the sqlx connection `$tx`, on
-/// either backend.
-macro_rules! apply_spent {
-    ($tx:expr, $wallet:expr, $spent:expr) => {{
-        let (spent, wallet) = ($spent, $wallet);
-        if let Some(p) = &spent.position {
-            sqlx::query($crate::ledger::burn::MOVE)
-                .bind(wallet)
-                .bind(p.date)
-                .bind(&p.id)
-                .bind(p.taken)
-                .execute(&mut *$tx)
-                .await?;
-        }
-        for (id, remaining) in &spent.aside_updates {
-            sqlx::query($crate::ledger::burn::ASIDE_LEFT)
-                .bind(id)
-                .bind(remaining)
-                .execute(&mut *$tx)
-                .await?;
-        }
-        for id in &spent.aside_deletes {
-            sqlx::query($crate::ledger::burn::ASIDE_DONE)
-                .bind(id)
-                .execute(&mut *$tx)
-                .await?;
-        }
-        for a in &spent.aside_inserts {
-            sqlx::query($crate::ledger::credit::SET_ASIDE)
-                .bind(&a.id)
-                .bind(wallet)
-                .bind(a.date)
-                .bind(a.remaining)
-                .bind(a.expires_at)
-                .execute(&mut *$tx)
-                .await?;
-        }
-    }};
-}
-pub(crate) use apply_spent;
 
 /// A position as the database holds it: (date, id, taken), the first two NULL before any spend.
 pub(crate) fn position<D>(row: (Option<D>, Option<String>, i64)) -> Option<Position<D>> {
@@ -388,87 +315,68 @@ impl Debit {
     }
 }
 
-impl Transactional for Debit {
-    /// `Some` answers with an earlier burn; nothing was written then.
-    type Output = Option<Burned>;
+/// What claiming a burn's `externalId` and debiting its wallet found.
+pub(crate) enum Claimed {
+    /// The `externalId` was claimed before: nothing was written.
+    Earlier,
+    /// The balance does not cover the amount (the transaction is to be undone).
+    Short,
+    /// Debited: the wallet's spending position before the burn.
+    Debited(Option<Position<DateTime<Utc>>>),
+}
 
-    fn sqlite(&self, tx: &rusqlite::Connection) -> Result<Self::Output, StoreError> {
-        let t = &self.transaction;
-        let (amount, at) = (t.amount.micros(), direct::time(now()));
-        let meta = t.meta.as_ref().map(direct::json);
-        let (date, created_at) = (direct::time(t.date), direct::time(t.created_at));
-        let text = EntryText {
-            meta: meta.as_deref(),
-            date: &date,
-            created_at: &created_at,
-            expires_at: None,
-        };
-        let mut insert = tx.prepare_cached(INSERT_TRANSACTION)?;
-        if !self.entry().write_direct(&mut insert, &text)? {
-            let earlier: TransactionRow =
-                direct::row(tx, SELECT_BURN, &[&self.entry().idem_key()])?
-                    .ok_or(StoreError::NotFound { what: "burn" })?;
-            return replay_or_conflict(earlier, &self.fingerprint).map(Some);
-        }
-        let debited: Option<(Option<String>, Option<String>, i64)> =
-            direct::row(tx, DEBIT, args![t.wallet_id, amount, at, self.min_balance])?;
-        let Some(at_position) = debited else {
-            let (balance,): (i64,) = direct::row(tx, BALANCE, args![t.wallet_id])?
-                .ok_or(StoreError::NotFound { what: "wallet" })?;
-            return Err(self.insufficient(balance));
-        };
-        let at_position = position(at_position);
-        let aside = direct::rows::<LotRow<String>>(tx, ASIDE, args![t.wallet_id])?;
-        let aside = aside.into_iter().map(Aside::from).collect();
-        let mut taker = Taker::new(amount, at_position.clone(), aside);
-        let offer = |row: LotRow<String>| taker.earn(&Earn::from(row));
-        match &at_position {
-            Some(p) => direct::rows_while(tx, EARNS_FROM, args![t.wallet_id, p.date, p.id], offer)?,
-            None => direct::rows_while(tx, EARNS, args![t.wallet_id], offer)?,
-        }
-        apply_direct(tx, &t.wallet_id, &taker.finish())?;
-        Ok(None)
-    }
+/// A wallet's aside rows and transactions from its position, each marked whether it is an
+/// earn, both in spending order.
+pub(crate) type Lots = (Vec<Aside<DateTime<Utc>>>, Vec<(Earn<DateTime<Utc>>, bool)>);
 
-    async fn postgres(&self, tx: &mut PgConnection) -> Result<Self::Output, StoreError> {
+/// The steps of a debit whose statements differ between the backends (`sqlite.rs`,
+/// `postgres.rs`): PostgreSQL does each in one round trip.
+pub(crate) trait Debiting: Tx {
+    /// Claims the burn's `externalId` and debits its wallet if the balance allows.
+    async fn claim_and_debit(&mut self, debit: &Debit) -> Result<Claimed, StoreError>;
+    /// The wallet's aside rows and its first `limit` transactions from `from` (its first ones
+    /// when it has no position).
+    async fn first_lots(
+        &mut self,
+        wallet: &str,
+        from: Option<&Position<DateTime<Utc>>>,
+        limit: i64,
+    ) -> Result<Lots, StoreError>;
+}
+
+impl Debit {
+    /// Claims the `externalId`, debits the wallet and takes the tokens from its oldest earns,
+    /// inside the caller's transaction. `Some` answers with an earlier burn; nothing was written
+    /// then.
+    pub(crate) async fn run<T: Debiting>(&self, tx: &mut T) -> Result<Option<Burned>, StoreError> {
         let t = &self.transaction;
-        let amount = t.amount.micros();
-        type Claimed = (bool, Option<DateTime<Utc>>, Option<String>, Option<i64>);
-        let (claimed, date, id, taken): Claimed =
-            bind_entry!(sqlx::query_as(CLAIM_AND_DEBIT), self.entry())
-                .bind(self.min_balance)
-                .bind(now())
-                .fetch_one(&mut *tx)
-                .await?;
-        if !claimed {
+        let at_position = match tx.claim_and_debit(self).await? {
+            Claimed::Debited(position) => position,
             // An identical request finished meanwhile: its replay is answered, never refused
             // for the balance it spent.
-            let earlier: TransactionRow = sqlx::query_as(SELECT_BURN)
-                .bind(self.entry().idem_key())
-                .fetch_one(&mut *tx)
-                .await?;
-            return replay_or_conflict(earlier, &self.fingerprint).map(Some);
-        }
-        let Some(taken) = taken else {
-            let (balance,): (i64,) = sqlx::query_as(BALANCE)
-                .bind(&t.wallet_id)
-                .fetch_one(&mut *tx)
-                .await?;
-            // Dropping the transaction rolls the claimed externalId back.
-            return Err(self.insufficient(balance));
+            Claimed::Earlier => {
+                let key = self.entry().idem_key();
+                let earlier: TransactionRow = tx
+                    .row(SELECT_BURN, params![key])
+                    .await?
+                    .ok_or(StoreError::NotFound { what: "burn" })?;
+                return replay_or_conflict(earlier, &self.fingerprint).map(Some);
+            }
+            Claimed::Short => {
+                let (balance,): (i64,) = tx
+                    .row(BALANCE, params![t.wallet_id])
+                    .await?
+                    .ok_or(StoreError::NotFound { what: "wallet" })?;
+                return Err(self.insufficient(balance));
+            }
         };
-        let at_position = position((date, id, taken));
-        // The aside rows and a few transactions in one round trip (a burn usually takes one or
-        // two earns), then more at a time after the last one read, while the amount lasts.
-        let (from_date, from_id) = at_position.as_ref().map(|p| (p.date, p.id.clone())).unzip();
-        let first_read = match at_position {
-            Some(_) => ASIDE_AND_EARNS_FROM,
-            None => ASIDE_AND_EARNS,
-        };
+        // The aside rows and a few transactions first (a burn usually takes one or two earns),
+        // then more at a time after the last one read, while the amount lasts.
         let mut limit = 4_i64;
-        let (aside, mut read) =
-            read_lots(tx, first_read, &t.wallet_id, from_date, from_id, limit).await?;
-        let mut taker = Taker::new(amount, at_position, aside);
+        let (aside, mut read) = tx
+            .first_lots(&t.wallet_id, at_position.as_ref(), limit)
+            .await?;
+        let mut taker = Taker::new(t.amount.micros(), at_position, aside);
         loop {
             let count = read.len() as i64;
             let last = read.last().map(|(e, _)| (e.date, e.id.clone()));
@@ -480,53 +388,51 @@ impl Transactional for Debit {
                 break;
             };
             limit = 64;
-            (_, read) =
-                read_lots(tx, EARNS_AFTER, &t.wallet_id, Some(date), Some(id), limit).await?;
+            let rows = tx
+                .rows(EARNS_AFTER, params![t.wallet_id, date, id, limit])
+                .await?;
+            (_, read) = in_spending_order(rows.into_iter().map(lot));
         }
-        apply_spent!(tx, &t.wallet_id, &taker.finish());
+        apply(tx, &t.wallet_id, &taker.finish()).await?;
         Ok(None)
     }
 }
 
-/// PostgreSQL: runs one of the burn's reads (`ASIDE_AND_EARNS*`, `EARNS_AFTER`) for `wallet`
-/// from `(date, id)`, at most `limit` transactions: its aside rows and the transactions, each
-/// marked whether it is an earn, both in spending order.
-async fn read_lots(
-    tx: &mut PgConnection,
-    sql: &'static str,
-    wallet: &str,
-    date: Option<DateTime<Utc>>,
-    id: Option<String>,
-    limit: i64,
-) -> Result<(Vec<Aside<DateTime<Utc>>>, Vec<(Earn<DateTime<Utc>>, bool)>), StoreError> {
-    type Row = (
-        bool,
-        String,
-        DateTime<Utc>,
-        i64,
-        Option<DateTime<Utc>>,
-        bool,
-    );
-    let rows: Vec<Row> = sqlx::query_as(sql)
-        .bind(wallet)
-        .bind(date)
-        .bind(id)
-        .bind(limit)
-        .fetch_all(&mut *tx)
-        .await?;
-    Ok(in_spending_order(rows.into_iter().map(
-        |(is_aside, id, date, amount, expires_at, earn)| {
-            (is_aside, (id, date, amount, expires_at), earn)
-        },
-    )))
+impl Work for Debit {
+    type Output = Option<Burned>;
+
+    async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Self::Output, StoreError> {
+        self.run(tx).await
+    }
+
+    async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Self::Output, StoreError> {
+        self.run(tx).await
+    }
+}
+
+/// A row of a burn's reads: whether an aside row, the lot, whether an earn.
+pub(crate) type LotRead = (
+    bool,
+    String,
+    DateTime<Utc>,
+    i64,
+    Option<DateTime<Utc>>,
+    bool,
+);
+
+/// A `LotRead` as `in_spending_order` takes it.
+pub(crate) fn lot(
+    (is_aside, id, date, amount, expires_at, earn): LotRead,
+) -> (bool, LotRow<DateTime<Utc>>, bool) {
+    (is_aside, (id, date, amount, expires_at), earn)
 }
 
 /// A PostgreSQL burn read's rows (whether an aside row, the lot, whether an earn) as the aside
 /// rows and the transactions, each marked whether it is an earn, both in spending order.
 #[allow(clippy::type_complexity)]
-fn in_spending_order(
+pub(crate) fn in_spending_order(
     rows: impl Iterator<Item = (bool, LotRow<DateTime<Utc>>, bool)>,
-) -> (Vec<Aside<DateTime<Utc>>>, Vec<(Earn<DateTime<Utc>>, bool)>) {
+) -> Lots {
     let (mut aside, mut read) = (Vec::new(), Vec::new());
     for (is_aside, row, earn) in rows {
         if is_aside {
@@ -599,12 +505,12 @@ mod tests {
     /// A burn reads a wallet's earns in spending order straight from the index: a sort would
     /// read every earn of the wallet (or all those of one date) before handing over the first.
     async fn earns_are_read_in_spending_order_without_a_sort(store: Store) {
+        let reads = match store.pool {
+            crate::backend::Pool::Sqlite { .. } => super::sqlite::READS,
+            crate::backend::Pool::Postgres(_) => super::postgres::READS,
+        };
         let mut statements = vec![EARNS.to_string(), EARNS_FROM.to_string()];
-        if let crate::backend::Pool::Postgres(_) = store.pool {
-            for sql in [ASIDE_AND_EARNS_FROM, EARNS_AFTER] {
-                statements.push(sql.replace("$4", "4"));
-            }
-        }
+        statements.extend(reads.iter().map(|sql| sql.replace("$4", "4")));
         for sql in &statements {
             let plan = plan(&store, sql).await;
             assert!(

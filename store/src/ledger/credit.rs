@@ -14,9 +14,7 @@ use crate::backend::Pool;
 use crate::backend::direct;
 use crate::common::ids::{new_id, now};
 use crate::ledger::credit_copy;
-use crate::ledger::transactions::{
-    Entry, EntryText, INSERT_TRANSACTION, entry_columns, idem_key, push_entry,
-};
+use crate::ledger::transactions::{Entry, EntryText, INSERT_TRANSACTION, entry_columns, idem_key};
 use crate::{Credit, Credited, Policy, Store, StoreError, Tokens, TransactionKind};
 
 /// `expires_next`, moved earlier to `$at` if that is sooner (NULL: nothing new expires).
@@ -142,7 +140,7 @@ impl Credit {
     }
 
     /// The EARN transaction this credit writes, as `id`, created at `created_at`.
-    fn entry<'a>(
+    pub(crate) fn entry<'a>(
         &'a self,
         id: &'a str,
         created_at: DateTime<Utc>,
@@ -287,7 +285,11 @@ async fn credit_postgres(
     insert.push_values(
         credits.iter().zip(&ids).zip(&expiries),
         |mut row, ((c, id), e)| {
-            push_entry(&mut row, c.entry(id, at, *e));
+            let entry = c.entry(id, at, *e);
+            let key = entry.idem_key();
+            for arg in entry.args(&key, None) {
+                row.push_bind(arg);
+            }
         },
     );
     insert.push(" ON CONFLICT (idem_key) DO NOTHING RETURNING id");

@@ -16,9 +16,10 @@ use std::fmt::Write;
 use chrono::{DateTime, SecondsFormat, Utc};
 use sqlx::{PgConnection, PgPool};
 
+use crate::backend::{Arg, direct};
 use crate::common::ids::{hex, new_id};
 use crate::ledger::credit::{outcomes, settle_postgres};
-use crate::ledger::transactions::entry_columns;
+use crate::ledger::transactions::{EntryText, entry_columns};
 use crate::{Credit, Credited, Policy, StoreError};
 
 /// From this many credits, a call goes through `COPY` (below, multi-row statements are quicker).
@@ -79,36 +80,21 @@ impl CopyRows {
             credits.iter().map(|c| c.expires_at(policies)).collect();
         let keys: Vec<Vec<u8>> = credits.iter().map(Credit::idem_key).collect();
         let mut csv = String::with_capacity(credits.len() * 320);
+        let created_at = direct::time(at);
         for (((c, id), expires_at), key) in credits.iter().zip(&ids).zip(&expiries).zip(&keys) {
-            let key = format!("\\x{}", hex(key));
-            // In `entry_columns!` order.
-            let fields: [Field; 20] = [
-                Field::Text(id),
-                Field::Text(&c.org_id),
-                Field::Text(&c.campaign_id),
-                Field::Text(&c.wallet_id),
-                Field::Text("EARN"),
-                Field::Number(c.tokens.micros()),
-                Field::Text(&c.earn.earn_id),
-                Field::Text(&c.earn.amount),
-                Field::Text(&c.currency),
-                Field::Optional(c.earn.description.as_deref()),
-                Field::Optional(c.earn.comment.as_deref()),
-                Field::Optional(c.meta_text.as_deref()),
-                Field::Time(Some(c.earn.date)),
-                Field::Text(&c.trace),
-                Field::OptionalNumber(c.rule_version),
-                Field::Time(Some(at)),
-                Field::Optional(c.batch_id.as_deref()),
-                Field::Optional(None),
-                Field::Time(*expires_at),
-                Field::Text(&key),
-            ];
-            for (i, field) in fields.iter().enumerate() {
+            let (date, expiry) = (direct::time(c.earn.date), expires_at.map(direct::time));
+            let text = EntryText {
+                meta: c.meta_text.as_deref(),
+                date: &date,
+                created_at: &created_at,
+                expires_at: expiry.as_deref(),
+            };
+            let entry = c.entry(id, at, *expires_at);
+            for (i, arg) in entry.args(key, Some(&text)).into_iter().enumerate() {
                 if i > 0 {
                     csv.push(',');
                 }
-                field.write(&mut csv);
+                copy_field(&mut csv, arg);
             }
             csv.push('\n');
         }
@@ -180,33 +166,40 @@ async fn staged(tx: &mut PgConnection, csv: &str) -> Result<HashSet<String>, Sto
         .collect())
 }
 
-/// One CSV field as `COPY` reads it: an unquoted empty field is NULL, a quoted one text.
-enum Field<'a> {
-    Text(&'a str),
-    Optional(Option<&'a str>),
-    Number(i64),
-    OptionalNumber(Option<i64>),
-    Time(Option<DateTime<Utc>>),
-}
-
-impl Field<'_> {
-    fn write(&self, out: &mut String) {
-        match self {
-            Field::Text(text) | Field::Optional(Some(text)) => {
-                out.push('"');
-                for (i, part) in text.split('"').enumerate() {
-                    if i > 0 {
-                        out.push_str("\"\"");
-                    }
-                    out.push_str(part);
-                }
-                out.push('"');
+/// Writes `arg` as one CSV field as `COPY` reads it: an unquoted empty field is NULL, a quoted
+/// one text.
+fn copy_field(out: &mut String, arg: Arg<'_>) {
+    let quoted = |out: &mut String, text: &str| {
+        out.push('"');
+        for (i, part) in text.split('"').enumerate() {
+            if i > 0 {
+                out.push_str("\"\"");
             }
-            Field::Number(n) | Field::OptionalNumber(Some(n)) => {
-                let _ = write!(out, "{n}");
-            }
-            Field::Time(Some(t)) => out.push_str(&t.to_rfc3339_opts(SecondsFormat::AutoSi, true)),
-            Field::Optional(None) | Field::OptionalNumber(None) | Field::Time(None) => {}
+            out.push_str(part);
         }
+        out.push('"');
+    };
+    match arg {
+        Arg::Text(Some(text)) | Arg::JsonText(Some(text)) | Arg::TimeText(Some(text)) => {
+            quoted(out, text)
+        }
+        Arg::Int(Some(n)) => {
+            let _ = write!(out, "{n}");
+        }
+        Arg::Bool(Some(b)) => out.push(if b { 't' } else { 'f' }),
+        Arg::Bytes(Some(bytes)) => {
+            out.push_str("\\x");
+            out.push_str(&hex(bytes));
+        }
+        Arg::Time(Some(t)) => out.push_str(&t.to_rfc3339_opts(SecondsFormat::AutoSi, true)),
+        Arg::Json(Some(value)) => quoted(out, &direct::json(value)),
+        Arg::Int(None)
+        | Arg::Bool(None)
+        | Arg::Text(None)
+        | Arg::Bytes(None)
+        | Arg::Time(None)
+        | Arg::Json(None)
+        | Arg::JsonText(None)
+        | Arg::TimeText(None) => {}
     }
 }

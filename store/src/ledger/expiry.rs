@@ -8,11 +8,11 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 
-use crate::backend::{WritePool, lock};
+use crate::backend::{PgTx, SqliteTx, Tx, Work};
 use crate::common::ids::{new_id, now};
-use crate::ledger::burn::{ASIDE, EARNS, EARNS_FROM, apply_spent, position};
+use crate::ledger::burn::{ASIDE, EARNS, EARNS_FROM, apply, position};
 use crate::ledger::fifo::{self, Aside, Earn, LotRow};
-use crate::ledger::transactions::{Entry, INSERT_TRANSACTION, bind_entry};
+use crate::ledger::transactions::{Entry, INSERT_TRANSACTION};
 use crate::{Store, StoreError, TransactionKind};
 
 const BATCH: i64 = 500;
@@ -73,10 +73,26 @@ impl Store {
         wallet: &str,
         at: DateTime<Utc>,
     ) -> Result<Option<usize>, StoreError> {
-        const WALLET: &str = "SELECT org_id, campaign_id, currency, expires_next, fifo_date, \
-             fifo_id, fifo_taken FROM wallets WHERE id = $1";
-        const DEBIT: &str = "UPDATE wallets SET balance = balance - $2, updated_at = $3, \
-             expires_next = $4 WHERE id = $1";
+        let wallet = wallet.to_string();
+        self.write(Expiring { wallet, at }).await
+    }
+}
+
+/// The wallet, locked (an update that changes nothing takes the lock a burn's debit takes):
+/// what its visit needs.
+const LOCK_WALLET: &str = "UPDATE wallets SET updated_at = updated_at WHERE id = $1 \
+     RETURNING org_id, campaign_id, currency, expires_next, fifo_date, fifo_id, fifo_taken";
+const DEBIT: &str =
+    "UPDATE wallets SET balance = balance - $2, updated_at = $3, expires_next = $4 WHERE id = $1";
+
+/// One wallet's visit by the sweep.
+struct Expiring {
+    wallet: String,
+    at: DateTime<Utc>,
+}
+
+impl Expiring {
+    async fn run(&self, tx: &mut impl Tx) -> Result<Option<usize>, StoreError> {
         type WalletRow = (
             String,
             String,
@@ -87,86 +103,75 @@ impl Store {
             i64,
         );
         type Lot = LotRow<DateTime<Utc>>;
-        with_writer!(self, |pool| async {
-            let mut tx = pool.begin_write().await?;
-            let (org, campaign, currency, next, date, id, taken): WalletRow =
-                sqlx::query_as(lock(pool, WALLET))
-                    .bind(wallet)
-                    .fetch_one(&mut *tx)
-                    .await?;
-            if next.is_none_or(|next| next > at) {
-                return Ok(None);
-            }
-            let at_position = position((date, id, taken));
-            let aside: Vec<Lot> = sqlx::query_as(ASIDE)
-                .bind(wallet)
-                .fetch_all(&mut *tx)
-                .await?;
-            let earns: Vec<Lot> = match &at_position {
-                Some(p) => {
-                    sqlx::query_as(EARNS_FROM)
-                        .bind(wallet)
-                        .bind(p.date)
-                        .bind(&p.id)
-                        .fetch_all(&mut *tx)
-                        .await?
-                }
-                None => {
-                    sqlx::query_as(EARNS)
-                        .bind(wallet)
-                        .fetch_all(&mut *tx)
-                        .await?
-                }
-            };
-            let aside = aside.into_iter().map(Aside::from).collect();
-            let earns: Vec<Earn<_>> = earns.into_iter().map(Earn::from).collect();
-            let expired = fifo::expire(&at, at_position, aside, &earns);
-            let mut debit = 0;
-            let mut written = 0;
-            for due in &expired.due {
-                let (id, external_id) = (new_id(), format!("lot:{}", due.id));
-                let entry = Entry {
-                    id: &id,
-                    org_id: &org,
-                    campaign_id: &campaign,
-                    wallet_id: wallet,
-                    kind: TransactionKind::Expiry,
-                    amount: due.remaining,
-                    external_id: &external_id,
-                    source_amount: None,
-                    currency: &currency,
-                    description: Some("Tokens expired"),
-                    comment: None,
-                    meta: None,
-                    date: due.expires_at,
-                    trace: None,
-                    rule_version: None,
-                    created_at: now(),
-                    batch_id: None,
-                    fingerprint: None,
-                    expires_at: None,
-                };
-                let rows = bind_entry!(sqlx::query(INSERT_TRANSACTION), entry)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
-                if rows == 1 {
-                    debit += due.remaining;
-                    written += 1;
-                }
-            }
-            apply_spent!(tx, wallet, &expired.spent);
-            sqlx::query(DEBIT)
-                .bind(wallet)
-                .bind(debit)
-                .bind(now())
-                .bind(expired.next)
-                .execute(&mut *tx)
-                .await?;
-            tx.commit().await?;
-            Ok::<_, StoreError>(Some(written))
+        let (wallet, at) = (self.wallet.as_str(), self.at);
+        let (org, campaign, currency, next, date, id, taken): WalletRow = tx
+            .row(LOCK_WALLET, params![wallet])
+            .await?
+            .ok_or(StoreError::NotFound { what: "wallet" })?;
+        if next.is_none_or(|next| next > at) {
+            return Ok(None);
         }
-        .await)
+        let at_position = position((date, id, taken));
+        let aside: Vec<Lot> = tx.rows(ASIDE, params![wallet]).await?;
+        let earns: Vec<Lot> = match &at_position {
+            Some(p) => tx.rows(EARNS_FROM, params![wallet, p.date, p.id]).await?,
+            None => tx.rows(EARNS, params![wallet]).await?,
+        };
+        let aside = aside.into_iter().map(Aside::from).collect();
+        let earns: Vec<Earn<_>> = earns.into_iter().map(Earn::from).collect();
+        let expired = fifo::expire(&at, at_position, aside, &earns);
+        let mut debit = 0;
+        let mut written = 0;
+        for due in &expired.due {
+            let (id, external_id) = (new_id(), format!("lot:{}", due.id));
+            let entry = Entry {
+                id: &id,
+                org_id: &org,
+                campaign_id: &campaign,
+                wallet_id: wallet,
+                kind: TransactionKind::Expiry,
+                amount: due.remaining,
+                external_id: &external_id,
+                source_amount: None,
+                currency: &currency,
+                description: Some("Tokens expired"),
+                comment: None,
+                meta: None,
+                date: due.expires_at,
+                trace: None,
+                rule_version: None,
+                created_at: now(),
+                batch_id: None,
+                fingerprint: None,
+                expires_at: None,
+            };
+            let key = entry.idem_key();
+            if tx
+                .execute(INSERT_TRANSACTION, &entry.args(&key, None))
+                .await?
+                == 1
+            {
+                debit += due.remaining;
+                written += 1;
+            }
+        }
+        apply(tx, wallet, &expired.spent).await?;
+        let updated_at = now();
+        tx.execute(DEBIT, params![wallet, debit, updated_at, expired.next])
+            .await?;
+        Ok(Some(written))
+    }
+}
+
+impl Work for Expiring {
+    type Output = Option<usize>;
+
+    async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Self::Output, StoreError> {
+        self.run(tx).await
+    }
+
+    async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Self::Output, StoreError> {
+        self.run(tx).await
     }
 }
 

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
 
-use crate::backend::direct;
+use crate::backend::{Arg, ToArg, direct};
 use crate::common::ids::sha256;
 use crate::error::known;
 use crate::{Campaign, Page, Paged, Store, StoreError, Tokens};
@@ -122,8 +122,7 @@ pub(crate) fn idem_key_of(org_id: &str, kind: &str, external_id: &str) -> Vec<u8
     sha256(&format!("{org_id}:{kind}:{external_id}"))[..16].to_vec()
 }
 
-/// A transaction to write with `INSERT_TRANSACTION` (`bind_entry!` on sqlx, `write_direct` on
-/// the rusqlite path).
+/// A transaction to write with `INSERT_TRANSACTION` (or `COPY`): its values in `args`.
 pub(crate) struct Entry<'a> {
     pub id: &'a str,
     pub org_id: &'a str,
@@ -148,8 +147,8 @@ pub(crate) struct Entry<'a> {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
-/// An `Entry`'s values as the rusqlite path stores them: JSON and times as text. Callers that
-/// write many make them ahead (meta in parallel, the creation time once for all).
+/// An `Entry`'s JSON and times rendered as SQLite stores them, by a caller that writes many:
+/// meta rendered in parallel, the creation time once for all.
 pub(crate) struct EntryText<'a> {
     pub meta: Option<&'a str>,
     pub date: &'a str,
@@ -162,6 +161,47 @@ impl Entry<'_> {
         idem_key(self.org_id, self.kind, self.external_id)
     }
 
+    /// Its values in `entry_columns!` order, `key` being its `idem_key`: how every path writes
+    /// a transaction. `text`: its JSON and times as already rendered.
+    pub(crate) fn args<'s>(&'s self, key: &'s [u8], text: Option<&EntryText<'s>>) -> [Arg<'s>; 20] {
+        let (meta, date, created_at, expires_at) = match text {
+            Some(t) => (
+                Arg::JsonText(t.meta),
+                Arg::TimeText(Some(t.date)),
+                Arg::TimeText(Some(t.created_at)),
+                Arg::TimeText(t.expires_at),
+            ),
+            None => (
+                self.meta.to_arg(),
+                self.date.to_arg(),
+                self.created_at.to_arg(),
+                self.expires_at.to_arg(),
+            ),
+        };
+        [
+            self.id.to_arg(),
+            self.org_id.to_arg(),
+            self.campaign_id.to_arg(),
+            self.wallet_id.to_arg(),
+            self.kind.as_str().to_arg(),
+            self.amount.to_arg(),
+            self.external_id.to_arg(),
+            self.source_amount.to_arg(),
+            self.currency.to_arg(),
+            self.description.to_arg(),
+            self.comment.to_arg(),
+            meta,
+            date,
+            self.trace.to_arg(),
+            self.rule_version.to_arg(),
+            created_at,
+            self.batch_id.to_arg(),
+            self.fingerprint.to_arg(),
+            expires_at,
+            Arg::Bytes(Some(key)),
+        ]
+    }
+
     /// Writes it on the rusqlite path with `statement`, prepared from `INSERT_TRANSACTION`.
     /// True when it is new.
     pub(crate) fn write_direct(
@@ -169,90 +209,12 @@ impl Entry<'_> {
         statement: &mut rusqlite::CachedStatement,
         text: &EntryText,
     ) -> Result<bool, StoreError> {
-        let (meta, date, created_at) = (text.meta, text.date, text.created_at);
         let key = self.idem_key();
-        let args: [&dyn rusqlite::ToSql; 20] = [
-            &self.id,
-            &self.org_id,
-            &self.campaign_id,
-            &self.wallet_id,
-            &self.kind.as_str(),
-            &self.amount,
-            &self.external_id,
-            &self.source_amount,
-            &self.currency,
-            &self.description,
-            &self.comment,
-            &meta,
-            &date,
-            &self.trace,
-            &self.rule_version,
-            &created_at,
-            &self.batch_id,
-            &self.fingerprint,
-            &text.expires_at,
-            &key,
-        ];
+        let args = self.args(&key, Some(text));
+        let args = args.each_ref().map(|a| a as &dyn rusqlite::ToSql);
         Ok(direct::run(statement, &args)? == 1)
     }
 }
-
-/// Pushes an `Entry`'s values, in `entry_columns!` order, as one row of a multi-row insert
-/// (PostgreSQL, where one statement carries many rows).
-pub(crate) fn push_entry(
-    row: &mut sqlx::query_builder::Separated<'_, sqlx::Postgres, &'static str>,
-    e: Entry<'_>,
-) {
-    row.push_bind(e.id)
-        .push_bind(e.org_id)
-        .push_bind(e.campaign_id)
-        .push_bind(e.wallet_id)
-        .push_bind(e.kind.as_str())
-        .push_bind(e.amount)
-        .push_bind(e.external_id)
-        .push_bind(e.source_amount)
-        .push_bind(e.currency)
-        .push_bind(e.description)
-        .push_bind(e.comment)
-        .push_bind(e.meta.map(Json))
-        .push_bind(e.date)
-        .push_bind(e.trace)
-        .push_bind(e.rule_version)
-        .push_bind(e.created_at)
-        .push_bind(e.batch_id)
-        .push_bind(e.fingerprint)
-        .push_bind(e.expires_at)
-        .push_bind(e.idem_key());
-}
-
-/// `$query` (of `INSERT_TRANSACTION`) with the `Entry` `$entry` bound, for either backend.
-macro_rules! bind_entry {
-    ($query:expr, $entry:expr) => {{
-        let e = &$entry;
-        $query
-            .bind(e.id)
-            .bind(e.org_id)
-            .bind(e.campaign_id)
-            .bind(e.wallet_id)
-            .bind(e.kind.as_str())
-            .bind(e.amount)
-            .bind(e.external_id)
-            .bind(e.source_amount)
-            .bind(e.currency)
-            .bind(e.description)
-            .bind(e.comment)
-            .bind(e.meta.map(sqlx::types::Json))
-            .bind(e.date)
-            .bind(e.trace)
-            .bind(e.rule_version)
-            .bind(e.created_at)
-            .bind(e.batch_id)
-            .bind(e.fingerprint)
-            .bind(e.expires_at)
-            .bind(e.idem_key())
-    }};
-}
-pub(crate) use bind_entry;
 
 row_struct! {
     /// The columns of `transaction_columns!`, in order.

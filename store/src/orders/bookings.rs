@@ -9,7 +9,7 @@ use sqlx::types::Json;
 
 use super::LocalDate;
 use super::plan::{BRANCHES, PRODUCT, ProductRow};
-use crate::backend::{WritePool, lock};
+use crate::backend::{Arg, PgTx, SqliteTx, ToArg, Tx, Work, WritePool, lock};
 use crate::common::ids::{new_id, now};
 use crate::error::known;
 use crate::{Campaign, FieldProblem, Page, Paged, Store, StoreError, Weekdays};
@@ -292,34 +292,31 @@ pub(crate) const INSERT_BOOKING: &str = "INSERT INTO bookings (id, org_id, campa
      meta, date_requested, updated_at) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)";
 
-/// Binds a booking of `campaign` to `INSERT_BOOKING`, for sqlx.
-macro_rules! bind_booking {
-    ($query:expr, $campaign:expr, $b:expr) => {{
-        let b: &$crate::orders::Booking = $b;
-        $query
-            .bind(&b.id)
-            .bind(&$campaign.org_id)
-            .bind(&$campaign.id)
-            .bind(&b.order_id)
-            .bind(&b.line_id)
-            .bind(&b.owner_id)
-            .bind(b.status.as_str())
-            .bind(&b.first_name)
-            .bind(&b.last_name)
-            .bind(&b.email)
-            .bind(&b.phone)
-            .bind(&b.branch)
-            .bind(b.date)
-            .bind(i64::from(b.pax))
-            .bind(&b.notes)
-            .bind(b.meta.as_ref().map(Json))
-            .bind(b.date_requested)
-            .bind(b.updated_at)
-    }};
-}
-pub(crate) use bind_booking;
-
 impl Booking {
+    /// Its values for `INSERT_BOOKING`, in `campaign`.
+    pub(crate) fn args<'a>(&'a self, campaign: &'a Campaign) -> [Arg<'a>; 18] {
+        [
+            self.id.to_arg(),
+            campaign.org_id.to_arg(),
+            campaign.id.to_arg(),
+            self.order_id.to_arg(),
+            self.line_id.to_arg(),
+            self.owner_id.to_arg(),
+            self.status.as_str().to_arg(),
+            self.first_name.to_arg(),
+            self.last_name.to_arg(),
+            self.email.to_arg(),
+            self.phone.to_arg(),
+            self.branch.to_arg(),
+            self.date.to_arg(),
+            self.pax.to_arg(),
+            self.notes.to_arg(),
+            self.meta.to_arg(),
+            self.date_requested.to_arg(),
+            self.updated_at.to_arg(),
+        ]
+    }
+
     /// A new booking of line `line_id` of order `order_id`, at `branch`.
     pub(crate) fn new(
         new: NewBooking,
@@ -382,6 +379,67 @@ pub struct BookingFilter {
     pub owner: Option<String>,
 }
 
+/// Booking an order line: one transaction.
+struct LineBooking {
+    campaign: Campaign,
+    line_id: String,
+    new: NewBooking,
+    at: DateTime<Utc>,
+}
+
+impl LineBooking {
+    async fn run(self, tx: &mut impl Tx) -> Result<Booking, StoreError> {
+        const LINE: &str = "SELECT l.order_id, l.product_id, l.requires_booking, o.owner_id \
+             FROM order_lines l JOIN orders o ON o.id = l.order_id \
+             WHERE l.campaign_id = $1 AND l.id = $2";
+        const ACTIVE: &str = "SELECT id FROM bookings WHERE line_id = $1 \
+             AND status IN ('REQUESTED', 'PENDING', 'CONFIRMED')";
+        let (campaign, line_id) = (&self.campaign, self.line_id.as_str());
+        let line: Option<(String, String, bool, String)> =
+            tx.row(LINE, params![campaign.id, line_id]).await?;
+        let (order_id, product_id, requires, owner_id) =
+            line.ok_or(StoreError::NotFound { what: "order line" })?;
+        if !requires {
+            return Err(StoreError::refused(
+                "booking_not_required",
+                None,
+                format!("order line `{line_id}` is for a product that is not booked in advance"),
+            ));
+        }
+        let active: Option<(String,)> = tx.row(ACTIVE, params![line_id]).await?;
+        if active.is_some() {
+            return Err(already_booked(line_id));
+        }
+        let product: Option<ProductRow> = tx.row(PRODUCT, params![campaign.id, product_id]).await?;
+        let product = product.ok_or_else(|| withdrawn(&product_id))?;
+        let branches: Vec<(String,)> = tx.rows(BRANCHES, params![campaign.id, product_id]).await?;
+        let branches: Vec<String> = branches.into_iter().map(|(b,)| b).collect();
+        let rules = Rules {
+            weekdays: product.weekdays.0,
+            branches: &branches,
+        };
+        let mut problems = Vec::new();
+        let Some(branch) = rules.check("", &self.new, self.at, &mut problems) else {
+            return Err(StoreError::Rejected(problems));
+        };
+        let booking = Booking::new(self.new, branch, line_id, &order_id, &owner_id, self.at);
+        tx.execute(INSERT_BOOKING, &booking.args(campaign)).await?;
+        Ok(booking)
+    }
+}
+
+impl Work for LineBooking {
+    type Output = Booking;
+
+    async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Booking, StoreError> {
+        self.run(tx).await
+    }
+
+    async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Booking, StoreError> {
+        self.run(tx).await
+    }
+}
+
 impl Store {
     /// Books order line `line_id` of the campaign: the line must require a booking and have
     /// none going ahead (`Refused`: `booking_not_required`, `booking_exists`); the date and
@@ -392,65 +450,13 @@ impl Store {
         line_id: &str,
         new: NewBooking,
     ) -> Result<Booking, StoreError> {
-        const LINE: &str = "SELECT l.order_id, l.product_id, l.requires_booking, o.owner_id \
-             FROM order_lines l JOIN orders o ON o.id = l.order_id \
-             WHERE l.campaign_id = $1 AND l.id = $2";
-        const ACTIVE: &str = "SELECT id FROM bookings WHERE line_id = $1 \
-             AND status IN ('REQUESTED', 'PENDING', 'CONFIRMED')";
-        let at = now();
-        let result = with_writer!(self, |pool| async {
-            let mut tx = pool.begin_write().await?;
-            let line: Option<(String, String, bool, String)> = sqlx::query_as(LINE)
-                .bind(&campaign.id)
-                .bind(line_id)
-                .fetch_optional(&mut *tx)
-                .await?;
-            let (order_id, product_id, requires, owner_id) =
-                line.ok_or(StoreError::NotFound { what: "order line" })?;
-            if !requires {
-                return Err(StoreError::refused(
-                    "booking_not_required",
-                    None,
-                    format!(
-                        "order line `{line_id}` is for a product that is not booked in advance"
-                    ),
-                ));
-            }
-            let active: Option<(String,)> = sqlx::query_as(ACTIVE)
-                .bind(line_id)
-                .fetch_optional(&mut *tx)
-                .await?;
-            if active.is_some() {
-                return Err(already_booked(line_id));
-            }
-            let product: Option<ProductRow> = sqlx::query_as(PRODUCT)
-                .bind(&campaign.id)
-                .bind(&product_id)
-                .fetch_optional(&mut *tx)
-                .await?;
-            let product = product.ok_or_else(|| withdrawn(&product_id))?;
-            let branches: Vec<(String,)> = sqlx::query_as(BRANCHES)
-                .bind(&campaign.id)
-                .bind(&product_id)
-                .fetch_all(&mut *tx)
-                .await?;
-            let branches: Vec<String> = branches.into_iter().map(|(b,)| b).collect();
-            let rules = Rules {
-                weekdays: product.weekdays.0,
-                branches: &branches,
-            };
-            let mut problems = Vec::new();
-            let Some(branch) = rules.check("", &new, at, &mut problems) else {
-                return Err(StoreError::Rejected(problems));
-            };
-            let booking = Booking::new(new, branch, line_id, &order_id, &owner_id, at);
-            bind_booking!(sqlx::query(INSERT_BOOKING), campaign, &booking)
-                .execute(&mut *tx)
-                .await?;
-            tx.commit().await?;
-            Ok(booking)
-        }
-        .await);
+        let booking = LineBooking {
+            campaign: campaign.clone(),
+            line_id: line_id.to_string(),
+            new,
+            at: now(),
+        };
+        let result = self.write(booking).await;
         match result {
             // A booking made at the same moment won the line.
             Err(err) if err.is_unique_violation() => Err(already_booked(line_id)),

@@ -8,18 +8,16 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
-use sqlx::PgConnection;
-use sqlx::types::Json;
 
-use super::bookings::{INSERT_BOOKING, bind_booking};
+use super::bookings::INSERT_BOOKING;
 use super::codes::{CodeKey, masked, new_code, tail};
 use super::plan::{
     BRANCHES, LineSource, PRODUCT, Plan, TIER_REACHED, VARIANT, VARIANTS_OF, out_of_stock, plan,
 };
 use super::{Booking, Code, NewLine, NewOrder, Order, OrderLine};
-use crate::backend::{Transactional, direct};
+use crate::backend::{Arg, PgTx, SqliteTx, Work, direct};
 use crate::common::ids::{fingerprint, new_id, now};
-use crate::ledger::burn::Debit;
+use crate::ledger::burn::{Debit, Debiting};
 use crate::{Campaign, Store, StoreError, Tokens, Transaction, TransactionKind};
 
 /// A placed order, whether this request made it (or an identical one before: `replayed`), and
@@ -242,214 +240,37 @@ impl Placing {
     }
 }
 
-impl Transactional for Placing {
-    type Output = Outcome;
-
-    fn sqlite(&self, tx: &rusqlite::Connection) -> Result<Outcome, StoreError> {
+impl Placing {
+    /// Reads the lines' catalogue rows, takes the stock, debits the wallet and writes the order.
+    async fn run<T: Debiting>(self, tx: &mut T) -> Result<Outcome, StoreError> {
         let c = &self.campaign;
         let earlier: Option<(String, String)> =
-            direct::row(tx, EARLIER, args![c.id, self.reference])?;
+            tx.row(EARLIER, params![c.id, self.reference]).await?;
         if earlier.is_some() {
             return Ok(Outcome::Earlier);
         }
         let mut sources = Vec::with_capacity(self.order.lines.len());
         for line in &self.order.lines {
             let mut source = LineSource {
-                product: direct::row(tx, PRODUCT, args![c.id, line.product_id])?,
-                ..LineSource::default()
-            };
-            source.variants = match &line.variant_id {
-                Some(id) => direct::rows(tx, VARIANT, args![c.id, id])?,
-                None => direct::rows(tx, VARIANTS_OF, args![c.id, line.product_id])?,
-            };
-            if line.booking.is_some() {
-                let rows: Vec<(String,)> =
-                    direct::rows(tx, BRANCHES, args![c.id, line.product_id])?;
-                source.branches = rows.into_iter().map(|(b,)| b).collect();
-            }
-            source.tier_reached = match source.variant().and_then(|v| v.tier_threshold) {
-                None => true,
-                Some(threshold) => {
-                    let args = args![c.id, self.owner_id, threshold, self.wallet_id()];
-                    direct::row::<(String,)>(tx, TIER_REACHED, args)?.is_some()
-                }
-            };
-            sources.push(source);
-        }
-        let plan = plan(&self.order.lines, sources, self.order.random_cost, self.at)?;
-        let mut sold_out = false;
-        for (variant, units, line) in &plan.takes {
-            let left: Option<(i64,)> = direct::row(tx, TAKE_STOCK, args![c.id, variant, units])?;
-            match left {
-                Some((0,)) => sold_out = true,
-                Some(_) => {}
-                None => {
-                    let (stock,): (Option<i64>,) =
-                        direct::row(tx, STOCK, args![c.id, variant])?.unwrap_or((None,));
-                    return Err(out_of_stock(*line, variant, stock.unwrap_or(0)));
-                }
-            }
-        }
-        if sold_out {
-            direct::execute(tx, SELLOUT, args![c.id])?;
-        }
-        let transaction_id = match self.debit(plan.total) {
-            Some(debit) => {
-                if debit.sqlite(tx)?.is_some() {
-                    return Err(StoreError::Conflict { field: "reference" });
-                }
-                Some(debit.transaction_id().to_string())
-            }
-            None => None,
-        };
-        let at = direct::time(self.at);
-        let meta = self.order.meta.as_ref().map(direct::json);
-        direct::execute(
-            tx,
-            INSERT_ORDER,
-            args![
-                self.order_id,
-                c.org_id,
-                c.id,
-                self.reference,
-                self.owner_id,
-                plan.total.micros(),
-                meta,
-                transaction_id.as_ref().and(self.wallet_id()),
-                transaction_id,
-                self.order.random_cost.is_some(),
-                self.fingerprint,
-                at
-            ],
-        )?;
-        let bookings = self.bookings(&plan);
-        let mut codes = Vec::with_capacity(plan.lines.len());
-        for (position, (line, asked)) in plan.lines.iter().zip(&self.order.lines).enumerate() {
-            let product = direct::json(&line.product);
-            let meta = asked.meta.as_ref().map(direct::json);
-            direct::execute(
-                tx,
-                INSERT_LINE,
-                args![
-                    line.id,
-                    self.order_id,
-                    c.org_id,
-                    c.id,
-                    position as i64,
-                    line.product_id,
-                    line.variant_id,
-                    asked.reference,
-                    i64::from(line.quantity),
-                    line.cost.micros(),
-                    line.total.micros(),
-                    line.requires_booking,
-                    product,
-                    meta
-                ],
-            )?;
-            let mut line_codes = Vec::with_capacity(line.quantity as usize);
-            for unit in 0..i64::from(line.quantity) {
-                // 65 random bits: a clash is next to impossible, and a new code is drawn if so.
-                let code = loop {
-                    let code = self.new_code();
-                    let args = args![
-                        code.id,
-                        c.org_id,
-                        line.id,
-                        unit,
-                        code.sealed,
-                        code.lookup,
-                        code.tail
-                    ];
-                    if direct::execute(tx, INSERT_CODE, args)? == 1 {
-                        break code;
-                    }
-                };
-                line_codes.push(code);
-            }
-            codes.push(line_codes);
-            if let Some(b) = &bookings[position] {
-                let meta = b.meta.as_ref().map(direct::json);
-                let date = direct::time(b.date);
-                direct::execute(
-                    tx,
-                    INSERT_BOOKING,
-                    args![
-                        b.id,
-                        c.org_id,
-                        c.id,
-                        b.order_id,
-                        b.line_id,
-                        b.owner_id,
-                        b.status.as_str(),
-                        b.first_name,
-                        b.last_name,
-                        b.email,
-                        b.phone,
-                        b.branch,
-                        date,
-                        i64::from(b.pax),
-                        b.notes,
-                        meta,
-                        at,
-                        at
-                    ],
-                )?;
-            }
-        }
-        Ok(Outcome::Placed {
-            order: Box::new(self.order(plan, transaction_id, codes, bookings)),
-            sold_out,
-        })
-    }
-
-    async fn postgres(&self, tx: &mut PgConnection) -> Result<Outcome, StoreError> {
-        let c = &self.campaign;
-        let earlier: Option<(String, String)> = sqlx::query_as(EARLIER)
-            .bind(&c.id)
-            .bind(&self.reference)
-            .fetch_optional(&mut *tx)
-            .await?;
-        if earlier.is_some() {
-            return Ok(Outcome::Earlier);
-        }
-        let mut sources = Vec::with_capacity(self.order.lines.len());
-        for line in &self.order.lines {
-            let mut source = LineSource {
-                product: sqlx::query_as(PRODUCT)
-                    .bind(&c.id)
-                    .bind(&line.product_id)
-                    .fetch_optional(&mut *tx)
-                    .await?,
+                product: tx.row(PRODUCT, params![c.id, line.product_id]).await?,
                 ..LineSource::default()
             };
             let (sql, key) = match &line.variant_id {
                 Some(id) => (VARIANT, id),
                 None => (VARIANTS_OF, &line.product_id),
             };
-            source.variants = sqlx::query_as(sql)
-                .bind(&c.id)
-                .bind(key)
-                .fetch_all(&mut *tx)
-                .await?;
+            source.variants = tx.rows(sql, params![c.id, key]).await?;
             if line.booking.is_some() {
-                let rows: Vec<(String,)> = sqlx::query_as(BRANCHES)
-                    .bind(&c.id)
-                    .bind(&line.product_id)
-                    .fetch_all(&mut *tx)
-                    .await?;
+                let rows: Vec<(String,)> =
+                    tx.rows(BRANCHES, params![c.id, line.product_id]).await?;
                 source.branches = rows.into_iter().map(|(b,)| b).collect();
             }
             source.tier_reached = match source.variant().and_then(|v| v.tier_threshold) {
                 None => true,
                 Some(threshold) => {
-                    let found: Option<(String,)> = sqlx::query_as(TIER_REACHED)
-                        .bind(&c.id)
-                        .bind(&self.owner_id)
-                        .bind(threshold)
-                        .bind(self.wallet_id())
-                        .fetch_optional(&mut *tx)
-                        .await?;
+                    let (owner, wallet) = (&self.owner_id, self.wallet_id());
+                    let args = params![c.id, owner, threshold, wallet];
+                    let found: Option<(String,)> = tx.row(TIER_REACHED, args).await?;
                     found.is_some()
                 }
             };
@@ -459,105 +280,114 @@ impl Transactional for Placing {
         let mut sold_out = false;
         // In variant id order: concurrent orders lock the rows in the same order.
         for (variant, units, line) in &plan.takes {
-            let left: Option<(i64,)> = sqlx::query_as(TAKE_STOCK)
-                .bind(&c.id)
-                .bind(variant)
-                .bind(units)
-                .fetch_optional(&mut *tx)
-                .await?;
+            let left: Option<(i64,)> = tx.row(TAKE_STOCK, params![c.id, variant, units]).await?;
             match left {
                 Some((0,)) => sold_out = true,
                 Some(_) => {}
                 None => {
-                    let stock: Option<(Option<i64>,)> = sqlx::query_as(STOCK)
-                        .bind(&c.id)
-                        .bind(variant)
-                        .fetch_optional(&mut *tx)
-                        .await?;
+                    let stock: Option<(Option<i64>,)> =
+                        tx.row(STOCK, params![c.id, variant]).await?;
                     let left = stock.and_then(|(s,)| s).unwrap_or(0);
                     return Err(out_of_stock(*line, variant, left));
                 }
             }
         }
         if sold_out {
-            sqlx::query(SELLOUT).bind(&c.id).execute(&mut *tx).await?;
+            tx.execute(SELLOUT, params![c.id]).await?;
         }
         let transaction_id = match self.debit(plan.total) {
             Some(debit) => {
-                if debit.postgres(&mut *tx).await?.is_some() {
+                if debit.run(tx).await?.is_some() {
                     return Err(StoreError::Conflict { field: "reference" });
                 }
                 Some(debit.transaction_id().to_string())
             }
             None => None,
         };
-        sqlx::query(INSERT_ORDER)
-            .bind(&self.order_id)
-            .bind(&c.org_id)
-            .bind(&c.id)
-            .bind(&self.reference)
-            .bind(&self.owner_id)
-            .bind(plan.total.micros())
-            .bind(self.order.meta.as_ref().map(Json))
-            .bind(transaction_id.as_ref().and(self.wallet_id()))
-            .bind(&transaction_id)
-            .bind(self.order.random_cost.is_some())
-            .bind(&self.fingerprint)
-            .bind(self.at)
-            .execute(&mut *tx)
-            .await?;
+        let (total, paid_from) = (
+            plan.total.micros(),
+            transaction_id.as_ref().and(self.wallet_id()),
+        );
+        let random = self.order.random_cost.is_some();
+        let order_args = params![
+            self.order_id,
+            c.org_id,
+            c.id,
+            self.reference,
+            self.owner_id,
+            total,
+            self.order.meta,
+            paid_from,
+            transaction_id,
+            random,
+            self.fingerprint,
+            self.at
+        ];
+        tx.execute(INSERT_ORDER, order_args).await?;
         let bookings = self.bookings(&plan);
         let mut codes = Vec::with_capacity(plan.lines.len());
         for (position, (line, asked)) in plan.lines.iter().zip(&self.order.lines).enumerate() {
-            sqlx::query(INSERT_LINE)
-                .bind(&line.id)
-                .bind(&self.order_id)
-                .bind(&c.org_id)
-                .bind(&c.id)
-                .bind(position as i32)
-                .bind(&line.product_id)
-                .bind(&line.variant_id)
-                .bind(&asked.reference)
-                .bind(i64::from(line.quantity))
-                .bind(line.cost.micros())
-                .bind(line.total.micros())
-                .bind(line.requires_booking)
-                .bind(Json(&line.product))
-                .bind(asked.meta.as_ref().map(Json))
-                .execute(&mut *tx)
-                .await?;
+            let (cost, total) = (line.cost.micros(), line.total.micros());
+            let (position, product) = (position as i64, direct::json(&line.product));
+            let product = Arg::JsonText(Some(&product));
+            let line_args = params![
+                line.id,
+                self.order_id,
+                c.org_id,
+                c.id,
+                position,
+                line.product_id,
+                line.variant_id,
+                asked.reference,
+                line.quantity,
+                cost,
+                total,
+                line.requires_booking,
+                product,
+                asked.meta
+            ];
+            tx.execute(INSERT_LINE, line_args).await?;
             let mut line_codes = Vec::with_capacity(line.quantity as usize);
-            for unit in 0..line.quantity as i32 {
+            for unit in 0..i64::from(line.quantity) {
+                // 65 random bits: a clash is next to impossible, and a new code is drawn if so.
                 let code = loop {
                     let code = self.new_code();
-                    let written = sqlx::query(INSERT_CODE)
-                        .bind(&code.id)
-                        .bind(&c.org_id)
-                        .bind(&line.id)
-                        .bind(unit)
-                        .bind(&code.sealed)
-                        .bind(&code.lookup)
-                        .bind(&code.tail)
-                        .execute(&mut *tx)
-                        .await?
-                        .rows_affected();
-                    if written == 1 {
+                    let args = params![
+                        code.id,
+                        c.org_id,
+                        line.id,
+                        unit,
+                        code.sealed,
+                        code.lookup,
+                        code.tail
+                    ];
+                    if tx.execute(INSERT_CODE, args).await? == 1 {
                         break code;
                     }
                 };
                 line_codes.push(code);
             }
             codes.push(line_codes);
-            if let Some(b) = &bookings[position] {
-                bind_booking!(sqlx::query(INSERT_BOOKING), c, b)
-                    .execute(&mut *tx)
-                    .await?;
+            if let Some(b) = &bookings[position as usize] {
+                tx.execute(INSERT_BOOKING, &b.args(c)).await?;
             }
         }
         Ok(Outcome::Placed {
             order: Box::new(self.order(plan, transaction_id, codes, bookings)),
             sold_out,
         })
+    }
+}
+
+impl Work for Placing {
+    type Output = Outcome;
+
+    async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Outcome, StoreError> {
+        self.run(tx).await
+    }
+
+    async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Outcome, StoreError> {
+        self.run(tx).await
     }
 }
 
@@ -631,7 +461,7 @@ impl Store {
             codes,
             at: now(),
         };
-        match self.transact(placing).await {
+        match self.write(placing).await {
             Ok(Outcome::Placed { order, sold_out }) => Ok(Placed {
                 order: *order,
                 replayed: false,

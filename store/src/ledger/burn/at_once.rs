@@ -22,7 +22,7 @@ use sqlx::PgConnection;
 
 use super::{Debit, in_spending_order, position};
 use crate::ledger::fifo::{Aside, Earn, Position, Taker};
-use crate::ledger::transactions::{bind_entry, entry_columns};
+use crate::ledger::transactions::entry_columns;
 use crate::{Campaign, StoreError};
 
 /// How many of the wallet's transactions from its position the read brings (`READ`'s `LIMIT`):
@@ -162,7 +162,13 @@ impl Debit {
             return Ok(false);
         }
         let to = spent.position;
-        let (written,): (bool,) = bind_entry!(sqlx::query_as(WRITE), self.entry())
+        let entry = self.entry();
+        let key = entry.idem_key();
+        let mut write = sqlx::query_as(WRITE);
+        for arg in entry.args(&key, None) {
+            write = write.bind(arg);
+        }
+        let (written,): (bool,) = write
             .bind(self.min_balance)
             .bind(crate::common::ids::now())
             .bind(to.as_ref().map(|p| p.date))

@@ -1,0 +1,66 @@
+//! SQLite's steps of a debit: a statement each, on the writer thread (no round trips to save).
+
+use chrono::{DateTime, Utc};
+
+use super::{Claimed, Debit, Debiting, Lots, in_spending_order, lot, position};
+use crate::StoreError;
+use crate::backend::{SqliteTx, Tx};
+use crate::common::ids::now;
+use crate::ledger::fifo::{Aside, LotRow, Position};
+use crate::ledger::transactions::INSERT_TRANSACTION;
+
+/// The debit of `$2` from wallet `$1` at `$3`, if it keeps `$4`; its position before.
+const DEBIT: &str = "UPDATE wallets SET balance = balance - $2, updated_at = $3 \
+     WHERE id = $1 AND balance - $2 >= $4 RETURNING fifo_date, fifo_id, fifo_taken";
+/// The wallet's first `$4` transactions, as `LotRead`s (`$2` and `$3` unused, as in
+/// `EARNS_AFTER`).
+const FIRST: &str = concat!(
+    "SELECT false, e.* FROM (",
+    super::from_position!(" AND $2 IS NULL AND $3 IS NULL"),
+    ") e"
+);
+/// Its first `$4` transactions from the position `($2, $3)` on.
+const FROM: &str = concat!(
+    "SELECT false, e.* FROM (",
+    super::from_position!(" AND (date, id) >= ($2, $3)"),
+    ") e"
+);
+
+impl Debiting for SqliteTx<'_> {
+    async fn claim_and_debit(&mut self, debit: &Debit) -> Result<Claimed, StoreError> {
+        let (entry, t) = (debit.entry(), &debit.transaction);
+        let key = entry.idem_key();
+        if self
+            .execute(INSERT_TRANSACTION, &entry.args(&key, None))
+            .await?
+            == 0
+        {
+            return Ok(Claimed::Earlier);
+        }
+        let (amount, at) = (t.amount.micros(), now());
+        let args = params![t.wallet_id, amount, at, debit.min_balance];
+        let debited: Option<(Option<DateTime<Utc>>, Option<String>, i64)> =
+            self.row(DEBIT, args).await?;
+        Ok(match debited {
+            Some(at) => Claimed::Debited(position(at)),
+            None => Claimed::Short,
+        })
+    }
+
+    async fn first_lots(
+        &mut self,
+        wallet: &str,
+        from: Option<&Position<DateTime<Utc>>>,
+        limit: i64,
+    ) -> Result<Lots, StoreError> {
+        let aside: Vec<LotRow<DateTime<Utc>>> = self.rows(super::ASIDE, params![wallet]).await?;
+        let (date, id) = from.map(|p| (p.date, p.id.as_str())).unzip();
+        let sql = if from.is_some() { FROM } else { FIRST };
+        let rows = self.rows(sql, params![wallet, date, id, limit]).await?;
+        let (_, read) = in_spending_order(rows.into_iter().map(lot));
+        Ok((aside.into_iter().map(Aside::from).collect(), read))
+    }
+}
+
+#[cfg(test)]
+pub(super) const READS: &[&str] = &[FIRST, FROM, super::EARNS_AFTER];
