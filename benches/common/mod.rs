@@ -93,10 +93,29 @@ pub fn wrk(
     script.push_str(
         "request = function()\n  i = i + 1\n  return wrk.format(\"GET\", paths[(i % #paths) + 1])\nend\n",
     );
+    wrk_script(base, &script, 2, connections, seconds)
+}
+
+/// Runs `wrk` with the Lua `script` (which sets its requests) on `threads` threads and
+/// `connections` connections for `seconds` against `base`. `None` when `wrk` is not
+/// installed. Panics if any answer is not a success.
+pub fn wrk_script(
+    base: &str,
+    script: &str,
+    threads: usize,
+    connections: usize,
+    seconds: u64,
+) -> Option<Load> {
     let file = std::env::temp_dir().join(format!("rewards-bench-{}.lua", std::process::id()));
     std::fs::write(&file, script).unwrap();
     let output = std::process::Command::new("wrk")
-        .args(["-t", "2", "-c", &connections.to_string(), "-d"])
+        .args([
+            "-t",
+            &threads.to_string(),
+            "-c",
+            &connections.to_string(),
+            "-d",
+        ])
         .arg(format!("{seconds}s"))
         .args(["--latency", "-s"])
         .arg(&file)

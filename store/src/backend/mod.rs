@@ -38,7 +38,7 @@ mod tx;
 
 use crate::StoreError;
 use direct::Direct;
-pub(crate) use tx::{Arg, PgTx, SqliteTx, ToArg, Tx, Work, ready};
+pub(crate) use tx::{Arg, Forked, OnPostgres, OnSqlite, PgTx, SqliteTx, ToArg, Tx, Work, ready};
 
 /// Expands `$body` once per backend with `$pool` bound to that backend's pool for reading.
 macro_rules! with_pool {
@@ -331,6 +331,17 @@ impl Store {
                 tx.commit().await?;
                 Ok(output)
             }
+        }
+    }
+
+    /// Runs the half of `work` written for this store's backend.
+    pub(crate) async fn fork<F: OnSqlite + OnPostgres>(
+        &self,
+        work: F,
+    ) -> Result<F::Output, StoreError> {
+        match &self.pool {
+            Pool::Sqlite { direct, .. } => work.sqlite(self, direct).await,
+            Pool::Postgres(pool) => work.postgres(self, pool).await,
         }
     }
 }

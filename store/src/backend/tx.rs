@@ -301,3 +301,27 @@ pub(crate) fn ready<F: Future>(future: F) -> F::Output {
         Poll::Pending => panic!("SQLite work waited on something other than the database"),
     }
 }
+
+/// Work whose steps differ between the backends beyond the statements of one transaction (a
+/// bulk credit: `COPY` and arrays on PostgreSQL, the writer thread's bulk writes on SQLite):
+/// `Store::fork` runs its `OnSqlite` half or its `OnPostgres` half, each written in the
+/// domain's `sqlite.rs` or `postgres.rs`.
+pub(crate) trait Forked {
+    type Output;
+}
+
+pub(crate) trait OnSqlite: Forked {
+    async fn sqlite(
+        self,
+        store: &crate::Store,
+        direct: &direct::Direct,
+    ) -> Result<Self::Output, StoreError>;
+}
+
+pub(crate) trait OnPostgres: Forked {
+    async fn postgres(
+        self,
+        store: &crate::Store,
+        pool: &sqlx::PgPool,
+    ) -> Result<Self::Output, StoreError>;
+}

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use crate::backend::{PgTx, Pool, SqliteTx, Tx, Work};
+use crate::backend::{Forked, PgTx, SqliteTx, Tx, Work};
 use crate::common::ids::{fingerprint, new_id, now};
 use crate::ledger::fifo::{Aside, Earn, LotRow, Position, Spent, Taker};
 use crate::ledger::transactions::{
@@ -13,7 +13,6 @@ use crate::ledger::transactions::{
 };
 use crate::{Campaign, Store, StoreError, Tokens, Transaction, TransactionKind};
 
-mod at_once;
 mod postgres;
 mod sqlite;
 
@@ -70,34 +69,36 @@ impl Store {
     /// campaign's minimum cannot cover it; `Conflict` on `externalId` when that id was used for
     /// a different burn; the earlier transaction (`replayed`) when it was used for this one.
     pub async fn burn(&self, campaign: &Campaign, burn: NewBurn) -> Result<Burned, StoreError> {
-        let fingerprint = burn.fingerprint();
         // Before a connection is held: a policy not cached would take another from the pool.
-        let policy = self.policy(&campaign.id).await?;
-        // On PostgreSQL the wallet is found by the burn's own first read (`at_once`), which
-        // brings what an unlocked burn needs: one round trip for both.
-        let found = match &self.pool {
-            Pool::Postgres(pool) => {
-                let mut conn = pool.acquire().await?;
-                at_once::read(&mut conn, campaign, &burn.wallet)
-                    .await?
-                    .map(|(id, currency, read)| (id, currency, Some((conn, read))))
-            }
-            Pool::Sqlite { .. } => match self.get_wallet(campaign, &burn.wallet).await {
-                Ok(wallet) => Some((wallet.id, wallet.currency, None)),
-                Err(StoreError::NotFound { .. }) => None,
-                Err(err) => return Err(err),
-            },
+        let min_balance = self.policy(&campaign.id).await?.min_balance;
+        let fingerprint = burn.fingerprint();
+        let burning = Burning {
+            campaign,
+            burn,
+            fingerprint,
+            min_balance,
         };
-        // A repeat is found by the debit itself (its claim of the externalId), so a burn costs
-        // no lookup before it. Only a repeat naming a wallet by a reference it no longer has
-        // needs the lookup here.
-        let Some((wallet_id, currency, unlocked)) = found else {
-            return self
-                .earlier_burn(campaign, &burn, &fingerprint)
-                .await?
-                .ok_or(StoreError::NotFound { what: "wallet" });
-        };
-        let date = burn.date.unwrap_or_else(now);
+        self.fork(burning).await
+    }
+}
+
+/// One burn, for the backend's half (`sqlite.rs`, `postgres.rs`): each finds the wallet, has
+/// it debited and answers with `Burning::answer`.
+struct Burning<'a> {
+    campaign: &'a Campaign,
+    burn: NewBurn,
+    fingerprint: String,
+    min_balance: Tokens,
+}
+
+impl Forked for Burning<'_> {
+    type Output = Burned;
+}
+
+impl Burning<'_> {
+    /// The BURN transaction from the wallet `wallet_id` and the debit that writes it.
+    fn debit(&self, wallet_id: String, currency: String) -> (Transaction, Debit) {
+        let burn = &self.burn;
         let transaction = Transaction {
             id: new_id(),
             wallet_id,
@@ -109,28 +110,36 @@ impl Store {
             description: Some(burn.description.clone()),
             comment: burn.comment.clone(),
             meta: burn.meta.clone(),
-            date,
+            date: burn.date.unwrap_or_else(now),
             trace: None,
             rule_version: None,
             created_at: now(),
         };
+        let fingerprint = self.fingerprint.clone();
         let debit = Debit::new(
-            campaign,
+            self.campaign,
             transaction.clone(),
-            fingerprint.clone(),
-            policy.min_balance,
+            fingerprint,
+            self.min_balance,
         );
-        let result = match unlocked {
-            Some((mut conn, read)) => match debit.at_once(&mut conn, read).await {
-                Ok(true) => Ok(None),
-                Ok(false) => {
-                    // The locked path takes a connection of its own.
-                    drop(conn);
-                    self.write(debit).await
-                }
-                Err(err) => Err(err),
-            },
-            None => self.write(debit).await,
+        (transaction, debit)
+    }
+
+    /// The burn's answer once its debit of `transaction` ended with `result`, or (`None`) once
+    /// no wallet was found. A repeat is found by the debit itself (its claim of the
+    /// externalId), so a burn costs no lookup before it; only a repeat naming a wallet by a
+    /// reference it no longer has, or one that lost a race to its twin, looks it up here.
+    async fn answer(
+        &self,
+        store: &Store,
+        debited: Option<(Transaction, Result<Option<Burned>, StoreError>)>,
+    ) -> Result<Burned, StoreError> {
+        let (campaign, burn, fingerprint) = (self.campaign, &self.burn, &self.fingerprint);
+        let Some((transaction, result)) = debited else {
+            return store
+                .earlier_burn(campaign, burn, fingerprint)
+                .await?
+                .ok_or(StoreError::NotFound { what: "wallet" });
         };
         match result {
             Ok(Some(earlier)) => Ok(earlier),
@@ -139,8 +148,8 @@ impl Store {
                 replayed: false,
             }),
             // Another request with this externalId won the race: answer as if it came first.
-            Err(err) if err.is_unique_violation() => self
-                .earlier_burn(campaign, &burn, &fingerprint)
+            Err(err) if err.is_unique_violation() => store
+                .earlier_burn(campaign, burn, fingerprint)
                 .await?
                 .ok_or(StoreError::Conflict {
                     field: "externalId",
@@ -148,7 +157,9 @@ impl Store {
             Err(err) => Err(err),
         }
     }
+}
 
+impl Store {
     async fn earlier_burn(
         &self,
         campaign: &Campaign,

@@ -5,7 +5,6 @@
 pub(crate) mod audit;
 pub(crate) mod burn;
 pub(crate) mod credit;
-pub(crate) mod credit_copy;
 pub(crate) mod earn;
 pub(crate) mod expiry;
 pub(crate) mod fifo;

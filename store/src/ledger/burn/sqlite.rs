@@ -1,13 +1,15 @@
-//! SQLite's steps of a debit: a statement each, on the writer thread (no round trips to save).
+//! SQLite's half of a burn: the wallet found by the cached lookup every request uses, then the
+//! debit's steps a statement each, on the writer thread (no round trips to save).
 
 use chrono::{DateTime, Utc};
 
-use super::{Claimed, Debit, Debiting, Lots, in_spending_order, lot, position};
-use crate::StoreError;
-use crate::backend::{SqliteTx, Tx};
+use super::{Burned, Burning, Claimed, Debit, Debiting, Lots, in_spending_order, lot, position};
+use crate::backend::direct::Direct;
+use crate::backend::{OnSqlite, SqliteTx, Tx};
 use crate::common::ids::now;
 use crate::ledger::fifo::{Aside, LotRow, Position};
 use crate::ledger::transactions::INSERT_TRANSACTION;
+use crate::{Store, StoreError};
 
 /// The debit of `$2` from wallet `$1` at `$3`, if it keeps `$4`; its position before.
 const DEBIT: &str = "UPDATE wallets SET balance = balance - $2, updated_at = $3 \
@@ -25,6 +27,19 @@ const FROM: &str = concat!(
     super::from_position!(" AND (date, id) >= ($2, $3)"),
     ") e"
 );
+
+impl OnSqlite for Burning<'_> {
+    async fn sqlite(self, store: &Store, _: &Direct) -> Result<Burned, StoreError> {
+        let wallet = match store.get_wallet(self.campaign, &self.burn.wallet).await {
+            Ok(wallet) => wallet,
+            Err(StoreError::NotFound { .. }) => return self.answer(store, None).await,
+            Err(err) => return Err(err),
+        };
+        let (transaction, debit) = self.debit(wallet.id, wallet.currency);
+        let result = store.write(debit).await;
+        self.answer(store, Some((transaction, result))).await
+    }
+}
 
 impl Debiting for SqliteTx<'_> {
     async fn claim_and_debit(&mut self, debit: &Debit) -> Result<Claimed, StoreError> {

@@ -20,7 +20,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
-use super::{Debit, in_spending_order, position};
+use super::super::{Debit, in_spending_order, position};
 use crate::ledger::fifo::{Aside, Earn, Position, Taker};
 use crate::ledger::transactions::entry_columns;
 use crate::{Campaign, StoreError};

@@ -2,7 +2,7 @@
 //! straight into the journal when none of their earn ids was credited before (a file's usual
 //! case); otherwise into a temporary staging table, from which one statement inserts the
 //! transactions that are new (skipping the others). The wallets are settled as for any credit
-//! (`credit::settle_postgres`).
+//! (`postgres::settle`).
 //!
 //! `COPY` into the journal spares the staging table's copy and the insert's speculative
 //! insertion (`ON CONFLICT` checks each unique key before and after writing); it cannot skip a
@@ -16,9 +16,9 @@ use std::fmt::Write;
 use chrono::{DateTime, SecondsFormat, Utc};
 use sqlx::{PgConnection, PgPool};
 
+use super::{outcomes, settle};
 use crate::backend::{Arg, direct};
 use crate::common::ids::{hex, new_id};
-use crate::ledger::credit::{outcomes, settle_postgres};
 use crate::ledger::transactions::{EntryText, entry_columns};
 use crate::{Credit, Credited, Policy, StoreError};
 
@@ -139,7 +139,7 @@ impl CopyRows {
                 Err(err) => return Err(err),
             }
         };
-        settle_postgres(&mut tx, credits, &ids, &expiries, &inserted, at).await?;
+        settle(&mut tx, credits, &ids, &expiries, &inserted, at).await?;
         let outcomes = outcomes(&mut tx, credits, &ids, &inserted).await?;
         tx.commit().await?;
         Ok(outcomes)

@@ -1,0 +1,118 @@
+//! SQLite: a call's credits on the writer thread, one prepared statement per row (one statement
+//! per row beat multi-row statements here: SQLite runs a many-row VALUES list as a co-routine,
+//! which cost more than it saved).
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use rusqlite::Connection;
+
+use super::{Crediting, SET_ASIDE, Settlement, finished, over_ceiling, sooner};
+use crate::backend::{OnSqlite, direct};
+use crate::common::ids::new_id;
+use crate::ledger::transactions::{EntryText, INSERT_TRANSACTION};
+use crate::{Credit, Credited, Policy, Store, StoreError, Tokens};
+
+/// A wallet's balance, lifetime earnings (and when they last grew), tier and next expiry after
+/// crediting it `$2` micro-tokens of which the first expire at `$4` (the tier follows the new
+/// lifetime total; SET expressions read the row as it was), unless its balance or lifetime total
+/// would pass `$5` (`Tokens::MAX`). Returns its spending position; no row when refused.
+const CREDIT_WALLET: &str = concat!(
+    "UPDATE wallets SET balance = balance + $2, earned = earned + $2, updated_at = $3, \
+     earned_at = $3, expires_next = ",
+    sooner!("$4"),
+    ", tier_id = ",
+    tier_for!("wallets.earned + $2"),
+    " WHERE id = $1 AND balance <= $5 - $2 AND earned <= $5 - $2 RETURNING fifo_date, fifo_id"
+);
+
+impl<F: Future<Output = ()>> OnSqlite for Crediting<F> {
+    async fn sqlite(self, _: &Store, direct: &direct::Direct) -> Result<Self::Output, StoreError> {
+        let Crediting {
+            credits,
+            policies,
+            at,
+            bulk,
+            turn,
+        } = self;
+        turn.await;
+        let write = move |tx: &Connection| {
+            let outcomes = credit(tx, &credits, &policies, at)?;
+            Ok((outcomes, credits))
+        };
+        if bulk {
+            let ((outcomes, credits), commit) = direct.write_bulk(write).await?;
+            Ok((outcomes, credits, Some(commit)))
+        } else {
+            let (outcomes, credits) = direct.write(write).await?;
+            Ok((outcomes, credits, None))
+        }
+    }
+}
+
+/// Writes `credits` in the writer thread's transaction `tx`; each one's outcome, in order.
+fn credit(
+    tx: &Connection,
+    credits: &[Credit],
+    policies: &HashMap<String, Policy>,
+    created_at: DateTime<Utc>,
+) -> Result<Vec<Credited>, StoreError> {
+    const EARLIER: &str = "SELECT id, batch_id FROM transactions WHERE idem_key = $1";
+    const FINISH: &str = "UPDATE earn_requests SET status = $2, transaction_id = $3, tokens = $4, \
+         claimed_until = NULL, updated_at = $5 WHERE id = $1";
+    let at = direct::time(created_at);
+    let ids: Vec<String> = credits.iter().map(|_| new_id()).collect();
+    let mut outcomes = Vec::with_capacity(credits.len());
+    let mut settlement = Settlement::default();
+    let mut insert = tx.prepare_cached(INSERT_TRANSACTION)?;
+    for (c, id) in credits.iter().zip(&ids) {
+        let date = direct::time(c.earn.date);
+        let expires_at = c.expires_at(policies);
+        let expires_text = expires_at.map(direct::time);
+        let entry = c.entry(id, created_at, expires_at);
+        let text = EntryText {
+            meta: c.meta_text.as_deref(),
+            date: &date,
+            created_at: &at,
+            expires_at: expires_text.as_deref(),
+        };
+        let outcome = if entry.write_direct(&mut insert, &text)? {
+            settlement.add(c, id, expires_at);
+            Credited::New {
+                transaction_id: id.clone(),
+            }
+        } else {
+            let earlier: Option<(String, Option<String>)> =
+                direct::row(tx, EARLIER, args![entry.idem_key()])?;
+            let (transaction_id, batch_id) = earlier.unzip();
+            Credited::Duplicate {
+                transaction_id,
+                batch_id: batch_id.flatten(),
+            }
+        };
+        if let Some((request, status, transaction, tokens)) = finished(c, &outcome) {
+            direct::execute(tx, FINISH, args![request, status, transaction, tokens, at])?;
+        }
+        outcomes.push(outcome);
+    }
+    let mut positions = HashMap::new();
+    for (wallet, (sum, first)) in &settlement.per_wallet {
+        let (max, first) = (Tokens::MAX.micros(), first.map(direct::time));
+        let position: Option<(Option<DateTime<Utc>>, Option<String>)> =
+            direct::row(tx, CREDIT_WALLET, args![wallet, sum, at, first, max])?;
+        match position {
+            Some((Some(date), Some(id))) => {
+                positions.insert(wallet.to_string(), (date, id));
+            }
+            Some(_) => {}
+            None => return Err(over_ceiling()),
+        }
+    }
+    for (c, id, expires_at) in settlement.behind(&positions) {
+        let (date, tokens) = (direct::time(c.earn.date), c.tokens.micros());
+        let expires_at = expires_at.map(direct::time);
+        let args = args![id, c.wallet_id, date, tokens, expires_at];
+        direct::execute(tx, SET_ASIDE, args)?;
+    }
+    Ok(outcomes)
+}
