@@ -208,6 +208,13 @@ pub(crate) trait Tx {
         sql: &'static str,
         args: &[Arg<'_>],
     ) -> Result<Option<R>, StoreError>;
+    /// The first row the `SELECT` returns, locked against other writers until the transaction
+    /// ends (`FOR UPDATE` on PostgreSQL; SQLite's one writer holds the whole database).
+    async fn row_locked<R: Row>(
+        &mut self,
+        select: &'static str,
+        args: &[Arg<'_>],
+    ) -> Result<Option<R>, StoreError>;
     /// Every row the statement returns.
     async fn rows<R: Row>(
         &mut self,
@@ -228,6 +235,14 @@ impl Tx for SqliteTx<'_> {
         args: &[Arg<'_>],
     ) -> Result<Option<R>, StoreError> {
         direct::row(self.0, sql, &sqlite_args(args))
+    }
+
+    async fn row_locked<R: Row>(
+        &mut self,
+        select: &'static str,
+        args: &[Arg<'_>],
+    ) -> Result<Option<R>, StoreError> {
+        self.row(select, args).await
     }
 
     async fn rows<R: Row>(
@@ -256,6 +271,17 @@ impl Tx for PgTx<'_> {
         sql: &'static str,
         args: &[Arg<'_>],
     ) -> Result<Option<R>, StoreError> {
+        Ok(sqlx::query_as_with(sql, pg_args(args)?)
+            .fetch_optional(&mut *self.0)
+            .await?)
+    }
+
+    async fn row_locked<R: Row>(
+        &mut self,
+        select: &'static str,
+        args: &[Arg<'_>],
+    ) -> Result<Option<R>, StoreError> {
+        let sql = sqlx::AssertSqlSafe(format!("{select} FOR UPDATE"));
         Ok(sqlx::query_as_with(sql, pg_args(args)?)
             .fetch_optional(&mut *self.0)
             .await?)

@@ -78,10 +78,9 @@ impl Store {
     }
 }
 
-/// The wallet, locked (an update that changes nothing takes the lock a burn's debit takes):
-/// what its visit needs.
-const LOCK_WALLET: &str = "UPDATE wallets SET updated_at = updated_at WHERE id = $1 \
-     RETURNING org_id, campaign_id, currency, expires_next, fifo_date, fifo_id, fifo_taken";
+/// What a wallet's visit needs, read under its lock.
+const WALLET: &str = "SELECT org_id, campaign_id, currency, expires_next, fifo_date, fifo_id, \
+     fifo_taken FROM wallets WHERE id = $1";
 const DEBIT: &str =
     "UPDATE wallets SET balance = balance - $2, updated_at = $3, expires_next = $4 WHERE id = $1";
 
@@ -105,7 +104,7 @@ impl Expiring {
         type Lot = LotRow<DateTime<Utc>>;
         let (wallet, at) = (self.wallet.as_str(), self.at);
         let (org, campaign, currency, next, date, id, taken): WalletRow = tx
-            .row(LOCK_WALLET, params![wallet])
+            .row_locked(WALLET, params![wallet])
             .await?
             .ok_or(StoreError::NotFound { what: "wallet" })?;
         if next.is_none_or(|next| next > at) {

@@ -9,7 +9,7 @@ use sqlx::types::Json;
 
 use super::LocalDate;
 use super::plan::{BRANCHES, PRODUCT, ProductRow};
-use crate::backend::{Arg, PgTx, SqliteTx, ToArg, Tx, Work, WritePool, lock};
+use crate::backend::{Arg, PgTx, SqliteTx, ToArg, Tx, Work};
 use crate::common::ids::{new_id, now};
 use crate::error::known;
 use crate::{Campaign, FieldProblem, Page, Paged, Store, StoreError, Weekdays};
@@ -440,6 +440,104 @@ impl Work for LineBooking {
     }
 }
 
+/// Changing a booking: one transaction.
+struct BookingUpdate {
+    campaign_id: String,
+    id: String,
+    patch: BookingPatch,
+    at: DateTime<Utc>,
+}
+
+impl BookingUpdate {
+    async fn run(self, tx: &mut impl Tx) -> Result<Booking, StoreError> {
+        const LINE_PRODUCT: &str = "SELECT product_id FROM order_lines WHERE id = $1";
+        const UPDATE: &str = "UPDATE bookings SET status = $3, date = $4, pax = $5, notes = $6, \
+             updated_at = $7 WHERE campaign_id = $1 AND id = $2";
+        let (campaign_id, id, patch, at) = (&self.campaign_id, &self.id, self.patch, self.at);
+        let row: Option<BookingRow> = tx
+            .row_locked(SELECT_BOOKING, params![campaign_id, id])
+            .await?;
+        let before = booking_from_row(row.ok_or(StoreError::NotFound { what: "booking" })?)?;
+        let mut after = before.clone();
+        if let Some(next) = patch.status {
+            if next != before.status && !before.status.can_become(next) {
+                return Err(StoreError::refused(
+                    "illegal_transition",
+                    Some("status".into()),
+                    format!(
+                        "a booking cannot go from {} to {}",
+                        before.status.as_str(),
+                        next.as_str()
+                    ),
+                ));
+            }
+            after.status = next;
+        }
+        if let Some(date) = patch.date {
+            after.date = date.with_timezone(&Utc);
+        }
+        if let Some(pax) = patch.pax {
+            after.pax = pax;
+        }
+        if let Some(notes) = patch.notes {
+            after.notes = notes;
+        }
+        let details_changed =
+            (after.date, after.pax, &after.notes) != (before.date, before.pax, &before.notes);
+        if details_changed && !before.status.is_active() {
+            return Err(StoreError::refused(
+                "booking_closed",
+                None,
+                format!(
+                    "the booking is {}: its date, pax and notes no longer change",
+                    before.status.as_str()
+                ),
+            ));
+        }
+        let mut problems = Vec::new();
+        if let Some(date) = patch.date.filter(|_| after.date != before.date) {
+            let (product_id,): (String,) = tx
+                .row(LINE_PRODUCT, params![before.line_id])
+                .await?
+                .ok_or(StoreError::NotFound { what: "order line" })?;
+            let product: Option<ProductRow> =
+                tx.row(PRODUCT, params![campaign_id, product_id]).await?;
+            let product = product.ok_or_else(|| withdrawn(&product_id))?;
+            let rules = Rules {
+                weekdays: product.weekdays.0,
+                branches: &[],
+            };
+            problems.extend(rules.check_date("", date, at));
+        }
+        if after.pax == 0 {
+            problems.push(FieldProblem::new("pax", "must be at least 1"));
+        }
+        if !problems.is_empty() {
+            return Err(StoreError::Rejected(problems));
+        }
+        if after == before {
+            return Ok(before);
+        }
+        after.updated_at = at;
+        let (status, pax) = (after.status.as_str(), after.pax);
+        let args = params![campaign_id, id, status, after.date, pax, after.notes, at];
+        tx.execute(UPDATE, args).await?;
+        Ok(after)
+    }
+}
+
+impl Work for BookingUpdate {
+    type Output = Booking;
+
+    async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Booking, StoreError> {
+        self.run(tx).await
+    }
+
+    async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Booking, StoreError> {
+        self.run(tx).await
+    }
+}
+
 impl Store {
     /// Books order line `line_id` of the campaign: the line must require a booking and have
     /// none going ahead (`Refused`: `booking_not_required`, `booking_exists`); the date and
@@ -474,96 +572,13 @@ impl Store {
         id: &str,
         patch: BookingPatch,
     ) -> Result<Booking, StoreError> {
-        const LINE_PRODUCT: &str = "SELECT product_id FROM order_lines WHERE id = $1";
-        const UPDATE: &str = "UPDATE bookings SET status = $3, date = $4, pax = $5, notes = $6, \
-             updated_at = $7 WHERE campaign_id = $1 AND id = $2";
-        let at = now();
-        with_writer!(self, |pool| async {
-            let mut tx = pool.begin_write().await?;
-            let row: Option<BookingRow> = sqlx::query_as(lock(pool, SELECT_BOOKING))
-                .bind(&campaign.id)
-                .bind(id)
-                .fetch_optional(&mut *tx)
-                .await?;
-            let before = booking_from_row(row.ok_or(StoreError::NotFound { what: "booking" })?)?;
-            let mut after = before.clone();
-            if let Some(next) = patch.status {
-                if next != before.status && !before.status.can_become(next) {
-                    return Err(StoreError::refused(
-                        "illegal_transition",
-                        Some("status".into()),
-                        format!(
-                            "a booking cannot go from {} to {}",
-                            before.status.as_str(),
-                            next.as_str()
-                        ),
-                    ));
-                }
-                after.status = next;
-            }
-            if let Some(date) = patch.date {
-                after.date = date.with_timezone(&Utc);
-            }
-            if let Some(pax) = patch.pax {
-                after.pax = pax;
-            }
-            if let Some(notes) = patch.notes {
-                after.notes = notes;
-            }
-            let details_changed =
-                (after.date, after.pax, &after.notes) != (before.date, before.pax, &before.notes);
-            if details_changed && !before.status.is_active() {
-                return Err(StoreError::refused(
-                    "booking_closed",
-                    None,
-                    format!(
-                        "the booking is {}: its date, pax and notes no longer change",
-                        before.status.as_str()
-                    ),
-                ));
-            }
-            let mut problems = Vec::new();
-            if let Some(date) = patch.date.filter(|_| after.date != before.date) {
-                let (product_id,): (String,) = sqlx::query_as(LINE_PRODUCT)
-                    .bind(&before.line_id)
-                    .fetch_one(&mut *tx)
-                    .await?;
-                let product: Option<ProductRow> = sqlx::query_as(PRODUCT)
-                    .bind(&campaign.id)
-                    .bind(&product_id)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                let product = product.ok_or_else(|| withdrawn(&product_id))?;
-                let rules = Rules {
-                    weekdays: product.weekdays.0,
-                    branches: &[],
-                };
-                problems.extend(rules.check_date("", date, at));
-            }
-            if after.pax == 0 {
-                problems.push(FieldProblem::new("pax", "must be at least 1"));
-            }
-            if !problems.is_empty() {
-                return Err(StoreError::Rejected(problems));
-            }
-            if after == before {
-                return Ok(before);
-            }
-            after.updated_at = at;
-            sqlx::query(UPDATE)
-                .bind(&campaign.id)
-                .bind(id)
-                .bind(after.status.as_str())
-                .bind(after.date)
-                .bind(i64::from(after.pax))
-                .bind(&after.notes)
-                .bind(at)
-                .execute(&mut *tx)
-                .await?;
-            tx.commit().await?;
-            Ok(after)
-        }
-        .await)
+        let update = BookingUpdate {
+            campaign_id: campaign.id.clone(),
+            id: id.to_string(),
+            patch,
+            at: now(),
+        };
+        self.write(update).await
     }
 
     pub async fn get_booking(&self, campaign: &Campaign, id: &str) -> Result<Booking, StoreError> {
