@@ -155,7 +155,8 @@ async fn run() {
     let urls = sampled.lock().unwrap().clone();
     for url in urls {
         let status: Value = client
-            .get(format!("{base}{url}"))
+            // The answer's link is absolute (the address the client used).
+            .get(url)
             .header("x-api-key", &api_key)
             .header("x-api-secret", &secret)
             .send()

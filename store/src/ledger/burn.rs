@@ -196,28 +196,25 @@ macro_rules! earns {
 }
 pub(crate) const EARNS: &str = earns!("");
 pub(crate) const EARNS_FROM: &str = earns!(" AND (date, id) >= ($2, $3)");
-/// A burn's reads of the wallet's transactions from its position, at most `$4`, every kind
-/// (the burns and expiries among the earns are passed over as they come): a burn reads only as
-/// far as its amount reaches. With `kind = 'EARN'` in the query, PostgreSQL's planner, guessing
-/// how few rows match, read every later earn and sorted them on a ledger whose statistics
-/// lagged; without it, it walks the index and stops.
+/// A burn's reads of the wallet's transactions from its position, at most `$limit` (the
+/// dialect's `FIRST_READ` or `NEXT_READ`), every kind (the burns and expiries among the earns
+/// are passed over as they come), as `LotRead`s: a burn reads only as far as its amount
+/// reaches. With `kind = 'EARN'` in the query, PostgreSQL's planner, guessing how few rows
+/// match, read every later earn and sorted them on a ledger whose statistics lagged; without it,
+/// it walks the index and stops.
 macro_rules! from_position {
-    ($from:literal) => {
+    ($from:literal, $limit:literal) => {
         concat!(
-            "SELECT id, date, amount, expires_at, kind = 'EARN' FROM transactions \
-             WHERE wallet_id = $1",
+            "SELECT false, e.* FROM (SELECT id, date, amount, expires_at, kind = 'EARN' \
+             FROM transactions WHERE wallet_id = $1",
             $from,
-            " ORDER BY date, id LIMIT $4"
+            " ORDER BY date, id LIMIT ",
+            $limit,
+            ") e"
         )
     };
 }
 pub(crate) use from_position;
-/// The next `$4` transactions after `($2, $3)`, as `LotRead`s.
-const EARNS_AFTER: &str = concat!(
-    "SELECT false, e.* FROM (",
-    from_position!(" AND (date, id) > ($2, $3)"),
-    ") e"
-);
 pub(crate) const MOVE: &str =
     "UPDATE wallets SET fifo_date = $2, fifo_id = $3, fifo_taken = $4 WHERE id = $1";
 pub(crate) const ASIDE_LEFT: &str =
@@ -343,16 +340,28 @@ pub(crate) type Lots = (Vec<Aside<DateTime<Utc>>>, Vec<(Earn<DateTime<Utc>>, boo
 /// The steps of a debit whose statements differ between the backends (`sqlite.rs`,
 /// `postgres.rs`): PostgreSQL does each in one round trip.
 pub(crate) trait Debiting: Tx {
+    /// How many transactions from the position the first read brings, and each read after it:
+    /// a burn usually takes one or two earns. (On SQLite a read costs no round trip, and each
+    /// row it brings but the burn does not take is a table lookup wasted.)
+    const FIRST_READ: usize;
+    const NEXT_READ: usize;
     /// Claims the burn's `externalId` and debits its wallet if the balance allows.
     async fn claim_and_debit(&mut self, debit: &Debit) -> Result<Claimed, StoreError>;
-    /// The wallet's aside rows and its first `limit` transactions from `from` (its first ones
-    /// when it has no position).
+    /// The wallet's aside rows and its first `FIRST_READ` transactions from `from` (its first
+    /// ones when it has no position).
     async fn first_lots(
         &mut self,
         wallet: &str,
         from: Option<&Position<DateTime<Utc>>>,
-        limit: i64,
     ) -> Result<Lots, StoreError>;
+    /// The wallet's next `NEXT_READ` transactions after `(date, id)`, each marked whether it is
+    /// an earn.
+    async fn lots_after(
+        &mut self,
+        wallet: &str,
+        date: DateTime<Utc>,
+        id: &str,
+    ) -> Result<Vec<(Earn<DateTime<Utc>>, bool)>, StoreError>;
 }
 
 impl Debit {
@@ -381,15 +390,13 @@ impl Debit {
                 return Err(self.insufficient(balance));
             }
         };
-        // The aside rows and a few transactions first (a burn usually takes one or two earns),
-        // then more at a time after the last one read, while the amount lasts.
-        let mut limit = 4_i64;
-        let (aside, mut read) = tx
-            .first_lots(&t.wallet_id, at_position.as_ref(), limit)
-            .await?;
+        // The aside rows and the first transactions, then more at a time after the last one
+        // read, while the amount lasts.
+        let (aside, mut read) = tx.first_lots(&t.wallet_id, at_position.as_ref()).await?;
+        let mut limit = T::FIRST_READ;
         let mut taker = Taker::new(t.amount.micros(), at_position, aside);
         loop {
-            let count = read.len() as i64;
+            let count = read.len();
             let last = read.last().map(|(e, _)| (e.date, e.id.clone()));
             let wants_more = read
                 .iter()
@@ -398,11 +405,8 @@ impl Debit {
             let Some((date, id)) = last.filter(|_| wants_more && count == limit) else {
                 break;
             };
-            limit = 64;
-            let rows = tx
-                .rows(EARNS_AFTER, params![t.wallet_id, date, id, limit])
-                .await?;
-            (_, read) = in_spending_order(rows.into_iter().map(lot));
+            limit = T::NEXT_READ;
+            read = tx.lots_after(&t.wallet_id, date, &id).await?;
         }
         apply(tx, &t.wallet_id, &taker.finish()).await?;
         Ok(None)

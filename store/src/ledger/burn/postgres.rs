@@ -8,7 +8,7 @@ use sqlx::PgPool;
 use super::{Burned, Burning, Claimed, Debit, Debiting, Lots, in_spending_order, lot, position};
 use crate::backend::{Arg, OnPostgres, PgTx, Tx};
 use crate::common::ids::now;
-use crate::ledger::fifo::Position;
+use crate::ledger::fifo::{Earn, Position};
 use crate::ledger::transactions::insert_transaction;
 use crate::{Store, StoreError};
 
@@ -35,9 +35,9 @@ macro_rules! aside_and_earns {
     ($from:literal) => {
         concat!(
             "(SELECT true, transaction_id, earned_at, remaining, expires_at, true \
-             FROM lots_aside WHERE wallet_id = $1) UNION ALL (SELECT false, e.* FROM (",
-            super::from_position!($from),
-            ") e)"
+             FROM lots_aside WHERE wallet_id = $1) UNION ALL (",
+            super::from_position!($from, "$4"),
+            ")"
         )
     };
 }
@@ -71,6 +71,9 @@ impl OnPostgres for Burning<'_> {
 }
 
 impl Debiting for PgTx<'_> {
+    const FIRST_READ: usize = 4;
+    const NEXT_READ: usize = 64;
+
     async fn claim_and_debit(&mut self, debit: &Debit) -> Result<Claimed, StoreError> {
         let entry = debit.entry();
         let key = entry.idem_key();
@@ -92,7 +95,6 @@ impl Debiting for PgTx<'_> {
         &mut self,
         wallet: &str,
         from: Option<&Position<DateTime<Utc>>>,
-        limit: i64,
     ) -> Result<Lots, StoreError> {
         let (date, id) = from.map(|p| (p.date, p.id.as_str())).unzip();
         let sql = if from.is_some() {
@@ -100,12 +102,25 @@ impl Debiting for PgTx<'_> {
         } else {
             ASIDE_AND_EARNS
         };
+        let limit = Self::FIRST_READ as i64;
         let rows = self.rows(sql, params![wallet, date, id, limit]).await?;
         Ok(in_spending_order(rows.into_iter().map(lot)))
     }
+
+    async fn lots_after(
+        &mut self,
+        wallet: &str,
+        date: DateTime<Utc>,
+        id: &str,
+    ) -> Result<Vec<(Earn<DateTime<Utc>>, bool)>, StoreError> {
+        let limit = Self::NEXT_READ as i64;
+        let rows = self.rows(AFTER, params![wallet, date, id, limit]).await?;
+        Ok(in_spending_order(rows.into_iter().map(lot)).1)
+    }
 }
 
-/// The reads a plan test checks (the form without a position finds nothing to sort once the
-/// test's stand-in values fill its parameters).
+/// The next `$4` transactions after `($2, $3)`.
+const AFTER: &str = super::from_position!(" AND (date, id) > ($2, $3)", "$4");
+
 #[cfg(test)]
-pub(super) const READS: &[&str] = &[ASIDE_AND_EARNS_FROM, super::EARNS_AFTER];
+pub(super) const READS: &[&str] = &[ASIDE_AND_EARNS_FROM, AFTER];

@@ -7,26 +7,21 @@ use super::{Burned, Burning, Claimed, Debit, Debiting, Lots, in_spending_order, 
 use crate::backend::direct::Direct;
 use crate::backend::{OnSqlite, SqliteTx, Tx};
 use crate::common::ids::now;
-use crate::ledger::fifo::{Aside, LotRow, Position};
+use crate::ledger::fifo::{Aside, Earn, LotRow, Position};
 use crate::ledger::transactions::INSERT_TRANSACTION;
 use crate::{Store, StoreError};
 
 /// The debit of `$2` from wallet `$1` at `$3`, if it keeps `$4`; its position before.
 const DEBIT: &str = "UPDATE wallets SET balance = balance - $2, updated_at = $3 \
      WHERE id = $1 AND balance - $2 >= $4 RETURNING fifo_date, fifo_id, fifo_taken";
-/// The wallet's first `$4` transactions, as `LotRead`s (`$2` and `$3` unused, as in
-/// `EARNS_AFTER`).
-const FIRST: &str = concat!(
-    "SELECT false, e.* FROM (",
-    super::from_position!(" AND $2 IS NULL AND $3 IS NULL"),
-    ") e"
-);
-/// Its first `$4` transactions from the position `($2, $3)` on.
-const FROM: &str = concat!(
-    "SELECT false, e.* FROM (",
-    super::from_position!(" AND (date, id) >= ($2, $3)"),
-    ") e"
-);
+// The reads of `from_position!`, their limits written in their text: a statement whose
+// `LIMIT` is a bound value is prepared again by SQLite each time the value changes.
+/// The wallet's first transaction.
+const FIRST: &str = super::from_position!("", "1");
+/// Its first transaction from the position `($2, $3)` on.
+const FROM: &str = super::from_position!(" AND (date, id) >= ($2, $3)", "1");
+/// Its next 16 after `($2, $3)`.
+const AFTER: &str = super::from_position!(" AND (date, id) > ($2, $3)", "16");
 
 impl OnSqlite for Burning<'_> {
     async fn sqlite(self, store: &Store, _: &Direct) -> Result<Burned, StoreError> {
@@ -42,6 +37,9 @@ impl OnSqlite for Burning<'_> {
 }
 
 impl Debiting for SqliteTx<'_> {
+    const FIRST_READ: usize = 1;
+    const NEXT_READ: usize = 16;
+
     async fn claim_and_debit(&mut self, debit: &Debit) -> Result<Claimed, StoreError> {
         let (entry, t) = (debit.entry(), &debit.transaction);
         let key = entry.idem_key();
@@ -66,16 +64,26 @@ impl Debiting for SqliteTx<'_> {
         &mut self,
         wallet: &str,
         from: Option<&Position<DateTime<Utc>>>,
-        limit: i64,
     ) -> Result<Lots, StoreError> {
         let aside: Vec<LotRow<DateTime<Utc>>> = self.rows(super::ASIDE, params![wallet]).await?;
-        let (date, id) = from.map(|p| (p.date, p.id.as_str())).unzip();
-        let sql = if from.is_some() { FROM } else { FIRST };
-        let rows = self.rows(sql, params![wallet, date, id, limit]).await?;
+        let rows = match from {
+            Some(p) => self.rows(FROM, params![wallet, p.date, p.id]).await?,
+            None => self.rows(FIRST, params![wallet]).await?,
+        };
         let (_, read) = in_spending_order(rows.into_iter().map(lot));
         Ok((aside.into_iter().map(Aside::from).collect(), read))
+    }
+
+    async fn lots_after(
+        &mut self,
+        wallet: &str,
+        date: DateTime<Utc>,
+        id: &str,
+    ) -> Result<Vec<(Earn<DateTime<Utc>>, bool)>, StoreError> {
+        let rows = self.rows(AFTER, params![wallet, date, id]).await?;
+        Ok(in_spending_order(rows.into_iter().map(lot)).1)
     }
 }
 
 #[cfg(test)]
-pub(super) const READS: &[&str] = &[FIRST, FROM, super::EARNS_AFTER];
+pub(super) const READS: &[&str] = &[FIRST, FROM, AFTER];
