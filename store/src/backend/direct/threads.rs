@@ -175,15 +175,26 @@ fn rolled_back() -> rusqlite::Error {
 }
 
 /// How often the checkpointer copies committed pages from the WAL into the database file.
-const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
-/// WAL pages (4 KiB each) past which the checkpointer holds writes back for its last pass, so
-/// that the WAL can start over from its beginning instead of growing. Under sustained load the
-/// WAL grows by 40,000 pages a second (every commit rewrites the pages it touched), so this is
-/// about once a second, for a pass of about 10 ms. Kept below `journal_size_limit` (64 MiB): a
-/// WAL that grew past it is cut back by the first commit after the restart, on the writer's
-/// time. (`cargo bench --bench ledger` halved the slowest burn against 65,536 pages, with the
-/// same p99: `docs/performance.md`, "Ledger".)
-const WAL_RESTART_PAGES: i64 = 8_192;
+/// Under sustained load the WAL grows by up to 100,000 pages (400 MB) a second: checked every
+/// second, it had passed `journal_size_limit` by the time it started over, and the first commit
+/// after the restart cut it back, a stall of 30 to 110 ms for every request (`docs/
+/// performance.md`, "Ledger under an outside load generator"). Checked this often, it starts
+/// over at a tenth of that, below the limit, and each pass is short.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(25);
+/// WAL pages (4 KiB each) past which the checkpointer starts the WAL over: it catches up beside
+/// the writer, then holds writes back for one last short pass, after which the next write
+/// starts from the WAL's beginning instead of growing it. Kept well below `journal_size_limit`
+/// (64 MiB): a WAL that grew past it is cut back by the first commit after the restart, on the
+/// writer's time.
+const WAL_RESTART_PAGES: i64 = 2_048;
+/// WAL pages a catching-up pass may leave for the last pass, the one that holds writes back.
+/// That pass copies them and `fsync`s the database file while no write can commit: a few
+/// hundred pages take a millisecond or two, where the thousands written during one catching-up
+/// pass took tens to hundreds of milliseconds, every request waiting.
+const LAST_PASS_PAGES: i64 = 256;
+/// Catching-up passes before the last one, at most: while writes come faster than a pass
+/// copies, what is left would never fall within `LAST_PASS_PAGES`.
+const CATCH_UP_PASSES: usize = 8;
 
 /// The checkpointer thread. SQLite's own checkpoints run inside a commit, when the WAL passes
 /// 1,000 pages: under load that is dozens a second, each with two `fsync`s, on the writer's
@@ -198,15 +209,25 @@ pub(super) fn checkpoint(
     let _runtime = runtime.enter();
     // A reader in the way makes a pass stop short rather than wait; the next one goes on.
     let _ = connection.busy_timeout(Duration::ZERO);
-    let pass = || -> rusqlite::Result<i64> {
-        connection.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| row.get(1))
+    // The WAL's pages, and how many of them are not yet copied into the database file.
+    let pass = || -> rusqlite::Result<(i64, i64)> {
+        connection.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
+            let (pages, copied): (i64, i64) = (row.get(1)?, row.get(2)?);
+            Ok((pages, pages - copied))
+        })
     };
     while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(CHECKPOINT_EVERY) {
         match pass() {
-            Ok(pages) if pages > WAL_RESTART_PAGES => {
-                // Catch up on what was written during that pass, then hold writes back for the
-                // few pages written since: the next write starts the WAL over.
-                let _ = pass();
+            Ok((pages, mut left)) if pages > WAL_RESTART_PAGES => {
+                for _ in 0..CATCH_UP_PASSES {
+                    if left <= LAST_PASS_PAGES {
+                        break;
+                    }
+                    left = match pass() {
+                        Ok((_, left)) => left,
+                        Err(_) => break,
+                    };
+                }
                 if let Ok(_turn) = runtime.block_on(gate.acquire()) {
                     let _ = pass();
                 }
