@@ -15,7 +15,7 @@ use super::plan::{
     BRANCHES, LineSource, PRODUCT, Plan, TIER_REACHED, VARIANT, VARIANTS_OF, out_of_stock, plan,
 };
 use super::{Booking, Code, NewLine, NewOrder, Order, OrderLine};
-use crate::backend::{Arg, PgTx, SqliteTx, Work, direct};
+use crate::backend::{PgTx, SqliteTx, Work};
 use crate::common::ids::{fingerprint, new_id, now};
 use crate::ledger::burn::{Debit, Debiting};
 use crate::{Campaign, Store, StoreError, Tokens, Transaction, TransactionKind};
@@ -328,8 +328,9 @@ impl Placing {
         let mut codes = Vec::with_capacity(plan.lines.len());
         for (position, (line, asked)) in plan.lines.iter().zip(&self.order.lines).enumerate() {
             let (cost, total) = (line.cost.micros(), line.total.micros());
-            let (position, product) = (position as i64, direct::json(&line.product));
-            let product = Arg::JsonText(Some(&product));
+            let position = position as i64;
+            let product = serde_json::to_value(&line.product)
+                .map_err(|e| StoreError::NotCommitted(e.to_string()))?;
             let line_args = params![
                 line.id,
                 self.order_id,
