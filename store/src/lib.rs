@@ -2,9 +2,9 @@
 //! and out, every operation scoped by organisation. It runs on SQLite (the embedded default) or
 //! PostgreSQL (several nodes sharing one database). Where things live:
 //!
-//! - `backend/`: the pools and the one place that picks a backend (`tx.rs`: the transaction
-//!   seam `Tx`, `Store::write` and `Store::fork`; the older `with_pool!` macros), the
-//!   migrations of both trees, and `direct/`, the rusqlite fast path with its writer thread.
+//! - `backend/`: the one place that picks a backend: single statements (`statements.rs`), the
+//!   transaction seam (`tx.rs`: `Tx`, `Store::write`, `Store::read`, `Store::fork`), the
+//!   migrations of both trees, and `direct/`, SQLite through rusqlite with its writer thread.
 //! - `tenancy/`: organisations and campaigns, API keys and interface versions, SFTP users.
 //! - `programme/`: a campaign's policies, tiers, rule sets, the compiled rule book, and the
 //!   evaluation of an earn.

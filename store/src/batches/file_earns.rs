@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 
-use crate::backend::Pool;
 use crate::backend::direct;
 use rayon::prelude::*;
 
@@ -199,9 +198,8 @@ impl Store {
 
     /// Returns once every chunk of `pending` is committed; an `Err` if one was not.
     pub async fn commit(&self, pending: Pending) -> Result<(), StoreError> {
-        if let (Pool::Sqlite { direct, .. }, false) = (&self.pool, pending.0.is_empty()) {
-            // A write that is not a bulk write ends the open transaction at once.
-            direct.write(|_| Ok(())).await?;
+        if !pending.0.is_empty() {
+            self.end_bulk_writes().await?;
         }
         for commit in pending.0 {
             direct::committed(commit).await?;
@@ -318,7 +316,8 @@ impl Store {
             .iter()
             .map(|id| idem_key(org_id, TransactionKind::Earn, id))
             .collect();
-        let rows: Vec<(String, String, Option<String>)> = read_each!(self, SELECT, [], &keys)?;
+        let rows: Vec<(String, String, Option<String>)> =
+            self.read_each(SELECT, params![], &keys).await?;
         Ok(rows
             .into_iter()
             .map(|(external_id, id, batch_id)| (external_id, (id, batch_id)))
@@ -333,8 +332,8 @@ impl Store {
         org_id: &str,
         references: &[&str],
     ) -> Result<HashMap<String, FileWallet>, StoreError> {
-        let sql = file_wallets_sql(self.backend());
-        let rows: Vec<WalletRow> = read_each!(self, sql, [org_id], references)?;
+        let sql = file_wallets_sql(self);
+        let rows: Vec<WalletRow> = self.read_each(sql, params![org_id], references).await?;
         // A chunk names thousands of wallets: found by halving, not one by one.
         debug_assert!(references.is_sorted());
         let named = |reference: &str| references.binary_search(&reference).is_ok();
@@ -372,22 +371,18 @@ impl Store {
 /// compared each with every reference, on the statistics of a new programme (0.8 s a
 /// 5,000-row chunk over 5,000 wallets). SQLite looks up one reference at a time, and for that
 /// form it reads the organisation's wallets instead of probing.
-fn file_wallets_sql(backend: crate::Backend) -> &'static str {
-    match backend {
-        crate::Backend::Sqlite => {
-            "SELECT w.id, w.external_id, w.campaign_id, w.balance, w.earned, t.name, \
-             m.status, w.currency FROM wallets w JOIN members m ON m.id = w.owner_id \
-             LEFT JOIN tiers t ON t.id = w.tier_id \
-             WHERE w.org_id = $1 AND (w.id {key} OR w.external_id {key})"
-        }
-        crate::Backend::Postgres => {
-            "SELECT w.id, w.external_id, w.campaign_id, w.balance, w.earned, t.name, \
-             m.status, w.currency FROM wallets w JOIN members m ON m.id = w.owner_id \
-             LEFT JOIN tiers t ON t.id = w.tier_id \
-             WHERE w.org_id = $1 AND w.id IN ({keys} UNION SELECT x.id FROM wallets x \
-             WHERE x.org_id = $1 AND x.external_id IN ({keys}))"
-        }
-    }
+fn file_wallets_sql(store: &Store) -> &'static str {
+    store.dialect(
+        "SELECT w.id, w.external_id, w.campaign_id, w.balance, w.earned, t.name, \
+         m.status, w.currency FROM wallets w JOIN members m ON m.id = w.owner_id \
+         LEFT JOIN tiers t ON t.id = w.tier_id \
+         WHERE w.org_id = $1 AND (w.id {key} OR w.external_id {key})",
+        "SELECT w.id, w.external_id, w.campaign_id, w.balance, w.earned, t.name, \
+         m.status, w.currency FROM wallets w JOIN members m ON m.id = w.owner_id \
+         LEFT JOIN tiers t ON t.id = w.tier_id \
+         WHERE w.org_id = $1 AND w.id IN ({keys} UNION SELECT x.id FROM wallets x \
+         WHERE x.org_id = $1 AND x.external_id IN ({keys}))",
+    )
 }
 
 fn finished(outcomes: Vec<Option<FileOutcome>>) -> Vec<FileOutcome> {
@@ -400,13 +395,15 @@ fn finished(outcomes: Vec<Option<FileOutcome>>) -> Vec<FileOutcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::{Pool, keyed};
+    use crate::backend::Pool;
+    use crate::backend::statements::keyed;
 
     /// The plan of a chunk's wallet lookup for `references`, as text.
     async fn plan(store: &Store, org_id: &str, references: &[String]) -> String {
-        let sql = keyed(file_wallets_sql(store.backend()), 2, store.backend());
+        let on_postgres = store.backend() == crate::Backend::Postgres;
+        let sql = keyed(file_wallets_sql(store), 2, on_postgres);
         match &store.pool {
-            Pool::Sqlite { direct, .. } => {
+            Pool::Sqlite(direct) => {
                 let explain = format!("EXPLAIN QUERY PLAN {sql}");
                 let reference = references[0].clone();
                 direct

@@ -31,14 +31,8 @@ impl Store {
              VALUES ($1, $2, $3, $4) ON CONFLICT (org_id, pattern) \
              DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at";
         let at = now();
-        with_writer!(self, |pool| sqlx::query(SQL)
-            .bind(org_id)
-            .bind(pattern)
-            .bind(Json(document))
-            .bind(at)
-            .execute(pool)
-            .await
-            .map(|_| ()))?;
+        self.execute(SQL, params![org_id, pattern, document, at])
+            .await?;
         Ok(StoredMapping {
             pattern: pattern.to_string(),
             document: document.clone(),
@@ -51,10 +45,7 @@ impl Store {
         const SQL: &str = "SELECT pattern, document, updated_at FROM mappings WHERE org_id = $1 \
              ORDER BY pattern";
         let rows: Vec<(String, Json<Value>, DateTime<Utc>)> =
-            with_pool!(self, |pool| sqlx::query_as(SQL)
-                .bind(org_id)
-                .fetch_all(pool)
-                .await)?;
+            self.read_rows(SQL, params![org_id]).await?;
         Ok(rows
             .into_iter()
             .map(|(pattern, Json(document), updated_at)| StoredMapping {
@@ -68,12 +59,7 @@ impl Store {
     /// Removes the organisation's mapping for `pattern`.
     pub async fn remove_mapping(&self, org_id: &str, pattern: &str) -> Result<(), StoreError> {
         const SQL: &str = "DELETE FROM mappings WHERE org_id = $1 AND pattern = $2";
-        let removed = with_writer!(self, |pool| sqlx::query(SQL)
-            .bind(org_id)
-            .bind(pattern)
-            .execute(pool)
-            .await
-            .map(|done| done.rows_affected()))?;
+        let removed = self.execute(SQL, params![org_id, pattern]).await?;
         if removed == 0 {
             return Err(StoreError::NotFound { what: "mapping" });
         }

@@ -7,8 +7,6 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
 
-use crate::backend::direct;
-use crate::backend::{Pool, claim};
 use crate::common::ids::now;
 use crate::error::known;
 use crate::{Page, Paged, Store, StoreError};
@@ -160,38 +158,34 @@ impl Store {
         let insert = |state: &'static str, duplicate_of: Option<String>| {
             let new = new.clone();
             async move {
-                with_writer!(self, |pool| {
-                    sqlx::query(INSERT)
-                        .bind(&new.id)
-                        .bind(&new.org_id)
-                        .bind(&new.file_name)
-                        .bind(new.size)
-                        .bind(&new.sha256)
-                        .bind(&new.source)
-                        .bind(&new.username)
-                        .bind(state)
-                        .bind(&duplicate_of)
-                        .bind(at)
-                        .execute(pool)
-                        .await
-                        .map(|done| done.rows_affected())
-                })
+                self.execute(
+                    INSERT,
+                    params![
+                        &new.id,
+                        &new.org_id,
+                        &new.file_name,
+                        new.size,
+                        &new.sha256,
+                        &new.source,
+                        &new.username,
+                        state,
+                        &duplicate_of,
+                        at
+                    ],
+                )
+                .await
             }
         };
         match insert("received", None).await {
             Ok(_) => {}
-            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {
-                let holder: Option<(String,)> = with_writer!(self, |pool| {
-                    sqlx::query_as(HOLDER)
-                        .bind(&new.org_id)
-                        .bind(&new.sha256)
-                        .fetch_optional(pool)
-                        .await
-                })?;
+            Err(err) if err.is_unique_violation() => {
+                let holder: Option<(String,)> = self
+                    .read_row(HOLDER, params![&new.org_id, &new.sha256])
+                    .await?;
                 let holder = holder.map(|(id,)| id);
                 insert("duplicate", holder).await?;
             }
-            Err(err) => return Err(err.into()),
+            Err(err) => return Err(err),
         }
         self.get_batch(&new.org_id, &new.id).await
     }
@@ -202,18 +196,22 @@ impl Store {
             batch_columns!(),
             " FROM batches WHERE org_id = $1 AND id = $2"
         );
-        let row: Option<BatchRow> = read_row!(self, SQL, [org_id, id])?;
+        let row: Option<BatchRow> = self.read_row(SQL, params![org_id, id]).await?;
         row.ok_or(StoreError::NotFound { what: "batch" })
             .and_then(batch_from_row)
     }
 
     /// The organisation's batches, newest first.
     pub async fn list_batches(&self, org_id: &str, page: Page) -> Result<Paged<Batch>, StoreError> {
-        let rows = paged!(self, page,
-            select: batch_columns!(),
-            from: "FROM batches WHERE org_id = $1",
-            order: "received_at DESC, id DESC",
-            args: [org_id])?;
+        let rows = self
+            .read_page(
+                page,
+                batch_columns!(),
+                "FROM batches WHERE org_id = $1",
+                "received_at DESC, id DESC",
+                params![org_id],
+            )
+            .await?;
         Paged::of(rows, page, batch_from_row)
     }
 
@@ -223,20 +221,20 @@ impl Store {
         const SQL: &str = "UPDATE batches SET state = $2, rows_total = $3, rows_loaded = $4, \
              rows_rejected = $5, summary = $6, error = $7, claimed_until = NULL, updated_at = $8 \
              WHERE id = $1";
-        with_writer!(self, |pool| {
-            sqlx::query(SQL)
-                .bind(id)
-                .bind(finish.state.as_str())
-                .bind(finish.rows)
-                .bind(finish.loaded)
-                .bind(finish.rejected)
-                .bind(Json(&finish.summary))
-                .bind(&finish.error)
-                .bind(now())
-                .execute(pool)
-                .await
-                .map(|done| done.rows_affected())
-        })?;
+        self.execute(
+            SQL,
+            params![
+                id,
+                finish.state.as_str(),
+                finish.rows,
+                finish.loaded,
+                finish.rejected,
+                finish.summary,
+                finish.error,
+                now()
+            ],
+        )
+        .await?;
         Ok(())
     }
 
@@ -245,23 +243,9 @@ impl Store {
         const RENEW: &str =
             "UPDATE batches SET claimed_until = $2 WHERE id = $1 AND state = 'processing'";
         let until = now() + Duration::seconds(LEASE);
-        match &self.pool {
-            // Through the writer thread: while a file loads, its transaction is open there, and
-            // this write joins it instead of waiting for it to commit.
-            Pool::Sqlite { direct, .. } => {
-                let id = id.to_string();
-                direct
-                    .write(move |c| direct::execute(c, RENEW, args![id, direct::time(until)]))
-                    .await?;
-            }
-            Pool::Postgres(pool) => {
-                sqlx::query(RENEW)
-                    .bind(id)
-                    .bind(until)
-                    .execute(pool)
-                    .await?;
-            }
-        }
+        // On SQLite through the writer thread: while a file loads, its transaction is open
+        // there, and this write joins it instead of waiting for it to commit.
+        self.execute(RENEW, params![id, until]).await?;
         Ok(())
     }
 
@@ -269,13 +253,12 @@ impl Store {
     /// serves (embedded SQLite): at its start, a batch still claimed was interrupted by a crash.
     /// Shared databases rely on the lease running out instead.
     pub async fn release_batch_claims(&self) -> Result<u64, StoreError> {
-        let released = with_writer!(self, |pool| {
-            sqlx::query("UPDATE batches SET claimed_until = $1 WHERE state = 'processing'")
-                .bind(now() - Duration::seconds(1))
-                .execute(pool)
-                .await
-                .map(|done| done.rows_affected())
-        })?;
+        let released = self
+            .execute(
+                "UPDATE batches SET claimed_until = $1 WHERE state = 'processing'",
+                params![now() - Duration::seconds(1)],
+            )
+            .await?;
         Ok(released)
     }
 
@@ -294,15 +277,10 @@ impl Store {
             batch_columns!()
         );
         let at = now();
-        let rows: Vec<BatchRow> = with_writer!(self, |pool| {
-            sqlx::query_as(claim(pool, SQL))
-                .bind(at + Duration::seconds(LEASE))
-                .bind(at)
-                .bind(limit)
-                .bind(only)
-                .fetch_all(pool)
-                .await
-        })?;
+        let lease = at + Duration::seconds(LEASE);
+        let rows: Vec<BatchRow> = self
+            .write_rows(&self.claiming(SQL), params![lease, at, limit, only])
+            .await?;
         rows.into_iter().map(batch_from_row).collect()
     }
 }

@@ -7,17 +7,13 @@
 use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
-use sqlx::types::Json;
 
 use super::document::Catalogue;
 use crate::FieldProblem;
-use crate::backend::WritePool;
+use crate::backend::{Steps, Tx};
 use crate::common::ids::{new_id, now};
 use crate::programme::tiers::RETIER;
 use crate::{Campaign, Store, StoreError};
-
-/// Rows a multi-row statement writes at most (within both backends' parameter limits).
-const CHUNK: usize = 500;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ImportOptions {
@@ -268,24 +264,6 @@ pub(crate) fn embedding_bytes(vector: &[f32]) -> Vec<u8> {
     vector.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-/// Runs `DELETE FROM $table WHERE campaign_id = $1 AND $column IN (...)` for `ids`, in chunks.
-macro_rules! delete_in {
-    ($tx:expr, $table:literal, $column:literal, $campaign:expr, $ids:expr) => {
-        for chunk in $ids.chunks(CHUNK) {
-            let mut delete =
-                sqlx::QueryBuilder::new(concat!("DELETE FROM ", $table, " WHERE campaign_id = "));
-            delete.push_bind($campaign);
-            delete.push(concat!(" AND ", $column, " IN ("));
-            let mut list = delete.separated(", ");
-            for id in chunk {
-                list.push_bind(id);
-            }
-            delete.push(")");
-            delete.build().execute(&mut *$tx).await?;
-        }
-    };
-}
-
 impl Store {
     /// Checks `catalogue` against what the campaign holds and applies it in one transaction
     /// (none of it when anything is wrong: `InvalidCatalogue` lists every problem).
@@ -295,222 +273,327 @@ impl Store {
         catalogue: &Catalogue,
         options: ImportOptions,
     ) -> Result<ImportReport, StoreError> {
+        let import = Importing {
+            campaign: campaign.clone(),
+            catalogue: catalogue.clone(),
+            options,
+        };
+        if options.dry_run {
+            let mut report = self.try_out(import).await?;
+            report.version -= 1;
+            Ok(report)
+        } else {
+            self.write(import).await
+        }
+    }
+}
+
+/// An import, applied in one transaction.
+struct Importing {
+    campaign: Campaign,
+    catalogue: Catalogue,
+    options: ImportOptions,
+}
+
+impl Steps for Importing {
+    type Output = ImportReport;
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<ImportReport, StoreError> {
+        let Importing {
+            campaign,
+            catalogue,
+            options,
+        } = self;
         let at = now();
         let c = campaign.id.as_str();
-        with_writer!(self, |pool| {
-            async {
-            let mut tx = pool.begin_write().await?;
-            // First, so that imports of one campaign queue here (the row is locked until commit).
-            let (version,): (i64,) = sqlx::query_as(
-                "INSERT INTO catalogue_versions (campaign_id, version, updated_at) VALUES ($1, 1, $2) \
-                 ON CONFLICT (campaign_id) DO UPDATE SET version = catalogue_versions.version + 1, \
-                 updated_at = excluded.updated_at RETURNING version",
+        // First, so that imports of one campaign queue here (the row is locked until commit).
+        let (version,): (i64,) = tx
+            .row(
+                "INSERT INTO catalogue_versions (campaign_id, version, updated_at) \
+                 VALUES ($1, 1, $2) ON CONFLICT (campaign_id) DO UPDATE \
+                 SET version = catalogue_versions.version + 1, updated_at = excluded.updated_at \
+                 RETURNING version",
+                params![c, at],
             )
-            .bind(c)
-            .bind(at)
-            .fetch_one(&mut *tx)
+            .await?
+            .unwrap_or((1,));
+
+        let mut stored = Stored::default();
+        let ids = |rows: Vec<(String,)>| rows.into_iter().map(|(id,)| id);
+        let campaign_only = params![c];
+        stored.categories = ids(tx
+            .rows(
+                "SELECT id FROM categories WHERE campaign_id = $1",
+                campaign_only,
+            )
+            .await?)
+        .collect();
+        stored.tags = ids(tx
+            .rows("SELECT id FROM tags WHERE campaign_id = $1", campaign_only)
+            .await?)
+        .collect();
+        stored.products = ids(tx
+            .rows(
+                "SELECT id FROM products WHERE campaign_id = $1",
+                campaign_only,
+            )
+            .await?)
+        .collect();
+        let variants: Vec<(String, String)> = tx
+            .rows(
+                "SELECT id, product_id FROM variants WHERE campaign_id = $1",
+                campaign_only,
+            )
             .await?;
+        stored.variants = variants.into_iter().collect();
+        stored.tiers = tx
+            .rows(
+                "SELECT id, name, handle FROM tiers WHERE campaign_id = $1",
+                campaign_only,
+            )
+            .await?;
+        let mut plan = plan(&catalogue, &stored, options)?;
 
-            let mut stored = Stored::default();
-            for (table, into) in [("categories", &mut stored.categories), ("tags", &mut stored.tags), ("products", &mut stored.products)] {
-                let rows: Vec<(String,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                    "SELECT id FROM {table} WHERE campaign_id = $1"
-                )))
-                .bind(c)
-                .fetch_all(&mut *tx)
-                .await?;
-                into.extend(rows.into_iter().map(|(id,)| id));
-            }
-            stored.variants = sqlx::query_as("SELECT id, product_id FROM variants WHERE campaign_id = $1")
-                .bind(c)
-                .fetch_all(&mut *tx)
-                .await?
-                .into_iter()
-                .collect();
-            stored.tiers = sqlx::query_as("SELECT id, name, handle FROM tiers WHERE campaign_id = $1")
-                .bind(c)
-                .fetch_all(&mut *tx)
-                .await?;
-            let mut plan = plan(catalogue, &stored, options)?;
+        // The document's id becomes the tier's handle unless it is the service's own id.
+        const NEW_TIER: &str = "INSERT INTO tiers (id, org_id, campaign_id, name, precedence, \
+             threshold, benefits, image_url, handle, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+        const UPDATE_TIER: &str = "UPDATE tiers SET name = $4, precedence = $5, threshold = $6, \
+             benefits = $7, image_url = $8, handle = COALESCE($9, handle) \
+             WHERE id = $1 AND org_id = $2 AND campaign_id = $3";
+        for (tier, (id, new)) in catalogue.tiers.iter().zip(&plan.tiers) {
+            let handle = tier.id.as_ref().filter(|doc_id| *doc_id != id);
+            let (benefits, threshold) = (serde_json::json!(tier.benefits), tier.threshold.micros());
+            let args = params![
+                id,
+                campaign.org_id,
+                c,
+                tier.name,
+                tier.precedence,
+                threshold,
+                benefits,
+                tier.image_url,
+                handle,
+                at
+            ];
+            let written = if *new {
+                tx.execute(NEW_TIER, args).await
+            } else {
+                tx.execute(UPDATE_TIER, &args[..9]).await
+            };
+            written.map_err(|e| crate::error::conflict_on(e, &[("name", "tiers")]))?;
+        }
 
-            // The document's id becomes the tier's handle unless it is the service's own id.
-            const NEW_TIER: &str = "INSERT INTO tiers (id, org_id, campaign_id, name, precedence, \
-                 threshold, benefits, image_url, handle, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
-            const UPDATE_TIER: &str = "UPDATE tiers SET name = $4, precedence = $5, threshold = $6, \
-                 benefits = $7, image_url = $8, handle = COALESCE($9, handle) \
-                 WHERE id = $1 AND org_id = $2 AND campaign_id = $3";
-            for (tier, (id, new)) in catalogue.tiers.iter().zip(&plan.tiers) {
-                let handle = tier.id.as_ref().filter(|doc_id| *doc_id != id);
-                let query = sqlx::query(if *new { NEW_TIER } else { UPDATE_TIER })
-                    .bind(id)
-                    .bind(&campaign.org_id)
-                    .bind(c)
-                    .bind(&tier.name)
-                    .bind(tier.precedence)
-                    .bind(tier.threshold.micros())
-                    .bind(Json(&tier.benefits))
-                    .bind(&tier.image_url)
-                    .bind(handle);
-                let query = if *new { query.bind(at) } else { query };
-                query
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(|e| crate::error::conflict_on(e, &[("name", "tiers")]))?;
+        // Each record's place in its list, bound by reference (the longest list decides).
+        let longest = catalogue
+            .products
+            .iter()
+            .flat_map(|p| [p.tags.len(), p.branches.len(), p.variants.len()])
+            .chain([
+                catalogue.products.len(),
+                catalogue.categories.len(),
+                catalogue.tags.len(),
+            ])
+            .max()
+            .unwrap_or(0);
+        let positions: Vec<i64> = (0..longest as i64).collect();
+        for (table, named) in [
+            (
+                "categories",
+                catalogue
+                    .categories
+                    .iter()
+                    .map(|x| (&x.id, &x.name))
+                    .collect::<Vec<_>>(),
+            ),
+            (
+                "tags",
+                catalogue.tags.iter().map(|x| (&x.id, &x.name)).collect(),
+            ),
+        ] {
+            let mut values = Vec::with_capacity(named.len() * 4);
+            for ((id, name), position) in named.iter().zip(&positions) {
+                values.extend(params![c, *id, *name, *position]);
             }
+            let head = format!("INSERT INTO {table} (campaign_id, id, name, position)");
+            let tail = "ON CONFLICT (campaign_id, id) DO UPDATE SET name = excluded.name, \
+                 position = excluded.position";
+            tx.insert_rows(&head, tail, 4, &values).await?;
+        }
 
-            for (table, rows) in [
-                ("categories", catalogue.categories.iter().map(|x| (&x.id, &x.name)).collect::<Vec<_>>()),
-                ("tags", catalogue.tags.iter().map(|x| (&x.id, &x.name)).collect()),
-            ] {
-                for (n, chunk) in rows.chunks(CHUNK).enumerate() {
-                    let mut upsert = sqlx::QueryBuilder::new(format!(
-                        "INSERT INTO {table} (campaign_id, id, name, position) "
-                    ));
-                    upsert.push_values(chunk.iter().enumerate(), |mut row, (i, (id, name))| {
-                        row.push_bind(c)
-                            .push_bind(*id)
-                            .push_bind(*name)
-                            .push_bind((n * CHUNK + i) as i64);
-                    });
-                    upsert.push(
-                        " ON CONFLICT (campaign_id, id) DO UPDATE SET name = excluded.name, \
-                         position = excluded.position",
-                    );
-                    upsert.build().execute(&mut *tx).await?;
-                }
-            }
+        const PRODUCTS: &str = "INSERT INTO products (campaign_id, id, name, short_description, \
+             description, book_in_advance, category_id, primary_image, secondary_images, website, \
+             weekdays, weight, embedding, position, created_at, updated_at)";
+        const PRODUCTS_CONFLICT: &str = "ON CONFLICT (campaign_id, id) DO UPDATE SET \
+             name = excluded.name, short_description = excluded.short_description, \
+             description = excluded.description, book_in_advance = excluded.book_in_advance, \
+             category_id = excluded.category_id, primary_image = excluded.primary_image, \
+             secondary_images = excluded.secondary_images, website = excluded.website, \
+             weekdays = excluded.weekdays, weight = excluded.weight, \
+             embedding = excluded.embedding, position = excluded.position, \
+             updated_at = excluded.updated_at";
+        tx.execute_each(
+            "DELETE FROM products WHERE campaign_id = $1 AND id {key}",
+            campaign_only,
+            &plan.removed_products,
+        )
+        .await?;
+        let product_json: Vec<(serde_json::Value, serde_json::Value, Option<Vec<u8>>)> = catalogue
+            .products
+            .iter()
+            .map(|p| {
+                (
+                    serde_json::json!(p.secondary_images),
+                    serde_json::json!(p.weekdays),
+                    p.embedding.as_deref().map(embedding_bytes),
+                )
+            })
+            .collect();
+        let mut values = Vec::with_capacity(catalogue.products.len() * 16);
+        for ((p, (images, weekdays, embedding)), position) in
+            catalogue.products.iter().zip(&product_json).zip(&positions)
+        {
+            values.extend(params![
+                c,
+                p.id,
+                p.name,
+                p.short_description,
+                p.description,
+                p.book_in_advance,
+                p.category,
+                p.primary_image,
+                *images,
+                p.website,
+                *weekdays,
+                p.weight,
+                *embedding,
+                *position,
+                at,
+                at
+            ]);
+        }
+        tx.insert_rows(PRODUCTS, PRODUCTS_CONFLICT, 16, &values)
+            .await?;
+        let product_ids: Vec<&str> = catalogue.products.iter().map(|p| p.id.as_str()).collect();
+        for delete in [
+            "DELETE FROM product_tags WHERE campaign_id = $1 AND product_id {key}",
+            "DELETE FROM branches WHERE campaign_id = $1 AND product_id {key}",
+        ] {
+            tx.execute_each(delete, campaign_only, &product_ids).await?;
+        }
 
-            delete_in!(tx, "products", "id", c, plan.removed_products);
-            for (n, chunk) in catalogue.products.chunks(CHUNK).enumerate() {
-                let mut upsert = sqlx::QueryBuilder::new(
-                    "INSERT INTO products (campaign_id, id, name, short_description, description, \
-                     book_in_advance, category_id, primary_image, secondary_images, website, weekdays, \
-                     weight, embedding, position, created_at, updated_at) ",
-                );
-                upsert.push_values(chunk.iter().enumerate(), |mut row, (i, p)| {
-                    row.push_bind(c)
-                        .push_bind(&p.id)
-                        .push_bind(&p.name)
-                        .push_bind(&p.short_description)
-                        .push_bind(&p.description)
-                        .push_bind(p.book_in_advance)
-                        .push_bind(&p.category)
-                        .push_bind(&p.primary_image)
-                        .push_bind(Json(&p.secondary_images))
-                        .push_bind(&p.website)
-                        .push_bind(Json(p.weekdays))
-                        .push_bind(p.weight)
-                        .push_bind(p.embedding.as_deref().map(embedding_bytes))
-                        .push_bind((n * CHUNK + i) as i64)
-                        .push_bind(at)
-                        .push_bind(at);
-                });
-                upsert.push(
-                    " ON CONFLICT (campaign_id, id) DO UPDATE SET name = excluded.name, \
-                     short_description = excluded.short_description, description = excluded.description, \
-                     book_in_advance = excluded.book_in_advance, category_id = excluded.category_id, \
-                     primary_image = excluded.primary_image, secondary_images = excluded.secondary_images, \
-                     website = excluded.website, weekdays = excluded.weekdays, weight = excluded.weight, \
-                     embedding = excluded.embedding, position = excluded.position, \
-                     updated_at = excluded.updated_at",
-                );
-                upsert.build().execute(&mut *tx).await?;
-                let ids: Vec<&str> = chunk.iter().map(|p| p.id.as_str()).collect();
-                delete_in!(tx, "product_tags", "product_id", c, ids);
-                delete_in!(tx, "branches", "product_id", c, ids);
+        let mut values = Vec::new();
+        for p in &catalogue.products {
+            for (tag, position) in p.tags.iter().zip(&positions) {
+                values.extend(params![c, p.id, *tag, *position]);
             }
-            let tags: Vec<(&str, &str, usize)> = catalogue
+        }
+        tx.insert_rows(
+            "INSERT INTO product_tags (campaign_id, product_id, tag_id, position)",
+            "",
+            4,
+            &values,
+        )
+        .await?;
+
+        let branch_json: Vec<Vec<(Option<serde_json::Value>, Option<serde_json::Value>)>> =
+            catalogue
                 .products
                 .iter()
-                .flat_map(|p| p.tags.iter().enumerate().map(|(i, t)| (p.id.as_str(), t.as_str(), i)))
-                .collect();
-            for chunk in tags.chunks(CHUNK) {
-                let mut insert = sqlx::QueryBuilder::new(
-                    "INSERT INTO product_tags (campaign_id, product_id, tag_id, position) ",
-                );
-                insert.push_values(chunk, |mut row, (product, tag, i)| {
-                    row.push_bind(c).push_bind(*product).push_bind(*tag).push_bind(*i as i64);
-                });
-                insert.build().execute(&mut *tx).await?;
-            }
-            let branches: Vec<(&str, &super::Branch, usize)> = catalogue
-                .products
-                .iter()
-                .flat_map(|p| p.branches.iter().enumerate().map(|(i, b)| (p.id.as_str(), b, i)))
-                .collect();
-            for chunk in branches.chunks(CHUNK) {
-                let mut insert = sqlx::QueryBuilder::new(
-                    "INSERT INTO branches (campaign_id, product_id, id, name, address, contact_details, \
-                     position) ",
-                );
-                insert.push_values(chunk, |mut row, (product, b, i)| {
-                    row.push_bind(c)
-                        .push_bind(*product)
-                        .push_bind(&b.id)
-                        .push_bind(&b.name)
-                        .push_bind(b.address.as_ref().map(Json))
-                        .push_bind(b.contact_details.as_ref().map(Json))
-                        .push_bind(*i as i64);
-                });
-                insert.build().execute(&mut *tx).await?;
-            }
-
-            delete_in!(tx, "variants", "id", c, plan.removed_variants);
-            let variants: Vec<(&str, &super::document::VariantEntry, &Option<String>, usize)> = catalogue
-                .products
-                .iter()
-                .zip(&plan.variant_tiers)
-                .flat_map(|(p, tiers)| {
-                    p.variants.iter().zip(tiers).enumerate().map(|(i, (v, t))| (p.id.as_str(), v, t, i))
+                .map(|p| {
+                    p.branches
+                        .iter()
+                        .map(|b| {
+                            (
+                                b.address.as_ref().map(|a| serde_json::json!(a)),
+                                b.contact_details.as_ref().map(|d| serde_json::json!(d)),
+                            )
+                        })
+                        .collect()
                 })
                 .collect();
-            for chunk in variants.chunks(CHUNK) {
-                let mut upsert = sqlx::QueryBuilder::new(
-                    "INSERT INTO variants (campaign_id, id, product_id, name, category, description, \
-                     offer_details, terms_and_conditions, price, tier_id, available, stock, position) ",
-                );
-                upsert.push_values(chunk, |mut row, (product, v, tier, i)| {
-                    row.push_bind(c)
-                        .push_bind(&v.id)
-                        .push_bind(*product)
-                        .push_bind(&v.name)
-                        .push_bind(&v.category)
-                        .push_bind(&v.description)
-                        .push_bind(&v.offer_details)
-                        .push_bind(&v.terms_and_conditions)
-                        .push_bind(v.price.micros())
-                        .push_bind(*tier)
-                        .push_bind(v.available)
-                        .push_bind(v.stock)
-                        .push_bind(*i as i64);
-                });
-                upsert.push(
-                    " ON CONFLICT (campaign_id, id) DO UPDATE SET product_id = excluded.product_id, \
-                     name = excluded.name, category = excluded.category, description = excluded.description, \
-                     offer_details = excluded.offer_details, \
-                     terms_and_conditions = excluded.terms_and_conditions, price = excluded.price, \
-                     tier_id = excluded.tier_id, available = excluded.available, stock = excluded.stock, \
-                     position = excluded.position",
-                );
-                upsert.build().execute(&mut *tx).await?;
+        let mut values = Vec::new();
+        for (p, json) in catalogue.products.iter().zip(&branch_json) {
+            for ((b, (address, contact)), position) in p.branches.iter().zip(json).zip(&positions) {
+                values.extend(params![
+                    c, p.id, b.id, b.name, *address, *contact, *position
+                ]);
             }
-            delete_in!(tx, "categories", "id", c, plan.removed_categories);
-            delete_in!(tx, "tags", "id", c, plan.removed_tags);
-            if !catalogue.tiers.is_empty() {
-                sqlx::query(RETIER).bind(c).execute(&mut *tx).await?;
-            }
-
-            if options.dry_run {
-                tx.rollback().await?;
-                plan.report.version = version - 1;
-            } else {
-                tx.commit().await?;
-                plan.report.version = version;
-            }
-            Ok::<_, StoreError>(plan.report)
         }
-        .await
-        })
+        tx.insert_rows(
+            "INSERT INTO branches (campaign_id, product_id, id, name, address, contact_details, \
+             position)",
+            "",
+            7,
+            &values,
+        )
+        .await?;
+
+        tx.execute_each(
+            "DELETE FROM variants WHERE campaign_id = $1 AND id {key}",
+            campaign_only,
+            &plan.removed_variants,
+        )
+        .await?;
+        const VARIANTS: &str = "INSERT INTO variants (campaign_id, id, product_id, name, category, \
+             description, offer_details, terms_and_conditions, price, tier_id, available, stock, \
+             position)";
+        const VARIANTS_CONFLICT: &str = "ON CONFLICT (campaign_id, id) DO UPDATE SET \
+             product_id = excluded.product_id, name = excluded.name, \
+             category = excluded.category, description = excluded.description, \
+             offer_details = excluded.offer_details, \
+             terms_and_conditions = excluded.terms_and_conditions, price = excluded.price, \
+             tier_id = excluded.tier_id, available = excluded.available, stock = excluded.stock, \
+             position = excluded.position";
+        let prices: Vec<Vec<i64>> = catalogue
+            .products
+            .iter()
+            .map(|p| p.variants.iter().map(|v| v.price.micros()).collect())
+            .collect();
+        let mut values = Vec::new();
+        for ((p, tiers), prices) in catalogue
+            .products
+            .iter()
+            .zip(&plan.variant_tiers)
+            .zip(&prices)
+        {
+            for (((v, tier), price), position) in
+                p.variants.iter().zip(tiers).zip(prices).zip(&positions)
+            {
+                values.extend(params![
+                    c,
+                    v.id,
+                    p.id,
+                    v.name,
+                    v.category,
+                    v.description,
+                    v.offer_details,
+                    v.terms_and_conditions,
+                    *price,
+                    *tier,
+                    v.available,
+                    v.stock,
+                    *position
+                ]);
+            }
+        }
+        tx.insert_rows(VARIANTS, VARIANTS_CONFLICT, 13, &values)
+            .await?;
+        tx.execute_each(
+            "DELETE FROM categories WHERE campaign_id = $1 AND id {key}",
+            campaign_only,
+            &plan.removed_categories,
+        )
+        .await?;
+        tx.execute_each(
+            "DELETE FROM tags WHERE campaign_id = $1 AND id {key}",
+            campaign_only,
+            &plan.removed_tags,
+        )
+        .await?;
+        if !catalogue.tiers.is_empty() {
+            tx.execute(RETIER, campaign_only).await?;
+        }
+        plan.report.version = version;
+        Ok(plan.report)
     }
 }

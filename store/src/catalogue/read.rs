@@ -10,6 +10,7 @@ use super::document::{
 };
 use super::document::{ProductEntry, VariantEntry};
 use super::{Product, Variant};
+use crate::backend::{Steps, Tx};
 use crate::programme::tiers::joined_tier;
 use crate::{Page, Paged, Store, StoreError, Tokens};
 
@@ -94,48 +95,15 @@ impl Store {
         const SQL: &str = "SELECT CAST(COALESCE((SELECT version FROM catalogue_versions \
              WHERE campaign_id = $1), 0) + COALESCE((SELECT sellouts FROM catalogue_sellouts \
              WHERE campaign_id = $1), 0) AS BIGINT)";
-        let row: Option<(i64,)> = read_row!(self, SQL, [campaign_id])?;
+        let row: Option<(i64,)> = self.read_row(SQL, params![campaign_id]).await?;
         Ok(row.map_or(0, |(v,)| v))
     }
 
     /// Every product of the campaign, whole, in the import's order.
     pub async fn catalogue_products(&self, campaign_id: &str) -> Result<Vec<Product>, StoreError> {
-        const PRODUCTS: &str = "SELECT p.id, p.name, p.short_description, p.description, \
-             p.book_in_advance, p.category_id, c.name, p.primary_image, p.secondary_images, \
-             p.website, p.weekdays, p.weight, p.embedding FROM products p \
-             LEFT JOIN categories c ON c.campaign_id = p.campaign_id AND c.id = p.category_id \
-             WHERE p.campaign_id = $1 ORDER BY p.position, p.id";
-        const TAGS: &str = "SELECT pt.product_id, t.id, t.name FROM product_tags pt \
-             JOIN tags t ON t.campaign_id = pt.campaign_id AND t.id = pt.tag_id \
-             WHERE pt.campaign_id = $1 ORDER BY pt.product_id, pt.position";
-        const BRANCHES: &str = "SELECT product_id, id, name, address, contact_details FROM branches \
-             WHERE campaign_id = $1 ORDER BY product_id, position";
-        const VARIANTS: &str = "SELECT v.product_id, v.id, v.name, v.category, v.description, \
-             v.offer_details, v.terms_and_conditions, v.price, v.available, v.stock, t.id, t.name, \
-             t.precedence, t.threshold, t.benefits, t.image_url, t.handle FROM variants v \
-             LEFT JOIN tiers t ON t.id = v.tier_id WHERE v.campaign_id = $1 \
-             ORDER BY v.product_id, v.position";
-        let (products, tags, branches, variants): Rows = with_pool!(self, |pool| async {
-            Ok::<_, sqlx::Error>((
-                sqlx::query_as(PRODUCTS)
-                    .bind(campaign_id)
-                    .fetch_all(pool)
-                    .await?,
-                sqlx::query_as(TAGS)
-                    .bind(campaign_id)
-                    .fetch_all(pool)
-                    .await?,
-                sqlx::query_as(BRANCHES)
-                    .bind(campaign_id)
-                    .fetch_all(pool)
-                    .await?,
-                sqlx::query_as(VARIANTS)
-                    .bind(campaign_id)
-                    .fetch_all(pool)
-                    .await?,
-            ))
-        }
-        .await)?;
+        // In one snapshot: an import committed meanwhile shows whole or not at all.
+        let (products, tags, branches, variants): Rows =
+            self.read(Reading(campaign_id.to_string())).await?;
         let mut tags_of = grouped(tags, |(product, id, name)| (product, Tag { id, name }));
         let mut branches_of = grouped(branches, |(product, id, name, address, contact)| {
             let branch = Branch {
@@ -295,11 +263,47 @@ impl Store {
         page: Page,
         record: impl Fn(String, String) -> T,
     ) -> Result<Paged<T>, StoreError> {
-        let rows = paged!(self, page,
-            select: "id, name",
-            from: &format!("FROM {table} WHERE campaign_id = $1 AND id = COALESCE($2, id)"),
-            order: "position, id",
-            args: [campaign_id, only])?;
+        let rows = self
+            .read_page(
+                page,
+                "id, name",
+                &format!("FROM {table} WHERE campaign_id = $1 AND id = COALESCE($2, id)"),
+                "position, id",
+                params![campaign_id, only],
+            )
+            .await?;
         Paged::of(rows, page, |(id, name)| Ok(record(id, name)))
     }
 }
+
+/// A campaign's whole catalogue, read in one snapshot.
+struct Reading(String);
+
+impl Steps for Reading {
+    type Output = Rows;
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<Rows, StoreError> {
+        let campaign = params![self.0];
+        Ok((
+            tx.rows(PRODUCTS, campaign).await?,
+            tx.rows(TAGS, campaign).await?,
+            tx.rows(BRANCHES, campaign).await?,
+            tx.rows(VARIANTS, campaign).await?,
+        ))
+    }
+}
+
+const PRODUCTS: &str = "SELECT p.id, p.name, p.short_description, p.description, \
+     p.book_in_advance, p.category_id, c.name, p.primary_image, p.secondary_images, \
+     p.website, p.weekdays, p.weight, p.embedding FROM products p \
+     LEFT JOIN categories c ON c.campaign_id = p.campaign_id AND c.id = p.category_id \
+     WHERE p.campaign_id = $1 ORDER BY p.position, p.id";
+const TAGS: &str = "SELECT pt.product_id, t.id, t.name FROM product_tags pt \
+     JOIN tags t ON t.campaign_id = pt.campaign_id AND t.id = pt.tag_id \
+     WHERE pt.campaign_id = $1 ORDER BY pt.product_id, pt.position";
+const BRANCHES: &str = "SELECT product_id, id, name, address, contact_details FROM branches \
+     WHERE campaign_id = $1 ORDER BY product_id, position";
+const VARIANTS: &str = "SELECT v.product_id, v.id, v.name, v.category, v.description, \
+     v.offer_details, v.terms_and_conditions, v.price, v.available, v.stock, t.id, t.name, \
+     t.precedence, t.threshold, t.benefits, t.image_url, t.handle FROM variants v \
+     LEFT JOIN tiers t ON t.id = v.tier_id WHERE v.campaign_id = $1 \
+     ORDER BY v.product_id, v.position";

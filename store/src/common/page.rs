@@ -47,7 +47,7 @@ impl<T> Paged<T> {
 }
 
 impl<T> Paged<T> {
-    /// The page of `rows` (as `paged!` read them), each turned into a record by `record`.
+    /// The page of `rows` (as `Store::read_page` read them), each turned into a record by `record`.
     pub(crate) fn of<R>(
         (total, rows): (u64, Vec<R>),
         page: Page,
@@ -73,40 +73,4 @@ impl<T> Paged<T> {
             .collect();
         Paged { items, total, page }
     }
-}
-
-/// Counts and reads one page of a list, on either backend: the one paging code every list
-/// uses. `from` is the `FROM ... WHERE ...` that both statements share, with `$1`... bound to
-/// `args` in order; the page's `LIMIT` and `OFFSET` take the next two numbers. A page of
-/// `limit` 0 reads only the count. Gives `(total, rows)` for `Paged::of`.
-macro_rules! paged {
-    ($store:expr, $page:expr, select: $select:expr, from: $from:expr, order: $order:expr,
-     args: [$($arg:expr),* $(,)?]) => {{
-        let page: $crate::Page = $page;
-        let from: &str = $from;
-        let taken: usize = [$(stringify!($arg)),*].len();
-        let count = sqlx::AssertSqlSafe(format!("SELECT COUNT(*) {from}"));
-        let list = sqlx::AssertSqlSafe(format!(
-            "SELECT {} {from} ORDER BY {} LIMIT ${} OFFSET ${}",
-            $select,
-            $order,
-            taken + 1,
-            taken + 2
-        ));
-        with_pool!($store, |pool| async {
-            let (total,): (i64,) = sqlx::query_as(count)$(.bind($arg))*.fetch_one(pool).await?;
-            let rows = if page.limit == 0 {
-                Vec::new()
-            } else {
-                sqlx::query_as(list)
-                    $(.bind($arg))*
-                    .bind(page.limit())
-                    .bind(page.offset())
-                    .fetch_all(pool)
-                    .await?
-            };
-            Ok::<_, sqlx::Error>((total.max(0) as u64, rows))
-        }
-        .await)
-    }};
 }

@@ -9,12 +9,13 @@
 
 pub mod schedule;
 
+mod postgres;
+mod sqlite;
+
 use chrono::{DateTime, Utc};
-use rusqlite::types::ValueRef;
 use tokio::sync::mpsc;
 
-use crate::backend::Pool;
-use crate::backend::direct::{self, time};
+use crate::backend::{Forked, OwnedArg, borrowed};
 use crate::{Store, StoreError, TransactionKind};
 
 /// Which time the bounds apply to.
@@ -177,60 +178,6 @@ impl ExportChunk {
             column.push(value);
         }
     }
-
-    /// A row of the query as SQLite holds it, copied without a value of its own per column.
-    fn push_sqlite(&mut self, row: &rusqlite::Row) -> Result<(), StoreError> {
-        let text = |i: usize| -> Result<Option<&str>, StoreError> {
-            match row.get_ref(i)? {
-                ValueRef::Null => Ok(None),
-                ValueRef::Text(bytes) => std::str::from_utf8(bytes)
-                    .map(Some)
-                    .map_err(|e| rusqlite::Error::Utf8Error(i, e).into()),
-                other => Err(rusqlite::Error::InvalidColumnType(
-                    i,
-                    format!("column {i}"),
-                    other.data_type(),
-                )
-                .into()),
-            }
-        };
-        let micros = |i: usize| -> Result<i64, StoreError> {
-            direct::parse_time(text(i)?.unwrap_or_default())
-                .map(|t| t.timestamp_micros())
-                .map_err(|e| {
-                    let failed = rusqlite::Error::FromSqlConversionFailure(
-                        i,
-                        rusqlite::types::Type::Text,
-                        Box::new(e),
-                    );
-                    failed.into()
-                })
-        };
-        // The SELECT's order: id, campaign, wallet, reference, member, kind, amount, currency,
-        // date, external id, source amount, description, comment, meta, trace, version, batch,
-        // created.
-        self.push_texts([
-            text(0)?,
-            text(1)?,
-            text(2)?,
-            text(3)?,
-            text(4)?,
-            text(5)?,
-            text(7)?,
-            text(9)?,
-            text(10)?,
-            text(11)?,
-            text(12)?,
-            text(13)?,
-            text(14)?,
-            text(16)?,
-        ]);
-        self.amount.push(row.get(6)?);
-        self.date.push(micros(8)?);
-        self.rules_version.push(row.get(15)?);
-        self.created_at.push(micros(17)?);
-        Ok(())
-    }
 }
 
 row_struct! {
@@ -324,73 +271,36 @@ fn kinds(filter: &ExportFilter) -> Vec<&'static str> {
     }
 }
 
-/// SQLite: sends the rows of `sql` to `out` in chunks; how many there were.
-fn read_chunks(
-    c: &rusqlite::Connection,
-    sql: &str,
-    args: &[&dyn rusqlite::ToSql],
-    chunk: usize,
-    out: &mpsc::Sender<ExportChunk>,
-) -> Result<u64, StoreError> {
-    let (mut rows, mut count) = (ExportChunk::default(), 0u64);
-    let mut open = true;
-    direct::each_row(c, sql, args, |row| {
-        rows.push_sqlite(row)?;
-        count += 1;
-        if rows.len() == chunk {
-            open = out.blocking_send(std::mem::take(&mut rows)).is_ok();
-        }
-        Ok(open)
-    })?;
-    if open && !rows.is_empty() {
-        let _ = out.blocking_send(rows);
-    }
-    Ok(count)
-}
-
-/// A value `conditions` compares with.
-enum Bound {
-    Text(String),
-    Time(DateTime<Utc>),
-}
-
 /// The values for `conditions(filter)`'s parameters, in order.
-fn bindings(org_id: &str, filter: &ExportFilter) -> Vec<Bound> {
-    let mut bound = vec![Bound::Text(org_id.to_string())];
-    bound.extend(filter.campaign_id.clone().map(Bound::Text));
+fn bindings(org_id: &str, filter: &ExportFilter) -> Vec<OwnedArg> {
+    let mut bound = vec![OwnedArg::Text(Some(org_id.to_string()))];
+    bound.extend(filter.campaign_id.clone().map(|c| OwnedArg::Text(Some(c))));
     bound.extend(
         [filter.from, filter.until]
             .into_iter()
             .flatten()
-            .map(Bound::Time),
+            .map(|at| OwnedArg::Time(Some(at))),
     );
-    bound.extend(kinds(filter).into_iter().map(|k| Bound::Text(k.into())));
+    bound.extend(
+        kinds(filter)
+            .into_iter()
+            .map(|k| OwnedArg::Text(Some(k.into()))),
+    );
     bound
 }
 
-/// `bindings` as the rusqlite path binds them (times as the text SQLite stores).
-fn sqlite_values(bound: Vec<Bound>) -> Vec<String> {
-    bound
-        .into_iter()
-        .map(|b| match b {
-            Bound::Text(text) => text,
-            Bound::Time(at) => time(at),
-        })
-        .collect()
+/// The rows of an export's query, sent to `out` in chunks of `chunk` (`Store::fork`: read by
+/// rusqlite off the async workers on SQLite, streamed by sqlx on PostgreSQL); gives how many
+/// there were.
+struct Exporting {
+    sql: String,
+    bound: Vec<OwnedArg>,
+    chunk: usize,
+    out: mpsc::Sender<ExportChunk>,
 }
 
-/// `$query` with `bindings` bound, for PostgreSQL.
-macro_rules! bind_all {
-    ($query:expr, $bound:expr) => {{
-        let mut query = $query;
-        for bound in $bound {
-            query = match bound {
-                Bound::Text(text) => query.bind(text),
-                Bound::Time(at) => query.bind(at),
-            };
-        }
-        query
-    }};
+impl Forked for Exporting {
+    type Output = u64;
 }
 
 impl Store {
@@ -405,21 +315,10 @@ impl Store {
             conditions(filter)
         );
         let bound = bindings(org_id, filter);
-        let (count,): (i64,) = match &self.pool {
-            Pool::Sqlite { direct, .. } => {
-                let values = sqlite_values(bound);
-                let args: Vec<&dyn rusqlite::ToSql> =
-                    values.iter().map(|v| v as &dyn rusqlite::ToSql).collect();
-                direct
-                    .read(|c| direct::row(c, &sql, &args))?
-                    .unwrap_or((0,))
-            }
-            Pool::Postgres(pool) => {
-                bind_all!(sqlx::query_as(sqlx::AssertSqlSafe(sql)), bound)
-                    .fetch_one(pool)
-                    .await?
-            }
-        };
+        let (count,): (i64,) = self
+            .read_row(&sql, &borrowed(&bound))
+            .await?
+            .unwrap_or((0,));
         Ok(count.max(0) as u64)
     }
 
@@ -459,46 +358,13 @@ impl Store {
         chunk: usize,
         out: &mpsc::Sender<ExportChunk>,
     ) -> Result<u64, StoreError> {
-        let sql = query(filter, self.backend() == crate::Backend::Sqlite);
-        let bound = bindings(org_id, filter);
-        let chunk = chunk.max(1);
-        match &self.pool {
-            Pool::Sqlite { direct, .. } => {
-                let (direct, out) = (direct.clone(), out.clone());
-                let values = sqlite_values(bound);
-                tokio::task::spawn_blocking(move || {
-                    let args: Vec<&dyn rusqlite::ToSql> =
-                        values.iter().map(|v| v as &dyn rusqlite::ToSql).collect();
-                    direct.read(|c| {
-                        // Read through SQLite's small page cache rather than a map of the file:
-                        // a map would hold every page of the ledger in this process's memory.
-                        c.pragma_update(None, "mmap_size", 0)?;
-                        let read = read_chunks(c, &sql, &args, chunk, &out);
-                        c.pragma_update(None, "mmap_size", direct::READER_MMAP)?;
-                        read
-                    })
-                })
-                .await
-                .map_err(|e| StoreError::NotCommitted(format!("the export's reader failed: {e}")))?
-            }
-            Pool::Postgres(pool) => {
-                let query = sqlx::query_as::<_, Record>(sqlx::AssertSqlSafe(sql));
-                let mut stream = bind_all!(query, bound).fetch(pool);
-                let (mut rows, mut count) = (ExportChunk::default(), 0u64);
-                while let Some(row) = std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)).await
-                {
-                    rows.push(&row?);
-                    count += 1;
-                    if rows.len() == chunk && out.send(std::mem::take(&mut rows)).await.is_err() {
-                        return Ok(count);
-                    }
-                }
-                if !rows.is_empty() {
-                    let _ = out.send(rows).await;
-                }
-                Ok(count)
-            }
-        }
+        self.fork(Exporting {
+            sql: query(filter, self.dialect(true, false)),
+            bound: bindings(org_id, filter),
+            chunk: chunk.max(1),
+            out: out.clone(),
+        })
+        .await
     }
 }
 

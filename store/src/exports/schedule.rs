@@ -124,15 +124,17 @@ impl Store {
             return Err(StoreError::invalid("at", "a time of day, 00:00 to 23:59"));
         }
         self.get_org(org_id).await?;
-        with_writer!(self, |pool| sqlx::query(SQL)
-            .bind(org_id)
-            .bind(i64::from(at_minute))
-            .bind(format.as_str())
-            .bind(first_day)
-            .bind(now())
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))?;
+        self.execute(
+            SQL,
+            params![
+                org_id,
+                i64::from(at_minute),
+                format.as_str(),
+                first_day,
+                now()
+            ],
+        )
+        .await?;
         self.export_schedule(org_id)
             .await?
             .ok_or(StoreError::NotFound { what: "schedule" })
@@ -143,34 +145,21 @@ impl Store {
         org_id: &str,
     ) -> Result<Option<ExportSchedule>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM export_schedules WHERE org_id = $1");
-        let row: Option<ScheduleRow> = with_pool!(self, |pool| sqlx::query_as(
-            sqlx::AssertSqlSafe(sql.clone())
-        )
-        .bind(org_id)
-        .fetch_optional(pool)
-        .await)?;
+        let row: Option<ScheduleRow> = self.read_row(&sql, params![org_id]).await?;
         row.map(schedule_from_row).transpose()
     }
 
     /// Every organisation's schedule, by organisation id.
     pub async fn export_schedules(&self) -> Result<Vec<ExportSchedule>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM export_schedules ORDER BY org_id");
-        let rows: Vec<ScheduleRow> = with_pool!(self, |pool| sqlx::query_as(sqlx::AssertSqlSafe(
-            sql.clone()
-        ))
-        .fetch_all(pool)
-        .await)?;
+        let rows: Vec<ScheduleRow> = self.read_rows(&sql, params![]).await?;
         rows.into_iter().map(schedule_from_row).collect()
     }
 
     /// Stops the organisation's daily export; false when it had none.
     pub async fn remove_export_schedule(&self, org_id: &str) -> Result<bool, StoreError> {
         const SQL: &str = "DELETE FROM export_schedules WHERE org_id = $1";
-        let removed = with_writer!(self, |pool| sqlx::query(SQL)
-            .bind(org_id)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))?;
+        let removed = self.execute(SQL, params![org_id]).await?;
         Ok(removed > 0)
     }
 
@@ -186,14 +175,7 @@ impl Store {
             return Ok(None);
         }
         let lease = at + LEASE;
-        let claimed = with_writer!(self, |pool| sqlx::query(CLAIM)
-            .bind(org_id)
-            .bind(day)
-            .bind(lease)
-            .bind(at)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))?;
+        let claimed = self.execute(CLAIM, params![org_id, day, lease, at]).await?;
         Ok((claimed == 1).then(|| ClaimedDay {
             org_id: org_id.to_string(),
             day,
@@ -214,17 +196,20 @@ impl Store {
              last_file = $5, last_rows = $6, last_at = $7 \
              WHERE org_id = $1 AND next_day = $2 AND claimed_until = $4";
         let next = claimed.day.succ_opt().unwrap_or(claimed.day);
-        let done = with_writer!(self, |pool| sqlx::query(SQL)
-            .bind(&claimed.org_id)
-            .bind(claimed.day)
-            .bind(next)
-            .bind(claimed.lease)
-            .bind(file)
-            .bind(i64::try_from(rows).unwrap_or(i64::MAX))
-            .bind(now())
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))?;
+        let done = self
+            .execute(
+                SQL,
+                params![
+                    &claimed.org_id,
+                    claimed.day,
+                    next,
+                    claimed.lease,
+                    file,
+                    i64::try_from(rows).unwrap_or(i64::MAX),
+                    now()
+                ],
+            )
+            .await?;
         Ok(done == 1)
     }
 
@@ -232,13 +217,8 @@ impl Store {
     pub async fn release_export_day(&self, claimed: &ClaimedDay) -> Result<(), StoreError> {
         const SQL: &str = "UPDATE export_schedules SET claimed_until = NULL \
              WHERE org_id = $1 AND next_day = $2 AND claimed_until = $3";
-        with_writer!(self, |pool| sqlx::query(SQL)
-            .bind(&claimed.org_id)
-            .bind(claimed.day)
-            .bind(claimed.lease)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))?;
+        self.execute(SQL, params![&claimed.org_id, claimed.day, claimed.lease])
+            .await?;
         Ok(())
     }
 }

@@ -9,24 +9,23 @@
 //!
 //! On SQLite the ranking is read on a reader connection (WAL: it does not hold writers back)
 //! and written in chunks, each a short transaction, so the single writer is never held for
-//! long; on PostgreSQL one `INSERT ... SELECT` ranks and writes it (MVCC holds nobody back).
+//! long (`build/sqlite.rs`); on PostgreSQL one `INSERT ... SELECT` ranks and writes it (MVCC
+//! holds nobody back: `build/postgres.rs`).
 
-use std::sync::Arc;
+mod postgres;
+mod sqlite;
+
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
-use crate::backend::Pool;
-use crate::backend::direct::{self, Direct};
+use crate::backend::Forked;
 use crate::common::ids::now;
 use crate::{Store, StoreError};
 
 /// How long a claimed build is the claimer's alone: another node takes it over only after this
 /// (when the claimer died).
 const LEASE: chrono::Duration = chrono::Duration::minutes(10);
-
-/// Entries per write on SQLite, and per delete of an old generation.
-const CHUNK: usize = 5_000;
 
 /// Each member ranked in campaign `$2` of organisation `$1`: the lifetime earnings of their
 /// wallets in it and when those last grew. Deleted and inactive members are left out.
@@ -37,12 +36,6 @@ const RANKED: &str = "SELECT w.owner_id, CAST(SUM(w.earned) AS BIGINT) AS points
 
 /// Most points first; a tie goes to whoever reached the score first, then to the lower id.
 const ORDER: &str = "points DESC, reached ASC NULLS LAST, owner_id";
-
-/// Each member's place, from the entries of generation `$2` of campaign `$1`, in the members
-/// table's key order.
-const PLACES: &str = "INSERT INTO leaderboard_members (campaign_id, generation, member_id, rank) \
-     SELECT campaign_id, generation, member_id, rank FROM leaderboard_entries \
-     WHERE campaign_id = $1 AND generation = $2 ORDER BY member_id";
 
 /// What one build did.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,10 +58,7 @@ impl Store {
              OR (l.due_at <= $1 AND (l.claimed_until IS NULL OR l.claimed_until < $1)) \
              ORDER BY c.id";
         let at = now();
-        Ok(with_pool!(self, |pool| sqlx::query_as(SQL)
-            .bind(at)
-            .fetch_all(pool)
-            .await)?)
+        self.read_rows(SQL, params![at]).await
     }
 
     /// Builds and publishes campaign `campaign_id`'s snapshot if it is due and no other node is
@@ -90,20 +80,10 @@ impl Store {
         let started = Instant::now();
         let at = now();
         let lease = at + LEASE;
-        let claimed: Option<(i64,)> = with_writer!(self, |pool| async {
-            sqlx::query(START)
-                .bind(campaign_id)
-                .bind(at)
-                .execute(pool)
-                .await?;
-            sqlx::query_as(CLAIM)
-                .bind(campaign_id)
-                .bind(lease)
-                .bind(at)
-                .fetch_optional(pool)
-                .await
-        }
-        .await)?;
+        self.execute(START, params![campaign_id, at]).await?;
+        let claimed: Option<(i64,)> = self
+            .write_row(CLAIM, params![campaign_id, lease, at])
+            .await?;
         let Some((published,)) = claimed else {
             return Ok(None);
         };
@@ -112,12 +92,7 @@ impl Store {
             .await;
         if built.is_err() {
             // Due again at the next look, here or on another node.
-            let _ = with_writer!(self, |pool| sqlx::query(RELEASE)
-                .bind(campaign_id)
-                .bind(lease)
-                .execute(pool)
-                .await
-                .map(|r| r.rows_affected()));
+            let _ = self.execute(RELEASE, params![campaign_id, lease]).await;
         }
         let (generation, entries) = built?;
         Ok(Some(Built {
@@ -143,45 +118,23 @@ impl Store {
              WHERE campaign_id = $1 AND generation = $6";
         self.drop_generations_but(campaign_id, published).await?;
         let generation = published + 1;
-        let entries = match &self.pool {
-            Pool::Sqlite { direct, .. } => {
-                rank_sqlite(direct.clone(), org_id, campaign_id, generation).await?
-            }
-            Pool::Postgres(pool) => {
-                let sql = format!(
-                    "INSERT INTO leaderboard_entries (campaign_id, generation, rank, member_id, \
-                     points) SELECT $2, $3, ROW_NUMBER() OVER (ORDER BY {ORDER}), owner_id, \
-                     points FROM ({RANKED}) AS ranked"
-                );
-                let ranked = sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(org_id)
-                    .bind(campaign_id)
-                    .bind(generation)
-                    .execute(pool)
-                    .await?
-                    .rows_affected();
-                sqlx::query(PLACES)
-                    .bind(campaign_id)
-                    .bind(generation)
-                    .execute(pool)
-                    .await?;
-                ranked
-            }
-        };
+        let entries = self
+            .fork(Ranking {
+                org_id: org_id.to_string(),
+                campaign_id: campaign_id.to_string(),
+                generation,
+            })
+            .await?;
         let due = chrono::Duration::from_std(interval)
             .ok()
             .and_then(|interval| at.checked_add_signed(interval))
             .unwrap_or(DateTime::<Utc>::MAX_UTC);
-        let published_now = with_writer!(self, |pool| sqlx::query(PUBLISH)
-            .bind(campaign_id)
-            .bind(generation)
-            .bind(at)
-            .bind(entries as i64)
-            .bind(due)
-            .bind(published)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))?;
+        let published_now = self
+            .execute(
+                PUBLISH,
+                params![campaign_id, generation, at, entries as i64, due, published],
+            )
+            .await?;
         if published_now == 0 {
             return Err(StoreError::NotCommitted(format!(
                 "leaderboard of campaign {campaign_id}: another node published a snapshot \
@@ -191,163 +144,43 @@ impl Store {
         Ok((generation, entries))
     }
 
-    /// Deletes every generation of the campaign's snapshot except `keep`. On SQLite a chunk at
-    /// a time (each a range of the primary key), so no delete holds the single writer for long;
-    /// on PostgreSQL in one statement per table, which holds no other writer back (and chunks
-    /// there would each walk the dead index entries the ones before left).
+    /// Deletes every generation of the campaign's snapshot except `keep` (see `Dropping`).
     async fn drop_generations_but(&self, campaign_id: &str, keep: i64) -> Result<(), StoreError> {
-        const TABLES: [(&str, &str); 2] = [
-            ("leaderboard_members", "member_id"),
-            ("leaderboard_entries", "rank"),
-        ];
-        if let Pool::Postgres(pool) = &self.pool {
-            for (table, _) in TABLES {
-                let delete =
-                    format!("DELETE FROM {table} WHERE campaign_id = $1 AND generation <> $2");
-                sqlx::query(sqlx::AssertSqlSafe(delete))
-                    .bind(campaign_id)
-                    .bind(keep)
-                    .execute(pool)
-                    .await?;
-            }
-            return Ok(());
-        }
-        for (table, key) in TABLES {
-            let this = format!("{table} WHERE campaign_id = $1 AND generation = $2");
-            // The first CHUNK keys of the generation (or all of them when fewer are left).
-            let delete = format!(
-                "DELETE FROM {this} AND {key} <= COALESCE(\
-                 (SELECT {key} FROM {this} ORDER BY {key} LIMIT 1 OFFSET {}), \
-                 (SELECT MAX({key}) FROM {this}))",
-                CHUNK - 1
-            );
-            for comparison in ["<", ">"] {
-                let other = format!(
-                    "SELECT generation FROM {table} WHERE campaign_id = $1 \
-                     AND generation {comparison} $2 ORDER BY generation DESC LIMIT 1"
-                );
-                loop {
-                    let found: Option<(i64,)> = with_pool!(self, |pool| sqlx::query_as(
-                        sqlx::AssertSqlSafe(other.clone())
-                    )
-                    .bind(campaign_id)
-                    .bind(keep)
-                    .fetch_optional(pool)
-                    .await)?;
-                    let Some((generation,)) = found else { break };
-                    while with_writer!(self, |pool| sqlx::query(sqlx::AssertSqlSafe(
-                        delete.clone()
-                    ))
-                    .bind(campaign_id)
-                    .bind(generation)
-                    .execute(pool)
-                    .await
-                    .map(|r| r.rows_affected()))?
-                        > 0
-                    {}
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// SQLite: ranks the campaign's members into the entries of `generation`, then writes each
-/// member's place from those entries; how many are ranked.
-async fn rank_sqlite(
-    direct: Arc<Direct>,
-    org_id: &str,
-    campaign_id: &str,
-    generation: i64,
-) -> Result<u64, StoreError> {
-    const ENTRY: &str = "INSERT INTO leaderboard_entries (campaign_id, generation, rank, \
-         member_id, points) VALUES ($1, $2, $3, $4, $5)";
-    const BY_MEMBER: &str = "SELECT member_id, rank FROM leaderboard_entries \
-         WHERE campaign_id = $1 AND generation = $2 ORDER BY member_id";
-    const PLACE: &str = "INSERT INTO leaderboard_members (campaign_id, generation, member_id, \
-         rank) VALUES ($1, $2, $3, $4)";
-    let (org, campaign) = (org_id.to_string(), campaign_id.to_string());
-    let ranking = format!("{RANKED} ORDER BY {ORDER}");
-    let campaign_too = campaign.clone();
-    let ranked = in_chunks(
-        direct.clone(),
-        move |c, each| direct::rows_while(c, &ranking, args![org, campaign_too], each),
-        move |c, first, chunk: Vec<(String, i64)>| {
-            let mut insert = c.prepare_cached(ENTRY)?;
-            for (i, (member, points)) in chunk.iter().enumerate() {
-                let rank = first + 1 + i as i64;
-                direct::run(
-                    &mut insert,
-                    args![campaign, generation, rank, member, points],
-                )?;
-            }
-            Ok(())
-        },
-    )
-    .await?;
-    let campaign = campaign_id.to_string();
-    let campaign_too = campaign.clone();
-    in_chunks(
-        direct,
-        move |c, each| direct::rows_while(c, BY_MEMBER, args![campaign_too, generation], each),
-        move |c, _, chunk: Vec<(String, i64)>| {
-            let mut insert = c.prepare_cached(PLACE)?;
-            for (member, rank) in &chunk {
-                direct::run(&mut insert, args![campaign, generation, member, rank])?;
-            }
-            Ok(())
-        },
-    )
-    .await?;
-    Ok(ranked)
-}
-
-/// SQLite: hands the rows `read` finds (on a reader, in a blocking task: it may read millions)
-/// to `write` a chunk at a time, each chunk a transaction of its own on the writer thread, with
-/// the number of rows before it; how many rows there were. Rows are written as they are read,
-/// so memory holds a few chunks whatever the count.
-async fn in_chunks<R, Read, Write>(
-    direct: Arc<Direct>,
-    read: Read,
-    write: Write,
-) -> Result<u64, StoreError>
-where
-    R: Send + 'static,
-    Read: FnOnce(&rusqlite::Connection, &mut dyn FnMut(R) -> bool) -> Result<(), StoreError>
-        + Send
-        + 'static,
-    Write:
-        Fn(&rusqlite::Connection, i64, Vec<R>) -> Result<(), StoreError> + Clone + Send + 'static,
-{
-    let (send, mut chunks) = tokio::sync::mpsc::channel::<Vec<R>>(2);
-    let reader = {
-        let direct = direct.clone();
-        tokio::task::spawn_blocking(move || {
-            direct.read(|c| {
-                let mut chunk = Vec::with_capacity(CHUNK);
-                let mut wanted = true;
-                read(c, &mut |row| {
-                    chunk.push(row);
-                    if chunk.len() == CHUNK {
-                        wanted = send.blocking_send(std::mem::take(&mut chunk)).is_ok();
-                    }
-                    wanted
-                })?;
-                if wanted && !chunk.is_empty() {
-                    let _ = send.blocking_send(chunk);
-                }
-                Ok(())
-            })
+        self.fork(Dropping {
+            campaign_id: campaign_id.to_string(),
+            keep,
         })
-    };
-    let mut written = 0i64;
-    while let Some(chunk) = chunks.recv().await {
-        let (first, write) = (written, write.clone());
-        written += chunk.len() as i64;
-        direct.write(move |c| write(c, first, chunk)).await?;
-    }
-    reader
         .await
-        .map_err(|e| StoreError::NotCommitted(format!("reading for the leaderboard: {e}")))??;
-    Ok(written.max(0) as u64)
+    }
 }
+
+/// Ranks campaign `campaign_id`'s members into the entries of `generation`, and writes each
+/// member's place from those entries; gives how many are ranked.
+struct Ranking {
+    org_id: String,
+    campaign_id: String,
+    generation: i64,
+}
+
+impl Forked for Ranking {
+    type Output = u64;
+}
+
+/// Deletes every generation of the campaign's snapshot except `keep`. On SQLite a chunk at a
+/// time (each a range of the primary key), so no delete holds the single writer for long; on
+/// PostgreSQL in one statement per table, which holds no other writer back (and chunks there
+/// would each walk the dead index entries the ones before left).
+struct Dropping {
+    campaign_id: String,
+    keep: i64,
+}
+
+impl Forked for Dropping {
+    type Output = ();
+}
+
+/// The tables of a snapshot, each with the last column of its primary key.
+const TABLES: [(&str, &str); 2] = [
+    ("leaderboard_members", "member_id"),
+    ("leaderboard_entries", "rank"),
+];

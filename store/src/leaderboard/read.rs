@@ -52,7 +52,7 @@ impl Store {
     ) -> Result<Option<Snapshot>, StoreError> {
         const SQL: &str = "SELECT generation, built_at, entries, due_at FROM leaderboards \
              WHERE campaign_id = $1 AND generation > 0";
-        let row: Option<SnapshotRow> = read_row!(self, SQL, [campaign_id])?;
+        let row: Option<SnapshotRow> = self.read_row(SQL, params![campaign_id]).await?;
         Ok(row.and_then(|r| {
             Some(Snapshot {
                 campaign_id: campaign_id.to_string(),
@@ -95,11 +95,12 @@ impl Store {
     ) -> Result<Option<Neighbourhood>, StoreError> {
         const SQL: &str = "SELECT rank FROM leaderboard_members \
              WHERE campaign_id = $1 AND generation = $2 AND member_id = $3";
-        let found: Option<(i64,)> = read_row!(
-            self,
-            SQL,
-            [snapshot.campaign_id, snapshot.generation, member_id]
-        )?;
+        let found: Option<(i64,)> = self
+            .read_row(
+                SQL,
+                params![snapshot.campaign_id, snapshot.generation, member_id],
+            )
+            .await?;
         let Some((rank,)) = found else {
             return Ok(None);
         };
@@ -128,11 +129,12 @@ impl Store {
         from: i64,
         to: i64,
     ) -> Result<Vec<Standing>, StoreError> {
-        let rows: Vec<EntryRow> = read_all!(
-            self,
-            RANKS,
-            [snapshot.campaign_id, snapshot.generation, from, to, org_id]
-        )?;
+        let rows: Vec<EntryRow> = self
+            .read_rows(
+                RANKS,
+                params![snapshot.campaign_id, snapshot.generation, from, to, org_id],
+            )
+            .await?;
         Ok(rows.into_iter().map(Standing::from).collect())
     }
 }

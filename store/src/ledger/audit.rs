@@ -50,10 +50,7 @@ const AUDIT: &str = "SELECT COALESCE(w.id, t.wallet_id), w.id IS NULL, \
 
 /// `AUDIT` for `store`'s backend.
 fn audit_sql(store: &Store) -> String {
-    let (scan, outer, inner) = match store.pool {
-        crate::backend::Pool::Sqlite { .. } => (" NOT INDEXED", "LEFT", ""),
-        crate::backend::Pool::Postgres(_) => ("", "FULL", "LEFT "),
-    };
+    let (scan, outer, inner) = store.dialect((" NOT INDEXED", "LEFT", ""), ("", "FULL", "LEFT "));
     AUDIT
         .replace("{scan}", scan)
         .replace("{outer}", outer)
@@ -63,9 +60,8 @@ fn audit_sql(store: &Store) -> String {
 impl Store {
     /// Checks every wallet; an empty list means the ledger agrees with itself.
     pub async fn audit(&self) -> Result<Vec<Discrepancy>, StoreError> {
-        let sql = sqlx::AssertSqlSafe(audit_sql(self));
         let rows: Vec<(String, bool, i64, i64, i64, i64, i64)> =
-            with_pool!(self, |pool| sqlx::query_as(sql).fetch_all(pool).await)?;
+            self.read_rows(&audit_sql(self), params![]).await?;
         let mut found = Vec::new();
         for (wallet, missing, balance, earned, net, earns, lots) in rows {
             if missing {
@@ -104,14 +100,13 @@ mod tests {
     async fn a_tampered_balance_is_found(store: Store) {
         let (_, wallet) = crate::testing::wallet_fixture(&store).await;
         assert!(store.audit().await.unwrap().is_empty());
-        with_writer!(store, |pool| {
-            sqlx::query("UPDATE wallets SET balance = 7000000 WHERE id = $1")
-                .bind(&wallet.id)
-                .execute(pool)
-                .await
-                .map(|_| ())
-        })
-        .unwrap();
+        store
+            .execute(
+                "UPDATE wallets SET balance = 7000000 WHERE id = $1",
+                params![wallet.id],
+            )
+            .await
+            .unwrap();
         let found = store.audit().await.unwrap();
         let checks: Vec<_> = found
             .iter()
@@ -148,18 +143,11 @@ mod tests {
              FROM n, e, wallets w WHERE w.id = $1",
         ];
         for statement in statements {
-            let sql = sqlx::AssertSqlSafe(format!("{ROWS} {statement}"));
-            with_writer!(store, |pool| {
-                sqlx::query(sql)
-                    .bind(&like.id)
-                    .bind(first)
-                    .bind(last)
-                    .bind(EARNS)
-                    .execute(pool)
-                    .await
-                    .map(|_| ())
-            })
-            .unwrap();
+            let sql = format!("{ROWS} {statement}");
+            store
+                .execute(&sql, params![like.id, first, last, EARNS])
+                .await
+                .unwrap();
         }
     }
 
@@ -169,7 +157,7 @@ mod tests {
     async fn work(store: &Store) -> u64 {
         let sql = audit_sql(store);
         match &store.pool {
-            crate::backend::Pool::Sqlite { direct, .. } => direct
+            crate::backend::Pool::Sqlite(direct) => direct
                 .read(|c| {
                     let mut statement = c.prepare(&sql)?;
                     let mut rows = statement.query([])?;
@@ -224,13 +212,9 @@ mod tests {
                  kind, amount, external_id, currency, date, created_at) \
              SELECT 'orphan', org_id, campaign_id, 'gone', 'EARN', 2500000, 'orphan', currency, \
                  created_at, created_at FROM wallets WHERE id = $1";
-        let inserted = with_writer!(store, |pool| sqlx::query(ORPHAN)
-            .bind(&wallet.id)
-            .execute(pool)
-            .await
-            .map(|_| ()));
+        let inserted = store.execute(ORPHAN, params![wallet.id]).await;
         let found = store.audit().await.unwrap();
-        if let crate::backend::Pool::Sqlite { .. } = store.pool {
+        if store.backend() == crate::Backend::Sqlite {
             let refused = inserted
                 .expect_err("SQLite's key refuses the row")
                 .to_string();

@@ -167,7 +167,7 @@ impl Store {
         fingerprint: &str,
     ) -> Result<Option<Burned>, StoreError> {
         let key = idem_key(&campaign.org_id, TransactionKind::Burn, &burn.external_id);
-        let row: Option<TransactionRow> = read_row!(self, SELECT_BURN, [key])?;
+        let row: Option<TransactionRow> = self.read_row(SELECT_BURN, params![key]).await?;
         row.map(|row| replay_or_conflict(row, fingerprint))
             .transpose()
     }
@@ -483,7 +483,7 @@ mod tests {
     /// even on the empty tables of a test.
     async fn plan(store: &Store, sql: &str) -> String {
         match &store.pool {
-            crate::backend::Pool::Sqlite { direct, .. } => direct
+            crate::backend::Pool::Sqlite(direct) => direct
                 .read(|c| {
                     let sql = format!("EXPLAIN QUERY PLAN {sql}");
                     let mut statement = c.prepare(&sql)?;
@@ -520,10 +520,7 @@ mod tests {
     /// A burn reads a wallet's earns in spending order straight from the index: a sort would
     /// read every earn of the wallet (or all those of one date) before handing over the first.
     async fn earns_are_read_in_spending_order_without_a_sort(store: Store) {
-        let reads = match store.pool {
-            crate::backend::Pool::Sqlite { .. } => super::sqlite::READS,
-            crate::backend::Pool::Postgres(_) => super::postgres::READS,
-        };
+        let reads = store.dialect(super::sqlite::READS, super::postgres::READS);
         let mut statements = vec![EARNS.to_string(), EARNS_FROM.to_string()];
         statements.extend(reads.iter().map(|sql| sql.replace("$4", "4")));
         for sql in &statements {

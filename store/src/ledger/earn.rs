@@ -12,7 +12,7 @@ use serde_json::Value;
 use sqlx::types::Json;
 
 use crate::backend::direct;
-use crate::backend::{Pool, claim};
+use crate::backend::{Arg, OwnedArg, Steps, Tx, borrowed, owned};
 use crate::common::ids::{new_id, now};
 use crate::error::{known, panicked};
 use crate::programme::evaluate::{Target, WalletContext, credit_for};
@@ -247,53 +247,20 @@ impl Store {
                 updated_at: at,
             })
             .collect();
-        const INSERT: &str = "INSERT INTO earn_requests (id, org_id, campaign_id, earn_id, wallet_id, \
-             body, status, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'accepted', $7, $7)";
-        let pool = match &self.pool {
-            Pool::Sqlite { direct, .. } => {
-                let rows = requests.clone();
-                let at = direct::time(at);
-                direct
-                    .write(move |tx| {
-                        for (r, p) in rows.iter().zip(&pending) {
-                            let body = direct::json(&p.earn);
-                            let args = args![
-                                r.id,
-                                p.org_id,
-                                p.campaign_id,
-                                r.earn_id,
-                                p.wallet_id,
-                                body,
-                                at
-                            ];
-                            direct::execute(tx, INSERT, args)?;
-                        }
-                        Ok(())
-                    })
-                    .await?;
-                return Ok(requests);
-            }
-            Pool::Postgres(pool) => pool,
-        };
-        // Nine parameters a row, 1,000 rows a statement.
-        for (requests, pending) in requests.chunks(1000).zip(pending.chunks(1000)) {
-            let mut insert = sqlx::QueryBuilder::new(
-                "INSERT INTO earn_requests (id, org_id, campaign_id, earn_id, wallet_id, body, status, \
-                 created_at, updated_at) ",
-            );
-            insert.push_values(requests.iter().zip(pending), |mut row, (request, p)| {
-                row.push_bind(&request.id)
-                    .push_bind(&p.org_id)
-                    .push_bind(&p.campaign_id)
-                    .push_bind(&request.earn_id)
-                    .push_bind(&p.wallet_id)
-                    .push_bind(Json(&p.earn))
-                    .push_bind("accepted")
-                    .push_bind(at)
-                    .push_bind(at);
-            });
-            insert.build().execute(pool).await?;
+        let bodies: Vec<String> = pending.iter().map(|p| direct::json(&p.earn)).collect();
+        let mut values = Vec::with_capacity(requests.len() * 9);
+        for ((r, p), body) in requests.iter().zip(&pending).zip(&bodies) {
+            values.extend(params![
+                r.id,
+                p.org_id,
+                p.campaign_id,
+                r.earn_id,
+                p.wallet_id
+            ]);
+            values.push(Arg::JsonText(Some(body)));
+            values.extend(params!["accepted", at, at]);
         }
+        self.write(Accepting(owned(&values))).await?;
         Ok(requests)
     }
 
@@ -308,7 +275,9 @@ impl Store {
             " FROM earn_requests r LEFT JOIN transactions t ON t.id = r.transaction_id \
              WHERE r.org_id = $1 AND r.campaign_id = $2 AND r.id = $3"
         );
-        let row: Option<RequestRow> = read_row!(self, SQL, [campaign.org_id, campaign.id, id])?;
+        let row: Option<RequestRow> = self
+            .read_row(SQL, params![campaign.org_id, campaign.id, id])
+            .await?;
         row.ok_or(StoreError::NotFound {
             what: "earn request",
         })
@@ -390,23 +359,9 @@ impl Store {
              RETURNING id, org_id, campaign_id, wallet_id, body, attempts";
         let at = now();
         let until = at + Duration::seconds(LEASE);
-        let rows: Vec<(String, String, String, String, Json<EarnInput>, i64)> = match &self.pool {
-            Pool::Sqlite { direct, write, .. } => {
-                let sql = claim(write, SQL);
-                let (until, at) = (direct::time(until), direct::time(at));
-                direct
-                    .write(move |tx| direct::rows(tx, &sql.0, args![until, at, limit]))
-                    .await?
-            }
-            Pool::Postgres(pool) => {
-                sqlx::query_as(claim(pool, SQL))
-                    .bind(until)
-                    .bind(at)
-                    .bind(limit)
-                    .fetch_all(pool)
-                    .await?
-            }
-        };
+        let rows: Vec<(String, String, String, String, Json<EarnInput>, i64)> = self
+            .write_rows(&self.claiming(SQL), params![until, at, limit])
+            .await?;
         Ok(rows
             .into_iter()
             .map(
@@ -437,7 +392,7 @@ impl Store {
              FROM wallets w JOIN members m ON m.id = w.owner_id \
              LEFT JOIN tiers t ON t.id = w.tier_id WHERE w.id {key}";
         let rows: Vec<(String, i64, i64, Option<String>, String, String)> =
-            read_each!(self, SELECT, [], &ids)?;
+            self.read_each(SELECT, params![], &ids).await?;
         Ok(rows
             .into_iter()
             .map(|(id, balance, earned, tier, status, currency)| {
@@ -481,15 +436,25 @@ impl Store {
     async fn reject_request(&self, id: &str, reason: String) -> Result<(), StoreError> {
         const SQL: &str = "UPDATE earn_requests SET status = 'rejected', reason = $2, claimed_until = NULL, \
              updated_at = $3 WHERE id = $1";
-        with_writer!(self, |pool| {
-            sqlx::query(SQL)
-                .bind(id)
-                .bind(&reason)
-                .bind(now())
-                .execute(pool)
-                .await
-                .map(|done| done.rows_affected())
-        })?;
+        self.execute(SQL, params![id, &reason, now()]).await?;
+        Ok(())
+    }
+}
+
+/// Accepted earn requests (9 values each), stored together.
+struct Accepting(Vec<OwnedArg>);
+
+impl Steps for Accepting {
+    type Output = ();
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<(), StoreError> {
+        tx.insert_rows(
+            "INSERT INTO earn_requests (id, org_id, campaign_id, earn_id, wallet_id, body, status, \
+             created_at, updated_at)",
+            "",
+            9,
+            &borrowed(&self.0),
+        )
+        .await?;
         Ok(())
     }
 }
@@ -532,15 +497,13 @@ mod tests {
             EarnStatus::Processing
         );
 
-        with_writer!(store, |pool| {
-            sqlx::query("UPDATE earn_requests SET claimed_until = $1 WHERE id = $2")
-                .bind(now() - Duration::seconds(1))
-                .bind(&request.id)
-                .execute(pool)
-                .await
-                .map(|_| ())
-        })
-        .unwrap();
+        store
+            .execute(
+                "UPDATE earn_requests SET claimed_until = $1 WHERE id = $2",
+                params![now() - Duration::seconds(1), request.id],
+            )
+            .await
+            .unwrap();
         assert_eq!(store.process_earns(&book, 10).await.unwrap(), 1);
         let done = store.earn_request(&campaign, &request.id).await.unwrap();
         assert_eq!(done.status, EarnStatus::Completed);

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 
-use crate::backend::{PgTx, SqliteTx, Tx, Work};
+use crate::backend::{PgTx, SqliteTx, ToArg, Tx, Work};
 use crate::common::ids::{new_id, now};
 use crate::ledger::burn::{ASIDE, EARNS, EARNS_FROM, apply, position};
 use crate::ledger::fifo::{self, Aside, Earn, LotRow};
@@ -35,14 +35,9 @@ impl Store {
                 sql.push_str(&format!(" AND id NOT IN ({})", skipped.join(", ")));
             }
             sql.push_str(" ORDER BY expires_next LIMIT $2");
-            let due: Vec<(String,)> = with_pool!(self, |pool| {
-                let query = sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()));
-                let mut query = query.bind(at).bind(BATCH);
-                for wallet in &stuck {
-                    query = query.bind(wallet);
-                }
-                query.fetch_all(pool).await
-            })?;
+            let mut args = params![at, BATCH].to_vec();
+            args.extend(stuck.iter().map(|wallet| wallet.to_arg()));
+            let due: Vec<(String,)> = self.read_rows(&sql, &args).await?;
             if due.is_empty() {
                 return Ok(written);
             }
@@ -213,21 +208,11 @@ mod tests {
             Backend::Postgres => "10000-01-01T00:00:00Z",
         };
         let damaged = wallets[0].1.id.clone();
-        with_writer!(store, |pool| {
-            let sql = match store.backend() {
-                Backend::Sqlite => "UPDATE wallets SET expires_next = $1 WHERE id = $2",
-                Backend::Postgres => {
-                    "UPDATE wallets SET expires_next = $1::TIMESTAMPTZ WHERE id = $2"
-                }
-            };
-            sqlx::query(sql)
-                .bind(far)
-                .bind(&damaged)
-                .execute(pool)
-                .await
-                .map(drop)
-        })
-        .unwrap();
+        let sql = match store.backend() {
+            Backend::Sqlite => "UPDATE wallets SET expires_next = $1 WHERE id = $2",
+            Backend::Postgres => "UPDATE wallets SET expires_next = $1::TIMESTAMPTZ WHERE id = $2",
+        };
+        store.execute(sql, params![far, damaged]).await.unwrap();
 
         let sweep = tokio::time::timeout(std::time::Duration::from_secs(60), store.expire(now()));
         assert_eq!(sweep.await.expect("the sweep ends").unwrap(), 1);

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
 
-use crate::backend::{Arg, ToArg, direct};
+use crate::backend::{Arg, ToArg};
 use crate::common::ids::sha256;
 use crate::error::known;
 use crate::{Campaign, Page, Paged, Store, StoreError, Tokens};
@@ -201,19 +201,6 @@ impl Entry<'_> {
             Arg::Bytes(Some(key)),
         ]
     }
-
-    /// Writes it on the rusqlite path with `statement`, prepared from `INSERT_TRANSACTION`.
-    /// True when it is new.
-    pub(crate) fn write_direct(
-        &self,
-        statement: &mut rusqlite::CachedStatement,
-        text: &EntryText,
-    ) -> Result<bool, StoreError> {
-        let key = self.idem_key();
-        let args = self.args(&key, Some(text));
-        let args = args.each_ref().map(|a| a as &dyn rusqlite::ToSql);
-        Ok(direct::run(statement, &args)? == 1)
-    }
 }
 
 row_struct! {
@@ -278,22 +265,26 @@ impl Store {
         let has = |k: TransactionKind| kinds.contains(&k);
         // Kinds not asked for are bound as a value no row has.
         let kind = |k: TransactionKind| if has(k) { k.as_str() } else { "" };
-        let rows = paged!(self, page,
-        select: transaction_columns!(),
-        from: "FROM transactions WHERE org_id = $1 AND campaign_id = $2 \
+        let rows = self
+            .read_page(
+                page,
+                transaction_columns!(),
+                "FROM transactions WHERE org_id = $1 AND campaign_id = $2 \
             AND ($3 IS NULL OR wallet_id = $3) AND ($4 IS NULL OR date >= $4) \
             AND ($5 IS NULL OR date <= $5) AND (kind = $6 OR kind = $7 OR kind = $8)",
-        order: "date DESC, id DESC",
-        args: [
-            &campaign.org_id,
-            &campaign.id,
-            &filter.wallet_id,
-            filter.date_from,
-            filter.date_to,
-            kind(TransactionKind::Earn),
-            kind(TransactionKind::Burn),
-            kind(TransactionKind::Expiry),
-        ])?;
+                "date DESC, id DESC",
+                params![
+                    &campaign.org_id,
+                    &campaign.id,
+                    &filter.wallet_id,
+                    filter.date_from,
+                    filter.date_to,
+                    kind(TransactionKind::Earn),
+                    kind(TransactionKind::Burn),
+                    kind(TransactionKind::Expiry)
+                ],
+            )
+            .await?;
         Paged::of(rows, page, transaction_from_row)
     }
 
@@ -307,7 +298,9 @@ impl Store {
             transaction_columns!(),
             " FROM transactions WHERE org_id = $1 AND campaign_id = $2 AND id = $3"
         );
-        let row: Option<TransactionRow> = read_row!(self, SQL, [campaign.org_id, campaign.id, id])?;
+        let row: Option<TransactionRow> = self
+            .read_row(SQL, params![campaign.org_id, campaign.id, id])
+            .await?;
         row.ok_or(StoreError::NotFound {
             what: "transaction",
         })
@@ -370,17 +363,12 @@ impl Store {
                 member_status: String,
             }
         }
-        let rows: Vec<Row> = with_pool!(self, |pool| {
-            sqlx::query_as(SQL)
-                .bind(&campaign.org_id)
-                .bind(&campaign.id)
-                .bind(from)
-                .bind(to)
-                .bind(after)
-                .bind(limit)
-                .fetch_all(pool)
-                .await
-        })?;
+        let rows: Vec<Row> = self
+            .read_rows(
+                SQL,
+                params![&campaign.org_id, &campaign.id, from, to, after, limit],
+            )
+            .await?;
         Ok(rows
             .into_iter()
             .map(|r| EarnReplay {

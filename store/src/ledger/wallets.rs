@@ -147,7 +147,7 @@ impl Store {
         const SQL: &str = "SELECT id, external_id FROM members WHERE org_id = $1 \
              AND deleted_at IS NULL AND (id = $2 OR external_id = $2) \
              ORDER BY CASE WHEN id = $2 THEN 0 ELSE 1 END LIMIT 1";
-        read_row!(self, SQL, [org_id, reference])
+        self.read_row(SQL, params![org_id, reference]).await
     }
 
     /// Creates a wallet in `campaign` (its currency). The owner is `new.owner` (a member id or
@@ -199,23 +199,21 @@ impl Store {
             created_at: at,
             updated_at: at,
         };
-        with_writer!(self, |pool| {
-            sqlx::query(
-                "INSERT INTO wallets (id, org_id, campaign_id, owner_id, external_id, name, currency, \
+        self.execute(
+            "INSERT INTO wallets (id, org_id, campaign_id, owner_id, external_id, name, currency, \
                  created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
-            )
-            .bind(&wallet.id)
-            .bind(org_id)
-            .bind(&wallet.campaign_id)
-            .bind(&wallet.owner_id)
-            .bind(&wallet.external_id)
-            .bind(&wallet.name)
-            .bind(&wallet.currency)
-            .bind(at)
-            .execute(pool)
-            .await
-            .map(|done| done.rows_affected())
-        })
+            params![
+                &wallet.id,
+                org_id,
+                &wallet.campaign_id,
+                &wallet.owner_id,
+                &wallet.external_id,
+                &wallet.name,
+                &wallet.currency,
+                at
+            ],
+        )
+        .await
         .map_err(|e| conflict_on(e, &[("external_id", "externalId")]))?;
         Ok(wallet)
     }
@@ -229,8 +227,9 @@ impl Store {
         // Three index probes whatever the campaign's size (see `wallet_id_of_reference!`), so
         // nearly every request that names a wallet costs no planning.
         const SQL: &str = concat!(wallet_select!(), "WHERE w.id = ", wallet_id_of_reference!());
-        let row: Option<WalletRow> =
-            read_row!(self, SQL, [campaign.org_id, campaign.id, reference])?;
+        let row: Option<WalletRow> = self
+            .read_row(SQL, params![campaign.org_id, campaign.id, reference])
+            .await?;
         row.map(wallet_from_row)
             .ok_or(StoreError::NotFound { what: "wallet" })
     }
@@ -243,14 +242,26 @@ impl Store {
         page: Page,
     ) -> Result<Paged<Wallet>, StoreError> {
         // An owner filter matches the member's id or external id.
-        let rows = paged!(self, page,
-            select: wallet_columns!(),
-            from: concat!(wallet_from!(), "WHERE w.org_id = $1 AND w.campaign_id = $2 \
+        let rows = self
+            .read_page(
+                page,
+                wallet_columns!(),
+                concat!(
+                    wallet_from!(),
+                    "WHERE w.org_id = $1 AND w.campaign_id = $2 \
                 AND ($3 IS NULL OR w.external_id = $3) \
                 AND ($4 IS NULL OR w.owner_id IN (SELECT m.id FROM members m WHERE m.org_id = $1 \
-                AND (m.id = $4 OR m.external_id = $4)))"),
-            order: "w.id",
-            args: [&campaign.org_id, &campaign.id, &filter.external_id, &filter.owner])?;
+                AND (m.id = $4 OR m.external_id = $4)))"
+                ),
+                "w.id",
+                params![
+                    &campaign.org_id,
+                    &campaign.id,
+                    &filter.external_id,
+                    &filter.owner
+                ],
+            )
+            .await?;
         Paged::of(rows, page, |row| Ok(wallet_from_row(row)))
     }
 
@@ -262,17 +273,12 @@ impl Store {
         name: Option<String>,
     ) -> Result<Wallet, StoreError> {
         const SQL: &str = "UPDATE wallets SET name = $4, updated_at = $5 WHERE org_id = $1 AND campaign_id = $2 AND id = $3";
-        let changed = with_writer!(self, |pool| {
-            sqlx::query(SQL)
-                .bind(&campaign.org_id)
-                .bind(&campaign.id)
-                .bind(id)
-                .bind(&name)
-                .bind(now())
-                .execute(pool)
-                .await
-                .map(|done| done.rows_affected())
-        })?;
+        let changed = self
+            .execute(
+                SQL,
+                params![&campaign.org_id, &campaign.id, id, &name, now()],
+            )
+            .await?;
         if changed == 0 {
             return Err(StoreError::NotFound { what: "wallet" });
         }

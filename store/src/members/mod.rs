@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::types::Json;
 
-use crate::backend::{WritePool, lock};
+use crate::backend::{Steps, Tx};
 use crate::common::ids::{new_id, now};
 use crate::error::conflict_on;
 use crate::error::known;
@@ -254,30 +254,28 @@ impl Store {
             created_at: now,
             updated_at: now,
         };
-        with_writer!(self, |pool| {
-            sqlx::query(
-                "INSERT INTO members (org_id, id, first_name, last_name, email, phone, status, idp, \
-                 user_id, external_id, meta, communication_preferences, created_at, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-            )
-            .bind(org_id)
-            .bind(&member.id)
-            .bind(&member.first_name)
-            .bind(&member.last_name)
-            .bind(&member.email)
-            .bind(&member.phone)
-            .bind(member.status.as_str())
-            .bind(&member.idp)
-            .bind(&member.user_id)
-            .bind(&member.external_id)
-            .bind(member.meta.as_ref().map(Json))
-            .bind(Json(&member.communication_preferences))
-            .bind(member.created_at)
-            .bind(member.updated_at)
-            .execute(pool)
-            .await
-            .map(|done| done.rows_affected())
-        })
+        self.execute(
+            "INSERT INTO members (org_id, id, first_name, last_name, email, phone, status, idp, \
+             user_id, external_id, meta, communication_preferences, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+            params![
+                org_id,
+                member.id,
+                member.first_name,
+                member.last_name,
+                member.email,
+                member.phone,
+                member.status.as_str(),
+                member.idp,
+                member.user_id,
+                member.external_id,
+                member.meta,
+                serde_json::json!(member.communication_preferences),
+                member.created_at,
+                member.updated_at
+            ],
+        )
+        .await
         .map_err(|e| conflict_on(e, MEMBER_UNIQUE))?;
         Ok(member)
     }
@@ -288,16 +286,20 @@ impl Store {
         org_id: &str,
         page: Page,
     ) -> Result<Paged<Member>, StoreError> {
-        let rows = paged!(self, page,
-            select: member_columns!(),
-            from: "FROM members WHERE org_id = $1 AND deleted_at IS NULL",
-            order: "id",
-            args: [org_id])?;
+        let rows = self
+            .read_page(
+                page,
+                member_columns!(),
+                "FROM members WHERE org_id = $1 AND deleted_at IS NULL",
+                "id",
+                params![org_id],
+            )
+            .await?;
         Paged::of(rows, page, member_from_row)
     }
 
     pub async fn get_member(&self, org_id: &str, id: &str) -> Result<Member, StoreError> {
-        let row: Option<MemberRow> = read_row!(self, SELECT_LIVE, [org_id, id])?;
+        let row: Option<MemberRow> = self.read_row(SELECT_LIVE, params![org_id, id]).await?;
         row.ok_or(StoreError::NotFound { what: "member" })
             .and_then(member_from_row)
     }
@@ -314,7 +316,7 @@ impl Store {
             member_columns!(),
             " FROM members WHERE org_id = $1 AND idp = $2 AND user_id = $3 AND deleted_at IS NULL"
         );
-        let row: Option<MemberRow> = read_row!(self, SQL, [org_id, idp, user_id])?;
+        let row: Option<MemberRow> = self.read_row(SQL, params![org_id, idp, user_id]).await?;
         row.ok_or(StoreError::NotFound { what: "member" })
             .and_then(member_from_row)
     }
@@ -327,67 +329,83 @@ impl Store {
         id: &str,
         patch: MemberPatch,
     ) -> Result<Member, StoreError> {
-        const UPDATE: &str = "UPDATE members SET first_name = $3, last_name = $4, email = $5, \
-             phone = $6, status = $7, idp = $8, user_id = $9, external_id = $10, meta = $11, \
-             communication_preferences = $12, updated_at = $13 WHERE org_id = $1 AND id = $2";
-        with_writer!(self, |pool| async {
-            let mut tx = pool.begin_write().await?;
-            let row: Option<MemberRow> = sqlx::query_as(lock(pool, SELECT_LIVE))
-                .bind(org_id)
-                .bind(id)
-                .fetch_optional(&mut *tx)
-                .await?;
-            let mut member = member_from_row(row.ok_or(StoreError::NotFound { what: "member" })?)?;
-            member.apply(patch);
-            member.updated_at = now();
-            sqlx::query(UPDATE)
-                .bind(org_id)
-                .bind(id)
-                .bind(&member.first_name)
-                .bind(&member.last_name)
-                .bind(&member.email)
-                .bind(&member.phone)
-                .bind(member.status.as_str())
-                .bind(&member.idp)
-                .bind(&member.user_id)
-                .bind(&member.external_id)
-                .bind(member.meta.as_ref().map(Json))
-                .bind(Json(&member.communication_preferences))
-                .bind(member.updated_at)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| conflict_on(e, MEMBER_UNIQUE))?;
-            tx.commit().await?;
-            Ok(member)
-        }
-        .await)
+        self.write(Change {
+            org_id: org_id.to_string(),
+            id: id.to_string(),
+            change: Changing::Patch(Box::new(patch)),
+        })
+        .await
     }
 
     /// Deletes a live member: erases every personal field (identifiers included, so they may be
     /// used again), marks it inactive and deleted, and returns the member as it was.
     pub async fn delete_member(&self, org_id: &str, id: &str) -> Result<Member, StoreError> {
+        self.write(Change {
+            org_id: org_id.to_string(),
+            id: id.to_string(),
+            change: Changing::Erase,
+        })
+        .await
+    }
+}
+
+/// A change to a live member, read and written in one transaction (concurrent updates do not
+/// lose each other's changes).
+struct Change {
+    org_id: String,
+    id: String,
+    change: Changing,
+}
+
+enum Changing {
+    Patch(Box<MemberPatch>),
+    Erase,
+}
+
+impl Steps for Change {
+    type Output = Member;
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<Member, StoreError> {
+        const UPDATE: &str = "UPDATE members SET first_name = $3, last_name = $4, email = $5, \
+             phone = $6, status = $7, idp = $8, user_id = $9, external_id = $10, meta = $11, \
+             communication_preferences = $12, updated_at = $13 WHERE org_id = $1 AND id = $2";
         const ERASE: &str = "UPDATE members SET first_name = NULL, last_name = NULL, \
              email = NULL, phone = NULL, idp = NULL, user_id = NULL, external_id = NULL, \
              meta = NULL, communication_preferences = NULL, status = 'inactive', \
              updated_at = $3, deleted_at = $3 WHERE org_id = $1 AND id = $2";
-        with_writer!(self, |pool| async {
-            let mut tx = pool.begin_write().await?;
-            let row: Option<MemberRow> = sqlx::query_as(lock(pool, SELECT_LIVE))
-                .bind(org_id)
-                .bind(id)
-                .fetch_optional(&mut *tx)
-                .await?;
-            let member = member_from_row(row.ok_or(StoreError::NotFound { what: "member" })?)?;
-            sqlx::query(ERASE)
-                .bind(org_id)
-                .bind(id)
-                .bind(now())
-                .execute(&mut *tx)
-                .await?;
-            tx.commit().await?;
-            Ok(member)
+        let (org_id, id) = (&self.org_id, &self.id);
+        let row: Option<MemberRow> = tx.row_locked(SELECT_LIVE, params![org_id, id]).await?;
+        let mut member = member_from_row(row.ok_or(StoreError::NotFound { what: "member" })?)?;
+        match self.change {
+            Changing::Patch(patch) => {
+                member.apply(*patch);
+                member.updated_at = now();
+                let preferences = serde_json::json!(member.communication_preferences);
+                tx.execute(
+                    UPDATE,
+                    params![
+                        org_id,
+                        id,
+                        member.first_name,
+                        member.last_name,
+                        member.email,
+                        member.phone,
+                        member.status.as_str(),
+                        member.idp,
+                        member.user_id,
+                        member.external_id,
+                        member.meta,
+                        preferences,
+                        member.updated_at
+                    ],
+                )
+                .await
+                .map_err(|e| conflict_on(e, MEMBER_UNIQUE))?;
+            }
+            Changing::Erase => {
+                tx.execute(ERASE, params![org_id, id, now()]).await?;
+            }
         }
-        .await)
+        Ok(member)
     }
 }
 
@@ -412,10 +430,11 @@ mod tests {
         let member = store.create_member(&org.id, new).await.unwrap();
         store.delete_member(&org.id, &member.id).await.unwrap();
         const RAW: &str = concat!("SELECT ", member_columns!(), " FROM members WHERE id = $1");
-        let row: MemberRow = with_pool!(store, |pool| {
-            sqlx::query_as(RAW).bind(&member.id).fetch_one(pool).await
-        })
-        .unwrap();
+        let row: MemberRow = store
+            .read_row(RAW, params![member.id])
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(row.id, member.id, "the row stays for the ledger");
         assert_eq!(row.status, "inactive");
         let personal = [

@@ -582,7 +582,9 @@ impl Store {
     }
 
     pub async fn get_booking(&self, campaign: &Campaign, id: &str) -> Result<Booking, StoreError> {
-        let row: Option<BookingRow> = read_row!(self, SELECT_BOOKING, [campaign.id, id])?;
+        let row: Option<BookingRow> = self
+            .read_row(SELECT_BOOKING, params![campaign.id, id])
+            .await?;
         booking_from_row(row.ok_or(StoreError::NotFound { what: "booking" })?)
     }
 
@@ -609,12 +611,16 @@ impl Store {
             },
             None => None,
         };
-        let rows = paged!(self, page,
-            select: booking_columns!(),
-            from: "FROM bookings b WHERE b.campaign_id = $1 AND ($2 IS NULL OR b.id = $2) \
+        let rows = self
+            .read_page(
+                page,
+                booking_columns!(),
+                "FROM bookings b WHERE b.campaign_id = $1 AND ($2 IS NULL OR b.id = $2) \
                 AND ($3 IS NULL OR b.owner_id = $3)",
-            order: "b.date_requested DESC, b.id DESC",
-            args: [&campaign.id, &filter.id, &owner])?;
+                "b.date_requested DESC, b.id DESC",
+                params![&campaign.id, &filter.id, &owner],
+            )
+            .await?;
         Paged::of(rows, page, booking_from_row)
     }
 
@@ -628,7 +634,7 @@ impl Store {
             booking_columns!(),
             " FROM bookings b WHERE b.line_id {key}"
         );
-        let rows: Vec<BookingRow> = read_each!(self, SQL, [], line_ids)?;
+        let rows: Vec<BookingRow> = self.read_each(SQL, params![], line_ids).await?;
         let mut shown: Vec<Booking> = Vec::new();
         for booking in rows.into_iter().map(booking_from_row) {
             let booking = booking?;

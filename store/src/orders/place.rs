@@ -500,7 +500,9 @@ impl Store {
         reference: &str,
         fingerprint: &str,
     ) -> Result<Option<Placed>, StoreError> {
-        let row: Option<(String, String)> = read_row!(self, EARLIER, [campaign.id, reference])?;
+        let row: Option<(String, String)> = self
+            .read_row(EARLIER, params![campaign.id, reference])
+            .await?;
         let Some((id, earlier)) = row else {
             return Ok(None);
         };

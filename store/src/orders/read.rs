@@ -152,8 +152,9 @@ impl Store {
             Err(StoreError::NotFound { .. }) => return Err(not_found),
             other => other?,
         };
-        let row: Option<OrderRow> =
-            read_row!(self, SQL, [scope.org_id, scope.campaign_id, owner, id])?;
+        let row: Option<OrderRow> = self
+            .read_row(SQL, params![scope.org_id, scope.campaign_id, owner, id])
+            .await?;
         Ok(order_from_row(row.ok_or(not_found)?))
     }
 
@@ -189,11 +190,15 @@ impl Store {
             }
             other => other?,
         };
-        let rows = paged!(self, page,
-            select: order_columns!(),
-            from: in_scope!(),
-            order: "o.created_at DESC, o.id DESC",
-            args: [&scope.org_id, &scope.campaign_id, &owner])?;
+        let rows = self
+            .read_page(
+                page,
+                order_columns!(),
+                in_scope!(),
+                "o.created_at DESC, o.id DESC",
+                params![&scope.org_id, &scope.campaign_id, &owner],
+            )
+            .await?;
         let mut orders = Paged::of(rows, page, |row| Ok(order_from_row(row)))?;
         if include_lines {
             self.fill_lines(&scope.org_id, &mut orders.items, None)
@@ -234,9 +239,9 @@ impl Store {
             return Ok(());
         }
         let ids: Vec<&str> = orders.iter().map(|o| o.id.as_str()).collect();
-        let lines: Vec<LineRow> = read_each!(self, LINES, [], &ids)?;
+        let lines: Vec<LineRow> = self.read_each(LINES, params![], &ids).await?;
         let line_ids: Vec<&str> = lines.iter().map(|l| l.id.as_str()).collect();
-        let codes: Vec<CodeRow> = read_each!(self, CODES, [], &line_ids)?;
+        let codes: Vec<CodeRow> = self.read_each(CODES, params![], &line_ids).await?;
         let bookings = self.line_bookings(&line_ids).await?;
         let mut filled: Vec<OrderLine> = Vec::with_capacity(lines.len());
         for l in lines {

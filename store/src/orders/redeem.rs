@@ -55,16 +55,12 @@ impl Store {
              l.product_id, l.variant_id, l.product FROM redemption_codes c \
              JOIN order_lines l ON l.id = c.line_id WHERE c.id = $1";
         let lookup = codes.lookup(org_id, code);
-        let redeemed: Option<(String,)> = with_writer!(self, |pool| sqlx::query_as(REDEEM)
-            .bind(org_id)
-            .bind(&lookup)
-            .bind(now())
-            .bind(key_id)
-            .fetch_optional(pool)
-            .await)?;
+        let redeemed: Option<(String,)> = self
+            .write_row(REDEEM, params![org_id, &lookup, now(), key_id])
+            .await?;
         let Some((id,)) = redeemed else {
             let found: Option<(String, Option<DateTime<Utc>>)> =
-                read_row!(self, FIND, [org_id, lookup])?;
+                self.read_row(FIND, params![org_id, lookup]).await?;
             return Err(match found {
                 Some((_, Some(at))) => StoreError::refused(
                     "already_redeemed",
@@ -74,7 +70,7 @@ impl Store {
                 _ => StoreError::NotFound { what: "code" },
             });
         };
-        let row: Option<RedeemedRow> = read_row!(self, DETAIL, [id])?;
+        let row: Option<RedeemedRow> = self.read_row(DETAIL, params![id]).await?;
         let r = row.ok_or(StoreError::NotFound { what: "code" })?;
         Ok(Redeemed {
             code: masked_tail(&r.tail),

@@ -124,10 +124,7 @@ impl Store {
     async fn stored_policy(&self, campaign_id: &str) -> Result<Policy, StoreError> {
         const SQL: &str =
             "SELECT min_balance, expiry FROM campaign_policies WHERE campaign_id = $1";
-        let row: Option<(i64, String)> = with_pool!(self, |pool| sqlx::query_as(SQL)
-            .bind(campaign_id)
-            .fetch_optional(pool)
-            .await)?;
+        let row: Option<(i64, String)> = self.read_row(SQL, params![campaign_id]).await?;
         let Some((min, expiry)) = row else {
             return Ok(Policy::default());
         };
@@ -159,16 +156,16 @@ impl Store {
         const SQL: &str = "INSERT INTO campaign_policies (campaign_id, min_balance, expiry, updated_at) \
              VALUES ($1, $2, $3, $4) ON CONFLICT (campaign_id) DO UPDATE \
              SET min_balance = excluded.min_balance, expiry = excluded.expiry, updated_at = excluded.updated_at";
-        with_writer!(self, |pool| {
-            sqlx::query(SQL)
-                .bind(campaign_id)
-                .bind(policy.min_balance.micros())
-                .bind(policy.expiry.to_string())
-                .bind(now())
-                .execute(pool)
-                .await
-                .map(|done| done.rows_affected())
-        })?;
+        self.execute(
+            SQL,
+            params![
+                campaign_id,
+                policy.min_balance.micros(),
+                policy.expiry.to_string(),
+                now()
+            ],
+        )
+        .await?;
         self.caches.policies.remove(campaign_id);
         Ok(policy)
     }

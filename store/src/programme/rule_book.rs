@@ -91,11 +91,7 @@ impl Store {
     ) -> Result<Option<i64>, StoreError> {
         const SQL: &str =
             "SELECT MAX(version) FROM rule_sets WHERE org_id = $1 AND campaign_id = $2";
-        let (version,): (Option<i64>,) = with_pool!(self, |pool| sqlx::query_as(SQL)
-            .bind(org_id)
-            .bind(campaign_id)
-            .fetch_one(pool)
-            .await)?;
-        Ok(version)
+        let row: Option<(Option<i64>,)> = self.read_row(SQL, params![org_id, campaign_id]).await?;
+        Ok(row.and_then(|(version,)| version))
     }
 }

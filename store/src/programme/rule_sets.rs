@@ -48,22 +48,17 @@ impl Store {
         // other tries again with the next number.
         let mut attempts = 0;
         loop {
-            let result: Result<VersionRow, sqlx::Error> = with_writer!(self, |pool| {
-                sqlx::query_as(INSERT)
-                    .bind(new_id())
-                    .bind(org_id)
-                    .bind(campaign_id)
-                    .bind(source)
-                    .bind(now())
-                    .fetch_one(pool)
-                    .await
-            });
+            let result: Result<Option<VersionRow>, StoreError> = self
+                .write_row(
+                    INSERT,
+                    params![new_id(), org_id, campaign_id, source, now()],
+                )
+                .await;
             match result {
-                Ok(row) => return Ok(version_from_row(row)),
-                Err(sqlx::Error::Database(db)) if db.is_unique_violation() && attempts < 20 => {
-                    attempts += 1
-                }
-                Err(err) => return Err(err.into()),
+                Ok(Some(row)) => return Ok(version_from_row(row)),
+                Ok(None) => return Err(StoreError::NotFound { what: "campaign" }),
+                Err(err) if err.is_unique_violation() && attempts < 20 => attempts += 1,
+                Err(err) => return Err(err),
             }
         }
     }
@@ -76,13 +71,7 @@ impl Store {
     ) -> Result<Vec<RuleSetVersion>, StoreError> {
         const SQL: &str = "SELECT id, campaign_id, version, '', created_at FROM rule_sets \
              WHERE org_id = $1 AND campaign_id = $2 ORDER BY version DESC";
-        let rows: Vec<VersionRow> = with_pool!(self, |pool| {
-            sqlx::query_as(SQL)
-                .bind(org_id)
-                .bind(campaign_id)
-                .fetch_all(pool)
-                .await
-        })?;
+        let rows: Vec<VersionRow> = self.read_rows(SQL, params![org_id, campaign_id]).await?;
         Ok(rows.into_iter().map(version_from_row).collect())
     }
 
@@ -97,7 +86,9 @@ impl Store {
         const SQL: &str = "SELECT id, campaign_id, version, source, created_at FROM rule_sets \
              WHERE org_id = $1 AND campaign_id = $2 AND ($3 IS NULL OR version = $3) \
              ORDER BY version DESC LIMIT 1";
-        let row: Option<VersionRow> = read_row!(self, SQL, [org_id, campaign_id, version])?;
+        let row: Option<VersionRow> = self
+            .read_row(SQL, params![org_id, campaign_id, version])
+            .await?;
         row.map(version_from_row)
             .ok_or(StoreError::NotFound { what: "rule set" })
     }

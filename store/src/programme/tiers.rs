@@ -122,28 +122,25 @@ impl Store {
         };
         const INSERT: &str = "INSERT INTO tiers (id, org_id, campaign_id, name, precedence, threshold, benefits, \
              image_url, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
-        with_writer!(self, |pool| async {
-            let mut tx = pool.begin().await?;
-            sqlx::query(INSERT)
-                .bind(&tier.id)
-                .bind(org_id)
-                .bind(campaign_id)
-                .bind(&tier.name)
-                .bind(tier.precedence)
-                .bind(tier.threshold.micros())
-                .bind(Json(&tier.benefits))
-                .bind(&tier.image_url)
-                .bind(now())
-                .execute(&mut *tx)
-                .await?;
-            sqlx::query(RETIER)
-                .bind(campaign_id)
-                .execute(&mut *tx)
-                .await?;
-            tx.commit().await
-        }
-        .await)
-        .map_err(|e| crate::error::conflict_on(e, &[("name", "name")]))?;
+        let (benefits, threshold, at) = (
+            serde_json::json!(tier.benefits),
+            tier.threshold.micros(),
+            now(),
+        );
+        let insert = params![
+            tier.id,
+            org_id,
+            campaign_id,
+            tier.name,
+            tier.precedence,
+            threshold,
+            benefits,
+            tier.image_url,
+            at
+        ];
+        self.execute_all(&[(INSERT, insert), (RETIER, params![campaign_id])])
+            .await
+            .map_err(|e| crate::error::conflict_on(e, &[("name", "name")]))?;
         Ok(tier)
     }
 
@@ -157,13 +154,7 @@ impl Store {
             "SELECT {TIER_COLUMNS} FROM tiers WHERE org_id = $1 AND campaign_id = $2 \
              ORDER BY precedence, threshold, name"
         );
-        let rows: Vec<TierRow> = with_pool!(self, |pool| sqlx::query_as(sqlx::AssertSqlSafe(
-            sql.as_str()
-        ))
-        .bind(org_id)
-        .bind(campaign_id)
-        .fetch_all(pool)
-        .await)?;
+        let rows: Vec<TierRow> = self.read_rows(&sql, params![org_id, campaign_id]).await?;
         Ok(rows.into_iter().map(tier_from_row).collect())
     }
 
@@ -201,12 +192,10 @@ impl Store {
             "DELETE FROM tiers WHERE org_id = $1 AND campaign_id = $2 AND (id = $3 OR name = $3)";
         const REQUIRED: &str = "SELECT COUNT(*) FROM variants v JOIN tiers t ON t.id = v.tier_id \
              WHERE t.org_id = $1 AND t.campaign_id = $2 AND (t.id = $3 OR t.name = $3)";
-        let (required,): (i64,) = with_pool!(self, |pool| sqlx::query_as(REQUIRED)
-            .bind(org_id)
-            .bind(campaign_id)
-            .bind(tier)
-            .fetch_one(pool)
-            .await)?;
+        let (required,): (i64,) = self
+            .read_row(REQUIRED, params![org_id, campaign_id, tier])
+            .await?
+            .unwrap_or((0,));
         if required > 0 {
             // Dropping the requirement would open those rewards to every member.
             return Err(StoreError::invalid(
@@ -217,29 +206,15 @@ impl Store {
                 ),
             ));
         }
-        let removed = with_writer!(self, |pool| async {
-            let mut tx = pool.begin().await?;
-            sqlx::query(CLEAR)
-                .bind(org_id)
-                .bind(campaign_id)
-                .bind(tier)
-                .execute(&mut *tx)
-                .await?;
-            let removed = sqlx::query(DELETE)
-                .bind(org_id)
-                .bind(campaign_id)
-                .bind(tier)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-            sqlx::query(RETIER)
-                .bind(campaign_id)
-                .execute(&mut *tx)
-                .await?;
-            tx.commit().await?;
-            Ok::<_, sqlx::Error>(removed)
-        }
-        .await)?;
+        let which = params![org_id, campaign_id, tier];
+        let changed = self
+            .execute_all(&[
+                (CLEAR, which),
+                (DELETE, which),
+                (RETIER, params![campaign_id]),
+            ])
+            .await?;
+        let removed = changed[1];
         if removed == 0 {
             return Err(StoreError::NotFound { what: "tier" });
         }

@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Moderation, Review, shown, waiting};
+use crate::backend::{Arg, ToArg};
 use crate::error::known;
 use crate::{Page, Paged, Store, StoreError};
 
@@ -87,7 +88,7 @@ impl Store {
             " FROM reviews r WHERE r.org_id = $1 AND ($2 IS NULL OR r.campaign_id = $2) \
              AND r.id = $3 AND r.moderation <> 'removed'"
         );
-        let row: Option<ReviewRow> = read_row!(self, SQL, [org_id, campaign_id, id])?;
+        let row: Option<ReviewRow> = self.read_row(SQL, params![org_id, campaign_id, id]).await?;
         row.map(review_from_row)
             .transpose()?
             .ok_or(StoreError::NotFound { what: "review" })
@@ -182,23 +183,14 @@ impl Store {
             page.offset()
         );
         let (score, reports) = (rules.profanity_threshold, i64::from(rules.report_threshold));
-        with_pool!(self, |pool| async {
-            let mut query = sqlx::query_as(sqlx::AssertSqlSafe(summary));
-            for arg in args {
-                query = query.bind(arg);
-            }
-            let (count, sum): (i64, i64) = query.bind(score).bind(reports).fetch_one(pool).await?;
-            let rows = if page.limit == 0 {
-                Vec::new()
-            } else {
-                let mut query = sqlx::query_as(sqlx::AssertSqlSafe(list));
-                for arg in args {
-                    query = query.bind(arg);
-                }
-                query.bind(score).bind(reports).fetch_all(pool).await?
-            };
-            Ok::<_, StoreError>((count.max(0) as u64, sum, rows))
-        }
-        .await)
+        let mut bound: Vec<Arg<'_>> = args.iter().map(|arg| arg.to_arg()).collect();
+        bound.extend([score.to_arg(), reports.to_arg()]);
+        let (count, sum): (i64, i64) = self.read_row(&summary, &bound).await?.unwrap_or((0, 0));
+        let rows = if page.limit == 0 {
+            Vec::new()
+        } else {
+            self.read_rows(&list, &bound).await?
+        };
+        Ok((count.max(0) as u64, sum, rows))
     }
 }

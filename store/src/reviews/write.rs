@@ -1,7 +1,9 @@
 //! Writing reviews: creating one (one per member and voucher), members reporting one, and an
 //! operator's decision.
 
-use crate::backend::WritePool;
+use chrono::{DateTime, Utc};
+
+use crate::backend::{Steps, Tx};
 use crate::common::ids::{new_id, now};
 use crate::error::conflict_on;
 use crate::reviews::{Decision, Review, profanity_score};
@@ -41,7 +43,9 @@ impl Store {
                 field: "memberId",
                 message: format!("no member `{}` in this organisation", new.member),
             })?;
-        let voucher: Option<(String,)> = read_row!(self, VOUCHER, [campaign.id, new.voucher_id])?;
+        let voucher: Option<(String,)> = self
+            .read_row(VOUCHER, params![campaign.id, new.voucher_id])
+            .await?;
         if voucher.is_none() {
             return Err(StoreError::UnknownReference {
                 field: "voucherId",
@@ -57,21 +61,23 @@ impl Store {
             .await
             .map_err(|e| StoreError::NotCommitted(format!("scoring the review: {e}")))?;
         let (id, at) = (new_id(), now());
-        with_writer!(self, |pool| sqlx::query(INSERT)
-            .bind(&id)
-            .bind(&campaign.org_id)
-            .bind(&campaign.id)
-            .bind(&member)
-            .bind(&new.voucher_id)
-            .bind(&new.partner_id)
-            .bind(i64::from(new.rating))
-            .bind(&new.review_text)
-            .bind(score)
-            .bind(Decision::Open.as_str())
-            .bind(at)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))
+        self.execute(
+            INSERT,
+            params![
+                &id,
+                &campaign.org_id,
+                &campaign.id,
+                &member,
+                &new.voucher_id,
+                &new.partner_id,
+                i64::from(new.rating),
+                &new.review_text,
+                score,
+                Decision::Open.as_str(),
+                at
+            ],
+        )
+        .await
         .map_err(|e| match conflict_on(e, &[("member_id", "voucherId")]) {
             StoreError::Conflict { .. } => StoreError::refused(
                 "already_reviewed",
@@ -112,14 +118,9 @@ impl Store {
     ) -> Result<Review, StoreError> {
         const REVIEW: &str = "SELECT member_id FROM reviews WHERE org_id = $1 \
              AND campaign_id = $2 AND id = $3 AND moderation <> 'removed'";
-        const REPORT: &str = "INSERT INTO review_reports (review_id, member_id, created_at) \
-             VALUES ($1, $2, $3) ON CONFLICT (review_id, member_id) DO NOTHING";
-        // `reports + 1`, not a count of the reports: of two reports at once on PostgreSQL, the
-        // second update reads the row the first left, where a count would read its snapshot.
-        const COUNT: &str = "UPDATE reviews SET reported_by_id = $2, updated_at = $3, \
-             reports = reports + 1 WHERE id = $1";
-        let author: Option<(String,)> =
-            read_row!(self, REVIEW, [campaign.org_id, campaign.id, id])?;
+        let author: Option<(String,)> = self
+            .read_row(REVIEW, params![campaign.org_id, campaign.id, id])
+            .await?;
         let (author,) = author.ok_or(StoreError::NotFound { what: "review" })?;
         let reporter_id = self
             .member_id_by_reference(&campaign.org_id, reporter)
@@ -136,27 +137,12 @@ impl Store {
             ));
         }
         let at = now();
-        with_writer!(self, |pool| async {
-            let mut tx = pool.begin_write().await?;
-            let first = sqlx::query(REPORT)
-                .bind(id)
-                .bind(&reporter_id)
-                .bind(at)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected()
-                > 0;
-            if first {
-                sqlx::query(COUNT)
-                    .bind(id)
-                    .bind(&reporter_id)
-                    .bind(at)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            tx.commit().await
-        }
-        .await)?;
+        self.write(Report {
+            review: id.to_string(),
+            reporter: reporter_id,
+            at,
+        })
+        .await?;
         self.review_by_id(&campaign.org_id, Some(&campaign.id), id)
             .await
     }
@@ -176,16 +162,35 @@ impl Store {
         } else {
             Decision::Removed
         };
-        let changed = with_writer!(self, |pool| sqlx::query(SQL)
-            .bind(org_id)
-            .bind(id)
-            .bind(decision.as_str())
-            .bind(now())
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))?;
+        let changed = self
+            .execute(SQL, params![org_id, id, decision.as_str(), now()])
+            .await?;
         if changed == 0 {
             return Err(StoreError::NotFound { what: "review" });
+        }
+        Ok(())
+    }
+}
+
+/// A member's report of a review: counted once per member.
+struct Report {
+    review: String,
+    reporter: String,
+    at: DateTime<Utc>,
+}
+
+impl Steps for Report {
+    type Output = ();
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<(), StoreError> {
+        const REPORT: &str = "INSERT INTO review_reports (review_id, member_id, created_at) \
+             VALUES ($1, $2, $3) ON CONFLICT (review_id, member_id) DO NOTHING";
+        // `reports + 1`, not a count of the reports: of two reports at once on PostgreSQL, the
+        // second update reads the row the first left, where a count would read its snapshot.
+        const COUNT: &str = "UPDATE reviews SET reported_by_id = $2, updated_at = $3, \
+             reports = reports + 1 WHERE id = $1";
+        let args = params![self.review, self.reporter, self.at];
+        if tx.execute(REPORT, args).await? > 0 {
+            tx.execute(COUNT, args).await?;
         }
         Ok(())
     }

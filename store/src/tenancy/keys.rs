@@ -187,25 +187,23 @@ impl Store {
         };
         let secret = random_token("rs_", 32);
         let names: Vec<&str> = key.permissions.iter().map(|p| p.as_str()).collect();
-        with_writer!(self, |pool| {
-            sqlx::query(
-                "INSERT INTO api_keys \
-                 (id, org_id, campaign_id, api_key, secret_hash, permissions, version, read_only, \
-                 created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-            )
-            .bind(&key.id)
-            .bind(&key.org_id)
-            .bind(&key.campaign_id)
-            .bind(&key.api_key)
-            .bind(sha256(&secret).to_vec())
-            .bind(Json(&names))
-            .bind(key.version.map(|v| v.as_str()))
-            .bind(key.read_only)
-            .bind(key.created_at)
-            .execute(pool)
-            .await
-            .map(|done| done.rows_affected())
-        })?;
+        self.execute(
+            "INSERT INTO api_keys \
+             (id, org_id, campaign_id, api_key, secret_hash, permissions, version, read_only, \
+             created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            params![
+                key.id,
+                key.org_id,
+                key.campaign_id,
+                key.api_key,
+                sha256(&secret)[..],
+                serde_json::json!(names),
+                key.version.map(|v| v.as_str()),
+                key.read_only,
+                key.created_at
+            ],
+        )
+        .await?;
         Ok(IssuedKey { key, secret })
     }
 
@@ -215,10 +213,7 @@ impl Store {
             key_columns!(),
             " FROM api_keys k WHERE k.org_id = $1 ORDER BY k.id"
         );
-        let rows: Vec<KeyRow> = with_pool!(self, |pool| sqlx::query_as(SQL)
-            .bind(org_id)
-            .fetch_all(pool)
-            .await)?;
+        let rows: Vec<KeyRow> = self.read_rows(SQL, params![org_id]).await?;
         rows.into_iter().map(key_from_row).collect()
     }
 
@@ -232,18 +227,8 @@ impl Store {
             key_columns!(),
             " FROM api_keys k WHERE k.id = $1"
         );
-        let row: Option<KeyRow> = with_writer!(self, |pool| async {
-            sqlx::query(REVOKE)
-                .bind(key_id)
-                .bind(now())
-                .execute(pool)
-                .await?;
-            sqlx::query_as(SELECT)
-                .bind(key_id)
-                .fetch_optional(pool)
-                .await
-        }
-        .await)?;
+        self.execute(REVOKE, params![key_id, now()]).await?;
+        let row: Option<KeyRow> = self.read_row(SELECT, params![key_id]).await?;
         let key = row
             .ok_or(StoreError::NotFound { what: "API key" })
             .and_then(key_from_row)?;
@@ -284,7 +269,7 @@ impl Store {
             }
         }
         let presented = sha256(secret);
-        let row: Option<Row> = read_row!(self, SQL, [api_key])?;
+        let row: Option<Row> = self.read_row(SQL, params![api_key]).await?;
         let Some(r) = row else { return Ok(None) };
         if !constant_time_eq(&presented, &r.secret_hash) || r.revoked_at.is_some() {
             return Ok(None);

@@ -99,8 +99,9 @@ impl NewCampaign {
 impl Store {
     /// A campaign by id alone, for operator commands that name only the campaign.
     pub async fn campaign_by_id(&self, id: &str) -> Result<Campaign, StoreError> {
-        let row: Option<(String,)> =
-            read_row!(self, "SELECT org_id FROM campaigns WHERE id = $1", [id])?;
+        let row: Option<(String,)> = self
+            .read_row("SELECT org_id FROM campaigns WHERE id = $1", params![id])
+            .await?;
         let (org_id,) = row.ok_or(StoreError::NotFound { what: "campaign" })?;
         self.get_campaign(&org_id, id).await
     }
@@ -115,24 +116,21 @@ impl Store {
             name: name.to_string(),
             created_at: now(),
         };
-        with_writer!(self, |pool| {
-            sqlx::query("INSERT INTO organisations (id, name, created_at) VALUES ($1, $2, $3)")
-                .bind(&org.id)
-                .bind(&org.name)
-                .bind(org.created_at)
-                .execute(pool)
-                .await
-                .map(|done| done.rows_affected())
-        })?;
+        self.execute(
+            "INSERT INTO organisations (id, name, created_at) VALUES ($1, $2, $3)",
+            params![&org.id, &org.name, org.created_at],
+        )
+        .await?;
         Ok(org)
     }
 
     pub async fn get_org(&self, id: &str) -> Result<Organisation, StoreError> {
-        let row: Option<(String, String, DateTime<Utc>)> = read_row!(
-            self,
-            "SELECT id, name, created_at FROM organisations WHERE id = $1",
-            [id]
-        )?;
+        let row: Option<(String, String, DateTime<Utc>)> = self
+            .read_row(
+                "SELECT id, name, created_at FROM organisations WHERE id = $1",
+                params![id],
+            )
+            .await?;
         let (id, name, created_at) = row.ok_or(StoreError::NotFound {
             what: "organisation",
         })?;
@@ -144,11 +142,12 @@ impl Store {
     }
 
     pub async fn list_orgs(&self) -> Result<Vec<Organisation>, StoreError> {
-        let rows: Vec<(String, String, DateTime<Utc>)> = with_pool!(self, |pool| {
-            sqlx::query_as("SELECT id, name, created_at FROM organisations ORDER BY id")
-                .fetch_all(pool)
-                .await
-        })?;
+        let rows: Vec<(String, String, DateTime<Utc>)> = self
+            .read_rows(
+                "SELECT id, name, created_at FROM organisations ORDER BY id",
+                params![],
+            )
+            .await?;
         Ok(rows
             .into_iter()
             .map(|(id, name, created_at)| Organisation {
@@ -175,22 +174,20 @@ impl Store {
             favicon: new.favicon,
             created_at: now(),
         };
-        with_writer!(self, |pool| {
-            sqlx::query(
-                "INSERT INTO campaigns (id, org_id, name, currency, logo, favicon, created_at) \
+        self.execute(
+            "INSERT INTO campaigns (id, org_id, name, currency, logo, favicon, created_at) \
                  VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            )
-            .bind(&campaign.id)
-            .bind(&campaign.org_id)
-            .bind(&campaign.name)
-            .bind(&campaign.currency)
-            .bind(&campaign.logo)
-            .bind(&campaign.favicon)
-            .bind(campaign.created_at)
-            .execute(pool)
-            .await
-            .map(|done| done.rows_affected())
-        })?;
+            params![
+                &campaign.id,
+                &campaign.org_id,
+                &campaign.name,
+                &campaign.currency,
+                &campaign.logo,
+                &campaign.favicon,
+                campaign.created_at
+            ],
+        )
+        .await?;
         Ok(campaign)
     }
 
@@ -201,7 +198,7 @@ impl Store {
             campaign_columns!(),
             " FROM campaigns WHERE org_id = $1 AND id = $2"
         );
-        let row: Option<CampaignRow> = read_row!(self, SQL, [org_id, id])?;
+        let row: Option<CampaignRow> = self.read_row(SQL, params![org_id, id]).await?;
         row.map(campaign_from_row)
             .ok_or(StoreError::NotFound { what: "campaign" })
     }
@@ -212,10 +209,7 @@ impl Store {
             campaign_columns!(),
             " FROM campaigns WHERE org_id = $1 ORDER BY id"
         );
-        let rows: Vec<CampaignRow> = with_pool!(self, |pool| sqlx::query_as(SQL)
-            .bind(org_id)
-            .fetch_all(pool)
-            .await)?;
+        let rows: Vec<CampaignRow> = self.read_rows(SQL, params![org_id]).await?;
         Ok(rows.into_iter().map(campaign_from_row).collect())
     }
 }

@@ -129,20 +129,12 @@ impl Store {
         };
         let id = new_id();
         let created_at = now();
-        with_writer!(self, |pool| {
-            sqlx::query(
-                "INSERT INTO sftp_users (id, org_id, username, password_hash, created_at) \
+        self.execute(
+            "INSERT INTO sftp_users (id, org_id, username, password_hash, created_at) \
                  VALUES ($1, $2, $3, $4, $5)",
-            )
-            .bind(&id)
-            .bind(org_id)
-            .bind(&new.username)
-            .bind(&password_hash)
-            .bind(created_at)
-            .execute(pool)
-            .await
-            .map(|done| done.rows_affected())
-        })
+            params![&id, org_id, &new.username, &password_hash, created_at],
+        )
+        .await
         .map_err(|e| conflict_on(e, &[("username", "username")]))?;
         if let Some(key) = new.key
             && let Err(err) = self.add_sftp_key(org_id, &new.username, key).await
@@ -167,20 +159,18 @@ impl Store {
             public_key: key.public_key,
             created_at: now(),
         };
-        with_writer!(self, |pool| {
-            sqlx::query(
-                "INSERT INTO sftp_keys (id, user_id, fingerprint, public_key, created_at) \
+        self.execute(
+            "INSERT INTO sftp_keys (id, user_id, fingerprint, public_key, created_at) \
                  VALUES ($1, $2, $3, $4, $5)",
-            )
-            .bind(new_id())
-            .bind(&user.id)
-            .bind(&added.fingerprint)
-            .bind(&added.public_key)
-            .bind(added.created_at)
-            .execute(pool)
-            .await
-            .map(|done| done.rows_affected())
-        })
+            params![
+                new_id(),
+                &user.id,
+                &added.fingerprint,
+                &added.public_key,
+                added.created_at
+            ],
+        )
+        .await
         .map_err(|e| conflict_on(e, &[("fingerprint", "publicKey")]))?;
         Ok(added)
     }
@@ -211,20 +201,8 @@ impl Store {
         const KEYS: &str = "SELECT k.user_id, k.fingerprint, k.public_key, k.created_at \
              FROM sftp_keys k JOIN sftp_users u ON u.id = k.user_id \
              WHERE u.org_id = $1 AND ($2 IS NULL OR u.username = $2) ORDER BY k.created_at";
-        let (users, keys): (Vec<UserRow>, Vec<KeyRow>) = with_pool!(self, |pool| async {
-            let users = sqlx::query_as(USERS)
-                .bind(org_id)
-                .bind(username)
-                .fetch_all(pool)
-                .await?;
-            let keys = sqlx::query_as(KEYS)
-                .bind(org_id)
-                .bind(username)
-                .fetch_all(pool)
-                .await?;
-            Ok::<_, sqlx::Error>((users, keys))
-        }
-        .await)?;
+        let users: Vec<UserRow> = self.read_rows(USERS, params![org_id, username]).await?;
+        let keys: Vec<KeyRow> = self.read_rows(KEYS, params![org_id, username]).await?;
         Ok(users
             .into_iter()
             .map(
@@ -255,18 +233,13 @@ impl Store {
         org_id: &str,
         username: &str,
     ) -> Result<SftpUser, StoreError> {
-        let changed = with_writer!(self, |pool| {
-            sqlx::query(
+        let changed = self
+            .execute(
                 "UPDATE sftp_users SET disabled_at = COALESCE(disabled_at, $3) \
                  WHERE org_id = $1 AND username = $2",
+                params![org_id, username, now()],
             )
-            .bind(org_id)
-            .bind(username)
-            .bind(now())
-            .execute(pool)
-            .await
-            .map(|done| done.rows_affected())
-        })?;
+            .await?;
         if changed == 0 {
             return Err(StoreError::NotFound { what: "SFTP user" });
         }
@@ -276,19 +249,12 @@ impl Store {
     /// Removes a user and its keys; the batches it uploaded keep its name.
     pub async fn remove_sftp_user(&self, org_id: &str, username: &str) -> Result<(), StoreError> {
         let user = self.get_sftp_user(org_id, username).await?;
-        with_writer!(self, |pool| async {
-            let mut tx = pool.begin().await?;
-            sqlx::query("DELETE FROM sftp_keys WHERE user_id = $1")
-                .bind(&user.id)
-                .execute(&mut *tx)
-                .await?;
-            sqlx::query("DELETE FROM sftp_users WHERE id = $1")
-                .bind(&user.id)
-                .execute(&mut *tx)
-                .await?;
-            tx.commit().await
-        }
-        .await)?;
+        let user = params![user.id];
+        self.execute_all(&[
+            ("DELETE FROM sftp_keys WHERE user_id = $1", user),
+            ("DELETE FROM sftp_users WHERE id = $1", user),
+        ])
+        .await?;
         Ok(())
     }
 
@@ -298,12 +264,13 @@ impl Store {
         username: &str,
         password: &str,
     ) -> Result<Option<SftpLogin>, StoreError> {
-        let row: Option<(String, String, Option<String>)> = read_row!(
-            self,
-            "SELECT id, org_id, password_hash FROM sftp_users \
+        let row: Option<(String, String, Option<String>)> = self
+            .read_row(
+                "SELECT id, org_id, password_hash FROM sftp_users \
                  WHERE username = $1 AND disabled_at IS NULL",
-            [username]
-        )?;
+                params![username],
+            )
+            .await?;
         // An unknown user costs the same hash as a known one, so timing tells nothing.
         let hash = row
             .as_ref()
@@ -327,12 +294,13 @@ impl Store {
         username: &str,
         fingerprint: &str,
     ) -> Result<Option<SftpLogin>, StoreError> {
-        let row: Option<(String, String)> = read_row!(
-            self,
-            "SELECT u.id, u.org_id FROM sftp_keys k JOIN sftp_users u ON u.id = k.user_id \
+        let row: Option<(String, String)> = self
+            .read_row(
+                "SELECT u.id, u.org_id FROM sftp_keys k JOIN sftp_users u ON u.id = k.user_id \
                  WHERE k.fingerprint = $1 AND u.username = $2 AND u.disabled_at IS NULL",
-            [fingerprint, username]
-        )?;
+                params![fingerprint, username],
+            )
+            .await?;
         Ok(row.map(|(user_id, org_id)| SftpLogin {
             user_id,
             org_id,

@@ -10,6 +10,7 @@ use sqlx::sqlite::SqliteConnectOptions;
 
 pub mod schema;
 
+use crate::backend::Pool;
 use crate::common::ids::random_token;
 use crate::{Store, StoreError};
 
@@ -95,12 +96,17 @@ impl Store {
     /// Runs `sql` as it is, for tests that must put the database in a state the store's own
     /// operations never make (damaged or future data).
     pub async fn execute_raw(&self, sql: &str) -> Result<(), StoreError> {
-        let sql = sqlx::AssertSqlSafe(sql.to_string());
-        with_writer!(self, |pool| sqlx::raw_sql(sql)
-            .execute(pool)
-            .await
-            .map(|_| ()))?;
-        Ok(())
+        match &self.pool {
+            Pool::Sqlite(direct) => {
+                let sql = sql.to_string();
+                direct.write(move |c| Ok(c.execute_batch(&sql)?)).await
+            }
+            Pool::Postgres(pool) => {
+                let sql = sqlx::AssertSqlSafe(sql.to_string());
+                sqlx::raw_sql(sql).execute(pool).await?;
+                Ok(())
+            }
+        }
     }
 }
 
@@ -108,21 +114,39 @@ impl Store {
     /// The first column of every row `sql` selects, as bytes (text columns by their UTF-8), for
     /// tests that read what is stored rather than what the store shows.
     pub async fn stored_bytes(&self, sql: &str) -> Vec<Vec<u8>> {
-        use sqlx::Row;
-        let safe = || sqlx::AssertSqlSafe(sql.to_string());
-        let values: Result<Vec<Option<Vec<u8>>>, sqlx::Error> = with_pool!(self, |pool| {
-            let rows = sqlx::query(safe()).fetch_all(pool).await;
-            rows.and_then(|rows| {
-                rows.iter()
-                    .map(|row| {
-                        row.try_get::<Option<Vec<u8>>, _>(0).or_else(|_| {
-                            row.try_get::<Option<String>, _>(0)
-                                .map(|text| text.map(String::into_bytes))
-                        })
+        let values: Result<Vec<Option<Vec<u8>>>, StoreError> = match &self.pool {
+            Pool::Sqlite(direct) => direct.read(|c| {
+                let mut values = Vec::new();
+                crate::backend::direct::each_row(c, sql, &[], |row| {
+                    values.push(match row.get_ref(0)? {
+                        rusqlite::types::ValueRef::Text(v) | rusqlite::types::ValueRef::Blob(v) => {
+                            Some(v.to_vec())
+                        }
+                        _ => None,
+                    });
+                    Ok(true)
+                })?;
+                Ok(values)
+            }),
+            Pool::Postgres(pool) => {
+                use sqlx::Row;
+                let safe = sqlx::AssertSqlSafe(sql.to_string());
+                sqlx::query(safe)
+                    .fetch_all(pool)
+                    .await
+                    .and_then(|rows| {
+                        rows.iter()
+                            .map(|row| {
+                                row.try_get::<Option<Vec<u8>>, _>(0).or_else(|_| {
+                                    row.try_get::<Option<String>, _>(0)
+                                        .map(|text| text.map(String::into_bytes))
+                                })
+                            })
+                            .collect()
                     })
-                    .collect()
-            })
-        });
+                    .map_err(StoreError::from)
+            }
+        };
         values
             .unwrap_or_else(|e| panic!("{sql}: {e}"))
             .into_iter()

@@ -53,34 +53,31 @@ impl Store {
     /// This store's tables as its migrations left them (the migrator's own table left out).
     pub async fn schema(&self) -> Result<Schema, StoreError> {
         match &self.pool {
-            Pool::Sqlite { read, .. } => sqlite_schema(read).await,
+            Pool::Sqlite(_) => sqlite_schema(self).await,
             Pool::Postgres(pool) => postgres_schema(pool).await,
         }
     }
 }
 
-async fn sqlite_schema(pool: &sqlx::SqlitePool) -> Result<Schema, StoreError> {
-    let tables: Vec<(String,)> = sqlx::query_as(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' \
-         AND name NOT LIKE '_sqlx%'",
-    )
-    .fetch_all(pool)
-    .await?;
+async fn sqlite_schema(store: &Store) -> Result<Schema, StoreError> {
+    let tables: Vec<(String,)> = store
+        .read_rows(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' \
+             AND name NOT LIKE '_sqlx%'",
+            &[],
+        )
+        .await?;
     let mut schema = Schema::new();
     for (name,) in tables {
         let mut table = Table::default();
-        let pragma = |what: &str, of: &str| {
-            sqlx::AssertSqlSafe(format!("PRAGMA {what}('{}')", of.replace('\'', "''")))
-        };
         let mut primary: Vec<(i64, String)> = Vec::new();
-        for row in sqlx::query(pragma("table_info", &name))
-            .fetch_all(pool)
-            .await?
-        {
-            let column: String = row.get("name");
-            let declared: String = row.get("type");
-            let not_null: bool = row.get("notnull");
-            let pk: i64 = row.get("pk");
+        let columns: Vec<(String, String, bool, i64)> = store
+            .read_rows(
+                "SELECT name, type, \"notnull\", pk FROM pragma_table_info($1)",
+                params![name],
+            )
+            .await?;
+        for (column, declared, not_null, pk) in columns {
             if pk > 0 {
                 primary.push((pk, column.clone()));
             }
@@ -91,28 +88,26 @@ async fn sqlite_schema(pool: &sqlx::SqlitePool) -> Result<Schema, StoreError> {
         }
         primary.sort();
         table.primary_key = primary.into_iter().map(|(_, c)| c).collect();
-        for row in sqlx::query(pragma("index_list", &name))
-            .fetch_all(pool)
-            .await?
-        {
-            let index: String = row.get("name");
-            let origin: String = row.get("origin");
+        let indexes: Vec<(String, String, bool, bool)> = store
+            .read_rows(
+                "SELECT name, origin, \"unique\", partial FROM pragma_index_list($1)",
+                params![name],
+            )
+            .await?;
+        for (index, origin, unique, partial) in indexes {
             if origin == "pk" {
                 continue;
             }
-            let columns: Vec<String> = sqlx::query(pragma("index_info", &index))
-                .fetch_all(pool)
-                .await?
-                .iter()
-                .map(|c| {
-                    c.get::<Option<String>, _>("name")
-                        .unwrap_or_else(|| "(expr)".into())
-                })
-                .collect();
+            let columns: Vec<(Option<String>,)> = store
+                .read_rows("SELECT name FROM pragma_index_info($1)", params![index])
+                .await?;
             table.indexes.insert(Index {
-                columns,
-                unique: row.get("unique"),
-                partial: row.get("partial"),
+                columns: columns
+                    .into_iter()
+                    .map(|(c,)| c.unwrap_or_else(|| "(expr)".into()))
+                    .collect(),
+                unique,
+                partial,
                 name: (origin == "c").then_some(index),
             });
         }

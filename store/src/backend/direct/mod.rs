@@ -1,15 +1,15 @@
-//! SQLite without sqlx's per-statement hand-off. sqlx hands every SQLite statement, and every
-//! row it returns, to a thread of the connection's own; on a small machine those hand-offs (a
-//! futex wake-up and a context switch each way) cost more than the statements themselves:
-//! measured, half the CPU of an earn under load. So the hot paths (authentication, wallet
-//! lookups, earn submission and crediting, burns) and bulk loads use rusqlite connections to the
-//! same database file, with their statements prepared once per connection.
+//! SQLite through rusqlite, the one client the store uses for it (sqlx only runs the
+//! migrations). sqlx hands every SQLite statement, and every row it returns, to a thread of the
+//! connection's own; on a small machine those hand-offs (a futex wake-up and a context switch
+//! each way) cost more than the statements themselves: measured, half the CPU of an earn under
+//! load. Here statements are prepared once per connection and run where they are called.
 //!
-//! Reads run on the calling thread. Writes go to one writer thread, which commits whatever has
-//! queued in one transaction (see `threads`); a batch file's chunks are bulk writes, whose
-//! transaction stays open for the next chunk for a few seconds. A checkpointer thread keeps the
-//! WAL from growing without stopping the writer. The SQL is the text the PostgreSQL path runs
-//! wherever it can be.
+//! Reads take a connection of their own: a lookup by key on the calling thread, anything
+//! longer on tokio's blocking pool (see `statements.rs`). Writes go to one writer thread, which
+//! commits whatever has queued in one transaction (see `threads`); a batch file's chunks are
+//! bulk writes, whose transaction stays open for the next chunk for a few seconds. A
+//! checkpointer thread keeps the WAL from growing without stopping the writer. The SQL is the
+//! text the PostgreSQL path runs wherever it can be.
 
 #[macro_use]
 mod sql;
@@ -20,7 +20,6 @@ use std::sync::{Mutex, mpsc};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
-use sqlx::SqlitePool;
 use tokio::sync::oneshot;
 
 use crate::StoreError;
@@ -28,7 +27,7 @@ use crate::error::unpanicked;
 pub(crate) use sql::{
     Column, FromRow, each_row, execute, json, parse_time, row, rows, rows_while, run, time,
 };
-use threads::{Finish, Job, abandoned, checkpoint, copy, in_savepoint, write_queued};
+use threads::{Finish, Job, Write, abandoned, checkpoint, copy, in_savepoint, write_queued};
 
 /// How much of the database file a reader maps (see `connect`).
 pub(crate) const READER_MMAP: i64 = 1 << 30;
@@ -43,13 +42,18 @@ pub(crate) struct Direct {
     jobs: mpsc::Sender<Job>,
     /// Dropped with the store, which stops the checkpointer.
     _stop_checkpoints: mpsc::Sender<()>,
+    /// Set by `close`: reads and writes are refused from then on.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl Direct {
-    /// Connects to the database file at `path` (which must exist, in WAL mode) and starts the
-    /// writer thread. `gate` is the sqlx writer pool: the thread holds its one connection while
-    /// it writes, so writes made through sqlx wait their turn rather than meet a locked file.
-    pub(crate) fn open(path: &Path, gate: SqlitePool) -> Result<Direct, StoreError> {
+    /// Opens the database file at `path` (creating it if missing, in WAL mode) and starts the
+    /// writer and checkpointer threads.
+    pub(crate) fn open(path: &Path) -> Result<Direct, StoreError> {
+        let created = Connection::open(path)?;
+        created.busy_timeout(Duration::from_secs(10))?;
+        created.pragma_update(None, "journal_mode", "WAL")?;
+        drop(created);
         let (writer, checkpointer) = (connect(path, false)?, connect(path, false)?);
         // The writer walks every index a ledger row touches: a page cache of 64 MiB (instead
         // of SQLite's 2 MiB) keeps them in memory rather than re-read from the file. It reads
@@ -59,7 +63,6 @@ impl Direct {
         writer.pragma_update(None, "mmap_size", 0)?;
         let (jobs, queued) = mpsc::channel();
         let (stop_checkpoints, stopped) = mpsc::channel();
-        let runtime = tokio::runtime::Handle::current();
         let spawn = |name: &str, run: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
                 .name(name.into())
@@ -67,39 +70,95 @@ impl Direct {
                 .map(|_| ())
                 .map_err(|e| StoreError::NotCommitted(format!("no {name} thread: {e}")))
         };
-        let (gate_too, runtime_too) = (gate.clone(), runtime.clone());
+        let to_writer = jobs.clone();
         spawn(
             "sqlite-writer",
-            Box::new(move || write_queued(writer, queued, gate, runtime)),
+            Box::new(move || write_queued(writer, queued)),
         )?;
         spawn(
             "sqlite-checkpoint",
-            Box::new(move || checkpoint(checkpointer, stopped, gate_too, runtime_too)),
+            Box::new(move || checkpoint(checkpointer, stopped, to_writer)),
         )?;
         Ok(Direct {
             path: path.to_owned(),
             readers: Mutex::new(Vec::new()),
             jobs,
             _stop_checkpoints: stop_checkpoints,
+            closed: Default::default(),
         })
     }
 
-    /// Runs `read` on a connection of its own; it sees the last committed state.
+    /// Runs `read` on the calling thread, on a connection of its own; it sees the last
+    /// committed state. For a lookup by key: anything longer is `read_blocking`.
     pub(crate) fn read<T>(
         &self,
         read: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let idle = self.readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let connection = match idle {
-            Some(connection) => connection,
-            None => connect(&self.path, true)?,
-        };
+        let connection = self.reader()?;
         let result = read(&connection);
+        self.give_back(connection);
+        result
+    }
+
+    /// Runs `read` like `read`, on tokio's blocking pool: the async worker that awaits it goes
+    /// on with other tasks meanwhile.
+    pub(crate) async fn read_blocking<T: Send + 'static>(
+        &self,
+        read: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let connection = self.reader()?;
+        let (result, connection) = tokio::task::spawn_blocking(move || {
+            let result = unpanicked("a read", || read(&connection));
+            (result, connection)
+        })
+        .await
+        .map_err(|e| StoreError::NotCommitted(format!("a read was stopped: {e}")))?;
+        self.give_back(connection);
+        result
+    }
+
+    /// The connection this file's readers left idle, or a new one.
+    fn reader(&self) -> Result<Connection, StoreError> {
+        self.still_open()?;
+        let idle = self.readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        match idle {
+            Some(connection) => Ok(connection),
+            None => Ok(connect(&self.path, true)?),
+        }
+    }
+
+    fn give_back(&self, connection: Connection) {
         let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
         if readers.len() < IDLE_READERS {
             readers.push(connection);
         }
-        result
+    }
+
+    /// Refuses reads and writes from now on; returns once every write queued before the call
+    /// has ended.
+    pub(crate) async fn close(&self) {
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Release);
+        let (done, ended) = oneshot::channel();
+        let last = Job::Between(Box::new(move |_| {
+            let _ = done.send(());
+        }));
+        if self.jobs.send(last).is_ok() {
+            let _ = ended.await;
+        }
+    }
+
+    /// `Err` once the store is closed.
+    fn still_open(&self) -> Result<(), StoreError> {
+        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(StoreError::NotCommitted("the store is closed".into()));
+        }
+        Ok(())
+    }
+
+    /// The database file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
     }
 
     /// Runs `write` atomically (in a savepoint: on `Err` none of it happened) on the writer
@@ -160,10 +219,11 @@ impl Direct {
         bulk: bool,
         run: impl FnOnce(&Connection, bool) -> (Finish, bool) + Send + 'static,
     ) -> Result<(), StoreError> {
-        let job = Job {
+        self.still_open()?;
+        let job = Job::Write(Write {
             run: Box::new(run),
             bulk,
-        };
+        });
         self.jobs.send(job).map_err(|_| abandoned())
     }
 }

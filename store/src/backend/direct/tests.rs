@@ -15,7 +15,7 @@ async fn scratch() -> TestStore {
 
 fn direct(test: &TestStore) -> &Direct {
     match &test.store.pool {
-        Pool::Sqlite { direct, .. } => direct,
+        Pool::Sqlite(direct) => direct,
         Pool::Postgres(_) => unreachable!("a SQLite test store"),
     }
 }

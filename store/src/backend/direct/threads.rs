@@ -4,15 +4,21 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
-use sqlx::SqlitePool;
-use sqlx::pool::PoolConnection;
 
 use super::sql::execute;
 use crate::StoreError;
 use crate::error::unpanicked;
 
+/// What the writer thread is asked to do.
+pub(super) enum Job {
+    Write(Write),
+    /// Runs on the writer's connection outside any transaction, once the writes queued before
+    /// it have committed: while it runs, no write can (the checkpointer's last pass).
+    Between(Box<dyn FnOnce(&Connection) + Send>),
+}
+
 /// A queued write.
-pub(super) struct Job {
+pub(super) struct Write {
     /// Runs the write (in its own savepoint unless told it needs none, the `bool`) and returns
     /// what to tell its caller once the transaction's fate is known, and whether it failed.
     pub(super) run: Run,
@@ -27,14 +33,12 @@ pub(super) type Finish = Box<dyn FnOnce(Result<(), &rusqlite::Error>) + Send>;
 
 /// How long a transaction holding only bulk writes waits for the next one before it commits.
 const BULK_IDLE: Duration = Duration::from_millis(200);
-/// How long a transaction holding only bulk writes stays open at most: other writes through
-/// sqlx wait for it, and its rows are seen by readers only once it commits.
+/// How long a transaction holding only bulk writes stays open at most: its rows are seen by
+/// readers only once it commits.
 const BULK_OPEN_AT_MOST: Duration = Duration::from_secs(5);
 
 /// A write transaction the writer thread has begun and not yet ended.
 struct Open {
-    /// The sqlx writer pool's connection, held so that sqlx writes wait their turn.
-    _turn: PoolConnection<sqlx::Sqlite>,
     since: Instant,
     finishes: Vec<Finish>,
     /// A write failed outside a savepoint: the whole transaction is to be rolled back.
@@ -51,13 +55,7 @@ struct Open {
 /// the ledger's indexes: committing every few seconds instead of after every chunk more than
 /// halves the time a large file takes. A bulk write's caller has its answer at once and is told
 /// of the commit separately; if a bulk write fails, its whole transaction is undone.
-pub(super) fn write_queued(
-    connection: Connection,
-    queued: mpsc::Receiver<Job>,
-    gate: SqlitePool,
-    runtime: tokio::runtime::Handle,
-) {
-    let _runtime = runtime.enter();
+pub(super) fn write_queued(connection: Connection, queued: mpsc::Receiver<Job>) {
     let mut open: Option<Open> = None;
     loop {
         let first = match &open {
@@ -81,58 +79,69 @@ pub(super) fn write_queued(
                 }
             }
         };
-        let mut jobs = vec![first];
-        jobs.extend(queued.try_iter());
-        let mut transaction = match open.take() {
-            Some(transaction) => transaction,
-            None => match begin(&connection, &gate, &runtime) {
-                Some(transaction) => transaction,
-                // Dropping the jobs unrun answers their callers with an error.
-                None => continue,
-            },
-        };
-        // A write alone in its transaction needs no savepoint: if it fails, the transaction is
-        // rolled back instead (a savepoint copies every page the write changes).
-        let alone = jobs.len() == 1 && transaction.finishes.is_empty();
-        let only_bulk = jobs.iter().all(|job| job.bulk);
-        for job in jobs {
-            let unguarded = alone || job.bulk;
-            let run = std::panic::AssertUnwindSafe(|| (job.run)(&connection, unguarded));
-            match std::panic::catch_unwind(run) {
-                Ok((finish, failed)) => {
-                    transaction.undo |= unguarded && failed;
-                    transaction.finishes.push(finish);
-                }
-                // A write that panicked is undone and answered as abandoned; the others go on.
-                Err(_) => {
-                    transaction.undo |= unguarded;
-                    if !unguarded {
-                        let _ = connection.execute_batch("ROLLBACK TO job; RELEASE job");
-                    }
-                }
+        let mut jobs = Vec::new();
+        let mut between = Vec::new();
+        for job in std::iter::once(first).chain(queued.try_iter()) {
+            match job {
+                Job::Write(write) => jobs.push(write),
+                Job::Between(run) => between.push(run),
             }
         }
-        if only_bulk && !transaction.undo && transaction.since.elapsed() < BULK_OPEN_AT_MOST {
-            open = Some(transaction);
-        } else {
-            end(&connection, transaction);
+        if !between.is_empty() {
+            if !jobs.is_empty() {
+                open = run_writes(&connection, open, jobs);
+            }
+            if let Some(transaction) = open.take() {
+                end(&connection, transaction);
+            }
+            for run in between {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&connection)));
+            }
+            continue;
         }
+        open = run_writes(&connection, open, jobs);
     }
 }
 
-/// Takes the writer's turn and begins a transaction.
-fn begin(
-    connection: &Connection,
-    gate: &SqlitePool,
-    runtime: &tokio::runtime::Handle,
-) -> Option<Open> {
-    let turn = match runtime.block_on(gate.acquire()) {
-        Ok(turn) => turn,
-        Err(err) => {
-            tracing::error!(%err, "the SQLite writer could not take its turn");
-            return None;
-        }
+/// Runs `jobs` in the open transaction, or in a new one; gives back the transaction if it
+/// stays open for more bulk writes.
+fn run_writes(connection: &Connection, open: Option<Open>, jobs: Vec<Write>) -> Option<Open> {
+    // When no transaction begins, dropping the jobs unrun answers their callers with an error.
+    let mut transaction = match open {
+        Some(transaction) => transaction,
+        None => begin(connection)?,
     };
+    // A write alone in its transaction needs no savepoint: if it fails, the transaction is
+    // rolled back instead (a savepoint copies every page the write changes).
+    let alone = jobs.len() == 1 && transaction.finishes.is_empty();
+    let only_bulk = jobs.iter().all(|job| job.bulk);
+    for job in jobs {
+        let unguarded = alone || job.bulk;
+        let run = std::panic::AssertUnwindSafe(|| (job.run)(connection, unguarded));
+        match std::panic::catch_unwind(run) {
+            Ok((finish, failed)) => {
+                transaction.undo |= unguarded && failed;
+                transaction.finishes.push(finish);
+            }
+            // A write that panicked is undone and answered as abandoned; the others go on.
+            Err(_) => {
+                transaction.undo |= unguarded;
+                if !unguarded {
+                    let _ = connection.execute_batch("ROLLBACK TO job; RELEASE job");
+                }
+            }
+        }
+    }
+    if only_bulk && !transaction.undo && transaction.since.elapsed() < BULK_OPEN_AT_MOST {
+        Some(transaction)
+    } else {
+        end(connection, transaction);
+        None
+    }
+}
+
+/// Begins a write transaction.
+fn begin(connection: &Connection) -> Option<Open> {
     // A write that panicked may have left its transaction open.
     if !connection.is_autocommit() {
         let _ = connection.execute_batch("ROLLBACK");
@@ -142,7 +151,6 @@ fn begin(
         return None;
     }
     Some(Open {
-        _turn: turn,
         since: Instant::now(),
         finishes: Vec::new(),
         undo: false,
@@ -150,7 +158,7 @@ fn begin(
 }
 
 /// Commits the transaction (or rolls it back, if a write in it failed outside a savepoint),
-/// tells each write's caller, and gives the writer's turn back.
+/// and tells each write's caller.
 fn end(connection: &Connection, transaction: Open) {
     let ended = if transaction.undo {
         let _ = connection.execute_batch("ROLLBACK");
@@ -203,10 +211,8 @@ const CATCH_UP_PASSES: usize = 8;
 pub(super) fn checkpoint(
     connection: Connection,
     stopped: mpsc::Receiver<()>,
-    gate: SqlitePool,
-    runtime: tokio::runtime::Handle,
+    writer: mpsc::Sender<Job>,
 ) {
-    let _runtime = runtime.enter();
     // A reader in the way makes a pass stop short rather than wait; the next one goes on.
     let _ = connection.busy_timeout(Duration::ZERO);
     // The WAL's pages, and how many of them are not yet copied into the database file.
@@ -228,9 +234,16 @@ pub(super) fn checkpoint(
                         Err(_) => break,
                     };
                 }
-                if let Ok(_turn) = runtime.block_on(gate.acquire()) {
-                    let _ = pass();
+                // The last pass runs on the writer thread, between its transactions.
+                let (done, finished) = mpsc::channel();
+                let last = Job::Between(Box::new(move |writer| {
+                    let _ = writer.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                    let _ = done.send(());
+                }));
+                if writer.send(last).is_err() {
+                    return;
                 }
+                let _ = finished.recv();
             }
             Ok(_) => {}
             Err(err) => tracing::warn!(%err, "WAL checkpoint failed"),

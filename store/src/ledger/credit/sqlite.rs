@@ -10,7 +10,7 @@ use rusqlite::Connection;
 use super::{Crediting, SET_ASIDE, Settlement, finished, over_ceiling, sooner};
 use crate::backend::{OnSqlite, direct};
 use crate::common::ids::new_id;
-use crate::ledger::transactions::{EntryText, INSERT_TRANSACTION};
+use crate::ledger::transactions::{Entry, EntryText, INSERT_TRANSACTION};
 use crate::{Credit, Credited, Policy, Store, StoreError, Tokens};
 
 /// A wallet's balance, lifetime earnings (and when they last grew), tier and next expiry after
@@ -76,7 +76,7 @@ fn credit(
             created_at: &at,
             expires_at: expires_text.as_deref(),
         };
-        let outcome = if entry.write_direct(&mut insert, &text)? {
+        let outcome = if write(&entry, &mut insert, &text)? {
             settlement.add(c, id, expires_at);
             Credited::New {
                 transaction_id: id.clone(),
@@ -115,4 +115,16 @@ fn credit(
         direct::execute(tx, SET_ASIDE, args)?;
     }
     Ok(outcomes)
+}
+
+/// Writes `entry` with `statement`, prepared from `INSERT_TRANSACTION`; true when it is new.
+fn write(
+    entry: &Entry,
+    statement: &mut rusqlite::CachedStatement,
+    text: &EntryText,
+) -> Result<bool, StoreError> {
+    let key = entry.idem_key();
+    let args = entry.args(&key, Some(text));
+    let args = args.each_ref().map(|a| a as &dyn rusqlite::ToSql);
+    Ok(direct::run(statement, &args)? == 1)
 }

@@ -186,6 +186,12 @@ fn copy_field(out: &mut String, arg: Arg<'_>) {
         Arg::Int(Some(n)) => {
             let _ = write!(out, "{n}");
         }
+        Arg::Real(Some(n)) => {
+            let _ = write!(out, "{n}");
+        }
+        Arg::Date(Some(d)) => {
+            let _ = write!(out, "{d}");
+        }
         Arg::Bool(Some(b)) => out.push(if b { 't' } else { 'f' }),
         Arg::Bytes(Some(bytes)) => {
             out.push_str("\\x");
@@ -194,6 +200,8 @@ fn copy_field(out: &mut String, arg: Arg<'_>) {
         Arg::Time(Some(t)) => out.push_str(&t.to_rfc3339_opts(SecondsFormat::AutoSi, true)),
         Arg::Json(Some(value)) => quoted(out, &direct::json(value)),
         Arg::Int(None)
+        | Arg::Real(None)
+        | Arg::Date(None)
         | Arg::Bool(None)
         | Arg::Text(None)
         | Arg::Bytes(None)

@@ -1,0 +1,286 @@
+//! The store's entry points for single statements, reads and writes: what every domain file
+//! calls when its work is one statement, or reads that need no transaction of their own.
+//! Multi-statement work goes through `Store::write` / `Store::read` with a `Work` (see `tx.rs`).
+//!
+//! On SQLite a lookup of one row by key (`read_row`) runs on the calling thread: one index probe
+//! over mapped pages takes a few microseconds, less than handing it to another thread and back.
+//! Everything that may read more (lists, pages, keyed lookups of many rows, `Work`) runs on
+//! tokio's blocking pool, so a long read never holds an async worker; writes go to the writer
+//! thread. On PostgreSQL each runs through the sqlx pool.
+
+use sqlx::postgres::Postgres;
+use sqlx::{Arguments, AssertSqlSafe, Encode, Type};
+
+use super::tx::{
+    OwnedArg, PgTx, Row, SqliteTx, Steps, Tx, Work, borrowed, owned, pg_args, ready, sqlite_args,
+};
+use super::{Arg, Pool, Store, ToArg, direct};
+use crate::{Page, StoreError};
+
+/// `values` as the arguments rusqlite binds.
+fn bound(values: &[OwnedArg]) -> Vec<Arg<'_>> {
+    borrowed(values)
+}
+
+/// Where a read's keys are: `{key}` compares a column with one key (`l.order_id {key}`),
+/// `{keys}` reads them as a one-column table (`w.id IN ({keys})`); the keys bind as parameter
+/// `n`, after the statement's own arguments.
+pub(crate) fn keyed(sql: &str, n: usize, on_postgres: bool) -> String {
+    if on_postgres {
+        sql.replace("{key}", &format!("= ANY(${n})"))
+            .replace("{keys}", &format!("SELECT unnest(${n})"))
+    } else {
+        sql.replace("{key}", &format!("= ${n}"))
+            .replace("{keys}", &format!("SELECT ${n}"))
+    }
+}
+
+impl Store {
+    /// The one row (if any) that a read by id or key finds.
+    pub(crate) async fn read_row<R: Row>(
+        &self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Option<R>, StoreError> {
+        match &self.pool {
+            Pool::Sqlite(direct) => direct.read(|c| direct::row(c, sql, &sqlite_args(args))),
+            Pool::Postgres(pool) => Ok(sqlx::query_as_with(AssertSqlSafe(sql), pg_args(args)?)
+                .fetch_optional(pool)
+                .await?),
+        }
+    }
+
+    /// Every row a read finds.
+    pub(crate) async fn read_rows<R: Row>(
+        &self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Vec<R>, StoreError> {
+        match &self.pool {
+            Pool::Sqlite(direct) => {
+                let (sql, values) = (sql.to_owned(), owned(args));
+                direct
+                    .read_blocking(move |c| direct::rows(c, &sql, &sqlite_args(&bound(&values))))
+                    .await
+            }
+            Pool::Postgres(pool) => Ok(sqlx::query_as_with(AssertSqlSafe(sql), pg_args(args)?)
+                .fetch_all(pool)
+                .await?),
+        }
+    }
+
+    /// Every row `sql` finds for any of `keys`, with `{key}` or `{keys}` in `sql` (see `keyed`):
+    /// the lookup of many rows by key that a batch of work needs. On SQLite one prepared lookup
+    /// per key, which beats a statement whose text changes with each batch; on PostgreSQL one
+    /// statement with `= ANY(...)` or `unnest(...)` of all keys. `{key}` is for the first
+    /// column of an index: PostgreSQL (before 17) compares each entry it scans with every key
+    /// of an `= ANY` it cannot seek with, so a lookup by two columns, or one the planner might
+    /// serve from another index, joins `{keys}` instead (each key one index probe).
+    pub(crate) async fn read_each<R: Row, K>(
+        &self,
+        sql: &'static str,
+        args: &[Arg<'_>],
+        keys: &[K],
+    ) -> Result<Vec<R>, StoreError>
+    where
+        K: super::ToArg + Sync,
+        for<'q> &'q [K]: Encode<'q, Postgres> + Type<Postgres>,
+    {
+        let n = args.len() + 1;
+        match &self.pool {
+            Pool::Sqlite(direct) => {
+                let sql = keyed(sql, n, false);
+                let (sql, values) = (sql.to_owned(), owned(args));
+                let keys: Vec<OwnedArg> = keys.iter().map(|k| k.to_arg().to_owned_arg()).collect();
+                direct
+                    .read_blocking(move |c| {
+                        let mut rows = Vec::new();
+                        let mut args = bound(&values);
+                        for key in &keys {
+                            args.push(key.to_arg());
+                            rows.extend(direct::rows(c, &sql, &sqlite_args(&args))?);
+                            args.pop();
+                        }
+                        Ok(rows)
+                    })
+                    .await
+            }
+            Pool::Postgres(pool) => {
+                let sql = keyed(sql, n, true);
+                let mut arguments = pg_args(args)?;
+                arguments.add(keys).map_err(|e| {
+                    StoreError::NotCommitted(format!("the keys could not be bound: {e}"))
+                })?;
+                Ok(sqlx::query_as_with(AssertSqlSafe(sql), arguments)
+                    .fetch_all(pool)
+                    .await?)
+            }
+        }
+    }
+
+    /// Counts and reads one page of a list: the one paging code every list uses. `from` is the
+    /// `FROM ... WHERE ...` both statements share, with `$1`... bound to `args` in order; the
+    /// page's `LIMIT` and `OFFSET` take the next two numbers. A page of `limit` 0 reads only the
+    /// count. Gives `(total, rows)` for `Paged::of`.
+    pub(crate) async fn read_page<R: Row>(
+        &self,
+        page: Page,
+        select: &str,
+        from: &str,
+        order: &str,
+        args: &[Arg<'_>],
+    ) -> Result<(u64, Vec<R>), StoreError> {
+        let taken = args.len();
+        let count = format!("SELECT COUNT(*) {from}");
+        let list = (page.limit > 0).then(|| {
+            format!(
+                "SELECT {select} {from} ORDER BY {order} LIMIT ${} OFFSET ${}",
+                taken + 1,
+                taken + 2
+            )
+        });
+        let mut args = args.to_vec();
+        args.extend([Arg::Int(Some(page.limit())), Arg::Int(Some(page.offset()))]);
+        let (total, rows) = match &self.pool {
+            Pool::Sqlite(direct) => {
+                let values = owned(&args);
+                direct
+                    .read_blocking(move |c| {
+                        let bound = bound(&values);
+                        let args = sqlite_args(&bound);
+                        let (total,): (i64,) =
+                            direct::row(c, &count, &args[..taken])?.unwrap_or((0,));
+                        let rows = match list {
+                            Some(list) => direct::rows(c, &list, &args)?,
+                            None => Vec::new(),
+                        };
+                        Ok((total, rows))
+                    })
+                    .await?
+            }
+            Pool::Postgres(pool) => {
+                let (total,): (i64,) =
+                    sqlx::query_as_with(AssertSqlSafe(count), pg_args(&args[..taken])?)
+                        .fetch_one(pool)
+                        .await?;
+                let rows = match list {
+                    Some(list) => {
+                        sqlx::query_as_with(AssertSqlSafe(list), pg_args(&args)?)
+                            .fetch_all(pool)
+                            .await?
+                    }
+                    None => Vec::new(),
+                };
+                (total, rows)
+            }
+        };
+        Ok((total.max(0) as u64, rows))
+    }
+
+    /// Runs one statement that changes data; how many rows it changed.
+    pub(crate) async fn execute(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64, StoreError> {
+        match &self.pool {
+            Pool::Sqlite(direct) => {
+                let (sql, values) = (sql.to_owned(), owned(args));
+                let changed = direct
+                    .write(move |c| direct::execute(c, &sql, &sqlite_args(&bound(&values))))
+                    .await?;
+                Ok(changed as u64)
+            }
+            Pool::Postgres(pool) => Ok(sqlx::query_with(AssertSqlSafe(sql), pg_args(args)?)
+                .execute(pool)
+                .await?
+                .rows_affected()),
+        }
+    }
+
+    /// Runs one statement that changes data and returns a row (`RETURNING`).
+    pub(crate) async fn write_row<R: Row>(
+        &self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Option<R>, StoreError> {
+        match &self.pool {
+            Pool::Sqlite(direct) => {
+                let (sql, values) = (sql.to_owned(), owned(args));
+                direct
+                    .write(move |c| direct::row(c, &sql, &sqlite_args(&bound(&values))))
+                    .await
+            }
+            Pool::Postgres(pool) => Ok(sqlx::query_as_with(AssertSqlSafe(sql), pg_args(args)?)
+                .fetch_optional(pool)
+                .await?),
+        }
+    }
+
+    /// Runs one statement that changes data and returns every row it changed (`RETURNING`).
+    pub(crate) async fn write_rows<R: Row>(
+        &self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Vec<R>, StoreError> {
+        match &self.pool {
+            Pool::Sqlite(direct) => {
+                let (sql, values) = (sql.to_owned(), owned(args));
+                direct
+                    .write(move |c| direct::rows(c, &sql, &sqlite_args(&bound(&values))))
+                    .await
+            }
+            Pool::Postgres(pool) => Ok(sqlx::query_as_with(AssertSqlSafe(sql), pg_args(args)?)
+                .fetch_all(pool)
+                .await?),
+        }
+    }
+
+    /// Runs `statements` in order in one transaction; how many rows each changed.
+    pub(crate) async fn execute_all(
+        &self,
+        statements: &[(&'static str, &[Arg<'_>])],
+    ) -> Result<Vec<u64>, StoreError> {
+        let statements = statements
+            .iter()
+            .map(|(sql, args)| (*sql, owned(args)))
+            .collect();
+        self.write(Statements(statements)).await
+    }
+
+    /// Runs `work` to read, in one snapshot: every statement sees the database as it was when
+    /// the first began. On SQLite in a read transaction on a reader connection, off the async
+    /// workers; on PostgreSQL in a read-only repeatable-read transaction. It must not write.
+    pub(crate) async fn read<W: Work>(&self, work: W) -> Result<W::Output, StoreError> {
+        match &self.pool {
+            Pool::Sqlite(direct) => {
+                direct
+                    .read_blocking(move |c| {
+                        direct::execute(c, "BEGIN", &[])?;
+                        let output = ready(work.sqlite(&mut SqliteTx(c)));
+                        direct::execute(c, "COMMIT", &[])?;
+                        output
+                    })
+                    .await
+            }
+            Pool::Postgres(pool) => {
+                let mut tx = pool
+                    .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    .await?;
+                let output = work.postgres(&mut PgTx(&mut tx)).await;
+                tx.commit().await?;
+                output
+            }
+        }
+    }
+}
+
+/// Statements run in order in one transaction (`Store::execute_all`).
+struct Statements(Vec<(&'static str, Vec<OwnedArg>)>);
+
+impl Steps for Statements {
+    type Output = Vec<u64>;
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<Vec<u64>, StoreError> {
+        let mut changed = Vec::with_capacity(self.0.len());
+        for (sql, args) in &self.0 {
+            changed.push(tx.execute(sql, &borrowed(args)).await?);
+        }
+        Ok(changed)
+    }
+}
