@@ -483,12 +483,12 @@ fn parse_day(text: &str) -> Result<chrono::NaiveDate, String> {
 }
 
 fn parse_kind(text: &str) -> Result<store::TransactionKind, String> {
-    store::TransactionKind::parse(text)
+    store::TransactionKind::parse_any_case(text)
         .ok_or_else(|| format!("`{text}` is not a transaction type: EARN, BURN or EXPIRY"))
 }
 
 fn parse_format(text: &str) -> Result<store::ExportFormat, String> {
-    store::ExportFormat::parse(text)
+    store::ExportFormat::parse_any_case(text)
         .ok_or_else(|| format!("`{text}` is not a format: parquet or csv"))
 }
 

@@ -194,7 +194,7 @@ async fn filter(
     filter.date_from = date("dateFrom", query.date_from, false);
     filter.date_to = date("dateTo", query.date_to, true);
     for part in query.kind.iter().flat_map(|k| k.split(',')) {
-        match TransactionKind::parse(part) {
+        match TransactionKind::parse_any_case(part) {
             Some(kind) => filter.kinds.push(kind),
             None => errors.push(FieldError::new(
                 "type",

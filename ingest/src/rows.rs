@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use rules::Decimal;
 use serde_json::{Map, Value};
 use store::EarnInput;
+use store::limits::{MAX_ID, MAX_TEXT};
 
 use crate::mapping::{Columns, Field, Mapping, Source, Target};
 use crate::values::{self, Kind};
@@ -77,10 +78,6 @@ pub struct Rejection {
     pub reason: Reason,
     pub message: String,
 }
-
-/// Longest id and wallet reference, and longest description and comment, as in the API.
-const MAX_ID: usize = 128;
-const MAX_TEXT: usize = 256;
 
 /// Which cell fills which earn field, from a mapping and the file's header.
 #[derive(Debug, Clone)]

@@ -16,7 +16,8 @@
 //! - `reviews/`: members' reviews, their profanity scores, reports and moderation.
 //! - `catalogue/`: the reward catalogue: the import document, applying it, reading it back, and
 //!   the in-memory search index of each campaign (`index.rs`, built on the `search` crate).
-//! - `common/`: ids, exact token amounts, paging, the short-lived cache; `error.rs`: the one
+//! - `common/`: ids, exact token amounts, paging, the short-lived cache, stored enums
+//!   (`string_enum!`); `limits.rs`: the input limits every door holds; `error.rs`: the one
 //!   error type.
 //! - `testing/` (feature `testing`): fresh stores on either backend and schema comparison.
 
@@ -32,6 +33,7 @@ mod error;
 mod exports;
 mod leaderboard;
 mod ledger;
+pub mod limits;
 mod members;
 mod orders;
 mod reviews;

@@ -10,20 +10,9 @@ use store::Tokens;
 
 use crate::http::error::{ApiError, FieldError};
 
-/// People's names.
-pub const MAX_NAME: usize = 100;
-/// Ids, references and short names.
-pub const MAX_ID: usize = 128;
-/// Descriptions and comments.
-pub const MAX_TEXT: usize = 256;
-/// Texts people write at length (a review).
-pub const MAX_LONG_TEXT: usize = 4000;
-pub const MAX_EMAIL: usize = 254;
-pub const MAX_PHONE: usize = 32;
-pub const MAX_META_BYTES: usize = 16 * 1024;
-/// How deep a meta object may nest: the object itself is level 1, a text or number inside an
-/// object inside it level 3.
-pub const MAX_META_DEPTH: usize = 8;
+pub use store::limits::{
+    MAX_EMAIL, MAX_ID, MAX_LONG_TEXT, MAX_META_BYTES, MAX_META_DEPTH, MAX_NAME, MAX_PHONE, MAX_TEXT,
+};
 
 /// `null` and absent mean different things in an update: `Some(None)` clears, `None` keeps.
 pub fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(

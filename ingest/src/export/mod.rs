@@ -43,7 +43,7 @@ pub const COLUMNS: [&str; 18] = [
 /// The format a file name asks for: `.parquet` or `.csv`.
 pub fn format_of(path: &Path) -> Option<ExportFormat> {
     let extension = path.extension()?.to_str()?;
-    ExportFormat::parse(extension)
+    ExportFormat::parse_any_case(extension)
 }
 
 /// Writes the organisation's transactions that `filter` picks to `path` in `format`, telling

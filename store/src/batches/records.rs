@@ -11,36 +11,14 @@ use crate::common::ids::now;
 use crate::error::known;
 use crate::{Page, Paged, Store, StoreError};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BatchState {
-    Received,
-    Processing,
-    Completed,
-    Failed,
-    Duplicate,
-}
-
-impl BatchState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BatchState::Received => "received",
-            BatchState::Processing => "processing",
-            BatchState::Completed => "completed",
-            BatchState::Failed => "failed",
-            BatchState::Duplicate => "duplicate",
-        }
-    }
-
-    fn parse(text: &str) -> Option<BatchState> {
-        [
-            BatchState::Received,
-            BatchState::Processing,
-            BatchState::Completed,
-            BatchState::Failed,
-            BatchState::Duplicate,
-        ]
-        .into_iter()
-        .find(|state| state.as_str() == text)
+string_enum! {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum BatchState ("batch state") {
+        Received = "received",
+        Processing = "processing",
+        Completed = "completed",
+        Failed = "failed",
+        Duplicate = "duplicate",
     }
 }
 

@@ -9,11 +9,12 @@ use serde_json::{Map, Value};
 
 use crate::{FieldProblem, Tokens};
 
-/// Longest id, name, free text and address accepted.
-pub const MAX_ID: usize = 128;
+use crate::limits::MAX_ID;
+
 /// Ids (texts of at most `MAX_ID` characters) name things in paths and filters: no control
 /// character (NUL, line break, tab...) in them.
 const CONTROL: &str = "must not contain control characters (NUL, line breaks, tabs...)";
+/// Longest name, free text and address accepted in a catalogue.
 pub const MAX_NAME: usize = 200;
 pub const MAX_TEXT: usize = 10_000;
 pub const MAX_URL: usize = 2_048;

@@ -3,7 +3,8 @@
 
 pub(crate) mod cache;
 pub(crate) mod calendar;
-pub(crate) mod ids;
 #[macro_use]
+pub(crate) mod enums;
+pub(crate) mod ids;
 pub(crate) mod page;
 pub(crate) mod tokens;

@@ -19,24 +19,11 @@ const LEASE: Duration = Duration::minutes(30);
 /// How long after a day ends its export may start, whatever the schedule's minute.
 pub const SETTLE: Duration = Duration::minutes(5);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExportFormat {
-    Parquet,
-    Csv,
-}
-
-impl ExportFormat {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ExportFormat::Parquet => "parquet",
-            ExportFormat::Csv => "csv",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<ExportFormat> {
-        [ExportFormat::Parquet, ExportFormat::Csv]
-            .into_iter()
-            .find(|f| f.as_str().eq_ignore_ascii_case(text.trim()))
+string_enum! {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ExportFormat ("export format") {
+        Parquet = "parquet",
+        Csv = "csv",
     }
 }
 

@@ -33,36 +33,14 @@ pub struct EarnInput {
     pub meta: Option<Value>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EarnStatus {
-    Accepted,
-    Processing,
-    Completed,
-    Rejected,
-    Duplicate,
-}
-
-impl EarnStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EarnStatus::Accepted => "accepted",
-            EarnStatus::Processing => "processing",
-            EarnStatus::Completed => "completed",
-            EarnStatus::Rejected => "rejected",
-            EarnStatus::Duplicate => "duplicate",
-        }
-    }
-
-    fn parse(text: &str) -> Option<EarnStatus> {
-        [
-            EarnStatus::Accepted,
-            EarnStatus::Processing,
-            EarnStatus::Completed,
-            EarnStatus::Rejected,
-            EarnStatus::Duplicate,
-        ]
-        .into_iter()
-        .find(|status| status.as_str() == text)
+string_enum! {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum EarnStatus ("earn status") {
+        Accepted = "accepted",
+        Processing = "processing",
+        Completed = "completed",
+        Rejected = "rejected",
+        Duplicate = "duplicate",
     }
 }
 

@@ -10,32 +10,12 @@ use crate::common::ids::sha256;
 use crate::error::known;
 use crate::{Campaign, Page, Paged, Store, StoreError, Tokens};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TransactionKind {
-    Earn,
-    Burn,
-    Expiry,
-}
-
-impl TransactionKind {
-    pub const ALL: [TransactionKind; 3] = [
-        TransactionKind::Earn,
-        TransactionKind::Burn,
-        TransactionKind::Expiry,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TransactionKind::Earn => "EARN",
-            TransactionKind::Burn => "BURN",
-            TransactionKind::Expiry => "EXPIRY",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<TransactionKind> {
-        Self::ALL
-            .into_iter()
-            .find(|k| k.as_str().eq_ignore_ascii_case(text.trim()))
+string_enum! {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum TransactionKind ("transaction type") {
+        Earn = "EARN",
+        Burn = "BURN",
+        Expiry = "EXPIRY",
     }
 }
 

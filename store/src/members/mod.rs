@@ -5,8 +5,6 @@
 //! ledger (wallets, transactions, orders) still point at something; a deleted member is never
 //! listed or found again.
 
-use std::str::FromStr;
-
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -83,30 +81,12 @@ pub struct ChannelsPatch {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PreferencesPatch(pub Vec<(&'static str, ChannelsPatch)>);
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum MemberStatus {
-    #[default]
-    Active,
-    Inactive,
-}
-
-impl MemberStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MemberStatus::Active => "active",
-            MemberStatus::Inactive => "inactive",
-        }
-    }
-}
-
-impl FromStr for MemberStatus {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "active" => Ok(MemberStatus::Active),
-            "inactive" => Ok(MemberStatus::Inactive),
-            other => Err(format!("must be `active` or `inactive`, not `{other}`")),
-        }
+string_enum! {
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub enum MemberStatus ("member status") {
+        #[default]
+        Active = "active",
+        Inactive = "inactive",
     }
 }
 

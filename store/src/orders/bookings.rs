@@ -14,38 +14,18 @@ use crate::common::ids::{new_id, now};
 use crate::error::known;
 use crate::{Campaign, FieldProblem, Page, Paged, Store, StoreError, Weekdays};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BookingStatus {
-    Requested,
-    Pending,
-    Confirmed,
-    Unsuccessful,
-    Cancelled,
+string_enum! {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum BookingStatus ("booking status") {
+        Requested = "REQUESTED",
+        Pending = "PENDING",
+        Confirmed = "CONFIRMED",
+        Unsuccessful = "UNSUCCESSFUL",
+        Cancelled = "CANCELLED",
+    }
 }
 
 impl BookingStatus {
-    pub const ALL: [BookingStatus; 5] = [
-        BookingStatus::Requested,
-        BookingStatus::Pending,
-        BookingStatus::Confirmed,
-        BookingStatus::Unsuccessful,
-        BookingStatus::Cancelled,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BookingStatus::Requested => "REQUESTED",
-            BookingStatus::Pending => "PENDING",
-            BookingStatus::Confirmed => "CONFIRMED",
-            BookingStatus::Unsuccessful => "UNSUCCESSFUL",
-            BookingStatus::Cancelled => "CANCELLED",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<BookingStatus> {
-        Self::ALL.into_iter().find(|s| s.as_str() == text)
-    }
-
     /// The state machine: REQUESTED -> PENDING | CONFIRMED | UNSUCCESSFUL | CANCELLED;
     /// PENDING -> CONFIRMED | UNSUCCESSFUL | CANCELLED; CONFIRMED -> CANCELLED; UNSUCCESSFUL
     /// and CANCELLED are final.

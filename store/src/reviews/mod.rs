@@ -9,8 +9,6 @@ mod profanity;
 mod read;
 mod write;
 
-use std::str::FromStr;
-
 use chrono::{DateTime, Utc};
 
 pub use profanity::profanity_score;
@@ -35,58 +33,30 @@ impl Default for Moderation {
     }
 }
 
-/// An operator's decision, as stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
-    /// None yet: shown unless a threshold hides it.
-    Open,
-    /// Shown, whatever is reported afterwards.
-    Approved,
-    /// Gone from the API.
-    Removed,
-}
-
-impl Decision {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Decision::Open => "open",
-            Decision::Approved => "approved",
-            Decision::Removed => "removed",
-        }
+string_enum! {
+    /// An operator's decision, as stored.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Decision ("moderation decision") {
+        /// None yet: shown unless a threshold hides it.
+        Open = "open",
+        /// Shown, whatever is reported afterwards.
+        Approved = "approved",
+        /// Gone from the API.
+        Removed = "removed",
     }
 }
 
-impl FromStr for Decision {
-    type Err = ();
-    fn from_str(s: &str) -> Result<Self, ()> {
-        match s {
-            "open" => Ok(Decision::Open),
-            "approved" => Ok(Decision::Approved),
-            "removed" => Ok(Decision::Removed),
-            _ => Err(()),
-        }
-    }
-}
-
-/// Where a review stands with moderation, as clients see it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReviewStatus {
-    /// Listed and counted in averages.
-    Visible,
-    /// Hidden from lists and averages until an operator decides: its profanity score or its
-    /// reports passed a threshold.
-    Pending,
-    /// An operator approved it: listed whatever is reported later.
-    Approved,
-}
-
-impl ReviewStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReviewStatus::Visible => "visible",
-            ReviewStatus::Pending => "pending",
-            ReviewStatus::Approved => "approved",
-        }
+string_enum! {
+    /// Where a review stands with moderation, as clients see it.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ReviewStatus ("review status") {
+        /// Listed and counted in averages.
+        Visible = "visible",
+        /// Hidden from lists and averages until an operator decides: its profanity score or
+        /// its reports passed a threshold.
+        Pending = "pending",
+        /// An operator approved it: listed whatever is reported later.
+        Approved = "approved",
     }
 }
 

@@ -7,7 +7,6 @@
 //! cheap.
 
 use std::fmt;
-use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
@@ -16,50 +15,16 @@ use crate::common::ids::{constant_time_eq, new_id, now, random_token, sha256};
 use crate::error::known;
 use crate::{ApiVersion, Campaign, Store, StoreError};
 
-/// Something a key may do beyond the ordinary operations, granted by an operator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Permission {
-    /// The vector-based product search.
-    VectorSearch,
-    /// Importing the campaign's catalogue over HTTP (`PUT /v1/catalogue`).
-    CatalogueWrite,
-    /// Redeeming members' codes (`POST /v1/codes/redeem`): for partners' keys.
-    RedeemCodes,
-}
-
-impl Permission {
-    pub const ALL: &'static [Permission] = &[
-        Permission::VectorSearch,
-        Permission::CatalogueWrite,
-        Permission::RedeemCodes,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Permission::VectorSearch => "vector-search",
-            Permission::CatalogueWrite => "catalogue-write",
-            Permission::RedeemCodes => "redeem-codes",
-        }
-    }
-}
-
-impl FromStr for Permission {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Permission::ALL
-            .iter()
-            .copied()
-            .find(|p| p.as_str() == s)
-            .ok_or_else(|| {
-                let known: Vec<_> = Permission::ALL.iter().map(|p| p.as_str()).collect();
-                format!("unknown permission `{s}`; known: {}", known.join(", "))
-            })
-    }
-}
-
-impl fmt::Display for Permission {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+string_enum! {
+    /// Something a key may do beyond the ordinary operations, granted by an operator.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Permission ("permission") {
+        /// The vector-based product search.
+        VectorSearch = "vector-search",
+        /// Importing the campaign's catalogue over HTTP (`PUT /v1/catalogue`).
+        CatalogueWrite = "catalogue-write",
+        /// Redeeming members' codes (`POST /v1/codes/redeem`): for partners' keys.
+        RedeemCodes = "redeem-codes",
     }
 }
 
