@@ -1,11 +1,11 @@
 //! Result rows as named structs, decoded the same way on every path.
 
 /// Declares a row struct: `row_struct! { pub(crate) struct BatchRow { id: String, ... } }`.
-/// Its fields decode by position, in the order of the SELECT's columns, from sqlx's SQLite and
-/// PostgreSQL rows and on the rusqlite fast path (`direct::FromRow`), so one declaration serves
-/// every backend and a field is read by its name, not by its place in a tuple.
+/// Its fields decode by position, in the order of the SELECT's columns, from rusqlite's rows
+/// (`direct::FromRow`) and sqlx's PostgreSQL rows, so one declaration serves both backends and a
+/// field is read by its name, not by its place in a tuple.
 macro_rules! row_struct {
-    // The decoding from one sqlx backend's rows.
+    // The decoding from sqlx's PostgreSQL rows.
     (@sqlx $name:ident, $row:ty, $($field:ident),*) => {
         impl<'r> sqlx::FromRow<'r, $row> for $name {
             fn from_row(row: &'r $row) -> Result<Self, sqlx::Error> {
@@ -24,7 +24,6 @@ macro_rules! row_struct {
             $($(#[$field_meta])* pub(crate) $field: $ty,)*
         }
 
-        row_struct!(@sqlx $name, sqlx::sqlite::SqliteRow, $($field),*);
         row_struct!(@sqlx $name, sqlx::postgres::PgRow, $($field),*);
 
         impl $crate::backend::direct::FromRow for $name {
