@@ -358,32 +358,12 @@ impl Layout {
                         };
                         reject(reason, format!("not {}", slot.field.kind.hint()))
                     })?;
-                    insert(&mut meta, path, json);
+                    store::meta::insert(&mut meta, path, json);
                 }
             }
         }
         earn.meta = (!meta.is_empty()).then_some(Value::Object(meta));
         Ok(earn)
-    }
-}
-
-fn insert(map: &mut Map<String, Value>, path: &[String], value: Value) {
-    match path {
-        [] => {}
-        [last] => {
-            map.insert(last.clone(), value);
-        }
-        [first, rest @ ..] => {
-            let child = map
-                .entry(first.clone())
-                .or_insert_with(|| Value::Object(Map::new()));
-            if !child.is_object() {
-                *child = Value::Object(Map::new());
-            }
-            if let Value::Object(child) = child {
-                insert(child, rest, value);
-            }
-        }
     }
 }
 

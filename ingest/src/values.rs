@@ -83,7 +83,7 @@ impl Kind {
     pub fn meta_value(&self, text: &str) -> Option<Value> {
         Some(match self {
             Kind::Text => Value::String(text.to_string()),
-            Kind::Auto => auto_value(text),
+            Kind::Auto => store::meta::cell_value(text),
             Kind::Decimal { point, thousands } => {
                 let number = decimal(text, *point, *thousands)?.normalize().to_string();
                 serde_json::from_str(&number).ok()?
@@ -198,31 +198,6 @@ pub fn boolean(text: &str, yes: &[String], no: &[String]) -> Option<bool> {
     }
 }
 
-/// A canonical meta cell: a number or a boolean when it is plainly one, else text.
-pub fn auto_value(text: &str) -> Value {
-    match text {
-        "true" => Value::Bool(true),
-        "false" => Value::Bool(false),
-        _ => {
-            let plain = text.strip_prefix('-').unwrap_or(text);
-            let numeric = !plain.is_empty()
-                && plain.bytes().all(|b| b.is_ascii_digit() || b == b'.')
-                && plain.bytes().filter(|b| *b == b'.').count() <= 1
-                && !plain.starts_with('.')
-                && !plain.ends_with('.')
-                // Leading zeros mark codes ("007"), not numbers.
-                && !(plain.len() > 1 && plain.starts_with('0') && !plain.starts_with("0."));
-            match numeric
-                .then(|| serde_json::from_str::<Value>(text).ok())
-                .flatten()
-            {
-                Some(number @ Value::Number(_)) => number,
-                _ => Value::String(text.to_string()),
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -306,16 +281,5 @@ mod tests {
             .meta_value("2,50"),
             Some(json!(2.5))
         );
-        for (cell, expected) in [
-            ("3", json!(3)),
-            ("-2.5", json!(-2.5)),
-            ("true", json!(true)),
-            ("007", json!("007")),
-            ("1e3", json!("1e3")),
-            ("A1", json!("A1")),
-            ("1.2.3", json!("1.2.3")),
-        ] {
-            assert_eq!(auto_value(cell), expected, "{cell}");
-        }
     }
 }

@@ -221,7 +221,7 @@ pub fn write(
         write!(sheet, r#"<row r="{}">"#, r + 1)?;
         for (c, cell) in row.iter().enumerate().filter(|(_, c)| !c.is_empty()) {
             let at = format!("{}{}", column_name(c), r + 1);
-            if crate::values::auto_value(cell).is_number() {
+            if store::meta::cell_value(cell).is_number() {
                 write!(sheet, r#"<c r="{at}"><v>{cell}</v></c>"#)?;
             } else {
                 let cell = escape(cell);
@@ -359,7 +359,7 @@ mod tests {
             write(expected.clone(), file).unwrap();
         }
         let rows = read(&dir.join("earn.xlsx"), 1).unwrap();
-        let normalise = |cell: &String| match crate::values::auto_value(cell) {
+        let normalise = |cell: &String| match store::meta::cell_value(cell) {
             serde_json::Value::Number(n) => n.to_string(),
             _ => cell.clone(),
         };

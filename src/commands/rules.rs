@@ -389,8 +389,10 @@ fn sample(headers: &csv::StringRecord, record: &csv::StringRecord) -> anyhow::Re
             key => {
                 if let Some(path) = key.strip_prefix("meta.")
                     && !value.is_empty()
+                    && let Value::Object(meta) = &mut s.meta
                 {
-                    insert(&mut s.meta, path, cell(value));
+                    let path: Vec<&str> = path.split('.').collect();
+                    store::meta::insert(meta, &path, store::meta::cell_value(value));
                 }
             }
         }
@@ -399,32 +401,4 @@ fn sample(headers: &csv::StringRecord, record: &csv::StringRecord) -> anyhow::Re
         bail!("the rows need `amount` and `date` columns");
     }
     Ok(s)
-}
-
-/// A CSV cell as a meta value: `true`/`false`, a number, or text.
-fn cell(value: &str) -> Value {
-    match value {
-        "true" => Value::Bool(true),
-        "false" => Value::Bool(false),
-        _ => value
-            .parse::<serde_json::Number>()
-            .map(Value::Number)
-            .unwrap_or_else(|_| Value::String(value.to_string())),
-    }
-}
-
-/// Sets `meta.a.b` (given as `a.b`) in `meta`, creating the objects on the way.
-fn insert(meta: &mut Value, path: &str, value: Value) {
-    let mut node = meta;
-    let mut keys = path.split('.').peekable();
-    while let Some(key) = keys.next() {
-        let Value::Object(map) = node else { return };
-        if keys.peek().is_none() {
-            map.insert(key.to_string(), value);
-            return;
-        }
-        node = map
-            .entry(key.to_string())
-            .or_insert_with(|| Value::Object(Map::new()));
-    }
 }

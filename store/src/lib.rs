@@ -17,8 +17,8 @@
 //! - `catalogue/`: the reward catalogue: the import document, applying it, reading it back, and
 //!   the in-memory search index of each campaign (`index.rs`, built on the `search` crate).
 //! - `common/`: ids, exact token amounts, paging, the short-lived cache, stored enums
-//!   (`string_enum!`); `limits.rs`: the input limits every door holds; `error.rs`: the one
-//!   error type.
+//!   (`string_enum!`); `limits.rs`: the input limits every door holds; `meta.rs`: an earn's
+//!   meta from cells; `error.rs`: the one error type.
 //! - `testing/` (feature `testing`): fresh stores on either backend and schema comparison.
 
 #[macro_use]
@@ -35,6 +35,7 @@ mod leaderboard;
 mod ledger;
 pub mod limits;
 mod members;
+pub mod meta;
 mod orders;
 mod reviews;
 mod tenancy;
