@@ -200,17 +200,7 @@ impl Store {
         sql: &str,
         args: &[Arg<'_>],
     ) -> Result<Option<R>, StoreError> {
-        match &self.pool {
-            Pool::Sqlite(direct) => {
-                let (sql, values) = (sql.to_owned(), owned(args));
-                direct
-                    .write(move |c| direct::row(c, &sql, &sqlite_args(&bound(&values))))
-                    .await
-            }
-            Pool::Postgres(pool) => Ok(sqlx::query_as_with(AssertSqlSafe(sql), pg_args(args)?)
-                .fetch_optional(pool)
-                .await?),
-        }
+        Ok(self.write_rows(sql, args).await?.into_iter().next())
     }
 
     /// Runs one statement that changes data and returns every row it changed (`RETURNING`).

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::types::Json;
 
-use crate::backend::{Steps, Tx};
+use crate::backend::{Arg, Steps, ToArg, Tx};
 use crate::common::ids::{new_id, now};
 use crate::error::conflict_on;
 use crate::error::known;
@@ -212,6 +212,25 @@ fn member_from_row(r: MemberRow) -> Result<Member, StoreError> {
 }
 
 /// Unique indexes of `members` and the API fields they protect.
+impl Member {
+    /// The values of `first_name` to `communication_preferences` (`preferences`, the member's
+    /// preferences as JSON), in the table's order: `$3` to `$12` of its insert and its update.
+    fn column_args<'a>(&'a self, preferences: &'a serde_json::Value) -> [Arg<'a>; 10] {
+        [
+            self.first_name.to_arg(),
+            self.last_name.to_arg(),
+            self.email.to_arg(),
+            self.phone.to_arg(),
+            self.status.to_arg(),
+            self.idp.to_arg(),
+            self.user_id.to_arg(),
+            self.external_id.to_arg(),
+            self.meta.to_arg(),
+            preferences.to_arg(),
+        ]
+    }
+}
+
 const MEMBER_UNIQUE: &[(&str, &str)] = &[("external_id", "externalId"), ("user_id", "userId")];
 
 impl Store {
@@ -234,26 +253,15 @@ impl Store {
             created_at: now,
             updated_at: now,
         };
+        let preferences = serde_json::json!(member.communication_preferences);
+        let mut args = params![org_id, member.id].to_vec();
+        args.extend(member.column_args(&preferences));
+        args.extend(params![member.created_at, member.updated_at]);
         self.execute(
             "INSERT INTO members (org_id, id, first_name, last_name, email, phone, status, idp, \
              user_id, external_id, meta, communication_preferences, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-            params![
-                org_id,
-                member.id,
-                member.first_name,
-                member.last_name,
-                member.email,
-                member.phone,
-                member.status.as_str(),
-                member.idp,
-                member.user_id,
-                member.external_id,
-                member.meta,
-                serde_json::json!(member.communication_preferences),
-                member.created_at,
-                member.updated_at
-            ],
+            &args,
         )
         .await
         .map_err(|e| conflict_on(e, MEMBER_UNIQUE))?;
@@ -360,26 +368,12 @@ impl Steps for Change {
                 member.apply(*patch);
                 member.updated_at = now();
                 let preferences = serde_json::json!(member.communication_preferences);
-                tx.execute(
-                    UPDATE,
-                    params![
-                        org_id,
-                        id,
-                        member.first_name,
-                        member.last_name,
-                        member.email,
-                        member.phone,
-                        member.status.as_str(),
-                        member.idp,
-                        member.user_id,
-                        member.external_id,
-                        member.meta,
-                        preferences,
-                        member.updated_at
-                    ],
-                )
-                .await
-                .map_err(|e| conflict_on(e, MEMBER_UNIQUE))?;
+                let mut args = params![org_id, id].to_vec();
+                args.extend(member.column_args(&preferences));
+                args.extend(params![member.updated_at]);
+                tx.execute(UPDATE, &args)
+                    .await
+                    .map_err(|e| conflict_on(e, MEMBER_UNIQUE))?;
             }
             Changing::Erase => {
                 tx.execute(ERASE, params![org_id, id, now()]).await?;
