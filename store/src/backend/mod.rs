@@ -33,9 +33,15 @@ mod rows;
 pub(crate) mod statements;
 #[macro_use]
 pub(crate) mod tx;
+#[cfg(any(test, feature = "testing"))]
+mod inspect;
+#[cfg(any(test, feature = "testing"))]
+pub mod schema;
 
 use crate::StoreError;
 use direct::Direct;
+#[cfg(test)]
+pub(crate) use inspect::Plan;
 pub(crate) use tx::{
     Arg, Forked, OnPostgres, OnSqlite, OwnedArg, PgTx, SqliteTx, Steps, ToArg, Tx, Work, borrowed,
     owned, ready,

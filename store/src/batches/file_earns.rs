@@ -395,42 +395,14 @@ fn finished(outcomes: Vec<Option<FileOutcome>>) -> Vec<FileOutcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::Pool;
-    use crate::backend::statements::keyed;
+    use crate::backend::Plan;
 
     /// The plan of a chunk's wallet lookup for `references`, as text.
     async fn plan(store: &Store, org_id: &str, references: &[String]) -> String {
-        let on_postgres = store.backend() == crate::Backend::Postgres;
-        let sql = keyed(file_wallets_sql(store), 2, on_postgres);
-        match &store.pool {
-            Pool::Sqlite(direct) => {
-                let explain = format!("EXPLAIN QUERY PLAN {sql}");
-                let reference = references[0].clone();
-                direct
-                    .read(move |c| {
-                        let mut statement = c.prepare(&explain)?;
-                        let lines: Vec<String> = statement
-                            .query_map(args![org_id, reference], |row| row.get(3))?
-                            .collect::<Result<_, _>>()?;
-                        Ok(lines.join("\n"))
-                    })
-                    .unwrap()
-            }
-            Pool::Postgres(pool) => {
-                let explain = sqlx::AssertSqlSafe(format!("EXPLAIN {sql}"));
-                let lines: Vec<(String,)> = sqlx::query_as(explain)
-                    .bind(org_id)
-                    .bind(references)
-                    .fetch_all(pool)
-                    .await
-                    .unwrap();
-                lines
-                    .into_iter()
-                    .map(|(l,)| l)
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            }
-        }
+        let sql = file_wallets_sql(store);
+        store
+            .query_plan(sql, params![org_id], Some(references), Plan::AsRun)
+            .await
     }
 
     /// A chunk's wallet lookup probes an index once a reference, on a programme's first file

@@ -151,38 +151,9 @@ mod tests {
         }
     }
 
-    /// How much work the audit's query does, as each backend counts it: SQLite's virtual
-    /// machine steps, or the rows PostgreSQL's plan nodes looked at (those they produced and
-    /// those their filters threw away, times their loops).
+    /// How much work the audit's query does, as the backend counts it.
     async fn work(store: &Store) -> u64 {
-        let sql = audit_sql(store);
-        match &store.pool {
-            crate::backend::Pool::Sqlite(direct) => direct
-                .read(|c| {
-                    let mut statement = c.prepare(&sql)?;
-                    let mut rows = statement.query([])?;
-                    while rows.next()?.is_some() {}
-                    drop(rows);
-                    Ok(statement.get_status(rusqlite::StatementStatus::VmStep) as u64)
-                })
-                .unwrap(),
-            crate::backend::Pool::Postgres(pool) => {
-                let explain = sqlx::AssertSqlSafe(format!("EXPLAIN (ANALYZE, FORMAT JSON) {sql}"));
-                let (plan,): (serde_json::Value,) =
-                    sqlx::query_as(explain).fetch_one(pool).await.unwrap();
-                fn looked_at(node: &serde_json::Value) -> f64 {
-                    let rows: f64 = ["Actual Rows", "Rows Removed by Filter"]
-                        .iter()
-                        .filter_map(|field| node[*field].as_f64())
-                        .sum();
-                    let below = node["Plans"]
-                        .as_array()
-                        .map_or(0.0, |plans| plans.iter().map(looked_at).sum());
-                    rows * node["Actual Loops"].as_f64().unwrap_or(0.0) + below
-                }
-                looked_at(&plan[0]["Plan"]) as u64
-            }
-        }
+        store.query_work(&audit_sql(store)).await
     }
 
     /// Twice the wallets and twice the rows: about twice the work, not four times (a sum per

@@ -478,45 +478,6 @@ fn replay_or_conflict(row: TransactionRow, fingerprint: &str) -> Result<Burned, 
 mod tests {
     use super::*;
 
-    /// The plan `sql` gets on `store`'s backend, as text. On PostgreSQL with sorts and
-    /// sequential scans priced out, so that an order no index gives shows up as a Sort node
-    /// even on the empty tables of a test.
-    async fn plan(store: &Store, sql: &str) -> String {
-        match &store.pool {
-            crate::backend::Pool::Sqlite(direct) => direct
-                .read(|c| {
-                    let sql = format!("EXPLAIN QUERY PLAN {sql}");
-                    let mut statement = c.prepare(&sql)?;
-                    let count = statement.parameter_count();
-                    let nulls = vec![rusqlite::types::Null; count];
-                    let details: Vec<String> = statement
-                        .query_map(rusqlite::params_from_iter(nulls), |row| row.get(3))?
-                        .collect::<Result<_, _>>()?;
-                    Ok(details.join("\n"))
-                })
-                .unwrap(),
-            crate::backend::Pool::Postgres(pool) => {
-                let mut tx = pool.begin().await.unwrap();
-                sqlx::raw_sql("SET LOCAL enable_sort = off; SET LOCAL enable_seqscan = off")
-                    .execute(&mut *tx)
-                    .await
-                    .unwrap();
-                // Values in place of the parameters (a wallet, a position), as a burn binds them.
-                let sql = sql
-                    .replace("$1", "'w'")
-                    .replace("$2", "now()")
-                    .replace("$3", "'x'");
-                let explain = sqlx::AssertSqlSafe(format!("EXPLAIN {sql}"));
-                let rows: Vec<(String,)> =
-                    sqlx::query_as(explain).fetch_all(&mut *tx).await.unwrap();
-                rows.into_iter()
-                    .map(|(line,)| line)
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            }
-        }
-    }
-
     /// A burn reads a wallet's earns in spending order straight from the index: a sort would
     /// read every earn of the wallet (or all those of one date) before handing over the first.
     async fn earns_are_read_in_spending_order_without_a_sort(store: Store) {
@@ -524,7 +485,12 @@ mod tests {
         let mut statements = vec![EARNS.to_string(), EARNS_FROM.to_string()];
         statements.extend(reads.iter().map(|sql| sql.replace("$4", "4")));
         for sql in &statements {
-            let plan = plan(&store, sql).await;
+            // A wallet, a position and an earn id, as a burn binds them.
+            let at = now();
+            let args = params![Some("w"), at, Some("x")];
+            let plan = store
+                .query_plan(sql, args, None, crate::backend::Plan::SortsPricedOut)
+                .await;
             assert!(
                 !plan.contains("TEMP B-TREE") && !plan.contains("Sort"),
                 "{sql}:\n{plan}"

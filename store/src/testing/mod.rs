@@ -8,9 +8,8 @@ use sqlx::Connection;
 use sqlx::postgres::PgConnection;
 use sqlx::sqlite::SqliteConnectOptions;
 
-pub mod schema;
+pub use crate::backend::schema;
 
-use crate::backend::Pool;
 use crate::common::ids::random_token;
 use crate::{Store, StoreError};
 
@@ -89,69 +88,6 @@ impl TestStore {
         Store::connect(&self.url, 8)
             .await
             .unwrap_or_else(|e| panic!("another store on {}: {e}", self.url))
-    }
-}
-
-impl Store {
-    /// Runs `sql` as it is, for tests that must put the database in a state the store's own
-    /// operations never make (damaged or future data).
-    pub async fn execute_raw(&self, sql: &str) -> Result<(), StoreError> {
-        match &self.pool {
-            Pool::Sqlite(direct) => {
-                let sql = sql.to_string();
-                direct.write(move |c| Ok(c.execute_batch(&sql)?)).await
-            }
-            Pool::Postgres(pool) => {
-                let sql = sqlx::AssertSqlSafe(sql.to_string());
-                sqlx::raw_sql(sql).execute(pool).await?;
-                Ok(())
-            }
-        }
-    }
-}
-
-impl Store {
-    /// The first column of every row `sql` selects, as bytes (text columns by their UTF-8), for
-    /// tests that read what is stored rather than what the store shows.
-    pub async fn stored_bytes(&self, sql: &str) -> Vec<Vec<u8>> {
-        let values: Result<Vec<Option<Vec<u8>>>, StoreError> = match &self.pool {
-            Pool::Sqlite(direct) => direct.read(|c| {
-                let mut values = Vec::new();
-                crate::backend::direct::each_row(c, sql, &[], |row| {
-                    values.push(match row.get_ref(0)? {
-                        rusqlite::types::ValueRef::Text(v) | rusqlite::types::ValueRef::Blob(v) => {
-                            Some(v.to_vec())
-                        }
-                        _ => None,
-                    });
-                    Ok(true)
-                })?;
-                Ok(values)
-            }),
-            Pool::Postgres(pool) => {
-                use sqlx::Row;
-                let safe = sqlx::AssertSqlSafe(sql.to_string());
-                sqlx::query(safe)
-                    .fetch_all(pool)
-                    .await
-                    .and_then(|rows| {
-                        rows.iter()
-                            .map(|row| {
-                                row.try_get::<Option<Vec<u8>>, _>(0).or_else(|_| {
-                                    row.try_get::<Option<String>, _>(0)
-                                        .map(|text| text.map(String::into_bytes))
-                                })
-                            })
-                            .collect()
-                    })
-                    .map_err(StoreError::from)
-            }
-        };
-        values
-            .unwrap_or_else(|e| panic!("{sql}: {e}"))
-            .into_iter()
-            .flatten()
-            .collect()
     }
 }
 
