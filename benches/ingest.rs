@@ -83,7 +83,7 @@ async fn run() {
         campaign,
         ..
     } = common::seed(WALLETS as usize, true).await;
-    let org = campaign.org_id.clone();
+    let org = campaign.org();
     let data = dir.path().join("data");
     let book = RuleBook::new(store.clone());
     // A spreadsheet of 10,000 rows (the most one may hold), end to end, on the fresh ledger and
@@ -104,7 +104,7 @@ async fn run() {
     let parquet_seconds = {
         let seed = common::seed(WALLETS as usize, true).await;
         let book = RuleBook::new(seed.store.clone());
-        let org = &seed.campaign.org_id;
+        let org = &seed.campaign.org();
         load(&seed.store, &book, &data, org, &parquet, rows).await
     };
     let (csv_peak, _) = peak_in_child(PEAK_OF_LOAD, &csv_copy.display().to_string());
@@ -120,7 +120,7 @@ async fn run() {
         campaign,
         ..
     } = common::seed(WALLETS as usize, true).await;
-    let org = campaign.org_id.clone();
+    let org = campaign.org();
     let book = RuleBook::new(store.clone());
     let history = number("BENCH_LEDGER_ROWS", 5_000_000);
     // The database's own bulk load is given the same history (untimed), then the same file:
@@ -229,7 +229,7 @@ async fn run() {
     };
     let (to_parquet, parquet_bytes) = timed(ExportFormat::Parquet, out("ledger.parquet")).await;
     let (to_csv, csv_bytes) = timed(ExportFormat::Csv, out("ledger.csv")).await;
-    let baseline = database_export(&_db.url, &org, &out("baseline.csv"));
+    let baseline = database_export(&_db.url, org.id(), &out("baseline.csv"));
     let (export_peak, fresh) = peak_in_child(
         PEAK_OF_EXPORT,
         &format!("{} {org} {}", _db.url, out("export-peak.parquet").display()),
@@ -311,7 +311,7 @@ async fn peak_of_load(file: &Path) {
     ingest::intake::receive(
         &seed.store,
         &data,
-        &seed.campaign.org_id,
+        &seed.campaign.org(),
         file,
         &name,
         "sftp",
@@ -336,10 +336,11 @@ async fn peak_of_export(args: &str) {
         parts.next().unwrap(),
     );
     let store = Store::connect(url, 4).await.unwrap();
+    let org = store.get_org(org).await.unwrap().scope();
     let started = Instant::now();
     ingest::export::export(
         &store,
-        org,
+        &org,
         &ExportFilter::all(),
         Path::new(file),
         ExportFormat::Parquet,
@@ -386,7 +387,7 @@ async fn load(
     store: &store::Store,
     book: &RuleBook,
     data: &Path,
-    org: &str,
+    org: &store::OrgScope,
     file: &Path,
     rows: u64,
 ) -> f64 {

@@ -61,7 +61,7 @@ async fn main() {
         assert_eq!(built.entries, members);
     }
     let snapshot = store
-        .leaderboard_snapshot(&campaign.id)
+        .leaderboard_snapshot(&campaign)
         .await
         .unwrap()
         .unwrap();
@@ -219,7 +219,7 @@ async fn rebuild(store: &Store, campaign: &store::Campaign) -> store::Built {
         .await
         .unwrap();
     store
-        .refresh_leaderboard(&campaign.org_id, &campaign.id, Duration::from_secs(300))
+        .refresh_leaderboard(campaign, Duration::from_secs(300))
         .await
         .unwrap()
         .expect("due")

@@ -96,7 +96,7 @@ async fn main() {
     let import = started.elapsed();
     let catalogues = Catalogues::new(store.clone());
     let started = Instant::now();
-    let index = catalogues.get(&campaign.id).await.unwrap();
+    let index = catalogues.get(&campaign).await.unwrap();
     let build = started.elapsed();
     let page = Page::default();
 
@@ -147,7 +147,7 @@ async fn main() {
         }),
     );
     let gold = store
-        .list_tiers(&campaign.org_id, &campaign.id)
+        .list_tiers(&campaign)
         .await
         .unwrap()
         .into_iter()

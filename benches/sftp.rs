@@ -120,7 +120,7 @@ async fn main() {
     // Ours, with a user holding the key; each upload becomes a batch (different names, same
     // content: the later ones are recorded as duplicates, the work is the same).
     let db = store::testing::TestStore::sqlite().await;
-    let org = db.store.create_org("Bench").await.unwrap().id;
+    let org = db.store.create_org("Bench").await.unwrap().scope();
     let user = store::NewSftpUser {
         username: "bench".into(),
         key: Some(

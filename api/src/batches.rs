@@ -83,10 +83,7 @@ async fn list_batches(
     caller: Caller,
     Paging(page): Paging,
 ) -> Result<Json<PagedList<BatchView>>, ApiError> {
-    let batches = state
-        .store
-        .list_batches(&caller.context.key.org_id, page)
-        .await?;
+    let batches = state.store.list_batches(caller.org(), page).await?;
     Ok(Json(PagedList::from_page(batches, BatchView::from)))
 }
 
@@ -98,10 +95,7 @@ async fn get_batch(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<BatchView>, ApiError> {
-    let batch = state
-        .store
-        .get_batch(&caller.context.key.org_id, &id)
-        .await?;
+    let batch = state.store.get_batch(caller.org(), &id).await?;
     Ok(Json(batch.into()))
 }
 

@@ -108,7 +108,7 @@ async fn get_leaderboard(
     let snapshot = snapshot(&state, &caller).await?;
     let paged = state
         .store
-        .leaderboard_page(caller.org_id(), &snapshot, page)
+        .leaderboard_page(caller.org(), &snapshot, page)
         .await?;
     Ok((
         snapshot_headers(&snapshot),
@@ -140,13 +140,13 @@ async fn member_rank(
         .map_err(|message| ApiError::invalid("neighbours", "invalid_value", message))?;
     let member = state
         .store
-        .member_id_by_reference(caller.org_id(), &member)
+        .member_id_by_reference(caller.org(), &member)
         .await?
         .ok_or(ApiError::NotFound("member"))?;
     let snapshot = snapshot(&state, &caller).await?;
     let found = state
         .store
-        .leaderboard_neighbourhood(caller.org_id(), &snapshot, &member, neighbours)
+        .leaderboard_neighbourhood(caller.org(), &snapshot, &member, neighbours)
         .await?;
     let Some(around) = found else {
         return Err(ApiError::Absent {
@@ -188,16 +188,12 @@ async fn snapshot(state: &AppState, caller: &Caller) -> Result<Snapshot, ApiErro
     let campaign = &caller.context.campaign;
     let deadline = Instant::now() + FIRST_BUILD_WAIT;
     loop {
-        if let Some(snapshot) = state.store.leaderboard_snapshot(&campaign.id).await? {
+        if let Some(snapshot) = state.store.leaderboard_snapshot(campaign).await? {
             return Ok(snapshot);
         }
         let built = state
             .store
-            .refresh_leaderboard(
-                &campaign.org_id,
-                &campaign.id,
-                state.settings.leaderboard_refresh,
-            )
+            .refresh_leaderboard(campaign, state.settings.leaderboard_refresh)
             .await?;
         if built.is_some() {
             continue;

@@ -233,7 +233,7 @@ async fn list_reviews(
     let campaign = &caller.context.campaign;
     let found = state
         .store
-        .list_reviews(&campaign.org_id, &campaign.id, &filter, &rules, page)
+        .list_reviews(campaign, &filter, &rules, page)
         .await?;
     let list = PagedList::from_page(found.page, |r| ReviewView::new(r, &rules));
     Ok(Json(ReviewPage {
@@ -259,7 +259,7 @@ async fn get_review(
     let campaign = &caller.context.campaign;
     let review = state
         .store
-        .review_by_id(&campaign.org_id, Some(&campaign.id), &id)
+        .review_by_id(&campaign.org(), Some(campaign), &id)
         .await?;
     Ok(Json(ReviewView::new(review, &state.settings.moderation)))
 }

@@ -208,7 +208,7 @@ pub async fn seed(members: usize, wallets: bool) -> Seed {
         Err(_) => store::testing::TestStore::sqlite().await,
     };
     let store = db.store.clone();
-    let org = store.create_org("Bench").await.unwrap().id;
+    let org = store.create_org("Bench").await.unwrap().scope();
     let new = NewCampaign {
         name: "B".into(),
         currency: "PTS".into(),

@@ -7,7 +7,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
-use store::{Batch, NewBatch, Store};
+use store::{Batch, NewBatch, OrgScope, Store};
 
 /// Where received files wait for processing:
 /// `data_dir/spool/<org_id>/<batch_id>__<source>__<name>`.
@@ -20,13 +20,13 @@ pub fn spool_dir(data_dir: &Path, org_id: &str) -> PathBuf {
 pub async fn receive(
     store: &Store,
     data_dir: &Path,
-    org_id: &str,
+    org: &OrgScope,
     inbox_file: &Path,
     file_name: &str,
     source: &str,
     username: Option<&str>,
 ) -> Result<Batch, String> {
-    let (id, spooled) = spool_path(data_dir, org_id, source, file_name)?;
+    let (id, spooled) = spool_path(data_dir, org.id(), source, file_name)?;
     std::fs::rename(inbox_file, &spooled)
         .map_err(|e| format!("moving {} to the spool: {e}", inbox_file.display()))?;
     let sidecar = inbox_file.with_file_name(format!("{file_name}{SIDECAR}"));
@@ -34,7 +34,7 @@ pub async fn receive(
         std::fs::rename(&sidecar, sidecar_of(&spooled, &id))
             .map_err(|e| format!("moving {} to the spool: {e}", sidecar.display()))?;
     }
-    record(store, org_id, id, &spooled, file_name, source, username).await
+    record(store, org, id, &spooled, file_name, source, username).await
 }
 
 /// The checksum sidecar's suffix: `earns.csv.sha256` holds the SHA-256 of `earns.csv` (as
@@ -51,12 +51,12 @@ pub fn sidecar_of(spooled: &Path, id: &str) -> PathBuf {
 pub async fn receive_copy(
     store: &Store,
     data_dir: &Path,
-    org_id: &str,
+    org: &OrgScope,
     file: &Path,
     file_name: &str,
     source: &str,
 ) -> Result<Batch, String> {
-    let (id, spooled) = spool_path(data_dir, org_id, source, file_name)?;
+    let (id, spooled) = spool_path(data_dir, org.id(), source, file_name)?;
     let partial = spooled.with_file_name(format!(".{id}.copying"));
     std::fs::copy(file, &partial).map_err(|e| format!("copying {}: {e}", file.display()))?;
     let sidecar = file.with_file_name(format!("{file_name}{SIDECAR}"));
@@ -65,7 +65,7 @@ pub async fn receive_copy(
             .map_err(|e| format!("copying {}: {e}", sidecar.display()))?;
     }
     std::fs::rename(&partial, &spooled).map_err(|e| format!("{}: {e}", spooled.display()))?;
-    record(store, org_id, id, &spooled, file_name, source, None).await
+    record(store, org, id, &spooled, file_name, source, None).await
 }
 
 /// A new batch id and the spool path of its file.
@@ -84,7 +84,7 @@ fn spool_path(
 
 async fn record(
     store: &Store,
-    org_id: &str,
+    org: &OrgScope,
     id: String,
     spooled: &Path,
     file_name: &str,
@@ -97,19 +97,21 @@ async fn record(
         .map_err(|e| format!("hashing stopped: {e}"))?
         .map_err(|e| format!("reading {}: {e}", spooled.display()))?;
     let batch = store
-        .record_batch(NewBatch {
-            id,
-            org_id: org_id.to_string(),
-            file_name: file_name.to_string(),
-            size,
-            sha256,
-            source: source.to_string(),
-            username: username.map(String::from),
-        })
+        .record_batch(
+            org,
+            NewBatch {
+                id,
+                file_name: file_name.to_string(),
+                size,
+                sha256,
+                source: source.to_string(),
+                username: username.map(String::from),
+            },
+        )
         .await
         .map_err(|e| format!("recording the batch: {e}"))?;
     tracing::info!(
-        batch = %batch.id, org = org_id, user = username.unwrap_or("-"), file = file_name,
+        batch = %batch.id, org = %org, user = username.unwrap_or("-"), file = file_name,
         size, state = batch.state.as_str(), "file received"
     );
     Ok(batch)
@@ -158,11 +160,15 @@ pub async fn recover(store: &Store, data_dir: &Path) -> Result<usize, String> {
             else {
                 continue;
             };
-            match store.get_batch(&org_id, id).await {
+            // The spool's folders are named by organisations the store knows.
+            let Ok(scope) = store.get_org(&org_id).await.map(|org| org.scope()) else {
+                continue;
+            };
+            match store.get_batch(&scope, id).await {
                 Ok(_) => {}
                 Err(store::StoreError::NotFound { .. }) => {
                     let id = id.to_string();
-                    record(store, &org_id, id, &file.path(), file_name, source, None).await?;
+                    record(store, &scope, id, &file.path(), file_name, source, None).await?;
                     recovered += 1;
                 }
                 Err(err) => return Err(err.to_string()),

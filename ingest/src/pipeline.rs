@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use serde_json::{Value, json};
 use store::{
-    Batch, BatchFinish, BatchState, FileEarn, FileOutcome, FileTotals, Pending, RuleBook, Store,
-    StoreError, Tokens,
+    Batch, BatchFinish, BatchState, FileEarn, FileOutcome, FileTotals, OrgScope, Pending, RuleBook,
+    Store, StoreError, Tokens,
 };
 use tokio::task::JoinHandle;
 
@@ -56,7 +56,7 @@ pub struct Progress {
 pub struct Job<'a> {
     pub store: &'a Store,
     pub book: &'a RuleBook,
-    pub org_id: &'a str,
+    pub org: &'a OrgScope,
     /// The batch the rows are credited under; `None`: a dry run, which credits nothing.
     pub batch_id: Option<&'a str>,
     /// The name the client gave the file (its extension says CSV or XLSX).
@@ -107,11 +107,11 @@ enum Mode {
 /// The organisation's mapping for a file named `file_name` (the canonical layout without one).
 pub async fn mapping_for(
     store: &Store,
-    org_id: &str,
+    org: &OrgScope,
     file_name: &str,
 ) -> Result<Result<Mapping, String>, StoreError> {
     let mut mappings = Vec::new();
-    for stored in store.mappings(org_id).await? {
+    for stored in store.mappings(org).await? {
         match Mapping::parse(&stored.document) {
             Ok(mapping) => mappings.push(mapping),
             Err(errors) => {
@@ -228,6 +228,7 @@ pub async fn process(
     batch: &Batch,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Outcome, StoreError> {
+    let org = batch.org();
     let tree = Tree::open(data_dir, &batch.org_id)
         .map_err(|e| StoreError::NotCommitted(format!("the organisation's folders: {e}")))?;
     let reports = tree.file(Folder::Reports, "");
@@ -235,7 +236,7 @@ pub async fn process(
         None => Err("the received file is missing from the spool".to_string()),
         Some(path) => match unchanged(&path, batch).await {
             Err(error) => Err(error),
-            Ok(()) => mapping_for(store, &batch.org_id, &batch.file_name)
+            Ok(()) => mapping_for(store, &org, &batch.file_name)
                 .await?
                 .map(|mapping| (path, mapping)),
         },
@@ -245,7 +246,7 @@ pub async fn process(
             let job = Job {
                 store,
                 book,
-                org_id: &batch.org_id,
+                org: &org,
                 batch_id: Some(&batch.id),
                 file_name: &batch.file_name,
                 path: &path,
@@ -507,7 +508,7 @@ async fn start(
         (Mode::Load, Some(batch_id)) => {
             let evaluated = job
                 .store
-                .evaluate_file_earns(job.book, job.org_id, &earns, &mut loading.totals)
+                .evaluate_file_earns(job.book, job.org, &earns, &mut loading.totals)
                 .await?;
             let (store, batch_id) = (job.store.clone(), batch_id.to_string());
             // A file's chunks are written one after another; the next one is read, evaluated
@@ -535,13 +536,7 @@ async fn start(
         }
         _ => Outcomes::Known(
             job.store
-                .check_file_earns(
-                    job.book,
-                    job.org_id,
-                    job.batch_id,
-                    &earns,
-                    &mut loading.totals,
-                )
+                .check_file_earns(job.book, job.org, job.batch_id, &earns, &mut loading.totals)
                 .await?,
         ),
     };

@@ -71,10 +71,23 @@ pub async fn watch(
                 Check::Drop => done.push(path.clone()),
                 Check::Ready { org_id, name } => {
                     done.push(path.clone());
-                    if let Err(err) =
-                        intake::receive(&store, &data_dir, &org_id, path, &name, "inbox", None)
+                    // An inbox folder is named by its organisation, which the store must know.
+                    let received = match store.get_org(&org_id).await {
+                        Ok(org) => {
+                            intake::receive(
+                                &store,
+                                &data_dir,
+                                &org.scope(),
+                                path,
+                                &name,
+                                "inbox",
+                                None,
+                            )
                             .await
-                    {
+                        }
+                        Err(err) => Err(format!("organisation {org_id}: {err}")),
+                    };
+                    if let Err(err) = received {
                         tracing::error!(file = %path.display(), %err, "an inbox file could not be received");
                     }
                 }

@@ -16,7 +16,7 @@ use store::{
 
 /// Three earns from a batch file (dated on the 2nd, 3rd and 4th of November 2026), one by the
 /// API (dated now) and a burn; the batch's id.
-async fn ledger(store: &Store, data: &Path, org: &str, campaign: &Campaign) -> String {
+async fn ledger(store: &Store, data: &Path, org: &store::OrgScope, campaign: &Campaign) -> String {
     let book = RuleBook::new(store.clone());
     let file = "id,walletId,amount,date,description,meta.store\n\
                 f-1,w-1,10.25,2026-11-02,Coffee,A1\n\
@@ -43,7 +43,7 @@ async fn ledger(store: &Store, data: &Path, org: &str, campaign: &Campaign) -> S
 /// The organisation's transactions that `filter` picks, written to `path`; how many.
 async fn export(
     store: &Store,
-    org: &str,
+    org: &store::OrgScope,
     filter: &ExportFilter,
     path: &Path,
     format: ExportFormat,
@@ -267,7 +267,7 @@ async fn bounds_pick_days_campaigns_and_types(store: Store) {
         ..days
     };
     assert_eq!(picked(mine).await, ["f-2", "f-3"]);
-    let stranger = store.create_org("Stranger").await.unwrap().id;
+    let stranger = store.create_org("Stranger").await.unwrap().scope();
     let path = dir.path().join("stranger.parquet");
     let rows = export(
         &store,
@@ -319,7 +319,7 @@ async fn a_scheduled_day_is_written_once_by_two_nodes(db: TestStore) {
         ingest::export::scheduled::export_due_days(&other, dir.path(), &org),
     );
     assert_eq!(a + b, 2, "two past days, each written once");
-    let exports = dir.path().join("sftp").join(&org).join("exports");
+    let exports = dir.path().join("sftp").join(org.id()).join("exports");
     let mut files: Vec<String> = std::fs::read_dir(&exports)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().to_string())

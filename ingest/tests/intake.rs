@@ -8,7 +8,7 @@ use store::{BatchState, Page};
 async fn a_file_spooled_before_a_crash_is_recorded_at_restart() {
     let db = TestStore::sqlite().await;
     let store = db.store.clone();
-    let org = store.create_org("Acme").await.unwrap().id;
+    let org = store.create_org("Acme").await.unwrap().scope();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path();
 
@@ -27,7 +27,7 @@ async fn a_file_spooled_before_a_crash_is_recorded_at_restart() {
     .await
     .unwrap();
     // ...and one the process had moved when it was killed.
-    let spool = ingest::intake::spool_dir(data, &org);
+    let spool = ingest::intake::spool_dir(data, org.id());
     let orphan = spool.join(format!("{}__inbox__second.csv", store::new_id()));
     std::fs::write(&orphan, "id,walletId,amount,date\ne-1,w-1,1,2026-11-20\n").unwrap();
 

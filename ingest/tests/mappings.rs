@@ -11,7 +11,7 @@ use ingest::pipeline::Job;
 use serde_json::{Value, json};
 use store::{BatchState, Page, RuleBook, Store, Tokens, TransactionFilter, backend_tests};
 
-async fn set_mapping(store: &Store, org: &str, document: Value) {
+async fn set_mapping(store: &Store, org: &store::OrgScope, document: Value) {
     let mapping = Mapping::parse(&document).unwrap();
     store
         .set_mapping(org, &mapping.pattern, &document)
@@ -192,12 +192,12 @@ async fn a_dry_run_reports_what_would_happen_and_changes_nothing(store: Store) {
     common::earn_by_api(&store, &campaign, "a-2", "w-2", "20").await;
     let file = dir.path().join("mixed.csv");
     std::fs::write(&file, MIXED).unwrap();
-    let tree = ingest::sftp::tree::Tree::open(dir.path(), &org).unwrap();
+    let tree = ingest::sftp::tree::Tree::open(dir.path(), org.id()).unwrap();
     let reports = tree.file(ingest::sftp::tree::Folder::Reports, "");
     let job = Job {
         store: &store,
         book: &book,
-        org_id: &org,
+        org: &org,
         batch_id: None,
         file_name: "mixed.csv",
         path: &file,
@@ -227,7 +227,7 @@ async fn a_dry_run_reports_what_would_happen_and_changes_nothing(store: Store) {
 async fn refused(
     store: &Store,
     data: &std::path::Path,
-    org: &str,
+    org: &store::OrgScope,
     name: &str,
     content: &[u8],
 ) -> String {

@@ -55,7 +55,7 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
         ),
         (Some(13), Some(2), Some(11))
     );
-    let reports = dir.path().join("sftp").join(&org).join("reports");
+    let reports = dir.path().join("sftp").join(org.id()).join("reports");
     let result: serde_json::Value =
         serde_json::from_slice(&std::fs::read(reports.join("earns.csv.result.json")).unwrap())
             .unwrap();
@@ -151,7 +151,7 @@ async fn hostile_csv_files_end_with_a_clear_outcome(store: Store) {
             ingest::pipeline::process(&store, &book, &dir, &batch, &|_| {})
                 .await
                 .unwrap();
-            store.get_batch(&batch.org_id, &batch.id).await.unwrap()
+            store.get_batch(&batch.org(), &batch.id).await.unwrap()
         }
     };
 
@@ -178,7 +178,7 @@ async fn hostile_csv_files_end_with_a_clear_outcome(store: Store) {
         ),
         (Some(1_000), Some(999), Some(1))
     );
-    let reports = dir.path().join("sftp").join(&org).join("reports");
+    let reports = dir.path().join("sftp").join(org.id()).join("reports");
     let rejected = std::fs::read_to_string(reports.join("open.csv.rejected.csv")).unwrap();
     assert!(
         rejected

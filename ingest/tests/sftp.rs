@@ -14,7 +14,7 @@ use store::{BatchState, NewSftpUser, Page, Store};
 struct Server {
     _db: TestStore,
     store: Store,
-    org: String,
+    org: store::OrgScope,
     port: u16,
     dir: tempfile::TempDir,
     /// Alice's private key (user `alice`, who also has a password).
@@ -45,8 +45,8 @@ fn public_key(private: &Path) -> store::NewSftpKey {
 async fn start(settings: Settings) -> Server {
     let db = TestStore::sqlite().await;
     let store = db.store.clone();
-    let org = store.create_org("Acme").await.unwrap().id;
-    let other = store.create_org("Other").await.unwrap().id;
+    let org = store.create_org("Acme").await.unwrap().scope();
+    let other = store.create_org("Other").await.unwrap().scope();
     let dir = tempfile::tempdir().unwrap();
     let alice_key = keygen(dir.path(), "alice");
     let bob_key = keygen(dir.path(), "bob");
@@ -222,9 +222,13 @@ async fn a_key_login_uploads_a_file_that_becomes_a_batch() {
     assert_eq!(batch.size, EARNS.len() as i64);
     assert_eq!(batch.username.as_deref(), Some("alice"));
     // Handed over: out of the inbox, into the spool.
-    let inbox = server.data().join("sftp").join(&server.org).join("inbox");
+    let inbox = server
+        .data()
+        .join("sftp")
+        .join(server.org.id())
+        .join("inbox");
     assert_eq!(std::fs::read_dir(inbox).unwrap().count(), 0);
-    let spool = ingest::intake::spool_dir(&server.data(), &server.org);
+    let spool = ingest::intake::spool_dir(&server.data(), server.org.id());
     let spooled: Vec<_> = std::fs::read_dir(spool).unwrap().flatten().collect();
     assert_eq!(spooled.len(), 1);
     assert_eq!(std::fs::read(spooled[0].path()).unwrap(), EARNS);
@@ -268,7 +272,11 @@ async fn a_temporary_upload_is_handed_over_when_renamed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reports_can_be_downloaded_but_not_written() {
     let server = start(quick()).await;
-    let reports = server.data().join("sftp").join(&server.org).join("reports");
+    let reports = server
+        .data()
+        .join("sftp")
+        .join(server.org.id())
+        .join("reports");
     std::fs::create_dir_all(&reports).unwrap();
     std::fs::write(
         reports.join("earns.csv.result.json"),
@@ -343,7 +351,11 @@ async fn paths_links_names_and_sizes_are_refused() {
     }
     assert!(!server.dir.path().join("passwd").exists());
     assert_eq!(std::fs::read(&outside).unwrap(), b"outside");
-    let inbox = server.data().join("sftp").join(&server.org).join("inbox");
+    let inbox = server
+        .data()
+        .join("sftp")
+        .join(server.org.id())
+        .join("inbox");
     assert_eq!(
         std::fs::read_dir(inbox).unwrap().count(),
         0,
@@ -410,7 +422,7 @@ async fn a_dropped_connection_leaves_no_half_file() {
     let partial = server
         .data()
         .join("sftp")
-        .join(&server.org)
+        .join(server.org.id())
         .join("inbox")
         .join("big.csv");
     let started = std::time::Instant::now();

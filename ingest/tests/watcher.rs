@@ -10,7 +10,7 @@ use store::{Batch, Page, Store};
 struct Watched {
     _db: TestStore,
     store: Store,
-    org: String,
+    org: store::OrgScope,
     inbox: PathBuf,
     _dir: tempfile::TempDir,
     _stop: tokio::sync::oneshot::Sender<()>,
@@ -19,10 +19,10 @@ struct Watched {
 async fn watched() -> Watched {
     let db = TestStore::sqlite().await;
     let store = db.store.clone();
-    let org = store.create_org("Acme").await.unwrap().id;
+    let org = store.create_org("Acme").await.unwrap().scope();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().to_owned();
-    let inbox = ingest::sftp::tree::Tree::open(&data, &org)
+    let inbox = ingest::sftp::tree::Tree::open(&data, org.id())
         .unwrap()
         .folder(ingest::sftp::tree::Folder::Inbox);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -27,7 +27,10 @@ pub async fn mapping(store: &Store, command: MappingCommand, json: bool) -> anyh
                     errors.join("\n  - ")
                 )
             })?;
-            let stored = store.set_mapping(&org, &mapping.pattern, &document).await?;
+            let scope = store.get_org(&org).await?.scope();
+            let stored = store
+                .set_mapping(&scope, &mapping.pattern, &document)
+                .await?;
             emit(
                 json,
                 json!({"org": org, "pattern": stored.pattern, "mapping": stored.document}),
@@ -35,9 +38,9 @@ pub async fn mapping(store: &Store, command: MappingCommand, json: bool) -> anyh
             );
         }
         MappingCommand::Show { org, pattern } => {
-            store.get_org(&org).await?;
+            let scope = store.get_org(&org).await?.scope();
             let mappings: Vec<Value> = store
-                .mappings(&org)
+                .mappings(&scope)
                 .await?
                 .into_iter()
                 .filter(|m| pattern.as_deref().is_none_or(|p| p == m.pattern))
@@ -61,7 +64,8 @@ pub async fn mapping(store: &Store, command: MappingCommand, json: bool) -> anyh
             }
         }
         MappingCommand::Remove { org, pattern } => {
-            store.remove_mapping(&org, &pattern).await?;
+            let scope = store.get_org(&org).await?.scope();
+            store.remove_mapping(&scope, &pattern).await?;
             emit(
                 json,
                 json!({"org": org, "pattern": pattern, "removed": true}),
@@ -97,7 +101,7 @@ pub async fn ingest(
     dry_run: bool,
     json: bool,
 ) -> anyhow::Result<()> {
-    store.get_org(org).await?;
+    let scope = store.get_org(org).await?.scope();
     let name = file
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
@@ -108,13 +112,13 @@ pub async fn ingest(
     let bar = Bar::new();
     let show = |p: Progress| bar.show(p);
     let outcome = if dry_run {
-        let mapping = ingest::pipeline::mapping_for(store, org, &name)
+        let mapping = ingest::pipeline::mapping_for(store, &scope, &name)
             .await?
             .map_err(anyhow::Error::msg)?;
         let job = Job {
             store,
             book: &book,
-            org_id: org,
+            org: &scope,
             batch_id: None,
             file_name: &name,
             path: file,
@@ -124,9 +128,10 @@ pub async fn ingest(
         };
         ingest::pipeline::run_file(&job).await?
     } else {
-        let batch = ingest::intake::receive_copy(store, &config.data_dir, org, file, &name, "cli")
-            .await
-            .map_err(anyhow::Error::msg)?;
+        let batch =
+            ingest::intake::receive_copy(store, &config.data_dir, &scope, file, &name, "cli")
+                .await
+                .map_err(anyhow::Error::msg)?;
         if batch.state == BatchState::Duplicate {
             bail!(
                 "this content was sent before (batch {}): recorded as duplicate batch {}, nothing loaded",

@@ -53,9 +53,7 @@ pub async fn run(store: &Store, command: CatalogueCommand, json: bool) -> anyhow
         } => generate(products, seed, &file),
         CatalogueCommand::Export { campaign, file } => {
             let campaign = store.campaign_by_id(&campaign).await?;
-            let catalogue = store
-                .export_catalogue(&campaign.org_id, &campaign.id)
-                .await?;
+            let catalogue = store.export_catalogue(&campaign).await?;
             let text = serde_json::to_string_pretty(&catalogue)?;
             match file {
                 Some(path) => std::fs::write(&path, text + "\n")

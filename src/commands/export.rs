@@ -34,7 +34,8 @@ pub async fn run(store: &Store, command: ExportCommand, json: bool) -> anyhow::R
         }
         ExportCommand::Schedule { org, at, format } => {
             let today = Utc::now().date_naive();
-            let schedule = store.set_export_schedule(&org, at, format, today).await?;
+            let scope = store.get_org(&org).await?.scope();
+            let schedule = store.set_export_schedule(&scope, at, format, today).await?;
             emit(json, schedule_json(&schedule), || {
                 format!(
                     "{org}: every day at {} UTC, the previous day's transactions to \
@@ -47,8 +48,8 @@ pub async fn run(store: &Store, command: ExportCommand, json: bool) -> anyhow::R
             Ok(())
         }
         ExportCommand::Unschedule { org } => {
-            store.get_org(&org).await?;
-            if !store.remove_export_schedule(&org).await? {
+            let scope = store.get_org(&org).await?.scope();
+            if !store.remove_export_schedule(&scope).await? {
                 bail!("{org} has no daily export");
             }
             emit(json, json!({"org": org, "removed": true}), || {
@@ -102,10 +103,10 @@ async fn transactions(
             file.display()
         );
     };
-    store.get_org(org).await?;
+    let scope = store.get_org(org).await?.scope();
     if let Some(campaign) = &campaign {
         store
-            .get_campaign(org, campaign)
+            .get_campaign(&scope, campaign)
             .await
             .with_context(|| format!("campaign {campaign} of {org}"))?;
     }
@@ -122,7 +123,7 @@ async fn transactions(
         kinds,
         by,
     };
-    let total = store.count_export(org, &filter).await?;
+    let total = store.count_export(&scope, &filter).await?;
     let bar = Arc::new(Bar::new());
     let shown = bar.clone();
     let progress = move |rows: u64| {
@@ -132,7 +133,7 @@ async fn transactions(
             of: total,
         })
     };
-    let rows = ingest::export::export(store, org, &filter, file, format, progress)
+    let rows = ingest::export::export(store, &scope, &filter, file, format, progress)
         .await
         .map_err(anyhow::Error::msg)?;
     bar.done();

@@ -22,7 +22,7 @@ fn policy_json(policy: &Policy) -> serde_json::Value {
 
 pub async fn policy(store: &Store, args: PolicyArgs, json: bool) -> anyhow::Result<()> {
     let campaign = store.campaign_by_id(&args.campaign).await?;
-    let mut policy = store.policy(&campaign.id).await?;
+    let mut policy = store.policy(&campaign).await?;
     if let Some(min) = &args.min_balance {
         policy.min_balance = tokens("--min-balance", min)?;
     }
@@ -37,9 +37,7 @@ pub async fn policy(store: &Store, args: PolicyArgs, json: bool) -> anyhow::Resu
         }
         policy.expiry = Expiry::Days(days);
     }
-    let policy = store
-        .set_policy(&campaign.org_id, &campaign.id, policy)
-        .await?;
+    let policy = store.set_policy(&campaign, policy).await?;
     emit(json, policy_json(&policy), || {
         format!(
             "minimum balance {}, tokens expire: {}",
@@ -50,6 +48,10 @@ pub async fn policy(store: &Store, args: PolicyArgs, json: bool) -> anyhow::Resu
 }
 
 pub async fn show(store: &Store, campaign: &str, json: bool) -> anyhow::Result<()> {
+    let found = store.campaign_by_id(campaign).await?;
+    let policy = store.policy(&found).await?;
+    let version = store.active_rule_set_version(&found).await?;
+    let tiers = store.list_tiers(&found).await?;
     let Campaign {
         id,
         org_id,
@@ -58,10 +60,8 @@ pub async fn show(store: &Store, campaign: &str, json: bool) -> anyhow::Result<(
         logo,
         favicon,
         created_at,
-    } = store.campaign_by_id(campaign).await?;
-    let policy = store.policy(&id).await?;
-    let version = store.active_rule_set_version(&org_id, &id).await?;
-    let tiers = store.list_tiers(&org_id, &id).await?;
+        ..
+    } = found;
     let value = json!({
         "id": id, "org": org_id, "name": name, "currency": currency, "logo": logo, "favicon": favicon,
         "createdAt": created_at, "policy": policy_json(&policy), "rulesVersion": version,
@@ -104,16 +104,14 @@ pub async fn tier(store: &Store, command: TierCommand, json: bool) -> anyhow::Re
                 benefits,
                 image_url,
             };
-            let tier = store
-                .create_tier(&campaign.org_id, &campaign.id, new)
-                .await?;
+            let tier = store.create_tier(&campaign, new).await?;
             emit(json, json!({"id": tier.id, "name": tier.name}), || {
                 tier.id.clone()
             });
         }
         TierCommand::List { campaign } => {
             let campaign = store.campaign_by_id(&campaign).await?;
-            let tiers = store.list_tiers(&campaign.org_id, &campaign.id).await?;
+            let tiers = store.list_tiers(&campaign).await?;
             let value = tiers
                 .iter()
                 .map(|t| json!({"id": t.id, "name": t.name, "precedence": t.precedence, "threshold": t.threshold, "benefits": t.benefits, "imageUrl": t.image_url}))
@@ -133,9 +131,7 @@ pub async fn tier(store: &Store, command: TierCommand, json: bool) -> anyhow::Re
         }
         TierCommand::Remove { campaign, tier } => {
             let campaign = store.campaign_by_id(&campaign).await?;
-            store
-                .remove_tier(&campaign.org_id, &campaign.id, &tier)
-                .await?;
+            store.remove_tier(&campaign, &tier).await?;
             emit(json, json!({"removed": tier}), || {
                 format!("removed tier {tier}")
             });

@@ -14,9 +14,9 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     match command {
         ReviewsCommand::Pending { org, limit } => {
-            store.get_org(&org).await?;
+            let scope = store.get_org(&org).await?.scope();
             let page = Page { page: 1, limit };
-            let pending = store.pending_reviews(&org, rules, page).await?;
+            let pending = store.pending_reviews(&scope, rules, page).await?;
             let listed: Vec<_> = pending.items.iter().map(|r| view(r, rules)).collect();
             let value = json!({"total": pending.total, "reviews": listed});
             emit(json, value, || {
@@ -65,8 +65,8 @@ async fn decide(
     approve: bool,
     json: bool,
 ) -> anyhow::Result<()> {
-    store.get_org(org).await?;
-    store.moderate_review(org, review_id, approve).await?;
+    let scope = store.get_org(org).await?.scope();
+    store.moderate_review(&scope, review_id, approve).await?;
     let decision = if approve { "approved" } else { "removed" };
     emit(json, json!({"id": review_id, "decision": decision}), || {
         format!("review {review_id} {decision}")

@@ -36,6 +36,7 @@ pub async fn campaign(store: &Store, command: CampaignCommand, json: bool) -> an
             logo,
             favicon,
         }) => {
+            let org = store.get_org(&org).await?.scope();
             let campaign = store
                 .create_campaign(
                     &org,
@@ -56,6 +57,7 @@ pub async fn campaign(store: &Store, command: CampaignCommand, json: bool) -> an
         }
         CampaignCommand::Policy(args) => return super::ledger::policy(store, args, json).await,
         CampaignCommand::List { org } => {
+            let org = store.get_org(&org).await?.scope();
             let campaigns = store.list_campaigns(&org).await?;
             emit(json, serde_json::to_value(&campaigns)?, || {
                 campaigns
@@ -98,6 +100,7 @@ pub async fn key(store: &Store, command: KeyCommand, json: bool) -> anyhow::Resu
                 version,
                 read_only,
             };
+            let org = store.get_org(&org).await?.scope();
             let issued = store.issue_key(&org, new).await?;
             let value = json!({
                 "id": issued.key.id,
@@ -113,7 +116,7 @@ pub async fn key(store: &Store, command: KeyCommand, json: bool) -> anyhow::Resu
             });
         }
         KeyCommand::List { org } => {
-            store.get_org(&org).await?;
+            let org = store.get_org(&org).await?.scope();
             let keys = store.list_keys(&org).await?;
             emit(json, keys.iter().map(key_json).collect(), || {
                 keys.iter()

@@ -47,9 +47,9 @@ async fn an_import_is_read_back_whole_and_exported_as_imported(store: Store) {
     assert_eq!(report.variants.created, 3);
     assert_eq!(report.tiers.created, 1);
     assert_eq!(report.version, 1);
-    assert_eq!(store.catalogue_version(&c.id).await.unwrap(), 1);
+    assert_eq!(store.catalogue_version(&c).await.unwrap(), 1);
 
-    let products = store.catalogue_products(&c.id).await.unwrap();
+    let products = store.catalogue_products(&c).await.unwrap();
     assert_eq!(products.len(), 2);
     let dinner = &products[0];
     assert_eq!(dinner.category.as_ref().unwrap().name, "Food & drink");
@@ -75,18 +75,18 @@ async fn an_import_is_read_back_whole_and_exported_as_imported(store: Store) {
         "its only variant is unavailable"
     );
 
-    let tiers = store.list_tiers(&c.org_id, &c.id).await.unwrap();
+    let tiers = store.list_tiers(&c).await.unwrap();
     assert_eq!(tiers.len(), 1, "the document's tier became the campaign's");
 
     // The export imports back to the same catalogue.
-    let exported = store.export_catalogue(&c.org_id, &c.id).await.unwrap();
+    let exported = store.export_catalogue(&c).await.unwrap();
     let again = store
         .import_catalogue(&c, &exported, ImportOptions::default())
         .await
         .unwrap();
     assert_eq!(again.tiers.updated, 1, "matched by the exported id");
     assert_eq!(again.products.created, 0);
-    assert_eq!(store.catalogue_products(&c.id).await.unwrap(), products);
+    assert_eq!(store.catalogue_products(&c).await.unwrap(), products);
 }
 
 async fn importing_twice_changes_nothing_and_replace_removes_the_rest(store: Store) {
@@ -96,7 +96,7 @@ async fn importing_twice_changes_nothing_and_replace_removes_the_rest(store: Sto
         .import_catalogue(&c, &doc, ImportOptions::default())
         .await
         .unwrap();
-    let before = store.catalogue_products(&c.id).await.unwrap();
+    let before = store.catalogue_products(&c).await.unwrap();
     let second = store
         .import_catalogue(&c, &doc, ImportOptions::default())
         .await
@@ -104,8 +104,8 @@ async fn importing_twice_changes_nothing_and_replace_removes_the_rest(store: Sto
     assert_eq!(second.products.created, 0);
     assert_eq!(second.products.updated, 2);
     assert_eq!(second.tiers.created, 0, "the tier is matched, not doubled");
-    assert_eq!(store.catalogue_products(&c.id).await.unwrap(), before);
-    assert_eq!(store.list_tiers(&c.org_id, &c.id).await.unwrap().len(), 1);
+    assert_eq!(store.catalogue_products(&c).await.unwrap(), before);
+    assert_eq!(store.list_tiers(&c).await.unwrap().len(), 1);
 
     // Without `replace`, a smaller file leaves the rest alone.
     let mut smaller = document();
@@ -122,7 +122,7 @@ async fn importing_twice_changes_nothing_and_replace_removes_the_rest(store: Sto
         .unwrap();
     assert_eq!(kept.products.removed, 0);
     assert_eq!(kept.variants.removed, 1);
-    let products = store.catalogue_products(&c.id).await.unwrap();
+    let products = store.catalogue_products(&c).await.unwrap();
     assert_eq!(products.len(), 2);
     assert_eq!(products[0].variants.len(), 1);
 
@@ -143,12 +143,9 @@ async fn importing_twice_changes_nothing_and_replace_removes_the_rest(store: Sto
         replaced.variants.removed, 1,
         "the balloon's variant went with it"
     );
-    let products = store.catalogue_products(&c.id).await.unwrap();
+    let products = store.catalogue_products(&c).await.unwrap();
     assert_eq!(products.len(), 1);
-    let categories = store
-        .categories(&c.id, None, Page::default())
-        .await
-        .unwrap();
+    let categories = store.categories(&c, None, Page::default()).await.unwrap();
     assert_eq!(categories.total, 1);
 }
 
@@ -168,9 +165,9 @@ async fn a_dry_run_counts_and_writes_nothing(store: Store) {
     assert!(report.dry_run);
     assert_eq!(report.products.created, 2);
     assert_eq!(report.version, 0);
-    assert!(store.catalogue_products(&c.id).await.unwrap().is_empty());
-    assert!(store.list_tiers(&c.org_id, &c.id).await.unwrap().is_empty());
-    assert_eq!(store.catalogue_version(&c.id).await.unwrap(), 0);
+    assert!(store.catalogue_products(&c).await.unwrap().is_empty());
+    assert!(store.list_tiers(&c).await.unwrap().is_empty());
+    assert_eq!(store.catalogue_version(&c).await.unwrap(), 0);
 }
 
 async fn unknown_references_are_listed_and_nothing_is_written(store: Store) {
@@ -194,9 +191,9 @@ async fn unknown_references_are_listed_and_nothing_is_written(store: Store) {
             "products[1].variants[0].tier: unknown tier `platinum`: neither an id nor a name of the campaign's tiers or the document's",
         ]
     );
-    assert!(store.catalogue_products(&c.id).await.unwrap().is_empty());
+    assert!(store.catalogue_products(&c).await.unwrap().is_empty());
     assert!(
-        store.list_tiers(&c.org_id, &c.id).await.unwrap().is_empty(),
+        store.list_tiers(&c).await.unwrap().is_empty(),
         "the tier was not kept"
     );
 }
@@ -205,8 +202,7 @@ async fn references_reach_what_the_campaign_already_holds(store: Store) {
     let c = campaign(&store).await;
     store
         .create_tier(
-            &c.org_id,
-            &c.id,
+            &c,
             NewTier {
                 name: "Silver".into(),
                 precedence: 2,
@@ -228,7 +224,7 @@ async fn references_reach_what_the_campaign_already_holds(store: Store) {
         .await
         .unwrap();
     let spa = store
-        .catalogue_products(&c.id)
+        .catalogue_products(&c)
         .await
         .unwrap()
         .into_iter()
@@ -258,7 +254,7 @@ async fn a_tier_that_variants_require_cannot_be_removed(store: Store) {
         .import_catalogue(&c, &read(&document()), ImportOptions::default())
         .await
         .unwrap();
-    let refused = store.remove_tier(&c.org_id, &c.id, "Gold").await;
+    let refused = store.remove_tier(&c, "Gold").await;
     assert!(
         matches!(&refused, Err(StoreError::Invalid { field: "tier", .. })),
         "{refused:?}"
@@ -280,17 +276,11 @@ async fn catalogues_are_kept_per_campaign(store: Store) {
         .await
         .unwrap();
     assert_eq!(
-        store.catalogue_products(&a.id).await.unwrap()[0].name,
+        store.catalogue_products(&a).await.unwrap()[0].name,
         "Dinner for two"
     );
-    assert_eq!(
-        store.catalogue_products(&b.id).await.unwrap()[0].name,
-        "Lunch"
-    );
-    let tags = store
-        .tags(&b.id, Some("veg"), Page::default())
-        .await
-        .unwrap();
+    assert_eq!(store.catalogue_products(&b).await.unwrap()[0].name, "Lunch");
+    let tags = store.tags(&b, Some("veg"), Page::default()).await.unwrap();
     assert_eq!(tags.total, 1);
     assert_eq!(tags.items[0].name, "Vegetarian");
 }

@@ -48,7 +48,7 @@ async fn imported(store: &Store) -> Campaign {
 }
 
 async fn ids(catalogues: &Catalogues, campaign: &Campaign, query: ProductQuery) -> Vec<String> {
-    let index = catalogues.get(&campaign.id).await.unwrap();
+    let index = catalogues.get(campaign).await.unwrap();
     let page = Page {
         page: 1,
         limit: 100,
@@ -99,7 +99,7 @@ async fn every_filter_alone(store: Store) {
         "a tier's name is not its id"
     );
     let gold = store
-        .list_tiers(&c.org_id, &c.id)
+        .list_tiers(&c)
         .await
         .unwrap()
         .into_iter()
@@ -155,7 +155,7 @@ async fn geofences_measure_to_the_nearest_branch(store: Store) {
         "nearest first"
     );
     // The picnic's branch is 40.4 km from the dinner's: just inside, just outside.
-    let index = book.get(&c.id).await.unwrap();
+    let index = book.get(&c).await.unwrap();
     let found = index.search(&near(-33.9249, 18.4241, 50.0), Page::default());
     let distance = found.items[1].distance_km.unwrap();
     assert!((distance - 40.4).abs() < 0.5, "{distance}");
@@ -251,7 +251,7 @@ async fn relevance_typos_plurals_and_prefixes(store: Store) {
 async fn nearest_products_leave_out_themselves_and_the_unavailable(store: Store) {
     let c = imported(&store).await;
     let book = Catalogues::new(store.clone());
-    let index = book.get(&c.id).await.unwrap();
+    let index = book.get(&c).await.unwrap();
     assert!(index.computes_vectors());
     let vector = index.vector_of("picnic").unwrap();
     let near = index.nearest(&vector, 10, Some("picnic")).unwrap();
@@ -274,7 +274,7 @@ async fn another_node_catches_up_with_an_import(store: Store) {
     let c = imported(&store).await;
     let here = Catalogues::new(store.clone());
     let there = Catalogues::new(store.clone());
-    assert_eq!(there.get(&c.id).await.unwrap().len(), 5);
+    assert_eq!(there.get(&c).await.unwrap().len(), 5);
     let doc = json!({"products": [{"id": "kayak", "name": "Kayak tour",
         "variants": [{"id": "kayak-1", "name": "Morning", "price": 700}]}]});
     store
@@ -287,12 +287,12 @@ async fn another_node_catches_up_with_an_import(store: Store) {
         .unwrap();
     here.forget(&c.id);
     assert_eq!(
-        here.get(&c.id).await.unwrap().len(),
+        here.get(&c).await.unwrap().len(),
         6,
         "at once where it was imported"
     );
     let started = std::time::Instant::now();
-    while there.get(&c.id).await.unwrap().len() != 6 {
+    while there.get(&c).await.unwrap().len() != 6 {
         assert!(
             started.elapsed() < std::time::Duration::from_secs(2),
             "within 2 s elsewhere"
@@ -316,7 +316,7 @@ async fn tiny_embeddings_keep_their_direction(store: Store) {
         .await
         .unwrap();
     let book = Catalogues::new(store.clone());
-    let index = book.get(&c.id).await.unwrap();
+    let index = book.get(&c).await.unwrap();
     let vector = index.vector_of("a").unwrap();
     assert_eq!(vector, [1.0, 0.0]);
     // No variants: nothing is available, so nothing is recommended; the lookup still works.
@@ -333,10 +333,7 @@ async fn geofenced_pages_are_what_a_whole_scan_gives(store: Store) {
         .import_catalogue(&campaign, &catalogue, ImportOptions::default())
         .await
         .unwrap();
-    let index = Catalogues::new(store.clone())
-        .get(&campaign.id)
-        .await
-        .unwrap();
+    let index = Catalogues::new(store.clone()).get(&campaign).await.unwrap();
     let everything = Page {
         page: 1,
         limit: 10_000,

@@ -22,7 +22,7 @@ async fn member(store: &Store, c: &Campaign, external_id: &str, first: &str, las
         external_id: external_id.into(),
         ..Default::default()
     };
-    let id = store.create_member(&c.org_id, new).await.unwrap().id;
+    let id = store.create_member(&c.org(), new).await.unwrap().id;
     wallet(store, c, external_id, &format!("w-{external_id}")).await;
     id
 }
@@ -53,12 +53,9 @@ async fn earn(store: &Store, c: &Campaign, reference: &str, amount: &str) {
 }
 
 async fn build(store: &Store, c: &Campaign) -> Snapshot {
-    let built = store
-        .refresh_leaderboard(&c.org_id, &c.id, FIVE_MINUTES)
-        .await
-        .unwrap();
+    let built = store.refresh_leaderboard(c, FIVE_MINUTES).await.unwrap();
     assert!(built.is_some(), "a first build is due at once");
-    store.leaderboard_snapshot(&c.id).await.unwrap().unwrap()
+    store.leaderboard_snapshot(c).await.unwrap().unwrap()
 }
 
 /// Makes every campaign's next build due now, as if its interval had passed.
@@ -76,7 +73,7 @@ async fn board(store: &Store, c: &Campaign, snapshot: &Snapshot) -> Vec<(String,
         limit: 100,
     };
     let paged = store
-        .leaderboard_page(&c.org_id, snapshot, page)
+        .leaderboard_page(&c.org(), snapshot, page)
         .await
         .unwrap();
     paged
@@ -137,7 +134,7 @@ async fn members_rank_by_lifetime_earnings_and_ties_go_to_who_got_there_first(st
     // Pages are ranges of ranks; the last one is short, past it empty.
     let page = |page, limit| Page { page, limit };
     let second = store
-        .leaderboard_page(&c.org_id, &snapshot, page(2, 3))
+        .leaderboard_page(&c.org(), &snapshot, page(2, 3))
         .await
         .unwrap();
     assert_eq!(second.total, 4);
@@ -146,12 +143,12 @@ async fn members_rank_by_lifetime_earnings_and_ties_go_to_who_got_there_first(st
     assert_eq!(second.items[0].member_id, edsger);
     assert_eq!(second.items[0].rank, 4);
     let beyond = store
-        .leaderboard_page(&c.org_id, &snapshot, page(3, 3))
+        .leaderboard_page(&c.org(), &snapshot, page(3, 3))
         .await
         .unwrap();
     assert!(beyond.items.is_empty());
     let count_only = store
-        .leaderboard_page(&c.org_id, &snapshot, page(1, 0))
+        .leaderboard_page(&c.org(), &snapshot, page(1, 0))
         .await
         .unwrap();
     assert_eq!((count_only.total, count_only.items.len()), (4, 0));
@@ -174,7 +171,7 @@ async fn a_member_finds_their_rank_and_neighbours(store: Store) {
     let snapshot = build(&store, &c).await;
 
     let around = store
-        .leaderboard_neighbourhood(&c.org_id, &snapshot, &ids[2], 1)
+        .leaderboard_neighbourhood(&c.org(), &snapshot, &ids[2], 1)
         .await
         .unwrap()
         .unwrap();
@@ -185,7 +182,7 @@ async fn a_member_finds_their_rank_and_neighbours(store: Store) {
     assert_eq!(ranks(&around.below), vec![4]);
 
     let top = store
-        .leaderboard_neighbourhood(&c.org_id, &snapshot, &ids[0], 2)
+        .leaderboard_neighbourhood(&c.org(), &snapshot, &ids[0], 2)
         .await
         .unwrap()
         .unwrap();
@@ -193,7 +190,7 @@ async fn a_member_finds_their_rank_and_neighbours(store: Store) {
     assert!(top.above.is_empty());
     assert_eq!(ranks(&top.below), vec![2, 3]);
     let bottom = store
-        .leaderboard_neighbourhood(&c.org_id, &snapshot, &ids[4], 3)
+        .leaderboard_neighbourhood(&c.org(), &snapshot, &ids[4], 3)
         .await
         .unwrap()
         .unwrap();
@@ -201,7 +198,7 @@ async fn a_member_finds_their_rank_and_neighbours(store: Store) {
     assert!(bottom.below.is_empty());
 
     let unranked = store
-        .leaderboard_neighbourhood(&c.org_id, &snapshot, &loner, 1)
+        .leaderboard_neighbourhood(&c.org(), &snapshot, &loner, 1)
         .await
         .unwrap();
     assert!(
@@ -222,9 +219,9 @@ async fn deleted_and_inactive_members_are_left_out(store: Store) {
     assert_eq!(before.entries, 3);
 
     // Deleted after the snapshot: the name goes at once, the place at the next build.
-    store.delete_member(&c.org_id, &gone).await.unwrap();
+    store.delete_member(&c.org(), &gone).await.unwrap();
     let shown = store
-        .leaderboard_neighbourhood(&c.org_id, &before, &gone, 0)
+        .leaderboard_neighbourhood(&c.org(), &before, &gone, 0)
         .await
         .unwrap()
         .unwrap();
@@ -234,25 +231,22 @@ async fn deleted_and_inactive_members_are_left_out(store: Store) {
         ..Default::default()
     };
     store
-        .update_member(&c.org_id, &resting, patch)
+        .update_member(&c.org(), &resting, patch)
         .await
         .unwrap();
 
-    let due = store
-        .refresh_leaderboard(&c.org_id, &c.id, Duration::ZERO)
-        .await
-        .unwrap();
+    let due = store.refresh_leaderboard(&c, Duration::ZERO).await.unwrap();
     assert!(due.is_none(), "the next build waits for its interval");
     make_due(&store).await;
     let rebuilt = store
-        .refresh_leaderboard(&c.org_id, &c.id, FIVE_MINUTES)
+        .refresh_leaderboard(&c, FIVE_MINUTES)
         .await
         .unwrap()
         .expect("due again");
     assert_eq!((rebuilt.generation, rebuilt.entries), (2, 1));
-    let after = store.leaderboard_snapshot(&c.id).await.unwrap().unwrap();
+    let after = store.leaderboard_snapshot(&c).await.unwrap().unwrap();
     let page = store
-        .leaderboard_page(&c.org_id, &after, Page::default())
+        .leaderboard_page(&c.org(), &after, Page::default())
         .await
         .unwrap();
     let ids: Vec<&str> = page.items.iter().map(|s| s.member_id.as_str()).collect();
@@ -261,13 +255,9 @@ async fn deleted_and_inactive_members_are_left_out(store: Store) {
 
 async fn snapshots_follow_the_ledger_and_keep_one_generation_back(store: Store) {
     let c = store::testing::campaign_fixture(&store).await;
-    assert_eq!(store.leaderboard_snapshot(&c.id).await.unwrap(), None);
+    assert_eq!(store.leaderboard_snapshot(&c).await.unwrap(), None);
     let due = store.due_leaderboards().await.unwrap();
-    assert_eq!(
-        due,
-        vec![(c.id.clone(), c.org_id.clone())],
-        "a new campaign is due"
-    );
+    assert_eq!(due, vec![c.clone()], "a new campaign is due");
     // An empty campaign still gets a snapshot: an empty board is an answer.
     let empty = build(&store, &c).await;
     assert_eq!(empty.entries, 0);
@@ -279,14 +269,11 @@ async fn snapshots_follow_the_ledger_and_keep_one_generation_back(store: Store) 
     make_due(&store).await;
     for generation in 2..=4 {
         // An interval of zero: each build is due as soon as the one before is published.
-        let built = store
-            .refresh_leaderboard(&c.org_id, &c.id, Duration::ZERO)
-            .await
-            .unwrap();
+        let built = store.refresh_leaderboard(&c, Duration::ZERO).await.unwrap();
         assert_eq!(built.expect("due").generation, generation);
         earn(&store, &c, "w-ada", "10").await;
     }
-    let snapshot = store.leaderboard_snapshot(&c.id).await.unwrap().unwrap();
+    let snapshot = store.leaderboard_snapshot(&c).await.unwrap().unwrap();
     assert_eq!(snapshot.generation, 4);
     let top = board(&store, &c, &snapshot).await;
     assert_eq!(top, vec![("Ada".to_string(), Tokens::whole(30))]);
@@ -359,8 +346,8 @@ async fn two_nodes_build_one_snapshot(db: TestStore) {
             make_due(&first).await;
         }
         let (a, b) = tokio::join!(
-            first.refresh_leaderboard(&c.org_id, &c.id, FIVE_MINUTES),
-            second.refresh_leaderboard(&c.org_id, &c.id, FIVE_MINUTES),
+            first.refresh_leaderboard(&c, FIVE_MINUTES),
+            second.refresh_leaderboard(&c, FIVE_MINUTES),
         );
         let built = [a.unwrap(), b.unwrap()];
         assert_eq!(
@@ -369,7 +356,7 @@ async fn two_nodes_build_one_snapshot(db: TestStore) {
             "round {round}: {built:?}"
         );
     }
-    let snapshot = second.leaderboard_snapshot(&c.id).await.unwrap().unwrap();
+    let snapshot = second.leaderboard_snapshot(&c).await.unwrap().unwrap();
     assert_eq!(snapshot.generation, 5);
 }
 

@@ -49,7 +49,7 @@ async fn set_expiry(store: &Store, s: &Setup, expiry: Expiry) {
         ..Default::default()
     };
     let c = &s.campaign;
-    store.set_policy(&c.org_id, &c.id, policy).await.unwrap();
+    store.set_policy(c, policy).await.unwrap();
 }
 
 fn burn(external_id: &str, amount: i64) -> NewBurn {
@@ -95,10 +95,7 @@ async fn earns_are_credited_by_the_active_rules(store: Store) {
     assert_eq!(transaction.rule_version, None);
 
     let rules = "[[rule]]\nid = 'double'\npriority = 1\naward = 'amount * 2'\n";
-    store
-        .set_rule_set(&s.campaign.org_id, &s.campaign.id, rules)
-        .await
-        .unwrap();
+    store.set_rule_set(&s.campaign, rules).await.unwrap();
     let fresh = RuleBook::new(store.clone());
     let second = store
         .submit_earn(&s.campaign, earn("e-2", "10"))
@@ -115,11 +112,7 @@ async fn earns_are_credited_by_the_active_rules(store: Store) {
 
     // A running process picks up a new version within a second, with no restart.
     store
-        .set_rule_set(
-            &s.campaign.org_id,
-            &s.campaign.id,
-            &rules.replace("* 2", "* 3"),
-        )
+        .set_rule_set(&s.campaign, &rules.replace("* 2", "* 3"))
         .await
         .unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
@@ -198,8 +191,7 @@ async fn concurrent_burns_never_overdraw(store: Store) {
     let book = RuleBook::new(store.clone());
     store
         .set_policy(
-            &s.campaign.org_id,
-            &s.campaign.id,
+            &s.campaign,
             Policy {
                 min_balance: Tokens::whole(5),
                 ..Default::default()
@@ -290,7 +282,6 @@ async fn a_repeated_burn_is_a_replay_or_a_conflict(store: Store) {
 async fn tiers_follow_lifetime_earnings(store: Store) {
     let s = setup(&store).await;
     let book = RuleBook::new(store.clone());
-    let (org, campaign) = (&s.campaign.org_id, &s.campaign.id);
     for (name, precedence, threshold) in [("silver", 2, 100), ("gold", 1, 500)] {
         let tier = NewTier {
             name: name.into(),
@@ -298,7 +289,7 @@ async fn tiers_follow_lifetime_earnings(store: Store) {
             threshold: Tokens::whole(threshold),
             ..Default::default()
         };
-        store.create_tier(org, campaign, tier).await.unwrap();
+        store.create_tier(&s.campaign, tier).await.unwrap();
     }
     let tier = |w: Wallet| w.tier.map(|t| t.name);
     store
@@ -326,13 +317,13 @@ async fn tiers_follow_lifetime_earnings(store: Store) {
         "spending keeps the tier"
     );
 
-    store.remove_tier(org, campaign, "gold").await.unwrap();
+    store.remove_tier(&s.campaign, "gold").await.unwrap();
     assert_eq!(
         tier(store.get_wallet(&s.campaign, "w-1").await.unwrap()).as_deref(),
         Some("silver")
     );
     let listed: Vec<_> = store
-        .list_tiers(org, campaign)
+        .list_tiers(&s.campaign)
         .await
         .unwrap()
         .into_iter()
@@ -511,10 +502,7 @@ async fn rules_see_the_wallet_and_member(store: Store) {
     let rules = "[[rule]]\nid = 'base'\npriority = 1\naward = 'amount'\n\
                  [[rule]]\nid = 'context'\npriority = 2\n\
                  when = \"currency == 'PTS' && member.status == 'active' && wallet.balance == 0\"\nmultiply = 3\n";
-    store
-        .set_rule_set(&s.campaign.org_id, &s.campaign.id, rules)
-        .await
-        .unwrap();
+    store.set_rule_set(&s.campaign, rules).await.unwrap();
     let book = RuleBook::new(store.clone());
     let first = store
         .submit_earn(&s.campaign, earn("e-1", "10"))
@@ -567,7 +555,7 @@ async fn writes_of_every_kind_interleave_without_loss(store: Store) {
                 external_id: format!("card-m{i}"),
                 ..Default::default()
             };
-            store.create_member(&campaign.org_id, member).await?;
+            store.create_member(&campaign.org(), member).await?;
             store
                 .submit_earn(&campaign, earn(&format!("e-{}", i + 1), "1"))
                 .await?;
@@ -584,7 +572,7 @@ async fn writes_of_every_kind_interleave_without_loss(store: Store) {
     // 100 + 40 earned, 40 burned.
     assert_eq!(balance(&store, &s).await, Tokens::whole(100));
     let members = store
-        .list_members(&s.campaign.org_id, Page { page: 1, limit: 0 })
+        .list_members(&s.campaign.org(), Page { page: 1, limit: 0 })
         .await
         .unwrap();
     assert_eq!(members.total, 41);
@@ -630,7 +618,7 @@ async fn a_large_chunk_of_new_rows_is_credited_once(store: Store) {
         other => panic!("{other:?}"),
     };
     let first = store
-        .credit_file_earns(&book, &s.campaign.org_id, "batch-1", &rows("n"))
+        .credit_file_earns(&book, &s.campaign.org(), "batch-1", &rows("n"))
         .await
         .unwrap();
     let last = store
@@ -651,7 +639,7 @@ async fn a_large_chunk_of_new_rows_is_credited_once(store: Store) {
     again.row = 1_202;
     twice.push(again);
     let second = store
-        .credit_file_earns(&book, &s.campaign.org_id, "batch-2", &twice)
+        .credit_file_earns(&book, &s.campaign.org(), "batch-2", &twice)
         .await
         .unwrap();
     assert!(second[..1_200].iter().all(|o| !credited(o).is_empty()));
@@ -701,7 +689,7 @@ async fn file_rows(store: Store, padding: usize) {
         rows.push(padded);
     }
     let outcomes = store
-        .credit_file_earns(&book, &s.campaign.org_id, "batch-1", &rows)
+        .credit_file_earns(&book, &s.campaign.org(), "batch-1", &rows)
         .await
         .unwrap();
     assert!(
@@ -746,7 +734,7 @@ async fn file_rows(store: Store, padding: usize) {
     // The same batch taken up again after a crash recognises what it credited; another file
     // with the same ids credits nothing.
     let again = store
-        .credit_file_earns(&book, &s.campaign.org_id, "batch-1", &rows)
+        .credit_file_earns(&book, &s.campaign.org(), "batch-1", &rows)
         .await
         .unwrap();
     let kinds: Vec<&str> = again
@@ -764,7 +752,7 @@ async fn file_rows(store: Store, padding: usize) {
     );
     assert!(kinds[5..].iter().all(|k| *k == "before"));
     let other = store
-        .credit_file_earns(&book, &s.campaign.org_id, "batch-2", &rows)
+        .credit_file_earns(&book, &s.campaign.org(), "batch-2", &rows)
         .await
         .unwrap();
     assert!(
@@ -785,7 +773,7 @@ async fn file_rows(store: Store, padding: usize) {
 async fn file_chunks_commit_with_the_writes_beside_them(store: Store) {
     let s = setup(&store).await;
     let book = RuleBook::new(store.clone());
-    let org = &s.campaign.org_id;
+    let org = &s.campaign.org();
     let row = |row: u64, id: &str| store::FileEarn {
         row,
         earn: earn(id, "2"),
@@ -845,7 +833,7 @@ async fn file_chunks_commit_with_the_writes_beside_them(store: Store) {
 async fn file_rows_stop_at_the_ledger_ceiling(store: Store) {
     let s = setup(&store).await;
     let book = RuleBook::new(store.clone());
-    let org = &s.campaign.org_id;
+    let org = &s.campaign.org();
     let row = |row: u64, id: &str, amount: &str| store::FileEarn {
         row,
         earn: earn(id, amount),
@@ -891,7 +879,7 @@ async fn a_files_total_stops_at_the_ledger_ceiling(store: Store) {
         },
     });
     let outcomes = store
-        .credit_file_earns(&book, &s.campaign.org_id, "batch-1", &rows)
+        .credit_file_earns(&book, &s.campaign.org(), "batch-1", &rows)
         .await
         .unwrap();
     assert!(matches!(outcomes[0], store::FileOutcome::Credited { .. }));
@@ -924,7 +912,7 @@ async fn backdated_file_rows_are_spent_and_expire_in_date_order(store: Store) {
     let mut rows = vec![row(2, earn_on("late", "4", 20))];
     rows.extend((0..1_200).map(|i| row(3 + i, earn(&format!("p-{i}"), "1"))));
     store
-        .credit_file_earns(&book, &s.campaign.org_id, "batch-1", &rows)
+        .credit_file_earns(&book, &s.campaign.org(), "batch-1", &rows)
         .await
         .unwrap();
     assert_eq!(balance(&store, &s).await, Tokens::whole(1_208));

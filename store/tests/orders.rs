@@ -283,7 +283,7 @@ async fn problems_with_lines_are_named(store: Store) {
 async fn concurrent_orders_never_oversell(store: Store) {
     let c = setup(&store).await;
     earn(&store, &c, "e-1", "150").await;
-    let version = store.catalogue_version(&c.id).await.unwrap();
+    let version = store.catalogue_version(&c).await.unwrap();
     let mut tasks = Vec::new();
     for _ in 0..50 {
         let (store, c) = (store.clone(), c.clone());
@@ -317,10 +317,10 @@ async fn concurrent_orders_never_oversell(store: Store) {
         "the order that took the last unit says so"
     );
     assert!(
-        store.catalogue_version(&c.id).await.unwrap() > version,
+        store.catalogue_version(&c).await.unwrap() > version,
         "search indexes go stale"
     );
-    let products = store.catalogue_products(&c.id).await.unwrap();
+    let products = store.catalogue_products(&c).await.unwrap();
     let gold = products[0]
         .variants
         .iter()
@@ -368,7 +368,7 @@ async fn paying_with_points_burns_in_the_same_transaction(store: Store) {
             .total,
         1
     );
-    let mug = store.catalogue_products(&c.id).await.unwrap();
+    let mug = store.catalogue_products(&c).await.unwrap();
     let mug = mug.iter().find(|p| p.id == "mug").unwrap();
     assert_eq!(mug.variants[0].stock, Some(1), "3 less the 2 sold");
     let burns = TransactionFilter {
@@ -389,7 +389,7 @@ async fn paying_with_points_burns_in_the_same_transaction(store: Store) {
     // Another member's wallet cannot pay.
     store
         .create_member(
-            &c.org_id,
+            &c.org(),
             store::NewMember {
                 first_name: "Bo".into(),
                 idp: "reference".into(),
@@ -476,7 +476,7 @@ async fn codes_are_sealed_and_redeemed_once(store: Store) {
     // Two partners at once: exactly one redeems it; typed loosely, it is the same code.
     let loose = codes[0].to_lowercase().replace('-', " ");
     let redeem = |code: String, partner: &'static str| {
-        let (store, org) = (store.clone(), c.org_id.clone());
+        let (store, org) = (store.clone(), c.org());
         tokio::spawn(async move { store.redeem_code(&org, &code, &key(), partner).await })
     };
     let (a, b) = (redeem(codes[0].clone(), "key-a"), redeem(loose, "key-b"));
@@ -497,12 +497,12 @@ async fn codes_are_sealed_and_redeemed_once(store: Store) {
     assert_eq!(redeemed.line_id, line_id);
     assert_eq!(redeemed.product.name, "Dinner for two");
     let unknown = store
-        .redeem_code(&c.org_id, "0000-0000-00000", &key(), "k")
+        .redeem_code(&c.org(), "0000-0000-00000", &key(), "k")
         .await;
     assert!(matches!(unknown, Err(StoreError::NotFound { .. })));
     let other_org = store.create_org("Other").await.unwrap();
     let elsewhere = store
-        .redeem_code(&other_org.id, &codes[1], &key(), "k")
+        .redeem_code(&other_org.scope(), &codes[1], &key(), "k")
         .await;
     assert!(
         matches!(elsewhere, Err(StoreError::NotFound { .. })),
@@ -746,7 +746,7 @@ async fn other_organisations_see_nothing(store: Store) {
     let other_org = store.create_org("Other").await.unwrap();
     let other = store
         .create_campaign(
-            &other_org.id,
+            &other_org.scope(),
             store::NewCampaign {
                 name: "X".into(),
                 currency: "EUR".into(),
@@ -778,7 +778,7 @@ async fn other_organisations_see_nothing(store: Store) {
     // The same organisation's other campaign sees it only across campaigns.
     let sibling = store
         .create_campaign(
-            &c.org_id,
+            &c.org(),
             store::NewCampaign {
                 name: "Y".into(),
                 currency: "PTS".into(),

@@ -19,7 +19,7 @@ async fn setup(store: &Store) -> Campaign {
             external_id: name.into(),
             ..Default::default()
         };
-        store.create_member(&c.org_id, new).await.unwrap();
+        store.create_member(&c.org(), new).await.unwrap();
     }
     let doc = json!({"products": [
         {"id": "spa", "name": "Spa", "variants": [{"id": "spa-day", "name": "Day", "price": 10}]},
@@ -45,13 +45,7 @@ fn review(member: &str, voucher: &str, rating: u8, text: &str) -> NewReview {
 
 async fn list(store: &Store, c: &Campaign, filter: ReviewFilter) -> (Vec<String>, Option<f64>) {
     let found = store
-        .list_reviews(
-            &c.org_id,
-            &c.id,
-            &filter,
-            &Moderation::default(),
-            Page::default(),
-        )
+        .list_reviews(c, &filter, &Moderation::default(), Page::default())
         .await
         .unwrap();
     assert_eq!(found.page.total as usize, found.page.items.len());
@@ -82,7 +76,7 @@ async fn reviews_are_checked_scored_and_one_per_member_and_voucher(store: Store)
     assert_eq!(made.profanity_score, 0.0);
     assert_eq!(made.reports, 0);
     assert_eq!(made.status(&Moderation::default()), ReviewStatus::Visible);
-    let member = store.review_by_id(&c.org_id, Some(&c.id), &made.id).await;
+    let member = store.review_by_id(&c.org(), Some(&c), &made.id).await;
     assert_eq!(member.unwrap(), made);
 
     // A variant is a voucher too; the member by id works like the external id.
@@ -184,8 +178,7 @@ async fn lists_filter_average_and_run_newest_first(store: Store) {
 
     let paged = store
         .list_reviews(
-            &c.org_id,
-            &c.id,
+            &c,
             &ReviewFilter::default(),
             &Moderation::default(),
             Page { page: 2, limit: 2 },
@@ -250,7 +243,7 @@ async fn reports_count_distinct_members_and_hide_until_an_operator_decides(store
     assert_eq!(hidden.status(&Moderation::default()), ReviewStatus::Pending);
     assert_eq!(list(&store, &c, voucher("spa")).await, (Vec::new(), None));
     let pending = store
-        .pending_reviews(&c.org_id, &Moderation::default(), Page::default())
+        .pending_reviews(&c.org(), &Moderation::default(), Page::default())
         .await
         .unwrap();
     assert_eq!(pending.items.len(), 1);
@@ -258,17 +251,17 @@ async fn reports_count_distinct_members_and_hide_until_an_operator_decides(store
 
     // Approved: shown, whatever is reported later.
     store
-        .moderate_review(&c.org_id, &made.id, true)
+        .moderate_review(&c.org(), &made.id, true)
         .await
         .unwrap();
-    let approved = store.review_by_id(&c.org_id, None, &made.id).await.unwrap();
+    let approved = store.review_by_id(&c.org(), None, &made.id).await.unwrap();
     assert_eq!(
         approved.status(&Moderation::default()),
         ReviewStatus::Approved
     );
     assert_eq!(list(&store, &c, voucher("spa")).await.0, vec!["Nice"]);
     let pending = store
-        .pending_reviews(&c.org_id, &Moderation::default(), Page::default())
+        .pending_reviews(&c.org(), &Moderation::default(), Page::default())
         .await
         .unwrap();
     assert!(pending.items.is_empty());
@@ -279,14 +272,14 @@ async fn reports_count_distinct_members_and_hide_until_an_operator_decides(store
         .await
         .unwrap();
     store
-        .moderate_review(&c.org_id, &rude.id, false)
+        .moderate_review(&c.org(), &rude.id, false)
         .await
         .unwrap();
-    let gone = store.review_by_id(&c.org_id, Some(&c.id), &rude.id).await;
+    let gone = store.review_by_id(&c.org(), Some(&c), &rude.id).await;
     assert!(matches!(gone, Err(StoreError::NotFound { .. })));
     let reported = store.report_review(&c, &rude.id, "ada").await;
     assert!(matches!(reported, Err(StoreError::NotFound { .. })));
-    let again = store.moderate_review(&c.org_id, &rude.id, true).await;
+    let again = store.moderate_review(&c.org(), &rude.id, true).await;
     assert!(matches!(again, Err(StoreError::NotFound { .. })));
     let repost = store
         .create_review(&c, review("alan", "mug", 2, "ok"))
@@ -313,7 +306,7 @@ async fn concurrent_reports_each_count(store: Store) {
     for report in reports {
         report.await.unwrap().unwrap();
     }
-    let after = store.review_by_id(&c.org_id, None, &made.id).await.unwrap();
+    let after = store.review_by_id(&c.org(), None, &made.id).await.unwrap();
     assert_eq!(after.reports, 3);
 }
 
@@ -329,7 +322,7 @@ async fn thresholds_apply_when_reviews_are_read(store: Store) {
         report_threshold: 3,
     };
     let found = store
-        .list_reviews(&c.org_id, &c.id, &voucher("spa"), &strict, Page::default())
+        .list_reviews(&c, &voucher("spa"), &strict, Page::default())
         .await
         .unwrap();
     assert!(
@@ -345,11 +338,11 @@ async fn another_organisation_sees_none_of_it(store: Store) {
         .await
         .unwrap();
     let other = store::testing::campaign_fixture(&store).await;
-    let read = store.review_by_id(&other.org_id, None, &made.id).await;
+    let read = store.review_by_id(&other.org(), None, &made.id).await;
     assert!(matches!(read, Err(StoreError::NotFound { .. })));
     let reported = store.report_review(&other, &made.id, "ada").await;
     assert!(matches!(reported, Err(StoreError::NotFound { .. })));
-    let moderated = store.moderate_review(&other.org_id, &made.id, false).await;
+    let moderated = store.moderate_review(&other.org(), &made.id, false).await;
     assert!(matches!(moderated, Err(StoreError::NotFound { .. })));
     let listed = list(&store, &other, ReviewFilter::default()).await;
     assert!(listed.0.is_empty());

@@ -3,15 +3,15 @@
 use serde_json::json;
 use store::{
     ApiVersion, ChannelsPatch, MemberPatch, MemberStatus, NewCampaign, NewKey, NewMember,
-    NewWallet, Page, Permission, PreferencesPatch, Store, StoreError, Tokens, WalletFilter,
-    backend_tests,
+    NewWallet, OrgScope, Page, Permission, PreferencesPatch, Store, StoreError, Tokens,
+    WalletFilter, backend_tests,
 };
 
-async fn org_with_campaign(store: &Store, name: &str) -> (String, String) {
+async fn org_with_campaign(store: &Store, name: &str) -> (OrgScope, String) {
     let org = store.create_org(name).await.unwrap();
     let campaign = store
         .create_campaign(
-            &org.id,
+            &org.scope(),
             NewCampaign {
                 name: "Main".into(),
                 currency: "pts".into(),
@@ -20,7 +20,7 @@ async fn org_with_campaign(store: &Store, name: &str) -> (String, String) {
         )
         .await
         .unwrap();
-    (org.id, campaign.id)
+    (org.scope(), campaign.id)
 }
 
 fn new_member(external_id: &str, user_id: &str) -> NewMember {
@@ -57,17 +57,9 @@ async fn campaigns_belong_to_their_organisation(store: Store) {
             ..
         })
     ));
+    // A campaign is made for an organisation the store knows: its scope comes from a lookup.
     assert!(matches!(
-        store
-            .create_campaign(
-                "no-such-org",
-                NewCampaign {
-                    name: "X".into(),
-                    currency: "EUR".into(),
-                    ..Default::default()
-                }
-            )
-            .await,
+        store.get_org("no-such-org").await,
         Err(StoreError::NotFound { .. })
     ));
 }
@@ -92,7 +84,8 @@ async fn keys_authenticate_until_revoked(store: Store) {
         .await
         .unwrap()
         .expect("valid key");
-    assert_eq!(caller.key.org_id, org);
+    assert_eq!(caller.key.org_id, org.id());
+    assert_eq!(caller.org, org);
     assert_eq!(caller.campaign.id, campaign);
     assert_eq!(caller.campaign.currency, "PTS");
     assert!(caller.key.allows(Permission::VectorSearch));
@@ -126,9 +119,10 @@ async fn keys_authenticate_until_revoked(store: Store) {
         "revoking twice keeps the first time"
     );
 
+    let (other, _) = org_with_campaign(&store, "Other").await;
     let foreign = store
         .issue_key(
-            "no-such-org",
+            &other,
             NewKey {
                 campaign_id: campaign,
                 ..Default::default()
@@ -390,28 +384,19 @@ const RULES: &str = "[[rule]]\nid = 'base'\npriority = 1\naward = 'amount'\n";
 
 async fn rule_sets_are_versioned_and_the_newest_is_active(store: Store) {
     let (org, campaign) = org_with_campaign(&store, "Acme").await;
+    let c = store.get_campaign(&org, &campaign).await.unwrap();
     assert!(matches!(
-        store.rule_set(&org, &campaign, None).await,
+        store.rule_set(&c, None).await,
         Err(StoreError::NotFound { .. })
     ));
-    let first = store.set_rule_set(&org, &campaign, RULES).await.unwrap();
+    let first = store.set_rule_set(&c, RULES).await.unwrap();
     let doubled = RULES.replace("'amount'", "'amount * 2'");
-    let second = store.set_rule_set(&org, &campaign, &doubled).await.unwrap();
+    let second = store.set_rule_set(&c, &doubled).await.unwrap();
     assert_eq!((first.version, second.version), (1, 2));
-    assert_eq!(
-        store.rule_set(&org, &campaign, None).await.unwrap().source,
-        doubled
-    );
-    assert_eq!(
-        store
-            .rule_set(&org, &campaign, Some(1))
-            .await
-            .unwrap()
-            .source,
-        RULES
-    );
+    assert_eq!(store.rule_set(&c, None).await.unwrap().source, doubled);
+    assert_eq!(store.rule_set(&c, Some(1)).await.unwrap().source, RULES);
     let versions: Vec<_> = store
-        .rule_set_versions(&org, &campaign)
+        .rule_set_versions(&c)
         .await
         .unwrap()
         .iter()
@@ -420,42 +405,32 @@ async fn rule_sets_are_versioned_and_the_newest_is_active(store: Store) {
     assert_eq!(versions, [2, 1]);
 
     let broken = store
-        .set_rule_set(
-            &org,
-            &campaign,
-            "[[rule]]\nid = 'x'\npriority = 1\naward = 'amount *'\n",
-        )
+        .set_rule_set(&c, "[[rule]]\nid = 'x'\npriority = 1\naward = 'amount *'\n")
         .await;
     assert!(matches!(broken, Err(StoreError::InvalidRules(_))));
     assert_eq!(
-        store.rule_set(&org, &campaign, None).await.unwrap().version,
+        store.rule_set(&c, None).await.unwrap().version,
         2,
         "nothing stored"
     );
 
     let (other, _) = org_with_campaign(&store, "Other").await;
+    // Another organisation cannot reach the campaign, so neither its rule sets.
     assert!(matches!(
-        store.set_rule_set(&other, &campaign, RULES).await,
+        store.get_campaign(&other, &campaign).await,
         Err(StoreError::NotFound { .. })
     ));
-    assert!(matches!(
-        store.rule_set(&other, &campaign, None).await,
-        Err(StoreError::NotFound { .. })
-    ));
-    assert_eq!(store.campaign_by_id(&campaign).await.unwrap().org_id, org);
+    assert_eq!(store.campaign_by_id(&campaign).await.unwrap().org(), org);
 }
 
 async fn concurrent_rule_sets_get_distinct_versions(store: Store) {
     let (org, campaign) = org_with_campaign(&store, "Acme").await;
+    let c = store.get_campaign(&org, &campaign).await.unwrap();
     let mut tasks = Vec::new();
     for _ in 0..10 {
-        let (store, org, campaign) = (store.clone(), org.clone(), campaign.clone());
+        let (store, c) = (store.clone(), c.clone());
         tasks.push(tokio::spawn(async move {
-            store
-                .set_rule_set(&org, &campaign, RULES)
-                .await
-                .unwrap()
-                .version
+            store.set_rule_set(&c, RULES).await.unwrap().version
         }));
     }
     let mut versions = Vec::new();

@@ -96,11 +96,7 @@ async fn list_categories(
 ) -> Result<Json<PagedList<CategoryView>>, ApiError> {
     let categories = state
         .store
-        .categories(
-            &caller.context.campaign.id,
-            query.category_id.as_deref(),
-            page,
-        )
+        .categories(&caller.context.campaign, query.category_id.as_deref(), page)
         .await?;
     Ok(Json(PagedList::from_page(categories, CategoryView::from)))
 }
@@ -125,7 +121,7 @@ async fn list_tags(
 ) -> Result<Json<PagedList<TagView>>, ApiError> {
     let tags = state
         .store
-        .tags(&caller.context.campaign.id, query.tag_id.as_deref(), page)
+        .tags(&caller.context.campaign, query.tag_id.as_deref(), page)
         .await?;
     Ok(Json(PagedList::from_page(tags, TagView::from)))
 }

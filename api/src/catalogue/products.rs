@@ -238,7 +238,7 @@ async fn search_products(
 ) -> Result<RenderedJson, ApiError> {
     let query = query.read(caller.version)?;
     let campaign = &caller.context.campaign;
-    let index = state.catalogues.get(&campaign.id).await?;
+    let index = state.catalogues.get(campaign).await?;
     let found = index.search(&query, page);
     let rendered = state.rendered.of(&campaign.id, &index, &campaign.currency);
     Ok(rendered.page(found, |r, out, f| {
@@ -255,7 +255,7 @@ async fn find_product(
     Path(id): Path<String>,
 ) -> Result<Json<ProductView>, ApiError> {
     let campaign = &caller.context.campaign;
-    let index = state.catalogues.get(&campaign.id).await?;
+    let index = state.catalogues.get(campaign).await?;
     let product = index.product(&id).ok_or(ApiError::NotFound("product"))?;
     Ok(Json(ProductView::plain(product, &campaign.currency, None)))
 }

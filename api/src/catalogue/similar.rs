@@ -184,7 +184,7 @@ async fn vector_search(
     caller.require(Permission::VectorSearch)?;
     let input: VectorSearchInput = parse(&body)?;
     let campaign = &caller.context.campaign;
-    let index = state.catalogues.get(&campaign.id).await?;
+    let index = state.catalogues.get(campaign).await?;
     let mut checks = Checks::default();
     let limit = match input.limit {
         Some(n) if n.fract() == 0.0 && (1.0..=f64::from(MAX_LIMIT)).contains(&n) => n as usize,
@@ -292,7 +292,7 @@ async fn recommendations(
         Err(message) => return Err(ApiError::invalid("limit", "invalid_value", message)),
     };
     let campaign = &caller.context.campaign;
-    let index = state.catalogues.get(&campaign.id).await?;
+    let index = state.catalogues.get(campaign).await?;
     let vector = index.vector_of(&id).ok_or(ApiError::NotFound("product"))?;
     let found = index
         .nearest(&vector, limit, Some(&id))
@@ -350,7 +350,7 @@ async fn suggestions(
         ));
     }
     let campaign = &caller.context.campaign;
-    let index = state.catalogues.get(&campaign.id).await?;
+    let index = state.catalogues.get(campaign).await?;
     let search = store::ProductQuery {
         search: Some(q.clone()),
         ..Default::default()
@@ -370,8 +370,8 @@ async fn suggestions(
         page: 1,
         limit: u32::MAX,
     };
-    let tags = state.store.tags(&campaign.id, None, all).await?.items;
-    let categories = state.store.categories(&campaign.id, None, all).await?.items;
+    let tags = state.store.tags(campaign, None, all).await?.items;
+    let categories = state.store.categories(campaign, None, all).await?.items;
     let mut headers = HeaderMap::new();
     headers.insert("deprecation", HeaderValue::from_static("true"));
     let successor = format!(

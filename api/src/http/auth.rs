@@ -28,8 +28,9 @@ pub struct Caller {
 }
 
 impl Caller {
-    pub fn org_id(&self) -> &str {
-        &self.context.key.org_id
+    /// The organisation the caller's key acts for.
+    pub fn org(&self) -> &store::OrgScope {
+        &self.context.org
     }
 
     /// Succeeds when the key holds `permission` (the operator grants it at issue); else 403.

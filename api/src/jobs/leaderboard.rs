@@ -27,12 +27,8 @@ pub async fn refresh_leaderboards(state: AppState, mut stop: watch::Receiver<boo
                 continue;
             }
         };
-        for (campaign, org) in due {
-            match state
-                .store
-                .refresh_leaderboard(&org, &campaign, interval)
-                .await
-            {
+        for campaign in due {
+            match state.store.refresh_leaderboard(&campaign, interval).await {
                 Ok(Some(built)) => {
                     metrics::counter!("leaderboard_builds_total").increment(1);
                     metrics::histogram!("leaderboard_build_seconds")
@@ -47,7 +43,7 @@ pub async fn refresh_leaderboards(state: AppState, mut stop: watch::Receiver<boo
                 }
                 Ok(None) => {}
                 Err(err) => {
-                    tracing::warn!(%err, %campaign, "building the leaderboard snapshot failed")
+                    tracing::warn!(%err, campaign = %campaign.id, "building the leaderboard snapshot failed")
                 }
             }
         }

@@ -106,7 +106,7 @@ async fn list_members(
     caller: Caller,
     Paging(page): Paging,
 ) -> Result<Json<PagedList<MemberView>>, ApiError> {
-    let members = state.store.list_members(caller.org_id(), page).await?;
+    let members = state.store.list_members(caller.org(), page).await?;
     Ok(Json(PagedList::from_page(members, |m| {
         MemberView::new(m, caller.version)
     })))
@@ -122,7 +122,7 @@ async fn create_member(
     JsonBody(input): JsonBody<MemberInput>,
 ) -> Result<Json<MemberView>, ApiError> {
     let new = new_member(input, caller.version, &REFERENCE)?;
-    let member = state.store.create_member(caller.org_id(), new).await?;
+    let member = state.store.create_member(caller.org(), new).await?;
     Ok(Json(MemberView::new(member, caller.version)))
 }
 
@@ -136,7 +136,7 @@ async fn find_member_by_idp(
 ) -> Result<Json<MemberView>, ApiError> {
     let member = state
         .store
-        .find_member_by_idp(caller.org_id(), &idp, &user_id)
+        .find_member_by_idp(caller.org(), &idp, &user_id)
         .await?;
     Ok(Json(MemberView::new(member, caller.version)))
 }
@@ -149,7 +149,7 @@ async fn get_member(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<MemberView>, ApiError> {
-    let member = state.store.get_member(caller.org_id(), &id).await?;
+    let member = state.store.get_member(caller.org(), &id).await?;
     Ok(Json(MemberView::new(member, caller.version)))
 }
 
@@ -164,10 +164,7 @@ async fn update_member(
     JsonBody(input): JsonBody<MemberUpdate>,
 ) -> Result<Json<MemberView>, ApiError> {
     let patch = member_patch(input, caller.version)?;
-    let member = state
-        .store
-        .update_member(caller.org_id(), &id, patch)
-        .await?;
+    let member = state.store.update_member(caller.org(), &id, patch).await?;
     Ok(Json(MemberView::new(member, caller.version)))
 }
 
@@ -181,7 +178,7 @@ async fn delete_member(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<MemberView>, ApiError> {
-    let member = state.store.delete_member(caller.org_id(), &id).await?;
+    let member = state.store.delete_member(caller.org(), &id).await?;
     Ok(Json(MemberView::new(member, caller.version)))
 }
 
@@ -196,7 +193,7 @@ async fn create_guide_member(
 ) -> Result<Json<MemberView>, ApiError> {
     let input = MemberInput::from(input);
     let new = new_member(input, caller.version, &GUIDE)?;
-    let member = state.store.create_member(caller.org_id(), new).await?;
+    let member = state.store.create_member(caller.org(), new).await?;
     Ok(Json(MemberView::new(member, caller.version)))
 }
 

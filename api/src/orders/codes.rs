@@ -49,7 +49,7 @@ async fn redeem_code(
     let key = &caller.context.key;
     let redeemed = state
         .store
-        .redeem_code(&key.org_id, &code, &state.codes, &key.id)
+        .redeem_code(caller.org(), &code, &state.codes, &key.id)
         .await?;
     Ok(Json(redeemed.into()))
 }

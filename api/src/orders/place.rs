@@ -79,7 +79,7 @@ async fn random_order(
     let mut attempt = 0;
     let placed = loop {
         attempt += 1;
-        let index = state.catalogues.get(&campaign.id).await?;
+        let index = state.catalogues.get(campaign).await?;
         let Some((product, variant)) = index.draw(store::random_roll()) else {
             return Err(ApiError::Refused {
                 code: "no_available_product",

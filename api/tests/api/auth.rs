@@ -129,7 +129,7 @@ async fn the_key_summary_never_shows_the_key(app: TestApp) {
     assert_eq!(reply.status, StatusCode::OK);
     let summary = &reply.body;
     assert_eq!(summary["id"], vector.id);
-    assert_eq!(summary["org"], app.org);
+    assert_eq!(summary["org"], app.org.id());
     assert_eq!(summary["campaignId"], app.campaign);
     assert_eq!(summary["currency"], "PTS");
     assert_eq!(summary["logo"], "https://acme.example/logo.png");

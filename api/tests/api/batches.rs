@@ -7,10 +7,9 @@ use store::NewBatch;
 use crate::app_tests;
 use crate::helpers::TestApp;
 
-fn received(app: &TestApp, id: &str, content: &str) -> NewBatch {
+fn received(id: &str, content: &str) -> NewBatch {
     NewBatch {
         id: id.into(),
-        org_id: app.org.clone(),
         file_name: format!("{id}.csv"),
         size: 1234,
         sha256: content.into(),
@@ -22,15 +21,15 @@ fn received(app: &TestApp, id: &str, content: &str) -> NewBatch {
 async fn batches_are_listed_newest_first_with_duplicates(app: TestApp) {
     assert_eq!(app.get("/v1/batches").await.body["total"], 0);
     app.store
-        .record_batch(received(&app, "b1", "aa"))
+        .record_batch(&app.org, received("b1", "aa"))
         .await
         .unwrap();
     app.store
-        .record_batch(received(&app, "b2", "bb"))
+        .record_batch(&app.org, received("b2", "bb"))
         .await
         .unwrap();
     app.store
-        .record_batch(received(&app, "b3", "aa"))
+        .record_batch(&app.org, received("b3", "aa"))
         .await
         .unwrap();
 
@@ -58,7 +57,7 @@ async fn batches_are_listed_newest_first_with_duplicates(app: TestApp) {
 
 async fn another_organisations_batches_are_not_found(app: TestApp) {
     app.store
-        .record_batch(received(&app, "b1", "aa"))
+        .record_batch(&app.org, received("b1", "aa"))
         .await
         .unwrap();
     let other = app.other_tenant().await;

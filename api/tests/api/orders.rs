@@ -494,7 +494,7 @@ async fn other_organisations_see_none_of_it(app: TestApp) {
         .unwrap();
     let partner = app
         .issue_key(
-            &theirs.key.org_id,
+            &theirs.key.org(),
             &theirs.campaign.id,
             store::NewKey {
                 permissions: vec![store::Permission::RedeemCodes],

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use columnar::{ParquetSink, Values};
-use store::{ExportChunk, ExportFilter, ExportFormat, Store, Texts};
+use store::{ExportChunk, ExportFilter, ExportFormat, OrgScope, Store, Texts};
 use tokio::sync::mpsc;
 
 /// Rows per chunk, and per Parquet row group.
@@ -51,7 +51,7 @@ pub fn format_of(path: &Path) -> Option<ExportFormat> {
 /// error nothing is left at `path` (an earlier file there stays as it was).
 pub async fn export(
     store: &Store,
-    org_id: &str,
+    org: &OrgScope,
     filter: &ExportFilter,
     path: &Path,
     format: ExportFormat,
@@ -63,7 +63,7 @@ pub async fn export(
         let temporary = temporary.clone();
         tokio::task::spawn_blocking(move || write_chunks(&temporary, format, chunks, progress))
     };
-    let read = store.export_transactions(org_id, filter, CHUNK, send).await;
+    let read = store.export_transactions(org, filter, CHUNK, send).await;
     let written = writing
         .await
         .map_err(|e| format!("the export's writer failed: {e}"))

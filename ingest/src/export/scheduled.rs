@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chrono::NaiveTime;
-use store::{ClaimedDay, ExportFilter, ExportTime, Store};
+use store::{ClaimedDay, ExportFilter, ExportTime, OrgScope, Store};
 
 use crate::sftp::tree::{Folder, Tree};
 
@@ -35,7 +35,7 @@ pub async fn run(
         match store.export_schedules().await {
             Ok(schedules) => {
                 for schedule in schedules {
-                    export_due_days(&store, &data_dir, &schedule.org_id).await;
+                    export_due_days(&store, &data_dir, &schedule.org()).await;
                 }
             }
             Err(err) => tracing::warn!(%err, "could not read the export schedules"),
@@ -48,10 +48,11 @@ pub async fn run(
 }
 
 /// Writes the organisation's due days, oldest first; how many files were written.
-pub async fn export_due_days(store: &Store, data_dir: &Path, org_id: &str) -> u32 {
+pub async fn export_due_days(store: &Store, data_dir: &Path, org: &OrgScope) -> u32 {
+    let org_id = org.id();
     let mut written = 0;
     loop {
-        let claimed = match store.claim_export_day(org_id).await {
+        let claimed = match store.claim_export_day(org).await {
             Ok(Some(claimed)) => claimed,
             Ok(None) => return written,
             Err(err) => {
@@ -59,7 +60,7 @@ pub async fn export_due_days(store: &Store, data_dir: &Path, org_id: &str) -> u3
                 return written;
             }
         };
-        match export_day(store, data_dir, &claimed).await {
+        match export_day(store, data_dir, org, &claimed).await {
             Ok(rows) => {
                 written += 1;
                 tracing::info!(org = org_id, day = %claimed.day, rows, "daily export written");
@@ -76,7 +77,12 @@ pub async fn export_due_days(store: &Store, data_dir: &Path, org_id: &str) -> u3
 }
 
 /// Writes the claimed day's file and records it; the rows written.
-async fn export_day(store: &Store, data_dir: &Path, claimed: &ClaimedDay) -> Result<u64, String> {
+async fn export_day(
+    store: &Store,
+    data_dir: &Path,
+    org: &OrgScope,
+    claimed: &ClaimedDay,
+) -> Result<u64, String> {
     let tree = Tree::open(data_dir, &claimed.org_id)
         .map_err(|e| format!("the organisation's SFTP tree: {e}"))?;
     let name = file_name(claimed);
@@ -88,15 +94,7 @@ async fn export_day(store: &Store, data_dir: &Path, claimed: &ClaimedDay) -> Res
         ..ExportFilter::all()
     };
     let path = tree.file(Folder::Exports, &name);
-    let rows = super::export(
-        store,
-        &claimed.org_id,
-        &filter,
-        &path,
-        claimed.format,
-        |_| {},
-    )
-    .await?;
+    let rows = super::export(store, org, &filter, &path, claimed.format, |_| {}).await?;
     match store.finish_export_day(claimed, &name, rows).await {
         Ok(true) => Ok(rows),
         Ok(false) => {

@@ -175,7 +175,7 @@ impl Files {
         let received = intake::receive(
             &self.context.store,
             &self.context.data_dir,
-            &self.login.org_id,
+            &self.login.org(),
             path,
             name,
             "sftp",
@@ -585,20 +585,30 @@ mod tests {
         .union(OpenFlags::TRUNCATE);
 
     /// Two connections of one organisation's user.
-    async fn connections(store: &store::Store, dir: &std::path::Path) -> (Files, Files, String) {
-        let org = store.create_org("Acme").await.unwrap().id;
+    async fn connections(
+        store: &store::Store,
+        dir: &std::path::Path,
+    ) -> (Files, Files, store::OrgScope) {
+        let org = store.create_org("Acme").await.unwrap().scope();
+        let password = "a long enough password";
+        let user = store::NewSftpUser {
+            username: "acme".into(),
+            password: Some(password.into()),
+            key: None,
+        };
+        store.create_sftp_user(&org, user).await.unwrap();
+        let login = store
+            .sftp_login_password("acme", password)
+            .await
+            .unwrap()
+            .expect("the user logs in");
         let context = Arc::new(Context {
             store: store.clone(),
             data_dir: dir.to_path_buf(),
             settings: Settings::default(),
         });
-        let login = || SftpLogin {
-            user_id: "u-1".into(),
-            org_id: org.clone(),
-            username: "acme".into(),
-        };
-        let first = Files::new(context.clone(), login(), "first".into()).unwrap();
-        let second = Files::new(context, login(), "second".into()).unwrap();
+        let first = Files::new(context.clone(), login.clone(), "first".into()).unwrap();
+        let second = Files::new(context, login, "second".into()).unwrap();
         (first, second, org)
     }
 

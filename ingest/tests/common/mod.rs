@@ -4,10 +4,12 @@
 
 use std::path::Path;
 
-use store::{Campaign, EarnInput, NewCampaign, NewMember, NewWallet, RuleBook, Store, Tokens};
+use store::{
+    Campaign, EarnInput, NewCampaign, NewMember, NewWallet, OrgScope, RuleBook, Store, Tokens,
+};
 
-pub async fn wallets(store: &Store) -> (String, Campaign) {
-    let org = store.create_org("Acme").await.unwrap().id;
+pub async fn wallets(store: &Store) -> (OrgScope, Campaign) {
+    let org = store.create_org("Acme").await.unwrap().scope();
     let campaign = NewCampaign {
         name: "Main".into(),
         currency: "PTS".into(),
@@ -36,7 +38,7 @@ pub async fn wallets(store: &Store) -> (String, Campaign) {
 pub async fn receive(
     store: &Store,
     data: &Path,
-    org: &str,
+    org: &OrgScope,
     name: &str,
     content: &str,
 ) -> store::Batch {
@@ -56,7 +58,7 @@ pub async fn balance(store: &Store, campaign: &Campaign, wallet: &str) -> Tokens
 pub async fn receive_bytes(
     store: &Store,
     data: &Path,
-    org: &str,
+    org: &OrgScope,
     name: &str,
     content: &[u8],
 ) -> store::Batch {
@@ -69,14 +71,14 @@ pub async fn receive_bytes(
 }
 
 /// The organisation's report `name` (in `reports/`), parsed as JSON.
-pub fn result(data: &Path, org: &str, name: &str) -> serde_json::Value {
-    let path = data.join("sftp").join(org).join("reports").join(name);
+pub fn result(data: &Path, org: &OrgScope, name: &str) -> serde_json::Value {
+    let path = data.join("sftp").join(org.id()).join("reports").join(name);
     serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
 }
 
 /// The (row, code) pairs of a rejected-rows report.
-pub fn rejected_codes(data: &Path, org: &str, name: &str) -> Vec<(u64, String)> {
-    let path = data.join("sftp").join(org).join("reports").join(name);
+pub fn rejected_codes(data: &Path, org: &OrgScope, name: &str) -> Vec<(u64, String)> {
+    let path = data.join("sftp").join(org.id()).join("reports").join(name);
     let mut reader = csv::ReaderBuilder::new()
         .flexible(true)
         .from_path(path)

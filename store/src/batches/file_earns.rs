@@ -3,6 +3,7 @@
 //! rules, and the rows of a call are credited together. The earn id is the same idempotency key
 //! as the API's: a row whose id was credited before, by either door, credits nothing.
 
+use crate::OrgScope;
 use std::collections::HashMap;
 
 use crate::backend::direct;
@@ -141,14 +142,12 @@ impl Store {
     pub async fn credit_file_earns(
         &self,
         book: &RuleBook,
-        org_id: &str,
+        org: &OrgScope,
         batch_id: &str,
         earns: &[FileEarn],
     ) -> Result<Vec<FileOutcome>, StoreError> {
         let totals = &mut FileTotals::default();
-        let evaluated = self
-            .evaluate_file_earns(book, org_id, earns, totals)
-            .await?;
+        let evaluated = self.evaluate_file_earns(book, org, earns, totals).await?;
         let (outcomes, pending) = self
             .credit_evaluated(batch_id, evaluated, std::future::ready(()))
             .await?;
@@ -213,17 +212,16 @@ impl Store {
     pub async fn check_file_earns(
         &self,
         book: &RuleBook,
-        org_id: &str,
+        org: &OrgScope,
         batch_id: Option<&str>,
         earns: &[FileEarn],
         totals: &mut FileTotals,
     ) -> Result<Vec<FileOutcome>, StoreError> {
+        let org_id = org.id();
         let Evaluated {
             mut outcomes,
             credits: evaluated,
-        } = self
-            .evaluate_file_earns(book, org_id, earns, totals)
-            .await?;
+        } = self.evaluate_file_earns(book, org, earns, totals).await?;
         let ids: Vec<&str> = evaluated
             .iter()
             .map(|(_, c)| c.earn.earn_id.as_str())
@@ -257,10 +255,11 @@ impl Store {
     pub async fn evaluate_file_earns(
         &self,
         book: &RuleBook,
-        org_id: &str,
+        org: &OrgScope,
         earns: &[FileEarn],
         totals: &mut FileTotals,
     ) -> Result<Evaluated, StoreError> {
+        let org_id = org.id();
         let mut references: Vec<&str> = earns.iter().map(|e| e.earn.wallet.as_str()).collect();
         references.sort_unstable();
         references.dedup();

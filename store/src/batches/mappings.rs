@@ -2,6 +2,7 @@
 //! columns become earns. The store keeps the documents; `ingest::mapping` validates and applies
 //! them.
 
+use crate::OrgScope;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
@@ -22,10 +23,11 @@ impl Store {
     /// Stores (or replaces) the organisation's mapping for `pattern`.
     pub async fn set_mapping(
         &self,
-        org_id: &str,
+        org: &OrgScope,
         pattern: &str,
         document: &Value,
     ) -> Result<StoredMapping, StoreError> {
+        let org_id = org.id();
         self.get_org(org_id).await?;
         const SQL: &str = "INSERT INTO mappings (org_id, pattern, document, updated_at) \
              VALUES ($1, $2, $3, $4) ON CONFLICT (org_id, pattern) \
@@ -41,7 +43,8 @@ impl Store {
     }
 
     /// The organisation's mappings, by pattern.
-    pub async fn mappings(&self, org_id: &str) -> Result<Vec<StoredMapping>, StoreError> {
+    pub async fn mappings(&self, org: &OrgScope) -> Result<Vec<StoredMapping>, StoreError> {
+        let org_id = org.id();
         const SQL: &str = "SELECT pattern, document, updated_at FROM mappings WHERE org_id = $1 \
              ORDER BY pattern";
         let rows: Vec<(String, Json<Value>, DateTime<Utc>)> =
@@ -57,7 +60,8 @@ impl Store {
     }
 
     /// Removes the organisation's mapping for `pattern`.
-    pub async fn remove_mapping(&self, org_id: &str, pattern: &str) -> Result<(), StoreError> {
+    pub async fn remove_mapping(&self, org: &OrgScope, pattern: &str) -> Result<(), StoreError> {
+        let org_id = org.id();
         const SQL: &str = "DELETE FROM mappings WHERE org_id = $1 AND pattern = $2";
         let removed = self.execute(SQL, params![org_id, pattern]).await?;
         if removed == 0 {

@@ -3,6 +3,8 @@
 //! and never processed again. Processing nodes claim waiting batches so that no two take the
 //! same one, and a claim whose node died runs out and is taken over.
 
+use crate::OrgScope;
+use crate::tenancy::scope::Sealed;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
@@ -27,7 +29,6 @@ string_enum! {
 pub struct NewBatch {
     /// Chosen by the caller, who names the stored file after it.
     pub id: String,
-    pub org_id: String,
     pub file_name: String,
     pub size: i64,
     /// Hex SHA-256 of the content.
@@ -56,6 +57,7 @@ pub struct Batch {
     pub error: Option<String>,
     pub received_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    pub(crate) sealed: Sealed,
 }
 
 macro_rules! batch_columns {
@@ -105,6 +107,7 @@ fn batch_from_row(r: BatchRow) -> Result<Batch, StoreError> {
         error: r.error,
         received_at: r.received_at,
         updated_at: r.updated_at,
+        sealed: Sealed::default(),
     })
 }
 
@@ -126,7 +129,7 @@ const LEASE: i64 = 60;
 impl Store {
     /// Records a received file: `received`, or `duplicate` when the organisation's live batches
     /// already hold this content (the unique index decides between files arriving together).
-    pub async fn record_batch(&self, new: NewBatch) -> Result<Batch, StoreError> {
+    pub async fn record_batch(&self, org: &OrgScope, new: NewBatch) -> Result<Batch, StoreError> {
         const INSERT: &str = "INSERT INTO batches (id, org_id, file_name, size, sha256, source, \
              username, state, duplicate_of, received_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)";
@@ -140,7 +143,7 @@ impl Store {
                     INSERT,
                     params![
                         &new.id,
-                        &new.org_id,
+                        org.id(),
                         &new.file_name,
                         new.size,
                         &new.sha256,
@@ -158,17 +161,18 @@ impl Store {
             Ok(_) => {}
             Err(err) if err.is_unique_violation() => {
                 let holder: Option<(String,)> = self
-                    .read_row(HOLDER, params![&new.org_id, &new.sha256])
+                    .read_row(HOLDER, params![org.id(), &new.sha256])
                     .await?;
                 let holder = holder.map(|(id,)| id);
                 insert("duplicate", holder).await?;
             }
             Err(err) => return Err(err),
         }
-        self.get_batch(&new.org_id, &new.id).await
+        self.get_batch(org, &new.id).await
     }
 
-    pub async fn get_batch(&self, org_id: &str, id: &str) -> Result<Batch, StoreError> {
+    pub async fn get_batch(&self, org: &OrgScope, id: &str) -> Result<Batch, StoreError> {
+        let org_id = org.id();
         const SQL: &str = concat!(
             "SELECT ",
             batch_columns!(),
@@ -180,7 +184,12 @@ impl Store {
     }
 
     /// The organisation's batches, newest first.
-    pub async fn list_batches(&self, org_id: &str, page: Page) -> Result<Paged<Batch>, StoreError> {
+    pub async fn list_batches(
+        &self,
+        org: &OrgScope,
+        page: Page,
+    ) -> Result<Paged<Batch>, StoreError> {
+        let org_id = org.id();
         let rows = self
             .read_page(
                 page,

@@ -2,6 +2,7 @@
 //! and vector indexes, built from the database and swapped whole when the catalogue changes
 //! (`Catalogues`). Ranking is the same on both backends because the database only stores.
 
+use crate::Campaign;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -807,13 +808,14 @@ impl Catalogues {
     }
 
     /// The campaign's current index.
-    pub async fn get(&self, campaign_id: &str) -> Result<Arc<CatalogueIndex>, StoreError> {
+    pub async fn get(&self, campaign: &Campaign) -> Result<Arc<CatalogueIndex>, StoreError> {
+        let campaign_id = campaign.id.as_str();
         if let Some((index, checked)) = self.cached(campaign_id)
             && checked.elapsed() < FRESH_FOR
         {
             return Ok(index);
         }
-        let version = self.store.catalogue_version(campaign_id).await?;
+        let version = self.store.catalogue_version(campaign).await?;
         if let Some((index, _)) = self.cached(campaign_id)
             && index.version == version
         {
@@ -838,7 +840,7 @@ impl Catalogues {
         }
         // Read the version before the products: a change in between shows as a new version
         // at the next look, never as an old version holding new products.
-        let products = self.store.catalogue_products(campaign_id).await?;
+        let products = self.store.catalogue_products(campaign).await?;
         // Off the async workers: a large catalogue takes a moment to index.
         let built = tokio::task::spawn_blocking(move || CatalogueIndex::build(version, products));
         let index = match built.await {

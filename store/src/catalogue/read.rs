@@ -1,6 +1,7 @@
 //! Reading a campaign's catalogue back: whole (for the search index and the export, in a few
 //! queries whatever its size), and its categories and tags as paged lists.
 
+use crate::Campaign;
 use std::collections::HashMap;
 
 use sqlx::types::Json;
@@ -91,7 +92,8 @@ impl Store {
     /// The campaign's catalogue version: 0 before its first import, then one more per import
     /// and per variant an order sells out (both counts only grow, so their sum changes
     /// whenever either does).
-    pub async fn catalogue_version(&self, campaign_id: &str) -> Result<i64, StoreError> {
+    pub async fn catalogue_version(&self, campaign: &Campaign) -> Result<i64, StoreError> {
+        let campaign_id = campaign.id.as_str();
         const SQL: &str = "SELECT CAST(COALESCE((SELECT version FROM catalogue_versions \
              WHERE campaign_id = $1), 0) + COALESCE((SELECT sellouts FROM catalogue_sellouts \
              WHERE campaign_id = $1), 0) AS BIGINT)";
@@ -100,7 +102,11 @@ impl Store {
     }
 
     /// Every product of the campaign, whole, in the import's order.
-    pub async fn catalogue_products(&self, campaign_id: &str) -> Result<Vec<Product>, StoreError> {
+    pub async fn catalogue_products(
+        &self,
+        campaign: &Campaign,
+    ) -> Result<Vec<Product>, StoreError> {
+        let campaign_id = campaign.id.as_str();
         // In one snapshot: an import committed meanwhile shows whole or not at all.
         let (products, tags, branches, variants): Rows =
             self.read(Reading(campaign_id.to_string())).await?;
@@ -164,19 +170,15 @@ impl Store {
     }
 
     /// The campaign's catalogue as an import document that gives it back.
-    pub async fn export_catalogue(
-        &self,
-        org_id: &str,
-        campaign_id: &str,
-    ) -> Result<Catalogue, StoreError> {
-        let products = self.catalogue_products(campaign_id).await?;
+    pub async fn export_catalogue(&self, campaign: &Campaign) -> Result<Catalogue, StoreError> {
+        let products = self.catalogue_products(campaign).await?;
         let all = Page {
             page: 1,
             limit: u32::MAX,
         };
-        let categories = self.categories(campaign_id, None, all).await?.items;
-        let tags = self.tags(campaign_id, None, all).await?.items;
-        let tiers = self.list_tiers(org_id, campaign_id).await?;
+        let categories = self.categories(campaign, None, all).await?.items;
+        let tags = self.tags(campaign, None, all).await?.items;
+        let tiers = self.list_tiers(campaign).await?;
         Ok(Catalogue {
             categories,
             tags,
@@ -232,10 +234,11 @@ impl Store {
     /// The campaign's categories in the import's order, or only the one with id `only`.
     pub async fn categories(
         &self,
-        campaign_id: &str,
+        campaign: &Campaign,
         only: Option<&str>,
         page: Page,
     ) -> Result<Paged<Category>, StoreError> {
+        let campaign_id = campaign.id.as_str();
         self.named("categories", campaign_id, only, page, |id, name| Category {
             id,
             name,
@@ -246,10 +249,11 @@ impl Store {
     /// The campaign's tags in the import's order, or only the one with id `only`.
     pub async fn tags(
         &self,
-        campaign_id: &str,
+        campaign: &Campaign,
         only: Option<&str>,
         page: Page,
     ) -> Result<Paged<Tag>, StoreError> {
+        let campaign_id = campaign.id.as_str();
         self.named("tags", campaign_id, only, page, |id, name| Tag { id, name })
             .await
     }

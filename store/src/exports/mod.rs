@@ -12,6 +12,7 @@ pub mod schedule;
 mod postgres;
 mod sqlite;
 
+use crate::OrgScope;
 use chrono::{DateTime, Utc};
 use tokio::sync::mpsc;
 
@@ -307,9 +308,10 @@ impl Store {
     /// How many of the organisation's transactions `filter` picks.
     pub async fn count_export(
         &self,
-        org_id: &str,
+        org: &OrgScope,
         filter: &ExportFilter,
     ) -> Result<u64, StoreError> {
+        let org_id = org.id();
         let sql = format!(
             "SELECT COUNT(*) FROM transactions t WHERE {}",
             conditions(filter)
@@ -328,17 +330,18 @@ impl Store {
     /// through its `(campaign_id, date)` index.
     pub async fn export_transactions(
         &self,
-        org_id: &str,
+        org: &OrgScope,
         filter: &ExportFilter,
         chunk: usize,
         out: mpsc::Sender<ExportChunk>,
     ) -> Result<u64, StoreError> {
+        let org_id = org.id();
         let bounded = filter.from.is_some() || filter.until.is_some();
         if filter.campaign_id.is_some() || filter.by != ExportTime::Date || !bounded {
             return self.export_part(org_id, filter, chunk, &out).await;
         }
         let mut count = 0;
-        for campaign in self.list_campaigns(org_id).await? {
+        for campaign in self.list_campaigns(org).await? {
             let part = ExportFilter {
                 campaign_id: Some(campaign.id),
                 ..filter.clone()

@@ -8,6 +8,8 @@
 //! mid-file leaves the claim to run out; another then writes the whole day again (files are
 //! put in place by a rename, so a half-written one is never seen).
 
+use crate::OrgScope;
+use crate::tenancy::scope::Sealed;
 use chrono::{DateTime, Duration, NaiveDate, NaiveTime, Utc};
 
 use crate::common::ids::now;
@@ -52,6 +54,7 @@ pub struct ExportSchedule {
     pub next_day: NaiveDate,
     /// The last file written: its name, rows and when.
     pub last: Option<(String, u64, DateTime<Utc>)>,
+    pub(crate) sealed: Sealed,
 }
 
 impl ExportSchedule {
@@ -82,6 +85,7 @@ fn schedule_from_row(row: ScheduleRow) -> Result<ExportSchedule, StoreError> {
             (Some(file), Some(rows), Some(at)) => Some((file, rows.max(0) as u64, at)),
             _ => None,
         },
+        sealed: Sealed::default(),
     })
 }
 
@@ -99,11 +103,12 @@ impl Store {
     /// days already exported stay done). A new schedule's first day is `first_day`.
     pub async fn set_export_schedule(
         &self,
-        org_id: &str,
+        org: &OrgScope,
         at_minute: u32,
         format: ExportFormat,
         first_day: NaiveDate,
     ) -> Result<ExportSchedule, StoreError> {
+        let org_id = org.id();
         const SQL: &str = "INSERT INTO export_schedules (org_id, at_minute, format, next_day, \
              created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (org_id) DO UPDATE \
              SET at_minute = excluded.at_minute, format = excluded.format";
@@ -122,15 +127,16 @@ impl Store {
             ],
         )
         .await?;
-        self.export_schedule(org_id)
+        self.export_schedule(org)
             .await?
             .ok_or(StoreError::NotFound { what: "schedule" })
     }
 
     pub async fn export_schedule(
         &self,
-        org_id: &str,
+        org: &OrgScope,
     ) -> Result<Option<ExportSchedule>, StoreError> {
+        let org_id = org.id();
         let sql = format!("SELECT {COLUMNS} FROM export_schedules WHERE org_id = $1");
         let row: Option<ScheduleRow> = self.read_row(&sql, params![org_id]).await?;
         row.map(schedule_from_row).transpose()
@@ -144,17 +150,19 @@ impl Store {
     }
 
     /// Stops the organisation's daily export; false when it had none.
-    pub async fn remove_export_schedule(&self, org_id: &str) -> Result<bool, StoreError> {
+    pub async fn remove_export_schedule(&self, org: &OrgScope) -> Result<bool, StoreError> {
+        let org_id = org.id();
         const SQL: &str = "DELETE FROM export_schedules WHERE org_id = $1";
         let removed = self.execute(SQL, params![org_id]).await?;
         Ok(removed > 0)
     }
 
     /// Claims the organisation's next day if it is due and no node holds it.
-    pub async fn claim_export_day(&self, org_id: &str) -> Result<Option<ClaimedDay>, StoreError> {
+    pub async fn claim_export_day(&self, org: &OrgScope) -> Result<Option<ClaimedDay>, StoreError> {
+        let org_id = org.id();
         const CLAIM: &str = "UPDATE export_schedules SET claimed_until = $3 \
              WHERE org_id = $1 AND next_day = $2 AND (claimed_until IS NULL OR claimed_until < $4)";
-        let Some(schedule) = self.export_schedule(org_id).await? else {
+        let Some(schedule) = self.export_schedule(org).await? else {
             return Ok(None);
         };
         let (at, day) = (now(), schedule.next_day);

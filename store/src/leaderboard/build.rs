@@ -15,12 +15,14 @@
 mod postgres;
 mod sqlite;
 
+use crate::Campaign;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
 use crate::backend::Forked;
 use crate::common::ids::now;
+use crate::tenancy::orgs::{CampaignRow, campaign_from_row};
 use crate::{Store, StoreError};
 
 /// How long a claimed build is the claimer's alone: another node takes it over only after this
@@ -49,27 +51,28 @@ pub struct Built {
 }
 
 impl Store {
-    /// The campaigns (with their organisations) whose snapshot is due and unclaimed, or that
-    /// have none yet.
-    pub async fn due_leaderboards(&self) -> Result<Vec<(String, String)>, StoreError> {
-        const SQL: &str = "SELECT c.id, c.org_id FROM campaigns c \
+    /// The campaigns whose snapshot is due and unclaimed, or that have none yet.
+    pub async fn due_leaderboards(&self) -> Result<Vec<Campaign>, StoreError> {
+        const SQL: &str = "SELECT c.id, c.org_id, c.name, c.currency, c.logo, c.favicon, \
+             c.created_at FROM campaigns c \
              LEFT JOIN leaderboards l ON l.campaign_id = c.id \
              WHERE l.campaign_id IS NULL \
              OR (l.due_at <= $1 AND (l.claimed_until IS NULL OR l.claimed_until < $1)) \
              ORDER BY c.id";
         let at = now();
-        self.read_rows(SQL, params![at]).await
+        let rows: Vec<CampaignRow> = self.read_rows(SQL, params![at]).await?;
+        Ok(rows.into_iter().map(campaign_from_row).collect())
     }
 
-    /// Builds and publishes campaign `campaign_id`'s snapshot if it is due and no other node is
+    /// Builds and publishes the campaign's snapshot if it is due and no other node is
     /// building it; the next is then due `interval` after this one's time. `None`: not due, or
     /// another node has it.
     pub async fn refresh_leaderboard(
         &self,
-        org_id: &str,
-        campaign_id: &str,
+        campaign: &Campaign,
         interval: Duration,
     ) -> Result<Option<Built>, StoreError> {
+        let (org_id, campaign_id) = (campaign.org_id.as_str(), campaign.id.as_str());
         const START: &str = "INSERT INTO leaderboards (campaign_id, generation, entries, due_at) \
              VALUES ($1, 0, 0, $2) ON CONFLICT (campaign_id) DO NOTHING";
         const CLAIM: &str = "UPDATE leaderboards SET claimed_until = $2 WHERE campaign_id = $1 \

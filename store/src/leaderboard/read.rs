@@ -2,6 +2,8 @@
 //! key whatever the page's number, so the last page of a million costs what the first does.
 //! Names come from `members` at read time (see the migration).
 
+use crate::Campaign;
+use crate::OrgScope;
 use chrono::{DateTime, Utc};
 
 use super::{Neighbourhood, Snapshot, Standing, display_name};
@@ -48,8 +50,9 @@ impl Store {
     /// The campaign's published snapshot; `None` until the first is built.
     pub async fn leaderboard_snapshot(
         &self,
-        campaign_id: &str,
+        campaign: &Campaign,
     ) -> Result<Option<Snapshot>, StoreError> {
+        let campaign_id = campaign.id.as_str();
         const SQL: &str = "SELECT generation, built_at, entries, due_at FROM leaderboards \
              WHERE campaign_id = $1 AND generation > 0";
         let row: Option<SnapshotRow> = self.read_row(SQL, params![campaign_id]).await?;
@@ -67,10 +70,11 @@ impl Store {
     /// One page of `snapshot` (of a campaign of `org_id`), best first.
     pub async fn leaderboard_page(
         &self,
-        org_id: &str,
+        org: &OrgScope,
         snapshot: &Snapshot,
         page: Page,
     ) -> Result<Paged<Standing>, StoreError> {
+        let org_id = org.id();
         let items = if page.limit == 0 {
             Vec::new()
         } else {
@@ -88,11 +92,12 @@ impl Store {
     /// `None` when the snapshot does not rank the member.
     pub async fn leaderboard_neighbourhood(
         &self,
-        org_id: &str,
+        org: &OrgScope,
         snapshot: &Snapshot,
         member_id: &str,
         neighbours: u32,
     ) -> Result<Option<Neighbourhood>, StoreError> {
+        let org_id = org.id();
         const SQL: &str = "SELECT rank FROM leaderboard_members \
              WHERE campaign_id = $1 AND generation = $2 AND member_id = $3";
         let found: Option<(i64,)> = self

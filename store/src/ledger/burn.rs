@@ -70,7 +70,7 @@ impl Store {
     /// a different burn; the earlier transaction (`replayed`) when it was used for this one.
     pub async fn burn(&self, campaign: &Campaign, burn: NewBurn) -> Result<Burned, StoreError> {
         // Before a connection is held: a policy not cached would take another from the pool.
-        let min_balance = self.policy(&campaign.id).await?.min_balance;
+        let min_balance = self.policy(campaign).await?.min_balance;
         let fingerprint = burn.fingerprint();
         let burning = Burning {
             campaign,

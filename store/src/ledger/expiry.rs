@@ -188,8 +188,7 @@ mod tests {
                 expiry: Expiry::Days(30),
                 ..Default::default()
             };
-            let (org, id) = (&campaign.org_id, &campaign.id);
-            store.set_policy(org, id, policy).await.unwrap();
+            store.set_policy(&campaign, policy).await.unwrap();
             let earn = EarnInput {
                 earn_id: "old".into(),
                 wallet: wallet.id.clone(),

@@ -2,6 +2,7 @@
 //! A client knows a wallet by its own reference (`externalId`: a card or policy number), unique
 //! in the organisation; `GET /v1/wallets/{idOrReference}` finds it by either.
 
+use crate::OrgScope;
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
@@ -129,6 +130,14 @@ impl Store {
     /// The live member with id `reference`, else the one with that external id.
     pub async fn member_id_by_reference(
         &self,
+        org: &OrgScope,
+        reference: &str,
+    ) -> Result<Option<String>, StoreError> {
+        self.member_id_of(org.id(), reference).await
+    }
+
+    pub(crate) async fn member_id_of(
+        &self,
         org_id: &str,
         reference: &str,
     ) -> Result<Option<String>, StoreError> {
@@ -163,7 +172,7 @@ impl Store {
         let org_id = &campaign.org_id;
         let reference = new.owner.as_deref().or(new.external_id.as_deref());
         let owner = match reference {
-            Some(reference) => self.member_id_by_reference(org_id, reference).await?,
+            Some(reference) => self.member_id_of(org_id, reference).await?,
             None => None,
         };
         let Some(owner_id) = owner else {

@@ -5,6 +5,7 @@
 //! ledger (wallets, transactions, orders) still point at something; a deleted member is never
 //! listed or found again.
 
+use crate::OrgScope;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -236,7 +237,12 @@ const MEMBER_UNIQUE: &[(&str, &str)] = &[("external_id", "externalId"), ("user_i
 impl Store {
     /// Creates a member. `externalId` and (`idp`, `userId`) are unique among the organisation's
     /// live members: a clash is `Conflict` naming the field.
-    pub async fn create_member(&self, org_id: &str, new: NewMember) -> Result<Member, StoreError> {
+    pub async fn create_member(
+        &self,
+        org: &OrgScope,
+        new: NewMember,
+    ) -> Result<Member, StoreError> {
+        let org_id = org.id();
         let now = now();
         let member = Member {
             id: new_id(),
@@ -271,9 +277,10 @@ impl Store {
     /// The organisation's live members in creation order.
     pub async fn list_members(
         &self,
-        org_id: &str,
+        org: &OrgScope,
         page: Page,
     ) -> Result<Paged<Member>, StoreError> {
+        let org_id = org.id();
         let rows = self
             .read_page(
                 page,
@@ -286,7 +293,8 @@ impl Store {
         Paged::of(rows, page, member_from_row)
     }
 
-    pub async fn get_member(&self, org_id: &str, id: &str) -> Result<Member, StoreError> {
+    pub async fn get_member(&self, org: &OrgScope, id: &str) -> Result<Member, StoreError> {
+        let org_id = org.id();
         let row: Option<MemberRow> = self.read_row(SELECT_LIVE, params![org_id, id]).await?;
         row.ok_or(StoreError::NotFound { what: "member" })
             .and_then(member_from_row)
@@ -295,10 +303,11 @@ impl Store {
     /// The live member linked to `user_id` at identity provider `idp`.
     pub async fn find_member_by_idp(
         &self,
-        org_id: &str,
+        org: &OrgScope,
         idp: &str,
         user_id: &str,
     ) -> Result<Member, StoreError> {
+        let org_id = org.id();
         const SQL: &str = concat!(
             "SELECT ",
             member_columns!(),
@@ -313,10 +322,11 @@ impl Store {
     /// changes to communication preferences) and returns the member as it now is.
     pub async fn update_member(
         &self,
-        org_id: &str,
+        org: &OrgScope,
         id: &str,
         patch: MemberPatch,
     ) -> Result<Member, StoreError> {
+        let org_id = org.id();
         self.write(Change {
             org_id: org_id.to_string(),
             id: id.to_string(),
@@ -327,7 +337,8 @@ impl Store {
 
     /// Deletes a live member: erases every personal field (identifiers included, so they may be
     /// used again), marks it inactive and deleted, and returns the member as it was.
-    pub async fn delete_member(&self, org_id: &str, id: &str) -> Result<Member, StoreError> {
+    pub async fn delete_member(&self, org: &OrgScope, id: &str) -> Result<Member, StoreError> {
+        let org_id = org.id();
         self.write(Change {
             org_id: org_id.to_string(),
             id: id.to_string(),
@@ -401,8 +412,8 @@ mod tests {
             meta: Some(serde_json::json!({"dob": "1815-12-10"})),
             ..Default::default()
         };
-        let member = store.create_member(&org.id, new).await.unwrap();
-        store.delete_member(&org.id, &member.id).await.unwrap();
+        let member = store.create_member(&org.scope(), new).await.unwrap();
+        store.delete_member(&org.scope(), &member.id).await.unwrap();
         const RAW: &str = concat!("SELECT ", member_columns!(), " FROM members WHERE id = $1");
         let row: MemberRow = store
             .read_row(RAW, params![member.id])

@@ -446,7 +446,7 @@ impl Store {
                 Some(Payment {
                     wallet_id: wallet.id,
                     currency: wallet.currency,
-                    min_balance: self.policy(&campaign.id).await?.min_balance,
+                    min_balance: self.policy(campaign).await?.min_balance,
                 })
             }
         };

@@ -127,7 +127,7 @@ impl Store {
         let Some(owner) = owner else {
             return Ok(None);
         };
-        self.member_id_by_reference(&scope.org_id, owner)
+        self.member_id_of(&scope.org_id, owner)
             .await?
             .map(Some)
             .ok_or(StoreError::NotFound { what: "member" })

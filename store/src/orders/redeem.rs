@@ -1,6 +1,7 @@
 //! A partner redeeming a code: found by its keyed hash (never by decrypting rows), marked
 //! redeemed by one conditional update, so of two redeems at once exactly one succeeds.
 
+use crate::OrgScope;
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
@@ -42,11 +43,12 @@ impl Store {
     /// matches; `Refused` (`already_redeemed`) when it was redeemed before.
     pub async fn redeem_code(
         &self,
-        org_id: &str,
+        org: &OrgScope,
         code: &str,
         codes: &CodeKey,
         key_id: &str,
     ) -> Result<Redeemed, StoreError> {
+        let org_id = org.id();
         const REDEEM: &str = "UPDATE redemption_codes SET redeemed_at = $3, redeemed_by = $4 \
              WHERE org_id = $1 AND lookup = $2 AND redeemed_at IS NULL RETURNING id";
         const FIND: &str = "SELECT id, redeemed_at FROM redemption_codes \

@@ -1,5 +1,6 @@
 //! Programme policies per campaign: the balance a member must keep, and when earned tokens expire.
 
+use crate::Campaign;
 use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
 use std::fmt;
 use std::str::FromStr;
@@ -112,7 +113,12 @@ pub struct Policy {
 
 impl Store {
     /// The campaign's policy; a campaign never given one keeps no minimum and never expires.
-    pub async fn policy(&self, campaign_id: &str) -> Result<Policy, StoreError> {
+    pub async fn policy(&self, campaign: &Campaign) -> Result<Policy, StoreError> {
+        self.policy_of(&campaign.id).await
+    }
+
+    /// The policy of a campaign the store's own work read from a wallet or an earn.
+    pub(crate) async fn policy_of(&self, campaign_id: &str) -> Result<Policy, StoreError> {
         if let Some(policy) = self.caches.policies.get(campaign_id) {
             return Ok(policy);
         }
@@ -141,11 +147,10 @@ impl Store {
 
     pub async fn set_policy(
         &self,
-        org_id: &str,
-        campaign_id: &str,
+        campaign: &Campaign,
         policy: Policy,
     ) -> Result<Policy, StoreError> {
-        self.get_campaign(org_id, campaign_id).await?;
+        let campaign_id = campaign.id.as_str();
         if policy.min_balance < Tokens::ZERO {
             return Err(StoreError::invalid("min-balance", "must not be negative"));
         }

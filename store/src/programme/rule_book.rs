@@ -3,6 +3,7 @@
 //! loaded and compiled. So `rewards rules set` takes effect within a second in every process,
 //! with no restart.
 
+use crate::Campaign;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -38,8 +39,9 @@ impl RuleBook {
         }
     }
 
-    /// The campaign's active rule set and its version (`None` for the default).
-    pub async fn active(
+    /// The campaign's active rule set and its version (`None` for the default), for the store's
+    /// own evaluation of earns whose campaign it read from their wallets.
+    pub(crate) async fn active(
         &self,
         org_id: &str,
         campaign_id: &str,
@@ -55,15 +57,12 @@ impl RuleBook {
         {
             return Ok((entry.version, entry.rules.clone()));
         }
-        let version = self
-            .store
-            .active_rule_set_version(org_id, campaign_id)
-            .await?;
+        let version = self.store.rule_set_version_of(org_id, campaign_id).await?;
         let rules = match (&cached, version) {
             (Some(entry), _) if entry.version == version => entry.rules.clone(),
             (_, None) => self.default.clone(),
             (_, Some(v)) => {
-                let stored = self.store.rule_set(org_id, campaign_id, Some(v)).await?;
+                let stored = self.store.rule_set_of(org_id, campaign_id, Some(v)).await?;
                 // Stored sets were compiled before they were stored; this only fails if a later
                 // build reads the format differently.
                 Arc::new(RuleSet::parse(&stored.source).map_err(StoreError::InvalidRules)?)
@@ -85,6 +84,14 @@ impl RuleBook {
 impl Store {
     /// The number of the campaign's active rule-set version, if it has one.
     pub async fn active_rule_set_version(
+        &self,
+        campaign: &Campaign,
+    ) -> Result<Option<i64>, StoreError> {
+        self.rule_set_version_of(&campaign.org_id, &campaign.id)
+            .await
+    }
+
+    pub(crate) async fn rule_set_version_of(
         &self,
         org_id: &str,
         campaign_id: &str,

@@ -2,6 +2,7 @@
 //! which is active from that moment: the highest version is the active one, so activation is a
 //! single insert and every server process sees it on its next look.
 
+use crate::Campaign;
 use chrono::{DateTime, Utc};
 
 use crate::common::ids::{new_id, now};
@@ -35,12 +36,11 @@ impl Store {
     /// active from now on. Concurrent calls each get their own version number.
     pub async fn set_rule_set(
         &self,
-        org_id: &str,
-        campaign_id: &str,
+        campaign: &Campaign,
         source: &str,
     ) -> Result<RuleSetVersion, StoreError> {
+        let (org_id, campaign_id) = (campaign.org_id.as_str(), campaign.id.as_str());
         rules::RuleSet::parse(source).map_err(StoreError::InvalidRules)?;
-        self.get_campaign(org_id, campaign_id).await?;
         const INSERT: &str = "INSERT INTO rule_sets (id, org_id, campaign_id, version, source, created_at) \
              SELECT $1, $2, $3, COALESCE(MAX(version), 0) + 1, $4, $5 FROM rule_sets WHERE campaign_id = $3 \
              RETURNING id, campaign_id, version, source, created_at";
@@ -66,9 +66,9 @@ impl Store {
     /// The campaign's versions, newest first, without their sources.
     pub async fn rule_set_versions(
         &self,
-        org_id: &str,
-        campaign_id: &str,
+        campaign: &Campaign,
     ) -> Result<Vec<RuleSetVersion>, StoreError> {
+        let (org_id, campaign_id) = (campaign.org_id.as_str(), campaign.id.as_str());
         const SQL: &str = "SELECT id, campaign_id, version, '', created_at FROM rule_sets \
              WHERE org_id = $1 AND campaign_id = $2 ORDER BY version DESC";
         let rows: Vec<VersionRow> = self.read_rows(SQL, params![org_id, campaign_id]).await?;
@@ -78,6 +78,15 @@ impl Store {
     /// Version `version` of the campaign's rule set, or the active one when `None`. A campaign
     /// without rule sets gives `NotFound`.
     pub async fn rule_set(
+        &self,
+        campaign: &Campaign,
+        version: Option<i64>,
+    ) -> Result<RuleSetVersion, StoreError> {
+        self.rule_set_of(&campaign.org_id, &campaign.id, version)
+            .await
+    }
+
+    pub(crate) async fn rule_set_of(
         &self,
         org_id: &str,
         campaign_id: &str,

@@ -2,6 +2,7 @@
 //! tokens reach (ties: the lower precedence); burns and expiry never lower a tier. Wallets are
 //! re-tiered whenever the campaign's tiers change and whenever they earn.
 
+use crate::Campaign;
 use sqlx::types::Json;
 
 use crate::common::ids::{new_id, now};
@@ -98,13 +99,8 @@ pub(crate) fn joined_tier(
 }
 
 impl Store {
-    pub async fn create_tier(
-        &self,
-        org_id: &str,
-        campaign_id: &str,
-        new: NewTier,
-    ) -> Result<Tier, StoreError> {
-        self.get_campaign(org_id, campaign_id).await?;
+    pub async fn create_tier(&self, campaign: &Campaign, new: NewTier) -> Result<Tier, StoreError> {
+        let (org_id, campaign_id) = (campaign.org_id.as_str(), campaign.id.as_str());
         if new.name.trim().is_empty() {
             return Err(StoreError::invalid("name", "must not be empty"));
         }
@@ -145,11 +141,8 @@ impl Store {
     }
 
     /// The campaign's tiers by precedence.
-    pub async fn list_tiers(
-        &self,
-        org_id: &str,
-        campaign_id: &str,
-    ) -> Result<Vec<Tier>, StoreError> {
+    pub async fn list_tiers(&self, campaign: &Campaign) -> Result<Vec<Tier>, StoreError> {
+        let (org_id, campaign_id) = (campaign.org_id.as_str(), campaign.id.as_str());
         let sql = format!(
             "SELECT {TIER_COLUMNS} FROM tiers WHERE org_id = $1 AND campaign_id = $2 \
              ORDER BY precedence, threshold, name"
@@ -170,7 +163,7 @@ impl Store {
     ) -> Result<crate::Paged<Tier>, StoreError> {
         let name = name.map(str::to_lowercase);
         let matching: Vec<Tier> = self
-            .list_tiers(&campaign.org_id, &campaign.id)
+            .list_tiers(campaign)
             .await?
             .into_iter()
             .filter(|t| name.as_ref().is_none_or(|n| t.name.to_lowercase() == *n))
@@ -180,12 +173,8 @@ impl Store {
     }
 
     /// Removes a tier (by id or name); its wallets fall to the next tier they reach.
-    pub async fn remove_tier(
-        &self,
-        org_id: &str,
-        campaign_id: &str,
-        tier: &str,
-    ) -> Result<(), StoreError> {
+    pub async fn remove_tier(&self, campaign: &Campaign, tier: &str) -> Result<(), StoreError> {
+        let (org_id, campaign_id) = (campaign.org_id.as_str(), campaign.id.as_str());
         const CLEAR: &str = "UPDATE wallets SET tier_id = NULL WHERE tier_id IN (SELECT id FROM tiers \
              WHERE org_id = $1 AND campaign_id = $2 AND (id = $3 OR name = $3))";
         const DELETE: &str =

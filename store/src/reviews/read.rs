@@ -1,6 +1,8 @@
 //! Reading reviews: one by id, a campaign's lists with their average rating (shown reviews
 //! only), and the organisation's reviews waiting for an operator.
 
+use crate::Campaign;
+use crate::OrgScope;
 use chrono::{DateTime, Utc};
 
 use super::{Moderation, Review, shown, waiting};
@@ -75,13 +77,14 @@ fn review_from_row(r: ReviewRow) -> Result<Review, StoreError> {
 }
 
 impl Store {
-    /// Review `id` of organisation `org_id` (in `campaign_id`, when given), unless removed.
+    /// Review `id` of the organisation (in `campaign`, when given), unless removed.
     pub async fn review_by_id(
         &self,
-        org_id: &str,
-        campaign_id: Option<&str>,
+        org: &OrgScope,
+        campaign: Option<&Campaign>,
         id: &str,
     ) -> Result<Review, StoreError> {
+        let (org_id, campaign_id) = (org.id(), campaign.map(|c| c.id.as_str()));
         const SQL: &str = concat!(
             "SELECT ",
             review_columns!(),
@@ -98,15 +101,15 @@ impl Store {
     /// show, newest first.
     pub async fn list_reviews(
         &self,
-        org_id: &str,
-        campaign_id: &str,
+        campaign: &Campaign,
         filter: &ReviewFilter,
         rules: &Moderation,
         page: Page,
     ) -> Result<ReviewList, StoreError> {
+        let (org_id, campaign_id) = (campaign.org_id.as_str(), campaign.id.as_str());
         let member = match &filter.member {
             None => None,
-            Some(member) => match self.member_id_by_reference(org_id, member).await? {
+            Some(member) => match self.member_id_of(org_id, member).await? {
                 Some(id) => Some(id),
                 // A member that does not exist has written nothing.
                 None => {
@@ -148,10 +151,11 @@ impl Store {
     /// operator decides, oldest first: the queue an operator works through.
     pub async fn pending_reviews(
         &self,
-        org_id: &str,
+        org: &OrgScope,
         rules: &Moderation,
         page: Page,
     ) -> Result<Paged<Review>, StoreError> {
+        let org_id = org.id();
         let from = format!("FROM reviews r WHERE r.org_id = $1 AND {}", waiting(2, 3));
         let (count, _, rows) = self
             .select_reviews(

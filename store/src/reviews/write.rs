@@ -1,6 +1,7 @@
 //! Writing reviews: creating one (one per member and voucher), members reporting one, and an
 //! operator's decision.
 
+use crate::OrgScope;
 use chrono::{DateTime, Utc};
 
 use crate::backend::{Steps, Tx};
@@ -37,7 +38,7 @@ impl Store {
              voucher_id, partner_id, rating, review_text, profanity_score, moderation, reports, \
              created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, $11, $11)";
         let member = self
-            .member_id_by_reference(&campaign.org_id, &new.member)
+            .member_id_of(&campaign.org_id, &new.member)
             .await?
             .ok_or_else(|| StoreError::UnknownReference {
                 field: "memberId",
@@ -123,7 +124,7 @@ impl Store {
             .await?;
         let (author,) = author.ok_or(StoreError::NotFound { what: "review" })?;
         let reporter_id = self
-            .member_id_by_reference(&campaign.org_id, reporter)
+            .member_id_of(&campaign.org_id, reporter)
             .await?
             .ok_or_else(|| StoreError::UnknownReference {
                 field: "reporterId",
@@ -143,18 +144,18 @@ impl Store {
             at,
         })
         .await?;
-        self.review_by_id(&campaign.org_id, Some(&campaign.id), id)
-            .await
+        self.review_by_id(&campaign.org(), Some(campaign), id).await
     }
 
     /// An operator approves (`true`: listed whatever is reported later) or removes review `id`
     /// of organisation `org_id`. `NotFound` when it does not exist or was removed before.
     pub async fn moderate_review(
         &self,
-        org_id: &str,
+        org: &OrgScope,
         id: &str,
         approve: bool,
     ) -> Result<(), StoreError> {
+        let org_id = org.id();
         const SQL: &str = "UPDATE reviews SET moderation = $3, updated_at = $4 \
              WHERE org_id = $1 AND id = $2 AND moderation <> 'removed'";
         let decision = if approve {

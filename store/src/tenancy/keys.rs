@@ -6,6 +6,8 @@
 //! fast hash with a constant-time comparison is as safe and keeps thousands of requests a second
 //! cheap.
 
+use crate::OrgScope;
+use crate::tenancy::scope::Sealed;
 use std::fmt;
 
 use chrono::{DateTime, Utc};
@@ -42,6 +44,7 @@ pub struct ApiKey {
     pub read_only: bool,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
+    pub(crate) sealed: Sealed,
 }
 
 impl ApiKey {
@@ -86,6 +89,9 @@ impl fmt::Debug for IssuedKey {
 #[derive(Debug, Clone)]
 pub struct KeyContext {
     pub key: ApiKey,
+    /// The organisation the key acts for.
+    pub org: OrgScope,
+    /// The campaign the key acts in.
     pub campaign: Campaign,
 }
 
@@ -129,13 +135,15 @@ fn key_from_row(row: KeyRow) -> Result<ApiKey, StoreError> {
         read_only,
         created_at,
         revoked_at,
+        sealed: Sealed::default(),
     })
 }
 
 impl Store {
     /// Issues a key for a campaign of organisation `org_id`. The returned secret is not kept.
-    pub async fn issue_key(&self, org_id: &str, new: NewKey) -> Result<IssuedKey, StoreError> {
-        self.get_campaign(org_id, &new.campaign_id).await?;
+    pub async fn issue_key(&self, org: &OrgScope, new: NewKey) -> Result<IssuedKey, StoreError> {
+        let org_id = org.id();
+        self.get_campaign(org, &new.campaign_id).await?;
         let mut permissions = new.permissions;
         permissions.sort_by_key(|p| p.as_str());
         permissions.dedup();
@@ -149,6 +157,7 @@ impl Store {
             read_only: new.read_only,
             created_at: now(),
             revoked_at: None,
+            sealed: Sealed::default(),
         };
         let secret = random_token("rs_", 32);
         let names: Vec<&str> = key.permissions.iter().map(|p| p.as_str()).collect();
@@ -172,7 +181,8 @@ impl Store {
         Ok(IssuedKey { key, secret })
     }
 
-    pub async fn list_keys(&self, org_id: &str) -> Result<Vec<ApiKey>, StoreError> {
+    pub async fn list_keys(&self, org: &OrgScope) -> Result<Vec<ApiKey>, StoreError> {
+        let org_id = org.id();
         const SQL: &str = concat!(
             "SELECT ",
             key_columns!(),
@@ -258,7 +268,12 @@ impl Store {
             logo: r.logo,
             favicon: r.favicon,
             created_at: r.campaign_created_at,
+            sealed: Sealed::default(),
         };
-        Ok(Some(KeyContext { key, campaign }))
+        Ok(Some(KeyContext {
+            org: key.org(),
+            key,
+            campaign,
+        }))
     }
 }

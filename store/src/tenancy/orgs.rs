@@ -1,5 +1,7 @@
 //! Organisations (the tenants) and their campaigns (a programme with its own currency and look).
 
+use crate::OrgScope;
+use crate::tenancy::scope::Sealed;
 use chrono::{DateTime, Utc};
 
 use crate::common::ids::{new_id, now};
@@ -11,6 +13,8 @@ pub struct Organisation {
     pub id: String,
     pub name: String,
     pub created_at: DateTime<Utc>,
+    #[serde(skip)]
+    pub(crate) sealed: Sealed,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -23,6 +27,8 @@ pub struct Campaign {
     pub logo: Option<String>,
     pub favicon: Option<String>,
     pub created_at: DateTime<Utc>,
+    #[serde(skip)]
+    pub(crate) sealed: Sealed,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -33,7 +39,7 @@ pub struct NewCampaign {
     pub favicon: Option<String>,
 }
 
-type CampaignRow = (
+pub(crate) type CampaignRow = (
     String,
     String,
     String,
@@ -49,7 +55,7 @@ macro_rules! campaign_columns {
     };
 }
 
-fn campaign_from_row(row: CampaignRow) -> Campaign {
+pub(crate) fn campaign_from_row(row: CampaignRow) -> Campaign {
     let (id, org_id, name, currency, logo, favicon, created_at) = row;
     Campaign {
         id,
@@ -59,6 +65,7 @@ fn campaign_from_row(row: CampaignRow) -> Campaign {
         logo,
         favicon,
         created_at,
+        sealed: Sealed::default(),
     }
 }
 
@@ -103,7 +110,7 @@ impl Store {
             .read_row("SELECT org_id FROM campaigns WHERE id = $1", params![id])
             .await?;
         let (org_id,) = row.ok_or(StoreError::NotFound { what: "campaign" })?;
-        self.get_campaign(&org_id, id).await
+        self.get_campaign(&OrgScope::new(&org_id), id).await
     }
 
     pub async fn create_org(&self, name: &str) -> Result<Organisation, StoreError> {
@@ -115,6 +122,7 @@ impl Store {
             id: new_id(),
             name: name.to_string(),
             created_at: now(),
+            sealed: Sealed::default(),
         };
         self.execute(
             "INSERT INTO organisations (id, name, created_at) VALUES ($1, $2, $3)",
@@ -138,6 +146,7 @@ impl Store {
             id,
             name,
             created_at,
+            sealed: Sealed::default(),
         })
     }
 
@@ -154,15 +163,17 @@ impl Store {
                 id,
                 name,
                 created_at,
+                sealed: Sealed::default(),
             })
             .collect())
     }
 
     pub async fn create_campaign(
         &self,
-        org_id: &str,
+        org: &OrgScope,
         new: NewCampaign,
     ) -> Result<Campaign, StoreError> {
+        let org_id = org.id();
         let new = new.validated()?;
         self.get_org(org_id).await?;
         let campaign = Campaign {
@@ -173,6 +184,7 @@ impl Store {
             logo: new.logo,
             favicon: new.favicon,
             created_at: now(),
+            sealed: Sealed::default(),
         };
         self.execute(
             "INSERT INTO campaigns (id, org_id, name, currency, logo, favicon, created_at) \
@@ -192,7 +204,8 @@ impl Store {
     }
 
     /// The campaign `id` of organisation `org_id`; another organisation's campaign is `NotFound`.
-    pub async fn get_campaign(&self, org_id: &str, id: &str) -> Result<Campaign, StoreError> {
+    pub async fn get_campaign(&self, org: &OrgScope, id: &str) -> Result<Campaign, StoreError> {
+        let org_id = org.id();
         const SQL: &str = concat!(
             "SELECT ",
             campaign_columns!(),
@@ -203,7 +216,8 @@ impl Store {
             .ok_or(StoreError::NotFound { what: "campaign" })
     }
 
-    pub async fn list_campaigns(&self, org_id: &str) -> Result<Vec<Campaign>, StoreError> {
+    pub async fn list_campaigns(&self, org: &OrgScope) -> Result<Vec<Campaign>, StoreError> {
+        let org_id = org.id();
         const SQL: &str = concat!(
             "SELECT ",
             campaign_columns!(),

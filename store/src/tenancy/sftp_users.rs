@@ -2,6 +2,8 @@
 //! an argon2id hash) and/or public keys. A key belongs to exactly one user, so a key can never
 //! log in as anyone else; a disabled user cannot log in at all.
 
+use crate::OrgScope;
+use crate::tenancy::scope::Sealed;
 use std::sync::LazyLock;
 
 use argon2::Argon2;
@@ -25,6 +27,7 @@ pub struct SftpUser {
     pub keys: Vec<SftpKey>,
     pub disabled_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
+    pub(crate) sealed: Sealed,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -56,6 +59,7 @@ pub struct SftpLogin {
     pub user_id: String,
     pub org_id: String,
     pub username: String,
+    pub(crate) sealed: Sealed,
 }
 
 fn check_username(username: &str) -> Result<(), StoreError> {
@@ -112,9 +116,10 @@ impl Store {
     /// Issues an SFTP user for organisation `org_id`, with a password, a key, or both.
     pub async fn create_sftp_user(
         &self,
-        org_id: &str,
+        org: &OrgScope,
         new: NewSftpUser,
     ) -> Result<SftpUser, StoreError> {
+        let org_id = org.id();
         self.get_org(org_id).await?;
         check_username(&new.username)?;
         if new.password.is_none() && new.key.is_none() {
@@ -137,23 +142,23 @@ impl Store {
         .await
         .map_err(|e| conflict_on(e, &[("username", "username")]))?;
         if let Some(key) = new.key
-            && let Err(err) = self.add_sftp_key(org_id, &new.username, key).await
+            && let Err(err) = self.add_sftp_key(org, &new.username, key).await
         {
             // A user is issued whole or not at all.
-            self.remove_sftp_user(org_id, &new.username).await?;
+            self.remove_sftp_user(org, &new.username).await?;
             return Err(err);
         }
-        self.get_sftp_user(org_id, &new.username).await
+        self.get_sftp_user(org, &new.username).await
     }
 
     /// Adds a public key to a user. A key already held by any user is a conflict.
     pub async fn add_sftp_key(
         &self,
-        org_id: &str,
+        org: &OrgScope,
         username: &str,
         key: NewSftpKey,
     ) -> Result<SftpKey, StoreError> {
-        let user = self.get_sftp_user(org_id, username).await?;
+        let user = self.get_sftp_user(org, username).await?;
         let added = SftpKey {
             fingerprint: key.fingerprint,
             public_key: key.public_key,
@@ -177,9 +182,10 @@ impl Store {
 
     pub async fn get_sftp_user(
         &self,
-        org_id: &str,
+        org: &OrgScope,
         username: &str,
     ) -> Result<SftpUser, StoreError> {
+        let org_id = org.id();
         let users = self.sftp_users(org_id, Some(username)).await?;
         users
             .into_iter()
@@ -187,7 +193,8 @@ impl Store {
             .ok_or(StoreError::NotFound { what: "SFTP user" })
     }
 
-    pub async fn list_sftp_users(&self, org_id: &str) -> Result<Vec<SftpUser>, StoreError> {
+    pub async fn list_sftp_users(&self, org: &OrgScope) -> Result<Vec<SftpUser>, StoreError> {
+        let org_id = org.id();
         self.sftp_users(org_id, None).await
     }
 
@@ -222,6 +229,7 @@ impl Store {
                     has_password: hash.is_some(),
                     disabled_at,
                     created_at,
+                    sealed: Sealed::default(),
                 },
             )
             .collect())
@@ -230,9 +238,10 @@ impl Store {
     /// Stops a user from logging in (sessions already open are not cut).
     pub async fn disable_sftp_user(
         &self,
-        org_id: &str,
+        org: &OrgScope,
         username: &str,
     ) -> Result<SftpUser, StoreError> {
+        let org_id = org.id();
         let changed = self
             .execute(
                 "UPDATE sftp_users SET disabled_at = COALESCE(disabled_at, $3) \
@@ -243,12 +252,12 @@ impl Store {
         if changed == 0 {
             return Err(StoreError::NotFound { what: "SFTP user" });
         }
-        self.get_sftp_user(org_id, username).await
+        self.get_sftp_user(org, username).await
     }
 
     /// Removes a user and its keys; the batches it uploaded keep its name.
-    pub async fn remove_sftp_user(&self, org_id: &str, username: &str) -> Result<(), StoreError> {
-        let user = self.get_sftp_user(org_id, username).await?;
+    pub async fn remove_sftp_user(&self, org: &OrgScope, username: &str) -> Result<(), StoreError> {
+        let user = self.get_sftp_user(org, username).await?;
         let user = params![user.id];
         self.execute_all(&[
             ("DELETE FROM sftp_keys WHERE user_id = $1", user),
@@ -284,6 +293,7 @@ impl Store {
                 user_id,
                 org_id,
                 username: username.to_string(),
+                sealed: Sealed::default(),
             }))
     }
 
@@ -305,6 +315,7 @@ impl Store {
             user_id,
             org_id,
             username: username.to_string(),
+            sealed: Sealed::default(),
         }))
     }
 }

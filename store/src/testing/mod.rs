@@ -149,7 +149,7 @@ pub async fn campaign_fixture(store: &Store) -> crate::Campaign {
             currency: "PTS".into(),
             ..Default::default()
         };
-        store.create_campaign(&org.id, campaign).await
+        store.create_campaign(&org.scope(), campaign).await
     };
     made.await
         .unwrap_or_else(|e| panic!("campaign fixture: {e}"))
@@ -160,7 +160,6 @@ pub async fn wallet_fixture(store: &Store) -> (crate::Campaign, crate::Wallet) {
     use crate::{NewMember, NewWallet};
     let campaign = campaign_fixture(store).await;
     let made = async {
-        let org_id = campaign.org_id.clone();
         let member = NewMember {
             first_name: "Ada".into(),
             idp: "reference".into(),
@@ -168,7 +167,7 @@ pub async fn wallet_fixture(store: &Store) -> (crate::Campaign, crate::Wallet) {
             external_id: "card-1".into(),
             ..Default::default()
         };
-        store.create_member(&org_id, member).await?;
+        store.create_member(&campaign.org(), member).await?;
         let wallet = NewWallet {
             owner: Some("card-1".into()),
             external_id: Some("w-1".into()),

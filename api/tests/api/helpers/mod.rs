@@ -14,13 +14,13 @@ pub use orders::next_friday;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use store::testing::TestStore;
-use store::{NewCampaign, NewKey, Store};
+use store::{NewCampaign, NewKey, OrgScope, Store};
 
 /// A running server, the organisation and campaign it was seeded with, and a key for them.
 pub struct TestApp {
     pub base: String,
     pub store: Store,
-    pub org: String,
+    pub org: OrgScope,
     pub campaign: String,
     pub key: Credentials,
     pub http: reqwest::Client,
@@ -72,7 +72,7 @@ impl TestApp {
     /// `spawn` with `settings`, and with the background workers only when `workers`.
     pub async fn spawn_with(db: TestStore, settings: api::Settings, workers: bool) -> TestApp {
         let store = db.store.clone();
-        let org = store.create_org("Acme").await.unwrap().id;
+        let org = store.create_org("Acme").await.unwrap().scope();
         let campaign = store
             .create_campaign(
                 &org,
@@ -116,7 +116,7 @@ impl TestApp {
         app
     }
 
-    pub async fn issue_key(&self, org: &str, campaign: &str, mut new: NewKey) -> Credentials {
+    pub async fn issue_key(&self, org: &OrgScope, campaign: &str, mut new: NewKey) -> Credentials {
         new.campaign_id = campaign.to_string();
         let issued = self.store.issue_key(org, new).await.unwrap();
         Credentials {
@@ -128,7 +128,7 @@ impl TestApp {
 
     /// A second organisation with its own campaign and key.
     pub async fn other_tenant(&self) -> Credentials {
-        let org = self.store.create_org("Other").await.unwrap().id;
+        let org = self.store.create_org("Other").await.unwrap().scope();
         let campaign = self
             .store
             .create_campaign(
