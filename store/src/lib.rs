@@ -1,11 +1,14 @@
 //! The system of record. `Store` is the one interface the rest of the code uses: domain types in
-//! and out, every operation scoped by organisation. It runs on SQLite (the embedded default) or
+//! and out, every operation on a tenant's records taking its scope as a type (`OrgScope` or
+//! `&Campaign`, made only by the store: `tenancy/scope.rs`). Its methods are grouped by domain,
+//! one `impl Store` a file, each saying what it holds and which scope it takes. It runs on SQLite (the embedded default) or
 //! PostgreSQL (several nodes sharing one database). Where things live:
 //!
 //! - `backend/`: the one place that picks a backend: single statements (`statements.rs`), the
 //!   transaction seam (`tx.rs`: `Tx`, `Store::write`, `Store::read`, `Store::fork`), the
 //!   migrations of both trees, and `direct/`, SQLite through rusqlite with its writer thread.
-//! - `tenancy/`: organisations and campaigns, API keys and interface versions, SFTP users.
+//! - `tenancy/`: organisations and campaigns, API keys and interface versions, SFTP users, and
+//!   the scopes (`scope.rs`).
 //! - `programme/`: a campaign's policies, tiers, rule sets, the compiled rule book, and the
 //!   evaluation of an earn.
 //! - `members/`: members and their communication preferences.

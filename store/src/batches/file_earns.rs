@@ -135,6 +135,7 @@ impl Pending {
     }
 }
 
+/// Batch rows: a file's earns evaluated and credited chunk by chunk (scope: `OrgScope`).
 impl Store {
     /// Evaluates and credits `earns` of batch `batch_id` of organisation `org_id` in one database
     /// transaction, committed when this returns; returns each row's outcome, in order. Rows see

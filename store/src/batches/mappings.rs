@@ -19,6 +19,7 @@ pub struct StoredMapping {
     pub updated_at: DateTime<Utc>,
 }
 
+/// Mappings: how an organisation's batch files name their columns (scope: `OrgScope`).
 impl Store {
     /// Stores (or replaces) the organisation's mapping for `pattern`.
     pub async fn set_mapping(

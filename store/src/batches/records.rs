@@ -126,6 +126,7 @@ pub struct BatchFinish {
 /// renews it after every chunk.
 const LEASE: i64 = 60;
 
+/// Batches: received files, their states and the claim of each by one node (scope: `OrgScope`).
 impl Store {
     /// Records a received file: `received`, or `duplicate` when the organisation's live batches
     /// already hold this content (the unique index decides between files arriving together).

@@ -264,6 +264,7 @@ pub(crate) fn embedding_bytes(vector: &[f32]) -> Vec<u8> {
     vector.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
+/// The catalogue, imported: a document applied to a campaign in one transaction.
 impl Store {
     /// Checks `catalogue` against what the campaign holds and applies it in one transaction
     /// (none of it when anything is wrong: `InvalidCatalogue` lists every problem).

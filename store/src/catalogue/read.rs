@@ -88,6 +88,8 @@ fn embedding(bytes: &[u8]) -> Vec<f32> {
         .collect()
 }
 
+/// The catalogue, read: a campaign's products, categories and tags, and the document that gives
+/// them back (scope: `&Campaign`).
 impl Store {
     /// The campaign's catalogue version: 0 before its first import, then one more per import
     /// and per variant an order sells out (both counts only grow, so their sum changes

@@ -304,6 +304,8 @@ impl Forked for Exporting {
     type Output = u64;
 }
 
+/// Ledger exports: an organisation's transactions streamed in chunks for a file (scope:
+/// `OrgScope`).
 impl Store {
     /// How many of the organisation's transactions `filter` picks.
     pub async fn count_export(

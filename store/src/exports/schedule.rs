@@ -98,6 +98,7 @@ pub struct ClaimedDay {
     lease: DateTime<Utc>,
 }
 
+/// Daily exports: an organisation's schedule and the claim of each due day by one node.
 impl Store {
     /// Sets the organisation's daily export (replacing its time and format if it has one; the
     /// days already exported stay done). A new schedule's first day is `first_day`.

@@ -50,6 +50,7 @@ pub struct Built {
     pub took: Duration,
 }
 
+/// The leaderboard, built: each campaign's snapshot, rebuilt on an interval by one node.
 impl Store {
     /// The campaigns whose snapshot is due and unclaimed, or that have none yet.
     pub async fn due_leaderboards(&self) -> Result<Vec<Campaign>, StoreError> {

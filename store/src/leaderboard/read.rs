@@ -46,6 +46,8 @@ impl From<EntryRow> for Standing {
     }
 }
 
+/// The leaderboard, read: pages and neighbourhoods of a campaign's snapshot (scope: `&Campaign` /
+/// `OrgScope`).
 impl Store {
     /// The campaign's published snapshot; `None` until the first is built.
     pub async fn leaderboard_snapshot(

@@ -23,7 +23,8 @@ pub struct Discrepancy {
 /// `{inner}`), where a group with no wallet is a discrepancy of its own. SQLite's key refuses
 /// such rows, and its plan of the full join did 2.8x the work for twice the ledger. The tokens
 /// a wallet holds are its earns from its spending position on (less what is taken of the one
-/// at it) and its aside rows (see `fifo`); an earn with an aside row counts by that row. `{scan}` is `NOT INDEXED` on SQLite, which would otherwise read
+/// at it) and its aside rows (see `fifo`); an earn with an aside row counts by that row. `{scan}`
+/// is `NOT INDEXED` on SQLite, which would otherwise read
 /// the transactions in wallet order through `(wallet_id, date)`, one random row lookup each,
 /// rather than in the order they are stored. SUM of BIGINT is NUMERIC on PostgreSQL: cast back,
 /// so both backends give an i64.
@@ -57,6 +58,7 @@ fn audit_sql(store: &Store) -> String {
         .replace("{inner}", inner)
 }
 
+/// The audit: every wallet's balance against the sum of its transactions (operator-wide).
 impl Store {
     /// Checks every wallet; an empty list means the ledger agrees with itself.
     pub async fn audit(&self) -> Result<Vec<Discrepancy>, StoreError> {

@@ -64,6 +64,7 @@ fn split(mut row: TransactionRow) -> Result<(Transaction, Option<String>), Store
     Ok((transaction_from_row(row)?, fingerprint))
 }
 
+/// Burns: tokens spent from a wallet, oldest lots first (scope: `&Campaign`).
 impl Store {
     /// Spends `burn.amount` from the wallet. `InsufficientBalance` when the balance less the
     /// campaign's minimum cannot cover it; `Conflict` on `externalId` when that id was used for

@@ -169,6 +169,8 @@ pub enum Credited {
     },
 }
 
+/// Earns: accepted over the API, evaluated by the rules and credited by the workers (scope:
+/// `&Campaign`).
 impl Store {
     /// Stores an earn for processing and returns its request (status `accepted`). The wallet
     /// must exist in the campaign (`NotFound` otherwise); everything else is decided later.

@@ -17,6 +17,7 @@ use crate::{Store, StoreError, TransactionKind};
 
 const BATCH: i64 = 500;
 
+/// Expiry: lots past their date expire as transactions of their own (operator-wide).
 impl Store {
     /// Expires every lot due at `at`; returns how many EXPIRY transactions this call wrote.
     /// Each visit moves a wallet's next expiry past `at`, so the call ends; a wallet that stays

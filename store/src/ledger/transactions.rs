@@ -229,6 +229,7 @@ pub(crate) fn transaction_from_row(r: TransactionRow) -> Result<Transaction, Sto
     })
 }
 
+/// Transactions: a campaign's ledger entries, listed and read back (scope: `&Campaign`).
 impl Store {
     /// The campaign's transactions, newest first, filtered.
     pub async fn list_transactions(

@@ -126,6 +126,7 @@ fn wallet_from_row(r: WalletRow) -> Wallet {
     }
 }
 
+/// Wallets: a campaign's wallets, their owners and balances (scope: `&Campaign`).
 impl Store {
     /// The live member with id `reference`, else the one with that external id.
     pub async fn member_id_by_reference(

@@ -234,6 +234,7 @@ impl Member {
 
 const MEMBER_UNIQUE: &[(&str, &str)] = &[("external_id", "externalId"), ("user_id", "userId")];
 
+/// Members: an organisation's members and their communication preferences (scope: `OrgScope`).
 impl Store {
     /// Creates a member. `externalId` and (`idp`, `userId`) are unique among the organisation's
     /// live members: a clash is `Conflict` naming the field.

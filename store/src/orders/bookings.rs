@@ -518,6 +518,7 @@ impl Work for BookingUpdate {
     }
 }
 
+/// Bookings: a campaign's bookings and their status changes (scope: `&Campaign`).
 impl Store {
     /// Books order line `line_id` of the campaign: the line must require a booking and have
     /// none going ahead (`Refused`: `booking_not_required`, `booking_exists`); the date and

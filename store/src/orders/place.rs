@@ -392,6 +392,8 @@ impl Work for Placing {
     }
 }
 
+/// Orders, placed: one order paid in tokens, its stock and codes, in one transaction (scope:
+/// `&Campaign`).
 impl Store {
     /// Places `order` in `campaign`, sealing its codes with `codes`. The owner must be a live
     /// member of the organisation (`UnknownReference` on `owner`); a paying wallet must be the

@@ -115,6 +115,7 @@ row_struct! {
 const CODES: &str = "SELECT line_id, tail, sealed, redeemed_at FROM redemption_codes \
      WHERE line_id {key} ORDER BY line_id, position";
 
+/// Orders, read: a campaign's orders and their lines (scope: `&Campaign`).
 impl Store {
     /// The member id that `owner` (an id or external id) names, for a filter: `None` when no
     /// filter was given, `Err(NotFound)` when it names no member (the caller decides what an

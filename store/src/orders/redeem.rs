@@ -37,6 +37,7 @@ row_struct! {
     }
 }
 
+/// Redemption codes: a partner redeems a code once (scope: `OrgScope`).
 impl Store {
     /// Redeems `code` (as typed: case, spaces and dashes do not matter) among organisation
     /// `org_id`'s codes, for API key `key_id`. `NotFound` when no code of the organisation

@@ -111,6 +111,7 @@ pub struct Policy {
     pub expiry: Expiry,
 }
 
+/// Policies: a campaign's minimum balance and expiry (scope: `&Campaign`).
 impl Store {
     /// The campaign's policy; a campaign never given one keeps no minimum and never expires.
     pub async fn policy(&self, campaign: &Campaign) -> Result<Policy, StoreError> {

@@ -81,6 +81,7 @@ impl RuleBook {
     }
 }
 
+/// Rule sets in force: the version a campaign's earns are evaluated by.
 impl Store {
     /// The number of the campaign's active rule-set version, if it has one.
     pub async fn active_rule_set_version(

@@ -31,6 +31,7 @@ fn version_from_row((id, campaign_id, version, source, created_at): VersionRow) 
     }
 }
 
+/// Rule sets: a campaign's versioned rules (scope: `&Campaign`).
 impl Store {
     /// Compiles `source` and, if it has no errors, stores it as the campaign's next version,
     /// active from now on. Concurrent calls each get their own version number.

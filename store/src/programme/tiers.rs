@@ -98,6 +98,7 @@ pub(crate) fn joined_tier(
     })
 }
 
+/// Tiers: a campaign's tiers and their thresholds (scope: `&Campaign`).
 impl Store {
     pub async fn create_tier(&self, campaign: &Campaign, new: NewTier) -> Result<Tier, StoreError> {
         let (org_id, campaign_id) = (campaign.org_id.as_str(), campaign.id.as_str());

@@ -76,6 +76,8 @@ fn review_from_row(r: ReviewRow) -> Result<Review, StoreError> {
     })
 }
 
+/// Reviews, read: a campaign's reviews as moderation shows them, and those waiting for a decision
+/// (scope: `&Campaign`, or `OrgScope` for moderation).
 impl Store {
     /// Review `id` of the organisation (in `campaign`, when given), unless removed.
     pub async fn review_by_id(

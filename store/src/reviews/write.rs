@@ -23,6 +23,7 @@ pub struct NewReview {
     pub review_text: String,
 }
 
+/// Reviews, written: members' reviews, reports and moderators' decisions.
 impl Store {
     /// Records `new` in `campaign` with its profanity score. `UnknownReference` on `memberId`
     /// or `voucherId` when either names nothing; `Refused` (`already_reviewed`) when the

@@ -139,6 +139,8 @@ fn key_from_row(row: KeyRow) -> Result<ApiKey, StoreError> {
     })
 }
 
+/// API keys: issue, list and revoke an organisation's keys, and authenticate a request (which gives
+/// the caller's `KeyContext` with its scopes).
 impl Store {
     /// Issues a key for a campaign of organisation `org_id`. The returned secret is not kept.
     pub async fn issue_key(&self, org: &OrgScope, new: NewKey) -> Result<IssuedKey, StoreError> {

@@ -103,6 +103,8 @@ impl NewCampaign {
     }
 }
 
+/// Organisations and campaigns: the operator's records, and the lookups that give an `OrgScope` or
+/// a `Campaign`.
 impl Store {
     /// A campaign by id alone, for operator commands that name only the campaign.
     pub async fn campaign_by_id(&self, id: &str) -> Result<Campaign, StoreError> {

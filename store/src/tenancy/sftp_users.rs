@@ -112,6 +112,8 @@ type UserRow = (
     DateTime<Utc>,
 );
 
+/// SFTP users: an organisation's upload accounts, their keys and passwords, and logins (scope:
+/// `OrgScope`; logins are how a session gets one).
 impl Store {
     /// Issues an SFTP user for organisation `org_id`, with a password, a key, or both.
     pub async fn create_sftp_user(

@@ -41,6 +41,7 @@ use sooner;
 pub(crate) const SET_ASIDE: &str = "INSERT INTO lots_aside (transaction_id, wallet_id, \
      earned_at, remaining, expires_at) VALUES ($1, $2, $3, $4, $5)";
 
+/// Crediting: evaluated earns written to the ledger, one transaction a chunk.
 impl Store {
     /// Records `credits` (see the module's description) and returns each one's outcome, in order.
     pub async fn credit_all(&self, credits: &[Credit]) -> Result<Vec<Credited>, StoreError> {
