@@ -1,8 +1,8 @@
 //! The system of record. `Store` is the one interface the rest of the code uses: domain types in
 //! and out, every operation on a tenant's records taking its scope as a type (`OrgScope` or
 //! `&Campaign`, made only by the store: `tenancy/scope.rs`). Its methods are grouped by domain,
-//! one `impl Store` a file, each saying what it holds and which scope it takes. It runs on SQLite (the embedded default) or
-//! PostgreSQL (several nodes sharing one database). Where things live:
+//! one `impl Store` a file, each saying what it holds and which scope it takes. It runs on SQLite
+//! (the embedded default) or PostgreSQL (several nodes sharing one database). Where things live:
 //!
 //! - `backend/`: the one place that picks a backend: single statements (`statements.rs`), the
 //!   transaction seam (`tx.rs`: `Tx`, `Store::write`, `Store::read`, `Store::fork`), the
