@@ -4,9 +4,9 @@ use std::path::Path;
 
 use anyhow::{Context as _, bail};
 use chrono::{DateTime, Utc};
-use rules::{Context, Decimal, Row, RuleSet};
+use rules::{Decimal, RuleSet};
 use serde_json::{Map, Value, json};
-use store::Store;
+use store::{RulesInput, Store, Tokens};
 
 use super::emit;
 use crate::cli::RulesCommand;
@@ -147,22 +147,9 @@ async fn backtest(
         let Some(last) = page.last() else { break };
         after = Some(last.transaction_id.clone());
         for earn in &page {
-            let Ok(amount) = earn.source_amount.parse::<Decimal>() else {
+            let Ok((row, ctx)) = earn.rules_input().parts() else {
                 unreadable += 1;
                 continue;
-            };
-            let row = Row {
-                id: &earn.earn_id,
-                amount,
-                date: earn.date,
-                currency: &earn.currency,
-                description: earn.description.as_deref().unwrap_or(""),
-                meta: earn.meta.as_ref(),
-            };
-            let ctx = Context {
-                wallet_tier: earn.wallet_tier.as_deref(),
-                wallet_balance: earn.wallet_balance.to_decimal(),
-                member_status: &earn.member_status,
             };
             let tokens = rules.evaluate_into(&row, &ctx, &mut steps);
             for step in &steps {
@@ -266,17 +253,33 @@ fn read(file: &Path) -> anyhow::Result<String> {
     std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))
 }
 
-/// One sample row, owned, before it is lent to the engine as a `Row`.
+/// One sample row, owned, before it is lent to the engine as a `RulesInput`.
 struct Sample {
     id: String,
-    amount: Decimal,
+    amount: String,
     date: DateTime<Utc>,
     currency: String,
     description: String,
     meta: Value,
     tier: Option<String>,
-    balance: Decimal,
+    balance: Tokens,
     status: String,
+}
+
+impl Sample {
+    fn rules_input(&self) -> RulesInput<'_> {
+        RulesInput {
+            earn_id: &self.id,
+            amount: &self.amount,
+            date: self.date,
+            currency: &self.currency,
+            description: Some(&self.description),
+            meta: Some(&self.meta),
+            wallet_tier: self.tier.as_deref(),
+            wallet_balance: self.balance,
+            member_status: &self.status,
+        }
+    }
 }
 
 /// Evaluates `file`'s rule set on each row of `rows` and prints tokens and trace.
@@ -292,8 +295,17 @@ pub fn test(file: &Path, rows: &Path, json: bool) -> anyhow::Result<()> {
         let sample = record
             .map_err(anyhow::Error::from)
             .and_then(|r| sample(&headers, &r));
-        let sample = match sample {
-            Ok(sample) => sample,
+        let parts = sample
+            .as_ref()
+            .map_err(|e| anyhow::anyhow!("{e:#}"))
+            .and_then(|s| {
+                s.rules_input()
+                    .parts()
+                    .map(|parts| (s, parts))
+                    .map_err(anyhow::Error::msg)
+            });
+        let (sample, (row, ctx)) = match parts {
+            Ok(parts) => parts,
             Err(err) => {
                 bad += 1;
                 results.push(json!({"line": line, "error": format!("{err:#}")}));
@@ -302,19 +314,6 @@ pub fn test(file: &Path, rows: &Path, json: bool) -> anyhow::Result<()> {
                 }
                 continue;
             }
-        };
-        let row = Row {
-            id: &sample.id,
-            amount: sample.amount,
-            date: sample.date,
-            currency: &sample.currency,
-            description: &sample.description,
-            meta: Some(&sample.meta),
-        };
-        let ctx = Context {
-            wallet_tier: sample.tier.as_deref(),
-            wallet_balance: sample.balance,
-            member_status: &sample.status,
         };
         let outcome = rules.evaluate(&row, &ctx);
         let trace = rules.explain(&outcome.steps);
@@ -341,13 +340,13 @@ pub fn test(file: &Path, rows: &Path, json: bool) -> anyhow::Result<()> {
 fn sample(headers: &csv::StringRecord, record: &csv::StringRecord) -> anyhow::Result<Sample> {
     let mut s = Sample {
         id: String::new(),
-        amount: Decimal::ZERO,
+        amount: String::new(),
         date: Utc::now(),
         currency: String::new(),
         description: String::new(),
         meta: Value::Object(Map::new()),
         tier: None,
-        balance: Decimal::ZERO,
+        balance: Tokens::ZERO,
         status: "active".into(),
     };
     let mut seen_amount = false;
@@ -357,9 +356,7 @@ fn sample(headers: &csv::StringRecord, record: &csv::StringRecord) -> anyhow::Re
         match name.trim() {
             "id" => s.id = value.to_string(),
             "amount" => {
-                s.amount = value
-                    .parse()
-                    .with_context(|| format!("amount `{value}` is not a number"))?;
+                s.amount = value.to_string();
                 seen_amount = true;
             }
             "date" => {
@@ -374,9 +371,8 @@ fn sample(headers: &csv::StringRecord, record: &csv::StringRecord) -> anyhow::Re
             "description" => s.description = value.to_string(),
             "wallet.tier" if !value.is_empty() => s.tier = Some(value.to_string()),
             "wallet.balance" if !value.is_empty() => {
-                s.balance = value
-                    .parse()
-                    .with_context(|| format!("wallet.balance `{value}` is not a number"))?
+                s.balance = Tokens::from_text(value)
+                    .map_err(|why| anyhow::anyhow!("wallet.balance: {why}"))?
             }
             "member.status" if !value.is_empty() => s.status = value.to_string(),
             key => {

@@ -80,6 +80,7 @@ pub use orders::{
     Booking, BookingPatch, BookingStatus, Code, LocalDate, NewBooking, NewLine, NewOrder, Order,
     OrderLine, OrderScope, Placed, ProductSummary, Redeemed,
 };
+pub use programme::evaluate::RulesInput;
 pub use programme::policies::{Expiry, Policy};
 pub use programme::rule_book::RuleBook;
 pub use programme::rule_sets::RuleSetVersion;

@@ -3,9 +3,70 @@
 
 use std::str::FromStr;
 
+use chrono::{DateTime, Utc};
 use rules::{Context, Decimal, Row, RuleSet};
+use serde_json::Value;
 
-use crate::{Credit, EarnInput, RuleBook, StoreError, Tokens};
+use crate::{Credit, EarnInput, EarnReplay, RuleBook, StoreError, Tokens};
+
+/// What the rules are given for one earn: its own fields, and its wallet and member as they
+/// were before it. The one place a rules `Row` and `Context` are made: for crediting (API earns
+/// and batch rows), for `rules test` samples and for backtests over recorded earns, so the
+/// three cannot disagree about what a rule sees.
+#[derive(Debug, Clone, Copy)]
+pub struct RulesInput<'a> {
+    pub earn_id: &'a str,
+    /// The purchase amount as given (a decimal number).
+    pub amount: &'a str,
+    pub date: DateTime<Utc>,
+    /// The wallet's currency.
+    pub currency: &'a str,
+    pub description: Option<&'a str>,
+    pub meta: Option<&'a Value>,
+    pub wallet_tier: Option<&'a str>,
+    pub wallet_balance: Tokens,
+    pub member_status: &'a str,
+}
+
+impl<'a> RulesInput<'a> {
+    /// The row and context the rules evaluate, or why the amount is not a number.
+    pub fn parts(&self) -> Result<(Row<'a>, Context<'a>), String> {
+        let Ok(amount) = Decimal::from_str(self.amount) else {
+            return Err(format!("amount `{}` is not a number", self.amount));
+        };
+        let row = Row {
+            id: self.earn_id,
+            amount,
+            date: self.date,
+            currency: self.currency,
+            description: self.description.unwrap_or(""),
+            meta: self.meta,
+        };
+        let context = Context {
+            wallet_tier: self.wallet_tier,
+            wallet_balance: self.wallet_balance.to_decimal(),
+            member_status: self.member_status,
+        };
+        Ok((row, context))
+    }
+}
+
+impl EarnReplay {
+    /// What the rules were given when this earn was credited.
+    pub fn rules_input(&self) -> RulesInput<'_> {
+        RulesInput {
+            earn_id: &self.earn_id,
+            amount: &self.source_amount,
+            date: self.date,
+            currency: &self.currency,
+            description: self.description.as_deref(),
+            meta: self.meta.as_ref(),
+            wallet_tier: self.wallet_tier.as_deref(),
+            wallet_balance: self.wallet_balance,
+            member_status: &self.member_status,
+        }
+    }
+}
 
 /// What the rules know of a wallet when an earn is evaluated.
 #[derive(Debug, Clone)]
@@ -87,26 +148,19 @@ fn evaluate_unguarded(
 ) -> Result<Credit, Refusal> {
     #[cfg(test)]
     crate::testing::fault(earn, "evaluate");
-    let Ok(amount) = Decimal::from_str(&earn.amount) else {
-        return Err(Refusal::Rules(format!(
-            "amount `{}` is not a number",
-            earn.amount
-        )));
-    };
     let wallet = target.wallet;
-    let row = Row {
-        id: &earn.earn_id,
-        amount,
+    let input = RulesInput {
+        earn_id: &earn.earn_id,
+        amount: &earn.amount,
         date: earn.date,
         currency: &wallet.currency,
-        description: earn.description.as_deref().unwrap_or(""),
+        description: earn.description.as_deref(),
         meta: earn.meta.as_ref(),
-    };
-    let ctx = Context {
         wallet_tier: wallet.tier.as_deref(),
-        wallet_balance: Tokens::from_micros(wallet.balance).to_decimal(),
+        wallet_balance: Tokens::from_micros(wallet.balance),
         member_status: &wallet.status,
     };
+    let (row, ctx) = input.parts().map_err(Refusal::Rules)?;
     let outcome = rules.evaluate(&row, &ctx);
     let tokens = Tokens::from_decimal(outcome.tokens).map_err(Refusal::Rules)?;
     within_ceiling(wallet.balance.max(wallet.earned), tokens)?;
