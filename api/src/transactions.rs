@@ -5,7 +5,6 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
-use rules::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use store::{
@@ -25,17 +24,10 @@ use crate::http::links::BaseUrl;
 use crate::http::paging::{PagedList, Paging, PagingParams};
 use crate::http::query::QueryParams;
 
-/// The largest amount an earn may name (the value given to the rules): exact as a decimal and as
-/// a double.
-const MAX_AMOUNT: i64 = 1_000_000_000_000_000;
 /// The most tokens one burn may spend: a wallet holds at most `Tokens::MAX`, a trillion.
 const MAX_BURN: i64 = 1_000_000_000_000;
 /// Tokens have at most 6 decimals.
 const TOKEN_STEP: f64 = 0.000_001;
-
-fn too_large(max: i64) -> String {
-    format!("must be at most {max}")
-}
 
 fn burn_amount() -> Object {
     ObjectBuilder::new()
@@ -51,7 +43,7 @@ fn earn_amount() -> Object {
     ObjectBuilder::new()
         .schema_type(Type::Number)
         .minimum(Some(0))
-        .maximum(Some(MAX_AMOUNT))
+        .maximum(Some(store::limits::MAX_EARN_AMOUNT))
         .description(Some(
             "The value of the transaction (money spent, distance flown...), given to the rules; \
              read exactly as written.",
@@ -354,13 +346,8 @@ fn earn_input(body: EarnBody) -> Result<EarnInput, ApiError> {
     let amount = checks::exact(&mut checks, "amount", body.amount);
     match amount {
         None if !checks.has("amount") => checks.fail("amount", "missing_field", "is required"),
-        Some(a) if a < Decimal::ZERO => {
-            checks.fail("amount", "invalid_value", "must not be negative")
-        }
-        Some(a) if a > Decimal::from(MAX_AMOUNT) => {
-            checks.fail("amount", "invalid_value", too_large(MAX_AMOUNT))
-        }
-        _ => {}
+        Some(a) => checks.refuse("amount", store::limits::earn_amount(a)),
+        None => {}
     }
     let date_given = body.date.is_some();
     let date = date(&mut checks, "date", body.date);

@@ -3,10 +3,9 @@
 //! with its row number, column, value and a stable reason code.
 
 use chrono::{DateTime, Utc};
-use rules::Decimal;
 use serde_json::{Map, Value};
 use store::EarnInput;
-use store::limits::{MAX_ID, MAX_TEXT};
+use store::limits::{self, MAX_META_PATH, MAX_TEXT, Refused};
 
 use crate::mapping::{Columns, Field, Mapping, Source, Target};
 use crate::values::{self, Kind};
@@ -17,6 +16,8 @@ pub enum Reason {
     MissingField,
     BadDecimal,
     NegativeAmount,
+    /// An amount past `store::limits::MAX_EARN_AMOUNT`, which the API refuses too.
+    AmountTooLarge,
     BadDate,
     TooLong,
     RaggedRow,
@@ -49,6 +50,7 @@ impl Reason {
             Reason::MissingField => "missing_field",
             Reason::BadDecimal => "bad_decimal",
             Reason::NegativeAmount => "negative_amount",
+            Reason::AmountTooLarge => "amount_too_large",
             Reason::BadDate => "bad_date",
             Reason::TooLong => "too_long",
             Reason::RaggedRow => "ragged_row",
@@ -65,6 +67,21 @@ impl Reason {
             Reason::BalanceCeiling => "balance_ceiling",
             Reason::InternalError => "internal_error",
         }
+    }
+}
+
+/// A refusal of one of `store::limits`' checks (the API's own), as a row's reason and message.
+fn reason_of(refused: Refused) -> (Reason, String) {
+    match refused {
+        Refused::Blank => (Reason::MissingField, "is required".into()),
+        Refused::Nul | Refused::ControlCharacter | Refused::Unfit => (
+            Reason::ControlCharacter,
+            "holds a control character (NUL anywhere, or any in an id)".into(),
+        ),
+        Refused::TooLong { max } => (Reason::TooLong, format!("longer than {max} characters")),
+        Refused::TooBig | Refused::NotAnObject => (Reason::TooLong, refused.message()),
+        Refused::Negative => (Reason::NegativeAmount, refused.message()),
+        Refused::TooLarge { .. } => (Reason::AmountTooLarge, refused.message()),
     }
 }
 
@@ -170,6 +187,11 @@ impl Layout {
                         continue;
                     }
                     match name.strip_prefix("meta.") {
+                        Some(path) if path.split('.').count() > MAX_META_PATH => {
+                            errors.push(format!(
+                                "column `{name}`: a meta key joins at most {MAX_META_PATH} names"
+                            ))
+                        }
                         Some(path) if !path.split('.').any(str::is_empty) => slots.push(Slot {
                             target: Target::Meta(path.split('.').map(String::from).collect()),
                             column: Some(i),
@@ -301,28 +323,26 @@ impl Layout {
                 ("", None) => continue,
                 (cell, _) => cell,
             };
-            let id = matches!(slot.target, Target::Id | Target::Wallet);
-            if value.contains('\0') || (id && value.chars().any(char::is_control)) {
-                return Err(reject(
-                    Reason::ControlCharacter,
-                    "holds a control character (NUL anywhere, or any in an id)".into(),
-                ));
-            }
-            let text = |max: usize| {
-                if value.chars().count() > max {
-                    Err(reject(
-                        Reason::TooLong,
-                        format!("longer than {max} characters"),
-                    ))
-                } else {
-                    Ok(value.to_string())
-                }
+            // The API's checks, said as a row's reasons.
+            let held = |checked: Result<(), Refused>| {
+                checked.map_err(|refused| {
+                    let (reason, message) = reason_of(refused);
+                    reject(reason, message)
+                })
             };
+            held(if value.contains('\0') {
+                Err(Refused::Nul)
+            } else {
+                Ok(())
+            })?;
+            let text = |checked: Result<(), Refused>| held(checked).map(|()| value.to_string());
             match &slot.target {
-                Target::Id => earn.earn_id = text(MAX_ID)?,
-                Target::Wallet => earn.wallet = text(MAX_ID)?,
-                Target::Description => earn.description = Some(text(MAX_TEXT)?),
-                Target::Comment => earn.comment = Some(text(MAX_TEXT)?),
+                Target::Id => earn.earn_id = text(limits::id(value))?,
+                Target::Wallet => earn.wallet = text(limits::id(value))?,
+                Target::Description => {
+                    earn.description = Some(text(limits::text(value, MAX_TEXT))?)
+                }
+                Target::Comment => earn.comment = Some(text(limits::text(value, MAX_TEXT))?),
                 Target::Amount => {
                     let Kind::Decimal { point, thousands } = slot.field.kind else {
                         unreachable!("a mapping's amount is a decimal")
@@ -333,12 +353,7 @@ impl Layout {
                             format!("not {}", slot.field.kind.hint()),
                         )
                     })?;
-                    if amount < Decimal::ZERO {
-                        return Err(reject(
-                            Reason::NegativeAmount,
-                            "must not be negative".into(),
-                        ));
-                    }
+                    held(limits::earn_amount(amount))?;
                     earn.amount = amount.normalize().to_string();
                 }
                 Target::Date => {
@@ -362,7 +377,20 @@ impl Layout {
                 }
             }
         }
-        earn.meta = (!meta.is_empty()).then_some(Value::Object(meta));
+        if !meta.is_empty() {
+            let meta = Value::Object(meta);
+            if let Err(refused) = limits::meta(&meta) {
+                let (reason, message) = reason_of(refused);
+                return Err(Rejection {
+                    row,
+                    column: Some("meta".into()),
+                    value: None,
+                    reason,
+                    message: format!("the row's meta {message}"),
+                });
+            }
+            earn.meta = Some(meta);
+        }
         Ok(earn)
     }
 }
@@ -471,6 +499,47 @@ mod tests {
         assert_eq!(bad.value.as_deref(), Some("12,50"));
         let ragged = layout().earn(4, &["e", "w"]).unwrap_err();
         assert_eq!((ragged.reason, ragged.column), (Reason::RaggedRow, None));
+    }
+
+    /// A row holds the API's own limits: what `POST /v1/transactions/earn` refuses, a file's
+    /// row refuses too.
+    #[test]
+    fn rows_hold_the_limits_the_api_holds() {
+        let huge = layout()
+            .earn(
+                2,
+                &["e", "w", "1000000000000000.5", "2026-11-20", "", "", ""],
+            )
+            .unwrap_err();
+        assert_eq!(
+            (huge.reason, huge.column.as_deref()),
+            (Reason::AmountTooLarge, Some("amount"))
+        );
+        let largest = layout().earn(2, &["e", "w", "1000000000000000", "2026-11-20", "", "", ""]);
+        assert_eq!(largest.unwrap().amount, "1000000000000000");
+        let id = "i".repeat(store::limits::MAX_ID + 1);
+        let long = layout()
+            .earn(3, &[id.as_str(), "w", "1", "2026-11-20", "", "", ""])
+            .unwrap_err();
+        assert_eq!(long.reason, Reason::TooLong);
+        let big = "m".repeat(store::limits::MAX_META_BYTES);
+        let heavy = layout()
+            .earn(4, &["e", "w", "1", "2026-11-20", "", big.as_str(), ""])
+            .unwrap_err();
+        assert_eq!(
+            (heavy.reason, heavy.column.as_deref()),
+            (Reason::TooLong, Some("meta"))
+        );
+        let deep = format!(
+            "meta.{}",
+            vec!["k"; store::limits::MAX_META_PATH + 1].join(".")
+        );
+        let errors = Layout::from_header(&["id", "walletId", "amount", "date", &deep]).unwrap_err();
+        assert!(errors[0].contains("at most"), "{errors:?}");
+        let deepest = format!("meta.{}", vec!["k"; store::limits::MAX_META_PATH].join("."));
+        let layout = Layout::from_header(&["id", "walletId", "amount", "date", &deepest]).unwrap();
+        let earn = layout.earn(2, &["e", "w", "1", "2026-11-20", "x"]).unwrap();
+        assert!(store::limits::meta(earn.meta.as_ref().unwrap()).is_ok());
     }
 
     #[test]

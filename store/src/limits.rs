@@ -1,5 +1,9 @@
 //! The limits every door holds input to (the API's bodies, batch files' rows, the catalogue
-//! document, the CLI), declared once so that they cannot disagree.
+//! document, the CLI), declared once so that they cannot disagree, with the checks that hold
+//! them.
+
+use rules::Decimal;
+use serde_json::Value;
 
 /// Ids, references and short names.
 pub const MAX_ID: usize = 128;
@@ -15,3 +19,120 @@ pub const MAX_META_BYTES: usize = 16 * 1024;
 /// How deep a meta object may nest: the object itself is level 1, a text or number inside an
 /// object inside it level 3.
 pub const MAX_META_DEPTH: usize = 8;
+/// The largest purchase amount an earn may carry (a quintillion units of the currency): exact as
+/// a decimal and as a double.
+pub const MAX_EARN_AMOUNT: i64 = 1_000_000_000_000_000;
+/// The most names a meta key may join (`store.code` is two): its value then sits at
+/// `MAX_META_DEPTH`.
+pub const MAX_META_PATH: usize = MAX_META_DEPTH - 1;
+
+/// Why a value is refused. Each door says it in its own terms (the API's problem fields, a
+/// batch row's reason code), from the one check here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    Blank,
+    /// A NUL character, which no text may hold (PostgreSQL cannot store one).
+    Nul,
+    /// A control character in an id (line breaks, tabs...), which paths and filters refuse.
+    ControlCharacter,
+    TooLong {
+        max: usize,
+    },
+    Negative,
+    TooLarge {
+        max: i64,
+    },
+    NotAnObject,
+    /// Nested deeper than `MAX_META_DEPTH`, or a NUL in a key or a text.
+    Unfit,
+    /// More than `MAX_META_BYTES` of JSON.
+    TooBig,
+}
+
+impl Refused {
+    /// What is wrong, as a sentence's predicate ("must not be blank").
+    pub fn message(self) -> String {
+        match self {
+            Refused::Blank => "must not be blank".into(),
+            Refused::Nul => "must not contain NUL characters".into(),
+            Refused::ControlCharacter => {
+                "must not contain control characters (NUL, line breaks, tabs...)".into()
+            }
+            Refused::TooLong { max } => format!("must be at most {max} characters"),
+            Refused::Negative => "must not be negative".into(),
+            Refused::TooLarge { max } => format!("must be at most {max}"),
+            Refused::NotAnObject => "must be a JSON object".into(),
+            Refused::Unfit => format!(
+                "must nest at most {MAX_META_DEPTH} levels and hold no NUL character in a key or \
+                 a text"
+            ),
+            Refused::TooBig => format!("must be at most {MAX_META_BYTES} bytes of JSON"),
+        }
+    }
+}
+
+/// A text of at most `max` characters that is not blank and holds no NUL.
+pub fn text(value: &str, max: usize) -> Result<(), Refused> {
+    if value.trim().is_empty() {
+        Err(Refused::Blank)
+    } else if value.contains('\0') {
+        Err(Refused::Nul)
+    } else if value.chars().count() > max {
+        Err(Refused::TooLong { max })
+    } else {
+        Ok(())
+    }
+}
+
+/// An id (a reference, a code...): a `text` of at most `MAX_ID` characters without control
+/// characters, which nothing that names a record needs.
+pub fn id(value: &str) -> Result<(), Refused> {
+    text(value, MAX_ID)?;
+    if value.chars().any(char::is_control) {
+        return Err(Refused::ControlCharacter);
+    }
+    Ok(())
+}
+
+/// An earn's purchase amount: at least 0, at most `MAX_EARN_AMOUNT`.
+pub fn earn_amount(amount: Decimal) -> Result<(), Refused> {
+    if amount < Decimal::ZERO {
+        Err(Refused::Negative)
+    } else if amount > Decimal::from(MAX_EARN_AMOUNT) {
+        Err(Refused::TooLarge {
+            max: MAX_EARN_AMOUNT,
+        })
+    } else {
+        Ok(())
+    }
+}
+
+/// An earn's (or an order line's) meta: a JSON object within `MAX_META_DEPTH` levels and
+/// `MAX_META_BYTES` bytes, with no NUL in a key or a text.
+pub fn meta(value: &Value) -> Result<(), Refused> {
+    if !value.is_object() {
+        Err(Refused::NotAnObject)
+    } else if !fits(value, 1) {
+        Err(Refused::Unfit)
+    } else if value.to_string().len() > MAX_META_BYTES {
+        Err(Refused::TooBig)
+    } else {
+        Ok(())
+    }
+}
+
+/// Whether `value`, at nesting level `level`, keeps within `MAX_META_DEPTH` and holds no NUL in
+/// a key or a text.
+fn fits(value: &Value, level: usize) -> bool {
+    match value {
+        Value::String(text) => !text.contains('\0'),
+        Value::Array(items) => level < MAX_META_DEPTH && items.iter().all(|v| fits(v, level + 1)),
+        Value::Object(fields) => {
+            level < MAX_META_DEPTH
+                && fields
+                    .iter()
+                    .all(|(key, v)| !key.contains('\0') && fits(v, level + 1))
+        }
+        _ => true,
+    }
+}

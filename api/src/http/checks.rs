@@ -10,6 +10,7 @@ use store::Tokens;
 
 use crate::http::error::{ApiError, FieldError};
 
+use store::limits::{self, Refused};
 pub use store::limits::{
     MAX_EMAIL, MAX_ID, MAX_LONG_TEXT, MAX_META_BYTES, MAX_META_DEPTH, MAX_NAME, MAX_PHONE, MAX_TEXT,
 };
@@ -38,22 +39,6 @@ pub fn local_date_time(text: &str) -> Option<chrono::DateTime<chrono::FixedOffse
     chrono::DateTime::parse_from_rfc3339(text)
         .ok()
         .filter(|t| chrono::Datelike::year(t) != 0)
-}
-
-/// Whether `value`, at nesting level `level`, keeps within `MAX_META_DEPTH` and holds no NUL in
-/// a key or a text (PostgreSQL's `jsonb` cannot store one).
-fn fits(value: &Value, level: usize) -> bool {
-    match value {
-        Value::String(text) => !text.contains('\0'),
-        Value::Array(items) => level < MAX_META_DEPTH && items.iter().all(|v| fits(v, level + 1)),
-        Value::Object(fields) => {
-            level < MAX_META_DEPTH
-                && fields
-                    .iter()
-                    .all(|(key, v)| !key.contains('\0') && fits(v, level + 1))
-        }
-        _ => true,
-    }
 }
 
 /// A JSON number read exactly (`12.30` stays 12.30, never a binary float), to 28 decimal
@@ -116,34 +101,30 @@ impl Checks {
         self.0.push(FieldError::new(field, code, message));
     }
 
+    /// Records `refused` (from one of `store::limits`' checks) against `field`.
+    pub fn refuse(&mut self, field: &str, refused: Result<(), Refused>) {
+        if let Err(refused) = refused {
+            let code = match refused {
+                Refused::TooLong { .. } | Refused::TooBig => "too_long",
+                Refused::NotAnObject => "invalid_type",
+                _ => "invalid_value",
+            };
+            self.fail(field, code, refused.message());
+        }
+    }
+
     /// A text that, when present, is not blank and at most `max` characters.
     pub fn text(&mut self, field: &str, value: Option<String>, max: usize) -> Option<String> {
         let value = value?;
-        if value.trim().is_empty() {
-            self.fail(field, "invalid_value", "must not be blank");
-        } else if value.contains('\0') {
-            self.fail(field, "invalid_value", "must not contain NUL characters");
-        } else if value.chars().count() > max {
-            self.fail(
-                field,
-                "too_long",
-                format!("must be at most {max} characters"),
-            );
-        }
+        self.refuse(field, limits::text(&value, max));
         Some(value)
     }
 
     /// An id (a reference, a code...): `text` of at most `MAX_ID` characters without control
     /// characters, which nothing that names a record needs and which paths and filters refuse.
     pub fn id(&mut self, field: &str, value: Option<String>) -> Option<String> {
-        let value = self.text(field, value, MAX_ID)?;
-        if value.chars().any(char::is_control) && !self.has(field) {
-            self.fail(
-                field,
-                "invalid_value",
-                "must not contain control characters (NUL, line breaks, tabs...)",
-            );
-        }
+        let value = value?;
+        self.refuse(field, limits::id(&value));
         Some(value)
     }
 
@@ -206,24 +187,7 @@ impl Checks {
     /// `meta` of a nested object, at `field` (`lines[0].meta`).
     pub fn meta_at(&mut self, field: &str, value: Option<Value>) -> Option<Value> {
         let value = value?;
-        if !value.is_object() {
-            self.fail(field, "invalid_type", "must be a JSON object");
-        } else if !fits(&value, 1) {
-            self.fail(
-                field,
-                "invalid_value",
-                format!(
-                    "must nest at most {MAX_META_DEPTH} levels and hold no NUL character in a \
-                     key or a text"
-                ),
-            );
-        } else if value.to_string().len() > MAX_META_BYTES {
-            self.fail(
-                field,
-                "too_long",
-                format!("must be at most {MAX_META_BYTES} bytes of JSON"),
-            );
-        }
+        self.refuse(field, limits::meta(&value));
         Some(value)
     }
 

@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use super::{Acceptance, Columns, Encoding, Field, Mapping, Source, Target};
 use crate::values::Kind;
+use store::limits::MAX_META_PATH;
 
 impl Mapping {
     /// Validates a mapping document (TOML turned into JSON, or JSON), listing every problem.
@@ -133,6 +134,16 @@ impl Mapping {
                         errors.push(
                             &path,
                             "a meta key is names joined by dots, such as `store.code`",
+                        );
+                        continue;
+                    }
+                    if keys.len() > MAX_META_PATH {
+                        errors.push(
+                            &path,
+                            &format!(
+                                "a meta key joins at most {MAX_META_PATH} names (the API's meta \
+                                 nests as deep)"
+                            ),
                         );
                         continue;
                     }
