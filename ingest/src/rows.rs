@@ -530,13 +530,10 @@ mod tests {
             (heavy.reason, heavy.column.as_deref()),
             (Reason::TooLong, Some("meta"))
         );
-        let deep = format!(
-            "meta.{}",
-            vec!["k"; store::limits::MAX_META_PATH + 1].join(".")
-        );
+        let deep = format!("meta.{}", ["k"; store::limits::MAX_META_PATH + 1].join("."));
         let errors = Layout::from_header(&["id", "walletId", "amount", "date", &deep]).unwrap_err();
         assert!(errors[0].contains("at most"), "{errors:?}");
-        let deepest = format!("meta.{}", vec!["k"; store::limits::MAX_META_PATH].join("."));
+        let deepest = format!("meta.{}", ["k"; store::limits::MAX_META_PATH].join("."));
         let layout = Layout::from_header(&["id", "walletId", "amount", "date", &deepest]).unwrap();
         let earn = layout.earn(2, &["e", "w", "1", "2026-11-20", "x"]).unwrap();
         assert!(store::limits::meta(earn.meta.as_ref().unwrap()).is_ok());

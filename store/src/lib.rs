@@ -60,6 +60,7 @@ pub use catalogue::{Address, Branch, Category, ContactDetails, Product, Tag, Var
 pub use common::calendar::{in_calendar, into_calendar, last_second};
 pub use common::ids::{new_id, random_roll};
 pub use common::page::{Page, Paged};
+pub use common::problems::Problems;
 pub use common::tokens::Tokens;
 pub use error::{FieldProblem, StoreError};
 pub use exports::schedule::{ClaimedDay, ExportFormat, ExportSchedule, SETTLE as EXPORT_SETTLE};

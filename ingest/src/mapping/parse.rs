@@ -7,12 +7,13 @@ use serde_json::{Map, Value};
 
 use super::{Acceptance, Columns, Encoding, Field, Mapping, Source, Target};
 use crate::values::Kind;
+use store::Problems;
 use store::limits::MAX_META_PATH;
 
 impl Mapping {
     /// Validates a mapping document (TOML turned into JSON, or JSON), listing every problem.
     pub fn parse(document: &Value) -> Result<Mapping, Vec<String>> {
-        let mut errors = Errors::default();
+        let mut errors = Problems::new("key");
         let Some(top) = document.as_object() else {
             return Err(vec!["a mapping is a table (an object) of settings".into()]);
         };
@@ -33,7 +34,7 @@ impl Mapping {
             None => "*".to_string(),
             Some(Value::String(p)) if !p.is_empty() && !p.contains(['/', '\\']) => p.clone(),
             Some(_) => {
-                errors.push("pattern", "must be a file-name glob such as `sales_*.csv`");
+                errors.fail("pattern", "must be a file-name glob such as `sales_*.csv`");
                 "*".into()
             }
         };
@@ -45,12 +46,12 @@ impl Mapping {
                     d.as_bytes()[0]
                 }
                 _ => {
-                    errors.push("delimiter", "must be one character such as `;` or `tab`");
+                    errors.fail("delimiter", "must be one character such as `;` or `tab`");
                     b','
                 }
             },
             Some(_) => {
-                errors.push("delimiter", "must be a string");
+                errors.fail("delimiter", "must be a string");
                 b','
             }
         };
@@ -59,7 +60,7 @@ impl Mapping {
             Some(v) => match v.as_u64().filter(|n| *n <= 1000) {
                 Some(n) => n,
                 None => {
-                    errors.push(
+                    errors.fail(
                         "header_row",
                         "must be a row number from 1 to 1000, or 0 for no header",
                     );
@@ -72,7 +73,7 @@ impl Mapping {
             Some(v) => match v.as_str().and_then(Encoding::parse) {
                 Some(e) => e,
                 None => {
-                    errors.push(
+                    errors.fail(
                         "encoding",
                         "must be `utf-8`, `windows-1252` or `iso-8859-1`",
                     );
@@ -108,7 +109,7 @@ impl Mapping {
                             Target::Id | Target::Wallet | Target::Amount | Target::Date
                         ) =>
                         {
-                            errors.push(&path, "is required: say which column holds it")
+                            errors.fail(&path, "is required: say which column holds it")
                         }
                         None => {}
                     }
@@ -119,7 +120,7 @@ impl Mapping {
                     &["id", "walletId", "amount", "date", "description", "comment"],
                 );
             }
-            _ => errors.push(
+            _ => errors.fail(
                 "columns",
                 "is required: a table naming the columns of id, walletId, amount and date",
             ),
@@ -131,16 +132,16 @@ impl Mapping {
                     let path = format!("meta.{key}");
                     let keys: Vec<String> = key.split('.').map(String::from).collect();
                     if keys.iter().any(String::is_empty) {
-                        errors.push(
+                        errors.fail(
                             &path,
                             "a meta key is names joined by dots, such as `store.code`",
                         );
                         continue;
                     }
                     if keys.len() > MAX_META_PATH {
-                        errors.push(
+                        errors.fail(
                             &path,
-                            &format!(
+                            format!(
                                 "a meta key joins at most {MAX_META_PATH} names (the API's meta \
                                  nests as deep)"
                             ),
@@ -153,53 +154,25 @@ impl Mapping {
                     }
                 }
             }
-            Some(_) => errors.push("meta", "must be a table of meta keys"),
+            Some(_) => errors.fail("meta", "must be a table of meta keys"),
         }
-        errors.finish(Mapping {
+        let mapping = Mapping {
             pattern,
             delimiter,
             header_row,
             encoding,
             acceptance,
             columns: Columns::Mapped(columns),
-        })
+        };
+        errors
+            .finish(mapping)
+            .map_err(|problems| problems.iter().map(ToString::to_string).collect())
     }
 }
 
-#[derive(Default)]
-struct Errors(Vec<String>);
-
-impl Errors {
-    fn push(&mut self, path: &str, message: &str) {
-        self.0.push(format!("{path}: {message}"));
-    }
-
-    fn unknown_keys(&mut self, table: &Map<String, Value>, path: &str, known: &[&str]) {
-        for key in table.keys().filter(|k| !known.contains(&k.as_str())) {
-            let at = if path.is_empty() {
-                key.clone()
-            } else {
-                format!("{path}.{key}")
-            };
-            self.push(
-                &at,
-                &format!("unknown key; expected one of {}", known.join(", ")),
-            );
-        }
-    }
-
-    fn finish<T>(self, value: T) -> Result<T, Vec<String>> {
-        if self.0.is_empty() {
-            Ok(value)
-        } else {
-            Err(self.0)
-        }
-    }
-}
-
-fn acceptance(doc: &Value, errors: &mut Errors) -> Acceptance {
+fn acceptance(doc: &Value, errors: &mut Problems) -> Acceptance {
     let Some(table) = doc.as_object() else {
-        errors.push("acceptance", "must be a table");
+        errors.fail("acceptance", "must be a table");
         return Acceptance::default();
     };
     errors.unknown_keys(
@@ -211,7 +184,7 @@ fn acceptance(doc: &Value, errors: &mut Errors) -> Acceptance {
     match table.get("policy").map(|p| p.as_str()) {
         None | Some(Some("partial")) => {}
         Some(Some("all-or-nothing")) => acceptance.all_or_nothing = true,
-        Some(_) => errors.push(
+        Some(_) => errors.fail(
             "acceptance.policy",
             "must be `partial` (load the good rows) or `all-or-nothing`",
         ),
@@ -219,7 +192,7 @@ fn acceptance(doc: &Value, errors: &mut Errors) -> Acceptance {
     if let Some(max) = table.get("max_rejected_rows") {
         acceptance.max_rejected_rows = max.as_u64();
         if max.as_u64().is_none() {
-            errors.push(
+            errors.fail(
                 "acceptance.max_rejected_rows",
                 "must be a whole number, 0 or more",
             );
@@ -228,7 +201,7 @@ fn acceptance(doc: &Value, errors: &mut Errors) -> Acceptance {
     if let Some(max) = table.get("max_rejected_percent") {
         acceptance.max_rejected_percent = max.as_f64().filter(|p| (0.0..=100.0).contains(p));
         if acceptance.max_rejected_percent.is_none() {
-            errors.push(
+            errors.fail(
                 "acceptance.max_rejected_percent",
                 "must be a number from 0 to 100",
             );
@@ -237,7 +210,7 @@ fn acceptance(doc: &Value, errors: &mut Errors) -> Acceptance {
     if acceptance.all_or_nothing
         && (acceptance.max_rejected_rows.is_some() || acceptance.max_rejected_percent.is_some())
     {
-        errors.push(
+        errors.fail(
             "acceptance",
             "an all-or-nothing policy takes no rejection threshold (it is zero)",
         );
@@ -259,9 +232,9 @@ fn field(
     target: &Target,
     path: &str,
     header_row: u64,
-    errors: &mut Errors,
+    errors: &mut Problems,
 ) -> Option<Field> {
-    let before = errors.0.len();
+    let before = errors.count();
     let table = match doc {
         Value::String(name) => {
             let mut table = Map::new();
@@ -270,7 +243,7 @@ fn field(
         }
         Value::Object(table) => table.clone(),
         _ => {
-            errors.push(
+            errors.fail(
                 path,
                 "must be a column name or a table such as { column = \"Total\" }",
             );
@@ -287,7 +260,7 @@ fn field(
         None => natural.to_string(),
         Some(Value::String(t)) => t.clone(),
         Some(_) => {
-            errors.push(&format!("{path}.type"), "must be a string");
+            errors.fail(format!("{path}.type"), "must be a string");
             natural.to_string()
         }
     };
@@ -296,9 +269,9 @@ fn field(
         _ => &[natural],
     };
     if !allowed.contains(&type_name.as_str()) {
-        errors.push(
-            &format!("{path}.type"),
-            &format!("must be {}", allowed.join(", ")),
+        errors.fail(
+            format!("{path}.type"),
+            format!("must be {}", allowed.join(", ")),
         );
     }
     let mut known: Vec<&str> = FIELD_KEYS.to_vec();
@@ -308,11 +281,11 @@ fn field(
         }
     }
     errors.unknown_keys(&table, path, &known);
-    let text = |key: &str, errors: &mut Errors| -> Option<String> {
+    let text = |key: &str, errors: &mut Problems| -> Option<String> {
         match table.get(key)? {
             Value::String(s) => Some(s.clone()),
             _ => {
-                errors.push(&format!("{path}.{key}"), "must be a string");
+                errors.fail(format!("{path}.{key}"), "must be a string");
                 None
             }
         }
@@ -320,7 +293,7 @@ fn field(
     let kind = match type_name.as_str() {
         "decimal" => {
             let separator =
-                |key: &str, default: Option<char>, errors: &mut Errors| match text(key, errors) {
+                |key: &str, default: Option<char>, errors: &mut Problems| match text(key, errors) {
                     None => default,
                     Some(s)
                         if s.chars().count() == 1
@@ -329,8 +302,8 @@ fn field(
                         s.chars().next()
                     }
                     Some(_) => {
-                        errors.push(
-                            &format!("{path}.{key}"),
+                        errors.fail(
+                            format!("{path}.{key}"),
                             "must be one character, not a digit",
                         );
                         default
@@ -339,7 +312,7 @@ fn field(
             let point = separator("decimal_separator", Some('.'), errors).unwrap_or('.');
             let thousands = separator("thousands_separator", None, errors);
             if thousands == Some(point) {
-                errors.push(path, "the decimal and thousands separators must differ");
+                errors.fail(path, "the decimal and thousands separators must differ");
             }
             Kind::Decimal { point, thousands }
         }
@@ -348,16 +321,16 @@ fn field(
             if let Some(f) = &format
                 && StrftimeItems::new(f).any(|item| matches!(item, Item::Error))
             {
-                errors.push(
-                    &format!("{path}.format"),
+                errors.fail(
+                    format!("{path}.format"),
                     "is not a valid date format (chrono strftime, e.g. `%d/%m/%Y %H:%M`)",
                 );
             }
             let zone = match text("timezone", errors) {
                 None => Tz::UTC,
                 Some(name) => name.parse::<Tz>().unwrap_or_else(|_| {
-                    errors.push(
-                        &format!("{path}.timezone"),
+                    errors.fail(
+                        format!("{path}.timezone"),
                         "is not an IANA time zone such as `Europe/Paris`",
                     );
                     Tz::UTC
@@ -366,7 +339,8 @@ fn field(
             Kind::Date { format, zone }
         }
         "boolean" => {
-            let words = |key: &str, default: [&str; 4], errors: &mut Errors| match table.get(key) {
+            let words = |key: &str, default: [&str; 4], errors: &mut Problems| match table.get(key)
+            {
                 None => default.map(String::from).to_vec(),
                 Some(Value::Array(items))
                     if !items.is_empty() && items.iter().all(Value::is_string) =>
@@ -377,7 +351,7 @@ fn field(
                         .collect()
                 }
                 Some(_) => {
-                    errors.push(&format!("{path}.{key}"), "must be a list of words");
+                    errors.fail(format!("{path}.{key}"), "must be a list of words");
                     default.map(String::from).to_vec()
                 }
             };
@@ -391,21 +365,21 @@ fn field(
     };
     let source = match (table.get("column"), table.get("position")) {
         (Some(_), Some(_)) => {
-            errors.push(path, "give `column` or `position`, not both");
+            errors.fail(path, "give `column` or `position`, not both");
             Source::Constant
         }
         (Some(Value::String(name)), None) if !name.trim().is_empty() => {
             if header_row == 0 {
-                errors.push(
-                    &format!("{path}.column"),
+                errors.fail(
+                    format!("{path}.column"),
                     "a file without a header row (header_row = 0) names columns by `position`",
                 );
             }
             Source::Name(name.trim().to_string())
         }
         (Some(_), None) => {
-            errors.push(
-                &format!("{path}.column"),
+            errors.fail(
+                format!("{path}.column"),
                 "must be the column's name in the header",
             );
             Source::Constant
@@ -413,10 +387,7 @@ fn field(
         (None, Some(position)) => match position.as_u64().filter(|p| (1..=16_384).contains(p)) {
             Some(p) => Source::Position(p as usize - 1),
             None => {
-                errors.push(
-                    &format!("{path}.position"),
-                    "must be a column number from 1",
-                );
+                errors.fail(format!("{path}.position"), "must be a column number from 1");
                 Source::Constant
             }
         },
@@ -427,20 +398,20 @@ fn field(
         Some(Value::String(s)) => Some(s.clone()),
         Some(v @ (Value::Number(_) | Value::Bool(_))) => Some(v.to_string()),
         Some(_) => {
-            errors.push(
-                &format!("{path}.default"),
+            errors.fail(
+                format!("{path}.default"),
                 "must be a string, number or boolean",
             );
             None
         }
     };
-    if source == Source::Constant && default.is_none() && errors.0.len() == before {
-        errors.push(path, "needs a `column`, a `position` or a `default`");
+    if source == Source::Constant && default.is_none() && errors.count() == before {
+        errors.fail(path, "needs a `column`, a `position` or a `default`");
     }
     if let Some(value) = &default {
         if matches!(target, Target::Id | Target::Wallet) {
-            errors.push(
-                &format!("{path}.default"),
+            errors.fail(
+                format!("{path}.default"),
                 "an id or wallet cannot have a default",
             );
         } else if matches!(
@@ -448,10 +419,7 @@ fn field(
             Kind::Decimal { .. } | Kind::Date { .. } | Kind::Boolean { .. }
         ) && kind.meta_value(value).is_none()
         {
-            errors.push(
-                &format!("{path}.default"),
-                &format!("is not {}", kind.hint()),
-            );
+            errors.fail(format!("{path}.default"), format!("is not {}", kind.hint()));
         }
     }
     let required = match table.get("required") {
@@ -460,8 +428,8 @@ fn field(
             Target::Id | Target::Wallet | Target::Amount | Target::Date
         ),
         Some(Value::Bool(false)) if matches!(target, Target::Id | Target::Wallet) => {
-            errors.push(
-                &format!("{path}.required"),
+            errors.fail(
+                format!("{path}.required"),
                 "an id and a wallet are always required",
             );
             true
@@ -469,19 +437,19 @@ fn field(
         Some(Value::Bool(false))
             if matches!(target, Target::Amount | Target::Date) && default.is_none() =>
         {
-            errors.push(
-                &format!("{path}.required"),
+            errors.fail(
+                format!("{path}.required"),
                 "an amount or date may be missing only with a `default`",
             );
             true
         }
         Some(Value::Bool(b)) => *b,
         Some(_) => {
-            errors.push(&format!("{path}.required"), "must be true or false");
+            errors.fail(format!("{path}.required"), "must be true or false");
             true
         }
     };
-    (errors.0.len() == before).then_some(Field {
+    (errors.count() == before).then_some(Field {
         source,
         kind,
         required,

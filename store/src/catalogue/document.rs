@@ -7,13 +7,12 @@ use std::collections::HashSet;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::{FieldProblem, Tokens};
+use crate::{FieldProblem, Problems, Tokens};
 
-use crate::limits::MAX_ID;
+use crate::limits::{self, MAX_ID, Refused};
 
 /// Ids (texts of at most `MAX_ID` characters) name things in paths and filters: no control
 /// character (NUL, line break, tab...) in them.
-const CONTROL: &str = "must not contain control characters (NUL, line breaks, tabs...)";
 /// Longest name, free text and address accepted in a catalogue.
 pub const MAX_NAME: usize = 200;
 pub const MAX_TEXT: usize = 10_000;
@@ -271,13 +270,9 @@ impl Catalogue {
     /// are checked too, except those the store resolves (tiers, and categories and tags kept
     /// from an earlier import).
     pub fn from_value(value: &Value) -> Result<Catalogue, Vec<FieldProblem>> {
-        let mut r = Reader::default();
+        let mut r = Reader(Problems::new("field"));
         let catalogue = r.catalogue(value);
-        if r.errors.is_empty() {
-            Ok(catalogue)
-        } else {
-            Err(r.errors)
-        }
+        r.0.finish(catalogue)
     }
 
     /// The embedding dimension its products share, if they carry embeddings.
@@ -288,55 +283,33 @@ impl Catalogue {
     }
 }
 
-/// Walks a document, collecting problems; a part with a problem reads as a default, so that
-/// the walk goes on and finds the rest.
-#[derive(Default)]
-struct Reader {
-    errors: Vec<FieldProblem>,
+/// `limits`' check of a text (`trimmed` of `raw`): an id (`max` of `MAX_ID`) is checked as given,
+/// so a tab or line break around it is refused rather than trimmed away.
+fn checked(raw: &str, trimmed: &str, max: usize) -> Result<(), Refused> {
+    if max == MAX_ID && raw.chars().any(char::is_control) {
+        return Err(Refused::ControlCharacter);
+    }
+    limits::text(trimmed, max)
+}
+
+/// Walks a document with `Problems`: the catalogue's own parts (texts, numbers, tokens, ids
+/// that must be unique) on top of the shared reading of objects and lists.
+struct Reader(Problems);
+
+impl std::ops::Deref for Reader {
+    type Target = Problems;
+    fn deref(&self) -> &Problems {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Reader {
+    fn deref_mut(&mut self) -> &mut Problems {
+        &mut self.0
+    }
 }
 
 impl Reader {
-    fn fail(&mut self, path: impl Into<String>, message: impl Into<String>) {
-        self.errors.push(FieldProblem {
-            path: path.into(),
-            message: message.into(),
-        });
-    }
-
-    /// `value` as an object whose keys are all in `known`.
-    fn object<'v>(
-        &mut self,
-        value: &'v Value,
-        path: &str,
-        known: &[&str],
-    ) -> Option<&'v Map<String, Value>> {
-        let Some(object) = value.as_object() else {
-            self.fail(path, "must be an object");
-            return None;
-        };
-        for key in object.keys() {
-            if !known.contains(&key.as_str()) {
-                self.fail(
-                    format!("{path}.{key}"),
-                    format!("unknown field; expected one of {}", known.join(", ")),
-                );
-            }
-        }
-        Some(object)
-    }
-
-    /// The items of the array at `key` (none when absent).
-    fn list<'v>(&mut self, object: &'v Map<String, Value>, key: &str, path: &str) -> &'v [Value] {
-        match object.get(key) {
-            None | Some(Value::Null) => &[],
-            Some(Value::Array(items)) => items,
-            Some(_) => {
-                self.fail(format!("{path}.{key}"), "must be an array");
-                &[]
-            }
-        }
-    }
-
     fn text(
         &mut self,
         object: &Map<String, Value>,
@@ -353,25 +326,21 @@ impl Reader {
                 }
                 None
             }
-            Some(Value::String(s)) if max == MAX_ID && s.chars().any(char::is_control) => {
-                self.fail(at(), CONTROL);
-                None
-            }
-            Some(Value::String(s)) => {
-                let s = s.trim();
-                if s.is_empty() {
+            Some(Value::String(raw)) => {
+                let s = raw.trim();
+                let control_in_id = max == MAX_ID && raw.chars().any(char::is_control);
+                if s.is_empty() && !control_in_id {
                     if required {
-                        self.fail(at(), "must not be blank");
+                        self.fail(at(), Refused::Blank.message());
                     }
-                    None
-                } else if s.chars().count() > max {
-                    self.fail(at(), format!("must be at most {max} characters"));
-                    None
-                } else if s.contains('\0') {
-                    self.fail(at(), "must not contain NUL characters");
-                    None
-                } else {
-                    Some(s.to_string())
+                    return None;
+                }
+                match checked(raw, s, max) {
+                    Ok(()) => Some(s.to_string()),
+                    Err(refused) => {
+                        self.fail(at(), refused.message());
+                        None
+                    }
                 }
             }
             Some(_) => {
@@ -403,17 +372,10 @@ impl Reader {
         for (i, item) in items.iter().enumerate() {
             let at = || format!("{path}.{key}[{i}]");
             match item.as_str() {
-                Some(s)
-                    if s.contains('\0') || (max == MAX_ID && s.chars().any(char::is_control)) =>
-                {
-                    self.fail(at(), CONTROL)
-                }
-                Some(s) if !s.trim().is_empty() && s.trim().chars().count() <= max => {
-                    out.push(s.trim().to_string())
-                }
-                Some(s) if !s.trim().is_empty() => {
-                    self.fail(at(), format!("must be at most {max} characters"))
-                }
+                Some(raw) if !raw.trim().is_empty() => match checked(raw, raw.trim(), max) {
+                    Ok(()) => out.push(raw.trim().to_string()),
+                    Err(refused) => self.fail(at(), refused.message()),
+                },
                 _ => self.fail(at(), "must be a non-blank string"),
             }
         }
@@ -721,10 +683,7 @@ impl Reader {
                     ),
                 ),
                 // Unless it was there and refused.
-                None if self
-                    .errors
-                    .iter()
-                    .any(|e| e.path == format!("products[{i}].embedding")) => {}
+                None if self.has(&format!("products[{i}].embedding")) => {}
                 None => self.fail(
                     format!("products[{i}].embedding"),
                     "is required: other products carry embeddings, and a campaign's products \
