@@ -2,9 +2,7 @@
 //! data directory (or taken from `REWARDS_CODES_KEY`) and outlives restarts, every decrypt is
 //! logged with the API key and the request id, and no code ever reaches the log in clear.
 
-mod common;
-
-use common::{programme, serve};
+use crate::common::{programme, serve};
 use serde_json::{Value, json};
 
 const CATALOGUE: &str = r#"{"products": [{"id": "mug", "name": "Mug",
@@ -48,7 +46,7 @@ async fn codes_are_sealed_with_a_kept_key_and_every_decrypt_is_logged() {
     let (_org, campaign, key) = programme(&env);
     let file = dir.path().join("catalogue.json");
     std::fs::write(&file, CATALOGUE).unwrap();
-    common::ok(
+    crate::common::ok(
         &env,
         &[
             "catalogue",
@@ -140,7 +138,7 @@ async fn codes_are_sealed_with_a_kept_key_and_every_decrypt_is_logged() {
     drop(server);
     let mut malformed = env.clone();
     malformed.push(("REWARDS_CODES_KEY", "not-hex".into()));
-    let output = common::rewards(&malformed)
+    let output = crate::common::rewards(&malformed)
         .arg("serve")
         .env("REWARDS_HTTP_ADDR", "127.0.0.1:0")
         .env("REWARDS_SFTP_ADDR", "127.0.0.1:0")

@@ -2,9 +2,7 @@
 //! an organisation's mapping, and `rewards ingest` previews a file (`--dry-run`) and then loads
 //! it, while the service answers the API.
 
-mod common;
-
-use common::{json_of, ok, programme, run, serve};
+use crate::common::{json_of, ok, programme, run, serve};
 use serde_json::{Value, json};
 
 async fn call(http: &str, key: &Value, path: &str, body: Option<Value>) -> Value {
@@ -88,7 +86,7 @@ async fn operators_set_a_mapping_preview_a_file_and_load_it() {
     assert_eq!(shown, json!([]));
 
     // The example clients read in templates/README.md is a valid mapping.
-    let readme = include_str!("../templates/README.md");
+    let readme = include_str!("../../templates/README.md");
     let example = readme
         .split("```toml\n")
         .nth(1)

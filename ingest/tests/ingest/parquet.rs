@@ -3,10 +3,8 @@
 //! as CSV cells are, and each bad row rejected with the CSV reason codes and its row number
 //! (the first row is 1: Parquet has no header line).
 
-mod common;
-
+use crate::common::{balance, receive_bytes, rejected_codes, result, wallets};
 use columnar::{ParquetSink, Values};
-use common::{balance, receive_bytes, rejected_codes, result, wallets};
 use store::{BatchState, RuleBook, Store, Tokens, backend_tests};
 
 fn text(values: &[Option<&str>]) -> Values {
@@ -35,7 +33,7 @@ async fn typed_rows_are_credited_and_bad_ones_reported(store: Store) {
     let dir = tempfile::tempdir().unwrap();
     let (org, campaign) = wallets(&store).await;
     let book = RuleBook::new(store.clone());
-    common::earn_by_api(&store, &campaign, "api-1", "w-1", "3").await;
+    crate::common::earn_by_api(&store, &campaign, "api-1", "w-1", "3").await;
     let some = |v: &str| Some(v.to_string());
     let file = parquet(vec![
         (
@@ -249,7 +247,8 @@ async fn mapped_parquet_files_reject_with_the_remaining_reason_codes(store: Stor
                     some("5.00"),
                     some("1.00"),
                     some("1.00"),
-                    some("99999999999999999999.00"),
+                    // Within the API's bound, but more tokens than a wallet holds.
+                    some("1000000000000000.00"),
                 ],
                 precision: 38,
                 scale: 2,

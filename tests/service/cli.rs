@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-mod common;
-
-use common::{ok, programme, run, serve};
+use crate::common::{ok, programme, run, serve};
 
 async fn operator_story(env: Vec<(&'static str, String)>) {
     let org = ok(&env, &["org", "create", "--name", "Acme"]);

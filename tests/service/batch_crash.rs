@@ -1,11 +1,9 @@
 //! A process killed in the middle of a file, through the real binary: the file is finished
 //! after the restart with every row credited exactly once, and `rewards audit` is clean.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{programme, rewards, serve_both};
+use crate::common::{programme, rewards, serve_both};
 use serde_json::{Value, json};
 
 const WALLETS: usize = 10;

@@ -2,9 +2,7 @@
 //! with its reason code, ids already credited (by the API or earlier in the file) credit nothing,
 //! and a file whose header is wrong fails whole with the reason.
 
-mod common;
-
-use common::{balance, receive, wallets};
+use crate::common::{balance, receive, wallets};
 use store::{BatchState, RuleBook, Store, Tokens, backend_tests};
 
 const FILE: &str = "id,walletId,amount,date,description,meta.store
@@ -22,16 +20,18 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
     let dir = tempfile::tempdir().unwrap();
     let (org, campaign) = wallets(&store).await;
     let book = RuleBook::new(store.clone());
-    common::earn_by_api(&store, &campaign, "api-1", "w-1", "3").await;
+    crate::common::earn_by_api(&store, &campaign, "api-1", "w-1", "3").await;
 
     // The other reason codes: a missing id, a negative amount, a description too long, text that
-    // is not UTF-8, and an amount whose tokens the ledger cannot hold.
+    // is not UTF-8, an amount whose tokens the ledger cannot hold, and an amount past the most
+    // the API takes too.
     let mut content = FILE.as_bytes().to_vec();
     content.extend_from_slice(b",w-1,1,2026-11-20,,\nf-7,w-1,-5,2026-11-20,,\n");
     content.extend_from_slice(format!("f-8,w-1,1,2026-11-20,{},\n", "x".repeat(300)).as_bytes());
     content.extend_from_slice(b"f-9,w-1,1,2026-11-20,caf\xe9,\n");
-    content.extend_from_slice(b"f-10,w-1,99999999999999999999,2026-11-20,,\n");
-    let batch = common::receive_bytes(&store, dir.path(), &org, "earns.csv", &content).await;
+    content.extend_from_slice(b"f-10,w-1,1000000000000000,2026-11-20,,\n");
+    content.extend_from_slice(b"f-11,w-1,99999999999999999999,2026-11-20,,\n");
+    let batch = crate::common::receive_bytes(&store, dir.path(), &org, "earns.csv", &content).await;
     let state = ingest::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
         .await
         .unwrap()
@@ -53,7 +53,7 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
             recorded.rows_loaded,
             recorded.rows_rejected
         ),
-        (Some(13), Some(2), Some(11))
+        (Some(14), Some(2), Some(12))
     );
     let reports = dir.path().join("sftp").join(org.id()).join("reports");
     let result: serde_json::Value =
@@ -90,6 +90,7 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
         ("12", "too_long"),
         ("13", "bad_encoding"),
         ("14", "rules_refused"),
+        ("15", "amount_too_large"),
     ];
     let expected: Vec<(String, String)> = expected
         .iter()
@@ -106,7 +107,7 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
     let recorded = store.get_batch(&org, &batch.id).await.unwrap();
     assert_eq!(
         (recorded.rows_loaded, recorded.rows_rejected),
-        (Some(2), Some(11)),
+        (Some(2), Some(12)),
         "the rows credited before count as loaded, not as duplicates"
     );
     assert_eq!(recorded.summary.unwrap()["loadedBeforeRestart"], 2);
@@ -156,7 +157,8 @@ async fn hostile_csv_files_end_with_a_clear_outcome(store: Store) {
     };
 
     let wide = "x,".repeat(3_000_000) + "x\n";
-    let batch = common::receive_bytes(&store, dir.path(), &org, "wide.csv", wide.as_bytes()).await;
+    let batch =
+        crate::common::receive_bytes(&store, dir.path(), &org, "wide.csv", wide.as_bytes()).await;
     let recorded = process(batch).await;
     assert_eq!(recorded.state, BatchState::Failed);
     let error = recorded.error.unwrap();
@@ -167,7 +169,8 @@ async fn hostile_csv_files_end_with_a_clear_outcome(store: Store) {
     for i in 3..=1_000 {
         open.push_str(&format!("q-{i},w-1,1,2026-11-20\n"));
     }
-    let batch = common::receive_bytes(&store, dir.path(), &org, "open.csv", open.as_bytes()).await;
+    let batch =
+        crate::common::receive_bytes(&store, dir.path(), &org, "open.csv", open.as_bytes()).await;
     let recorded = process(batch).await;
     assert_eq!(recorded.state, BatchState::Completed);
     assert_eq!(
@@ -192,7 +195,8 @@ async fn hostile_csv_files_end_with_a_clear_outcome(store: Store) {
     let mut long = String::from("id,walletId,amount,date\nl-1,w-1,1,2026-11-20\n");
     long.push_str(&format!("l-2,w-1,1,2026-11-20,{}\n", "y".repeat(5 << 20)));
     long.push_str("l-3,w-1,1,2026-11-20\n");
-    let batch = common::receive_bytes(&store, dir.path(), &org, "long.csv", long.as_bytes()).await;
+    let batch =
+        crate::common::receive_bytes(&store, dir.path(), &org, "long.csv", long.as_bytes()).await;
     let recorded = process(batch).await;
     assert_eq!(
         (

@@ -2,12 +2,10 @@
 //! (exact decimal amounts, UTC timestamps) and totals; bounds by date, campaign and type pick
 //! the right rows; CSV holds the same columns; a scheduled day is written once by two nodes.
 
-mod common;
-
 use std::path::Path;
 
+use crate::common::{balance, receive, wallets};
 use chrono::{Duration, NaiveDate, NaiveTime, Utc};
-use common::{balance, receive, wallets};
 use polars::prelude::*;
 use store::{
     Campaign, ExportFilter, ExportFormat, ExportTime, NewBurn, RuleBook, Store, Tokens,
@@ -26,7 +24,7 @@ async fn ledger(store: &Store, data: &Path, org: &store::OrgScope, campaign: &Ca
     ingest::pipeline::process(store, &book, data, &batch, &|_| {})
         .await
         .unwrap();
-    common::earn_by_api(store, campaign, "api-1", "w-2", "3").await;
+    crate::common::earn_by_api(store, campaign, "api-1", "w-2", "3").await;
     let burn = NewBurn {
         wallet: "w-1".into(),
         external_id: "order-1".into(),

@@ -1,11 +1,9 @@
 //! Files in a client's own layout (through a mapping), acceptance policies, dry runs and XLSX
 //! workbooks, on both backends.
 
-mod common;
-
 use std::io::Write;
 
-use common::{balance, receive, receive_bytes, rejected_codes, result, wallets};
+use crate::common::{balance, receive, receive_bytes, rejected_codes, result, wallets};
 use ingest::mapping::Mapping;
 use ingest::pipeline::Job;
 use serde_json::{Value, json};
@@ -189,7 +187,7 @@ async fn a_dry_run_reports_what_would_happen_and_changes_nothing(store: Store) {
     let dir = tempfile::tempdir().unwrap();
     let (org, campaign) = wallets(&store).await;
     let book = RuleBook::new(store.clone());
-    common::earn_by_api(&store, &campaign, "a-2", "w-2", "20").await;
+    crate::common::earn_by_api(&store, &campaign, "a-2", "w-2", "20").await;
     let file = dir.path().join("mixed.csv");
     std::fs::write(&file, MIXED).unwrap();
     let tree = ingest::sftp::tree::Tree::open(dir.path(), org.id()).unwrap();

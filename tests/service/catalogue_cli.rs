@@ -2,9 +2,7 @@
 //! imports, a bad file is refused with every problem and changes nothing, and the export
 //! imports back to the same catalogue.
 
-mod common;
-
-use common::{json_of, programme, run, serve};
+use crate::common::{json_of, programme, run, serve};
 
 #[test]
 fn the_operator_imports_checks_and_exports_a_catalogue() {

@@ -1,11 +1,9 @@
 //! The leaderboard and reviews as an operator runs them: two server processes on one database
 //! share one snapshot per interval, and held-back reviews are decided with `rewards reviews`.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{json_of, programme, run, serve};
+use crate::common::{json_of, programme, run, serve};
 use serde_json::{Value, json};
 use store::Store;
 
@@ -166,7 +164,7 @@ async fn operators_decide_on_held_back_reviews() {
     let file = dir.path().join("catalogue.json");
     std::fs::write(&file, CATALOGUE).unwrap();
     let import = ["catalogue", "import", "--campaign", &campaign];
-    common::ok(&env, &[&import[..], &[file.to_str().unwrap()]].concat());
+    crate::common::ok(&env, &[&import[..], &[file.to_str().unwrap()]].concat());
     let (_server, base) = serve(&env);
     let client = Client::new(&key);
     for reference in ["ada", "alan", "grace"] {
@@ -212,7 +210,7 @@ async fn operators_decide_on_held_back_reviews() {
         .map(|r| &r["id"])
         .collect();
     assert_eq!(ids, vec![&rude["id"], &nice["id"]], "oldest first");
-    let text = common::ok(&env, &["reviews", "pending", "--org", &org]);
+    let text = crate::common::ok(&env, &["reviews", "pending", "--org", &org]);
     assert!(
         text.contains("this place is shit") && text.contains("reports 2"),
         "{text}"
@@ -220,8 +218,8 @@ async fn operators_decide_on_held_back_reviews() {
 
     let nice_id = nice["id"].as_str().unwrap();
     let rude_id = rude["id"].as_str().unwrap();
-    common::ok(&env, &["reviews", "approve", "--org", &org, nice_id]);
-    common::ok(&env, &["reviews", "remove", "--org", &org, rude_id]);
+    crate::common::ok(&env, &["reviews", "approve", "--org", &org, nice_id]);
+    crate::common::ok(&env, &["reviews", "remove", "--org", &org, rude_id]);
     assert_eq!(listed().await, 1);
     let (status, _, _) = client.get(format!("{base}/v1/reviews/{rude_id}")).await;
     assert_eq!(status, 404, "a removed review is gone");

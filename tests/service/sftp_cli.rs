@@ -2,13 +2,11 @@
 //! input or an OpenSSH public key, a key that belongs to one user only, disabling, removing, and
 //! the host key made once and kept.
 
-mod common;
-
 use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
 
-use common::{json_of, ok, programme, rewards, run, serve_both};
+use crate::common::{json_of, ok, programme, rewards, run, serve_both};
 use serde_json::Value;
 
 /// A new ed25519 key pair made by OpenSSH's own `ssh-keygen`; returns the `.pub` path.

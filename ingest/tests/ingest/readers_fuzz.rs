@@ -27,9 +27,9 @@ fn peak_memory() -> u64 {
 
 /// A hostile file: its name (which says its format) and bytes.
 fn hostile_file(dice: &mut Dice) -> (&'static str, Vec<u8>) {
-    const CSV: &[u8] = include_bytes!("../../templates/earn.csv");
-    const XLSX: &[u8] = include_bytes!("../../templates/earn.xlsx");
-    const PARQUET: &[u8] = include_bytes!("../../templates/earn.parquet");
+    const CSV: &[u8] = include_bytes!("../../../templates/earn.csv");
+    const XLSX: &[u8] = include_bytes!("../../../templates/earn.xlsx");
+    const PARQUET: &[u8] = include_bytes!("../../../templates/earn.parquet");
     let random =
         |dice: &mut Dice, n: usize| -> Vec<u8> { (0..n).map(|_| dice.next_u64() as u8).collect() };
     let cut = |dice: &mut Dice, bytes: &[u8]| bytes[..dice.below(bytes.len())].to_vec();

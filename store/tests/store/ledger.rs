@@ -1029,7 +1029,7 @@ async fn a_ledger_of_lots_migrates(db: store::testing::TestStore) {
     let mut replays = Vec::new();
     for id in ["t1", "t3", "z1", "z10000", "z10001", "z25000"] {
         let request = store
-            .submit_earn(&s.campaign, crate::earn(id, "50"))
+            .submit_earn(&s.campaign, crate::ledger::earn(id, "50"))
             .await
             .unwrap();
         replays.push(request.id);

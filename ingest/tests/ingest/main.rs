@@ -1,0 +1,12 @@
+//! Batch files end to end: intake, the pipeline, mappings, Parquet, exports, the SFTP server
+//! and the inbox watcher. One test binary (a module per part), linked once.
+
+mod common;
+mod export;
+mod intake;
+mod mappings;
+mod parquet;
+mod pipeline;
+mod readers_fuzz;
+mod sftp;
+mod watcher;

@@ -1,0 +1,5 @@
+//! The rule engine: table tests and a property test against a plain interpreter. One test
+//! binary, linked once.
+
+mod engine;
+mod reference;

@@ -1,0 +1,11 @@
+//! The storage stories, each against SQLite and PostgreSQL (`backend_tests!`). One test
+//! binary (a module per domain), linked once.
+
+mod batch_files;
+mod catalogue;
+mod catalogue_search;
+mod leaderboard;
+mod ledger;
+mod orders;
+mod reviews;
+mod storage;

@@ -1,0 +1,12 @@
+//! The operator's and client's stories through the real binary: the CLI, the
+//! service it serves, SFTP uploads, crashes and restarts. One test binary (a module per story),
+//! linked once.
+
+mod batch_cli;
+mod batch_crash;
+mod catalogue_cli;
+mod cli;
+mod common;
+mod leaderboard_reviews_cli;
+mod orders_cli;
+mod sftp_cli;
