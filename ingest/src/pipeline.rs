@@ -31,16 +31,24 @@ use crate::sftp::tree::{Folder, Tree};
 /// credited, the next being read). Chunks no longer decide how often SQLite commits (see
 /// `Store::credit_evaluated`), and 5,000 rows load as fast as 10,000 with less peak memory
 /// (`docs/performance.md`).
-/// Tests may set `REWARDS_TEST_CHUNK_ROWS` to see a small file in several chunks.
+const CHUNK_ROWS: usize = 5_000;
+
+/// `CHUNK_ROWS`; with the `test-hooks` feature, tests may set `REWARDS_TEST_CHUNK_ROWS` to see a
+/// small file in several chunks.
 fn chunk_rows() -> usize {
-    static ROWS: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| {
-        std::env::var("REWARDS_TEST_CHUNK_ROWS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|rows| *rows > 0)
-            .unwrap_or(5_000)
-    });
-    *ROWS
+    #[cfg(feature = "test-hooks")]
+    {
+        static ROWS: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| {
+            std::env::var("REWARDS_TEST_CHUNK_ROWS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .filter(|rows| *rows > 0)
+                .unwrap_or(CHUNK_ROWS)
+        });
+        *ROWS
+    }
+    #[cfg(not(feature = "test-hooks"))]
+    CHUNK_ROWS
 }
 
 /// How far a file has got, after each chunk.
@@ -571,6 +579,7 @@ async fn settle(
                 .await
                 .map_err(|e| StoreError::NotCommitted(format!("crediting a chunk: {e}")))??;
             loading.pending.extend(pending);
+            #[cfg(feature = "test-hooks")]
             crash_point(job.store, &mut loading.pending).await?;
             if let Some(batch_id) = job
                 .batch_id
@@ -663,9 +672,11 @@ fn count(tally: &mut Tally, row: &FileEarn, outcome: FileOutcome) -> Option<Reje
     }
 }
 
-/// Fault injection for the crash tests: with `REWARDS_TEST_CRASH_AFTER_CHUNKS=N` set, the
-/// process dies (as by `kill -9`: no cleanup) right after its N-th chunk is credited and
-/// committed (with the chunks credited so far; the next may share their commit).
+/// Fault injection for the crash tests (feature `test-hooks` only): with
+/// `REWARDS_TEST_CRASH_AFTER_CHUNKS=N` set, the process dies (as by `kill -9`: no cleanup) right
+/// after its N-th chunk is credited and committed (with the chunks credited so far; the next may
+/// share their commit).
+#[cfg(feature = "test-hooks")]
 async fn crash_point(store: &Store, pending: &mut Pending) -> Result<(), StoreError> {
     static AFTER: std::sync::LazyLock<Option<u64>> = std::sync::LazyLock::new(|| {
         std::env::var("REWARDS_TEST_CRASH_AFTER_CHUNKS")
