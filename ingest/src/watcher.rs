@@ -6,6 +6,8 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -22,10 +24,30 @@ const RESCAN: Duration = Duration::from_secs(5);
 /// A marker this old belongs to an upload whose server died: the partial file is deleted.
 const STALE_MARKER: Duration = Duration::from_secs(3600);
 
+/// How the watcher runs: `Watching::default()` in the service; tests shorten the quiet period
+/// and wait for passes rather than for time.
+#[derive(Debug, Clone)]
+pub struct Watching {
+    /// How long a file must stay unchanged before it counts as complete.
+    pub quiet: Duration,
+    /// Raised at the end of each pass over the inboxes.
+    pub passes: Arc<AtomicU64>,
+}
+
+impl Default for Watching {
+    fn default() -> Self {
+        Watching {
+            quiet: QUIET,
+            passes: Arc::default(),
+        }
+    }
+}
+
 /// Watches every organisation's inbox under `data_dir/sftp` until `stop` resolves.
 pub async fn watch(
     store: Store,
     data_dir: PathBuf,
+    watching: Watching,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<(), String> {
     let root = data_dir.join("sftp");
@@ -66,7 +88,7 @@ pub async fn watch(
         }
         let mut done = Vec::new();
         for (path, seen) in pending.iter_mut() {
-            match check(path, seen) {
+            match check(path, seen, watching.quiet) {
                 Check::Wait => {}
                 Check::Drop => done.push(path.clone()),
                 Check::Ready { org_id, name } => {
@@ -96,6 +118,7 @@ pub async fn watch(
         for path in done {
             pending.remove(&path);
         }
+        watching.passes.fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -106,7 +129,7 @@ enum Check {
 }
 
 /// Whether `path` is a complete inbox file: `seen` holds its last size and time and since when.
-fn check(path: &Path, seen: &mut (u64, SystemTime, Instant)) -> Check {
+fn check(path: &Path, seen: &mut (u64, SystemTime, Instant), quiet: Duration) -> Check {
     let Some((org_id, name)) = inbox_file(path) else {
         return Check::Drop;
     };
@@ -130,7 +153,7 @@ fn check(path: &Path, seen: &mut (u64, SystemTime, Instant)) -> Check {
         *seen = (now.0, now.1, Instant::now());
         return Check::Wait;
     }
-    if seen.2.elapsed() < QUIET {
+    if seen.2.elapsed() < quiet {
         return Check::Wait;
     }
     Check::Ready { org_id, name }

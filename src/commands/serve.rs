@@ -78,6 +78,7 @@ pub async fn serve(config: &Config, store: Store) -> anyhow::Result<()> {
     let watcher = tokio::spawn(ingest::watcher::watch(
         store.clone(),
         config.data_dir.clone(),
+        ingest::watcher::Watching::default(),
         {
             let mut stopped = stopped.clone();
             async move {

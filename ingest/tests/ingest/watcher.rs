@@ -2,12 +2,18 @@
 //! temporary names and uploads in progress are left alone.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use store::testing::TestStore;
 use store::{Batch, Page, Store};
 
+/// The quiet period the tests run the watcher with.
+const QUIET: Duration = Duration::from_millis(300);
+
 struct Watched {
+    passes: Arc<AtomicU64>,
     _db: TestStore,
     store: Store,
     org: store::OrgScope,
@@ -26,10 +32,21 @@ async fn watched() -> Watched {
         .unwrap()
         .folder(ingest::sftp::tree::Folder::Inbox);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(ingest::watcher::watch(store.clone(), data, async {
-        let _ = stopped.await;
-    }));
+    let watching = ingest::watcher::Watching {
+        quiet: QUIET,
+        ..Default::default()
+    };
+    let passes = watching.passes.clone();
+    tokio::spawn(ingest::watcher::watch(
+        store.clone(),
+        data,
+        watching,
+        async {
+            let _ = stopped.await;
+        },
+    ));
     Watched {
+        passes,
         _db: db,
         store,
         org,
@@ -40,6 +57,21 @@ async fn watched() -> Watched {
 }
 
 impl Watched {
+    /// Waits until the watcher has made two whole passes after the quiet period from now: a
+    /// file it was going to take by then, it has taken.
+    async fn past_the_quiet_period(&self) {
+        tokio::time::sleep(QUIET).await;
+        let from = self.passes.load(Ordering::SeqCst);
+        let started = Instant::now();
+        while self.passes.load(Ordering::SeqCst) < from + 2 {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the watcher stopped"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     async fn batches(&self) -> Vec<Batch> {
         let page = Page {
             page: 1,
@@ -81,7 +113,7 @@ async fn a_file_placed_in_the_inbox_is_received_once_complete() {
         !watched.inbox.join("edge.csv").exists(),
         "moved to the spool"
     );
-    tokio::time::sleep(ingest::watcher::QUIET * 2).await;
+    watched.past_the_quiet_period().await;
     assert_eq!(watched.batches().await.len(), 1, "received once");
 }
 
@@ -93,7 +125,7 @@ async fn temporary_names_and_uploads_in_progress_wait() {
     ingest::sftp::tree::mark_upload(&uploading).unwrap();
     std::fs::write(&uploading, "id,walletId,amount,date\n").unwrap();
     std::fs::write(watched.inbox.join("later.csv.part"), "id\n").unwrap();
-    tokio::time::sleep(ingest::watcher::QUIET * 2).await;
+    watched.past_the_quiet_period().await;
     assert!(watched.batches().await.is_empty(), "nothing complete yet");
 
     std::fs::remove_file(&marker).unwrap();

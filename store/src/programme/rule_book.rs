@@ -12,7 +12,8 @@ use rules::RuleSet;
 
 use crate::{Store, StoreError};
 
-const FRESH_FOR: Duration = Duration::from_secs(1);
+/// How long a cached set is trusted before its campaign's version is looked up again.
+pub const FRESH_FOR: Duration = Duration::from_secs(1);
 
 #[derive(Clone)]
 struct Entry {
@@ -28,14 +29,22 @@ pub struct RuleBook {
     store: Store,
     entries: Arc<Mutex<HashMap<String, Entry>>>,
     default: Arc<RuleSet>,
+    fresh_for: Duration,
 }
 
 impl RuleBook {
     pub fn new(store: Store) -> Self {
+        RuleBook::fresh_for(store, FRESH_FOR)
+    }
+
+    /// A book that trusts a cached set for `window` (`FRESH_FOR` in the service; tests choose
+    /// theirs rather than wait a second).
+    pub fn fresh_for(store: Store, window: Duration) -> Self {
         RuleBook {
             store,
             entries: Arc::default(),
             default: Arc::new(RuleSet::one_per_unit()),
+            fresh_for: window,
         }
     }
 
@@ -53,7 +62,7 @@ impl RuleBook {
             .get(campaign_id)
             .cloned();
         if let Some(entry) = &cached
-            && entry.checked.elapsed() < FRESH_FOR
+            && entry.checked.elapsed() < self.fresh_for
         {
             return Ok((entry.version, entry.rules.clone()));
         }
@@ -102,4 +111,26 @@ impl Store {
         let row: Option<(Option<i64>,)> = self.read_row(SQL, params![org_id, campaign_id]).await?;
         Ok(row.and_then(|(version,)| version))
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Within its window a book keeps the set it compiled; past it, the next look finds the
+    /// campaign's new version.
+    async fn a_cached_set_is_trusted_for_its_window(store: Store) {
+        let campaign = crate::testing::campaign_fixture(&store).await;
+        let (org, id) = (campaign.org_id.as_str(), campaign.id.as_str());
+        let patient = RuleBook::fresh_for(store.clone(), Duration::from_secs(3600));
+        let eager = RuleBook::fresh_for(store.clone(), Duration::ZERO);
+        assert_eq!(patient.active(org, id).await.unwrap().0, None);
+        assert_eq!(eager.active(org, id).await.unwrap().0, None);
+        let rules = "[[rule]]\nid = 'base'\npriority = 1\naward = 'amount'\n";
+        store.set_rule_set(&campaign, rules).await.unwrap();
+        assert_eq!(patient.active(org, id).await.unwrap().0, None, "cached");
+        assert_eq!(eager.active(org, id).await.unwrap().0, Some(1));
+    }
+
+    crate::backend_tests!(a_cached_set_is_trusted_for_its_window);
 }
