@@ -2,14 +2,12 @@
 
 mod cli;
 mod commands;
-mod config;
 
 use anyhow::Context;
 use clap::Parser;
-use store::Store;
 
 use crate::cli::{Cli, Command};
-use crate::config::Config;
+use rewards::{Config, open_store};
 
 fn main() -> std::process::ExitCode {
     // Before the runtime starts its threads: each would otherwise get an arena of its own.
@@ -146,52 +144,3 @@ fn private_files() {
 
 #[cfg(not(unix))]
 fn private_files() {}
-
-/// A data directory made by an earlier version (or by hand) is closed to other users too.
-#[cfg(unix)]
-fn tighten(data_dir: &std::path::Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let set = |path: &std::path::Path, mode: u32| -> anyhow::Result<()> {
-        match std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            done => done.with_context(|| format!("making {} private", path.display())),
-        }
-    };
-    set(data_dir, 0o700)?;
-    for file in ["rewards.db", "rewards.db-wal", "rewards.db-shm"] {
-        set(&data_dir.join(file), 0o600)?;
-    }
-    Ok(())
-}
-
-#[cfg(not(unix))]
-fn tighten(_: &std::path::Path) -> anyhow::Result<()> {
-    Ok(())
-}
-
-/// Opens the configured database and brings its schema up to date.
-async fn open_store(config: &Config) -> anyhow::Result<Store> {
-    let store = match &config.database_url {
-        Some(url) => Store::connect(url.expose(), config.db_max_connections)
-            .await
-            .with_context(|| format!("connecting to {url}"))?,
-        None => {
-            std::fs::create_dir_all(&config.data_dir).with_context(|| {
-                format!(
-                    "creating data directory {} (REWARDS_DATA_DIR)",
-                    config.data_dir.display()
-                )
-            })?;
-            tighten(&config.data_dir)?;
-            let path = config.data_dir.join("rewards.db");
-            Store::open_sqlite(&path)
-                .await
-                .with_context(|| format!("opening {}", path.display()))?
-        }
-    };
-    store
-        .migrate()
-        .await
-        .context("applying database migrations")?;
-    Ok(store)
-}

@@ -13,7 +13,7 @@ use store::{BatchState, RuleBook, Store};
 use super::emit;
 use super::progress::Bar;
 use crate::cli::MappingCommand;
-use crate::config::Config;
+use rewards::config::Config;
 
 pub async fn mapping(store: &Store, command: MappingCommand, json: bool) -> anyhow::Result<()> {
     match command {

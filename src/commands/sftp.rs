@@ -9,7 +9,7 @@ use store::{NewSftpKey, NewSftpUser, SftpUser, Store};
 
 use super::emit;
 use crate::cli::{SftpCommand, SftpUserCommand};
-use crate::config::Config;
+use rewards::config::Config;
 
 fn read_key(path: &Path) -> anyhow::Result<NewSftpKey> {
     let text =

@@ -2,6 +2,7 @@
 //! service it serves, SFTP uploads, crashes and restarts. One test binary (a module per story),
 //! linked once.
 
+mod application;
 mod batch_cli;
 mod batch_crash;
 mod catalogue_cli;
