@@ -40,7 +40,7 @@ const PEAK_OF_EXPORT: &str = "BENCH_PEAK_OF_EXPORT";
 
 fn main() {
     // As the service does (`src/main.rs`), before any thread starts.
-    ingest::arenas::limit();
+    rewards::arenas::limit();
     run();
 }
 

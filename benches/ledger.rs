@@ -24,7 +24,7 @@ const WALLETS: usize = 100;
 
 fn main() {
     // As the service does (`src/main.rs`), before any thread starts.
-    ingest::arenas::limit();
+    rewards::arenas::limit();
     run();
 }
 

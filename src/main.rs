@@ -11,7 +11,7 @@ use rewards::{Config, open_store};
 
 fn main() -> std::process::ExitCode {
     // Before the runtime starts its threads: each would otherwise get an arena of its own.
-    ingest::arenas::limit();
+    rewards::arenas::limit();
     private_files();
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread()
