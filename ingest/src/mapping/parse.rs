@@ -138,6 +138,10 @@ impl Mapping {
                         );
                         continue;
                     }
+                    if key.contains('\0') {
+                        errors.fail(&path, "a meta key must not hold a NUL character");
+                        continue;
+                    }
                     if keys.len() > MAX_META_PATH {
                         errors.fail(
                             &path,
