@@ -320,7 +320,7 @@ async fn peak_of_load(file: &Path) {
     .await
     .unwrap();
     let batch = seed.store.claim_batches(1, None).await.unwrap().remove(0);
-    ingest::pipeline::process(&seed.store, &book, &data, &batch, &|_| {})
+    ingest::batch::pipeline::process(&seed.store, &book, &data, &batch, &|_| {})
         .await
         .unwrap();
     let _ = std::fs::remove_dir_all(&data);
@@ -398,7 +398,7 @@ async fn load(
         .await
         .unwrap();
     let batch = store.claim_batches(1, None).await.unwrap().remove(0);
-    ingest::pipeline::process(store, book, data, &batch, &|_| {})
+    ingest::batch::pipeline::process(store, book, data, &batch, &|_| {})
         .await
         .unwrap();
     let seconds = started.elapsed().as_secs_f64();

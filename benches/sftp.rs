@@ -124,7 +124,8 @@ async fn main() {
     let user = store::NewSftpUser {
         username: "bench".into(),
         key: Some(
-            ingest::keys::parse_public_key(&std::fs::read_to_string(&public).unwrap()).unwrap(),
+            ingest::sftp::keys::parse_public_key(&std::fs::read_to_string(&public).unwrap())
+                .unwrap(),
         ),
         ..Default::default()
     };

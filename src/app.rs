@@ -35,7 +35,7 @@ impl Application {
         let http = bind(config.http_addr, "REWARDS_HTTP_ADDR").await?;
         let sftp = bind(config.sftp_addr, "REWARDS_SFTP_ADDR").await?;
         // A host key that cannot be read or made stops the start, not just the SFTP door.
-        ingest::keys::host_key(&config.data_dir).map_err(anyhow::Error::msg)?;
+        ingest::sftp::keys::host_key(&config.data_dir).map_err(anyhow::Error::msg)?;
         let codes = config.code_key()?;
         if config.codes_key.is_none() && store.backend() == store::Backend::Postgres {
             tracing::warn!(
@@ -104,7 +104,7 @@ impl Application {
             until(&stopped),
         ));
         let pipeline = workers.then(|| {
-            tokio::spawn(ingest::pipeline::run(
+            tokio::spawn(ingest::batch::pipeline::run(
                 store.clone(),
                 config.data_dir.clone(),
                 until(&stopped),

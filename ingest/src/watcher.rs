@@ -14,8 +14,8 @@ use std::time::{Duration, Instant, SystemTime};
 use notify::{RecursiveMode, Watcher};
 use store::Store;
 
+use crate::folders::{is_final_name, marker_is_orphaned, upload_marker};
 use crate::intake;
-use crate::sftp::tree::{is_final_name, marker_is_orphaned, upload_marker};
 
 /// How long a file must stay unchanged before it counts as complete.
 pub const QUIET: Duration = Duration::from_secs(2);
@@ -194,7 +194,7 @@ fn clear_interrupted(files: &[PathBuf]) {
                       the file was closed); nothing of it was processed: send it again",
         });
         let report = org.join("reports").join(format!("{name}.interrupted.json"));
-        let written = crate::reports::write_atomically(
+        let written = crate::batch::reports::write_atomically(
             &report,
             &serde_json::to_vec_pretty(&record).unwrap_or_default(),
         );

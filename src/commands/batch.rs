@@ -4,9 +4,9 @@
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use ingest::mapping::Mapping;
-use ingest::pipeline::{Job, Progress};
-use ingest::sftp::tree::{Folder, Tree};
+use ingest::batch::mapping::Mapping;
+use ingest::batch::pipeline::{Job, Progress};
+use ingest::folders::{Folder, Tree};
 use serde_json::{Value, json};
 use store::{BatchState, RuleBook, Store};
 
@@ -112,7 +112,7 @@ pub async fn ingest(
     let bar = Bar::new();
     let show = |p: Progress| bar.show(p);
     let outcome = if dry_run {
-        let mapping = ingest::pipeline::mapping_for(store, &scope, &name)
+        let mapping = ingest::batch::pipeline::mapping_for(store, &scope, &name)
             .await?
             .map_err(anyhow::Error::msg)?;
         let job = Job {
@@ -126,7 +126,7 @@ pub async fn ingest(
             reports: &reports,
             progress: &show,
         };
-        ingest::pipeline::run_file(&job).await?
+        ingest::batch::pipeline::run_file(&job).await?
     } else {
         let batch =
             ingest::intake::receive_copy(store, &config.data_dir, &scope, file, &name, "cli")
@@ -146,7 +146,7 @@ pub async fn ingest(
                 batch.id
             );
         };
-        ingest::pipeline::process(store, &book, &config.data_dir, &claimed, &show).await?
+        ingest::batch::pipeline::process(store, &book, &config.data_dir, &claimed, &show).await?
     };
     bar.done();
     let prefix = if dry_run { ".dry-run" } else { "" };

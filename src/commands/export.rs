@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use chrono::{NaiveDate, NaiveTime, Utc};
-use ingest::pipeline::Progress;
+use ingest::batch::pipeline::Progress;
 use serde_json::{Value, json};
 use store::{ExportFilter, ExportSchedule, ExportTime, Store, TransactionKind};
 

@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use ingest::pipeline::Progress;
+use ingest::batch::pipeline::Progress;
 
 /// Progress on standard error: rows, rows a second and the time left, redrawn in place on a
 /// terminal, a line every few seconds otherwise.

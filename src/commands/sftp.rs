@@ -14,7 +14,8 @@ use rewards::config::Config;
 fn read_key(path: &Path) -> anyhow::Result<NewSftpKey> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    ingest::keys::parse_public_key(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    ingest::sftp::keys::parse_public_key(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 fn user_json(user: &SftpUser) -> serde_json::Value {
@@ -115,9 +116,9 @@ pub async fn user(store: &Store, command: SftpUserCommand, json: bool) -> anyhow
 pub fn server(config: &Config, command: SftpCommand, json: bool) -> anyhow::Result<()> {
     match command {
         SftpCommand::HostKey => {
-            let key = ingest::keys::host_key(&config.data_dir).map_err(anyhow::Error::msg)?;
-            let fingerprint = ingest::keys::fingerprint(key.public_key());
-            let path = config.data_dir.join(ingest::keys::HOST_KEY_FILE);
+            let key = ingest::sftp::keys::host_key(&config.data_dir).map_err(anyhow::Error::msg)?;
+            let fingerprint = ingest::sftp::keys::fingerprint(key.public_key());
+            let path = config.data_dir.join(ingest::sftp::keys::HOST_KEY_FILE);
             emit(
                 json,
                 json!({"fingerprint": fingerprint, "algorithm": "ssh-ed25519", "path": path}),

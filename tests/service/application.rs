@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use ingest::sftp::tree::{Folder, Tree};
+use ingest::folders::{Folder, Tree};
 use serde_json::json;
 use store::{NewCampaign, NewKey, NewMember, NewWallet, Tokens};
 use tokio::io::AsyncReadExt;

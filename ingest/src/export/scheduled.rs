@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::NaiveTime;
 use store::{ClaimedDay, ExportFilter, ExportTime, OrgScope, Store};
 
-use crate::sftp::tree::{Folder, Tree};
+use crate::folders::{Folder, Tree};
 
 /// How often a node looks for due days.
 pub const LOOK: Duration = Duration::from_secs(60);

@@ -16,7 +16,7 @@ use russh_sftp::server::StatusReply;
 use store::SftpLogin;
 
 use super::Settings;
-use super::tree::{
+use crate::folders::{
     BadPath, Folder, MAX_NAME_BYTES, Place, Tree, is_final_name, is_uploadable, mark_upload, place,
     upload_marker,
 };

@@ -7,8 +7,8 @@
 mod bounded;
 mod defender;
 mod files;
+pub mod keys;
 mod session;
-pub mod tree;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -82,9 +82,9 @@ pub async fn serve(
     settings: Settings,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), String> {
-    let host_key = crate::keys::host_key(&data_dir)?;
+    let host_key = crate::sftp::keys::host_key(&data_dir)?;
     tracing::info!(
-        fingerprint = %crate::keys::fingerprint(host_key.public_key()),
+        fingerprint = %crate::sftp::keys::fingerprint(host_key.public_key()),
         "SFTP host key"
     );
     let config = russh::server::Config {

@@ -12,7 +12,7 @@ use store::SftpLogin;
 use super::bounded::Bounded;
 use super::defender::Defender;
 use super::files::{Context, Files};
-use crate::keys::fingerprint;
+use crate::sftp::keys::fingerprint;
 
 pub struct Connection {
     pub context: Arc<Context>,

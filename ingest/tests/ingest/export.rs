@@ -21,7 +21,7 @@ async fn ledger(store: &Store, data: &Path, org: &store::OrgScope, campaign: &Ca
                 f-2,w-2,4,2026-11-03,Tea,B2\n\
                 f-3,w-1,1.5,2026-11-04T23:30:00Z,,\n";
     let batch = receive(store, data, org, "earns.csv", file).await;
-    ingest::pipeline::process(store, &book, data, &batch, &|_| {})
+    ingest::batch::pipeline::process(store, &book, data, &batch, &|_| {})
         .await
         .unwrap();
     crate::common::earn_by_api(store, campaign, "api-1", "w-2", "3").await;

@@ -4,8 +4,8 @@
 use std::io::Write;
 
 use crate::common::{balance, receive, receive_bytes, rejected_codes, result, wallets};
-use ingest::mapping::Mapping;
-use ingest::pipeline::Job;
+use ingest::batch::mapping::Mapping;
+use ingest::batch::pipeline::Job;
 use serde_json::{Value, json};
 use store::{BatchState, Page, RuleBook, Store, Tokens, TransactionFilter, backend_tests};
 
@@ -19,7 +19,7 @@ async fn set_mapping(store: &Store, org: &store::OrgScope, document: Value) {
 
 async fn process(store: &Store, data: &std::path::Path, batch: &store::Batch) -> BatchState {
     let book = RuleBook::new(store.clone());
-    ingest::pipeline::process(store, &book, data, batch, &|_| {})
+    ingest::batch::pipeline::process(store, &book, data, batch, &|_| {})
         .await
         .unwrap()
         .state
@@ -190,8 +190,8 @@ async fn a_dry_run_reports_what_would_happen_and_changes_nothing(store: Store) {
     crate::common::earn_by_api(&store, &campaign, "a-2", "w-2", "20").await;
     let file = dir.path().join("mixed.csv");
     std::fs::write(&file, MIXED).unwrap();
-    let tree = ingest::sftp::tree::Tree::open(dir.path(), org.id()).unwrap();
-    let reports = tree.file(ingest::sftp::tree::Folder::Reports, "");
+    let tree = ingest::folders::Tree::open(dir.path(), org.id()).unwrap();
+    let reports = tree.file(ingest::folders::Folder::Reports, "");
     let job = Job {
         store: &store,
         book: &book,
@@ -203,7 +203,7 @@ async fn a_dry_run_reports_what_would_happen_and_changes_nothing(store: Store) {
         reports: &reports,
         progress: &|_| {},
     };
-    let outcome = ingest::pipeline::run_file(&job).await.unwrap();
+    let outcome = ingest::batch::pipeline::run_file(&job).await.unwrap();
     assert_eq!((outcome.rows, outcome.loaded, outcome.rejected), (4, 2, 2));
     assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::ZERO);
     assert_eq!(balance(&store, &campaign, "w-2").await, Tokens::whole(20));
@@ -240,7 +240,7 @@ fn workbook(rows: Vec<Vec<&str>>) -> Vec<u8> {
     let rows = rows
         .into_iter()
         .map(|r| r.into_iter().map(String::from).collect());
-    ingest::xlsx::write(rows, &mut out).unwrap();
+    ingest::batch::xlsx::write(rows, &mut out).unwrap();
     out.into_inner()
 }
 
@@ -281,7 +281,7 @@ async fn xlsx_files_are_read_and_unsafe_ones_refused(store: Store) {
         ]);
     }
     let mut out = std::io::Cursor::new(Vec::new());
-    ingest::xlsx::write(big, &mut out).unwrap();
+    ingest::batch::xlsx::write(big, &mut out).unwrap();
     let error = refused(&store, dir.path(), &org, "big.xlsx", out.get_ref()).await;
     assert!(
         error.contains("10000 records") && error.contains("CSV"),

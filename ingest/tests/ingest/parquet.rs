@@ -98,7 +98,7 @@ async fn typed_rows_are_credited_and_bad_ones_reported(store: Store) {
         ),
     ]);
     let batch = receive_bytes(&store, dir.path(), &org, "earns.parquet", &file).await;
-    let outcome = ingest::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
+    let outcome = ingest::batch::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
         .await
         .unwrap();
     assert_eq!(outcome.state, BatchState::Completed);
@@ -156,7 +156,7 @@ async fn string_columns_are_read_as_csv_cells(store: Store) {
         ),
     ]);
     let batch = receive_bytes(&store, dir.path(), &org, "strings.parquet", &file).await;
-    let outcome = ingest::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
+    let outcome = ingest::batch::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
         .await
         .unwrap();
     assert_eq!(outcome.state, BatchState::Completed);
@@ -177,7 +177,7 @@ async fn a_file_that_is_not_parquet_or_lacks_columns_fails_whole(store: Store) {
     let book = RuleBook::new(store.clone());
     let csv = b"id,walletId,amount,date\nt-1,w-1,5,2026-11-20\n";
     let batch = receive_bytes(&store, dir.path(), &org, "renamed.parquet", csv).await;
-    let outcome = ingest::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
+    let outcome = ingest::batch::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
         .await
         .unwrap();
     assert_eq!(outcome.state, BatchState::Failed);
@@ -190,7 +190,7 @@ async fn a_file_that_is_not_parquet_or_lacks_columns_fails_whole(store: Store) {
         ("amount", text(&[Some("5")])),
     ]);
     let batch = receive_bytes(&store, dir.path(), &org, "partial.parquet", &partial).await;
-    let outcome = ingest::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
+    let outcome = ingest::batch::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
         .await
         .unwrap();
     assert_eq!(outcome.state, BatchState::Failed);
@@ -228,7 +228,7 @@ async fn mapped_parquet_files_reject_with_the_remaining_reason_codes(store: Stor
         },
         "meta": { "member": { "column": "Member", "type": "boolean", "true_values": ["Y"], "false_values": ["N"] } },
     });
-    let mapping = ingest::mapping::Mapping::parse(&document).unwrap();
+    let mapping = ingest::batch::mapping::Mapping::parse(&document).unwrap();
     store
         .set_mapping(&org, &mapping.pattern, &document)
         .await
@@ -276,7 +276,7 @@ async fn mapped_parquet_files_reject_with_the_remaining_reason_codes(store: Stor
         ),
     ]);
     let batch = receive_bytes(&store, dir.path(), &org, "till.parquet", &file).await;
-    let outcome = ingest::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
+    let outcome = ingest::batch::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
         .await
         .unwrap();
     assert_eq!(outcome.state, BatchState::Completed);

@@ -32,7 +32,7 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
     content.extend_from_slice(b"f-10,w-1,1000000000000000,2026-11-20,,\n");
     content.extend_from_slice(b"f-11,w-1,99999999999999999999,2026-11-20,,\n");
     let batch = crate::common::receive_bytes(&store, dir.path(), &org, "earns.csv", &content).await;
-    let state = ingest::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
+    let state = ingest::batch::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
         .await
         .unwrap()
         .state;
@@ -100,7 +100,7 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
     assert!(store.audit().await.unwrap().is_empty());
 
     // Processing the same batch again (as after a crash) credits nothing twice.
-    ingest::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
+    ingest::batch::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
         .await
         .unwrap();
     assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::whole(13));
@@ -126,7 +126,7 @@ async fn a_wrong_header_fails_the_file_with_the_reason(store: Store) {
         "id,walet,amout,date\n1,w-1,5,2026-11-20\n",
     )
     .await;
-    let state = ingest::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
+    let state = ingest::batch::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
         .await
         .unwrap()
         .state;
@@ -149,7 +149,7 @@ async fn hostile_csv_files_end_with_a_clear_outcome(store: Store) {
     let process = |batch| {
         let (store, book, dir) = (store.clone(), book.clone(), dir.path().to_path_buf());
         async move {
-            ingest::pipeline::process(&store, &book, &dir, &batch, &|_| {})
+            ingest::batch::pipeline::process(&store, &book, &dir, &batch, &|_| {})
                 .await
                 .unwrap();
             store.get_batch(&batch.org(), &batch.id).await.unwrap()
@@ -230,13 +230,13 @@ async fn a_file_changed_after_it_was_received_is_refused(store: Store) {
     let book = RuleBook::new(store.clone());
     let content = "id,walletId,amount,date\nc-1,w-1,5,2026-11-20\n";
     let batch = receive(&store, dir.path(), &org, "changed.csv", content).await;
-    let spooled = ingest::pipeline::spooled(dir.path(), &batch).unwrap();
+    let spooled = ingest::batch::pipeline::spooled(dir.path(), &batch).unwrap();
     let mut more = std::fs::OpenOptions::new()
         .append(true)
         .open(&spooled)
         .unwrap();
     std::io::Write::write_all(&mut more, b"c-2,w-1,7,2026-11-20\n").unwrap();
-    let outcome = ingest::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
+    let outcome = ingest::batch::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
         .await
         .unwrap();
     assert_eq!(outcome.state, BatchState::Failed);
@@ -266,7 +266,7 @@ async fn a_file_changed_after_it_was_received_is_refused(store: Store) {
         let sidecar = format!("{digest}  {name}\n");
         std::fs::write(dir.path().join(format!("{name}.sha256")), sidecar).unwrap();
         let batch = receive(&store, dir.path(), &org, name, &content).await;
-        let outcome = ingest::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
+        let outcome = ingest::batch::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
             .await
             .unwrap();
         assert_eq!(outcome.state, state, "{name}: {:?}", outcome.error);

@@ -39,7 +39,7 @@ fn keygen(dir: &Path, name: &str) -> PathBuf {
 
 fn public_key(private: &Path) -> store::NewSftpKey {
     let text = std::fs::read_to_string(format!("{}.pub", private.display())).unwrap();
-    ingest::keys::parse_public_key(&text).unwrap()
+    ingest::sftp::keys::parse_public_key(&text).unwrap()
 }
 
 async fn start(settings: Settings) -> Server {

@@ -28,9 +28,9 @@ async fn watched() -> Watched {
     let org = store.create_org("Acme").await.unwrap().scope();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().to_owned();
-    let inbox = ingest::sftp::tree::Tree::open(&data, org.id())
+    let inbox = ingest::folders::Tree::open(&data, org.id())
         .unwrap()
-        .folder(ingest::sftp::tree::Folder::Inbox);
+        .folder(ingest::folders::Folder::Inbox);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let watching = ingest::watcher::Watching {
         quiet: QUIET,
@@ -121,8 +121,8 @@ async fn a_file_placed_in_the_inbox_is_received_once_complete() {
 async fn temporary_names_and_uploads_in_progress_wait() {
     let watched = watched().await;
     let uploading = watched.inbox.join("slow.csv");
-    let marker = ingest::sftp::tree::upload_marker(&uploading);
-    ingest::sftp::tree::mark_upload(&uploading).unwrap();
+    let marker = ingest::folders::upload_marker(&uploading);
+    ingest::folders::mark_upload(&uploading).unwrap();
     std::fs::write(&uploading, "id,walletId,amount,date\n").unwrap();
     std::fs::write(watched.inbox.join("later.csv.part"), "id\n").unwrap();
     watched.past_the_quiet_period().await;
@@ -152,10 +152,10 @@ async fn an_upload_interrupted_by_a_crash_is_cleared_with_a_record() {
     gone.wait().unwrap();
     let partial = watched.inbox.join("midupload.csv");
     std::fs::write(&partial, "id,walletId,amount,date\ne-1,w-1,5,").unwrap();
-    let marker = ingest::sftp::tree::upload_marker(&partial);
+    let marker = ingest::folders::upload_marker(&partial);
     std::fs::write(&marker, format!("{}\n{pid}\n12345\n", host.trim())).unwrap();
     let live = watched.inbox.join("live.csv");
-    ingest::sftp::tree::mark_upload(&live).unwrap();
+    ingest::folders::mark_upload(&live).unwrap();
     std::fs::write(&live, "id\n").unwrap();
 
     let report = watched

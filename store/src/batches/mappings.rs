@@ -1,5 +1,5 @@
 //! Batch-file mappings: per organisation and file-name pattern, a document saying how a client's
-//! columns become earns. The store keeps the documents; `ingest::mapping` validates and applies
+//! columns become earns. The store keeps the documents; `ingest::batch::mapping` validates and applies
 //! them.
 
 use crate::OrgScope;

@@ -6,9 +6,9 @@
 use std::fs::File;
 use std::path::Path;
 
-use crate::delimited::{self, Delimited, Outcome};
-use crate::mapping::{Encoding, Mapping};
-use crate::rows::Reason;
+use crate::batch::delimited::{self, Delimited, Outcome};
+use crate::batch::mapping::{Encoding, Mapping};
+use crate::batch::rows::Reason;
 
 /// One record: its row number in the file (counting from 1) and its fields.
 #[derive(Debug, Clone)]
@@ -57,7 +57,7 @@ impl Records {
             return Ok((Records::Parquet { rows, taken: 0 }, Some(header)));
         }
         let mut records = if lower.ends_with(".xlsx") {
-            let rows = crate::xlsx::read(path, mapping.header_row)?;
+            let rows = crate::batch::xlsx::read(path, mapping.header_row)?;
             Records::Sheet {
                 count: rows.len() as u64,
                 rows: rows.into_iter(),

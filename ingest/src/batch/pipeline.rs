@@ -20,12 +20,12 @@ use store::{
 };
 use tokio::task::JoinHandle;
 
-use crate::mapping::{Columns, Mapping};
-use crate::records::{Record, Records};
-use crate::reports::{Rejected, write_atomically};
-use crate::rows::{Layout, Reason, Rejection};
-use crate::seen::Seen;
-use crate::sftp::tree::{Folder, Tree};
+use crate::batch::mapping::{Columns, Mapping};
+use crate::batch::records::{Record, Records};
+use crate::batch::reports::{Rejected, write_atomically};
+use crate::batch::rows::{Layout, Reason, Rejection};
+use crate::batch::seen::Seen;
+use crate::folders::{Folder, Tree};
 
 /// Rows read, checked and credited together. Two chunks are in memory at once (one being
 /// credited, the next being read). Chunks no longer decide how often SQLite commits (see

@@ -6,7 +6,7 @@ use chrono_tz::Tz;
 use serde_json::{Map, Value};
 
 use super::{Acceptance, Columns, Encoding, Field, Mapping, Source, Target};
-use crate::values::Kind;
+use crate::batch::values::Kind;
 use store::Problems;
 use store::limits::MAX_META_PATH;
 

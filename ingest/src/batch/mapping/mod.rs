@@ -8,7 +8,7 @@ mod parse;
 
 use std::borrow::Cow;
 
-use crate::values::Kind;
+use crate::batch::values::Kind;
 
 /// A validated mapping.
 #[derive(Debug, Clone)]

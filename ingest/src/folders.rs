@@ -187,13 +187,13 @@ pub fn upload_marker(path: &Path) -> PathBuf {
 
 /// The templates every organisation finds in `templates/`, built into the binary.
 const TEMPLATES: [(&str, &[u8]); 4] = [
-    ("earn.csv", include_bytes!("../../../templates/earn.csv")),
-    ("earn.xlsx", include_bytes!("../../../templates/earn.xlsx")),
+    ("earn.csv", include_bytes!("../../templates/earn.csv")),
+    ("earn.xlsx", include_bytes!("../../templates/earn.xlsx")),
     (
         "earn.parquet",
-        include_bytes!("../../../templates/earn.parquet"),
+        include_bytes!("../../templates/earn.parquet"),
     ),
-    ("README.md", include_bytes!("../../../templates/README.md")),
+    ("README.md", include_bytes!("../../templates/README.md")),
 ];
 
 /// The organisation's folders on disk.

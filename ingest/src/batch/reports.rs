@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use store::StoreError;
 
-use crate::rows::Rejection;
+use crate::batch::rows::Rejection;
 
 /// The rejected-rows report, written as the file is read.
 pub struct Rejected {

@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 use store::EarnInput;
 use store::limits::{self, MAX_META_BYTES, MAX_META_PATH, MAX_TEXT, Refused};
 
-use crate::mapping::{Columns, Field, Mapping, Source, Target};
-use crate::values::{self, Kind};
+use crate::batch::mapping::{Columns, Field, Mapping, Source, Target};
+use crate::batch::values::{self, Kind};
 
 /// Why a row was rejected. The codes are stable: clients match on them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -555,7 +555,7 @@ mod tests {
 
     #[test]
     fn the_template_clients_download_is_a_valid_file() {
-        let template = include_str!("../../templates/earn.csv");
+        let template = include_str!("../../../templates/earn.csv");
         let mut lines = template.lines();
         let header: Vec<&str> = lines.next().unwrap().split(',').collect();
         let layout = Layout::from_header(&header).unwrap();
