@@ -56,10 +56,10 @@ async fn run() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("earns.csv");
     let spec = spec(rows);
-    ingest::generate::earn_csv(&spec, std::fs::File::create(&file).unwrap()).unwrap();
+    generators::earns::earn_csv(&spec, std::fs::File::create(&file).unwrap()).unwrap();
     let size = std::fs::metadata(&file).unwrap().len();
     let parquet = dir.path().join("earns.parquet");
-    ingest::generate::earn_parquet(&spec, &parquet).unwrap();
+    generators::earns::earn_parquet(&spec, &parquet).unwrap();
     let parquet_size = std::fs::metadata(&parquet).unwrap().len();
     // Receiving a file moves it into the spool: the processes that measure memory get copies.
     let (csv_copy, parquet_copy) = (dir.path().join("peak.csv"), dir.path().join("peak.parquet"));
@@ -89,13 +89,13 @@ async fn run() {
     // A spreadsheet of 10,000 rows (the most one may hold), end to end, on the fresh ledger and
     // again right after the big file.
     let workbook = |seed: u64| {
-        let spec = ingest::generate::Spec {
+        let spec = generators::earns::Spec {
             rows: 10_000,
             seed,
             ..spec.clone()
         };
         let path = dir.path().join(format!("earns-{seed}.xlsx"));
-        ingest::generate::earn_xlsx(&spec, std::fs::File::create(&path).unwrap()).unwrap();
+        generators::earns::earn_xlsx(&spec, std::fs::File::create(&path).unwrap()).unwrap();
         path
     };
     let xlsx_fresh = load(&store, &book, &data, &org, &workbook(2), 10_000).await;
@@ -128,14 +128,14 @@ async fn run() {
     let bulk = BulkTable::new(postgres.as_deref(), dir.path(), "growth");
     let mut history_files = Vec::new();
     for (k, start) in (0..history).step_by(1_000_000).enumerate() {
-        let spec = ingest::generate::Spec {
+        let spec = generators::earns::Spec {
             rows: (history - start).min(1_000_000),
             seed: 100 + k as u64,
             month: 1 + (k as u32 % 9),
             ..spec.clone()
         };
         let path = dir.path().join(format!("history-{k}.csv"));
-        ingest::generate::earn_csv(&spec, std::fs::File::create(&path).unwrap()).unwrap();
+        generators::earns::earn_csv(&spec, std::fs::File::create(&path).unwrap()).unwrap();
         bulk.import(&path);
         let seconds = load(&store, &book, &data, &org, &path, spec.rows).await;
         history_files.push((start + spec.rows, spec.rows as f64 / seconds));
@@ -272,8 +272,8 @@ fn number(var: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-fn spec(rows: u64) -> ingest::generate::Spec {
-    ingest::generate::Spec {
+fn spec(rows: u64) -> generators::earns::Spec {
+    generators::earns::Spec {
         rows,
         wallets: WALLETS,
         wallet_prefix: "w-".into(),

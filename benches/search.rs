@@ -86,7 +86,7 @@ async fn main() {
         campaign,
         key,
     } = common::seed(0, false).await;
-    let catalogue = store::generate_catalogue(products, 1);
+    let catalogue = generators::catalogue::catalogue(products, 1);
 
     let started = Instant::now();
     store

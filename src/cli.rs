@@ -70,6 +70,7 @@ pub enum Command {
     },
     /// Write a realistic earn file (CSV; XLSX or Parquet when FILE ends with .xlsx or .parquet)
     /// of N rows over M wallets, for demos, tests and benchmarks. Needs no database.
+    #[cfg(feature = "generate")]
     Generate {
         #[arg(long)]
         rows: u64,
@@ -224,6 +225,7 @@ pub enum CatalogueCommand {
     },
     /// Write a realistic catalogue document of N products (categories, tags, tiers, branches in
     /// three cities, variants at several prices), for demos and load tests. Needs no database.
+    #[cfg(feature = "generate")]
     Generate {
         #[arg(long)]
         products: usize,
@@ -470,6 +472,7 @@ pub enum SftpCommand {
     HostKey,
 }
 
+#[cfg(feature = "generate")]
 fn parse_share(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(share) if (0.0..=1.0).contains(&share) => Ok(share),

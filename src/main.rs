@@ -3,6 +3,7 @@
 mod cli;
 mod commands;
 
+#[cfg(feature = "generate")]
 use anyhow::Context;
 use clap::Parser;
 
@@ -39,6 +40,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Command::Rules(cli::RulesCommand::Test { file, rows }) = &cli.command {
         return commands::rules::test(file, rows, cli.json);
     }
+    #[cfg(feature = "generate")]
     if let Command::Catalogue(cli::CatalogueCommand::Generate {
         products,
         seed,
@@ -50,6 +52,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Command::Sftp(command) = cli.command {
         return commands::sftp::server(&config, command, cli.json);
     }
+    #[cfg(feature = "generate")]
     if let Command::Generate {
         rows,
         wallets,
@@ -60,7 +63,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         file,
     } = cli.command
     {
-        let spec = ingest::generate::Spec {
+        let spec = generators::earns::Spec {
             rows,
             wallets,
             wallet_prefix,
@@ -73,14 +76,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 .is_some_and(|e| e.eq_ignore_ascii_case(name))
         };
         if extension("parquet") {
-            ingest::generate::earn_parquet(&spec, &file).map_err(anyhow::Error::msg)
+            generators::earns::earn_parquet(&spec, &file).map_err(anyhow::Error::msg)
         } else {
             let out = std::fs::File::create(&file)
                 .with_context(|| format!("creating {}", file.display()))?;
             if extension("xlsx") {
-                ingest::generate::earn_xlsx(&spec, out)
+                generators::earns::earn_xlsx(&spec, out)
             } else {
-                ingest::generate::earn_csv(&spec, out)
+                generators::earns::earn_csv(&spec, out)
             }
             .map_err(anyhow::Error::from)
         }
@@ -117,9 +120,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Ingest { org, dry_run, file } => {
             commands::batch::ingest(&config, &store, &org, &file, dry_run, cli.json).await
         }
-        Command::Sftp(_) | Command::Generate { .. } => {
-            unreachable!("handled before the store opens")
-        }
+        Command::Sftp(_) => unreachable!("handled before the store opens"),
+        #[cfg(feature = "generate")]
+        Command::Generate { .. } => unreachable!("handled before the store opens"),
         Command::Reviews(command) => {
             commands::reviews::run(&store, command, &config.api.moderation, cli.json).await
         }

@@ -9,13 +9,10 @@
 //!   and credited by the pipeline, and its reports written.
 //! - `export`: the ledger out as Parquet or CSV files, on demand and daily (the rows come from
 //!   `store`'s export stream).
-//! - `generate`: earn files of any size, good and bad rows, for the `generate` command,
-//!   benchmarks and fuzz tests.
 
 pub mod batch;
 pub mod export;
 pub mod folders;
-pub mod generate;
 pub mod intake;
 pub mod sftp;
 pub mod watcher;

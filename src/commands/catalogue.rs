@@ -46,6 +46,7 @@ pub async fn run(store: &Store, command: CatalogueCommand, json: bool) -> anyhow
                 Err(err) => Err(err.into()),
             }
         }
+        #[cfg(feature = "generate")]
         CatalogueCommand::Generate {
             products,
             seed,
@@ -66,8 +67,9 @@ pub async fn run(store: &Store, command: CatalogueCommand, json: bool) -> anyhow
 }
 
 /// Writes a generated catalogue of `products` products to `file`.
+#[cfg(feature = "generate")]
 pub fn generate(products: usize, seed: u64, file: &std::path::Path) -> anyhow::Result<()> {
-    let catalogue = store::generate_catalogue(products, seed);
+    let catalogue = generators::catalogue::catalogue(products, seed);
     let text = serde_json::to_string_pretty(&catalogue)?;
     std::fs::write(file, text + "\n").with_context(|| format!("writing {}", file.display()))?;
     Ok(())

@@ -50,7 +50,6 @@ pub use batches::file_earns::{Evaluated, FileEarn, FileOutcome, FileTotals, Pend
 pub use batches::mappings::StoredMapping;
 pub use batches::records::{Batch, BatchFinish, BatchState, NewBatch};
 pub use catalogue::document::{Catalogue, ProductEntry, TierEntry, VariantEntry};
-pub use catalogue::generate::catalogue as generate_catalogue;
 pub use catalogue::import::{Counts, ImportOptions, ImportReport};
 pub use catalogue::index::{
     CatalogueIndex, Catalogues, Comparison, Found, Near, ProductQuery, Sort, SortField,

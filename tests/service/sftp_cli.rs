@@ -266,7 +266,7 @@ async fn an_upload_to_the_running_service_is_processed_and_reported() {
     ];
     let rows = rows.map(|r| r.map(String::from).to_vec());
     let workbook = std::fs::File::create(dir.path().join("earns.xlsx")).unwrap();
-    ingest::batch::xlsx::write(rows, workbook).unwrap();
+    generators::xlsx::write(rows, workbook).unwrap();
     std::fs::write(
         dir.path().join("batch.txt"),
         "put earns.csv inbox/earns.csv\nput earns.xlsx inbox/earns.xlsx\n",

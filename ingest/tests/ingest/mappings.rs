@@ -240,7 +240,7 @@ fn workbook(rows: Vec<Vec<&str>>) -> Vec<u8> {
     let rows = rows
         .into_iter()
         .map(|r| r.into_iter().map(String::from).collect());
-    ingest::batch::xlsx::write(rows, &mut out).unwrap();
+    generators::xlsx::write(rows, &mut out).unwrap();
     out.into_inner()
 }
 
@@ -281,7 +281,7 @@ async fn xlsx_files_are_read_and_unsafe_ones_refused(store: Store) {
         ]);
     }
     let mut out = std::io::Cursor::new(Vec::new());
-    ingest::batch::xlsx::write(big, &mut out).unwrap();
+    generators::xlsx::write(big, &mut out).unwrap();
     let error = refused(&store, dir.path(), &org, "big.xlsx", out.get_ref()).await;
     assert!(
         error.contains("10000 records") && error.contains("CSV"),

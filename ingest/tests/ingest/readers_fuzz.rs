@@ -8,9 +8,9 @@
 //! `REWARDS_FUZZ_FILES=2000 REWARDS_FUZZ_SEED=$RANDOM cargo test -p ingest --test readers_fuzz`.
 //! (One test in its own binary, so that the peak memory measured is this test's.)
 
+use generators::earns::Sequence as Dice;
 use ingest::batch::mapping::Mapping;
 use ingest::batch::records::Records;
-use ingest::generate::Sequence as Dice;
 
 /// Files in CI.
 const CASES: u64 = 150;

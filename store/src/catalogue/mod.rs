@@ -6,7 +6,6 @@
 pub(crate) mod document;
 mod draw;
 mod facts;
-pub(crate) mod generate;
 pub(crate) mod import;
 pub(crate) mod index;
 pub(crate) mod read;

@@ -328,7 +328,7 @@ async fn tiny_embeddings_keep_their_direction(store: Store) {
 /// in the same order, nearest first (then by name) or in the order asked for, with a filter.
 async fn geofenced_pages_are_what_a_whole_scan_gives(store: Store) {
     let campaign = store::testing::campaign_fixture(&store).await;
-    let catalogue = store::generate_catalogue(3_000, 5);
+    let catalogue = generators::catalogue::catalogue(3_000, 5);
     store
         .import_catalogue(&campaign, &catalogue, ImportOptions::default())
         .await

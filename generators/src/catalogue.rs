@@ -3,11 +3,10 @@
 //! one to three variants at several prices and tiers, some with limited stock, some bookable
 //! with branches around Cape Town, Johannesburg and Durban.
 
-use super::document::{
-    Address, Branch, Catalogue, Category, ContactDetails, ProductEntry, Tag, TierEntry,
+use store::{
+    Address, Branch, Catalogue, Category, ContactDetails, ProductEntry, Tag, TierEntry, Tokens,
     VariantEntry, Weekdays,
 };
-use crate::Tokens;
 
 /// A small deterministic generator (SplitMix64).
 struct Random(u64);

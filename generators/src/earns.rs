@@ -257,13 +257,13 @@ pub fn earn_xlsx(spec: &Spec, out: impl Write + std::io::Seek) -> std::io::Resul
         .records()
         .map(|r| r.map(|r| r.iter().map(String::from).collect::<Vec<_>>()))
         .collect::<Result<Vec<_>, _>>()?;
-    crate::batch::xlsx::write(rows, out)
+    crate::xlsx::write(rows, out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::batch::rows::Layout;
+    use ingest::batch::rows::Layout;
 
     #[test]
     fn good_rows_are_valid_and_the_bad_share_is_bad() {

@@ -1,0 +1,8 @@
+//! Test data of any size, the same for the same seed: earn files with a chosen share of bad
+//! rows (`earns`: CSV, XLSX, Parquet), reward catalogues (`catalogue`), and the one-sheet
+//! workbook writer both use (`xlsx`). Not part of the service: the `generate` commands reach
+//! it through the binary's `generate` feature, and tests and benchmarks as a dev-dependency.
+
+pub mod catalogue;
+pub mod earns;
+pub mod xlsx;
