@@ -217,7 +217,7 @@ async fn run() {
         let (store, org, filter) = (store.clone(), org.clone(), filter.clone());
         async move {
             let started = Instant::now();
-            let rows = ingest::export::export(&store, &org, &filter, &path, format, |_| {})
+            let rows = exports::export(&store, &org, &filter, &path, format, |_| {})
                 .await
                 .unwrap();
             assert_eq!(rows, held);
@@ -338,7 +338,7 @@ async fn peak_of_export(args: &str) {
     let store = Store::connect(url, 4).await.unwrap();
     let org = store.get_org(org).await.unwrap().scope();
     let started = Instant::now();
-    ingest::export::export(
+    exports::export(
         &store,
         &org,
         &ExportFilter::all(),

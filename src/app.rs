@@ -111,10 +111,10 @@ impl Application {
             ))
         });
         let exports = workers.then(|| {
-            tokio::spawn(ingest::export::scheduled::run(
+            tokio::spawn(exports::scheduled::run(
                 store.clone(),
                 config.data_dir.clone(),
-                ingest::export::scheduled::LOOK,
+                exports::scheduled::LOOK,
                 until(&stopped),
             ))
         });

@@ -1,5 +1,5 @@
-//! Batch files, from the door to the ledger and back out. `ingest` uses `store`, `rules` and
-//! `columnar`.
+//! Batch files, from the door to the ledger. `ingest` uses `store`, `rules` and `columnar`;
+//! ledger files out are the `exports` crate's.
 //!
 //! - The doors: `sftp` (the SFTP server and its host key), `watcher` (files put into an inbox by
 //!   other means), `intake` (a complete file moved to the spool and recorded as a batch), and
@@ -7,11 +7,8 @@
 //!   rest share.
 //! - `batch`: a received file read (CSV, XLSX, Parquet, through a mapping), its rows evaluated
 //!   and credited by the pipeline, and its reports written.
-//! - `export`: the ledger out as Parquet or CSV files, on demand and daily (the rows come from
-//!   `store`'s export stream).
 
 pub mod batch;
-pub mod export;
 pub mod folders;
 pub mod intake;
 pub mod sftp;

@@ -97,7 +97,7 @@ async fn transactions(
     file: &Path,
     json: bool,
 ) -> anyhow::Result<()> {
-    let Some(format) = ingest::export::format_of(file) else {
+    let Some(format) = exports::format_of(file) else {
         bail!(
             "{}: the file's extension says the format, .parquet or .csv",
             file.display()
@@ -133,7 +133,7 @@ async fn transactions(
             of: total,
         })
     };
-    let rows = ingest::export::export(store, &scope, &filter, file, format, progress)
+    let rows = exports::export(store, &scope, &filter, file, format, progress)
         .await
         .map_err(anyhow::Error::msg)?;
     bar.done();

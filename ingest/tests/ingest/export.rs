@@ -46,7 +46,7 @@ async fn export(
     path: &Path,
     format: ExportFormat,
 ) -> u64 {
-    ingest::export::export(store, org, filter, path, format, |_| {})
+    exports::export(store, org, filter, path, format, |_| {})
         .await
         .unwrap()
 }
@@ -92,7 +92,7 @@ async fn parquet_exports_keep_the_ledgers_types_and_totals(store: Store) {
         .iter()
         .map(|n| n.to_string())
         .collect();
-    assert_eq!(names, ingest::export::COLUMNS);
+    assert_eq!(names, exports::COLUMNS);
     let dtype = |c: &str| frame.column(c).unwrap().dtype().clone();
     assert_eq!(dtype("amount"), DataType::Decimal(38, 6));
     let utc = DataType::Datetime(TimeUnit::Microseconds, Some(TimeZone::UTC));
@@ -173,7 +173,7 @@ async fn csv_exports_hold_the_same_columns_as_text(store: Store) {
         .iter()
         .map(str::to_string)
         .collect();
-    assert_eq!(header, ingest::export::COLUMNS);
+    assert_eq!(header, exports::COLUMNS);
     let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
     let coffee = records.iter().find(|r| &r[9] == "f-1").unwrap();
     assert_eq!((&coffee[5], &coffee[6], &coffee[3]), ("EARN", "10", "w-1"));
@@ -276,10 +276,7 @@ async fn bounds_pick_days_campaigns_and_types(store: Store) {
     )
     .await;
     assert_eq!((rows, read(&path).height()), (0, 0));
-    assert_eq!(
-        read(&path).get_column_names().len(),
-        ingest::export::COLUMNS.len()
-    );
+    assert_eq!(read(&path).get_column_names().len(), exports::COLUMNS.len());
 }
 
 backend_tests!(
@@ -313,8 +310,8 @@ async fn a_scheduled_day_is_written_once_by_two_nodes(db: TestStore) {
         .unwrap();
     let other = db.another_node().await;
     let (a, b) = tokio::join!(
-        ingest::export::scheduled::export_due_days(&store, dir.path(), &org),
-        ingest::export::scheduled::export_due_days(&other, dir.path(), &org),
+        exports::scheduled::export_due_days(&store, dir.path(), &org),
+        exports::scheduled::export_due_days(&other, dir.path(), &org),
     );
     assert_eq!(a + b, 2, "two past days, each written once");
     let exports = dir.path().join("sftp").join(org.id()).join("exports");
@@ -344,7 +341,7 @@ async fn a_scheduled_day_is_written_once_by_two_nodes(db: TestStore) {
         Some((files[1].clone(), 3))
     );
     assert_eq!(
-        ingest::export::scheduled::export_due_days(&other, dir.path(), &org).await,
+        exports::scheduled::export_due_days(&other, dir.path(), &org).await,
         0
     );
 }

@@ -1,5 +1,5 @@
 //! Ledger exports: an organisation's transactions read out in one pass, a chunk at a time, for
-//! files a data warehouse loads (written by `ingest::export`), and the daily export schedules
+//! files a data warehouse loads (written by `exports`), and the daily export schedules
 //! (`schedule`).
 //!
 //! The rows stream from one query rather than pages: a page after the first would have to find

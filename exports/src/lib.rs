@@ -1,6 +1,11 @@
-//! Ledger exports to files a data warehouse loads: Parquet (typed: amounts DECIMAL(38,6), times
-//! UTC timestamps in microseconds) or CSV (the same columns as text). The store streams the
-//! rows a chunk at a time; a blocking task writes each chunk as it comes (a Parquet row group
+//! Ledger exports, their one home: an organisation's transactions to files a data warehouse
+//! loads, on demand (`export`, the `rewards export transactions` command) and daily
+//! (`scheduled`). The rows come from `store`'s export stream (`store/src/exports`: the one query,
+//! and the schedules with the claim of each due day by one node); everything about files is
+//! here.
+//!
+//! Files are Parquet (typed: amounts DECIMAL(38,6), times UTC timestamps in microseconds) or CSV
+//! (the same columns as text). The store streams the rows a chunk at a time; a blocking task writes each chunk as it comes (a Parquet row group
 //! per chunk), so memory holds a few chunks whatever the size. The file appears under its name
 //! only once complete: it is written under a hidden temporary name and renamed.
 

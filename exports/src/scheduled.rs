@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::NaiveTime;
 use store::{ClaimedDay, ExportFilter, ExportTime, OrgScope, Store};
 
-use crate::folders::{Folder, Tree};
+use ingest::folders::{Folder, Tree};
 
 /// How often a node looks for due days.
 pub const LOOK: Duration = Duration::from_secs(60);
@@ -94,7 +94,7 @@ async fn export_day(
         ..ExportFilter::all()
     };
     let path = tree.file(Folder::Exports, &name);
-    let rows = super::export(store, org, &filter, &path, claimed.format, |_| {}).await?;
+    let rows = crate::export(store, org, &filter, &path, claimed.format, |_| {}).await?;
     match store.finish_export_day(claimed, &name, rows).await {
         Ok(true) => Ok(rows),
         Ok(false) => {
