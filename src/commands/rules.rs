@@ -299,10 +299,8 @@ pub fn test(file: &Path, rows: &Path, json: bool) -> anyhow::Result<()> {
             .as_ref()
             .map_err(|e| anyhow::anyhow!("{e:#}"))
             .and_then(|s| {
-                s.rules_input()
-                    .parts()
-                    .map(|parts| (s, parts))
-                    .map_err(anyhow::Error::msg)
+                let parts = s.rules_input().parts().map_err(anyhow::Error::msg)?;
+                Ok((s, parts))
             });
         let (sample, (row, ctx)) = match parts {
             Ok(parts) => parts,

@@ -42,12 +42,7 @@ pub async fn receive(
     name: &str,
     content: &str,
 ) -> store::Batch {
-    let file = data.join(format!("upload-{name}"));
-    std::fs::write(&file, content).unwrap();
-    ingest::intake::receive(store, data, org, &file, name, "sftp", Some("alice"))
-        .await
-        .unwrap();
-    store.claim_batches(1, None).await.unwrap().remove(0)
+    receive_bytes(store, data, org, name, content.as_bytes()).await
 }
 
 pub async fn balance(store: &Store, campaign: &Campaign, wallet: &str) -> Tokens {
