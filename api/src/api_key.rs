@@ -1,7 +1,9 @@
 //! Get Api Key summary (seed #1): what the caller's key is linked to, never the key itself.
 
+use std::borrow::Cow;
+
 use axum::Json;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -9,33 +11,33 @@ use utoipa_axum::routes;
 use crate::AppState;
 use crate::http::auth::Caller;
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApiKeySummary {
-    id: String,
+    pub id: String,
     /// The organisation the key is linked to.
-    org: String,
+    pub org: String,
     /// The key with its middle hidden.
-    api_key: String,
-    access: Access,
-    campaign_id: String,
-    currency: String,
-    logo: Option<String>,
-    favicon: Option<String>,
+    pub api_key: String,
+    pub access: Access,
+    pub campaign_id: String,
+    pub currency: String,
+    pub logo: Option<String>,
+    pub favicon: Option<String>,
 }
 
 /// What the key may do.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Access {
     /// Permissions granted by the operator beyond the ordinary operations, e.g. `vector-search`.
-    permissions: Vec<&'static str>,
+    pub permissions: Vec<Cow<'static, str>>,
     /// A read-only key may only call GET operations.
-    read_only: bool,
+    pub read_only: bool,
     /// The version requests get when they send no `x-api-version`.
-    default_version: &'static str,
+    pub default_version: Cow<'static, str>,
     /// The version this request was answered in.
-    version: &'static str,
+    pub version: Cow<'static, str>,
 }
 
 #[utoipa::path(get, path = "/v1/api-key", tag = "api-key",
@@ -49,10 +51,10 @@ async fn api_key_summary(caller: Caller) -> Json<ApiKeySummary> {
         org: key.org_id.clone(),
         api_key: key.obfuscated(),
         access: Access {
-            permissions: key.permissions.iter().map(|p| p.as_str()).collect(),
+            permissions: key.permissions.iter().map(|p| p.as_str().into()).collect(),
             read_only: key.read_only,
-            default_version: key.version.unwrap_or_default().as_str(),
-            version: caller.version.as_str(),
+            default_version: key.version.unwrap_or_default().as_str().into(),
+            version: caller.version.as_str().into(),
         },
         campaign_id: campaign.id.clone(),
         currency: campaign.currency.clone(),

@@ -1,10 +1,12 @@
 //! Batch files (`GET /v1/batches`, `GET /v1/batches/{id}`): what became of each file the key's
 //! organisation delivered by SFTP or into its inbox.
 
+use std::borrow::Cow;
+
 use axum::Json;
 use axum::extract::{Path, State};
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use store::Batch;
 use utoipa::ToSchema;
@@ -16,40 +18,40 @@ use crate::http::auth::Caller;
 use crate::http::error::{ApiError, Problem};
 use crate::http::paging::{PagedList, Paging, PagingParams};
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BatchView {
-    id: String,
+    pub id: String,
     /// The name the file was delivered with.
-    file_name: String,
+    pub file_name: String,
     /// Bytes.
-    size: i64,
+    pub size: i64,
     /// Hex SHA-256 of the content: the same content is processed once.
-    sha256: String,
+    pub sha256: String,
     /// `sftp`, `inbox` for a file placed in the inbox by other means, or `cli` for one an
     /// operator ran with `rewards ingest`.
-    source: String,
+    pub source: String,
     /// The SFTP user who uploaded it.
-    username: Option<String>,
+    pub username: Option<String>,
     /// `received`, `processing`, `completed`, `failed` or `duplicate`.
     #[schema(example = "received")]
-    state: &'static str,
+    pub state: Cow<'static, str>,
     /// For a duplicate: the batch that already holds this content.
-    duplicate_of: Option<String>,
+    pub duplicate_of: Option<String>,
     /// Rows read, loaded and rejected, once processed.
-    rows: Option<i64>,
-    loaded: Option<i64>,
-    rejected: Option<i64>,
+    pub rows: Option<i64>,
+    pub loaded: Option<i64>,
+    pub rejected: Option<i64>,
     /// Once processed, the content of `reports/<file>.result.json`: `state`, `rows`, `loaded`,
     /// `rejected`, `rejectedByReason` (reason code: rows), `duplicates`, `loadedBeforeRestart`,
     /// `tokens`, `tokensByRule`, `mapping` (`canonical` or the mapping's pattern), `error`,
     /// `seconds`, `rowsPerSecond` and `rejectedReport`.
     #[schema(value_type = Option<Object>)]
-    summary: Option<Value>,
+    pub summary: Option<Value>,
     /// Why the batch failed.
-    error: Option<String>,
-    received_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+    pub error: Option<String>,
+    pub received_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
 }
 
 impl From<Batch> for BatchView {
@@ -61,7 +63,7 @@ impl From<Batch> for BatchView {
             sha256: b.sha256,
             source: b.source,
             username: b.username,
-            state: b.state.as_str(),
+            state: b.state.as_str().into(),
             duplicate_of: b.duplicate_of,
             rows: b.rows_total,
             loaded: b.rows_loaded,

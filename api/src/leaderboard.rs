@@ -33,20 +33,20 @@ const UPDATED_AT: HeaderName = HeaderName::from_static("x-leaderboard-updated-at
 const MAX_NEIGHBOURS: u32 = 10;
 
 /// A ranked member (the seed's LeaderboardEntry, with its rank).
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct LeaderboardEntry {
+pub struct LeaderboardEntry {
     /// The member's id.
-    id: String,
+    pub id: String,
     /// 1 is the top.
-    rank: u64,
+    pub rank: u64,
     /// The first name and the last name's initial ("Ada L."): nothing more about the member.
     /// `null` when the member has neither (or was deleted since the snapshot).
-    display_name: Option<String>,
+    pub display_name: Option<String>,
     /// Tokens earned over the member's lifetime in the campaign's wallets (spending does not
     /// lower it).
     #[schema(value_type = f64)]
-    points: Tokens,
+    pub points: Tokens,
 }
 
 impl From<Standing> for LeaderboardEntry {
@@ -61,21 +61,21 @@ impl From<Standing> for LeaderboardEntry {
 }
 
 /// A member's place with the entries around it.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct MemberRank {
+pub struct MemberRank {
     /// The member's id.
-    id: String,
-    rank: u64,
-    display_name: Option<String>,
+    pub id: String,
+    pub rank: u64,
+    pub display_name: Option<String>,
     #[schema(value_type = f64)]
-    points: Tokens,
+    pub points: Tokens,
     /// How many members the snapshot ranks.
-    total: u64,
+    pub total: u64,
     /// The entries just above, best first (the nearest last).
-    above: Vec<LeaderboardEntry>,
+    pub above: Vec<LeaderboardEntry>,
     /// The entries just below, the nearest first.
-    below: Vec<LeaderboardEntry>,
+    pub below: Vec<LeaderboardEntry>,
 }
 
 #[derive(Deserialize, IntoParams)]

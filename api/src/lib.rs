@@ -37,6 +37,31 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
 pub use http::error::{ApiError, FieldError, Problem};
+
+/// What the API answers, as types a Rust client (the tests among them) reads answers into: the
+/// same types the handlers write, so a client cannot drift from the server.
+pub mod views {
+    pub use crate::api_key::{Access, ApiKeySummary};
+    pub use crate::batches::BatchView;
+    pub use crate::catalogue::similar::Suggestions;
+    pub use crate::catalogue::views::{
+        BranchView, CategoryView, CountsView, ImportReportView, ProductView, TagView, TierView,
+        VariantView, WeekdaysView,
+    };
+    pub use crate::http::error::{FieldError, Problem};
+    pub use crate::http::paging::PagedList;
+    pub use crate::leaderboard::{LeaderboardEntry, MemberRank};
+    pub use crate::members::preferences::{
+        Channel, ChannelFlags, ChannelList, FlagPreferences, ListPreferences, PreferencesBody,
+    };
+    pub use crate::members::{MemberView, Status as MemberStatus};
+    pub use crate::orders::views::{
+        BookingView, CodeView, LineView, OrderView, ProductSummaryView, RedeemedView,
+    };
+    pub use crate::reviews::{ReviewPage, ReviewView, Status as ReviewStatus};
+    pub use crate::transactions::{EarnAccepted, EarnStatusView, TransactionView};
+    pub use crate::wallets::{WalletList, WalletView};
+}
 pub use http::server::Limits as HttpLimits;
 pub use state::{AppState, Settings};
 

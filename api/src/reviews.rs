@@ -92,10 +92,10 @@ fn reporter_id(n: &Number) -> Option<String> {
 
 /// Where a review stands with moderation. (Named apart from other statuses in the OpenAPI
 /// document, where one name holds one schema.)
-#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 #[schema(as = ReviewStatus)]
-enum Status {
+pub enum Status {
     /// Listed and counted in averages.
     Visible,
     /// Hidden from lists and averages until an operator decides: its profanity score or its
@@ -106,24 +106,24 @@ enum Status {
 }
 
 /// The seed's Review.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct ReviewView {
-    id: String,
-    rating: u8,
-    review_text: String,
+pub struct ReviewView {
+    pub id: String,
+    pub rating: u8,
+    pub review_text: String,
     /// 0.0 (clean) to 1.0: the most severe language found (mild 0.25, moderate 0.6, severe 1.0).
-    profanity_score: f64,
+    pub profanity_score: f64,
     /// The reviewer's member id.
-    member_id: String,
-    voucher_id: String,
-    partner_id: String,
+    pub member_id: String,
+    pub voucher_id: String,
+    pub partner_id: String,
     /// The member id of the latest of the members who reported it.
-    reported_by_id: Option<String>,
+    pub reported_by_id: Option<String>,
     /// How many distinct members reported it.
-    reports: u32,
-    status: Status,
-    created_at: DateTime<Utc>,
+    pub reports: u32,
+    pub status: Status,
+    pub created_at: DateTime<Utc>,
 }
 
 impl ReviewView {
@@ -150,16 +150,16 @@ impl ReviewView {
 }
 
 /// A page of reviews (`PagedList`) with the average rating of every review the list holds.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct ReviewPage {
-    data: Vec<ReviewView>,
-    total: u64,
-    current_page: u32,
-    page_size: u32,
-    total_pages: u64,
+pub struct ReviewPage {
+    pub data: Vec<ReviewView>,
+    pub total: u64,
+    pub current_page: u32,
+    pub page_size: u32,
+    pub total_pages: u64,
     /// The mean rating of all `total` reviews (not only this page's); `null` when there are none.
-    average_rating: Option<f64>,
+    pub average_rating: Option<f64>,
 }
 
 #[derive(Deserialize, IntoParams)]

@@ -1,6 +1,8 @@
 //! Transactions (seed #29-32): the list and one transaction, BURN (synchronous) and EARN
 //! (accepted with 202, processed by the workers, followed at its `statusCheckUrl`).
 
+use std::borrow::Cow;
+
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -51,33 +53,33 @@ fn earn_amount() -> Object {
         .build()
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TransactionView {
-    id: String,
-    date: DateTime<Utc>,
-    description: Option<String>,
+    pub id: String,
+    pub date: DateTime<Utc>,
+    pub description: Option<String>,
     /// Internal use.
-    comment: Option<String>,
+    pub comment: Option<String>,
     /// The earn's `id` or the burn's `externalId`.
-    external_id: Option<String>,
+    pub external_id: Option<String>,
     #[serde(rename = "type")]
     #[schema(value_type = String, example = "EARN")]
-    kind: &'static str,
+    pub kind: Cow<'static, str>,
     /// Tokens moved (never negative; `type` says which way).
     #[schema(value_type = f64)]
-    amount: Tokens,
-    currency: String,
-    wallet_id: String,
+    pub amount: Tokens,
+    pub currency: String,
+    pub wallet_id: String,
     #[schema(value_type = Option<Object>)]
-    meta: Option<Value>,
+    pub meta: Option<Value>,
     /// EARN: the amount the rules were given.
-    source_amount: Option<String>,
+    pub source_amount: Option<String>,
     /// EARN: what each rule contributed, e.g. `base:+65;weekend:+65;~:-0.25`.
-    rules_trace: Option<String>,
+    pub rules_trace: Option<String>,
     /// EARN: the rule-set version used (absent: the default, one token per unit).
-    rules_version: Option<i64>,
-    created_at: DateTime<Utc>,
+    pub rules_version: Option<i64>,
+    pub created_at: DateTime<Utc>,
 }
 
 impl From<Transaction> for TransactionView {
@@ -88,7 +90,7 @@ impl From<Transaction> for TransactionView {
             description: t.description,
             comment: t.comment,
             external_id: t.external_id,
-            kind: t.kind.as_str(),
+            kind: t.kind.as_str().into(),
             amount: t.amount,
             currency: t.currency,
             wallet_id: t.wallet_id,
@@ -368,15 +370,15 @@ fn earn_input(body: EarnBody) -> Result<EarnInput, ApiError> {
     checks.finish(earn)
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EarnAccepted {
     /// Always `accepted`.
-    status: &'static str,
-    request_id: String,
+    pub status: Cow<'static, str>,
+    pub request_id: String,
     /// Where to follow the request, an absolute URL: `GET` it.
-    status_check_url: String,
-    message: String,
+    pub status_check_url: String,
+    pub message: String,
 }
 
 #[utoipa::path(post, path = "/v1/transactions/earn", tag = "transactions", summary = "Create an EARN Transaction",
@@ -401,7 +403,7 @@ async fn earn(
     Ok((
         StatusCode::ACCEPTED,
         Json(EarnAccepted {
-            status: "accepted",
+            status: "accepted".into(),
             status_check_url: base.join(&format!("/v1/transactions/earn/{}", request.id)),
             request_id: request.id,
             message: "the earn is stored and will be evaluated by the campaign's rules".into(),
@@ -409,34 +411,34 @@ async fn earn(
     ))
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EarnStatusView {
-    request_id: String,
+    pub request_id: String,
     /// accepted, processing, completed, rejected or duplicate.
     #[schema(example = "completed")]
-    status: &'static str,
+    pub status: Cow<'static, str>,
     /// The earn's own `id`.
-    id: String,
-    wallet_id: String,
+    pub id: String,
+    pub wallet_id: String,
     /// completed: the EARN transaction; duplicate: the earlier one with the same id.
-    transaction_id: Option<String>,
+    pub transaction_id: Option<String>,
     /// completed: the tokens credited.
     #[schema(value_type = Option<f64>)]
-    tokens: Option<Tokens>,
+    pub tokens: Option<Tokens>,
     /// rejected: why.
-    reason: Option<String>,
+    pub reason: Option<String>,
     /// completed: what each rule contributed, e.g. `base:+65;weekend:+65;~:-0.25`.
-    rules_trace: Option<String>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+    pub rules_trace: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
 }
 
 impl From<EarnRequest> for EarnStatusView {
     fn from(r: EarnRequest) -> Self {
         EarnStatusView {
             request_id: r.id,
-            status: r.status.as_str(),
+            status: r.status.as_str().into(),
             id: r.earn_id,
             wallet_id: r.wallet_id,
             transaction_id: r.transaction_id,

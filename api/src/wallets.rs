@@ -20,21 +20,21 @@ use crate::http::json::JsonBody;
 use crate::http::paging::{PagedList, Paging, PagingParams};
 use crate::http::query::QueryParams;
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WalletView {
-    id: String,
-    currency: String,
-    name: Option<String>,
+    pub id: String,
+    pub currency: String,
+    pub name: Option<String>,
     #[schema(value_type = f64)]
-    balance: Tokens,
-    tier: Option<TierView>,
+    pub balance: Tokens,
+    pub tier: Option<TierView>,
     /// The client's reference (card or policy number).
-    external_id: Option<String>,
+    pub external_id: Option<String>,
     /// The owning member's id.
-    owner_id: String,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+    pub owner_id: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
 }
 
 impl From<Wallet> for WalletView {
@@ -110,7 +110,7 @@ pub struct WalletQuery {
 }
 
 /// The list in the request's version: 1.9.5 answers the paged object, 1.6.2 wraps it in an array.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(untagged)]
 pub enum WalletList {
     Paged(PagedList<WalletView>),

@@ -5,7 +5,9 @@ use std::path::Path;
 use std::process::{Child, Command};
 use std::time::Duration;
 
+use api::views::{ApiKeySummary, EarnAccepted, EarnStatusView, WalletView};
 use serde_json::{Value, json};
+use store::Tokens;
 
 use crate::common::{ok, programme, run, serve};
 
@@ -87,19 +89,16 @@ async fn operator_story(env: Vec<(&'static str, String)>) {
             .header("x-api-key", key)
             .header("x-api-secret", secret)
     };
-    let summary: Value = get("/v1/api-key")
+    let summary: ApiKeySummary = get("/v1/api-key")
         .send()
         .await
         .unwrap()
         .json()
         .await
         .unwrap();
-    assert_eq!(summary["org"], org);
-    assert_eq!(summary["currency"], "EUR");
-    assert_eq!(
-        summary["access"]["version"], "1.6.2",
-        "the key's pinned version"
-    );
+    assert_eq!(summary.org, org);
+    assert_eq!(summary.currency, "EUR");
+    assert_eq!(summary.access.version, "1.6.2", "the key's pinned version");
 
     let created = http
         .post(format!("{base}/v1/members"))
@@ -236,7 +235,7 @@ async fn crash_story(env: Vec<(&'static str, String)>) {
     let mut urls = Vec::new();
     for i in 0..30 {
         let earn = json!({"id": format!("e-{i}"), "amount": 10, "date": "2026-11-18T10:00:00Z", "walletId": "w-1"});
-        let reply: Value = call(
+        let reply: EarnAccepted = call(
             reqwest::Method::POST,
             format!("{base}/v1/transactions/earn"),
         )
@@ -248,14 +247,14 @@ async fn crash_story(env: Vec<(&'static str, String)>) {
         .await
         .unwrap();
         // Absolute, at this node's address; the path is followed on the next node.
-        let url = reply["statusCheckUrl"].as_str().unwrap();
+        let url = &reply.status_check_url;
         let path = url
             .strip_prefix(base.as_str())
             .expect("a link to this node");
         assert!(path.starts_with("/v1/transactions/earn/"), "{url}");
         urls.push(path.to_string());
     }
-    let waiting: Value = call(reqwest::Method::GET, format!("{base}{}", urls[0]))
+    let waiting: EarnStatusView = call(reqwest::Method::GET, format!("{base}{}", urls[0]))
         .send()
         .await
         .unwrap()
@@ -263,7 +262,7 @@ async fn crash_story(env: Vec<(&'static str, String)>) {
         .await
         .unwrap();
     assert_eq!(
-        waiting["status"], "accepted",
+        waiting.status, "accepted",
         "this node does no background work"
     );
     stop(&mut node, "-KILL");
@@ -272,29 +271,29 @@ async fn crash_story(env: Vec<(&'static str, String)>) {
     for url in &urls {
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         loop {
-            let status: Value = call(reqwest::Method::GET, format!("{base}{url}"))
+            let status: EarnStatusView = call(reqwest::Method::GET, format!("{base}{url}"))
                 .send()
                 .await
                 .unwrap()
                 .json()
                 .await
                 .unwrap();
-            if status["status"] == "completed" {
+            if status.status == "completed" {
                 break;
             }
-            assert!(std::time::Instant::now() < deadline, "{status}");
+            assert!(std::time::Instant::now() < deadline, "{status:?}");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
-    let wallet: Value = call(reqwest::Method::GET, format!("{base}/v1/wallets/w-1"))
+    let wallet: WalletView = call(reqwest::Method::GET, format!("{base}/v1/wallets/w-1"))
         .send()
         .await
         .unwrap()
         .json()
         .await
         .unwrap();
-    assert_eq!(wallet["balance"], 300);
-    assert_eq!(wallet["tier"]["name"], "gold");
+    assert_eq!(wallet.balance, Tokens::whole(300));
+    assert_eq!(wallet.tier.expect("a tier").name, "gold");
     let burn = |amount: i64| json!({"externalId": format!("b-{amount}"), "amount": amount, "walletId": "w-1", "description": "Voucher"});
     let refused = call(
         reqwest::Method::POST,

@@ -5,8 +5,8 @@
 mod import;
 mod products;
 mod rendered;
-mod similar;
-mod views;
+pub(crate) mod similar;
+pub(crate) mod views;
 
 use axum::Json;
 use axum::extract::State;

@@ -314,11 +314,11 @@ struct SuggestionQuery {
 }
 
 /// Tags, products and categories that match what has been typed.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Suggestions {
-    tags: Vec<TagView>,
-    products: Vec<ProductView>,
-    categories: Vec<CategoryView>,
+    pub tags: Vec<TagView>,
+    pub products: Vec<ProductView>,
+    pub categories: Vec<CategoryView>,
 }
 
 /// Suggestions of each kind at most.

@@ -1,18 +1,18 @@
 //! The catalogue's records as the API shows them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use store::{Category, Tag, Tier};
 use utoipa::ToSchema;
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TierView {
-    id: String,
-    name: String,
+    pub id: String,
+    pub name: String,
     /// Lower numbers mean higher priority.
-    precedence: i64,
-    benefits: Vec<String>,
-    image_url: Option<String>,
+    pub precedence: i64,
+    pub benefits: Vec<String>,
+    pub image_url: Option<String>,
 }
 
 impl From<Tier> for TierView {
@@ -27,10 +27,10 @@ impl From<Tier> for TierView {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct CategoryView {
-    id: String,
-    name: String,
+    pub id: String,
+    pub name: String,
 }
 
 impl From<Category> for CategoryView {
@@ -42,10 +42,10 @@ impl From<Category> for CategoryView {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct TagView {
-    id: String,
-    name: String,
+    pub id: String,
+    pub name: String,
 }
 
 impl From<Tag> for TagView {
@@ -58,25 +58,25 @@ impl From<Tag> for TagView {
 }
 
 /// What an import did (or, in a dry run, would do), by kind of record.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ImportReportView {
-    dry_run: bool,
-    categories: CountsView,
-    tags: CountsView,
+    pub dry_run: bool,
+    pub categories: CountsView,
+    pub tags: CountsView,
     /// Tiers are never removed by an import (wallets hold them).
-    tiers: CountsView,
-    products: CountsView,
-    variants: CountsView,
+    pub tiers: CountsView,
+    pub products: CountsView,
+    pub variants: CountsView,
     /// The catalogue's version after the import (unchanged by a dry run).
-    version: i64,
+    pub version: i64,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct CountsView {
-    created: u64,
-    updated: u64,
-    removed: u64,
+    pub created: u64,
+    pub updated: u64,
+    pub removed: u64,
 }
 
 impl From<store::Counts> for CountsView {
@@ -104,74 +104,74 @@ impl From<store::ImportReport> for ImportReportView {
 }
 
 /// A product as members see it.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProductView {
-    id: String,
-    name: String,
-    short_description: Option<String>,
-    description: Option<String>,
+    pub id: String,
+    pub name: String,
+    pub short_description: Option<String>,
+    pub description: Option<String>,
     /// Its order lines need a booking.
-    book_in_advance: bool,
+    pub book_in_advance: bool,
     /// Tag names.
-    tags: Vec<String>,
+    pub tags: Vec<String>,
     /// The category's name.
-    category: Option<String>,
-    primary_image: Option<String>,
-    secondary_images: Vec<String>,
-    variants: Vec<VariantView>,
+    pub category: Option<String>,
+    pub primary_image: Option<String>,
+    pub secondary_images: Vec<String>,
+    pub variants: Vec<VariantView>,
     /// The campaign's currency.
-    currency: String,
-    website: Option<String>,
-    weekdays: WeekdaysView,
-    branches: Vec<BranchView>,
+    pub currency: String,
+    pub website: Option<String>,
+    pub weekdays: WeekdaysView,
+    pub branches: Vec<BranchView>,
     /// In a geofenced search: kilometres to its nearest branch. In a vector search and in
     /// recommendations: the cosine distance (0 to 2) from the vector. Otherwise absent.
     #[serde(skip_serializing_if = "Option::is_none")]
-    distance: Option<f64>,
+    pub distance: Option<f64>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct WeekdaysView {
-    mon: bool,
-    tue: bool,
-    wed: bool,
-    thu: bool,
-    fri: bool,
-    sat: bool,
-    sun: bool,
+    pub mon: bool,
+    pub tue: bool,
+    pub wed: bool,
+    pub thu: bool,
+    pub fri: bool,
+    pub sat: bool,
+    pub sun: bool,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VariantView {
-    id: String,
-    name: String,
-    category: Option<String>,
-    description: Option<String>,
-    offer_details: Option<String>,
-    terms_and_conditions: Option<String>,
+    pub id: String,
+    pub name: String,
+    pub category: Option<String>,
+    pub description: Option<String>,
+    pub offer_details: Option<String>,
+    pub terms_and_conditions: Option<String>,
     /// It can be ordered: available, and in stock where stock is limited.
-    available: bool,
+    pub available: bool,
     /// Tokens.
     #[schema(value_type = f64)]
-    price: store::Tokens,
+    pub price: store::Tokens,
     /// The tier a member's wallet needs for it.
-    tier: Option<TierView>,
+    pub tier: Option<TierView>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BranchView {
-    id: String,
-    name: String,
+    pub id: String,
+    pub name: String,
     #[schema(value_type = Option<Object>)]
-    address: Option<store::Address>,
+    pub address: Option<store::Address>,
     #[schema(value_type = Option<Object>)]
-    contact_details: Option<store::ContactDetails>,
+    pub contact_details: Option<store::ContactDetails>,
     /// In a geofenced search: kilometres from the point.
     #[serde(skip_serializing_if = "Option::is_none")]
-    distance: Option<f64>,
+    pub distance: Option<f64>,
 }
 
 impl BranchView {

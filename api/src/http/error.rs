@@ -3,14 +3,16 @@
 //! Every failure a client sees is `application/problem+json` with a stable snake_case `code`;
 //! validation failures list each offending field. Internal causes are logged, never sent.
 
+use std::borrow::Cow;
+
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use store::StoreError;
 use utoipa::ToSchema;
 
 /// An RFC 9457 problem: `type`, `title`, `status`, `detail`, plus `code` and the fields at fault.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Problem {
     /// A URI naming the kind of problem: `urn:problem-type:rewards:<code>`.
     #[serde(rename = "type")]
@@ -24,16 +26,16 @@ pub struct Problem {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
     /// Every offending field, for validation problems.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<FieldError>,
 }
 
 /// One field at fault: its JSON path (`communicationPreferences.general.email`), a stable
 /// code (`missing_field`, `invalid_type`, `invalid_value`, `too_long`, `not_allowed`) and a message.
-#[derive(Debug, Clone, Serialize, ToSchema, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
 pub struct FieldError {
     pub field: String,
-    pub code: &'static str,
+    pub code: Cow<'static, str>,
     pub message: String,
 }
 
@@ -41,7 +43,7 @@ impl FieldError {
     pub fn new(field: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
         FieldError {
             field: field.into(),
-            code,
+            code: Cow::Borrowed(code),
             message: message.into(),
         }
     }

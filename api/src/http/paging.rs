@@ -60,7 +60,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Paging {
 }
 
 /// One page of a list: `data`, the `total` across all pages, and where this page sits.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PagedList<T> {
     pub data: Vec<T>,

@@ -5,7 +5,7 @@
 //! names.
 
 mod input;
-mod preferences;
+pub(crate) mod preferences;
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -28,9 +28,9 @@ use crate::http::error::ApiError;
 use crate::http::json::JsonBody;
 use crate::http::paging::{PagedList, Paging, PagingParams};
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
-enum Status {
+pub enum Status {
     Active,
     Inactive,
 }
@@ -53,26 +53,26 @@ impl From<MemberStatus> for Status {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MemberView {
-    id: String,
-    first_name: String,
-    last_name: Option<String>,
-    email: Option<String>,
-    phone: Option<String>,
-    status: Status,
-    idp: String,
-    user_id: String,
-    external_id: String,
+    pub id: String,
+    pub first_name: String,
+    pub last_name: Option<String>,
+    pub email: Option<String>,
+    pub phone: Option<String>,
+    pub status: Status,
+    pub idp: String,
+    pub user_id: String,
+    pub external_id: String,
     #[schema(value_type = Option<Object>)]
-    meta: Option<Value>,
+    pub meta: Option<Value>,
     /// In version 1.6.2 each category holds the channels it accepts instead of flags:
     /// `{"general": {"channels": ["email", "sms"]}, ...}`.
     #[schema(value_type = preferences::FlagPreferences)]
-    communication_preferences: PreferencesBody,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+    pub communication_preferences: PreferencesBody,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
 }
 
 impl MemberView {

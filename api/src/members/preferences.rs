@@ -11,18 +11,18 @@ use crate::http::error::FieldError;
 use crate::http::json::field_error;
 
 /// Channels of one category in version 1.9.5.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChannelFlags {
-    email: Option<bool>,
-    sms: Option<bool>,
+    pub email: Option<bool>,
+    pub sms: Option<bool>,
 }
 
 /// Channels of one category in version 1.6.2: the channels the member accepts.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChannelList {
-    channels: Vec<Channel>,
+    pub channels: Vec<Channel>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -37,14 +37,14 @@ pub enum Channel {
 macro_rules! preferences {
     ($(#[$doc:meta])* $name:ident($channels:ty)) => {
         $(#[$doc])*
-        #[derive(Debug, Serialize, Deserialize, ToSchema)]
+        #[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
         #[serde(deny_unknown_fields)]
         pub struct $name {
-            general: Option<$channels>,
-            marketing: Option<$channels>,
-            booking: Option<$channels>,
-            earn: Option<$channels>,
-            order: Option<$channels>,
+            pub general: Option<$channels>,
+            pub marketing: Option<$channels>,
+            pub booking: Option<$channels>,
+            pub earn: Option<$channels>,
+            pub order: Option<$channels>,
         }
 
         impl $name {
@@ -88,7 +88,7 @@ preferences!(
 
 /// `communicationPreferences` in the request's version: 1.9.5 flags or 1.6.2 channel lists.
 /// The OpenAPI document describes version 1.9.5 (the default) and names 1.6.2's shape in words.
-#[derive(Debug, Serialize)]
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum PreferencesBody {
     Flags(FlagPreferences),

@@ -1,107 +1,109 @@
 //! Orders, lines, codes and bookings as the API shows them (the seed's Order, OrderLine and
 //! Booking), for each interface version.
 
+use std::borrow::Cow;
+
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use store::{ApiVersion, Booking, Order, OrderLine, ProductSummary, Redeemed, Tokens};
 use utoipa::ToSchema;
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OrderView {
-    id: String,
+    pub id: String,
     /// When the order was placed.
-    date: DateTime<Utc>,
+    pub date: DateTime<Utc>,
     /// The member's external id.
-    owner: String,
+    pub owner: String,
     /// Tokens: the sum of the lines' totals.
     #[schema(value_type = f64)]
-    total: Tokens,
+    pub total: Tokens,
     /// The client's reference (or the one made up): unique in the campaign.
-    reference: String,
+    pub reference: String,
     #[schema(value_type = Option<Object>)]
-    meta: Option<Value>,
+    pub meta: Option<Value>,
     /// Paid with points: the wallet and its BURN transaction.
-    wallet_id: Option<String>,
-    transaction_id: Option<String>,
+    pub wallet_id: Option<String>,
+    pub transaction_id: Option<String>,
     /// Absent unless asked for (`includeLines`) in a list.
     #[serde(skip_serializing_if = "Option::is_none")]
-    lines: Option<Vec<LineView>>,
+    pub lines: Option<Vec<LineView>>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LineView {
-    id: String,
-    order_id: String,
-    product_id: String,
-    variant_id: String,
+    pub id: String,
+    pub order_id: String,
+    pub product_id: String,
+    pub variant_id: String,
     /// The product as it was when ordered. Version 1.9.5 only.
     #[serde(skip_serializing_if = "Option::is_none")]
-    product: Option<ProductSummaryView>,
-    requires_booking: bool,
+    pub product: Option<ProductSummaryView>,
+    pub requires_booking: bool,
     /// Tokens for one unit, as priced when ordered.
     #[schema(value_type = f64)]
-    cost: Tokens,
-    qty: u32,
+    pub cost: Tokens,
+    pub qty: u32,
     /// Tokens: cost x qty.
     #[schema(value_type = f64)]
-    total: Tokens,
+    pub total: Tokens,
     /// One per unit: masked (the last 4 characters shown) unless decrypted.
-    codes: Vec<CodeView>,
+    pub codes: Vec<CodeView>,
     /// The booking going ahead, else the latest one.
-    booking: Option<BookingView>,
-    reference: Option<String>,
+    pub booking: Option<BookingView>,
+    pub reference: Option<String>,
     #[schema(value_type = Option<Object>)]
-    meta: Option<Value>,
+    pub meta: Option<Value>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProductSummaryView {
-    name: String,
+    pub name: String,
     /// The variant's name.
-    variant: String,
-    description: Option<String>,
-    primary_image: Option<String>,
-    variant_description: Option<String>,
-    offer_details: Option<String>,
-    terms_and_conditions: Option<String>,
+    pub variant: String,
+    pub description: Option<String>,
+    pub primary_image: Option<String>,
+    pub variant_description: Option<String>,
+    pub offer_details: Option<String>,
+    pub terms_and_conditions: Option<String>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CodeView {
     /// `••••-••••-•HTRC`, or the code itself when decrypted.
-    code: String,
-    redeemed: bool,
-    redeemed_at: Option<DateTime<Utc>>,
+    pub code: String,
+    pub redeemed: bool,
+    pub redeemed_at: Option<DateTime<Utc>>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BookingView {
-    id: String,
+    pub id: String,
     /// The order line booked (the path's `redemptionId`).
-    redemption_id: String,
-    order_id: String,
+    pub redemption_id: String,
+    pub order_id: String,
     #[schema(value_type = crate::orders::BookingStatusName)]
-    status: &'static str,
-    date_requested: DateTime<Utc>,
-    first_name: String,
-    last_name: String,
-    email: Option<String>,
-    phone: Option<String>,
+    pub status: Cow<'static, str>,
+    pub date_requested: DateTime<Utc>,
+    pub first_name: String,
+    pub last_name: String,
+    pub email: Option<String>,
+    pub phone: Option<String>,
     /// The branch's id.
-    branch: Option<String>,
+    pub branch: Option<String>,
     /// When, in UTC.
-    date: DateTime<Utc>,
-    pax: u32,
-    notes: Option<String>,
+    pub date: DateTime<Utc>,
+    pub pax: u32,
+    pub notes: Option<String>,
     #[schema(value_type = Option<Object>)]
-    meta: Option<Value>,
-    updated_at: DateTime<Utc>,
+    pub meta: Option<Value>,
+    pub updated_at: DateTime<Utc>,
 }
 
 impl From<ProductSummary> for ProductSummaryView {
@@ -124,7 +126,7 @@ impl From<Booking> for BookingView {
             id: b.id,
             redemption_id: b.line_id,
             order_id: b.order_id,
-            status: b.status.as_str(),
+            status: b.status.as_str().into(),
             date_requested: b.date_requested,
             first_name: b.first_name,
             last_name: b.last_name,
@@ -191,19 +193,19 @@ impl OrderView {
 }
 
 /// A code a partner redeemed, and what it was for.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RedeemedView {
     /// Masked.
-    code: String,
-    redeemed: bool,
-    redeemed_at: DateTime<Utc>,
-    order_id: String,
+    pub code: String,
+    pub redeemed: bool,
+    pub redeemed_at: DateTime<Utc>,
+    pub order_id: String,
     /// The order line (the seed's redemption).
-    line_id: String,
-    product_id: String,
-    variant_id: String,
-    product: ProductSummaryView,
+    pub line_id: String,
+    pub product_id: String,
+    pub variant_id: String,
+    pub product: ProductSummaryView,
 }
 
 impl From<Redeemed> for RedeemedView {

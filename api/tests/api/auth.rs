@@ -10,7 +10,7 @@ use crate::helpers::{Credentials, TestApp, small_catalogue};
 async fn missing_or_wrong_credentials_are_401(app: TestApp) {
     let none = app.send(Method::GET, "/v1/members", None, None, None).await;
     assert_eq!(none.status, StatusCode::UNAUTHORIZED);
-    assert_eq!(none.body["code"], "unauthorized");
+    assert_eq!(none.problem().code, "unauthorized");
     assert_eq!(none.headers["content-type"], "application/problem+json");
 
     let wrong_secret = Credentials {
@@ -66,7 +66,7 @@ async fn a_read_only_key_may_read_but_not_write(app: TestApp) {
         .send(Method::POST, "/v1/members", Some(&reader), None, Some(body))
         .await;
     assert_eq!(create.status, StatusCode::FORBIDDEN);
-    assert_eq!(create.body["code"], "read_only_key");
+    assert_eq!(create.problem().code, "read_only_key");
     assert_eq!(
         app.get("/v1/members").await.body["total"],
         0,
@@ -109,7 +109,7 @@ async fn a_read_only_key_may_read_but_not_write(app: TestApp) {
         )
         .await;
     assert_eq!(without.status, StatusCode::FORBIDDEN);
-    assert_eq!(without.body["code"], "permission_required");
+    assert_eq!(without.problem().code, "permission_required");
 }
 
 async fn the_key_summary_never_shows_the_key(app: TestApp) {
@@ -195,7 +195,7 @@ async fn versions_come_from_the_header_or_the_key(app: TestApp) {
         )
         .await;
     assert_eq!(unknown.status, StatusCode::BAD_REQUEST);
-    assert_eq!(unknown.body["code"], "unsupported_version");
+    assert_eq!(unknown.problem().code, "unsupported_version");
     assert_eq!(unknown.body["field"], "x-api-version");
 }
 

@@ -69,7 +69,7 @@ async fn another_organisations_batches_are_not_found(app: TestApp) {
         .send(Method::GET, "/v1/batches/b1", Some(&other), None, None)
         .await;
     assert_eq!(one.status, StatusCode::NOT_FOUND);
-    assert_eq!(one.body["code"], "not_found");
+    assert_eq!(one.problem().code, "not_found");
     let bad = app.get("/v1/batches?page=0").await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
     assert_eq!(bad.body["field"], "page");

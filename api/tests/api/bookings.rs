@@ -7,7 +7,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::app_tests;
-use crate::helpers::{Reply, TestApp, next_friday};
+use crate::helpers::{Reply, TestApp, lines, next_friday};
 
 const STATUSES: [&str; 5] = [
     "REQUESTED",
@@ -40,7 +40,7 @@ impl TestApp {
         let order = self
             .place(json!([{"productId": "dinner", "variantId": "dinner-std"}]))
             .await;
-        order["lines"][0]["id"].as_str().unwrap().to_string()
+        lines(&order)[0].id.clone()
     }
 
     async fn book(&self, line: &str, body: Value) -> Reply {
@@ -65,12 +65,12 @@ async fn a_line_is_booked_found_and_read(app: TestApp) {
 
     let again = app.book(&line, ada(&friday)).await;
     assert_eq!(again.status, StatusCode::CONFLICT);
-    assert_eq!(again.body["code"], "booking_exists");
+    assert_eq!(again.problem().code, "booking_exists");
     let mug = app.place(json!([{"productId": "mug"}])).await;
-    let mug_line = mug["lines"][0]["id"].as_str().unwrap();
+    let mug_line = &lines(&mug)[0].id;
     let needless = app.book(mug_line, ada(&friday)).await;
     assert_eq!(needless.status, StatusCode::CONFLICT);
-    assert_eq!(needless.body["code"], "booking_not_required");
+    assert_eq!(needless.problem().code, "booking_not_required");
     assert_eq!(
         app.book("no-such-line", ada(&friday)).await.status,
         StatusCode::NOT_FOUND
@@ -131,7 +131,7 @@ async fn every_move_of_the_state_machine(app: TestApp) {
                 }
             } else {
                 assert_eq!(moved.status, StatusCode::CONFLICT, "{from} -> {to}");
-                assert_eq!(moved.body["code"], "illegal_transition");
+                assert_eq!(moved.problem().code, "illegal_transition");
                 let detail = moved.body["detail"].as_str().unwrap();
                 assert!(detail.contains(from) && detail.contains(to), "{detail}");
                 let after = app.get(&format!("/v1/bookings/{id}")).await.body;
@@ -204,7 +204,7 @@ async fn dates_weekdays_and_branches_are_checked(app: TestApp) {
     app.patch_booking(id, json!({"status": "CANCELLED"})).await;
     let closed = app.patch_booking(id, json!({"pax": 5})).await;
     assert_eq!(closed.status, StatusCode::CONFLICT);
-    assert_eq!(closed.body["code"], "booking_closed");
+    assert_eq!(closed.problem().code, "booking_closed");
     let older = app
         .send(
             Method::GET,

@@ -10,7 +10,7 @@ use crate::helpers::{TestApp, small_catalogue};
 async fn importing_needs_the_catalogue_write_permission(app: TestApp) {
     let reply = app.put_catalogue(&app.key, "", small_catalogue()).await;
     assert_eq!(reply.status, StatusCode::FORBIDDEN, "{}", reply.body);
-    assert_eq!(reply.body["code"], "permission_required");
+    assert_eq!(reply.problem().code, "permission_required");
     assert_eq!(app.get("/v1/categories").await.body["total"], 0);
 }
 
@@ -47,12 +47,13 @@ async fn an_import_answers_its_counts_and_every_problem_with_its_path(app: TestA
     );
 
     let done = app.import_catalogue(small_catalogue()).await;
-    assert_eq!(done["products"]["created"], 3);
-    assert_eq!(done["version"], 1);
+    assert_eq!(done.products.created, 3);
+    assert_eq!(done.version, 1);
     let again = app.import_catalogue(small_catalogue()).await;
+    let products = &again.products;
     assert_eq!(
-        again["products"],
-        json!({"created": 0, "updated": 3, "removed": 0})
+        (products.created, products.updated, products.removed),
+        (0, 3, 0)
     );
 }
 

@@ -3,6 +3,7 @@
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
+use store::Tokens;
 
 use crate::app_tests;
 use crate::helpers::TestApp;
@@ -92,7 +93,7 @@ async fn a_blank_version_header_is_an_unknown_version(app: TestApp) {
         .send(Method::GET, "/v1/api-key", Some(&app.key), Some(" "), None)
         .await;
     assert_eq!(reply.status, StatusCode::BAD_REQUEST);
-    assert_eq!(reply.body["code"], "unsupported_version");
+    assert_eq!(reply.problem().code, "unsupported_version");
 }
 
 async fn text_numbers_and_dates_are_read_as_the_document_says(app: TestApp) {
@@ -147,11 +148,11 @@ async fn text_numbers_and_dates_are_read_as_the_document_says(app: TestApp) {
     let tiny = app
         .earn_and_wait(earn(json!(1.5e-40), "2026-11-18T10:00:00Z"))
         .await;
-    assert_eq!(tiny["status"], "completed", "{tiny}");
+    assert_eq!(tiny.status, "completed", "{tiny:?}");
     let scientific = app
         .earn_and_wait(earn(json!(2.5e1), "2026-11-18T11:00:00Z"))
         .await;
-    assert_eq!(scientific["tokens"], 25, "{scientific}");
+    assert_eq!(scientific.tokens, Some(Tokens::whole(25)), "{scientific:?}");
 
     let burn = json!({"walletId": wallet, "externalId": "b-1", "description": "too much",
         "amount": 2e12});

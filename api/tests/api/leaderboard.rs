@@ -146,10 +146,10 @@ async fn a_member_finds_their_rank(app: TestApp) {
 
     let unranked = app.get(&format!("/v1/leaderboard/members/{loner}")).await;
     assert_eq!(unranked.status, StatusCode::NOT_FOUND);
-    assert_eq!(unranked.body["code"], "not_ranked");
+    assert_eq!(unranked.problem().code, "not_ranked");
     let unknown = app.get("/v1/leaderboard/members/nobody").await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
-    assert_eq!(unknown.body["code"], "not_found");
+    assert_eq!(unknown.problem().code, "not_found");
     let too_many = app.get("/v1/leaderboard/members/a?neighbours=11").await;
     assert_eq!(too_many.status, StatusCode::BAD_REQUEST);
     assert_eq!(too_many.fields(), vec!["neighbours"]);

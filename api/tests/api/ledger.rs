@@ -1,10 +1,12 @@
 //! Earning, burning and the transaction list over HTTP.
 
+use api::views::TransactionView;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
+use store::Tokens;
 
 use crate::app_tests;
-use crate::helpers::TestApp;
+use crate::helpers::{TestApp, tokens};
 
 fn earn(id: &str, amount: f64) -> Value {
     json!({"id": id, "amount": amount, "date": "2026-11-18T10:15:00Z", "walletId": "w-1", "description": "Coffee"})
@@ -26,26 +28,26 @@ async fn an_earn_is_accepted_then_completed(app: TestApp) {
         "absolute, at the address used"
     );
     let done = app.wait_earn(url).await;
-    assert_eq!(done["status"], "completed", "{done}");
-    assert_eq!(done["tokens"], 42);
-    assert_eq!(done["walletId"], wallet);
+    assert_eq!(done.status, "completed", "{done:?}");
+    assert_eq!(done.tokens, Some(Tokens::whole(42)));
+    assert_eq!(done.wallet_id, wallet);
     assert_eq!(
-        done["rulesTrace"], "one-per-unit:+42.5;~:-0.5",
+        done.rules_trace.as_deref(),
+        Some("one-per-unit:+42.5;~:-0.5"),
         "the status shows the rule trace"
     );
 
-    let transaction = app
-        .get(&format!(
-            "/v1/transactions/{}",
-            done["transactionId"].as_str().unwrap()
-        ))
-        .await;
-    assert_eq!(transaction.body["type"], "EARN");
-    assert_eq!(transaction.body["amount"], 42);
-    assert_eq!(transaction.body["sourceAmount"], "42.5");
-    assert_eq!(transaction.body["externalId"], "e-1");
-    assert_eq!(transaction.body["rulesTrace"], "one-per-unit:+42.5;~:-0.5");
-    assert_eq!(app.balance("w-1").await, 42);
+    let path = format!("/v1/transactions/{}", done.transaction_id.unwrap());
+    let transaction: TransactionView = app.get(&path).await.expect(StatusCode::OK);
+    assert_eq!(transaction.kind, "EARN");
+    assert_eq!(transaction.amount, Tokens::whole(42));
+    assert_eq!(transaction.source_amount.as_deref(), Some("42.5"));
+    assert_eq!(transaction.external_id.as_deref(), Some("e-1"));
+    assert_eq!(
+        transaction.rules_trace.as_deref(),
+        Some("one-per-unit:+42.5;~:-0.5")
+    );
+    assert_eq!(app.balance("w-1").await, Tokens::whole(42));
 }
 
 async fn bad_earns_are_400_naming_the_field_and_unknown_wallets_404(app: TestApp) {
@@ -101,11 +103,11 @@ async fn bad_earns_are_400_naming_the_field_and_unknown_wallets_404(app: TestApp
     let done = app
         .wait_earn(reply.body["statusCheckUrl"].as_str().unwrap())
         .await;
-    assert_eq!(done["status"], "completed", "{done}");
-    let id = done["transactionId"].as_str().unwrap();
-    let transaction = app.get(&format!("/v1/transactions/{id}")).await;
-    let date = transaction.body["date"].as_str().unwrap();
-    assert!(date.starts_with("9999-12-31T23:59:59"), "{date}");
+    assert_eq!(done.status, "completed", "{done:?}");
+    let path = format!("/v1/transactions/{}", done.transaction_id.unwrap());
+    let transaction: TransactionView = app.get(&path).await.expect(StatusCode::OK);
+    let date = transaction.date.format("%Y-%m-%dT%H:%M:%S").to_string();
+    assert_eq!(date, "9999-12-31T23:59:59");
 }
 
 async fn the_status_link_is_where_the_client_sees_the_service(app: TestApp) {
@@ -141,7 +143,7 @@ async fn the_status_link_is_where_the_client_sees_the_service(app: TestApp) {
     // A forwarded host that is not one cannot bend the link elsewhere.
     let odd = send("e-2", &[("x-forwarded-host", "evil.example/x?")]).await;
     assert!(odd.starts_with(&format!("{}/v1/", app.base)), "{odd}");
-    assert_eq!(app.wait_earn(&odd).await["status"], "completed");
+    assert_eq!(app.wait_earn(&odd).await.status, "completed");
 }
 
 async fn the_same_earn_sent_twenty_times_credits_once(app: TestApp) {
@@ -165,12 +167,7 @@ async fn the_same_earn_sent_twenty_times_credits_once(app: TestApp) {
     }
     let mut statuses = Vec::new();
     for url in &urls {
-        statuses.push(
-            app.wait_earn(url).await["status"]
-                .as_str()
-                .unwrap()
-                .to_string(),
-        );
+        statuses.push(app.wait_earn(url).await.status.into_owned());
     }
     assert_eq!(
         statuses.iter().filter(|s| *s == "completed").count(),
@@ -182,7 +179,7 @@ async fn the_same_earn_sent_twenty_times_credits_once(app: TestApp) {
         19,
         "{statuses:?}"
     );
-    assert_eq!(app.balance("w-1").await, 10);
+    assert_eq!(app.balance("w-1").await, Tokens::whole(10));
 }
 
 fn burn_body(id: &str, amount: Value) -> Value {
@@ -204,7 +201,7 @@ async fn burns_spend_once_and_never_overdraw(app: TestApp) {
     for task in tasks {
         let reply = task.await.unwrap();
         if reply.status == StatusCode::PAYMENT_REQUIRED {
-            assert_eq!(reply.body["code"], "insufficient_balance");
+            assert_eq!(reply.problem().code, "insufficient_balance");
         }
         statuses.push(reply.status);
     }
@@ -220,7 +217,7 @@ async fn burns_spend_once_and_never_overdraw(app: TestApp) {
             .count(),
         150
     );
-    assert_eq!(app.balance("w-1").await, 0);
+    assert_eq!(app.balance("w-1").await, Tokens::ZERO);
 }
 
 async fn a_burn_replays_conflicts_and_validates(app: TestApp) {
@@ -235,7 +232,7 @@ async fn a_burn_replays_conflicts_and_validates(app: TestApp) {
     let conflict = app.burn("b-1", "w-1", json!(13)).await;
     assert_eq!(conflict.status, StatusCode::CONFLICT);
     assert_eq!(conflict.body["field"], "externalId");
-    assert_eq!(app.balance("w-1").await, 87.5);
+    assert_eq!(app.balance("w-1").await, tokens("87.5"));
 
     for (body, field) in [
         (burn_body("b-2", json!(0)), "amount"),
@@ -275,8 +272,8 @@ async fn transactions_are_listed_filtered_and_isolated(app: TestApp) {
     app.earn("e-1", "w-1", json!(100.0)).await;
     app.burn("b-1", "w-1", json!(10)).await;
     let all = app.transactions("").await;
-    assert_eq!(all["total"], 2);
-    assert_eq!(all["data"][0]["type"], "BURN", "newest first");
+    assert_eq!(all.total, 2);
+    assert_eq!(all.data[0].kind, "BURN", "newest first");
     let earns = app.get("/v1/transactions?type=EARN").await;
     assert_eq!(earns.body["total"], 1);
     let both = app.get("/v1/transactions?type=EARN&type=BURN").await;
@@ -305,7 +302,7 @@ async fn transactions_are_listed_filtered_and_isolated(app: TestApp) {
     );
 
     let other = app.other_tenant().await;
-    let id = all["data"][0]["id"].as_str().unwrap();
+    let id = &all.data[0].id;
     let reply = app
         .send(
             Method::GET,

@@ -213,7 +213,7 @@ async fn duplicates_are_409_naming_the_field(app: TestApp) {
         )
         .await;
     assert_eq!(same_card.status, StatusCode::CONFLICT);
-    assert_eq!(same_card.body["code"], "already_exists");
+    assert_eq!(same_card.problem().code, "already_exists");
     assert_eq!(same_card.body["field"], "externalId");
     let same_user = app
         .post(
@@ -330,7 +330,7 @@ async fn bad_bodies_are_400_naming_the_field(app: TestApp) {
             "{body}: {}",
             reply.body
         );
-        assert_eq!(reply.body["code"], "validation_failed", "{body}");
+        assert_eq!(reply.problem().code, "validation_failed", "{body}");
         assert_eq!(reply.fields(), fields, "{body}: {}", reply.body);
     }
     for raw in ["{\"firstName\": ", "[1, 2]", "\"text\""] {

@@ -158,13 +158,13 @@ async fn each_version_has_its_own_document(app: TestApp) {
 async fn unknown_routes_are_problems_and_requests_carry_ids(app: TestApp) {
     let reply = app.get("/v1/nothing-here").await;
     assert_eq!(reply.status, StatusCode::NOT_FOUND);
-    assert_eq!(reply.body["code"], "not_found");
+    assert_eq!(reply.problem().code, "not_found");
     assert!(!reply.headers["x-request-id"].is_empty());
     let wrong_method = app
         .send(Method::PUT, "/v1/members", Some(&app.key), None, None)
         .await;
     assert_eq!(wrong_method.status, StatusCode::METHOD_NOT_ALLOWED);
-    assert_eq!(wrong_method.body["code"], "method_not_allowed");
+    assert_eq!(wrong_method.problem().code, "method_not_allowed");
 }
 
 async fn a_client_request_id_is_kept_and_huge_bodies_refused(app: TestApp) {
@@ -179,7 +179,7 @@ async fn a_client_request_id_is_kept_and_huge_bodies_refused(app: TestApp) {
     let huge = serde_json::json!({"firstName": "A", "userId": "u", "externalId": "c", "meta": {"blob": "x".repeat(3 << 20)}});
     let reply = app.post("/v1/members", huge).await;
     assert_eq!(reply.status, StatusCode::PAYLOAD_TOO_LARGE);
-    assert_eq!(reply.body["code"], "payload_too_large");
+    assert_eq!(reply.problem().code, "payload_too_large");
 }
 
 app_tests!(

@@ -3,11 +3,13 @@
 //! random orders, and tenant isolation. (The store's own tests cover each rule on both
 //! backends in more detail.)
 
+use api::views::{LineView, OrderView, RedeemedView, TransactionView};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
+use store::Tokens;
 
 use crate::app_tests;
-use crate::helpers::{TestApp, next_friday};
+use crate::helpers::{TestApp, lines, next_friday, tokens};
 
 async fn an_order_totals_its_lines_in_both_versions(app: TestApp) {
     app.ready_to_order().await;
@@ -18,28 +20,31 @@ async fn an_order_totals_its_lines_in_both_versions(app: TestApp) {
             {"productId": "mug"}
         ]))
         .await;
-    assert_eq!(order["owner"], "card-1");
-    assert_eq!(order["total"], 54.0, "2 x 25.5 + 3");
-    let line = &order["lines"][0];
-    assert_eq!(line["cost"], 25.5);
-    assert_eq!(line["qty"], 2);
-    assert_eq!(line["total"], 51.0);
-    assert_eq!(line["requiresBooking"], true);
-    assert_eq!(line["meta"], json!({"seat": "window"}));
-    assert_eq!(line["product"]["name"], "Dinner for two");
-    assert_eq!(line["product"]["variant"], "Standard");
-    assert_eq!(line["product"]["offerDetails"], "Wine included");
-    assert_eq!(order["lines"][1]["variantId"], "mug-1", "the only variant");
-    let codes = line["codes"].as_array().unwrap();
-    assert_eq!(codes.len(), 2, "one per unit");
-    let masked = codes[0]["code"].as_str().unwrap();
+    assert_eq!(order.owner, "card-1");
+    assert_eq!(order.total, Tokens::whole(54), "2 x 25.5 + 3");
+    let line = &lines(&order)[0];
+    assert_eq!(line.cost, tokens("25.5"));
+    assert_eq!(line.qty, 2);
+    assert_eq!(line.total, Tokens::whole(51));
+    assert!(line.requires_booking);
+    assert_eq!(line.meta, Some(json!({"seat": "window"})));
+    let product = line
+        .product
+        .as_ref()
+        .expect("1.9.5 lines carry the product");
+    assert_eq!(product.name, "Dinner for two");
+    assert_eq!(product.variant, "Standard");
+    assert_eq!(product.offer_details.as_deref(), Some("Wine included"));
+    assert_eq!(lines(&order)[1].variant_id, "mug-1", "the only variant");
+    assert_eq!(line.codes.len(), 2, "one per unit");
+    let masked = &line.codes[0].code;
     assert!(
         masked.starts_with("••••-••••-•") && masked.chars().count() == 15,
         "{masked}"
     );
-    assert_eq!(codes[0]["redeemed"], false);
+    assert!(!line.codes[0].redeemed);
 
-    let id = order["id"].as_str().unwrap();
+    let id = &order.id;
     let newer = app.get(&format!("/v1/orders/{id}")).await;
     assert_eq!(newer.status, StatusCode::OK);
     assert_eq!(
@@ -144,7 +149,7 @@ async fn bad_orders_name_their_fields(app: TestApp) {
         .order(json!({"owner": "card-1", "lines": [{"productId": "dinner", "variantId": "dinner-gold"}]}))
         .await;
     assert_eq!(gold.status, StatusCode::CONFLICT);
-    assert_eq!(gold.body["code"], "tier_required", "{}", gold.body);
+    assert_eq!(gold.problem().code, "tier_required", "{}", gold.body);
 
     // A reference: the same body again is the same order; another body with it is refused.
     let body = json!({"owner": "card-1", "reference": "r-1", "lines": [{"productId": "mug", "quantity": 2}]});
@@ -160,16 +165,17 @@ async fn bad_orders_name_their_fields(app: TestApp) {
         .order(json!({"owner": "card-1", "reference": "r-1", "lines": [{"productId": "mug"}]}))
         .await;
     assert_eq!(other.status, StatusCode::CONFLICT);
+    let problem = other.problem();
     assert_eq!(
-        (other.body["code"].clone(), other.body["field"].clone()),
-        (json!("already_exists"), json!("reference"))
+        (&*problem.code, problem.field.as_deref()),
+        ("already_exists", Some("reference"))
     );
     // Stock was taken once: one mug left.
     let two = app
         .order(json!({"owner": "card-1", "lines": [{"productId": "mug", "quantity": 2}]}))
         .await;
     assert_eq!(two.status, StatusCode::CONFLICT);
-    assert_eq!(two.body["code"], "out_of_stock");
+    assert_eq!(two.problem().code, "out_of_stock");
     assert_eq!(two.body["field"], "lines[0].variantId");
 }
 
@@ -191,7 +197,7 @@ async fn concurrent_orders_take_the_last_units_once(app: TestApp) {
     for task in tasks {
         let reply = task.await.unwrap();
         if reply.status == StatusCode::CONFLICT {
-            assert_eq!(reply.body["code"], "out_of_stock", "{}", reply.body);
+            assert_eq!(reply.problem().code, "out_of_stock", "{}", reply.body);
         }
         statuses.push(reply.status);
     }
@@ -224,19 +230,13 @@ async fn paying_with_points_spends_the_total_or_nothing(app: TestApp) {
         .order(json!({"owner": "card-1", "walletId": "w-1", "lines": [{"productId": "mug", "quantity": 2}]}))
         .await;
     assert_eq!(paid.status, StatusCode::OK, "{}", paid.body);
-    assert_eq!(app.balance("w-1").await, 54.0);
-    let transaction = app
-        .get(&format!(
-            "/v1/transactions/{}",
-            paid.body["transactionId"].as_str().unwrap()
-        ))
-        .await;
-    assert_eq!(transaction.body["type"], "BURN");
-    assert_eq!(transaction.body["amount"], 6.0);
-    assert_eq!(
-        transaction.body["externalId"],
-        format!("order:{}", paid.body["id"].as_str().unwrap())
-    );
+    assert_eq!(app.balance("w-1").await, Tokens::whole(54));
+    let paid: OrderView = paid.view();
+    let path = format!("/v1/transactions/{}", paid.transaction_id.unwrap());
+    let transaction: TransactionView = app.get(&path).await.expect(StatusCode::OK);
+    assert_eq!(transaction.kind, "BURN");
+    assert_eq!(transaction.amount, Tokens::whole(6));
+    assert_eq!(transaction.external_id, Some(format!("order:{}", paid.id)));
 
     let dear = app
         .order(
@@ -245,11 +245,11 @@ async fn paying_with_points_spends_the_total_or_nothing(app: TestApp) {
         )
         .await;
     assert_eq!(dear.status, StatusCode::PAYMENT_REQUIRED, "{}", dear.body);
-    assert_eq!(dear.body["code"], "insufficient_balance");
+    assert_eq!(dear.problem().code, "insufficient_balance");
     assert_eq!(app.get("/v1/orders").await.body["total"], 1, "no order");
-    assert_eq!(app.balance("w-1").await, 54.0);
+    assert_eq!(app.balance("w-1").await, Tokens::whole(54));
     assert_eq!(
-        app.transactions("type=BURN").await["total"],
+        app.transactions("type=BURN").await.total,
         1,
         "no transaction"
     );
@@ -278,16 +278,13 @@ async fn codes_are_decrypted_on_request_and_redeemed_once(app: TestApp) {
     let order = app
         .place(json!([{"productId": "dinner", "variantId": "dinner-std", "quantity": 2}]))
         .await;
-    let (id, line) = (
-        order["id"].as_str().unwrap(),
-        order["lines"][0]["id"].as_str().unwrap(),
-    );
+    let (id, line) = (&order.id, &lines(&order)[0].id);
     let path = format!("/v1/orders/{id}/lines/{line}");
     let missing = app.get(&path).await;
     assert_eq!(missing.status, StatusCode::BAD_REQUEST);
     assert_eq!(missing.fields(), ["decrypt"]);
     let masked = app.get(&format!("{path}?decrypt=false")).await;
-    assert_eq!(masked.body["codes"], order["lines"][0]["codes"]);
+    assert_eq!(masked.view::<LineView>().codes, lines(&order)[0].codes);
     let clear = app
         .get(&format!("{path}?decrypt=true&ownerId=card-1"))
         .await;
@@ -295,12 +292,7 @@ async fn codes_are_decrypted_on_request_and_redeemed_once(app: TestApp) {
     let code = clear.body["codes"][0]["code"].as_str().unwrap().to_string();
     assert_eq!(code.len(), 15);
     assert!(!code.contains('•'));
-    assert!(
-        order["lines"][0]["codes"][0]["code"]
-            .as_str()
-            .unwrap()
-            .ends_with(&code[11..])
-    );
+    assert!(lines(&order)[0].codes[0].code.ends_with(&code[11..]));
     let older = app
         .send(
             Method::GET,
@@ -314,15 +306,16 @@ async fn codes_are_decrypted_on_request_and_redeemed_once(app: TestApp) {
 
     let refused = app.redeem(&app.key, &code).await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN);
-    assert_eq!(refused.body["code"], "permission_required");
+    assert_eq!(refused.problem().code, "permission_required");
     let partner = app.partner_key().await;
     let redeemed = app.redeem(&partner, &code.to_lowercase()).await;
     assert_eq!(redeemed.status, StatusCode::OK, "{}", redeemed.body);
-    assert_eq!(redeemed.body["lineId"], line);
-    assert_eq!(redeemed.body["product"]["name"], "Dinner for two");
+    let redeemed: RedeemedView = redeemed.view();
+    assert_eq!(&redeemed.line_id, line);
+    assert_eq!(redeemed.product.name, "Dinner for two");
     let twice = app.redeem(&partner, &code).await;
     assert_eq!(twice.status, StatusCode::CONFLICT);
-    assert_eq!(twice.body["code"], "already_redeemed");
+    assert_eq!(twice.problem().code, "already_redeemed");
     let unknown = app.redeem(&partner, "0000-0000-00000").await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
     let read = app.get(&format!("/v1/orders/{id}")).await;
@@ -409,7 +402,7 @@ async fn random_orders_draw_by_weight(app: TestApp) {
         .post("/v1/orders/random", json!({"owner": "card-1"}))
         .await;
     assert_eq!(nothing.status, StatusCode::CONFLICT);
-    assert_eq!(nothing.body["code"], "no_available_product");
+    assert_eq!(nothing.problem().code, "no_available_product");
     // Orders keep what they were, though their products are gone from the catalogue.
     assert_eq!(app.get("/v1/orders").await.body["total"], 21);
 }
@@ -420,11 +413,8 @@ async fn other_organisations_see_none_of_it(app: TestApp) {
         .place(json!([{"productId": "dinner", "variantId": "dinner-std",
             "booking": {"firstName": "Ada", "lastName": "Lovelace", "date": next_friday(), "branch": "cpt"}}]))
         .await;
-    let (id, line) = (
-        order["id"].as_str().unwrap(),
-        order["lines"][0]["id"].as_str().unwrap(),
-    );
-    let booking = order["lines"][0]["booking"]["id"].as_str().unwrap();
+    let (id, line) = (&order.id, &lines(&order)[0].id);
+    let booking = &lines(&order)[0].booking.as_ref().unwrap().id;
     let other = app.other_tenant().await;
     let get = |path: String| {
         let other = other.clone();

@@ -103,19 +103,14 @@ async fn a_parameter_an_operation_does_not_take_is_400(app: TestApp) {
     // The bracket form of a list, and the list repeated, filter as `type=` does.
     for query in ["type[]=BURN", "type=BURN", "type=BURN&type=BURN"] {
         let burns = app.transactions(query).await;
-        let kinds: Vec<_> = burns["data"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["type"].clone())
-            .collect();
+        let kinds: Vec<_> = burns.data.iter().map(|t| &*t.kind).collect();
         assert_eq!(kinds, ["BURN"], "{query}");
     }
     let both = app.transactions("type[]=BURN&type[]=EARN").await;
-    assert_eq!(both["total"], 2);
+    assert_eq!(both.total, 2);
     // Known parameters still work.
     let of_wallet = app.transactions(&format!("walletId={wallet}")).await;
-    assert_eq!(of_wallet["total"], 2);
+    assert_eq!(of_wallet.total, 2);
 }
 
 app_tests!(

@@ -83,7 +83,7 @@ async fn a_review_is_created_once_with_every_field_checked(app: TestApp) {
         .post("/v1/reviews", review("ada", "spa", 1, "again"))
         .await;
     assert_eq!(again.status, StatusCode::CONFLICT);
-    assert_eq!(again.body["code"], "already_reviewed");
+    assert_eq!(again.problem().code, "already_reviewed");
     // A variant is a voucher of its own.
     create(&app, review("ada", "spa-day", 4, "The day pass")).await;
 
@@ -156,7 +156,7 @@ async fn reports_count_each_member_once_and_enough_hide_a_review(app: TestApp) {
 
     let own = report(&app, &made, json!("ada")).await;
     assert_eq!(own.status, StatusCode::CONFLICT);
-    assert_eq!(own.body["code"], "own_review");
+    assert_eq!(own.problem().code, "own_review");
     // A whole number names the member with that external id.
     let by_number = report(&app, &made, json!(12345)).await;
     assert_eq!(by_number.status, StatusCode::OK, "{}", by_number.body);

@@ -21,7 +21,7 @@ async fn the_vector_search_needs_its_permission_and_a_good_vector(app: TestApp) 
     let path = "/v1/products/vector-search";
     let denied = app.post(path, json!({"limit": 3, "text": "dinner"})).await;
     assert_eq!(denied.status, StatusCode::FORBIDDEN);
-    assert_eq!(denied.body["code"], "permission_required");
+    assert_eq!(denied.problem().code, "permission_required");
     let malformed = app.post(path, json!({"limit": "lots"})).await;
     assert_eq!(
         malformed.status,

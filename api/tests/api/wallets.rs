@@ -1,7 +1,9 @@
 //! Wallets: the sign-up check, owners, versions' list shapes, duplicates and isolation.
 
+use api::views::WalletView;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
+use store::Tokens;
 
 use crate::app_tests;
 use crate::helpers::TestApp;
@@ -20,20 +22,15 @@ async fn the_sign_up_flow_finds_or_creates_a_wallet(app: TestApp) {
             json!({"externalId": "card-1", "name": "Main"}),
         )
         .await;
-    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
-    assert_eq!(created.body["ownerId"], member["id"]);
-    assert_eq!(
-        created.body["currency"], "PTS",
-        "the key's campaign currency"
-    );
-    assert_eq!(created.body["balance"], 0);
-    assert_eq!(created.body["tier"], serde_json::Value::Null);
+    let created: WalletView = created.expect(StatusCode::CREATED);
+    assert_eq!(created.owner_id, member.id);
+    assert_eq!(created.currency, "PTS", "the key's campaign currency");
+    assert_eq!(created.balance, Tokens::ZERO);
+    assert_eq!(created.tier, None);
 
-    let by_reference = app.get("/v1/wallets/card-1").await;
-    assert_eq!(by_reference.status, StatusCode::OK);
-    assert_eq!(by_reference.body["id"], created.body["id"]);
-    let id = created.body["id"].as_str().unwrap();
-    assert_eq!(app.wallet(id).await, by_reference.body);
+    let by_reference = app.wallet("card-1").await;
+    assert_eq!(by_reference, created);
+    assert_eq!(app.wallet(&created.id).await, by_reference);
 
     let with_owner = app
         .post(
@@ -41,8 +38,8 @@ async fn the_sign_up_flow_finds_or_creates_a_wallet(app: TestApp) {
             json!({"owner": "card-1", "externalId": "policy-77"}),
         )
         .await;
-    assert_eq!(with_owner.status, StatusCode::CREATED);
-    assert_eq!(with_owner.body["ownerId"], member["id"]);
+    let with_owner: WalletView = with_owner.expect(StatusCode::CREATED);
+    assert_eq!(with_owner.owner_id, member.id);
     let duplicate = app
         .post(
             "/v1/wallets",

@@ -6,7 +6,8 @@
 use std::fmt;
 
 use rules::Decimal;
-use serde::{Serialize, Serializer};
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
 pub struct Tokens(i64);
@@ -95,6 +96,30 @@ impl Serialize for Tokens {
     }
 }
 
+impl<'de> Deserialize<'de> for Tokens {
+    /// A JSON number as `serialize` writes it, exactly: a double is read through its shortest
+    /// decimal form, which is the text it was written from.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Tokens, D::Error> {
+        struct Amount;
+        impl Visitor<'_> for Amount {
+            type Value = Tokens;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number of tokens with at most 6 decimals")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Tokens, E> {
+                Tokens::from_decimal(v.into()).map_err(E::custom)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Tokens, E> {
+                Tokens::from_decimal(v.into()).map_err(E::custom)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Tokens, E> {
+                Tokens::from_text(&v.to_string()).map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_any(Amount)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,5 +149,24 @@ mod tests {
                 .micros(),
             -2_500_000
         );
+    }
+
+    #[test]
+    fn what_is_written_reads_back_exactly() {
+        for text in [
+            "0",
+            "40",
+            "12.345678",
+            "0.000001",
+            "-2.5",
+            "999999999.999999",
+            "1000000000000",
+        ] {
+            let t = Tokens::from_text(text).unwrap();
+            let json = serde_json::to_string(&t).unwrap();
+            assert_eq!(serde_json::from_str::<Tokens>(&json).unwrap(), t, "{json}");
+        }
+        assert!(serde_json::from_str::<Tokens>("0.0000001").is_err());
+        assert!(serde_json::from_str::<Tokens>("\"12\"").is_err());
     }
 }

@@ -1,5 +1,6 @@
 //! The catalogue, as a client with the `catalogue-write` permission loads it.
 
+use api::views::ImportReportView;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use store::{NewKey, Permission};
@@ -24,11 +25,10 @@ impl TestApp {
     }
 
     /// Imports `document` (it must be accepted); the import's counts.
-    pub async fn import_catalogue(&self, document: Value) -> Value {
+    pub async fn import_catalogue(&self, document: Value) -> ImportReportView {
         let key = self.catalogue_key().await;
         let reply = self.put_catalogue(&key, "", document).await;
-        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
-        reply.body
+        reply.expect(StatusCode::OK)
     }
 }
 

@@ -1,6 +1,7 @@
-//! A real server on a random port with a fresh database, and a small typed client for it: the
-//! plumbing here (`TestApp`, `send`, `Reply`), one file of helpers per resource (`members`,
-//! `wallets`, `ledger`, `catalogue`, `orders`), so that tests read as stories.
+//! A real server on a random port with a fresh database, and a typed client for it: the
+//! plumbing here (`TestApp`, `send`, `Reply`, whose `view` reads an answer into the API's own
+//! response type from `api::views`), one file of helpers per resource (`members`, `wallets`,
+//! `ledger`, `catalogue`, `orders`), so that tests read as stories.
 
 mod catalogue;
 mod ledger;
@@ -9,12 +10,20 @@ mod orders;
 mod wallets;
 
 pub use catalogue::small_catalogue;
-pub use orders::next_friday;
+pub use orders::{lines, next_friday};
 
+use api::views::Problem;
 use reqwest::{Method, StatusCode};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use store::testing::TestStore;
-use store::{NewCampaign, NewKey, OrgScope, Store};
+use store::{NewCampaign, NewKey, OrgScope, Store, Tokens};
+
+/// `text` as tokens (`"87.5"`), to compare with what the API answered.
+pub fn tokens(text: &str) -> Tokens {
+    Tokens::from_text(text).unwrap()
+}
 
 /// A running server, the organisation and campaign it was seeded with, and a key for them.
 pub struct TestApp {
@@ -42,6 +51,30 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// The body as the API's response type `T` (one of `api::views`). The body must be exactly
+    /// what `T` writes, so a field the type does not know, a missing one or a value it would
+    /// write differently fails here, and the test checks the values.
+    pub fn view<T: DeserializeOwned + Serialize>(&self) -> T {
+        let name = std::any::type_name::<T>();
+        let view: T = serde_json::from_value(self.body.clone())
+            .unwrap_or_else(|e| panic!("not a {name}: {e}: {}", self.body));
+        let written = serde_json::to_value(&view).unwrap();
+        assert_eq!(written, self.body, "the body is not what a {name} writes");
+        view
+    }
+
+    /// The body as a problem (the status must be an error's).
+    pub fn problem(&self) -> Problem {
+        assert!(!self.status.is_success(), "{}: {}", self.status, self.body);
+        self.view()
+    }
+
+    /// The body as `T`, once the status is `expected`.
+    pub fn expect<T: DeserializeOwned + Serialize>(&self, expected: StatusCode) -> T {
+        assert_eq!(self.status, expected, "{}", self.body);
+        self.view()
+    }
+
     /// A page's items.
     pub fn data(&self) -> &[Value] {
         self.body["data"]
@@ -52,15 +85,7 @@ impl Reply {
 
     /// The problem's offending fields, in order.
     pub fn fields(&self) -> Vec<String> {
-        self.body["errors"]
-            .as_array()
-            .map(|errors| {
-                errors
-                    .iter()
-                    .map(|e| e["field"].as_str().unwrap_or("").to_string())
-                    .collect()
-            })
-            .unwrap_or_default()
+        self.problem().errors.into_iter().map(|e| e.field).collect()
     }
 }
 

@@ -1,5 +1,6 @@
 //! Orders and bookings, as a client places and reads them.
 
+use api::views::{LineView, OrderView};
 use chrono::{Datelike, Duration, FixedOffset, TimeZone, Utc};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -45,6 +46,11 @@ pub fn next_friday() -> String {
         .to_rfc3339()
 }
 
+/// An order's lines (as placed or read whole, never absent).
+pub fn lines(order: &OrderView) -> &[LineView] {
+    order.lines.as_deref().expect("the order's lines")
+}
+
 impl TestApp {
     /// The order catalogue imported and member `card-1` with wallet `w-1`.
     pub async fn ready_to_order(&self) {
@@ -58,10 +64,9 @@ impl TestApp {
     }
 
     /// Orders `lines` for `card-1` (it must succeed); the order.
-    pub async fn place(&self, lines: Value) -> Value {
-        let reply = self.order(json!({"owner": "card-1", "lines": lines})).await;
-        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
-        reply.body
+    pub async fn place(&self, lines: Value) -> OrderView {
+        let body = json!({"owner": "card-1", "lines": lines});
+        self.order(body).await.expect(StatusCode::OK)
     }
 
     /// A key of the app's organisation that may redeem codes.

@@ -1,7 +1,9 @@
 //! Wallets, as a client makes and reads them.
 
+use api::views::WalletView;
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
+use store::Tokens;
 
 use super::TestApp;
 
@@ -9,9 +11,11 @@ impl TestApp {
     /// Creates wallet `reference` for member `owner` (an id or external id); its id.
     pub async fn create_wallet(&self, owner: &str, reference: &str) -> String {
         let body = json!({"owner": owner, "externalId": reference});
-        let reply = self.post("/v1/wallets", body).await;
-        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
-        reply.body["id"].as_str().unwrap().to_string()
+        let wallet: WalletView = self
+            .post("/v1/wallets", body)
+            .await
+            .expect(StatusCode::CREATED);
+        wallet.id
     }
 
     /// A member `card-1` with wallet `w-1`; the wallet's id.
@@ -21,14 +25,13 @@ impl TestApp {
     }
 
     /// Wallet `id_or_reference` as the API shows it (it must exist).
-    pub async fn wallet(&self, id_or_reference: &str) -> Value {
-        let reply = self.get(&format!("/v1/wallets/{id_or_reference}")).await;
-        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
-        reply.body
+    pub async fn wallet(&self, id_or_reference: &str) -> WalletView {
+        let path = format!("/v1/wallets/{id_or_reference}");
+        self.get(&path).await.expect(StatusCode::OK)
     }
 
-    /// The balance of wallet `id_or_reference`, as the JSON number the API answers.
-    pub async fn balance(&self, id_or_reference: &str) -> Value {
-        self.wallet(id_or_reference).await["balance"].clone()
+    /// The balance of wallet `id_or_reference`.
+    pub async fn balance(&self, id_or_reference: &str) -> Tokens {
+        self.wallet(id_or_reference).await.balance
     }
 }
