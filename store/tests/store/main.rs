@@ -6,6 +6,7 @@ mod catalogue;
 mod catalogue_search;
 mod leaderboard;
 mod ledger;
+mod ledger_model;
 mod orders;
 mod reviews;
 mod storage;

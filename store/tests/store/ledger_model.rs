@@ -1,0 +1,595 @@
+//! The ledger against a reference model: random sequences of operations (earns, backdated
+//! earns, burns, repeated and conflicting keys, concurrent burns on one wallet, expiry runs as
+//! the clock moves, the store closed and reopened) are applied to the store and to a plain model
+//! of wallets and lots, and every outcome, balance, lifetime total, tier and expired amount is
+//! compared after each step; the audit runs at the end of each sequence. A failing sequence is
+//! shrunk by proptest and printed with the seed that reproduces it.
+//!
+//! CI runs `CASES` sequences per backend from a fixed seed. Longer: `REWARDS_MODEL_CASES=5000`
+//! (sequences of up to `REWARDS_MODEL_OPS`, default 120, operations each) and
+//! `REWARDS_MODEL_SEED=<n>` for another stream of sequences.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+use store::testing::TestStore;
+use store::{
+    Campaign, Credit, Credited, EarnInput, Expiry, NewBurn, NewMember, NewTier, NewWallet, Page,
+    Policy, Store, StoreError, Tokens, TransactionFilter, TransactionKind,
+};
+
+/// Sequences a CI run tries per backend (about 60 operations each on average).
+const CASES: u32 = 40;
+const WALLETS: usize = 3;
+/// Tokens expire this many days after their earn's date.
+const EXPIRY_DAYS: i64 = 30;
+/// (name, precedence, threshold in whole tokens)
+const TIERS: [(&str, i64, i64); 2] = [("Silver", 2, 100), ("Gold", 1, 500)];
+const MICROS: i64 = 1_000_000;
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// An earn of `micros` into wallet `wallet`, dated `back_days` before the clock.
+    Earn {
+        wallet: usize,
+        micros: i64,
+        back_days: i64,
+    },
+    /// An earlier earn's id sent again (with another amount): a duplicate, nothing moves.
+    RepeatEarn {
+        which: usize,
+        micros: i64,
+    },
+    Burn {
+        wallet: usize,
+        micros: i64,
+    },
+    /// An earlier burn's key sent again, with the same request or (`same` false) another amount.
+    RepeatBurn {
+        which: usize,
+        same: bool,
+    },
+    /// Two burns on one wallet at once.
+    Concurrent {
+        wallet: usize,
+        a: i64,
+        b: i64,
+    },
+    /// The clock moves on `days` and the expiry sweep runs.
+    Advance {
+        days: i64,
+    },
+    /// The store is closed and opened again.
+    Reopen,
+}
+
+fn amount() -> impl Strategy<Value = i64> {
+    // Whole tokens mostly, sometimes with micro-token fractions.
+    prop_oneof![
+        3 => (1i64..150).prop_map(|t| t * MICROS),
+        1 => 1i64..150 * MICROS,
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let wallet = 0..WALLETS;
+    prop_oneof![
+        6 => (wallet.clone(), amount(), prop_oneof![3 => Just(0i64), 1 => 1i64..45])
+            .prop_map(|(wallet, micros, back_days)| Op::Earn { wallet, micros, back_days }),
+        1 => (any::<usize>(), amount()).prop_map(|(which, micros)| Op::RepeatEarn { which, micros }),
+        5 => (wallet.clone(), amount()).prop_map(|(wallet, micros)| Op::Burn { wallet, micros }),
+        1 => (any::<usize>(), any::<bool>()).prop_map(|(which, same)| Op::RepeatBurn { which, same }),
+        1 => (wallet, amount(), amount()).prop_map(|(wallet, a, b)| Op::Concurrent { wallet, a, b }),
+        2 => (1i64..20).prop_map(|days| Op::Advance { days }),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+/// What is left of one earn.
+#[derive(Debug, Clone)]
+struct Lot {
+    date: DateTime<Utc>,
+    /// The transaction's id: ties of date are spent in id order.
+    id: String,
+    remaining: i64,
+    expires_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct WalletModel {
+    lots: Vec<Lot>,
+    balance: i64,
+    earned: i64,
+    /// Amounts of the EXPIRY transactions written, sorted.
+    expired: Vec<i64>,
+}
+
+/// A burn as first sent, to send again.
+#[derive(Debug, Clone)]
+struct SentBurn {
+    key: String,
+    wallet: usize,
+    micros: i64,
+    date: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone)]
+struct Model {
+    wallets: Vec<WalletModel>,
+    min_balance: i64,
+}
+
+#[derive(Debug, PartialEq)]
+enum BurnOutcome {
+    Spent,
+    Short,
+}
+
+impl Model {
+    fn earn(&mut self, wallet: usize, lot: Lot) {
+        let w = &mut self.wallets[wallet];
+        w.balance += lot.remaining;
+        w.earned += lot.remaining;
+        w.lots.push(lot);
+        w.lots.sort_by(|a, b| (a.date, &a.id).cmp(&(b.date, &b.id)));
+    }
+
+    /// Oldest lots first, whatever their expiry (the sweep has not taken them yet).
+    fn burn(&mut self, wallet: usize, micros: i64) -> BurnOutcome {
+        let w = &mut self.wallets[wallet];
+        if w.balance - micros < self.min_balance {
+            return BurnOutcome::Short;
+        }
+        let mut left = micros;
+        for lot in w.lots.iter_mut() {
+            let take = lot.remaining.min(left);
+            lot.remaining -= take;
+            left -= take;
+        }
+        assert_eq!(left, 0, "the model's lots cover its balance");
+        w.balance -= micros;
+        BurnOutcome::Spent
+    }
+
+    fn expire(&mut self, at: DateTime<Utc>) {
+        for w in &mut self.wallets {
+            for lot in w.lots.iter_mut() {
+                if lot.expires_at <= at && lot.remaining > 0 {
+                    w.expired.push(lot.remaining);
+                    w.balance -= lot.remaining;
+                    lot.remaining = 0;
+                }
+            }
+            w.expired.sort();
+        }
+    }
+
+    fn tier(&self, wallet: usize) -> Option<&'static str> {
+        let earned = self.wallets[wallet].earned;
+        TIERS
+            .iter()
+            .filter(|(_, _, threshold)| threshold * MICROS <= earned)
+            .max_by_key(|(_, precedence, threshold)| (*threshold, -precedence))
+            .map(|(name, _, _)| *name)
+    }
+}
+
+/// One sequence's world: its campaign and wallets in the shared database, and the clock.
+struct World {
+    url: String,
+    store: Store,
+    campaign: Campaign,
+    wallet_ids: Vec<String>,
+    now: DateTime<Utc>,
+    earns: Vec<(usize, EarnInput)>,
+    burns: Vec<SentBurn>,
+    steps: usize,
+    model: Model,
+}
+
+fn fail(step: usize, what: impl std::fmt::Display) -> TestCaseError {
+    TestCaseError::fail(format!("step {step}: {what}"))
+}
+
+impl World {
+    async fn new(url: &str, case: u64, min_balance: i64) -> World {
+        let store = Store::connect(url, 8).await.unwrap();
+        let org = store.create_org(&format!("Model {case}")).await.unwrap();
+        let campaign = store
+            .create_campaign(
+                &org.scope(),
+                store::NewCampaign {
+                    name: "Main".into(),
+                    currency: "PTS".into(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        let policy = Policy {
+            min_balance: Tokens::whole(min_balance / MICROS),
+            expiry: Expiry::Days(EXPIRY_DAYS as u32),
+        };
+        store.set_policy(&campaign, policy).await.unwrap();
+        for (name, precedence, threshold) in TIERS {
+            let tier = NewTier {
+                name: name.into(),
+                precedence,
+                threshold: Tokens::whole(threshold),
+                benefits: Vec::new(),
+                image_url: None,
+            };
+            store.create_tier(&campaign, tier).await.unwrap();
+        }
+        let mut wallet_ids = Vec::new();
+        for n in 0..WALLETS {
+            let member = NewMember {
+                first_name: "Ada".into(),
+                idp: "reference".into(),
+                user_id: format!("u-{n}"),
+                external_id: format!("card-{n}"),
+                ..Default::default()
+            };
+            store.create_member(&org.scope(), member).await.unwrap();
+            let wallet = NewWallet {
+                owner: Some(format!("card-{n}")),
+                external_id: Some(format!("w-{n}")),
+                name: None,
+            };
+            wallet_ids.push(store.create_wallet(&campaign, wallet).await.unwrap().id);
+        }
+        World {
+            url: url.to_string(),
+            store,
+            campaign,
+            wallet_ids,
+            now: Utc.with_ymd_and_hms(2026, 1, 1, 9, 0, 0).unwrap(),
+            earns: Vec::new(),
+            burns: Vec::new(),
+            steps: 0,
+            model: Model {
+                wallets: vec![WalletModel::default(); WALLETS],
+                min_balance,
+            },
+        }
+    }
+
+    fn credit(&self, wallet: usize, earn: &EarnInput, micros: i64) -> Credit {
+        Credit {
+            org_id: self.campaign.org_id.clone(),
+            campaign_id: self.campaign.id.clone(),
+            earn: earn.clone(),
+            wallet_id: self.wallet_ids[wallet].clone(),
+            currency: "PTS".into(),
+            tokens: micros_to_tokens(micros),
+            trace: "model".into(),
+            rule_version: None,
+            meta_text: None,
+            request_id: None,
+            batch_id: None,
+        }
+    }
+
+    async fn apply(&mut self, op: &Op) -> Result<(), TestCaseError> {
+        self.steps += 1;
+        let step = self.steps;
+        match *op {
+            Op::Earn {
+                wallet,
+                micros,
+                back_days,
+            } => {
+                // A date of its own to the millisecond: no two earns tie.
+                let date =
+                    self.now - Duration::days(back_days) + Duration::milliseconds(step as i64);
+                let earn = EarnInput {
+                    earn_id: format!("e-{step}"),
+                    wallet: format!("w-{wallet}"),
+                    amount: (micros / MICROS).to_string(),
+                    date,
+                    description: None,
+                    comment: None,
+                    meta: None,
+                };
+                let credited = self
+                    .store
+                    .credit_all(&[self.credit(wallet, &earn, micros)])
+                    .await
+                    .map_err(|e| fail(step, e))?;
+                let Some(Credited::New { transaction_id }) = credited.into_iter().next() else {
+                    return Err(fail(step, "a new earn was not credited as new"));
+                };
+                self.model.earn(
+                    wallet,
+                    Lot {
+                        date,
+                        id: transaction_id,
+                        remaining: micros,
+                        expires_at: date + Duration::days(EXPIRY_DAYS),
+                    },
+                );
+                self.earns.push((wallet, earn));
+            }
+            Op::RepeatEarn { which, micros } => {
+                let Some((wallet, earn)) = pick(&self.earns, which).cloned() else {
+                    return Ok(());
+                };
+                let credited = self
+                    .store
+                    .credit_all(&[self.credit(wallet, &earn, micros)])
+                    .await
+                    .map_err(|e| fail(step, e))?;
+                if !matches!(credited[..], [Credited::Duplicate { .. }]) {
+                    return Err(fail(step, format!("a repeated earn id: {credited:?}")));
+                }
+            }
+            Op::Burn { wallet, micros } => {
+                let sent = SentBurn {
+                    key: format!("b-{step}"),
+                    wallet,
+                    micros,
+                    date: self.now,
+                };
+                let outcome = burn_outcome(self.store.burn(&self.campaign, new_burn(&sent)).await)
+                    .map_err(|e| fail(step, e))?;
+                let expected = self.model.burn(wallet, micros);
+                if outcome != expected {
+                    return Err(fail(step, format!("burn {outcome:?}, model {expected:?}")));
+                }
+                if outcome == BurnOutcome::Spent {
+                    self.burns.push(sent);
+                }
+            }
+            Op::RepeatBurn { which, same } => {
+                let Some(sent) = pick(&self.burns, which).cloned() else {
+                    return Ok(());
+                };
+                let mut again = new_burn(&sent);
+                if !same {
+                    again.amount = micros_to_tokens(sent.micros + MICROS);
+                }
+                match (self.store.burn(&self.campaign, again).await, same) {
+                    (Ok(burned), true) if burned.replayed => {}
+                    (
+                        Err(StoreError::Conflict {
+                            field: "externalId",
+                        }),
+                        false,
+                    ) => {}
+                    (other, _) => {
+                        return Err(fail(step, format!("repeat (same: {same}): {other:?}")));
+                    }
+                }
+            }
+            Op::Concurrent { wallet, a, b } => {
+                let sent = |key: String, micros| SentBurn {
+                    key,
+                    wallet,
+                    micros,
+                    date: self.now,
+                };
+                let (first, second) =
+                    (sent(format!("b-{step}a"), a), sent(format!("b-{step}b"), b));
+                let (x, y) = tokio::join!(
+                    self.store.burn(&self.campaign, new_burn(&first)),
+                    self.store.burn(&self.campaign, new_burn(&second))
+                );
+                let x = burn_outcome(x).map_err(|e| fail(step, e))?;
+                let y = burn_outcome(y).map_err(|e| fail(step, e))?;
+                // Some serial order of the two must give what the store answered.
+                let serial = |one: (i64, &BurnOutcome), two: (i64, &BurnOutcome)| {
+                    let mut model = self.model.clone();
+                    (model.burn(wallet, one.0) == *one.1 && model.burn(wallet, two.0) == *two.1)
+                        .then_some(model)
+                };
+                let Some(model) = serial((a, &x), (b, &y)).or_else(|| serial((b, &y), (a, &x)))
+                else {
+                    return Err(fail(
+                        step,
+                        format!("concurrent burns {x:?} {y:?}: no order gives it"),
+                    ));
+                };
+                self.model = model;
+                for (sent, outcome) in [(first, x), (second, y)] {
+                    if outcome == BurnOutcome::Spent {
+                        self.burns.push(sent);
+                    }
+                }
+            }
+            Op::Advance { days } => {
+                self.now += Duration::days(days);
+                self.store
+                    .expire(self.now)
+                    .await
+                    .map_err(|e| fail(step, e))?;
+                self.model.expire(self.now);
+                self.compare_expired(step).await?;
+            }
+            Op::Reopen => {
+                self.store.close().await;
+                self.store = Store::connect(&self.url, 8)
+                    .await
+                    .map_err(|e| fail(step, e))?;
+            }
+        }
+        self.compare_wallets(step).await
+    }
+
+    async fn compare_wallets(&self, step: usize) -> Result<(), TestCaseError> {
+        for (n, id) in self.wallet_ids.iter().enumerate() {
+            let wallet = self
+                .store
+                .get_wallet(&self.campaign, id)
+                .await
+                .map_err(|e| fail(step, e))?;
+            let model = &self.model.wallets[n];
+            let seen = (
+                wallet.balance,
+                wallet.earned,
+                wallet.tier.map(|t| t.name).as_deref().map(str::to_owned),
+            );
+            let expected = (
+                micros_to_tokens(model.balance),
+                micros_to_tokens(model.earned),
+                self.model.tier(n).map(str::to_owned),
+            );
+            if seen != expected {
+                return Err(fail(
+                    step,
+                    format!("wallet {n}: store {seen:?}, model {expected:?}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    async fn compare_expired(&self, step: usize) -> Result<(), TestCaseError> {
+        let mut by_wallet: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+        let filter = TransactionFilter {
+            kinds: vec![TransactionKind::Expiry],
+            ..Default::default()
+        };
+        for page in 1.. {
+            let found = self
+                .store
+                .list_transactions(&self.campaign, &filter, Page { page, limit: 100 })
+                .await
+                .map_err(|e| fail(step, e))?;
+            let last = found.items.len() < 100;
+            for t in found.items {
+                by_wallet
+                    .entry(t.wallet_id)
+                    .or_default()
+                    .push(micros_of(t.amount));
+            }
+            if last {
+                break;
+            }
+        }
+        for (n, id) in self.wallet_ids.iter().enumerate() {
+            let mut seen = by_wallet.remove(id).unwrap_or_default();
+            seen.sort();
+            if seen != self.model.wallets[n].expired {
+                return Err(fail(
+                    step,
+                    format!(
+                        "wallet {n} expired {seen:?}, model {:?}",
+                        self.model.wallets[n].expired
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn micros_to_tokens(micros: i64) -> Tokens {
+    Tokens::from_decimal(rules::Decimal::new(micros, 6)).unwrap()
+}
+
+fn micros_of(tokens: Tokens) -> i64 {
+    let micros = (tokens.to_decimal() * rules::Decimal::from(MICROS)).trunc();
+    micros.normalize().to_string().parse().unwrap()
+}
+
+fn pick<T>(items: &[T], which: usize) -> Option<&T> {
+    (!items.is_empty()).then(|| &items[which % items.len()])
+}
+
+fn new_burn(sent: &SentBurn) -> NewBurn {
+    NewBurn {
+        wallet: format!("w-{}", sent.wallet),
+        external_id: sent.key.clone(),
+        amount: micros_to_tokens(sent.micros),
+        description: "Voucher".into(),
+        comment: None,
+        meta: None,
+        date: Some(sent.date),
+    }
+}
+
+/// A new burn's outcome; anything but spent or short of balance is a failure.
+fn burn_outcome(result: Result<store::Burned, StoreError>) -> Result<BurnOutcome, String> {
+    match result {
+        Ok(burned) if !burned.replayed => Ok(BurnOutcome::Spent),
+        Ok(_) => Err("a new key was answered as a replay".into()),
+        Err(StoreError::InsufficientBalance { .. }) => Ok(BurnOutcome::Short),
+        Err(other) => Err(other.to_string()),
+    }
+}
+
+fn number(var: &str, default: u64) -> u64 {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Runs the sequences against a fresh database that `open` makes.
+fn check(open: impl std::future::Future<Output = TestStore>) {
+    let cases = number("REWARDS_MODEL_CASES", u64::from(CASES)) as u32;
+    let max_ops = number("REWARDS_MODEL_OPS", 120) as usize;
+    let seed = number("REWARDS_MODEL_SEED", 37);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let db = runtime.block_on(open);
+    let mut seed_bytes = [0u8; 32];
+    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new_with_rng(
+        config,
+        TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
+    );
+    let case = AtomicU64::new(0);
+    let applied = AtomicUsize::new(0);
+    let sequences = (
+        prop_oneof![Just(0i64), Just(10 * MICROS)],
+        proptest::collection::vec(op(), 1..max_ops),
+    );
+    let result = runner.run(&sequences, |(min_balance, ops)| {
+        let n = case.fetch_add(1, Ordering::Relaxed);
+        applied.fetch_add(ops.len(), Ordering::Relaxed);
+        runtime.block_on(async {
+            let mut world = World::new(&db.url, n, min_balance).await;
+            for op in &ops {
+                world.apply(op).await?;
+            }
+            let discrepancies = world.store.audit().await.map_err(|e| fail(0, e))?;
+            world.store.close().await;
+            prop_assert!(discrepancies.is_empty(), "audit: {discrepancies:?}");
+            Ok(())
+        })
+    });
+    if let Err(failure) = result {
+        panic!("{failure}\nreproduce with REWARDS_MODEL_SEED={seed} (and the same CASES and OPS)");
+    }
+    let applied = applied.into_inner();
+    eprintln!("{cases} sequences, {applied} operations, each compared with the model");
+    if cases >= CASES {
+        assert!(
+            applied >= 2_000,
+            "CI's run applies at least 2,000 operations"
+        );
+    }
+}
+
+#[test]
+fn sqlite() {
+    check(TestStore::sqlite());
+}
+
+#[test]
+#[ignore = "needs PostgreSQL: set REWARDS_TEST_POSTGRES_URL and pass --ignored"]
+fn postgres() {
+    check(TestStore::postgres());
+}
