@@ -142,12 +142,15 @@ impl Store {
 
 impl Store {
     /// Runs `sql` as it is, for tests that must put the database in a state the store's own
-    /// operations never make (damaged or future data).
+    /// operations never make (damaged or future data), and for benches that checkpoint it. On
+    /// SQLite it runs outside any transaction, after the writes queued before it.
     pub async fn execute_raw(&self, sql: &str) -> Result<(), StoreError> {
         match &self.pool {
             Pool::Sqlite(direct) => {
                 let sql = sql.to_string();
-                direct.write(move |c| Ok(c.execute_batch(&sql)?)).await
+                direct
+                    .outside_transaction(move |c| Ok(c.execute_batch(&sql)?))
+                    .await
             }
             Pool::Postgres(pool) => {
                 sqlx::raw_sql(AssertSqlSafe(sql.to_string()))

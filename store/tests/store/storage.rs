@@ -666,7 +666,20 @@ async fn migrations_run_twice_without_harm(store: Store) {
     store.ping().await.unwrap();
 }
 
+/// A bench settles the database before a timed step with a checkpoint, which SQLite refuses
+/// inside a transaction: `execute_raw` runs it outside one, after the writes before it.
+async fn a_checkpoint_runs_after_the_writes_before_it(store: Store) {
+    let (org, _) = org_with_campaign(&store, "Acme").await;
+    let checkpoint = match store.backend() {
+        store::Backend::Sqlite => "PRAGMA wal_checkpoint(TRUNCATE)",
+        store::Backend::Postgres => "CHECKPOINT",
+    };
+    store.execute_raw(checkpoint).await.unwrap();
+    assert_eq!(store.get_org(org.id()).await.unwrap().name, "Acme");
+}
+
 backend_tests!(
+    a_checkpoint_runs_after_the_writes_before_it,
     campaigns_belong_to_their_organisation,
     keys_authenticate_until_revoked,
     members_round_trip,

@@ -214,6 +214,21 @@ impl Direct {
         Ok((value, commit_told))
     }
 
+    /// Runs `run` on the writer's connection outside any transaction, once the writes queued
+    /// before it have committed: for statements a transaction refuses (a checkpoint).
+    pub(crate) async fn outside_transaction<T: Send + 'static>(
+        &self,
+        run: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        self.still_open()?;
+        let (answer, answered) = oneshot::channel();
+        let job = Job::Between(Box::new(move |connection| {
+            let _ = answer.send(unpanicked("a statement", || run(connection)));
+        }));
+        self.jobs.send(job).map_err(|_| abandoned())?;
+        answered.await.unwrap_or_else(|_| Err(abandoned()))
+    }
+
     fn queue(
         &self,
         bulk: bool,
