@@ -13,9 +13,17 @@ use crate::error::unpanicked;
 pub(super) enum Job {
     Write(Write),
     /// Runs on the writer's connection outside any transaction, once the writes queued before
-    /// it have committed: while it runs, no write can (the checkpointer's last pass).
-    Between(Box<dyn FnOnce(&Connection) + Send>),
+    /// it have committed: while it runs, no write can (closing, a statement a transaction
+    /// refuses).
+    Between(Between),
+    /// Runs like `Between`, but lets an open bulk transaction end by itself first (the
+    /// checkpointer's last pass: ending a batch file's transaction early would commit its
+    /// chunks one by one, the cost bulk writes avoid).
+    AfterBulk(Between),
 }
+
+/// Work for the writer's connection between its transactions.
+pub(super) type Between = Box<dyn FnOnce(&Connection) + Send>;
 
 /// A queued write.
 pub(super) struct Write {
@@ -57,7 +65,12 @@ struct Open {
 /// of the commit separately; if a bulk write fails, its whole transaction is undone.
 pub(super) fn write_queued(connection: Connection, queued: mpsc::Receiver<Job>) {
     let mut open: Option<Open> = None;
+    // `AfterBulk` work waiting for the open bulk transaction to end.
+    let mut after_bulk: Vec<Between> = Vec::new();
     loop {
+        if open.is_none() {
+            run_between(&connection, after_bulk.drain(..));
+        }
         let first = match &open {
             None => match queued.recv() {
                 Ok(job) => job,
@@ -85,21 +98,24 @@ pub(super) fn write_queued(connection: Connection, queued: mpsc::Receiver<Job>) 
             match job {
                 Job::Write(write) => jobs.push(write),
                 Job::Between(run) => between.push(run),
+                Job::AfterBulk(run) => after_bulk.push(run),
             }
         }
+        if !jobs.is_empty() {
+            open = run_writes(&connection, open, jobs);
+        }
         if !between.is_empty() {
-            if !jobs.is_empty() {
-                open = run_writes(&connection, open, jobs);
-            }
             if let Some(transaction) = open.take() {
                 end(&connection, transaction);
             }
-            for run in between {
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&connection)));
-            }
-            continue;
+            run_between(&connection, between.into_iter());
         }
-        open = run_writes(&connection, open, jobs);
+    }
+}
+
+fn run_between(connection: &Connection, runs: impl Iterator<Item = Between>) {
+    for run in runs {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(connection)));
     }
 }
 
@@ -236,7 +252,7 @@ pub(super) fn checkpoint(
                 }
                 // The last pass runs on the writer thread, between its transactions.
                 let (done, finished) = mpsc::channel();
-                let last = Job::Between(Box::new(move |writer| {
+                let last = Job::AfterBulk(Box::new(move |writer| {
                     let _ = writer.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
                     let _ = done.send(());
                 }));
