@@ -141,6 +141,13 @@ impl Store {
 }
 
 impl Store {
+    /// What spending transaction `id` took from each earn's lot: (earn id, micro-tokens), by
+    /// earn id.
+    pub async fn spends_of(&self, id: &str) -> Result<Vec<(String, i64)>, StoreError> {
+        let sql = "SELECT earn_id, amount FROM spends WHERE transaction_id = $1 ORDER BY earn_id";
+        self.read_rows(sql, params![id]).await
+    }
+
     /// Runs `sql` as it is, for tests that must put the database in a state the store's own
     /// operations never make (damaged or future data), and for benches that checkpoint it. On
     /// SQLite it runs outside any transaction, after the writes queued before it.

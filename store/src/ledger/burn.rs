@@ -221,6 +221,8 @@ pub(crate) const MOVE: &str =
 pub(crate) const ASIDE_LEFT: &str =
     "UPDATE lots_aside SET remaining = $2 WHERE transaction_id = $1";
 pub(crate) const ASIDE_DONE: &str = "DELETE FROM lots_aside WHERE transaction_id = $1";
+/// What a spending transaction took from one earn's lot.
+const SPEND: &str = "INSERT INTO spends (transaction_id, earn_id, amount) VALUES ($1, $2, $3)";
 
 /// Writes what `fifo` decided for `wallet`: its new position and aside rows.
 pub(crate) async fn apply(
@@ -409,7 +411,11 @@ impl Debit {
             limit = T::NEXT_READ;
             read = tx.lots_after(&t.wallet_id, date, &id).await?;
         }
-        apply(tx, &t.wallet_id, &taker.finish()).await?;
+        let spent = taker.finish();
+        apply(tx, &t.wallet_id, &spent).await?;
+        for (earn, amount) in &spent.takes {
+            tx.execute(SPEND, params![t.id, earn, amount]).await?;
+        }
         Ok(None)
     }
 }

@@ -71,6 +71,8 @@ pub(crate) struct Spent<D> {
     pub aside_deletes: Vec<String>,
     /// Aside rows to insert: earns after the position emptied out of turn (by expiry).
     pub aside_inserts: Vec<Aside<D>>,
+    /// What was taken from each earn, in the order taken: (earn id, micro-tokens).
+    pub takes: Vec<(String, i64)>,
 }
 
 impl<D> Default for Spent<D> {
@@ -80,6 +82,7 @@ impl<D> Default for Spent<D> {
             aside_updates: Vec::new(),
             aside_deletes: Vec::new(),
             aside_inserts: Vec::new(),
+            takes: Vec::new(),
         }
     }
 }
@@ -94,6 +97,7 @@ pub(crate) struct Taker<D> {
     aside: Vec<Aside<D>>,
     next_aside: usize,
     touched: Vec<bool>,
+    takes: Vec<(String, i64)>,
 }
 
 impl<D: Ord + Clone> Taker<D> {
@@ -106,6 +110,7 @@ impl<D: Ord + Clone> Taker<D> {
             aside,
             next_aside: 0,
             touched,
+            takes: Vec::new(),
         }
     }
 
@@ -127,6 +132,7 @@ impl<D: Ord + Clone> Taker<D> {
                 a.remaining -= take;
                 self.left -= take;
                 self.touched[self.next_aside] = true;
+                self.takes.push((a.id.clone(), take));
             }
             self.next_aside += 1;
         }
@@ -148,6 +154,7 @@ impl<D: Ord + Clone> Taker<D> {
         let take = (earn.amount - taken).min(self.left);
         if take > 0 {
             self.left -= take;
+            self.takes.push((earn.id.clone(), take));
             self.position = Some(Position {
                 date: earn.date.clone(),
                 id: earn.id.clone(),
@@ -161,7 +168,10 @@ impl<D: Ord + Clone> Taker<D> {
     /// What was decided; `left()` is what no lot covered (zero on a ledger that agrees).
     pub fn finish(mut self) -> Spent<D> {
         self.take_aside_before(None);
-        let mut spent = Spent::default();
+        let mut spent = Spent {
+            takes: self.takes,
+            ..Spent::default()
+        };
         for (a, touched) in self.aside.iter().zip(&self.touched) {
             let needed = a.remaining > 0 || after(a, self.position.as_ref());
             if !needed {
@@ -341,6 +351,7 @@ mod tests {
         ];
         let (spent, left) = take(7, None, vec![], &main);
         assert_eq!(left, 0);
+        assert_eq!(spent.takes, [("a".to_string(), 5), ("b".to_string(), 2)]);
         let at_b = Position {
             date: 2,
             id: "b".into(),
@@ -369,6 +380,11 @@ mod tests {
         let main = [earn(5, "b", 4, None), earn(9, "c", 4, None)];
         let (spent, left) = take(6, position, vec![aside(2, "x", 4, None)], &main);
         assert_eq!(left, 0);
+        assert_eq!(
+            spent.takes,
+            [("x".to_string(), 4), ("b".to_string(), 2)],
+            "the older aside row first"
+        );
         assert_eq!(
             spent.aside_deletes,
             ["x"],

@@ -124,9 +124,13 @@ struct Model {
 
 #[derive(Debug, PartialEq)]
 enum BurnOutcome {
-    Spent,
+    /// The burn's transaction id.
+    Spent(String),
     Short,
 }
+
+/// What a burn took from each earn, by the earn's transaction id.
+type Takes = Vec<(String, i64)>;
 
 impl Model {
     fn earn(&mut self, wallet: usize, lot: Lot) {
@@ -137,21 +141,27 @@ impl Model {
         w.lots.sort_by(|a, b| (a.date, &a.id).cmp(&(b.date, &b.id)));
     }
 
-    /// Oldest lots first, whatever their expiry (the sweep has not taken them yet).
-    fn burn(&mut self, wallet: usize, micros: i64) -> BurnOutcome {
+    /// Oldest lots first, whatever their expiry (the sweep has not taken them yet); what it
+    /// took from each lot, by earn id (`None`: refused for the balance).
+    fn burn(&mut self, wallet: usize, micros: i64) -> Option<Takes> {
         let w = &mut self.wallets[wallet];
         if w.balance - micros < self.min_balance {
-            return BurnOutcome::Short;
+            return None;
         }
         let mut left = micros;
+        let mut takes = Vec::new();
         for lot in w.lots.iter_mut() {
             let take = lot.remaining.min(left);
-            lot.remaining -= take;
-            left -= take;
+            if take > 0 {
+                lot.remaining -= take;
+                left -= take;
+                takes.push((lot.id.clone(), take));
+            }
         }
         assert_eq!(left, 0, "the model's lots cover its balance");
         w.balance -= micros;
-        BurnOutcome::Spent
+        takes.sort();
+        Some(takes)
     }
 
     fn expire(&mut self, at: DateTime<Utc>) {
@@ -336,10 +346,8 @@ impl World {
                 let outcome = burn_outcome(self.store.burn(&self.campaign, new_burn(&sent)).await)
                     .map_err(|e| fail(step, e))?;
                 let expected = self.model.burn(wallet, micros);
-                if outcome != expected {
-                    return Err(fail(step, format!("burn {outcome:?}, model {expected:?}")));
-                }
-                if outcome == BurnOutcome::Spent {
+                self.check_burn(step, &outcome, expected.as_ref()).await?;
+                if outcome != BurnOutcome::Short {
                     self.burns.push(sent);
                 }
             }
@@ -379,14 +387,25 @@ impl World {
                 );
                 let x = burn_outcome(x).map_err(|e| fail(step, e))?;
                 let y = burn_outcome(y).map_err(|e| fail(step, e))?;
-                // Some serial order of the two must give what the store answered.
-                let serial = |one: (i64, &BurnOutcome), two: (i64, &BurnOutcome)| {
+                // Some serial order of the two must give what the store answered, each burn
+                // taking from the lots the model says.
+                let mut agreed = None;
+                for order in [[(a, &x), (b, &y)], [(b, &y), (a, &x)]] {
                     let mut model = self.model.clone();
-                    (model.burn(wallet, one.0) == *one.1 && model.burn(wallet, two.0) == *two.1)
-                        .then_some(model)
-                };
-                let Some(model) = serial((a, &x), (b, &y)).or_else(|| serial((b, &y), (a, &x)))
-                else {
+                    let mut same = true;
+                    for (micros, outcome) in order {
+                        let expected = model.burn(wallet, micros);
+                        same &= self
+                            .check_burn(step, outcome, expected.as_ref())
+                            .await
+                            .is_ok();
+                    }
+                    if same {
+                        agreed = Some(model);
+                        break;
+                    }
+                }
+                let Some(model) = agreed else {
                     return Err(fail(
                         step,
                         format!("concurrent burns {x:?} {y:?}: no order gives it"),
@@ -394,7 +413,7 @@ impl World {
                 };
                 self.model = model;
                 for (sent, outcome) in [(first, x), (second, y)] {
-                    if outcome == BurnOutcome::Spent {
+                    if outcome != BurnOutcome::Short {
                         self.burns.push(sent);
                     }
                 }
@@ -416,6 +435,30 @@ impl World {
             }
         }
         self.compare_wallets(step).await
+    }
+
+    /// Whether the store's answer to a burn is the model's, and took from the same lots.
+    async fn check_burn(
+        &self,
+        step: usize,
+        outcome: &BurnOutcome,
+        expected: Option<&Takes>,
+    ) -> Result<(), TestCaseError> {
+        match (outcome, expected) {
+            (BurnOutcome::Short, None) => Ok(()),
+            (BurnOutcome::Spent(id), Some(expected)) => {
+                let took = self.store.spends_of(id).await.map_err(|e| fail(step, e))?;
+                if took == *expected {
+                    Ok(())
+                } else {
+                    Err(fail(
+                        step,
+                        format!("burn took {took:?}, model {expected:?}"),
+                    ))
+                }
+            }
+            _ => Err(fail(step, format!("burn {outcome:?}, model {expected:?}"))),
+        }
     }
 
     async fn compare_wallets(&self, step: usize) -> Result<(), TestCaseError> {
@@ -514,7 +557,7 @@ fn new_burn(sent: &SentBurn) -> NewBurn {
 /// A new burn's outcome; anything but spent or short of balance is a failure.
 fn burn_outcome(result: Result<store::Burned, StoreError>) -> Result<BurnOutcome, String> {
     match result {
-        Ok(burned) if !burned.replayed => Ok(BurnOutcome::Spent),
+        Ok(burned) if !burned.replayed => Ok(BurnOutcome::Spent(burned.transaction.id)),
         Ok(_) => Err("a new key was answered as a replay".into()),
         Err(StoreError::InsufficientBalance { .. }) => Ok(BurnOutcome::Short),
         Err(other) => Err(other.to_string()),

@@ -216,6 +216,7 @@ impl Direct {
 
     /// Runs `run` on the writer's connection outside any transaction, once the writes queued
     /// before it have committed: for statements a transaction refuses (a checkpoint).
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) async fn outside_transaction<T: Send + 'static>(
         &self,
         run: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,

@@ -57,7 +57,8 @@ const READ: &str = concat!(
 
 /// The debit of `$6` from wallet `$4` keeping `$21`, at `$22`, moving its position to
 /// (`$23`, `$24`, `$25`) when given, if its row is still version `$26`; then the BURN
-/// transaction (`INSERT_TRANSACTION`'s parameters) if the debit happened. Whether it did.
+/// transaction (`INSERT_TRANSACTION`'s parameters) and what it took from each earn (`$27`,
+/// `$28`: earn ids and amounts) if the debit happened. Whether it did.
 const WRITE: &str = concat!(
     "WITH debit AS (UPDATE wallets SET balance = balance - $6, updated_at = $22, \
        fifo_date = COALESCE($23, fifo_date), fifo_id = COALESCE($24, fifo_id), \
@@ -66,7 +67,10 @@ const WRITE: &str = concat!(
      claim AS (INSERT INTO transactions (",
     entry_columns!(),
     ") SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
-       $19, $20 WHERE EXISTS (SELECT FROM debit) RETURNING 1) \
+       $19, $20 WHERE EXISTS (SELECT FROM debit) RETURNING 1), \
+     spent AS (INSERT INTO spends (transaction_id, earn_id, amount) \
+       SELECT $1, t.earn, t.amount FROM unnest($27::text[], $28::bigint[]) AS t(earn, amount) \
+       WHERE EXISTS (SELECT FROM claim)) \
      SELECT EXISTS (SELECT FROM claim)"
 );
 
@@ -161,6 +165,7 @@ impl Debit {
         {
             return Ok(false);
         }
+        let (earns, amounts): (Vec<String>, Vec<i64>) = spent.takes.into_iter().unzip();
         let to = spent.position;
         let entry = self.entry();
         let key = entry.idem_key();
@@ -175,6 +180,8 @@ impl Debit {
             .bind(to.as_ref().map(|p| p.id.as_str()))
             .bind(to.as_ref().map(|p| p.taken))
             .bind(snapshot.version)
+            .bind(earns)
+            .bind(amounts)
             .fetch_one(conn)
             .await?;
         Ok(written)

@@ -1,0 +1,10 @@
+-- What each transaction that spends took from each earn's lot (a burn, an order paid with
+-- points), so that a refund can give the tokens back to the lots they came from, with those
+-- lots' expiry. No foreign keys: each row is written in the same database transaction as the
+-- transaction it belongs to, and a key would cost an index probe a row.
+CREATE TABLE spends (
+    transaction_id TEXT NOT NULL,
+    earn_id        TEXT NOT NULL,
+    amount         BIGINT NOT NULL CHECK (amount > 0),
+    PRIMARY KEY (transaction_id, earn_id)
+);
