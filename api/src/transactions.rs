@@ -122,9 +122,16 @@ struct TransactionQuery {
     kind: Option<String>,
 }
 
+/// The transaction types the interface's versions know, which the `type` filter takes.
+const LISTED: [TransactionKind; 3] = [
+    TransactionKind::Earn,
+    TransactionKind::Burn,
+    TransactionKind::Expiry,
+];
+
 /// The `type` filter: a list of transaction kinds.
 fn kinds() -> utoipa::openapi::schema::Array {
-    let names = TransactionKind::ALL.map(|kind| kind.as_str());
+    let names = LISTED.map(|kind| kind.as_str());
     utoipa::openapi::schema::ArrayBuilder::new()
         .items(
             ObjectBuilder::new()
@@ -188,7 +195,7 @@ async fn filter(
     filter.date_from = date("dateFrom", query.date_from, false);
     filter.date_to = date("dateTo", query.date_to, true);
     for part in query.kind.iter().flat_map(|k| k.split(',')) {
-        match TransactionKind::parse_any_case(part) {
+        match TransactionKind::parse_any_case(part).filter(|k| LISTED.contains(k)) {
             Some(kind) => filter.kinds.push(kind),
             None => errors.push(FieldError::new(
                 "type",

@@ -41,7 +41,7 @@ migrations! {
     14 "idempotency index" "0014_idempotency_index.sql",
     15 "journal wallet check" "0015_journal_wallet_check.sql",
     16 "tier handle" "0016_tier_handle.sql",
-    17 "spends" "0017_spends.sql",
+    17 "corrections" "0017_corrections.sql",
 }
 
 /// The migration that indexes `transactions.idem_key`: before it runs, the keys of an existing

@@ -1,4 +1,4 @@
-//! The audit: for every wallet, the balance must equal EARN - BURN - EXPIRY, the lifetime
+//! The audit: for every wallet, the balance must equal EARN + REFUND - BURN - EXPIRY, the lifetime
 //! earned total must equal the EARN sum, and the tokens it holds by its spending position and
 //! aside rows (its lots) must add up to the balance; and, on PostgreSQL, where no foreign key
 //! checks it row by row (migration 15), every transaction must belong to a wallet.
@@ -36,7 +36,8 @@ const AUDIT: &str = "SELECT COALESCE(w.id, t.wallet_id), w.id IS NULL, \
          THEN w.fifo_taken ELSE 0 END AS BIGINT) \
      FROM wallets w \
      {outer} JOIN (SELECT t.wallet_id, \
-         SUM(CASE t.kind WHEN 'EARN' THEN t.amount ELSE -t.amount END) AS net, \
+         SUM(CASE t.kind WHEN 'EARN' THEN t.amount WHEN 'REFUND' THEN t.amount \
+             ELSE -t.amount END) AS net, \
          SUM(CASE t.kind WHEN 'EARN' THEN t.amount ELSE 0 END) AS earns, \
          SUM(CASE WHEN t.kind = 'EARN' AND (p.fifo_date IS NULL \
              OR (t.date, t.id) >= (p.fifo_date, p.fifo_id)) \

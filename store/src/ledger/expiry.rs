@@ -118,15 +118,20 @@ impl Expiring {
         let mut debit = 0;
         let mut written = 0;
         for due in &expired.due {
-            let (id, external_id) = (new_id(), format!("lot:{}", due.id));
-            let entry = Entry {
+            let id = new_id();
+            // A lot expires once under `lot:{earn}`; one that expires again (tokens a refund
+            // gave back after it had expired) under a key of its own. The wallet's lock keeps
+            // two sweeps from expiring the same tokens twice.
+            let first = format!("lot:{}", due.id);
+            let again = format!("{first}:{id}");
+            let mut entry = Entry {
                 id: &id,
                 org_id: &org,
                 campaign_id: &campaign,
                 wallet_id: wallet,
                 kind: TransactionKind::Expiry,
                 amount: due.remaining,
-                external_id: &external_id,
+                external_id: &first,
                 source_amount: None,
                 currency: &currency,
                 description: Some("Tokens expired"),
@@ -140,12 +145,18 @@ impl Expiring {
                 fingerprint: None,
                 expires_at: None,
             };
-            let key = entry.idem_key();
-            if tx
-                .execute(INSERT_TRANSACTION, &entry.args(&key, None))
-                .await?
-                == 1
-            {
+            let mut inserted = 0;
+            for external_id in [&first, &again] {
+                entry.external_id = external_id;
+                let key = entry.idem_key();
+                inserted = tx
+                    .execute(INSERT_TRANSACTION, &entry.args(&key, None))
+                    .await?;
+                if inserted == 1 {
+                    break;
+                }
+            }
+            if inserted == 1 {
                 debit += due.remaining;
                 written += 1;
             }

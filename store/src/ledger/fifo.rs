@@ -187,6 +187,67 @@ impl<D: Ord + Clone> Taker<D> {
     }
 }
 
+/// Gives tokens back into the lots they were taken from (a refund of a burn): `gifts` is each
+/// earn the burn took from, with what it took. Whatever part of the wallet an earn is in now
+/// (an aside row, the position, spent before it), its lot holds that much more afterwards.
+/// `Err` names an earn the wallet holds whole after its position: nothing was taken from it.
+pub(crate) fn give_back<D: Ord + Clone>(
+    position: Option<Position<D>>,
+    aside: &[Aside<D>],
+    gifts: &[(Earn<D>, i64)],
+) -> Result<Spent<D>, String> {
+    let mut spent = Spent::default();
+    let mut new_position = position.clone();
+    let mut updated: Vec<Aside<D>> = Vec::new();
+    for (earn, amount) in gifts {
+        let at = (&earn.date, earn.id.as_str());
+        let held = aside
+            .iter()
+            .chain(&updated)
+            .rev()
+            .find(|a| a.id == earn.id)
+            .cloned();
+        if let Some(mut a) = held {
+            a.remaining += amount;
+            updated.retain(|u| u.id != a.id);
+            updated.push(a);
+            continue;
+        }
+        match &mut new_position {
+            Some(p) if p.id == earn.id => {
+                if p.taken < *amount {
+                    return Err(format!(
+                        "earn {} holds less spent than is given back",
+                        earn.id
+                    ));
+                }
+                p.taken -= amount;
+            }
+            Some(p) if at < (&p.date, p.id.as_str()) => spent.aside_inserts.push(Aside {
+                date: earn.date.clone(),
+                id: earn.id.clone(),
+                remaining: *amount,
+                expires_at: earn.expires_at.clone(),
+            }),
+            _ => return Err(format!("nothing was spent of earn {}", earn.id)),
+        }
+    }
+    // Two gifts to one spent earn make one aside row.
+    let mut inserts: Vec<Aside<D>> = Vec::new();
+    for a in spent.aside_inserts.drain(..) {
+        match inserts.iter_mut().find(|i| i.id == a.id) {
+            Some(i) => i.remaining += a.remaining,
+            None => inserts.push(a),
+        }
+    }
+    spent.aside_inserts = inserts;
+    spent.aside_updates = updated.into_iter().map(|a| (a.id, a.remaining)).collect();
+    if new_position != position {
+        spent.position = new_position;
+    }
+    Ok(spent)
+}
+
 /// Whether aside row `a` lies after `position` (it then marks a main-sequence earn).
 fn after<D: Ord>(a: &Aside<D>, position: Option<&Position<D>>) -> bool {
     position.is_none_or(|p| (&a.date, a.id.as_str()) > (&p.date, p.id.as_str()))
@@ -469,5 +530,35 @@ mod tests {
         assert!(expired.due.is_empty());
         assert_eq!(expired.spent, Spent::default());
         assert_eq!(expired.next, Some(5));
+    }
+
+    #[test]
+    fn tokens_given_back_land_where_they_were_taken() {
+        let a = earn(1, "a", 5, Some(50));
+        let b = earn(2, "b", 5, Some(60));
+        let x = earn(0, "x", 4, Some(40));
+        let at_b = Some(Position {
+            date: 2,
+            id: "b".into(),
+            taken: 3,
+        });
+        // a is spent (before the position): an aside row; b is the position: less taken; x is
+        // aside: more remaining.
+        let gifts = [
+            (a.clone(), 2),
+            (b.clone(), 3),
+            (x.clone(), 1),
+            (a.clone(), 1),
+        ];
+        let spent = give_back(at_b.clone(), &[aside(0, "x", 0, Some(40))], &gifts).unwrap();
+        assert_eq!(spent.aside_inserts, [aside(1, "a", 3, Some(50))]);
+        assert_eq!(spent.aside_updates, [("x".to_string(), 1)]);
+        assert_eq!(
+            spent.position.map(|p| (p.id, p.taken)),
+            Some(("b".into(), 0))
+        );
+        // Nothing was taken from an earn whole after the position.
+        let c = earn(3, "c", 5, None);
+        assert!(give_back(at_b, &[], &[(c, 1)]).is_err());
     }
 }

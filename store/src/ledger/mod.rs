@@ -8,5 +8,6 @@ pub(crate) mod credit;
 pub(crate) mod earn;
 pub(crate) mod expiry;
 pub(crate) mod fifo;
+pub(crate) mod refund;
 pub(crate) mod transactions;
 pub(crate) mod wallets;

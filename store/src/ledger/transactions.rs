@@ -16,6 +16,8 @@ string_enum! {
         Earn = "EARN",
         Burn = "BURN",
         Expiry = "EXPIRY",
+        /// Tokens a burn spent, given back (it names the burn it corrects).
+        Refund = "REFUND",
     }
 }
 

@@ -9,7 +9,7 @@
 //! (sequences of up to `REWARDS_MODEL_OPS`, default 120, operations each) and
 //! `REWARDS_MODEL_SEED=<n>` for another stream of sequences.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
@@ -17,8 +17,8 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use store::testing::TestStore;
 use store::{
-    Campaign, Credit, Credited, EarnInput, Expiry, NewBurn, NewMember, NewTier, NewWallet, Page,
-    Policy, Store, StoreError, Tokens, TransactionFilter, TransactionKind,
+    Campaign, Credit, Credited, EarnInput, Expiry, NewBurn, NewMember, NewRefund, NewTier,
+    NewWallet, Page, Policy, Store, StoreError, Tokens, TransactionFilter, TransactionKind,
 };
 
 /// Sequences a CI run tries per backend (about 60 operations each on average).
@@ -58,6 +58,11 @@ enum Op {
         a: i64,
         b: i64,
     },
+    /// An earlier burn refunded, by `micros` or (None) all that is left of it.
+    Refund {
+        which: usize,
+        micros: Option<i64>,
+    },
     /// The clock moves on `days` and the expiry sweep runs.
     Advance {
         days: i64,
@@ -83,6 +88,8 @@ fn op() -> impl Strategy<Value = Op> {
         5 => (wallet.clone(), amount()).prop_map(|(wallet, micros)| Op::Burn { wallet, micros }),
         1 => (any::<usize>(), any::<bool>()).prop_map(|(which, same)| Op::RepeatBurn { which, same }),
         1 => (wallet, amount(), amount()).prop_map(|(wallet, a, b)| Op::Concurrent { wallet, a, b }),
+        2 => (any::<usize>(), proptest::option::of(amount()))
+            .prop_map(|(which, micros)| Op::Refund { which, micros }),
         2 => (1i64..20).prop_map(|days| Op::Advance { days }),
         1 => Just(Op::Reopen),
     ]
@@ -120,6 +127,9 @@ struct SentBurn {
 struct Model {
     wallets: Vec<WalletModel>,
     min_balance: i64,
+    /// Each burn's wallet and what it took from each lot; what refunds gave back of it.
+    burns: HashMap<String, (usize, Takes)>,
+    given: HashMap<(String, String), i64>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -164,6 +174,41 @@ impl Model {
         Some(takes)
     }
 
+    /// Gives back `micros` (None: all that is left) of burn `id`, to its newest lots first;
+    /// the amount, or None when the refund is refused as more than is left.
+    fn refund(&mut self, id: &str, micros: Option<i64>) -> Option<i64> {
+        let (wallet, takes) = self.burns.get(id)?.clone();
+        let w = &mut self.wallets[wallet];
+        let mut left: Vec<(usize, i64)> = takes
+            .iter()
+            .filter_map(|(earn, took)| {
+                let given = self.given.get(&(id.to_string(), earn.clone())).copied();
+                let lot = w.lots.iter().position(|l| &l.id == earn)?;
+                Some((lot, took - given.unwrap_or(0)))
+            })
+            .filter(|(_, left)| *left > 0)
+            .collect();
+        // The lots are in spending order: the newest first is the highest index first.
+        left.sort_by(|(a, _), (b, _)| b.cmp(a));
+        let refundable: i64 = left.iter().map(|(_, l)| l).sum();
+        let amount = micros.unwrap_or(refundable);
+        if refundable == 0 || amount > refundable {
+            return None;
+        }
+        let mut rest = amount;
+        for (lot, left) in left {
+            let give = left.min(rest);
+            rest -= give;
+            w.lots[lot].remaining += give;
+            *self
+                .given
+                .entry((id.to_string(), w.lots[lot].id.clone()))
+                .or_default() += give;
+        }
+        w.balance += amount;
+        Some(amount)
+    }
+
     fn expire(&mut self, at: DateTime<Utc>) {
         for w in &mut self.wallets {
             for lot in w.lots.iter_mut() {
@@ -196,6 +241,8 @@ struct World {
     now: DateTime<Utc>,
     earns: Vec<(usize, EarnInput)>,
     burns: Vec<SentBurn>,
+    /// The transaction ids of the burns that spent.
+    spent: Vec<String>,
     steps: usize,
     model: Model,
 }
@@ -259,10 +306,13 @@ impl World {
             now: Utc.with_ymd_and_hms(2026, 1, 1, 9, 0, 0).unwrap(),
             earns: Vec::new(),
             burns: Vec::new(),
+            spent: Vec::new(),
             steps: 0,
             model: Model {
                 wallets: vec![WalletModel::default(); WALLETS],
                 min_balance,
+                burns: HashMap::new(),
+                given: HashMap::new(),
             },
         }
     }
@@ -347,7 +397,9 @@ impl World {
                     .map_err(|e| fail(step, e))?;
                 let expected = self.model.burn(wallet, micros);
                 self.check_burn(step, &outcome, expected.as_ref()).await?;
-                if outcome != BurnOutcome::Short {
+                if let (BurnOutcome::Spent(id), Some(takes)) = (&outcome, expected) {
+                    self.model.burns.insert(id.clone(), (wallet, takes));
+                    self.spent.push(id.clone());
                     self.burns.push(sent);
                 }
             }
@@ -399,6 +451,9 @@ impl World {
                             .check_burn(step, outcome, expected.as_ref())
                             .await
                             .is_ok();
+                        if let (BurnOutcome::Spent(id), Some(takes)) = (outcome, expected) {
+                            model.burns.insert(id.clone(), (wallet, takes));
+                        }
                     }
                     if same {
                         agreed = Some(model);
@@ -413,7 +468,8 @@ impl World {
                 };
                 self.model = model;
                 for (sent, outcome) in [(first, x), (second, y)] {
-                    if outcome != BurnOutcome::Short {
+                    if let BurnOutcome::Spent(id) = outcome {
+                        self.spent.push(id);
                         self.burns.push(sent);
                     }
                 }
@@ -426,6 +482,34 @@ impl World {
                     .map_err(|e| fail(step, e))?;
                 self.model.expire(self.now);
                 self.compare_expired(step).await?;
+            }
+            Op::Refund { which, micros } => {
+                let Some(burn_id) = pick(&self.spent, which).cloned() else {
+                    return Ok(());
+                };
+                let refund = NewRefund {
+                    burn_id: burn_id.clone(),
+                    external_id: format!("r-{step}"),
+                    amount: micros.map(micros_to_tokens),
+                    description: None,
+                    comment: None,
+                    meta: None,
+                };
+                let result = self.store.refund(&self.campaign, refund).await;
+                match (result, self.model.refund(&burn_id, micros)) {
+                    (Ok(done), Some(amount))
+                        if done.transaction.amount == micros_to_tokens(amount) => {}
+                    (
+                        Err(StoreError::Refused {
+                            code: "refund_exceeds_burn",
+                            ..
+                        }),
+                        None,
+                    ) => {}
+                    (other, expected) => {
+                        return Err(fail(step, format!("refund {other:?}, model {expected:?}")));
+                    }
+                }
             }
             Op::Reopen => {
                 self.store.close().await;

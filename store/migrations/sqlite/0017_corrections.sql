@@ -5,6 +5,11 @@
 CREATE TABLE spends (
     transaction_id TEXT NOT NULL,
     earn_id        TEXT NOT NULL,
-    amount         BIGINT NOT NULL CHECK (amount > 0),
+    amount         INTEGER NOT NULL CHECK (amount > 0),
     PRIMARY KEY (transaction_id, earn_id)
 );
+
+-- A correction (a refund of a burn) names the transaction it corrects; the index finds the
+-- corrections of one transaction, and holds only the rows that have one.
+ALTER TABLE transactions ADD COLUMN corrects TEXT;
+CREATE INDEX transactions_corrects ON transactions (corrects) WHERE corrects IS NOT NULL;
