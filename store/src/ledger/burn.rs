@@ -8,9 +8,7 @@ use serde_json::{Value, json};
 use crate::backend::{Forked, PgTx, SqliteTx, Tx, Work};
 use crate::common::ids::{fingerprint, new_id, now};
 use crate::ledger::fifo::{Aside, Earn, LotRow, Position, Spent, Taker};
-use crate::ledger::transactions::{
-    Entry, TransactionRow, idem_key, transaction_columns, transaction_from_row,
-};
+use crate::ledger::transactions::{self, Entry, SELECT_BY_KEY, TransactionRow, idem_key};
 use crate::{Campaign, Store, StoreError, Tokens, Transaction, TransactionKind};
 
 mod postgres;
@@ -51,17 +49,6 @@ impl NewBurn {
 pub struct Burned {
     pub transaction: Transaction,
     pub replayed: bool,
-}
-
-const SELECT_BURN: &str = concat!(
-    "SELECT ",
-    transaction_columns!(),
-    " FROM transactions WHERE idem_key = $1"
-);
-
-fn split(mut row: TransactionRow) -> Result<(Transaction, Option<String>), StoreError> {
-    let fingerprint = row.fingerprint.take();
-    Ok((transaction_from_row(row)?, fingerprint))
 }
 
 /// Burns: tokens spent from a wallet, oldest lots first (scope: `&Campaign`).
@@ -168,7 +155,7 @@ impl Store {
         fingerprint: &str,
     ) -> Result<Option<Burned>, StoreError> {
         let key = idem_key(&campaign.org_id, TransactionKind::Burn, &burn.external_id);
-        let row: Option<TransactionRow> = self.read_row(SELECT_BURN, params![key]).await?;
+        let row: Option<TransactionRow> = self.read_row(SELECT_BY_KEY, params![key]).await?;
         row.map(|row| replay_or_conflict(row, fingerprint))
             .transpose()
     }
@@ -263,7 +250,6 @@ pub(crate) fn position<D>(row: (Option<D>, Option<String>, i64)) -> Option<Posit
 pub(crate) struct Debit {
     org_id: String,
     campaign_id: String,
-    external_id: String,
     transaction: Transaction,
     fingerprint: String,
     min_balance: i64,
@@ -282,7 +268,6 @@ impl Debit {
         Debit {
             org_id: campaign.org_id.clone(),
             campaign_id: campaign.id.clone(),
-            external_id: transaction.external_id.clone().unwrap_or_default(),
             transaction,
             fingerprint,
             min_balance: min_balance.micros(),
@@ -295,28 +280,8 @@ impl Debit {
 
     /// The BURN transaction to write.
     fn entry(&self) -> Entry<'_> {
-        let t = &self.transaction;
-        Entry {
-            id: &t.id,
-            org_id: &self.org_id,
-            campaign_id: &self.campaign_id,
-            wallet_id: &t.wallet_id,
-            kind: TransactionKind::Burn,
-            amount: t.amount.micros(),
-            external_id: &self.external_id,
-            source_amount: None,
-            currency: &t.currency,
-            description: t.description.as_deref(),
-            comment: t.comment.as_deref(),
-            meta: t.meta.as_ref(),
-            date: t.date,
-            trace: None,
-            rule_version: None,
-            created_at: t.created_at,
-            batch_id: None,
-            fingerprint: Some(&self.fingerprint),
-            expires_at: None,
-        }
+        self.transaction
+            .entry(&self.org_id, &self.campaign_id, &self.fingerprint)
     }
 
     fn insufficient(&self, balance: i64) -> StoreError {
@@ -380,7 +345,7 @@ impl Debit {
             Claimed::Earlier => {
                 let key = self.entry().idem_key();
                 let earlier: TransactionRow = tx
-                    .row(SELECT_BURN, params![key])
+                    .row(SELECT_BY_KEY, params![key])
                     .await?
                     .ok_or(StoreError::NotFound { what: "burn" })?;
                 return replay_or_conflict(earlier, &self.fingerprint).map(Some);
@@ -470,15 +435,10 @@ pub(crate) fn in_spending_order(
 
 /// An earlier burn with the same `externalId`: the same request again, or a conflicting one.
 fn replay_or_conflict(row: TransactionRow, fingerprint: &str) -> Result<Burned, StoreError> {
-    match split(row)? {
-        (transaction, Some(earlier)) if earlier == fingerprint => Ok(Burned {
-            transaction,
-            replayed: true,
-        }),
-        _ => Err(StoreError::Conflict {
-            field: "externalId",
-        }),
-    }
+    transactions::replay_or_conflict(row, fingerprint).map(|transaction| Burned {
+        transaction,
+        replayed: true,
+    })
 }
 
 #[cfg(test)]

@@ -196,52 +196,46 @@ pub(crate) fn give_back<D: Ord + Clone>(
     aside: &[Aside<D>],
     gifts: &[(Earn<D>, i64)],
 ) -> Result<Spent<D>, String> {
-    let mut spent = Spent::default();
     let mut new_position = position.clone();
-    let mut updated: Vec<Aside<D>> = Vec::new();
+    // The aside rows the gifts change, each with whether it exists already.
+    let mut rows: Vec<(Aside<D>, bool)> = Vec::new();
     for (earn, amount) in gifts {
-        let at = (&earn.date, earn.id.as_str());
-        let held = aside
-            .iter()
-            .chain(&updated)
-            .rev()
-            .find(|a| a.id == earn.id)
-            .cloned();
-        if let Some(mut a) = held {
-            a.remaining += amount;
-            updated.retain(|u| u.id != a.id);
-            updated.push(a);
-            continue;
-        }
-        match &mut new_position {
-            Some(p) if p.id == earn.id => {
-                if p.taken < *amount {
+        if let Some((row, _)) = rows.iter_mut().find(|(a, _)| a.id == earn.id) {
+            row.remaining += amount;
+        } else if let Some(a) = aside.iter().find(|a| a.id == earn.id) {
+            let row = Aside {
+                remaining: a.remaining + amount,
+                ..a.clone()
+            };
+            rows.push((row, true));
+        } else {
+            match &mut new_position {
+                Some(p) if p.id == earn.id && p.taken >= *amount => p.taken -= amount,
+                Some(p) if (&earn.date, earn.id.as_str()) < (&p.date, p.id.as_str()) => {
+                    let row = Aside {
+                        date: earn.date.clone(),
+                        id: earn.id.clone(),
+                        remaining: *amount,
+                        expires_at: earn.expires_at.clone(),
+                    };
+                    rows.push((row, false));
+                }
+                _ => {
                     return Err(format!(
-                        "earn {} holds less spent than is given back",
+                        "less was spent of earn {} than is given back",
                         earn.id
                     ));
                 }
-                p.taken -= amount;
             }
-            Some(p) if at < (&p.date, p.id.as_str()) => spent.aside_inserts.push(Aside {
-                date: earn.date.clone(),
-                id: earn.id.clone(),
-                remaining: *amount,
-                expires_at: earn.expires_at.clone(),
-            }),
-            _ => return Err(format!("nothing was spent of earn {}", earn.id)),
         }
     }
-    // Two gifts to one spent earn make one aside row.
-    let mut inserts: Vec<Aside<D>> = Vec::new();
-    for a in spent.aside_inserts.drain(..) {
-        match inserts.iter_mut().find(|i| i.id == a.id) {
-            Some(i) => i.remaining += a.remaining,
-            None => inserts.push(a),
+    let mut spent = Spent::default();
+    for (row, exists) in rows {
+        match exists {
+            true => spent.aside_updates.push((row.id, row.remaining)),
+            false => spent.aside_inserts.push(row),
         }
     }
-    spent.aside_inserts = inserts;
-    spent.aside_updates = updated.into_iter().map(|a| (a.id, a.remaining)).collect();
     if new_position != position {
         spent.position = new_position;
     }

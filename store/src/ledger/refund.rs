@@ -15,9 +15,10 @@ use serde_json::{Value, json};
 use crate::backend::{PgTx, SqliteTx, Tx, Work};
 use crate::common::ids::{fingerprint, new_id, now};
 use crate::ledger::burn::{ASIDE, apply, position};
+use crate::ledger::credit::sooner;
 use crate::ledger::fifo::{self, Aside, Earn, LotRow};
 use crate::ledger::transactions::{
-    Entry, INSERT_TRANSACTION, TransactionRow, idem_key, transaction_columns, transaction_from_row,
+    INSERT_TRANSACTION, SELECT_BY_KEY, TransactionRow, idem_key, replay_or_conflict,
 };
 use crate::{Campaign, Store, StoreError, Tokens, Transaction, TransactionKind};
 
@@ -98,17 +99,14 @@ type Taken = (String, DateTime<Utc>, i64, Option<DateTime<Utc>>, i64);
 /// What earlier refunds of the burn gave back to each earn's lot.
 const GIVEN: &str = "SELECT s.earn_id, CAST(SUM(s.amount) AS BIGINT) FROM spends s \
      JOIN transactions r ON r.id = s.transaction_id WHERE r.corrects = $1 GROUP BY s.earn_id";
-const SELECT_BY_KEY: &str = concat!(
-    "SELECT ",
-    transaction_columns!(),
-    " FROM transactions WHERE idem_key = $1"
-);
 const LINK: &str = "UPDATE transactions SET corrects = $2 WHERE id = $1";
 const GIVE: &str = "INSERT INTO spends (transaction_id, earn_id, amount) VALUES ($1, $2, $3)";
 /// The refund's credit; the wallet's next expiry moves to `$3` if that is sooner.
-const CREDIT: &str = "UPDATE wallets SET balance = balance + $2, updated_at = $4, \
-     expires_next = CASE WHEN $3 IS NOT NULL AND (expires_next IS NULL OR $3 < expires_next) \
-     THEN $3 ELSE expires_next END WHERE id = $1";
+const CREDIT: &str = concat!(
+    "UPDATE wallets SET balance = balance + $2, updated_at = $4, expires_next = ",
+    sooner!("$3"),
+    " WHERE id = $1"
+);
 
 impl Refunding {
     async fn run(&self, tx: &mut impl Tx) -> Result<Refunded, StoreError> {
@@ -139,15 +137,11 @@ impl Refunding {
             .row::<TransactionRow>(SELECT_BY_KEY, params![key])
             .await?
         {
-            return match earlier.fingerprint.as_deref() == Some(self.fingerprint.as_str()) {
-                true => Ok(Refunded {
-                    transaction: transaction_from_row(earlier)?,
-                    replayed: true,
-                }),
-                false => Err(StoreError::Conflict {
-                    field: "externalId",
-                }),
-            };
+            let transaction = replay_or_conflict(earlier, &self.fingerprint)?;
+            return Ok(Refunded {
+                transaction,
+                replayed: true,
+            });
         }
         let taken_from: Vec<Taken> = tx.rows(TAKEN, params![r.burn_id]).await?;
         if taken_from.is_empty() && burned > 0 {
@@ -215,27 +209,7 @@ impl Refunding {
             rule_version: None,
             created_at: now(),
         };
-        let entry = Entry {
-            id: &transaction.id,
-            org_id: &c.org_id,
-            campaign_id: &c.id,
-            wallet_id: &wallet,
-            kind: TransactionKind::Refund,
-            amount,
-            external_id: &r.external_id,
-            source_amount: None,
-            currency: &transaction.currency,
-            description: r.description.as_deref(),
-            comment: r.comment.as_deref(),
-            meta: r.meta.as_ref(),
-            date: transaction.date,
-            trace: None,
-            rule_version: None,
-            created_at: transaction.created_at,
-            batch_id: None,
-            fingerprint: Some(&self.fingerprint),
-            expires_at: None,
-        };
+        let entry = transaction.entry(&c.org_id, &c.id, &self.fingerprint);
         tx.execute(INSERT_TRANSACTION, &entry.args(&key, None))
             .await?;
         // The link is written beside the entry every path shares.

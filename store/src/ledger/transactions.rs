@@ -60,7 +60,27 @@ macro_rules! transaction_columns {
          meta, date, trace, rule_version, created_at, fingerprint"
     };
 }
-pub(crate) use transaction_columns;
+
+/// The transaction written under an idempotency key (`$1`), with its request's fingerprint.
+pub(crate) const SELECT_BY_KEY: &str = concat!(
+    "SELECT ",
+    transaction_columns!(),
+    " FROM transactions WHERE idem_key = $1"
+);
+
+/// An earlier transaction under a request's key: the same request again (its transaction), or
+/// another one (`Conflict` on `externalId`).
+pub(crate) fn replay_or_conflict(
+    mut earlier: TransactionRow,
+    fingerprint: &str,
+) -> Result<Transaction, StoreError> {
+    match earlier.fingerprint.take() {
+        Some(f) if f == fingerprint => transaction_from_row(earlier),
+        _ => Err(StoreError::Conflict {
+            field: "externalId",
+        }),
+    }
+}
 
 /// Every column a transaction is written with, in the order `INSERT_TRANSACTION` binds them.
 macro_rules! entry_columns {
@@ -136,6 +156,39 @@ pub(crate) struct EntryText<'a> {
     pub date: &'a str,
     pub created_at: &'a str,
     pub expires_at: Option<&'a str>,
+}
+
+impl Transaction {
+    /// The entry that writes this transaction (one made by a request, with its `fingerprint`:
+    /// a burn or a correction, which have no expiry of their own) in `org_id`'s `campaign_id`.
+    pub(crate) fn entry<'a>(
+        &'a self,
+        org_id: &'a str,
+        campaign_id: &'a str,
+        fingerprint: &'a str,
+    ) -> Entry<'a> {
+        Entry {
+            id: &self.id,
+            org_id,
+            campaign_id,
+            wallet_id: &self.wallet_id,
+            kind: self.kind,
+            amount: self.amount.micros(),
+            external_id: self.external_id.as_deref().unwrap_or_default(),
+            source_amount: self.source_amount.as_deref(),
+            currency: &self.currency,
+            description: self.description.as_deref(),
+            comment: self.comment.as_deref(),
+            meta: self.meta.as_ref(),
+            date: self.date,
+            trace: self.trace.as_deref(),
+            rule_version: self.rule_version,
+            created_at: self.created_at,
+            batch_id: None,
+            fingerprint: Some(fingerprint),
+            expires_at: None,
+        }
+    }
 }
 
 impl Entry<'_> {

@@ -35,7 +35,7 @@ macro_rules! sooner {
         )
     };
 }
-use sooner;
+pub(crate) use sooner;
 
 /// An earn set aside: recorded behind its wallet's spending position (see `fifo`).
 pub(crate) const SET_ASIDE: &str = "INSERT INTO lots_aside (transaction_id, wallet_id, \
