@@ -342,7 +342,8 @@ pub enum CampaignCommand {
         #[arg(long)]
         campaign: String,
     },
-    /// Set the programme's policy: the balance a member must keep and when tokens expire.
+    /// Set the programme's policy: the balance a member must keep, when tokens expire, and what
+    /// a reversal does with tokens already spent.
     Policy(PolicyArgs),
 }
 
@@ -359,6 +360,10 @@ pub struct PolicyArgs {
     /// Tokens expire this many days after they were earned (same as --expiry days:N).
     #[arg(long)]
     pub expiry_days: Option<u32>,
+    /// What a reversal of an earn does with tokens the member already spent: debt (the
+    /// balance goes below zero until later earns pay it), clip (take what is left) or refuse.
+    #[arg(long)]
+    pub shortfall: Option<String>,
 }
 
 #[derive(Debug, Args)]

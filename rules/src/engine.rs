@@ -391,20 +391,24 @@ impl RuleSet {
                 }),
             }
         }
-        let strategy = match self.rounding {
-            RoundingMode::Floor => RoundingStrategy::ToNegativeInfinity,
-            RoundingMode::Round => RoundingStrategy::MidpointAwayFromZero,
-            RoundingMode::Ceil => RoundingStrategy::ToPositiveInfinity,
-        };
-        let tokens = total
-            .max(Decimal::ZERO)
-            .round_dp_with_strategy(self.decimals, strategy);
+        let tokens = self.round(total.max(Decimal::ZERO));
         if tokens != total {
             steps.push(Step::Rounded {
                 contribution: tokens - total,
             });
         }
         tokens
+    }
+
+    /// `tokens` rounded as the programme rounds what a transaction earns (its `rounding` to its
+    /// `decimals`): a share of an earn's tokens (a partial return) is rounded the same way.
+    pub fn round(&self, tokens: Decimal) -> Decimal {
+        let strategy = match self.rounding {
+            RoundingMode::Floor => RoundingStrategy::ToNegativeInfinity,
+            RoundingMode::Round => RoundingStrategy::MidpointAwayFromZero,
+            RoundingMode::Ceil => RoundingStrategy::ToPositiveInfinity,
+        };
+        tokens.round_dp_with_strategy(self.decimals, strategy)
     }
 
     /// The id of the rule a step names.

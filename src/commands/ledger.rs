@@ -17,7 +17,11 @@ fn tokens(flag: &str, text: &str) -> anyhow::Result<Tokens> {
 }
 
 fn policy_json(policy: &Policy) -> serde_json::Value {
-    json!({"minBalance": policy.min_balance, "expiry": policy.expiry.to_string()})
+    json!({
+        "minBalance": policy.min_balance,
+        "expiry": policy.expiry.to_string(),
+        "shortfall": policy.shortfall.as_str(),
+    })
 }
 
 pub async fn policy(store: &Store, args: PolicyArgs, json: bool) -> anyhow::Result<()> {
@@ -37,11 +41,16 @@ pub async fn policy(store: &Store, args: PolicyArgs, json: bool) -> anyhow::Resu
         }
         policy.expiry = Expiry::Days(days);
     }
+    if let Some(shortfall) = &args.shortfall {
+        policy.shortfall = shortfall
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--shortfall {e}"))?;
+    }
     let policy = store.set_policy(&campaign, policy).await?;
     emit(json, policy_json(&policy), || {
         format!(
-            "minimum balance {}, tokens expire: {}",
-            policy.min_balance, policy.expiry
+            "minimum balance {}, tokens expire: {}, reversal shortfall: {}",
+            policy.min_balance, policy.expiry, policy.shortfall
         )
     });
     Ok(())
@@ -72,8 +81,8 @@ pub async fn show(store: &Store, campaign: &str, json: bool) -> anyhow::Result<(
             format!("version {v}")
         });
         let mut text = format!(
-            "campaign {id} ({name}) of organisation {org_id}\ncurrency:        {currency}\nminimum balance: {}\nexpiry:          {}\nrules:           {rules}",
-            policy.min_balance, policy.expiry
+            "campaign {id} ({name}) of organisation {org_id}\ncurrency:        {currency}\nminimum balance: {}\nexpiry:          {}\nshortfall:       {}\nrules:           {rules}",
+            policy.min_balance, policy.expiry, policy.shortfall
         );
         for t in &tiers {
             text.push_str(&format!(

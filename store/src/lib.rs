@@ -67,8 +67,8 @@ pub use exports::{ExportChunk, ExportFilter, ExportTime, Texts};
 pub use leaderboard::{Built, Neighbourhood, Snapshot, Standing, display_name};
 pub use ledger::audit::Discrepancy;
 pub use ledger::burn::{Burned, NewBurn};
+pub use ledger::corrections::{Corrected, NewCorrection};
 pub use ledger::earn::{Credit, Credited, EarnInput, EarnRequest, EarnStatus, PendingEarn};
-pub use ledger::refund::{NewRefund, Refunded};
 pub use ledger::transactions::{EarnReplay, Transaction, TransactionFilter, TransactionKind};
 pub use ledger::wallets::{NewWallet, Wallet, WalletFilter};
 pub use members::{
@@ -82,7 +82,7 @@ pub use orders::{
     OrderLine, OrderScope, Placed, ProductSummary, Redeemed,
 };
 pub use programme::evaluate::RulesInput;
-pub use programme::policies::{Expiry, Policy};
+pub use programme::policies::{Expiry, Policy, Shortfall};
 pub use programme::rule_book::RuleBook;
 pub use programme::rule_sets::RuleSetVersion;
 pub use programme::tiers::{NewTier, Tier};

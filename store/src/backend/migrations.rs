@@ -42,6 +42,7 @@ migrations! {
     15 "journal wallet check" "0015_journal_wallet_check.sql",
     16 "tier handle" "0016_tier_handle.sql",
     17 "corrections" "0017_corrections.sql",
+    18 "reversals" "0018_reversals.sql",
 }
 
 /// The migration that indexes `transactions.idem_key`: before it runs, the keys of an existing

@@ -1,7 +1,9 @@
-//! The audit: for every wallet, the balance must equal EARN + REFUND - BURN - EXPIRY, the lifetime
-//! earned total must equal the EARN sum, and the tokens it holds by its spending position and
-//! aside rows (its lots) must add up to the balance; and, on PostgreSQL, where no foreign key
-//! checks it row by row (migration 15), every transaction must belong to a wallet.
+//! The audit: for every wallet, the balance must equal EARN + REFUND - BURN - EXPIRY - REVERSAL,
+//! the lifetime earned total must equal the EARN sum less what reversals took off them, the
+//! tokens it holds by its spending position and aside rows (its lots) must add up to the
+//! balance plus what it owes, and what it owes to what its reversals took that no lot paid;
+//! and, on PostgreSQL, where no foreign key checks it row by row (migration 15), every
+//! transaction must belong to a wallet.
 
 use crate::{Store, StoreError, Tokens};
 
@@ -9,7 +11,7 @@ use crate::{Store, StoreError, Tokens};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Discrepancy {
     pub wallet_id: String,
-    /// `balance`, `earned` or `lots`; `wallet` for transactions naming a wallet that does not
+    /// `balance`, `earned`, `lots` or `owed`; `wallet` for transactions naming a wallet that does not
     /// exist (recorded 0, computed their net sum).
     pub check: &'static str,
     /// What the wallet says.
@@ -29,16 +31,20 @@ pub struct Discrepancy {
 /// rather than in the order they are stored. SUM of BIGINT is NUMERIC on PostgreSQL: cast back,
 /// so both backends give an i64.
 const AUDIT: &str = "SELECT COALESCE(w.id, t.wallet_id), w.id IS NULL, \
-     COALESCE(w.balance, 0), COALESCE(w.earned, 0), CAST(COALESCE(t.net, 0) AS BIGINT), \
-     CAST(COALESCE(t.earns, 0) AS BIGINT), \
+     COALESCE(w.balance, 0) + COALESCE(w.owed, 0), COALESCE(w.earned, 0), \
+     CAST(COALESCE(t.net, 0) AS BIGINT), CAST(COALESCE(t.earns, 0) AS BIGINT), \
      CAST(COALESCE(t.open, 0) + COALESCE(a.aside, 0) - CASE WHEN w.fifo_id IS NOT NULL AND NOT \
          EXISTS (SELECT 1 FROM lots_aside x WHERE x.transaction_id = w.fifo_id) \
-         THEN w.fifo_taken ELSE 0 END AS BIGINT) \
+         THEN w.fifo_taken ELSE 0 END AS BIGINT), \
+     COALESCE(w.balance, 0), CAST(COALESCE(t.owed, 0) AS BIGINT), COALESCE(w.owed, 0) \
      FROM wallets w \
      {outer} JOIN (SELECT t.wallet_id, \
          SUM(CASE t.kind WHEN 'EARN' THEN t.amount WHEN 'REFUND' THEN t.amount \
              ELSE -t.amount END) AS net, \
-         SUM(CASE t.kind WHEN 'EARN' THEN t.amount ELSE 0 END) AS earns, \
+         SUM(CASE t.kind WHEN 'EARN' THEN t.amount \
+             WHEN 'REVERSAL' THEN -t.amount - COALESCE(t.forgiven, 0) ELSE 0 END) AS earns, \
+         SUM(CASE WHEN t.kind = 'REVERSAL' THEN t.amount - COALESCE((SELECT SUM(s.amount) \
+             FROM spends s WHERE s.transaction_id = t.id), 0) ELSE 0 END) AS owed, \
          SUM(CASE WHEN t.kind = 'EARN' AND (p.fifo_date IS NULL \
              OR (t.date, t.id) >= (p.fifo_date, p.fifo_id)) \
              AND NOT EXISTS (SELECT 1 FROM lots_aside x WHERE x.transaction_id = t.id) \
@@ -63,10 +69,10 @@ fn audit_sql(store: &Store) -> String {
 impl Store {
     /// Checks every wallet; an empty list means the ledger agrees with itself.
     pub async fn audit(&self) -> Result<Vec<Discrepancy>, StoreError> {
-        let rows: Vec<(String, bool, i64, i64, i64, i64, i64)> =
-            self.read_rows(&audit_sql(self), params![]).await?;
+        type Row = (String, bool, i64, i64, i64, i64, i64, i64, i64, i64);
+        let rows: Vec<Row> = self.read_rows(&audit_sql(self), params![]).await?;
         let mut found = Vec::new();
-        for (wallet, missing, balance, earned, net, earns, lots) in rows {
+        for (wallet, missing, held, earned, net, earns, lots, balance, unpaid, owed) in rows {
             if missing {
                 found.push(Discrepancy {
                     wallet_id: wallet,
@@ -79,7 +85,8 @@ impl Store {
             for (check, recorded, computed) in [
                 ("balance", balance, net),
                 ("earned", earned, earns),
-                ("lots", balance, lots),
+                ("lots", held, lots),
+                ("owed", owed, unpaid),
             ] {
                 if recorded != computed {
                     found.push(Discrepancy {

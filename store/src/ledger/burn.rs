@@ -102,6 +102,8 @@ impl Burning<'_> {
             trace: None,
             rule_version: None,
             created_at: now(),
+            corrects: None,
+            corrected: Tokens::ZERO,
         };
         let fingerprint = self.fingerprint.clone();
         let debit = Debit::new(
@@ -297,8 +299,9 @@ pub(crate) enum Claimed {
     Earlier,
     /// The balance does not cover the amount (the transaction is to be undone).
     Short,
-    /// Debited: the wallet's spending position before the burn.
-    Debited(Option<Position<DateTime<Utc>>>),
+    /// Debited: the wallet's spending position before the burn, and what it owes (see
+    /// `repay`).
+    Debited(Option<Position<DateTime<Utc>>>, i64),
 }
 
 /// A wallet's aside rows and transactions from its position, each marked whether it is an
@@ -338,8 +341,8 @@ impl Debit {
     /// then.
     pub(crate) async fn run<T: Debiting>(&self, tx: &mut T) -> Result<Option<Burned>, StoreError> {
         let t = &self.transaction;
-        let at_position = match tx.claim_and_debit(self).await? {
-            Claimed::Debited(position) => position,
+        let (at_position, owed) = match tx.claim_and_debit(self).await? {
+            Claimed::Debited(position, owed) => (position, owed),
             // An identical request finished meanwhile: its replay is answered, never refused
             // for the balance it spent.
             Claimed::Earlier => {
@@ -358,31 +361,100 @@ impl Debit {
                 return Err(self.insufficient(balance));
             }
         };
-        // The aside rows and the first transactions, then more at a time after the last one
-        // read, while the amount lasts.
-        let (aside, mut read) = tx.first_lots(&t.wallet_id, at_position.as_ref()).await?;
-        let mut limit = T::FIRST_READ;
-        let mut taker = Taker::new(t.amount.micros(), at_position, aside);
-        loop {
-            let count = read.len();
-            let last = read.last().map(|(e, _)| (e.date, e.id.clone()));
-            let wants_more = read
-                .iter()
-                .filter(|(_, earn)| *earn)
-                .all(|(e, _)| taker.earn(e));
-            let Some((date, id)) = last.filter(|_| wants_more && count == limit) else {
-                break;
-            };
-            limit = T::NEXT_READ;
-            read = tx.lots_after(&t.wallet_id, date, &id).await?;
-        }
-        let spent = taker.finish();
-        apply(tx, &t.wallet_id, &spent).await?;
+        let at_position = match owed {
+            0 => at_position,
+            owed => repay(tx, &t.wallet_id, at_position, owed).await?,
+        };
+        let (spent, _) = take(tx, &t.wallet_id, at_position, t.amount.micros(), None).await?;
         for (earn, amount) in &spent.takes {
             tx.execute(SPEND, params![t.id, earn, amount]).await?;
         }
         Ok(None)
     }
+}
+
+/// Takes `amount` from the wallet at `position`, oldest lots first (after the lot of `first`,
+/// when given: see `Taker::take_first`), and writes where that leaves its lots: what it took
+/// from each earn, and what no lot covered. The lots are read in spending order as far as the
+/// amount reaches: the aside rows and the first transactions, then more at a time after the
+/// last one read.
+pub(crate) async fn take<T: Debiting>(
+    tx: &mut T,
+    wallet: &str,
+    position: Option<Position<DateTime<Utc>>>,
+    amount: i64,
+    first: Option<&Earn<DateTime<Utc>>>,
+) -> Result<(Spent<DateTime<Utc>>, i64), StoreError> {
+    let (aside, mut read) = tx.first_lots(wallet, position.as_ref()).await?;
+    let mut limit = T::FIRST_READ;
+    let mut taker = Taker::new(amount, position, aside);
+    if let Some(earn) = first {
+        taker.take_first(earn);
+    }
+    loop {
+        let count = read.len();
+        let last = read.last().map(|(e, _)| (e.date, e.id.clone()));
+        let wants_more = taker.left() > 0
+            && read
+                .iter()
+                .filter(|(_, earn)| *earn)
+                .all(|(e, _)| taker.earn(e));
+        let Some((date, id)) = last.filter(|_| wants_more && count == limit) else {
+            break;
+        };
+        limit = T::NEXT_READ;
+        read = tx.lots_after(wallet, date, &id).await?;
+    }
+    let spent = taker.finish();
+    apply(tx, wallet, &spent).await?;
+    // `finish` takes from the aside rows after the last earn read: count what was taken.
+    let left = amount - spent.takes.iter().map(|(_, took)| took).sum::<i64>();
+    Ok((spent, left))
+}
+
+/// Reversals with tokens no lot has paid yet, oldest first: each one's id and what it is owed.
+const UNPAID: &str = "SELECT r.id, CAST(r.amount - COALESCE((SELECT SUM(s.amount) \
+     FROM spends s WHERE s.transaction_id = r.id), 0) AS BIGINT) FROM transactions r \
+     WHERE r.wallet_id = $1 AND r.kind = 'REVERSAL' ORDER BY r.date, r.id";
+/// What paid a reversal's debt from one earn's lot (the same lot may pay it twice: a refund
+/// can give tokens back into a lot the reversal emptied before).
+const PAID: &str = "INSERT INTO spends (transaction_id, earn_id, amount) VALUES ($1, $2, $3) \
+     ON CONFLICT (transaction_id, earn_id) DO UPDATE SET amount = spends.amount + excluded.amount";
+const OWED_LESS: &str = "UPDATE wallets SET owed = owed - $2 WHERE id = $1";
+
+/// Pays what the wallet at `position` owes (`owed`: tokens reversals took back that no lot
+/// held then) from its oldest lots, as far as they reach, before anything else may take from
+/// them; each payment is recorded as what its reversal took from that lot. The position after.
+pub(crate) async fn repay<T: Debiting>(
+    tx: &mut T,
+    wallet: &str,
+    position: Option<Position<DateTime<Utc>>>,
+    owed: i64,
+) -> Result<Option<Position<DateTime<Utc>>>, StoreError> {
+    let (spent, left) = take(tx, wallet, position.clone(), owed, None).await?;
+    if left == owed {
+        return Ok(position);
+    }
+    let unpaid: Vec<(String, i64)> = tx.rows(UNPAID, params![wallet]).await?;
+    let mut unpaid = unpaid.into_iter().filter(|(_, due)| *due > 0);
+    let mut current = unpaid.next();
+    for (earn, mut amount) in spent.takes {
+        while amount > 0 {
+            let Some((reversal, due)) = current.as_mut() else {
+                return Err(StoreError::NotCommitted(format!(
+                    "wallet {wallet} owes more than its reversals took"
+                )));
+            };
+            let paid = amount.min(*due);
+            tx.execute(PAID, params![*reversal, earn, paid]).await?;
+            (amount, *due) = (amount - paid, *due - paid);
+            if *due == 0 {
+                current = unpaid.next();
+            }
+        }
+    }
+    tx.execute(OWED_LESS, params![wallet, owed - left]).await?;
+    Ok(spent.position.or(position))
 }
 
 impl Work for Debit {

@@ -8,9 +8,9 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 
-use crate::backend::{PgTx, SqliteTx, ToArg, Tx, Work};
+use crate::backend::{PgTx, SqliteTx, ToArg, Work};
 use crate::common::ids::{new_id, now};
-use crate::ledger::burn::{ASIDE, EARNS, EARNS_FROM, apply, position};
+use crate::ledger::burn::{ASIDE, Debiting, EARNS, EARNS_FROM, apply, position, repay};
 use crate::ledger::fifo::{self, Aside, Earn, LotRow};
 use crate::ledger::transactions::{Entry, INSERT_TRANSACTION};
 use crate::{Store, StoreError, TransactionKind};
@@ -76,7 +76,7 @@ impl Store {
 
 /// What a wallet's visit needs, read under its lock.
 const WALLET: &str = "SELECT org_id, campaign_id, currency, expires_next, fifo_date, fifo_id, \
-     fifo_taken FROM wallets WHERE id = $1";
+     fifo_taken, owed FROM wallets WHERE id = $1";
 const DEBIT: &str =
     "UPDATE wallets SET balance = balance - $2, updated_at = $3, expires_next = $4 WHERE id = $1";
 
@@ -87,7 +87,7 @@ struct Expiring {
 }
 
 impl Expiring {
-    async fn run(&self, tx: &mut impl Tx) -> Result<Option<usize>, StoreError> {
+    async fn run(&self, tx: &mut impl Debiting) -> Result<Option<usize>, StoreError> {
         type WalletRow = (
             String,
             String,
@@ -96,17 +96,22 @@ impl Expiring {
             Option<DateTime<Utc>>,
             Option<String>,
             i64,
+            i64,
         );
         type Lot = LotRow<DateTime<Utc>>;
         let (wallet, at) = (self.wallet.as_str(), self.at);
-        let (org, campaign, currency, next, date, id, taken): WalletRow = tx
+        let (org, campaign, currency, next, date, id, taken, owed): WalletRow = tx
             .row_locked(WALLET, params![wallet])
             .await?
             .ok_or(StoreError::NotFound { what: "wallet" })?;
         if next.is_none_or(|next| next > at) {
             return Ok(None);
         }
-        let at_position = position((date, id, taken));
+        // Tokens a debt is owed are not the member's to lose: the debt is paid first.
+        let at_position = match owed {
+            0 => position((date, id, taken)),
+            owed => repay(tx, wallet, position((date, id, taken)), owed).await?,
+        };
         let aside: Vec<Lot> = tx.rows(ASIDE, params![wallet]).await?;
         let earns: Vec<Lot> = match &at_position {
             Some(p) => tx.rows(EARNS_FROM, params![wallet, p.date, p.id]).await?,

@@ -97,12 +97,15 @@ pub(crate) struct Taker<D> {
     aside: Vec<Aside<D>>,
     next_aside: usize,
     touched: Vec<bool>,
+    /// Aside rows the taker made (`take_first`): inserted, not updated, if still needed.
+    made: Vec<bool>,
     takes: Vec<(String, i64)>,
 }
 
 impl<D: Ord + Clone> Taker<D> {
     pub fn new(amount: i64, position: Option<Position<D>>, aside: Vec<Aside<D>>) -> Taker<D> {
         let touched = vec![false; aside.len()];
+        let made = touched.clone();
         Taker {
             left: amount,
             position,
@@ -110,14 +113,65 @@ impl<D: Ord + Clone> Taker<D> {
             aside,
             next_aside: 0,
             touched,
+            made,
             takes: Vec::new(),
         }
     }
 
-    /// Still to take.
-    #[cfg(test)]
+    /// Still to take (before `finish`, which may take more).
     pub fn left(&self) -> i64 {
         self.left
+    }
+
+    /// Takes from `earn`'s own lot first, before any other (a reversal takes back the tokens
+    /// of the earn it reverses): from its aside row, from the earn at the position, or from an
+    /// earn still whole after it, which then gets an aside row saying what is left of it. An
+    /// earn before the position without an aside row has nothing left. Called before `earn`.
+    pub fn take_first(&mut self, earn: &Earn<D>) {
+        let key = (&earn.date, earn.id.as_str());
+        if let Some(i) = self.aside.iter().position(|a| a.id == earn.id) {
+            let a = &mut self.aside[i];
+            let take = a.remaining.min(self.left);
+            if take > 0 {
+                a.remaining -= take;
+                self.left -= take;
+                self.touched[i] = true;
+                self.takes.push((earn.id.clone(), take));
+            }
+            return;
+        }
+        match &mut self.position {
+            Some(p) if p.id == earn.id => {
+                let take = (earn.amount - p.taken).min(self.left);
+                if take > 0 {
+                    p.taken += take;
+                    self.moved = true;
+                    self.left -= take;
+                    self.takes.push((earn.id.clone(), take));
+                }
+            }
+            Some(p) if key < (&p.date, p.id.as_str()) => {}
+            _ => {
+                let take = earn.amount.min(self.left);
+                if take == 0 {
+                    return;
+                }
+                self.left -= take;
+                self.takes.push((earn.id.clone(), take));
+                let at = self
+                    .aside
+                    .partition_point(|a| (&a.date, a.id.as_str()) < key);
+                let row = Aside {
+                    date: earn.date.clone(),
+                    id: earn.id.clone(),
+                    remaining: earn.amount - take,
+                    expires_at: earn.expires_at.clone(),
+                };
+                self.aside.insert(at, row);
+                self.touched.insert(at, true);
+                self.made.insert(at, true);
+            }
+        }
     }
 
     /// Takes from the aside rows ordered before `(date, id)` (all of them with None).
@@ -165,19 +219,24 @@ impl<D: Ord + Clone> Taker<D> {
         self.left > 0
     }
 
-    /// What was decided; `left()` is what no lot covered (zero on a ledger that agrees).
+    /// What was decided, with what was taken from each earn (less than asked for when the
+    /// lots do not cover it).
     pub fn finish(mut self) -> Spent<D> {
         self.take_aside_before(None);
         let mut spent = Spent {
             takes: self.takes,
             ..Spent::default()
         };
-        for (a, touched) in self.aside.iter().zip(&self.touched) {
+        for ((a, touched), made) in self.aside.iter().zip(&self.touched).zip(&self.made) {
             let needed = a.remaining > 0 || after(a, self.position.as_ref());
-            if !needed {
-                spent.aside_deletes.push(a.id.clone());
-            } else if *touched {
-                spent.aside_updates.push((a.id.clone(), a.remaining));
+            match (needed, made) {
+                (true, true) => spent.aside_inserts.push(a.clone()),
+                (false, true) => {}
+                (false, false) => spent.aside_deletes.push(a.id.clone()),
+                (true, false) if *touched => {
+                    spent.aside_updates.push((a.id.clone(), a.remaining));
+                }
+                (true, false) => {}
             }
         }
         if self.moved {
@@ -524,6 +583,63 @@ mod tests {
         assert!(expired.due.is_empty());
         assert_eq!(expired.spent, Spent::default());
         assert_eq!(expired.next, Some(5));
+    }
+
+    #[test]
+    fn a_reversal_takes_its_own_earns_lot_first_wherever_it_lies() {
+        let main = [
+            earn(1, "a", 5, None),
+            earn(2, "b", 5, None),
+            earn(3, "c", 5, Some(9)),
+        ];
+        // `main` from the position on, as the callers read it.
+        let first = |amount, position: Option<Position<u32>>, aside, e: &Earn<u32>| {
+            let from = position
+                .as_ref()
+                .map_or(0, |p: &Position<u32>| p.date as usize - 1);
+            let mut taker = Taker::new(amount, position, aside);
+            taker.take_first(e);
+            for m in &main[from..] {
+                if !taker.earn(m) {
+                    break;
+                }
+            }
+            let left = taker.left();
+            (taker.finish(), left)
+        };
+        // c is whole after the position: 3 of it, then nothing else; an aside row keeps its 2.
+        let (spent, left) = first(3, None, vec![], &main[2]);
+        assert_eq!((spent.takes.clone(), left), (vec![("c".to_string(), 3)], 0));
+        assert_eq!(spent.aside_inserts, [aside(3, "c", 2, Some(9))]);
+        assert_eq!(spent.position, None);
+        // All of c and 2 more, oldest first: c's empty row stays (the position is before it).
+        let (spent, _) = first(7, None, vec![], &main[2]);
+        assert_eq!(spent.takes, [("c".to_string(), 5), ("a".to_string(), 2)]);
+        assert_eq!(spent.aside_inserts, [aside(3, "c", 0, Some(9))]);
+        assert_eq!(
+            spent.position.map(|p| (p.id, p.taken)),
+            Some(("a".into(), 2))
+        );
+        // b at the position: its other 4 first; a (before the position) has nothing left.
+        let at_b = Some(Position {
+            date: 2,
+            id: "b".into(),
+            taken: 1,
+        });
+        let (spent, left) = first(4, at_b.clone(), vec![], &main[0]);
+        assert_eq!((spent.takes.clone(), left), (vec![("b".to_string(), 4)], 0));
+        let (spent, _) = first(4, at_b.clone(), vec![], &main[1]);
+        assert_eq!(spent.takes, [("b".to_string(), 4)]);
+        assert_eq!(
+            spent.position.map(|p| (p.id, p.taken)),
+            Some(("b".into(), 5))
+        );
+        // An aside row is taken from where it is; past the wallet's lots the rest is left.
+        let x = earn(0, "x", 4, None);
+        let (spent, left) = first(20, at_b, vec![aside(0, "x", 3, None)], &x);
+        assert_eq!(spent.takes[0], ("x".to_string(), 3));
+        assert_eq!(left, 20 - 3 - 4 - 5);
+        assert_eq!(spent.aside_deletes, ["x"]);
     }
 
     #[test]

@@ -4,10 +4,10 @@
 
 pub(crate) mod audit;
 pub(crate) mod burn;
+pub(crate) mod corrections;
 pub(crate) mod credit;
 pub(crate) mod earn;
 pub(crate) mod expiry;
 pub(crate) mod fifo;
-pub(crate) mod refund;
 pub(crate) mod transactions;
 pub(crate) mod wallets;

@@ -1,5 +1,7 @@
-//! Ledger transactions: EARN adds tokens, BURN spends them, EXPIRY removes what expired. Each
-//! is immutable once written; a wallet's balance always equals EARN - BURN - EXPIRY.
+//! Ledger transactions: EARN adds tokens, BURN spends them, EXPIRY removes what expired, a
+//! REVERSAL takes back (part of) an earn and a REFUND gives back (part of) a burn. Each is
+//! immutable once written (a correction is a transaction of its own naming what it corrects);
+//! a wallet's balance always equals EARN + REFUND - BURN - EXPIRY - REVERSAL.
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -18,6 +20,8 @@ string_enum! {
         Expiry = "EXPIRY",
         /// Tokens a burn spent, given back (it names the burn it corrects).
         Refund = "REFUND",
+        /// Tokens an earn credited, taken back: a return (it names the earn it corrects).
+        Reversal = "REVERSAL",
     }
 }
 
@@ -43,6 +47,10 @@ pub struct Transaction {
     /// EARN: the rule-set version that decided the tokens (`None`: the default rule set).
     pub rule_version: Option<i64>,
     pub created_at: DateTime<Utc>,
+    /// REVERSAL, REFUND: the transaction it corrects.
+    pub corrects: Option<String>,
+    /// EARN, BURN: the tokens its corrections took or gave back so far.
+    pub corrected: Tokens,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -57,7 +65,9 @@ pub struct TransactionFilter {
 macro_rules! transaction_columns {
     () => {
         "id, wallet_id, kind, amount, external_id, source_amount, currency, description, comment, \
-         meta, date, trace, rule_version, created_at, fingerprint"
+         meta, date, trace, rule_version, created_at, fingerprint, corrects, \
+         CAST((SELECT SUM(c.amount + COALESCE(c.forgiven, 0)) FROM transactions c \
+         WHERE c.corrects = transactions.id) AS BIGINT)"
     };
 }
 
@@ -257,6 +267,8 @@ row_struct! {
         created_at: DateTime<Utc>,
         /// A burn's request, to tell its replay from a conflicting reuse of its `externalId`.
         fingerprint: Option<String>,
+        corrects: Option<String>,
+        corrected: Option<i64>,
     }
 }
 
@@ -281,6 +293,8 @@ pub(crate) fn transaction_from_row(r: TransactionRow) -> Result<Transaction, Sto
         trace: r.trace,
         rule_version: r.rule_version,
         created_at: r.created_at,
+        corrects: r.corrects,
+        corrected: Tokens::from_micros(r.corrected.unwrap_or(0)),
     })
 }
 

@@ -158,6 +158,8 @@ impl Placing {
             trace: None,
             rule_version: None,
             created_at: self.at,
+            corrects: None,
+            corrected: Tokens::ZERO,
         };
         let digest = fingerprint(&json!(["order", self.order_id]));
         Some(Debit::new(

@@ -1,4 +1,5 @@
-//! Programme policies per campaign: the balance a member must keep, and when earned tokens expire.
+//! Programme policies per campaign: the balance a member must keep, when earned tokens expire,
+//! and what a reversal does with tokens already spent.
 
 use crate::Campaign;
 use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
@@ -104,11 +105,55 @@ impl FromStr for Expiry {
     }
 }
 
+/// What a reversal of an earn does when the member has already spent some of the tokens it
+/// takes back (the wallet's lots hold less than it takes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Shortfall {
+    /// The wallet owes the rest: its balance goes below zero, burns are refused until tokens
+    /// credited later pay the debt, and those tokens pay it before anything else can spend them.
+    #[default]
+    Debt,
+    /// The wallet gives what it has; the rest is forgiven (the earn still counts as reversed).
+    Clip,
+    /// The reversal is refused, naming the shortfall.
+    Refuse,
+}
+
+impl Shortfall {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Shortfall::Debt => "debt",
+            Shortfall::Clip => "clip",
+            Shortfall::Refuse => "refuse",
+        }
+    }
+}
+
+impl fmt::Display for Shortfall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Shortfall {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "debt" => Ok(Shortfall::Debt),
+            "clip" => Ok(Shortfall::Clip),
+            "refuse" => Ok(Shortfall::Refuse),
+            other => Err(format!("`{other}`: use debt, clip or refuse")),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Policy {
     /// A burn may not take the balance below this.
     pub min_balance: Tokens,
     pub expiry: Expiry,
+    /// What a reversal does with tokens already spent.
+    pub shortfall: Shortfall,
 }
 
 /// Policies: a campaign's minimum balance and expiry (scope: `&Campaign`).
@@ -129,10 +174,10 @@ impl Store {
     }
 
     async fn stored_policy(&self, campaign_id: &str) -> Result<Policy, StoreError> {
-        const SQL: &str =
-            "SELECT min_balance, expiry FROM campaign_policies WHERE campaign_id = $1";
-        let row: Option<(i64, String)> = self.read_row(SQL, params![campaign_id]).await?;
-        let Some((min, expiry)) = row else {
+        const SQL: &str = "SELECT min_balance, expiry, shortfall FROM campaign_policies \
+             WHERE campaign_id = $1";
+        let row: Option<(i64, String, String)> = self.read_row(SQL, params![campaign_id]).await?;
+        let Some((min, expiry, shortfall)) = row else {
             return Ok(Policy::default());
         };
         Ok(Policy {
@@ -142,6 +187,12 @@ impl Store {
                 "campaign_policies",
                 "expiry",
                 &expiry,
+            )?,
+            shortfall: known(
+                shortfall.parse().ok(),
+                "campaign_policies",
+                "shortfall",
+                &shortfall,
             )?,
         })
     }
@@ -159,15 +210,17 @@ impl Store {
             .expiry
             .check()
             .map_err(|why| StoreError::invalid("expiry", &why))?;
-        const SQL: &str = "INSERT INTO campaign_policies (campaign_id, min_balance, expiry, updated_at) \
-             VALUES ($1, $2, $3, $4) ON CONFLICT (campaign_id) DO UPDATE \
-             SET min_balance = excluded.min_balance, expiry = excluded.expiry, updated_at = excluded.updated_at";
+        const SQL: &str = "INSERT INTO campaign_policies (campaign_id, min_balance, expiry, \
+             shortfall, updated_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (campaign_id) DO UPDATE \
+             SET min_balance = excluded.min_balance, expiry = excluded.expiry, \
+             shortfall = excluded.shortfall, updated_at = excluded.updated_at";
         self.execute(
             SQL,
             params![
                 campaign_id,
                 policy.min_balance.micros(),
                 policy.expiry.to_string(),
+                policy.shortfall.as_str(),
                 now()
             ],
         )

@@ -3,21 +3,21 @@
 
 use chrono::{Duration, Utc};
 use store::{
-    Campaign, EarnInput, EarnStatus, Expiry, NewBurn, NewRefund, NewTier, Page, Policy, RuleBook,
-    Store, StoreError, Tokens, TransactionFilter, TransactionKind, Wallet, backend_tests,
+    Campaign, EarnInput, EarnStatus, Expiry, NewBurn, NewTier, Page, Policy, RuleBook, Store,
+    StoreError, Tokens, TransactionFilter, TransactionKind, Wallet, backend_tests,
 };
 
-struct Setup {
-    campaign: Campaign,
-    wallet: Wallet,
+pub(crate) struct Setup {
+    pub campaign: Campaign,
+    pub wallet: Wallet,
 }
 
-async fn setup(store: &Store) -> Setup {
+pub(crate) async fn setup(store: &Store) -> Setup {
     let (campaign, wallet) = store::testing::wallet_fixture(store).await;
     Setup { campaign, wallet }
 }
 
-fn earn(id: &str, amount: &str) -> EarnInput {
+pub(crate) fn earn(id: &str, amount: &str) -> EarnInput {
     EarnInput {
         earn_id: id.into(),
         wallet: "w-1".into(),
@@ -30,11 +30,11 @@ fn earn(id: &str, amount: &str) -> EarnInput {
 }
 
 /// Processes until nothing waits.
-async fn drain(store: &Store, book: &RuleBook) {
+pub(crate) async fn drain(store: &Store, book: &RuleBook) {
     while store.process_earns(book, 50).await.unwrap() > 0 {}
 }
 
-async fn balance(store: &Store, s: &Setup) -> Tokens {
+pub(crate) async fn balance(store: &Store, s: &Setup) -> Tokens {
     store
         .get_wallet(&s.campaign, &s.wallet.id)
         .await
@@ -43,7 +43,7 @@ async fn balance(store: &Store, s: &Setup) -> Tokens {
 }
 
 /// The campaign's policy becomes `expiry`, everything else as by default.
-async fn set_expiry(store: &Store, s: &Setup, expiry: Expiry) {
+pub(crate) async fn set_expiry(store: &Store, s: &Setup, expiry: Expiry) {
     let policy = Policy {
         expiry,
         ..Default::default()
@@ -52,7 +52,7 @@ async fn set_expiry(store: &Store, s: &Setup, expiry: Expiry) {
     store.set_policy(c, policy).await.unwrap();
 }
 
-fn burn(external_id: &str, amount: i64) -> NewBurn {
+pub(crate) fn burn(external_id: &str, amount: i64) -> NewBurn {
     NewBurn {
         wallet: "w-1".into(),
         external_id: external_id.into(),
@@ -384,7 +384,7 @@ async fn transactions_filter_by_kind_wallet_and_date(store: Store) {
     );
 }
 
-fn earn_on(id: &str, amount: &str, days_ago: i64) -> EarnInput {
+pub(crate) fn earn_on(id: &str, amount: &str, days_ago: i64) -> EarnInput {
     EarnInput {
         date: Utc::now() - Duration::days(days_ago),
         ..earn(id, amount)
@@ -1096,148 +1096,7 @@ async fn a_ledger_of_lots_migrates_on_postgres() {
     a_ledger_of_lots_migrates(store::testing::TestStore::postgres_at(LOTS_SCHEMA).await).await;
 }
 
-fn refund_of(burn_id: &str, external_id: &str, amount: Option<i64>) -> NewRefund {
-    NewRefund {
-        burn_id: burn_id.into(),
-        external_id: external_id.into(),
-        amount: amount.map(Tokens::whole),
-        description: Some("Returned voucher".into()),
-        comment: None,
-        meta: None,
-    }
-}
-
-/// A refund gives a burn's tokens back into the lots it took them from: a lot already past its
-/// expiry expires again at the next sweep, as a transaction of its own; never more than the
-/// burn in total; the same request again is answered with the first refund, another under the
-/// same key is a conflict; only a burn of the campaign is refunded.
-async fn refunds_give_back_to_the_lots_a_burn_took_from(store: Store) {
-    let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
-    set_expiry(&store, &s, Expiry::Days(30)).await;
-    store
-        .submit_earn(&s.campaign, earn_on("old", "10", 25))
-        .await
-        .unwrap(); // due in 5 days
-    store
-        .submit_earn(&s.campaign, earn_on("newer", "20", 5))
-        .await
-        .unwrap(); // due in 25 days
-    drain(&store, &book).await;
-    let burned = store.burn(&s.campaign, burn("b-1", 15)).await.unwrap();
-    let burn_id = burned.transaction.id.clone();
-    // The old lot's other tokens are spent before it is due; 5 of "newer" were burned.
-    let refund = refund_of(&burn_id, "r-1", Some(4));
-    let first = store.refund(&s.campaign, refund.clone()).await.unwrap();
-    assert!(!first.replayed);
-    assert_eq!(first.transaction.kind, TransactionKind::Refund);
-    assert_eq!(first.transaction.amount, Tokens::whole(4));
-    assert_eq!(balance(&store, &s).await, Tokens::whole(19));
-    // Given back to the newest lot first: "newer" holds 19 again, "old" none.
-    let later = Utc::now() + Duration::days(6);
-    assert_eq!(
-        store.expire(later).await.unwrap(),
-        0,
-        "nothing of old is back"
-    );
-
-    let again = store.refund(&s.campaign, refund).await.unwrap();
-    assert!(again.replayed);
-    assert_eq!(again.transaction.id, first.transaction.id);
-    let other = store
-        .refund(&s.campaign, refund_of(&burn_id, "r-1", Some(3)))
-        .await;
-    assert!(
-        matches!(
-            other,
-            Err(StoreError::Conflict {
-                field: "externalId"
-            })
-        ),
-        "{other:?}"
-    );
-    let too_much = store
-        .refund(&s.campaign, refund_of(&burn_id, "r-2", Some(12)))
-        .await;
-    assert!(
-        matches!(&too_much, Err(StoreError::Refused { code: "refund_exceeds_burn", field: Some(f), .. }) if f == "amount"),
-        "11 are left: {too_much:?}"
-    );
-    // The rest: 1 to "newer", then 10 to "old", which has expired by now.
-    let rest = store
-        .refund(&s.campaign, refund_of(&burn_id, "r-3", None))
-        .await
-        .unwrap();
-    assert_eq!(rest.transaction.amount, Tokens::whole(11));
-    assert_eq!(balance(&store, &s).await, Tokens::whole(30));
-    assert_eq!(
-        store.expire(later).await.unwrap(),
-        1,
-        "old's 10 expire again"
-    );
-    assert_eq!(balance(&store, &s).await, Tokens::whole(20));
-    let none_left = store
-        .refund(&s.campaign, refund_of(&burn_id, "r-4", None))
-        .await;
-    assert!(
-        matches!(
-            none_left,
-            Err(StoreError::Refused {
-                code: "refund_exceeds_burn",
-                ..
-            })
-        ),
-        "{none_left:?}"
-    );
-
-    // Only a burn of this campaign.
-    let earns = TransactionFilter {
-        kinds: vec![TransactionKind::Earn],
-        ..Default::default()
-    };
-    let an_earn = store
-        .list_transactions(&s.campaign, &earns, Page::default())
-        .await
-        .unwrap()
-        .items
-        .remove(0);
-    let not_a_burn = store
-        .refund(&s.campaign, refund_of(&an_earn.id, "r-5", None))
-        .await;
-    assert!(
-        matches!(
-            not_a_burn,
-            Err(StoreError::Refused {
-                code: "not_a_burn",
-                ..
-            })
-        ),
-        "{not_a_burn:?}"
-    );
-    let unknown = store
-        .refund(&s.campaign, refund_of("no-such", "r-6", None))
-        .await;
-    assert!(
-        matches!(unknown, Err(StoreError::NotFound { .. })),
-        "{unknown:?}"
-    );
-    let elsewhere = store::testing::campaign_fixture(&store).await;
-    let theirs = store
-        .refund(&elsewhere, refund_of(&burn_id, "r-7", None))
-        .await;
-    assert!(
-        matches!(theirs, Err(StoreError::NotFound { .. })),
-        "{theirs:?}"
-    );
-    let zero = store
-        .refund(&s.campaign, refund_of(&burn_id, "r-8", Some(0)))
-        .await;
-    assert!(matches!(zero, Err(StoreError::Invalid { .. })), "{zero:?}");
-    assert!(store.audit().await.unwrap().is_empty());
-}
-
 backend_tests!(
-    refunds_give_back_to_the_lots_a_burn_took_from,
     backdated_file_rows_are_spent_and_expire_in_date_order,
     an_earn_that_expires_out_of_turn_is_skipped_by_burns,
     a_burn_over_many_lots_takes_them_by_earn_date,

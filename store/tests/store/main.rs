@@ -4,6 +4,7 @@
 mod batch_files;
 mod catalogue;
 mod catalogue_search;
+mod corrections;
 mod leaderboard;
 mod ledger;
 mod ledger_model;

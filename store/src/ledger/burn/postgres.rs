@@ -16,7 +16,8 @@ mod at_once;
 
 /// The claim and the debit together: the BURN transaction (`INSERT_TRANSACTION`'s parameters)
 /// and, when it is new, the debit of its amount (`$6`) from its wallet (`$4`) keeping `$21`, at
-/// `$22`. Whether the externalId was claimed, and the position when the wallet was debited.
+/// `$22`. Whether the externalId was claimed, and the position and debt when the wallet was
+/// debited.
 /// (The reads of what to spend come after, in statements of their own: a statement's snapshot
 /// is taken before it waits for the wallet's lock.)
 const CLAIM_AND_DEBIT: &str = concat!(
@@ -24,8 +25,9 @@ const CLAIM_AND_DEBIT: &str = concat!(
     insert_transaction!(),
     " RETURNING 1), debit AS (UPDATE wallets SET balance = balance - $6, updated_at = $22 \
        WHERE id = $4 AND balance - $6 >= $21 AND EXISTS (SELECT FROM claim) \
-       RETURNING fifo_date, fifo_id, fifo_taken) \
-     SELECT EXISTS (SELECT FROM claim), debit.fifo_date, debit.fifo_id, debit.fifo_taken \
+       RETURNING fifo_date, fifo_id, fifo_taken, owed) \
+     SELECT EXISTS (SELECT FROM claim), debit.fifo_date, debit.fifo_id, debit.fifo_taken, \
+       debit.owed \
      FROM (SELECT) AS one LEFT JOIN debit ON true"
 );
 
@@ -79,15 +81,21 @@ impl Debiting for PgTx<'_> {
         let key = entry.idem_key();
         let mut args = entry.args(&key, None).to_vec();
         args.extend([Arg::Int(Some(debit.min_balance)), Arg::Time(Some(now()))]);
-        type Row = (bool, Option<DateTime<Utc>>, Option<String>, Option<i64>);
-        let (claimed, date, id, taken): Row = self
+        type Row = (
+            bool,
+            Option<DateTime<Utc>>,
+            Option<String>,
+            Option<i64>,
+            Option<i64>,
+        );
+        let (claimed, date, id, taken, owed): Row = self
             .row(CLAIM_AND_DEBIT, &args)
             .await?
             .ok_or_else(|| StoreError::NotCommitted("the burn's claim returned no row".into()))?;
         Ok(match (claimed, taken) {
             (false, _) => Claimed::Earlier,
             (true, None) => Claimed::Short,
-            (true, Some(taken)) => Claimed::Debited(position((date, id, taken))),
+            (true, Some(taken)) => Claimed::Debited(position((date, id, taken)), owed.unwrap_or(0)),
         })
     }
 

@@ -11,9 +11,10 @@ use crate::ledger::fifo::{Aside, Earn, LotRow, Position};
 use crate::ledger::transactions::INSERT_TRANSACTION;
 use crate::{Store, StoreError};
 
-/// The debit of `$2` from wallet `$1` at `$3`, if it keeps `$4`; its position before.
+/// The debit of `$2` from wallet `$1` at `$3`, if it keeps `$4`; its position before, and what
+/// it owes.
 const DEBIT: &str = "UPDATE wallets SET balance = balance - $2, updated_at = $3 \
-     WHERE id = $1 AND balance - $2 >= $4 RETURNING fifo_date, fifo_id, fifo_taken";
+     WHERE id = $1 AND balance - $2 >= $4 RETURNING fifo_date, fifo_id, fifo_taken, owed";
 // The reads of `from_position!`, their limits written in their text: a statement whose
 // `LIMIT` is a bound value is prepared again by SQLite each time the value changes.
 /// The wallet's first transaction.
@@ -52,10 +53,10 @@ impl Debiting for SqliteTx<'_> {
         }
         let (amount, at) = (t.amount.micros(), now());
         let args = params![t.wallet_id, amount, at, debit.min_balance];
-        let debited: Option<(Option<DateTime<Utc>>, Option<String>, i64)> =
-            self.row(DEBIT, args).await?;
+        type Debited = (Option<DateTime<Utc>>, Option<String>, i64, i64);
+        let debited: Option<Debited> = self.row(DEBIT, args).await?;
         Ok(match debited {
-            Some(at) => Claimed::Debited(position(at)),
+            Some((date, id, taken, owed)) => Claimed::Debited(position((date, id, taken)), owed),
             None => Claimed::Short,
         })
     }

@@ -12,7 +12,8 @@
 //! unchanged version means the reads still hold; a changed one (another writer came between
 //! the two statements) writes nothing, and the caller takes the locked path. So does anything
 //! this path leaves to it: a balance too low (the locked path tells a replay from a refusal), a
-//! burn that needs more earns than the first read brought, or one that changes aside rows.
+//! wallet that owes tokens (see `burn::repay`), a burn that needs more earns than the first
+//! read brought, or one that changes aside rows.
 //!
 //! A repeated `externalId` makes the insert fail on the unique key, which undoes the debit in
 //! the same statement; the caller answers it as a repeat, as for the locked path's race.
@@ -39,9 +40,9 @@ const EARNS_READ: usize = 4;
 /// statement whose generic plan looks dear is planned again on every call.
 const READ: &str = concat!(
     "SELECT w.id, w.currency, w.version, w.balance, w.fifo_date, w.fifo_id, w.fifo_taken, \
-       l.aside, l.id, l.date, l.amount, l.expires_at, l.earn \
+       w.owed, l.aside, l.id, l.date, l.amount, l.expires_at, l.earn \
      FROM (SELECT id, currency, xmin::text::bigint AS version, balance, fifo_date, fifo_id, \
-             fifo_taken FROM wallets WHERE id = ",
+             fifo_taken, owed FROM wallets WHERE id = ",
     crate::ledger::wallets::wallet_id_of_reference!(),
     ") w \
      LEFT JOIN LATERAL ( \
@@ -82,6 +83,7 @@ type ReadRow = (
     Option<DateTime<Utc>>,
     Option<String>,
     i64,
+    i64,
     Option<bool>,
     Option<String>,
     Option<DateTime<Utc>>,
@@ -94,6 +96,8 @@ type ReadRow = (
 pub(super) struct Snapshot {
     version: i64,
     balance: i64,
+    /// What the wallet owes (see `burn::repay`): a wallet in debt takes the locked path.
+    owed: i64,
     position: Option<Position<DateTime<Utc>>>,
     aside: Vec<Aside<DateTime<Utc>>>,
     /// The transactions from the position, each marked whether it is an earn.
@@ -113,23 +117,25 @@ pub(super) async fn read(
         .bind(reference)
         .fetch_all(conn)
         .await?;
-    let Some((wallet_id, currency, version, balance, date, id, taken, ..)) = rows.first() else {
+    let Some((wallet_id, currency, version, balance, date, id, taken, owed, ..)) = rows.first()
+    else {
         return Ok(None);
     };
     // The wallet's columns repeat on every row; a row without a lot is a wallet holding none
     // (the left join's empty side).
     let lots = rows.iter().filter_map(|r| {
         let (Some(is_aside), Some(id), Some(date), Some(amount), Some(earn)) =
-            (r.7, r.8.clone(), r.9, r.10, r.12)
+            (r.8, r.9.clone(), r.10, r.11, r.13)
         else {
             return None;
         };
-        Some((is_aside, (id, date, amount, r.11), earn))
+        Some((is_aside, (id, date, amount, r.12), earn))
     });
     let (aside, read) = in_spending_order(lots);
     let snapshot = Snapshot {
         version: *version,
         balance: *balance,
+        owed: *owed,
         position: position((*date, id.clone(), *taken)),
         aside,
         read,
@@ -146,7 +152,7 @@ impl Debit {
         snapshot: Snapshot,
     ) -> Result<bool, StoreError> {
         let amount = self.transaction.amount.micros();
-        if snapshot.balance - amount < self.min_balance {
+        if snapshot.balance - amount < self.min_balance || snapshot.owed > 0 {
             return Ok(false);
         }
         let mut taker = Taker::new(amount, snapshot.position, snapshot.aside);
