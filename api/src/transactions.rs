@@ -1,5 +1,6 @@
 //! Transactions (seed #29-32): the list and one transaction, BURN (synchronous) and EARN
-//! (accepted with 202, processed by the workers, followed at its `statusCheckUrl`).
+//! (accepted with 202, processed by the workers, followed at its `statusCheckUrl`); and
+//! reversals of either (a return of an earn, a refund of a burn), listed in the seed's types.
 
 use std::borrow::Cow;
 
@@ -10,7 +11,8 @@ use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use store::{
-    EarnInput, EarnRequest, NewBurn, Tokens, Transaction, TransactionFilter, TransactionKind,
+    EarnInput, EarnRequest, NewBurn, NewCorrection, Tokens, Transaction, TransactionFilter,
+    TransactionKind,
 };
 use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 use utoipa::{IntoParams, ToSchema};
@@ -63,6 +65,8 @@ pub struct TransactionView {
     pub comment: Option<String>,
     /// The earn's `id` or the burn's `externalId`.
     pub external_id: Option<String>,
+    /// EARN, BURN or EXPIRY. A reversal of an earn is a BURN and a refund of a burn an EARN,
+    /// each naming what it corrects in `reversalOf`.
     #[serde(rename = "type")]
     #[schema(value_type = String, example = "EARN")]
     pub kind: Cow<'static, str>,
@@ -73,8 +77,14 @@ pub struct TransactionView {
     pub wallet_id: String,
     #[schema(value_type = Option<Object>)]
     pub meta: Option<Value>,
-    /// EARN: the amount the rules were given.
+    /// EARN: the amount the rules were given; a reversal of an earn: the value returned.
     pub source_amount: Option<String>,
+    /// A reversal of an earn or a refund of a burn: the transaction it corrects.
+    pub reversal_of: Option<String>,
+    /// An earn or a burn: the tokens its reversals (or refunds) have taken (or given) back so
+    /// far.
+    #[schema(value_type = Option<f64>)]
+    pub reversed: Option<Tokens>,
     /// EARN: what each rule contributed, e.g. `base:+65;weekend:+65;~:-0.25`.
     pub rules_trace: Option<String>,
     /// EARN: the rule-set version used (absent: the default, one token per unit).
@@ -90,12 +100,15 @@ impl From<Transaction> for TransactionView {
             description: t.description,
             comment: t.comment,
             external_id: t.external_id,
-            kind: t.kind.as_str().into(),
+            kind: listed_as(t.kind).as_str().into(),
             amount: t.amount,
             currency: t.currency,
             wallet_id: t.wallet_id,
             meta: t.meta,
             source_amount: t.source_amount,
+            reversal_of: t.corrects,
+            reversed: matches!(t.kind, TransactionKind::Earn | TransactionKind::Burn)
+                .then_some(t.corrected),
             rules_trace: t.trace,
             rules_version: t.rule_version,
             created_at: t.created_at,
@@ -128,6 +141,16 @@ const LISTED: [TransactionKind; 3] = [
     TransactionKind::Burn,
     TransactionKind::Expiry,
 ];
+
+/// The type a transaction is shown as: the ledger's corrections as the seed's types (a
+/// reversal takes tokens away as a burn does, a refund gives them as an earn does).
+fn listed_as(kind: TransactionKind) -> TransactionKind {
+    match kind {
+        TransactionKind::Reversal => TransactionKind::Burn,
+        TransactionKind::Refund => TransactionKind::Earn,
+        other => other,
+    }
+}
 
 /// The `type` filter: a list of transaction kinds.
 fn kinds() -> utoipa::openapi::schema::Array {
@@ -196,7 +219,11 @@ async fn filter(
     filter.date_to = date("dateTo", query.date_to, true);
     for part in query.kind.iter().flat_map(|k| k.split(',')) {
         match TransactionKind::parse_any_case(part).filter(|k| LISTED.contains(k)) {
-            Some(kind) => filter.kinds.push(kind),
+            Some(kind) => filter.kinds.extend(
+                TransactionKind::ALL
+                    .iter()
+                    .filter(|k| listed_as(**k) == kind),
+            ),
             None => errors.push(FieldError::new(
                 "type",
                 "invalid_value",
@@ -326,6 +353,87 @@ async fn burn(
         .burn(&caller.context.campaign, new_burn(input)?)
         .await?;
     Ok(Json(burned.transaction.into()))
+}
+
+fn reversal_amount() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Number)
+        .exclusive_minimum(Some(0))
+        .maximum(Some(store::limits::MAX_EARN_AMOUNT))
+        .description(Some(
+            "An EARN: the value of the purchase returned (read exactly as written); its tokens \
+             are taken back in proportion. A BURN: the tokens given back (at most 6 decimals). \
+             Absent: all that is not reversed yet.",
+        ))
+        .build()
+}
+
+/// Reverse an EARN (a return: its tokens taken back) or refund a BURN (its tokens given back
+/// to the lots they came from). `externalId` is unique among the organisation's reversals: the
+/// same request again returns the first reversal; another request with it is 409.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReversalBody {
+    #[schema(schema_with = schema::id, required = true)]
+    external_id: Option<String>,
+    #[schema(schema_with = reversal_amount)]
+    amount: Option<serde_json::Number>,
+    #[schema(schema_with = schema::text_or_null)]
+    description: Option<String>,
+    #[schema(schema_with = schema::text_or_null)]
+    comment: Option<String>,
+    #[schema(schema_with = schema::meta)]
+    meta: Option<Value>,
+}
+
+fn new_correction(id: String, body: ReversalBody) -> Result<NewCorrection, ApiError> {
+    let mut checks = Checks::default();
+    let amount = checks::exact(&mut checks, "amount", body.amount);
+    if amount.is_some_and(|a| a <= rules::Decimal::ZERO) {
+        checks.fail("amount", "invalid_value", "must be more than 0");
+    }
+    if let Some(a) = amount {
+        checks.refuse("amount", store::limits::earn_amount(a));
+    }
+    let correction = NewCorrection {
+        transaction_id: id,
+        external_id: checks.required_id("externalId", body.external_id),
+        amount,
+        description: checks.text("description", body.description, MAX_TEXT),
+        comment: checks.text("comment", body.comment, MAX_TEXT),
+        meta: checks.meta(body.meta),
+    };
+    checks.finish(correction)
+}
+
+#[utoipa::path(post, path = "/v1/transactions/{id}/reversals", tag = "transactions",
+    summary = "Reverse an EARN or refund a BURN",
+    description = "A reversal of an EARN (a return) takes back the share of its tokens that the \
+        returned value is of its purchase, rounded as the campaign's rules round (the last takes \
+        exactly what is left), from its own lot first; the wallet's lifetime earnings and tier \
+        follow. Tokens the member already spent are, by the campaign's shortfall policy, owed \
+        (the balance goes below zero until later earns pay it; the default), forgiven, or the \
+        reversal is refused (409 `reversal_shortfall`). A refund of a BURN gives its tokens back \
+        to the lots they came from, with their expiry. Listed as a BURN (reversal) or an EARN \
+        (refund) naming the original in `reversalOf`.",
+    params(("id" = String, Path, description = "The EARN or BURN transaction")),
+    request_body = ReversalBody,
+    responses((status = 200, body = TransactionView), (status = 400, body = Problem),
+        (status = 404, description = "unknown transaction", body = Problem),
+        (status = 409, description = "`externalId` used for another reversal; or refused: \
+            `not_correctable` (not an EARN or BURN), `reversal_exceeds_earn`, \
+            `refund_exceeds_burn`, `reversal_shortfall`, `lots_unknown`", body = Problem)))]
+async fn reverse(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<ReversalBody>,
+) -> Result<Json<TransactionView>, ApiError> {
+    let corrected = state
+        .store
+        .correct(&caller.context.campaign, new_correction(id, body)?)
+        .await?;
+    Ok(Json(corrected.transaction.into()))
 }
 
 /// Earn tokens: the rules decide how many. Validated now, processed in the background.
@@ -480,6 +588,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list_transactions))
         .routes(routes!(get_transaction))
         .routes(routes!(burn))
+        .routes(routes!(reverse))
         .routes(routes!(earn))
         .routes(routes!(earn_status))
 }

@@ -168,20 +168,29 @@ async fn crash_story(env: Vec<(&'static str, String)>) {
             "5",
             "--expiry-days",
             "30",
+            "--shortfall",
+            "clip",
         ],
     );
-    // An expiry the service would not apply is refused when set, and the policy stays.
+    // An expiry or a shortfall policy the service would not apply is refused when set, and
+    // the policy stays.
     for far in [
         ["--expiry", "days:4000000000"],
         ["--expiry-days", "4000000000"],
         ["--expiry", "days:36526"],
+        ["--shortfall", "forgive"],
     ] {
         let mut args = vec!["campaign", "policy", "--campaign", &campaign];
         args.extend(far);
         let refused = run(&env, &args);
         let why = String::from_utf8_lossy(&refused.stderr);
         assert!(!refused.status.success(), "{far:?}");
-        assert!(why.contains("36525"), "{far:?}: {why}");
+        let expected = if far[0] == "--shortfall" {
+            "debt, clip or refuse"
+        } else {
+            "36525"
+        };
+        assert!(why.contains(expected), "{far:?}: {why}");
     }
     ok(
         &env,
@@ -321,7 +330,7 @@ async fn crash_story(env: Vec<(&'static str, String)>) {
     .unwrap();
     assert_eq!(
         shown["policy"],
-        json!({"minBalance": 5, "expiry": "days:30"})
+        json!({"minBalance": 5, "expiry": "days:30", "shortfall": "clip"})
     );
     assert_eq!(shown["tiers"][0]["name"], "gold");
     assert_eq!(

@@ -16,6 +16,7 @@ mod ops;
 mod orders;
 mod paging;
 mod products;
+mod reversals;
 mod reviews;
 mod similar;
 mod wallets;

@@ -313,6 +313,8 @@ impl Store {
             filter.kinds.clone()
         };
         let has = |k: TransactionKind| kinds.contains(&k);
+        // Kinds not asked for are bound as a value no row has; every kind has its place.
+        const _: () = assert!(TransactionKind::ALL.len() == 5);
         // Kinds not asked for are bound as a value no row has.
         let kind = |k: TransactionKind| if has(k) { k.as_str() } else { "" };
         let rows = self
@@ -321,7 +323,7 @@ impl Store {
                 transaction_columns!(),
                 "FROM transactions WHERE org_id = $1 AND campaign_id = $2 \
             AND ($3 IS NULL OR wallet_id = $3) AND ($4 IS NULL OR date >= $4) \
-            AND ($5 IS NULL OR date <= $5) AND (kind = $6 OR kind = $7 OR kind = $8)",
+            AND ($5 IS NULL OR date <= $5) AND kind IN ($6, $7, $8, $9, $10)",
                 "date DESC, id DESC",
                 params![
                     &campaign.org_id,
@@ -331,7 +333,9 @@ impl Store {
                     filter.date_to,
                     kind(TransactionKind::Earn),
                     kind(TransactionKind::Burn),
-                    kind(TransactionKind::Expiry)
+                    kind(TransactionKind::Expiry),
+                    kind(TransactionKind::Refund),
+                    kind(TransactionKind::Reversal)
                 ],
             )
             .await?;
