@@ -100,7 +100,8 @@ pub enum Command {
     Export(ExportCommand),
     /// Expire every lot of earned tokens that is due now (serve also does this every minute).
     Expire,
-    /// Check every wallet: balance = EARN - BURN - EXPIRY, and lots agree. Exits 1 on a mismatch.
+    /// Check every wallet: balance = EARN + REFUND - BURN - EXPIRY - REVERSAL, and lots and debts
+    /// agree. Exits 1 on a mismatch.
     Audit,
 }
 

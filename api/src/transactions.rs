@@ -360,9 +360,10 @@ fn reversal_amount() -> Object {
         .schema_type(Type::Number)
         .exclusive_minimum(Some(0))
         .maximum(Some(store::limits::MAX_EARN_AMOUNT))
+        .multiple_of(Some(TOKEN_STEP))
         .description(Some(
-            "An EARN: the value of the purchase returned (read exactly as written); its tokens \
-             are taken back in proportion. A BURN: the tokens given back (at most 6 decimals). \
+            "An EARN: the value of the purchase returned; its tokens are taken back in \
+             proportion. A BURN: the tokens given back. More than 0, at most 6 decimals. \
              Absent: all that is not reversed yet.",
         ))
         .build()
@@ -389,11 +390,15 @@ pub struct ReversalBody {
 fn new_correction(id: String, body: ReversalBody) -> Result<NewCorrection, ApiError> {
     let mut checks = Checks::default();
     let amount = checks::exact(&mut checks, "amount", body.amount);
-    if amount.is_some_and(|a| a <= rules::Decimal::ZERO) {
-        checks.fail("amount", "invalid_value", "must be more than 0");
-    }
-    if let Some(a) = amount {
-        checks.refuse("amount", store::limits::earn_amount(a));
+    match amount {
+        Some(a) if a <= rules::Decimal::ZERO => {
+            checks.fail("amount", "invalid_value", "must be more than 0");
+        }
+        Some(a) if a.normalize().scale() > 6 => {
+            checks.fail("amount", "invalid_value", "has more than 6 decimals");
+        }
+        Some(a) => checks.refuse("amount", store::limits::earn_amount(a)),
+        None => {}
     }
     let correction = NewCorrection {
         transaction_id: id,

@@ -134,6 +134,16 @@ async fn bad_reversals_are_400_naming_the_field_and_others_404(app: TestApp) {
             json!({"externalId": "r", "amount": 1.1234567}),
             "amount",
         ),
+        (
+            &earn,
+            json!({"externalId": "r", "amount": 1.5e-7}),
+            "amount",
+        ),
+        (
+            &earn,
+            json!({"externalId": "r", "amount": 5e-324}),
+            "amount",
+        ),
     ] {
         let reply = reverse(&app, id, body.clone()).await;
         assert_eq!(
