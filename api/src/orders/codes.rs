@@ -36,7 +36,7 @@ pub struct RedeemInput {
     responses((status = 200, body = RedeemedView), (status = 400, body = Problem),
         (status = 403, description = "the key lacks the `redeem-codes` permission", body = Problem),
         (status = 404, description = "no such code in the organisation", body = Problem),
-        (status = 409, description = "`already_redeemed`", body = Problem)))]
+        (status = 409, description = "`already_redeemed`, or `code_voided` (its order line was cancelled)", body = Problem)))]
 async fn redeem_code(
     State(state): State<AppState>,
     caller: Caller,

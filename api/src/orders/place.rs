@@ -1,7 +1,8 @@
-//! Placing orders (`POST /v1/orders`) and random orders (`POST /v1/orders/random`).
+//! Placing orders (`POST /v1/orders`) and random orders (`POST /v1/orders/random`), and
+//! cancelling them or one of their lines.
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use store::{NewLine, NewOrder, Placed, StoreError};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -17,6 +18,8 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(create_order))
         .routes(routes!(random_order))
+        .routes(routes!(cancel_order))
+        .routes(routes!(cancel_line))
 }
 
 /// Places `order`; a variant it sold out leaves this node's search index at once (other nodes
@@ -110,4 +113,54 @@ async fn random_order(
         }
     };
     Ok(Json(OrderView::new(placed.order, caller.version, true)))
+}
+
+/// Cancels order `id` (or its line `line`); a variant it made available again rejoins this
+/// node's search index at once.
+async fn cancel(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+    line: Option<&str>,
+) -> Result<Json<OrderView>, ApiError> {
+    let campaign = &caller.context.campaign;
+    let (order, restocked) = state.store.cancel_order(campaign, id, line).await?;
+    if restocked {
+        state.catalogues.forget(&campaign.id);
+    }
+    Ok(Json(OrderView::new(order, caller.version, true)))
+}
+
+#[utoipa::path(post, path = "/v1/orders/{id}/cancel", tag = "orders", summary = "Cancel an Order",
+    description = "Cancels every line not cancelled yet, in one transaction: the points paid for \
+        them are refunded to the paying wallet (a refund of the order's BURN, into the lots it \
+        took them from), their stock returned, their codes voided (a voided code cannot be \
+        redeemed) and their bookings going ahead cancelled. Refused whole when a line has a \
+        redeemed code. Cancelling what is already cancelled changes nothing.",
+    params(("id" = String, Path)),
+    responses((status = 200, body = OrderView),
+        (status = 404, description = "no such order in the campaign", body = Problem),
+        (status = 409, description = "`line_redeemed`: a line has a redeemed code (`field` is `lineId`; the detail names it)", body = Problem)))]
+async fn cancel_order(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<OrderView>, ApiError> {
+    cancel(&state, &caller, &id, None).await
+}
+
+#[utoipa::path(post, path = "/v1/orders/{id}/lines/{lineId}/cancel", tag = "orders",
+    summary = "Cancel an Order line",
+    description = "Cancels one line as `POST /v1/orders/{id}/cancel` cancels them all: its points \
+        refunded, stock returned, codes voided, booking cancelled.",
+    params(("id" = String, Path), ("lineId" = String, Path)),
+    responses((status = 200, body = OrderView),
+        (status = 404, description = "no such order in the campaign, or no such line in it", body = Problem),
+        (status = 409, description = "`line_redeemed`: the line has a redeemed code", body = Problem)))]
+async fn cancel_line(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((id, line_id)): Path<(String, String)>,
+) -> Result<Json<OrderView>, ApiError> {
+    cancel(&state, &caller, &id, Some(&line_id)).await
 }

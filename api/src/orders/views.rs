@@ -57,6 +57,8 @@ pub struct LineView {
     pub reference: Option<String>,
     #[schema(value_type = Option<Object>)]
     pub meta: Option<Value>,
+    /// When the line was cancelled: its points refunded, its stock returned, its codes voided.
+    pub cancelled_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -79,6 +81,8 @@ pub struct CodeView {
     pub code: String,
     pub redeemed: bool,
     pub redeemed_at: Option<DateTime<Utc>>,
+    /// Voided when its line was cancelled: it can no longer be redeemed.
+    pub voided: bool,
 }
 
 #[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -161,11 +165,13 @@ impl LineView {
                     code: c.code,
                     redeemed: c.redeemed_at.is_some(),
                     redeemed_at: c.redeemed_at,
+                    voided: c.voided_at.is_some(),
                 })
                 .collect(),
             booking: l.booking.map(BookingView::from),
             reference: l.reference,
             meta: l.meta,
+            cancelled_at: l.cancelled_at,
         }
     }
 }

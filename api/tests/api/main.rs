@@ -4,6 +4,7 @@
 mod auth;
 mod batches;
 mod bookings;
+mod cancellations;
 mod catalogue;
 mod contract;
 mod fuzz;

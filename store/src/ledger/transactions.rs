@@ -78,6 +78,13 @@ pub(crate) const SELECT_BY_KEY: &str = concat!(
     " FROM transactions WHERE idem_key = $1"
 );
 
+/// Transaction `$1`.
+pub(crate) const SELECT_BY_ID: &str = concat!(
+    "SELECT ",
+    transaction_columns!(),
+    " FROM transactions WHERE id = $1"
+);
+
 /// An earlier transaction under a request's key: the same request again (its transaction), or
 /// another one (`Conflict` on `externalId`).
 pub(crate) fn replay_or_conflict(

@@ -7,9 +7,11 @@
 //! - `read.rs`: orders and lines as clients read them, codes masked or (logged by the caller)
 //!   in clear;
 //! - `codes.rs`: redemption codes, unguessable and encrypted; `redeem.rs`: a partner redeeming one;
-//! - `bookings.rs`: bookings of lines that need one, and their state machine.
+//! - `bookings.rs`: bookings of lines that need one, and their state machine;
+//! - `cancel.rs`: cancelling an order or a line: refund, stock, codes voided, booking.
 
 pub(crate) mod bookings;
+mod cancel;
 pub(crate) mod codes;
 mod place;
 mod plan;
@@ -107,6 +109,8 @@ pub struct OrderLine {
     pub codes: Vec<Code>,
     /// The booking going ahead, else the latest one.
     pub booking: Option<Booking>,
+    /// When the line was cancelled (its points refunded, its codes voided).
+    pub cancelled_at: Option<DateTime<Utc>>,
 }
 
 /// A redemption code as a line shows it: masked (`••••-••••-•HTRC`) unless decrypted.
@@ -114,6 +118,8 @@ pub struct OrderLine {
 pub struct Code {
     pub code: String,
     pub redeemed_at: Option<DateTime<Utc>>,
+    /// When its line's cancel voided it: it can no longer be redeemed.
+    pub voided_at: Option<DateTime<Utc>>,
 }
 
 /// A booking's date as the client gave it: its weekday is the one of its own offset.

@@ -77,7 +77,7 @@ const EARLIER: &str =
 const TAKE_STOCK: &str = "UPDATE variants SET stock = stock - $3 \
      WHERE campaign_id = $1 AND id = $2 AND stock >= $3 RETURNING stock";
 const STOCK: &str = "SELECT stock FROM variants WHERE campaign_id = $1 AND id = $2";
-const SELLOUT: &str = "INSERT INTO catalogue_sellouts (campaign_id, sellouts) VALUES ($1, 1) \
+pub(super) const SELLOUT: &str = "INSERT INTO catalogue_sellouts (campaign_id, sellouts) VALUES ($1, 1) \
      ON CONFLICT (campaign_id) DO UPDATE SET sellouts = catalogue_sellouts.sellouts + 1";
 const INSERT_ORDER: &str = "INSERT INTO orders (id, org_id, campaign_id, reference, owner_id, \
      total, meta, wallet_id, transaction_id, random, fingerprint, created_at) \
@@ -213,9 +213,11 @@ impl Placing {
                     .map(|c| Code {
                         code: c.masked,
                         redeemed_at: None,
+                        voided_at: None,
                     })
                     .collect(),
                 booking,
+                cancelled_at: None,
             })
             .collect();
         Order {

@@ -96,11 +96,13 @@ row_struct! {
         requires_booking: bool,
         product: Json<ProductSummary>,
         meta: Option<Json<Value>>,
+        cancelled_at: Option<DateTime<Utc>>,
     }
 }
 
 const LINES: &str = "SELECT l.id, l.order_id, l.product_id, l.variant_id, l.reference, \
-     l.quantity, l.cost, l.total, l.requires_booking, l.product, l.meta FROM order_lines l \
+     l.quantity, l.cost, l.total, l.requires_booking, l.product, l.meta, l.cancelled_at \
+     FROM order_lines l \
      WHERE l.order_id {key} ORDER BY l.order_id, l.position";
 
 row_struct! {
@@ -109,10 +111,11 @@ row_struct! {
         tail: String,
         sealed: Vec<u8>,
         redeemed_at: Option<DateTime<Utc>>,
+        voided_at: Option<DateTime<Utc>>,
     }
 }
 
-const CODES: &str = "SELECT line_id, tail, sealed, redeemed_at FROM redemption_codes \
+const CODES: &str = "SELECT line_id, tail, sealed, redeemed_at, voided_at FROM redemption_codes \
      WHERE line_id {key} ORDER BY line_id, position";
 
 /// Orders, read: a campaign's orders and their lines (scope: `&Campaign`).
@@ -264,6 +267,7 @@ impl Store {
                     Ok(Code {
                         code,
                         redeemed_at: c.redeemed_at,
+                        voided_at: c.voided_at,
                     })
                 })
                 .collect::<Result<Vec<_>, StoreError>>()?;
@@ -277,6 +281,7 @@ impl Store {
                 meta: l.meta.map(|m| m.0),
                 codes,
                 booking,
+                cancelled_at: l.cancelled_at,
                 id: l.id,
                 order_id: l.order_id,
                 product_id: l.product_id,

@@ -41,7 +41,8 @@ row_struct! {
 impl Store {
     /// Redeems `code` (as typed: case, spaces and dashes do not matter) among organisation
     /// `org_id`'s codes, for API key `key_id`. `NotFound` when no code of the organisation
-    /// matches; `Refused` (`already_redeemed`) when it was redeemed before.
+    /// matches; `Refused` (`already_redeemed`) when it was redeemed before, (`code_voided`) when
+    /// its order line was cancelled.
     pub async fn redeem_code(
         &self,
         org: &OrgScope,
@@ -51,8 +52,9 @@ impl Store {
     ) -> Result<Redeemed, StoreError> {
         let org_id = org.id();
         const REDEEM: &str = "UPDATE redemption_codes SET redeemed_at = $3, redeemed_by = $4 \
-             WHERE org_id = $1 AND lookup = $2 AND redeemed_at IS NULL RETURNING id";
-        const FIND: &str = "SELECT id, redeemed_at FROM redemption_codes \
+             WHERE org_id = $1 AND lookup = $2 AND redeemed_at IS NULL AND voided_at IS NULL \
+             RETURNING id";
+        const FIND: &str = "SELECT redeemed_at, voided_at FROM redemption_codes \
              WHERE org_id = $1 AND lookup = $2";
         const DETAIL: &str = "SELECT c.tail, c.redeemed_at, l.campaign_id, l.order_id, l.id, \
              l.product_id, l.variant_id, l.product FROM redemption_codes c \
@@ -62,13 +64,18 @@ impl Store {
             .write_row(REDEEM, params![org_id, &lookup, now(), key_id])
             .await?;
         let Some((id,)) = redeemed else {
-            let found: Option<(String, Option<DateTime<Utc>>)> =
-                self.read_row(FIND, params![org_id, lookup]).await?;
+            type Found = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+            let found: Option<Found> = self.read_row(FIND, params![org_id, lookup]).await?;
             return Err(match found {
-                Some((_, Some(at))) => StoreError::refused(
+                Some((Some(at), _)) => StoreError::refused(
                     "already_redeemed",
                     Some("code".into()),
                     format!("the code was redeemed at {}", at.to_rfc3339()),
+                ),
+                Some((_, Some(at))) => StoreError::refused(
+                    "code_voided",
+                    Some("code".into()),
+                    format!("the code's order line was cancelled at {}", at.to_rfc3339()),
                 ),
                 _ => StoreError::NotFound { what: "code" },
             });

@@ -129,6 +129,28 @@ impl Store {
     }
 }
 
+/// A refund of `tokens` of `burn` made by the store's own work inside its transaction `tx` (an
+/// order's cancelled lines): `correction` says its key and words, `campaign` holds the burn.
+pub(crate) async fn refund_within(
+    tx: &mut impl Debiting,
+    campaign: &Campaign,
+    burn: Transaction,
+    correction: NewCorrection,
+    tokens: Tokens,
+) -> Result<Corrected, StoreError> {
+    let fingerprint = correction.fingerprint();
+    let correcting = Correcting {
+        campaign: campaign.clone(),
+        correction,
+        original: burn,
+        what: What::Refund {
+            tokens: Some(tokens),
+        },
+        fingerprint,
+    };
+    correcting.run(tx).await
+}
+
 /// What a correction does, by the kind of the transaction it corrects.
 enum What {
     Reversal {

@@ -1,0 +1,169 @@
+//! Cancelling orders and their lines over HTTP: points refunded into the wallet's lots, stock
+//! returned, codes voided, bookings cancelled; a redeemed line refused; another organisation's
+//! order unknown.
+
+use api::views::{OrderView, TransactionView};
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+use store::Tokens;
+
+use crate::app_tests;
+use crate::helpers::{Reply, TestApp, lines, next_friday, tokens};
+
+async fn cancel(app: &TestApp, order: &str, line: Option<&str>) -> Reply {
+    let path = match line {
+        Some(line) => format!("/v1/orders/{order}/lines/{line}/cancel"),
+        None => format!("/v1/orders/{order}/cancel"),
+    };
+    app.post(&path, json!({})).await
+}
+
+/// The clear code of unit `unit` of `line` of `order`.
+async fn clear_code(app: &TestApp, order: &str, line: &str, unit: usize) -> String {
+    let path = format!("/v1/orders/{order}/lines/{line}?decrypt=true");
+    let reply = app.get(&path).await;
+    reply.body["codes"][unit]["code"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+async fn a_cancelled_line_gives_back_points_and_stock_and_voids_its_codes(app: TestApp) {
+    app.ready_to_order().await;
+    app.earn("e-1", "w-1", json!(100)).await;
+    let body = json!({"owner": "card-1", "walletId": "w-1", "lines": [
+        {"productId": "mug", "quantity": 2},
+        {"productId": "dinner", "variantId": "dinner-std",
+         "booking": {"firstName": "Ada", "lastName": "Lovelace", "date": next_friday(), "branch": "cpt"}}]});
+    let order: OrderView = app.order(body).await.expect(StatusCode::OK);
+    assert_eq!(app.balance("w-1").await, tokens("68.5"));
+    let (mugs, dinner) = (lines(&order)[0].id.clone(), lines(&order)[1].id.clone());
+    let mug_code = clear_code(&app, &order.id, &mugs, 0).await;
+    // One mug is left; the cancel gives back the two ordered.
+    let cancelled: OrderView = cancel(&app, &order.id, Some(&mugs))
+        .await
+        .expect(StatusCode::OK);
+    let line = &lines(&cancelled)[0];
+    assert!(line.cancelled_at.is_some());
+    assert!(line.codes.iter().all(|c| c.voided && !c.redeemed));
+    assert!(
+        lines(&cancelled)[1].cancelled_at.is_none(),
+        "the dinner stays"
+    );
+    assert_eq!(app.balance("w-1").await, tokens("74.5"));
+    let partner = app.partner_key().await;
+    let voided = app.redeem(&partner, &mug_code).await;
+    assert_eq!(voided.status, StatusCode::CONFLICT);
+    assert_eq!(voided.problem().code, "code_voided");
+    let three: OrderView = app
+        .order(json!({"owner": "card-1", "lines": [{"productId": "mug", "quantity": 3}]}))
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(lines(&three)[0].qty, 3, "the stock came back");
+    // The refund names the order's burn and is listed as an EARN.
+    let refunds = app.transactions("type=EARN").await;
+    let refund: &TransactionView = &refunds.data[0];
+    assert_eq!(refund.reversal_of, order.transaction_id);
+    assert_eq!(refund.amount, Tokens::whole(6));
+    // Again: nothing more happens.
+    let again: OrderView = cancel(&app, &order.id, Some(&mugs))
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(again, cancelled);
+    assert_eq!(app.balance("w-1").await, tokens("74.5"));
+
+    // The whole order: the rest (the dinner) is refunded and its booking cancelled.
+    let whole: OrderView = cancel(&app, &order.id, None).await.expect(StatusCode::OK);
+    let dinner_line = &lines(&whole)[1];
+    assert_eq!(dinner_line.id, dinner);
+    assert!(dinner_line.cancelled_at.is_some());
+    assert_eq!(dinner_line.booking.as_ref().unwrap().status, "CANCELLED");
+    assert_eq!(app.balance("w-1").await, Tokens::whole(100));
+    let burn = format!("/v1/transactions/{}", order.transaction_id.unwrap());
+    let burn: TransactionView = app.get(&burn).await.expect(StatusCode::OK);
+    assert_eq!(burn.reversed, Some(tokens("31.5")));
+}
+
+async fn a_redeemed_line_cannot_be_cancelled(app: TestApp) {
+    app.ready_to_order().await;
+    let order = app
+        .place(json!([{"productId": "mug"}, {"productId": "poster"}]))
+        .await;
+    let (mug, poster) = (lines(&order)[0].id.clone(), lines(&order)[1].id.clone());
+    let code = clear_code(&app, &order.id, &mug, 0).await;
+    let partner = app.partner_key().await;
+    assert_eq!(app.redeem(&partner, &code).await.status, StatusCode::OK);
+    for line in [None, Some(&mug[..])] {
+        let refused = cancel(&app, &order.id, line).await;
+        assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.body);
+        let problem = refused.problem();
+        assert_eq!(problem.code, "line_redeemed");
+        assert_eq!(problem.field.as_deref(), Some("lineId"));
+        assert!(problem.detail.contains(&mug), "{}", problem.detail);
+    }
+    let read: OrderView = app
+        .get(&format!("/v1/orders/{}", order.id))
+        .await
+        .expect(StatusCode::OK);
+    assert!(
+        lines(&read).iter().all(|l| l.cancelled_at.is_none()),
+        "nothing changed"
+    );
+    // The other line alone may go.
+    let one: OrderView = cancel(&app, &order.id, Some(&poster))
+        .await
+        .expect(StatusCode::OK);
+    assert!(lines(&one)[1].cancelled_at.is_some());
+
+    for (order, line) in [("nope", None), (order.id.as_str(), Some("nope"))] {
+        assert_eq!(
+            cancel(&app, order, line).await.status,
+            StatusCode::NOT_FOUND
+        );
+    }
+    let other = app.other_tenant().await;
+    let theirs = app
+        .send(
+            Method::POST,
+            &format!("/v1/orders/{}/cancel", order.id),
+            Some(&other),
+            None,
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(theirs.status, StatusCode::NOT_FOUND);
+}
+
+/// Ten cancels of one paid order at once: one refund, the stock back once.
+async fn concurrent_cancels_refund_once(app: TestApp) {
+    app.ready_to_order().await;
+    app.earn("e-1", "w-1", json!(10)).await;
+    let body = json!({"owner": "card-1", "walletId": "w-1", "lines": [{"productId": "mug", "quantity": 3}]});
+    let order: OrderView = app.order(body).await.expect(StatusCode::OK);
+    let app = std::sync::Arc::new(app);
+    let tasks: Vec<_> = (0..10)
+        .map(|_| {
+            let (app, id) = (app.clone(), order.id.clone());
+            tokio::spawn(async move { cancel(&app, &id, None).await.status })
+        })
+        .collect();
+    for task in tasks {
+        assert_eq!(task.await.unwrap(), StatusCode::OK);
+    }
+    assert_eq!(app.balance("w-1").await, Tokens::whole(10));
+    assert_eq!(
+        app.transactions("type=EARN").await.total,
+        2,
+        "the earn and one refund"
+    );
+    let four = app
+        .order(json!({"owner": "card-1", "lines": [{"productId": "mug", "quantity": 4}]}))
+        .await;
+    assert_eq!(four.status, StatusCode::CONFLICT, "3 in stock, not 6");
+}
+
+app_tests!(
+    a_cancelled_line_gives_back_points_and_stock_and_voids_its_codes,
+    a_redeemed_line_cannot_be_cancelled,
+    concurrent_cancels_refund_once,
+);
