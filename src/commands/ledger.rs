@@ -162,7 +162,7 @@ pub async fn audit(store: &Store, json: bool) -> anyhow::Result<()> {
     let found = store.audit().await?;
     let value = found
         .iter()
-        .map(|d| json!({"walletId": d.wallet_id, "check": d.check, "recorded": d.recorded, "computed": d.computed}))
+        .map(|d| json!({"walletId": d.wallet_id, "transactionId": d.transaction_id, "check": d.check, "recorded": d.recorded, "computed": d.computed}))
         .collect();
     emit(json, value, || {
         if found.is_empty() {
@@ -174,6 +174,20 @@ pub async fn audit(store: &Store, json: bool) -> anyhow::Result<()> {
                 "wallet" => format!(
                     "wallet {}: does not exist, but transactions naming it add up to {}",
                     d.wallet_id, d.computed
+                ),
+                "lot" => format!(
+                    "wallet {}: the lot of earn {} holds {} but its history leaves {}",
+                    d.wallet_id,
+                    d.transaction_id.as_deref().unwrap_or_default(),
+                    d.recorded,
+                    d.computed
+                ),
+                "reversed" => format!(
+                    "wallet {}: transaction {} is corrected by {} but holds {}",
+                    d.wallet_id,
+                    d.transaction_id.as_deref().unwrap_or_default(),
+                    d.recorded,
+                    d.computed
                 ),
                 check => format!(
                     "wallet {}: {check} is {} but adds up to {}",

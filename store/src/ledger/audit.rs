@@ -11,8 +11,12 @@ use crate::{Store, StoreError, Tokens};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Discrepancy {
     pub wallet_id: String,
-    /// `balance`, `earned`, `lots` or `owed`; `wallet` for transactions naming a wallet that does not
-    /// exist (recorded 0, computed their net sum).
+    /// For a check of one transaction (`lot`, `reversed`): the EARN or BURN it is about.
+    pub transaction_id: Option<String>,
+    /// `balance`, `earned`, `lots` or `owed`; `wallet` for transactions naming a wallet that
+    /// does not exist (recorded 0, computed their net sum); `lot` for an earn whose lot is not
+    /// its tokens less what was spent, reversed or expired plus what refunds gave back; `reversed`
+    /// for an earn (or burn) whose reversals (or refunds) took (or gave) more than it holds.
     pub check: &'static str,
     /// What the wallet says.
     pub recorded: Tokens,
@@ -76,6 +80,7 @@ impl Store {
             if missing {
                 found.push(Discrepancy {
                     wallet_id: wallet,
+                    transaction_id: None,
                     check: "wallet",
                     recorded: Tokens::ZERO,
                     computed: Tokens::from_micros(net),
@@ -91,6 +96,7 @@ impl Store {
                 if recorded != computed {
                     found.push(Discrepancy {
                         wallet_id: wallet.clone(),
+                        transaction_id: None,
                         check,
                         recorded: Tokens::from_micros(recorded),
                         computed: Tokens::from_micros(computed),
@@ -98,9 +104,97 @@ impl Store {
                 }
             }
         }
+        found.extend(self.audit_lots().await?);
+        Ok(found)
+    }
+
+    /// Each earn's lot against its history, and each earn and burn against its corrections:
+    /// only the earns recorded since burns record what they take from each lot (migration 17),
+    /// the others' spends being unknown.
+    async fn audit_lots(&self) -> Result<Vec<Discrepancy>, StoreError> {
+        let since: Option<(String,)> = self
+            .read_row(RECORDED_SINCE, params![SPENDS_RECORDED])
+            .await?;
+        let since = since
+            .and_then(|(text,)| installed_on(&text))
+            .ok_or_else(|| StoreError::NotCommitted("migration 17 has no time".into()))?;
+        let earn_of_expiry = self.dialect(
+            "substr(external_id, 5, instr(substr(external_id, 5) || ':', ':') - 1)",
+            "split_part(external_id, ':', 2)",
+        );
+        let lots = LOTS.replace("{earn_of_expiry}", earn_of_expiry);
+        let mut found = Vec::new();
+        let rows: Vec<(String, String, i64, i64)> = self.read_rows(&lots, params![since]).await?;
+        for (wallet, earn, lot, computed) in rows {
+            found.push(Discrepancy {
+                wallet_id: wallet,
+                transaction_id: Some(earn),
+                check: "lot",
+                recorded: Tokens::from_micros(lot),
+                computed: Tokens::from_micros(computed),
+            });
+        }
+        let rows: Vec<(String, String, i64, i64)> = self.read_rows(OVER, params![]).await?;
+        for (wallet, original, corrected, amount) in rows {
+            found.push(Discrepancy {
+                wallet_id: wallet,
+                transaction_id: Some(original),
+                check: "reversed",
+                recorded: Tokens::from_micros(corrected),
+                computed: Tokens::from_micros(amount),
+            });
+        }
         Ok(found)
     }
 }
+
+/// The migration from which burns record their lots (`spends`).
+const SPENDS_RECORDED: i64 = 17;
+const RECORDED_SINCE: &str =
+    "SELECT CAST(installed_on AS TEXT) FROM _sqlx_migrations WHERE version = $1";
+
+/// A migration's time as each backend's text gives it (SQLite `2026-11-27 23:51:02`,
+/// PostgreSQL `2026-11-27 23:51:02.123456+00`).
+fn installed_on(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    use chrono::{DateTime, NaiveDateTime};
+    let text = text.trim();
+    DateTime::parse_from_str(&format!("{text}00"), "%Y-%m-%d %H:%M:%S%.f%z")
+        .map(|t| t.to_utc())
+        .ok()
+        .or_else(|| {
+            NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f")
+                .ok()
+                .map(|t| t.and_utc())
+        })
+}
+
+/// The earns recorded since `$1` whose lot (by the wallet's position and aside rows, as in
+/// `fifo`) is not their tokens less what spends took (burns, orders, reversals, debts paid)
+/// plus what refunds gave back, less what expired (EXPIRY `lot:<earn>[:<id>]`): wallet, earn,
+/// the lot, what it should be.
+const LOTS: &str = "SELECT wallet_id, id, lot, computed FROM (SELECT t.wallet_id, t.id, \
+     CASE WHEN a.transaction_id IS NOT NULL THEN a.remaining \
+         WHEN w.fifo_id IS NULL OR (t.date, t.id) > (w.fifo_date, w.fifo_id) THEN t.amount \
+         WHEN t.id = w.fifo_id THEN t.amount - w.fifo_taken ELSE 0 END AS lot, \
+     CAST(t.amount - COALESCE(sp.taken, 0) + COALESCE(sp.given, 0) - COALESCE(x.expired, 0) \
+         AS BIGINT) AS computed \
+     FROM transactions t JOIN wallets w ON w.id = t.wallet_id \
+     LEFT JOIN lots_aside a ON a.transaction_id = t.id \
+     LEFT JOIN (SELECT s.earn_id, \
+         SUM(CASE WHEN c.kind = 'REFUND' THEN 0 ELSE s.amount END) AS taken, \
+         SUM(CASE WHEN c.kind = 'REFUND' THEN s.amount ELSE 0 END) AS given \
+         FROM spends s JOIN transactions c ON c.id = s.transaction_id GROUP BY s.earn_id) sp \
+         ON sp.earn_id = t.id \
+     LEFT JOIN (SELECT {earn_of_expiry} AS earn_id, SUM(amount) AS expired FROM transactions \
+         WHERE kind = 'EXPIRY' GROUP BY 1) x ON x.earn_id = t.id \
+     WHERE t.kind = 'EARN' AND t.created_at >= $1) e WHERE lot <> computed ORDER BY 1, 2";
+
+/// Earns (and burns) whose reversals (refunds) took (gave) back more than they hold: wallet,
+/// the original, what its corrections add up to, its amount.
+const OVER: &str = "SELECT o.wallet_id, o.id, CAST(SUM(c.amount + COALESCE(c.forgiven, 0)) \
+     AS BIGINT), o.amount FROM transactions c JOIN transactions o ON o.id = c.corrects \
+     WHERE c.corrects IS NOT NULL GROUP BY o.wallet_id, o.id, o.amount \
+     HAVING SUM(c.amount + COALESCE(c.forgiven, 0)) > o.amount ORDER BY 1, 2";
 
 #[cfg(test)]
 mod tests {
@@ -208,6 +302,7 @@ mod tests {
             found,
             [Discrepancy {
                 wallet_id: "gone".into(),
+                transaction_id: None,
                 check: "wallet",
                 recorded: Tokens::ZERO,
                 computed: Tokens::from_micros(2_500_000),
@@ -215,7 +310,80 @@ mod tests {
         );
     }
 
+    /// A lot that does not follow from its earn's history, and an earn reversed beyond its
+    /// tokens, are each reported with the earn.
+    async fn a_lot_or_a_reversal_that_does_not_add_up_is_found(store: Store) {
+        let (campaign, wallet) = crate::testing::wallet_fixture(&store).await;
+        let book = crate::RuleBook::new(store.clone());
+        let earn = crate::EarnInput {
+            earn_id: "e-1".into(),
+            wallet: wallet.id.clone(),
+            amount: "10".into(),
+            date: crate::common::ids::now(),
+            description: None,
+            comment: None,
+            meta: None,
+        };
+        let request = store.submit_earn(&campaign, earn).await.unwrap();
+        while store.process_earns(&book, 10).await.unwrap() > 0 {}
+        let earn = store.earn_request(&campaign, &request.id).await.unwrap();
+        let earn = earn.transaction_id.unwrap();
+        let burn = crate::NewBurn {
+            wallet: wallet.id.clone(),
+            external_id: "b-1".into(),
+            amount: Tokens::whole(4),
+            description: "Voucher".into(),
+            comment: None,
+            meta: None,
+            date: None,
+        };
+        let burned = store.burn(&campaign, burn).await.unwrap().transaction.id;
+        let returned = crate::NewCorrection {
+            transaction_id: earn.clone(),
+            external_id: "r-1".into(),
+            amount: Some(2.into()),
+            description: None,
+            comment: None,
+            meta: None,
+        };
+        let returned = store.correct(&campaign, returned).await.unwrap();
+        assert!(store.audit().await.unwrap().is_empty());
+
+        // The burn's record of what it took says 1 more than the lot lost.
+        const SPENT_MORE: &str = "UPDATE spends SET amount = amount + 1000000 \
+             WHERE transaction_id = $1";
+        store.execute(SPENT_MORE, params![burned]).await.unwrap();
+        let found = store.audit().await.unwrap();
+        let lot = found.iter().find(|d| d.check == "lot").expect("the lot");
+        assert_eq!(lot.transaction_id.as_deref(), Some(earn.as_str()));
+        assert_eq!(
+            (lot.recorded, lot.computed),
+            (Tokens::whole(4), Tokens::whole(3))
+        );
+        store
+            .execute(
+                "UPDATE spends SET amount = amount - 1000000 WHERE transaction_id = $1",
+                params![burned],
+            )
+            .await
+            .unwrap();
+        // A reversal that forgave more than the earn held.
+        const FORGAVE: &str = "UPDATE transactions SET forgiven = 9000000 WHERE id = $1";
+        store
+            .execute(FORGAVE, params![returned.transaction.id])
+            .await
+            .unwrap();
+        let found = store.audit().await.unwrap();
+        let over = found.iter().find(|d| d.check == "reversed").expect("over");
+        assert_eq!(over.transaction_id.as_deref(), Some(earn.as_str()));
+        assert_eq!(
+            (over.recorded, over.computed),
+            (Tokens::whole(11), Tokens::whole(10))
+        );
+    }
+
     crate::backend_tests!(
+        a_lot_or_a_reversal_that_does_not_add_up_is_found,
         transactions_of_a_missing_wallet_are_refused_or_found,
         a_tampered_balance_is_found,
         the_audit_is_one_pass_over_the_ledger
