@@ -276,3 +276,23 @@ impl Work for Correcting {
         self.run(tx).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::Plan;
+    use crate::ledger::transactions::SELECT_BY_ID;
+
+    /// A transaction read with what its corrections took or gave back, and the reversals of an
+    /// earn, find the corrections through the index of `corrects`, never by a scan.
+    async fn corrections_are_found_through_their_index(store: Store) {
+        for sql in [SELECT_BY_ID, reversal::REVERSED, refund::GIVEN] {
+            let plan = store
+                .query_plan(sql, params![Some("t")], None, Plan::SortsPricedOut)
+                .await;
+            assert!(plan.contains("transactions_corrects"), "{sql}:\n{plan}");
+        }
+    }
+
+    crate::backend_tests!(corrections_are_found_through_their_index);
+}

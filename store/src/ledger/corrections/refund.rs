@@ -25,7 +25,7 @@ const TAKEN: &str = "SELECT t.id, t.date, t.amount, t.expires_at, s.amount FROM 
 /// A row of `TAKEN`: the earn (id, date, amount, expiry) and what the burn took from it.
 type Taken = (String, DateTime<Utc>, i64, Option<DateTime<Utc>>, i64);
 /// What earlier refunds of the burn gave back to each earn's lot.
-const GIVEN: &str = "SELECT s.earn_id, CAST(SUM(s.amount) AS BIGINT) FROM spends s \
+pub(super) const GIVEN: &str = "SELECT s.earn_id, CAST(SUM(s.amount) AS BIGINT) FROM spends s \
      JOIN transactions r ON r.id = s.transaction_id WHERE r.corrects = $1 GROUP BY s.earn_id";
 /// The refund's credit; the wallet's next expiry moves to `$3` if that is sooner.
 const CREDIT: &str = concat!(

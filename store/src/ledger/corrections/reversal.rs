@@ -16,7 +16,7 @@ use crate::ledger::fifo::{Earn, Position};
 use crate::{Shortfall, StoreError, Tokens, Transaction};
 
 /// The value and tokens earlier reversals took off the earn.
-const REVERSED: &str = "SELECT source_amount, amount + COALESCE(forgiven, 0) FROM transactions \
+pub(super) const REVERSED: &str = "SELECT source_amount, amount + COALESCE(forgiven, 0) FROM transactions \
      WHERE corrects = $1 AND kind = 'REVERSAL'";
 const EXPIRES: &str = "SELECT expires_at FROM transactions WHERE id = $1";
 /// The wallet after a reversal: `$2` off its balance, `$3` more owed, `$4` off its lifetime
