@@ -122,7 +122,11 @@ impl Store {
             "substr(external_id, 5, instr(substr(external_id, 5) || ':', ':') - 1)",
             "split_part(external_id, ':', 2)",
         );
-        let lots = LOTS.replace("{earn_of_expiry}", earn_of_expiry);
+        // In stored order on SQLite, as `AUDIT` reads them (see there).
+        let scan = self.dialect(" NOT INDEXED", "");
+        let lots = LOTS
+            .replace("{earn_of_expiry}", earn_of_expiry)
+            .replace("{scan}", scan);
         let mut found = Vec::new();
         let rows: Vec<(String, String, i64, i64)> = self.read_rows(&lots, params![since]).await?;
         for (wallet, earn, lot, computed) in rows {
@@ -169,24 +173,23 @@ fn installed_on(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
 }
 
 /// The earns recorded since `$1` whose lot (by the wallet's position and aside rows, as in
-/// `fifo`) is not their tokens less what spends took (burns, orders, reversals, debts paid)
-/// plus what refunds gave back, less what expired (EXPIRY `lot:<earn>[:<id>]`): wallet, earn,
-/// the lot, what it should be.
+/// `fifo`) is not their tokens less what spends took (burns, orders, reversals, debts paid) and
+/// what expired (EXPIRY `lot:<earn>[:<id>]`), plus what refunds gave back: wallet, earn, the lot,
+/// what it should be. The history is one aggregate by earn (SQLite indexes it for the join).
 const LOTS: &str = "SELECT wallet_id, id, lot, computed FROM (SELECT t.wallet_id, t.id, \
      CASE WHEN a.transaction_id IS NOT NULL THEN a.remaining \
          WHEN w.fifo_id IS NULL OR (t.date, t.id) > (w.fifo_date, w.fifo_id) THEN t.amount \
          WHEN t.id = w.fifo_id THEN t.amount - w.fifo_taken ELSE 0 END AS lot, \
-     CAST(t.amount - COALESCE(sp.taken, 0) + COALESCE(sp.given, 0) - COALESCE(x.expired, 0) \
-         AS BIGINT) AS computed \
-     FROM transactions t JOIN wallets w ON w.id = t.wallet_id \
+     CAST(t.amount - COALESCE(h.taken, 0) + COALESCE(h.given, 0) AS BIGINT) AS computed \
+     FROM transactions t{scan} JOIN wallets w ON w.id = t.wallet_id \
      LEFT JOIN lots_aside a ON a.transaction_id = t.id \
-     LEFT JOIN (SELECT s.earn_id, \
-         SUM(CASE WHEN c.kind = 'REFUND' THEN 0 ELSE s.amount END) AS taken, \
-         SUM(CASE WHEN c.kind = 'REFUND' THEN s.amount ELSE 0 END) AS given \
-         FROM spends s JOIN transactions c ON c.id = s.transaction_id GROUP BY s.earn_id) sp \
-         ON sp.earn_id = t.id \
-     LEFT JOIN (SELECT {earn_of_expiry} AS earn_id, SUM(amount) AS expired FROM transactions \
-         WHERE kind = 'EXPIRY' GROUP BY 1) x ON x.earn_id = t.id \
+     LEFT JOIN (SELECT earn_id, SUM(taken) AS taken, SUM(given) AS given FROM ( \
+         SELECT s.earn_id AS earn_id, \
+             CASE WHEN c.kind = 'REFUND' THEN 0 ELSE s.amount END AS taken, \
+             CASE WHEN c.kind = 'REFUND' THEN s.amount ELSE 0 END AS given \
+         FROM spends s JOIN transactions c ON c.id = s.transaction_id \
+         UNION ALL SELECT {earn_of_expiry}, amount, 0 FROM transactions WHERE kind = 'EXPIRY' \
+         ) d GROUP BY earn_id) h ON h.earn_id = t.id \
      WHERE t.kind = 'EARN' AND t.created_at >= $1) e WHERE lot <> computed ORDER BY 1, 2";
 
 /// Earns (and burns) whose reversals (refunds) took (gave) back more than they hold: wallet,

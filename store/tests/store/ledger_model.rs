@@ -1,10 +1,11 @@
 //! The ledger against a reference model: random sequences of operations (earns, backdated
 //! earns, burns, refunds of burns, reversals of earns under each shortfall policy (debt paid by
-//! later tokens, clip, refuse), repeated and conflicting keys, concurrent burns on one wallet,
-//! expiry runs as the clock moves, the store closed and reopened) are applied to the store and to a plain model
-//! of wallets and lots, and every outcome, balance, lifetime total, tier and expired amount is
-//! compared after each step; the audit runs at the end of each sequence. A failing sequence is
-//! shrunk by proptest and printed with the seed that reproduces it.
+//! later tokens, clip, refuse), repeated and conflicting keys, concurrent burns on one wallet
+//! and a return racing a burn, expiry runs as the clock moves, the store closed and reopened)
+//! are applied to the store and to a plain model of wallets and lots, and every outcome,
+//! balance, lifetime total, tier, lot and expired amount is compared after each step; the audit
+//! runs at the end of each sequence. A failing sequence is shrunk by proptest and printed with
+//! the seed that reproduces it.
 //!
 //! CI runs `CASES` sequences per backend from a fixed seed. Longer: `REWARDS_MODEL_CASES=5000`
 //! (sequences of up to `REWARDS_MODEL_OPS`, default 120, operations each) and
@@ -71,6 +72,11 @@ enum Op {
         which: usize,
         value: Option<i64>,
     },
+    /// A return of an earlier earn (all that is left of it) and a burn on its wallet, at once.
+    ConcurrentReturn {
+        which: usize,
+        micros: i64,
+    },
     /// The clock moves on `days` and the expiry sweep runs.
     Advance {
         days: i64,
@@ -100,6 +106,8 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(which, micros)| Op::Refund { which, micros }),
         2 => (any::<usize>(), proptest::option::of(1i64..60))
             .prop_map(|(which, value)| Op::Reverse { which, value }),
+        1 => (any::<usize>(), amount())
+            .prop_map(|(which, micros)| Op::ConcurrentReturn { which, micros }),
         2 => (1i64..20).prop_map(|days| Op::Advance { days }),
         1 => Just(Op::Reopen),
     ]
@@ -645,34 +653,75 @@ impl World {
                 let Some(earn_id) = pick(&self.credited, which).cloned() else {
                     return Ok(());
                 };
-                let reversal = NewCorrection {
-                    transaction_id: earn_id.clone(),
-                    external_id: format!("v-{step}"),
-                    amount: value.map(rules::Decimal::from),
-                    description: Some("Returned".into()),
-                    comment: None,
-                    meta: None,
-                };
-                let result = self.store.correct(&self.campaign, reversal).await;
+                let result = self
+                    .store
+                    .correct(&self.campaign, reversal(&earn_id, step, value))
+                    .await;
                 let expected = self.model.reverse(&earn_id, value);
-                let seen = match result {
-                    Ok(done) => ReversalOutcome::Took(micros_of(done.transaction.amount)),
-                    Err(StoreError::Refused {
-                        code: "reversal_exceeds_earn",
-                        ..
-                    }) => ReversalOutcome::Exceeds,
-                    Err(StoreError::Refused {
-                        code: "reversal_shortfall",
-                        ..
-                    }) => ReversalOutcome::Shortfall,
-                    Err(other) => return Err(fail(step, format!("reversal: {other}"))),
-                };
+                let seen = reversal_outcome(result).map_err(|e| fail(step, e))?;
                 if seen != expected {
                     let e = &self.model.earns[&earn_id];
                     return Err(fail(
                         step,
                         format!("reversal of {e:?}: {seen:?}, model {expected:?}"),
                     ));
+                }
+            }
+            Op::ConcurrentReturn { which, micros } => {
+                let Some(earn_id) = pick(&self.credited, which).cloned() else {
+                    return Ok(());
+                };
+                let wallet = self.model.earns[&earn_id].wallet;
+                let sent = SentBurn {
+                    key: format!("b-{step}"),
+                    wallet,
+                    micros,
+                    date: self.now,
+                };
+                let (returned, burned) = tokio::join!(
+                    self.store
+                        .correct(&self.campaign, reversal(&earn_id, step, None)),
+                    self.store.burn(&self.campaign, new_burn(&sent))
+                );
+                let returned = reversal_outcome(returned).map_err(|e| fail(step, e))?;
+                let burned = burn_outcome(burned).map_err(|e| fail(step, e))?;
+                // Some serial order of the two must give what the store answered.
+                let mut agreed = None;
+                for return_first in [true, false] {
+                    let mut model = self.model.clone();
+                    let mut expected_burn = None;
+                    let mut expected_return = None;
+                    for is_return in [return_first, !return_first] {
+                        if is_return {
+                            expected_return = Some(model.reverse(&earn_id, None));
+                        } else {
+                            expected_burn = Some(model.burn(wallet, micros));
+                        }
+                    }
+                    let expected_burn = expected_burn.flatten();
+                    let same = expected_return.as_ref() == Some(&returned)
+                        && self
+                            .check_burn(step, &burned, expected_burn.as_ref())
+                            .await
+                            .is_ok();
+                    if same {
+                        if let (BurnOutcome::Spent(id), Some(takes)) = (&burned, expected_burn) {
+                            model.burns.insert(id.clone(), (wallet, takes));
+                        }
+                        agreed = Some(model);
+                        break;
+                    }
+                }
+                let Some(model) = agreed else {
+                    return Err(fail(
+                        step,
+                        format!("a return {returned:?} and a burn {burned:?}: no order gives it"),
+                    ));
+                };
+                self.model = model;
+                if let BurnOutcome::Spent(id) = burned {
+                    self.spent.push(id);
+                    self.burns.push(sent);
                 }
             }
             Op::Reopen => {
@@ -813,6 +862,36 @@ fn new_burn(sent: &SentBurn) -> NewBurn {
         comment: None,
         meta: None,
         date: Some(sent.date),
+    }
+}
+
+/// A return of `value` whole units (None: all that is left) of earn `id`, sent at `step`.
+fn reversal(id: &str, step: usize, value: Option<i64>) -> NewCorrection {
+    NewCorrection {
+        transaction_id: id.to_string(),
+        external_id: format!("v-{step}"),
+        amount: value.map(rules::Decimal::from),
+        description: Some("Returned".into()),
+        comment: None,
+        meta: None,
+    }
+}
+
+/// A return's outcome; anything but taken or refused as the model refuses is a failure.
+fn reversal_outcome(
+    result: Result<store::Corrected, StoreError>,
+) -> Result<ReversalOutcome, String> {
+    match result {
+        Ok(done) => Ok(ReversalOutcome::Took(micros_of(done.transaction.amount))),
+        Err(StoreError::Refused {
+            code: "reversal_exceeds_earn",
+            ..
+        }) => Ok(ReversalOutcome::Exceeds),
+        Err(StoreError::Refused {
+            code: "reversal_shortfall",
+            ..
+        }) => Ok(ReversalOutcome::Shortfall),
+        Err(other) => Err(format!("reversal: {other}")),
     }
 }
 
