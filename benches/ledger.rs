@@ -1,4 +1,5 @@
-//! Earn submissions and burns per second over HTTP on SQLite (or PostgreSQL when
+//! Earn submissions, burns, refunds of burns and returns of earns per second over HTTP on SQLite
+//! (or PostgreSQL when
 //! `REWARDS_TEST_POSTGRES_URL` is set), beside a bare axum handler that parses the same body and
 //! answers 202, measured in the same run. Also the time from 202 to `completed`.
 //!
@@ -8,8 +9,9 @@
 //! is printed.
 //!
 //! `cargo bench --bench ledger`. Goals: on SQLite earn >= 5,000 req/s and burn >= 5,000 req/s,
-//! each with p99 <= 20 ms over the whole run; on PostgreSQL burn >= 2,000 req/s with
-//! p99 <= 30 ms on wallets with 1,000 open lots each.
+//! each with p99 <= 20 ms over the whole run, and refunds and returns at least as fast as the
+//! burns; on PostgreSQL burn >= 2,000 req/s with p99 <= 30 ms on wallets with 1,000 open lots
+//! each.
 
 mod common;
 
@@ -196,6 +198,7 @@ async fn run() {
         "open lots a wallet before the burns",
         earn_load.count / WALLETS
     );
+    let burned = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let burn_load = {
         let (client, url, k, s) = (
             client.clone(),
@@ -203,6 +206,7 @@ async fn run() {
             api_key.clone(),
             secret.clone(),
         );
+        let burned = burned.clone();
         common::drive(CLIENTS, seconds, move |c, n| {
             let body = json!({
                 "externalId": format!("b-{c}-{n}"),
@@ -215,21 +219,100 @@ async fn run() {
                 .header("x-api-key", &k)
                 .header("x-api-secret", &s)
                 .json(&body);
+            let burned = burned.clone();
             async move {
                 let response = request.send().await.unwrap();
-                assert_eq!(
-                    response.status(),
-                    StatusCode::OK,
-                    "{}",
-                    response.text().await.unwrap_or_default()
-                );
+                assert_eq!(response.status(), StatusCode::OK);
+                let burn: Value = response.json().await.unwrap();
+                burned
+                    .lock()
+                    .unwrap()
+                    .push(burn["id"].as_str().unwrap().to_string());
             }
         })
         .await
     };
     println!("{}", burn_load.row("POST /v1/transactions/burn (200)"));
+
+    // Refunds of those burns, a tenth of one at a time (each burn can take ten), then returns
+    // of a tenth of the earns' purchases (12.5 each: 1.25 takes back 1 of its 12 tokens; a
+    // wallet that spent them owes, the default policy).
+    let burns = std::sync::Arc::new(burned.lock().unwrap().clone());
+    let refund_load = correct(&client, &base, &api_key, &secret, seconds, burns, 0.001).await;
+    println!("{}", refund_load.row("reversals: refund a burn (200)"));
+    let earns = std::sync::Arc::new(earn_ids(&store, &campaign).await);
+    let return_load = correct(&client, &base, &api_key, &secret, seconds, earns, 1.25).await;
+    println!("{}", return_load.row("reversals: return of an earn (200)"));
     assert!(
         store.audit().await.unwrap().is_empty(),
         "the ledger agrees with itself after the run"
     );
+}
+
+/// `POST /v1/transactions/{id}/reversals` of `amount` for `seconds`, through `ids` in turn (each
+/// client its own stride), every answer 200.
+async fn correct(
+    client: &reqwest::Client,
+    base: &str,
+    key: &str,
+    secret: &str,
+    seconds: u64,
+    ids: std::sync::Arc<Vec<String>>,
+    amount: f64,
+) -> common::Load {
+    let (client, base, k, s) = (
+        client.clone(),
+        base.to_string(),
+        key.to_string(),
+        secret.to_string(),
+    );
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    common::drive(CLIENTS, seconds, move |c, n| {
+        let turn = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = &ids[turn % ids.len()];
+        let body = json!({"externalId": format!("r-{amount}-{c}-{n}"), "amount": amount});
+        let request = client
+            .post(format!("{base}/v1/transactions/{id}/reversals"))
+            .header("x-api-key", &k)
+            .header("x-api-secret", &s)
+            .json(&body);
+        async move {
+            let response = request.send().await.unwrap();
+            assert_eq!(
+                response.status(),
+                StatusCode::OK,
+                "{}",
+                response.text().await.unwrap_or_default()
+            );
+        }
+    })
+    .await
+}
+
+/// The campaign's EARN transactions' ids, spread over its wallets in the order they were made.
+async fn earn_ids(store: &store::Store, campaign: &store::Campaign) -> Vec<String> {
+    let earns = store::TransactionFilter {
+        kinds: vec![store::TransactionKind::Earn],
+        ..Default::default()
+    };
+    let mut ids = Vec::new();
+    for page in 1.. {
+        let found = store
+            .list_transactions(
+                campaign,
+                &earns,
+                store::Page {
+                    page,
+                    limit: 10_000,
+                },
+            )
+            .await
+            .unwrap();
+        let last = found.items.len() < 10_000;
+        ids.extend(found.items.into_iter().map(|t| t.id));
+        if last {
+            break;
+        }
+    }
+    ids
 }
