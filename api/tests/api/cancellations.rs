@@ -162,8 +162,25 @@ async fn concurrent_cancels_refund_once(app: TestApp) {
     assert_eq!(four.status, StatusCode::CONFLICT, "3 in stock, not 6");
 }
 
+/// A random order is cancelled as any other: its price back, its code voided.
+async fn a_random_order_is_cancelled_too(app: TestApp) {
+    app.ready_to_order().await;
+    app.earn("e-1", "w-1", json!(10)).await;
+    let body = json!({"owner": "card-1", "cost": 4, "walletId": "w-1"});
+    let order: OrderView = app
+        .post("/v1/orders/random", body)
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(app.balance("w-1").await, Tokens::whole(6));
+    let cancelled: OrderView = cancel(&app, &order.id, None).await.expect(StatusCode::OK);
+    let line = &lines(&cancelled)[0];
+    assert!(line.cancelled_at.is_some() && line.codes.iter().all(|c| c.voided));
+    assert_eq!(app.balance("w-1").await, Tokens::whole(10));
+}
+
 app_tests!(
     a_cancelled_line_gives_back_points_and_stock_and_voids_its_codes,
     a_redeemed_line_cannot_be_cancelled,
     concurrent_cancels_refund_once,
+    a_random_order_is_cancelled_too,
 );
