@@ -342,7 +342,7 @@ fn new_burn(input: BurnInput) -> Result<NewBurn, ApiError> {
     responses((status = 200, body = TransactionView), (status = 400, body = Problem),
         (status = 402, description = "the balance less the programme's minimum cannot cover the amount", body = Problem),
         (status = 404, description = "unknown wallet", body = Problem),
-        (status = 409, description = "externalId already used for another burn", body = Problem)))]
+        (status = 409, description = "`already_exists`: externalId already used for another request; `field` names the first field that differs", body = Problem)))]
 async fn burn(
     State(state): State<AppState>,
     caller: Caller,
@@ -425,7 +425,8 @@ fn new_correction(id: String, body: ReversalBody) -> Result<NewCorrection, ApiEr
     request_body = ReversalBody,
     responses((status = 200, body = TransactionView), (status = 400, body = Problem),
         (status = 404, description = "unknown transaction", body = Problem),
-        (status = 409, description = "`externalId` used for another reversal; or refused: \
+        (status = 409, description = "`already_exists`: `externalId` used for another reversal \
+            (`field` names the first field that differs); or refused: \
             `not_correctable` (not an EARN or BURN), `reversal_exceeds_earn`, \
             `refund_exceeds_burn`, `reversal_shortfall`, `lots_unknown`", body = Problem)))]
 async fn reverse(

@@ -47,7 +47,7 @@ async fn place(state: &AppState, caller: &Caller, order: NewOrder) -> Result<Pla
         (status = 400, description = "a bad field, or a line naming an unknown product or variant, an unavailable variant, a variant of another product, or a booking the product does not allow (`field` is the line's, e.g. `lines[2].variantId`)", body = Problem),
         (status = 402, description = "the paying wallet cannot cover the total: no order is made", body = Problem),
         (status = 404, description = "no member `owner`, or no wallet `walletId`", body = Problem),
-        (status = 409, description = "`out_of_stock`, `tier_required` (the owner's wallets have not reached the variant's tier), or `already_exists` (the reference was used for another request)", body = Problem)))]
+        (status = 409, description = "`out_of_stock`, `tier_required` (the owner's wallets have not reached the variant's tier), or `already_exists` (the reference was used for another request; `field` names the first field that differs)", body = Problem)))]
 async fn create_order(
     State(state): State<AppState>,
     caller: Caller,
@@ -71,7 +71,7 @@ const DRAWS: usize = 3;
         (status = 400, body = Problem),
         (status = 402, description = "the paying wallet cannot cover the cost: no order is made", body = Problem),
         (status = 404, description = "no member `owner`, or no wallet `walletId`", body = Problem),
-        (status = 409, description = "`no_available_product` (nothing can be drawn), `out_of_stock`, or `already_exists` (the reference was used for another request)", body = Problem)))]
+        (status = 409, description = "`no_available_product` (nothing can be drawn), `out_of_stock`, or `already_exists` (the reference was used for another request; `field` names the first field that differs)", body = Problem)))]
 async fn random_order(
     State(state): State<AppState>,
     caller: Caller,

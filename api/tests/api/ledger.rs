@@ -231,7 +231,14 @@ async fn a_burn_replays_conflicts_and_validates(app: TestApp) {
     assert_eq!(replay.body["id"], first.body["id"]);
     let conflict = app.burn("b-1", "w-1", json!(13)).await;
     assert_eq!(conflict.status, StatusCode::CONFLICT);
-    assert_eq!(conflict.body["field"], "externalId");
+    let problem = conflict.problem();
+    assert_eq!(problem.code, "already_exists");
+    assert_eq!(
+        problem.field.as_deref(),
+        Some("amount"),
+        "the first field that differs"
+    );
+    assert!(problem.detail.contains("externalId"), "{}", problem.detail);
     assert_eq!(app.balance("w-1").await, tokens("87.5"));
 
     for (body, field) in [

@@ -168,7 +168,8 @@ async fn bad_orders_name_their_fields(app: TestApp) {
     let problem = other.problem();
     assert_eq!(
         (&*problem.code, problem.field.as_deref()),
-        ("already_exists", Some("reference"))
+        ("already_exists", Some("lines")),
+        "the first field that differs from the order made under the reference"
     );
     // Stock was taken once: one mug left.
     let two = app

@@ -46,7 +46,7 @@ async fn a_return_and_a_refund_are_linked_and_listed_as_burn_and_earn(app: TestA
     assert_eq!(replay.id, returned.id);
     let conflict = reverse(&app, &earn, json!({"externalId": "r-1", "amount": 26})).await;
     assert_eq!(conflict.status, StatusCode::CONFLICT);
-    assert_eq!(conflict.problem().field.as_deref(), Some("externalId"));
+    assert_eq!(conflict.problem().field.as_deref(), Some("amount"));
 
     let refunded: TransactionView =
         reverse(&app, &burned.id, json!({"externalId": "r-2", "amount": 10}))

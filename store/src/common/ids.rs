@@ -81,6 +81,61 @@ pub(crate) fn fingerprint(request: &serde_json::Value) -> String {
     hex(&sha256(&request.to_string()))
 }
 
+/// A request's fingerprint, kept with what it made: a short digest of each of its fields, in
+/// order (`text`), so that another request under the same key is told apart by the first field
+/// that differs. Fingerprints written before fields were kept are one digest of the whole
+/// request, which `matches` still recognises.
+#[derive(Debug, Clone)]
+pub(crate) struct Fingerprint {
+    pub text: String,
+    whole: String,
+    fields: &'static [&'static str],
+}
+
+impl Fingerprint {
+    /// The fingerprint of a request whose fields `fields` hold `values`.
+    pub(crate) fn of(fields: &'static [&'static str], values: Vec<serde_json::Value>) -> Self {
+        let digests: Vec<String> = values
+            .iter()
+            .map(|v| hex(&sha256(&v.to_string())[..6]))
+            .collect();
+        Fingerprint {
+            text: format!("f:{}", digests.join(".")),
+            whole: fingerprint(&serde_json::Value::Array(values)),
+            fields,
+        }
+    }
+
+    /// Whether `stored` is this request's fingerprint; if not, the first field that differs
+    /// (`None` when the stored one cannot say: one digest of a whole request).
+    pub(crate) fn matches(&self, stored: &str) -> Result<(), Option<&'static str>> {
+        if stored == self.text || stored == self.whole {
+            return Ok(());
+        }
+        let Some(digests) = stored.strip_prefix("f:") else {
+            return Err(None);
+        };
+        let mine = self.text["f:".len()..].split('.');
+        let differs = digests.split('.').zip(mine).position(|(a, b)| a != b);
+        Err(differs.and_then(|i| self.fields.get(i).copied()))
+    }
+
+    /// The refusal of another request under `key` (the field that names it: `externalId`,
+    /// `reference`) whose fingerprint is `stored`.
+    pub(crate) fn conflict(&self, key: &'static str, stored: &str) -> crate::StoreError {
+        let differs = self.matches(stored).err().flatten();
+        let message = match differs {
+            Some(field) => format!("{key} was used for another request: its {field} differs"),
+            None => format!("{key} was used for another request"),
+        };
+        crate::StoreError::refused(
+            "already_exists",
+            Some(differs.unwrap_or(key).into()),
+            message,
+        )
+    }
+}
+
 /// Compares two byte strings in time that depends only on their length, so a response time never
 /// tells an attacker how many leading bytes of a guess were right.
 pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use crate::backend::{Forked, PgTx, SqliteTx, Tx, Work};
-use crate::common::ids::{fingerprint, new_id, now};
+use crate::common::ids::{Fingerprint, new_id, now};
 use crate::ledger::fifo::{Aside, Earn, LotRow, Position, Spent, Taker};
 use crate::ledger::transactions::{self, Entry, SELECT_BY_KEY, TransactionRow, idem_key};
 use crate::{Campaign, Store, StoreError, Tokens, Transaction, TransactionKind};
@@ -29,18 +29,26 @@ pub struct NewBurn {
 }
 
 impl NewBurn {
-    /// A digest of the request as sent: the same body sent again is a replay, another body with
-    /// the same `externalId` a conflict.
-    fn fingerprint(&self) -> String {
-        let canonical = json!([
-            self.wallet,
-            self.amount.micros(),
-            self.description,
-            self.comment,
-            self.meta,
-            self.date
-        ]);
-        fingerprint(&canonical)
+    /// The request as sent: the same body sent again is a replay, another body with the same
+    /// `externalId` a conflict naming the first field that differs.
+    fn fingerprint(&self) -> Fingerprint {
+        const FIELDS: &[&str] = &[
+            "walletId",
+            "amount",
+            "description",
+            "comment",
+            "meta",
+            "date",
+        ];
+        let values = vec![
+            json!(self.wallet),
+            json!(self.amount.micros()),
+            json!(self.description),
+            json!(self.comment),
+            json!(self.meta),
+            json!(self.date),
+        ];
+        Fingerprint::of(FIELDS, values)
     }
 }
 
@@ -54,7 +62,7 @@ pub struct Burned {
 /// Burns: tokens spent from a wallet, oldest lots first (scope: `&Campaign`).
 impl Store {
     /// Spends `burn.amount` from the wallet. `InsufficientBalance` when the balance less the
-    /// campaign's minimum cannot cover it; `Conflict` on `externalId` when that id was used for
+    /// campaign's minimum cannot cover it; `Refused` (`already_exists`, naming the first field that differs) when that id was used for
     /// a different burn; the earlier transaction (`replayed`) when it was used for this one.
     pub async fn burn(&self, campaign: &Campaign, burn: NewBurn) -> Result<Burned, StoreError> {
         // Before a connection is held: a policy not cached would take another from the pool.
@@ -75,7 +83,7 @@ impl Store {
 struct Burning<'a> {
     campaign: &'a Campaign,
     burn: NewBurn,
-    fingerprint: String,
+    fingerprint: Fingerprint,
     min_balance: Tokens,
 }
 
@@ -154,7 +162,7 @@ impl Store {
         &self,
         campaign: &Campaign,
         burn: &NewBurn,
-        fingerprint: &str,
+        fingerprint: &Fingerprint,
     ) -> Result<Option<Burned>, StoreError> {
         let key = idem_key(&campaign.org_id, TransactionKind::Burn, &burn.external_id);
         let row: Option<TransactionRow> = self.read_row(SELECT_BY_KEY, params![key]).await?;
@@ -253,7 +261,7 @@ pub(crate) struct Debit {
     org_id: String,
     campaign_id: String,
     transaction: Transaction,
-    fingerprint: String,
+    fingerprint: Fingerprint,
     min_balance: i64,
 }
 
@@ -264,7 +272,7 @@ impl Debit {
     pub(crate) fn new(
         campaign: &Campaign,
         transaction: Transaction,
-        fingerprint: String,
+        fingerprint: Fingerprint,
         min_balance: Tokens,
     ) -> Debit {
         Debit {
@@ -283,7 +291,7 @@ impl Debit {
     /// The BURN transaction to write.
     fn entry(&self) -> Entry<'_> {
         self.transaction
-            .entry(&self.org_id, &self.campaign_id, &self.fingerprint)
+            .entry(&self.org_id, &self.campaign_id, &self.fingerprint.text)
     }
 
     fn insufficient(&self, balance: i64) -> StoreError {
@@ -506,7 +514,10 @@ pub(crate) fn in_spending_order(
 }
 
 /// An earlier burn with the same `externalId`: the same request again, or a conflicting one.
-fn replay_or_conflict(row: TransactionRow, fingerprint: &str) -> Result<Burned, StoreError> {
+fn replay_or_conflict(
+    row: TransactionRow,
+    fingerprint: &Fingerprint,
+) -> Result<Burned, StoreError> {
     transactions::replay_or_conflict(row, fingerprint).map(|transaction| Burned {
         transaction,
         replayed: true,

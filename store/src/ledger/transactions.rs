@@ -8,7 +8,7 @@ use serde_json::Value;
 use sqlx::types::Json;
 
 use crate::backend::{Arg, ToArg};
-use crate::common::ids::sha256;
+use crate::common::ids::{Fingerprint, sha256};
 use crate::error::known;
 use crate::{Campaign, Page, Paged, Store, StoreError, Tokens};
 
@@ -86,16 +86,15 @@ pub(crate) const SELECT_BY_ID: &str = concat!(
 );
 
 /// An earlier transaction under a request's key: the same request again (its transaction), or
-/// another one (`Conflict` on `externalId`).
+/// another one (`already_exists` naming the first field that differs).
 pub(crate) fn replay_or_conflict(
     mut earlier: TransactionRow,
-    fingerprint: &str,
+    fingerprint: &Fingerprint,
 ) -> Result<Transaction, StoreError> {
-    match earlier.fingerprint.take() {
-        Some(f) if f == fingerprint => transaction_from_row(earlier),
-        _ => Err(StoreError::Conflict {
-            field: "externalId",
-        }),
+    let stored = earlier.fingerprint.take().unwrap_or_default();
+    match fingerprint.matches(&stored) {
+        Ok(()) => transaction_from_row(earlier),
+        Err(_) => Err(fingerprint.conflict("externalId", &stored)),
     }
 }
 

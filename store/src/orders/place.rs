@@ -16,7 +16,7 @@ use super::plan::{
 };
 use super::{Booking, Code, NewLine, NewOrder, Order, OrderLine};
 use crate::backend::{PgTx, SqliteTx, Work};
-use crate::common::ids::{fingerprint, new_id, now};
+use crate::common::ids::{Fingerprint, new_id, now};
 use crate::ledger::burn::{Debit, Debiting};
 use crate::{Campaign, Store, StoreError, Tokens, Transaction, TransactionKind};
 
@@ -56,19 +56,22 @@ impl NewLine {
 }
 
 impl NewOrder {
-    /// A digest of the request: a random order's lines were drawn, not asked for.
-    fn fingerprint(&self) -> String {
+    /// The request as sent (a random order's lines were drawn, not asked for): another under
+    /// the same reference is a conflict naming the first field that differs.
+    fn fingerprint(&self) -> Fingerprint {
+        const FIELDS: &[&str] = &["owner", "meta", "walletId", "lines", "cost"];
         let lines: Vec<Value> = match self.random_cost {
             Some(_) => Vec::new(),
             None => self.lines.iter().map(NewLine::canonical).collect(),
         };
-        fingerprint(&json!([
-            self.owner,
-            self.meta,
-            self.wallet,
-            lines,
-            self.random_cost.map(Tokens::micros)
-        ]))
+        let values = vec![
+            json!(self.owner),
+            json!(self.meta),
+            json!(self.wallet),
+            json!(lines),
+            json!(self.random_cost.map(Tokens::micros)),
+        ];
+        Fingerprint::of(FIELDS, values)
     }
 }
 
@@ -161,7 +164,7 @@ impl Placing {
             corrects: None,
             corrected: Tokens::ZERO,
         };
-        let digest = fingerprint(&json!(["order", self.order_id]));
+        let digest = Fingerprint::of(&["order"], vec![json!(self.order_id)]);
         Some(Debit::new(
             &self.campaign,
             transaction,
@@ -404,7 +407,8 @@ impl Store {
     /// owner's, in the campaign (`UnknownReference`, `Invalid` on `walletId`) and cover the
     /// total (`InsufficientBalance`). Problems with lines are `Rejected` with their paths;
     /// `Refused` says `out_of_stock` or `tier_required`. A reference used by another request
-    /// is a `Conflict`; by this same request, the order it made (`replayed`).
+    /// is refused (`already_exists`, naming the first field that differs); by this same
+    /// request, the order it made (`replayed`).
     pub async fn place_order(
         &self,
         campaign: &Campaign,
@@ -462,7 +466,7 @@ impl Store {
             reference: reference.clone(),
             owner_id,
             owner: owner.unwrap_or_default(),
-            fingerprint: fingerprint.clone(),
+            fingerprint: fingerprint.text.clone(),
             order,
             payment,
             codes,
@@ -491,7 +495,7 @@ impl Store {
         &self,
         campaign: &Campaign,
         reference: &str,
-        fingerprint: &str,
+        fingerprint: &Fingerprint,
     ) -> Result<Placed, StoreError> {
         self.earlier_order(campaign, reference, fingerprint)
             .await?
@@ -504,7 +508,7 @@ impl Store {
         &self,
         campaign: &Campaign,
         reference: &str,
-        fingerprint: &str,
+        fingerprint: &Fingerprint,
     ) -> Result<Option<Placed>, StoreError> {
         let row: Option<(String, String)> = self
             .read_row(EARLIER, params![campaign.id, reference])
@@ -512,8 +516,8 @@ impl Store {
         let Some((id, earlier)) = row else {
             return Ok(None);
         };
-        if earlier != fingerprint {
-            return Err(StoreError::Conflict { field: "reference" });
+        if fingerprint.matches(&earlier).is_err() {
+            return Err(fingerprint.conflict("reference", &earlier));
         }
         let scope = super::OrderScope::campaign(campaign);
         let order = self.get_order(&scope, &id, None).await?;

@@ -552,11 +552,13 @@ impl World {
                 match (self.store.burn(&self.campaign, again).await, same) {
                     (Ok(burned), true) if burned.replayed => {}
                     (
-                        Err(StoreError::Conflict {
-                            field: "externalId",
+                        Err(StoreError::Refused {
+                            code: "already_exists",
+                            field: Some(field),
+                            ..
                         }),
                         false,
-                    ) => {}
+                    ) if field == "amount" => {}
                     (other, _) => {
                         return Err(fail(step, format!("repeat (same: {same}): {other:?}")));
                     }

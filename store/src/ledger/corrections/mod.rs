@@ -9,7 +9,7 @@ use rules::{Decimal, RuleSet};
 use serde_json::{Value, json};
 
 use crate::backend::{PgTx, SqliteTx, Work};
-use crate::common::ids::{fingerprint, new_id, now};
+use crate::common::ids::{Fingerprint, new_id, now};
 use crate::ledger::burn::{Debiting, position, repay};
 use crate::ledger::transactions::{
     INSERT_TRANSACTION, SELECT_BY_KEY, TransactionRow, idem_key_of, replay_or_conflict,
@@ -35,16 +35,17 @@ pub struct NewCorrection {
 
 impl NewCorrection {
     /// The request as sent: the same again is a replay, another under the same `externalId` a
-    /// conflict.
-    fn fingerprint(&self) -> String {
-        let canonical = json!([
-            self.transaction_id,
-            self.amount.map(|a| a.normalize().to_string()),
-            self.description,
-            self.comment,
-            self.meta
-        ]);
-        fingerprint(&canonical)
+    /// conflict naming the first field that differs.
+    fn fingerprint(&self) -> Fingerprint {
+        const FIELDS: &[&str] = &["id", "amount", "description", "comment", "meta"];
+        let values = vec![
+            json!(self.transaction_id),
+            json!(self.amount.map(|a| a.normalize().to_string())),
+            json!(self.description),
+            json!(self.comment),
+            json!(self.meta),
+        ];
+        Fingerprint::of(FIELDS, values)
     }
 }
 
@@ -61,7 +62,7 @@ impl Store {
     /// transaction the campaign does not hold; `Invalid` for an amount that is not more than 0
     /// (or, for a burn, has more than 6 decimals); `Refused` with `not_correctable`,
     /// `reversal_exceeds_earn`, `reversal_shortfall` (the campaign's shortfall policy is
-    /// `refuse`), `refund_exceeds_burn` or `lots_unknown`; `Conflict` on `externalId` used for
+    /// `refuse`), `refund_exceeds_burn`, `lots_unknown`, or `already_exists` (naming the first field that differs) for an `externalId` used for
     /// another request; the earlier correction (`replayed`) for the same one.
     pub async fn correct(
         &self,
@@ -180,7 +181,7 @@ struct Correcting {
     correction: NewCorrection,
     original: Transaction,
     what: What,
-    fingerprint: String,
+    fingerprint: Fingerprint,
 }
 
 /// The wallet's position and what it owes, read under its lock.
@@ -248,7 +249,7 @@ impl Correcting {
             corrects: Some(o.id.clone()),
             corrected: Tokens::ZERO,
         };
-        let entry = transaction.entry(&c.org_id, &c.id, &self.fingerprint);
+        let entry = transaction.entry(&c.org_id, &c.id, &self.fingerprint.text);
         tx.execute(INSERT_TRANSACTION, &entry.args(&key, None))
             .await?;
         // The link is written beside the entry every path shares.
