@@ -1,5 +1,5 @@
 //! A short-lived cache for what many requests read and almost never changes (programme
-//! policies). API keys are not cached: a revoked key must fail at once in every process. Entries live a second: a change made by another process is seen within
+//! policies, compiled rule-set versions). API keys are not cached: a revoked key must fail at once in every process. Entries live a second: a change made by another process is seen within
 //! that time, and this process drops an entry as soon as it changes the record itself.
 
 use std::collections::HashMap;
@@ -46,12 +46,15 @@ impl<V: Clone> Cache<V> {
 pub(crate) struct Caches {
     /// Campaign id -> its policy.
     pub policies: Cache<crate::Policy>,
+    /// `campaign id:version` -> that rule-set version, compiled (a partial return rounds by it).
+    pub rule_sets: Cache<std::sync::Arc<rules::RuleSet>>,
 }
 
 impl Caches {
     pub fn new() -> Self {
         Caches {
             policies: Cache::new(),
+            rule_sets: Cache::new(),
         }
     }
 }

@@ -4,6 +4,8 @@
 //! kind of the transaction it names says (`reversal.rs`, `refund.rs`), under the wallet's lock,
 //! idempotent by its `externalId`: corrections share one set of ids in an organisation.
 
+use std::sync::{Arc, OnceLock};
+
 use chrono::{DateTime, Utc};
 use rules::{Decimal, RuleSet};
 use serde_json::{Value, json};
@@ -114,19 +116,29 @@ impl Store {
         .await
     }
 
-    /// The rule set that decided an earn (`version`; `None`: the default), for its rounding.
+    /// The rule set that decided an earn (`version`; `None`: the default), for its rounding:
+    /// compiled once a second at most (a version never changes).
     async fn rules_of(
         &self,
         campaign: &Campaign,
         version: Option<i64>,
-    ) -> Result<RuleSet, StoreError> {
+    ) -> Result<Arc<RuleSet>, StoreError> {
+        static DEFAULT: OnceLock<Arc<RuleSet>> = OnceLock::new();
         let Some(version) = version else {
-            return Ok(RuleSet::one_per_unit());
+            return Ok(DEFAULT
+                .get_or_init(|| Arc::new(RuleSet::one_per_unit()))
+                .clone());
         };
+        let key = format!("{}:{version}", campaign.id);
+        if let Some(rules) = self.caches.rule_sets.get(&key) {
+            return Ok(rules);
+        }
         let stored = self
             .rule_set_of(&campaign.org_id, &campaign.id, Some(version))
             .await?;
-        RuleSet::parse(&stored.source).map_err(StoreError::InvalidRules)
+        let rules = Arc::new(RuleSet::parse(&stored.source).map_err(StoreError::InvalidRules)?);
+        self.caches.rule_sets.put(&key, rules.clone());
+        Ok(rules)
     }
 }
 
@@ -156,7 +168,7 @@ pub(crate) async fn refund_within(
 enum What {
     Reversal {
         /// The earn's rule set, when a part of it is returned.
-        rules: Option<RuleSet>,
+        rules: Option<Arc<RuleSet>>,
         shortfall: Shortfall,
     },
     Refund {
@@ -220,7 +232,7 @@ impl Correcting {
                 let returned = reversal::Returned {
                     earn: o,
                     value: r.amount,
-                    rules: rules.as_ref(),
+                    rules: rules.as_deref(),
                     shortfall: *shortfall,
                 };
                 let made = returned.take_back(tx, at).await?;
