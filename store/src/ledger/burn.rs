@@ -181,6 +181,9 @@ const BALANCE: &str = "SELECT balance FROM wallets WHERE id = $1";
 /// The wallet's aside rows.
 pub(crate) const ASIDE: &str = "SELECT transaction_id, earned_at, remaining, expires_at \
      FROM lots_aside WHERE wallet_id = $1 ORDER BY earned_at, transaction_id";
+/// One earn's aside row, if it has one.
+const ASIDE_OF: &str = "SELECT transaction_id, earned_at, remaining, expires_at \
+     FROM lots_aside WHERE transaction_id = $1";
 /// The wallet's earns in spending order: all, or from `($2, $3)` on.
 macro_rules! earns {
     ($from:literal) => {
@@ -393,6 +396,20 @@ pub(crate) async fn take<T: Debiting>(
     amount: i64,
     first: Option<&Earn<DateTime<Utc>>>,
 ) -> Result<(Spent<DateTime<Utc>>, i64), StoreError> {
+    if let Some(earn) = first {
+        // A return its earn's own lot covers reads nothing else of the wallet: a wallet can
+        // hold many aside rows (every return of an earn it has not spent yet makes one), and
+        // the other rows are neither taken from nor passed.
+        let own: Vec<LotRow<DateTime<Utc>>> = tx.rows(ASIDE_OF, params![earn.id]).await?;
+        let own = own.into_iter().map(Aside::from).collect();
+        let mut taker = Taker::new(amount, position.clone(), own);
+        taker.take_first(earn);
+        if taker.left() == 0 {
+            let spent = taker.finish();
+            apply(tx, wallet, &spent).await?;
+            return Ok((spent, 0));
+        }
+    }
     let (aside, mut read) = tx.first_lots(wallet, position.as_ref()).await?;
     let mut limit = T::FIRST_READ;
     let mut taker = Taker::new(amount, position, aside);

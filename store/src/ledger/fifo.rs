@@ -89,7 +89,9 @@ impl<D> Default for Spent<D> {
 
 /// Takes `amount` micro-tokens, oldest first, from a wallet at `position` (None: nothing spent
 /// yet) holding `aside` (all its aside rows, in (date, id) order). Main-sequence earns are
-/// offered in order with `earn` until it answers false; then `finish`.
+/// offered in order with `earn` until it answers false; then `finish`. When `take_first` covers
+/// the amount, `aside` need only hold that earn's own row: the others are neither taken from
+/// nor passed.
 pub(crate) struct Taker<D> {
     left: i64,
     position: Option<Position<D>>,
@@ -640,6 +642,39 @@ mod tests {
         assert_eq!(spent.takes[0], ("x".to_string(), 3));
         assert_eq!(left, 20 - 3 - 4 - 5);
         assert_eq!(spent.aside_deletes, ["x"]);
+    }
+
+    #[test]
+    fn a_reversal_its_own_lot_covers_needs_no_other_aside_row() {
+        let position = Some(Position {
+            date: 2,
+            id: "b".into(),
+            taken: 1,
+        });
+        let others = [aside(0, "x", 3, None), aside(7, "y", 0, None)];
+        let c = earn(5, "c", 5, Some(9));
+        let d = earn(8, "d", 5, None);
+        let cases = [
+            (c.clone(), None),
+            (c.clone(), Some(aside(5, "c", 4, Some(9)))),
+            (earn(2, "b", 5, None), None),
+            (d.clone(), None),
+        ];
+        for (first, own) in cases {
+            let mut all: Vec<Aside<u32>> = others.to_vec();
+            all.extend(own.clone());
+            all.sort_by_key(|a| a.date);
+            let with_all = {
+                let mut taker = Taker::new(2, position.clone(), all);
+                taker.take_first(&first);
+                assert_eq!(taker.left(), 0);
+                taker.finish()
+            };
+            let mut taker = Taker::new(2, position.clone(), own.into_iter().collect());
+            taker.take_first(&first);
+            assert_eq!(taker.left(), 0);
+            assert_eq!(taker.finish(), with_all, "{}", first.id);
+        }
     }
 
     #[test]
