@@ -47,6 +47,7 @@ pub mod testing;
 
 pub use backend::{Backend, Store};
 pub use batches::file_earns::{Evaluated, FileEarn, FileOutcome, FileTotals, Pending};
+pub use batches::file_returns::{FileReturn, ReturnOutcome};
 pub use batches::mappings::StoredMapping;
 pub use batches::records::{Batch, BatchFinish, BatchState, NewBatch};
 pub use catalogue::document::{Catalogue, ProductEntry, TierEntry, VariantEntry};

@@ -15,15 +15,15 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use serde_json::{Value, json};
 use store::{
-    Batch, BatchFinish, BatchState, FileEarn, FileOutcome, FileTotals, OrgScope, Pending, RuleBook,
-    Store, StoreError, Tokens,
+    Batch, BatchFinish, BatchState, FileEarn, FileOutcome, FileReturn, FileTotals, OrgScope,
+    Pending, ReturnOutcome, RuleBook, Store, StoreError, Tokens,
 };
 use tokio::task::JoinHandle;
 
 use crate::batch::mapping::{Columns, Mapping};
 use crate::batch::records::{Record, Records};
 use crate::batch::reports::{Rejected, write_atomically};
-use crate::batch::rows::{Layout, Reason, Rejection};
+use crate::batch::rows::{Layout, Reason, Rejection, Row};
 use crate::batch::seen::Seen;
 use crate::folders::{Folder, Tree};
 
@@ -98,6 +98,9 @@ struct Tally {
     /// `tokens`).
     resumed: u64,
     tokens: Tokens,
+    /// Return rows reversed, and the tokens they took back.
+    returns: u64,
+    tokens_reversed: Tokens,
     /// Tokens per rule, from each credited row's trace.
     by_rule: BTreeMap<String, Tokens>,
     by_reason: BTreeMap<&'static str, u64>,
@@ -166,6 +169,7 @@ pub async fn run_file(job: &Job<'_>) -> Result<Outcome, StoreError> {
             // Checked, not loaded: the counts say what was credited, which is nothing.
             tally.loaded = 0;
             tally.tokens = Tokens::ZERO;
+            tally.returns = 0;
             tally.by_rule.clear();
         }
     }
@@ -196,6 +200,8 @@ pub async fn run_file(job: &Job<'_>) -> Result<Outcome, StoreError> {
         "loadedBeforeRestart": tally.resumed,
         "tokens": tally.tokens,
         "tokensByRule": tally.by_rule,
+        "returns": tally.returns,
+        "tokensReversed": tally.tokens_reversed,
         "error": error,
         "seconds": seconds,
         "rowsPerSecond": if seconds > 0.0 { tally.rows as f64 / seconds } else { 0.0 },
@@ -365,6 +371,7 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
     rejected.header(header.as_deref().unwrap_or_default())?;
     let mut loading = Loading {
         seen: Seen::default(),
+        returns_seen: Seen::default(),
         totals: FileTotals::default(),
         pending: Pending::default(),
         renewed: Instant::now(),
@@ -417,8 +424,11 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
 
 /// What a scan keeps from chunk to chunk.
 struct Loading {
-    /// The ids seen so far, for `duplicate_in_file`.
+    /// The earn rows' ids seen so far, for `duplicate_in_file` (and a return's earn earlier in
+    /// the file).
     seen: Seen,
+    /// The return rows' ids seen so far (their own idempotency keys, apart from the earns').
+    returns_seen: Seen,
     /// The tokens given to each wallet so far, for `balance_ceiling`.
     totals: FileTotals,
     /// Chunks credited, maybe not yet committed.
@@ -438,6 +448,11 @@ struct Chunk {
     at: Vec<usize>,
     earns: Vec<FileEarn>,
     outcomes: Outcomes,
+    /// The return rows, reversed once the chunk's earns are credited, and the index in
+    /// `records` of each.
+    returns: Vec<FileReturn>,
+    returns_at: Vec<usize>,
+    mode: Mode,
 }
 
 enum Outcomes {
@@ -458,9 +473,9 @@ async fn start(
     records: Vec<Record>,
     loading: &mut Loading,
 ) -> Result<Chunk, StoreError> {
-    let seen = &mut loading.seen;
+    let (seen, returns_seen) = (&mut loading.seen, &mut loading.returns_seen);
     let encoding = job.mapping.encoding;
-    let parsed: Vec<Result<store::EarnInput, Rejection>> = records
+    let parsed: Vec<Result<Row, Rejection>> = records
         .par_iter()
         .map(|record| {
             if let Some((reason, message)) = &record.unread {
@@ -481,7 +496,7 @@ async fn start(
                     message: format!("not {} text", encoding.name()),
                 });
             }
-            layout.earn(record.row, &record.fields)
+            layout.row(record.row, &record.fields)
         })
         .collect();
     let mut rejections: Vec<(usize, Rejection)> = Vec::new();
@@ -489,16 +504,35 @@ async fn start(
         Vec::with_capacity(records.len()),
         Vec::with_capacity(records.len()),
     );
+    let (mut returns, mut returns_at) = (Vec::new(), Vec::new());
+    let in_file = |id: String| Rejection {
+        row: 0,
+        column: Some("id".into()),
+        value: Some(id),
+        reason: Reason::DuplicateInFile,
+        message: "the same id appears earlier in the file".into(),
+    };
     for (i, result) in parsed.into_iter().enumerate() {
+        let result = match result {
+            Ok(Row::Return(r)) if !returns_seen.insert(&r.id) => Err(Rejection {
+                row: r.row,
+                ..in_file(r.id)
+            }),
+            Ok(Row::Return(mut r)) => {
+                r.earn_earlier_in_file = seen.contains(&r.reverses);
+                returns.push(r);
+                returns_at.push(i);
+                continue;
+            }
+            Ok(Row::Earn(earn)) => Ok(earn),
+            Err(rejection) => Err(rejection),
+        };
         match result {
             Err(rejection) => rejections.push((i, rejection)),
             Ok(earn) if !seen.insert(&earn.earn_id) => {
                 let rejection = Rejection {
                     row: records[i].row,
-                    column: Some("id".into()),
-                    value: Some(earn.earn_id),
-                    reason: Reason::DuplicateInFile,
-                    message: "the same id appears earlier in the file".into(),
+                    ..in_file(earn.earn_id)
                 };
                 rejections.push((i, rejection));
             }
@@ -554,6 +588,9 @@ async fn start(
         at,
         earns,
         outcomes,
+        returns,
+        returns_at,
+        mode,
     })
 }
 
@@ -571,6 +608,9 @@ async fn settle(
         at,
         earns,
         outcomes,
+        returns,
+        returns_at,
+        mode,
     } = chunk;
     let outcomes = match outcomes {
         Outcomes::Known(outcomes) => outcomes,
@@ -594,6 +634,30 @@ async fn settle(
     for ((i, earn), outcome) in at.into_iter().zip(earns).zip(outcomes) {
         if let Some(rejection) = count(tally, &earn, outcome) {
             rejections.push((i, rejection));
+        }
+    }
+    if !returns.is_empty() {
+        let outcomes = match (mode, job.batch_id) {
+            (Mode::Load, Some(batch_id)) => {
+                // The earns credited so far are committed first: a return is written (and
+                // reads its earn) apart from the file's bulk writes.
+                job.store
+                    .commit(std::mem::take(&mut loading.pending))
+                    .await?;
+                job.store
+                    .reverse_file_rows(job.org, batch_id, returns.clone())
+                    .await?
+            }
+            _ => {
+                job.store
+                    .check_file_returns(job.org, job.batch_id, &returns)
+                    .await?
+            }
+        };
+        for ((i, row), outcome) in returns_at.into_iter().zip(&returns).zip(outcomes) {
+            if let Some(rejection) = count_return(tally, row, outcome) {
+                rejections.push((i, rejection));
+            }
         }
     }
     rejections.sort_by_key(|(i, _)| *i);
@@ -670,6 +734,60 @@ fn count(tally: &mut Tally, row: &FileEarn, outcome: FileOutcome) -> Option<Reje
             &reason,
         )),
     }
+}
+
+/// Counts a return row's outcome; a row not reversed becomes its rejection.
+fn count_return(tally: &mut Tally, row: &FileReturn, outcome: ReturnOutcome) -> Option<Rejection> {
+    let (reason, field, message) = match outcome {
+        ReturnOutcome::Reversed { tokens, .. } => {
+            tally.loaded += 1;
+            tally.returns += 1;
+            tally.tokens_reversed = tally
+                .tokens_reversed
+                .checked_add(tokens)
+                .unwrap_or(Tokens::MAX);
+            return None;
+        }
+        ReturnOutcome::ReversedBefore { .. } => {
+            tally.loaded += 1;
+            tally.resumed += 1;
+            return None;
+        }
+        ReturnOutcome::Duplicate { .. } => {
+            tally.duplicates += 1;
+            let message = "this id was already used for this return".to_string();
+            (Reason::DuplicateTransaction, Some("id".into()), message)
+        }
+        ReturnOutcome::Refused {
+            code,
+            field,
+            message,
+        } => {
+            let reason = match code {
+                "earn_not_credited" => Reason::EarnNotCredited,
+                "wallet_mismatch" => Reason::WalletMismatch,
+                "reversal_exceeds_earn" => Reason::ReversalExceedsEarn,
+                "reversal_shortfall" => Reason::ReversalShortfall,
+                "already_exists" => Reason::AlreadyExists,
+                _ => Reason::InternalError,
+            };
+            (reason, field, message)
+        }
+    };
+    let value = match field.as_deref() {
+        Some("id") => Some(row.id.clone()),
+        Some("reverses") => Some(row.reverses.clone()),
+        Some("walletId") => row.wallet.clone(),
+        Some("amount") => row.amount.map(|a| a.normalize().to_string()),
+        _ => None,
+    };
+    Some(Rejection {
+        row: row.row,
+        column: field,
+        value,
+        reason,
+        message,
+    })
 }
 
 /// Fault injection for the crash tests (feature `test-hooks` only): with

@@ -1,11 +1,12 @@
 //! Earn rows of a batch file in the canonical layout (`templates/earn.csv`): the header names the
 //! EARN API body's fields, and each record becomes the earn the API would accept, or a rejection
-//! with its row number, column, value and a stable reason code.
+//! with its row number, column, value and a stable reason code. A row with a `reverses` cell is
+//! a return: it takes back (part of) the earn that cell names.
 
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
-use store::EarnInput;
 use store::limits::{self, MAX_META_BYTES, MAX_META_PATH, MAX_TEXT, Refused};
+use store::{EarnInput, FileReturn};
 
 use crate::batch::mapping::{Columns, Field, Mapping, Source, Target};
 use crate::batch::values::{self, Kind};
@@ -42,6 +43,19 @@ pub enum Reason {
     BalanceCeiling,
     /// The row could not be evaluated (a defect of the service, logged).
     InternalError,
+    /// A return's amount of 0 (it returns nothing).
+    NotPositive,
+    /// A return of an earn the organisation has not credited (yet): later in the file, in a
+    /// later file, or never.
+    EarnNotCredited,
+    /// A return naming a wallet that does not hold the earn.
+    WalletMismatch,
+    /// A return of more of the purchase than is left to return.
+    ReversalExceedsEarn,
+    /// A return of tokens the member has spent, which the campaign's policy refuses.
+    ReversalShortfall,
+    /// An id used before for another request (its first differing field is named).
+    AlreadyExists,
 }
 
 impl Reason {
@@ -66,6 +80,12 @@ impl Reason {
             Reason::RulesRefused => "rules_refused",
             Reason::BalanceCeiling => "balance_ceiling",
             Reason::InternalError => "internal_error",
+            Reason::NotPositive => "not_positive",
+            Reason::EarnNotCredited => "earn_not_credited",
+            Reason::WalletMismatch => "wallet_mismatch",
+            Reason::ReversalExceedsEarn => "reversal_exceeds_earn",
+            Reason::ReversalShortfall => "reversal_shortfall",
+            Reason::AlreadyExists => "already_exists",
         }
     }
 }
@@ -96,10 +116,20 @@ pub struct Rejection {
     pub message: String,
 }
 
+/// A row of a file: an earn, or a return of one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Row {
+    Earn(EarnInput),
+    Return(FileReturn),
+}
+
 /// Which cell fills which earn field, from a mapping and the file's header.
 #[derive(Debug, Clone)]
 pub struct Layout {
     slots: Vec<Slot>,
+    /// With a `reverses` column, an earn field no column fills (a file of returns needs no
+    /// wallet or date): an earn row is refused for it.
+    earn_missing: Option<Target>,
     /// Column names for reports: the header's, or `column N` without one.
     names: Vec<String>,
     /// With a header, a row has exactly its number of fields; without, at least this many.
@@ -149,6 +179,7 @@ impl Layout {
         let mut slots = Vec::new();
         match &mapping.columns {
             Columns::Canonical => {
+                let returns = find("reverses").is_some();
                 for (target, kind, required) in [
                     (Target::Id, Kind::Text, true),
                     (Target::Wallet, Kind::Text, true),
@@ -156,10 +187,12 @@ impl Layout {
                     (Target::Date, Kind::DATE, true),
                     (Target::Description, Kind::Text, false),
                     (Target::Comment, Kind::Text, false),
+                    (Target::Reverses, Kind::Text, false),
                 ] {
                     let name = target.name();
                     let column = find(&name);
-                    if column.is_none() && required {
+                    let for_earns_only = returns && target != Target::Id;
+                    if column.is_none() && required && !for_earns_only {
                         errors.push(format!("the column `{name}` is missing"));
                     }
                     let field = Field {
@@ -177,9 +210,17 @@ impl Layout {
                     }
                 }
                 for (i, name) in names.iter().enumerate() {
-                    let known = ["id", "walletId", "amount", "date", "description", "comment"]
-                        .iter()
-                        .any(|k| name.eq_ignore_ascii_case(k));
+                    let known = [
+                        "id",
+                        "walletId",
+                        "amount",
+                        "date",
+                        "description",
+                        "comment",
+                        "reverses",
+                    ]
+                    .iter()
+                    .any(|k| name.eq_ignore_ascii_case(k));
                     if known {
                         if names[..i].iter().any(|n| n.eq_ignore_ascii_case(name)) {
                             errors.push(format!("the column `{name}` appears twice"));
@@ -207,8 +248,8 @@ impl Layout {
                         }),
                         _ => errors.push(format!(
                             "unknown column `{name}`: the canonical columns are id, walletId, \
-                             amount, date, description, comment and meta.<key>; other layouts \
-                             need a mapping"
+                             amount, date, description, comment, reverses and meta.<key>; \
+                             other layouts need a mapping"
                         )),
                     }
                 }
@@ -250,6 +291,9 @@ impl Layout {
         if !errors.is_empty() {
             return Err(errors);
         }
+        let earn_missing = [Target::Wallet, Target::Amount, Target::Date]
+            .into_iter()
+            .find(|t| !slots.iter().any(|s| s.target == *t));
         let needed = slots
             .iter()
             .filter_map(|s| s.column)
@@ -265,14 +309,15 @@ impl Layout {
         };
         Ok(Layout {
             slots,
+            earn_missing,
             names,
             width,
             has_header: header.is_some(),
         })
     }
 
-    /// The earn in `record`, row `row` of the file.
-    pub fn earn<S: AsRef<str>>(&self, row: u64, record: &[S]) -> Result<EarnInput, Rejection> {
+    /// The earn or return in `record`, row `row` of the file.
+    pub fn row<S: AsRef<str>>(&self, row: u64, record: &[S]) -> Result<Row, Rejection> {
         let ragged = if self.has_header {
             record.len() != self.width
         } else {
@@ -308,6 +353,24 @@ impl Layout {
         let mut meta = Map::new();
         // At least the bytes of the meta's JSON: each character escaped takes at most six.
         let mut meta_bound = 2;
+        let cell_of = |slot: &Slot| slot.column.map(|c| record[c].as_ref().trim()).unwrap_or("");
+        let reverses = self
+            .slots
+            .iter()
+            .find(|s| s.target == Target::Reverses)
+            .map(cell_of)
+            .filter(|cell| !cell.is_empty());
+        // A return: its value (None: all that is left) and date, when the row gives them.
+        let (mut returned, mut dated) = (None, false);
+        if let (None, Some(target)) = (reverses, &self.earn_missing) {
+            return Err(Rejection {
+                row,
+                column: Some(target.name()),
+                value: None,
+                reason: Reason::MissingField,
+                message: "an earn row (one that reverses nothing) needs it".into(),
+            });
+        }
         for slot in &self.slots {
             let reject = |reason: Reason, message: String| Rejection {
                 row,
@@ -319,8 +382,11 @@ impl Layout {
                 reason,
                 message,
             };
-            let cell = slot.column.map(|c| record[c].as_ref().trim()).unwrap_or("");
+            let cell = cell_of(slot);
+            let for_earns_only = reverses.is_some()
+                && matches!(slot.target, Target::Wallet | Target::Amount | Target::Date);
             let value = match (cell, &slot.field.default) {
+                ("", _) if for_earns_only => continue,
                 ("", Some(default)) => default.as_str(),
                 ("", None) if slot.field.required => {
                     return Err(reject(Reason::MissingField, "is required".into()));
@@ -343,6 +409,9 @@ impl Layout {
             let text = |checked: Result<(), Refused>| held(checked).map(|()| value.to_string());
             match &slot.target {
                 Target::Id => earn.earn_id = text(limits::id(value))?,
+                Target::Reverses => {
+                    text(limits::id(value))?;
+                }
                 Target::Wallet => earn.wallet = text(limits::id(value))?,
                 Target::Description => {
                     earn.description = Some(text(limits::text(value, MAX_TEXT))?)
@@ -359,6 +428,17 @@ impl Layout {
                         )
                     })?;
                     held(limits::earn_amount(amount))?;
+                    if reverses.is_some() {
+                        if amount.is_zero() {
+                            let message = "a return's value must be more than 0".into();
+                            return Err(reject(Reason::NotPositive, message));
+                        }
+                        if amount.normalize().scale() > 6 {
+                            let message = "a return's value has at most 6 decimals".into();
+                            return Err(reject(Reason::BadDecimal, message));
+                        }
+                        returned = Some(amount);
+                    }
                     earn.amount = amount.normalize().to_string();
                 }
                 Target::Date => {
@@ -368,6 +448,7 @@ impl Layout {
                     earn.date = values::date(value, format.as_deref(), *zone).ok_or_else(|| {
                         reject(Reason::BadDate, format!("not {}", slot.field.kind.hint()))
                     })?;
+                    dated = true;
                 }
                 Target::Meta(path) => {
                     let json = slot.field.kind.meta_value(value).ok_or_else(|| {
@@ -405,7 +486,30 @@ impl Layout {
             }
             earn.meta = Some(meta);
         }
-        Ok(earn)
+        let Some(reverses) = reverses else {
+            return Ok(Row::Earn(earn));
+        };
+        Ok(Row::Return(FileReturn {
+            row,
+            id: earn.earn_id,
+            reverses: reverses.to_string(),
+            earn_earlier_in_file: false,
+            amount: returned,
+            wallet: Some(earn.wallet).filter(|w| !w.is_empty()),
+            date: dated.then_some(earn.date),
+            description: earn.description,
+            comment: earn.comment,
+            meta: earn.meta,
+        }))
+    }
+
+    /// The earn in `record`, for a caller that knows the file holds only earns (the
+    /// generators' and tests' own files). Panics on a return row.
+    pub fn earn<S: AsRef<str>>(&self, row: u64, record: &[S]) -> Result<EarnInput, Rejection> {
+        match self.row(row, record)? {
+            Row::Earn(earn) => Ok(earn),
+            Row::Return(r) => panic!("row {row} is a return of {}", r.reverses),
+        }
     }
 }
 
@@ -513,6 +617,49 @@ mod tests {
         assert_eq!(bad.value.as_deref(), Some("12,50"));
         let ragged = layout().earn(4, &["e", "w"]).unwrap_err();
         assert_eq!((ragged.reason, ragged.column), (Reason::RaggedRow, None));
+    }
+
+    #[test]
+    fn a_row_with_a_reverses_cell_is_a_return_and_needs_no_wallet_or_date() {
+        assert!(
+            Layout::from_header(&["id", "amount"]).is_err(),
+            "an earn file needs walletId and date"
+        );
+        let layout = Layout::from_header(&["id", "amount", "reverses", "walletId"]).unwrap();
+        let row = layout.row(2, &["r-1", "2.50", "e-1", ""]).unwrap();
+        let Row::Return(r) = row else {
+            panic!("{row:?}")
+        };
+        assert_eq!(
+            (r.row, r.id.as_str(), r.reverses.as_str()),
+            (2, "r-1", "e-1")
+        );
+        assert_eq!(
+            (r.amount, r.wallet, r.date),
+            (Some("2.5".parse().unwrap()), None, None)
+        );
+        let whole = layout.row(3, &["r-2", "", "e-1", "w"]).unwrap();
+        assert!(matches!(
+            whole,
+            Row::Return(FileReturn { amount: None, .. })
+        ));
+        // A row reversing nothing is an earn, and this layout has no date for it.
+        let earn = layout.row(4, &["e-2", "1", "", "w"]).unwrap_err();
+        assert_eq!(
+            (earn.reason, earn.column.as_deref()),
+            (Reason::MissingField, Some("date"))
+        );
+        for (amount, reason) in [
+            ("0", Reason::NotPositive),
+            ("0.0000001", Reason::BadDecimal),
+            ("-1", Reason::NegativeAmount),
+        ] {
+            let refused = layout.row(5, &["r-3", amount, "e-1", ""]).unwrap_err();
+            assert_eq!(
+                (refused.reason, refused.column.as_deref()),
+                (reason, Some("amount"))
+            );
+        }
     }
 
     /// A row holds the API's own limits: what `POST /v1/transactions/earn` refuses, a file's

@@ -42,6 +42,28 @@ impl Seen {
         fresh
     }
 
+    /// Whether the file showed `id` before.
+    pub fn contains(&self, id: &str) -> bool {
+        if self.slots.is_empty() {
+            return false;
+        }
+        let hash = id_hash(id);
+        let mut at = home(hash, self.slots.len());
+        loop {
+            match self.slots[at] {
+                EMPTY => return false,
+                held if held == hash => return true,
+                _ => {
+                    at = if at + 1 == self.slots.len() {
+                        0
+                    } else {
+                        at + 1
+                    }
+                }
+            }
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }
@@ -60,8 +82,7 @@ impl Seen {
 
 /// Puts `hash` into `slots` (which has a free slot) unless it is there; true if it was not.
 fn place(slots: &mut [u64], hash: u64) -> bool {
-    // Hashes are uniform, so their high bits pick the home slot (a multiply, not a division).
-    let mut at = ((u128::from(hash) * slots.len() as u128) >> 64) as usize;
+    let mut at = home(hash, slots.len());
     loop {
         match slots[at] {
             EMPTY => {
@@ -72,6 +93,12 @@ fn place(slots: &mut [u64], hash: u64) -> bool {
             _ => at = if at + 1 == slots.len() { 0 } else { at + 1 },
         }
     }
+}
+
+/// Where `hash` would sit in a table of `slots` with no collision. Hashes are uniform, so their
+/// high bits pick it (a multiply, not a division).
+fn home(hash: u64, slots: usize) -> usize {
+    ((u128::from(hash) * slots as u128) >> 64) as usize
 }
 
 fn id_hash(id: &str) -> u64 {
@@ -95,6 +122,7 @@ mod tests {
             assert!(!seen.insert(&format!("tx-{i}")), "repeated tx-{i}");
         }
         assert_eq!(seen.len(), 10_000);
+        assert!(seen.contains("tx-9999") && !seen.contains("tx-10000"));
         assert!(seen.insert("tx-10000"));
     }
 

@@ -8,5 +8,6 @@ mod mappings;
 mod parquet;
 mod pipeline;
 mod readers_fuzz;
+mod returns;
 mod sftp;
 mod watcher;

@@ -40,6 +40,8 @@ pub enum Target {
     Date,
     Description,
     Comment,
+    /// The client's id of the earn a return row reverses: a row with it is a return.
+    Reverses,
     /// `meta.store.code` → `["store", "code"]`.
     Meta(Vec<String>),
 }
@@ -54,6 +56,7 @@ impl Target {
             Target::Date => "date".into(),
             Target::Description => "description".into(),
             Target::Comment => "comment".into(),
+            Target::Reverses => "reverses".into(),
             Target::Meta(path) => format!("meta.{}", path.join(".")),
         }
     }

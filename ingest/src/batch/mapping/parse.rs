@@ -95,8 +95,11 @@ impl Mapping {
                     ("date", Target::Date),
                     ("description", Target::Description),
                     ("comment", Target::Comment),
+                    ("reverses", Target::Reverses),
                 ] {
                     let path = format!("columns.{key}");
+                    // A file that may hold returns needs no wallet or date for them.
+                    let returns = given.contains_key("reverses");
                     match given.get(key) {
                         Some(doc) => {
                             if let Some(field) = field(doc, &target, &path, header_row, &mut errors)
@@ -104,10 +107,8 @@ impl Mapping {
                                 columns.push((target, field));
                             }
                         }
-                        None if matches!(
-                            target,
-                            Target::Id | Target::Wallet | Target::Amount | Target::Date
-                        ) =>
+                        None if matches!(target, Target::Id | Target::Amount)
+                            || (matches!(target, Target::Wallet | Target::Date) && !returns) =>
                         {
                             errors.fail(&path, "is required: say which column holds it")
                         }
@@ -117,7 +118,15 @@ impl Mapping {
                 errors.unknown_keys(
                     given,
                     "columns",
-                    &["id", "walletId", "amount", "date", "description", "comment"],
+                    &[
+                        "id",
+                        "walletId",
+                        "amount",
+                        "date",
+                        "description",
+                        "comment",
+                        "reverses",
+                    ],
                 );
             }
             _ => errors.fail(
@@ -413,10 +422,10 @@ fn field(
         errors.fail(path, "needs a `column`, a `position` or a `default`");
     }
     if let Some(value) = &default {
-        if matches!(target, Target::Id | Target::Wallet) {
+        if matches!(target, Target::Id | Target::Wallet | Target::Reverses) {
             errors.fail(
                 format!("{path}.default"),
-                "an id or wallet cannot have a default",
+                "an id, wallet or reversed earn cannot have a default",
             );
         } else if matches!(
             kind,

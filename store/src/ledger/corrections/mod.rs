@@ -71,12 +71,26 @@ impl Store {
         campaign: &Campaign,
         correction: NewCorrection,
     ) -> Result<Corrected, StoreError> {
-        if correction.amount.is_some_and(|a| a <= Decimal::ZERO) {
-            return Err(StoreError::invalid("amount", "must be more than 0"));
-        }
         let original = self
             .get_transaction(campaign, &correction.transaction_id)
             .await?;
+        let origin = Origin::default();
+        self.correct_original(campaign, original, correction, origin)
+            .await
+    }
+
+    /// `correct` of the transaction `original` (named by `correction.transaction_id`), made as
+    /// `origin` says.
+    pub(crate) async fn correct_original(
+        &self,
+        campaign: &Campaign,
+        original: Transaction,
+        correction: NewCorrection,
+        origin: Origin<'_>,
+    ) -> Result<Corrected, StoreError> {
+        if correction.amount.is_some_and(|a| a <= Decimal::ZERO) {
+            return Err(StoreError::invalid("amount", "must be more than 0"));
+        }
         let what = match original.kind {
             TransactionKind::Earn => What::Reversal {
                 // Only a part of what is left needs the campaign's rounding.
@@ -106,12 +120,15 @@ impl Store {
             }
         };
         let fingerprint = correction.fingerprint();
+        let Origin { batch_id, date } = origin;
         self.write(Correcting {
             campaign: campaign.clone(),
             correction,
             original,
             what,
             fingerprint,
+            batch_id: batch_id.map(String::from),
+            date,
         })
         .await
     }
@@ -160,6 +177,8 @@ pub(crate) async fn refund_within(
             tokens: Some(tokens),
         },
         fingerprint,
+        batch_id: None,
+        date: None,
     };
     correcting.run(tx).await
 }
@@ -176,8 +195,16 @@ enum What {
     },
 }
 
+/// Where a correction comes from: a batch file's row (its batch, and the date the file gives
+/// the return), or a request (`default`: dated when written).
+#[derive(Default)]
+pub(crate) struct Origin<'a> {
+    pub batch_id: Option<&'a str>,
+    pub date: Option<DateTime<Utc>>,
+}
+
 /// What a correction moved: written as its transaction by `Correcting`.
-struct Made {
+struct Moved {
     /// Micro-tokens the balance moved by.
     amount: i64,
     /// REVERSAL: the value returned (exact decimal text).
@@ -194,6 +221,10 @@ struct Correcting {
     original: Transaction,
     what: What,
     fingerprint: Fingerprint,
+    /// The batch file whose row asked for it.
+    batch_id: Option<String>,
+    /// When absent, now.
+    date: Option<DateTime<Utc>>,
 }
 
 /// The wallet's position and what it owes, read under its lock.
@@ -254,14 +285,15 @@ impl Correcting {
             description: r.description.clone(),
             comment: r.comment.clone(),
             meta: r.meta.clone(),
-            date: now(),
+            date: self.date.unwrap_or_else(now),
             trace: None,
             rule_version: None,
             created_at: now(),
             corrects: Some(o.id.clone()),
             corrected: Tokens::ZERO,
         };
-        let entry = transaction.entry(&c.org_id, &c.id, &self.fingerprint.text);
+        let mut entry = transaction.entry(&c.org_id, &c.id, &self.fingerprint.text);
+        entry.batch_id = self.batch_id.as_deref();
         tx.execute(INSERT_TRANSACTION, &entry.args(&key, None))
             .await?;
         // The link is written beside the entry every path shares.

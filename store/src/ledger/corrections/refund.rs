@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 
-use super::Made;
+use super::Moved;
 use crate::backend::Tx;
 use crate::common::ids::now;
 use crate::ledger::burn::{ASIDE, apply};
@@ -41,7 +41,7 @@ pub(super) async fn give_back(
     burn: &Transaction,
     position: Option<Position<DateTime<Utc>>>,
     tokens: Option<Tokens>,
-) -> Result<Made, StoreError> {
+) -> Result<Moved, StoreError> {
     let wallet = &burn.wallet_id;
     let taken_from: Vec<Taken> = tx.rows(TAKEN, params![burn.id]).await?;
     if taken_from.is_empty() && burn.amount.is_positive() {
@@ -96,7 +96,7 @@ pub(super) async fn give_back(
     let soonest = gifts.iter().filter_map(|(e, _)| e.expires_at).min();
     tx.execute(CREDIT, params![wallet, amount, soonest, now()])
         .await?;
-    Ok(Made {
+    Ok(Moved {
         amount,
         source_amount: None,
         forgiven: None,

@@ -9,7 +9,7 @@
 use chrono::{DateTime, Utc};
 use rules::{Decimal, RuleSet};
 
-use super::Made;
+use super::Moved;
 use crate::common::ids::now;
 use crate::ledger::burn::{Debiting, take};
 use crate::ledger::fifo::{Earn, Position};
@@ -44,7 +44,7 @@ impl Returned<'_> {
         &self,
         tx: &mut impl Debiting,
         position: Option<Position<DateTime<Utc>>>,
-    ) -> Result<Made, StoreError> {
+    ) -> Result<Moved, StoreError> {
         let earn = self.earn;
         let earlier: Vec<(Option<String>, i64)> = tx.rows(REVERSED, params![earn.id]).await?;
         let (value, tokens) = self.share(&earlier)?;
@@ -81,7 +81,7 @@ impl Returned<'_> {
         let at = now();
         let args = params![earn.wallet_id, amount, owed, tokens, at];
         tx.execute(TAKE_BACK, args).await?;
-        Ok(Made {
+        Ok(Moved {
             amount,
             source_amount: Some(value.normalize().to_string()),
             forgiven,

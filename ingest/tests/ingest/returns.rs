@@ -1,0 +1,213 @@
+//! Returns in batch files: a row with a `reverses` cell takes back (part of) the earn it names,
+//! under its own id (shared with the API's reversals); a return of an earn not credited yet, in
+//! another wallet, beyond what is left, or repeated is refused with its own reason; a file run
+//! again reverses nothing twice. On both backends.
+
+use crate::common::{balance, receive, rejected_codes, result, wallets};
+use ingest::batch::mapping::Mapping;
+use serde_json::json;
+use store::{
+    BatchState, NewCorrection, RuleBook, Store, StoreError, Tokens, TransactionFilter,
+    TransactionKind, backend_tests,
+};
+
+/// Earns and returns together: r-3 returns an earn of a later row, r-5 names the other wallet,
+/// r-6 returns more than is left, then a repeated id, a 0, 7 decimals and an earn row without a
+/// wallet.
+const MIXED: &str = "id,walletId,amount,date,reverses,description
+e-1,w-1,20,2026-11-20,,Shoes
+r-1,,5,,e-1,Returned laces
+r-2,w-1,,2026-11-21T09:00:00Z,api-1,
+r-3,,1,,e-9,
+e-9,w-2,4,2026-11-20,,
+r-4,,1,,nothing,
+r-5,w-2,1,,e-1,
+r-6,,100,,e-1,
+r-1,,5,,e-1,
+r-7,,0,,e-1,
+r-8,,1.1234567,,e-1,
+e-10,,3,2026-11-20,,
+";
+
+async fn process(store: &Store, data: &std::path::Path, batch: &store::Batch) -> BatchState {
+    let book = RuleBook::new(store.clone());
+    ingest::batch::pipeline::process(store, &book, data, batch, &|_| {})
+        .await
+        .unwrap()
+        .state
+}
+
+async fn return_rows_reverse_their_earns_and_refusals_have_their_reasons(store: Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let (org, campaign) = wallets(&store).await;
+    crate::common::earn_by_api(&store, &campaign, "api-1", "w-1", "10").await;
+    let batch = receive(&store, dir.path(), &org, "mixed.csv", MIXED).await;
+    assert_eq!(
+        process(&store, dir.path(), &batch).await,
+        BatchState::Completed
+    );
+
+    // 10 by the API + 20, less 5 (a quarter of e-1) and all of api-1.
+    assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::whole(15));
+    assert_eq!(balance(&store, &campaign, "w-2").await, Tokens::whole(4));
+    let wallet = store.get_wallet(&campaign, "w-1").await.unwrap();
+    assert_eq!(wallet.earned, Tokens::whole(15), "lifetime earnings fall");
+    let summary = result(dir.path(), &org, "mixed.csv.result.json");
+    assert_eq!(
+        (
+            &summary["loaded"],
+            &summary["returns"],
+            &summary["tokensReversed"]
+        ),
+        (&json!(4), &json!(2), &json!(15))
+    );
+    assert_eq!(
+        rejected_codes(dir.path(), &org, "mixed.csv.rejected.csv"),
+        [
+            (5, "earn_not_credited".to_string()),
+            (7, "earn_not_credited".to_string()),
+            (8, "wallet_mismatch".to_string()),
+            (9, "reversal_exceeds_earn".to_string()),
+            (10, "duplicate_in_file".to_string()),
+            (11, "not_positive".to_string()),
+            (12, "bad_decimal".to_string()),
+            (13, "missing_field".to_string()),
+        ]
+    );
+
+    // Each return is a REVERSAL naming its earn, dated as its row says (or when written).
+    let reversals = TransactionFilter {
+        kinds: vec![TransactionKind::Reversal],
+        ..Default::default()
+    };
+    let page = store::Page { page: 1, limit: 10 };
+    let listed = store
+        .list_transactions(&campaign, &reversals, page)
+        .await
+        .unwrap();
+    assert_eq!(listed.total, 2);
+    let r2 = listed
+        .items
+        .iter()
+        .find(|t| t.external_id.as_deref() == Some("r-2"))
+        .unwrap();
+    assert_eq!(r2.amount, Tokens::whole(10));
+    assert_eq!(r2.date.to_rfc3339(), "2026-11-21T09:00:00+00:00");
+    let r1 = listed
+        .items
+        .iter()
+        .find(|t| t.external_id.as_deref() == Some("r-1"))
+        .unwrap();
+    let e1 = r1.corrects.clone().unwrap();
+    assert_eq!(r1.description.as_deref(), Some("Returned laces"));
+
+    // The row's id is the correction's key through the API too: the same return is the
+    // file's, another is refused naming what differs.
+    let again = |amount: &str| NewCorrection {
+        transaction_id: e1.clone(),
+        external_id: "r-1".into(),
+        amount: Some(amount.parse().unwrap()),
+        description: Some("Returned laces".into()),
+        comment: None,
+        meta: None,
+    };
+    let replayed = store.correct(&campaign, again("5")).await.unwrap();
+    assert!(replayed.replayed);
+    assert_eq!(replayed.transaction.id, r1.id);
+    match store.correct(&campaign, again("6")).await {
+        Err(StoreError::Refused { code, field, .. }) => {
+            assert_eq!((code, field.as_deref()), ("already_exists", Some("amount")));
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // Run again, as after a crash: nothing is reversed twice.
+    assert_eq!(
+        process(&store, dir.path(), &batch).await,
+        BatchState::Completed
+    );
+    assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::whole(15));
+    let recorded = store.get_batch(&org, &batch.id).await.unwrap();
+    assert_eq!(recorded.summary.unwrap()["loadedBeforeRestart"], 4);
+
+    // Another file with the same return ids: duplicates, and one reusing an id for another
+    // return is refused naming the field that differs.
+    let next =
+        "id,amount,reverses,description\nr-1,5,e-1,Returned laces\nr-2,1,e-1,\nr-9,15,e-1,\n";
+    let batch = receive(&store, dir.path(), &org, "next.csv", next).await;
+    assert_eq!(
+        process(&store, dir.path(), &batch).await,
+        BatchState::Completed
+    );
+    assert_eq!(
+        rejected_codes(dir.path(), &org, "next.csv.rejected.csv"),
+        [
+            (2, "duplicate_transaction".to_string()),
+            (3, "already_exists".to_string()),
+        ]
+    );
+    // r-9 returned the rest of e-1: 15 tokens.
+    assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::ZERO);
+    assert!(store.audit().await.unwrap().is_empty());
+}
+
+/// A client's own layout maps its column of original receipts to `reverses`; a dry run of a
+/// returns file checks the earns it names and changes nothing.
+async fn a_mapping_maps_the_reversed_earn_and_a_dry_run_changes_nothing(store: Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let (org, campaign) = wallets(&store).await;
+    crate::common::earn_by_api(&store, &campaign, "T1", "w-1", "8").await;
+    let document = json!({
+        "pattern": "returns_*.csv",
+        "delimiter": ";",
+        "columns": {
+            "id": "Return",
+            "amount": { "column": "Value", "decimal_separator": "," },
+            "reverses": "Receipt",
+        },
+    });
+    let mapping = Mapping::parse(&document).unwrap();
+    store
+        .set_mapping(&org, &mapping.pattern, &document)
+        .await
+        .unwrap();
+    let content = "Return;Receipt;Value\nR1;T1;2,5\nR2;T7;1\n";
+
+    let file = dir.path().join("returns_1.csv");
+    std::fs::write(&file, content).unwrap();
+    let tree = ingest::folders::Tree::open(dir.path(), org.id()).unwrap();
+    let reports = tree.file(ingest::folders::Folder::Reports, "");
+    let book = RuleBook::new(store.clone());
+    let job = ingest::batch::pipeline::Job {
+        store: &store,
+        book: &book,
+        org: &org,
+        batch_id: None,
+        file_name: "returns_1.csv",
+        path: &file,
+        mapping: &mapping,
+        reports: &reports,
+        progress: &|_| {},
+    };
+    let outcome = ingest::batch::pipeline::run_file(&job).await.unwrap();
+    assert_eq!((outcome.rows, outcome.loaded, outcome.rejected), (2, 1, 1));
+    assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::whole(8));
+
+    let batch = receive(&store, dir.path(), &org, "returns_1.csv", content).await;
+    assert_eq!(
+        process(&store, dir.path(), &batch).await,
+        BatchState::Completed
+    );
+    // 2.5 of 8 returned: 2 tokens, rounded down to whole tokens as the default rules round.
+    assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::whole(6));
+    assert_eq!(
+        rejected_codes(dir.path(), &org, "returns_1.csv.rejected.csv"),
+        [(3, "earn_not_credited".to_string())]
+    );
+    assert!(store.audit().await.unwrap().is_empty());
+}
+
+backend_tests!(
+    return_rows_reverse_their_earns_and_refusals_have_their_reasons,
+    a_mapping_maps_the_reversed_earn_and_a_dry_run_changes_nothing,
+);
