@@ -98,14 +98,14 @@ async fn run() {
         generators::earns::earn_xlsx(&spec, std::fs::File::create(&path).unwrap()).unwrap();
         path
     };
-    let xlsx_fresh = load(&store, &book, &data, &org, &workbook(2), 10_000).await;
-    let ours = load(&store, &book, &data, &org, &file, rows).await;
+    let xlsx_fresh = common::load(&store, &book, &data, &org, &workbook(2), 10_000).await;
+    let ours = common::load(&store, &book, &data, &org, &file, rows).await;
     // The same rows as Parquet, on a fresh ledger of their own.
     let parquet_seconds = {
         let seed = common::seed(WALLETS as usize, true).await;
         let book = RuleBook::new(seed.store.clone());
         let org = &seed.campaign.org();
-        load(&seed.store, &book, &data, org, &parquet, rows).await
+        common::load(&seed.store, &book, &data, org, &parquet, rows).await
     };
     let (csv_peak, _) = peak_in_child(PEAK_OF_LOAD, &csv_copy.display().to_string());
     let (parquet_peak, _) = peak_in_child(PEAK_OF_LOAD, &parquet_copy.display().to_string());
@@ -137,13 +137,13 @@ async fn run() {
         let path = dir.path().join(format!("history-{k}.csv"));
         generators::earns::earn_csv(&spec, std::fs::File::create(&path).unwrap()).unwrap();
         bulk.import(&path);
-        let seconds = load(&store, &book, &data, &org, &path, spec.rows).await;
+        let seconds = common::load(&store, &book, &data, &org, &path, spec.rows).await;
         history_files.push((start + spec.rows, spec.rows as f64 / seconds));
     }
     let bulk_on_history = bulk.import(&bulk_copy);
     drop(bulk);
-    let on_history = load(&store, &book, &data, &org, &history_copy, rows).await;
-    let xlsx_after = load(&store, &book, &data, &org, &workbook(3), 10_000).await;
+    let on_history = common::load(&store, &book, &data, &org, &history_copy, rows).await;
+    let xlsx_after = common::load(&store, &book, &data, &org, &workbook(3), 10_000).await;
     let started = Instant::now();
     assert!(store.audit().await.unwrap().is_empty(), "the ledger agrees");
     let audit_seconds = started.elapsed().as_secs_f64();
@@ -210,7 +210,7 @@ async fn run() {
          < 10 s)"
     );
     // The kernel writing gigabytes of the ledger back would compete with the export.
-    settle(&store).await;
+    common::settle(&store).await;
     let filter = ExportFilter::all();
     let out = |name: &str| dir.path().join(name);
     let timed = |format: ExportFormat, path: std::path::PathBuf| {
@@ -382,42 +382,6 @@ fn database_export(url: &str, org: &str, file: &Path) -> (f64, u64) {
     )
 }
 
-/// Seconds from receiving `file` to its batch completed with all `rows` loaded.
-async fn load(
-    store: &store::Store,
-    book: &RuleBook,
-    data: &Path,
-    org: &store::OrgScope,
-    file: &Path,
-    rows: u64,
-) -> f64 {
-    let name = file.file_name().unwrap().to_string_lossy().to_string();
-    settle(store).await;
-    let started = Instant::now();
-    ingest::intake::receive(store, data, org, file, &name, "sftp", None)
-        .await
-        .unwrap();
-    let batch = store.claim_batches(1, None).await.unwrap().remove(0);
-    ingest::batch::pipeline::process(store, book, data, &batch, &|_| {})
-        .await
-        .unwrap();
-    let seconds = started.elapsed().as_secs_f64();
-    let done = store.get_batch(org, &batch.id).await.unwrap();
-    assert_eq!(done.rows_loaded, Some(rows as i64), "every row loaded");
-    seconds
-}
-
-/// Before a timed step of the ledger, as `BulkTable::settle`: a checkpoint (on SQLite, the pages
-/// the WAL holds copied into the database file), then the kernel's dirty pages written back.
-async fn settle(store: &Store) {
-    let checkpoint = match store.backend() {
-        store::Backend::Postgres => "CHECKPOINT",
-        store::Backend::Sqlite => "PRAGMA wal_checkpoint(TRUNCATE)",
-    };
-    store.execute_raw(checkpoint).await.unwrap();
-    written_out();
-}
-
 /// A memory figure of this process from `/proc/self/status` (`VmHWM`: the peak RSS), in KiB.
 fn status_kib(field: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -510,14 +474,8 @@ impl BulkTable {
         if let BulkTable::Postgres { .. } = self {
             self.sql("CHECKPOINT");
         }
-        written_out();
+        common::written_out();
     }
-}
-
-/// Before a timed step: what the kernel holds to write back of earlier steps' files is written
-/// now, so that no step pays for the one before it.
-fn written_out() {
-    let _ = Command::new("sync").status();
 }
 
 impl Drop for BulkTable {

@@ -1,4 +1,5 @@
-//! What the HTTP benchmarks share: a load driver with latency percentiles.
+//! What the benchmarks share: a load driver with latency percentiles, a seeded ledger, and a
+//! batch file loaded end to end.
 
 #![allow(dead_code)] // each benchmark uses its own part
 
@@ -278,4 +279,46 @@ pub async fn serve_bytes(body: axum::body::Bytes) -> String {
     });
     tokio::spawn(async move { axum::serve(listener, app).await });
     base
+}
+
+/// Seconds from receiving `file` to its batch completed with all `rows` loaded.
+pub async fn load(
+    store: &store::Store,
+    book: &store::RuleBook,
+    data: &std::path::Path,
+    org: &store::OrgScope,
+    file: &std::path::Path,
+    rows: u64,
+) -> f64 {
+    let name = file.file_name().unwrap().to_string_lossy().to_string();
+    settle(store).await;
+    let started = Instant::now();
+    ingest::intake::receive(store, data, org, file, &name, "sftp", None)
+        .await
+        .unwrap();
+    let batch = store.claim_batches(1, None).await.unwrap().remove(0);
+    ingest::batch::pipeline::process(store, book, data, &batch, &|_| {})
+        .await
+        .unwrap();
+    let seconds = started.elapsed().as_secs_f64();
+    let done = store.get_batch(org, &batch.id).await.unwrap();
+    assert_eq!(done.rows_loaded, Some(rows as i64), "every row loaded");
+    seconds
+}
+
+/// Before a timed step of the ledger, as `BulkTable::settle`: a checkpoint (on SQLite, the pages
+/// the WAL holds copied into the database file), then the kernel's dirty pages written back.
+pub async fn settle(store: &store::Store) {
+    let checkpoint = match store.backend() {
+        store::Backend::Postgres => "CHECKPOINT",
+        store::Backend::Sqlite => "PRAGMA wal_checkpoint(TRUNCATE)",
+    };
+    store.execute_raw(checkpoint).await.unwrap();
+    written_out();
+}
+
+/// Before a timed step: what the kernel holds to write back of earlier steps' files is written
+/// now, so that no step pays for the one before it.
+pub fn written_out() {
+    let _ = std::process::Command::new("sync").status();
 }
