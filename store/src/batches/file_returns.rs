@@ -61,7 +61,7 @@ pub enum ReturnOutcome {
 }
 
 /// How many earns' returns are written at once.
-const AT_ONCE: usize = 32;
+const AT_ONCE: usize = 128;
 
 const EARN_BY_KEY: &str =
     "SELECT id, campaign_id, wallet_id, batch_id FROM transactions WHERE idem_key = $1";
