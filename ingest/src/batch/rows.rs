@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use store::limits::{self, MAX_META_BYTES, MAX_META_PATH, MAX_TEXT, Refused};
 use store::{EarnInput, FileReturn};
 
-use crate::batch::mapping::{Columns, Field, Mapping, Source, Target};
+use crate::batch::mapping::{Columns, FIELDS, Field, Mapping, Source, Target};
 use crate::batch::values::{self, Kind};
 
 /// Why a row was rejected. The codes are stable: clients match on them.
@@ -210,17 +210,7 @@ impl Layout {
                     }
                 }
                 for (i, name) in names.iter().enumerate() {
-                    let known = [
-                        "id",
-                        "walletId",
-                        "amount",
-                        "date",
-                        "description",
-                        "comment",
-                        "reverses",
-                    ]
-                    .iter()
-                    .any(|k| name.eq_ignore_ascii_case(k));
+                    let known = FIELDS.iter().any(|k| name.eq_ignore_ascii_case(k));
                     if known {
                         if names[..i].iter().any(|n| n.eq_ignore_ascii_case(name)) {
                             errors.push(format!("the column `{name}` appears twice"));

@@ -154,12 +154,16 @@ impl Store {
         if let Some(refused) = self.wallet_refused(&row, &wallet_id).await? {
             return Ok(refused);
         }
-        let known = campaigns.lock().unwrap().get(&campaign_id).cloned();
+        let known = campaigns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&campaign_id)
+            .cloned();
         let campaign = match known {
             Some(campaign) => campaign,
             None => {
                 let campaign = self.get_campaign(org, &campaign_id).await?;
-                let mut campaigns = campaigns.lock().unwrap();
+                let mut campaigns = campaigns.lock().unwrap_or_else(|e| e.into_inner());
                 campaigns.insert(campaign_id, campaign.clone());
                 campaign
             }

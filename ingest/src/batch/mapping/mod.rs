@@ -31,6 +31,17 @@ pub enum Columns {
     Mapped(Vec<(Target, Field)>),
 }
 
+/// The fields a row's columns fill, by their canonical names (meta columns aside).
+pub const FIELDS: [&str; 7] = [
+    "id",
+    "walletId",
+    "amount",
+    "date",
+    "description",
+    "comment",
+    "reverses",
+];
+
 /// An earn field a column fills.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {

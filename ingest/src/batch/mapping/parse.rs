@@ -115,19 +115,7 @@ impl Mapping {
                         None => {}
                     }
                 }
-                errors.unknown_keys(
-                    given,
-                    "columns",
-                    &[
-                        "id",
-                        "walletId",
-                        "amount",
-                        "date",
-                        "description",
-                        "comment",
-                        "reverses",
-                    ],
-                );
+                errors.unknown_keys(given, "columns", &super::FIELDS);
             }
             _ => errors.fail(
                 "columns",
