@@ -769,6 +769,7 @@ fn count_return(tally: &mut Tally, row: &FileReturn, outcome: ReturnOutcome) -> 
                 "reversal_exceeds_earn" => Reason::ReversalExceedsEarn,
                 "reversal_shortfall" => Reason::ReversalShortfall,
                 "already_exists" => Reason::AlreadyExists,
+                "not_positive" => Reason::NotPositive,
                 _ => Reason::InternalError,
             };
             (reason, field, message)

@@ -7,8 +7,8 @@ use crate::common::{balance, receive, rejected_codes, result, wallets};
 use ingest::batch::mapping::Mapping;
 use serde_json::json;
 use store::{
-    BatchState, NewCorrection, RuleBook, Store, StoreError, Tokens, TransactionFilter,
-    TransactionKind, backend_tests,
+    BatchState, NewBurn, NewCorrection, Policy, RuleBook, Shortfall, Store, StoreError, Tokens,
+    TransactionFilter, TransactionKind, backend_tests,
 };
 
 /// Earns and returns together: r-3 returns an earn of a later row, r-5 names the other wallet,
@@ -207,7 +207,49 @@ async fn a_mapping_maps_the_reversed_earn_and_a_dry_run_changes_nothing(store: S
     assert!(store.audit().await.unwrap().is_empty());
 }
 
+/// Under a campaign that refuses a shortfall, a return row is refused only once it has taken
+/// the lots (the shortfall is known then): what it took is put back, so the next row of the
+/// same chunk finds the lots as they were.
+async fn a_refused_shortfall_undoes_its_row_and_the_chunk_goes_on(store: Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let (org, campaign) = wallets(&store).await;
+    let policy = Policy {
+        shortfall: Shortfall::Refuse,
+        ..Default::default()
+    };
+    store.set_policy(&campaign, policy).await.unwrap();
+    crate::common::earn_by_api(&store, &campaign, "api-1", "w-1", "10").await;
+    let burn = NewBurn {
+        wallet: "w-1".into(),
+        external_id: "spent".into(),
+        amount: Tokens::whole(8),
+        description: "A gift".into(),
+        comment: None,
+        meta: None,
+        date: None,
+    };
+    store.burn(&campaign, burn).await.unwrap();
+    crate::common::earn_by_api(&store, &campaign, "api-2", "w-1", "5").await;
+
+    // r-1 would take api-1's 2 left and 5 of api-2's lot, and still be 3 short.
+    let file = "id,amount,reverses\nr-1,,api-1\nr-2,,api-2\n";
+    let batch = receive(&store, dir.path(), &org, "returns.csv", file).await;
+    assert_eq!(
+        process(&store, dir.path(), &batch).await,
+        BatchState::Completed
+    );
+    assert_eq!(
+        rejected_codes(dir.path(), &org, "returns.csv.rejected.csv"),
+        [(2, "reversal_shortfall".to_string())]
+    );
+    assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::whole(2));
+    let wallet = store.get_wallet(&campaign, "w-1").await.unwrap();
+    assert_eq!(wallet.earned, Tokens::whole(10));
+    assert!(store.audit().await.unwrap().is_empty());
+}
+
 backend_tests!(
     return_rows_reverse_their_earns_and_refusals_have_their_reasons,
     a_mapping_maps_the_reversed_earn_and_a_dry_run_changes_nothing,
+    a_refused_shortfall_undoes_its_row_and_the_chunk_goes_on,
 );

@@ -1,18 +1,25 @@
 //! Returns from batch files: a row naming an earn by the client's own id (`reverses`) takes
 //! back (part of) it as `Store::correct` does, under the row's own id: the corrections'
-//! idempotency key, so a file row and an API reversal with one id are one correction. Rows
-//! reversing one earn are taken in file order; others run side by side (the wallet's lock
-//! orders them).
+//! idempotency key, so a file row and an API reversal with one id are one correction.
+//!
+//! A chunk of rows is one write, like a chunk of earns: the earns and wallets the rows name are
+//! read first, all at once, then each row is corrected in file order inside one transaction
+//! (on PostgreSQL a few, each holding the rows of its own wallets, side by side). A row refused
+//! before it writes anything costs nothing to undo; a row the shortfall policy may refuse after
+//! it has taken the lots runs in a savepoint.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use rules::Decimal;
 use serde_json::Value;
 
-use crate::ledger::corrections::Origin;
-use crate::ledger::transactions::idem_key;
+use crate::backend::{PgTx, SqliteTx, Work};
+use crate::ledger::burn::Debiting;
+use crate::ledger::corrections::{Correcting, Origin, What};
+use crate::ledger::transactions::{SELECT_BY_ID, TransactionRow, idem_key, transaction_from_row};
 use crate::{Campaign, NewCorrection, OrgScope, Store, StoreError, Tokens, TransactionKind};
 
 /// A return row of a file, mapped and checked.
@@ -52,7 +59,8 @@ pub enum ReturnOutcome {
     /// The same return was made before under this id (by the API or another file).
     Duplicate { transaction_id: String },
     /// Not reversed: `code` as the API says it (`earn_not_credited`, `wallet_mismatch`,
-    /// `reversal_exceeds_earn`, `reversal_shortfall`, `already_exists`), naming `field`.
+    /// `reversal_exceeds_earn`, `reversal_shortfall`, `already_exists`, `not_positive`), naming
+    /// `field`.
     Refused {
         code: &'static str,
         field: Option<String>,
@@ -60,54 +68,123 @@ pub enum ReturnOutcome {
     },
 }
 
-/// How many earns' returns are written at once.
-const AT_ONCE: usize = 128;
+/// How many transactions a chunk's returns are written in, side by side: on SQLite one (its one
+/// writer writes them all anyway), on PostgreSQL a few, each over its own wallets (so they
+/// never wait on each other's locks).
+const PARTS_SQLITE: usize = 1;
+const PARTS_POSTGRES: usize = 4;
 
-const EARN_BY_KEY: &str =
-    "SELECT id, campaign_id, wallet_id, batch_id FROM transactions WHERE idem_key = $1";
-type EarnRow = (String, String, String, Option<String>);
-const WALLET_REFERENCE: &str = "SELECT external_id FROM wallets WHERE id = $1";
+/// The earns the rows name, by the client's id.
+const EARNS_BY_KEY: &str = "SELECT external_id, id, campaign_id, wallet_id, batch_id, rule_version \
+     FROM transactions WHERE idem_key {key}";
+type EarnRow = (String, String, String, String, Option<String>, Option<i64>);
+/// The references of the wallets rows name otherwise than by id.
+const WALLET_REFERENCES: &str = "SELECT id, external_id FROM wallets WHERE id {key}";
 const BATCH_OF: &str = "SELECT batch_id FROM transactions WHERE id = $1";
+const SAVEPOINT: &str = "SAVEPOINT file_return";
+const UNDO: &str = "ROLLBACK TO SAVEPOINT file_return";
+const RELEASE: &str = "RELEASE SAVEPOINT file_return";
+
+/// An earn a row names, as credited.
+struct Earn {
+    id: String,
+    campaign_id: String,
+    wallet_id: String,
+    /// The batch that credited it.
+    batch_id: Option<String>,
+    rule_version: Option<i64>,
+}
+
+/// What a chunk's rows name: their earns (by the client's id) and the references of the
+/// wallets holding those a row names by something else than the wallet's id.
+struct Named {
+    earns: HashMap<String, Earn>,
+    references: HashMap<String, Option<String>>,
+}
 
 /// Returns from batch files (scope: `OrgScope`).
 impl Store {
     /// Reverses each row's earn under batch `batch_id`; each row's outcome, in order. An `Err`
-    /// is a store failure: the rows reversed so far stay reversed, and are recognised as this
-    /// batch's when the file is run again.
+    /// is a store failure: none of the rows' returns are written then (on PostgreSQL, some
+    /// wallets' may be), and those that are are recognised as this batch's when the file is
+    /// run again.
     pub async fn reverse_file_rows(
         &self,
         org: &OrgScope,
         batch_id: &str,
         rows: Vec<FileReturn>,
     ) -> Result<Vec<ReturnOutcome>, StoreError> {
-        let count = rows.len();
-        let mut by_earn: HashMap<String, Vec<(usize, FileReturn)>> = HashMap::new();
-        for (i, row) in rows.into_iter().enumerate() {
-            by_earn
-                .entry(row.reverses.clone())
-                .or_default()
-                .push((i, row));
-        }
-        let campaigns = Arc::new(Mutex::new(HashMap::new()));
-        let mut outcomes = vec![None; count];
-        let mut running = tokio::task::JoinSet::new();
-        for (_, group) in by_earn {
-            if running.len() >= AT_ONCE {
-                collect(&mut running, &mut outcomes).await?;
-            }
-            let (store, org, batch_id) = (self.clone(), org.clone(), batch_id.to_string());
-            let campaigns = campaigns.clone();
-            running.spawn(async move {
-                let mut done = Vec::with_capacity(group.len());
-                for (i, row) in group {
-                    let outcome = store.reverse_row(&org, &batch_id, row, &campaigns).await?;
-                    done.push((i, outcome));
+        let named = self.named_by_returns(org, &rows).await?;
+        let mut outcomes = vec![None; rows.len()];
+        let mut campaigns: HashMap<String, Arc<Campaign>> = HashMap::new();
+        let parts = self.dialect(PARTS_SQLITE, PARTS_POSTGRES);
+        let mut works: Vec<Vec<Prepared>> = (0..parts).map(|_| Vec::new()).collect();
+        for (at, row) in rows.into_iter().enumerate() {
+            let earn = match named.earn_for(Some(batch_id), &row) {
+                Ok(Some(earn)) => earn,
+                Ok(None) => {
+                    outcomes[at] = Some(not_credited(&row));
+                    continue;
                 }
-                Ok(done)
+                Err(refused) => {
+                    outcomes[at] = Some(refused);
+                    continue;
+                }
+            };
+            let campaign = match campaigns.get(&earn.campaign_id) {
+                Some(campaign) => campaign.clone(),
+                None => {
+                    let campaign = Arc::new(self.get_campaign(org, &earn.campaign_id).await?);
+                    campaigns.insert(earn.campaign_id.clone(), campaign.clone());
+                    campaign
+                }
+            };
+            if row.amount.is_some_and(|a| a <= Decimal::ZERO) {
+                outcomes[at] = Some(ReturnOutcome::Refused {
+                    code: "not_positive",
+                    field: Some("amount".into()),
+                    message: "a return's amount must be more than 0".into(),
+                });
+                continue;
+            }
+            let what = match self
+                .reversal(&campaign, earn.rule_version, row.amount)
+                .await
+            {
+                Ok(what) => what,
+                Err(err) => {
+                    outcomes[at] = Some(refused(err)?);
+                    continue;
+                }
+            };
+            let part = wallet_part(&earn.wallet_id, parts);
+            works[part].push(Prepared {
+                at,
+                earn_id: earn.id.clone(),
+                campaign,
+                what,
+                date: row.date,
+                correction: NewCorrection {
+                    transaction_id: earn.id.clone(),
+                    external_id: row.id,
+                    amount: row.amount,
+                    description: row.description,
+                    comment: row.comment,
+                    meta: row.meta,
+                },
             });
         }
-        while !running.is_empty() {
-            collect(&mut running, &mut outcomes).await?;
+        let mut running = tokio::task::JoinSet::new();
+        for rows in works.into_iter().filter(|rows| !rows.is_empty()) {
+            let (store, batch_id) = (self.clone(), batch_id.to_string());
+            running.spawn(async move { store.write(Returning { batch_id, rows }).await });
+        }
+        while let Some(joined) = running.join_next().await {
+            let done = joined
+                .map_err(|e| StoreError::NotCommitted(format!("a file's returns: {e}")))??;
+            for (at, outcome) in done {
+                outcomes[at] = Some(outcome);
+            }
         }
         Ok(outcomes.into_iter().flatten().collect())
     }
@@ -122,166 +199,210 @@ impl Store {
         batch_id: Option<&str>,
         rows: &[FileReturn],
     ) -> Result<Vec<ReturnOutcome>, StoreError> {
-        let mut outcomes = Vec::with_capacity(rows.len());
-        for row in rows {
-            let outcome = match self.earn_of(org, batch_id, row).await? {
-                Err(refused) => refused,
-                Ok(None) => would_reverse(),
-                Ok(Some((_, _, wallet_id, _))) => match self.wallet_refused(row, &wallet_id).await?
-                {
-                    Some(refused) => refused,
-                    None => would_reverse(),
-                },
-            };
-            outcomes.push(outcome);
-        }
-        Ok(outcomes)
+        let named = self.named_by_returns(org, rows).await?;
+        let outcomes = rows.iter().map(|row| match named.earn_for(batch_id, row) {
+            Ok(_) => ReturnOutcome::Reversed {
+                transaction_id: None,
+                tokens: Tokens::ZERO,
+            },
+            Err(refused) => refused,
+        });
+        Ok(outcomes.collect())
     }
 
-    async fn reverse_row(
+    /// The earns `rows` name, and the references of their wallets where a row names one by
+    /// something other than its id: read at once.
+    async fn named_by_returns(
         &self,
         org: &OrgScope,
-        batch_id: &str,
-        row: FileReturn,
-        campaigns: &Mutex<HashMap<String, Campaign>>,
-    ) -> Result<ReturnOutcome, StoreError> {
-        let (earn_id, campaign_id, wallet_id) =
-            match self.earn_of(org, Some(batch_id), &row).await? {
-                Ok(Some((earn_id, campaign_id, wallet_id, _))) => (earn_id, campaign_id, wallet_id),
-                Ok(None) => return Ok(not_credited(&row)),
-                Err(refused) => return Ok(refused),
-            };
-        if let Some(refused) = self.wallet_refused(&row, &wallet_id).await? {
-            return Ok(refused);
-        }
-        let known = campaigns
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&campaign_id)
-            .cloned();
-        let campaign = match known {
-            Some(campaign) => campaign,
-            None => {
-                let campaign = self.get_campaign(org, &campaign_id).await?;
-                let mut campaigns = campaigns.lock().unwrap_or_else(|e| e.into_inner());
-                campaigns.insert(campaign_id, campaign.clone());
-                campaign
-            }
-        };
-        let original = self.get_transaction(&campaign, &earn_id).await?;
-        let correction = NewCorrection {
-            transaction_id: earn_id,
-            external_id: row.id,
-            amount: row.amount,
-            description: row.description,
-            comment: row.comment,
-            meta: row.meta,
-        };
-        let origin = Origin {
-            batch_id: Some(batch_id),
-            date: row.date,
-        };
-        let corrected = match self
-            .correct_original(&campaign, original, correction, origin)
-            .await
-        {
-            Ok(corrected) => corrected,
-            Err(StoreError::Refused {
-                code,
-                field,
-                message,
-            }) => {
-                return Ok(ReturnOutcome::Refused {
-                    code,
-                    field,
-                    message,
-                });
-            }
-            Err(err) => return Err(err),
-        };
-        let transaction_id = corrected.transaction.id;
-        if !corrected.replayed {
-            let tokens = corrected.transaction.amount;
-            return Ok(ReturnOutcome::Reversed {
-                transaction_id: Some(transaction_id),
-                tokens,
-            });
-        }
-        let (made_by,): (Option<String>,) = self
-            .read_row(BATCH_OF, params![transaction_id])
-            .await?
-            .unwrap_or((None,));
-        Ok(if made_by.as_deref() == Some(batch_id) {
-            ReturnOutcome::ReversedBefore { transaction_id }
-        } else {
-            ReturnOutcome::Duplicate { transaction_id }
+        rows: &[FileReturn],
+    ) -> Result<Named, StoreError> {
+        let mut keys: Vec<Vec<u8>> = rows
+            .iter()
+            .map(|row| idem_key(org.id(), TransactionKind::Earn, &row.reverses))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let found: Vec<EarnRow> = self.read_each(EARNS_BY_KEY, &[], &keys).await?;
+        let earns: HashMap<String, Earn> = found
+            .into_iter()
+            .map(
+                |(named, id, campaign_id, wallet_id, batch_id, rule_version)| {
+                    let earn = Earn {
+                        id,
+                        campaign_id,
+                        wallet_id,
+                        batch_id,
+                        rule_version,
+                    };
+                    (named, earn)
+                },
+            )
+            .collect();
+        let mut wallets: Vec<String> = rows
+            .iter()
+            .filter_map(|row| {
+                let earn = earns.get(&row.reverses)?;
+                let named = row.wallet.as_deref()?;
+                (named != earn.wallet_id).then(|| earn.wallet_id.clone())
+            })
+            .collect();
+        wallets.sort_unstable();
+        wallets.dedup();
+        let references: Vec<(String, Option<String>)> =
+            self.read_each(WALLET_REFERENCES, &[], &wallets).await?;
+        Ok(Named {
+            earns,
+            references: references.into_iter().collect(),
         })
     }
+}
 
+impl Named {
     /// The earn `row` returns, as credited before the file or by an earlier row of it (`None`:
-    /// not credited, but an earlier row of the file is that earn: a check credits nothing).
-    async fn earn_of(
+    /// not credited, but an earlier row of the file is that earn: a check credits nothing), or
+    /// the row's refusal: not credited, or credited to another wallet than the row names.
+    fn earn_for(
         &self,
-        org: &OrgScope,
         batch_id: Option<&str>,
         row: &FileReturn,
-    ) -> Result<Result<Option<EarnRow>, ReturnOutcome>, StoreError> {
-        let key = idem_key(org.id(), TransactionKind::Earn, &row.reverses);
-        let found: Option<EarnRow> = self.read_row(EARN_BY_KEY, params![key]).await?;
-        Ok(match found {
-            None if row.earn_earlier_in_file => Ok(None),
-            None => Err(not_credited(row)),
+    ) -> Result<Option<&Earn>, ReturnOutcome> {
+        let earn = match self.earns.get(&row.reverses) {
+            None if row.earn_earlier_in_file => return Ok(None),
+            None => return Err(not_credited(row)),
             // Credited by a later row of this file, whose chunk was written first.
-            Some((.., Some(by))) if batch_id == Some(&by) && !row.earn_earlier_in_file => {
-                Err(not_credited(row))
+            Some(earn)
+                if earn.batch_id.is_some()
+                    && earn.batch_id.as_deref() == batch_id
+                    && !row.earn_earlier_in_file =>
+            {
+                return Err(not_credited(row));
             }
-            Some(earn) => Ok(Some(earn)),
-        })
-    }
-
-    /// The refusal of a row naming a wallet other than `wallet_id` (by id or reference).
-    async fn wallet_refused(
-        &self,
-        row: &FileReturn,
-        wallet_id: &str,
-    ) -> Result<Option<ReturnOutcome>, StoreError> {
-        let Some(named) = row.wallet.as_deref().filter(|w| *w != wallet_id) else {
-            return Ok(None);
+            Some(earn) => earn,
         };
-        let reference: Option<(Option<String>,)> =
-            self.read_row(WALLET_REFERENCE, params![wallet_id]).await?;
-        if reference.and_then(|(r,)| r).as_deref() == Some(named) {
-            return Ok(None);
+        match row.wallet.as_deref() {
+            Some(named)
+                if named != earn.wallet_id
+                    && self
+                        .references
+                        .get(&earn.wallet_id)
+                        .cloned()
+                        .flatten()
+                        .as_deref()
+                        != Some(named) =>
+            {
+                Err(ReturnOutcome::Refused {
+                    code: "wallet_mismatch",
+                    field: Some("walletId".into()),
+                    message: format!("the earn {} was credited to another wallet", row.reverses),
+                })
+            }
+            _ => Ok(Some(earn)),
         }
-        Ok(Some(ReturnOutcome::Refused {
-            code: "wallet_mismatch",
-            field: Some("walletId".into()),
-            message: format!("the earn {} was credited to another wallet", row.reverses),
-        }))
     }
 }
 
-type Done = Result<Vec<(usize, ReturnOutcome)>, StoreError>;
-
-/// Waits for the next group of rows and places its outcomes.
-async fn collect(
-    running: &mut tokio::task::JoinSet<Done>,
-    outcomes: &mut [Option<ReturnOutcome>],
-) -> Result<(), StoreError> {
-    let Some(joined) = running.join_next().await else {
-        return Ok(());
-    };
-    let done = joined.map_err(|e| StoreError::NotCommitted(format!("a file's returns: {e}")))??;
-    for (i, outcome) in done {
-        outcomes[i] = Some(outcome);
-    }
-    Ok(())
+/// Which of `parts` transactions writes the returns of `wallet`'s earns.
+fn wallet_part(wallet: &str, parts: usize) -> usize {
+    let mut hasher = DefaultHasher::new();
+    wallet.hash(&mut hasher);
+    (hasher.finish() % parts as u64) as usize
 }
 
-fn would_reverse() -> ReturnOutcome {
-    ReturnOutcome::Reversed {
-        transaction_id: None,
-        tokens: Tokens::ZERO,
+/// A row's return, ready to write.
+struct Prepared {
+    /// The row's place in its chunk.
+    at: usize,
+    earn_id: String,
+    campaign: Arc<Campaign>,
+    what: What,
+    correction: NewCorrection,
+    date: Option<DateTime<Utc>>,
+}
+
+/// Rows' returns written in one transaction, in order.
+struct Returning {
+    batch_id: String,
+    rows: Vec<Prepared>,
+}
+
+impl Returning {
+    async fn run(self, tx: &mut impl Debiting) -> Result<Vec<(usize, ReturnOutcome)>, StoreError> {
+        let mut done = Vec::with_capacity(self.rows.len());
+        for row in self.rows {
+            let earn: TransactionRow =
+                tx.row(SELECT_BY_ID, params![row.earn_id])
+                    .await?
+                    .ok_or(StoreError::NotFound {
+                        what: "transaction",
+                    })?;
+            let origin = Origin {
+                batch_id: Some(&self.batch_id),
+                date: row.date,
+            };
+            let earn = transaction_from_row(earn)?;
+            let correcting = Correcting::new(&row.campaign, earn, row.correction, row.what, origin);
+            let late = correcting.may_refuse_late();
+            if late {
+                tx.execute(SAVEPOINT, &[]).await?;
+            }
+            let corrected = correcting.run(tx).await;
+            if late {
+                if corrected.is_err() {
+                    tx.execute(UNDO, &[]).await?;
+                }
+                tx.execute(RELEASE, &[]).await?;
+            }
+            let outcome = match corrected {
+                Ok(corrected) if !corrected.replayed => ReturnOutcome::Reversed {
+                    tokens: corrected.transaction.amount,
+                    transaction_id: Some(corrected.transaction.id),
+                },
+                Ok(corrected) => {
+                    let transaction_id = corrected.transaction.id;
+                    let (made_by,): (Option<String>,) = tx
+                        .row(BATCH_OF, params![transaction_id])
+                        .await?
+                        .unwrap_or((None,));
+                    if made_by.as_deref() == Some(&self.batch_id) {
+                        ReturnOutcome::ReversedBefore { transaction_id }
+                    } else {
+                        ReturnOutcome::Duplicate { transaction_id }
+                    }
+                }
+                Err(err) => refused(err)?,
+            };
+            done.push((row.at, outcome));
+        }
+        Ok(done)
+    }
+}
+
+impl Work for Returning {
+    type Output = Vec<(usize, ReturnOutcome)>;
+
+    async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Self::Output, StoreError> {
+        self.run(tx).await
+    }
+
+    async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Self::Output, StoreError> {
+        self.run(tx).await
+    }
+}
+
+/// A row's refusal, from the store's: any other error is a failure of the store.
+fn refused(err: StoreError) -> Result<ReturnOutcome, StoreError> {
+    match err {
+        StoreError::Refused {
+            code,
+            field,
+            message,
+        } => Ok(ReturnOutcome::Refused {
+            code,
+            field,
+            message,
+        }),
+        err => Err(err),
     }
 }
 

@@ -88,21 +88,35 @@ impl Store {
         correction: NewCorrection,
         origin: Origin<'_>,
     ) -> Result<Corrected, StoreError> {
-        if correction.amount.is_some_and(|a| a <= Decimal::ZERO) {
+        let what = self
+            .what_corrects(campaign, &original, correction.amount)
+            .await?;
+        self.write(Correcting::new(
+            campaign, original, correction, what, origin,
+        ))
+        .await
+    }
+
+    /// What correcting `original` (of `campaign`) by `amount` does, read before its
+    /// transaction: a reversal's rounding and shortfall policy, a refund's tokens. `Invalid`
+    /// for an amount that is not more than 0 (or, for a burn, has more than 6 decimals);
+    /// `Refused` (`not_correctable`) for a transaction neither an EARN nor a BURN.
+    pub(crate) async fn what_corrects(
+        &self,
+        campaign: &Campaign,
+        original: &Transaction,
+        amount: Option<Decimal>,
+    ) -> Result<What, StoreError> {
+        if amount.is_some_and(|a| a <= Decimal::ZERO) {
             return Err(StoreError::invalid("amount", "must be more than 0"));
         }
-        let what = match original.kind {
-            TransactionKind::Earn => What::Reversal {
-                // Only a part of what is left needs the campaign's rounding.
-                rules: match correction.amount {
-                    Some(_) => Some(self.rules_of(campaign, original.rule_version).await?),
-                    None => None,
-                },
-                shortfall: self.policy(campaign).await?.shortfall,
-            },
+        Ok(match original.kind {
+            TransactionKind::Earn => {
+                self.reversal(campaign, original.rule_version, amount)
+                    .await?
+            }
             TransactionKind::Burn => What::Refund {
-                tokens: correction
-                    .amount
+                tokens: amount
                     .map(Tokens::from_decimal)
                     .transpose()
                     .map_err(|why| StoreError::invalid("amount", why))?,
@@ -118,19 +132,24 @@ impl Store {
                     ),
                 ));
             }
-        };
-        let fingerprint = correction.fingerprint();
-        let Origin { batch_id, date } = origin;
-        self.write(Correcting {
-            campaign: campaign.clone(),
-            correction,
-            original,
-            what,
-            fingerprint,
-            batch_id: batch_id.map(String::from),
-            date,
         })
-        .await
+    }
+
+    /// `what_corrects` of an earn its rule set's `version` decided.
+    pub(crate) async fn reversal(
+        &self,
+        campaign: &Campaign,
+        version: Option<i64>,
+        amount: Option<Decimal>,
+    ) -> Result<What, StoreError> {
+        Ok(What::Reversal {
+            // Only a part of what is left needs the campaign's rounding.
+            rules: match amount {
+                Some(_) => Some(self.rules_of(campaign, version).await?),
+                None => None,
+            },
+            shortfall: self.policy(campaign).await?.shortfall,
+        })
     }
 
     /// The rule set that decided an earn (`version`; `None`: the default), for its rounding:
@@ -168,23 +187,15 @@ pub(crate) async fn refund_within(
     correction: NewCorrection,
     tokens: Tokens,
 ) -> Result<Corrected, StoreError> {
-    let fingerprint = correction.fingerprint();
-    let correcting = Correcting {
-        campaign: campaign.clone(),
-        correction,
-        original: burn,
-        what: What::Refund {
-            tokens: Some(tokens),
-        },
-        fingerprint,
-        batch_id: None,
-        date: None,
+    let what = What::Refund {
+        tokens: Some(tokens),
     };
+    let correcting = Correcting::new(campaign, burn, correction, what, Origin::default());
     correcting.run(tx).await
 }
 
 /// What a correction does, by the kind of the transaction it corrects.
-enum What {
+pub(crate) enum What {
     Reversal {
         /// The earn's rule set, when a part of it is returned.
         rules: Option<Arc<RuleSet>>,
@@ -215,7 +226,9 @@ struct Moved {
     lots: Vec<(String, i64)>,
 }
 
-struct Correcting {
+/// One correction, written inside a transaction its caller holds (`run`), or as `Work` of its
+/// own.
+pub(crate) struct Correcting {
     campaign: Campaign,
     correction: NewCorrection,
     original: Transaction,
@@ -234,7 +247,38 @@ const LINK: &str = "UPDATE transactions SET corrects = $2, forgiven = $3 WHERE i
 const LOT: &str = "INSERT INTO spends (transaction_id, earn_id, amount) VALUES ($1, $2, $3)";
 
 impl Correcting {
-    async fn run(&self, tx: &mut impl Debiting) -> Result<Corrected, StoreError> {
+    pub(crate) fn new(
+        campaign: &Campaign,
+        original: Transaction,
+        correction: NewCorrection,
+        what: What,
+        origin: Origin<'_>,
+    ) -> Correcting {
+        Correcting {
+            campaign: campaign.clone(),
+            fingerprint: correction.fingerprint(),
+            correction,
+            original,
+            what,
+            batch_id: origin.batch_id.map(String::from),
+            date: origin.date,
+        }
+    }
+
+    /// Whether it may be refused after it has written (a reversal the campaign refuses a
+    /// shortfall for: the lots are taken before the shortfall is known), so that a caller
+    /// running many in one transaction undoes its writes (a savepoint) when it is.
+    pub(crate) fn may_refuse_late(&self) -> bool {
+        matches!(
+            self.what,
+            What::Reversal {
+                shortfall: Shortfall::Refuse,
+                ..
+            }
+        )
+    }
+
+    pub(crate) async fn run(&self, tx: &mut impl Debiting) -> Result<Corrected, StoreError> {
         let (c, r, o) = (&self.campaign, &self.correction, &self.original);
         let (date, id, taken, owed): WalletRow = tx
             .row_locked(WALLET, params![o.wallet_id])
@@ -255,18 +299,20 @@ impl Correcting {
         let at = position((date, id, taken));
         let (kind, made) = match &self.what {
             What::Reversal { rules, shortfall } => {
-                // A debt is paid before the reversal takes anything (see `burn::repay`).
-                let at = match owed {
-                    0 => at,
-                    owed => repay(tx, &o.wallet_id, at, owed).await?,
-                };
                 let returned = reversal::Returned {
                     earn: o,
                     value: r.amount,
                     rules: rules.as_deref(),
                     shortfall: *shortfall,
                 };
-                let made = returned.take_back(tx, at).await?;
+                // Decided before anything is written: only a refused shortfall comes after.
+                let share = returned.share(tx).await?;
+                // A debt is paid before the reversal takes anything (see `burn::repay`).
+                let at = match owed {
+                    0 => at,
+                    owed => repay(tx, &o.wallet_id, at, owed).await?,
+                };
+                let made = returned.take_back(tx, at, share).await?;
                 (TransactionKind::Reversal, made)
             }
             What::Refund { tokens } => {
@@ -294,8 +340,16 @@ impl Correcting {
         };
         let mut entry = transaction.entry(&c.org_id, &c.id, &self.fingerprint.text);
         entry.batch_id = self.batch_id.as_deref();
-        tx.execute(INSERT_TRANSACTION, &entry.args(&key, None))
+        let written = tx
+            .execute(INSERT_TRANSACTION, &entry.args(&key, None))
             .await?;
+        if written == 0 {
+            // A twin on another wallet (so not behind this one's lock) took the id meanwhile:
+            // undone, and answered as a conflict (a retry replays it or names the difference).
+            return Err(StoreError::Conflict {
+                field: "externalId",
+            });
+        }
         // The link is written beside the entry every path shares.
         tx.execute(LINK, params![transaction.id, o.id, made.forgiven])
             .await?;

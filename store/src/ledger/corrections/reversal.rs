@@ -39,15 +39,22 @@ pub(super) struct Returned<'a> {
 }
 
 impl Returned<'_> {
-    /// Takes the tokens back from the earn's wallet at `position`, under its lock.
+    /// The value this return takes off the earn and the micro-tokens that come with it, as the
+    /// earn's earlier reversals leave them; `Refused` (`reversal_exceeds_earn`) when more than
+    /// is left. Reads only.
+    pub(super) async fn share(&self, tx: &mut impl Debiting) -> Result<(Decimal, i64), StoreError> {
+        let earlier: Vec<(Option<String>, i64)> = tx.rows(REVERSED, params![self.earn.id]).await?;
+        self.share_after(&earlier)
+    }
+
+    /// Takes `share` (from `share`) back from the earn's wallet at `position`, under its lock.
     pub(super) async fn take_back(
         &self,
         tx: &mut impl Debiting,
         position: Option<Position<DateTime<Utc>>>,
+        (value, tokens): (Decimal, i64),
     ) -> Result<Moved, StoreError> {
         let earn = self.earn;
-        let earlier: Vec<(Option<String>, i64)> = tx.rows(REVERSED, params![earn.id]).await?;
-        let (value, tokens) = self.share(&earlier)?;
         let (expires_at,): (Option<DateTime<Utc>>,) = tx
             .row(EXPIRES, params![earn.id])
             .await?
@@ -91,7 +98,7 @@ impl Returned<'_> {
 
     /// The value this return takes off the earn and the micro-tokens that come with it, given
     /// what `earlier` reversals took (each one's value and tokens).
-    fn share(&self, earlier: &[(Option<String>, i64)]) -> Result<(Decimal, i64), StoreError> {
+    fn share_after(&self, earlier: &[(Option<String>, i64)]) -> Result<(Decimal, i64), StoreError> {
         let earn = self.earn;
         let value_of = |text: Option<&str>| {
             text.map_or(Ok(Decimal::ZERO), |t| {
