@@ -234,6 +234,29 @@ async fn run() {
     };
     println!("{}", burn_load.row("POST /v1/transactions/burn (200)"));
 
+    // The floor: the same burns through the store alone, in this process (no HTTP, no
+    // authentication, no JSON), on the same wallets; the returns' after theirs.
+    let store_burns = {
+        let (store, campaign) = (store.clone(), campaign.clone());
+        common::drive(CLIENTS, seconds, move |c, n| {
+            let burn = store::NewBurn {
+                wallet: format!("w-{}", (c * 13 + n) % WALLETS),
+                external_id: format!("sb-{c}-{n}"),
+                amount: store::Tokens::from_text("0.01").unwrap(),
+                description: "Voucher".into(),
+                comment: None,
+                meta: None,
+                date: None,
+            };
+            let (store, campaign) = (store.clone(), campaign.clone());
+            async move {
+                store.burn(&campaign, burn).await.unwrap();
+            }
+        })
+        .await
+    };
+    println!("{}", store_burns.row("floor: Store::burn alone"));
+
     // Refunds of those burns, a tenth of one at a time (each burn can take ten), then returns
     // of a tenth of the earns' purchases (12.5 each: 1.25 takes back 1 of its 12 tokens; a
     // wallet that spent them owes, the default policy).
@@ -241,8 +264,39 @@ async fn run() {
     let refund_load = correct(&client, &base, &api_key, &secret, seconds, burns, 0.001).await;
     println!("{}", refund_load.row("reversals: refund a burn (200)"));
     let earns = std::sync::Arc::new(earn_ids(&store, &campaign).await);
-    let return_load = correct(&client, &base, &api_key, &secret, seconds, earns, 1.25).await;
+    let return_load = correct(
+        &client,
+        &base,
+        &api_key,
+        &secret,
+        seconds,
+        earns.clone(),
+        1.25,
+    )
+    .await;
     println!("{}", return_load.row("reversals: return of an earn (200)"));
+
+    let store_returns = {
+        let (store, campaign) = (store.clone(), campaign.clone());
+        let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        common::drive(CLIENTS, seconds, move |c, n| {
+            let turn = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let correction = store::NewCorrection {
+                transaction_id: earns[turn % earns.len()].clone(),
+                external_id: format!("sr-{c}-{n}"),
+                amount: Some("1.25".parse().unwrap()),
+                description: None,
+                comment: None,
+                meta: None,
+            };
+            let (store, campaign) = (store.clone(), campaign.clone());
+            async move {
+                store.correct(&campaign, correction).await.unwrap();
+            }
+        })
+        .await
+    };
+    println!("{}", store_returns.row("floor: Store::correct (return)"));
     assert!(
         store.audit().await.unwrap().is_empty(),
         "the ledger agrees with itself after the run"
