@@ -3,9 +3,8 @@
 
 use std::io::Write;
 
-use crate::common::{balance, receive, receive_bytes, rejected_codes, result, wallets};
+use crate::common::{balance, dry_run, receive, receive_bytes, rejected_codes, result, wallets};
 use ingest::batch::mapping::Mapping;
-use ingest::batch::pipeline::Job;
 use serde_json::{Value, json};
 use store::{BatchState, Page, RuleBook, Store, Tokens, TransactionFilter, backend_tests};
 
@@ -186,24 +185,9 @@ async fn an_all_or_nothing_file_with_a_bad_row_loads_nothing(store: Store) {
 async fn a_dry_run_reports_what_would_happen_and_changes_nothing(store: Store) {
     let dir = tempfile::tempdir().unwrap();
     let (org, campaign) = wallets(&store).await;
-    let book = RuleBook::new(store.clone());
     crate::common::earn_by_api(&store, &campaign, "a-2", "w-2", "20").await;
-    let file = dir.path().join("mixed.csv");
-    std::fs::write(&file, MIXED).unwrap();
-    let tree = ingest::folders::Tree::open(dir.path(), org.id()).unwrap();
-    let reports = tree.file(ingest::folders::Folder::Reports, "");
-    let job = Job {
-        store: &store,
-        book: &book,
-        org: &org,
-        batch_id: None,
-        file_name: "mixed.csv",
-        path: &file,
-        mapping: &Mapping::canonical(),
-        reports: &reports,
-        progress: &|_| {},
-    };
-    let outcome = ingest::batch::pipeline::run_file(&job).await.unwrap();
+    let mapping = Mapping::canonical();
+    let outcome = dry_run(&store, dir.path(), &org, "mixed.csv", MIXED, &mapping).await;
     assert_eq!((outcome.rows, outcome.loaded, outcome.rejected), (4, 2, 2));
     assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::ZERO);
     assert_eq!(balance(&store, &campaign, "w-2").await, Tokens::whole(20));

@@ -3,7 +3,7 @@
 //! another wallet, beyond what is left, or repeated is refused with its own reason; a file run
 //! again reverses nothing twice. On both backends.
 
-use crate::common::{balance, receive, rejected_codes, result, wallets};
+use crate::common::{balance, dry_run, receive, rejected_codes, result, wallets};
 use ingest::batch::mapping::Mapping;
 use serde_json::json;
 use store::{
@@ -173,23 +173,7 @@ async fn a_mapping_maps_the_reversed_earn_and_a_dry_run_changes_nothing(store: S
         .unwrap();
     let content = "Return;Receipt;Value\nR1;T1;2,5\nR2;T7;1\n";
 
-    let file = dir.path().join("returns_1.csv");
-    std::fs::write(&file, content).unwrap();
-    let tree = ingest::folders::Tree::open(dir.path(), org.id()).unwrap();
-    let reports = tree.file(ingest::folders::Folder::Reports, "");
-    let book = RuleBook::new(store.clone());
-    let job = ingest::batch::pipeline::Job {
-        store: &store,
-        book: &book,
-        org: &org,
-        batch_id: None,
-        file_name: "returns_1.csv",
-        path: &file,
-        mapping: &mapping,
-        reports: &reports,
-        progress: &|_| {},
-    };
-    let outcome = ingest::batch::pipeline::run_file(&job).await.unwrap();
+    let outcome = dry_run(&store, dir.path(), &org, "returns_1.csv", content, &mapping).await;
     assert_eq!((outcome.rows, outcome.loaded, outcome.rejected), (2, 1, 1));
     assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::whole(8));
 

@@ -102,3 +102,32 @@ pub async fn earn_by_api(store: &Store, campaign: &Campaign, id: &str, wallet: &
     let book = RuleBook::new(store.clone());
     while store.process_earns(&book, 10).await.unwrap() > 0 {}
 }
+
+/// A dry run of `content` as the file `name` (under `dir`'s organisation `org`) read with
+/// `mapping`: what the pipeline says it would do; nothing is written to the ledger.
+pub async fn dry_run(
+    store: &Store,
+    dir: &Path,
+    org: &OrgScope,
+    name: &str,
+    content: &str,
+    mapping: &ingest::batch::mapping::Mapping,
+) -> ingest::batch::pipeline::Outcome {
+    let file = dir.join(name);
+    std::fs::write(&file, content).unwrap();
+    let tree = ingest::folders::Tree::open(dir, org.id()).unwrap();
+    let reports = tree.file(ingest::folders::Folder::Reports, "");
+    let book = RuleBook::new(store.clone());
+    let job = ingest::batch::pipeline::Job {
+        store,
+        book: &book,
+        org,
+        batch_id: None,
+        file_name: name,
+        path: &file,
+        mapping,
+        reports: &reports,
+        progress: &|_| {},
+    };
+    ingest::batch::pipeline::run_file(&job).await.unwrap()
+}
