@@ -11,8 +11,8 @@ use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use store::{
-    EarnInput, EarnRequest, NewBurn, NewCorrection, Tokens, Transaction, TransactionFilter,
-    TransactionKind,
+    EarnInput, EarnRequest, NewBurn, NewCorrection, Submission, Tokens, Transaction,
+    TransactionFilter, TransactionKind,
 };
 use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 use utoipa::{IntoParams, ToSchema};
@@ -446,7 +446,8 @@ async fn reverse(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EarnBody {
-    /// Unique in the organisation: a repeat credits nothing and ends `duplicate`.
+    /// Unique in the organisation: the same earn again answers as the first; another earn
+    /// under a used id is refused (409).
     #[schema(schema_with = schema::id, required = true)]
     id: Option<String>,
     #[schema(schema_with = earn_amount, required = true)]
@@ -503,24 +504,33 @@ pub struct EarnAccepted {
 }
 
 #[utoipa::path(post, path = "/v1/transactions/earn", tag = "transactions", summary = "Create an EARN Transaction",
+    description = "The earn's `id` is its idempotency key in the organisation, whichever way \
+        the earn comes (this operation or a batch-file row): the same earn sent again is \
+        answered with the first request (its `requestId`, and its outcome when it has one); \
+        another earn under a used `id` is refused.",
     request_body = EarnBody,
     responses((status = 202, body = EarnAccepted), (status = 400, body = Problem),
-        (status = 404, description = "unknown wallet", body = Problem)))]
+        (status = 404, description = "unknown wallet", body = Problem),
+        (status = 409, description = "`already_exists`: `id` was used for another earn \
+            (`field` names the first field that differs)", body = Problem)))]
 async fn earn(
     State(state): State<AppState>,
     caller: Caller,
     base: BaseUrl,
     JsonBody(body): JsonBody<EarnBody>,
 ) -> Result<(StatusCode, Json<EarnAccepted>), ApiError> {
-    let pending = state
+    let submission = state
         .store
         .pending_earn(&caller.context.campaign, earn_input(body)?)
         .await?;
-    let request = state
-        .earn_inbox
-        .submit(pending)
-        .await
-        .map_err(ApiError::Internal)?;
+    let request = match submission {
+        Submission::New(pending) => state
+            .earn_inbox
+            .submit(pending)
+            .await
+            .map_err(ApiError::Internal)?,
+        Submission::Repeat(earlier) => earlier,
+    };
     Ok((
         StatusCode::ACCEPTED,
         Json(EarnAccepted {

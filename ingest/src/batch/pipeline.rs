@@ -706,6 +706,22 @@ fn count(tally: &mut Tally, row: &FileEarn, outcome: FileOutcome) -> Option<Reje
                 message,
             ))
         }
+        FileOutcome::Conflict { field, .. } => {
+            let value = match field {
+                "walletId" => earn.wallet.clone(),
+                "amount" => earn.amount.clone(),
+                "date" => earn.date.to_rfc3339(),
+                "description" => earn.description.clone().unwrap_or_default(),
+                "comment" => earn.comment.clone().unwrap_or_default(),
+                _ => earn
+                    .meta
+                    .as_ref()
+                    .map(|m| m.to_string())
+                    .unwrap_or_default(),
+            };
+            let message = format!("this id was used for another earn: its {field} differs");
+            Some(refusal(Reason::AlreadyExists, field, &value, &message))
+        }
         FileOutcome::UnknownWallet => {
             let message = "no wallet has this id or reference";
             Some(refusal(

@@ -197,7 +197,7 @@ async fn a_dry_run_reports_what_would_happen_and_changes_nothing(store: Store) {
     assert_eq!(
         rejected_codes(dir.path(), &org, "mixed.csv.dry-run.rejected.csv"),
         [
-            (3, "duplicate_transaction".to_string()),
+            (3, "already_exists".to_string()),
             (4, "unknown_wallet".to_string())
         ]
     );

@@ -115,7 +115,7 @@ async fn typed_rows_are_credited_and_bad_ones_reported(store: Store) {
         vec![
             (3, "unknown_wallet".to_string()),
             (4, "duplicate_in_file".to_string()),
-            (5, "duplicate_transaction".to_string()),
+            (5, "already_exists".to_string()),
             (6, "missing_field".to_string()),
             (7, "negative_amount".to_string()),
             (8, "missing_field".to_string()),

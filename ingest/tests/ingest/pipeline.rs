@@ -82,7 +82,7 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
         ("4", "bad_decimal"),
         ("5", "unknown_wallet"),
         ("6", "duplicate_in_file"),
-        ("7", "duplicate_transaction"),
+        ("7", "already_exists"),
         ("8", "bad_date"),
         ("9", "ragged_row"),
         ("10", "missing_field"),

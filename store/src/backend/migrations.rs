@@ -43,6 +43,7 @@ migrations! {
     16 "tier handle" "0016_tier_handle.sql",
     17 "corrections" "0017_corrections.sql",
     18 "reversals" "0018_reversals.sql",
+    19 "idempotent refusals" "0019_idempotent_refusals.sql",
 }
 
 /// The migration that indexes `transactions.idem_key`: before it runs, the keys of an existing

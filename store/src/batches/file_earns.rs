@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use crate::backend::direct;
 use rayon::prelude::*;
 
+use crate::ledger::same_earn::{EarlierEarn, earlier_columns};
 use crate::ledger::transactions::idem_key;
 use crate::programme::evaluate::{Refusal, Target, WalletContext, evaluate, within_ceiling};
 use crate::{Credit, Credited, EarnInput, RuleBook, Store, StoreError, Tokens, TransactionKind};
@@ -34,6 +35,11 @@ pub enum FileOutcome {
     /// Its id was credited before (by the API, an earlier file, or earlier in this file).
     Duplicate {
         transaction_id: Option<String>,
+    },
+    /// Its id holds another earn (by either door), which differs in `field`.
+    Conflict {
+        transaction_id: Option<String>,
+        field: &'static str,
     },
     /// This batch credited it already: an attempt interrupted by a crash, or an earlier row.
     CreditedBefore {
@@ -187,7 +193,16 @@ impl Store {
                 Credited::Duplicate {
                     transaction_id: Some(transaction_id),
                     batch_id: Some(earlier),
+                    ..
                 } if earlier == batch_id => FileOutcome::CreditedBefore { transaction_id },
+                Credited::Duplicate {
+                    transaction_id,
+                    differs: Some(field),
+                    ..
+                } => FileOutcome::Conflict {
+                    transaction_id,
+                    field,
+                },
                 Credited::Duplicate { transaction_id, .. } => {
                     FileOutcome::Duplicate { transaction_id }
                 }
@@ -227,20 +242,24 @@ impl Store {
             .iter()
             .map(|(_, c)| c.earn.earn_id.as_str())
             .collect();
-        let credited = self.credited_earn_ids(org_id, &ids).await?;
+        let credited = self.credited_earns(org_id, &ids).await?;
         for (i, credit) in evaluated {
-            outcomes[i] = Some(match credited.get(&credit.earn.earn_id) {
-                Some((transaction_id, earlier))
-                    if earlier.is_some() && earlier.as_deref() == batch_id =>
-                {
+            let earlier = credited.get(&credit.idem_key());
+            let differs = earlier.and_then(|e| e.differs(&credit.earn, &credit.wallet_id));
+            outcomes[i] = Some(match (earlier, differs) {
+                (Some(e), _) if e.batch_id.is_some() && e.batch_id.as_deref() == batch_id => {
                     FileOutcome::CreditedBefore {
-                        transaction_id: transaction_id.clone(),
+                        transaction_id: e.id.clone(),
                     }
                 }
-                Some((transaction_id, _)) => FileOutcome::Duplicate {
-                    transaction_id: Some(transaction_id.clone()),
+                (Some(e), Some(field)) => FileOutcome::Conflict {
+                    transaction_id: Some(e.id.clone()),
+                    field,
                 },
-                None => FileOutcome::Credited {
+                (Some(e), None) => FileOutcome::Duplicate {
+                    transaction_id: Some(e.id.clone()),
+                },
+                (None, _) => FileOutcome::Credited {
                     transaction_id: None,
                     tokens: credit.tokens,
                     trace: credit.trace,
@@ -303,25 +322,23 @@ impl Store {
         Ok(Evaluated { outcomes, credits })
     }
 
-    /// Of `ids`, those the organisation's EARN transactions hold, with their transaction and
-    /// batch ids.
-    async fn credited_earn_ids(
+    /// Of `ids`, the organisation's EARN transactions that hold them, by idempotency key.
+    async fn credited_earns(
         &self,
         org_id: &str,
         ids: &[&str],
-    ) -> Result<HashMap<String, (String, Option<String>)>, StoreError> {
-        const SELECT: &str = "SELECT external_id, id, batch_id FROM transactions \
-             WHERE idem_key {key}";
+    ) -> Result<HashMap<Vec<u8>, EarlierEarn>, StoreError> {
+        const SELECT: &str = concat!(
+            "SELECT ",
+            earlier_columns!(),
+            " FROM transactions WHERE idem_key {key}"
+        );
         let keys: Vec<Vec<u8>> = ids
             .iter()
             .map(|id| idem_key(org_id, TransactionKind::Earn, id))
             .collect();
-        let rows: Vec<(String, String, Option<String>)> =
-            self.read_each(SELECT, params![], &keys).await?;
-        Ok(rows
-            .into_iter()
-            .map(|(external_id, id, batch_id)| (external_id, (id, batch_id)))
-            .collect())
+        let rows: Vec<EarlierEarn> = self.read_each(SELECT, params![], &keys).await?;
+        Ok(rows.into_iter().map(|e| (e.idem_key.clone(), e)).collect())
     }
 
     /// The organisation's wallets named by `references` (ids or external references, sorted and

@@ -15,8 +15,10 @@ use crate::backend::direct;
 use crate::backend::{Arg, OwnedArg, Steps, Tx, borrowed, owned};
 use crate::common::ids::{new_id, now};
 use crate::error::{known, panicked};
+use crate::ledger::same_earn::{self, EarlierEarn, Facts, earlier_columns};
+use crate::ledger::transactions::idem_key;
 use crate::programme::evaluate::{Target, WalletContext, credit_for};
-use crate::{Campaign, RuleBook, Store, StoreError, Tokens};
+use crate::{Campaign, RuleBook, Store, StoreError, Tokens, TransactionKind};
 
 /// An earn as submitted: what the rules need and what the transaction keeps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -51,6 +53,14 @@ pub struct PendingEarn {
     pub campaign_id: String,
     pub wallet_id: String,
     pub earn: EarnInput,
+}
+
+/// An API earn as submitted: new, or the repeat of the earlier request with its id.
+#[derive(Debug, Clone)]
+pub enum Submission {
+    New(PendingEarn),
+    /// The first request under the id, for the same earn: the answer to its repeat.
+    Repeat(EarnRequest),
 }
 
 /// An earn request and where it stands.
@@ -166,6 +176,8 @@ pub enum Credited {
         transaction_id: Option<String>,
         /// The batch the earlier transaction came from.
         batch_id: Option<String>,
+        /// The first field in which the earlier earn is another one (`already_exists`).
+        differs: Option<&'static str>,
     },
 }
 
@@ -179,17 +191,23 @@ impl Store {
         campaign: &Campaign,
         earn: EarnInput,
     ) -> Result<EarnRequest, StoreError> {
-        let pending = self.pending_earn(campaign, earn).await?;
-        let mut stored = self.store_earns(vec![pending]).await?;
-        Ok(stored.remove(0))
+        match self.pending_earn(campaign, earn).await? {
+            Submission::New(pending) => {
+                let mut stored = self.store_earns(vec![pending]).await?;
+                Ok(stored.remove(0))
+            }
+            Submission::Repeat(earlier) => Ok(earlier),
+        }
     }
 
-    /// Checks an earn's date and wallet and prepares it for `store_earns`.
+    /// Checks an earn's date and wallet and prepares it for `store_earns`, unless its id was
+    /// used before: for the same earn, the first request is the answer; for another,
+    /// `already_exists` naming the first field that differs (see `same_earn`).
     pub async fn pending_earn(
         &self,
         campaign: &Campaign,
         earn: EarnInput,
-    ) -> Result<PendingEarn, StoreError> {
+    ) -> Result<Submission, StoreError> {
         if !crate::in_calendar(earn.date) {
             return Err(StoreError::invalid(
                 "date",
@@ -197,12 +215,50 @@ impl Store {
             ));
         }
         let wallet = self.get_wallet(campaign, &earn.wallet).await?;
-        Ok(PendingEarn {
+        let pending = PendingEarn {
             org_id: campaign.org_id.clone(),
             campaign_id: campaign.id.clone(),
             wallet_id: wallet.id,
             earn,
+        };
+        Ok(match self.first_request(campaign, &pending).await? {
+            Some(earlier) => Submission::Repeat(earlier),
+            None => Submission::New(pending),
         })
+    }
+
+    /// The first request under `pending`'s earn id if it was for the same earn; `None` if the
+    /// id is new, or holds the same earn credited from a file (the request will be its
+    /// `duplicate`); `already_exists` if it holds another earn.
+    async fn first_request(
+        &self,
+        campaign: &Campaign,
+        pending: &PendingEarn,
+    ) -> Result<Option<EarnRequest>, StoreError> {
+        const FIRST: &str = "SELECT id, wallet_id, body FROM earn_requests \
+             WHERE org_id = $1 AND earn_id = $2 ORDER BY created_at, id LIMIT 1";
+        const CREDITED: &str = concat!(
+            "SELECT ",
+            earlier_columns!(),
+            " FROM transactions WHERE idem_key = $1"
+        );
+        let (earn, wallet_id) = (&pending.earn, pending.wallet_id.as_str());
+        let first: Option<(String, String, Json<EarnInput>)> = self
+            .read_row(FIRST, params![pending.org_id, earn.earn_id])
+            .await?;
+        if let Some((id, first_wallet, body)) = first {
+            let first = Facts::of(&body.0, &first_wallet);
+            return match first.differs(&Facts::of(earn, wallet_id)) {
+                Some(field) => Err(same_earn::conflict(field)),
+                None => self.earn_request(campaign, &id).await.map(Some),
+            };
+        }
+        let key = idem_key(&pending.org_id, TransactionKind::Earn, &earn.earn_id);
+        let credited: Option<EarlierEarn> = self.read_row(CREDITED, params![key]).await?;
+        match credited.and_then(|c| c.differs(earn, wallet_id)) {
+            Some(field) => Err(same_earn::conflict(field)),
+            None => Ok(None),
+        }
     }
 
     /// Stores many checked earns with one statement (a caller may gather concurrent submissions

@@ -15,6 +15,7 @@ use chrono::{DateTime, Utc};
 
 use crate::backend::{Forked, direct};
 use crate::common::ids::now;
+use crate::ledger::same_earn::{self, EarlierEarn};
 use crate::ledger::transactions::{Entry, idem_key};
 use crate::{Credit, Credited, Policy, Store, StoreError, Tokens, TransactionKind};
 
@@ -110,6 +111,15 @@ impl Credit {
         expiry.expires_at(self.earn.date)
     }
 
+    /// This credit's outcome when `earlier` holds its earn id already.
+    pub(crate) fn duplicate(&self, earlier: Option<&EarlierEarn>) -> Credited {
+        Credited::Duplicate {
+            transaction_id: earlier.map(|e| e.id.clone()),
+            batch_id: earlier.and_then(|e| e.batch_id.clone()),
+            differs: earlier.and_then(|e| e.differs(&self.earn, &self.wallet_id)),
+        }
+    }
+
     /// The idempotency key of the EARN transaction this credit writes.
     pub(crate) fn idem_key(&self) -> Vec<u8> {
         idem_key(&self.org_id, TransactionKind::Earn, &self.earn.earn_id)
@@ -188,22 +198,46 @@ impl<'a> Settlement<'a> {
     }
 }
 
-/// An API earn request's outcome: (request id, status, transaction id, tokens).
-fn finished<'a>(
-    credit: &'a Credit,
-    outcome: &'a Credited,
-) -> Option<(&'a str, &'static str, Option<&'a String>, Option<i64>)> {
+/// An API earn request's outcome.
+struct Finished<'a> {
+    request: &'a str,
+    status: &'static str,
+    transaction_id: Option<&'a String>,
+    tokens: Option<i64>,
+    /// rejected: why.
+    reason: Option<String>,
+}
+
+/// The outcome of `credit`'s request, if it came by the API: completed, a duplicate of the
+/// same earn, or rejected when its id holds another earn.
+fn finished<'a>(credit: &'a Credit, outcome: &'a Credited) -> Option<Finished<'a>> {
     let request = credit.request_id.as_deref()?;
     Some(match outcome {
-        Credited::New { transaction_id } => (
+        Credited::New { transaction_id } => Finished {
             request,
-            "completed",
-            Some(transaction_id),
-            Some(credit.tokens.micros()),
-        ),
-        Credited::Duplicate { transaction_id, .. } => {
-            (request, "duplicate", transaction_id.as_ref(), None)
-        }
+            status: "completed",
+            transaction_id: Some(transaction_id),
+            tokens: Some(credit.tokens.micros()),
+            reason: None,
+        },
+        Credited::Duplicate {
+            transaction_id,
+            differs,
+            ..
+        } => Finished {
+            request,
+            status: if differs.is_some() {
+                "rejected"
+            } else {
+                "duplicate"
+            },
+            transaction_id: transaction_id.as_ref(),
+            tokens: None,
+            reason: differs.map(|field| {
+                let refused = same_earn::conflict(field);
+                format!("already_exists: {refused}")
+            }),
+        },
     })
 }
 

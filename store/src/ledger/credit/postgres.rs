@@ -9,6 +9,7 @@ use sqlx::{PgConnection, PgPool};
 use super::{Crediting, Settlement, finished, over_ceiling, sooner};
 use crate::backend::OnPostgres;
 use crate::common::ids::new_id;
+use crate::ledger::same_earn::{EarlierEarn, earlier_columns};
 use crate::ledger::transactions::entry_columns;
 use crate::{Credit, Credited, Policy, Store, StoreError, Tokens};
 
@@ -86,18 +87,16 @@ async fn credit(
     if !finished.is_empty() {
         let mut finish = sqlx::QueryBuilder::new(
             "UPDATE earn_requests SET status = v.column2, transaction_id = v.column3, tokens = v.column4, \
-                 claimed_until = NULL, updated_at = ",
+                 reason = v.column5, claimed_until = NULL, updated_at = ",
         );
         finish.push_bind(at).push(" FROM (");
-        finish.push_values(
-            &finished,
-            |mut row, (request, status, transaction, tokens)| {
-                row.push_bind(*request)
-                    .push_bind(*status)
-                    .push_bind(*transaction)
-                    .push_bind(*tokens);
-            },
-        );
+        finish.push_values(&finished, |mut row, f| {
+            row.push_bind(f.request)
+                .push_bind(f.status)
+                .push_bind(f.transaction_id)
+                .push_bind(f.tokens)
+                .push_bind(&f.reason);
+        });
         finish.push(") AS v WHERE earn_requests.id = v.column1");
         finish.build().execute(&mut *tx).await?;
     }
@@ -239,18 +238,18 @@ pub(crate) async fn outcomes(
         .filter(|(_, id)| !inserted.contains(*id))
         .map(|(c, _)| c.idem_key())
         .collect();
-    let mut earlier: HashMap<Vec<u8>, (String, Option<String>)> = HashMap::new();
+    let mut earlier: HashMap<Vec<u8>, EarlierEarn> = HashMap::new();
     if !skipped.is_empty() {
-        let rows: Vec<(Vec<u8>, String, Option<String>)> = sqlx::query_as(
-            "SELECT idem_key, id, batch_id FROM transactions WHERE idem_key = ANY($1)",
-        )
-        .bind(&skipped)
-        .fetch_all(&mut *tx)
-        .await?;
-        earlier = rows
-            .into_iter()
-            .map(|(key, id, batch)| (key, (id, batch)))
-            .collect();
+        const EARLIER: &str = concat!(
+            "SELECT ",
+            earlier_columns!(),
+            " FROM transactions WHERE idem_key = ANY($1)"
+        );
+        let rows: Vec<EarlierEarn> = sqlx::query_as(EARLIER)
+            .bind(&skipped)
+            .fetch_all(&mut *tx)
+            .await?;
+        earlier = rows.into_iter().map(|e| (e.idem_key.clone(), e)).collect();
     }
     Ok(credits
         .iter()
@@ -261,11 +260,7 @@ pub(crate) async fn outcomes(
                     transaction_id: id.clone(),
                 }
             } else {
-                let (transaction_id, batch_id) = earlier.get(&c.idem_key()).cloned().unzip();
-                Credited::Duplicate {
-                    transaction_id,
-                    batch_id: batch_id.flatten(),
-                }
+                c.duplicate(earlier.get(&c.idem_key()))
             }
         })
         .collect())

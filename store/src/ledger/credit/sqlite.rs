@@ -10,6 +10,7 @@ use rusqlite::Connection;
 use super::{Crediting, SET_ASIDE, Settlement, finished, over_ceiling, sooner};
 use crate::backend::{OnSqlite, direct};
 use crate::common::ids::new_id;
+use crate::ledger::same_earn::{EarlierEarn, earlier_columns};
 use crate::ledger::transactions::{Entry, EntryText, INSERT_TRANSACTION};
 use crate::{Credit, Credited, Policy, Store, StoreError, Tokens};
 
@@ -57,9 +58,13 @@ fn credit(
     policies: &HashMap<String, Policy>,
     created_at: DateTime<Utc>,
 ) -> Result<Vec<Credited>, StoreError> {
-    const EARLIER: &str = "SELECT id, batch_id FROM transactions WHERE idem_key = $1";
+    const EARLIER: &str = concat!(
+        "SELECT ",
+        earlier_columns!(),
+        " FROM transactions WHERE idem_key = $1"
+    );
     const FINISH: &str = "UPDATE earn_requests SET status = $2, transaction_id = $3, tokens = $4, \
-         claimed_until = NULL, updated_at = $5 WHERE id = $1";
+         reason = $5, claimed_until = NULL, updated_at = $6 WHERE id = $1";
     let at = direct::time(created_at);
     let ids: Vec<String> = credits.iter().map(|_| new_id()).collect();
     let mut outcomes = Vec::with_capacity(credits.len());
@@ -82,16 +87,19 @@ fn credit(
                 transaction_id: id.clone(),
             }
         } else {
-            let earlier: Option<(String, Option<String>)> =
-                direct::row(tx, EARLIER, args![entry.idem_key()])?;
-            let (transaction_id, batch_id) = earlier.unzip();
-            Credited::Duplicate {
-                transaction_id,
-                batch_id: batch_id.flatten(),
-            }
+            let earlier: Option<EarlierEarn> = direct::row(tx, EARLIER, args![entry.idem_key()])?;
+            c.duplicate(earlier.as_ref())
         };
-        if let Some((request, status, transaction, tokens)) = finished(c, &outcome) {
-            direct::execute(tx, FINISH, args![request, status, transaction, tokens, at])?;
+        if let Some(f) = finished(c, &outcome) {
+            let args = args![
+                f.request,
+                f.status,
+                f.transaction_id,
+                f.tokens,
+                f.reason,
+                at
+            ];
+            direct::execute(tx, FINISH, args)?;
         }
         outcomes.push(outcome);
     }
