@@ -340,7 +340,9 @@ fn new_burn(input: BurnInput) -> Result<NewBurn, ApiError> {
 #[utoipa::path(post, path = "/v1/transactions/burn", tag = "transactions", summary = "Create a BURN Transaction",
     request_body = BurnInput,
     responses((status = 200, body = TransactionView), (status = 400, body = Problem),
-        (status = 402, description = "the balance less the programme's minimum cannot cover the amount", body = Problem),
+        (status = 402, description = "the balance less the programme's minimum cannot cover the amount; the same \
+            request again under its `externalId` is refused the same way (with the same `available`), \
+            whatever the balance has become: retry under a new `externalId`", body = Problem),
         (status = 404, description = "unknown wallet", body = Problem),
         (status = 409, description = "`already_exists`: externalId already used for another request; `field` names the first field that differs", body = Problem)))]
 async fn burn(
@@ -428,7 +430,8 @@ fn new_correction(id: String, body: ReversalBody) -> Result<NewCorrection, ApiEr
         (status = 409, description = "`already_exists`: `externalId` used for another reversal \
             (`field` names the first field that differs); or refused: \
             `not_correctable` (not an EARN or BURN), `reversal_exceeds_earn`, \
-            `refund_exceeds_burn`, `reversal_shortfall`, `lots_unknown`", body = Problem)))]
+            `refund_exceeds_burn`, `reversal_shortfall`, `lots_unknown`; a refusal is kept: \
+            the same request again under its `externalId` is refused the same way", body = Problem)))]
 async fn reverse(
     State(state): State<AppState>,
     caller: Caller,

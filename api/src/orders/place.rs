@@ -41,7 +41,7 @@ async fn place(state: &AppState, caller: &Caller, order: NewOrder) -> Result<Pla
         A variant with limited stock loses the units ordered, atomically. One redemption code \
         is made per unit (shown masked). With `walletId` the total is burned from that wallet \
         of the owner in the same transaction. The same body again with its `reference` returns \
-        the first order.",
+        the first order, or is refused as the first was (402, `out_of_stock`, `tier_required`).",
     request_body = OrderInput,
     responses((status = 200, body = OrderView),
         (status = 400, description = "a bad field, or a line naming an unknown product or variant, an unavailable variant, a variant of another product, or a booking the product does not allow (`field` is the line's, e.g. `lines[2].variantId`)", body = Problem),
@@ -65,7 +65,8 @@ const DRAWS: usize = 3;
     description = "One unit of a product drawn from the campaign's available products with a \
         probability proportional to its `weight` (a weight of 0 is never drawn; variants that \
         require a tier are left out), at `cost` tokens (default 1). The same body again with \
-        its `reference` returns the first order.",
+        its `reference` returns the first order, or is refused as the first was (402, \
+        `out_of_stock`).",
     request_body = RandomOrderInput,
     responses((status = 200, body = OrderView),
         (status = 400, body = Problem),

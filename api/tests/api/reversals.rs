@@ -93,7 +93,10 @@ async fn a_return_and_a_refund_are_linked_and_listed_as_burn_and_earn(app: TestA
     assert_eq!(over.status, StatusCode::CONFLICT);
     assert_eq!(over.problem().code, "reversal_exceeds_earn");
     assert_eq!(over.problem().field.as_deref(), Some("amount"));
-    let rest: TransactionView = reverse(&app, &earn, json!({"externalId": "r-3"}))
+    // A refusal is kept: the same request again is refused the same way.
+    let over = reverse(&app, &earn, json!({"externalId": "r-3", "amount": 75.01})).await;
+    assert_eq!(over.problem().code, "reversal_exceeds_earn");
+    let rest: TransactionView = reverse(&app, &earn, json!({"externalId": "r-3b"}))
         .await
         .expect(StatusCode::OK);
     assert_eq!(rest.amount, Tokens::whole(75));
@@ -104,6 +107,10 @@ async fn a_return_and_a_refund_are_linked_and_listed_as_burn_and_earn(app: TestA
     );
     app.earn("e-2", "w-1", json!(21)).await;
     assert_eq!(app.balance("w-1").await, Tokens::whole(1));
+    // The refused burn stays refused under its key, though the balance now covers it.
+    let replayed = app.burn("b-2", "w-1", json!(1)).await;
+    assert_eq!(replayed.status, StatusCode::PAYMENT_REQUIRED);
+    assert_eq!(replayed.problem().code, "insufficient_balance");
     assert_eq!(
         app.burn("b-3", "w-1", json!(1)).await.status,
         StatusCode::OK

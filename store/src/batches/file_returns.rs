@@ -5,8 +5,7 @@
 //! A chunk of rows is one write, like a chunk of earns: the earns and wallets the rows name are
 //! read first, all at once, then each row is corrected in file order inside one transaction
 //! (on PostgreSQL a few, each holding the rows of its own wallets, side by side). A row refused
-//! before it writes anything costs nothing to undo; a row the shortfall policy may refuse after
-//! it has taken the lots runs in a savepoint.
+//! is undone alone, its refusal kept as an API request's is (`Correcting::run_keeping`).
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -81,9 +80,6 @@ type EarnRow = (String, String, String, String, Option<String>, Option<i64>);
 /// The references of the wallets rows name otherwise than by id.
 const WALLET_REFERENCES: &str = "SELECT id, external_id FROM wallets WHERE id {key}";
 const BATCH_OF: &str = "SELECT batch_id FROM transactions WHERE id = $1";
-const SAVEPOINT: &str = "SAVEPOINT file_return";
-const UNDO: &str = "ROLLBACK TO SAVEPOINT file_return";
-const RELEASE: &str = "RELEASE SAVEPOINT file_return";
 
 /// An earn a row names, as credited.
 struct Earn {
@@ -342,18 +338,7 @@ impl Returning {
             };
             let earn = transaction_from_row(earn)?;
             let correcting = Correcting::new(&row.campaign, earn, row.correction, row.what, origin);
-            let late = correcting.may_refuse_late();
-            if late {
-                tx.execute(SAVEPOINT, &[]).await?;
-            }
-            let corrected = correcting.run(tx).await;
-            if late {
-                if corrected.is_err() {
-                    tx.execute(UNDO, &[]).await?;
-                }
-                tx.execute(RELEASE, &[]).await?;
-            }
-            let outcome = match corrected {
+            let outcome = match correcting.run_keeping(tx).await? {
                 Ok(corrected) if !corrected.replayed => ReturnOutcome::Reversed {
                     tokens: corrected.transaction.amount,
                     transaction_id: Some(corrected.transaction.id),

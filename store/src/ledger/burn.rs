@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use crate::backend::{Forked, PgTx, SqliteTx, Tx, Work};
 use crate::common::ids::{Fingerprint, new_id, now};
 use crate::ledger::fifo::{Aside, Earn, LotRow, Position, Spent, Taker};
+use crate::ledger::refusals;
 use crate::ledger::transactions::{self, Entry, SELECT_BY_KEY, TransactionRow, idem_key};
 use crate::{Campaign, Store, StoreError, Tokens, Transaction, TransactionKind};
 
@@ -178,6 +179,8 @@ impl Store {
 // position moves along its earns in date order, read through (wallet_id, date) only as far as
 // the amount reaches (see `fifo`). The first two are `Debiting::claim_and_debit`.
 const BALANCE: &str = "SELECT balance FROM wallets WHERE id = $1";
+/// A refused burn's claim of its `externalId`, undone.
+const UNCLAIM: &str = "DELETE FROM transactions WHERE id = $1";
 /// The wallet's aside rows.
 pub(crate) const ASIDE: &str = "SELECT transaction_id, earned_at, remaining, expires_at \
      FROM lots_aside WHERE wallet_id = $1 ORDER BY earned_at, transaction_id";
@@ -346,30 +349,59 @@ pub(crate) trait Debiting: Tx {
     ) -> Result<Vec<(Earn<DateTime<Utc>>, bool)>, StoreError>;
 }
 
+/// What a debit came to, when its transaction is to be committed.
+pub(crate) enum Debited {
+    /// The wallet was debited.
+    Made,
+    /// An identical request made its burn before: nothing was written.
+    Earlier(Box<Burned>),
+    /// The balance could not cover it: the refusal, kept (`refusals`), is all that was written.
+    Refused(StoreError),
+}
+
 impl Debit {
     /// Claims the `externalId`, debits the wallet and takes the tokens from its oldest earns,
-    /// inside the caller's transaction. `Some` answers with an earlier burn; nothing was written
-    /// then.
-    pub(crate) async fn run<T: Debiting>(&self, tx: &mut T) -> Result<Option<Burned>, StoreError> {
+    /// inside the caller's transaction. A burn refused before under the `externalId` is refused
+    /// again (`Err`: the transaction is to be undone); a new refusal for the balance is kept
+    /// when `keep` says so (the claim undone).
+    pub(crate) async fn run<T: Debiting>(
+        &self,
+        tx: &mut T,
+        keep: bool,
+    ) -> Result<Debited, StoreError> {
         let t = &self.transaction;
-        let (at_position, owed) = match tx.claim_and_debit(self).await? {
+        let key = self.entry().idem_key();
+        let claimed = tx.claim_and_debit(self).await?;
+        if !matches!(claimed, Claimed::Earlier) {
+            // After the claim, in a statement of its own: a twin refused while this request
+            // waited for its claim is seen (see `refusals`).
+            refusals::answer_earlier(tx, &key, &self.fingerprint, "externalId").await?;
+        }
+        let (at_position, owed) = match claimed {
             Claimed::Debited(position, owed) => (position, owed),
             // An identical request finished meanwhile: its replay is answered, never refused
             // for the balance it spent.
             Claimed::Earlier => {
-                let key = self.entry().idem_key();
                 let earlier: TransactionRow = tx
                     .row(SELECT_BY_KEY, params![key])
                     .await?
                     .ok_or(StoreError::NotFound { what: "burn" })?;
-                return replay_or_conflict(earlier, &self.fingerprint).map(Some);
+                let burned = replay_or_conflict(earlier, &self.fingerprint)?;
+                return Ok(Debited::Earlier(Box::new(burned)));
             }
             Claimed::Short => {
                 let (balance,): (i64,) = tx
                     .row(BALANCE, params![t.wallet_id])
                     .await?
                     .ok_or(StoreError::NotFound { what: "wallet" })?;
-                return Err(self.insufficient(balance));
+                let refused = self.insufficient(balance);
+                if !keep {
+                    return Err(refused);
+                }
+                // The claim is all that was written.
+                tx.execute(UNCLAIM, params![t.id]).await?;
+                refusals::keep(tx, &key, &self.fingerprint, &refused).await?;
+                return Ok(Debited::Refused(refused));
             }
         };
         let at_position = match owed {
@@ -380,7 +412,19 @@ impl Debit {
         for (earn, amount) in &spent.takes {
             tx.execute(SPEND, params![t.id, earn, amount]).await?;
         }
-        Ok(None)
+        Ok(Debited::Made)
+    }
+
+    /// `run` as a burn's own transaction: `Ok(Err(_))` for a refusal kept.
+    async fn burn<T: Debiting>(
+        &self,
+        tx: &mut T,
+    ) -> Result<Result<Option<Burned>, StoreError>, StoreError> {
+        Ok(match self.run(tx, true).await? {
+            Debited::Made => Ok(None),
+            Debited::Earlier(burned) => Ok(Some(*burned)),
+            Debited::Refused(err) => Err(err),
+        })
     }
 }
 
@@ -483,14 +527,14 @@ pub(crate) async fn repay<T: Debiting>(
 }
 
 impl Work for Debit {
-    type Output = Option<Burned>;
+    type Output = Result<Option<Burned>, StoreError>;
 
     async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Self::Output, StoreError> {
-        self.run(tx).await
+        self.burn(tx).await
     }
 
     async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Self::Output, StoreError> {
-        self.run(tx).await
+        self.burn(tx).await
     }
 }
 

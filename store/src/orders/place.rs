@@ -17,7 +17,9 @@ use super::plan::{
 use super::{Booking, Code, NewLine, NewOrder, Order, OrderLine};
 use crate::backend::{PgTx, SqliteTx, Work};
 use crate::common::ids::{Fingerprint, new_id, now};
-use crate::ledger::burn::{Debit, Debiting};
+use crate::ledger::burn::{Debit, Debited, Debiting};
+use crate::ledger::refusals;
+use crate::ledger::transactions::idem_key_of;
 use crate::{Campaign, Store, StoreError, Tokens, Transaction, TransactionKind};
 
 /// A placed order, whether this request made it (or an identical one before: `replayed`), and
@@ -105,7 +107,7 @@ struct Placing {
     reference: String,
     owner_id: String,
     owner: String,
-    fingerprint: String,
+    fingerprint: Fingerprint,
     order: NewOrder,
     payment: Option<Payment>,
     codes: Arc<CodeKey>,
@@ -248,6 +250,42 @@ impl Placing {
 }
 
 impl Placing {
+    /// The key an order's refusal is kept under: its client's reference, when it has one (a
+    /// request without one cannot come again).
+    fn refusal_key(&self) -> Option<Vec<u8>> {
+        let (c, reference) = (&self.campaign, self.order.reference.as_ref()?);
+        Some(idem_key_of(
+            &c.org_id,
+            "ORDER",
+            &format!("{}:{reference}", c.id),
+        ))
+    }
+
+    /// `run`, keeping a refusal `refusals` keeps (`Ok(Err(_))`): what the order wrote before it
+    /// was refused (stock taken) is undone to a savepoint.
+    async fn run_keeping<T: Debiting>(
+        self,
+        tx: &mut T,
+    ) -> Result<Result<Outcome, StoreError>, StoreError> {
+        let Some(key) = self.refusal_key() else {
+            return self.run(tx).await.map(Ok);
+        };
+        let fingerprint = self.fingerprint.clone();
+        tx.execute("SAVEPOINT new_order", &[]).await?;
+        let result = self.run(tx).await;
+        if result.is_err() {
+            tx.execute("ROLLBACK TO SAVEPOINT new_order", &[]).await?;
+        }
+        tx.execute("RELEASE SAVEPOINT new_order", &[]).await?;
+        match result {
+            Err(err) if refusals::is_kept(&err) => {
+                refusals::keep(tx, &key, &fingerprint, &err).await?;
+                Ok(Err(err))
+            }
+            other => Ok(other),
+        }
+    }
+
     /// Reads the lines' catalogue rows, takes the stock, debits the wallet and writes the order.
     async fn run<T: Debiting>(self, tx: &mut T) -> Result<Outcome, StoreError> {
         let c = &self.campaign;
@@ -255,6 +293,9 @@ impl Placing {
             tx.row(EARLIER, params![c.id, self.reference]).await?;
         if earlier.is_some() {
             return Ok(Outcome::Earlier);
+        }
+        if let Some(key) = self.refusal_key() {
+            refusals::answer_earlier(tx, &key, &self.fingerprint, "reference").await?;
         }
         let mut sources = Vec::with_capacity(self.order.lines.len());
         for line in &self.order.lines {
@@ -304,8 +345,12 @@ impl Placing {
         }
         let transaction_id = match self.debit(plan.total) {
             Some(debit) => {
-                if debit.run(tx).await?.is_some() {
-                    return Err(StoreError::Conflict { field: "reference" });
+                match debit.run(tx, false).await? {
+                    Debited::Made => {}
+                    Debited::Earlier(_) => {
+                        return Err(StoreError::Conflict { field: "reference" });
+                    }
+                    Debited::Refused(err) => return Err(err),
                 }
                 Some(debit.transaction_id().to_string())
             }
@@ -327,7 +372,7 @@ impl Placing {
             paid_from,
             transaction_id,
             random,
-            self.fingerprint,
+            self.fingerprint.text,
             self.at
         ];
         tx.execute(INSERT_ORDER, order_args).await?;
@@ -388,14 +433,14 @@ impl Placing {
 }
 
 impl Work for Placing {
-    type Output = Outcome;
+    type Output = Result<Outcome, StoreError>;
 
-    async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Outcome, StoreError> {
-        self.run(tx).await
+    async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Self::Output, StoreError> {
+        self.run_keeping(tx).await
     }
 
-    async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Outcome, StoreError> {
-        self.run(tx).await
+    async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Self::Output, StoreError> {
+        self.run_keeping(tx).await
     }
 }
 
@@ -466,13 +511,13 @@ impl Store {
             reference: reference.clone(),
             owner_id,
             owner: owner.unwrap_or_default(),
-            fingerprint: fingerprint.text.clone(),
+            fingerprint: fingerprint.clone(),
             order,
             payment,
             codes,
             at: now(),
         };
-        match self.write(placing).await {
+        match self.write(placing).await.and_then(|r| r) {
             Ok(Outcome::Placed { order, sold_out }) => Ok(Placed {
                 order: *order,
                 replayed: false,

@@ -11,7 +11,7 @@ use crate::ledger::{Setup, balance, burn, drain, earn, earn_on, reused_for, set_
 
 /// A correction of transaction `id` under `external_id`: of `amount` (tokens for a burn, the
 /// value returned for an earn), or all that is left.
-fn correction(id: &str, external_id: &str, amount: Option<&str>) -> NewCorrection {
+pub(crate) fn correction(id: &str, external_id: &str, amount: Option<&str>) -> NewCorrection {
     NewCorrection {
         transaction_id: id.into(),
         external_id: external_id.into(),
@@ -138,7 +138,13 @@ async fn refunds_give_back_to_the_lots_a_burn_took_from(store: Store) {
 }
 
 /// Credits earn `id` of `amount`, dated `days_ago`: its EARN transaction's id.
-async fn credit(store: &Store, s: &Setup, id: &str, amount: &str, days_ago: i64) -> String {
+pub(crate) async fn credit(
+    store: &Store,
+    s: &Setup,
+    id: &str,
+    amount: &str,
+    days_ago: i64,
+) -> String {
     let request = store
         .submit_earn(&s.campaign, earn_on(id, amount, days_ago))
         .await
@@ -149,14 +155,14 @@ async fn credit(store: &Store, s: &Setup, id: &str, amount: &str, days_ago: i64)
 }
 
 /// The refusal's code and field, if `result` is one.
-fn refusal<T>(result: &Result<T, StoreError>) -> Option<(&'static str, Option<&str>)> {
+pub(crate) fn refusal<T>(result: &Result<T, StoreError>) -> Option<(&'static str, Option<&str>)> {
     match result {
         Err(StoreError::Refused { code, field, .. }) => Some((code, field.as_deref())),
         _ => None,
     }
 }
 
-async fn set_shortfall(store: &Store, s: &Setup, shortfall: Shortfall) {
+pub(crate) async fn set_shortfall(store: &Store, s: &Setup, shortfall: Shortfall) {
     let policy = Policy {
         shortfall,
         ..Default::default()
@@ -224,7 +230,7 @@ async fn returns_take_back_their_share_of_an_earn(store: Store) {
 
     // The rest of the value takes exactly the tokens left: the returns add up to the earn.
     let rest = store
-        .correct(&s.campaign, correction(&big, "ret-3", None))
+        .correct(&s.campaign, correction(&big, "ret-5", None))
         .await
         .unwrap();
     assert_eq!(rest.transaction.amount, Tokens::whole(34));
@@ -239,7 +245,7 @@ async fn returns_take_back_their_share_of_an_earn(store: Store) {
         Some(("reversal_exceeds_earn", Some("amount")))
     );
     let nothing_left = store
-        .correct(&s.campaign, correction(&big, "ret-4", None))
+        .correct(&s.campaign, correction(&big, "ret-6", None))
         .await;
     assert_eq!(
         refusal(&nothing_left),

@@ -5,10 +5,13 @@
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 use store::{
-    EarnInput, EarnStatus, FileEarn, FileOutcome, RuleBook, Store, Submission, backend_tests,
+    EarnInput, EarnStatus, FileEarn, FileOutcome, RuleBook, Shortfall, Store, StoreError,
+    Submission, Tokens, backend_tests,
 };
 
-use crate::ledger::{drain, earn, reused_for, setup};
+use crate::corrections::{correction, credit, set_shortfall};
+use crate::ledger::{balance, burn, drain, earn, reused_for, setup};
+use crate::orders;
 
 /// `earn`, dated `at`.
 fn earn_at(id: &str, amount: &str, at: DateTime<Utc>) -> EarnInput {
@@ -170,8 +173,111 @@ async fn a_file_row_and_an_api_earn_share_one_id(store: Store) {
     assert_eq!(reused_for(&result), Some("amount"));
 }
 
+/// The refusal `result` is, if it is one: its code and field, or the tokens that were
+/// available for a balance that could not cover it.
+fn refused<T: std::fmt::Debug>(result: &Result<T, StoreError>) -> String {
+    match result {
+        Err(StoreError::InsufficientBalance { available }) => format!("short: {available}"),
+        Err(StoreError::Refused { code, field, .. }) => format!("{code}: {field:?}"),
+        other => panic!("not a refusal: {other:?}"),
+    }
+}
+
+async fn a_refused_burn_is_refused_again_under_its_key(store: Store) {
+    let s = setup(&store).await;
+    let c = &s.campaign;
+    credit(&store, &s, "e-1", "5", 1).await;
+    let first = store.burn(c, burn("b-1", 8)).await;
+    assert_eq!(refused(&first), "short: 5");
+    // The balance now covers it: the same request is refused as it was; another under the key
+    // names what differs; a new key is burned.
+    credit(&store, &s, "e-2", "10", 1).await;
+    assert_eq!(refused(&store.burn(c, burn("b-1", 8)).await), "short: 5");
+    let other = store.burn(c, burn("b-1", 9)).await;
+    assert_eq!(reused_for(&other), Some("amount"));
+    store.burn(c, burn("b-2", 8)).await.unwrap();
+    assert_eq!(balance(&store, &s).await, Tokens::whole(7));
+    assert!(store.audit().await.unwrap().is_empty());
+
+    // Twins of one request sent at once while the balance changes all answer alike.
+    for round in 0..5 {
+        let key = format!("t-{round}");
+        let mut tasks = Vec::new();
+        for i in 0..8 {
+            let (store, c, key) = (store.clone(), c.clone(), key.clone());
+            tasks.push(tokio::spawn(async move {
+                if i == 4 {
+                    let e = earn(&format!("top-{round}"), "20");
+                    store.submit_earn(&c, e).await.unwrap();
+                    drain(&store, &RuleBook::new(store.clone())).await;
+                }
+                store
+                    .burn(&c, burn(&key, 25))
+                    .await
+                    .map(|b| b.transaction.id)
+            }));
+        }
+        let mut answers = Vec::new();
+        for task in tasks {
+            answers.push(match task.await.unwrap() {
+                Ok(id) => id,
+                err => refused(&err),
+            });
+        }
+        assert!(answers.iter().all(|a| *a == answers[0]), "{answers:?}");
+    }
+    assert!(store.audit().await.unwrap().is_empty());
+}
+
+async fn a_refused_return_is_refused_again_under_its_key(store: Store) {
+    let s = setup(&store).await;
+    let c = &s.campaign;
+    set_shortfall(&store, &s, Shortfall::Refuse).await;
+    let e = credit(&store, &s, "e-1", "10", 2).await;
+    store.burn(c, burn("b-1", 8)).await.unwrap();
+    let first = store.correct(c, correction(&e, "r-1", None)).await;
+    assert_eq!(refused(&first), "reversal_shortfall: Some(\"amount\")");
+    // The member earns enough to cover it: the same return is still refused; a new key returns.
+    credit(&store, &s, "e-2", "20", 1).await;
+    let again = store.correct(c, correction(&e, "r-1", None)).await;
+    assert_eq!(refused(&again), refused(&first));
+    let other = store.correct(c, correction(&e, "r-1", Some("5"))).await;
+    assert_eq!(reused_for(&other), Some("amount"));
+    store.correct(c, correction(&e, "r-2", None)).await.unwrap();
+    assert_eq!(balance(&store, &s).await, Tokens::whole(12));
+    assert!(store.audit().await.unwrap().is_empty());
+}
+
+async fn a_refused_order_is_refused_again_under_its_reference(store: Store) {
+    let c = orders::setup(&store).await;
+    orders::earn(&store, &c, "e-1", "5").await;
+    let mut mug = orders::order(Some("o-1"), vec![orders::line("mug", None, 2)]);
+    mug.wallet = Some("w-1".into());
+    let first = store.place_order(&c, mug.clone(), orders::key()).await;
+    assert_eq!(refused(&first), "short: 5");
+    orders::earn(&store, &c, "e-2", "10").await;
+    let again = store.place_order(&c, mug.clone(), orders::key()).await;
+    assert_eq!(refused(&again), "short: 5");
+    let mut three = mug.clone();
+    three.lines[0].quantity = 3;
+    let other = store.place_order(&c, three, orders::key()).await;
+    assert_eq!(reused_for(&other), Some("lines"));
+    // Nothing of the refused order was kept: the stock is whole; a new reference is placed.
+    mug.reference = Some("o-2".into());
+    store.place_order(&c, mug, orders::key()).await.unwrap();
+    let wallet = store.get_wallet(&c, "w-1").await.unwrap();
+    assert_eq!(wallet.balance, Tokens::whole(9));
+    let products = store.catalogue_products(&c).await.unwrap();
+    let mug = products.iter().find(|p| p.id == "mug").unwrap();
+    assert_eq!(mug.variants[0].stock, Some(1), "3 less the 2 sold");
+    assert!(store.audit().await.unwrap().is_empty());
+}
+
 backend_tests!(
     an_api_earn_sent_again_answers_with_its_first_request,
     twins_that_differ_are_told_apart_when_credited,
     a_file_row_and_an_api_earn_share_one_id,
+    a_refused_burn_is_refused_again_under_its_key,
+    a_refused_return_is_refused_again_under_its_key,
+    a_refused_order_is_refused_again_under_its_reference,
 );

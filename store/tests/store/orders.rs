@@ -11,14 +11,14 @@ use store::{
     Tokens, TransactionFilter, TransactionKind, backend_tests,
 };
 
-fn key() -> Arc<CodeKey> {
+pub(crate) fn key() -> Arc<CodeKey> {
     Arc::new(CodeKey::new(&[7u8; 32]))
 }
 
 /// A campaign with member `card-1` (wallet `w-1`) and a catalogue: `dinner` (bookable on
 /// Fridays and Saturdays at two branches; a standard variant and a gold one with 5 units),
 /// `mug` (one variant, 3 units), `balloon` (unavailable).
-async fn setup(store: &Store) -> Campaign {
+pub(crate) async fn setup(store: &Store) -> Campaign {
     let (campaign, _) = store::testing::wallet_fixture(store).await;
     let doc = json!({
         "tiers": [{"id": "gold", "name": "Gold", "precedence": 1, "threshold": 100}],
@@ -46,7 +46,7 @@ async fn setup(store: &Store) -> Campaign {
     campaign
 }
 
-fn line(product: &str, variant: Option<&str>, quantity: u32) -> NewLine {
+pub(crate) fn line(product: &str, variant: Option<&str>, quantity: u32) -> NewLine {
     NewLine {
         product_id: product.into(),
         variant_id: variant.map(Into::into),
@@ -57,7 +57,7 @@ fn line(product: &str, variant: Option<&str>, quantity: u32) -> NewLine {
     }
 }
 
-fn order(reference: Option<&str>, lines: Vec<NewLine>) -> NewOrder {
+pub(crate) fn order(reference: Option<&str>, lines: Vec<NewLine>) -> NewOrder {
     NewOrder {
         owner: "card-1".into(),
         reference: reference.map(Into::into),
@@ -66,7 +66,7 @@ fn order(reference: Option<&str>, lines: Vec<NewLine>) -> NewOrder {
     }
 }
 
-async fn earn(store: &Store, campaign: &Campaign, id: &str, amount: &str) {
+pub(crate) async fn earn(store: &Store, campaign: &Campaign, id: &str, amount: &str) {
     let input = EarnInput {
         earn_id: id.into(),
         wallet: "w-1".into(),

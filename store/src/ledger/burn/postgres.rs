@@ -64,7 +64,7 @@ impl OnPostgres for Burning<'_> {
             Ok(false) => {
                 // The locked path takes a connection of its own.
                 drop(conn);
-                store.write(debit).await
+                store.write(debit).await.and_then(|r| r)
             }
             Err(err) => Err(err),
         };

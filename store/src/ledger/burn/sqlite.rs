@@ -32,7 +32,7 @@ impl OnSqlite for Burning<'_> {
             Err(err) => return Err(err),
         };
         let (transaction, debit) = self.debit(wallet.id, wallet.currency);
-        let result = store.write(debit).await;
+        let result = store.write(debit).await.and_then(|r| r);
         self.answer(store, Some((transaction, result))).await
     }
 }

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use crate::backend::{PgTx, SqliteTx, Work};
 use crate::common::ids::{Fingerprint, new_id, now};
 use crate::ledger::burn::{Debiting, position, repay};
+use crate::ledger::refusals;
 use crate::ledger::transactions::{
     INSERT_TRANSACTION, SELECT_BY_KEY, TransactionRow, idem_key_of, replay_or_conflict,
 };
@@ -94,7 +95,7 @@ impl Store {
         self.write(Correcting::new(
             campaign, original, correction, what, origin,
         ))
-        .await
+        .await?
     }
 
     /// What correcting `original` (of `campaign`) by `amount` does, read before its
@@ -278,6 +279,42 @@ impl Correcting {
         )
     }
 
+    /// The correction's idempotency key: corrections share one set of ids.
+    fn key(&self) -> Vec<u8> {
+        let (org_id, external_id) = (&self.campaign.org_id, &self.correction.external_id);
+        idem_key_of(org_id, "CORRECTION", external_id)
+    }
+
+    /// `run`, keeping a refusal that `refusals` keeps: `Ok(Err(_))` for a refusal, with nothing
+    /// of the correction written but the refusal kept (a late refusal's writes are undone to a
+    /// savepoint); `Err` for a failure, whose transaction is to be undone.
+    pub(crate) async fn run_keeping(
+        &self,
+        tx: &mut impl Debiting,
+    ) -> Result<Result<Corrected, StoreError>, StoreError> {
+        let late = self.may_refuse_late();
+        if late {
+            tx.execute("SAVEPOINT correction", &[]).await?;
+        }
+        let result = self.run(tx).await;
+        if late {
+            if result.is_err() {
+                tx.execute("ROLLBACK TO SAVEPOINT correction", &[]).await?;
+            }
+            tx.execute("RELEASE SAVEPOINT correction", &[]).await?;
+        }
+        match result {
+            Ok(corrected) => Ok(Ok(corrected)),
+            Err(err) if refusals::is_kept(&err) => {
+                refusals::keep(tx, &self.key(), &self.fingerprint, &err).await?;
+                Ok(Err(err))
+            }
+            // Every other refusal comes before anything is written.
+            Err(err @ StoreError::Refused { .. }) => Ok(Err(err)),
+            Err(err) => Err(err),
+        }
+    }
+
     pub(crate) async fn run(&self, tx: &mut impl Debiting) -> Result<Corrected, StoreError> {
         let (c, r, o) = (&self.campaign, &self.correction, &self.original);
         let (date, id, taken, owed): WalletRow = tx
@@ -285,7 +322,7 @@ impl Correcting {
             .await?
             .ok_or(StoreError::NotFound { what: "wallet" })?;
         // Under the wallet's lock, twins of one request come one after the other.
-        let key = idem_key_of(&c.org_id, "CORRECTION", &r.external_id);
+        let key = self.key();
         if let Some(earlier) = tx
             .row::<TransactionRow>(SELECT_BY_KEY, params![key])
             .await?
@@ -296,6 +333,7 @@ impl Correcting {
                 replayed: true,
             });
         }
+        refusals::answer_earlier(tx, &key, &self.fingerprint, "externalId").await?;
         let at = position((date, id, taken));
         let (kind, made) = match &self.what {
             What::Reversal { rules, shortfall } => {
@@ -365,14 +403,14 @@ impl Correcting {
 }
 
 impl Work for Correcting {
-    type Output = Corrected;
+    type Output = Result<Corrected, StoreError>;
 
     async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Self::Output, StoreError> {
-        self.run(tx).await
+        self.run_keeping(tx).await
     }
 
     async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Self::Output, StoreError> {
-        self.run(tx).await
+        self.run_keeping(tx).await
     }
 }
 

@@ -57,14 +57,16 @@ const READ: &str = concat!(
 );
 
 /// The debit of `$6` from wallet `$4` keeping `$21`, at `$22`, moving its position to
-/// (`$23`, `$24`, `$25`) when given, if its row is still version `$26`; then the BURN
+/// (`$23`, `$24`, `$25`) when given, if its row is still version `$26` and no burn under its
+/// key (`$20`) was refused (the locked path answers that one); then the BURN
 /// transaction (`INSERT_TRANSACTION`'s parameters) and what it took from each earn (`$27`,
 /// `$28`: earn ids and amounts) if the debit happened. Whether it did.
 const WRITE: &str = concat!(
     "WITH debit AS (UPDATE wallets SET balance = balance - $6, updated_at = $22, \
        fifo_date = COALESCE($23, fifo_date), fifo_id = COALESCE($24, fifo_id), \
        fifo_taken = COALESCE($25, fifo_taken) \
-       WHERE id = $4 AND xmin::text::bigint = $26 AND balance - $6 >= $21 RETURNING 1), \
+       WHERE id = $4 AND xmin::text::bigint = $26 AND balance - $6 >= $21 \
+         AND NOT EXISTS (SELECT FROM refusals WHERE idem_key = $20) RETURNING 1), \
      claim AS (INSERT INTO transactions (",
     entry_columns!(),
     ") SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
