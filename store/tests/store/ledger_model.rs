@@ -1,7 +1,9 @@
 //! The ledger against a reference model: random sequences of operations (earns, backdated
 //! earns, burns, refunds of burns, reversals of earns under each shortfall policy (debt paid by
-//! later tokens, clip, refuse), repeated and conflicting keys, concurrent burns on one wallet
-//! and a return racing a burn, expiry runs as the clock moves, the store closed and reopened)
+//! later tokens, clip, refuse), orders paid with points and their cancellation, whole or a line,
+//! repeated and conflicting keys (a refused burn or return refused again under its key),
+//! concurrent burns on one wallet and a return racing a burn, expiry runs as the clock moves,
+//! the store closed and reopened)
 //! are applied to the store and to a plain model of wallets and lots, and every outcome,
 //! balance, lifetime total, tier, lot and expired amount is compared after each step; the audit
 //! runs at the end of each sequence. A failing sequence is shrunk by proptest and printed with
@@ -41,7 +43,8 @@ enum Op {
         micros: i64,
         back_days: i64,
     },
-    /// An earlier earn's id sent again (with another amount): a duplicate, nothing moves.
+    /// An earlier earn's id sent again, for the same earn or (another amount) another: a
+    /// duplicate or a conflict naming the amount; nothing moves.
     RepeatEarn {
         which: usize,
         micros: i64,
@@ -50,10 +53,27 @@ enum Op {
         wallet: usize,
         micros: i64,
     },
-    /// An earlier burn's key sent again, with the same request or (`same` false) another amount.
+    /// An earlier burn's key sent again, with the same request or (`same` false) another amount:
+    /// the first outcome (a refusal too), or a conflict.
     RepeatBurn {
         which: usize,
         same: bool,
+    },
+    /// An earlier return's key sent again, likewise.
+    RepeatReverse {
+        which: usize,
+        same: bool,
+    },
+    /// An order from wallet `wallet` of two lines, of `a` and `b` gifts at a token each.
+    Order {
+        wallet: usize,
+        a: u32,
+        b: u32,
+    },
+    /// An earlier order cancelled whole, or (`line`) one of its lines.
+    Cancel {
+        which: usize,
+        line: Option<usize>,
     },
     /// Two burns on one wallet at once.
     Concurrent {
@@ -101,6 +121,11 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (any::<usize>(), amount()).prop_map(|(which, micros)| Op::RepeatEarn { which, micros }),
         5 => (wallet.clone(), amount()).prop_map(|(wallet, micros)| Op::Burn { wallet, micros }),
         1 => (any::<usize>(), any::<bool>()).prop_map(|(which, same)| Op::RepeatBurn { which, same }),
+        1 => (any::<usize>(), any::<bool>())
+            .prop_map(|(which, same)| Op::RepeatReverse { which, same }),
+        2 => (wallet.clone(), 1u32..60, 0u32..40).prop_map(|(wallet, a, b)| Op::Order { wallet, a, b }),
+        1 => (any::<usize>(), proptest::option::of(0usize..2))
+            .prop_map(|(which, line)| Op::Cancel { which, line }),
         1 => (wallet, amount(), amount()).prop_map(|(wallet, a, b)| Op::Concurrent { wallet, a, b }),
         2 => (any::<usize>(), proptest::option::of(amount()))
             .prop_map(|(which, micros)| Op::Refund { which, micros }),
@@ -177,6 +202,24 @@ struct SentBurn {
     date: DateTime<Utc>,
 }
 
+/// A return as first sent and what it came to, to send again.
+#[derive(Debug, Clone)]
+struct SentReturn {
+    earn_id: String,
+    step: usize,
+    value: Option<i64>,
+    outcome: ReversalOutcome,
+}
+
+/// An order placed: its id, its BURN and its lines' ids and totals (micro-tokens).
+#[derive(Debug, Clone)]
+struct Placed {
+    id: String,
+    burn_id: String,
+    lines: Vec<(String, i64)>,
+    cancelled: Vec<bool>,
+}
+
 #[derive(Debug, Clone)]
 struct Model {
     wallets: Vec<WalletModel>,
@@ -199,7 +242,7 @@ struct EarnModel {
     tokens_reversed: i64,
 }
 
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 enum ReversalOutcome {
     /// The tokens the balance fell by.
     Took(i64),
@@ -207,7 +250,7 @@ enum ReversalOutcome {
     Shortfall,
 }
 
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 enum BurnOutcome {
     /// The burn's transaction id.
     Spent(String),
@@ -370,7 +413,10 @@ struct World {
     wallet_ids: Vec<String>,
     now: DateTime<Utc>,
     earns: Vec<(usize, EarnInput)>,
-    burns: Vec<SentBurn>,
+    /// Every burn sent, and what it came to.
+    burns: Vec<(SentBurn, BurnOutcome)>,
+    returns: Vec<SentReturn>,
+    orders: Vec<Placed>,
     /// The transaction ids of the burns that spent.
     spent: Vec<String>,
     /// The transaction ids of the earns credited.
@@ -414,6 +460,15 @@ impl World {
             };
             store.create_tier(&campaign, tier).await.unwrap();
         }
+        let gifts = serde_json::json!({"products": [
+            {"id": "gift", "name": "Gift", "variants": [{"id": "gift-1", "name": "Gift", "price": 1}]}
+        ]});
+        let catalogue = store::Catalogue::from_value(&gifts).unwrap();
+        let options = store::ImportOptions::default();
+        store
+            .import_catalogue(&campaign, &catalogue, options)
+            .await
+            .unwrap();
         let mut wallet_ids = Vec::new();
         for n in 0..WALLETS {
             let member = NewMember {
@@ -439,6 +494,8 @@ impl World {
             now: Utc.with_ymd_and_hms(2026, 1, 1, 9, 0, 0).unwrap(),
             earns: Vec::new(),
             burns: Vec::new(),
+            returns: Vec::new(),
+            orders: Vec::new(),
             spent: Vec::new(),
             credited: Vec::new(),
             steps: 0,
@@ -515,13 +572,19 @@ impl World {
                 let Some((wallet, earn)) = pick(&self.earns, which).cloned() else {
                     return Ok(());
                 };
+                let again = EarnInput {
+                    amount: (micros / MICROS).to_string(),
+                    ..earn.clone()
+                };
                 let credited = self
                     .store
-                    .credit_all(&[self.credit(wallet, &earn, micros)])
+                    .credit_all(&[self.credit(wallet, &again, micros)])
                     .await
                     .map_err(|e| fail(step, e))?;
-                if !matches!(credited[..], [Credited::Duplicate { .. }]) {
-                    return Err(fail(step, format!("a repeated earn id: {credited:?}")));
+                let expected = (again.amount != earn.amount).then_some("amount");
+                match &credited[..] {
+                    [Credited::Duplicate { differs, .. }] if *differs == expected => {}
+                    _ => return Err(fail(step, format!("a repeated earn id: {credited:?}"))),
                 }
             }
             Op::Burn { wallet, micros } => {
@@ -538,11 +601,11 @@ impl World {
                 if let (BurnOutcome::Spent(id), Some(takes)) = (&outcome, expected) {
                     self.model.burns.insert(id.clone(), (wallet, takes));
                     self.spent.push(id.clone());
-                    self.burns.push(sent);
                 }
+                self.burns.push((sent, outcome));
             }
             Op::RepeatBurn { which, same } => {
-                let Some(sent) = pick(&self.burns, which).cloned() else {
+                let Some((sent, first)) = pick(&self.burns, which).cloned() else {
                     return Ok(());
                 };
                 let mut again = new_burn(&sent);
@@ -550,7 +613,12 @@ impl World {
                     again.amount = micros_to_tokens(sent.micros + MICROS);
                 }
                 match (self.store.burn(&self.campaign, again).await, same) {
-                    (Ok(burned), true) if burned.replayed => {}
+                    (Ok(burned), true)
+                        if burned.replayed
+                            && first == BurnOutcome::Spent(burned.transaction.id.clone()) => {}
+                    // Refused again, whatever the balance has become.
+                    (Err(StoreError::InsufficientBalance { .. }), true)
+                        if first == BurnOutcome::Short => {}
                     (
                         Err(StoreError::Refused {
                             code: "already_exists",
@@ -608,10 +676,10 @@ impl World {
                 };
                 self.model = model;
                 for (sent, outcome) in [(first, x), (second, y)] {
-                    if let BurnOutcome::Spent(id) = outcome {
-                        self.spent.push(id);
-                        self.burns.push(sent);
+                    if let BurnOutcome::Spent(id) = &outcome {
+                        self.spent.push(id.clone());
                     }
+                    self.burns.push((sent, outcome));
                 }
             }
             Op::Advance { days } => {
@@ -668,6 +736,12 @@ impl World {
                         format!("reversal of {e:?}: {seen:?}, model {expected:?}"),
                     ));
                 }
+                self.returns.push(SentReturn {
+                    earn_id,
+                    step,
+                    value,
+                    outcome: seen,
+                });
             }
             Op::ConcurrentReturn { which, micros } => {
                 let Some(earn_id) = pick(&self.credited, which).cloned() else {
@@ -721,9 +795,70 @@ impl World {
                     ));
                 };
                 self.model = model;
-                if let BurnOutcome::Spent(id) = burned {
-                    self.spent.push(id);
-                    self.burns.push(sent);
+                if let BurnOutcome::Spent(id) = &burned {
+                    self.spent.push(id.clone());
+                }
+                self.burns.push((sent, burned));
+                self.returns.push(SentReturn {
+                    earn_id,
+                    step,
+                    value: None,
+                    outcome: returned,
+                });
+            }
+            Op::RepeatReverse { which, same } => {
+                let Some(sent) = pick(&self.returns, which).cloned() else {
+                    return Ok(());
+                };
+                let value = match same {
+                    true => sent.value,
+                    false => Some(sent.value.unwrap_or(0) + 1),
+                };
+                let again = reversal(&sent.earn_id, sent.step, value);
+                let result = self.store.correct(&self.campaign, again).await;
+                match (result, same) {
+                    (Err(StoreError::Refused { code, field, .. }), false)
+                        if code == "already_exists" && field.as_deref() == Some("amount") => {}
+                    (result, true) => {
+                        // The first outcome, whatever the earn and the wallet have become.
+                        let seen = reversal_outcome(result).map_err(|e| fail(step, e))?;
+                        if seen != sent.outcome {
+                            return Err(fail(
+                                step,
+                                format!("return again: {seen:?}, first {sent:?}"),
+                            ));
+                        }
+                    }
+                    (other, _) => {
+                        return Err(fail(step, format!("return under a used key: {other:?}")));
+                    }
+                }
+            }
+            Op::Order { wallet, a, b } => self.order(step, wallet, a, b).await?,
+            Op::Cancel { which, line } => {
+                let Some(n) = (!self.orders.is_empty()).then(|| which % self.orders.len()) else {
+                    return Ok(());
+                };
+                let placed = &self.orders[n];
+                let line = line.map(|l| l % placed.lines.len());
+                let line_id = line.map(|l| placed.lines[l].0.as_str());
+                self.store
+                    .cancel_order(&self.campaign, &placed.id, line_id)
+                    .await
+                    .map_err(|e| fail(step, e))?;
+                let lines: Vec<usize> = match line {
+                    Some(l) => vec![l],
+                    None => (0..placed.lines.len()).collect(),
+                };
+                let placed = &mut self.orders[n];
+                for l in lines {
+                    if std::mem::replace(&mut placed.cancelled[l], true) {
+                        continue;
+                    }
+                    let refunded = self.model.refund(&placed.burn_id, Some(placed.lines[l].1));
+                    if refunded != Some(placed.lines[l].1) {
+                        return Err(fail(step, format!("cancel of {placed:?}: {refunded:?}")));
+                    }
                 }
             }
             Op::Reopen => {
@@ -734,6 +869,58 @@ impl World {
             }
         }
         self.compare_wallets(step).await
+    }
+
+    /// Places an order of `a` and `b` gifts (a token each) paid from `wallet`: its BURN takes
+    /// from the lots as a burn does, or it is refused for the balance.
+    async fn order(
+        &mut self,
+        step: usize,
+        wallet: usize,
+        a: u32,
+        b: u32,
+    ) -> Result<(), TestCaseError> {
+        let line = |quantity| store::NewLine {
+            product_id: "gift".into(),
+            variant_id: Some("gift-1".into()),
+            quantity,
+            reference: None,
+            booking: None,
+            meta: None,
+        };
+        let order = store::NewOrder {
+            owner: format!("card-{wallet}"),
+            wallet: Some(format!("w-{wallet}")),
+            reference: Some(format!("o-{step}")),
+            lines: [a, b].into_iter().filter(|q| *q > 0).map(line).collect(),
+            ..Default::default()
+        };
+        let codes = std::sync::Arc::new(store::CodeKey::new(&[7u8; 32]));
+        let result = self.store.place_order(&self.campaign, order, codes).await;
+        let expected = self.model.burn(wallet, i64::from(a + b) * MICROS);
+        let placed = match result {
+            Ok(placed) => placed.order,
+            Err(StoreError::InsufficientBalance { .. }) if expected.is_none() => return Ok(()),
+            other => return Err(fail(step, format!("order: {other:?}, model {expected:?}"))),
+        };
+        let burn_id = placed.transaction_id.clone().unwrap_or_default();
+        let outcome = BurnOutcome::Spent(burn_id.clone());
+        self.check_burn(step, &outcome, expected.as_ref()).await?;
+        if let Some(takes) = expected {
+            self.model.burns.insert(burn_id.clone(), (wallet, takes));
+        }
+        let lines: Vec<(String, i64)> = placed
+            .lines
+            .iter()
+            .map(|l| (l.id.clone(), micros_of(l.total)))
+            .collect();
+        self.orders.push(Placed {
+            id: placed.id,
+            burn_id,
+            cancelled: vec![false; lines.len()],
+            lines,
+        });
+        Ok(())
     }
 
     /// Whether the store's answer to a burn is the model's, and took from the same lots.
