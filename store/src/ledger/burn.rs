@@ -184,8 +184,24 @@ const UNCLAIM: &str = "DELETE FROM transactions WHERE id = $1";
 /// The wallet's aside rows.
 pub(crate) const ASIDE: &str = "SELECT transaction_id, earned_at, remaining, expires_at \
      FROM lots_aside WHERE wallet_id = $1 ORDER BY earned_at, transaction_id";
+/// How many aside rows a spend reads at a time: a wallet can hold many (every partial return
+/// of an earn it has not spent yet makes one), and a spend passes few.
+pub(crate) const ASIDE_READ: usize = 16;
+/// The wallet's first `ASIDE_READ` aside rows, or the next after `($2, $3)`.
+macro_rules! aside_from {
+    ($from:literal) => {
+        concat!(
+            "SELECT transaction_id, earned_at, remaining, expires_at FROM lots_aside \
+             WHERE wallet_id = $1",
+            $from,
+            " ORDER BY earned_at, transaction_id LIMIT 16"
+        )
+    };
+}
+const ASIDE_FIRST: &str = aside_from!("");
+const ASIDE_AFTER: &str = aside_from!(" AND (earned_at, transaction_id) > ($2, $3)");
 /// One earn's aside row, if it has one.
-const ASIDE_OF: &str = "SELECT transaction_id, earned_at, remaining, expires_at \
+pub(crate) const ASIDE_OF: &str = "SELECT transaction_id, earned_at, remaining, expires_at \
      FROM lots_aside WHERE transaction_id = $1";
 /// The wallet's earns in spending order: all, or from `($2, $3)` on.
 macro_rules! earns {
@@ -332,8 +348,8 @@ pub(crate) trait Debiting: Tx {
     const NEXT_READ: usize;
     /// Claims the burn's `externalId` and debits its wallet if the balance allows.
     async fn claim_and_debit(&mut self, debit: &Debit) -> Result<Claimed, StoreError>;
-    /// The wallet's aside rows and its first `FIRST_READ` transactions from `from` (its first
-    /// ones when it has no position).
+    /// The wallet's first `ASIDE_READ` aside rows and its first `FIRST_READ` transactions from
+    /// `from` (its first ones when it has no position).
     async fn first_lots(
         &mut self,
         wallet: &str,
@@ -455,30 +471,60 @@ pub(crate) async fn take<T: Debiting>(
         }
     }
     let (aside, mut read) = tx.first_lots(wallet, position.as_ref()).await?;
+    let mut aside_unread = aside.len() == ASIDE_READ;
     let mut limit = T::FIRST_READ;
     let mut taker = Taker::new(amount, position, aside);
     if let Some(earn) = first {
+        // Its own aside row may lie anywhere among the wallet's.
+        while aside_unread {
+            aside_unread = more_aside(tx, wallet, &mut taker).await?;
+        }
         taker.take_first(earn);
     }
-    loop {
+    'reading: loop {
         let count = read.len();
         let last = read.last().map(|(e, _)| (e.date, e.id.clone()));
-        let wants_more = taker.left() > 0
-            && read
-                .iter()
-                .filter(|(_, earn)| *earn)
-                .all(|(e, _)| taker.earn(e));
-        let Some((date, id)) = last.filter(|_| wants_more && count == limit) else {
+        for (e, _) in read.iter().filter(|(_, earn)| *earn) {
+            if taker.left() == 0 {
+                break 'reading;
+            }
+            while aside_unread && taker.needs_aside_before(&e.date, &e.id) {
+                aside_unread = more_aside(tx, wallet, &mut taker).await?;
+            }
+            if !taker.earn(e) {
+                break 'reading;
+            }
+        }
+        let Some((date, id)) = last.filter(|_| taker.left() > 0 && count == limit) else {
             break;
         };
         limit = T::NEXT_READ;
         read = tx.lots_after(wallet, date, &id).await?;
+    }
+    while aside_unread && taker.needs_aside() {
+        aside_unread = more_aside(tx, wallet, &mut taker).await?;
     }
     let spent = taker.finish();
     apply(tx, wallet, &spent).await?;
     // `finish` takes from the aside rows after the last earn read: count what was taken.
     let left = amount - spent.takes.iter().map(|(_, took)| took).sum::<i64>();
     Ok((spent, left))
+}
+
+/// Hands `taker` the wallet's next `ASIDE_READ` aside rows; whether more may follow.
+async fn more_aside<T: Debiting>(
+    tx: &mut T,
+    wallet: &str,
+    taker: &mut Taker<DateTime<Utc>>,
+) -> Result<bool, StoreError> {
+    let (date, id) = taker.last_aside().unzip();
+    let rows: Vec<LotRow<DateTime<Utc>>> = match (date, id) {
+        (Some(date), Some(id)) => tx.rows(ASIDE_AFTER, params![wallet, date, id]).await?,
+        _ => tx.rows(ASIDE_FIRST, params![wallet]).await?,
+    };
+    let unread = rows.len() == ASIDE_READ;
+    taker.more_aside(rows.into_iter().map(Aside::from).collect());
+    Ok(unread)
 }
 
 /// Reversals with tokens no lot has paid yet, oldest first: each one's id and what it is owed.
@@ -593,7 +639,10 @@ mod tests {
     /// read every earn of the wallet (or all those of one date) before handing over the first.
     async fn earns_are_read_in_spending_order_without_a_sort(store: Store) {
         let reads = store.dialect(super::sqlite::READS, super::postgres::READS);
-        let mut statements = vec![EARNS.to_string(), EARNS_FROM.to_string()];
+        let mut statements = vec![EARNS, EARNS_FROM, ASIDE_FIRST, ASIDE_AFTER]
+            .into_iter()
+            .map(String::from)
+            .collect::<Vec<_>>();
         statements.extend(reads.iter().map(|sql| sql.replace("$4", "4")));
         for sql in &statements {
             // A wallet, a position and an earn id, as a burn binds them.
@@ -607,6 +656,15 @@ mod tests {
                 "{sql}:\n{plan}"
             );
         }
+    }
+
+    #[test]
+    fn aside_rows_are_read_as_many_at_a_time_as_a_spend_counts_on() {
+        let limit = format!("LIMIT {ASIDE_READ}");
+        for sql in [ASIDE_FIRST, ASIDE_AFTER] {
+            assert!(sql.ends_with(&limit), "{sql}");
+        }
+        assert!(super::postgres::READS[0].contains(&format!("{limit})")));
     }
 
     crate::backend_tests!(earns_are_read_in_spending_order_without_a_sort);

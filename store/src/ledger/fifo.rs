@@ -88,10 +88,11 @@ impl<D> Default for Spent<D> {
 }
 
 /// Takes `amount` micro-tokens, oldest first, from a wallet at `position` (None: nothing spent
-/// yet) holding `aside` (all its aside rows, in (date, id) order). Main-sequence earns are
-/// offered in order with `earn` until it answers false; then `finish`. When `take_first` covers
-/// the amount, `aside` need only hold that earn's own row: the others are neither taken from
-/// nor passed.
+/// yet) holding `aside` (its aside rows, in (date, id) order: all of them, or the first ones,
+/// more of which are handed over with `more_aside` while `needs_aside_before` or
+/// `needs_aside` says so). Main-sequence earns are offered in order with `earn` until it answers
+/// false; then `finish`. `take_first` needs every aside row, unless it covers the amount: then
+/// `aside` need only hold that earn's own row, the others being neither taken from nor passed.
 pub(crate) struct Taker<D> {
     left: i64,
     position: Option<Position<D>>,
@@ -123,6 +124,36 @@ impl<D: Ord + Clone> Taker<D> {
     /// Still to take (before `finish`, which may take more).
     pub fn left(&self) -> i64 {
         self.left
+    }
+
+    /// Whether the aside rows handed over end before `(date, id)`: with more unread, the next
+    /// ones are needed before that earn is offered.
+    pub fn needs_aside_before(&self, date: &D, id: &str) -> bool {
+        self.aside
+            .last()
+            .is_none_or(|a| (&a.date, a.id.as_str()) < (date, id))
+    }
+
+    /// Whether the aside rows handed over and not passed yet hold less than is left to take:
+    /// with more unread, `finish` needs the next ones.
+    pub fn needs_aside(&self) -> bool {
+        let held: i64 = self.aside[self.next_aside..]
+            .iter()
+            .map(|a| a.remaining)
+            .sum();
+        held < self.left
+    }
+
+    /// The last aside row handed over, to read the next ones after.
+    pub fn last_aside(&self) -> Option<(&D, &str)> {
+        self.aside.last().map(|a| (&a.date, a.id.as_str()))
+    }
+
+    /// The wallet's next aside rows, in order after those handed over before.
+    pub fn more_aside(&mut self, rows: Vec<Aside<D>>) {
+        self.touched.extend(rows.iter().map(|_| false));
+        self.made.extend(rows.iter().map(|_| false));
+        self.aside.extend(rows);
     }
 
     /// Takes from `earn`'s own lot first, before any other (a reversal takes back the tokens

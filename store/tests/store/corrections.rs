@@ -442,7 +442,42 @@ async fn concurrent_returns_and_burns_end_exact(store: Store) {
     assert!(store.audit().await.unwrap().is_empty());
 }
 
+/// A wallet holding many aside rows (each partial return of an earn it has not spent yet makes
+/// one) is spent in date order across them, however many a burn reads at a time.
+async fn a_burn_over_many_aside_rows_takes_them_in_date_order(store: Store) {
+    let s = setup(&store).await;
+    let mut earns = Vec::new();
+    for i in 0..40 {
+        // Oldest first: earn i is dated 40 - i days back.
+        earns.push(credit(&store, &s, &format!("e-{i}"), "10", 40 - i).await);
+    }
+    // Half of each earn returned: 40 aside rows of 5 tokens, all after the position.
+    for (i, e) in earns.iter().enumerate() {
+        let half = correction(e, &format!("r-{i}"), Some("5"));
+        store.correct(&s.campaign, half).await.unwrap();
+    }
+    assert_eq!(balance(&store, &s).await, Tokens::whole(200));
+    // 3 earns and a part, then 30 more and a part over two burns: the oldest lots each time.
+    let first = store.burn(&s.campaign, burn("b-1", 17)).await.unwrap();
+    let took = store.spends_of(&first.transaction.id).await.unwrap();
+    let mut expected: Vec<(String, i64)> = earns[..4]
+        .iter()
+        .zip([5, 5, 5, 2])
+        .map(|(e, t)| (e.clone(), t * 1_000_000))
+        .collect();
+    expected.sort();
+    assert_eq!(took, expected);
+    store.burn(&s.campaign, burn("b-2", 153)).await.unwrap();
+    let lots = store.lots_of(&s.wallet.id).await.unwrap();
+    let mut left: Vec<(String, i64)> = earns[34..].iter().map(|e| (e.clone(), 5_000_000)).collect();
+    left.sort();
+    assert_eq!(lots, left, "the six newest are whole");
+    assert_eq!(balance(&store, &s).await, Tokens::whole(30));
+    assert!(store.audit().await.unwrap().is_empty());
+}
+
 backend_tests!(
+    a_burn_over_many_aside_rows_takes_them_in_date_order,
     refunds_give_back_to_the_lots_a_burn_took_from,
     returns_take_back_their_share_of_an_earn,
     a_part_is_rounded_by_the_rules_that_made_the_earn,

@@ -31,13 +31,14 @@ const CLAIM_AND_DEBIT: &str = concat!(
      FROM (SELECT) AS one LEFT JOIN debit ON true"
 );
 
-/// The aside rows and the first `$4` transactions (from the position `($2, $3)` on, in the
-/// second form), as `LotRead`s.
+/// The first `ASIDE_READ` aside rows and the first `$4` transactions (from the position
+/// `($2, $3)` on, in the second form), as `LotRead`s.
 macro_rules! aside_and_earns {
     ($from:literal) => {
         concat!(
             "(SELECT true, transaction_id, earned_at, remaining, expires_at, true \
-             FROM lots_aside WHERE wallet_id = $1) UNION ALL (",
+             FROM lots_aside WHERE wallet_id = $1 ORDER BY earned_at, transaction_id LIMIT 16) \
+             UNION ALL (",
             super::from_position!($from, "$4"),
             ")"
         )

@@ -66,7 +66,8 @@ impl Debiting for SqliteTx<'_> {
         wallet: &str,
         from: Option<&Position<DateTime<Utc>>>,
     ) -> Result<Lots, StoreError> {
-        let aside: Vec<LotRow<DateTime<Utc>>> = self.rows(super::ASIDE, params![wallet]).await?;
+        let aside: Vec<LotRow<DateTime<Utc>>> =
+            self.rows(super::ASIDE_FIRST, params![wallet]).await?;
         let rows = match from {
             Some(p) => self.rows(FROM, params![wallet, p.date, p.id]).await?,
             None => self.rows(FIRST, params![wallet]).await?,

@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use super::Moved;
 use crate::backend::Tx;
 use crate::common::ids::now;
-use crate::ledger::burn::{ASIDE, apply};
+use crate::ledger::burn::{ASIDE_OF, apply};
 use crate::ledger::credit::sooner;
 use crate::ledger::fifo::{self, Aside, Earn, LotRow, Position};
 use crate::{StoreError, Tokens, Transaction};
@@ -88,8 +88,12 @@ pub(super) async fn give_back(
         rest -= give;
         gifts.push((earn, give));
     }
-    let aside: Vec<LotRow<DateTime<Utc>>> = tx.rows(ASIDE, params![wallet]).await?;
-    let aside: Vec<Aside<_>> = aside.into_iter().map(Aside::from).collect();
+    // The aside rows of the lots given to, not every one the wallet holds.
+    let mut aside: Vec<Aside<_>> = Vec::new();
+    for (earn, _) in &gifts {
+        let row: Option<LotRow<DateTime<Utc>>> = tx.row(ASIDE_OF, params![earn.id]).await?;
+        aside.extend(row.map(Aside::from));
+    }
     let spent = fifo::give_back(position, &aside, &gifts)
         .map_err(|e| StoreError::NotCommitted(format!("the wallet's lots disagree: {e}")))?;
     apply(tx, wallet, &spent).await?;

@@ -21,7 +21,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
-use super::super::{Debit, in_spending_order, position};
+use super::super::{ASIDE_READ, Debit, in_spending_order, position};
 use crate::ledger::fifo::{Aside, Earn, Position, Taker};
 use crate::ledger::transactions::entry_columns;
 use crate::{Campaign, StoreError};
@@ -47,7 +47,8 @@ const READ: &str = concat!(
     ") w \
      LEFT JOIN LATERAL ( \
        (SELECT true AS aside, transaction_id AS id, earned_at AS date, remaining AS amount, \
-          expires_at, true AS earn FROM lots_aside WHERE wallet_id = w.id) \
+          expires_at, true AS earn FROM lots_aside WHERE wallet_id = w.id \
+          ORDER BY earned_at, transaction_id LIMIT 16) \
        UNION ALL (SELECT false, id, date, amount, expires_at, kind = 'EARN' FROM transactions \
           WHERE wallet_id = w.id AND (date, id) >= (w.fifo_date, w.fifo_id) \
           ORDER BY date, id LIMIT 4) \
@@ -154,7 +155,12 @@ impl Debit {
         snapshot: Snapshot,
     ) -> Result<bool, StoreError> {
         let amount = self.transaction.amount.micros();
-        if snapshot.balance - amount < self.min_balance || snapshot.owed > 0 {
+        // A wallet with more aside rows than the read brings takes the locked path, which
+        // reads them as far as it needs.
+        if snapshot.balance - amount < self.min_balance
+            || snapshot.owed > 0
+            || snapshot.aside.len() == ASIDE_READ
+        {
             return Ok(false);
         }
         let mut taker = Taker::new(amount, snapshot.position, snapshot.aside);
