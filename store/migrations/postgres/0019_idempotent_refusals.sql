@@ -16,3 +16,7 @@ CREATE TABLE refusals (
     available   BIGINT,
     created_at  TIMESTAMPTZ NOT NULL
 );
+
+-- The reversals of a wallet in date order, for the spend that pays what they are owed
+-- (`burn::UNPAID`) without reading the rest of its history.
+CREATE INDEX transactions_reversals ON transactions (wallet_id, date, id) WHERE kind = 'REVERSAL';

@@ -151,13 +151,13 @@ impl Store {
     /// What is left in each of wallet `id`'s lots, by its spending position and aside rows
     /// (see `ledger::fifo`): (earn id, micro-tokens) for every earn that holds some, by earn id.
     pub async fn lots_of(&self, id: &str) -> Result<Vec<(String, i64)>, StoreError> {
-        const SQL: &str = "SELECT t.id, CASE \
-             WHEN a.transaction_id IS NOT NULL THEN a.remaining \
-             WHEN w.fifo_id IS NULL OR (t.date, t.id) > (w.fifo_date, w.fifo_id) THEN t.amount \
-             WHEN t.id = w.fifo_id THEN t.amount - w.fifo_taken ELSE 0 END \
-             FROM transactions t JOIN wallets w ON w.id = t.wallet_id \
+        const SQL: &str = concat!(
+            "SELECT t.id, ",
+            crate::ledger::fifo::lot_left!(),
+            " FROM transactions t JOIN wallets w ON w.id = t.wallet_id \
              LEFT JOIN lots_aside a ON a.transaction_id = t.id \
-             WHERE t.wallet_id = $1 AND t.kind = 'EARN' ORDER BY t.id";
+             WHERE t.wallet_id = $1 AND t.kind = 'EARN' ORDER BY t.id"
+        );
         let rows: Vec<(String, i64)> = self.read_rows(SQL, params![id]).await?;
         Ok(rows.into_iter().filter(|(_, left)| *left != 0).collect())
     }

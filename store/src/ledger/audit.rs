@@ -5,6 +5,7 @@
 //! and, on PostgreSQL, where no foreign key checks it row by row (migration 15), every
 //! transaction must belong to a wallet.
 
+use crate::ledger::fifo::lot_left;
 use crate::{Store, StoreError, Tokens};
 
 /// One wallet whose figures do not agree.
@@ -176,11 +177,10 @@ fn installed_on(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
 /// `fifo`) is not their tokens less what spends took (burns, orders, reversals, debts paid) and
 /// what expired (EXPIRY `lot:<earn>[:<id>]`), plus what refunds gave back: wallet, earn, the lot,
 /// what it should be. The history is one aggregate by earn (SQLite indexes it for the join).
-const LOTS: &str = "SELECT wallet_id, id, lot, computed FROM (SELECT t.wallet_id, t.id, \
-     CASE WHEN a.transaction_id IS NOT NULL THEN a.remaining \
-         WHEN w.fifo_id IS NULL OR (t.date, t.id) > (w.fifo_date, w.fifo_id) THEN t.amount \
-         WHEN t.id = w.fifo_id THEN t.amount - w.fifo_taken ELSE 0 END AS lot, \
-     CAST(t.amount - COALESCE(h.taken, 0) + COALESCE(h.given, 0) AS BIGINT) AS computed \
+const LOTS: &str = concat!(
+    "SELECT wallet_id, id, lot, computed FROM (SELECT t.wallet_id, t.id, ",
+    lot_left!(),
+    " AS lot, CAST(t.amount - COALESCE(h.taken, 0) + COALESCE(h.given, 0) AS BIGINT) AS computed \
      FROM transactions t{scan} JOIN wallets w ON w.id = t.wallet_id \
      LEFT JOIN lots_aside a ON a.transaction_id = t.id \
      LEFT JOIN (SELECT earn_id, SUM(taken) AS taken, SUM(given) AS given FROM ( \
@@ -190,7 +190,8 @@ const LOTS: &str = "SELECT wallet_id, id, lot, computed FROM (SELECT t.wallet_id
          FROM spends s JOIN transactions c ON c.id = s.transaction_id \
          UNION ALL SELECT {earn_of_expiry}, amount, 0 FROM transactions WHERE kind = 'EXPIRY' \
          ) d GROUP BY earn_id) h ON h.earn_id = t.id \
-     WHERE t.kind = 'EARN' AND t.created_at >= $1) e WHERE lot <> computed ORDER BY 1, 2";
+     WHERE t.kind = 'EARN' AND t.created_at >= $1) e WHERE lot <> computed ORDER BY 1, 2"
+);
 
 /// Earns (and burns) whose reversals (refunds) took (gave) back more than they hold: wallet,
 /// the original, what its corrections add up to, its amount.

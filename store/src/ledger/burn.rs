@@ -658,6 +658,23 @@ mod tests {
         }
     }
 
+    /// A wallet's unpaid reversals are found through their own index, not its whole history.
+    async fn unpaid_reversals_are_read_through_their_index(store: Store) {
+        let plan = store
+            .query_plan(
+                UNPAID,
+                params![Some("w")],
+                None,
+                crate::backend::Plan::SortsPricedOut,
+            )
+            .await;
+        assert!(plan.contains("transactions_reversals"), "{plan}");
+        assert!(
+            !plan.contains("TEMP B-TREE") && !plan.contains("Sort"),
+            "{plan}"
+        );
+    }
+
     #[test]
     fn aside_rows_are_read_as_many_at_a_time_as_a_spend_counts_on() {
         let limit = format!("LIMIT {ASIDE_READ}");
@@ -667,5 +684,8 @@ mod tests {
         assert!(super::postgres::READS[0].contains(&format!("{limit})")));
     }
 
-    crate::backend_tests!(earns_are_read_in_spending_order_without_a_sort);
+    crate::backend_tests!(
+        earns_are_read_in_spending_order_without_a_sort,
+        unpaid_reversals_are_read_through_their_index
+    );
 }

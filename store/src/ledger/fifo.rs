@@ -10,6 +10,17 @@
 //! This module is the arithmetic, for both backends (`D` is how the backend hands dates back);
 //! the callers read the rows and write what it decides.
 
+/// What is left of the lot of earn `t` (SQL over `transactions t`, its wallet `w` and its aside
+/// row `a`, left-joined): the arithmetic below, as the database reads it.
+macro_rules! lot_left {
+    () => {
+        "CASE WHEN a.transaction_id IS NOT NULL THEN a.remaining \
+         WHEN w.fifo_id IS NULL OR (t.date, t.id) > (w.fifo_date, w.fifo_id) THEN t.amount \
+         WHEN t.id = w.fifo_id THEN t.amount - w.fifo_taken ELSE 0 END"
+    };
+}
+pub(crate) use lot_left;
+
 /// A wallet's spending position: the earn `(date, id)` and how much of it is spent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Position<D> {

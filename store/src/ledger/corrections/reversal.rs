@@ -15,9 +15,10 @@ use crate::ledger::burn::{Debiting, take};
 use crate::ledger::fifo::{Earn, Position};
 use crate::{Shortfall, StoreError, Tokens, Transaction};
 
-/// The value and tokens earlier reversals took off the earn.
+/// The value and tokens earlier reversals took off the earn (only reversals correct an earn;
+/// naming their kind here would offer the planner the index of every reversal instead).
 pub(super) const REVERSED: &str = "SELECT source_amount, amount + COALESCE(forgiven, 0) FROM transactions \
-     WHERE corrects = $1 AND kind = 'REVERSAL'";
+     WHERE corrects = $1";
 const EXPIRES: &str = "SELECT expires_at FROM transactions WHERE id = $1";
 /// The wallet after a reversal: `$2` off its balance, `$3` more owed, `$4` off its lifetime
 /// earnings (and its tier as they now say).
