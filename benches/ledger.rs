@@ -17,7 +17,6 @@ mod common;
 
 use std::time::Duration;
 
-use axum::Json;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
@@ -43,18 +42,12 @@ async fn run() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(60);
     let base = common::serve(&store).await;
-    let bare = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let bare_base = format!("http://{}", bare.local_addr().unwrap());
-    let router = axum::Router::new().route(
+    let bare_base = common::serve_bare(
         "/earn",
-        axum::routing::post(|Json(body): Json<Value>| async move {
-            (
-                StatusCode::ACCEPTED,
-                Json(json!({"status": "accepted", "requestId": body["id"]})),
-            )
-        }),
-    );
-    tokio::spawn(async move { axum::serve(bare, router).await });
+        StatusCode::ACCEPTED,
+        |body| json!({"status": "accepted", "requestId": body["id"]}),
+    )
+    .await;
 
     let client = reqwest::Client::new();
     let (api_key, secret) = (key.key.api_key.clone(), key.secret.clone());

@@ -8,7 +8,6 @@
 
 mod common;
 
-use axum::Json;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 use store::{Catalogue, EarnInput, ImportOptions, RuleBook};
@@ -58,18 +57,12 @@ async fn main() {
     while store.process_earns(&book, 100).await.unwrap() > 0 {}
 
     let base = common::serve(&store).await;
-    let bare = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let bare_base = format!("http://{}", bare.local_addr().unwrap());
-    let router = axum::Router::new().route(
+    let bare_base = common::serve_bare(
         "/orders",
-        axum::routing::post(|Json(body): Json<Value>| async move {
-            (
-                StatusCode::OK,
-                Json(json!({"reference": body["reference"], "lines": body["lines"]})),
-            )
-        }),
-    );
-    tokio::spawn(async move { axum::serve(bare, router).await });
+        StatusCode::OK,
+        |body| json!({"reference": body["reference"], "lines": body["lines"]}),
+    )
+    .await;
 
     let client = reqwest::Client::new();
     let (api_key, secret) = (key.key.api_key.clone(), key.secret.clone());

@@ -262,6 +262,28 @@ pub async fn serve(store: &store::Store) -> String {
     base
 }
 
+/// A bare axum server answering `POST path` with `status` and `reply` of the JSON body it
+/// parsed: the HTTP stack and JSON alone (no key check, no store), the floor under an
+/// operation's figures. Its base URL.
+pub async fn serve_bare(
+    path: &'static str,
+    status: axum::http::StatusCode,
+    reply: fn(serde_json::Value) -> serde_json::Value,
+) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let router = axum::Router::new().route(
+        path,
+        axum::routing::post(
+            move |axum::Json(body): axum::Json<serde_json::Value>| async move {
+                (status, axum::Json(reply(body)))
+            },
+        ),
+    );
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    base
+}
+
 /// A bare axum server answering every GET with `body` as JSON: what the HTTP stack alone does
 /// with an answer of that size (no key check, no routing table, no search): the floor under a
 /// scenario whose answers are that large.
