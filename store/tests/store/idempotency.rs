@@ -5,8 +5,8 @@
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 use store::{
-    EarnInput, EarnStatus, FileEarn, FileOutcome, RuleBook, Shortfall, Store, StoreError,
-    Submission, Tokens, backend_tests,
+    EarnInput, EarnStatus, FileEarn, FileOutcome, FileReturn, ReturnOutcome, RuleBook, Shortfall,
+    Store, StoreError, Submission, Tokens, backend_tests,
 };
 
 use crate::corrections::{correction, credit, set_shortfall};
@@ -248,6 +248,48 @@ async fn a_refused_return_is_refused_again_under_its_key(store: Store) {
     assert!(store.audit().await.unwrap().is_empty());
 }
 
+/// A file's return row and an API return under one id are one request: a row refused for its
+/// shortfall is refused again through the API, and another return under its id is a conflict.
+async fn a_return_refused_in_a_file_is_refused_again_by_the_api(store: Store) {
+    let s = setup(&store).await;
+    let c = &s.campaign;
+    set_shortfall(&store, &s, Shortfall::Refuse).await;
+    let e = credit(&store, &s, "e-1", "10", 2).await;
+    store.burn(c, burn("b-1", 8)).await.unwrap();
+    let row = FileReturn {
+        row: 2,
+        id: "ret-1".into(),
+        reverses: "e-1".into(),
+        earn_earlier_in_file: false,
+        amount: None,
+        wallet: None,
+        date: None,
+        description: Some("Returned voucher".into()),
+        comment: None,
+        meta: None,
+    };
+    let outcomes = store
+        .reverse_file_rows(&c.org(), "batch-1", vec![row])
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            outcomes[..],
+            [ReturnOutcome::Refused {
+                code: "reversal_shortfall",
+                ..
+            }]
+        ),
+        "{outcomes:?}"
+    );
+    credit(&store, &s, "e-2", "20", 1).await;
+    let again = store.correct(c, correction(&e, "ret-1", None)).await;
+    assert_eq!(refused(&again), "reversal_shortfall: Some(\"amount\")");
+    let other = store.correct(c, correction(&e, "ret-1", Some("1"))).await;
+    assert_eq!(reused_for(&other), Some("amount"));
+    assert_eq!(balance(&store, &s).await, Tokens::whole(22));
+}
+
 async fn a_refused_order_is_refused_again_under_its_reference(store: Store) {
     let c = orders::setup(&store).await;
     orders::earn(&store, &c, "e-1", "5").await;
@@ -279,5 +321,6 @@ backend_tests!(
     a_file_row_and_an_api_earn_share_one_id,
     a_refused_burn_is_refused_again_under_its_key,
     a_refused_return_is_refused_again_under_its_key,
+    a_return_refused_in_a_file_is_refused_again_by_the_api,
     a_refused_order_is_refused_again_under_its_reference,
 );
