@@ -11,8 +11,8 @@ use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use store::{
-    EarnInput, EarnRequest, NewBurn, NewCorrection, Submission, Tokens, Transaction,
-    TransactionFilter, TransactionKind,
+    EarnInput, EarnRequest, NewBurn, NewCorrection, Tokens, Transaction, TransactionFilter,
+    TransactionKind,
 };
 use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 use utoipa::{IntoParams, ToSchema};
@@ -522,18 +522,11 @@ async fn earn(
     base: BaseUrl,
     JsonBody(body): JsonBody<EarnBody>,
 ) -> Result<(StatusCode, Json<EarnAccepted>), ApiError> {
-    let submission = state
+    let pending = state
         .store
         .pending_earn(&caller.context.campaign, earn_input(body)?)
         .await?;
-    let request = match submission {
-        Submission::New(pending) => state
-            .earn_inbox
-            .submit(pending)
-            .await
-            .map_err(ApiError::Internal)?,
-        Submission::Repeat(earlier) => earlier,
-    };
+    let request = state.earn_inbox.submit(pending).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(EarnAccepted {

@@ -69,9 +69,7 @@ pub use leaderboard::{Built, Neighbourhood, Snapshot, Standing, display_name};
 pub use ledger::audit::Discrepancy;
 pub use ledger::burn::{Burned, NewBurn};
 pub use ledger::corrections::{Corrected, NewCorrection};
-pub use ledger::earn::{
-    Credit, Credited, EarnInput, EarnRequest, EarnStatus, PendingEarn, Submission,
-};
+pub use ledger::earn::{Credit, Credited, EarnInput, EarnRequest, EarnStatus, PendingEarn};
 pub use ledger::transactions::{EarnReplay, Transaction, TransactionFilter, TransactionKind};
 pub use ledger::wallets::{NewWallet, Wallet, WalletFilter};
 pub use members::{

@@ -346,6 +346,9 @@ pub(crate) trait Debiting: Tx {
     /// row it brings but the burn does not take is a table lookup wasted.)
     const FIRST_READ: usize;
     const NEXT_READ: usize;
+    /// Whether the claim fails on a key that holds a refusal, as on one that holds a burn (a
+    /// backend whose writes come one at a time sees it there, without a statement of its own).
+    const CLAIM_SEES_REFUSALS: bool;
     /// Claims the burn's `externalId` and debits its wallet if the balance allows.
     async fn claim_and_debit(&mut self, debit: &Debit) -> Result<Claimed, StoreError>;
     /// The wallet's first `ASIDE_READ` aside rows and its first `FIRST_READ` transactions from
@@ -388,7 +391,7 @@ impl Debit {
         let t = &self.transaction;
         let key = self.entry().idem_key();
         let claimed = tx.claim_and_debit(self).await?;
-        if !matches!(claimed, Claimed::Earlier) {
+        if !T::CLAIM_SEES_REFUSALS && !matches!(claimed, Claimed::Earlier) {
             // After the claim, in a statement of its own: a twin refused while this request
             // waited for its claim is seen (see `refusals`).
             refusals::answer_earlier(tx, &key, &self.fingerprint, "externalId").await?;
@@ -396,12 +399,13 @@ impl Debit {
         let (at_position, owed) = match claimed {
             Claimed::Debited(position, owed) => (position, owed),
             // An identical request finished meanwhile: its replay is answered, never refused
-            // for the balance it spent.
+            // for the balance it spent. Without a burn, the key holds a refusal.
             Claimed::Earlier => {
-                let earlier: TransactionRow = tx
-                    .row(SELECT_BY_KEY, params![key])
-                    .await?
-                    .ok_or(StoreError::NotFound { what: "burn" })?;
+                let earlier: Option<TransactionRow> = tx.row(SELECT_BY_KEY, params![key]).await?;
+                let Some(earlier) = earlier else {
+                    refusals::answer_earlier(tx, &key, &self.fingerprint, "externalId").await?;
+                    return Err(StoreError::NotFound { what: "burn" });
+                };
                 let burned = replay_or_conflict(earlier, &self.fingerprint)?;
                 return Ok(Debited::Earlier(Box::new(burned)));
             }

@@ -15,10 +15,9 @@ use crate::backend::direct;
 use crate::backend::{Arg, OwnedArg, Steps, Tx, borrowed, owned};
 use crate::common::ids::{new_id, now};
 use crate::error::{known, panicked};
-use crate::ledger::same_earn::{self, EarlierEarn, Facts, earlier_columns};
-use crate::ledger::transactions::idem_key;
+use crate::ledger::same_earn::{self, Earlier};
 use crate::programme::evaluate::{Target, WalletContext, credit_for};
-use crate::{Campaign, RuleBook, Store, StoreError, Tokens, TransactionKind};
+use crate::{Campaign, RuleBook, Store, StoreError, Tokens};
 
 /// An earn as submitted: what the rules need and what the transaction keeps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -53,14 +52,6 @@ pub struct PendingEarn {
     pub campaign_id: String,
     pub wallet_id: String,
     pub earn: EarnInput,
-}
-
-/// An API earn as submitted: new, or the repeat of the earlier request with its id.
-#[derive(Debug, Clone)]
-pub enum Submission {
-    New(PendingEarn),
-    /// The first request under the id, for the same earn: the answer to its repeat.
-    Repeat(EarnRequest),
 }
 
 /// An earn request and where it stands.
@@ -184,30 +175,25 @@ pub enum Credited {
 /// Earns: accepted over the API, evaluated by the rules and credited by the workers (scope:
 /// `&Campaign`).
 impl Store {
-    /// Stores an earn for processing and returns its request (status `accepted`). The wallet
-    /// must exist in the campaign (`NotFound` otherwise); everything else is decided later.
+    /// Stores an earn for processing and returns its request (status `accepted`), or, for an
+    /// id used before, the first request for the same earn or `already_exists` (see
+    /// `store_earns`). The wallet must exist in the campaign (`NotFound` otherwise); everything
+    /// else is decided later.
     pub async fn submit_earn(
         &self,
         campaign: &Campaign,
         earn: EarnInput,
     ) -> Result<EarnRequest, StoreError> {
-        match self.pending_earn(campaign, earn).await? {
-            Submission::New(pending) => {
-                let mut stored = self.store_earns(vec![pending]).await?;
-                Ok(stored.remove(0))
-            }
-            Submission::Repeat(earlier) => Ok(earlier),
-        }
+        let pending = self.pending_earn(campaign, earn).await?;
+        self.store_earns(vec![pending]).await?.remove(0)
     }
 
-    /// Checks an earn's date and wallet and prepares it for `store_earns`, unless its id was
-    /// used before: for the same earn, the first request is the answer; for another,
-    /// `already_exists` naming the first field that differs (see `same_earn`).
+    /// Checks an earn's date and wallet and prepares it for `store_earns`.
     pub async fn pending_earn(
         &self,
         campaign: &Campaign,
         earn: EarnInput,
-    ) -> Result<Submission, StoreError> {
+    ) -> Result<PendingEarn, StoreError> {
         if !crate::in_calendar(earn.date) {
             return Err(StoreError::invalid(
                 "date",
@@ -215,58 +201,56 @@ impl Store {
             ));
         }
         let wallet = self.get_wallet(campaign, &earn.wallet).await?;
-        let pending = PendingEarn {
+        Ok(PendingEarn {
             org_id: campaign.org_id.clone(),
             campaign_id: campaign.id.clone(),
             wallet_id: wallet.id,
             earn,
-        };
-        Ok(match self.first_request(campaign, &pending).await? {
-            Some(earlier) => Submission::Repeat(earlier),
-            None => Submission::New(pending),
         })
     }
 
-    /// The first request under `pending`'s earn id if it was for the same earn; `None` if the
-    /// id is new, or holds the same earn credited from a file (the request will be its
-    /// `duplicate`); `already_exists` if it holds another earn.
-    async fn first_request(
-        &self,
-        campaign: &Campaign,
-        pending: &PendingEarn,
-    ) -> Result<Option<EarnRequest>, StoreError> {
-        const FIRST: &str = "SELECT id, wallet_id, body FROM earn_requests \
-             WHERE org_id = $1 AND earn_id = $2 ORDER BY created_at, id LIMIT 1";
-        const CREDITED: &str = concat!(
-            "SELECT ",
-            earlier_columns!(),
-            " FROM transactions WHERE idem_key = $1"
-        );
-        let (earn, wallet_id) = (&pending.earn, pending.wallet_id.as_str());
-        let first: Option<(String, String, Json<EarnInput>)> = self
-            .read_row(FIRST, params![pending.org_id, earn.earn_id])
-            .await?;
-        if let Some((id, first_wallet, body)) = first {
-            let first = Facts::of(&body.0, &first_wallet);
-            return match first.differs(&Facts::of(earn, wallet_id)) {
-                Some(field) => Err(same_earn::conflict(field)),
-                None => self.earn_request(campaign, &id).await.map(Some),
-            };
-        }
-        let key = idem_key(&pending.org_id, TransactionKind::Earn, &earn.earn_id);
-        let credited: Option<EarlierEarn> = self.read_row(CREDITED, params![key]).await?;
-        match credited.and_then(|c| c.differs(earn, wallet_id)) {
-            Some(field) => Err(same_earn::conflict(field)),
-            None => Ok(None),
-        }
-    }
-
-    /// Stores many checked earns with one statement (a caller may gather concurrent submissions
-    /// into one write), each as an `accepted` request, in order.
+    /// Stores many checked earns with one statement (a caller gathers concurrent submissions
+    /// into one write), each as an `accepted` request; each one's answer, in order. An earn
+    /// whose id was used before (by a request, a file row, or an earlier earn of the batch) is
+    /// answered with the first request for the same earn, or refused as `already_exists`
+    /// naming the first field in which it is another (see `same_earn`): what the batch's ids
+    /// hold is read once for the batch.
     pub async fn store_earns(
         &self,
         pending: Vec<PendingEarn>,
+    ) -> Result<Vec<Result<EarnRequest, StoreError>>, StoreError> {
+        let earlier = self.earlier_earns(&pending).await?;
+        let new: Vec<PendingEarn> = pending
+            .iter()
+            .zip(&earlier)
+            .filter(|(_, e)| matches!(e, Earlier::New))
+            .map(|(p, _)| p.clone())
+            .collect();
+        let mut stored = self.store_new_earns(new).await?.into_iter();
+        let mut answers: Vec<Result<EarnRequest, StoreError>> = Vec::with_capacity(pending.len());
+        for (p, e) in pending.iter().zip(earlier) {
+            let answer = match e {
+                Earlier::New => Ok(stored.next().expect("one request a new earn")),
+                Earlier::InBatch(i) => match &answers[i] {
+                    Ok(first) => Ok(first.clone()),
+                    Err(_) => unreachable!("an earn the batch repeats is new"),
+                },
+                Earlier::Request(id) => self.request_of(&p.org_id, &p.campaign_id, &id).await,
+                Earlier::Other(field) => Err(same_earn::conflict(field)),
+            };
+            answers.push(answer);
+        }
+        Ok(answers)
+    }
+
+    /// Stores `pending` as `accepted` requests with one statement, whatever their ids hold.
+    pub(crate) async fn store_new_earns(
+        &self,
+        pending: Vec<PendingEarn>,
     ) -> Result<Vec<EarnRequest>, StoreError> {
+        if pending.is_empty() {
+            return Ok(Vec::new());
+        }
         let at = now();
         let requests: Vec<EarnRequest> = pending
             .iter()
@@ -305,15 +289,22 @@ impl Store {
         campaign: &Campaign,
         id: &str,
     ) -> Result<EarnRequest, StoreError> {
+        self.request_of(&campaign.org_id, &campaign.id, id).await
+    }
+
+    async fn request_of(
+        &self,
+        org_id: &str,
+        campaign_id: &str,
+        id: &str,
+    ) -> Result<EarnRequest, StoreError> {
         const SQL: &str = concat!(
             "SELECT ",
             request_columns!(),
             " FROM earn_requests r LEFT JOIN transactions t ON t.id = r.transaction_id \
              WHERE r.org_id = $1 AND r.campaign_id = $2 AND r.id = $3"
         );
-        let row: Option<RequestRow> = self
-            .read_row(SQL, params![campaign.org_id, campaign.id, id])
-            .await?;
+        let row: Option<RequestRow> = self.read_row(SQL, params![org_id, campaign_id, id]).await?;
         row.ok_or(StoreError::NotFound {
             what: "earn request",
         })

@@ -4,6 +4,7 @@
 //! amount as a number, the date to the microsecond), so naming a wallet by its reference once and
 //! by its id the next time is the same earn.
 
+use std::collections::HashMap;
 use std::str::FromStr;
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -11,7 +12,8 @@ use rules::Decimal;
 use serde_json::Value;
 use sqlx::types::Json;
 
-use crate::{EarnInput, StoreError};
+use crate::ledger::transactions::idem_key;
+use crate::{EarnInput, PendingEarn, Store, StoreError, TransactionKind};
 
 /// The columns of `EarlierEarn`, in order.
 macro_rules! earlier_columns {
@@ -113,4 +115,86 @@ pub(crate) fn conflict(field: &'static str) -> StoreError {
         Some(field.into()),
         format!("id was used for another earn: its {field} differs"),
     )
+}
+
+/// What an API earn's id holds already, as `Store::earlier_earns` finds it.
+pub(crate) enum Earlier {
+    /// Nothing, or the same earn credited from a file (its request ends `duplicate`).
+    New,
+    /// The same earn, first requested by this request.
+    Request(String),
+    /// The same earn, first in this batch at this place.
+    InBatch(usize),
+    /// Another earn, which differs in this field.
+    Other(&'static str),
+}
+
+impl Store {
+    /// What each of `pending`'s ids holds: its first request (read for the whole batch at
+    /// once), an earlier earn of the batch, or an EARN credited from a file.
+    pub(crate) async fn earlier_earns(
+        &self,
+        pending: &[PendingEarn],
+    ) -> Result<Vec<Earlier>, StoreError> {
+        const REQUESTS: &str = "SELECT earn_id, id, wallet_id, body FROM earn_requests \
+             WHERE org_id = $1 AND earn_id {key} ORDER BY created_at, id";
+        const CREDITED: &str = concat!(
+            "SELECT ",
+            earlier_columns!(),
+            " FROM transactions WHERE idem_key {key}"
+        );
+        let mut by_org: HashMap<&str, Vec<&str>> = HashMap::new();
+        for p in pending {
+            by_org.entry(&p.org_id).or_default().push(&p.earn.earn_id);
+        }
+        // Each id's first request: (request id, wallet, the earn as sent).
+        let mut first: HashMap<(String, String), (String, String, EarnInput)> = HashMap::new();
+        for (org, mut ids) in by_org {
+            ids.sort_unstable();
+            ids.dedup();
+            type Row = (String, String, String, Json<EarnInput>);
+            let rows: Vec<Row> = self.read_each(REQUESTS, params![org], &ids).await?;
+            for (earn_id, id, wallet_id, body) in rows {
+                let key = (org.to_string(), earn_id);
+                first.entry(key).or_insert((id, wallet_id, body.0));
+            }
+        }
+        let key_of = |p: &PendingEarn| idem_key(&p.org_id, TransactionKind::Earn, &p.earn.earn_id);
+        let mut keys: Vec<Vec<u8>> = pending.iter().map(key_of).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let credited: Vec<EarlierEarn> = self.read_each(CREDITED, params![], &keys).await?;
+        let credited: HashMap<Vec<u8>, EarlierEarn> = credited
+            .into_iter()
+            .map(|e| (e.idem_key.clone(), e))
+            .collect();
+        let mut in_batch: HashMap<(&str, &str), usize> = HashMap::new();
+        let mut found: Vec<Earlier> = Vec::with_capacity(pending.len());
+        for (i, p) in pending.iter().enumerate() {
+            let facts = Facts::of(&p.earn, &p.wallet_id);
+            let id = (p.org_id.clone(), p.earn.earn_id.clone());
+            let batch_key = (p.org_id.as_str(), p.earn.earn_id.as_str());
+            let earlier = if let Some((request, wallet, earn)) = first.get(&id) {
+                match Facts::of(earn, wallet).differs(&facts) {
+                    Some(field) => Earlier::Other(field),
+                    None => Earlier::Request(request.clone()),
+                }
+            } else if let Some(&j) = in_batch.get(&batch_key) {
+                let before = Facts::of(&pending[j].earn, &pending[j].wallet_id);
+                match (&found[j], before.differs(&facts)) {
+                    (_, Some(field)) | (&Earlier::Other(field), None) => Earlier::Other(field),
+                    _ => Earlier::InBatch(j),
+                }
+            } else {
+                in_batch.insert(batch_key, i);
+                let credited = credited.get(&key_of(p));
+                match credited.and_then(|c| c.differs(&p.earn, &p.wallet_id)) {
+                    Some(field) => Earlier::Other(field),
+                    None => Earlier::New,
+                }
+            };
+            found.push(earlier);
+        }
+        Ok(found)
+    }
 }

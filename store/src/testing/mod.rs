@@ -179,6 +179,15 @@ pub async fn wallet_fixture(store: &Store) -> (crate::Campaign, crate::Wallet) {
     made.await.unwrap_or_else(|e| panic!("wallet fixture: {e}"))
 }
 
+/// Stores `pending` as earn requests without looking at what their ids hold, as nodes that
+/// each checked an id at the same moment would.
+pub async fn store_unchecked(
+    store: &Store,
+    pending: Vec<crate::PendingEarn>,
+) -> Vec<crate::EarnRequest> {
+    store.store_new_earns(pending).await.unwrap()
+}
+
 /// Fault injection for the store's own tests: an earn described as `panic at {stage}` panics
 /// when it reaches `stage`.
 #[cfg(test)]

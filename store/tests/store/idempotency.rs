@@ -6,7 +6,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 use store::{
     EarnInput, EarnStatus, FileEarn, FileOutcome, FileReturn, ReturnOutcome, RuleBook, Shortfall,
-    Store, StoreError, Submission, Tokens, backend_tests,
+    Store, StoreError, Tokens, backend_tests,
 };
 
 use crate::corrections::{correction, credit, set_shortfall};
@@ -70,27 +70,38 @@ async fn an_api_earn_sent_again_answers_with_its_first_request(store: Store) {
         ),
     ];
     for (field, other) in others {
-        let result = store.pending_earn(&s.campaign, other).await;
+        let result = store.submit_earn(&s.campaign, other).await;
         assert_eq!(reused_for(&result), Some(field), "{field}");
     }
+}
+
+/// Earns gathered into one write: a repeat within the batch is answered with its first
+/// request, another earn under its id is refused.
+async fn a_batch_of_submissions_tells_its_own_repeats_apart(store: Store) {
+    let s = setup(&store).await;
+    let at = Utc::now();
+    let mut pending = Vec::new();
+    for amount in ["1", "1.0", "2"] {
+        let earn = earn_at("e-5", amount, at);
+        pending.push(store.pending_earn(&s.campaign, earn).await.unwrap());
+    }
+    let answers = store.store_earns(pending).await.unwrap();
+    let first = answers[0].as_ref().unwrap();
+    assert_eq!(answers[1].as_ref().unwrap().id, first.id);
+    assert_eq!(reused_for(&answers[2]), Some("amount"));
 }
 
 async fn twins_that_differ_are_told_apart_when_credited(store: Store) {
     let s = setup(&store).await;
     let book = RuleBook::new(store.clone());
-    // Two requests under one id that both passed the check at submission (sent at once).
+    // Two requests under one id that both passed the check at submission (sent at once to two
+    // nodes).
     let mut pending = Vec::new();
     for amount in ["10", "12"] {
-        match store
-            .pending_earn(&s.campaign, earn("e-1", amount))
-            .await
-            .unwrap()
-        {
-            Submission::New(p) => pending.push(p),
-            Submission::Repeat(r) => panic!("a new id repeats {r:?}"),
-        }
+        let earn = earn("e-1", amount);
+        pending.push(store.pending_earn(&s.campaign, earn).await.unwrap());
     }
-    let stored = store.store_earns(pending).await.unwrap();
+    let stored = store::testing::store_unchecked(&store, pending).await;
     drain(&store, &book).await;
     let mut outcomes = Vec::new();
     for request in &stored {
@@ -169,7 +180,7 @@ async fn a_file_row_and_an_api_earn_share_one_id(store: Store) {
     let request = store.earn_request(&s.campaign, &request.id).await.unwrap();
     assert_eq!(request.status, EarnStatus::Duplicate);
     let other = earn_at("f-1", "6", now);
-    let result = store.pending_earn(&s.campaign, other).await;
+    let result = store.submit_earn(&s.campaign, other).await;
     assert_eq!(reused_for(&result), Some("amount"));
 }
 
@@ -318,6 +329,7 @@ async fn a_refused_order_is_refused_again_under_its_reference(store: Store) {
 backend_tests!(
     an_api_earn_sent_again_answers_with_its_first_request,
     twins_that_differ_are_told_apart_when_credited,
+    a_batch_of_submissions_tells_its_own_repeats_apart,
     a_file_row_and_an_api_earn_share_one_id,
     a_refused_burn_is_refused_again_under_its_key,
     a_refused_return_is_refused_again_under_its_key,

@@ -149,11 +149,8 @@ async fn the_same_earn_id_credits_once(store: Store) {
     let book = RuleBook::new(store.clone());
     let e = earn("e-1", "10");
     // Ten requests that each passed the check at once (as on ten nodes): all are stored.
-    let store::Submission::New(pending) = store.pending_earn(&s.campaign, e.clone()).await.unwrap()
-    else {
-        panic!("a new id is new");
-    };
-    let stored = store.store_earns(vec![pending; 10]).await.unwrap();
+    let pending = store.pending_earn(&s.campaign, e.clone()).await.unwrap();
+    let stored = store::testing::store_unchecked(&store, vec![pending; 10]).await;
     let requests: Vec<String> = stored.into_iter().map(|r| r.id).collect();
     // Ten more, while workers run: each is answered with the first request.
     let mut tasks = Vec::new();
@@ -1043,7 +1040,7 @@ async fn a_ledger_of_lots_migrates(db: store::testing::TestStore) {
     // (The old earns kept no purchase amount, so an earn under their id is another earn.)
     for id in ["t1", "t3", "z1", "z10000", "z10001", "z25000"] {
         let reused = store
-            .pending_earn(&s.campaign, crate::ledger::earn(id, "50"))
+            .submit_earn(&s.campaign, crate::ledger::earn(id, "50"))
             .await;
         assert_eq!(reused_for(&reused), Some("amount"), "{id}");
     }

@@ -76,6 +76,7 @@ impl OnPostgres for Burning<'_> {
 impl Debiting for PgTx<'_> {
     const FIRST_READ: usize = 4;
     const NEXT_READ: usize = 64;
+    const CLAIM_SEES_REFUSALS: bool = false;
 
     async fn claim_and_debit(&mut self, debit: &Debit) -> Result<Claimed, StoreError> {
         let entry = debit.entry();

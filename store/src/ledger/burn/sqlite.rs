@@ -8,9 +8,18 @@ use crate::backend::direct::Direct;
 use crate::backend::{OnSqlite, SqliteTx, Tx};
 use crate::common::ids::now;
 use crate::ledger::fifo::{Aside, Earn, LotRow, Position};
-use crate::ledger::transactions::INSERT_TRANSACTION;
+use crate::ledger::transactions::entry_columns;
 use crate::{Store, StoreError};
 
+/// The BURN transaction (`INSERT_TRANSACTION`'s parameters), unless its key (`$20`) holds a
+/// burn or a refusal: the writes come one at a time, so this one statement tells both.
+const CLAIM: &str = concat!(
+    "INSERT INTO transactions (",
+    entry_columns!(),
+    ") SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
+     $19, $20 WHERE NOT EXISTS (SELECT 1 FROM refusals WHERE idem_key = $20) \
+     ON CONFLICT (idem_key) DO NOTHING"
+);
 /// The debit of `$2` from wallet `$1` at `$3`, if it keeps `$4`; its position before, and what
 /// it owes.
 const DEBIT: &str = "UPDATE wallets SET balance = balance - $2, updated_at = $3 \
@@ -40,15 +49,12 @@ impl OnSqlite for Burning<'_> {
 impl Debiting for SqliteTx<'_> {
     const FIRST_READ: usize = 1;
     const NEXT_READ: usize = 16;
+    const CLAIM_SEES_REFUSALS: bool = true;
 
     async fn claim_and_debit(&mut self, debit: &Debit) -> Result<Claimed, StoreError> {
         let (entry, t) = (debit.entry(), &debit.transaction);
         let key = entry.idem_key();
-        if self
-            .execute(INSERT_TRANSACTION, &entry.args(&key, None))
-            .await?
-            == 0
-        {
+        if self.execute(CLAIM, &entry.args(&key, None)).await? == 0 {
             return Ok(Claimed::Earlier);
         }
         let (amount, at) = (t.amount.micros(), now());
