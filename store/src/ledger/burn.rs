@@ -389,18 +389,20 @@ impl Debit {
         keep: bool,
     ) -> Result<Debited, StoreError> {
         let t = &self.transaction;
-        let key = self.entry().idem_key();
+        // Hashed only where a burn's path reads by it: not on a claim that debits on SQLite.
+        let key = || self.entry().idem_key();
         let claimed = tx.claim_and_debit(self).await?;
         if !T::CLAIM_SEES_REFUSALS && !matches!(claimed, Claimed::Earlier) {
             // After the claim, in a statement of its own: a twin refused while this request
             // waited for its claim is seen (see `refusals`).
-            refusals::answer_earlier(tx, &key, &self.fingerprint, "externalId").await?;
+            refusals::answer_earlier(tx, &key(), &self.fingerprint, "externalId").await?;
         }
         let (at_position, owed) = match claimed {
             Claimed::Debited(position, owed) => (position, owed),
             // An identical request finished meanwhile: its replay is answered, never refused
             // for the balance it spent. Without a burn, the key holds a refusal.
             Claimed::Earlier => {
+                let key = key();
                 let earlier: Option<TransactionRow> = tx.row(SELECT_BY_KEY, params![key]).await?;
                 let Some(earlier) = earlier else {
                     refusals::answer_earlier(tx, &key, &self.fingerprint, "externalId").await?;
@@ -420,7 +422,7 @@ impl Debit {
                 }
                 // The claim is all that was written.
                 tx.execute(UNCLAIM, params![t.id]).await?;
-                refusals::keep(tx, &key, &self.fingerprint, &refused).await?;
+                refusals::keep(tx, &key(), &self.fingerprint, &refused).await?;
                 return Ok(Debited::Refused(refused));
             }
         };

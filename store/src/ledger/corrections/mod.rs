@@ -267,9 +267,9 @@ impl Correcting {
     }
 
     /// Whether it may be refused after it has written (a reversal the campaign refuses a
-    /// shortfall for: the lots are taken before the shortfall is known), so that a caller
-    /// running many in one transaction undoes its writes (a savepoint) when it is.
-    pub(crate) fn may_refuse_late(&self) -> bool {
+    /// shortfall for: the lots are taken before the shortfall is known): `run_keeping` then
+    /// undoes its writes to a savepoint when it is.
+    fn may_refuse_late(&self) -> bool {
         matches!(
             self.what,
             What::Reversal {
