@@ -1,7 +1,9 @@
 //! The audit: for every wallet, the balance must equal EARN + REFUND - BURN - EXPIRY - REVERSAL,
 //! the lifetime earned total must equal the EARN sum less what reversals took off them, the
 //! tokens it holds by its spending position and aside rows (its lots) must add up to the
-//! balance plus what it owes, and what it owes to what its reversals took that no lot paid;
+//! balance less what open holds reserve plus what it owes, what it owes to what its reversals
+//! took that no lot paid, and what it holds to its open holds (each of which took its amount
+//! from the lots, and a settled one nothing);
 //! and, on PostgreSQL, where no foreign key checks it row by row (migration 15), every
 //! transaction must belong to a wallet.
 
@@ -14,9 +16,11 @@ pub struct Discrepancy {
     pub wallet_id: String,
     /// For a check of one transaction (`lot`, `reversed`): the EARN or BURN it is about.
     pub transaction_id: Option<String>,
-    /// `balance`, `earned`, `lots` or `owed`; `wallet` for transactions naming a wallet that
-    /// does not exist (recorded 0, computed their net sum); `lot` for an earn whose lot is not
-    /// its tokens less what was spent, reversed or expired plus what refunds gave back; `reversed`
+    /// `balance`, `earned`, `lots`, `owed` or `held`; `hold` for a hold (`transaction_id`) whose
+    /// lots taken are not its amount (open) or nothing (settled); `wallet` for transactions
+    /// naming a wallet that does not exist (recorded 0, computed their net sum); `lot` for an
+    /// earn whose lot is not its tokens less what was spent, held, reversed or expired plus what
+    /// refunds gave back; `reversed`
     /// for an earn (or burn) whose reversals (or refunds) took (or gave) more than it holds.
     pub check: &'static str,
     /// What the wallet says.
@@ -36,12 +40,13 @@ pub struct Discrepancy {
 /// rather than in the order they are stored. SUM of BIGINT is NUMERIC on PostgreSQL: cast back,
 /// so both backends give an i64.
 const AUDIT: &str = "SELECT COALESCE(w.id, t.wallet_id), w.id IS NULL, \
-     COALESCE(w.balance, 0) + COALESCE(w.owed, 0), COALESCE(w.earned, 0), \
+     COALESCE(w.balance, 0) - COALESCE(w.held, 0) + COALESCE(w.owed, 0), COALESCE(w.earned, 0), \
      CAST(COALESCE(t.net, 0) AS BIGINT), CAST(COALESCE(t.earns, 0) AS BIGINT), \
      CAST(COALESCE(t.open, 0) + COALESCE(a.aside, 0) - CASE WHEN w.fifo_id IS NOT NULL AND NOT \
          EXISTS (SELECT 1 FROM lots_aside x WHERE x.transaction_id = w.fifo_id) \
          THEN w.fifo_taken ELSE 0 END AS BIGINT), \
-     COALESCE(w.balance, 0), CAST(COALESCE(t.owed, 0) AS BIGINT), COALESCE(w.owed, 0) \
+     COALESCE(w.balance, 0), CAST(COALESCE(t.owed, 0) AS BIGINT), COALESCE(w.owed, 0), \
+     COALESCE(w.held, 0), CAST(COALESCE(h.held, 0) AS BIGINT) \
      FROM wallets w \
      {outer} JOIN (SELECT t.wallet_id, \
          SUM(CASE t.kind WHEN 'EARN' THEN t.amount WHEN 'REFUND' THEN t.amount \
@@ -59,6 +64,8 @@ const AUDIT: &str = "SELECT COALESCE(w.id, t.wallet_id), w.id IS NULL, \
          ON t.wallet_id = w.id \
      LEFT JOIN (SELECT wallet_id, SUM(remaining) AS aside FROM lots_aside GROUP BY wallet_id) a \
          ON a.wallet_id = w.id \
+     LEFT JOIN (SELECT wallet_id, SUM(amount) AS held FROM holds WHERE status = 'held' \
+         GROUP BY wallet_id) h ON h.wallet_id = w.id \
      ORDER BY 1";
 
 /// `AUDIT` for `store`'s backend.
@@ -74,10 +81,37 @@ fn audit_sql(store: &Store) -> String {
 impl Store {
     /// Checks every wallet; an empty list means the ledger agrees with itself.
     pub async fn audit(&self) -> Result<Vec<Discrepancy>, StoreError> {
-        type Row = (String, bool, i64, i64, i64, i64, i64, i64, i64, i64);
+        type Row = (
+            String,
+            bool,
+            i64,
+            i64,
+            i64,
+            i64,
+            i64,
+            i64,
+            i64,
+            i64,
+            i64,
+            i64,
+        );
         let rows: Vec<Row> = self.read_rows(&audit_sql(self), params![]).await?;
         let mut found = Vec::new();
-        for (wallet, missing, held, earned, net, earns, lots, balance, unpaid, owed) in rows {
+        for (
+            wallet,
+            missing,
+            in_lots,
+            earned,
+            net,
+            earns,
+            lots,
+            balance,
+            unpaid,
+            owed,
+            held,
+            holds,
+        ) in rows
+        {
             if missing {
                 found.push(Discrepancy {
                     wallet_id: wallet,
@@ -91,8 +125,9 @@ impl Store {
             for (check, recorded, computed) in [
                 ("balance", balance, net),
                 ("earned", earned, earns),
-                ("lots", held, lots),
+                ("lots", in_lots, lots),
                 ("owed", owed, unpaid),
+                ("held", held, holds),
             ] {
                 if recorded != computed {
                     found.push(Discrepancy {
@@ -139,6 +174,16 @@ impl Store {
                 computed: Tokens::from_micros(computed),
             });
         }
+        let rows: Vec<(String, String, i64, i64)> = self.read_rows(HOLDS, params![]).await?;
+        for (wallet, hold, taken, amount) in rows {
+            found.push(Discrepancy {
+                wallet_id: wallet,
+                transaction_id: Some(hold),
+                check: "hold",
+                recorded: Tokens::from_micros(taken),
+                computed: Tokens::from_micros(amount),
+            });
+        }
         let rows: Vec<(String, String, i64, i64)> = self.read_rows(OVER, params![]).await?;
         for (wallet, original, corrected, amount) in rows {
             found.push(Discrepancy {
@@ -174,7 +219,8 @@ fn installed_on(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
 }
 
 /// The earns recorded since `$1` whose lot (by the wallet's position and aside rows, as in
-/// `fifo`) is not their tokens less what spends took (burns, orders, reversals, debts paid) and
+/// `fifo`) is not their tokens less what spends took (burns, orders, reversals, debts paid, open
+/// holds: a spend without a transaction is a hold's) and
 /// what expired (EXPIRY `lot:<earn>[:<id>]`), plus what refunds gave back: wallet, earn, the lot,
 /// what it should be. The history is one aggregate by earn (SQLite indexes it for the join).
 const LOTS: &str = concat!(
@@ -187,11 +233,19 @@ const LOTS: &str = concat!(
          SELECT s.earn_id AS earn_id, \
              CASE WHEN c.kind = 'REFUND' THEN 0 ELSE s.amount END AS taken, \
              CASE WHEN c.kind = 'REFUND' THEN s.amount ELSE 0 END AS given \
-         FROM spends s JOIN transactions c ON c.id = s.transaction_id \
+         FROM spends s LEFT JOIN transactions c ON c.id = s.transaction_id \
          UNION ALL SELECT {earn_of_expiry}, amount, 0 FROM transactions WHERE kind = 'EXPIRY' \
          ) d GROUP BY earn_id) h ON h.earn_id = t.id \
      WHERE t.kind = 'EARN' AND t.created_at >= $1) e WHERE lot <> computed ORDER BY 1, 2"
 );
+
+/// Holds whose lots taken (their spends) are not their amount while open, or not nothing once
+/// settled: wallet, hold, what its spends add up to, what they should.
+const HOLDS: &str = "SELECT h.wallet_id, h.id, CAST(COALESCE(SUM(s.amount), 0) AS BIGINT), \
+     CASE WHEN h.status = 'held' THEN h.amount ELSE 0 END FROM holds h \
+     LEFT JOIN spends s ON s.transaction_id = h.id GROUP BY h.wallet_id, h.id, h.status, h.amount \
+     HAVING COALESCE(SUM(s.amount), 0) <> CASE WHEN h.status = 'held' THEN h.amount ELSE 0 END \
+     ORDER BY 1, 2";
 
 /// Earns (and burns) whose reversals (refunds) took (gave) back more than they hold: wallet,
 /// the original, what its corrections add up to, its amount.

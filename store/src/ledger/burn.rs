@@ -178,7 +178,7 @@ impl Store {
 // earns first, so the ones spent are those that would expire soonest: the wallet's spending
 // position moves along its earns in date order, read through (wallet_id, date) only as far as
 // the amount reaches (see `fifo`). The first two are `Debiting::claim_and_debit`.
-const BALANCE: &str = "SELECT balance FROM wallets WHERE id = $1";
+const BALANCE: &str = "SELECT balance - held FROM wallets WHERE id = $1";
 /// A refused burn's claim of its `externalId`, undone.
 const UNCLAIM: &str = "DELETE FROM transactions WHERE id = $1";
 /// The wallet's aside rows.
@@ -264,6 +264,34 @@ pub(crate) async fn apply(
         tx.execute(crate::ledger::credit::SET_ASIDE, args).await?;
     }
     Ok(())
+}
+
+/// What a spending transaction (or a hold) took from each earn's lot, with the earn.
+pub(crate) const TAKEN: &str = "SELECT t.id, t.date, t.amount, t.expires_at, s.amount \
+     FROM spends s JOIN transactions t ON t.id = s.earn_id WHERE s.transaction_id = $1";
+/// A row of `TAKEN`: the earn (id, date, amount, expiry) and what was taken from it.
+pub(crate) type Taken = (String, DateTime<Utc>, i64, Option<DateTime<Utc>>, i64);
+
+/// Gives `gifts` (each earn with micro-tokens) back into the lots of `wallet` at `position`
+/// (see `fifo::give_back`) and writes where that leaves them; the soonest expiry among them,
+/// which the wallet's next expiry is to move to if sooner (a lot past its date expires at the
+/// next sweep).
+pub(crate) async fn give_back_to_lots(
+    tx: &mut impl Tx,
+    wallet: &str,
+    position: Option<Position<DateTime<Utc>>>,
+    gifts: &[(Earn<DateTime<Utc>>, i64)],
+) -> Result<Option<DateTime<Utc>>, StoreError> {
+    // The aside rows of the lots given to, not every one the wallet holds.
+    let mut aside: Vec<Aside<_>> = Vec::new();
+    for (earn, _) in gifts {
+        let row: Option<LotRow<DateTime<Utc>>> = tx.row(ASIDE_OF, params![earn.id]).await?;
+        aside.extend(row.map(Aside::from));
+    }
+    let spent = crate::ledger::fifo::give_back(position, &aside, gifts)
+        .map_err(|e| StoreError::NotCommitted(format!("the wallet's lots disagree: {e}")))?;
+    apply(tx, wallet, &spent).await?;
+    Ok(gifts.iter().filter_map(|(e, _)| e.expires_at).min())
 }
 
 /// A position as the database holds it: (date, id, taken), the first two NULL before any spend.

@@ -9,6 +9,7 @@ pub(crate) mod credit;
 pub(crate) mod earn;
 pub(crate) mod expiry;
 pub(crate) mod fifo;
+pub(crate) mod holds;
 pub(crate) mod refusals;
 pub(crate) mod same_earn;
 pub(crate) mod transactions;

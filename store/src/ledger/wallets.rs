@@ -21,6 +21,8 @@ pub struct Wallet {
     pub name: Option<String>,
     pub currency: String,
     pub balance: Tokens,
+    /// Of the balance, tokens open holds reserve: not to be spent but by their capture.
+    pub held: Tokens,
     /// Tokens earned over the wallet's life (what tiers follow).
     pub earned: Tokens,
     pub tier: Option<Tier>,
@@ -48,7 +50,7 @@ pub struct WalletFilter {
 macro_rules! wallet_columns {
     () => {
         "w.id, w.campaign_id, w.owner_id, w.external_id, w.name, w.currency, w.balance, \
-         w.earned, w.created_at, w.updated_at, t.id, t.name, t.precedence, t.threshold, \
+         w.held, w.earned, w.created_at, w.updated_at, t.id, t.name, t.precedence, t.threshold, \
          t.benefits, t.image_url, t.handle"
     };
 }
@@ -88,6 +90,7 @@ row_struct! {
         name: Option<String>,
         currency: String,
         balance: i64,
+        held: i64,
         earned: i64,
         created_at: DateTime<Utc>,
         updated_at: DateTime<Utc>,
@@ -119,6 +122,7 @@ fn wallet_from_row(r: WalletRow) -> Wallet {
         name: r.name,
         currency: r.currency,
         balance: Tokens::from_micros(r.balance),
+        held: Tokens::from_micros(r.held),
         earned: Tokens::from_micros(r.earned),
         tier,
         created_at: r.created_at,
@@ -204,6 +208,7 @@ impl Store {
             name: new.name,
             currency: campaign.currency.clone(),
             balance: Tokens::ZERO,
+            held: Tokens::ZERO,
             earned: Tokens::ZERO,
             tier: None,
             created_at: at,

@@ -24,7 +24,7 @@ const CLAIM_AND_DEBIT: &str = concat!(
     "WITH claim AS (",
     insert_transaction!(),
     " RETURNING 1), debit AS (UPDATE wallets SET balance = balance - $6, updated_at = $22 \
-       WHERE id = $4 AND balance - $6 >= $21 AND EXISTS (SELECT FROM claim) \
+       WHERE id = $4 AND balance - held - $6 >= $21 AND EXISTS (SELECT FROM claim) \
        RETURNING fifo_date, fifo_id, fifo_taken, owed) \
      SELECT EXISTS (SELECT FROM claim), debit.fifo_date, debit.fifo_id, debit.fifo_taken, \
        debit.owed \

@@ -20,10 +20,10 @@ const CLAIM: &str = concat!(
      $19, $20 WHERE NOT EXISTS (SELECT 1 FROM refusals WHERE idem_key = $20) \
      ON CONFLICT (idem_key) DO NOTHING"
 );
-/// The debit of `$2` from wallet `$1` at `$3`, if it keeps `$4`; its position before, and what
-/// it owes.
+/// The debit of `$2` from wallet `$1` at `$3`, if it keeps `$4` beside what holds reserve; its
+/// position before, and what it owes.
 const DEBIT: &str = "UPDATE wallets SET balance = balance - $2, updated_at = $3 \
-     WHERE id = $1 AND balance - $2 >= $4 RETURNING fifo_date, fifo_id, fifo_taken, owed";
+     WHERE id = $1 AND balance - held - $2 >= $4 RETURNING fifo_date, fifo_id, fifo_taken, owed";
 // The reads of `from_position!`, their limits written in their text: a statement whose
 // `LIMIT` is a bound value is prepared again by SQLite each time the value changes.
 /// The wallet's first transaction.

@@ -14,16 +14,11 @@ use chrono::{DateTime, Utc};
 use super::Moved;
 use crate::backend::Tx;
 use crate::common::ids::now;
-use crate::ledger::burn::{ASIDE_OF, apply};
+use crate::ledger::burn::{TAKEN, Taken, give_back_to_lots};
 use crate::ledger::credit::sooner;
-use crate::ledger::fifo::{self, Aside, Earn, LotRow, Position};
+use crate::ledger::fifo::{Earn, Position};
 use crate::{StoreError, Tokens, Transaction};
 
-/// What the burn took from each earn's lot, with the earn.
-const TAKEN: &str = "SELECT t.id, t.date, t.amount, t.expires_at, s.amount FROM spends s \
-     JOIN transactions t ON t.id = s.earn_id WHERE s.transaction_id = $1";
-/// A row of `TAKEN`: the earn (id, date, amount, expiry) and what the burn took from it.
-type Taken = (String, DateTime<Utc>, i64, Option<DateTime<Utc>>, i64);
 /// What earlier refunds of the burn gave back to each earn's lot.
 pub(super) const GIVEN: &str = "SELECT s.earn_id, CAST(SUM(s.amount) AS BIGINT) FROM spends s \
      JOIN transactions r ON r.id = s.transaction_id WHERE r.corrects = $1 GROUP BY s.earn_id";
@@ -88,16 +83,7 @@ pub(super) async fn give_back(
         rest -= give;
         gifts.push((earn, give));
     }
-    // The aside rows of the lots given to, not every one the wallet holds.
-    let mut aside: Vec<Aside<_>> = Vec::new();
-    for (earn, _) in &gifts {
-        let row: Option<LotRow<DateTime<Utc>>> = tx.row(ASIDE_OF, params![earn.id]).await?;
-        aside.extend(row.map(Aside::from));
-    }
-    let spent = fifo::give_back(position, &aside, &gifts)
-        .map_err(|e| StoreError::NotCommitted(format!("the wallet's lots disagree: {e}")))?;
-    apply(tx, wallet, &spent).await?;
-    let soonest = gifts.iter().filter_map(|(e, _)| e.expires_at).min();
+    let soonest = give_back_to_lots(tx, wallet, position, &gifts).await?;
     tx.execute(CREDIT, params![wallet, amount, soonest, now()])
         .await?;
     Ok(Moved {

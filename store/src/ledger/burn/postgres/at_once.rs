@@ -41,7 +41,8 @@ const EARNS_READ: usize = 4;
 const READ: &str = concat!(
     "SELECT w.id, w.currency, w.version, w.balance, w.fifo_date, w.fifo_id, w.fifo_taken, \
        w.owed, l.aside, l.id, l.date, l.amount, l.expires_at, l.earn \
-     FROM (SELECT id, currency, xmin::text::bigint AS version, balance, fifo_date, fifo_id, \
+     FROM (SELECT id, currency, xmin::text::bigint AS version, balance - held AS balance, \
+             fifo_date, fifo_id, \
              fifo_taken, owed FROM wallets WHERE id = ",
     crate::ledger::wallets::wallet_id_of_reference!(),
     ") w \
@@ -66,7 +67,7 @@ const WRITE: &str = concat!(
     "WITH debit AS (UPDATE wallets SET balance = balance - $6, updated_at = $22, \
        fifo_date = COALESCE($23, fifo_date), fifo_id = COALESCE($24, fifo_id), \
        fifo_taken = COALESCE($25, fifo_taken) \
-       WHERE id = $4 AND xmin::text::bigint = $26 AND balance - $6 >= $21 \
+       WHERE id = $4 AND xmin::text::bigint = $26 AND balance - held - $6 >= $21 \
          AND NOT EXISTS (SELECT FROM refusals WHERE idem_key = $20) RETURNING 1), \
      claim AS (INSERT INTO transactions (",
     entry_columns!(),
@@ -98,6 +99,7 @@ type ReadRow = (
 /// What the read found of a wallet's state: what an unlocked burn from it is written with.
 pub(super) struct Snapshot {
     version: i64,
+    /// The balance less what holds reserve: what a spend may take from.
     balance: i64,
     /// What the wallet owes (see `burn::repay`): a wallet in debt takes the locked path.
     owed: i64,
