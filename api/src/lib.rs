@@ -3,8 +3,8 @@
 //! live:
 //!
 //! - one module per resource, each with its `router()`, request and response types:
-//!   `api_key`, `members/`, `wallets`, `transactions`, `batches`, `catalogue/`, `orders/`,
-//!   `bookings`, `leaderboard`, `reviews`;
+//!   `api_key`, `members/`, `wallets`, `transactions`, `holds`, `batches`, `catalogue/`,
+//!   `orders/`, `bookings`, `leaderboard`, `reviews`;
 //! - `http/`: what they share (authentication and versions, the error type and problem body,
 //!   the body and query extractors, field checks, paging, the OpenAPI document, the operational
 //!   routes);
@@ -16,6 +16,7 @@ mod api_key;
 mod batches;
 mod bookings;
 mod catalogue;
+mod holds;
 mod http;
 mod jobs;
 mod leaderboard;
@@ -48,6 +49,7 @@ pub mod views {
         BranchView, CategoryView, CountsView, ImportReportView, ProductView, TagView, TierView,
         VariantView, WeekdaysView,
     };
+    pub use crate::holds::HoldView;
     pub use crate::http::error::{FieldError, Problem};
     pub use crate::http::paging::PagedList;
     pub use crate::leaderboard::{LeaderboardEntry, MemberRank};
@@ -72,6 +74,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .merge(members::router())
         .merge(wallets::router())
         .merge(transactions::router())
+        .merge(holds::router())
         .merge(batches::router())
         .merge(catalogue::router())
         .merge(orders::router())

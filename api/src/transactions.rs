@@ -29,11 +29,11 @@ use crate::http::paging::{PagedList, Paging, PagingParams};
 use crate::http::query::QueryParams;
 
 /// The most tokens one burn may spend: a wallet holds at most `Tokens::MAX`, a trillion.
-const MAX_BURN: i64 = 1_000_000_000_000;
+pub(crate) const MAX_BURN: i64 = 1_000_000_000_000;
 /// Tokens have at most 6 decimals.
 const TOKEN_STEP: f64 = 0.000_001;
 
-fn burn_amount() -> Object {
+pub(crate) fn burn_amount() -> Object {
     ObjectBuilder::new()
         .schema_type(Type::Number)
         .exclusive_minimum(Some(0))
@@ -281,7 +281,11 @@ async fn get_transaction(
     ))
 }
 
-fn date(checks: &mut Checks, field: &str, value: Option<String>) -> Option<DateTime<Utc>> {
+pub(crate) fn date(
+    checks: &mut Checks,
+    field: &str,
+    value: Option<String>,
+) -> Option<DateTime<Utc>> {
     let value = value?;
     match checks::date_time(&value) {
         Some(t) => Some(t),

@@ -28,6 +28,13 @@ pub struct WalletView {
     pub name: Option<String>,
     #[schema(value_type = f64)]
     pub balance: Tokens,
+    /// Of the balance, the tokens open holds reserve: spent only by their capture.
+    #[schema(value_type = f64)]
+    pub held: Tokens,
+    /// What a burn, an order or a hold may take now: the balance less what is held and less
+    /// the programme's minimum balance (never below 0).
+    #[schema(value_type = f64)]
+    pub available: Tokens,
     pub tier: Option<TierView>,
     /// The client's reference (card or policy number).
     pub external_id: Option<String>,
@@ -37,13 +44,21 @@ pub struct WalletView {
     pub updated_at: DateTime<Utc>,
 }
 
-impl From<Wallet> for WalletView {
-    fn from(w: Wallet) -> Self {
+impl WalletView {
+    /// The view of `w` in a campaign whose minimum balance is `min_balance`.
+    fn of(w: Wallet, min_balance: Tokens) -> Self {
+        let available = w
+            .balance
+            .checked_sub(w.held)
+            .and_then(|free| free.checked_sub(min_balance))
+            .map_or(Tokens::ZERO, |free| free.max(Tokens::ZERO));
         WalletView {
             id: w.id,
             currency: w.currency,
             name: w.name,
             balance: w.balance,
+            held: w.held,
+            available,
             tier: w.tier.map(Into::into),
             external_id: w.external_id,
             owner_id: w.owner_id,
@@ -117,6 +132,15 @@ pub enum WalletList {
     Wrapped(Vec<PagedList<WalletView>>),
 }
 
+/// The minimum balance the caller's campaign keeps (its policy, cached).
+async fn min_balance(state: &AppState, caller: &Caller) -> Result<Tokens, ApiError> {
+    Ok(state
+        .store
+        .policy(&caller.context.campaign)
+        .await?
+        .min_balance)
+}
+
 fn new_wallet(input: WalletInput) -> Result<NewWallet, ApiError> {
     let mut checks = Checks::default();
     let wallet = NewWallet {
@@ -151,7 +175,8 @@ async fn list_wallets(
         .store
         .list_wallets(&caller.context.campaign, &filter, page)
         .await?;
-    let list = PagedList::from_page(wallets, WalletView::from);
+    let min = min_balance(&state, &caller).await?;
+    let list = PagedList::from_page(wallets, |w| WalletView::of(w, min));
     Ok(Json(match caller.version {
         ApiVersion::V1_9_5 => WalletList::Paged(list),
         ApiVersion::V1_6_2 => WalletList::Wrapped(vec![list]),
@@ -172,7 +197,8 @@ async fn create_wallet(
         .store
         .create_wallet(&caller.context.campaign, new_wallet(input)?)
         .await?;
-    Ok((StatusCode::CREATED, Json(wallet.into())))
+    let min = min_balance(&state, &caller).await?;
+    Ok((StatusCode::CREATED, Json(WalletView::of(wallet, min))))
 }
 
 #[utoipa::path(get, path = "/v1/wallets/{id}", tag = "wallets", summary = "Get a Wallet",
@@ -188,7 +214,8 @@ async fn get_wallet(
         .store
         .get_wallet(&caller.context.campaign, &reference)
         .await?;
-    Ok(Json(wallet.into()))
+    let min = min_balance(&state, &caller).await?;
+    Ok(Json(WalletView::of(wallet, min)))
 }
 
 #[utoipa::path(patch, path = "/v1/wallets/{id}", tag = "wallets", summary = "Update a Wallet",
@@ -207,7 +234,8 @@ async fn update_wallet(
         .store
         .rename_wallet(&caller.context.campaign, &id, name)
         .await?;
-    Ok(Json(wallet.into()))
+    let min = min_balance(&state, &caller).await?;
+    Ok(Json(WalletView::of(wallet, min)))
 }
 
 #[utoipa::path(post, path = "/api/wallets", tag = "member guide", summary = "Create a Wallet (member guide)",

@@ -1,4 +1,4 @@
-//! The expiry sweep: every serving node expires due lots each minute.
+//! The expiry sweep: every serving node expires due lots and lapses due holds each minute.
 
 use std::time::Duration;
 
@@ -9,8 +9,8 @@ use crate::AppState;
 /// How often the expiry sweeper runs in a serving process.
 const SWEEP: Duration = Duration::from_secs(60);
 
-/// Expires due lots every minute until `stop`. Several processes may sweep at once: each lot
-/// still expires exactly once.
+/// Expires due lots and lapses due holds every minute until `stop`. Several processes may
+/// sweep at once: each lot still expires exactly once, each hold lapses once.
 pub async fn sweep_expiry(state: AppState, mut stop: watch::Receiver<bool>) {
     let mut tick = tokio::time::interval(SWEEP);
     loop {
@@ -19,8 +19,9 @@ pub async fn sweep_expiry(state: AppState, mut stop: watch::Receiver<bool>) {
         }
         // A stop does not wait for the pass: each wallet's expiry is its own transaction, and a
         // dropped one is rolled back, to be done by the next sweep.
+        let now = chrono::Utc::now();
         let sweep = tokio::select! {
-            swept = state.store.expire(chrono::Utc::now()) => swept,
+            swept = state.store.expire(now) => swept,
             _ = stop.wait_for(|stop| *stop) => return,
         };
         match sweep {
@@ -30,6 +31,19 @@ pub async fn sweep_expiry(state: AppState, mut stop: watch::Receiver<bool>) {
                 tracing::info!(expired, "expired lots");
             }
             Err(err) => tracing::warn!(%err, "expiry sweep failed"),
+        }
+        // After the expiry: tokens a lapse releases past their date expire at the next sweep.
+        let lapse = tokio::select! {
+            lapsed = state.store.lapse_holds(now) => lapsed,
+            _ = stop.wait_for(|stop| *stop) => return,
+        };
+        match lapse {
+            Ok(0) => {}
+            Ok(lapsed) => {
+                metrics::counter!("holds_lapsed_total").increment(lapsed as u64);
+                tracing::info!(lapsed, "lapsed holds");
+            }
+            Err(err) => tracing::warn!(%err, "hold lapse sweep failed"),
         }
     }
 }

@@ -9,6 +9,7 @@ mod catalogue;
 mod contract;
 mod fuzz;
 mod helpers;
+mod holds;
 mod hostile;
 mod leaderboard;
 mod ledger;

@@ -380,7 +380,10 @@ async fn concurrent_holds_and_burns_never_overdraw(store: Store) {
                     let placed = store
                         .hold(&campaign, hold(&format!("h-{i}"), amount))
                         .await?;
-                    store.void_hold(&campaign, &placed.hold.id).await.map(|_| Tokens::ZERO)
+                    store
+                        .void_hold(&campaign, &placed.hold.id)
+                        .await
+                        .map(|_| Tokens::ZERO)
                 }
                 _ => store
                     .hold(&campaign, hold(&format!("h-{i}"), amount))

@@ -1,0 +1,282 @@
+//! Holds: tokens reserved on a wallet (a checkout waiting for its payment), then captured
+//! (spent as a BURN, whole or in part), voided, or lapsed at their expiry by the background
+//! sweep. What a wallet may spend is its balance less what is held (`held`, `available` on the
+//! wallet).
+
+use std::borrow::Cow;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use store::{Hold, HoldFilter, HoldStatus, NewHold, Tokens};
+use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::AppState;
+use crate::http::auth::Caller;
+use crate::http::checks::{Checks, MAX_TEXT, schema};
+use crate::http::error::{ApiError, Problem};
+use crate::http::json::JsonBody;
+use crate::http::paging::{PagedList, Paging, PagingParams};
+use crate::http::query::QueryParams;
+use crate::transactions::{MAX_BURN, burn_amount, date};
+
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HoldView {
+    pub id: String,
+    pub wallet_id: String,
+    /// The client's id for the hold, unique in the organisation.
+    pub external_id: String,
+    /// Tokens reserved.
+    #[schema(value_type = f64)]
+    pub amount: Tokens,
+    pub currency: String,
+    pub description: Option<String>,
+    /// Internal use.
+    pub comment: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub meta: Option<Value>,
+    /// held, captured, voided or lapsed.
+    #[schema(example = "held")]
+    pub status: Cow<'static, str>,
+    /// When it lapses if still held (absent: only a capture or a void ends it).
+    pub expires_at: Option<DateTime<Utc>>,
+    /// captured: the tokens spent (the rest was released).
+    #[schema(value_type = Option<f64>)]
+    pub captured: Option<Tokens>,
+    /// captured: the BURN transaction that spent them (its `externalId` is `hold:` and the
+    /// hold's).
+    pub transaction_id: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<Hold> for HoldView {
+    fn from(h: Hold) -> Self {
+        HoldView {
+            id: h.id,
+            wallet_id: h.wallet_id,
+            external_id: h.external_id,
+            amount: h.amount,
+            currency: h.currency,
+            description: h.description,
+            comment: h.comment,
+            meta: h.meta,
+            status: h.status.as_str().into(),
+            expires_at: h.expires_at,
+            captured: h.captured,
+            transaction_id: h.transaction_id,
+            created_at: h.created_at,
+            updated_at: h.updated_at,
+        }
+    }
+}
+
+/// Reserve tokens. `externalId` is unique among the organisation's holds: the same request
+/// again returns the first hold; another request with it is 409.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HoldInput {
+    /// The wallet's id or external reference.
+    #[schema(schema_with = schema::id, required = true)]
+    wallet_id: Option<String>,
+    #[schema(schema_with = schema::id, required = true)]
+    external_id: Option<String>,
+    #[schema(schema_with = burn_amount, required = true)]
+    amount: Option<serde_json::Number>,
+    #[schema(schema_with = schema::text_required, required = true)]
+    description: Option<String>,
+    #[schema(schema_with = schema::text_or_null)]
+    comment: Option<String>,
+    #[schema(schema_with = schema::meta)]
+    meta: Option<Value>,
+    /// When the hold lapses if neither captured nor voided: later than now. Absent: it does
+    /// not lapse.
+    #[schema(schema_with = schema::date_time_or_null)]
+    expires_at: Option<String>,
+}
+
+fn new_hold(input: HoldInput) -> Result<NewHold, ApiError> {
+    let mut checks = Checks::default();
+    let amount = checks.tokens("amount", input.amount, true, MAX_BURN);
+    if amount.is_none() && !checks.has("amount") {
+        checks.fail("amount", "missing_field", "is required");
+    }
+    let expires_at = date(&mut checks, "expiresAt", input.expires_at);
+    if expires_at.is_some_and(|at| at <= Utc::now()) {
+        checks.fail("expiresAt", "invalid_value", "must be later than now");
+    }
+    let hold = NewHold {
+        wallet: checks.required_id("walletId", input.wallet_id),
+        external_id: checks.required_id("externalId", input.external_id),
+        amount: amount.unwrap_or(Tokens::ZERO),
+        description: checks.required("description", input.description, MAX_TEXT),
+        comment: checks.text("comment", input.comment, MAX_TEXT),
+        meta: checks.meta(input.meta),
+        expires_at,
+    };
+    checks.finish(hold)
+}
+
+#[utoipa::path(post, path = "/v1/holds", tag = "holds", summary = "Place a hold",
+    description = "Reserves tokens of the wallet, taken from its oldest lots as a burn takes \
+        them: no burn, order or other hold can spend them, and they do not expire while held \
+        (released after their date, they expire at the next sweep). The balance keeps them until \
+        the hold is captured; the wallet's `held` counts them and its `available` leaves them \
+        out.",
+    request_body = HoldInput,
+    responses((status = 201, body = HoldView),
+        (status = 200, description = "the same request again: the first hold", body = HoldView),
+        (status = 400, body = Problem),
+        (status = 402, description = "the balance less what is held and the programme's \
+            minimum cannot cover the amount; the same request again under its `externalId` is \
+            refused the same way: retry under a new `externalId`", body = Problem),
+        (status = 404, description = "unknown wallet", body = Problem),
+        (status = 409, description = "`already_exists`: externalId already used for another \
+            hold; `field` names the first field that differs", body = Problem)))]
+async fn place_hold(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(input): JsonBody<HoldInput>,
+) -> Result<(StatusCode, Json<HoldView>), ApiError> {
+    let placed = state
+        .store
+        .hold(&caller.context.campaign, new_hold(input)?)
+        .await?;
+    let status = match placed.replayed {
+        true => StatusCode::OK,
+        false => StatusCode::CREATED,
+    };
+    Ok((status, Json(placed.hold.into())))
+}
+
+fn hold_status() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(HoldStatus::ALL.map(HoldStatus::as_str)))
+        .build()
+}
+
+#[derive(Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+struct HoldQuery {
+    /// Only this wallet's (id or external reference); an unknown wallet has none.
+    wallet_id: Option<String>,
+    /// Only holds in this state.
+    #[param(schema_with = hold_status)]
+    status: Option<String>,
+}
+
+#[utoipa::path(get, path = "/v1/holds", tag = "holds", summary = "Get all holds",
+    description = "Newest first.",
+    params(PagingParams, HoldQuery),
+    responses((status = 200, body = PagedList<HoldView>), (status = 400, body = Problem)))]
+async fn list_holds(
+    State(state): State<AppState>,
+    caller: Caller,
+    Paging(page): Paging,
+    QueryParams(query): QueryParams<HoldQuery>,
+) -> Result<Json<PagedList<HoldView>>, ApiError> {
+    let campaign = &caller.context.campaign;
+    let status = match query.status {
+        None => None,
+        Some(text) => Some(HoldStatus::parse_any_case(&text).ok_or_else(|| {
+            ApiError::invalid(
+                "status",
+                "invalid_value",
+                "use held, captured, voided or lapsed",
+            )
+        })?),
+    };
+    let mut filter = HoldFilter {
+        wallet_id: query.wallet_id,
+        status,
+    };
+    // A wallet named by its reference is looked up; an unknown one simply has no holds.
+    if let Some(reference) = &filter.wallet_id
+        && let Ok(wallet) = state.store.get_wallet(campaign, reference).await
+    {
+        filter.wallet_id = Some(wallet.id);
+    }
+    let holds = state.store.list_holds(campaign, &filter, page).await?;
+    Ok(Json(PagedList::from_page(holds, HoldView::from)))
+}
+
+#[utoipa::path(get, path = "/v1/holds/{id}", tag = "holds", summary = "Get a hold",
+    params(("id" = String, Path, description = "the hold's id or externalId")),
+    responses((status = 200, body = HoldView), (status = 404, body = Problem)))]
+async fn get_hold(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<HoldView>, ApiError> {
+    let hold = state.store.get_hold(&caller.context.campaign, &id).await?;
+    Ok(Json(hold.into()))
+}
+
+/// Capture a hold: spend `amount` of it (absent: all of it) as a BURN; the rest is released.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CaptureInput {
+    #[schema(schema_with = burn_amount)]
+    amount: Option<serde_json::Number>,
+}
+
+#[utoipa::path(post, path = "/v1/holds/{id}/capture", tag = "holds", summary = "Capture a hold",
+    description = "Spends the hold's oldest tokens as a BURN (its `externalId` is `hold:` and \
+        the hold's) and releases the rest to their lots. The same capture again (the same \
+        amount, or none) answers with the hold as captured.",
+    params(("id" = String, Path, description = "the hold's id or externalId")),
+    request_body = CaptureInput,
+    responses((status = 200, body = HoldView), (status = 400, body = Problem),
+        (status = 404, description = "unknown hold", body = Problem),
+        (status = 409, description = "`capture_exceeds_hold` (naming `amount`): more than the \
+            hold reserves; `hold_closed` (naming `id`): the hold was voided, lapsed (its expiry \
+            has come) or captured for another amount", body = Problem)))]
+async fn capture_hold(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(input): JsonBody<CaptureInput>,
+) -> Result<Json<HoldView>, ApiError> {
+    let mut checks = Checks::default();
+    let amount = checks.tokens("amount", input.amount, true, MAX_BURN);
+    let amount = checks.finish(amount)?;
+    let settled = state
+        .store
+        .capture_hold(&caller.context.campaign, &id, amount)
+        .await?;
+    Ok(Json(settled.hold.into()))
+}
+
+#[utoipa::path(post, path = "/v1/holds/{id}/void", tag = "holds", summary = "Void a hold",
+    description = "Releases every token of the hold to its lot. A hold already released \
+        (voided or lapsed) is answered as it is.",
+    params(("id" = String, Path, description = "the hold's id or externalId")),
+    responses((status = 200, body = HoldView),
+        (status = 404, description = "unknown hold", body = Problem),
+        (status = 409, description = "`hold_closed` (naming `id`): the hold was captured",
+            body = Problem)))]
+async fn void_hold(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<HoldView>, ApiError> {
+    let settled = state.store.void_hold(&caller.context.campaign, &id).await?;
+    Ok(Json(settled.hold.into()))
+}
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(place_hold, list_holds))
+        .routes(routes!(get_hold))
+        .routes(routes!(capture_hold))
+        .routes(routes!(void_hold))
+}
