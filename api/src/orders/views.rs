@@ -59,6 +59,10 @@ pub struct LineView {
     pub meta: Option<Value>,
     /// When the line was cancelled: its points refunded, its stock returned, its codes voided.
     pub cancelled_at: Option<DateTime<Utc>>,
+    /// A line that requires a booking, paid with points: the hold of its points (see
+    /// `/v1/holds/{id}`), captured when its booking is confirmed; a booking cancelled or
+    /// unsuccessful before that cancels the line and releases them.
+    pub hold_id: Option<String>,
 }
 
 #[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -172,6 +176,7 @@ impl LineView {
             reference: l.reference,
             meta: l.meta,
             cancelled_at: l.cancelled_at,
+            hold_id: l.hold_id,
         }
     }
 }

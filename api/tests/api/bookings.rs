@@ -7,7 +7,8 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::app_tests;
-use crate::helpers::{Reply, TestApp, lines, next_friday};
+use crate::helpers::{Reply, TestApp, lines, next_friday, tokens};
+use store::Tokens;
 
 const STATUSES: [&str; 5] = [
     "REQUESTED",
@@ -218,8 +219,76 @@ async fn dates_weekdays_and_branches_are_checked(app: TestApp) {
     assert_eq!(older.body["status"], "CANCELLED");
 }
 
+/// A line that needs a booking, paid with points, is paid through a hold: captured when its
+/// booking is confirmed; a booking the partner could not honour cancels the line and releases
+/// the points.
+async fn a_booking_is_paid_for_once_it_is_confirmed(app: TestApp) {
+    app.ready_to_order().await;
+    app.earn("e-1", "w-1", json!(100)).await;
+    let dinner = json!([{"productId": "dinner", "variantId": "dinner-std"}]);
+    let order = |n: u32| {
+        let body = json!({"owner": "card-1", "walletId": "w-1", "reference": format!("o-{n}"),
+            "lines": dinner.clone()});
+        let app = &app;
+        async move {
+            app.order(body)
+                .await
+                .expect::<api::views::OrderView>(StatusCode::OK)
+        }
+    };
+    let (first, second) = (order(1).await, order(2).await);
+    let wallet = app.wallet("w-1").await;
+    assert_eq!(
+        (wallet.balance, wallet.held),
+        (Tokens::whole(100), Tokens::whole(51))
+    );
+    assert_eq!(first.transaction_id, None, "nothing burned yet");
+    assert_eq!(first.wallet_id.as_deref(), Some(wallet.id.as_str()));
+
+    let friday = next_friday();
+    let line = &lines(&first)[0];
+    let booked = app.book(&line.id, ada(&friday)).await;
+    let id = booked.body["id"].as_str().unwrap().to_string();
+    let confirmed = app.patch_booking(&id, json!({"status": "CONFIRMED"})).await;
+    assert_eq!(confirmed.status, StatusCode::OK, "{}", confirmed.body);
+    let hold_path = format!("/v1/holds/{}", line.hold_id.as_deref().unwrap());
+    let hold = app.get(&hold_path).await.body;
+    assert_eq!(hold["status"], "captured");
+    let burn = app
+        .get(&format!(
+            "/v1/transactions/{}",
+            hold["transactionId"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(burn.body["type"], "BURN");
+    let wallet = app.wallet("w-1").await;
+    assert_eq!(
+        (wallet.balance, wallet.held),
+        (tokens("74.5"), tokens("25.5"))
+    );
+
+    let line = &lines(&second)[0];
+    let booked = app.book(&line.id, ada(&friday)).await;
+    let id = booked.body["id"].as_str().unwrap().to_string();
+    let refused = app
+        .patch_booking(&id, json!({"status": "UNSUCCESSFUL"}))
+        .await;
+    assert_eq!(refused.status, StatusCode::OK, "{}", refused.body);
+    let wallet = app.wallet("w-1").await;
+    assert_eq!(
+        (wallet.balance, wallet.held),
+        (tokens("74.5"), Tokens::ZERO)
+    );
+    let order = app.get(&format!("/v1/orders/{}", second.id)).await.body;
+    assert!(order["lines"][0]["cancelledAt"].is_string(), "{order}");
+    let again = app.book(&line.id, ada(&friday)).await;
+    assert_eq!(again.status, StatusCode::CONFLICT);
+    assert_eq!(again.problem().code, "line_cancelled");
+}
+
 app_tests!(
     a_line_is_booked_found_and_read,
     every_move_of_the_state_machine,
     dates_weekdays_and_branches_are_checked,
+    a_booking_is_paid_for_once_it_is_confirmed,
 );

@@ -36,7 +36,13 @@ async fn a_cancelled_line_gives_back_points_and_stock_and_voids_its_codes(app: T
         {"productId": "dinner", "variantId": "dinner-std",
          "booking": {"firstName": "Ada", "lastName": "Lovelace", "date": next_friday(), "branch": "cpt"}}]});
     let order: OrderView = app.order(body).await.expect(StatusCode::OK);
-    assert_eq!(app.balance("w-1").await, tokens("68.5"));
+    // The mugs are burned; the dinner, which needs a booking, is held.
+    let wallet = app.wallet("w-1").await;
+    assert_eq!(
+        (wallet.balance, wallet.held, wallet.available),
+        (Tokens::whole(94), tokens("25.5"), tokens("68.5"))
+    );
+    assert!(lines(&order)[1].hold_id.is_some() && lines(&order)[0].hold_id.is_none());
     let (mugs, dinner) = (lines(&order)[0].id.clone(), lines(&order)[1].id.clone());
     let mug_code = clear_code(&app, &order.id, &mugs, 0).await;
     // One mug is left; the cancel gives back the two ordered.
@@ -50,7 +56,7 @@ async fn a_cancelled_line_gives_back_points_and_stock_and_voids_its_codes(app: T
         lines(&cancelled)[1].cancelled_at.is_none(),
         "the dinner stays"
     );
-    assert_eq!(app.balance("w-1").await, tokens("74.5"));
+    assert_eq!(app.wallet("w-1").await.available, tokens("74.5"));
     let partner = app.partner_key().await;
     let voided = app.redeem(&partner, &mug_code).await;
     assert_eq!(voided.status, StatusCode::CONFLICT);
@@ -70,18 +76,28 @@ async fn a_cancelled_line_gives_back_points_and_stock_and_voids_its_codes(app: T
         .await
         .expect(StatusCode::OK);
     assert_eq!(again, cancelled);
-    assert_eq!(app.balance("w-1").await, tokens("74.5"));
+    assert_eq!(app.wallet("w-1").await.available, tokens("74.5"));
 
-    // The whole order: the rest (the dinner) is refunded and its booking cancelled.
+    // The whole order: the rest (the dinner) is released and its booking cancelled.
     let whole: OrderView = cancel(&app, &order.id, None).await.expect(StatusCode::OK);
     let dinner_line = &lines(&whole)[1];
     assert_eq!(dinner_line.id, dinner);
     assert!(dinner_line.cancelled_at.is_some());
     assert_eq!(dinner_line.booking.as_ref().unwrap().status, "CANCELLED");
-    assert_eq!(app.balance("w-1").await, Tokens::whole(100));
+    let wallet = app.wallet("w-1").await;
+    assert_eq!(
+        (wallet.balance, wallet.held),
+        (Tokens::whole(100), Tokens::ZERO)
+    );
     let burn = format!("/v1/transactions/{}", order.transaction_id.unwrap());
     let burn: TransactionView = app.get(&burn).await.expect(StatusCode::OK);
-    assert_eq!(burn.reversed, Some(tokens("31.5")));
+    assert_eq!(
+        burn.reversed,
+        Some(Tokens::whole(6)),
+        "the burn paid the mugs only"
+    );
+    let hold = format!("/v1/holds/{}", dinner_line.hold_id.as_deref().unwrap());
+    assert_eq!(app.get(&hold).await.body["status"], "voided");
 }
 
 async fn a_redeemed_line_cannot_be_cancelled(app: TestApp) {
@@ -171,7 +187,8 @@ async fn a_random_order_is_cancelled_too(app: TestApp) {
         .post("/v1/orders/random", body)
         .await
         .expect(StatusCode::OK);
-    assert_eq!(app.balance("w-1").await, Tokens::whole(6));
+    // Paid by a burn, or held when the draw needs a booking.
+    assert_eq!(app.wallet("w-1").await.available, Tokens::whole(6));
     let cancelled: OrderView = cancel(&app, &order.id, None).await.expect(StatusCode::OK);
     let line = &lines(&cancelled)[0];
     assert!(line.cancelled_at.is_some() && line.codes.iter().all(|c| c.voided));

@@ -32,3 +32,7 @@ CREATE TABLE holds (
 );
 CREATE INDEX holds_lapsing ON holds (expires_at) WHERE status = 'held' AND expires_at IS NOT NULL;
 CREATE INDEX holds_wallet ON holds (wallet_id, created_at, id);
+
+-- An order line that requires a booking is paid through a hold (captured when its booking is
+-- confirmed, voided when it is cancelled or unsuccessful), not by the order's BURN.
+ALTER TABLE order_lines ADD COLUMN hold_id TEXT;

@@ -8,10 +8,14 @@ use serde_json::Value;
 use sqlx::types::Json;
 
 use super::LocalDate;
+use super::cancel::cancel_lines;
 use super::plan::{BRANCHES, PRODUCT, ProductRow};
 use crate::backend::{Arg, PgTx, SqliteTx, ToArg, Tx, Work};
 use crate::common::ids::{new_id, now};
 use crate::error::known;
+use crate::ledger::burn::Debiting;
+use crate::ledger::holds::Settle;
+use crate::ledger::holds::settle::Settling;
 use crate::{Campaign, FieldProblem, Page, Paged, Store, StoreError, Weekdays};
 
 string_enum! {
@@ -369,16 +373,23 @@ struct LineBooking {
 
 impl LineBooking {
     async fn run(self, tx: &mut impl Tx) -> Result<Booking, StoreError> {
-        const LINE: &str = "SELECT l.order_id, l.product_id, l.requires_booking, o.owner_id \
-             FROM order_lines l JOIN orders o ON o.id = l.order_id \
+        const LINE: &str = "SELECT l.order_id, l.product_id, l.requires_booking, o.owner_id, \
+             l.cancelled_at IS NOT NULL FROM order_lines l JOIN orders o ON o.id = l.order_id \
              WHERE l.campaign_id = $1 AND l.id = $2";
         const ACTIVE: &str = "SELECT id FROM bookings WHERE line_id = $1 \
              AND status IN ('REQUESTED', 'PENDING', 'CONFIRMED')";
         let (campaign, line_id) = (&self.campaign, self.line_id.as_str());
-        let line: Option<(String, String, bool, String)> =
+        let line: Option<(String, String, bool, String, bool)> =
             tx.row(LINE, params![campaign.id, line_id]).await?;
-        let (order_id, product_id, requires, owner_id) =
+        let (order_id, product_id, requires, owner_id, cancelled) =
             line.ok_or(StoreError::NotFound { what: "order line" })?;
+        if cancelled {
+            return Err(StoreError::refused(
+                "line_cancelled",
+                None,
+                format!("order line `{line_id}` was cancelled"),
+            ));
+        }
         if !requires {
             return Err(StoreError::refused(
                 "booking_not_required",
@@ -420,20 +431,21 @@ impl Work for LineBooking {
     }
 }
 
-/// Changing a booking: one transaction.
+/// Changing a booking: one transaction. A status change settles the hold its line is paid
+/// through (see `settle_line`).
 struct BookingUpdate {
-    campaign_id: String,
+    campaign: Campaign,
     id: String,
     patch: BookingPatch,
     at: DateTime<Utc>,
 }
 
 impl BookingUpdate {
-    async fn run(self, tx: &mut impl Tx) -> Result<Booking, StoreError> {
+    async fn run(self, tx: &mut impl Debiting) -> Result<Booking, StoreError> {
         const LINE_PRODUCT: &str = "SELECT product_id FROM order_lines WHERE id = $1";
         const UPDATE: &str = "UPDATE bookings SET status = $3, date = $4, pax = $5, notes = $6, \
              updated_at = $7 WHERE campaign_id = $1 AND id = $2";
-        let (campaign_id, id, patch, at) = (&self.campaign_id, &self.id, self.patch, self.at);
+        let (campaign_id, id, patch, at) = (&self.campaign.id, &self.id, self.patch, self.at);
         let row: Option<BookingRow> = tx
             .row_locked(SELECT_BOOKING, params![campaign_id, id])
             .await?;
@@ -502,8 +514,43 @@ impl BookingUpdate {
         let (status, pax) = (after.status.as_str(), after.pax);
         let args = params![campaign_id, id, status, after.date, pax, after.notes, at];
         tx.execute(UPDATE, args).await?;
+        if after.status != before.status {
+            settle_line(tx, &self.campaign, &after, at).await?;
+        }
         Ok(after)
     }
+}
+
+/// What a booking's new status does to the hold its line is paid through, if it is still held:
+/// CONFIRMED captures it (the member pays); UNSUCCESSFUL or CANCELLED cancels the line (its
+/// hold voided, its codes voided, its stock returned: the member does not pay for a booking
+/// the partner could not honour, and orders again to try another).
+async fn settle_line(
+    tx: &mut impl Debiting,
+    campaign: &Campaign,
+    booking: &Booking,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    const HOLD: &str = "SELECT h.id FROM order_lines l JOIN holds h ON h.id = l.hold_id \
+         WHERE l.id = $1 AND h.status = 'held'";
+    let Some((hold_id,)) = tx.row::<(String,)>(HOLD, params![booking.line_id]).await? else {
+        return Ok(());
+    };
+    match booking.status {
+        BookingStatus::Confirmed => {
+            let capture = Settling {
+                hold_id,
+                how: Settle::Capture(None),
+                at,
+            };
+            capture.run(tx).await??;
+        }
+        BookingStatus::Unsuccessful | BookingStatus::Cancelled => {
+            cancel_lines(tx, campaign, &booking.order_id, Some(&booking.line_id), at).await?;
+        }
+        BookingStatus::Requested | BookingStatus::Pending => {}
+    }
+    Ok(())
 }
 
 impl Work for BookingUpdate {
@@ -554,7 +601,7 @@ impl Store {
         patch: BookingPatch,
     ) -> Result<Booking, StoreError> {
         let update = BookingUpdate {
-            campaign_id: campaign.id.clone(),
+            campaign: campaign.clone(),
             id: id.to_string(),
             patch,
             at: now(),

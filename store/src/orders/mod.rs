@@ -82,7 +82,8 @@ pub struct Order {
     pub owner: String,
     pub total: Tokens,
     pub meta: Option<Value>,
-    /// Paid with points: the wallet and the BURN transaction.
+    /// Paid with points: the wallet, and the BURN transaction of the lines that need no
+    /// booking (each line that does is paid through a hold: `OrderLine::hold_id`).
     pub wallet_id: Option<String>,
     pub transaction_id: Option<String>,
     pub random: bool,
@@ -111,6 +112,9 @@ pub struct OrderLine {
     pub booking: Option<Booking>,
     /// When the line was cancelled (its points refunded, its codes voided).
     pub cancelled_at: Option<DateTime<Utc>>,
+    /// A line that requires a booking, paid with points: the hold of its points, captured when
+    /// its booking is confirmed, voided when the booking is cancelled or unsuccessful.
+    pub hold_id: Option<String>,
 }
 
 /// A redemption code as a line shows it: masked (`••••-••••-•HTRC`) unless decrypted.

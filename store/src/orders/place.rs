@@ -12,15 +12,17 @@ use serde_json::{Value, json};
 use super::bookings::INSERT_BOOKING;
 use super::codes::{CodeKey, masked, new_code, tail};
 use super::plan::{
-    BRANCHES, LineSource, PRODUCT, Plan, TIER_REACHED, VARIANT, VARIANTS_OF, out_of_stock, plan,
+    BRANCHES, LineSource, PRODUCT, Plan, PlannedLine, TIER_REACHED, VARIANT, VARIANTS_OF,
+    out_of_stock, plan,
 };
 use super::{Booking, Code, NewLine, NewOrder, Order, OrderLine};
 use crate::backend::{PgTx, SqliteTx, Work};
 use crate::common::ids::{Fingerprint, new_id, now};
 use crate::ledger::burn::{Debit, Debited, Debiting};
+use crate::ledger::holds::place::Placing as HoldPlacing;
 use crate::ledger::refusals;
 use crate::ledger::transactions::idem_key_of;
-use crate::{Campaign, Store, StoreError, Tokens, Transaction, TransactionKind};
+use crate::{Campaign, NewHold, Store, StoreError, Tokens, Transaction, TransactionKind};
 
 /// A placed order, whether this request made it (or an identical one before: `replayed`), and
 /// whether it sold a variant out (the catalogue's search index is then stale).
@@ -88,8 +90,8 @@ const INSERT_ORDER: &str = "INSERT INTO orders (id, org_id, campaign_id, referen
      total, meta, wallet_id, transaction_id, random, fingerprint, created_at) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
 const INSERT_LINE: &str = "INSERT INTO order_lines (id, order_id, org_id, campaign_id, position, \
-     product_id, variant_id, reference, quantity, cost, total, requires_booking, product, meta) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
+     product_id, variant_id, reference, quantity, cost, total, requires_booking, product, meta, \
+     hold_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)";
 const INSERT_CODE: &str = "INSERT INTO redemption_codes (id, org_id, line_id, position, sealed, \
      lookup, tail) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (org_id, lookup) DO NOTHING";
 
@@ -145,7 +147,8 @@ impl Placing {
         }
     }
 
-    /// The debit of the order's total from the paying wallet, if it pays with points.
+    /// The debit of `total` (what the lines that need no booking cost) from the paying wallet,
+    /// if it pays with points.
     fn debit(&self, total: Tokens) -> Option<Debit> {
         let payment = self.payment.as_ref().filter(|_| total.is_positive())?;
         let transaction = Transaction {
@@ -175,6 +178,31 @@ impl Placing {
         ))
     }
 
+    /// The hold of what `line` (one that requires a booking) costs on the paying wallet, if the
+    /// order pays with points: captured when its booking is confirmed, voided when it is
+    /// cancelled or unsuccessful, so the member does not pay for a booking the partner could
+    /// not honour.
+    fn hold(&self, line: &PlannedLine) -> Option<HoldPlacing> {
+        let payment = self.payment.as_ref().filter(|_| line.total.is_positive())?;
+        let hold = NewHold {
+            wallet: payment.wallet_id.clone(),
+            external_id: format!("order:{}:{}", self.order_id, line.id),
+            amount: line.total,
+            description: format!("Order {}", self.reference),
+            comment: None,
+            meta: Some(json!({"orderId": self.order_id, "lineId": line.id})),
+            expires_at: None,
+        };
+        let (wallet, currency) = (payment.wallet_id.clone(), payment.currency.clone());
+        Some(HoldPlacing::new(
+            &self.campaign,
+            hold,
+            wallet,
+            currency,
+            payment.min_balance,
+        ))
+    }
+
     /// The inline bookings of the planned lines.
     fn bookings(&self, plan: &Plan) -> Vec<Option<Booking>> {
         plan.lines
@@ -194,14 +222,17 @@ impl Placing {
         transaction_id: Option<String>,
         codes: Vec<Vec<NewCode>>,
         bookings: Vec<Option<Booking>>,
+        holds: Vec<Option<String>>,
     ) -> Order {
+        let paid_from = self.paid_from(transaction_id.as_deref(), &holds);
         let lines = plan
             .lines
             .into_iter()
             .zip(codes)
             .zip(bookings)
+            .zip(holds)
             .zip(&self.order.lines)
-            .map(|(((line, codes), booking), asked)| OrderLine {
+            .map(|((((line, codes), booking), hold_id), asked)| OrderLine {
                 id: line.id,
                 order_id: self.order_id.clone(),
                 product_id: line.product_id,
@@ -223,6 +254,7 @@ impl Placing {
                     .collect(),
                 booking,
                 cancelled_at: None,
+                hold_id,
             })
             .collect();
         Order {
@@ -233,10 +265,7 @@ impl Placing {
             owner: self.owner.clone(),
             total: plan.total,
             meta: self.order.meta.clone(),
-            wallet_id: transaction_id
-                .as_ref()
-                .and(self.payment.as_ref())
-                .map(|p| p.wallet_id.clone()),
+            wallet_id: paid_from.map(String::from),
             transaction_id,
             random: self.order.random_cost.is_some(),
             date: self.at,
@@ -246,6 +275,12 @@ impl Placing {
 
     fn wallet_id(&self) -> Option<&str> {
         self.payment.as_ref().map(|p| p.wallet_id.as_str())
+    }
+
+    /// The wallet that paid, if any points were spent or held (`burn`, `holds`).
+    fn paid_from(&self, burn: Option<&str>, holds: &[Option<String>]) -> Option<&str> {
+        let paid = burn.is_some() || holds.iter().any(Option::is_some);
+        self.wallet_id().filter(|_| paid)
     }
 }
 
@@ -343,7 +378,14 @@ impl Placing {
         if sold_out {
             tx.execute(SELLOUT, params![c.id]).await?;
         }
-        let transaction_id = match self.debit(plan.total) {
+        let booked: i64 = plan
+            .lines
+            .iter()
+            .filter(|l| l.requires_booking)
+            .map(|l| l.total.micros())
+            .sum();
+        let unbooked = Tokens::from_micros(plan.total.micros() - booked);
+        let transaction_id = match self.debit(unbooked) {
             Some(debit) => {
                 match debit.run(tx, false).await? {
                     Debited::Made => {}
@@ -356,10 +398,16 @@ impl Placing {
             }
             None => None,
         };
-        let (total, paid_from) = (
-            plan.total.micros(),
-            transaction_id.as_ref().and(self.wallet_id()),
-        );
+        let mut holds = Vec::with_capacity(plan.lines.len());
+        for line in &plan.lines {
+            let placing = line.requires_booking.then(|| self.hold(line)).flatten();
+            holds.push(match placing {
+                Some(placing) => Some(placing.run(tx).await?.hold.id),
+                None => None,
+            });
+        }
+        let total = plan.total.micros();
+        let paid_from = self.paid_from(transaction_id.as_deref(), &holds);
         let random = self.order.random_cost.is_some();
         let order_args = params![
             self.order_id,
@@ -397,7 +445,8 @@ impl Placing {
                 total,
                 line.requires_booking,
                 product,
-                asked.meta
+                asked.meta,
+                holds[position as usize]
             ];
             tx.execute(INSERT_LINE, line_args).await?;
             let mut line_codes = Vec::with_capacity(line.quantity as usize);
@@ -426,7 +475,7 @@ impl Placing {
             }
         }
         Ok(Outcome::Placed {
-            order: Box::new(self.order(plan, transaction_id, codes, bookings)),
+            order: Box::new(self.order(plan, transaction_id, codes, bookings, holds)),
             sold_out,
         })
     }

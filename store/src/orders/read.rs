@@ -97,12 +97,13 @@ row_struct! {
         product: Json<ProductSummary>,
         meta: Option<Json<Value>>,
         cancelled_at: Option<DateTime<Utc>>,
+        hold_id: Option<String>,
     }
 }
 
 const LINES: &str = "SELECT l.id, l.order_id, l.product_id, l.variant_id, l.reference, \
-     l.quantity, l.cost, l.total, l.requires_booking, l.product, l.meta, l.cancelled_at \
-     FROM order_lines l \
+     l.quantity, l.cost, l.total, l.requires_booking, l.product, l.meta, l.cancelled_at, \
+     l.hold_id FROM order_lines l \
      WHERE l.order_id {key} ORDER BY l.order_id, l.position";
 
 row_struct! {
@@ -282,6 +283,7 @@ impl Store {
                 codes,
                 booking,
                 cancelled_at: l.cancelled_at,
+                hold_id: l.hold_id,
                 id: l.id,
                 order_id: l.order_id,
                 product_id: l.product_id,

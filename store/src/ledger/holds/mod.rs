@@ -19,8 +19,8 @@ use crate::error::known;
 use crate::ledger::transactions::idem_key_of;
 use crate::{Campaign, Page, Paged, Store, StoreError, Tokens, Transaction};
 
-mod place;
-mod settle;
+pub(crate) mod place;
+pub(crate) mod settle;
 
 string_enum! {
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -203,8 +203,8 @@ impl Store {
     pub async fn hold(&self, campaign: &Campaign, hold: NewHold) -> Result<HoldPlaced, StoreError> {
         let wallet = self.get_wallet(campaign, &hold.wallet).await?;
         let min_balance = self.policy(campaign).await?.min_balance;
-        self.write(place::Placing::new(campaign, hold, wallet, min_balance))
-            .await?
+        let placing = place::Placing::new(campaign, hold, wallet.id, wallet.currency, min_balance);
+        self.write(placing).await?
     }
 
     /// The campaign's hold with id or `externalId` `reference`.

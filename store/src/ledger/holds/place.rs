@@ -11,7 +11,7 @@ use crate::backend::{PgTx, SqliteTx, ToArg, Work};
 use crate::common::ids::{Fingerprint, new_id, now};
 use crate::ledger::burn::{Debiting, position, repay, take};
 use crate::ledger::refusals;
-use crate::{Campaign, StoreError, Tokens, Wallet};
+use crate::{Campaign, StoreError, Tokens};
 
 /// What the wallet may spend (its balance less what is held), its position and its debt.
 const WALLET: &str =
@@ -30,20 +30,25 @@ const RESERVE: &str = "UPDATE wallets SET held = held + $2, updated_at = $3 WHER
 /// What the hold took from one earn's lot.
 const SPEND: &str = "INSERT INTO spends (transaction_id, earn_id, amount) VALUES ($1, $2, $3)";
 
-pub(super) struct Placing {
+pub(crate) struct Placing {
     org_id: String,
     campaign_id: String,
     hold: NewHold,
-    wallet: Wallet,
+    /// The wallet's id and currency.
+    wallet: String,
+    currency: String,
     fingerprint: Fingerprint,
     min_balance: i64,
 }
 
 impl Placing {
-    pub(super) fn new(
+    /// The placing of `hold` on the wallet `wallet` (its id) of `campaign`, which must keep
+    /// `min_balance`.
+    pub(crate) fn new(
         campaign: &Campaign,
         hold: NewHold,
-        wallet: Wallet,
+        wallet: String,
+        currency: String,
         min_balance: Tokens,
     ) -> Placing {
         Placing {
@@ -52,16 +57,31 @@ impl Placing {
             fingerprint: hold.fingerprint(),
             hold,
             wallet,
+            currency,
             min_balance: min_balance.micros(),
         }
     }
 
-    /// `Ok(Err(_))`: refused for the balance, the refusal kept (all that is written).
-    async fn run(
+    /// `run`, keeping a refusal for the balance under the hold's key (`Ok(Err(_))`: the
+    /// refusal is all that is written).
+    async fn run_keeping(
         &self,
         tx: &mut impl Debiting,
     ) -> Result<Result<HoldPlaced, StoreError>, StoreError> {
-        let (h, wallet) = (&self.hold, &self.wallet.id);
+        match self.run(tx).await {
+            Err(err @ StoreError::InsufficientBalance { .. }) => {
+                let key = hold_key(&self.org_id, &self.hold.external_id);
+                refusals::keep(tx, &key, &self.fingerprint, &err).await?;
+                Ok(Err(err))
+            }
+            other => other.map(Ok),
+        }
+    }
+
+    /// Places the hold inside the caller's transaction; `InsufficientBalance` before anything
+    /// is written.
+    pub(crate) async fn run(&self, tx: &mut impl Debiting) -> Result<HoldPlaced, StoreError> {
+        let (h, wallet) = (&self.hold, &self.wallet);
         let (free, date, id, taken, owed): WalletRow = tx
             .row_locked(WALLET, params![wallet])
             .await?
@@ -74,19 +94,17 @@ impl Placing {
                 return Err(self.fingerprint.conflict("externalId", &stored));
             }
             let hold = hold_from_row(earlier)?;
-            return Ok(Ok(HoldPlaced {
+            return Ok(HoldPlaced {
                 hold,
                 replayed: true,
-            }));
+            });
         }
         refusals::answer_earlier(tx, &key, &self.fingerprint, "externalId").await?;
         let amount = h.amount.micros();
         if free - amount < self.min_balance {
-            let refused = StoreError::InsufficientBalance {
+            return Err(StoreError::InsufficientBalance {
                 available: Tokens::from_micros((free - self.min_balance).max(0)),
-            };
-            refusals::keep(tx, &key, &self.fingerprint, &refused).await?;
-            return Ok(Err(refused));
+            });
         }
         let at = now();
         let hold = Hold {
@@ -94,7 +112,7 @@ impl Placing {
             wallet_id: wallet.clone(),
             external_id: h.external_id.clone(),
             amount: h.amount,
-            currency: self.wallet.currency.clone(),
+            currency: self.currency.clone(),
             description: Some(h.description.clone()),
             comment: h.comment.clone(),
             meta: h.meta.clone(),
@@ -144,10 +162,10 @@ impl Placing {
         for (earn, took) in &spent.takes {
             tx.execute(SPEND, params![hold.id, earn, took]).await?;
         }
-        Ok(Ok(HoldPlaced {
+        Ok(HoldPlaced {
             hold,
             replayed: false,
-        }))
+        })
     }
 }
 
@@ -155,10 +173,10 @@ impl Work for Placing {
     type Output = Result<HoldPlaced, StoreError>;
 
     async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Self::Output, StoreError> {
-        self.run(tx).await
+        self.run_keeping(tx).await
     }
 
     async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Self::Output, StoreError> {
-        self.run(tx).await
+        self.run_keeping(tx).await
     }
 }

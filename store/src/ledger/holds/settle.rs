@@ -5,9 +5,9 @@
 use chrono::{DateTime, Utc};
 
 use super::{Hold, HoldRow, HoldSettled, HoldStatus, Settle, hold_columns, hold_from_row};
-use crate::backend::{PgTx, SqliteTx, Work};
+use crate::backend::{PgTx, SqliteTx, Tx, Work};
 use crate::common::ids::new_id;
-use crate::ledger::burn::{Debiting, TAKEN, Taken, give_back_to_lots, position};
+use crate::ledger::burn::{TAKEN, Taken, give_back_to_lots, position};
 use crate::ledger::credit::sooner;
 use crate::ledger::fifo::Earn;
 use crate::ledger::transactions::{
@@ -34,7 +34,7 @@ const CLOSE: &str = "UPDATE holds SET status = $2, captured = $3, transaction_id
 const UNSPEND: &str = "DELETE FROM spends WHERE transaction_id = $1";
 const SPEND: &str = "INSERT INTO spends (transaction_id, earn_id, amount) VALUES ($1, $2, $3)";
 
-pub(super) struct Settling {
+pub(crate) struct Settling {
     pub hold_id: String,
     pub how: Settle,
     /// When it is settled: a hold whose expiry has come by then lapses.
@@ -50,10 +50,11 @@ fn closed(hold: &Hold) -> StoreError {
 }
 
 impl Settling {
-    /// `Ok(Err(_))`: refused after the hold lapsed (its expiry had come), the lapse written.
-    async fn run(
+    /// Settles the hold inside the caller's transaction. `Ok(Err(_))`: refused, with nothing
+    /// written but a lapse (when its expiry had come).
+    pub(crate) async fn run(
         &self,
-        tx: &mut impl Debiting,
+        tx: &mut impl Tx,
     ) -> Result<Result<HoldSettled, StoreError>, StoreError> {
         let wallet = hold_by_id(tx, &self.hold_id).await?.wallet_id;
         let (date, id, taken, org_id, campaign_id): WalletRow = tx
@@ -120,7 +121,7 @@ impl Settling {
     }
 }
 
-async fn hold_by_id(tx: &mut impl Debiting, id: &str) -> Result<Hold, StoreError> {
+async fn hold_by_id(tx: &mut impl Tx, id: &str) -> Result<Hold, StoreError> {
     let row: Option<HoldRow> = tx.row(SELECT_BY_ID_, params![id]).await?;
     row.ok_or(StoreError::NotFound { what: "hold" })
         .and_then(hold_from_row)
@@ -138,7 +139,7 @@ impl Release<'_> {
     /// The hold as `status` leaves it, and the BURN of what was captured.
     async fn run(
         &self,
-        tx: &mut impl Debiting,
+        tx: &mut impl Tx,
         at_position: Option<crate::ledger::fifo::Position<DateTime<Utc>>>,
         capture: i64,
         status: HoldStatus,
@@ -202,7 +203,7 @@ impl Release<'_> {
     /// id is the hold's, prefixed `hold:`, and so unique as the hold's is.
     async fn burn(
         &self,
-        tx: &mut impl Debiting,
+        tx: &mut impl Tx,
         amount: i64,
         spent: &[(String, i64)],
     ) -> Result<Transaction, StoreError> {
