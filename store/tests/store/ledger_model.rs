@@ -1,6 +1,8 @@
 //! The ledger against a reference model: random sequences of operations (earns, backdated
 //! earns, burns, refunds of burns, reversals of earns under each shortfall policy (debt paid by
 //! later tokens, clip, refuse), orders paid with points and their cancellation, whole or a line,
+//! holds placed, captured (whole or in part, or refused for more than they hold), voided and
+//! lapsed by the sweep,
 //! repeated and conflicting keys (a refused burn or return refused again under its key),
 //! concurrent burns on one wallet and a return racing a burn, expiry runs as the clock moves,
 //! the store closed and reopened)
@@ -97,7 +99,22 @@ enum Op {
         which: usize,
         micros: i64,
     },
-    /// The clock moves on `days` and the expiry sweep runs.
+    /// A hold of `micros` on wallet `wallet`, lapsing `lapses` days on (None: it does not).
+    Hold {
+        wallet: usize,
+        micros: i64,
+        lapses: Option<i64>,
+    },
+    /// An open hold that does not lapse captured, by `micros` (None: all of it).
+    Capture {
+        which: usize,
+        micros: Option<i64>,
+    },
+    /// An open hold that does not lapse voided.
+    Void {
+        which: usize,
+    },
+    /// The clock moves on `days` and the expiry sweep runs (expiry, then lapses).
     Advance {
         days: i64,
     },
@@ -133,6 +150,11 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(which, value)| Op::Reverse { which, value }),
         1 => (any::<usize>(), amount())
             .prop_map(|(which, micros)| Op::ConcurrentReturn { which, micros }),
+        2 => (0..WALLETS, amount(), proptest::option::of(1i64..15))
+            .prop_map(|(wallet, micros, lapses)| Op::Hold { wallet, micros, lapses }),
+        2 => (any::<usize>(), proptest::option::of(amount()))
+            .prop_map(|(which, micros)| Op::Capture { which, micros }),
+        1 => any::<usize>().prop_map(|which| Op::Void { which }),
         2 => (1i64..20).prop_map(|days| Op::Advance { days }),
         1 => Just(Op::Reopen),
     ]
@@ -155,6 +177,8 @@ struct WalletModel {
     earned: i64,
     /// What reversals took back that no lot paid yet.
     owed: i64,
+    /// Of the balance, what open holds reserve (their tokens taken from the lots).
+    held: i64,
     /// When the sweep next visits the wallet: as the store keeps it, moved sooner by what is
     /// credited and set by each visit, never by what is spent.
     expires_next: Option<DateTime<Utc>>,
@@ -180,6 +204,15 @@ impl WalletModel {
             }
         }
         (takes, left)
+    }
+
+    /// Gives tokens back to the lots they were taken from: (earn id, micro-tokens).
+    fn give_back(&mut self, gifts: &[(String, i64)]) {
+        for (id, amount) in gifts {
+            let lot = self.lots.iter_mut().find(|l| &l.id == id).expect("a lot");
+            lot.remaining += amount;
+            self.expires_next = sooner(self.expires_next, lot.expires_at);
+        }
     }
 
     /// Pays what the wallet owes from its oldest lots, as far as they reach.
@@ -211,6 +244,18 @@ struct SentReturn {
     outcome: ReversalOutcome,
 }
 
+/// A hold placed: its id, wallet, amount, what it took from each lot (in spending order), when
+/// it lapses, and whether it is still open.
+#[derive(Debug, Clone)]
+struct HoldModel {
+    id: String,
+    wallet: usize,
+    micros: i64,
+    takes: Takes,
+    lapses: Option<DateTime<Utc>>,
+    open: bool,
+}
+
 /// An order placed: its id, its BURN and its lines' ids and totals (micro-tokens).
 #[derive(Debug, Clone)]
 struct Placed {
@@ -231,6 +276,7 @@ struct Model {
     /// Each earn's wallet, purchase value (whole units), tokens, and what reversals took of
     /// both, by its transaction id.
     earns: HashMap<String, EarnModel>,
+    holds: Vec<HoldModel>,
 }
 
 #[derive(Debug, Clone)]
@@ -282,7 +328,7 @@ impl Model {
     /// took from each lot, by earn id (`None`: refused for the balance).
     fn burn(&mut self, wallet: usize, micros: i64) -> Option<Takes> {
         let w = &mut self.wallets[wallet];
-        if w.balance - micros < self.min_balance {
+        if w.balance - w.held - micros < self.min_balance {
             return None;
         }
         w.repay();
@@ -291,6 +337,44 @@ impl Model {
         w.balance -= micros;
         takes.sort();
         Some(takes)
+    }
+
+    /// A hold takes from the lots as a burn does, the balance unchanged; what it took from
+    /// each lot in spending order (`None`: refused for the balance).
+    fn hold(&mut self, wallet: usize, micros: i64) -> Option<Takes> {
+        let w = &mut self.wallets[wallet];
+        if w.balance - w.held - micros < self.min_balance {
+            return None;
+        }
+        w.repay();
+        let (takes, left) = w.take(micros, None);
+        assert_eq!(left, 0, "the model's lots cover what is not held");
+        w.held += micros;
+        Some(takes)
+    }
+
+    /// Settles hold `i`: `capture` micro-tokens spent from its oldest lots, the rest given
+    /// back; what the capture took from each lot, by earn id.
+    fn settle(&mut self, i: usize, capture: i64) -> Takes {
+        let h = &mut self.holds[i];
+        h.open = false;
+        let (mut keep, mut spent, mut gifts) = (capture, Vec::new(), Vec::new());
+        for (id, took) in &h.takes {
+            let kept = keep.min(*took);
+            keep -= kept;
+            if kept > 0 {
+                spent.push((id.clone(), kept));
+            }
+            if *took > kept {
+                gifts.push((id.clone(), took - kept));
+            }
+        }
+        let w = &mut self.wallets[h.wallet];
+        w.held -= h.micros;
+        w.balance -= capture;
+        w.give_back(&gifts);
+        spent.sort();
+        spent
     }
 
     /// Reverses `value` whole units (None: all that is left) of earn `id`.
@@ -506,6 +590,7 @@ impl World {
                 given: HashMap::new(),
                 shortfall,
                 earns: HashMap::new(),
+                holds: Vec::new(),
             },
         }
     }
@@ -690,6 +775,78 @@ impl World {
                     .map_err(|e| fail(step, e))?;
                 self.model.expire(self.now);
                 self.compare_expired(step).await?;
+                // Operator-wide: earlier sequences' holds in the database lapse too.
+                self.store
+                    .lapse_holds(self.now)
+                    .await
+                    .map_err(|e| fail(step, e))?;
+                for i in 0..self.model.holds.len() {
+                    let h = &self.model.holds[i];
+                    if !h.open {
+                        continue;
+                    }
+                    let due = h.lapses.is_some_and(|at| at <= self.now);
+                    let status = self
+                        .store
+                        .get_hold(&self.campaign, &h.id)
+                        .await
+                        .map_err(|e| fail(step, e))?
+                        .status;
+                    let expected = match due {
+                        true => store::HoldStatus::Lapsed,
+                        false => store::HoldStatus::Held,
+                    };
+                    if status != expected {
+                        return Err(fail(step, format!("{h:?} is {status}, model {expected}")));
+                    }
+                    if due {
+                        self.model.settle(i, 0);
+                    }
+                }
+            }
+            Op::Hold {
+                wallet,
+                micros,
+                lapses,
+            } => self.hold(step, wallet, micros, lapses).await?,
+            Op::Capture { which, micros } => {
+                let Some(i) = self.open_hold(which) else {
+                    return Ok(());
+                };
+                let h = self.model.holds[i].clone();
+                let amount = micros.unwrap_or(h.micros);
+                let result = self
+                    .store
+                    .capture_hold(&self.campaign, &h.id, micros.map(micros_to_tokens))
+                    .await;
+                match result {
+                    Ok(settled) if amount <= h.micros => {
+                        let burn = settled.transaction.map(|t| t.id).unwrap_or_default();
+                        let takes = self.model.settle(i, amount);
+                        let outcome = BurnOutcome::Spent(burn.clone());
+                        self.check_burn(step, &outcome, Some(&takes)).await?;
+                        self.model.burns.insert(burn.clone(), (h.wallet, takes));
+                        self.spent.push(burn);
+                    }
+                    Err(StoreError::Refused {
+                        code: "capture_exceeds_hold",
+                        ..
+                    }) if amount > h.micros => {}
+                    other => {
+                        return Err(fail(step, format!("capture {amount} of {h:?}: {other:?}")));
+                    }
+                }
+            }
+            Op::Void { which } => {
+                let Some(i) = self.open_hold(which) else {
+                    return Ok(());
+                };
+                let id = self.model.holds[i].id.clone();
+                self.store
+                    .void_hold(&self.campaign, &id)
+                    .await
+                    .map_err(|e| fail(step, e))?;
+                self.model.settle(i, 0);
             }
             Op::Refund { which, micros } => {
                 let Some(burn_id) = pick(&self.spent, which).cloned() else {
@@ -923,6 +1080,64 @@ impl World {
         Ok(())
     }
 
+    /// Places a hold of `micros` on `wallet`, lapsing `lapses` days on: it takes from the lots
+    /// as a burn does, or it is refused for the balance.
+    async fn hold(
+        &mut self,
+        step: usize,
+        wallet: usize,
+        micros: i64,
+        lapses: Option<i64>,
+    ) -> Result<(), TestCaseError> {
+        let lapses = lapses.map(|days| self.now + Duration::days(days));
+        let hold = store::NewHold {
+            wallet: format!("w-{wallet}"),
+            external_id: format!("h-{step}"),
+            amount: micros_to_tokens(micros),
+            description: "Checkout".into(),
+            comment: None,
+            meta: None,
+            expires_at: lapses,
+        };
+        let result = self.store.hold(&self.campaign, hold).await;
+        match (result, self.model.hold(wallet, micros)) {
+            (Ok(placed), Some(takes)) => {
+                let id = placed.hold.id;
+                let mut expected = takes.clone();
+                expected.sort();
+                let took = self.store.spends_of(&id).await.map_err(|e| fail(step, e))?;
+                if took != expected {
+                    return Err(fail(
+                        step,
+                        format!("hold took {took:?}, model {expected:?}"),
+                    ));
+                }
+                self.model.holds.push(HoldModel {
+                    id,
+                    wallet,
+                    micros,
+                    takes,
+                    lapses,
+                    open: true,
+                });
+            }
+            (Err(StoreError::InsufficientBalance { .. }), None) => {}
+            (other, expected) => {
+                return Err(fail(step, format!("hold: {other:?}, model {expected:?}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// An open hold that does not lapse (one that does is settled by the sweep alone: a
+    /// capture or a void reads the wall clock, not the sequence's).
+    fn open_hold(&self, which: usize) -> Option<usize> {
+        let open: Vec<usize> = (0..self.model.holds.len())
+            .filter(|i| self.model.holds[*i].open && self.model.holds[*i].lapses.is_none())
+            .collect();
+        pick(&open, which).copied()
+    }
+
     /// Whether the store's answer to a burn is the model's, and took from the same lots.
     async fn check_burn(
         &self,
@@ -971,11 +1186,13 @@ impl World {
             }
             let seen = (
                 wallet.balance,
+                wallet.held,
                 wallet.earned,
                 wallet.tier.map(|t| t.name).as_deref().map(str::to_owned),
             );
             let expected = (
                 micros_to_tokens(model.balance),
+                micros_to_tokens(model.held),
                 micros_to_tokens(model.earned),
                 self.model.tier(n).map(str::to_owned),
             );
