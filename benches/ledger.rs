@@ -37,10 +37,7 @@ async fn run() {
         campaign,
         key,
     } = common::seed(WALLETS, true).await;
-    let seconds: u64 = std::env::var("BENCH_SECONDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(60);
+    let seconds = common::seconds();
     let base = common::serve(&store).await;
     let bare_base = common::serve_bare(
         "/earn",

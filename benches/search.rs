@@ -280,10 +280,7 @@ async fn main() {
         .await
         .unwrap();
     assert!(warm.status().is_success());
-    let seconds: u64 = std::env::var("BENCH_SECONDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(60);
+    let seconds = common::seconds();
     // wrk, a separate process, when installed (as the goal was set with it); else clients in
     // this process, which take their share of the two cores from the server.
     let with_wrk = std::process::Command::new("wrk")

@@ -38,10 +38,7 @@ fn main() {
 
 #[tokio::main]
 async fn run() {
-    let seconds: u64 = std::env::var("BENCH_SECONDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(60);
+    let seconds = common::seconds();
     let seed = common::seed(WALLETS, true).await;
     let data = std::env::temp_dir().join(format!("rewards-service-bench-{}", std::process::id()));
     std::fs::create_dir_all(&data).unwrap();

@@ -54,6 +54,40 @@ where
             latencies
         }));
     }
+    gather(tasks, started).await
+}
+
+/// Runs `request(item)` once for each of `items`, from `clients` concurrent loops, as fast as
+/// they go. Each call must send one request and panic on an unexpected answer.
+pub async fn drive_each<T, F, Fut>(clients: usize, items: Vec<T>, request: F) -> Load
+where
+    T: Send + 'static,
+    F: Fn(T) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send,
+{
+    let request = Arc::new(request);
+    let items = Arc::new(std::sync::Mutex::new(items.into_iter()));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        let (request, items) = (request.clone(), items.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            loop {
+                let Some(item) = items.lock().unwrap().next() else {
+                    return latencies;
+                };
+                let sent = Instant::now();
+                request(item).await;
+                latencies.push(sent.elapsed());
+            }
+        }));
+    }
+    gather(tasks, started).await
+}
+
+/// The load the client tasks measured since `started`.
+async fn gather(tasks: Vec<tokio::task::JoinHandle<Vec<Duration>>>, started: Instant) -> Load {
     let mut latencies = Vec::new();
     for task in tasks {
         latencies.extend(task.await.expect("client task"));
@@ -67,6 +101,61 @@ where
         p99_ms: at(0.99),
         max_ms: at(1.0),
         count: latencies.len(),
+    }
+}
+
+/// How long each timed scenario runs: `BENCH_SECONDS`, default 60.
+pub fn seconds() -> u64 {
+    std::env::var("BENCH_SECONDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60)
+}
+
+/// Credits `lots` earns of 12.5 tokens (each an open lot) to each of wallets `w-0..w-<wallets>`
+/// of `campaign`, through the store, a thousand at a time.
+pub async fn open_lots(
+    store: &store::Store,
+    campaign: &store::Campaign,
+    wallets: usize,
+    lots: usize,
+) {
+    let mut ids = Vec::with_capacity(wallets);
+    for w in 0..wallets {
+        ids.push(
+            store
+                .get_wallet(campaign, &format!("w-{w}"))
+                .await
+                .unwrap()
+                .id,
+        );
+    }
+    let date = chrono::Utc::now() - chrono::Duration::days(1);
+    let credits: Vec<store::Credit> = (0..wallets * lots)
+        .map(|i| store::Credit {
+            org_id: campaign.org_id.clone(),
+            campaign_id: campaign.id.clone(),
+            earn: store::EarnInput {
+                earn_id: format!("seed-{i}"),
+                wallet: format!("w-{}", i % wallets),
+                amount: "12.5".into(),
+                date: date + chrono::Duration::milliseconds(i as i64),
+                description: None,
+                comment: None,
+                meta: None,
+            },
+            wallet_id: ids[i % wallets].clone(),
+            currency: campaign.currency.clone(),
+            tokens: store::Tokens::from_text("12.5").unwrap(),
+            trace: "seed".into(),
+            rule_version: None,
+            meta_text: None,
+            request_id: None,
+            batch_id: None,
+        })
+        .collect();
+    for chunk in credits.chunks(1_000) {
+        store.credit_all(chunk).await.unwrap();
     }
 }
 

@@ -1,0 +1,127 @@
+//! Holds placed and captured per second over HTTP on SQLite (or PostgreSQL when
+//! `REWARDS_TEST_POSTGRES_URL` is set), beside burns of the same size on the same wallets in
+//! the same run, and the hold through the store alone (the floor).
+//!
+//! Every wallet holds `LOTS` open lots (earns of 12.5 credited through the store) before the
+//! first scenario; the burns, holds and captures are of 0.01, each taking from one lot. The
+//! burns and the holds run for `BENCH_SECONDS` (default 60); the captures take each hold placed
+//! once, as fast as they go.
+//!
+//! `cargo bench --bench holds`. Goals: hold and capture on SQLite at the burn's speed (>= 5,000
+//! req/s, p99 <= 20 ms); on PostgreSQL >= 2,000 req/s, p99 <= 30 ms.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+const CLIENTS: usize = 32;
+const WALLETS: usize = 100;
+const LOTS: usize = 1_000;
+
+fn main() {
+    rewards::arenas::limit();
+    run();
+}
+
+#[tokio::main]
+async fn run() {
+    let common::Seed {
+        _db,
+        store,
+        campaign,
+        key,
+    } = common::seed(WALLETS, true).await;
+    let seconds = common::seconds();
+    common::open_lots(&store, &campaign, WALLETS, LOTS).await;
+    let base = common::serve(&store).await;
+    let client = reqwest::Client::new();
+    let (k, s) = (key.key.api_key.clone(), key.secret.clone());
+    let post = {
+        let (client, base) = (client.clone(), base.clone());
+        move |path: String, body: Value| {
+            client
+                .post(format!("{base}{path}"))
+                .header("x-api-key", &k)
+                .header("x-api-secret", &s)
+                .json(&body)
+        }
+    };
+    let wallet = |c: usize, n: usize| format!("w-{}", (c * 13 + n) % WALLETS);
+
+    println!(
+        "backend: {:?}; {CLIENTS} concurrent clients; {WALLETS} wallets of {LOTS} open lots",
+        store.backend()
+    );
+    println!("{}", common::HEADER);
+    let burns = {
+        let post = post.clone();
+        common::drive(CLIENTS, seconds, move |c, n| {
+            let body = json!({"externalId": format!("b-{c}-{n}"), "amount": 0.01,
+                "walletId": wallet(c, n), "description": "Voucher"});
+            let request = post("/v1/transactions/burn".into(), body);
+            async move {
+                assert_eq!(request.send().await.unwrap().status(), StatusCode::OK);
+            }
+        })
+        .await
+    };
+    println!("{}", burns.row("baseline: POST burn (200)"));
+
+    let placed = Arc::new(Mutex::new(Vec::new()));
+    let holds = {
+        let (post, placed) = (post.clone(), placed.clone());
+        common::drive(CLIENTS, seconds, move |c, n| {
+            let body = json!({"externalId": format!("h-{c}-{n}"), "amount": 0.01,
+                "walletId": wallet(c, n), "description": "Checkout"});
+            let request = post("/v1/holds".into(), body);
+            let placed = placed.clone();
+            async move {
+                let response = request.send().await.unwrap();
+                assert_eq!(response.status(), StatusCode::CREATED);
+                let hold: Value = response.json().await.unwrap();
+                let id = hold["id"].as_str().unwrap().to_string();
+                placed.lock().unwrap().push(id);
+            }
+        })
+        .await
+    };
+    println!("{}", holds.row("POST /v1/holds (201)"));
+
+    let ids: Vec<String> = placed.lock().unwrap().clone();
+    let captures = common::drive_each(CLIENTS, ids, move |id| {
+        let request = post(format!("/v1/holds/{id}/capture"), json!({}));
+        async move {
+            assert_eq!(request.send().await.unwrap().status(), StatusCode::OK);
+        }
+    })
+    .await;
+    println!("{}", captures.row("POST /v1/holds/{id}/capture (200)"));
+
+    let alone = {
+        let (store, campaign) = (store.clone(), campaign.clone());
+        common::drive(CLIENTS, seconds, move |c, n| {
+            let hold = store::NewHold {
+                wallet: wallet(c, n),
+                external_id: format!("sh-{c}-{n}"),
+                amount: store::Tokens::from_text("0.01").unwrap(),
+                description: "Checkout".into(),
+                comment: None,
+                meta: None,
+                expires_at: None,
+            };
+            let (store, campaign) = (store.clone(), campaign.clone());
+            async move {
+                store.hold(&campaign, hold).await.unwrap();
+            }
+        })
+        .await
+    };
+    println!("{}", alone.row("floor: Store::hold alone"));
+    assert!(
+        store.audit().await.unwrap().is_empty(),
+        "the ledger agrees with itself after the run"
+    );
+}
