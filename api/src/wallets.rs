@@ -252,9 +252,146 @@ async fn create_guide_wallet(
     create_wallet(state, caller, body).await
 }
 
+/// The longest look ahead `within` takes: ten years, in days or in weeks.
+const MAX_WITHIN_DAYS: i64 = 3_660;
+const MAX_WITHIN_WEEKS: i64 = 522;
+/// `within` as its document says: 1 to 3660 days or 1 to 522 weeks, no leading zero.
+const WITHIN: &str = "^P(([1-9][0-9]{0,2}|[12][0-9]{3}|3[0-5][0-9]{2}|36[0-5][0-9]|3660)D\
+     |([1-9][0-9]?|[1-4][0-9]{2}|5[01][0-9]|52[0-2])W)$";
+
+fn within() -> utoipa::openapi::schema::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(WITHIN))
+        .description(Some(
+            "How far ahead, as an ISO 8601 duration in days or weeks (`P30D`, `P2W`): 1 to \
+             3660 days or 1 to 522 weeks. Default `P30D`.",
+        ))
+        .build()
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct ExpiringQuery {
+    #[param(schema_with = within)]
+    within: Option<String>,
+}
+
+/// `within` as days: `PnD` (1 to `MAX_WITHIN_DAYS`) or `PnW` (1 to `MAX_WITHIN_WEEKS`).
+fn within_days(text: Option<&str>) -> Result<i64, ApiError> {
+    let Some(text) = text else {
+        return Ok(30);
+    };
+    let refused = || {
+        ApiError::invalid(
+            "within",
+            "invalid_value",
+            format!("`{text}`: use days or weeks as P30D or P2W, from a day to ten years"),
+        )
+    };
+    let body = text.strip_prefix('P').ok_or_else(refused)?;
+    let (number, unit) = body.split_at(body.len().saturating_sub(1));
+    let digits = number.bytes().all(|b| b.is_ascii_digit()) && !number.starts_with('0');
+    let n: i64 = match digits {
+        true => number.parse().map_err(|_| refused())?,
+        false => return Err(refused()),
+    };
+    match unit {
+        "D" if (1..=MAX_WITHIN_DAYS).contains(&n) => Ok(n),
+        "W" if (1..=MAX_WITHIN_WEEKS).contains(&n) => Ok(n * 7),
+        _ => Err(refused()),
+    }
+}
+
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExpiringView {
+    pub wallet_id: String,
+    /// The end of the look ahead: now plus `within`.
+    pub until: DateTime<Utc>,
+    /// All that expires by then.
+    #[schema(value_type = f64)]
+    pub total: Tokens,
+    /// Per day (UTC), soonest first; days when nothing expires are left out.
+    pub days: Vec<ExpiringDayView>,
+}
+
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExpiringDayView {
+    #[schema(value_type = String, format = Date)]
+    pub date: chrono::NaiveDate,
+    #[schema(value_type = f64)]
+    pub tokens: Tokens,
+}
+
+#[utoipa::path(get, path = "/v1/wallets/{id}/expiring", tag = "wallets",
+    summary = "Tokens expiring soon",
+    description = "What the wallet's tokens lose to expiry from now until `within` ahead, per \
+        day in UTC (for members' reminders): what each lot holds now, so tokens a hold reserves \
+        are not counted while it holds them. A lot already due that the sweep (each minute) has \
+        not expired yet is counted on its day.",
+    params(("id" = String, Path, description = "the wallet's id or external reference"),
+        ExpiringQuery),
+    responses((status = 200, body = ExpiringView), (status = 400, body = Problem),
+        (status = 404, body = Problem)))]
+async fn expiring(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(reference): Path<String>,
+    QueryParams(query): QueryParams<ExpiringQuery>,
+) -> Result<Json<ExpiringView>, ApiError> {
+    let days = within_days(query.within.as_deref())?;
+    let until = Utc::now() + chrono::Duration::days(days);
+    let campaign = &caller.context.campaign;
+    let wallet = state.store.get_wallet(campaign, &reference).await?;
+    let found = state.store.expiring(campaign, &wallet.id, until).await?;
+    let total = found
+        .iter()
+        .try_fold(Tokens::ZERO, |sum, day| sum.checked_add(day.tokens))
+        .unwrap_or(Tokens::MAX);
+    Ok(Json(ExpiringView {
+        wallet_id: wallet.id,
+        until,
+        total,
+        days: found
+            .into_iter()
+            .map(|d| ExpiringDayView {
+                date: d.date,
+                tokens: d.tokens,
+            })
+            .collect(),
+    }))
+}
+
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_wallets, create_wallet))
         .routes(routes!(get_wallet, update_wallet))
+        .routes(routes!(expiring))
         .routes(routes!(create_guide_wallet))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn within_takes_what_its_pattern_admits() {
+        let pattern = regex::Regex::new(WITHIN).unwrap();
+        for text in [
+            "P1D", "P30D", "P3660D", "P1W", "P522W", "P0D", "P3661D", "P523W", "P030D", "P1M",
+            "30D", "P", "PD", "P-1D", "P1.5D",
+        ] {
+            assert_eq!(
+                within_days(Some(text)).is_ok(),
+                pattern.is_match(text),
+                "{text}"
+            );
+        }
+        assert_eq!(within_days(Some("P2W")).unwrap(), 14);
+        assert_eq!(within_days(None).unwrap(), 30);
+    }
 }

@@ -1,6 +1,6 @@
 //! Wallets: the sign-up check, owners, versions' list shapes, duplicates and isolation.
 
-use api::views::WalletView;
+use api::views::{ExpiringView, WalletView};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 use store::Tokens;
@@ -197,7 +197,49 @@ async fn the_member_guide_creates_wallets_by_member_reference(app: TestApp) {
     assert_eq!(reply.body["ownerId"], member.body["id"]);
 }
 
+/// What expires over the days ahead, per day, from what the lots hold now.
+async fn the_tokens_expiring_soon_are_listed_per_day(app: TestApp) {
+    let campaign = app.store.campaign_by_id(&app.campaign).await.unwrap();
+    let policy = store::Policy {
+        expiry: store::Expiry::Days(30),
+        ..Default::default()
+    };
+    app.store.set_policy(&campaign, policy).await.unwrap();
+    app.member_with_wallet().await;
+    let now = chrono::Utc::now();
+    for (id, amount, days_ago) in [("e-1", 10, 25), ("e-2", 20, 10)] {
+        let date = (now - chrono::Duration::days(days_ago)).to_rfc3339();
+        let body = json!({"id": id, "walletId": "w-1", "amount": amount, "date": date});
+        app.earn_and_wait(body).await;
+    }
+    app.burn("b-1", "w-1", json!(4)).await;
+    let soon: ExpiringView = app
+        .get("/v1/wallets/w-1/expiring?within=P1W")
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(soon.total, Tokens::whole(6));
+    let day = |days: i64| (now + chrono::Duration::days(days)).date_naive();
+    let days: Vec<_> = soon.days.iter().map(|d| (d.date, d.tokens)).collect();
+    assert_eq!(days, [(day(5), Tokens::whole(6))]);
+    let month: ExpiringView = app
+        .get("/v1/wallets/w-1/expiring")
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(month.total, Tokens::whole(26), "P30D by default");
+    for bad in ["P0D", "P3661D", "30", "P1M"] {
+        let reply = app
+            .get(&format!("/v1/wallets/w-1/expiring?within={bad}"))
+            .await;
+        assert_eq!(reply.fields(), ["within"], "{bad}");
+    }
+    assert_eq!(
+        app.get("/v1/wallets/nope/expiring").await.status,
+        StatusCode::NOT_FOUND
+    );
+}
+
 app_tests!(
+    the_tokens_expiring_soon_are_listed_per_day,
     the_sign_up_flow_finds_or_creates_a_wallet,
     a_wallet_needs_an_owner,
     lists_filter_and_take_each_versions_shape,

@@ -7,6 +7,7 @@ mod catalogue_search;
 mod corrections;
 mod holds;
 mod idempotency;
+mod in_time;
 mod leaderboard;
 mod ledger;
 mod ledger_model;
