@@ -73,6 +73,7 @@ pub use ledger::earn::{Credit, Credited, EarnInput, EarnRequest, EarnStatus, Pen
 pub use ledger::holds::{Hold, HoldFilter, HoldPlaced, HoldSettled, HoldStatus, NewHold};
 pub use ledger::in_time::ExpiringDay;
 pub use ledger::transactions::{EarnReplay, Transaction, TransactionFilter, TransactionKind};
+pub use ledger::transfers::{NewTransfer, Received, Transfer, Transferred};
 pub use ledger::wallets::{NewWallet, Wallet, WalletFilter};
 pub use members::{
     CATEGORIES, Channels, ChannelsPatch, CommunicationPreferences, Member, MemberPatch,
@@ -85,7 +86,7 @@ pub use orders::{
     OrderLine, OrderScope, Placed, ProductSummary, Redeemed,
 };
 pub use programme::evaluate::RulesInput;
-pub use programme::policies::{Expiry, Policy, Shortfall};
+pub use programme::policies::{Expiry, Policy, Shortfall, Transfers};
 pub use programme::rule_book::RuleBook;
 pub use programme::rule_sets::RuleSetVersion;
 pub use programme::tiers::{NewTier, Tier};

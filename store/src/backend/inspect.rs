@@ -156,7 +156,9 @@ impl Store {
             crate::ledger::fifo::lot_left!(),
             " FROM transactions t JOIN wallets w ON w.id = t.wallet_id \
              LEFT JOIN lots_aside a ON a.transaction_id = t.id \
-             WHERE t.wallet_id = $1 AND t.kind = 'EARN' ORDER BY t.id"
+             WHERE t.wallet_id = $1 AND t.kind IN ",
+            crate::ledger::transactions::lot_kinds!(),
+            " ORDER BY t.id"
         );
         let rows: Vec<(String, i64)> = self.read_rows(SQL, params![id]).await?;
         Ok(rows.into_iter().filter(|(_, left)| *left != 0).collect())

@@ -45,6 +45,7 @@ migrations! {
     18 "reversals" "0018_reversals.sql",
     19 "idempotent refusals" "0019_idempotent_refusals.sql",
     20 "holds" "0020_holds.sql",
+    21 "transfers" "0021_transfers.sql",
 }
 
 /// The migration that indexes `transactions.idem_key`: before it runs, the keys of an existing

@@ -1,5 +1,6 @@
-//! The audit: for every wallet, the balance must equal EARN + REFUND - BURN - EXPIRY - REVERSAL,
-//! the lifetime earned total must equal the EARN sum less what reversals took off them, the
+//! The audit: for every wallet, the balance must equal EARN + REFUND + TRANSFER_IN - BURN -
+//! EXPIRY - REVERSAL - TRANSFER_OUT, the lifetime earned total must equal the EARN sum less what
+//! reversals took off them, with what transfers moved when they moved earnings, the
 //! tokens it holds by its spending position and aside rows (its lots) must add up to the
 //! balance less what open holds reserve plus what it owes, what it owes to what its reversals
 //! took that no lot paid, and what it holds to its open holds (each of which took its amount
@@ -50,12 +51,15 @@ const AUDIT: &str = "SELECT COALESCE(w.id, t.wallet_id), w.id IS NULL, \
      FROM wallets w \
      {outer} JOIN (SELECT t.wallet_id, \
          SUM(CASE t.kind WHEN 'EARN' THEN t.amount WHEN 'REFUND' THEN t.amount \
-             ELSE -t.amount END) AS net, \
+             WHEN 'TRANSFER_IN' THEN t.amount ELSE -t.amount END) AS net, \
          SUM(CASE t.kind WHEN 'EARN' THEN t.amount \
-             WHEN 'REVERSAL' THEN -t.amount - COALESCE(t.forgiven, 0) ELSE 0 END) AS earns, \
+             WHEN 'REVERSAL' THEN -t.amount - COALESCE(t.forgiven, 0) \
+             WHEN 'TRANSFER_IN' THEN CASE WHEN t.earned_moved THEN t.amount ELSE 0 END \
+             WHEN 'TRANSFER_OUT' THEN CASE WHEN t.earned_moved THEN -t.amount ELSE 0 END \
+             ELSE 0 END) AS earns, \
          SUM(CASE WHEN t.kind = 'REVERSAL' THEN t.amount - COALESCE((SELECT SUM(s.amount) \
              FROM spends s WHERE s.transaction_id = t.id), 0) ELSE 0 END) AS owed, \
-         SUM(CASE WHEN t.kind = 'EARN' AND (p.fifo_date IS NULL \
+         SUM(CASE WHEN t.kind IN ('EARN', 'TRANSFER_IN') AND (p.fifo_date IS NULL \
              OR (t.date, t.id) >= (p.fifo_date, p.fifo_id)) \
              AND NOT EXISTS (SELECT 1 FROM lots_aside x WHERE x.transaction_id = t.id) \
              THEN t.amount ELSE 0 END) AS open \
@@ -236,7 +240,9 @@ const LOTS: &str = concat!(
          FROM spends s LEFT JOIN transactions c ON c.id = s.transaction_id \
          UNION ALL SELECT {earn_of_expiry}, amount, 0 FROM transactions WHERE kind = 'EXPIRY' \
          ) d GROUP BY earn_id) h ON h.earn_id = t.id \
-     WHERE t.kind = 'EARN' AND t.created_at >= $1) e WHERE lot <> computed ORDER BY 1, 2"
+     WHERE t.kind IN ",
+    crate::ledger::transactions::lot_kinds!(),
+    " AND t.created_at >= $1) e WHERE lot <> computed ORDER BY 1, 2"
 );
 
 /// Holds whose lots taken (their spends) are not their amount while open, or not nothing once

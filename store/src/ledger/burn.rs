@@ -203,12 +203,13 @@ const ASIDE_AFTER: &str = aside_from!(" AND (earned_at, transaction_id) > ($2, $
 /// One earn's aside row, if it has one.
 pub(crate) const ASIDE_OF: &str = "SELECT transaction_id, earned_at, remaining, expires_at \
      FROM lots_aside WHERE transaction_id = $1";
-/// The wallet's earns in spending order: all, or from `($2, $3)` on.
+/// The wallet's lots (earns and transfers in) in spending order: all, or from `($2, $3)` on.
 macro_rules! earns {
     ($from:literal) => {
         concat!(
             "SELECT id, date, amount, expires_at FROM transactions WHERE wallet_id = $1 \
-             AND kind = 'EARN'",
+             AND kind IN ",
+            crate::ledger::transactions::lot_kinds!(),
             $from,
             " ORDER BY date, id"
         )
@@ -219,14 +220,15 @@ pub(crate) const EARNS_FROM: &str = earns!(" AND (date, id) >= ($2, $3)");
 /// A burn's reads of the wallet's transactions from its position, at most `$limit` (the
 /// dialect's `FIRST_READ` or `NEXT_READ`), every kind (the burns and expiries among the earns
 /// are passed over as they come), as `LotRead`s: a burn reads only as far as its amount
-/// reaches. With `kind = 'EARN'` in the query, PostgreSQL's planner, guessing how few rows
-/// match, read every later earn and sorted them on a ledger whose statistics lagged; without it,
+/// reaches. With the lot kinds as a filter in the query, PostgreSQL's planner, guessing how few
+/// rows match, read every later earn and sorted them on a ledger whose statistics lagged; without it,
 /// it walks the index and stops.
 macro_rules! from_position {
     ($from:literal, $limit:literal) => {
         concat!(
-            "SELECT false, e.* FROM (SELECT id, date, amount, expires_at, kind = 'EARN' \
-             FROM transactions WHERE wallet_id = $1",
+            "SELECT false, e.* FROM (SELECT id, date, amount, expires_at, kind IN ",
+            crate::ledger::transactions::lot_kinds!(),
+            " FROM transactions WHERE wallet_id = $1",
             $from,
             " ORDER BY date, id LIMIT ",
             $limit,

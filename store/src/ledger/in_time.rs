@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, NaiveDate, Utc};
 
 use crate::ledger::fifo::lot_left;
+use crate::ledger::transactions::lot_kinds;
 use crate::{Campaign, Store, StoreError, Tokens};
 
 /// The tokens of a wallet's lots that expire on one day (UTC).
@@ -24,7 +25,9 @@ const EXPIRING: &str = concat!(
     lot_left!(),
     " FROM wallets w JOIN transactions t ON t.wallet_id = w.id \
      LEFT JOIN lots_aside a ON a.transaction_id = t.id \
-     WHERE w.id = $1 AND t.wallet_id = $1 AND t.kind = 'EARN' AND t.expires_at <= $2 \
+     WHERE w.id = $1 AND t.wallet_id = $1 AND t.kind IN ",
+    lot_kinds!(),
+    " AND t.expires_at <= $2 \
        AND (w.fifo_id IS NULL OR (t.date, t.id) >= (w.fifo_date, w.fifo_id)) \
      UNION ALL SELECT a.expires_at, a.remaining FROM lots_aside a JOIN wallets w ON w.id = a.wallet_id \
      WHERE a.wallet_id = $1 AND a.remaining > 0 AND a.expires_at <= $2 \

@@ -14,4 +14,5 @@ pub(crate) mod in_time;
 pub(crate) mod refusals;
 pub(crate) mod same_earn;
 pub(crate) mod transactions;
+pub(crate) mod transfers;
 pub(crate) mod wallets;

@@ -19,6 +19,7 @@ const KEPT: &[&str] = &[
     "lots_unknown",
     "out_of_stock",
     "tier_required",
+    "transfer_cap_exceeded",
 ];
 const INSUFFICIENT: &str = "insufficient_balance";
 

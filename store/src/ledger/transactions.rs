@@ -1,7 +1,8 @@
 //! Ledger transactions: EARN adds tokens, BURN spends them, EXPIRY removes what expired, a
 //! REVERSAL takes back (part of) an earn and a REFUND gives back (part of) a burn. Each is
 //! immutable once written (a correction is a transaction of its own naming what it corrects);
-//! a wallet's balance always equals EARN + REFUND - BURN - EXPIRY - REVERSAL.
+//! a wallet's balance always equals EARN + REFUND + TRANSFER_IN - BURN - EXPIRY - REVERSAL -
+//! TRANSFER_OUT.
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -22,8 +23,29 @@ string_enum! {
         Refund = "REFUND",
         /// Tokens an earn credited, taken back: a return (it names the earn it corrects).
         Reversal = "REVERSAL",
+        /// Tokens a wallet gave another (a transfer's sending side).
+        TransferOut = "TRANSFER_OUT",
+        /// Tokens a wallet received from another, one per expiry date among the lots given: a
+        /// lot of its own (it names the TRANSFER_OUT it came from).
+        TransferIn = "TRANSFER_IN",
     }
 }
+
+impl TransactionKind {
+    /// Whether a transaction of this kind is a lot: tokens the wallet holds until spent or
+    /// expired, in (date, id) order with the others (see `fifo`).
+    pub fn is_lot(self) -> bool {
+        matches!(self, TransactionKind::Earn | TransactionKind::TransferIn)
+    }
+}
+
+/// The kinds of transaction that are lots (`TransactionKind::is_lot`), as an SQL list.
+macro_rules! lot_kinds {
+    () => {
+        "('EARN', 'TRANSFER_IN')"
+    };
+}
+pub(crate) use lot_kinds;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Transaction {
@@ -70,6 +92,7 @@ macro_rules! transaction_columns {
          WHERE c.corrects = transactions.id) AS BIGINT)"
     };
 }
+pub(crate) use transaction_columns;
 
 /// The transaction written under an idempotency key (`$1`), with its request's fingerprint.
 pub(crate) const SELECT_BY_KEY: &str = concat!(
@@ -320,7 +343,7 @@ impl Store {
         };
         let has = |k: TransactionKind| kinds.contains(&k);
         // Kinds not asked for are bound as a value no row has; every kind has its place.
-        const _: () = assert!(TransactionKind::ALL.len() == 5);
+        const _: () = assert!(TransactionKind::ALL.len() == 7);
         // Kinds not asked for are bound as a value no row has.
         let kind = |k: TransactionKind| if has(k) { k.as_str() } else { "" };
         let rows = self
@@ -329,7 +352,7 @@ impl Store {
                 transaction_columns!(),
                 "FROM transactions WHERE org_id = $1 AND campaign_id = $2 \
             AND ($3 IS NULL OR wallet_id = $3) AND ($4 IS NULL OR date >= $4) \
-            AND ($5 IS NULL OR date <= $5) AND kind IN ($6, $7, $8, $9, $10)",
+            AND ($5 IS NULL OR date <= $5) AND kind IN ($6, $7, $8, $9, $10, $11, $12)",
                 "date DESC, id DESC",
                 params![
                     &campaign.org_id,
@@ -341,7 +364,9 @@ impl Store {
                     kind(TransactionKind::Burn),
                     kind(TransactionKind::Expiry),
                     kind(TransactionKind::Refund),
-                    kind(TransactionKind::Reversal)
+                    kind(TransactionKind::Reversal),
+                    kind(TransactionKind::TransferOut),
+                    kind(TransactionKind::TransferIn)
                 ],
             )
             .await?;

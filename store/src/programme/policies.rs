@@ -147,6 +147,35 @@ impl FromStr for Shortfall {
     }
 }
 
+/// Whether members may transfer tokens between the campaign's wallets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transfers {
+    #[default]
+    Allowed,
+    Forbidden,
+}
+
+impl Transfers {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transfers::Allowed => "allow",
+            Transfers::Forbidden => "forbid",
+        }
+    }
+}
+
+impl std::str::FromStr for Transfers {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "allow" => Ok(Transfers::Allowed),
+            "forbid" => Ok(Transfers::Forbidden),
+            other => Err(format!("`{other}`: use allow or forbid")),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Policy {
     /// A burn may not take the balance below this.
@@ -154,6 +183,11 @@ pub struct Policy {
     pub expiry: Expiry,
     /// What a reversal does with tokens already spent.
     pub shortfall: Shortfall,
+    pub transfers: Transfers,
+    /// The most one wallet may transfer out in a day (UTC); None: no cap.
+    pub transfer_daily_cap: Option<Tokens>,
+    /// Whether a transfer moves lifetime earnings (and so tiers) with the tokens.
+    pub transfers_move_earned: bool,
 }
 
 /// Policies: a campaign's minimum balance and expiry (scope: `&Campaign`).
@@ -174,10 +208,11 @@ impl Store {
     }
 
     async fn stored_policy(&self, campaign_id: &str) -> Result<Policy, StoreError> {
-        const SQL: &str = "SELECT min_balance, expiry, shortfall FROM campaign_policies \
-             WHERE campaign_id = $1";
-        let row: Option<(i64, String, String)> = self.read_row(SQL, params![campaign_id]).await?;
-        let Some((min, expiry, shortfall)) = row else {
+        const SQL: &str = "SELECT min_balance, expiry, shortfall, transfers, transfer_daily_cap, \
+             transfers_move_earned FROM campaign_policies WHERE campaign_id = $1";
+        type Row = (i64, String, String, String, Option<i64>, bool);
+        let row: Option<Row> = self.read_row(SQL, params![campaign_id]).await?;
+        let Some((min, expiry, shortfall, transfers, cap, move_earned)) = row else {
             return Ok(Policy::default());
         };
         Ok(Policy {
@@ -194,6 +229,14 @@ impl Store {
                 "shortfall",
                 &shortfall,
             )?,
+            transfers: known(
+                transfers.parse().ok(),
+                "campaign_policies",
+                "transfers",
+                &transfers,
+            )?,
+            transfer_daily_cap: cap.map(Tokens::from_micros),
+            transfers_move_earned: move_earned,
         })
     }
 
@@ -210,10 +253,24 @@ impl Store {
             .expiry
             .check()
             .map_err(|why| StoreError::invalid("expiry", &why))?;
+        if policy
+            .transfer_daily_cap
+            .is_some_and(|cap| !cap.is_positive())
+        {
+            return Err(StoreError::invalid(
+                "transfer-daily-cap",
+                "must be more than 0",
+            ));
+        }
         const SQL: &str = "INSERT INTO campaign_policies (campaign_id, min_balance, expiry, \
-             shortfall, updated_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (campaign_id) DO UPDATE \
+             shortfall, transfers, transfer_daily_cap, transfers_move_earned, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (campaign_id) DO UPDATE \
              SET min_balance = excluded.min_balance, expiry = excluded.expiry, \
-             shortfall = excluded.shortfall, updated_at = excluded.updated_at";
+             shortfall = excluded.shortfall, transfers = excluded.transfers, \
+             transfer_daily_cap = excluded.transfer_daily_cap, \
+             transfers_move_earned = excluded.transfers_move_earned, \
+             updated_at = excluded.updated_at";
+        let cap = policy.transfer_daily_cap.map(Tokens::micros);
         self.execute(
             SQL,
             params![
@@ -221,6 +278,9 @@ impl Store {
                 policy.min_balance.micros(),
                 policy.expiry.to_string(),
                 policy.shortfall.as_str(),
+                policy.transfers.as_str(),
+                cap,
+                policy.transfers_move_earned,
                 now()
             ],
         )

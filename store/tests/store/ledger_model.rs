@@ -532,6 +532,7 @@ impl World {
             min_balance: Tokens::whole(min_balance / MICROS),
             expiry: Expiry::Days(EXPIRY_DAYS as u32),
             shortfall,
+            ..Default::default()
         };
         store.set_policy(&campaign, policy).await.unwrap();
         for (name, precedence, threshold) in TIERS {

@@ -14,3 +14,4 @@ mod ledger_model;
 mod orders;
 mod reviews;
 mod storage;
+mod transfers;

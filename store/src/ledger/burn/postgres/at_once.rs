@@ -50,10 +50,14 @@ const READ: &str = concat!(
        (SELECT true AS aside, transaction_id AS id, earned_at AS date, remaining AS amount, \
           expires_at, true AS earn FROM lots_aside WHERE wallet_id = w.id \
           ORDER BY earned_at, transaction_id LIMIT 16) \
-       UNION ALL (SELECT false, id, date, amount, expires_at, kind = 'EARN' FROM transactions \
+       UNION ALL (SELECT false, id, date, amount, expires_at, kind IN ",
+    crate::ledger::transactions::lot_kinds!(),
+    " FROM transactions \
           WHERE wallet_id = w.id AND (date, id) >= (w.fifo_date, w.fifo_id) \
           ORDER BY date, id LIMIT 4) \
-       UNION ALL (SELECT false, id, date, amount, expires_at, kind = 'EARN' FROM transactions \
+       UNION ALL (SELECT false, id, date, amount, expires_at, kind IN ",
+    crate::ledger::transactions::lot_kinds!(),
+    " FROM transactions \
           WHERE wallet_id = w.id AND w.fifo_date IS NULL ORDER BY date, id LIMIT 4) \
      ) l ON true"
 );
