@@ -3,8 +3,8 @@
 //! live:
 //!
 //! - one module per resource, each with its `router()`, request and response types:
-//!   `api_key`, `members/`, `wallets`, `transactions`, `holds`, `batches`, `catalogue/`,
-//!   `orders/`, `bookings`, `leaderboard`, `reviews`;
+//!   `api_key`, `members/`, `wallets`, `transactions`, `holds`, `transfers`, `batches`,
+//!   `catalogue/`, `orders/`, `bookings`, `leaderboard`, `reviews`;
 //! - `http/`: what they share (authentication and versions, the error type and problem body,
 //!   the body and query extractors, field checks, paging, the OpenAPI document, the operational
 //!   routes);
@@ -25,6 +25,7 @@ mod orders;
 mod reviews;
 mod state;
 mod transactions;
+mod transfers;
 mod wallets;
 
 use std::future::Future;
@@ -62,6 +63,7 @@ pub mod views {
     };
     pub use crate::reviews::{ReviewPage, ReviewView, Status as ReviewStatus};
     pub use crate::transactions::{EarnAccepted, EarnStatusView, TransactionView};
+    pub use crate::transfers::{ReceivedView, TransferView};
     pub use crate::wallets::{ExpiringDayView, ExpiringView, WalletList, WalletView};
 }
 pub use http::server::Limits as HttpLimits;
@@ -75,6 +77,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .merge(wallets::router())
         .merge(transactions::router())
         .merge(holds::router())
+        .merge(transfers::router())
         .merge(batches::router())
         .merge(catalogue::router())
         .merge(orders::router())

@@ -66,7 +66,9 @@ pub struct TransactionView {
     /// The earn's `id` or the burn's `externalId`.
     pub external_id: Option<String>,
     /// EARN, BURN or EXPIRY. A reversal of an earn is a BURN and a refund of a burn an EARN,
-    /// each naming what it corrects in `reversalOf`.
+    /// each naming what it corrects in `reversalOf`; a transfer is a BURN on the sending wallet
+    /// and an EARN on the receiving one (one per expiry date of the tokens given), each naming
+    /// the transfer in `transferId`.
     #[serde(rename = "type")]
     #[schema(value_type = String, example = "EARN")]
     pub kind: Cow<'static, str>,
@@ -81,6 +83,8 @@ pub struct TransactionView {
     pub source_amount: Option<String>,
     /// A reversal of an earn or a refund of a burn: the transaction it corrects.
     pub reversal_of: Option<String>,
+    /// Either side of a transfer between wallets: the transfer's id (`/v1/transfers/{id}`).
+    pub transfer_id: Option<String>,
     /// An earn or a burn: the tokens its reversals (or refunds) have taken (or given) back so
     /// far.
     #[schema(value_type = Option<f64>)]
@@ -94,6 +98,11 @@ pub struct TransactionView {
 
 impl From<Transaction> for TransactionView {
     fn from(t: Transaction) -> Self {
+        let transfer_id = match t.kind {
+            TransactionKind::TransferOut => Some(t.id.clone()),
+            TransactionKind::TransferIn => t.corrects.clone(),
+            _ => None,
+        };
         TransactionView {
             id: t.id,
             date: t.date,
@@ -106,7 +115,10 @@ impl From<Transaction> for TransactionView {
             wallet_id: t.wallet_id,
             meta: t.meta,
             source_amount: t.source_amount,
-            reversal_of: t.corrects,
+            transfer_id,
+            reversal_of: t
+                .corrects
+                .filter(|_| matches!(t.kind, TransactionKind::Refund | TransactionKind::Reversal)),
             reversed: matches!(t.kind, TransactionKind::Earn | TransactionKind::Burn)
                 .then_some(t.corrected),
             rules_trace: t.trace,
@@ -146,8 +158,8 @@ const LISTED: [TransactionKind; 3] = [
 /// reversal takes tokens away as a burn does, a refund gives them as an earn does).
 fn listed_as(kind: TransactionKind) -> TransactionKind {
     match kind {
-        TransactionKind::Reversal => TransactionKind::Burn,
-        TransactionKind::Refund => TransactionKind::Earn,
+        TransactionKind::Reversal | TransactionKind::TransferOut => TransactionKind::Burn,
+        TransactionKind::Refund | TransactionKind::TransferIn => TransactionKind::Earn,
         other => other,
     }
 }

@@ -21,4 +21,5 @@ mod products;
 mod reversals;
 mod reviews;
 mod similar;
+mod transfers;
 mod wallets;
