@@ -1,14 +1,14 @@
-//! Holds placed and captured per second over HTTP on SQLite (or PostgreSQL when
-//! `REWARDS_TEST_POSTGRES_URL` is set), beside burns of the same size on the same wallets in
-//! the same run, and the hold through the store alone (the floor).
+//! Holds placed and captured, and transfers between wallets, per second over HTTP on SQLite (or
+//! PostgreSQL when `REWARDS_TEST_POSTGRES_URL` is set), beside burns of the same size on the
+//! same wallets in the same run, and the hold through the store alone (the floor).
 //!
 //! Every wallet holds `LOTS` open lots (earns of 12.5 credited through the store) before the
-//! first scenario; the burns, holds and captures are of 0.01, each taking from one lot. The
-//! burns and the holds run for `BENCH_SECONDS` (default 60); the captures take each hold placed
-//! once, as fast as they go.
+//! first scenario; the burns, holds, captures and transfers are of 0.01, each taking from one
+//! lot. The burns, holds and transfers run for `BENCH_SECONDS` (default 60); the captures take
+//! each hold placed once, as fast as they go.
 //!
-//! `cargo bench --bench holds`. Goals: hold and capture on SQLite at the burn's speed (>= 5,000
-//! req/s, p99 <= 20 ms); on PostgreSQL >= 2,000 req/s, p99 <= 30 ms.
+//! `cargo bench --bench holds`. Goals: hold, capture and transfer on SQLite at the burn's speed
+//! (>= 5,000 req/s, p99 <= 20 ms); on PostgreSQL >= 2,000 req/s, p99 <= 30 ms.
 
 mod common;
 
@@ -91,14 +91,32 @@ async fn run() {
     println!("{}", holds.row("POST /v1/holds (201)"));
 
     let ids: Vec<String> = placed.lock().unwrap().clone();
-    let captures = common::drive_each(CLIENTS, ids, move |id| {
-        let request = post(format!("/v1/holds/{id}/capture"), json!({}));
-        async move {
-            assert_eq!(request.send().await.unwrap().status(), StatusCode::OK);
-        }
-    })
-    .await;
+    let captures = {
+        let post = post.clone();
+        common::drive_each(CLIENTS, ids, move |id| {
+            let request = post(format!("/v1/holds/{id}/capture"), json!({}));
+            async move {
+                assert_eq!(request.send().await.unwrap().status(), StatusCode::OK);
+            }
+        })
+        .await
+    };
     println!("{}", captures.row("POST /v1/holds/{id}/capture (200)"));
+
+    let transfers = {
+        let post = post.clone();
+        common::drive(CLIENTS, seconds, move |c, n| {
+            let (from, to) = (wallet(c, n), wallet(c, n + 1));
+            let body = json!({"externalId": format!("t-{c}-{n}"), "amount": 0.01,
+                "fromWalletId": from, "toWalletId": to, "description": "Gift"});
+            let request = post("/v1/transfers".into(), body);
+            async move {
+                assert_eq!(request.send().await.unwrap().status(), StatusCode::CREATED);
+            }
+        })
+        .await
+    };
+    println!("{}", transfers.row("POST /v1/transfers (201)"));
 
     let alone = {
         let (store, campaign) = (store.clone(), campaign.clone());

@@ -343,8 +343,8 @@ pub enum CampaignCommand {
         #[arg(long)]
         campaign: String,
     },
-    /// Set the programme's policy: the balance a member must keep, when tokens expire, and what
-    /// a reversal does with tokens already spent.
+    /// Set the programme's policy: the balance a member must keep, when tokens expire, what a
+    /// reversal does with tokens already spent, and transfers between wallets.
     Policy(PolicyArgs),
 }
 
@@ -365,6 +365,15 @@ pub struct PolicyArgs {
     /// balance goes below zero until later earns pay it), clip (take what is left) or refuse.
     #[arg(long)]
     pub shortfall: Option<String>,
+    /// Whether members may transfer tokens between wallets: allow or forbid.
+    #[arg(long)]
+    pub transfers: Option<String>,
+    /// The most tokens one wallet may transfer out in a day (UTC), or `none`.
+    #[arg(long)]
+    pub transfer_daily_cap: Option<String>,
+    /// Whether a transfer moves lifetime earnings (and so tiers) with the tokens.
+    #[arg(long)]
+    pub transfers_move_earned: Option<bool>,
 }
 
 #[derive(Debug, Args)]

@@ -16,11 +16,33 @@ fn tokens(flag: &str, text: &str) -> anyhow::Result<Tokens> {
     Tokens::from_decimal(value).map_err(|e| anyhow::anyhow!("{flag}: {e}"))
 }
 
+/// The transfer policy in words: `transfers: allow (at most 500 a day; earnings move)`.
+fn transfers_text(policy: &Policy) -> String {
+    let mut terms = Vec::new();
+    if let Some(cap) = policy.transfer_daily_cap {
+        terms.push(format!("at most {cap} a day"));
+    }
+    if policy.transfers_move_earned {
+        terms.push("earnings move".to_string());
+    }
+    match terms.is_empty() {
+        true => format!("transfers: {}", policy.transfers.as_str()),
+        false => format!(
+            "transfers: {} ({})",
+            policy.transfers.as_str(),
+            terms.join("; ")
+        ),
+    }
+}
+
 fn policy_json(policy: &Policy) -> serde_json::Value {
     json!({
         "minBalance": policy.min_balance,
         "expiry": policy.expiry.to_string(),
         "shortfall": policy.shortfall.as_str(),
+        "transfers": policy.transfers.as_str(),
+        "transferDailyCap": policy.transfer_daily_cap,
+        "transfersMoveEarned": policy.transfers_move_earned,
     })
 }
 
@@ -46,11 +68,28 @@ pub async fn policy(store: &Store, args: PolicyArgs, json: bool) -> anyhow::Resu
             .parse()
             .map_err(|e| anyhow::anyhow!("--shortfall {e}"))?;
     }
+    if let Some(transfers) = &args.transfers {
+        policy.transfers = transfers
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--transfers {e}"))?;
+    }
+    if let Some(cap) = &args.transfer_daily_cap {
+        policy.transfer_daily_cap = match cap.trim() {
+            "none" => None,
+            cap => Some(tokens("--transfer-daily-cap", cap)?),
+        };
+    }
+    if let Some(moves) = args.transfers_move_earned {
+        policy.transfers_move_earned = moves;
+    }
     let policy = store.set_policy(&campaign, policy).await?;
     emit(json, policy_json(&policy), || {
         format!(
-            "minimum balance {}, tokens expire: {}, reversal shortfall: {}",
-            policy.min_balance, policy.expiry, policy.shortfall
+            "minimum balance {}, tokens expire: {}, reversal shortfall: {}, {}",
+            policy.min_balance,
+            policy.expiry,
+            policy.shortfall,
+            transfers_text(&policy)
         )
     });
     Ok(())
@@ -81,8 +120,11 @@ pub async fn show(store: &Store, campaign: &str, json: bool) -> anyhow::Result<(
             format!("version {v}")
         });
         let mut text = format!(
-            "campaign {id} ({name}) of organisation {org_id}\ncurrency:        {currency}\nminimum balance: {}\nexpiry:          {}\nshortfall:       {}\nrules:           {rules}",
-            policy.min_balance, policy.expiry, policy.shortfall
+            "campaign {id} ({name}) of organisation {org_id}\ncurrency:        {currency}\nminimum balance: {}\nexpiry:          {}\nshortfall:       {}\n{}\nrules:           {rules}",
+            policy.min_balance,
+            policy.expiry,
+            policy.shortfall,
+            transfers_text(&policy)
         );
         for t in &tiers {
             text.push_str(&format!(

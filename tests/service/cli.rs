@@ -170,6 +170,10 @@ async fn crash_story(env: Vec<(&'static str, String)>) {
             "30",
             "--shortfall",
             "clip",
+            "--transfer-daily-cap",
+            "250",
+            "--transfers-move-earned",
+            "true",
         ],
     );
     // An expiry or a shortfall policy the service would not apply is refused when set, and
@@ -179,16 +183,19 @@ async fn crash_story(env: Vec<(&'static str, String)>) {
         ["--expiry-days", "4000000000"],
         ["--expiry", "days:36526"],
         ["--shortfall", "forgive"],
+        ["--transfers", "sometimes"],
+        ["--transfer-daily-cap", "0"],
     ] {
         let mut args = vec!["campaign", "policy", "--campaign", &campaign];
         args.extend(far);
         let refused = run(&env, &args);
         let why = String::from_utf8_lossy(&refused.stderr);
         assert!(!refused.status.success(), "{far:?}");
-        let expected = if far[0] == "--shortfall" {
-            "debt, clip or refuse"
-        } else {
-            "36525"
+        let expected = match far[0] {
+            "--shortfall" => "debt, clip or refuse",
+            "--transfers" => "allow or forbid",
+            "--transfer-daily-cap" => "more than 0",
+            _ => "36525",
         };
         assert!(why.contains(expected), "{far:?}: {why}");
     }
@@ -330,7 +337,8 @@ async fn crash_story(env: Vec<(&'static str, String)>) {
     .unwrap();
     assert_eq!(
         shown["policy"],
-        json!({"minBalance": 5, "expiry": "days:30", "shortfall": "clip"})
+        json!({"minBalance": 5, "expiry": "days:30", "shortfall": "clip", "transfers": "allow",
+            "transferDailyCap": 250, "transfersMoveEarned": true})
     );
     assert_eq!(shown["tiers"][0]["name"], "gold");
     assert_eq!(

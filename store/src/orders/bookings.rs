@@ -15,7 +15,7 @@ use crate::common::ids::{new_id, now};
 use crate::error::known;
 use crate::ledger::burn::Debiting;
 use crate::ledger::holds::Settle;
-use crate::ledger::holds::settle::Settling;
+use crate::ledger::holds::settle::{HoldRef, Settling};
 use crate::{Campaign, FieldProblem, Page, Paged, Store, StoreError, Weekdays};
 
 string_enum! {
@@ -539,7 +539,7 @@ async fn settle_line(
     match booking.status {
         BookingStatus::Confirmed => {
             let capture = Settling {
-                hold_id,
+                hold: HoldRef::Id(hold_id),
                 how: Settle::Capture(None),
                 at,
             };

@@ -21,7 +21,7 @@ use crate::common::ids::now;
 use crate::ledger::burn::Debiting;
 use crate::ledger::corrections::refund_within;
 use crate::ledger::holds::Settle;
-use crate::ledger::holds::settle::Settling;
+use crate::ledger::holds::settle::{HoldRef, Settling};
 use crate::ledger::transactions::{SELECT_BY_ID, TransactionRow, transaction_from_row};
 use crate::{Campaign, NewCorrection, Order, Store, StoreError, Tokens};
 
@@ -163,7 +163,7 @@ async fn release_line_hold(
     match (status.as_str(), capture, captured) {
         ("held", ..) => {
             let void = Settling {
-                hold_id: hold.to_string(),
+                hold: HoldRef::Id(hold.to_string()),
                 how: Settle::Void,
                 at,
             };

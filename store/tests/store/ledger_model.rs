@@ -2,7 +2,8 @@
 //! earns, burns, refunds of burns, reversals of earns under each shortfall policy (debt paid by
 //! later tokens, clip, refuse), orders paid with points and their cancellation, whole or a line,
 //! holds placed, captured (whole or in part, or refused for more than they hold), voided and
-//! lapsed by the sweep,
+//! lapsed by the sweep, transfers between wallets (the receiver's lots keeping the sender's
+//! expiry dates),
 //! repeated and conflicting keys (a refused burn or return refused again under its key),
 //! concurrent burns on one wallet and a return racing a burn, expiry runs as the clock moves,
 //! the store closed and reopened)
@@ -114,6 +115,12 @@ enum Op {
     Void {
         which: usize,
     },
+    /// A transfer of `micros` from wallet `from` to wallet `to` (another one).
+    Transfer {
+        from: usize,
+        to: usize,
+        micros: i64,
+    },
     /// The clock moves on `days` and the expiry sweep runs (expiry, then lapses).
     Advance {
         days: i64,
@@ -155,6 +162,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (any::<usize>(), proptest::option::of(amount()))
             .prop_map(|(which, micros)| Op::Capture { which, micros }),
         1 => any::<usize>().prop_map(|which| Op::Void { which }),
+        2 => (0..WALLETS, 1..WALLETS, amount())
+            .prop_map(|(from, step, micros)| Op::Transfer { from, to: (from + step) % WALLETS, micros }),
         2 => (1i64..20).prop_map(|days| Op::Advance { days }),
         1 => Just(Op::Reopen),
     ]
@@ -838,6 +847,7 @@ impl World {
                     }
                 }
             }
+            Op::Transfer { from, to, micros } => self.transfer(step, from, to, micros).await?,
             Op::Void { which } => {
                 let Some(i) = self.open_hold(which) else {
                     return Ok(());
@@ -1127,6 +1137,80 @@ impl World {
                 return Err(fail(step, format!("hold: {other:?}, model {expected:?}")));
             }
         }
+        Ok(())
+    }
+
+    /// Transfers `micros` from wallet `from` to `to`: the sender's lots taken as a burn takes
+    /// them, the receiver given a lot per expiry date (dated when the store made the transfer),
+    /// or refused for the balance.
+    async fn transfer(
+        &mut self,
+        step: usize,
+        from: usize,
+        to: usize,
+        micros: i64,
+    ) -> Result<(), TestCaseError> {
+        let transfer = store::NewTransfer {
+            from: format!("w-{from}"),
+            to: format!("w-{to}"),
+            external_id: format!("t-{step}"),
+            amount: micros_to_tokens(micros),
+            description: None,
+            comment: None,
+            meta: None,
+        };
+        let result = self.store.transfer(&self.campaign, transfer).await;
+        let expected = self.model.burn(from, micros);
+        let made = match (result, &expected) {
+            (Ok(made), Some(_)) => made.transfer,
+            (Err(StoreError::InsufficientBalance { .. }), None) => return Ok(()),
+            (other, _) => {
+                return Err(fail(
+                    step,
+                    format!("transfer: {other:?}, model {expected:?}"),
+                ));
+            }
+        };
+        let takes = expected.unwrap_or_default();
+        let outcome = BurnOutcome::Spent(made.id.clone());
+        self.check_burn(step, &outcome, Some(&takes)).await?;
+        // Each lot taken gives its tokens to a lot of the receiver expiring on its date.
+        let sender = &self.model.wallets[from];
+        let mut by_expiry: BTreeMap<DateTime<Utc>, i64> = BTreeMap::new();
+        for (lot, took) in &takes {
+            let expires_at = sender
+                .lots
+                .iter()
+                .find(|l| &l.id == lot)
+                .unwrap()
+                .expires_at;
+            *by_expiry.entry(expires_at).or_default() += took;
+        }
+        let received: Vec<(DateTime<Utc>, i64)> = made
+            .received
+            .iter()
+            .map(|r| (r.expires_at.unwrap_or_default(), micros_of(r.amount)))
+            .collect();
+        let expected: Vec<(DateTime<Utc>, i64)> = by_expiry.into_iter().collect();
+        if received != expected {
+            return Err(fail(
+                step,
+                format!("received {received:?}, model {expected:?}"),
+            ));
+        }
+        let w = &mut self.model.wallets[to];
+        for r in &made.received {
+            let expires_at = r.expires_at.unwrap_or_default();
+            w.balance += micros_of(r.amount);
+            w.expires_next = sooner(w.expires_next, expires_at);
+            w.lots.push(Lot {
+                date: made.date,
+                id: r.transaction_id.clone(),
+                remaining: micros_of(r.amount),
+                expires_at,
+            });
+        }
+        w.lots.sort_by(|a, b| (a.date, &a.id).cmp(&(b.date, &b.id)));
         Ok(())
     }
 

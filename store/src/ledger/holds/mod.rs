@@ -14,8 +14,9 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use sqlx::types::Json;
 
-use crate::common::ids::Fingerprint;
+use crate::common::ids::{Fingerprint, now};
 use crate::error::known;
+use crate::ledger::holds::settle::HoldRef;
 use crate::ledger::transactions::idem_key_of;
 use crate::{Campaign, Page, Paged, Store, StoreError, Tokens, Transaction};
 
@@ -251,8 +252,8 @@ impl Store {
         if amount.is_some_and(|a| !a.is_positive()) {
             return Err(StoreError::invalid("amount", "must be more than 0"));
         }
-        let hold = self.get_hold(campaign, reference).await?;
-        self.settle(hold.id, Settle::Capture(amount)).await
+        let hold = in_campaign(campaign, reference);
+        self.settle_at(hold, Settle::Capture(amount), now()).await
     }
 
     /// Releases the hold's tokens. A hold already released (voided or lapsed) is answered as
@@ -262,8 +263,8 @@ impl Store {
         campaign: &Campaign,
         reference: &str,
     ) -> Result<HoldSettled, StoreError> {
-        let hold = self.get_hold(campaign, reference).await?;
-        self.settle(hold.id, Settle::Void).await
+        let hold = in_campaign(campaign, reference);
+        self.settle_at(hold, Settle::Void, now()).await
     }
 
     /// Releases every open hold whose expiry has come by `at` (operator-wide); how many this
@@ -276,7 +277,10 @@ impl Store {
             let due: Vec<(String,)> = self.read_rows(LAPSING, params![at, LAPSE_BATCH]).await?;
             let mut now_lapsed = 0;
             for (id,) in &due {
-                match self.settle_at(id.clone(), Settle::Lapse, at).await {
+                match self
+                    .settle_at(HoldRef::Id(id.clone()), Settle::Lapse, at)
+                    .await
+                {
                     Ok(settled) if settled.settled_now => now_lapsed += 1,
                     Ok(_) => {}
                     Err(err) => tracing::warn!(hold = %id, %err, "a hold's lapse failed"),
@@ -291,17 +295,21 @@ impl Store {
         }
     }
 
-    async fn settle(&self, hold_id: String, how: Settle) -> Result<HoldSettled, StoreError> {
-        self.settle_at(hold_id, how, crate::common::ids::now())
-            .await
-    }
-
     async fn settle_at(
         &self,
-        hold_id: String,
+        hold: HoldRef,
         how: Settle,
         at: DateTime<Utc>,
     ) -> Result<HoldSettled, StoreError> {
-        self.write(settle::Settling { hold_id, how, at }).await?
+        self.write(settle::Settling { hold, how, at }).await?
+    }
+}
+
+/// The campaign's hold with id or `externalId` `reference`.
+fn in_campaign(campaign: &Campaign, reference: &str) -> HoldRef {
+    HoldRef::InCampaign {
+        org_id: campaign.org_id.clone(),
+        campaign_id: campaign.id.clone(),
+        reference: reference.to_string(),
     }
 }

@@ -4,7 +4,10 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Hold, HoldRow, HoldSettled, HoldStatus, Settle, hold_columns, hold_from_row};
+use super::{
+    Hold, HoldRow, HoldSettled, HoldStatus, SELECT_IN_CAMPAIGN, Settle, hold_columns,
+    hold_from_row, hold_key,
+};
 use crate::backend::{PgTx, SqliteTx, Tx, Work};
 use crate::common::ids::new_id;
 use crate::ledger::burn::{TAKEN, Taken, give_back_to_lots, position};
@@ -32,10 +35,30 @@ const CLOSE: &str = "UPDATE holds SET status = $2, captured = $3, transaction_id
      updated_at = $5 WHERE id = $1 AND status = 'held'";
 /// The hold's lots are its own only while it is open.
 const UNSPEND: &str = "DELETE FROM spends WHERE transaction_id = $1";
+/// A capture of the whole hold: its lots become the BURN's.
+const HANDED_OVER: &str = "UPDATE spends SET transaction_id = $2 WHERE transaction_id = $1";
+
+/// What a capture's BURN took from each lot: all the hold's, or these.
+enum Spends<'a> {
+    Hold,
+    These(&'a [(String, i64)]),
+}
 const SPEND: &str = "INSERT INTO spends (transaction_id, earn_id, amount) VALUES ($1, $2, $3)";
 
+/// Which hold a settlement is of.
+pub(crate) enum HoldRef {
+    /// By its id (the store's own work).
+    Id(String),
+    /// By its id or `externalId`, in a campaign (a client's request).
+    InCampaign {
+        org_id: String,
+        campaign_id: String,
+        reference: String,
+    },
+}
+
 pub(crate) struct Settling {
-    pub hold_id: String,
+    pub hold: HoldRef,
     pub how: Settle,
     /// When it is settled: a hold whose expiry has come by then lapses.
     pub at: DateTime<Utc>,
@@ -56,13 +79,25 @@ impl Settling {
         &self,
         tx: &mut impl Tx,
     ) -> Result<Result<HoldSettled, StoreError>, StoreError> {
-        let wallet = hold_by_id(tx, &self.hold_id).await?.wallet_id;
+        // The hold's row first, then its wallet's, as every settlement takes them: a twin
+        // waits here and then reads what the first made of it.
+        let row: Option<HoldRow> = match &self.hold {
+            HoldRef::Id(id) => tx.row_locked(SELECT_BY_ID_, params![id]).await?,
+            HoldRef::InCampaign {
+                org_id,
+                campaign_id,
+                reference,
+            } => {
+                let key = hold_key(org_id, reference);
+                let args = params![org_id, campaign_id, reference, key];
+                tx.row_locked(SELECT_IN_CAMPAIGN, args).await?
+            }
+        };
+        let hold = hold_from_row(row.ok_or(StoreError::NotFound { what: "hold" })?)?;
         let (date, id, taken, org_id, campaign_id): WalletRow = tx
-            .row_locked(WALLET, params![wallet])
+            .row_locked(WALLET, params![hold.wallet_id])
             .await?
             .ok_or(StoreError::NotFound { what: "wallet" })?;
-        // Read again under the lock: what another settlement made of it counts.
-        let hold = hold_by_id(tx, &self.hold_id).await?;
         let at_position = position((date, id, taken));
         let answer = |hold: Hold, transaction, settled_now| HoldSettled {
             hold,
@@ -121,12 +156,6 @@ impl Settling {
     }
 }
 
-async fn hold_by_id(tx: &mut impl Tx, id: &str) -> Result<Hold, StoreError> {
-    let row: Option<HoldRow> = tx.row(SELECT_BY_ID_, params![id]).await?;
-    row.ok_or(StoreError::NotFound { what: "hold" })
-        .and_then(hold_from_row)
-}
-
 /// A hold's tokens spent (`capture` micro-tokens, the oldest) and released (the rest).
 struct Release<'a> {
     hold: &'a Hold,
@@ -145,6 +174,11 @@ impl Release<'_> {
         status: HoldStatus,
     ) -> Result<(Hold, Option<Transaction>), StoreError> {
         let hold = self.hold;
+        if capture == hold.amount.micros() {
+            // All of it: the hold's lots become the BURN's as they are.
+            let burn = self.burn(tx, capture, Spends::Hold).await?;
+            return self.close(tx, capture, None, status, Some(burn)).await;
+        }
         let mut lots: Vec<Taken> = tx.rows(TAKEN, params![hold.id]).await?;
         lots.sort_by(|a, b| (&a.1, &a.0).cmp(&(&b.1, &b.0)));
         // The oldest lots to the BURN, the rest back where they came from.
@@ -174,8 +208,22 @@ impl Release<'_> {
         tx.execute(UNSPEND, params![hold.id]).await?;
         let burn = match capture {
             0 => None,
-            _ => Some(self.burn(tx, capture, &spent).await?),
+            _ => Some(self.burn(tx, capture, Spends::These(&spent)).await?),
         };
+        self.close(tx, capture, soonest, status, burn).await
+    }
+
+    /// The wallet and the hold once `capture` was spent (by `burn`) and the rest given back to
+    /// lots the soonest of which expires at `soonest`.
+    async fn close(
+        &self,
+        tx: &mut impl Tx,
+        capture: i64,
+        soonest: Option<DateTime<Utc>>,
+        status: HoldStatus,
+        burn: Option<Transaction>,
+    ) -> Result<(Hold, Option<Transaction>), StoreError> {
+        let hold = self.hold;
         let held = hold.amount.micros();
         let args = params![hold.wallet_id, capture, held, self.at, soonest];
         tx.execute(SETTLE_WALLET, args).await?;
@@ -205,7 +253,7 @@ impl Release<'_> {
         &self,
         tx: &mut impl Tx,
         amount: i64,
-        spent: &[(String, i64)],
+        spent: Spends<'_>,
     ) -> Result<Transaction, StoreError> {
         let hold = self.hold;
         let transaction = Transaction {
@@ -237,9 +285,17 @@ impl Release<'_> {
                 field: "externalId",
             });
         }
-        for (earn, took) in spent {
-            tx.execute(SPEND, params![transaction.id, earn, took])
-                .await?;
+        match spent {
+            Spends::Hold => {
+                tx.execute(HANDED_OVER, params![hold.id, transaction.id])
+                    .await?;
+            }
+            Spends::These(spent) => {
+                for (earn, took) in spent {
+                    tx.execute(SPEND, params![transaction.id, earn, took])
+                        .await?;
+                }
+            }
         }
         Ok(transaction)
     }
