@@ -96,8 +96,8 @@ pub struct HoldInput {
     comment: Option<String>,
     #[schema(schema_with = schema::meta)]
     meta: Option<Value>,
-    /// When the hold lapses if neither captured nor voided: later than now. Absent: it does
-    /// not lapse.
+    /// When the hold lapses if neither captured nor voided: later than now (else 409
+    /// `expiry_passed`). Absent: it does not lapse.
     #[schema(schema_with = schema::date_time_or_null)]
     expires_at: Option<String>,
 }
@@ -109,9 +109,6 @@ fn new_hold(input: HoldInput) -> Result<NewHold, ApiError> {
         checks.fail("amount", "missing_field", "is required");
     }
     let expires_at = date(&mut checks, "expiresAt", input.expires_at);
-    if expires_at.is_some_and(|at| at <= Utc::now()) {
-        checks.fail("expiresAt", "invalid_value", "must be later than now");
-    }
     let hold = NewHold {
         wallet: checks.required_id("walletId", input.wallet_id),
         external_id: checks.required_id("externalId", input.external_id),
@@ -139,16 +136,23 @@ fn new_hold(input: HoldInput) -> Result<NewHold, ApiError> {
             refused the same way: retry under a new `externalId`", body = Problem),
         (status = 404, description = "unknown wallet", body = Problem),
         (status = 409, description = "`already_exists`: externalId already used for another \
-            hold; `field` names the first field that differs", body = Problem)))]
+            hold; `field` names the first field that differs; `expiry_passed` (naming \
+            `expiresAt`): the moment has gone by", body = Problem)))]
 async fn place_hold(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(input): JsonBody<HoldInput>,
 ) -> Result<(StatusCode, Json<HoldView>), ApiError> {
-    let placed = state
-        .store
-        .hold(&caller.context.campaign, new_hold(input)?)
-        .await?;
+    let hold = new_hold(input)?;
+    // Well formed, but the moment has gone by: the clock is state, as a balance is.
+    if hold.expires_at.is_some_and(|at| at <= Utc::now()) {
+        return Err(ApiError::Refused {
+            code: "expiry_passed",
+            field: Some("expiresAt".into()),
+            detail: "expiresAt must be later than now".into(),
+        });
+    }
+    let placed = state.store.hold(&caller.context.campaign, hold).await?;
     let status = match placed.replayed {
         true => StatusCode::OK,
         false => StatusCode::CREATED,

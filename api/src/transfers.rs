@@ -131,7 +131,7 @@ fn new_transfer(input: TransferInput) -> Result<NewTransfer, ApiError> {
     request_body = TransferInput,
     responses((status = 201, body = TransferView),
         (status = 200, description = "the same request again: the first transfer", body = TransferView),
-        (status = 400, description = "a field is invalid, or the two wallets are one", body = Problem),
+        (status = 400, body = Problem),
         (status = 402, description = "the sender's balance less what is held and the \
             programme's minimum cannot cover the amount; kept under the `externalId`", body = Problem),
         (status = 404, description = "no such wallet in the organisation (`field` names it)", body = Problem),
@@ -140,7 +140,9 @@ fn new_transfer(input: TransferInput) -> Result<NewTransfer, ApiError> {
             `fromWalletId` or `toWalletId`): a wallet of another campaign, so perhaps another \
             currency; `transfers_forbidden`: the programme does not allow transfers; \
             `transfer_cap_exceeded` (naming `amount`): past the sender's daily cap, kept under \
-            the `externalId`; `balance_ceiling`: the receiver would pass a trillion tokens", body = Problem)))]
+            the `externalId`; `same_wallet` (naming `toWalletId`): the tokens would go back to \
+            the wallet they come from; `balance_ceiling`: the receiver would pass a trillion \
+            tokens", body = Problem)))]
 async fn transfer(
     State(state): State<AppState>,
     caller: Caller,

@@ -118,7 +118,7 @@ async fn bad_hold_requests_name_the_field_and_change_nothing(app: TestApp) {
         ),
         (
             json!({"walletId": "w-1", "description": "x", "externalId": "h", "amount": 1,
-                "expiresAt": "2020-01-01T00:00:00Z"}),
+                "expiresAt": "2020-01-01"}),
             "expiresAt",
         ),
     ];
@@ -127,6 +127,12 @@ async fn bad_hold_requests_name_the_field_and_change_nothing(app: TestApp) {
         assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{field}");
         assert_eq!(reply.fields(), [field]);
     }
+    let past = json!({"walletId": "w-1", "description": "x", "externalId": "h", "amount": 1,
+        "expiresAt": "2020-01-01T00:00:00Z"});
+    let past = app.post("/v1/holds", past).await;
+    assert_eq!(past.status, StatusCode::CONFLICT);
+    assert_eq!(past.problem().code, "expiry_passed");
+    assert_eq!(past.problem().field.as_deref(), Some("expiresAt"));
     let nowhere = json!({"walletId": "nope", "description": "x", "externalId": "h", "amount": 1});
     assert_eq!(
         app.post("/v1/holds", nowhere).await.status,

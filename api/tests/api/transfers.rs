@@ -73,7 +73,9 @@ async fn bad_transfers_name_the_field(app: TestApp) {
     assert_eq!(missing.status, StatusCode::BAD_REQUEST);
     assert_eq!(missing.fields(), ["amount", "toWalletId", "externalId"]);
     let same = send(&app, "t-1", "w-1", "w-1", json!(1)).await;
-    assert_eq!(same.fields(), ["toWalletId"]);
+    assert_eq!(same.status, StatusCode::CONFLICT);
+    assert_eq!(same.problem().code, "same_wallet");
+    assert_eq!(same.problem().field.as_deref(), Some("toWalletId"));
     let nowhere = send(&app, "t-2", "w-1", "nope", json!(1)).await;
     assert_eq!(nowhere.status, StatusCode::NOT_FOUND);
     assert_eq!(nowhere.problem().field.as_deref(), Some("toWalletId"));

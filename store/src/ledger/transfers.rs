@@ -131,7 +131,7 @@ impl Store {
     /// campaign's policy), `other_campaign` (naming `toWalletId`: a wallet of another campaign,
     /// so perhaps another currency), `transfer_cap_exceeded` (naming `amount`), `already_exists`
     /// (naming the first field that differs) for an `externalId` used for another transfer,
-    /// `balance_ceiling`; `Invalid` for a transfer to the same wallet; `InsufficientBalance`
+    /// `balance_ceiling`, `same_wallet` (naming `toWalletId`); `InsufficientBalance`
     /// when the sender's balance less what it holds and the minimum cannot cover it. The
     /// earlier transfer (`replayed`) for the same request again.
     pub async fn transfer(
@@ -154,9 +154,10 @@ impl Store {
             .transfer_wallet(campaign, &transfer.to, "toWalletId")
             .await?;
         if from == to {
-            return Err(StoreError::invalid(
-                "toWalletId",
-                "is the wallet the tokens come from",
+            return Err(StoreError::refused(
+                "same_wallet",
+                Some("toWalletId".into()),
+                "the tokens would go to the wallet they come from".into(),
             ));
         }
         let transferring = Transferring {
