@@ -13,14 +13,13 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use crate::backend::{PgTx, SqliteTx, Work};
+use crate::backend::{PgTx, SqliteTx, ToArg, Work};
 use crate::common::ids::{Fingerprint, new_id, now};
 use crate::ledger::burn::{Debiting, TAKEN, Taken, position, repay, take};
 use crate::ledger::credit::{SET_ASIDE, sooner};
 use crate::ledger::refusals;
 use crate::ledger::transactions::{
-    INSERT_TRANSACTION, SELECT_BY_KEY, TransactionRow, idem_key, replay_or_conflict,
-    transaction_columns,
+    SELECT_BY_KEY, TransactionRow, idem_key, replay_or_conflict, transaction_columns,
 };
 use crate::{Campaign, Store, StoreError, Tokens, Transaction, TransactionKind, Transfers};
 
@@ -102,9 +101,9 @@ type LegRow = (String, String, i64, Option<DateTime<Utc>>, bool);
 const WALLET: &str =
     "SELECT balance - held, fifo_date, fifo_id, fifo_taken, owed FROM wallets WHERE id = $1";
 type WalletRow = (i64, Option<DateTime<Utc>>, Option<String>, i64, i64);
-/// What wallet `$1` has transferred out since `$2`.
+/// What wallet `$1` has transferred out since `$2`, besides transfer `$3` (this one's claim).
 const SENT_SINCE: &str = "SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) FROM transactions \
-     WHERE wallet_id = $1 AND kind = 'TRANSFER_OUT' AND date >= $2";
+     WHERE wallet_id = $1 AND kind = 'TRANSFER_OUT' AND date >= $2 AND id <> $3";
 /// The sender after the transfer: `$2` off its balance, `$3` off its lifetime earnings.
 const SEND: &str = concat!(
     "UPDATE wallets SET balance = balance - $2, earned = earned - $3, updated_at = $4, tier_id = ",
@@ -121,7 +120,19 @@ const RECEIVE: &str = concat!(
     tier_for!("wallets.earned + $3"),
     " WHERE id = $1 AND balance <= $6 - $2 AND earned <= $6 - $3 RETURNING id"
 );
-const LINK: &str = "UPDATE transactions SET corrects = $2, earned_moved = $3 WHERE id = $1";
+/// One side of a transfer (`INSERT_TRANSACTION`'s parameters, then what it names in `corrects`
+/// and whether earnings moved), unless its key (`$20`) holds a transaction or a refusal: under
+/// both wallets' locks, a twin of the request sees what the first made of it here.
+const INSERT_SIDE: &str = concat!(
+    "INSERT INTO transactions (",
+    crate::ledger::transactions::entry_columns!(),
+    ", corrects, earned_moved) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
+     $14, $15, $16, $17, $18, $19, $20, $21, $22 \
+     WHERE NOT EXISTS (SELECT 1 FROM refusals WHERE idem_key = $20) \
+     ON CONFLICT (idem_key) DO NOTHING"
+);
+/// A refused transfer's claim of its `externalId`, undone.
+const UNCLAIM: &str = "DELETE FROM transactions WHERE id = $1";
 const SPEND: &str = "INSERT INTO spends (transaction_id, earn_id, amount) VALUES ($1, $2, $3)";
 
 /// Transfers between a campaign's wallets (scope: `&Campaign`).
@@ -282,30 +293,21 @@ struct Transferring {
 }
 
 impl Transferring {
-    /// The transaction of one side, written with its link.
+    /// The transaction of one side, with its link; whether it was written (not when its key
+    /// holds a transaction or a refusal already).
     async fn write_side(
         &self,
         tx: &mut impl Debiting,
         side: &Transaction,
         expires_at: Option<DateTime<Utc>>,
         link: Option<&str>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         let mut entry = side.entry(&self.org_id, &self.campaign_id, &self.fingerprint.text);
         entry.expires_at = expires_at;
         let key = entry.idem_key();
-        if tx
-            .execute(INSERT_TRANSACTION, &entry.args(&key, None))
-            .await?
-            != 1
-        {
-            // A twin between other wallets (not behind these locks) took the id meanwhile.
-            return Err(StoreError::Conflict {
-                field: "externalId",
-            });
-        }
-        tx.execute(LINK, params![side.id, link, self.move_earned])
-            .await?;
-        Ok(())
+        let mut args = entry.args(&key, None).to_vec();
+        args.extend([link.to_arg(), self.move_earned.to_arg()]);
+        Ok(tx.execute(INSERT_SIDE, &args).await? == 1)
     }
 
     fn transaction(
@@ -360,11 +362,21 @@ impl Transferring {
         };
         let (free, date, id, taken, owed) = state(from).unwrap_or_default();
         let (_, to_date, to_id, ..) = state(to).unwrap_or_default();
-        let key = idem_key(&self.org_id, TransactionKind::TransferOut, &t.external_id);
-        if let Some(row) = tx
-            .row::<TransactionRow>(SELECT_BY_KEY, params![key])
-            .await?
-        {
+        let amount = t.amount.micros();
+        let key = &t.external_id;
+        let out = self.transaction(TransactionKind::TransferOut, from, amount, key.clone());
+        if !self.write_side(tx, &out, None, None).await? {
+            // The key holds a transfer (the same request: its answer; another: a conflict) or
+            // a refusal (refused again the same way).
+            let key = idem_key(&self.org_id, TransactionKind::TransferOut, key);
+            let earlier: Option<TransactionRow> = tx.row(SELECT_BY_KEY, params![key]).await?;
+            let Some(row) = earlier else {
+                refusals::answer_earlier(tx, &key, &self.fingerprint, "externalId").await?;
+                // A twin between other wallets (not behind these locks) took the key meanwhile.
+                return Err(StoreError::Conflict {
+                    field: "externalId",
+                });
+            };
             let out = replay_or_conflict(row, &self.fingerprint)?;
             let legs: Vec<LegRow> = tx.rows(LEGS, params![out.id]).await?;
             return Ok(Ok(Transferred {
@@ -372,27 +384,21 @@ impl Transferring {
                 replayed: true,
             }));
         }
-        refusals::answer_earlier(tx, &key, &self.fingerprint, "externalId").await?;
-        let amount = t.amount.micros();
         let refused = if free - amount < self.min_balance {
             Some(StoreError::InsufficientBalance {
                 available: Tokens::from_micros((free - self.min_balance).max(0)),
             })
         } else {
-            self.over_cap(tx, amount).await?
+            self.over_cap(tx, amount, &out.id).await?
         };
         if let Some(refused) = refused {
+            // The claim is all that was written.
+            tx.execute(UNCLAIM, params![out.id]).await?;
+            let key = idem_key(&self.org_id, TransactionKind::TransferOut, key);
             refusals::keep(tx, &key, &self.fingerprint, &refused).await?;
             return Ok(Err(refused));
         }
         let moved = if self.move_earned { amount } else { 0 };
-        let out = self.transaction(
-            TransactionKind::TransferOut,
-            from,
-            amount,
-            t.external_id.clone(),
-        );
-        self.write_side(tx, &out, None, None).await?;
         let at_position = match owed {
             0 => position((date, id, taken)),
             owed => repay(tx, from, position((date, id, taken)), owed).await?,
@@ -420,7 +426,12 @@ impl Transferring {
         for (n, (expires_at, amount)) in by_expiry.into_iter().enumerate() {
             let key = format!("transfer:{}:{n}", out.id);
             let leg = self.transaction(TransactionKind::TransferIn, to, amount, key);
-            self.write_side(tx, &leg, expires_at, Some(&out.id)).await?;
+            if !self.write_side(tx, &leg, expires_at, Some(&out.id)).await? {
+                return Err(StoreError::NotCommitted(format!(
+                    "transfer {}'s receiving side {n} was written before",
+                    out.id
+                )));
+            }
             // Behind the receiver's position (it spent tokens dated later): a lot of its own.
             if receiver_at
                 .as_ref()
@@ -455,6 +466,7 @@ impl Transferring {
         &self,
         tx: &mut impl Debiting,
         amount: i64,
+        claim: &str,
     ) -> Result<Option<StoreError>, StoreError> {
         let Some(cap) = self.daily_cap else {
             return Ok(None);
@@ -465,7 +477,7 @@ impl Transferring {
             .and_hms_opt(0, 0, 0)
             .map(|d| d.and_utc());
         let (sent,): (i64,) = tx
-            .row(SENT_SINCE, params![self.from, day])
+            .row(SENT_SINCE, params![self.from, day, claim])
             .await?
             .unwrap_or_default();
         Ok((sent + amount > cap).then(|| {
