@@ -104,15 +104,12 @@ pub struct HoldInput {
 
 fn new_hold(input: HoldInput) -> Result<NewHold, ApiError> {
     let mut checks = Checks::default();
-    let amount = checks.tokens("amount", input.amount, true, MAX_BURN);
-    if amount.is_none() && !checks.has("amount") {
-        checks.fail("amount", "missing_field", "is required");
-    }
+    let amount = checks.required_tokens("amount", input.amount, MAX_BURN);
     let expires_at = date(&mut checks, "expiresAt", input.expires_at);
     let hold = NewHold {
         wallet: checks.required_id("walletId", input.wallet_id),
         external_id: checks.required_id("externalId", input.external_id),
-        amount: amount.unwrap_or(Tokens::ZERO),
+        amount,
         description: checks.required("description", input.description, MAX_TEXT),
         comment: checks.text("comment", input.comment, MAX_TEXT),
         meta: checks.meta(input.meta),

@@ -106,15 +106,12 @@ pub struct TransferInput {
 
 fn new_transfer(input: TransferInput) -> Result<NewTransfer, ApiError> {
     let mut checks = Checks::default();
-    let amount = checks.tokens("amount", input.amount, true, MAX_BURN);
-    if amount.is_none() && !checks.has("amount") {
-        checks.fail("amount", "missing_field", "is required");
-    }
+    let amount = checks.required_tokens("amount", input.amount, MAX_BURN);
     let transfer = NewTransfer {
         from: checks.required_id("fromWalletId", input.from_wallet_id),
         to: checks.required_id("toWalletId", input.to_wallet_id),
         external_id: checks.required_id("externalId", input.external_id),
-        amount: amount.unwrap_or(Tokens::ZERO),
+        amount,
         description: checks.text("description", input.description, MAX_TEXT),
         comment: checks.text("comment", input.comment, MAX_TEXT),
         meta: checks.meta(input.meta),

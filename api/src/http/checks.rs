@@ -219,6 +219,21 @@ impl Checks {
             .ok()
     }
 
+    /// A token amount that must be given (`missing_field` when absent), more than 0, at most
+    /// `max`: as `tokens`, 0 standing in for a refused one (the checks then fail).
+    pub fn required_tokens(
+        &mut self,
+        field: &str,
+        number: Option<serde_json::Number>,
+        max: i64,
+    ) -> Tokens {
+        let amount = self.tokens(field, number, true, max);
+        if amount.is_none() && !self.has(field) {
+            self.fail(field, "missing_field", "is required");
+        }
+        amount.unwrap_or(Tokens::ZERO)
+    }
+
     /// A whole number within `range` given as a JSON number (`3` or `3.0`); `None` when absent
     /// or refused (recorded).
     pub fn whole(

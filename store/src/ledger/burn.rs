@@ -242,8 +242,9 @@ pub(crate) const MOVE: &str =
 pub(crate) const ASIDE_LEFT: &str =
     "UPDATE lots_aside SET remaining = $2 WHERE transaction_id = $1";
 pub(crate) const ASIDE_DONE: &str = "DELETE FROM lots_aside WHERE transaction_id = $1";
-/// What a spending transaction took from one earn's lot.
-const SPEND: &str = "INSERT INTO spends (transaction_id, earn_id, amount) VALUES ($1, $2, $3)";
+/// What a spending transaction (or an open hold) took from one earn's lot.
+pub(crate) const SPEND: &str =
+    "INSERT INTO spends (transaction_id, earn_id, amount) VALUES ($1, $2, $3)";
 
 /// Writes what `fifo` decided for `wallet`: its new position and aside rows.
 pub(crate) async fn apply(

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::backend::{PgTx, SqliteTx, ToArg, Work};
 use crate::common::ids::{Fingerprint, new_id, now};
-use crate::ledger::burn::{Debiting, TAKEN, Taken, position, repay, take};
+use crate::ledger::burn::{Debiting, SPEND, TAKEN, Taken, position, repay, take};
 use crate::ledger::credit::{SET_ASIDE, sooner};
 use crate::ledger::refusals;
 use crate::ledger::transactions::{
@@ -133,7 +133,6 @@ const INSERT_SIDE: &str = concat!(
 );
 /// A refused transfer's claim of its `externalId`, undone.
 const UNCLAIM: &str = "DELETE FROM transactions WHERE id = $1";
-const SPEND: &str = "INSERT INTO spends (transaction_id, earn_id, amount) VALUES ($1, $2, $3)";
 
 /// Transfers between a campaign's wallets (scope: `&Campaign`).
 impl Store {

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::backend::{PgTx, SqliteTx, Work};
 use crate::common::ids::{Fingerprint, new_id, now};
-use crate::ledger::burn::{Debiting, position, repay};
+use crate::ledger::burn::{Debiting, SPEND, position, repay};
 use crate::ledger::refusals;
 use crate::ledger::transactions::{
     INSERT_TRANSACTION, SELECT_BY_KEY, TransactionRow, idem_key_of, replay_or_conflict,
@@ -245,7 +245,6 @@ pub(crate) struct Correcting {
 const WALLET: &str = "SELECT fifo_date, fifo_id, fifo_taken, owed FROM wallets WHERE id = $1";
 type WalletRow = (Option<DateTime<Utc>>, Option<String>, i64, i64);
 const LINK: &str = "UPDATE transactions SET corrects = $2, forgiven = $3 WHERE id = $1";
-const LOT: &str = "INSERT INTO spends (transaction_id, earn_id, amount) VALUES ($1, $2, $3)";
 
 impl Correcting {
     pub(crate) fn new(
@@ -392,7 +391,7 @@ impl Correcting {
         tx.execute(LINK, params![transaction.id, o.id, made.forgiven])
             .await?;
         for (earn, amount) in &made.lots {
-            tx.execute(LOT, params![transaction.id, earn, amount])
+            tx.execute(SPEND, params![transaction.id, earn, amount])
                 .await?;
         }
         Ok(Corrected {

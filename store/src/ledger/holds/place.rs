@@ -9,7 +9,7 @@ use super::{
 };
 use crate::backend::{PgTx, SqliteTx, ToArg, Work};
 use crate::common::ids::{Fingerprint, new_id, now};
-use crate::ledger::burn::{Debiting, position, repay, take};
+use crate::ledger::burn::{Debiting, SPEND, position, repay, take};
 use crate::ledger::refusals;
 use crate::{Campaign, StoreError, Tokens};
 
@@ -27,8 +27,6 @@ const INSERT: &str = "INSERT INTO holds (id, org_id, campaign_id, wallet_id, ext
      created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
      $14, $15, $15) ON CONFLICT (idem_key) DO NOTHING";
 const RESERVE: &str = "UPDATE wallets SET held = held + $2, updated_at = $3 WHERE id = $1";
-/// What the hold took from one earn's lot.
-const SPEND: &str = "INSERT INTO spends (transaction_id, earn_id, amount) VALUES ($1, $2, $3)";
 
 pub(crate) struct Placing {
     org_id: String,

@@ -8,9 +8,9 @@ use super::{
     Hold, HoldRow, HoldSettled, HoldStatus, SELECT_IN_CAMPAIGN, Settle, hold_columns,
     hold_from_row, hold_key,
 };
-use crate::backend::{PgTx, SqliteTx, Tx, Work};
+use crate::backend::{Steps, Tx};
 use crate::common::ids::new_id;
-use crate::ledger::burn::{TAKEN, Taken, give_back_to_lots, position};
+use crate::ledger::burn::{SPEND, TAKEN, Taken, give_back_to_lots, position};
 use crate::ledger::credit::sooner;
 use crate::ledger::fifo::Earn;
 use crate::ledger::transactions::{
@@ -18,7 +18,7 @@ use crate::ledger::transactions::{
 };
 use crate::{StoreError, Tokens, Transaction, TransactionKind};
 
-const SELECT_BY_ID_: &str = concat!("SELECT ", hold_columns!(), " FROM holds WHERE id = $1");
+const HOLD_BY_ID: &str = concat!("SELECT ", hold_columns!(), " FROM holds WHERE id = $1");
 /// The wallet's position, and its organisation and campaign, read under its lock.
 const WALLET: &str = "SELECT fifo_date, fifo_id, fifo_taken, org_id, campaign_id \
      FROM wallets WHERE id = $1";
@@ -43,7 +43,6 @@ enum Spends<'a> {
     Hold,
     These(&'a [(String, i64)]),
 }
-const SPEND: &str = "INSERT INTO spends (transaction_id, earn_id, amount) VALUES ($1, $2, $3)";
 
 /// Which hold a settlement is of.
 pub(crate) enum HoldRef {
@@ -82,7 +81,7 @@ impl Settling {
         // The hold's row first, then its wallet's, as every settlement takes them: a twin
         // waits here and then reads what the first made of it.
         let row: Option<HoldRow> = match &self.hold {
-            HoldRef::Id(id) => tx.row_locked(SELECT_BY_ID_, params![id]).await?,
+            HoldRef::Id(id) => tx.row_locked(HOLD_BY_ID, params![id]).await?,
             HoldRef::InCampaign {
                 org_id,
                 campaign_id,
@@ -301,14 +300,10 @@ impl Release<'_> {
     }
 }
 
-impl Work for Settling {
+impl Steps for Settling {
     type Output = Result<HoldSettled, StoreError>;
 
-    async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Self::Output, StoreError> {
-        self.run(tx).await
-    }
-
-    async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Self::Output, StoreError> {
-        self.run(tx).await
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<Self::Output, StoreError> {
+        Settling::run(&self, tx).await
     }
 }
