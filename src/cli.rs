@@ -344,7 +344,7 @@ pub enum CampaignCommand {
         campaign: String,
     },
     /// Set the programme's policy: the balance a member must keep, when tokens expire, what a
-    /// reversal does with tokens already spent, and transfers between wallets.
+    /// reversal does with tokens already spent, transfers between wallets and pending points.
     Policy(PolicyArgs),
 }
 
@@ -374,6 +374,17 @@ pub struct PolicyArgs {
     /// Whether a transfer moves lifetime earnings (and so tiers) with the tokens.
     #[arg(long)]
     pub transfers_move_earned: Option<bool>,
+    /// Earned tokens are pending this many days after the earn's date before they can be
+    /// spent (a return window; 0: at once). A rule's `pending_days` overrides it.
+    #[arg(long)]
+    pub pending_days: Option<u32>,
+    /// Whether pending tokens count toward lifetime earnings (and so tiers) when earned,
+    /// rather than when they vest.
+    #[arg(long)]
+    pub pending_counts_tier: Option<bool>,
+    /// What the expiry of tokens that were pending counts from: earn or vest.
+    #[arg(long)]
+    pub expiry_from: Option<String>,
 }
 
 #[derive(Debug, Args)]

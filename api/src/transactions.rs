@@ -93,6 +93,12 @@ pub struct TransactionView {
     pub rules_trace: Option<String>,
     /// EARN: the rule-set version used (absent: the default, one token per unit).
     pub rules_version: Option<i64>,
+    /// EARN: whether its tokens are still pending (in the wallet's `pending`, not its balance)
+    /// until `vestsAt`.
+    pub pending: Option<bool>,
+    /// EARN credited pending (a return window): when its tokens vest (become spendable); the
+    /// background sweep moves them within a minute of it.
+    pub vests_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -123,6 +129,8 @@ impl From<Transaction> for TransactionView {
                 .then_some(t.corrected),
             rules_trace: t.trace,
             rules_version: t.rule_version,
+            pending: (t.kind == TransactionKind::Earn).then_some(t.pending),
+            vests_at: t.vests_at,
             created_at: t.created_at,
         }
     }

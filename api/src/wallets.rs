@@ -35,6 +35,10 @@ pub struct WalletView {
     /// the programme's minimum balance (never below 0).
     #[schema(value_type = f64)]
     pub available: Tokens,
+    /// Tokens earned but not vested yet (the campaign's pending policy or a rule holds them for
+    /// a return window): not in the balance, not spendable, until they vest.
+    #[schema(value_type = f64)]
+    pub pending: Tokens,
     pub tier: Option<TierView>,
     /// The client's reference (card or policy number).
     pub external_id: Option<String>,
@@ -59,6 +63,7 @@ impl WalletView {
             balance: w.balance,
             held: w.held,
             available,
+            pending: w.pending,
             tier: w.tier.map(Into::into),
             external_id: w.external_id,
             owner_id: w.owner_id,

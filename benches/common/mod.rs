@@ -152,6 +152,7 @@ pub async fn open_lots(
             meta_text: None,
             request_id: None,
             batch_id: None,
+            pending_days: None,
         })
         .collect();
     for chunk in credits.chunks(1_000) {

@@ -23,6 +23,8 @@ pub enum Effect {
     Cap,
     /// Changes nothing; only `stop`.
     Stop,
+    /// Changes nothing; only `pending_days`.
+    Pending,
 }
 
 impl Effect {
@@ -33,6 +35,7 @@ impl Effect {
             Effect::Add => "add",
             Effect::Cap => "cap",
             Effect::Stop => "stop",
+            Effect::Pending => "pending",
         }
     }
 }
@@ -47,6 +50,7 @@ pub(crate) struct Rule {
     pub effect: Effect,
     pub value: Option<Num>,
     pub stop: bool,
+    pub pending_days: Option<u32>,
 }
 
 /// A rule as shown to people: id, description, priority and effect.
@@ -57,7 +61,12 @@ pub struct RuleInfo {
     pub priority: i64,
     pub effect: Effect,
     pub stop: bool,
+    /// The days its earns stay pending when it fires.
+    pub pending_days: Option<u32>,
 }
+
+/// The longest a rule (or a campaign's policy) may keep an earn's tokens pending: ten years.
+pub const MAX_PENDING_DAYS: u32 = 3_650;
 
 /// A compiled rule set, ready to evaluate transactions. Cheap to share between threads.
 #[derive(Debug, Clone)]
@@ -210,13 +219,25 @@ impl RuleSet {
                     None,
                     format!("has {}; a rule has one effect", names.join(" and ")),
                 );
-            } else if effects.is_empty() && !rule.stop {
+            } else if effects.is_empty() && !rule.stop && rule.pending_days.is_none() {
                 error(
                     ErrorKind::InvalidRule,
                     name,
                     "effect",
                     None,
-                    "needs one of award, multiply, add, cap or stop".into(),
+                    "needs one of award, multiply, add, cap, stop or pending_days".into(),
+                );
+            }
+            if rule
+                .pending_days
+                .is_some_and(|days| days > MAX_PENDING_DAYS)
+            {
+                error(
+                    ErrorKind::InvalidRule,
+                    name,
+                    "pending_days",
+                    None,
+                    format!("at most {MAX_PENDING_DAYS} (ten years)"),
                 );
             }
             let window = rule.active.as_ref().and_then(|w| match Window::parse(w) {
@@ -256,7 +277,8 @@ impl RuleSet {
                         });
                     (*effect, value)
                 }
-                None => (Effect::Stop, None),
+                None if rule.stop => (Effect::Stop, None),
+                None => (Effect::Pending, None),
             };
             uses_local |= compiler.uses_local;
             let value_errors = std::mem::take(&mut compiler.errors);
@@ -275,6 +297,7 @@ impl RuleSet {
                 effect,
                 value,
                 stop: rule.stop,
+                pending_days: rule.pending_days,
             });
         }
         if meta_paths.len() > usize::from(u16::MAX) {
@@ -307,6 +330,7 @@ impl RuleSet {
             priority: r.priority,
             effect: r.effect,
             stop: r.stop,
+            pending_days: r.pending_days,
         })
     }
 
@@ -364,7 +388,7 @@ impl RuleSet {
                     Effect::Multiply => total.checked_mul(v).ok_or(Skip::Overflow),
                     Effect::Add => total.checked_add(v).ok_or(Skip::Overflow),
                     Effect::Cap => Ok(total.min(v)),
-                    Effect::Stop => Ok(total),
+                    Effect::Stop | Effect::Pending => Ok(total),
                 }),
             };
             match next {
@@ -372,8 +396,9 @@ impl RuleSet {
                     // A multiplier of 1, a bonus of 0 or a cap above the total changed nothing
                     // and would only lengthen the stored trace.
                     let changed = next != total
-                        || matches!(rule.effect, Effect::Award | Effect::Stop)
-                        || rule.stop;
+                        || matches!(rule.effect, Effect::Award | Effect::Stop | Effect::Pending)
+                        || rule.stop
+                        || rule.pending_days.is_some();
                     if changed {
                         steps.push(Step::Fired {
                             rule: index,
@@ -411,6 +436,15 @@ impl RuleSet {
         tokens.round_dp_with_strategy(self.decimals, strategy)
     }
 
+    /// The days the earn evaluated into `steps` stays pending by its rules: what the last rule
+    /// that fired with `pending_days` says (None: no rule says, the campaign's policy decides).
+    pub fn pending_days(&self, steps: &[Step]) -> Option<u32> {
+        steps.iter().rev().find_map(|step| match *step {
+            Step::Fired { rule, .. } => self.rules[usize::from(rule)].pending_days,
+            _ => None,
+        })
+    }
+
     /// The id of the rule a step names.
     pub fn rule_id(&self, index: u16) -> &str {
         &self.rules[usize::from(index)].id
@@ -436,8 +470,12 @@ impl RuleSet {
                 Step::Fired { rule, contribution } => {
                     let rule = &self.rules[usize::from(rule)];
                     let stop = if rule.stop { ", then stop" } else { "" };
+                    let pending = match rule.pending_days {
+                        Some(days) => format!(", pending {days} days"),
+                        None => String::new(),
+                    };
                     format!(
-                        "{}: {} {}{stop}",
+                        "{}: {} {}{pending}{stop}",
                         rule.id,
                         rule.effect.as_str(),
                         signed(contribution)

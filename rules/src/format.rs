@@ -18,6 +18,12 @@
 //! when = "meta.channel == 'app'"
 //! multiply = 2
 //! active = { weekdays = ["sat", "sun"], hours = "08:00-20:00", from = "2026-12-01", to = "2026-12-31" }
+//!
+//! [[rule]]
+//! id = "returnable"
+//! priority = 30
+//! when = "meta.category == 'fashion'"
+//! pending_days = 30                # its tokens vest 30 days after the purchase
 //! ```
 
 use serde::Deserialize;
@@ -67,6 +73,10 @@ pub struct RuleSource {
     /// When the rule fires, no later rule applies.
     #[serde(default)]
     pub stop: bool,
+    /// When the rule fires, the earn's tokens are pending this many days after its date before
+    /// they can be spent (0: at once), whatever the campaign's policy says; the last rule to
+    /// fire with it decides.
+    pub pending_days: Option<u32>,
 }
 
 /// An expression, or a plain number written without quotes (`multiply = 2`).

@@ -15,7 +15,7 @@ mod format;
 mod nodes;
 mod window;
 
-pub use engine::{Effect, Outcome, RuleInfo, RuleSet, Step};
+pub use engine::{Effect, MAX_PENDING_DAYS, Outcome, RuleInfo, RuleSet, Step};
 pub use error::{CompileError, CompileErrors, ErrorKind};
 pub use facts::{Context, Row};
 pub use format::{RoundingMode, RuleSetSource};

@@ -3,7 +3,7 @@
 use anyhow::{Context as _, bail};
 use rules::Decimal;
 use serde_json::json;
-use store::{Campaign, Expiry, NewTier, Policy, Store, Tokens};
+use store::{Campaign, Expiry, ExpiryFrom, NewTier, Policy, Store, Tokens};
 
 use super::emit;
 use crate::cli::{PolicyArgs, TierCommand};
@@ -35,6 +35,22 @@ fn transfers_text(policy: &Policy) -> String {
     }
 }
 
+/// The pending policy in words: `pending: 30 days (counts toward tiers; expiry from vesting)`.
+fn pending_text(policy: &Policy) -> String {
+    if policy.pending_days == 0 {
+        return "pending: none".into();
+    }
+    let tiers = match policy.pending_counts_tier {
+        true => "counts toward tiers",
+        false => "counts toward tiers once vested",
+    };
+    let from = match policy.expiry_from {
+        ExpiryFrom::Earn => "expiry from the earn",
+        ExpiryFrom::Vest => "expiry from vesting",
+    };
+    format!("pending: {} days ({tiers}; {from})", policy.pending_days)
+}
+
 fn policy_json(policy: &Policy) -> serde_json::Value {
     json!({
         "minBalance": policy.min_balance,
@@ -43,6 +59,9 @@ fn policy_json(policy: &Policy) -> serde_json::Value {
         "transfers": policy.transfers.as_str(),
         "transferDailyCap": policy.transfer_daily_cap,
         "transfersMoveEarned": policy.transfers_move_earned,
+        "pendingDays": policy.pending_days,
+        "pendingCountsTier": policy.pending_counts_tier,
+        "expiryFrom": policy.expiry_from.as_str(),
     })
 }
 
@@ -82,14 +101,26 @@ pub async fn policy(store: &Store, args: PolicyArgs, json: bool) -> anyhow::Resu
     if let Some(moves) = args.transfers_move_earned {
         policy.transfers_move_earned = moves;
     }
+    if let Some(days) = args.pending_days {
+        policy.pending_days = days;
+    }
+    if let Some(counts) = args.pending_counts_tier {
+        policy.pending_counts_tier = counts;
+    }
+    if let Some(from) = &args.expiry_from {
+        policy.expiry_from = from
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--expiry-from {e}"))?;
+    }
     let policy = store.set_policy(&campaign, policy).await?;
     emit(json, policy_json(&policy), || {
         format!(
-            "minimum balance {}, tokens expire: {}, reversal shortfall: {}, {}",
+            "minimum balance {}, tokens expire: {}, reversal shortfall: {}, {}, {}",
             policy.min_balance,
             policy.expiry,
             policy.shortfall,
-            transfers_text(&policy)
+            transfers_text(&policy),
+            pending_text(&policy)
         )
     });
     Ok(())
@@ -120,11 +151,12 @@ pub async fn show(store: &Store, campaign: &str, json: bool) -> anyhow::Result<(
             format!("version {v}")
         });
         let mut text = format!(
-            "campaign {id} ({name}) of organisation {org_id}\ncurrency:        {currency}\nminimum balance: {}\nexpiry:          {}\nshortfall:       {}\n{}\nrules:           {rules}",
+            "campaign {id} ({name}) of organisation {org_id}\ncurrency:        {currency}\nminimum balance: {}\nexpiry:          {}\nshortfall:       {}\n{}\n{}\nrules:           {rules}",
             policy.min_balance,
             policy.expiry,
             policy.shortfall,
-            transfers_text(&policy)
+            transfers_text(&policy),
+            pending_text(&policy)
         );
         for t in &tiers {
             text.push_str(&format!(

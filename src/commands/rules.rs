@@ -73,7 +73,7 @@ pub async fn run(store: &Store, command: RulesCommand, json: bool) -> anyhow::Re
                 RuleSet::parse(&shown.source).context("a stored rule set no longer compiles")?;
             let rules: Vec<_> = compiled
                 .rules()
-                .map(|r| json!({"id": r.id, "priority": r.priority, "effect": r.effect.as_str(), "stop": r.stop, "description": r.description}))
+                .map(|r| json!({"id": r.id, "priority": r.priority, "effect": r.effect.as_str(), "stop": r.stop, "pendingDays": r.pending_days, "description": r.description}))
                 .collect();
             let value = json!({"version": shown.version, "createdAt": shown.created_at, "rules": rules, "source": shown.source});
             emit(json, value, || {

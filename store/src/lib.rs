@@ -86,7 +86,7 @@ pub use orders::{
     OrderLine, OrderScope, Placed, ProductSummary, Redeemed,
 };
 pub use programme::evaluate::RulesInput;
-pub use programme::policies::{Expiry, Policy, Shortfall, Transfers};
+pub use programme::policies::{Expiry, ExpiryFrom, Policy, Shortfall, Transfers};
 pub use programme::rule_book::RuleBook;
 pub use programme::rule_sets::RuleSetVersion;
 pub use programme::tiers::{NewTier, Tier};

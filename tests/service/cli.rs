@@ -9,7 +9,7 @@ use api::views::{ApiKeySummary, EarnAccepted, EarnStatusView, WalletView};
 use serde_json::{Value, json};
 use store::Tokens;
 
-use crate::common::{ok, programme, run, serve};
+use crate::common::{json_of, ok, programme, run, serve};
 
 async fn operator_story(env: Vec<(&'static str, String)>) {
     let org = ok(&env, &["org", "create", "--name", "Acme"]);
@@ -185,6 +185,8 @@ async fn crash_story(env: Vec<(&'static str, String)>) {
         ["--shortfall", "forgive"],
         ["--transfers", "sometimes"],
         ["--transfer-daily-cap", "0"],
+        ["--pending-days", "3651"],
+        ["--expiry-from", "later"],
     ] {
         let mut args = vec!["campaign", "policy", "--campaign", &campaign];
         args.extend(far);
@@ -195,10 +197,46 @@ async fn crash_story(env: Vec<(&'static str, String)>) {
             "--shortfall" => "debt, clip or refuse",
             "--transfers" => "allow or forbid",
             "--transfer-daily-cap" => "more than 0",
+            "--pending-days" => "3650",
+            "--expiry-from" => "earn or vest",
             _ => "36525",
         };
         assert!(why.contains(expected), "{far:?}: {why}");
     }
+    // The pending policy is set and read back, then set to none for the earns below.
+    let pending = [
+        "campaign",
+        "policy",
+        "--campaign",
+        &campaign,
+        "--pending-days",
+        "30",
+        "--pending-counts-tier",
+        "true",
+        "--expiry-from",
+        "vest",
+    ];
+    let set = json_of(&env, &pending);
+    assert_eq!(
+        (
+            &set["pendingDays"],
+            &set["pendingCountsTier"],
+            &set["expiryFrom"]
+        ),
+        (&json!(30), &json!(true), &json!("vest"))
+    );
+    let shown = json_of(&env, &["campaign", "show", "--campaign", &campaign]);
+    assert_eq!(shown["policy"]["pendingDays"], 30);
+    assert_eq!(shown["policy"]["expiry"], "days:30", "the rest stays");
+    let none = [
+        "campaign",
+        "policy",
+        "--campaign",
+        &campaign,
+        "--pending-days",
+        "0",
+    ];
+    assert_eq!(json_of(&env, &none)["pendingDays"], 0);
     ok(
         &env,
         &[

@@ -1,4 +1,5 @@
-//! The expiry sweep: every serving node expires due lots and lapses due holds each minute.
+//! The expiry sweep: every serving node vests due pending earns, expires due lots and lapses
+//! due holds each minute.
 
 use std::time::Duration;
 
@@ -9,17 +10,31 @@ use crate::AppState;
 /// How often the expiry sweeper runs in a serving process.
 const SWEEP: Duration = Duration::from_secs(60);
 
-/// Expires due lots and lapses due holds every minute until `stop`. Several processes may
-/// sweep at once: each lot still expires exactly once, each hold lapses once.
+/// Vests due pending earns, expires due lots and lapses due holds every minute until `stop`.
+/// Several processes may sweep at once: each earn vests once, each lot still expires exactly
+/// once, each hold lapses once.
 pub async fn sweep_expiry(state: AppState, mut stop: watch::Receiver<bool>) {
     let mut tick = tokio::time::interval(SWEEP);
     loop {
         if !super::next_tick(&mut tick, &mut stop).await {
             return;
         }
-        // A stop does not wait for the pass: each wallet's expiry is its own transaction, and a
-        // dropped one is rolled back, to be done by the next sweep.
+        // A stop does not wait for the pass: each wallet's expiry (each earn's vesting) is its
+        // own transaction, and a dropped one is rolled back, to be done by the next sweep.
         let now = chrono::Utc::now();
+        // Before the expiry: tokens that vest past their date expire in the same sweep.
+        let vest = tokio::select! {
+            vested = state.store.vest_pending(now) => vested,
+            _ = stop.wait_for(|stop| *stop) => return,
+        };
+        match vest {
+            Ok(0) => {}
+            Ok(vested) => {
+                metrics::counter!("earns_vested_total").increment(vested as u64);
+                tracing::info!(vested, "vested pending earns");
+            }
+            Err(err) => tracing::warn!(%err, "vesting sweep failed"),
+        }
         let sweep = tokio::select! {
             swept = state.store.expire(now) => swept,
             _ = stop.wait_for(|stop| *stop) => return,

@@ -123,6 +123,58 @@ fn stop_ends_the_run_only_when_its_rule_fires() {
     );
 }
 
+/// The earn's pending days, as its rules decide them (None: the campaign's policy decides).
+fn pending_days(source: &str, t: Tx) -> (String, Option<u32>) {
+    let rules = RuleSet::parse(source).unwrap_or_else(|e| panic!("{e}"));
+    let date: DateTime<Utc> = t.date.parse().unwrap();
+    let row = Row {
+        id: "tx-1",
+        amount: t.amount.parse().unwrap(),
+        date,
+        currency: "EUR",
+        description: "Coffee",
+        meta: Some(&t.meta),
+    };
+    let outcome = rules.evaluate(&row, &Context::default());
+    let tokens = outcome.tokens.normalize().to_string();
+    (tokens, rules.pending_days(&outcome.steps))
+}
+
+#[test]
+fn pending_days_come_from_the_last_rule_that_fired_with_them() {
+    let source = format!(
+        "{BASE}[[rule]]\nid = 'fashion'\npriority = 20\nwhen = \"meta.category == 'fashion'\"\n\
+         pending_days = 30\n\
+         [[rule]]\nid = 'sale'\npriority = 30\nwhen = \"meta.sale == true\"\nmultiply = 2\n\
+         pending_days = 14\n\
+         [[rule]]\nid = 'trusted'\npriority = 40\nwhen = \"meta.trusted == true\"\n\
+         pending_days = 0\n"
+    );
+    assert_eq!(pending_days(&source, tx("10")), ("10".into(), None));
+    let fashion = json!({"category": "fashion"});
+    assert_eq!(
+        pending_days(&source, tx("10").meta(fashion)),
+        ("10".into(), Some(30)),
+        "a rule with pending_days alone changes no tokens"
+    );
+    let on_sale = json!({"category": "fashion", "sale": true});
+    assert_eq!(
+        pending_days(&source, tx("10").meta(on_sale)),
+        ("20".into(), Some(14)),
+        "the later rule decides"
+    );
+    let trusted = json!({"category": "fashion", "trusted": true});
+    assert_eq!(
+        pending_days(&source, tx("10").meta(trusted)),
+        ("10".into(), Some(0)),
+        "0: at once, over an earlier rule's days"
+    );
+    // The trace says so.
+    let rules = RuleSet::parse(&source).unwrap();
+    let (_, lines) = run(&rules, &tx("10").meta(json!({"category": "fashion"})));
+    assert_eq!(lines[1], "fashion: pending +0, pending 30 days");
+}
+
 #[test]
 fn windows_follow_the_programme_time_zone() {
     let source = "[programme]\ntime_zone = 'Europe/Amsterdam'\n\
@@ -372,6 +424,10 @@ fn every_compile_error_is_reported_with_its_rule_and_place() {
         (
             rule("a", 1, "description = 'nothing'"),
             vec![(ErrorKind::InvalidRule, "a", "effect", None)],
+        ),
+        (
+            rule("a", 1, "award = 'amount'\npending_days = 3651"),
+            vec![(ErrorKind::InvalidRule, "a", "pending_days", None)],
         ),
         (
             rule(

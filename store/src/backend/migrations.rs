@@ -46,6 +46,7 @@ migrations! {
     19 "idempotent refusals" "0019_idempotent_refusals.sql",
     20 "holds" "0020_holds.sql",
     21 "transfers" "0021_transfers.sql",
+    22 "pending" "0022_pending.sql",
 }
 
 /// The migration that indexes `transactions.idem_key`: before it runs, the keys of an existing

@@ -4,7 +4,9 @@
 //! tokens it holds by its spending position and aside rows (its lots) must add up to the
 //! balance less what open holds reserve plus what it owes, what it owes to what its reversals
 //! took that no lot paid, and what it holds to its open holds (each of which took its amount
-//! from the lots, and a settled one nothing);
+//! from the lots, and a settled one nothing); tokens still pending count in the sums of
+//! transactions but not the balance (nor lifetime earnings, unless they counted when
+//! credited), and `pending` must equal them;
 //! and, on PostgreSQL, where no foreign key checks it row by row (migration 15), every
 //! transaction must belong to a wallet.
 
@@ -17,7 +19,7 @@ pub struct Discrepancy {
     pub wallet_id: String,
     /// For a check of one transaction (`lot`, `reversed`): the EARN or BURN it is about.
     pub transaction_id: Option<String>,
-    /// `balance`, `earned`, `lots`, `owed` or `held`; `hold` for a hold (`transaction_id`) whose
+    /// `balance`, `earned`, `lots`, `owed`, `held` or `pending`; `hold` for a hold (`transaction_id`) whose
     /// lots taken are not its amount (open) or nothing (settled); `wallet` for transactions
     /// naming a wallet that does not exist (recorded 0, computed their net sum); `lot` for an
     /// earn whose lot is not its tokens less what was spent, held, reversed or expired plus what
@@ -47,7 +49,9 @@ const AUDIT: &str = "SELECT COALESCE(w.id, t.wallet_id), w.id IS NULL, \
          EXISTS (SELECT 1 FROM lots_aside x WHERE x.transaction_id = w.fifo_id) \
          THEN w.fifo_taken ELSE 0 END AS BIGINT), \
      COALESCE(w.balance, 0), CAST(COALESCE(t.owed, 0) AS BIGINT), COALESCE(w.owed, 0), \
-     COALESCE(w.held, 0), CAST(COALESCE(h.held, 0) AS BIGINT) \
+     COALESCE(w.held, 0), CAST(COALESCE(h.held, 0) AS BIGINT), \
+     COALESCE(w.pending, 0), CAST(COALESCE(pe.pending, 0) AS BIGINT), \
+     CAST(COALESCE(pe.uncounted, 0) AS BIGINT) \
      FROM wallets w \
      {outer} JOIN (SELECT t.wallet_id, \
          SUM(CASE t.kind WHEN 'EARN' THEN t.amount WHEN 'REFUND' THEN t.amount \
@@ -70,6 +74,9 @@ const AUDIT: &str = "SELECT COALESCE(w.id, t.wallet_id), w.id IS NULL, \
          ON a.wallet_id = w.id \
      LEFT JOIN (SELECT wallet_id, SUM(amount) AS held FROM holds WHERE status = 'held' \
          GROUP BY wallet_id) h ON h.wallet_id = w.id \
+     LEFT JOIN (SELECT wallet_id, SUM(amount) AS pending, \
+         SUM(CASE WHEN counted THEN 0 ELSE amount END) AS uncounted FROM pending_earns \
+         WHERE status = 'pending' GROUP BY wallet_id) pe ON pe.wallet_id = w.id \
      ORDER BY 1";
 
 /// `AUDIT` for `store`'s backend.
@@ -98,6 +105,9 @@ impl Store {
             i64,
             i64,
             i64,
+            i64,
+            i64,
+            i64,
         );
         let rows: Vec<Row> = self.read_rows(&audit_sql(self), params![]).await?;
         let mut found = Vec::new();
@@ -114,6 +124,9 @@ impl Store {
             owed,
             held,
             holds,
+            pending,
+            pending_earns,
+            uncounted,
         ) in rows
         {
             if missing {
@@ -126,9 +139,12 @@ impl Store {
                 });
                 continue;
             }
+            // Pending tokens are in the journal but not the balance; those not counted
+            // toward lifetime earnings yet are not in `earned` either.
             for (check, recorded, computed) in [
-                ("balance", balance, net),
-                ("earned", earned, earns),
+                ("balance", balance, net - pending_earns),
+                ("earned", earned, earns - uncounted),
+                ("pending", pending, pending_earns),
                 ("lots", in_lots, lots),
                 ("owed", owed, unpaid),
                 ("held", held, holds),
@@ -223,16 +239,18 @@ fn installed_on(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
 }
 
 /// The earns recorded since `$1` whose lot (by the wallet's position and aside rows, as in
-/// `fifo`) is not their tokens less what spends took (burns, orders, reversals, debts paid, open
-/// holds: a spend without a transaction is a hold's) and
+/// `fifo`) is not their tokens less what is pending still, what spends took (burns, orders,
+/// reversals, debts paid, open holds: a spend without a transaction is a hold's) and
 /// what expired (EXPIRY `lot:<earn>[:<id>]`), plus what refunds gave back: wallet, earn, the lot,
 /// what it should be. The history is one aggregate by earn (SQLite indexes it for the join).
 const LOTS: &str = concat!(
     "SELECT wallet_id, id, lot, computed FROM (SELECT t.wallet_id, t.id, ",
     lot_left!(),
-    " AS lot, CAST(t.amount - COALESCE(h.taken, 0) + COALESCE(h.given, 0) AS BIGINT) AS computed \
+    " AS lot, CAST(t.amount - COALESCE(h.taken, 0) + COALESCE(h.given, 0) \
+         - COALESCE(pe.amount, 0) AS BIGINT) AS computed \
      FROM transactions t{scan} JOIN wallets w ON w.id = t.wallet_id \
      LEFT JOIN lots_aside a ON a.transaction_id = t.id \
+     LEFT JOIN pending_earns pe ON pe.transaction_id = t.id AND pe.status = 'pending' \
      LEFT JOIN (SELECT earn_id, SUM(taken) AS taken, SUM(given) AS given FROM ( \
          SELECT s.earn_id AS earn_id, \
              CASE WHEN c.kind = 'REFUND' THEN 0 ELSE s.amount END AS taken, \

@@ -113,6 +113,8 @@ impl Burning<'_> {
             created_at: now(),
             corrects: None,
             corrected: Tokens::ZERO,
+            vests_at: None,
+            pending: false,
         };
         let fingerprint = self.fingerprint.clone();
         let debit = Debit::new(

@@ -91,6 +91,9 @@ pub struct Credit {
     pub request_id: Option<String>,
     /// The batch file the earn came from, if it came so.
     pub batch_id: Option<String>,
+    /// The days its tokens stay pending, as its rules said (None: as the campaign's policy
+    /// says).
+    pub pending_days: Option<u32>,
 }
 
 /// How long a claimed request stays with its worker before another may take it over.

@@ -11,6 +11,7 @@ pub(crate) mod expiry;
 pub(crate) mod fifo;
 pub(crate) mod holds;
 pub(crate) mod in_time;
+pub(crate) mod pending;
 pub(crate) mod refusals;
 pub(crate) mod same_earn;
 pub(crate) mod transactions;

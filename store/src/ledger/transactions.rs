@@ -73,6 +73,10 @@ pub struct Transaction {
     pub corrects: Option<String>,
     /// EARN, BURN: the tokens its corrections took or gave back so far.
     pub corrected: Tokens,
+    /// EARN credited pending: when its tokens vest.
+    pub vests_at: Option<DateTime<Utc>>,
+    /// EARN: its tokens are pending still (not vested, not all reversed).
+    pub pending: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -89,7 +93,9 @@ macro_rules! transaction_columns {
         "id, wallet_id, kind, amount, external_id, source_amount, currency, description, comment, \
          meta, date, trace, rule_version, created_at, fingerprint, corrects, \
          CAST((SELECT SUM(c.amount + COALESCE(c.forgiven, 0)) FROM transactions c \
-         WHERE c.corrects = transactions.id) AS BIGINT)"
+         WHERE c.corrects = transactions.id) AS BIGINT), \
+         (SELECT p.vests_at FROM pending_earns p WHERE p.transaction_id = transactions.id), \
+         (SELECT p.status FROM pending_earns p WHERE p.transaction_id = transactions.id)"
     };
 }
 pub(crate) use transaction_columns;
@@ -298,6 +304,8 @@ row_struct! {
         fingerprint: Option<String>,
         corrects: Option<String>,
         corrected: Option<i64>,
+        vests_at: Option<DateTime<Utc>>,
+        pending_status: Option<String>,
     }
 }
 
@@ -324,6 +332,8 @@ pub(crate) fn transaction_from_row(r: TransactionRow) -> Result<Transaction, Sto
         created_at: r.created_at,
         corrects: r.corrects,
         corrected: Tokens::from_micros(r.corrected.unwrap_or(0)),
+        vests_at: r.vests_at,
+        pending: r.pending_status.as_deref() == Some("pending"),
     })
 }
 

@@ -334,6 +334,8 @@ impl Transferring {
             created_at: self.at,
             corrects: None,
             corrected: Tokens::ZERO,
+            vests_at: None,
+            pending: false,
         }
     }
 

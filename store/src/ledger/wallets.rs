@@ -23,6 +23,8 @@ pub struct Wallet {
     pub balance: Tokens,
     /// Of the balance, tokens open holds reserve: not to be spent but by their capture.
     pub held: Tokens,
+    /// Tokens earned but not yet vested: not in the balance until they vest.
+    pub pending: Tokens,
     /// Tokens earned over the wallet's life (what tiers follow).
     pub earned: Tokens,
     pub tier: Option<Tier>,
@@ -50,7 +52,7 @@ pub struct WalletFilter {
 macro_rules! wallet_columns {
     () => {
         "w.id, w.campaign_id, w.owner_id, w.external_id, w.name, w.currency, w.balance, \
-         w.held, w.earned, w.created_at, w.updated_at, t.id, t.name, t.precedence, t.threshold, \
+         w.held, w.pending, w.earned, w.created_at, w.updated_at, t.id, t.name, t.precedence, t.threshold, \
          t.benefits, t.image_url, t.handle"
     };
 }
@@ -91,6 +93,7 @@ row_struct! {
         currency: String,
         balance: i64,
         held: i64,
+        pending: i64,
         earned: i64,
         created_at: DateTime<Utc>,
         updated_at: DateTime<Utc>,
@@ -123,6 +126,7 @@ fn wallet_from_row(r: WalletRow) -> Wallet {
         currency: r.currency,
         balance: Tokens::from_micros(r.balance),
         held: Tokens::from_micros(r.held),
+        pending: Tokens::from_micros(r.pending),
         earned: Tokens::from_micros(r.earned),
         tier,
         created_at: r.created_at,
@@ -209,6 +213,7 @@ impl Store {
             currency: campaign.currency.clone(),
             balance: Tokens::ZERO,
             held: Tokens::ZERO,
+            pending: Tokens::ZERO,
             earned: Tokens::ZERO,
             tier: None,
             created_at: at,

@@ -168,6 +168,8 @@ impl Placing {
             created_at: self.at,
             corrects: None,
             corrected: Tokens::ZERO,
+            vests_at: None,
+            pending: false,
         };
         let digest = Fingerprint::of(&["order"], vec![json!(self.order_id)]);
         Some(Debit::new(

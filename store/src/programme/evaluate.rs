@@ -176,6 +176,7 @@ fn evaluate_unguarded(
         meta_text: earn.meta.as_ref().map(crate::backend::direct::json),
         request_id,
         batch_id: None,
+        pending_days: rules.pending_days(&outcome.steps),
     })
 }
 

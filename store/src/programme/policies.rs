@@ -10,6 +10,7 @@ use crate::common::calendar::last_second;
 use crate::common::ids::now;
 use crate::error::known;
 use crate::{Store, StoreError, Tokens};
+use rules::MAX_PENDING_DAYS;
 
 /// When earned tokens expire, counted from the earn's date (in UTC).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -176,6 +177,37 @@ impl std::str::FromStr for Transfers {
     }
 }
 
+/// What an earn's expiry counts from when its tokens are pending first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExpiryFrom {
+    /// The earn's date, as for any earn.
+    #[default]
+    Earn,
+    /// The day its tokens vest.
+    Vest,
+}
+
+impl ExpiryFrom {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExpiryFrom::Earn => "earn",
+            ExpiryFrom::Vest => "vest",
+        }
+    }
+}
+
+impl FromStr for ExpiryFrom {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "earn" => Ok(ExpiryFrom::Earn),
+            "vest" => Ok(ExpiryFrom::Vest),
+            other => Err(format!("`{other}`: use earn or vest")),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Policy {
     /// A burn may not take the balance below this.
@@ -188,6 +220,50 @@ pub struct Policy {
     pub transfer_daily_cap: Option<Tokens>,
     /// Whether a transfer moves lifetime earnings (and so tiers) with the tokens.
     pub transfers_move_earned: bool,
+    /// Earned tokens are pending this many days after the earn's date before they can be
+    /// spent (0: at once); a rule may say otherwise for its earns.
+    pub pending_days: u32,
+    /// Whether pending tokens count toward lifetime earnings (and so tiers) when credited,
+    /// rather than when they vest.
+    pub pending_counts_tier: bool,
+    /// What the expiry of tokens that were pending counts from.
+    pub expiry_from: ExpiryFrom,
+}
+
+impl Policy {
+    /// When tokens earned on `date` vest, if they are pending at all (`rule_days`: what the
+    /// earn's rules said, over the policy's days). Tokens whose day has come by `now` are not.
+    pub fn vests_at(
+        &self,
+        date: DateTime<Utc>,
+        rule_days: Option<u32>,
+        now: DateTime<Utc>,
+    ) -> Option<DateTime<Utc>> {
+        let days = rule_days.unwrap_or(self.pending_days);
+        let vests_at = pending_until(date, days)?;
+        (vests_at > now).then_some(vests_at)
+    }
+
+    /// When tokens earned on `date` expire (`rule_days` as for `vests_at`): counted from the
+    /// earn, or from the day they vest (whether that day is past or not) as the policy says.
+    pub fn expires_at(&self, date: DateTime<Utc>, rule_days: Option<u32>) -> Option<DateTime<Utc>> {
+        let from = match self.expiry_from {
+            ExpiryFrom::Earn => date,
+            ExpiryFrom::Vest => {
+                pending_until(date, rule_days.unwrap_or(self.pending_days)).unwrap_or(date)
+            }
+        };
+        self.expiry.expires_at(from)
+    }
+}
+
+/// `days` after `date` (None for 0: nothing is pending), at the latest `last_second()`.
+fn pending_until(date: DateTime<Utc>, days: u32) -> Option<DateTime<Utc>> {
+    if days == 0 {
+        return None;
+    }
+    let until = Duration::try_days(i64::from(days)).and_then(|span| date.checked_add_signed(span));
+    Some(until.map_or(last_second(), |at| at.min(last_second())))
 }
 
 /// Policies: a campaign's minimum balance and expiry (scope: `&Campaign`).
@@ -209,10 +285,32 @@ impl Store {
 
     async fn stored_policy(&self, campaign_id: &str) -> Result<Policy, StoreError> {
         const SQL: &str = "SELECT min_balance, expiry, shortfall, transfers, transfer_daily_cap, \
-             transfers_move_earned FROM campaign_policies WHERE campaign_id = $1";
-        type Row = (i64, String, String, String, Option<i64>, bool);
+             transfers_move_earned, CAST(pending_days AS BIGINT), pending_counts_tier, expiry_from \
+             FROM campaign_policies WHERE campaign_id = $1";
+        type Row = (
+            i64,
+            String,
+            String,
+            String,
+            Option<i64>,
+            bool,
+            i64,
+            bool,
+            String,
+        );
         let row: Option<Row> = self.read_row(SQL, params![campaign_id]).await?;
-        let Some((min, expiry, shortfall, transfers, cap, move_earned)) = row else {
+        let Some((
+            min,
+            expiry,
+            shortfall,
+            transfers,
+            cap,
+            move_earned,
+            pending_days,
+            pending_counts_tier,
+            expiry_from,
+        )) = row
+        else {
             return Ok(Policy::default());
         };
         Ok(Policy {
@@ -237,6 +335,19 @@ impl Store {
             )?,
             transfer_daily_cap: cap.map(Tokens::from_micros),
             transfers_move_earned: move_earned,
+            pending_days: known(
+                u32::try_from(pending_days).ok(),
+                "campaign_policies",
+                "pending_days",
+                &pending_days.to_string(),
+            )?,
+            pending_counts_tier,
+            expiry_from: known(
+                expiry_from.parse().ok(),
+                "campaign_policies",
+                "expiry_from",
+                &expiry_from,
+            )?,
         })
     }
 
@@ -262,14 +373,24 @@ impl Store {
                 "must be more than 0",
             ));
         }
+        if policy.pending_days > MAX_PENDING_DAYS {
+            return Err(StoreError::invalid(
+                "pending-days",
+                format!("at most {MAX_PENDING_DAYS} (ten years)"),
+            ));
+        }
         const SQL: &str = "INSERT INTO campaign_policies (campaign_id, min_balance, expiry, \
-             shortfall, transfers, transfer_daily_cap, transfers_move_earned, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (campaign_id) DO UPDATE \
+             shortfall, transfers, transfer_daily_cap, transfers_move_earned, pending_days, \
+             pending_counts_tier, expiry_from, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+             ON CONFLICT (campaign_id) DO UPDATE \
              SET min_balance = excluded.min_balance, expiry = excluded.expiry, \
              shortfall = excluded.shortfall, transfers = excluded.transfers, \
              transfer_daily_cap = excluded.transfer_daily_cap, \
              transfers_move_earned = excluded.transfers_move_earned, \
-             updated_at = excluded.updated_at";
+             pending_days = excluded.pending_days, \
+             pending_counts_tier = excluded.pending_counts_tier, \
+             expiry_from = excluded.expiry_from, updated_at = excluded.updated_at";
         let cap = policy.transfer_daily_cap.map(Tokens::micros);
         self.execute(
             SQL,
@@ -281,6 +402,9 @@ impl Store {
                 policy.transfers.as_str(),
                 cap,
                 policy.transfers_move_earned,
+                i64::from(policy.pending_days),
+                policy.pending_counts_tier,
+                policy.expiry_from.as_str(),
                 now()
             ],
         )

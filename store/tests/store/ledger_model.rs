@@ -618,6 +618,7 @@ impl World {
             meta_text: None,
             request_id: None,
             batch_id: None,
+            pending_days: None,
         }
     }
 

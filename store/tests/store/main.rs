@@ -12,6 +12,7 @@ mod leaderboard;
 mod ledger;
 mod ledger_model;
 mod orders;
+mod pending;
 mod reviews;
 mod storage;
 mod transfers;

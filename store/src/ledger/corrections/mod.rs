@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use crate::backend::{PgTx, SqliteTx, Work};
 use crate::common::ids::{Fingerprint, new_id, now};
 use crate::ledger::burn::{Debiting, SPEND, position, repay};
+use crate::ledger::pending::STILL_PENDING;
 use crate::ledger::refusals;
 use crate::ledger::transactions::{
     INSERT_TRANSACTION, SELECT_BY_KEY, TransactionRow, idem_key_of, replay_or_conflict,
@@ -344,12 +345,20 @@ impl Correcting {
                 };
                 // Decided before anything is written: only a refused shortfall comes after.
                 let share = returned.share(tx).await?;
-                // A debt is paid before the reversal takes anything (see `burn::repay`).
-                let at = match owed {
-                    0 => at,
-                    owed => repay(tx, &o.wallet_id, at, owed).await?,
+                let pending: Option<(String, i64, bool)> =
+                    tx.row(STILL_PENDING, params![o.id]).await?;
+                let made = match pending {
+                    Some((_, _, counted)) => returned.take_back_pending(tx, share, counted).await?,
+                    None => {
+                        // A debt is paid before the reversal takes anything (see
+                        // `burn::repay`).
+                        let at = match owed {
+                            0 => at,
+                            owed => repay(tx, &o.wallet_id, at, owed).await?,
+                        };
+                        returned.take_back(tx, at, share).await?
+                    }
                 };
-                let made = returned.take_back(tx, at, share).await?;
                 (TransactionKind::Reversal, made)
             }
             What::Refund { tokens } => {
@@ -374,6 +383,8 @@ impl Correcting {
             created_at: now(),
             corrects: Some(o.id.clone()),
             corrected: Tokens::ZERO,
+            vests_at: None,
+            pending: false,
         };
         let mut entry = transaction.entry(&c.org_id, &c.id, &self.fingerprint.text);
         entry.batch_id = self.batch_id.as_deref();

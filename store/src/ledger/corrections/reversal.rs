@@ -29,6 +29,20 @@ const TAKE_BACK: &str = concat!(
     " WHERE id = $1"
 );
 
+/// The wallet after a reversal of pending tokens: `$2` off what is pending, `$3` off its
+/// lifetime earnings (and its tier as they now say).
+const TAKE_BACK_PENDING: &str = concat!(
+    "UPDATE wallets SET pending = pending - $2, earned = earned - $3, updated_at = $4, tier_id = ",
+    tier_for!("wallets.earned - $3"),
+    " WHERE id = $1"
+);
+/// A pending earn `$2` micro-tokens smaller, cancelled at `$3` when nothing is left (SET
+/// expressions read the row as it was).
+const CANCEL_PENDING: &str = "UPDATE pending_earns SET amount = amount - $2, \
+     status = CASE WHEN amount = $2 THEN 'cancelled' ELSE status END, \
+     settled_at = CASE WHEN amount = $2 THEN $3 ELSE settled_at END \
+     WHERE transaction_id = $1 AND status = 'pending'";
+
 /// A return of (part of) an earn's purchase.
 pub(super) struct Returned<'a> {
     pub earn: &'a Transaction,
@@ -94,6 +108,36 @@ impl Returned<'_> {
             source_amount: Some(value.normalize().to_string()),
             forgiven,
             lots: spent.takes,
+        })
+    }
+
+    /// Takes `share` (from `share`) off the earn's tokens while they are pending (`counted`:
+    /// they count toward lifetime earnings already), under its wallet's lock: nothing leaves
+    /// the balance or the lots, the earn vests that much less (nothing: it is cancelled).
+    pub(super) async fn take_back_pending(
+        &self,
+        tx: &mut impl Debiting,
+        (value, tokens): (Decimal, i64),
+        counted: bool,
+    ) -> Result<Moved, StoreError> {
+        let (earn, at) = (self.earn, now());
+        let args = params![earn.id, tokens, at];
+        if tx.execute(CANCEL_PENDING, args).await? != 1 {
+            return Err(StoreError::NotCommitted(format!(
+                "earn {} vested meanwhile",
+                earn.id
+            )));
+        }
+        let earned = if counted { tokens } else { 0 };
+        let args = params![earn.wallet_id, tokens, earned, at];
+        tx.execute(TAKE_BACK_PENDING, args).await?;
+        Ok(Moved {
+            amount: tokens,
+            source_amount: Some(value.normalize().to_string()),
+            forgiven: None,
+            // Recorded as taken from the earn's lot: the lot holds what vests, the earn less
+            // its reversals.
+            lots: vec![(earn.id.clone(), tokens)],
         })
     }
 

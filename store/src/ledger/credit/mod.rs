@@ -38,9 +38,14 @@ macro_rules! sooner {
 }
 pub(crate) use sooner;
 
-/// An earn set aside: recorded behind its wallet's spending position (see `fifo`).
+/// An earn set aside: recorded behind its wallet's spending position (see `fifo`), or pending
+/// (holding nothing until it vests).
 pub(crate) const SET_ASIDE: &str = "INSERT INTO lots_aside (transaction_id, wallet_id, \
      earned_at, remaining, expires_at) VALUES ($1, $2, $3, $4, $5)";
+
+/// An earn whose tokens are pending: `$3` micro-tokens until `$4`.
+const PENDING: &str = "INSERT INTO pending_earns (transaction_id, wallet_id, amount, vests_at, \
+     counted, status, created_at) VALUES ($1, $2, $3, $4, $5, 'pending', $6)";
 
 /// Crediting: evaluated earns written to the ledger, one transaction a chunk.
 impl Store {
@@ -104,11 +109,23 @@ impl<F> Forked for Crediting<F> {
 impl Credit {
     /// When this credit's tokens expire under `policies`.
     pub(crate) fn expires_at(&self, policies: &HashMap<String, Policy>) -> Option<DateTime<Utc>> {
-        let expiry = policies
-            .get(&self.campaign_id)
-            .map(|p| p.expiry)
-            .unwrap_or_default();
-        expiry.expires_at(self.earn.date)
+        let policy = policies.get(&self.campaign_id).copied().unwrap_or_default();
+        policy.expires_at(self.earn.date, self.pending_days)
+    }
+
+    /// Whether this credit's tokens are pending when credited at `now` under `policies`: when
+    /// they vest, and whether they count toward lifetime earnings meanwhile.
+    pub(crate) fn pending(
+        &self,
+        policies: &HashMap<String, Policy>,
+        now: DateTime<Utc>,
+    ) -> Option<Pending> {
+        let policy = policies.get(&self.campaign_id).copied().unwrap_or_default();
+        let vests_at = policy.vests_at(self.earn.date, self.pending_days, now)?;
+        Some(Pending {
+            vests_at,
+            counted: policy.pending_counts_tier,
+        })
     }
 
     /// This credit's outcome when `earlier` holds its earn id already.
@@ -158,25 +175,65 @@ impl Credit {
     }
 }
 
-/// What a call's new EARN transactions change in their wallets: each wallet's tokens and
-/// earliest expiry, and the new lots, some of which go aside (see `behind`).
+/// An earn's tokens pending when credited.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pending {
+    pub vests_at: DateTime<Utc>,
+    /// They count toward lifetime earnings now, not when they vest.
+    pub counted: bool,
+}
+
+/// What a call's credits change in one wallet, in micro-tokens.
+#[derive(Default)]
+struct WalletCredit {
+    /// Added to the balance (the tokens not pending).
+    balance: i64,
+    /// Added to lifetime earnings.
+    earned: i64,
+    /// Added to what is pending.
+    pending: i64,
+    /// The earliest time the tokens added to the balance expire.
+    first: Option<DateTime<Utc>>,
+}
+
+/// What a call's new EARN transactions change in their wallets (`per_wallet`), and the new
+/// lots, some of which go aside (see `behind`), and those pending, whose lots are aside and
+/// empty until they vest.
 #[derive(Default)]
 struct Settlement<'a> {
-    /// Per wallet: the micro-tokens credited and the earliest time they expire.
-    per_wallet: HashMap<&'a str, (i64, Option<DateTime<Utc>>)>,
+    per_wallet: HashMap<&'a str, WalletCredit>,
     /// The new lots: the credit, its transaction id and its expiry.
     lots: Vec<(&'a Credit, &'a str, Option<DateTime<Utc>>)>,
+    /// The new pending earns: the credit, its transaction id, its expiry and its vesting.
+    pending: Vec<(&'a Credit, &'a str, Option<DateTime<Utc>>, Pending)>,
 }
 
 impl<'a> Settlement<'a> {
-    /// Counts `credit`, written as the new transaction `id` that expires at `expires_at`.
-    fn add(&mut self, credit: &'a Credit, id: &'a str, expires_at: Option<DateTime<Utc>>) {
+    /// Counts `credit`, written as the new transaction `id` that expires at `expires_at`,
+    /// pending as `pending` says.
+    fn add(
+        &mut self,
+        credit: &'a Credit,
+        id: &'a str,
+        expires_at: Option<DateTime<Utc>>,
+        pending: Option<Pending>,
+    ) {
         if !credit.tokens.is_positive() {
             return;
         }
-        let (sum, first) = self.per_wallet.entry(&credit.wallet_id).or_default();
-        *sum = sum.saturating_add(credit.tokens.micros());
-        *first = match (*first, expires_at) {
+        let tokens = credit.tokens.micros();
+        let wallet = self.per_wallet.entry(&credit.wallet_id).or_default();
+        if let Some(pending) = pending {
+            wallet.pending = wallet.pending.saturating_add(tokens);
+            if pending.counted {
+                wallet.earned = wallet.earned.saturating_add(tokens);
+            }
+            self.pending.push((credit, id, expires_at, pending));
+            return;
+        }
+        wallet.balance = wallet.balance.saturating_add(tokens);
+        wallet.earned = wallet.earned.saturating_add(tokens);
+        wallet.first = match (wallet.first, expires_at) {
             (Some(f), Some(e)) => Some(f.min(e)),
             (f, e) => f.or(e),
         };

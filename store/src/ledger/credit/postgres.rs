@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 
-use super::{Crediting, Settlement, finished, over_ceiling, sooner};
+use super::{Crediting, Pending, Settlement, finished, over_ceiling, sooner};
 use crate::backend::OnPostgres;
 use crate::common::ids::new_id;
 use crate::ledger::same_earn::{EarlierEarn, earlier_columns};
@@ -52,6 +52,7 @@ async fn credit(
     let ids: Vec<String> = credits.iter().map(|_| new_id()).collect();
     let expiries: Vec<Option<DateTime<Utc>>> =
         credits.iter().map(|c| c.expires_at(policies)).collect();
+    let pending: Vec<Option<Pending>> = credits.iter().map(|c| c.pending(policies, at)).collect();
     let mut tx = pool.begin().await?;
     let mut insert = sqlx::QueryBuilder::new(concat!(
         "INSERT INTO transactions (",
@@ -76,7 +77,13 @@ async fn credit(
         .into_iter()
         .map(|(id,)| id)
         .collect();
-    settle(&mut tx, credits, &ids, &expiries, &inserted, at).await?;
+    let written = Written {
+        ids: &ids,
+        expiries: &expiries,
+        pending: &pending,
+        inserted: &inserted,
+    };
+    settle(&mut tx, credits, &written, at).await?;
 
     let outcomes = outcomes(&mut tx, credits, &ids, &inserted).await?;
     let finished: Vec<_> = credits
@@ -109,49 +116,85 @@ const SET_ASIDE_ALL: &str = "INSERT INTO lots_aside (transaction_id, wallet_id, 
      remaining, expires_at) SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[], $3::TIMESTAMPTZ[], \
      $4::BIGINT[], $5::TIMESTAMPTZ[])";
 
-/// A wallet's balance, lifetime earnings, tier and next expiry after a credit, for many wallets
-/// at once: wallet `$1[i]` credited `$2[i]`
-/// micro-tokens of which the first expire at `$3[i]`, at `$4`; a wallet that would pass `$5`
-/// (`Tokens::MAX`) is left as it was.
+/// A wallet's balance, lifetime earnings, pending tokens, tier and next expiry after a credit,
+/// for many wallets at once: wallet `$1[i]` credited `$2[i]` micro-tokens of which the first
+/// expire at `$3[i]`, `$4[i]` to its lifetime earnings and `$5[i]` pending, at `$6`; a wallet
+/// that would pass `$7` (`Tokens::MAX`) is left as it was.
 const CREDIT_WALLETS: &str = concat!(
-    "UPDATE wallets SET balance = balance + v.sum, earned = earned + v.sum, updated_at = $4, \
-     earned_at = $4, expires_next = ",
+    "UPDATE wallets SET balance = wallets.balance + v.sum, \
+     earned = wallets.earned + v.earns, pending = wallets.pending + v.waits, updated_at = $6, \
+     earned_at = CASE WHEN v.earns > 0 THEN $6 ELSE wallets.earned_at END, expires_next = ",
     sooner!("v.first"),
     ", tier_id = ",
-    tier_for!("wallets.earned + v.sum"),
-    " FROM UNNEST($1::TEXT[], $2::BIGINT[], $3::TIMESTAMPTZ[]) AS v (id, sum, first) \
-     WHERE wallets.id = v.id AND wallets.balance <= $5 - v.sum AND wallets.earned <= $5 - v.sum"
+    tier_for!("wallets.earned + v.earns"),
+    " FROM UNNEST($1::TEXT[], $2::BIGINT[], $3::TIMESTAMPTZ[], $4::BIGINT[], $5::BIGINT[]) \
+     AS v (id, sum, first, earns, waits) WHERE wallets.id = v.id \
+     AND wallets.balance + wallets.pending <= $7 - v.sum - v.waits \
+     AND wallets.earned <= $7 - v.earns"
 );
 
-/// PostgreSQL, once a call's EARN transactions are inserted (`ids[i]` and `expiries[i]` are
-/// what `credits[i]` was written with, `inserted` the ids that were new): locks the wallets,
-/// sets aside the new earns behind their wallet's position and writes each wallet's balance,
-/// lifetime total, tier and next expiry, one row a wallet. Statements of arrays: as many
-/// credits as a file's chunk holds, without reading back what was inserted.
+/// The new pending earns (PostgreSQL).
+const PENDING_ALL: &str = "INSERT INTO pending_earns (transaction_id, wallet_id, amount, \
+     vests_at, counted, status, created_at) SELECT v.*, 'pending', $6 FROM UNNEST($1::TEXT[], \
+     $2::TEXT[], $3::BIGINT[], $4::TIMESTAMPTZ[], $5::BOOLEAN[]) AS v";
+
+/// What a call's credits were written with: `ids[i]`, `expiries[i]` and `pending[i]` are
+/// `credits[i]`'s, `inserted` the ids that were new.
+pub(crate) struct Written<'a> {
+    pub ids: &'a [String],
+    pub expiries: &'a [Option<DateTime<Utc>>],
+    pub pending: &'a [Option<Pending>],
+    pub inserted: &'a HashSet<String>,
+}
+
+/// PostgreSQL, once a call's EARN transactions are inserted (as `written` says): locks the
+/// wallets, sets aside the new earns behind their wallet's position and those pending, and
+/// writes each wallet's balance, lifetime total, pending tokens, tier and next expiry, one row
+/// a wallet. Statements of arrays: as many credits as a file's chunk holds, without reading back
+/// what was inserted.
 pub(crate) async fn settle(
     tx: &mut PgConnection,
     credits: &[Credit],
-    ids: &[String],
-    expiries: &[Option<DateTime<Utc>>],
-    inserted: &HashSet<String>,
+    written: &Written<'_>,
     at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     // Locked after the insert, so other writers wait only for the rest: a burn that moved a
     // position meanwhile could not see these earns, and the position read now is its latest.
     let positions = lock_positions(&mut *tx, credits).await?;
     let mut settlement = Settlement::default();
-    for ((c, id), expires_at) in credits.iter().zip(ids).zip(expiries) {
-        if inserted.contains(id) {
-            settlement.add(c, id, *expires_at);
+    let each = credits
+        .iter()
+        .zip(written.ids)
+        .zip(written.expiries)
+        .zip(written.pending);
+    for (((c, id), expires_at), pending) in each {
+        if written.inserted.contains(id) {
+            settlement.add(c, id, *expires_at, *pending);
         }
     }
     let mut aside = AsideRows::default();
     for (c, id, expires_at) in settlement.behind(&positions) {
-        aside.ids.push(id);
-        aside.wallets.push(&c.wallet_id);
-        aside.dates.push(c.earn.date);
-        aside.remaining.push(c.tokens.micros());
-        aside.expiries.push(*expires_at);
+        aside.push(c, id, c.tokens.micros(), *expires_at);
+    }
+    let mut pending = PendingRows::default();
+    for (c, id, expires_at, vesting) in &settlement.pending {
+        aside.push(c, id, 0, *expires_at);
+        pending.ids.push(id);
+        pending.wallets.push(&c.wallet_id);
+        pending.amounts.push(c.tokens.micros());
+        pending.vests_at.push(vesting.vests_at);
+        pending.counted.push(vesting.counted);
+    }
+    if !pending.ids.is_empty() {
+        sqlx::query(PENDING_ALL)
+            .bind(&pending.ids)
+            .bind(&pending.wallets)
+            .bind(&pending.amounts)
+            .bind(&pending.vests_at)
+            .bind(&pending.counted)
+            .bind(at)
+            .execute(&mut *tx)
+            .await?;
     }
     if !aside.ids.is_empty() {
         sqlx::query(SET_ASIDE_ALL)
@@ -165,15 +208,20 @@ pub(crate) async fn settle(
     }
     if !settlement.per_wallet.is_empty() {
         let (mut wallets, mut sums, mut firsts) = (Vec::new(), Vec::new(), Vec::new());
-        for (wallet, (sum, first)) in &settlement.per_wallet {
+        let (mut earned, mut pending) = (Vec::new(), Vec::new());
+        for (wallet, credit) in &settlement.per_wallet {
             wallets.push(*wallet);
-            sums.push(*sum);
-            firsts.push(*first);
+            sums.push(credit.balance);
+            firsts.push(credit.first);
+            earned.push(credit.earned);
+            pending.push(credit.pending);
         }
         let credited = sqlx::query(CREDIT_WALLETS)
             .bind(&wallets)
             .bind(&sums)
             .bind(&firsts)
+            .bind(&earned)
+            .bind(&pending)
             .bind(at)
             .bind(Tokens::MAX.micros())
             .execute(&mut *tx)
@@ -193,6 +241,33 @@ struct AsideRows<'a> {
     dates: Vec<DateTime<Utc>>,
     remaining: Vec<i64>,
     expiries: Vec<Option<DateTime<Utc>>>,
+}
+
+impl<'a> AsideRows<'a> {
+    /// `credit`'s lot (transaction `id`) aside, holding `remaining`.
+    fn push(
+        &mut self,
+        credit: &'a Credit,
+        id: &'a str,
+        remaining: i64,
+        expires_at: Option<DateTime<Utc>>,
+    ) {
+        self.ids.push(id);
+        self.wallets.push(&credit.wallet_id);
+        self.dates.push(credit.earn.date);
+        self.remaining.push(remaining);
+        self.expiries.push(expires_at);
+    }
+}
+
+/// The columns of `PENDING_ALL`.
+#[derive(Default)]
+struct PendingRows<'a> {
+    ids: Vec<&'a str>,
+    wallets: Vec<&'a str>,
+    amounts: Vec<i64>,
+    vests_at: Vec<DateTime<Utc>>,
+    counted: Vec<bool>,
 }
 
 /// PostgreSQL: locks the wallets `credits` go to, in id order (as every writer that locks

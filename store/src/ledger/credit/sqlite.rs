@@ -7,24 +7,26 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use rusqlite::Connection;
 
-use super::{Crediting, SET_ASIDE, Settlement, finished, over_ceiling, sooner};
+use super::{Crediting, PENDING, SET_ASIDE, Settlement, finished, over_ceiling, sooner};
 use crate::backend::{OnSqlite, direct};
 use crate::common::ids::new_id;
 use crate::ledger::same_earn::{EarlierEarn, earlier_columns};
 use crate::ledger::transactions::{Entry, EntryText, INSERT_TRANSACTION};
 use crate::{Credit, Credited, Policy, Store, StoreError, Tokens};
 
-/// A wallet's balance, lifetime earnings (and when they last grew), tier and next expiry after
-/// crediting it `$2` micro-tokens of which the first expire at `$4` (the tier follows the new
-/// lifetime total; SET expressions read the row as it was), unless its balance or lifetime total
+/// A wallet's balance, lifetime earnings (and when they last grew), pending tokens, tier and
+/// next expiry after crediting it `$2` micro-tokens of which the first expire at `$4`, `$6` to
+/// its lifetime earnings and `$7` pending (the tier follows the new lifetime total; SET
+/// expressions read the row as it was), unless its balance and pending or its lifetime total
 /// would pass `$5` (`Tokens::MAX`). Returns its spending position; no row when refused.
 const CREDIT_WALLET: &str = concat!(
-    "UPDATE wallets SET balance = balance + $2, earned = earned + $2, updated_at = $3, \
-     earned_at = $3, expires_next = ",
+    "UPDATE wallets SET balance = balance + $2, earned = earned + $6, pending = pending + $7, \
+     updated_at = $3, earned_at = CASE WHEN $6 > 0 THEN $3 ELSE earned_at END, expires_next = ",
     sooner!("$4"),
     ", tier_id = ",
-    tier_for!("wallets.earned + $2"),
-    " WHERE id = $1 AND balance <= $5 - $2 AND earned <= $5 - $2 RETURNING fifo_date, fifo_id"
+    tier_for!("wallets.earned + $6"),
+    " WHERE id = $1 AND balance + pending <= $5 - $2 - $7 AND earned <= $5 - $6 \
+     RETURNING fifo_date, fifo_id"
 );
 
 impl<F: Future<Output = ()>> OnSqlite for Crediting<F> {
@@ -82,7 +84,7 @@ fn credit(
             expires_at: expires_text.as_deref(),
         };
         let outcome = if write(&entry, &mut insert, &text)? {
-            settlement.add(c, id, expires_at);
+            settlement.add(c, id, expires_at, c.pending(policies, created_at));
             Credited::New {
                 transaction_id: id.clone(),
             }
@@ -104,10 +106,12 @@ fn credit(
         outcomes.push(outcome);
     }
     let mut positions = HashMap::new();
-    for (wallet, (sum, first)) in &settlement.per_wallet {
-        let (max, first) = (Tokens::MAX.micros(), first.map(direct::time));
+    for (wallet, credit) in &settlement.per_wallet {
+        let (max, first) = (Tokens::MAX.micros(), credit.first.map(direct::time));
+        let (balance, earned, pending) = (credit.balance, credit.earned, credit.pending);
+        let args = args![wallet, balance, at, first, max, earned, pending];
         let position: Option<(Option<DateTime<Utc>>, Option<String>)> =
-            direct::row(tx, CREDIT_WALLET, args![wallet, sum, at, first, max])?;
+            direct::row(tx, CREDIT_WALLET, args)?;
         match position {
             Some((Some(date), Some(id))) => {
                 positions.insert(wallet.to_string(), (date, id));
@@ -121,6 +125,14 @@ fn credit(
         let expires_at = expires_at.map(direct::time);
         let args = args![id, c.wallet_id, date, tokens, expires_at];
         direct::execute(tx, SET_ASIDE, args)?;
+    }
+    for (c, id, expires_at, pending) in &settlement.pending {
+        let (date, expires_at) = (direct::time(c.earn.date), expires_at.map(direct::time));
+        let args = args![id, c.wallet_id, date, 0_i64, expires_at];
+        direct::execute(tx, SET_ASIDE, args)?;
+        let (tokens, vests_at) = (c.tokens.micros(), direct::time(pending.vests_at));
+        let args = args![id, c.wallet_id, tokens, vests_at, pending.counted, at];
+        direct::execute(tx, PENDING, args)?;
     }
     Ok(outcomes)
 }

@@ -272,6 +272,8 @@ impl Release<'_> {
             created_at: self.at,
             corrects: None,
             corrected: Tokens::ZERO,
+            vests_at: None,
+            pending: false,
         };
         let entry: Entry<'_> = transaction.entry(self.org_id, self.campaign_id, "");
         let key = entry.idem_key();

@@ -16,9 +16,10 @@ use std::fmt::Write;
 use chrono::{DateTime, SecondsFormat, Utc};
 use sqlx::{PgConnection, PgPool};
 
-use super::{outcomes, settle};
+use super::{Written, outcomes, settle};
 use crate::backend::{Arg, direct};
 use crate::common::ids::{hex, new_id};
+use crate::ledger::credit::Pending;
 use crate::ledger::transactions::{EntryText, entry_columns};
 use crate::{Credit, Credited, Policy, StoreError};
 
@@ -64,6 +65,7 @@ const INSERT: &str = concat!(
 pub(crate) struct CopyRows {
     ids: Vec<String>,
     expiries: Vec<Option<DateTime<Utc>>>,
+    pending: Vec<Option<Pending>>,
     keys: Vec<Vec<u8>>,
     csv: String,
     at: DateTime<Utc>,
@@ -78,6 +80,7 @@ impl CopyRows {
         let ids: Vec<String> = credits.iter().map(|_| new_id()).collect();
         let expiries: Vec<Option<DateTime<Utc>>> =
             credits.iter().map(|c| c.expires_at(policies)).collect();
+        let pending = credits.iter().map(|c| c.pending(policies, at)).collect();
         let keys: Vec<Vec<u8>> = credits.iter().map(Credit::idem_key).collect();
         let mut csv = String::with_capacity(credits.len() * 320);
         let created_at = direct::time(at);
@@ -101,6 +104,7 @@ impl CopyRows {
         CopyRows {
             ids,
             expiries,
+            pending,
             keys,
             csv,
             at,
@@ -117,6 +121,7 @@ impl CopyRows {
         let CopyRows {
             ids,
             expiries,
+            pending,
             keys,
             csv,
             at,
@@ -139,7 +144,13 @@ impl CopyRows {
                 Err(err) => return Err(err),
             }
         };
-        settle(&mut tx, credits, &ids, &expiries, &inserted, at).await?;
+        let written = Written {
+            ids: &ids,
+            expiries: &expiries,
+            pending: &pending,
+            inserted: &inserted,
+        };
+        settle(&mut tx, credits, &written, at).await?;
         let outcomes = outcomes(&mut tx, credits, &ids, &inserted).await?;
         tx.commit().await?;
         Ok(outcomes)
