@@ -3,7 +3,8 @@
 //! later tokens, clip, refuse), orders paid with points and their cancellation, whole or a line,
 //! holds placed, captured (whole or in part, or refused for more than they hold), voided and
 //! lapsed by the sweep, transfers between wallets (the receiver's lots keeping the sender's
-//! expiry dates),
+//! expiry dates), earns pending for days (a rule's outcome) that the sweep vests or a reversal
+//! cancels,
 //! repeated and conflicting keys (a refused burn or return refused again under its key),
 //! concurrent burns on one wallet and a return racing a burn, expiry runs as the clock moves,
 //! the store closed and reopened)
@@ -40,11 +41,13 @@ const MICROS: i64 = 1_000_000;
 
 #[derive(Debug, Clone)]
 enum Op {
-    /// An earn of `micros` into wallet `wallet`, dated `back_days` before the clock.
+    /// An earn of `micros` into wallet `wallet`, dated `back_days` before the clock, its
+    /// tokens pending `pending_days` after its date when its rules say so.
     Earn {
         wallet: usize,
         micros: i64,
         back_days: i64,
+        pending_days: Option<u32>,
     },
     /// An earlier earn's id sent again, for the same earn or (another amount) another: a
     /// duplicate or a conflict naming the amount; nothing moves.
@@ -140,8 +143,15 @@ fn amount() -> impl Strategy<Value = i64> {
 fn op() -> impl Strategy<Value = Op> {
     let wallet = 0..WALLETS;
     prop_oneof![
-        6 => (wallet.clone(), amount(), prop_oneof![3 => Just(0i64), 1 => 1i64..45])
-            .prop_map(|(wallet, micros, back_days)| Op::Earn { wallet, micros, back_days }),
+        6 => (
+            wallet.clone(),
+            amount(),
+            prop_oneof![3 => Just(0i64), 1 => 1i64..45],
+            prop_oneof![3 => Just(None), 1 => (1u32..40).prop_map(Some)],
+        )
+            .prop_map(|(wallet, micros, back_days, pending_days)| {
+                Op::Earn { wallet, micros, back_days, pending_days }
+            }),
         1 => (any::<usize>(), amount()).prop_map(|(which, micros)| Op::RepeatEarn { which, micros }),
         5 => (wallet.clone(), amount()).prop_map(|(wallet, micros)| Op::Burn { wallet, micros }),
         1 => (any::<usize>(), any::<bool>()).prop_map(|(which, same)| Op::RepeatBurn { which, same }),
@@ -193,6 +203,8 @@ struct WalletModel {
     expires_next: Option<DateTime<Utc>>,
     /// Amounts of the EXPIRY transactions written, sorted.
     expired: Vec<i64>,
+    /// Tokens earned but not vested: in no lot, not in the balance or lifetime earnings.
+    pending: i64,
 }
 
 impl WalletModel {
@@ -265,6 +277,17 @@ struct HoldModel {
     open: bool,
 }
 
+/// An earn credited pending: its transaction id, wallet, what is pending still and when it
+/// vests; `open` until it vests.
+#[derive(Debug, Clone)]
+struct PendingModel {
+    id: String,
+    wallet: usize,
+    left: i64,
+    vests_at: DateTime<Utc>,
+    open: bool,
+}
+
 /// An order placed: its id, its BURN and its lines' ids and totals (micro-tokens).
 #[derive(Debug, Clone)]
 struct Placed {
@@ -286,6 +309,7 @@ struct Model {
     /// both, by its transaction id.
     earns: HashMap<String, EarnModel>,
     holds: Vec<HoldModel>,
+    pending: Vec<PendingModel>,
 }
 
 #[derive(Debug, Clone)]
@@ -316,7 +340,9 @@ enum BurnOutcome {
 type Takes = Vec<(String, i64)>;
 
 impl Model {
-    fn earn(&mut self, wallet: usize, lot: Lot, value: i64) {
+    /// Credits `lot` (whole), or, when it `vests_at` a later day, keeps its tokens pending
+    /// with its lot empty.
+    fn earn(&mut self, wallet: usize, mut lot: Lot, value: i64, vests_at: Option<DateTime<Utc>>) {
         let earn = EarnModel {
             wallet,
             value,
@@ -326,11 +352,41 @@ impl Model {
         };
         self.earns.insert(lot.id.clone(), earn);
         let w = &mut self.wallets[wallet];
-        w.balance += lot.remaining;
-        w.earned += lot.remaining;
-        w.expires_next = sooner(w.expires_next, lot.expires_at);
+        match vests_at {
+            Some(vests_at) => {
+                w.pending += lot.remaining;
+                self.pending.push(PendingModel {
+                    id: lot.id.clone(),
+                    wallet,
+                    left: lot.remaining,
+                    vests_at,
+                    open: true,
+                });
+                lot.remaining = 0;
+            }
+            None => {
+                w.balance += lot.remaining;
+                w.earned += lot.remaining;
+                w.expires_next = sooner(w.expires_next, lot.expires_at);
+            }
+        }
         w.lots.push(lot);
         w.lots.sort_by(|a, b| (a.date, &a.id).cmp(&(b.date, &b.id)));
+    }
+
+    /// The pending earns whose day has come by `at` vest: their tokens go into their lots, the
+    /// balance and lifetime earnings.
+    fn vest(&mut self, at: DateTime<Utc>) {
+        for p in self.pending.iter_mut().filter(|p| p.open && p.vests_at <= at) {
+            p.open = false;
+            let w = &mut self.wallets[p.wallet];
+            w.pending -= p.left;
+            w.balance += p.left;
+            w.earned += p.left;
+            if p.left > 0 {
+                w.give_back(&[(p.id.clone(), p.left)]);
+            }
+        }
     }
 
     /// Oldest lots first, whatever their expiry (the sweep has not taken them yet); what it
@@ -400,6 +456,15 @@ impl Model {
         } else {
             (e.tokens * value / (e.value * MICROS) * MICROS).min(tokens_left)
         };
+        // Pending still: the tokens come off what is pending, nothing else moves.
+        if let Some(p) = self.pending.iter_mut().find(|p| p.open && p.id == id) {
+            p.left -= tokens;
+            self.wallets[e.wallet].pending -= tokens;
+            let e = self.earns.get_mut(id).unwrap();
+            e.value_reversed += value;
+            e.tokens_reversed += tokens;
+            return ReversalOutcome::Took(tokens);
+        }
         let before = self.wallets[e.wallet].clone();
         let w = &mut self.wallets[e.wallet];
         w.repay();
@@ -585,7 +650,10 @@ impl World {
             store,
             campaign,
             wallet_ids,
-            now: Utc.with_ymd_and_hms(2026, 1, 1, 9, 0, 0).unwrap(),
+            // Far ahead of the real clock, which decides at a credit whether its tokens are
+            // pending still: every earn a rule keeps pending is pending when credited, and
+            // vests by this clock's sweeps.
+            now: Utc.with_ymd_and_hms(2100, 1, 1, 9, 0, 0).unwrap(),
             earns: Vec::new(),
             burns: Vec::new(),
             returns: Vec::new(),
@@ -601,11 +669,20 @@ impl World {
                 shortfall,
                 earns: HashMap::new(),
                 holds: Vec::new(),
+                pending: Vec::new(),
             },
         }
     }
 
-    fn credit(&self, wallet: usize, earn: &EarnInput, micros: i64) -> Credit {
+    /// The credit of `micros` into `wallet` for `earn`, pending `pending_days` as its rules
+    /// would say.
+    fn credit(
+        &self,
+        wallet: usize,
+        earn: &EarnInput,
+        micros: i64,
+        pending_days: Option<u32>,
+    ) -> Credit {
         Credit {
             org_id: self.campaign.org_id.clone(),
             campaign_id: self.campaign.id.clone(),
@@ -618,7 +695,7 @@ impl World {
             meta_text: None,
             request_id: None,
             batch_id: None,
-            pending_days: None,
+            pending_days,
         }
     }
 
@@ -630,6 +707,7 @@ impl World {
                 wallet,
                 micros,
                 back_days,
+                pending_days,
             } => {
                 // A date of its own to the millisecond: no two earns tie.
                 let date =
@@ -645,7 +723,7 @@ impl World {
                 };
                 let credited = self
                     .store
-                    .credit_all(&[self.credit(wallet, &earn, micros)])
+                    .credit_all(&[self.credit(wallet, &earn, micros, pending_days)])
                     .await
                     .map_err(|e| fail(step, e))?;
                 let Some(Credited::New { transaction_id }) = credited.into_iter().next() else {
@@ -661,6 +739,7 @@ impl World {
                         expires_at: date + Duration::days(EXPIRY_DAYS),
                     },
                     micros / MICROS,
+                    pending_days.map(|days| date + Duration::days(i64::from(days))),
                 );
                 self.earns.push((wallet, earn));
             }
@@ -674,7 +753,7 @@ impl World {
                 };
                 let credited = self
                     .store
-                    .credit_all(&[self.credit(wallet, &again, micros)])
+                    .credit_all(&[self.credit(wallet, &again, micros, None)])
                     .await
                     .map_err(|e| fail(step, e))?;
                 let expected = (again.amount != earn.amount).then_some("amount");
@@ -780,6 +859,12 @@ impl World {
             }
             Op::Advance { days } => {
                 self.now += Duration::days(days);
+                // The sweep's order: vesting, expiry, lapses (all operator-wide).
+                self.store
+                    .vest_pending(self.now)
+                    .await
+                    .map_err(|e| fail(step, e))?;
+                self.model.vest(self.now);
                 self.store
                     .expire(self.now)
                     .await
@@ -1273,12 +1358,14 @@ impl World {
             let seen = (
                 wallet.balance,
                 wallet.held,
+                wallet.pending,
                 wallet.earned,
                 wallet.tier.map(|t| t.name).as_deref().map(str::to_owned),
             );
             let expected = (
                 micros_to_tokens(model.balance),
                 micros_to_tokens(model.held),
+                micros_to_tokens(model.pending),
                 micros_to_tokens(model.earned),
                 self.model.tier(n).map(str::to_owned),
             );
