@@ -17,6 +17,7 @@ mod members;
 mod ops;
 mod orders;
 mod paging;
+mod pending;
 mod products;
 mod reversals;
 mod reviews;
