@@ -377,7 +377,11 @@ impl Model {
     /// The pending earns whose day has come by `at` vest: their tokens go into their lots, the
     /// balance and lifetime earnings.
     fn vest(&mut self, at: DateTime<Utc>) {
-        for p in self.pending.iter_mut().filter(|p| p.open && p.vests_at <= at) {
+        for p in self
+            .pending
+            .iter_mut()
+            .filter(|p| p.open && p.vests_at <= at)
+        {
             p.open = false;
             let w = &mut self.wallets[p.wallet];
             w.pending -= p.left;
