@@ -1,6 +1,6 @@
 //! Wallets: the sign-up check, owners, versions' list shapes, duplicates and isolation.
 
-use api::views::{BalanceView, ExpiringView, WalletView};
+use api::views::{ExpiringView, WalletView};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 use store::Tokens;
@@ -238,73 +238,7 @@ async fn the_tokens_expiring_soon_are_listed_per_day(app: TestApp) {
     );
 }
 
-/// A balance at an instant: before the first transaction nothing, between two what the first
-/// left, now what the wallet shows; a malformed instant is a 400 naming `at`.
-async fn a_balance_at_an_instant_is_what_was_recorded_by_then(app: TestApp) {
-    app.member_with_wallet().await;
-    let before = chrono::Utc::now() - chrono::Duration::seconds(1);
-    app.earn("e-1", "w-1", json!(100)).await;
-    let between = chrono::DurationRound::duration_trunc(
-        chrono::Utc::now(),
-        chrono::Duration::microseconds(1),
-    )
-    .unwrap();
-    app.burn("b-1", "w-1", json!(30))
-        .await
-        .expect::<serde_json::Value>(StatusCode::OK);
-    let at = |t: chrono::DateTime<chrono::Utc>| {
-        let t = t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
-        format!("/v1/wallets/w-1/balance?at={}", t.replace('+', "%2B"))
-    };
-    for version in ["1.6.2", "1.9.5"] {
-        let then: BalanceView = app
-            .send(
-                Method::GET,
-                &at(before),
-                Some(&app.key),
-                Some(version),
-                None,
-            )
-            .await
-            .expect(StatusCode::OK);
-        assert_eq!(then.balance, Tokens::ZERO, "{version}");
-        let then: BalanceView = app
-            .send(
-                Method::GET,
-                &at(between),
-                Some(&app.key),
-                Some(version),
-                None,
-            )
-            .await
-            .expect(StatusCode::OK);
-        assert_eq!(then.balance, Tokens::whole(100), "{version}");
-        assert_eq!(then.at, between, "{version}");
-    }
-    let now: BalanceView = app
-        .get("/v1/wallets/w-1/balance")
-        .await
-        .expect(StatusCode::OK);
-    assert_eq!(
-        (now.balance, now.held, now.pending),
-        (Tokens::whole(70), Tokens::ZERO, Tokens::ZERO)
-    );
-    let later = at(chrono::Utc::now() + chrono::Duration::days(3));
-    let later: BalanceView = app.get(&later).await.expect(StatusCode::OK);
-    assert_eq!(later.balance, Tokens::whole(70), "a later instant: now");
-    assert!(later.at <= chrono::Utc::now());
-    for bad in ["yesterday", "2026-10-01", "2026-13-01T00:00:00Z"] {
-        let reply = app.get(&format!("/v1/wallets/w-1/balance?at={bad}")).await;
-        assert_eq!(reply.fields(), ["at"], "{bad}");
-    }
-    assert_eq!(
-        app.get("/v1/wallets/nope/balance").await.status,
-        StatusCode::NOT_FOUND
-    );
-}
-
 app_tests!(
-    a_balance_at_an_instant_is_what_was_recorded_by_then,
     the_tokens_expiring_soon_are_listed_per_day,
     the_sign_up_flow_finds_or_creates_a_wallet,
     a_wallet_needs_an_owner,

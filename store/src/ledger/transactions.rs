@@ -39,16 +39,6 @@ impl TransactionKind {
     }
 }
 
-/// What a transaction (SQL, unqualified columns) adds to its wallet's balance: its amount, or
-/// less it.
-macro_rules! signed_amount {
-    () => {
-        "CASE kind WHEN 'EARN' THEN amount WHEN 'REFUND' THEN amount \
-         WHEN 'TRANSFER_IN' THEN amount ELSE -amount END"
-    };
-}
-pub(crate) use signed_amount;
-
 /// The kinds of transaction that are lots (`TransactionKind::is_lot`), as an SQL list.
 macro_rules! lot_kinds {
     () => {
