@@ -376,7 +376,8 @@ async fn crash_story(env: Vec<(&'static str, String)>) {
     assert_eq!(
         shown["policy"],
         json!({"minBalance": 5, "expiry": "days:30", "shortfall": "clip", "transfers": "allow",
-            "transferDailyCap": 250, "transfersMoveEarned": true})
+            "transferDailyCap": 250, "transfersMoveEarned": true, "pendingDays": 0,
+            "pendingCountsTier": true, "expiryFrom": "vest"})
     );
     assert_eq!(shown["tiers"][0]["name"], "gold");
     assert_eq!(
