@@ -37,7 +37,8 @@ impl Tx {
     }
 }
 
-fn run(rules: &RuleSet, t: &Tx) -> (Decimal, Vec<String>) {
+/// `t` evaluated by `rules`.
+fn outcome(rules: &RuleSet, t: &Tx) -> rules::Outcome {
     let date: DateTime<Utc> = t.date.parse().unwrap();
     let row = Row {
         id: "tx-1",
@@ -52,7 +53,11 @@ fn run(rules: &RuleSet, t: &Tx) -> (Decimal, Vec<String>) {
         wallet_balance: Decimal::from(250),
         member_status: "active",
     };
-    let outcome = rules.evaluate(&row, &ctx);
+    rules.evaluate(&row, &ctx)
+}
+
+fn run(rules: &RuleSet, t: &Tx) -> (Decimal, Vec<String>) {
+    let outcome = outcome(rules, t);
     (outcome.tokens, rules.explain(&outcome.steps))
 }
 
@@ -126,16 +131,7 @@ fn stop_ends_the_run_only_when_its_rule_fires() {
 /// The earn's pending days, as its rules decide them (None: the campaign's policy decides).
 fn pending_days(source: &str, t: Tx) -> (String, Option<u32>) {
     let rules = RuleSet::parse(source).unwrap_or_else(|e| panic!("{e}"));
-    let date: DateTime<Utc> = t.date.parse().unwrap();
-    let row = Row {
-        id: "tx-1",
-        amount: t.amount.parse().unwrap(),
-        date,
-        currency: "EUR",
-        description: "Coffee",
-        meta: Some(&t.meta),
-    };
-    let outcome = rules.evaluate(&row, &Context::default());
+    let outcome = outcome(&rules, &t);
     let tokens = outcome.tokens.normalize().to_string();
     (tokens, rules.pending_days(&outcome.steps))
 }

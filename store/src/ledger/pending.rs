@@ -19,9 +19,9 @@ const DUE: &str = "SELECT transaction_id FROM pending_earns WHERE status = 'pend
 /// How many pending earns a vesting sweep reads at a time.
 const VEST_BATCH: i64 = 500;
 
-/// An earn still pending: its wallet, the micro-tokens pending and whether they counted toward
-/// lifetime earnings when credited.
-pub(crate) const STILL_PENDING: &str = "SELECT wallet_id, amount, counted FROM pending_earns \
+/// An earn still pending: the micro-tokens pending and whether they counted toward lifetime
+/// earnings when credited.
+pub(crate) const STILL_PENDING: &str = "SELECT amount, counted FROM pending_earns \
      WHERE transaction_id = $1 AND status = 'pending'";
 const WALLET_OF: &str = "SELECT wallet_id FROM pending_earns WHERE transaction_id = $1";
 const POSITION: &str = "SELECT fifo_date, fifo_id, fifo_taken FROM wallets WHERE id = $1";
@@ -92,9 +92,7 @@ impl Steps for Vesting {
             .await?
             .map(position)
             .ok_or(StoreError::NotFound { what: "wallet" })?;
-        let Some((_, amount, counted)) = tx
-            .row::<(String, i64, bool)>(STILL_PENDING, params![id])
-            .await?
+        let Some((amount, counted)) = tx.row::<(i64, bool)>(STILL_PENDING, params![id]).await?
         else {
             return Ok(false);
         };

@@ -345,10 +345,9 @@ impl Correcting {
                 };
                 // Decided before anything is written: only a refused shortfall comes after.
                 let share = returned.share(tx).await?;
-                let pending: Option<(String, i64, bool)> =
-                    tx.row(STILL_PENDING, params![o.id]).await?;
+                let pending: Option<(i64, bool)> = tx.row(STILL_PENDING, params![o.id]).await?;
                 let made = match pending {
-                    Some((_, _, counted)) => returned.take_back_pending(tx, share, counted).await?,
+                    Some((_, counted)) => returned.take_back_pending(tx, share, counted).await?,
                     None => {
                         // A debt is paid before the reversal takes anything (see
                         // `burn::repay`).

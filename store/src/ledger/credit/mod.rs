@@ -107,9 +107,14 @@ impl<F> Forked for Crediting<F> {
 }
 
 impl Credit {
+    /// This credit's campaign's policy among `policies` (the default if it has none).
+    fn policy(&self, policies: &HashMap<String, Policy>) -> Policy {
+        policies.get(&self.campaign_id).copied().unwrap_or_default()
+    }
+
     /// When this credit's tokens expire under `policies`.
     pub(crate) fn expires_at(&self, policies: &HashMap<String, Policy>) -> Option<DateTime<Utc>> {
-        let policy = policies.get(&self.campaign_id).copied().unwrap_or_default();
+        let policy = self.policy(policies);
         policy.expires_at(self.earn.date, self.pending_days)
     }
 
@@ -120,7 +125,7 @@ impl Credit {
         policies: &HashMap<String, Policy>,
         now: DateTime<Utc>,
     ) -> Option<Pending> {
-        let policy = policies.get(&self.campaign_id).copied().unwrap_or_default();
+        let policy = self.policy(policies);
         let vests_at = policy.vests_at(self.earn.date, self.pending_days, now)?;
         Some(Pending {
             vests_at,
