@@ -64,7 +64,7 @@ pub mod views {
     pub use crate::reviews::{ReviewPage, ReviewView, Status as ReviewStatus};
     pub use crate::transactions::{EarnAccepted, EarnStatusView, TransactionView};
     pub use crate::transfers::{ReceivedView, TransferView};
-    pub use crate::wallets::{ExpiringDayView, ExpiringView, WalletList, WalletView};
+    pub use crate::wallets::{BalanceView, ExpiringDayView, ExpiringView, WalletList, WalletView};
 }
 pub use http::server::Limits as HttpLimits;
 pub use state::{AppState, Settings};

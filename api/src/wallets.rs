@@ -14,7 +14,7 @@ use utoipa_axum::routes;
 use crate::AppState;
 use crate::catalogue::TierView;
 use crate::http::auth::Caller;
-use crate::http::checks::{Checks, schema};
+use crate::http::checks::{self, Checks, schema};
 use crate::http::error::{ApiError, Problem};
 use crate::http::json::JsonBody;
 use crate::http::paging::{PagedList, Paging, PagingParams};
@@ -371,11 +371,90 @@ async fn expiring(
     }))
 }
 
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct BalanceQuery {
+    /// The instant (RFC 3339); default now.
+    #[param(schema_with = schema::date_time_required)]
+    at: Option<String>,
+}
+
+/// A wallet's figures at an instant.
+#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BalanceView {
+    pub wallet_id: String,
+    pub currency: String,
+    /// The instant the figures are of.
+    pub at: DateTime<Utc>,
+    /// The tokens the wallet held then, as its transactions dated by then say (pending ones
+    /// not included).
+    #[schema(value_type = f64)]
+    pub balance: Tokens,
+    /// Of the balance, what the holds open then reserved.
+    #[schema(value_type = f64)]
+    pub held: Tokens,
+    /// Tokens earned by then but not vested then.
+    #[schema(value_type = f64)]
+    pub pending: Tokens,
+}
+
+#[utoipa::path(get, path = "/v1/wallets/{id}/balance", tag = "wallets",
+    summary = "A wallet's balance at an instant",
+    description = "The wallet's balance, held and pending tokens at `at` (for support staff: a \
+        statement's closing figures), computed from the ledger: the balance is the sum of the \
+        transactions dated by then (each transaction's `date`, as the wallet's history lists \
+        them, so one dated back counts from its date), less the earns pending then; held, the \
+        holds open at that instant. Without `at`, the wallet's figures now.",
+    params(("id" = String, Path, description = "the wallet's id or external reference"),
+        BalanceQuery),
+    responses((status = 200, body = BalanceView), (status = 400, body = Problem),
+        (status = 404, body = Problem)))]
+async fn balance_at(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(reference): Path<String>,
+    QueryParams(query): QueryParams<BalanceQuery>,
+) -> Result<Json<BalanceView>, ApiError> {
+    let at = query
+        .at
+        .as_deref()
+        .map(|text| {
+            checks::date_time(text).ok_or_else(|| {
+                ApiError::invalid(
+                    "at",
+                    "invalid_value",
+                    format!("`{text}` is not an RFC 3339 date-time such as 2026-10-01T00:00:00Z"),
+                )
+            })
+        })
+        .transpose()?;
+    let campaign = &caller.context.campaign;
+    let wallet = state.store.get_wallet(campaign, &reference).await?;
+    let view = |at, balance, held, pending| BalanceView {
+        wallet_id: wallet.id.clone(),
+        currency: wallet.currency.clone(),
+        at,
+        balance,
+        held,
+        pending,
+    };
+    Ok(Json(match at {
+        None => view(Utc::now(), wallet.balance, wallet.held, wallet.pending),
+        Some(at) => {
+            let then = state.store.balance_at(campaign, &wallet.id, at).await?;
+            view(then.at, then.balance, then.held, then.pending)
+        }
+    }))
+}
+
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_wallets, create_wallet))
         .routes(routes!(get_wallet, update_wallet))
         .routes(routes!(expiring))
+        .routes(routes!(balance_at))
         .routes(routes!(create_guide_wallet))
 }
 

@@ -71,7 +71,7 @@ pub use ledger::burn::{Burned, NewBurn};
 pub use ledger::corrections::{Corrected, NewCorrection};
 pub use ledger::earn::{Credit, Credited, EarnInput, EarnRequest, EarnStatus, PendingEarn};
 pub use ledger::holds::{Hold, HoldFilter, HoldPlaced, HoldSettled, HoldStatus, NewHold};
-pub use ledger::in_time::ExpiringDay;
+pub use ledger::in_time::{BalanceAt, ExpiringDay};
 pub use ledger::transactions::{EarnReplay, Transaction, TransactionFilter, TransactionKind};
 pub use ledger::transfers::{NewTransfer, Received, Transfer, Transferred};
 pub use ledger::wallets::{NewWallet, Wallet, WalletFilter};

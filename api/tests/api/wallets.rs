@@ -1,6 +1,6 @@
 //! Wallets: the sign-up check, owners, versions' list shapes, duplicates and isolation.
 
-use api::views::{ExpiringView, WalletView};
+use api::views::{BalanceView, ExpiringView, WalletView};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 use store::Tokens;
@@ -238,7 +238,71 @@ async fn the_tokens_expiring_soon_are_listed_per_day(app: TestApp) {
     );
 }
 
+/// A balance at an instant is what the transactions dated by then say: before the earn's date
+/// nothing, from it what it brought (an offset read as such), after a burn dated back what the
+/// burn left from its date on, now what the wallet shows; a malformed instant is a 400 naming
+/// `at`, an unknown wallet a 404.
+async fn a_balance_at_an_instant_is_what_the_transactions_dated_by_then_say(app: TestApp) {
+    app.member_with_wallet().await;
+    app.earn("e-1", "w-1", json!(100)).await; // dated 2026-11-18T10:15:00Z
+    app.burn("b-1", "w-1", json!(30))
+        .await
+        .expect::<serde_json::Value>(StatusCode::OK);
+    let body = json!({"externalId": "b-2", "walletId": "w-1", "amount": 10,
+        "description": "Reward", "date": "2026-11-19T00:00:00Z"});
+    app.post("/v1/transactions/burn", body)
+        .await
+        .expect::<serde_json::Value>(StatusCode::OK);
+    let balance = |at: &str| format!("/v1/wallets/w-1/balance?at={}", at.replace('+', "%2B"));
+    for version in ["1.6.2", "1.9.5"] {
+        for (at, tokens) in [
+            ("2026-11-18T10:14:59Z", 0),
+            ("2026-11-18T10:15:00Z", 100),
+            ("2026-11-18T11:14:59+01:00", 0),
+            ("2026-11-18T23:59:59Z", 100),
+            ("2026-11-19T00:00:00Z", 90),
+            ("2026-11-20T00:00:00Z", 90),
+        ] {
+            let then: BalanceView = app
+                .send(
+                    Method::GET,
+                    &balance(at),
+                    Some(&app.key),
+                    Some(version),
+                    None,
+                )
+                .await
+                .expect(StatusCode::OK);
+            assert_eq!(then.balance, Tokens::whole(tokens), "{version} at {at}");
+            assert_eq!(
+                then.at,
+                at.parse::<chrono::DateTime<chrono::Utc>>().unwrap()
+            );
+        }
+    }
+    let now: BalanceView = app
+        .get("/v1/wallets/w-1/balance")
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(
+        (now.balance, now.held, now.pending),
+        (Tokens::whole(60), Tokens::ZERO, Tokens::ZERO)
+    );
+    let later = (chrono::Utc::now() + chrono::Duration::days(3)).to_rfc3339();
+    let later: BalanceView = app.get(&balance(&later)).await.expect(StatusCode::OK);
+    assert_eq!(later.balance, Tokens::whole(60));
+    for bad in ["yesterday", "2026-10-01", "2026-13-01T00:00:00Z"] {
+        let reply = app.get(&format!("/v1/wallets/w-1/balance?at={bad}")).await;
+        assert_eq!(reply.fields(), ["at"], "{bad}");
+    }
+    assert_eq!(
+        app.get("/v1/wallets/nope/balance").await.status,
+        StatusCode::NOT_FOUND
+    );
+}
+
 app_tests!(
+    a_balance_at_an_instant_is_what_the_transactions_dated_by_then_say,
     the_tokens_expiring_soon_are_listed_per_day,
     the_sign_up_flow_finds_or_creates_a_wallet,
     a_wallet_needs_an_owner,

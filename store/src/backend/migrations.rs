@@ -47,6 +47,7 @@ migrations! {
     20 "holds" "0020_holds.sql",
     21 "transfers" "0021_transfers.sql",
     22 "pending" "0022_pending.sql",
+    23 "balance days" "0023_balance_days.sql",
 }
 
 /// The migration that indexes `transactions.idem_key`: before it runs, the keys of an existing

@@ -15,12 +15,16 @@ pub fn last_second() -> DateTime<Utc> {
     Utc.from_utc_datetime(&last.expect("a valid date"))
 }
 
+/// The first second the service records: the start of the year 1.
+pub fn first_second() -> DateTime<Utc> {
+    let first = NaiveDate::from_ymd_opt(1, 1, 1).and_then(|d| d.and_hms_opt(0, 0, 0));
+    Utc.from_utc_datetime(&first.expect("a valid date"))
+}
+
 /// `at`, or the calendar's nearest edge if it falls outside (a local time of the year 9999 or 1
 /// whose offset takes it across, in UTC, by less than a day).
 pub fn into_calendar(at: DateTime<Utc>) -> DateTime<Utc> {
-    let first = NaiveDate::from_ymd_opt(1, 1, 1).and_then(|d| d.and_hms_opt(0, 0, 0));
-    let first = Utc.from_utc_datetime(&first.expect("a valid date"));
-    at.clamp(first, last_second())
+    at.clamp(first_second(), last_second())
 }
 
 #[cfg(test)]

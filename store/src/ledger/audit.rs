@@ -11,6 +11,7 @@
 //! transaction must belong to a wallet.
 
 use crate::ledger::fifo::lot_left;
+use crate::ledger::transactions::signed_amount;
 use crate::{Store, StoreError, Tokens};
 
 /// One wallet whose figures do not agree.
@@ -42,7 +43,8 @@ pub struct Discrepancy {
 /// the transactions in wallet order through `(wallet_id, date)`, one random row lookup each,
 /// rather than in the order they are stored. SUM of BIGINT is NUMERIC on PostgreSQL: cast back,
 /// so both backends give an i64.
-const AUDIT: &str = "SELECT COALESCE(w.id, t.wallet_id), w.id IS NULL, \
+const AUDIT: &str = concat!(
+    "SELECT COALESCE(w.id, t.wallet_id), w.id IS NULL, \
      COALESCE(w.balance, 0) - COALESCE(w.held, 0) + COALESCE(w.owed, 0), COALESCE(w.earned, 0), \
      CAST(COALESCE(t.net, 0) AS BIGINT), CAST(COALESCE(t.earns, 0) AS BIGINT), \
      CAST(COALESCE(t.open, 0) + COALESCE(a.aside, 0) - CASE WHEN w.fifo_id IS NOT NULL AND NOT \
@@ -53,9 +55,9 @@ const AUDIT: &str = "SELECT COALESCE(w.id, t.wallet_id), w.id IS NULL, \
      COALESCE(w.pending, 0), CAST(COALESCE(pe.pending, 0) AS BIGINT), \
      CAST(COALESCE(pe.uncounted, 0) AS BIGINT) \
      FROM wallets w \
-     {outer} JOIN (SELECT t.wallet_id, \
-         SUM(CASE t.kind WHEN 'EARN' THEN t.amount WHEN 'REFUND' THEN t.amount \
-             WHEN 'TRANSFER_IN' THEN t.amount ELSE -t.amount END) AS net, \
+     {outer} JOIN (SELECT t.wallet_id, SUM(",
+    signed_amount!(),
+    ") AS net, \
          SUM(CASE t.kind WHEN 'EARN' THEN t.amount \
              WHEN 'REVERSAL' THEN -t.amount - COALESCE(t.forgiven, 0) \
              WHEN 'TRANSFER_IN' THEN CASE WHEN t.earned_moved THEN t.amount ELSE 0 END \
@@ -77,7 +79,8 @@ const AUDIT: &str = "SELECT COALESCE(w.id, t.wallet_id), w.id IS NULL, \
      LEFT JOIN (SELECT wallet_id, SUM(amount) AS pending, \
          SUM(CASE WHEN counted THEN 0 ELSE amount END) AS uncounted FROM pending_earns \
          WHERE status = 'pending' GROUP BY wallet_id) pe ON pe.wallet_id = w.id \
-     ORDER BY 1";
+     ORDER BY 1"
+);
 
 /// `AUDIT` for `store`'s backend.
 fn audit_sql(store: &Store) -> String {

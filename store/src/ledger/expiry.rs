@@ -12,7 +12,7 @@ use crate::backend::{PgTx, SqliteTx, ToArg, Work};
 use crate::common::ids::{new_id, now};
 use crate::ledger::burn::{ASIDE, Debiting, EARNS, EARNS_FROM, apply, position, repay};
 use crate::ledger::fifo::{self, Aside, Earn, LotRow};
-use crate::ledger::transactions::{Entry, INSERT_TRANSACTION};
+use crate::ledger::transactions::{Entry, INSERT_TRANSACTION, unsum};
 use crate::{Store, StoreError, TransactionKind};
 
 const BATCH: i64 = 500;
@@ -77,8 +77,12 @@ impl Store {
 /// What a wallet's visit needs, read under its lock.
 const WALLET: &str = "SELECT org_id, campaign_id, currency, expires_next, fifo_date, fifo_id, \
      fifo_taken, owed FROM wallets WHERE id = $1";
-const DEBIT: &str =
-    "UPDATE wallets SET balance = balance - $2, updated_at = $3, expires_next = $4 WHERE id = $1";
+/// The wallet less `$2` expired at `$3`, its next expiry `$4`, the first EXPIRY dated `$5`.
+const DEBIT: &str = concat!(
+    "UPDATE wallets SET balance = balance - $2, updated_at = $3, expires_next = $4, ",
+    unsum!("$5"),
+    " WHERE id = $1"
+);
 
 /// One wallet's visit by the sweep.
 struct Expiring {
@@ -122,6 +126,7 @@ impl Expiring {
         let expired = fifo::expire(&at, at_position, aside, &earns);
         let mut debit = 0;
         let mut written = 0;
+        let mut dated = None;
         for due in &expired.due {
             let id = new_id();
             // A lot expires once under `lot:{earn}`; one that expires again (tokens a refund
@@ -164,12 +169,14 @@ impl Expiring {
             if inserted == 1 {
                 debit += due.remaining;
                 written += 1;
+                dated =
+                    Some(dated.map_or(due.expires_at, |d: DateTime<Utc>| d.min(due.expires_at)));
             }
         }
         apply(tx, wallet, &expired.spent).await?;
         let updated_at = now();
-        tx.execute(DEBIT, params![wallet, debit, updated_at, expired.next])
-            .await?;
+        let args = params![wallet, debit, updated_at, expired.next, dated];
+        tx.execute(DEBIT, args).await?;
         Ok(Some(written))
     }
 }

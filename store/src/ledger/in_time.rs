@@ -1,13 +1,121 @@
-//! A wallet in time: what its lots will lose to expiry over the days ahead (for members'
+//! A wallet in time: its balance, held and pending tokens as they were at an instant (for
+//! support staff), and what its lots will lose to expiry over the days ahead (for members'
 //! reminders).
+//!
+//! The balance at an instant is the sum of the transactions dated (`date`, as the wallet's
+//! history lists them) by then, less what was pending then. Summing 100,000 transactions
+//! takes tens of milliseconds, so the sums of whole days are kept (`balance_days`, filled when
+//! a wallet is first asked about a day beyond them): an answer reads the wallet's summed days
+//! before the instant's day and the transactions from there to the instant, both through
+//! indexes. A write dated before what is summed marks the days from its date stale (`unsum!`)
+//! in the wallet UPDATE it makes anyway; the next question sums them again.
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Duration, DurationRound, NaiveDate, Utc};
 
+use crate::backend::{Steps, Tx};
+use crate::common::calendar::first_second;
 use crate::ledger::fifo::lot_left;
-use crate::ledger::transactions::lot_kinds;
+use crate::ledger::transactions::{lot_kinds, signed_amount};
 use crate::{Campaign, Store, StoreError, Tokens};
+
+/// A wallet's figures at an instant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BalanceAt {
+    pub wallet_id: String,
+    pub at: DateTime<Utc>,
+    /// The tokens it held (pending ones not included), as its transactions dated by then say.
+    pub balance: Tokens,
+    /// Of the balance, what the holds open then reserved.
+    pub held: Tokens,
+    /// Tokens earned by then that had not vested.
+    pub pending: Tokens,
+}
+
+/// Wallet `$1` at `$3` in one statement (so one snapshot): how far its days are summed; what
+/// its summed days before `$2` (the first instant of a day) added; what its transactions dated
+/// from `$2` to `$3` added; what its open holds reserved at `$3` (placed by then, settled after
+/// or not yet); and what was pending at `$3`: each earn dated by then and not vested by then
+/// (or not vested yet), less what reversals dated by then took off it.
+const AT: &str = concat!(
+    "SELECT (SELECT summed_to FROM wallets WHERE id = $1), \
+     (SELECT CAST(COALESCE(SUM(net), 0) AS BIGINT) FROM balance_days \
+       WHERE wallet_id = $1 AND day < $2), \
+     (SELECT CAST(COALESCE(SUM(",
+    signed_amount!(),
+    "), 0) AS BIGINT) FROM transactions WHERE wallet_id = $1 AND date >= $2 AND date <= $3), \
+     (SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) FROM holds \
+       WHERE wallet_id = $1 AND created_at <= $3 AND (status = 'held' OR updated_at > $3)), \
+     (SELECT CAST(COALESCE(SUM(t.amount - COALESCE((SELECT SUM(r.amount) FROM transactions r \
+         WHERE r.corrects = p.transaction_id AND r.date <= $3), 0)), 0) AS BIGINT) \
+       FROM pending_earns p JOIN transactions t ON t.id = p.transaction_id \
+       WHERE p.wallet_id = $1 AND t.date <= $3 AND (p.status = 'pending' OR p.vests_at > $3))"
+);
+type AtRow = (Option<DateTime<Utc>>, i64, i64, i64, i64);
+
+/// How far wallet `$1`'s days are summed, under its lock.
+const SUMMED_TO: &str = "SELECT summed_to FROM wallets WHERE id = $1";
+/// The date of wallet `$1`'s first transaction.
+const FIRST: &str = "SELECT MIN(date) FROM transactions WHERE wallet_id = $1";
+/// Wallet `$1`'s stale days, from `$2` on.
+const STALE: &str = "DELETE FROM balance_days WHERE wallet_id = $1 AND day >= $2";
+/// The sums of wallet `$1`'s days from `$2` to `$3` (first instants of days), a row for each
+/// day with transactions (`{day}`: the first instant of `date`'s day).
+const SUM_DAYS: &str = concat!(
+    "INSERT INTO balance_days (wallet_id, day, net) SELECT wallet_id, {day}, SUM(",
+    signed_amount!(),
+    ") FROM transactions WHERE wallet_id = $1 AND date >= $2 AND date < $3 \
+     GROUP BY wallet_id, {day}"
+);
+const SUMMED: &str = "UPDATE wallets SET summed_to = $2 WHERE id = $1";
+
+/// How many times a balance in time reads again when writes dated before what it read as
+/// summed come between; the last reading sums the wallet's transactions without the days.
+const READINGS: usize = 3;
+
+/// The first instant of `at`'s day (UTC).
+fn day_of(at: DateTime<Utc>) -> DateTime<Utc> {
+    at.duration_trunc(Duration::days(1)).unwrap_or(at)
+}
+
+/// Sums wallet `wallet`'s days before `to` (a day's first instant) that are not summed, under
+/// its lock; `day` is `{day}` in `SUM_DAYS` for the store's backend.
+struct Summing {
+    wallet: String,
+    to: DateTime<Utc>,
+    day: &'static str,
+}
+
+impl Steps for Summing {
+    type Output = ();
+
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<(), StoreError> {
+        let wallet = self.wallet.as_str();
+        let (summed_to,): (Option<DateTime<Utc>>,) = tx
+            .row_locked(SUMMED_TO, params![wallet])
+            .await?
+            .ok_or(StoreError::NotFound { what: "wallet" })?;
+        let from = match summed_to {
+            Some(summed_to) => Some(day_of(summed_to)),
+            None => {
+                let (first,): (Option<DateTime<Utc>>,) =
+                    tx.row(FIRST, params![wallet]).await?.unwrap_or((None,));
+                first.map(day_of)
+            }
+        };
+        if from.is_some_and(|from| from >= self.to) {
+            return Ok(());
+        }
+        if let Some(from) = from {
+            tx.execute(STALE, params![wallet, from]).await?;
+            let sql = SUM_DAYS.replace("{day}", self.day);
+            tx.execute(&sql, params![wallet, from, self.to]).await?;
+        }
+        tx.execute(SUMMED, params![wallet, self.to]).await?;
+        Ok(())
+    }
+}
 
 /// The tokens of a wallet's lots that expire on one day (UTC).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +144,62 @@ const EXPIRING: &str = concat!(
 
 /// A wallet in time (scope: `&Campaign`).
 impl Store {
+    /// The campaign's wallet `reference` (id or external reference) as it was at `at`: its
+    /// balance and pending tokens as its transactions dated by then say, and what its holds
+    /// open then reserved.
+    pub async fn balance_at(
+        &self,
+        campaign: &Campaign,
+        reference: &str,
+        at: DateTime<Utc>,
+    ) -> Result<BalanceAt, StoreError> {
+        let wallet = self.get_wallet(campaign, reference).await?;
+        let id = wallet.id.as_str();
+        let day = day_of(at);
+        let (summed_to,): (Option<DateTime<Utc>>,) =
+            self.read_row(SUMMED_TO, params![id])
+                .await?
+                .ok_or(StoreError::NotFound { what: "wallet" })?;
+        if summed_to.is_none_or(|summed_to| day_of(summed_to) < day) {
+            let summing = Summing {
+                wallet: wallet.id.clone(),
+                to: day,
+                day: self.dialect(
+                    "substr(date, 1, 10) || 'T00:00:00+00:00'",
+                    "date_trunc('day', date, 'UTC')",
+                ),
+            };
+            self.write(summing).await?;
+        }
+        let mut from = day;
+        for reading in 1..=READINGS {
+            let (summed_to, days, dated, held, pending): AtRow = self
+                .read_row(AT, params![id, from, at])
+                .await?
+                .ok_or(StoreError::NotFound { what: "wallet" })?;
+            // The days before `from` were summed as this snapshot sees them, or none were read.
+            let summed = summed_to.is_some_and(|summed_to| day_of(summed_to) >= from);
+            if summed || from == first_second() {
+                return Ok(BalanceAt {
+                    wallet_id: wallet.id,
+                    at,
+                    balance: Tokens::from_micros(days + dated - pending),
+                    held: Tokens::from_micros(held),
+                    pending: Tokens::from_micros(pending),
+                });
+            }
+            // A write dated before `from` came between: from its day, or at last without the
+            // summed days.
+            from = match summed_to {
+                Some(summed_to) if reading + 1 < READINGS => day_of(summed_to),
+                _ => first_second(),
+            };
+        }
+        Err(StoreError::NotCommitted(format!(
+            "the balance of wallet {id} at {at} was not read"
+        )))
+    }
+
     /// The tokens of the campaign's wallet `reference` (id or external reference) that expire
     /// by `until`, per day in UTC, soonest first: what its lots hold now (tokens held by an open
     /// hold are not in them). A lot already due that the sweep has not expired yet is counted on
@@ -61,4 +225,38 @@ impl Store {
             })
             .collect())
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::Plan;
+    use crate::common::ids::now;
+
+    /// A balance in time reads through its wallet's indexes, never a scan of the journal, the
+    /// holds or the pending earns.
+    async fn a_balance_in_time_is_read_through_indexes(store: Store) {
+        let at = now();
+        let plan = store
+            .query_plan(AT, params![Some("w"), at, at], None, Plan::SortsPricedOut)
+            .await;
+        for index in [
+            "transactions_wallet_date",
+            "balance_days",
+            "holds_wallet",
+            "pending_earns_wallet",
+        ] {
+            assert!(plan.contains(index), "{index}:\n{plan}");
+        }
+        let day = store.dialect("substr(date, 1, 10)", "date_trunc('day', date, 'UTC')");
+        let sum_days = SUM_DAYS.replace("{day}", day);
+        for sql in [FIRST, sum_days.as_str()] {
+            let plan = store
+                .query_plan(sql, params![Some("w"), at, at], None, Plan::SortsPricedOut)
+                .await;
+            assert!(plan.contains("transactions_wallet_date"), "{sql}:\n{plan}");
+        }
+    }
+
+    crate::backend_tests!(a_balance_in_time_is_read_through_indexes);
 }

@@ -39,6 +39,16 @@ impl TransactionKind {
     }
 }
 
+/// What a transaction (SQL, unqualified columns) adds to its wallet's balance: its amount, or
+/// less it.
+macro_rules! signed_amount {
+    () => {
+        "CASE kind WHEN 'EARN' THEN amount WHEN 'REFUND' THEN amount \
+         WHEN 'TRANSFER_IN' THEN amount ELSE -amount END"
+    };
+}
+pub(crate) use signed_amount;
+
 /// The kinds of transaction that are lots (`TransactionKind::is_lot`), as an SQL list.
 macro_rules! lot_kinds {
     () => {
@@ -46,6 +56,22 @@ macro_rules! lot_kinds {
     };
 }
 pub(crate) use lot_kinds;
+
+/// What a write of transactions dated from `$d` on sets in its wallet's UPDATE (which holds the
+/// wallet's lock): the wallet's summed days (`balance_days`, see `in_time`) hold only before
+/// that date from now on. A wallet whose days nobody summed (NULL) stays so.
+macro_rules! unsum {
+    ($d:literal) => {
+        concat!(
+            "summed_to = CASE WHEN summed_to > ",
+            $d,
+            " THEN ",
+            $d,
+            " ELSE summed_to END"
+        )
+    };
+}
+pub(crate) use unsum;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Transaction {

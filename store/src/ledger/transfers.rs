@@ -19,7 +19,7 @@ use crate::ledger::burn::{Debiting, SPEND, TAKEN, Taken, position, repay, take};
 use crate::ledger::credit::{SET_ASIDE, sooner};
 use crate::ledger::refusals;
 use crate::ledger::transactions::{
-    SELECT_BY_KEY, TransactionRow, idem_key, replay_or_conflict, transaction_columns,
+    SELECT_BY_KEY, TransactionRow, idem_key, replay_or_conflict, transaction_columns, unsum,
 };
 use crate::{Campaign, Store, StoreError, Tokens, Transaction, TransactionKind, Transfers};
 
@@ -104,17 +104,21 @@ type WalletRow = (i64, Option<DateTime<Utc>>, Option<String>, i64, i64);
 /// What wallet `$1` has transferred out since `$2`, besides transfer `$3` (this one's claim).
 const SENT_SINCE: &str = "SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) FROM transactions \
      WHERE wallet_id = $1 AND kind = 'TRANSFER_OUT' AND date >= $2 AND id <> $3";
-/// The sender after the transfer: `$2` off its balance, `$3` off its lifetime earnings.
+/// The sender after the transfer (dated `$4`): `$2` off its balance, `$3` off its lifetime
+/// earnings.
 const SEND: &str = concat!(
-    "UPDATE wallets SET balance = balance - $2, earned = earned - $3, updated_at = $4, tier_id = ",
+    "UPDATE wallets SET balance = balance - $2, earned = earned - $3, updated_at = $4, ",
+    unsum!("$4"),
+    ", tier_id = ",
     tier_for!("wallets.earned - $3"),
     " WHERE id = $1"
 );
-/// The receiver after the transfer: `$2` more in its balance, `$3` in its lifetime earnings,
+/// The receiver after the transfer (dated `$4`): `$2` more in its balance, `$3` in its lifetime earnings,
 /// its next expiry moved to `$5` if sooner, unless either would pass `$6` (`Tokens::MAX`).
 const RECEIVE: &str = concat!(
-    "UPDATE wallets SET balance = balance + $2, earned = earned + $3, updated_at = $4, \
-     expires_next = ",
+    "UPDATE wallets SET balance = balance + $2, earned = earned + $3, updated_at = $4, ",
+    unsum!("$4"),
+    ", expires_next = ",
     sooner!("$5"),
     ", tier_id = ",
     tier_for!("wallets.earned + $3"),

@@ -1,11 +1,15 @@
-//! A wallet in time, on both backends: what its lots lose to expiry over the days ahead.
+//! A wallet in time, on both backends: its balance, held and pending tokens at past instants,
+//! and what its lots lose to expiry over the days ahead.
 
-use chrono::{Duration, Utc};
-use store::{Expiry, Page, RuleBook, Store, Tokens, TransactionKind, backend_tests};
+use chrono::{DateTime, Duration, DurationRound, SecondsFormat, Utc};
+use store::{
+    EarnInput, Expiry, NewBurn, Page, Policy, RuleBook, Store, Tokens, TransactionKind,
+    backend_tests,
+};
 
 use crate::corrections::correction;
 use crate::holds::hold;
-use crate::ledger::{burn, drain, earn_on, set_expiry, setup};
+use crate::ledger::{burn, drain, earn, earn_on, set_expiry, setup};
 
 /// Per day, what each lot holds now: less what was spent, held or returned, more what a refund
 /// gave back (to a lot behind the spending position too).
@@ -84,4 +88,152 @@ async fn what_expires_is_listed_per_day(store: Store) {
     assert!(unknown.is_err());
 }
 
-backend_tests!(what_expires_is_listed_per_day);
+/// Sets what `sql` (an UPDATE with `{at}`) names to the instant `at`: the times a hold or a
+/// vesting would have had, had they happened then.
+async fn as_if_at(store: &Store, sql: &str, at: DateTime<Utc>) {
+    let at = at.to_rfc3339_opts(SecondsFormat::AutoSi, false);
+    store
+        .execute_raw(&sql.replace("{at}", &format!("'{at}'")))
+        .await
+        .unwrap();
+}
+
+/// An instant and a wallet's balance, held and pending tokens then.
+type Figures = (DateTime<Utc>, (Tokens, Tokens, Tokens));
+
+fn earn_at(id: &str, amount: &str, date: DateTime<Utc>) -> EarnInput {
+    EarnInput {
+        date,
+        ..earn(id, amount)
+    }
+}
+
+fn burn_at(id: &str, amount: i64, date: DateTime<Utc>) -> NewBurn {
+    NewBurn {
+        date: Some(date),
+        ..burn(id, amount)
+    }
+}
+
+/// The balance, held and pending tokens at an instant are what the transactions dated by then
+/// say (and the holds open then): before the wallet's first transaction nothing, after each
+/// step what it left, and now what the wallet shows. Asked again once the days are summed, the
+/// same; after an earn and a burn dated days back, every answer from their dates on moves.
+async fn a_balance_at_an_instant_is_what_the_transactions_dated_by_then_say(store: Store) {
+    let s = setup(&store).await;
+    let book = RuleBook::new(store.clone());
+    let today = Utc::now().duration_trunc(Duration::days(1)).unwrap();
+    let t = |days: i64, hours: i64| today - Duration::days(days) + Duration::hours(hours);
+    let c = &s.campaign;
+    store
+        .submit_earn(c, earn_at("e-1", "100", t(12, 10)))
+        .await
+        .unwrap();
+    drain(&store, &book).await;
+    store.burn(c, burn_at("b-1", 30, t(9, 10))).await.unwrap();
+    store.hold(c, hold("h-1", 20)).await.unwrap();
+    as_if_at(
+        &store,
+        "UPDATE holds SET created_at = {at}, updated_at = {at}",
+        t(7, 10),
+    )
+    .await;
+    let pending = Policy {
+        pending_days: 30,
+        ..Policy::default()
+    };
+    store.set_policy(c, pending).await.unwrap();
+    store
+        .submit_earn(c, earn_at("e-2", "50", t(5, 10)))
+        .await
+        .unwrap();
+    drain(&store, &book).await;
+    let e2 = store
+        .list_transactions(c, &Default::default(), Page::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .find(|t| t.external_id.as_deref() == Some("e-2"))
+        .unwrap();
+    assert!(e2.pending);
+    store
+        .correct(c, correction(&e2.id, "r-1", Some("10")))
+        .await
+        .unwrap();
+    as_if_at(
+        &store,
+        "UPDATE transactions SET date = {at} WHERE external_id = 'r-1'",
+        t(4, 10),
+    )
+    .await;
+    store.capture_hold(c, "h-1", None).await.unwrap();
+    let captured = "UPDATE transactions SET date = {at} WHERE external_id = 'hold:h-1'";
+    as_if_at(&store, captured, t(3, 10)).await;
+    as_if_at(&store, "UPDATE holds SET updated_at = {at}", t(3, 10)).await;
+    // It vests (its day brought forward) two days ago.
+    as_if_at(&store, "UPDATE pending_earns SET vests_at = {at}", t(2, 10)).await;
+    store.vest_pending(Utc::now()).await.unwrap();
+    store.burn(c, burn("b-2", 5)).await.unwrap();
+
+    let whole = |b: i64, h: i64, p: i64| (Tokens::whole(b), Tokens::whole(h), Tokens::whole(p));
+    let mut expected = [
+        (t(20, 0), whole(0, 0, 0)),
+        (t(12, 9), whole(0, 0, 0)),
+        (t(12, 10), whole(100, 0, 0)),
+        (t(9, 11), whole(70, 0, 0)),
+        (t(7, 11), whole(70, 20, 0)),
+        (t(5, 11), whole(70, 20, 50)),
+        (t(4, 11), whole(70, 20, 40)),
+        (t(3, 11), whole(50, 0, 40)),
+        (t(2, 11), whole(90, 0, 0)),
+        (Utc::now() + Duration::days(1), whole(85, 0, 0)),
+    ];
+    let answers = |expected: [Figures; 10], round: &str| {
+        let (store, campaign, round) = (store.clone(), c.clone(), round.to_string());
+        async move {
+            for (at, figures) in &expected {
+                let found = store.balance_at(&campaign, "w-1", *at).await.unwrap();
+                assert_eq!(
+                    (found.balance, found.held, found.pending),
+                    *figures,
+                    "at {at} ({round})"
+                );
+            }
+        }
+    };
+    answers(expected, "first").await;
+    answers(expected, "with the days summed").await;
+    // Dated back, after the days were summed (each answered before the next): 1 spent eight
+    // days ago, then 7 earned ten days ago (vested at once).
+    let moved = |expected: &mut [Figures], since, tokens| {
+        for (_, (balance, ..)) in expected.iter_mut().filter(|(at, _)| *at >= since) {
+            *balance = balance.checked_add(Tokens::whole(tokens)).unwrap();
+        }
+    };
+    store.burn(c, burn_at("b-3", 1, t(8, 10))).await.unwrap();
+    moved(&mut expected, t(8, 10), -1);
+    answers(expected, "after a burn dated back").await;
+    store.set_policy(c, Policy::default()).await.unwrap();
+    store
+        .submit_earn(c, earn_at("e-3", "7", t(10, 10)))
+        .await
+        .unwrap();
+    drain(&store, &book).await;
+    moved(&mut expected, t(10, 10), 7);
+    answers(expected, "after an earn dated back").await;
+    let now = store.balance_at(c, "w-1", Utc::now()).await.unwrap();
+    let wallet = store.get_wallet(c, "w-1").await.unwrap();
+    assert_eq!(
+        (now.balance, now.held, now.pending),
+        (wallet.balance, wallet.held, wallet.pending),
+        "now: what the wallet shows"
+    );
+    assert!(store.balance_at(c, "nope", Utc::now()).await.is_err());
+    assert!(store.audit().await.unwrap().is_empty());
+}
+
+backend_tests!(
+    what_expires_is_listed_per_day,
+    a_balance_at_an_instant_is_what_the_transactions_dated_by_then_say
+);

@@ -1126,7 +1126,8 @@ impl World {
                     .map_err(|e| fail(step, e))?;
             }
         }
-        self.compare_wallets(step).await
+        self.compare_wallets(step).await?;
+        self.compare_in_time(step).await
     }
 
     /// Places an order of `a` and `b` gifts (a token each) paid from `wallet`: its BURN takes
@@ -1377,6 +1378,82 @@ impl World {
                 return Err(fail(
                     step,
                     format!("wallet {n}: store {seen:?}, model {expected:?}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Each wallet's balance in time against its history: at instants around the clock (days
+    /// summed by an earlier step, then written to by ones dated before them), its balance and
+    /// pending tokens add up to the transactions the history lists dated by then; after every
+    /// date, they and its held tokens are what the wallet shows.
+    async fn compare_in_time(&self, step: usize) -> Result<(), TestCaseError> {
+        let mut dated: BTreeMap<String, Vec<(DateTime<Utc>, i64)>> = BTreeMap::new();
+        for page in 1.. {
+            let found = self
+                .store
+                .list_transactions(
+                    &self.campaign,
+                    &Default::default(),
+                    Page { page, limit: 100 },
+                )
+                .await
+                .map_err(|e| fail(step, e))?;
+            let last = found.items.len() < 100;
+            for t in found.items {
+                let amount = micros_of(t.amount);
+                let signed = match t.kind {
+                    TransactionKind::Earn
+                    | TransactionKind::Refund
+                    | TransactionKind::TransferIn => amount,
+                    _ => -amount,
+                };
+                dated.entry(t.wallet_id).or_default().push((t.date, signed));
+            }
+            if last {
+                break;
+            }
+        }
+        let after_all = Utc.with_ymd_and_hms(9000, 1, 1, 0, 0, 0).unwrap();
+        for (n, id) in self.wallet_ids.iter().enumerate() {
+            let history = dated.remove(id).unwrap_or_default();
+            for days in [30, 9, 2, 0] {
+                let at = self.now - Duration::days(days);
+                let found = self
+                    .store
+                    .balance_at(&self.campaign, id, at)
+                    .await
+                    .map_err(|e| fail(step, e))?;
+                let listed: i64 = history
+                    .iter()
+                    .filter(|(d, _)| *d <= at)
+                    .map(|(_, s)| s)
+                    .sum();
+                let seen = micros_of(found.balance) + micros_of(found.pending);
+                if seen != listed {
+                    return Err(fail(
+                        step,
+                        format!("wallet {n} at {at}: balance and pending {seen}, history {listed}"),
+                    ));
+                }
+            }
+            let found = self
+                .store
+                .balance_at(&self.campaign, id, after_all)
+                .await
+                .map_err(|e| fail(step, e))?;
+            let w = &self.model.wallets[n];
+            let seen = (found.balance, found.held, found.pending);
+            let expected = (
+                micros_to_tokens(w.balance),
+                micros_to_tokens(w.held),
+                micros_to_tokens(w.pending),
+            );
+            if seen != expected {
+                return Err(fail(
+                    step,
+                    format!("wallet {n} after every date: store {seen:?}, model {expected:?}"),
                 ));
             }
         }

@@ -9,7 +9,7 @@ use super::{Burned, Burning, Claimed, Debit, Debiting, Lots, in_spending_order, 
 use crate::backend::{Arg, OnPostgres, PgTx, Tx};
 use crate::common::ids::now;
 use crate::ledger::fifo::{Earn, Position};
-use crate::ledger::transactions::insert_transaction;
+use crate::ledger::transactions::{insert_transaction, unsum};
 use crate::{Store, StoreError};
 
 mod at_once;
@@ -23,8 +23,9 @@ mod at_once;
 const CLAIM_AND_DEBIT: &str = concat!(
     "WITH claim AS (",
     insert_transaction!(),
-    " RETURNING 1), debit AS (UPDATE wallets SET balance = balance - $6, updated_at = $22 \
-       WHERE id = $4 AND balance - held - $6 >= $21 AND EXISTS (SELECT FROM claim) \
+    " RETURNING 1), debit AS (UPDATE wallets SET balance = balance - $6, updated_at = $22, ",
+    unsum!("$13"),
+    " WHERE id = $4 AND balance - held - $6 >= $21 AND EXISTS (SELECT FROM claim) \
        RETURNING fifo_date, fifo_id, fifo_taken, owed) \
      SELECT EXISTS (SELECT FROM claim), debit.fifo_date, debit.fifo_id, debit.fifo_taken, \
        debit.owed \

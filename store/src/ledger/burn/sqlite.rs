@@ -8,7 +8,7 @@ use crate::backend::direct::Direct;
 use crate::backend::{OnSqlite, SqliteTx, Tx};
 use crate::common::ids::now;
 use crate::ledger::fifo::{Aside, Earn, LotRow, Position};
-use crate::ledger::transactions::entry_columns;
+use crate::ledger::transactions::{entry_columns, unsum};
 use crate::{Store, StoreError};
 
 /// The BURN transaction (`INSERT_TRANSACTION`'s parameters), unless its key (`$20`) holds a
@@ -20,10 +20,13 @@ const CLAIM: &str = concat!(
      $19, $20 WHERE NOT EXISTS (SELECT 1 FROM refusals WHERE idem_key = $20) \
      ON CONFLICT (idem_key) DO NOTHING"
 );
-/// The debit of `$2` from wallet `$1` at `$3`, if it keeps `$4` beside what holds reserve; its
-/// position before, and what it owes.
-const DEBIT: &str = "UPDATE wallets SET balance = balance - $2, updated_at = $3 \
-     WHERE id = $1 AND balance - held - $2 >= $4 RETURNING fifo_date, fifo_id, fifo_taken, owed";
+/// The debit of `$2` from wallet `$1` at `$3` by a burn dated `$5`, if it keeps `$4` beside
+/// what holds reserve; its position before, and what it owes.
+const DEBIT: &str = concat!(
+    "UPDATE wallets SET balance = balance - $2, updated_at = $3, ",
+    unsum!("$5"),
+    " WHERE id = $1 AND balance - held - $2 >= $4 RETURNING fifo_date, fifo_id, fifo_taken, owed"
+);
 // The reads of `from_position!`, their limits written in their text: a statement whose
 // `LIMIT` is a bound value is prepared again by SQLite each time the value changes.
 /// The wallet's first transaction.
@@ -58,7 +61,7 @@ impl Debiting for SqliteTx<'_> {
             return Ok(Claimed::Earlier);
         }
         let (amount, at) = (t.amount.micros(), now());
-        let args = params![t.wallet_id, amount, at, debit.min_balance];
+        let args = params![t.wallet_id, amount, at, debit.min_balance, t.date];
         type Debited = (Option<DateTime<Utc>>, Option<String>, i64, i64);
         let debited: Option<Debited> = self.row(DEBIT, args).await?;
         Ok(match debited {

@@ -16,7 +16,7 @@ use crate::ledger::burn::{Debiting, SPEND, position, repay};
 use crate::ledger::pending::STILL_PENDING;
 use crate::ledger::refusals;
 use crate::ledger::transactions::{
-    INSERT_TRANSACTION, SELECT_BY_KEY, TransactionRow, idem_key_of, replay_or_conflict,
+    INSERT_TRANSACTION, SELECT_BY_KEY, TransactionRow, idem_key_of, replay_or_conflict, unsum,
 };
 use crate::{Campaign, Shortfall, Store, StoreError, Tokens, Transaction, TransactionKind};
 
@@ -246,6 +246,8 @@ pub(crate) struct Correcting {
 const WALLET: &str = "SELECT fifo_date, fifo_id, fifo_taken, owed FROM wallets WHERE id = $1";
 type WalletRow = (Option<DateTime<Utc>>, Option<String>, i64, i64);
 const LINK: &str = "UPDATE transactions SET corrects = $2, forgiven = $3 WHERE id = $1";
+/// Wallet `$1` has a transaction dated `$2` (see `unsum!`).
+const UNSUM: &str = concat!("UPDATE wallets SET ", unsum!("$2"), " WHERE id = $1");
 
 impl Correcting {
     pub(crate) fn new(
@@ -399,6 +401,8 @@ impl Correcting {
         }
         // The link is written beside the entry every path shares.
         tx.execute(LINK, params![transaction.id, o.id, made.forgiven])
+            .await?;
+        tx.execute(UNSUM, params![o.wallet_id, transaction.date])
             .await?;
         for (earn, amount) in &made.lots {
             tx.execute(SPEND, params![transaction.id, earn, amount])

@@ -199,6 +199,8 @@ struct WalletCredit {
     pending: i64,
     /// The earliest time the tokens added to the balance expire.
     first: Option<DateTime<Utc>>,
+    /// The earliest date of its new earns (see `unsum!`).
+    dated: Option<DateTime<Utc>>,
 }
 
 /// What a call's new EARN transactions change in their wallets (`per_wallet`), and the new
@@ -228,6 +230,8 @@ impl<'a> Settlement<'a> {
         }
         let tokens = credit.tokens.micros();
         let wallet = self.per_wallet.entry(&credit.wallet_id).or_default();
+        let date = credit.earn.date;
+        wallet.dated = Some(wallet.dated.map_or(date, |d| d.min(date)));
         if let Some(pending) = pending {
             wallet.pending = wallet.pending.saturating_add(tokens);
             if pending.counted {

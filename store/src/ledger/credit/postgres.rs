@@ -10,7 +10,7 @@ use super::{Crediting, Pending, Settlement, finished, over_ceiling, sooner};
 use crate::backend::OnPostgres;
 use crate::common::ids::new_id;
 use crate::ledger::same_earn::{EarlierEarn, earlier_columns};
-use crate::ledger::transactions::entry_columns;
+use crate::ledger::transactions::{entry_columns, unsum};
 use crate::{Credit, Credited, Policy, Store, StoreError, Tokens};
 
 mod copy;
@@ -118,7 +118,8 @@ const SET_ASIDE_ALL: &str = "INSERT INTO lots_aside (transaction_id, wallet_id, 
 
 /// A wallet's balance, lifetime earnings, pending tokens, tier and next expiry after a credit,
 /// for many wallets at once: wallet `$1[i]` credited `$2[i]` micro-tokens of which the first
-/// expire at `$3[i]`, `$4[i]` to its lifetime earnings and `$5[i]` pending, at `$6`; a wallet
+/// expire at `$3[i]`, `$4[i]` to its lifetime earnings and `$5[i]` pending, by earns dated from
+/// `$8[i]` on, at `$6`; a wallet
 /// that would pass `$7` (`Tokens::MAX`) is left as it was.
 const CREDIT_WALLETS: &str = concat!(
     "UPDATE wallets SET balance = wallets.balance + v.sum, \
@@ -127,8 +128,10 @@ const CREDIT_WALLETS: &str = concat!(
     sooner!("v.first"),
     ", tier_id = ",
     tier_for!("wallets.earned + v.earns"),
-    " FROM UNNEST($1::TEXT[], $2::BIGINT[], $3::TIMESTAMPTZ[], $4::BIGINT[], $5::BIGINT[]) \
-     AS v (id, sum, first, earns, waits) WHERE wallets.id = v.id \
+    ", ",
+    unsum!("v.dated"),
+    " FROM UNNEST($1::TEXT[], $2::BIGINT[], $3::TIMESTAMPTZ[], $4::BIGINT[], $5::BIGINT[], \
+     $8::TIMESTAMPTZ[]) AS v (id, sum, first, earns, waits, dated) WHERE wallets.id = v.id \
      AND wallets.balance + wallets.pending <= $7 - v.sum - v.waits \
      AND wallets.earned <= $7 - v.earns"
 );
@@ -208,13 +211,14 @@ pub(crate) async fn settle(
     }
     if !settlement.per_wallet.is_empty() {
         let (mut wallets, mut sums, mut firsts) = (Vec::new(), Vec::new(), Vec::new());
-        let (mut earned, mut pending) = (Vec::new(), Vec::new());
+        let (mut earned, mut pending, mut dated) = (Vec::new(), Vec::new(), Vec::new());
         for (wallet, credit) in &settlement.per_wallet {
             wallets.push(*wallet);
             sums.push(credit.balance);
             firsts.push(credit.first);
             earned.push(credit.earned);
             pending.push(credit.pending);
+            dated.push(credit.dated);
         }
         let credited = sqlx::query(CREDIT_WALLETS)
             .bind(&wallets)
@@ -224,6 +228,7 @@ pub(crate) async fn settle(
             .bind(&pending)
             .bind(at)
             .bind(Tokens::MAX.micros())
+            .bind(&dated)
             .execute(&mut *tx)
             .await?;
         if credited.rows_affected() < wallets.len() as u64 {

@@ -11,13 +11,13 @@ use super::{Crediting, PENDING, SET_ASIDE, Settlement, finished, over_ceiling, s
 use crate::backend::{OnSqlite, direct};
 use crate::common::ids::new_id;
 use crate::ledger::same_earn::{EarlierEarn, earlier_columns};
-use crate::ledger::transactions::{Entry, EntryText, INSERT_TRANSACTION};
+use crate::ledger::transactions::{Entry, EntryText, INSERT_TRANSACTION, unsum};
 use crate::{Credit, Credited, Policy, Store, StoreError, Tokens};
 
 /// A wallet's balance, lifetime earnings (and when they last grew), pending tokens, tier and
 /// next expiry after crediting it `$2` micro-tokens of which the first expire at `$4`, `$6` to
-/// its lifetime earnings and `$7` pending (the tier follows the new lifetime total; SET
-/// expressions read the row as it was), unless its balance and pending or its lifetime total
+/// its lifetime earnings and `$7` pending, by earns dated from `$8` on (the tier follows the
+/// new lifetime total; SET expressions read the row as it was), unless its balance and pending or its lifetime total
 /// would pass `$5` (`Tokens::MAX`). Returns its spending position; no row when refused.
 const CREDIT_WALLET: &str = concat!(
     "UPDATE wallets SET balance = balance + $2, earned = earned + $6, pending = pending + $7, \
@@ -25,6 +25,8 @@ const CREDIT_WALLET: &str = concat!(
     sooner!("$4"),
     ", tier_id = ",
     tier_for!("wallets.earned + $6"),
+    ", ",
+    unsum!("$8"),
     " WHERE id = $1 AND balance + pending <= $5 - $2 - $7 AND earned <= $5 - $6 \
      RETURNING fifo_date, fifo_id"
 );
@@ -109,7 +111,8 @@ fn credit(
     for (wallet, credit) in &settlement.per_wallet {
         let (max, first) = (Tokens::MAX.micros(), credit.first.map(direct::time));
         let (balance, earned, pending) = (credit.balance, credit.earned, credit.pending);
-        let args = args![wallet, balance, at, first, max, earned, pending];
+        let dated = credit.dated.map(direct::time);
+        let args = args![wallet, balance, at, first, max, earned, pending, dated];
         let position: Option<(Option<DateTime<Utc>>, Option<String>)> =
             direct::row(tx, CREDIT_WALLET, args)?;
         match position {

@@ -14,7 +14,7 @@ use crate::ledger::burn::{SPEND, TAKEN, Taken, give_back_to_lots, position};
 use crate::ledger::credit::sooner;
 use crate::ledger::fifo::Earn;
 use crate::ledger::transactions::{
-    Entry, INSERT_TRANSACTION, SELECT_BY_ID, TransactionRow, transaction_from_row,
+    Entry, INSERT_TRANSACTION, SELECT_BY_ID, TransactionRow, transaction_from_row, unsum,
 };
 use crate::{StoreError, Tokens, Transaction, TransactionKind};
 
@@ -23,11 +23,12 @@ const HOLD_BY_ID: &str = concat!("SELECT ", hold_columns!(), " FROM holds WHERE 
 const WALLET: &str = "SELECT fifo_date, fifo_id, fifo_taken, org_id, campaign_id \
      FROM wallets WHERE id = $1";
 type WalletRow = (Option<DateTime<Utc>>, Option<String>, i64, String, String);
-/// The wallet after a settlement: `$2` spent, `$3` no longer held, its next expiry moved to
-/// `$5` if sooner.
+/// The wallet after a settlement at `$4` (a capture's BURN is dated then): `$2` spent, `$3`
+/// no longer held, its next expiry moved to `$5` if sooner.
 const SETTLE_WALLET: &str = concat!(
-    "UPDATE wallets SET balance = balance - $2, held = held - $3, updated_at = $4, \
-     expires_next = ",
+    "UPDATE wallets SET balance = balance - $2, held = held - $3, updated_at = $4, ",
+    unsum!("$4"),
+    ", expires_next = ",
     sooner!("$5"),
     " WHERE id = $1"
 );

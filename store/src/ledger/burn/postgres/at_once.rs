@@ -23,7 +23,7 @@ use sqlx::PgConnection;
 
 use super::super::{ASIDE_READ, Debit, in_spending_order, position};
 use crate::ledger::fifo::{Aside, Earn, Position, Taker};
-use crate::ledger::transactions::entry_columns;
+use crate::ledger::transactions::{entry_columns, unsum};
 use crate::{Campaign, StoreError};
 
 /// How many of the wallet's transactions from its position the read brings (`READ`'s `LIMIT`):
@@ -70,8 +70,9 @@ const READ: &str = concat!(
 const WRITE: &str = concat!(
     "WITH debit AS (UPDATE wallets SET balance = balance - $6, updated_at = $22, \
        fifo_date = COALESCE($23, fifo_date), fifo_id = COALESCE($24, fifo_id), \
-       fifo_taken = COALESCE($25, fifo_taken) \
-       WHERE id = $4 AND xmin::text::bigint = $26 AND balance - held - $6 >= $21 \
+       fifo_taken = COALESCE($25, fifo_taken), ",
+    unsum!("$13"),
+    " WHERE id = $4 AND xmin::text::bigint = $26 AND balance - held - $6 >= $21 \
          AND NOT EXISTS (SELECT FROM refusals WHERE idem_key = $20) RETURNING 1), \
      claim AS (INSERT INTO transactions (",
     entry_columns!(),
