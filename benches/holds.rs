@@ -1,6 +1,9 @@
 //! Holds placed and captured, and transfers between wallets, per second over HTTP on SQLite (or
 //! PostgreSQL when `REWARDS_TEST_POSTGRES_URL` is set), beside burns of the same size on the
-//! same wallets in the same run, and the hold through the store alone (the floor).
+//! same wallets in the same run, and the hold and the transfer through the store alone (the
+//! floors). Transfers run twice: between neighbouring wallets (`w-k` to `w-k+1`, so concurrent
+//! transfers wait on each other in chains) and between pairs of wallets each client has to
+//! itself (back and forth), which no other transfer waits on.
 //!
 //! Every wallet holds `LOTS` open lots (earns of 12.5 credited through the store) before the
 //! first scenario; the burns, holds, captures and transfers are of 0.01, each taking from one
@@ -50,6 +53,11 @@ async fn run() {
         }
     };
     let wallet = |c: usize, n: usize| format!("w-{}", (c * 13 + n) % WALLETS);
+    // Client `c`'s own two wallets, the tokens going one way then back.
+    let own_pair = |c: usize, n: usize| {
+        let (a, b) = (format!("w-{}", 2 * c), format!("w-{}", 2 * c + 1));
+        if n % 2 == 0 { (a, b) } else { (b, a) }
+    };
 
     println!(
         "backend: {:?}; {CLIENTS} concurrent clients; {WALLETS} wallets of {LOTS} open lots",
@@ -116,7 +124,47 @@ async fn run() {
         })
         .await
     };
-    println!("{}", transfers.row("POST /v1/transfers (201)"));
+    println!("{}", transfers.row("POST /v1/transfers, chained (201)"));
+
+    let apart = {
+        let post = post.clone();
+        common::drive(CLIENTS, seconds, move |c, n| {
+            let (from, to) = own_pair(c, n);
+            let body = json!({"externalId": format!("p-{c}-{n}"), "amount": 0.01,
+                "fromWalletId": from, "toWalletId": to, "description": "Gift"});
+            let request = post("/v1/transfers".into(), body);
+            async move {
+                assert_eq!(request.send().await.unwrap().status(), StatusCode::CREATED);
+            }
+        })
+        .await
+    };
+    println!("{}", apart.row("POST /v1/transfers, pairs apart (201)"));
+
+    let transfers_alone = {
+        let (store, campaign) = (store.clone(), campaign.clone());
+        common::drive(CLIENTS, seconds, move |c, n| {
+            let (from, to) = own_pair(c, n);
+            let transfer = store::NewTransfer {
+                from,
+                to,
+                external_id: format!("st-{c}-{n}"),
+                amount: store::Tokens::from_text("0.01").unwrap(),
+                description: Some("Gift".into()),
+                comment: None,
+                meta: None,
+            };
+            let (store, campaign) = (store.clone(), campaign.clone());
+            async move {
+                store.transfer(&campaign, transfer).await.unwrap();
+            }
+        })
+        .await
+    };
+    println!(
+        "{}",
+        transfers_alone.row("floor: Store::transfer alone, pairs apart")
+    );
 
     let alone = {
         let (store, campaign) = (store.clone(), campaign.clone());

@@ -286,6 +286,13 @@ pub(crate) trait Tx {
         select: &str,
         args: &[Arg<'_>],
     ) -> Result<Option<R>, StoreError>;
+    /// Every row the `SELECT` returns, each locked as `row_locked` locks one (in the order
+    /// returned, on PostgreSQL: an `ORDER BY` keeps two writers from deadlocking).
+    async fn rows_locked<R: Row>(
+        &mut self,
+        select: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Vec<R>, StoreError>;
     /// Every row the statement returns.
     async fn rows<R: Row>(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<Vec<R>, StoreError>;
     /// Runs the statement; how many rows it changed.
@@ -352,6 +359,14 @@ impl Tx for SqliteTx<'_> {
         args: &[Arg<'_>],
     ) -> Result<Option<R>, StoreError> {
         self.row(select, args).await
+    }
+
+    async fn rows_locked<R: Row>(
+        &mut self,
+        select: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Vec<R>, StoreError> {
+        self.rows(select, args).await
     }
 
     async fn rows<R: Row>(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<Vec<R>, StoreError> {
@@ -423,6 +438,17 @@ impl Tx for PgTx<'_> {
         let sql = sqlx::AssertSqlSafe(format!("{select} FOR UPDATE"));
         Ok(sqlx::query_as_with(sql, pg_args(args)?)
             .fetch_optional(&mut *self.0)
+            .await?)
+    }
+
+    async fn rows_locked<R: Row>(
+        &mut self,
+        select: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Vec<R>, StoreError> {
+        let sql = sqlx::AssertSqlSafe(format!("{select} FOR UPDATE"));
+        Ok(sqlx::query_as_with(sql, pg_args(args)?)
+            .fetch_all(&mut *self.0)
             .await?)
     }
 

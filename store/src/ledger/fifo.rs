@@ -84,6 +84,8 @@ pub(crate) struct Spent<D> {
     pub aside_inserts: Vec<Aside<D>>,
     /// What was taken from each earn, in the order taken: (earn id, micro-tokens).
     pub takes: Vec<(String, i64)>,
+    /// When each lot of `takes` expires, in the same order.
+    pub expiries: Vec<Option<D>>,
 }
 
 impl<D> Default for Spent<D> {
@@ -94,6 +96,7 @@ impl<D> Default for Spent<D> {
             aside_deletes: Vec::new(),
             aside_inserts: Vec::new(),
             takes: Vec::new(),
+            expiries: Vec::new(),
         }
     }
 }
@@ -114,6 +117,7 @@ pub(crate) struct Taker<D> {
     /// Aside rows the taker made (`take_first`): inserted, not updated, if still needed.
     made: Vec<bool>,
     takes: Vec<(String, i64)>,
+    expiries: Vec<Option<D>>,
 }
 
 impl<D: Ord + Clone> Taker<D> {
@@ -129,6 +133,7 @@ impl<D: Ord + Clone> Taker<D> {
             touched,
             made,
             takes: Vec::new(),
+            expiries: Vec::new(),
         }
     }
 
@@ -180,7 +185,7 @@ impl<D: Ord + Clone> Taker<D> {
                 a.remaining -= take;
                 self.left -= take;
                 self.touched[i] = true;
-                self.takes.push((earn.id.clone(), take));
+                self.took(&earn.id, take, &earn.expires_at);
             }
             return;
         }
@@ -191,7 +196,7 @@ impl<D: Ord + Clone> Taker<D> {
                     p.taken += take;
                     self.moved = true;
                     self.left -= take;
-                    self.takes.push((earn.id.clone(), take));
+                    self.took(&earn.id, take, &earn.expires_at);
                 }
             }
             Some(p) if key < (&p.date, p.id.as_str()) => {}
@@ -201,7 +206,7 @@ impl<D: Ord + Clone> Taker<D> {
                     return;
                 }
                 self.left -= take;
-                self.takes.push((earn.id.clone(), take));
+                self.took(&earn.id, take, &earn.expires_at);
                 let at = self
                     .aside
                     .partition_point(|a| (&a.date, a.id.as_str()) < key);
@@ -218,6 +223,13 @@ impl<D: Ord + Clone> Taker<D> {
         }
     }
 
+    /// Records `take` micro-tokens taken from the lot of earn `id`, which expires at
+    /// `expires_at`.
+    fn took(&mut self, id: &str, take: i64, expires_at: &Option<D>) {
+        self.takes.push((id.to_string(), take));
+        self.expiries.push(expires_at.clone());
+    }
+
     /// Takes from the aside rows ordered before `(date, id)` (all of them with None).
     fn take_aside_before(&mut self, before: Option<(&D, &str)>) {
         while self.left > 0 && self.next_aside < self.aside.len() {
@@ -231,6 +243,7 @@ impl<D: Ord + Clone> Taker<D> {
                 self.left -= take;
                 self.touched[self.next_aside] = true;
                 self.takes.push((a.id.clone(), take));
+                self.expiries.push(a.expires_at.clone());
             }
             self.next_aside += 1;
         }
@@ -252,7 +265,7 @@ impl<D: Ord + Clone> Taker<D> {
         let take = (earn.amount - taken).min(self.left);
         if take > 0 {
             self.left -= take;
-            self.takes.push((earn.id.clone(), take));
+            self.took(&earn.id, take, &earn.expires_at);
             self.position = Some(Position {
                 date: earn.date.clone(),
                 id: earn.id.clone(),
@@ -269,6 +282,7 @@ impl<D: Ord + Clone> Taker<D> {
         self.take_aside_before(None);
         let mut spent = Spent {
             takes: self.takes,
+            expiries: self.expiries,
             ..Spent::default()
         };
         for ((a, touched), made) in self.aside.iter().zip(&self.touched).zip(&self.made) {

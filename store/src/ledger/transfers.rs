@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::backend::{PgTx, SqliteTx, ToArg, Work};
 use crate::common::ids::{Fingerprint, new_id, now};
-use crate::ledger::burn::{Debiting, SPEND, TAKEN, Taken, position, repay, take};
+use crate::ledger::burn::{Debiting, SPEND, position, repay, take};
 use crate::ledger::credit::{SET_ASIDE, sooner};
 use crate::ledger::refusals;
 use crate::ledger::transactions::{
@@ -97,9 +97,10 @@ pub struct Transferred {
 const LEGS: &str = "SELECT id, wallet_id, amount, expires_at, COALESCE(earned_moved, FALSE) \
      FROM transactions WHERE corrects = $1 AND kind = 'TRANSFER_IN'";
 type LegRow = (String, String, i64, Option<DateTime<Utc>>, bool);
-/// What the sending wallet may spend, its position and its debt; the receiver's position.
-const WALLET: &str =
-    "SELECT balance - held, fifo_date, fifo_id, fifo_taken, owed FROM wallets WHERE id = $1";
+/// Both wallets `$1` and `$2`, in id order (the order their locks are taken): what each may
+/// spend, its position and its debt.
+const WALLETS: &str = "SELECT id, balance - held, fifo_date, fifo_id, fifo_taken, owed \
+     FROM wallets WHERE id IN ($1, $2) ORDER BY id";
 type WalletRow = (i64, Option<DateTime<Utc>>, Option<String>, i64, i64);
 /// What wallet `$1` has transferred out since `$2`, besides transfer `$3` (this one's claim).
 const SENT_SINCE: &str = "SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) FROM transactions \
@@ -350,23 +351,18 @@ impl Transferring {
     ) -> Result<Result<Transferred, StoreError>, StoreError> {
         let t = &self.transfer;
         let (from, to) = (self.from.as_str(), self.to.as_str());
-        // Both locks, in id order.
-        let mut states = Vec::new();
-        for wallet in [from.min(to), from.max(to)] {
-            let state: WalletRow = tx
-                .row_locked(WALLET, params![wallet])
-                .await?
-                .ok_or(StoreError::NotFound { what: "wallet" })?;
-            states.push((wallet, state));
-        }
-        let state = |id: &str| {
+        // Both locks, in id order, in one statement.
+        type Locked = (String, i64, Option<DateTime<Utc>>, Option<String>, i64, i64);
+        let states: Vec<Locked> = tx.rows_locked(WALLETS, params![from, to]).await?;
+        let state = |id: &str| -> Result<WalletRow, StoreError> {
             states
                 .iter()
-                .find(|(w, _)| *w == id)
-                .map(|(_, s)| s.clone())
+                .find(|s| s.0 == id)
+                .map(|(_, free, date, at, taken, owed)| (*free, *date, at.clone(), *taken, *owed))
+                .ok_or(StoreError::NotFound { what: "wallet" })
         };
-        let (free, date, id, taken, owed) = state(from).unwrap_or_default();
-        let (_, to_date, to_id, ..) = state(to).unwrap_or_default();
+        let (free, date, id, taken, owed) = state(from)?;
+        let (_, to_date, to_id, ..) = state(to)?;
         let amount = t.amount.micros();
         let key = &t.external_id;
         let out = self.transaction(TransactionKind::TransferOut, from, amount, key.clone());
@@ -421,10 +417,9 @@ impl Transferring {
             .await?;
 
         // The receiver: a lot per expiry date among the lots taken.
-        let taken_from: Vec<Taken> = tx.rows(TAKEN, params![out.id]).await?;
         let mut by_expiry: BTreeMap<Option<DateTime<Utc>>, i64> = BTreeMap::new();
-        for (_, _, _, expires_at, took) in taken_from {
-            *by_expiry.entry(expires_at).or_default() += took;
+        for ((_, took), expires_at) in spent.takes.iter().zip(&spent.expiries) {
+            *by_expiry.entry(*expires_at).or_default() += took;
         }
         let receiver_at = to_date.zip(to_id);
         let mut legs = Vec::new();
