@@ -56,7 +56,7 @@ async fn run() {
     // Client `c`'s own two wallets, the tokens going one way then back.
     let own_pair = |c: usize, n: usize| {
         let (a, b) = (format!("w-{}", 2 * c), format!("w-{}", 2 * c + 1));
-        if n % 2 == 0 { (a, b) } else { (b, a) }
+        if n.is_multiple_of(2) { (a, b) } else { (b, a) }
     };
 
     println!(
