@@ -100,7 +100,7 @@ async fn run() {
     for w in 0..WALLETS {
         let started = Instant::now();
         store
-            .balance_at(&campaign, &format!("w-{w}"), instant(first, 1))
+            .balance_at(&campaign, &format!("w-{w}"), Utc::now())
             .await
             .unwrap();
         firsts.push(format!(
@@ -109,7 +109,7 @@ async fn run() {
         ));
     }
     println!(
-        "first answer of each wallet (sums its past days): {}",
+        "first answer of each wallet, now (sums its three years of days): {}",
         firsts.join(", ")
     );
     let burn = store::NewBurn {
