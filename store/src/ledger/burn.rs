@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use crate::backend::{Forked, PgTx, SqliteTx, Tx, Work};
+use crate::backend::{Arg, Forked, PgTx, SqliteTx, ToArg, Tx, Work};
 use crate::common::ids::{Fingerprint, new_id, now};
 use crate::ledger::fifo::{Aside, Earn, LotRow, Position, Spent, Taker};
 use crate::ledger::refusals;
@@ -258,6 +258,15 @@ pub(crate) async fn apply(
         tx.execute(MOVE, params![wallet, p.date, p.id, p.taken])
             .await?;
     }
+    apply_aside(tx, wallet, spent).await
+}
+
+/// Writes the aside rows `fifo` decided for `wallet` (its position is the caller's to write).
+async fn apply_aside(
+    tx: &mut impl Tx,
+    wallet: &str,
+    spent: &Spent<DateTime<Utc>>,
+) -> Result<(), StoreError> {
     for (id, remaining) in &spent.aside_updates {
         tx.execute(ASIDE_LEFT, params![id, remaining]).await?;
     }
@@ -483,12 +492,48 @@ impl Debit {
     }
 }
 
+/// Records what `spending` (a transaction, or an open hold) took from each lot (`takes`): one
+/// statement on PostgreSQL.
+pub(crate) async fn record_spends(
+    tx: &mut impl Tx,
+    spending: &str,
+    takes: &[(String, i64)],
+) -> Result<(), StoreError> {
+    if takes.is_empty() {
+        return Ok(());
+    }
+    let values: Vec<Arg<'_>> = takes
+        .iter()
+        .flat_map(|(earn, took)| [spending.to_arg(), earn.to_arg(), took.to_arg()])
+        .collect();
+    let head = "INSERT INTO spends (transaction_id, earn_id, amount)";
+    tx.insert_rows(head, "", 3, &values).await?;
+    Ok(())
+}
+
 /// Takes `amount` from the wallet at `position`, oldest lots first (after the lot of `first`,
 /// when given: see `Taker::take_first`), and writes where that leaves its lots: what it took
 /// from each earn, and what no lot covered. The lots are read in spending order as far as the
 /// amount reaches: the aside rows and the first transactions, then more at a time after the
 /// last one read.
 pub(crate) async fn take<T: Debiting>(
+    tx: &mut T,
+    wallet: &str,
+    position: Option<Position<DateTime<Utc>>>,
+    amount: i64,
+    first: Option<&Earn<DateTime<Utc>>>,
+) -> Result<(Spent<DateTime<Utc>>, i64), StoreError> {
+    let (spent, left) = take_moving_later(tx, wallet, position, amount, first).await?;
+    if let Some(p) = &spent.position {
+        tx.execute(MOVE, params![wallet, p.date, p.id, p.taken])
+            .await?;
+    }
+    Ok((spent, left))
+}
+
+/// `take`, but the wallet's new position (`Spent::position`, when it moved) is left for the
+/// caller to write with its own UPDATE of the wallet (one statement fewer).
+pub(crate) async fn take_moving_later<T: Debiting>(
     tx: &mut T,
     wallet: &str,
     position: Option<Position<DateTime<Utc>>>,
@@ -505,7 +550,7 @@ pub(crate) async fn take<T: Debiting>(
         taker.take_first(earn);
         if taker.left() == 0 {
             let spent = taker.finish();
-            apply(tx, wallet, &spent).await?;
+            apply_aside(tx, wallet, &spent).await?;
             return Ok((spent, 0));
         }
     }
@@ -544,7 +589,7 @@ pub(crate) async fn take<T: Debiting>(
         aside_unread = more_aside(tx, wallet, &mut taker).await?;
     }
     let spent = taker.finish();
-    apply(tx, wallet, &spent).await?;
+    apply_aside(tx, wallet, &spent).await?;
     // `finish` takes from the aside rows after the last earn read: count what was taken.
     let left = amount - spent.takes.iter().map(|(_, took)| took).sum::<i64>();
     Ok((spent, left))

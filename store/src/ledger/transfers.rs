@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::backend::{PgTx, SqliteTx, ToArg, Work};
 use crate::common::ids::{Fingerprint, new_id, now};
-use crate::ledger::burn::{Debiting, SPEND, position, repay, take};
+use crate::ledger::burn::{Debiting, position, record_spends, repay, take_moving_later};
 use crate::ledger::credit::{SET_ASIDE, sooner};
 use crate::ledger::refusals;
 use crate::ledger::transactions::{
@@ -106,11 +106,12 @@ type WalletRow = (i64, Option<DateTime<Utc>>, Option<String>, i64, i64);
 const SENT_SINCE: &str = "SELECT CAST(COALESCE(SUM(amount), 0) AS BIGINT) FROM transactions \
      WHERE wallet_id = $1 AND kind = 'TRANSFER_OUT' AND date >= $2 AND id <> $3";
 /// The sender after the transfer (dated `$4`): `$2` off its balance, `$3` off its lifetime
-/// earnings.
+/// earnings, its position moved to (`$5`, `$6`, `$7`) when the tokens taken moved it.
 const SEND: &str = concat!(
     "UPDATE wallets SET balance = balance - $2, earned = earned - $3, updated_at = $4, ",
     unsum!("$4"),
-    ", tier_id = ",
+    ", fifo_date = COALESCE($5, fifo_date), fifo_id = COALESCE($6, fifo_id), \
+     fifo_taken = COALESCE($7, fifo_taken), tier_id = ",
     tier_for!("wallets.earned - $3"),
     " WHERE id = $1"
 );
@@ -404,17 +405,18 @@ impl Transferring {
             0 => position((date, id, taken)),
             owed => repay(tx, from, position((date, id, taken)), owed).await?,
         };
-        let (spent, left) = take(tx, from, at_position, amount, None).await?;
+        let (spent, left) = take_moving_later(tx, from, at_position, amount, None).await?;
         if left > 0 {
             return Err(StoreError::NotCommitted(format!(
                 "wallet {from}'s lots hold less than its balance less what is held"
             )));
         }
-        for (earn, took) in &spent.takes {
-            tx.execute(SPEND, params![out.id, earn, took]).await?;
-        }
-        tx.execute(SEND, params![from, amount, moved, self.at])
-            .await?;
+        record_spends(tx, &out.id, &spent.takes).await?;
+        let p = spent.position.as_ref();
+        let (at_date, at_taken) = (p.map(|p| p.date), p.map(|p| p.taken));
+        let at_id = p.map(|p| p.id.as_str());
+        let args = params![from, amount, moved, self.at, at_date, at_id, at_taken];
+        tx.execute(SEND, args).await?;
 
         // The receiver: a lot per expiry date among the lots taken.
         let mut by_expiry: BTreeMap<Option<DateTime<Utc>>, i64> = BTreeMap::new();

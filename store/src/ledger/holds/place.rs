@@ -9,14 +9,17 @@ use super::{
 };
 use crate::backend::{PgTx, SqliteTx, ToArg, Work};
 use crate::common::ids::{Fingerprint, new_id, now};
-use crate::ledger::burn::{Debiting, SPEND, position, repay, take};
+use crate::ledger::burn::{Debiting, position, record_spends, repay, take_moving_later};
 use crate::ledger::refusals;
 use crate::{Campaign, StoreError, Tokens};
 
-/// What the wallet may spend (its balance less what is held), its position and its debt.
-const WALLET: &str =
-    "SELECT balance - held, fifo_date, fifo_id, fifo_taken, owed FROM wallets WHERE id = $1";
-type WalletRow = (i64, Option<DateTime<Utc>>, Option<String>, i64, i64);
+/// What wallet `$1` may spend (its balance less what is held), its position and its debt; and
+/// whether a hold or a refusal holds the key `$2` (each read only then), in the statement that
+/// locks the wallet.
+const WALLET: &str = "SELECT balance - held, fifo_date, fifo_id, fifo_taken, owed, \
+     EXISTS (SELECT 1 FROM holds WHERE idem_key = $2), \
+     EXISTS (SELECT 1 FROM refusals WHERE idem_key = $2) FROM wallets WHERE id = $1";
+type WalletRow = (i64, Option<DateTime<Utc>>, Option<String>, i64, i64, bool, bool);
 const SELECT_BY_KEY: &str = concat!(
     "SELECT ",
     hold_columns!(),
@@ -26,7 +29,11 @@ const INSERT: &str = "INSERT INTO holds (id, org_id, campaign_id, wallet_id, ext
      idem_key, fingerprint, amount, currency, description, comment, meta, status, expires_at, \
      created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
      $14, $15, $15) ON CONFLICT (idem_key) DO NOTHING";
-const RESERVE: &str = "UPDATE wallets SET held = held + $2, updated_at = $3 WHERE id = $1";
+/// The wallet once the hold reserved `$2` at `$3`, its position moved to (`$4`, `$5`, `$6`)
+/// when the hold's tokens moved it.
+const RESERVE: &str = "UPDATE wallets SET held = held + $2, updated_at = $3, \
+     fifo_date = COALESCE($4, fifo_date), fifo_id = COALESCE($5, fifo_id), \
+     fifo_taken = COALESCE($6, fifo_taken) WHERE id = $1";
 
 pub(crate) struct Placing {
     org_id: String,
@@ -80,13 +87,15 @@ impl Placing {
     /// is written.
     pub(crate) async fn run(&self, tx: &mut impl Debiting) -> Result<HoldPlaced, StoreError> {
         let (h, wallet) = (&self.hold, &self.wallet);
-        let (free, date, id, taken, owed): WalletRow = tx
-            .row_locked(WALLET, params![wallet])
+        let key = hold_key(&self.org_id, &h.external_id);
+        let (free, date, id, taken, owed, held_before, refused_before): WalletRow = tx
+            .row_locked(WALLET, params![wallet, key])
             .await?
             .ok_or(StoreError::NotFound { what: "wallet" })?;
         // Under the wallet's lock, twins of one request come one after the other.
-        let key = hold_key(&self.org_id, &h.external_id);
-        if let Some(earlier) = tx.row::<HoldRow>(SELECT_BY_KEY, params![key]).await? {
+        if held_before
+            && let Some(earlier) = tx.row::<HoldRow>(SELECT_BY_KEY, params![key]).await?
+        {
             let stored = earlier.fingerprint.clone();
             if self.fingerprint.matches(&stored).is_err() {
                 return Err(self.fingerprint.conflict("externalId", &stored));
@@ -97,7 +106,9 @@ impl Placing {
                 replayed: true,
             });
         }
-        refusals::answer_earlier(tx, &key, &self.fingerprint, "externalId").await?;
+        if refused_before {
+            refusals::answer_earlier(tx, &key, &self.fingerprint, "externalId").await?;
+        }
         let amount = h.amount.micros();
         if free - amount < self.min_balance {
             return Err(StoreError::InsufficientBalance {
@@ -145,21 +156,23 @@ impl Placing {
                 field: "externalId",
             });
         }
-        tx.execute(RESERVE, params![wallet, amount, at]).await?;
         let at_position = position((date, id, taken));
         let at_position = match owed {
             0 => at_position,
             owed => repay(tx, wallet, at_position, owed).await?,
         };
-        let (spent, left) = take(tx, wallet, at_position, amount, None).await?;
+        let (spent, left) = take_moving_later(tx, wallet, at_position, amount, None).await?;
         if left > 0 {
             return Err(StoreError::NotCommitted(format!(
                 "wallet {wallet}'s lots hold less than its balance less what is held"
             )));
         }
-        for (earn, took) in &spent.takes {
-            tx.execute(SPEND, params![hold.id, earn, took]).await?;
-        }
+        let p = spent.position.as_ref();
+        let (at_date, at_taken) = (p.map(|p| p.date), p.map(|p| p.taken));
+        let at_id = p.map(|p| p.id.as_str());
+        let args = params![wallet, amount, at, at_date, at_id, at_taken];
+        tx.execute(RESERVE, args).await?;
+        record_spends(tx, &hold.id, &spent.takes).await?;
         Ok(HoldPlaced {
             hold,
             replayed: false,
