@@ -164,6 +164,7 @@ impl Store {
             }
         }
         found.extend(self.audit_lots().await?);
+        found.extend(self.audit_days().await?);
         Ok(found)
     }
 
@@ -280,6 +281,42 @@ const OVER: &str = "SELECT o.wallet_id, o.id, CAST(SUM(c.amount + COALESCE(c.for
      AS BIGINT), o.amount FROM transactions c JOIN transactions o ON o.id = c.corrects \
      WHERE c.corrects IS NOT NULL GROUP BY o.wallet_id, o.id, o.amount \
      HAVING SUM(c.amount + COALESCE(c.forgiven, 0)) > o.amount ORDER BY 1, 2";
+
+/// Each wallet's summed days (see `in_time`) against its transactions dated before the day its
+/// mark says they hold to (`{cut}`: the first instant of `summed_to`'s day), for the wallets
+/// someone asked a balance in time of.
+const DAYS: &str = concat!(
+    "SELECT w.id, CAST(COALESCE((SELECT SUM(d.net) FROM balance_days d \
+       WHERE d.wallet_id = w.id AND d.day < {cut}), 0) AS BIGINT), \
+     CAST(COALESCE((SELECT SUM(",
+    signed_amount!(),
+    ") FROM transactions t WHERE t.wallet_id = w.id AND t.date < {cut}), 0) AS BIGINT) \
+     FROM wallets w WHERE w.summed_to IS NOT NULL ORDER BY 1"
+);
+
+impl Store {
+    /// The wallets whose summed days do not add up to their transactions (`days`): a write
+    /// dated before them that did not mark them stale.
+    async fn audit_days(&self) -> Result<Vec<Discrepancy>, StoreError> {
+        let cut = self.dialect(
+            "substr(w.summed_to, 1, 10) || 'T00:00:00+00:00'",
+            "date_trunc('day', w.summed_to, 'UTC')",
+        );
+        let sql = DAYS.replace("{cut}", cut);
+        let rows: Vec<(String, i64, i64)> = self.read_rows(&sql, params![]).await?;
+        Ok(rows
+            .into_iter()
+            .filter(|(_, summed, dated)| summed != dated)
+            .map(|(wallet, summed, dated)| Discrepancy {
+                wallet_id: wallet,
+                transaction_id: None,
+                check: "days",
+                recorded: Tokens::from_micros(summed),
+                computed: Tokens::from_micros(dated),
+            })
+            .collect())
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -231,6 +231,21 @@ async fn a_balance_at_an_instant_is_what_the_transactions_dated_by_then_say(stor
     );
     assert!(store.balance_at(c, "nope", Utc::now()).await.is_err());
     assert!(store.audit().await.unwrap().is_empty());
+    // A day's sum changed behind the ledger's back: the audit finds it.
+    store
+        .execute_raw(
+            "UPDATE balance_days SET net = net + 1000000 \
+             WHERE day = (SELECT MIN(day) FROM balance_days)",
+        )
+        .await
+        .unwrap();
+    let found = store.audit().await.unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].check, "days");
+    assert_eq!(
+        found[0].recorded.checked_sub(found[0].computed),
+        Some(Tokens::whole(1))
+    );
 }
 
 backend_tests!(

@@ -19,7 +19,15 @@ use crate::{Campaign, StoreError, Tokens};
 const WALLET: &str = "SELECT balance - held, fifo_date, fifo_id, fifo_taken, owed, \
      EXISTS (SELECT 1 FROM holds WHERE idem_key = $2), \
      EXISTS (SELECT 1 FROM refusals WHERE idem_key = $2) FROM wallets WHERE id = $1";
-type WalletRow = (i64, Option<DateTime<Utc>>, Option<String>, i64, i64, bool, bool);
+type WalletRow = (
+    i64,
+    Option<DateTime<Utc>>,
+    Option<String>,
+    i64,
+    i64,
+    bool,
+    bool,
+);
 const SELECT_BY_KEY: &str = concat!(
     "SELECT ",
     hold_columns!(),
@@ -93,8 +101,7 @@ impl Placing {
             .await?
             .ok_or(StoreError::NotFound { what: "wallet" })?;
         // Under the wallet's lock, twins of one request come one after the other.
-        if held_before
-            && let Some(earlier) = tx.row::<HoldRow>(SELECT_BY_KEY, params![key]).await?
+        if held_before && let Some(earlier) = tx.row::<HoldRow>(SELECT_BY_KEY, params![key]).await?
         {
             let stored = earlier.fingerprint.clone();
             if self.fingerprint.matches(&stored).is_err() {
