@@ -88,6 +88,19 @@ pub(crate) struct Spent<D> {
     pub expiries: Vec<Option<D>>,
 }
 
+impl<D: Copy> Spent<D> {
+    /// The new position as a wallet UPDATE binds it beside the old (`COALESCE`): its date,
+    /// earn and what is taken of that earn, each None when the position did not move.
+    pub fn moved_to(&self) -> (Option<D>, Option<&str>, Option<i64>) {
+        let p = self.position.as_ref();
+        (
+            p.map(|p| p.date),
+            p.map(|p| p.id.as_str()),
+            p.map(|p| p.taken),
+        )
+    }
+}
+
 impl<D> Default for Spent<D> {
     fn default() -> Self {
         Spent {

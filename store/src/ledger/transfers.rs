@@ -115,8 +115,9 @@ const SEND: &str = concat!(
     tier_for!("wallets.earned - $3"),
     " WHERE id = $1"
 );
-/// The receiver after the transfer (dated `$4`): `$2` more in its balance, `$3` in its lifetime earnings,
-/// its next expiry moved to `$5` if sooner, unless either would pass `$6` (`Tokens::MAX`).
+/// The receiver after the transfer (dated `$4`): `$2` more in its balance, `$3` in its
+/// lifetime earnings, its next expiry moved to `$5` if sooner, unless either would pass `$6`
+/// (`Tokens::MAX`).
 const RECEIVE: &str = concat!(
     "UPDATE wallets SET balance = balance + $2, earned = earned + $3, updated_at = $4, ",
     unsum!("$4"),
@@ -412,10 +413,16 @@ impl Transferring {
             )));
         }
         record_spends(tx, &out.id, &spent.takes).await?;
-        let p = spent.position.as_ref();
-        let (at_date, at_taken) = (p.map(|p| p.date), p.map(|p| p.taken));
-        let at_id = p.map(|p| p.id.as_str());
-        let args = params![from, amount, moved, self.at, at_date, at_id, at_taken];
+        let (moved_date, moved_id, moved_taken) = spent.moved_to();
+        let args = params![
+            from,
+            amount,
+            moved,
+            self.at,
+            moved_date,
+            moved_id,
+            moved_taken
+        ];
         tx.execute(SEND, args).await?;
 
         // The receiver: a lot per expiry date among the lots taken.

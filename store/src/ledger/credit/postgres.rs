@@ -119,8 +119,7 @@ const SET_ASIDE_ALL: &str = "INSERT INTO lots_aside (transaction_id, wallet_id, 
 /// A wallet's balance, lifetime earnings, pending tokens, tier and next expiry after a credit,
 /// for many wallets at once: wallet `$1[i]` credited `$2[i]` micro-tokens of which the first
 /// expire at `$3[i]`, `$4[i]` to its lifetime earnings and `$5[i]` pending, by earns dated from
-/// `$8[i]` on, at `$6`; a wallet
-/// that would pass `$7` (`Tokens::MAX`) is left as it was.
+/// `$8[i]` on, at `$6`; a wallet that would pass `$7` (`Tokens::MAX`) is left as it was.
 const CREDIT_WALLETS: &str = concat!(
     "UPDATE wallets SET balance = wallets.balance + v.sum, \
      earned = wallets.earned + v.earns, pending = wallets.pending + v.waits, updated_at = $6, \

@@ -17,8 +17,9 @@ use crate::{Credit, Credited, Policy, Store, StoreError, Tokens};
 /// A wallet's balance, lifetime earnings (and when they last grew), pending tokens, tier and
 /// next expiry after crediting it `$2` micro-tokens of which the first expire at `$4`, `$6` to
 /// its lifetime earnings and `$7` pending, by earns dated from `$8` on (the tier follows the
-/// new lifetime total; SET expressions read the row as it was), unless its balance and pending or its lifetime total
-/// would pass `$5` (`Tokens::MAX`). Returns its spending position; no row when refused.
+/// new lifetime total; SET expressions read the row as it was), unless its balance and
+/// pending or its lifetime total would pass `$5` (`Tokens::MAX`). Returns its spending
+/// position; no row when refused.
 const CREDIT_WALLET: &str = concat!(
     "UPDATE wallets SET balance = balance + $2, earned = earned + $6, pending = pending + $7, \
      updated_at = $3, earned_at = CASE WHEN $6 > 0 THEN $3 ELSE earned_at END, expires_next = ",

@@ -174,10 +174,8 @@ impl Placing {
                 "wallet {wallet}'s lots hold less than its balance less what is held"
             )));
         }
-        let p = spent.position.as_ref();
-        let (at_date, at_taken) = (p.map(|p| p.date), p.map(|p| p.taken));
-        let at_id = p.map(|p| p.id.as_str());
-        let args = params![wallet, amount, at, at_date, at_id, at_taken];
+        let (moved_date, moved_id, moved_taken) = spent.moved_to();
+        let args = params![wallet, amount, at, moved_date, moved_id, moved_taken];
         tx.execute(RESERVE, args).await?;
         record_spends(tx, &hold.id, &spent.takes).await?;
         Ok(HoldPlaced {
