@@ -14,7 +14,7 @@ use utoipa_axum::routes;
 use crate::AppState;
 use crate::catalogue::TierView;
 use crate::http::auth::Caller;
-use crate::http::checks::{self, Checks, schema};
+use crate::http::checks::{Checks, schema};
 use crate::http::error::{ApiError, Problem};
 use crate::http::json::JsonBody;
 use crate::http::paging::{PagedList, Paging, PagingParams};
@@ -417,19 +417,9 @@ async fn balance_at(
     Path(reference): Path<String>,
     QueryParams(query): QueryParams<BalanceQuery>,
 ) -> Result<Json<BalanceView>, ApiError> {
-    let at = query
-        .at
-        .as_deref()
-        .map(|text| {
-            checks::date_time(text).ok_or_else(|| {
-                ApiError::invalid(
-                    "at",
-                    "invalid_value",
-                    format!("`{text}` is not an RFC 3339 date-time such as 2026-10-01T00:00:00Z"),
-                )
-            })
-        })
-        .transpose()?;
+    let mut checks = Checks::default();
+    let at = crate::transactions::date(&mut checks, "at", query.at);
+    let at = checks.finish(at)?;
     let campaign = &caller.context.campaign;
     let wallet = state.store.get_wallet(campaign, &reference).await?;
     let view = |at, balance, held, pending| BalanceView {

@@ -298,11 +298,7 @@ impl Store {
     /// The wallets whose summed days do not add up to their transactions (`days`): a write
     /// dated before them that did not mark them stale.
     async fn audit_days(&self) -> Result<Vec<Discrepancy>, StoreError> {
-        let cut = self.dialect(
-            "substr(w.summed_to, 1, 10) || 'T00:00:00+00:00'",
-            "date_trunc('day', w.summed_to, 'UTC')",
-        );
-        let sql = DAYS.replace("{cut}", cut);
+        let sql = DAYS.replace("{cut}", &self.day_of_sql("w.summed_to"));
         let rows: Vec<(String, i64, i64)> = self.read_rows(&sql, params![]).await?;
         Ok(rows
             .into_iter()

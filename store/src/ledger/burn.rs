@@ -244,9 +244,6 @@ pub(crate) const MOVE: &str =
 pub(crate) const ASIDE_LEFT: &str =
     "UPDATE lots_aside SET remaining = $2 WHERE transaction_id = $1";
 pub(crate) const ASIDE_DONE: &str = "DELETE FROM lots_aside WHERE transaction_id = $1";
-/// What a spending transaction (or an open hold) took from one earn's lot.
-pub(crate) const SPEND: &str =
-    "INSERT INTO spends (transaction_id, earn_id, amount) VALUES ($1, $2, $3)";
 
 /// Writes what `fifo` decided for `wallet`: its new position and aside rows.
 pub(crate) async fn apply(
@@ -473,9 +470,7 @@ impl Debit {
             owed => repay(tx, &t.wallet_id, at_position, owed).await?,
         };
         let (spent, _) = take(tx, &t.wallet_id, at_position, t.amount.micros(), None).await?;
-        for (earn, amount) in &spent.takes {
-            tx.execute(SPEND, params![t.id, earn, amount]).await?;
-        }
+        record_spends(tx, &t.id, &spent.takes).await?;
         Ok(Debited::Made)
     }
 

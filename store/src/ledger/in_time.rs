@@ -18,7 +18,7 @@ use crate::backend::{Steps, Tx};
 use crate::common::calendar::first_second;
 use crate::ledger::fifo::lot_left;
 use crate::ledger::transactions::{lot_kinds, signed_amount};
-use crate::{Campaign, Store, StoreError, Tokens};
+use crate::{Backend, Campaign, Store, StoreError, Tokens};
 
 /// A wallet's figures at an instant.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,9 +70,10 @@ const SUM_DAYS: &str = concat!(
 );
 const SUMMED: &str = "UPDATE wallets SET summed_to = $2 WHERE id = $1";
 
-/// How many times a balance in time reads again when writes dated before what it read as
-/// summed come between; the last reading sums the wallet's transactions without the days.
-const READINGS: usize = 3;
+/// How many times a balance in time reads: once, again after summing the days it needs, again
+/// from the mark a write dated before them left meanwhile, and at last without the summed days
+/// (always answered).
+const READINGS: usize = 4;
 
 /// The first instant of `at`'s day (UTC).
 fn day_of(at: DateTime<Utc>) -> DateTime<Utc> {
@@ -84,7 +85,7 @@ fn day_of(at: DateTime<Utc>) -> DateTime<Utc> {
 struct Summing {
     wallet: String,
     to: DateTime<Utc>,
-    day: &'static str,
+    day: String,
 }
 
 impl Steps for Summing {
@@ -109,7 +110,7 @@ impl Steps for Summing {
         }
         if let Some(from) = from {
             tx.execute(STALE, params![wallet, from]).await?;
-            let sql = SUM_DAYS.replace("{day}", self.day);
+            let sql = SUM_DAYS.replace("{day}", &self.day);
             tx.execute(&sql, params![wallet, from, self.to]).await?;
         }
         tx.execute(SUMMED, params![wallet, self.to]).await?;
@@ -142,6 +143,17 @@ const EXPIRING: &str = concat!(
        AND (a.earned_at, a.transaction_id) < (w.fifo_date, w.fifo_id)"
 );
 
+impl Store {
+    /// SQL for the first instant (UTC) of the day of the time in `column`, on this backend
+    /// (SQLite keeps times as RFC 3339 text).
+    pub(crate) fn day_of_sql(&self, column: &str) -> String {
+        match self.backend() {
+            Backend::Sqlite => format!("substr({column}, 1, 10) || 'T00:00:00+00:00'"),
+            Backend::Postgres => format!("date_trunc('day', {column}, 'UTC')"),
+        }
+    }
+}
+
 /// A wallet in time (scope: `&Campaign`).
 impl Store {
     /// The campaign's wallet `reference` (id or external reference) as it was at `at`: its
@@ -156,22 +168,8 @@ impl Store {
         let wallet = self.get_wallet(campaign, reference).await?;
         let id = wallet.id.as_str();
         let day = day_of(at);
-        let (summed_to,): (Option<DateTime<Utc>>,) =
-            self.read_row(SUMMED_TO, params![id])
-                .await?
-                .ok_or(StoreError::NotFound { what: "wallet" })?;
-        if summed_to.is_none_or(|summed_to| day_of(summed_to) < day) {
-            let summing = Summing {
-                wallet: wallet.id.clone(),
-                to: day,
-                day: self.dialect(
-                    "substr(date, 1, 10) || 'T00:00:00+00:00'",
-                    "date_trunc('day', date, 'UTC')",
-                ),
-            };
-            self.write(summing).await?;
-        }
         let mut from = day;
+        let mut summed_here = false;
         for reading in 1..=READINGS {
             let (summed_to, days, dated, held, pending): AtRow = self
                 .read_row(AT, params![id, from, at])
@@ -188,11 +186,23 @@ impl Store {
                     pending: Tokens::from_micros(pending),
                 });
             }
-            // A write dated before `from` came between: from its day, or at last without the
-            // summed days.
-            from = match summed_to {
-                Some(summed_to) if reading + 1 < READINGS => day_of(summed_to),
-                _ => first_second(),
+            from = if !summed_here {
+                // Its days up to the instant's are not all summed: sum them, and read again.
+                let summing = Summing {
+                    wallet: wallet.id.clone(),
+                    to: day,
+                    day: self.day_of_sql("date"),
+                };
+                self.write(summing).await?;
+                summed_here = true;
+                day
+            } else {
+                // A write dated before `from` came between: from its day, or at last without
+                // the summed days.
+                match summed_to {
+                    Some(summed_to) if reading + 1 < READINGS => day_of(summed_to),
+                    _ => first_second(),
+                }
             };
         }
         Err(StoreError::NotCommitted(format!(
@@ -248,8 +258,7 @@ mod tests {
         ] {
             assert!(plan.contains(index), "{index}:\n{plan}");
         }
-        let day = store.dialect("substr(date, 1, 10)", "date_trunc('day', date, 'UTC')");
-        let sum_days = SUM_DAYS.replace("{day}", day);
+        let sum_days = SUM_DAYS.replace("{day}", &store.day_of_sql("date"));
         for sql in [FIRST, sum_days.as_str()] {
             let plan = store
                 .query_plan(sql, params![Some("w"), at, at], None, Plan::SortsPricedOut)

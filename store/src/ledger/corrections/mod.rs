@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::backend::{PgTx, SqliteTx, Work};
 use crate::common::ids::{Fingerprint, new_id, now};
-use crate::ledger::burn::{Debiting, SPEND, position, repay};
+use crate::ledger::burn::{Debiting, position, record_spends, repay};
 use crate::ledger::pending::STILL_PENDING;
 use crate::ledger::refusals;
 use crate::ledger::transactions::{
@@ -404,10 +404,7 @@ impl Correcting {
             .await?;
         tx.execute(UNSUM, params![o.wallet_id, transaction.date])
             .await?;
-        for (earn, amount) in &made.lots {
-            tx.execute(SPEND, params![transaction.id, earn, amount])
-                .await?;
-        }
+        record_spends(tx, &transaction.id, &made.lots).await?;
         Ok(Corrected {
             transaction,
             replayed: false,

@@ -10,7 +10,7 @@ use super::{
 };
 use crate::backend::{Steps, Tx};
 use crate::common::ids::new_id;
-use crate::ledger::burn::{SPEND, TAKEN, Taken, give_back_to_lots, position};
+use crate::ledger::burn::{TAKEN, Taken, give_back_to_lots, position, record_spends};
 use crate::ledger::credit::sooner;
 use crate::ledger::fifo::Earn;
 use crate::ledger::transactions::{
@@ -293,10 +293,7 @@ impl Release<'_> {
                     .await?;
             }
             Spends::These(spent) => {
-                for (earn, took) in spent {
-                    tx.execute(SPEND, params![transaction.id, earn, took])
-                        .await?;
-                }
+                record_spends(tx, &transaction.id, spent).await?;
             }
         }
         Ok(transaction)
