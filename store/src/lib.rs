@@ -33,6 +33,7 @@ mod programme;
 mod batches;
 mod catalogue;
 mod error;
+mod events;
 mod exports;
 mod leaderboard;
 mod ledger;
@@ -63,6 +64,12 @@ pub use common::page::{Page, Paged};
 pub use common::problems::Problems;
 pub use common::tokens::Tokens;
 pub use error::{FieldProblem, StoreError};
+pub use events::deliveries::{
+    AttemptOutcome, ClaimedDelivery, DeliveryAttempt, DeliveryStatus, Dispatched, EndpointAfter,
+    RETRY_FOR as DELIVERY_WINDOW, Redelivery,
+};
+pub use events::endpoints::{EndpointPatch, EndpointStatus, NewEndpoint, Secrets, WebhookEndpoint};
+pub use events::{Event, EventData, EventFilter, EventType};
 pub use exports::schedule::{ClaimedDay, ExportFormat, ExportSchedule, SETTLE as EXPORT_SETTLE};
 pub use exports::{ExportChunk, ExportFilter, ExportTime, Texts};
 pub use leaderboard::{Built, Neighbourhood, Snapshot, Standing, display_name};

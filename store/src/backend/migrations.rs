@@ -48,6 +48,7 @@ migrations! {
     21 "transfers" "0021_transfers.sql",
     22 "pending" "0022_pending.sql",
     23 "balance days" "0023_balance_days.sql",
+    24 "events" "0024_events.sql",
 }
 
 /// The migration that indexes `transactions.idem_key`: before it runs, the keys of an existing

@@ -13,7 +13,7 @@
 /// gives `ALL` (in declaration order), `as_str`, `parse` (the exact text, as stored),
 /// `parse_any_case` (input from people: trimmed, in any letter case), `FromStr` (exact, its
 /// error naming the known texts: "unknown batch state `x`; known: received, failed"),
-/// `Display`, and binding as a statement argument.
+/// `Display`, serde as the text, and binding as a statement argument.
 macro_rules! string_enum {
     (
         $(#[$meta:meta])*
@@ -66,6 +66,19 @@ macro_rules! string_enum {
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(self.as_str())
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+                text.parse().map_err(serde::de::Error::custom)
             }
         }
 

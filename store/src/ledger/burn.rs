@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use crate::backend::{Arg, Forked, PgTx, SqliteTx, ToArg, Tx, Work};
 use crate::common::ids::{Fingerprint, new_id, now};
+use crate::events::{self, EventData, EventType, NewEvent};
 use crate::ledger::fifo::{Aside, Earn, LotRow, Position, Spent, Taker};
 use crate::ledger::refusals;
 use crate::ledger::transactions::{self, Entry, SELECT_BY_KEY, TransactionRow, idem_key};
@@ -324,6 +325,8 @@ pub(crate) struct Debit {
     transaction: Transaction,
     fingerprint: Fingerprint,
     min_balance: i64,
+    /// The `transaction.created` the debit records with its BURN.
+    event: NewEvent,
 }
 
 impl Debit {
@@ -336,7 +339,14 @@ impl Debit {
         fingerprint: Fingerprint,
         min_balance: Tokens,
     ) -> Debit {
+        let event = NewEvent::new(
+            &campaign.org_id,
+            Some(&campaign.id),
+            EventType::TransactionCreated,
+            &EventData::Transaction(Box::new(transaction.clone())),
+        );
         Debit {
+            event,
             org_id: campaign.org_id.clone(),
             campaign_id: campaign.id.clone(),
             transaction,
@@ -471,6 +481,7 @@ impl Debit {
         };
         let (spent, _) = take(tx, &t.wallet_id, at_position, t.amount.micros(), None).await?;
         record_spends(tx, &t.id, &spent.takes).await?;
+        events::record(tx, &self.event).await?;
         Ok(Debited::Made)
     }
 

@@ -73,7 +73,7 @@ macro_rules! unsum {
 }
 pub(crate) use unsum;
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Transaction {
     pub id: String,
     pub wallet_id: String,

@@ -65,8 +65,9 @@ const READ: &str = concat!(
 /// The debit of `$6` from wallet `$4` keeping `$21`, at `$22`, moving its position to
 /// (`$23`, `$24`, `$25`) when given, if its row is still version `$26` and no burn under its
 /// key (`$20`) was refused (the locked path answers that one); then the BURN
-/// transaction (`INSERT_TRANSACTION`'s parameters) and what it took from each earn (`$27`,
-/// `$28`: earn ids and amounts) if the debit happened. Whether it did.
+/// transaction (`INSERT_TRANSACTION`'s parameters), what it took from each earn (`$27`,
+/// `$28`: earn ids and amounts) and its event (`$29`...`$34`) if the debit happened. Whether it
+/// did.
 const WRITE: &str = concat!(
     "WITH debit AS (UPDATE wallets SET balance = balance - $6, updated_at = $22, \
        fifo_date = COALESCE($23, fifo_date), fifo_id = COALESCE($24, fifo_id), \
@@ -80,7 +81,9 @@ const WRITE: &str = concat!(
        $19, $20 WHERE EXISTS (SELECT FROM debit) RETURNING 1), \
      spent AS (INSERT INTO spends (transaction_id, earn_id, amount) \
        SELECT $1, t.earn, t.amount FROM unnest($27::text[], $28::bigint[]) AS t(earn, amount) \
-       WHERE EXISTS (SELECT FROM claim)) \
+       WHERE EXISTS (SELECT FROM claim)), \
+     event AS (INSERT INTO events (id, org_id, campaign_id, type, occurred_at, data) \
+       SELECT $29, $30, $31, $32, $33, $34 WHERE EXISTS (SELECT FROM claim)) \
      SELECT EXISTS (SELECT FROM claim)"
 );
 
@@ -194,7 +197,7 @@ impl Debit {
         for arg in entry.args(&key, None) {
             write = write.bind(arg);
         }
-        let (written,): (bool,) = write
+        write = write
             .bind(self.min_balance)
             .bind(crate::common::ids::now())
             .bind(to.as_ref().map(|p| p.date))
@@ -202,9 +205,11 @@ impl Debit {
             .bind(to.as_ref().map(|p| p.taken))
             .bind(snapshot.version)
             .bind(earns)
-            .bind(amounts)
-            .fetch_one(conn)
-            .await?;
+            .bind(amounts);
+        for arg in self.event.args() {
+            write = write.bind(arg);
+        }
+        let (written,): (bool,) = write.fetch_one(conn).await?;
         Ok(written)
     }
 }

@@ -1,0 +1,593 @@
+//! Deliveries: each event to each endpoint that wants it, at least once.
+//!
+//! The dispatcher (`dispatch_events`, one node at a time: it holds `event_dispatch`'s row)
+//! numbers the events that committed since it last ran and makes a pending delivery for each
+//! enabled endpoint that wants one. Workers on any node claim an endpoint's due deliveries by
+//! moving `claimed_until` past the attempt's timeout (on PostgreSQL passing over rows another
+//! node holds), send them, and record each attempt (`record_attempts`): delivered, or due again
+//! after a backoff that doubles from `FIRST_RETRY` to `LONGEST_RETRY` (each with a fifth of
+//! jitter), or failed once `RETRY_FOR` has passed since the delivery was made. A node that dies
+//! mid-attempt leaves its claims to run out; the deliveries are then claimed and sent again.
+//!
+//! An endpoint whose every attempt fails is paused for a while that grows with how long it has
+//! failed (so a dead receiver costs its workers little and never holds others'), is disabled
+//! once it has failed for `DISABLE_AFTER`, and at once when it answers 410 Gone.
+
+use chrono::{DateTime, Duration, Utc};
+
+use super::endpoints::{ENDPOINT_COLUMNS, EndpointRow, WebhookEndpoint, endpoint_from_row};
+use super::{Event, EventData, EventRow, EventType, NewEvent, event_from_row};
+use crate::backend::{Arg, Steps, ToArg, Tx};
+use crate::common::ids::{new_id, now, random_roll};
+use crate::{OrgScope, Page, Paged, Store, StoreError};
+
+/// The wait after a delivery's first failed attempt; each failure after doubles it.
+pub const FIRST_RETRY: Duration = Duration::seconds(10);
+/// The longest wait between two attempts.
+pub const LONGEST_RETRY: Duration = Duration::hours(6);
+/// How long after it was made a delivery is tried before it is marked failed.
+pub const RETRY_FOR: Duration = Duration::days(3);
+/// How long an endpoint may fail every attempt before it is disabled.
+pub const DISABLE_AFTER: Duration = Duration::days(5);
+/// The longest an endpoint that fails is paused between rounds of attempts.
+const LONGEST_PAUSE: Duration = Duration::minutes(5);
+
+/// The wait before attempt `attempts + 1` of a delivery whose attempt `attempts` failed,
+/// `roll` (0..1) choosing its jitter.
+pub fn retry_after(attempts: i64, roll: f64) -> Duration {
+    let doublings = u32::try_from(attempts.saturating_sub(1).clamp(0, 20)).unwrap_or(20);
+    let wait = FIRST_RETRY
+        .checked_mul(1 << doublings)
+        .unwrap_or(LONGEST_RETRY)
+        .min(LONGEST_RETRY);
+    let millis = wait.num_milliseconds() as f64 * (0.8 + 0.4 * roll);
+    Duration::milliseconds(millis as i64)
+}
+
+string_enum! {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum DeliveryStatus ("delivery status") {
+        Pending = "pending",
+        Delivered = "delivered",
+        Failed = "failed",
+    }
+}
+
+/// What the dispatcher did in one run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Dispatched {
+    /// Events numbered.
+    pub events: usize,
+    /// Deliveries made for them.
+    pub deliveries: usize,
+}
+
+/// A delivery claimed for an attempt: send `event` to the endpoint, then `record_attempts`.
+#[derive(Debug, Clone)]
+pub struct ClaimedDelivery {
+    pub id: String,
+    /// This attempt's number (1 for the first).
+    pub attempt: i64,
+    pub created_at: DateTime<Utc>,
+    pub event: Event,
+}
+
+/// What one attempt came to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptOutcome {
+    pub attempted_at: DateTime<Utc>,
+    /// The receiver's status; `None` when it gave none (refused, timed out, closed).
+    pub status_code: Option<u16>,
+    pub latency_ms: u32,
+    /// The beginning of the answer's body, or what went wrong.
+    pub response: Option<String>,
+}
+
+impl AttemptOutcome {
+    /// A 2xx answer: delivered.
+    pub fn succeeded(&self) -> bool {
+        self.status_code.is_some_and(|s| (200..300).contains(&s))
+    }
+
+    /// 410 Gone: the receiver wants no more.
+    pub fn gone(&self) -> bool {
+        self.status_code == Some(410)
+    }
+}
+
+/// One attempt in an endpoint's delivery log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeliveryAttempt {
+    pub id: String,
+    pub delivery_id: String,
+    pub event_id: String,
+    pub event_type: EventType,
+    pub attempted_at: DateTime<Utc>,
+    pub status_code: Option<u16>,
+    pub latency_ms: u32,
+    pub succeeded: bool,
+    pub response: Option<String>,
+    /// The delivery's status after this attempt's round (its latest).
+    pub delivery_status: DeliveryStatus,
+}
+
+/// Which events to deliver again to an endpoint.
+#[derive(Debug, Clone)]
+pub enum Redelivery {
+    Event(String),
+    /// The events that occurred from `from` up to (not including) `to`.
+    Range {
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    },
+}
+
+/// What the attempts of a round did to their endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndpointAfter {
+    Healthy,
+    /// Failing, paused until then.
+    Paused(DateTime<Utc>),
+    /// Disabled now, for this reason (for the operator's log).
+    Disabled(String),
+}
+
+const INSERT_DELIVERY: &str = "INSERT INTO deliveries (id, org_id, endpoint_id, event_id, \
+     status, attempts, next_at, created_at, updated_at)";
+
+/// The values of a new pending delivery, in `INSERT_DELIVERY`'s order.
+fn delivery_values<'a>(
+    id: &'a str,
+    org_id: &'a str,
+    endpoint_id: &'a str,
+    event_id: &'a str,
+    at: DateTime<Utc>,
+) -> [Arg<'a>; 9] {
+    [
+        id.to_arg(),
+        org_id.to_arg(),
+        endpoint_id.to_arg(),
+        event_id.to_arg(),
+        Arg::Text(Some("pending")),
+        Arg::Int(Some(0)),
+        Arg::Time(Some(at)),
+        Arg::Time(Some(at)),
+        Arg::Time(Some(at)),
+    ]
+}
+
+/// Numbers the committed events not yet numbered (at most `limit`) and fans them out.
+struct Dispatch {
+    lock: String,
+    limit: i64,
+}
+
+impl Steps for Dispatch {
+    type Output = Dispatched;
+
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<Dispatched, StoreError> {
+        const UNNUMBERED: &str = "SELECT id, org_id, campaign_id, type, occurred_at FROM events \
+             WHERE seq IS NULL ORDER BY id LIMIT $1";
+        const NUMBER: &str = "UPDATE events SET seq = $1 WHERE id = $2";
+        const MOVE: &str = "UPDATE event_dispatch SET last_seq = $1 WHERE id = 1";
+        let Some((last,)): Option<(i64,)> = tx.row(&self.lock, params![]).await? else {
+            // Another node is dispatching.
+            return Ok(Dispatched::default());
+        };
+        type Unnumbered = (String, String, Option<String>, String, DateTime<Utc>);
+        let events: Vec<Unnumbered> = tx.rows(UNNUMBERED, params![self.limit]).await?;
+        if events.is_empty() {
+            return Ok(Dispatched::default());
+        }
+        let sql = format!(
+            "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE status = 'enabled' \
+             ORDER BY id"
+        );
+        let rows: Vec<EndpointRow> = tx.rows(&sql, params![]).await?;
+        let endpoints: Vec<WebhookEndpoint> = rows
+            .into_iter()
+            .map(endpoint_from_row)
+            .collect::<Result<_, _>>()?;
+        let at = now();
+        let mut seq = last;
+        let mut fanned: Vec<(String, &str, &str, &str)> = Vec::new();
+        for (id, org_id, campaign_id, kind, occurred_at) in &events {
+            seq += 1;
+            tx.execute(NUMBER, params![seq, id]).await?;
+            let Some(kind) = EventType::parse(kind) else {
+                continue;
+            };
+            if kind == EventType::WebhookTest {
+                continue;
+            }
+            for endpoint in &endpoints {
+                if endpoint.org_id == *org_id
+                    && endpoint.created_at <= *occurred_at
+                    && endpoint.wants(kind, campaign_id.as_deref())
+                {
+                    fanned.push((new_id(), org_id, &endpoint.id, id));
+                }
+            }
+        }
+        let values: Vec<Arg<'_>> = fanned
+            .iter()
+            .flat_map(|(id, org, endpoint, event)| delivery_values(id, org, endpoint, event, at))
+            .collect();
+        if !values.is_empty() {
+            tx.insert_rows(INSERT_DELIVERY, "", 9, &values).await?;
+        }
+        tx.execute(MOVE, params![seq]).await?;
+        Ok(Dispatched {
+            events: events.len(),
+            deliveries: fanned.len(),
+        })
+    }
+}
+
+/// Records a round of attempts to one endpoint and what they make of it.
+struct Record {
+    endpoint_id: String,
+    attempts: Vec<(ClaimedDelivery, AttemptOutcome)>,
+}
+
+impl Steps for Record {
+    type Output = EndpointAfter;
+
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<EndpointAfter, StoreError> {
+        const LOG: &str = "INSERT INTO delivery_attempts (id, delivery_id, endpoint_id, event_id, \
+             attempted_at, status_code, latency_ms, succeeded, response)";
+        // Only the claim's holder moves the delivery on: a claim that ran out and was taken
+        // again by another node is that node's to settle.
+        const SETTLE: &str = "UPDATE deliveries SET status = $3, next_at = $4, \
+             claimed_until = NULL, updated_at = $5 WHERE id = $1 AND attempts = $2 \
+             AND status = 'pending'";
+        const ENDPOINT: &str = "SELECT failing_since FROM webhook_endpoints WHERE id = $1";
+        const HEALTHY: &str = "UPDATE webhook_endpoints SET failing_since = NULL, \
+             paused_until = NULL WHERE id = $1 AND failing_since IS NOT NULL";
+        const PAUSE: &str = "UPDATE webhook_endpoints SET failing_since = $2, paused_until = $3 \
+             WHERE id = $1";
+        const DISABLE: &str = "UPDATE webhook_endpoints SET status = 'disabled', \
+             disabled_reason = $2, failing_since = COALESCE(failing_since, $3), \
+             paused_until = NULL, updated_at = $3 WHERE id = $1 AND status = 'enabled'";
+        let at = now();
+        let ids: Vec<String> = self.attempts.iter().map(|_| new_id()).collect();
+        let log: Vec<Arg<'_>> = self
+            .attempts
+            .iter()
+            .zip(&ids)
+            .flat_map(|((delivery, outcome), id)| {
+                [
+                    id.to_arg(),
+                    delivery.id.to_arg(),
+                    self.endpoint_id.to_arg(),
+                    delivery.event.id.to_arg(),
+                    outcome.attempted_at.to_arg(),
+                    Arg::Int(outcome.status_code.map(i64::from)),
+                    outcome.latency_ms.to_arg(),
+                    Arg::Bool(Some(outcome.succeeded())),
+                    Arg::Text(outcome.response.as_deref()),
+                ]
+            })
+            .collect();
+        if !log.is_empty() {
+            tx.insert_rows(LOG, "", 9, &log).await?;
+        }
+        for (delivery, outcome) in &self.attempts {
+            let (status, next_at) = if outcome.succeeded() {
+                (DeliveryStatus::Delivered, at)
+            } else {
+                let next = at + retry_after(delivery.attempt, random_roll());
+                match next > delivery.created_at + RETRY_FOR {
+                    true => (DeliveryStatus::Failed, at),
+                    false => (DeliveryStatus::Pending, next),
+                }
+            };
+            tx.execute(
+                SETTLE,
+                params![&delivery.id, delivery.attempt, status, next_at, at],
+            )
+            .await?;
+        }
+        let outcomes = self.attempts.iter().map(|(_, o)| o);
+        if let Some(gone) = outcomes.clone().find(|o| o.gone()) {
+            let reason = format!("the receiver answered 410 Gone at {}", gone.attempted_at);
+            tx.execute(DISABLE, params![&self.endpoint_id, &reason, at])
+                .await?;
+            return Ok(EndpointAfter::Disabled(reason));
+        }
+        if outcomes.clone().any(AttemptOutcome::succeeded) || self.attempts.is_empty() {
+            tx.execute(HEALTHY, params![&self.endpoint_id]).await?;
+            return Ok(EndpointAfter::Healthy);
+        }
+        let (failing_since,): (Option<DateTime<Utc>>,) = tx
+            .row(ENDPOINT, params![&self.endpoint_id])
+            .await?
+            .ok_or(StoreError::NotFound { what: "endpoint" })?;
+        let since = failing_since.unwrap_or(at);
+        if at - since >= DISABLE_AFTER {
+            let reason = format!("every attempt failed since {since}");
+            tx.execute(DISABLE, params![&self.endpoint_id, &reason, at])
+                .await?;
+            return Ok(EndpointAfter::Disabled(reason));
+        }
+        let pause = (at - since).clamp(Duration::seconds(1), LONGEST_PAUSE);
+        let until = at + pause;
+        tx.execute(PAUSE, params![&self.endpoint_id, since, until])
+            .await?;
+        Ok(EndpointAfter::Paused(until))
+    }
+}
+
+/// Makes a `webhook.test` event and its one delivery, to the endpoint alone.
+struct Test {
+    event: NewEvent,
+    endpoint_id: String,
+}
+
+impl Steps for Test {
+    type Output = ();
+
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<(), StoreError> {
+        super::record(tx, &self.event).await?;
+        let id = new_id();
+        let e = &self.event;
+        let values = delivery_values(&id, &e.org_id, &self.endpoint_id, &e.id, e.occurred_at);
+        tx.insert_rows(INSERT_DELIVERY, "", 9, &values).await?;
+        Ok(())
+    }
+}
+
+/// Events to endpoints: the dispatcher, the workers' claims and records, the delivery log and
+/// redeliveries (the operator's and the API's: scope `OrgScope`).
+impl Store {
+    /// Numbers up to `limit` committed events and makes their deliveries; nothing when another
+    /// node is doing it.
+    pub async fn dispatch_events(&self, limit: i64) -> Result<Dispatched, StoreError> {
+        let lock = self.claiming("SELECT last_seq FROM event_dispatch WHERE id = 1{skip_locked}");
+        self.write(Dispatch { lock, limit }).await
+    }
+
+    /// The enabled endpoints, not paused, that have deliveries due.
+    pub async fn endpoints_due(&self) -> Result<Vec<WebhookEndpoint>, StoreError> {
+        let sql = format!(
+            "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints e WHERE status = 'enabled' \
+             AND (paused_until IS NULL OR paused_until <= $1) AND EXISTS (SELECT 1 FROM \
+             deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.next_at <= $1 \
+             AND (d.claimed_until IS NULL OR d.claimed_until < $1)) ORDER BY id"
+        );
+        let rows: Vec<EndpointRow> = self.read_rows(&sql, params![now()]).await?;
+        rows.into_iter().map(endpoint_from_row).collect()
+    }
+
+    /// Claims up to `limit` of the endpoint's due deliveries for `lease`, oldest due first.
+    pub async fn claim_deliveries(
+        &self,
+        endpoint_id: &str,
+        limit: i64,
+        lease: Duration,
+    ) -> Result<Vec<ClaimedDelivery>, StoreError> {
+        const SQL: &str = "UPDATE deliveries SET claimed_until = $2, attempts = attempts + 1, \
+             updated_at = $3 WHERE id IN (SELECT id FROM deliveries WHERE endpoint_id = $1 \
+             AND status = 'pending' AND next_at <= $3 \
+             AND (claimed_until IS NULL OR claimed_until < $3) \
+             ORDER BY next_at LIMIT $4{skip_locked}) \
+             RETURNING id, event_id, attempts, created_at";
+        const EVENTS: &str = "SELECT id, org_id, campaign_id, type, occurred_at, data, seq \
+             FROM events WHERE id {key}";
+        let at = now();
+        let claimed: Vec<(String, String, i64, DateTime<Utc>)> = self
+            .write_rows(
+                &self.claiming(SQL),
+                params![endpoint_id, at + lease, at, limit],
+            )
+            .await?;
+        if claimed.is_empty() {
+            return Ok(Vec::new());
+        }
+        // An event may be in several of them (redelivered): each is read once.
+        let mut ids: Vec<&str> = claimed.iter().map(|c| c.1.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let rows: Vec<EventRow> = self.read_each(EVENTS, params![], &ids).await?;
+        let events = rows
+            .into_iter()
+            .map(|r| event_from_row(r).map(|e| (e.id.clone(), e)))
+            .collect::<Result<std::collections::HashMap<_, _>, _>>()?;
+        Ok(claimed
+            .into_iter()
+            .filter_map(|(id, event_id, attempt, created_at)| {
+                let event = events.get(&event_id)?.clone();
+                Some(ClaimedDelivery {
+                    id,
+                    attempt,
+                    created_at,
+                    event,
+                })
+            })
+            .collect())
+    }
+
+    /// Records a round of attempts to the endpoint: the log, each delivery's next step, and the
+    /// endpoint's health.
+    pub async fn record_attempts(
+        &self,
+        endpoint_id: &str,
+        attempts: Vec<(ClaimedDelivery, AttemptOutcome)>,
+    ) -> Result<EndpointAfter, StoreError> {
+        self.write(Record {
+            endpoint_id: endpoint_id.to_string(),
+            attempts,
+        })
+        .await
+    }
+
+    /// The endpoint's delivery log, newest attempt first.
+    pub async fn delivery_attempts(
+        &self,
+        org: &OrgScope,
+        endpoint_id: &str,
+        page: Page,
+    ) -> Result<Paged<DeliveryAttempt>, StoreError> {
+        self.endpoint(org, endpoint_id)
+            .await?
+            .ok_or(StoreError::NotFound { what: "endpoint" })?;
+        type Row = (
+            String,
+            String,
+            String,
+            String,
+            DateTime<Utc>,
+            Option<i64>,
+            i64,
+            bool,
+            Option<String>,
+            String,
+        );
+        let rows = self
+            .read_page(
+                page,
+                "a.id, a.delivery_id, a.event_id, e.type, a.attempted_at, a.status_code, \
+                 a.latency_ms, a.succeeded, a.response, d.status",
+                "FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id \
+                 JOIN events e ON e.id = a.event_id WHERE a.endpoint_id = $1",
+                "a.attempted_at DESC, a.id DESC",
+                params![endpoint_id],
+            )
+            .await?;
+        Paged::of(rows, page, |r: Row| {
+            let table = "delivery_attempts";
+            Ok(DeliveryAttempt {
+                event_type: crate::error::known(EventType::parse(&r.3), table, "type", &r.3)?,
+                delivery_status: crate::error::known(
+                    DeliveryStatus::parse(&r.9),
+                    table,
+                    "status",
+                    &r.9,
+                )?,
+                id: r.0,
+                delivery_id: r.1,
+                event_id: r.2,
+                attempted_at: r.4,
+                status_code: r.5.and_then(|s| u16::try_from(s).ok()),
+                latency_ms: u32::try_from(r.6).unwrap_or(u32::MAX),
+                succeeded: r.7,
+                response: r.8,
+            })
+        })
+    }
+
+    /// Delivers again to the endpoint the events `which` names that it wants: a new pending
+    /// delivery each, due now. How many were made; `NotFound` (`event`) for an event the
+    /// organisation's feed does not hold.
+    pub async fn redeliver(
+        &self,
+        org: &OrgScope,
+        endpoint_id: &str,
+        which: Redelivery,
+    ) -> Result<u64, StoreError> {
+        let endpoint = self
+            .endpoint(org, endpoint_id)
+            .await?
+            .ok_or(StoreError::NotFound { what: "endpoint" })?;
+        let (from, to, id) = match &which {
+            Redelivery::Event(id) => {
+                self.event(org, endpoint.campaign_id.as_deref(), id)
+                    .await?
+                    .filter(|e| e.seq.is_some())
+                    .ok_or(StoreError::NotFound { what: "event" })?;
+                (None, None, Some(id.as_str()))
+            }
+            Redelivery::Range { from, to } => (Some(*from), Some(*to), None),
+        };
+        let sql = format!(
+            "SELECT id, campaign_id, type FROM events WHERE org_id = $1 AND seq IS NOT NULL \
+             AND type <> 'webhook.test' AND ($2 IS NULL OR occurred_at >= $2) \
+             AND ($3 IS NULL OR occurred_at < $3) AND ($4 IS NULL OR id = $4) ORDER BY seq"
+        );
+        let events: Vec<(String, Option<String>, String)> = self
+            .read_rows(&sql, params![org.id(), from, to, id])
+            .await?;
+        let at = now();
+        let ids: Vec<(String, String)> = events
+            .into_iter()
+            .filter(|(_, campaign, kind)| {
+                EventType::parse(kind).is_some_and(|k| endpoint.wants(k, campaign.as_deref()))
+            })
+            .map(|(event_id, ..)| (new_id(), event_id))
+            .collect();
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let values: Vec<Arg<'_>> = ids
+            .iter()
+            .flat_map(|(id, event)| delivery_values(id, org.id(), endpoint_id, event, at))
+            .collect();
+        self.write(Insert {
+            values: crate::backend::owned(&values),
+        })
+        .await
+    }
+
+    /// Records a `webhook.test` event and delivers it to the endpoint alone; its id.
+    pub async fn send_test_event(
+        &self,
+        org: &OrgScope,
+        endpoint_id: &str,
+    ) -> Result<String, StoreError> {
+        let endpoint = self
+            .endpoint(org, endpoint_id)
+            .await?
+            .ok_or(StoreError::NotFound { what: "endpoint" })?;
+        let data = EventData::Test {
+            endpoint_id: endpoint.id.clone(),
+        };
+        let event = NewEvent::new(
+            org.id(),
+            endpoint.campaign_id.as_deref(),
+            EventType::WebhookTest,
+            &data,
+        );
+        let id = event.id.clone();
+        self.write(Test {
+            event,
+            endpoint_id: endpoint.id,
+        })
+        .await?;
+        Ok(id)
+    }
+}
+
+/// New pending deliveries (`INSERT_DELIVERY`'s values, row after row).
+struct Insert {
+    values: Vec<crate::backend::OwnedArg>,
+}
+
+impl Steps for Insert {
+    type Output = u64;
+
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<u64, StoreError> {
+        let values = crate::backend::borrowed(&self.values);
+        tx.insert_rows(INSERT_DELIVERY, "", 9, &values).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_double_to_the_longest_wait_and_last_about_three_days() {
+        assert_eq!(retry_after(1, 0.5), FIRST_RETRY);
+        assert_eq!(retry_after(2, 0.5), FIRST_RETRY * 2);
+        assert_eq!(retry_after(40, 0.5), LONGEST_RETRY);
+        assert!(retry_after(1, 0.0) >= FIRST_RETRY * 4 / 5);
+        assert!(retry_after(1, 0.999) <= FIRST_RETRY * 6 / 5);
+        // The attempts a delivery gets within `RETRY_FOR`, with the middle of the jitter.
+        let (mut waited, mut attempts) = (Duration::zero(), 1);
+        while waited + retry_after(attempts, 0.5) <= RETRY_FOR {
+            waited += retry_after(attempts, 0.5);
+            attempts += 1;
+        }
+        assert!((15..=30).contains(&attempts), "{attempts} attempts");
+    }
+}

@@ -1,0 +1,238 @@
+//! Events out: what happened in a programme, for its webhook endpoints and its event feed.
+//!
+//! An event is written by the change it describes, in the same database transaction
+//! (`record`): a change that rolls back leaves no event, and a committed one always has its
+//! event, whatever happens to the process after the commit. It carries a snapshot of the record
+//! the change made (`EventData`, the store's own JSON of it), which the API renders in the shape
+//! of the version a reader or an endpoint asks for.
+//!
+//! Events are numbered after they commit, by one dispatcher at a time (`deliveries.rs`): an
+//! event's `seq` is its place in the feed, so a reader paging by it never skips an event that
+//! committed after a later-numbered one. The dispatcher also fans each event out to the
+//! endpoints that want it (`endpoints.rs`), one delivery each.
+
+pub mod deliveries;
+pub mod endpoints;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::backend::Tx;
+use crate::common::ids::{new_id, now};
+use crate::{OrgScope, Page, Paged, Store, StoreError, Transaction};
+
+string_enum! {
+    /// What an event says happened.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum EventType ("event type") {
+        EarnCompleted = "earn.completed",
+        EarnRejected = "earn.rejected",
+        TransactionCreated = "transaction.created",
+        WalletTierChanged = "wallet.tier_changed",
+        WalletPointsExpiring = "wallet.points_expiring",
+        BatchCompleted = "batch.completed",
+        BatchFailed = "batch.failed",
+        OrderCreated = "order.created",
+        OrderCancelled = "order.cancelled",
+        CodeRedeemed = "code.redeemed",
+        BookingCreated = "booking.created",
+        BookingStatusChanged = "booking.status_changed",
+        ReviewCreated = "review.created",
+        ReviewHeld = "review.held",
+        ReviewReported = "review.reported",
+        MemberCreated = "member.created",
+        MemberUpdated = "member.updated",
+        MemberDeleted = "member.deleted",
+        /// Sent to one endpoint by an operator's test; never in the feed.
+        WebhookTest = "webhook.test",
+    }
+}
+
+/// The record an event carries, as the change left it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "record", content = "value", rename_all = "snake_case")]
+pub enum EventData {
+    /// `transaction.created`: the transaction written.
+    Transaction(Box<Transaction>),
+    /// `webhook.test`: the endpoint it was sent to.
+    Test { endpoint_id: String },
+}
+
+/// One event, as recorded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub id: String,
+    pub org_id: String,
+    /// `None`: an event of the organisation's, not of one campaign's.
+    pub campaign_id: Option<String>,
+    pub kind: EventType,
+    pub occurred_at: DateTime<Utc>,
+    pub data: EventData,
+    /// Its place in the organisation's feed (`None` until the dispatcher numbers it).
+    pub seq: Option<i64>,
+}
+
+/// An event to record with a change, its JSON made before the change's transaction starts.
+#[derive(Debug, Clone)]
+pub(crate) struct NewEvent {
+    pub(crate) id: String,
+    pub(crate) org_id: String,
+    pub(crate) campaign_id: Option<String>,
+    pub(crate) kind: EventType,
+    pub(crate) occurred_at: DateTime<Utc>,
+    pub(crate) data: String,
+}
+
+impl NewEvent {
+    pub(crate) fn new(
+        org_id: &str,
+        campaign_id: Option<&str>,
+        kind: EventType,
+        data: &EventData,
+    ) -> NewEvent {
+        NewEvent {
+            id: new_id(),
+            org_id: org_id.to_string(),
+            campaign_id: campaign_id.map(str::to_string),
+            kind,
+            occurred_at: now(),
+            // A snapshot of the store's own types: nothing in them fails to serialise.
+            data: serde_json::to_string(data).expect("an event's record serialises"),
+        }
+    }
+
+    /// The statement's arguments, in `INSERT`'s column order.
+    pub(crate) fn args(&self) -> [crate::backend::Arg<'_>; 6] {
+        use crate::backend::ToArg;
+        [
+            self.id.to_arg(),
+            self.org_id.to_arg(),
+            self.campaign_id.to_arg(),
+            self.kind.to_arg(),
+            self.occurred_at.to_arg(),
+            self.data.to_arg(),
+        ]
+    }
+}
+
+const INSERT: &str = "INSERT INTO events (id, org_id, campaign_id, type, occurred_at, data) \
+     VALUES ($1, $2, $3, $4, $5, $6)";
+
+/// Records `event` in the caller's transaction: it commits or rolls back with the change.
+pub(crate) async fn record(tx: &mut impl Tx, event: &NewEvent) -> Result<(), StoreError> {
+    tx.execute(INSERT, &event.args()).await?;
+    Ok(())
+}
+
+row_struct! {
+    pub(crate) struct EventRow {
+        id: String,
+        org_id: String,
+        campaign_id: Option<String>,
+        kind: String,
+        occurred_at: DateTime<Utc>,
+        data: String,
+        seq: Option<i64>,
+    }
+}
+
+pub(crate) const EVENT_COLUMNS: &str = "id, org_id, campaign_id, type, occurred_at, data, seq";
+
+pub(crate) fn event_from_row(row: EventRow) -> Result<Event, StoreError> {
+    let kind = crate::error::known(EventType::parse(&row.kind), "events", "type", &row.kind)?;
+    let data = serde_json::from_str(&row.data).map_err(|e| StoreError::UnknownStored {
+        table: "events",
+        column: "data",
+        value: format!("{}: {e}", row.id),
+    })?;
+    Ok(Event {
+        id: row.id,
+        org_id: row.org_id,
+        campaign_id: row.campaign_id,
+        kind,
+        occurred_at: row.occurred_at,
+        data,
+        seq: row.seq,
+    })
+}
+
+/// Which events a feed reader wants.
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter {
+    /// Empty: every type.
+    pub types: Vec<EventType>,
+    pub from: Option<DateTime<Utc>>,
+    pub to: Option<DateTime<Utc>>,
+    /// Only the events after this one in the order asked for (newer when oldest first, older
+    /// when newest first).
+    pub after: Option<String>,
+    pub newest_first: bool,
+}
+
+/// The event feed (scope: the organisation, and a campaign's events beside the
+/// organisation's own).
+impl Store {
+    /// The feed's page: numbered events of the organisation that are the campaign's (or of no
+    /// campaign), by their number. `NotFound` (`event`) when `after` names no event of theirs.
+    pub async fn events(
+        &self,
+        org: &OrgScope,
+        campaign_id: Option<&str>,
+        filter: &EventFilter,
+        page: Page,
+    ) -> Result<Paged<Event>, StoreError> {
+        let after = match &filter.after {
+            Some(id) => Some(
+                self.event(org, campaign_id, id)
+                    .await?
+                    .and_then(|e| e.seq)
+                    .ok_or(StoreError::UnknownReference {
+                        field: "after",
+                        message: format!("no event `{id}` in the feed"),
+                    })?,
+            ),
+            None => None,
+        };
+        let types: Vec<&str> = filter.types.iter().map(|t| t.as_str()).collect();
+        let types = serde_json::to_string(&types).expect("a list of texts serialises");
+        let (compare, order) = match filter.newest_first {
+            false => (">", "seq"),
+            true => ("<", "seq DESC"),
+        };
+        let from = format!(
+            "FROM events WHERE org_id = $1 AND seq IS NOT NULL AND type <> 'webhook.test' \
+             AND ($2 IS NULL OR campaign_id IS NULL OR campaign_id = $2) \
+             AND ($3 = '[]' OR type IN (SELECT value FROM {json_texts})) \
+             AND ($4 IS NULL OR occurred_at >= $4) AND ($5 IS NULL OR occurred_at < $5) \
+             AND ($6 IS NULL OR seq {compare} $6)",
+            json_texts = self.dialect("json_each($3)", "jsonb_array_elements_text($3::jsonb)"),
+        );
+        let rows = self
+            .read_page(
+                page,
+                EVENT_COLUMNS,
+                &from,
+                order,
+                params![org.id(), campaign_id, &types, filter.from, filter.to, after],
+            )
+            .await?;
+        Paged::of(rows, page, |row: EventRow| event_from_row(row))
+    }
+
+    /// The organisation's event `id` (the campaign's, or of no campaign), numbered or not.
+    pub async fn event(
+        &self,
+        org: &OrgScope,
+        campaign_id: Option<&str>,
+        id: &str,
+    ) -> Result<Option<Event>, StoreError> {
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE id = $1 AND org_id = $2 \
+             AND ($3 IS NULL OR campaign_id IS NULL OR campaign_id = $3)"
+        );
+        let row: Option<EventRow> = self
+            .read_row(&sql, params![id, org.id(), campaign_id])
+            .await?;
+        row.map(event_from_row).transpose()
+    }
+}

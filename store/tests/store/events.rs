@@ -1,0 +1,487 @@
+//! Events out on both backends: recorded with their change or not at all, numbered into the
+//! feed, fanned out to the endpoints that want them, claimed once at a time, retried, failed
+//! after their window, endpoints paused and disabled, the log and redeliveries.
+
+use chrono::{Duration, Utc};
+use store::{
+    ApiVersion, AttemptOutcome, Campaign, ClaimedDelivery, CodeKey, DeliveryStatus, EndpointAfter,
+    EndpointPatch, EndpointStatus, EventData, EventFilter, EventType, NewCampaign, NewEndpoint,
+    Page, Redelivery, RuleBook, Store, StoreError, TransactionKind, WebhookEndpoint, backend_tests,
+};
+
+use crate::ledger::{burn, drain, earn, setup};
+
+fn key() -> CodeKey {
+    CodeKey::new(&[7u8; 32])
+}
+
+fn endpoint(url: &str, types: &[EventType]) -> NewEndpoint {
+    NewEndpoint {
+        campaign_id: None,
+        url: url.into(),
+        description: None,
+        event_types: types.to_vec(),
+        api_version: ApiVersion::V1_9_5,
+        secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into(),
+    }
+}
+
+const PAGE: Page = Page {
+    page: 1,
+    limit: 100,
+};
+
+/// Numbers and fans out until nothing waits.
+async fn dispatch(store: &Store) {
+    while store.dispatch_events(500).await.unwrap().events > 0 {}
+}
+
+async fn feed(store: &Store, campaign: &Campaign, filter: EventFilter) -> Vec<store::Event> {
+    store
+        .events(&campaign.org(), Some(&campaign.id), &filter, PAGE)
+        .await
+        .unwrap()
+        .items
+}
+
+/// A wallet of 100 tokens, burned from twice (30, then a refused 500).
+async fn burned(store: &Store) -> Campaign {
+    let s = setup(store).await;
+    let book = RuleBook::new(store.clone());
+    store
+        .submit_earn(&s.campaign, earn("e-1", "100"))
+        .await
+        .unwrap();
+    drain(store, &book).await;
+    store.burn(&s.campaign, burn("b-1", 30)).await.unwrap();
+    let refused = store.burn(&s.campaign, burn("b-2", 500)).await;
+    assert!(matches!(
+        refused,
+        Err(StoreError::InsufficientBalance { .. })
+    ));
+    // A repeat of the first writes nothing, so records nothing.
+    store.burn(&s.campaign, burn("b-1", 30)).await.unwrap();
+    s.campaign
+}
+
+/// A burn's event commits with it and carries the transaction; a refused burn and a replay
+/// record none; the feed shows an event only once it is numbered.
+async fn a_burn_records_one_event_with_its_transaction(store: Store) {
+    let campaign = burned(&store).await;
+    assert!(
+        feed(&store, &campaign, EventFilter::default())
+            .await
+            .is_empty()
+    );
+    dispatch(&store).await;
+    let events = feed(&store, &campaign, EventFilter::default()).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    let event = &events[0];
+    assert_eq!(event.kind, EventType::TransactionCreated);
+    assert_eq!(event.campaign_id.as_deref(), Some(campaign.id.as_str()));
+    let EventData::Transaction(t) = &event.data else {
+        panic!("{:?}", event.data);
+    };
+    assert_eq!(t.kind, TransactionKind::Burn);
+    assert_eq!(t.amount, store::Tokens::whole(30));
+    assert_eq!(t.external_id.as_deref(), Some("b-1"));
+    let listed = store
+        .list_transactions(&campaign, &Default::default(), PAGE)
+        .await
+        .unwrap();
+    assert!(listed.items.iter().any(|l| l.id == t.id));
+    assert!(event.seq.is_some());
+}
+
+/// Events are numbered in the order the dispatcher sees them; the feed pages by number either
+/// way, filters by type and time, and `after` an id it does not hold is refused.
+async fn the_feed_pages_by_number(store: Store) {
+    let campaign = burned(&store).await;
+    for n in 2..=5 {
+        store
+            .burn(&campaign, burn(&format!("b-{n}0"), 1))
+            .await
+            .unwrap();
+    }
+    dispatch(&store).await;
+    let all = feed(&store, &campaign, EventFilter::default()).await;
+    assert_eq!(all.len(), 5);
+    let seqs: Vec<i64> = all.iter().map(|e| e.seq.unwrap()).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    let after = EventFilter {
+        after: Some(all[1].id.clone()),
+        ..Default::default()
+    };
+    let rest = feed(&store, &campaign, after).await;
+    assert_eq!(rest.first().map(|e| &e.id), Some(&all[2].id));
+    assert_eq!(rest.len(), 3);
+    let newest = EventFilter {
+        newest_first: true,
+        after: Some(all[3].id.clone()),
+        ..Default::default()
+    };
+    let older: Vec<String> = feed(&store, &campaign, newest)
+        .await
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(older, [&*all[2].id, &all[1].id, &all[0].id]);
+    let other_type = EventFilter {
+        types: vec![EventType::MemberCreated],
+        ..Default::default()
+    };
+    assert!(feed(&store, &campaign, other_type).await.is_empty());
+    let later = EventFilter {
+        from: Some(Utc::now() + Duration::minutes(1)),
+        ..Default::default()
+    };
+    assert!(feed(&store, &campaign, later).await.is_empty());
+    let unknown = EventFilter {
+        after: Some("nope".into()),
+        ..Default::default()
+    };
+    let refused = store
+        .events(&campaign.org(), Some(&campaign.id), &unknown, PAGE)
+        .await;
+    assert!(matches!(
+        refused,
+        Err(StoreError::UnknownReference { field: "after", .. })
+    ));
+    // Another organisation sees none of them.
+    let other = store.create_org("Other").await.unwrap();
+    let theirs = store
+        .events(&other.scope(), None, &EventFilter::default(), PAGE)
+        .await
+        .unwrap();
+    assert_eq!(theirs.total, 0);
+}
+
+/// Each event goes to the enabled endpoints that want its type and campaign and existed when
+/// it happened, and to no other.
+async fn events_fan_out_to_the_endpoints_that_want_them(store: Store) {
+    let s = setup(&store).await;
+    let org = s.campaign.org();
+    let k = key();
+    let all = store
+        .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &k)
+        .await
+        .unwrap();
+    let burns = store
+        .create_endpoint(
+            &org,
+            endpoint("https://b.example/hook", &[EventType::TransactionCreated]),
+            &k,
+        )
+        .await
+        .unwrap();
+    let members = store
+        .create_endpoint(
+            &org,
+            endpoint("https://c.example/hook", &[EventType::MemberCreated]),
+            &k,
+        )
+        .await
+        .unwrap();
+    let second = NewCampaign {
+        name: "Second".into(),
+        currency: "PTS".into(),
+        ..Default::default()
+    };
+    let second = store.create_campaign(&org, second).await.unwrap();
+    let elsewhere = NewEndpoint {
+        campaign_id: Some(second.id.clone()),
+        ..endpoint("https://d.example/hook", &[])
+    };
+    let elsewhere = store.create_endpoint(&org, elsewhere, &k).await.unwrap();
+    let off = store
+        .create_endpoint(&org, endpoint("https://e.example/hook", &[]), &k)
+        .await
+        .unwrap();
+    let disable = EndpointPatch {
+        status: Some(EndpointStatus::Disabled),
+        ..Default::default()
+    };
+    store.update_endpoint(&org, &off.id, disable).await.unwrap();
+    let book = RuleBook::new(store.clone());
+    store
+        .submit_earn(&s.campaign, earn("e-1", "100"))
+        .await
+        .unwrap();
+    drain(&store, &book).await;
+    store.burn(&s.campaign, burn("b-1", 30)).await.unwrap();
+    let late = store
+        .create_endpoint(&org, endpoint("https://f.example/hook", &[]), &k)
+        .await
+        .unwrap();
+    let dispatched = store.dispatch_events(500).await.unwrap();
+    assert_eq!((dispatched.events, dispatched.deliveries), (1, 2));
+    let due: Vec<String> = store
+        .endpoints_due()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    let mut wanted = vec![all.id.clone(), burns.id.clone()];
+    wanted.sort();
+    assert_eq!(due, wanted);
+    for quiet in [&members, &elsewhere, &off, &late] {
+        let claimed = claim(&store, quiet).await;
+        assert!(claimed.is_empty(), "{}: {claimed:?}", quiet.url);
+    }
+    // A second run finds nothing new.
+    assert_eq!(store.dispatch_events(500).await.unwrap().events, 0);
+}
+
+async fn claim(store: &Store, endpoint: &WebhookEndpoint) -> Vec<ClaimedDelivery> {
+    store
+        .claim_deliveries(&endpoint.id, 10, Duration::seconds(30))
+        .await
+        .unwrap()
+}
+
+fn answered(status: u16) -> AttemptOutcome {
+    AttemptOutcome {
+        attempted_at: Utc::now(),
+        status_code: Some(status),
+        latency_ms: 12,
+        response: Some("ok".into()),
+    }
+}
+
+/// A claimed delivery is nobody else's until it is recorded; a failure makes it due again
+/// later and pauses the endpoint; a success delivers it and clears the endpoint's failing;
+/// the log lists every attempt, newest first.
+async fn attempts_retry_then_deliver(store: Store) {
+    let campaign = burned(&store).await;
+    let org = campaign.org();
+    let hook = store
+        .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &key())
+        .await
+        .unwrap();
+    store.burn(&campaign, burn("b-3", 5)).await.unwrap();
+    dispatch(&store).await;
+    let claimed = claim(&store, &hook).await;
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].attempt, 1);
+    assert!(claim(&store, &hook).await.is_empty(), "claimed twice");
+    let after = store
+        .record_attempts(&hook.id, vec![(claimed[0].clone(), answered(500))])
+        .await
+        .unwrap();
+    assert!(matches!(after, EndpointAfter::Paused(until) if until > Utc::now()));
+    let hook_now = store.endpoint(&org, &hook.id).await.unwrap().unwrap();
+    assert!(hook_now.failing_since.is_some());
+    // Paused, and the delivery waits for its backoff.
+    assert!(store.endpoints_due().await.unwrap().is_empty());
+    assert!(claim(&store, &hook).await.is_empty());
+    // The worker records the second attempt (as if its backoff had passed).
+    let second = ClaimedDelivery {
+        attempt: 2,
+        ..claimed[0].clone()
+    };
+    // Not the claim's holder (the delivery's attempts say 1): the log keeps it, the delivery
+    // stays as it was.
+    store
+        .record_attempts(&hook.id, vec![(second, answered(200))])
+        .await
+        .unwrap();
+    let log = store.delivery_attempts(&org, &hook.id, PAGE).await.unwrap();
+    assert_eq!(log.total, 2);
+    assert_eq!(log.items[0].delivery_status, DeliveryStatus::Pending);
+    let after = store
+        .record_attempts(&hook.id, vec![(claimed[0].clone(), answered(204))])
+        .await
+        .unwrap();
+    assert_eq!(after, EndpointAfter::Healthy);
+    let log = store.delivery_attempts(&org, &hook.id, PAGE).await.unwrap();
+    assert_eq!(log.total, 3);
+    let newest = &log.items[0];
+    assert_eq!(newest.status_code, Some(204));
+    assert!(newest.succeeded);
+    assert_eq!(newest.delivery_status, DeliveryStatus::Delivered);
+    assert_eq!(newest.event_type, EventType::TransactionCreated);
+    let hook_now = store.endpoint(&org, &hook.id).await.unwrap().unwrap();
+    assert_eq!(hook_now.failing_since, None);
+    // Another organisation's key cannot read the log.
+    let other = store.create_org("Other").await.unwrap();
+    let theirs = store
+        .delivery_attempts(&other.scope(), &hook.id, PAGE)
+        .await;
+    assert!(matches!(theirs, Err(StoreError::NotFound { .. })));
+}
+
+/// A delivery whose window has passed is failed at its next failure; an answer of 410 disables
+/// the endpoint at once, and enabling it again clears its reason.
+async fn deliveries_fail_after_their_window_and_gone_disables(store: Store) {
+    let campaign = burned(&store).await;
+    let org = campaign.org();
+    let hook = store
+        .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &key())
+        .await
+        .unwrap();
+    store.burn(&campaign, burn("b-3", 5)).await.unwrap();
+    store.burn(&campaign, burn("b-4", 5)).await.unwrap();
+    dispatch(&store).await;
+    let claimed = claim(&store, &hook).await;
+    assert_eq!(claimed.len(), 2);
+    let old = ClaimedDelivery {
+        created_at: Utc::now() - store::DELIVERY_WINDOW - Duration::minutes(1),
+        ..claimed[0].clone()
+    };
+    store
+        .record_attempts(&hook.id, vec![(old, answered(503))])
+        .await
+        .unwrap();
+    let after = store
+        .record_attempts(&hook.id, vec![(claimed[1].clone(), answered(410))])
+        .await
+        .unwrap();
+    assert!(matches!(after, EndpointAfter::Disabled(ref why) if why.contains("410")));
+    let log = store.delivery_attempts(&org, &hook.id, PAGE).await.unwrap();
+    let statuses: Vec<DeliveryStatus> = log.items.iter().map(|a| a.delivery_status).collect();
+    assert!(statuses.contains(&DeliveryStatus::Failed), "{statuses:?}");
+    let hook_now = store.endpoint(&org, &hook.id).await.unwrap().unwrap();
+    assert_eq!(hook_now.status, EndpointStatus::Disabled);
+    assert!(store.endpoints_due().await.unwrap().is_empty());
+    let enable = EndpointPatch {
+        status: Some(EndpointStatus::Enabled),
+        ..Default::default()
+    };
+    let hook_now = store.update_endpoint(&org, &hook.id, enable).await.unwrap();
+    assert_eq!(hook_now.disabled_reason, None);
+    assert_eq!(hook_now.status, EndpointStatus::Enabled);
+}
+
+/// Two workers claiming the same endpoint's deliveries at once never get the same one.
+async fn concurrent_claims_share_nothing(store: Store) {
+    let campaign = burned(&store).await;
+    let hook = store
+        .create_endpoint(
+            &campaign.org(),
+            endpoint("https://a.example/h", &[]),
+            &key(),
+        )
+        .await
+        .unwrap();
+    for n in 0..40 {
+        store
+            .burn(&campaign, burn(&format!("c-{n}"), 1))
+            .await
+            .unwrap();
+    }
+    dispatch(&store).await;
+    let claims = (0..4).map(|_| {
+        let store = store.clone();
+        let id = hook.id.clone();
+        tokio::spawn(async move {
+            store
+                .claim_deliveries(&id, 7, Duration::seconds(30))
+                .await
+                .unwrap()
+        })
+    });
+    let mut seen = std::collections::HashSet::new();
+    let mut count = 0;
+    for claim in claims {
+        for delivery in claim.await.unwrap() {
+            count += 1;
+            assert!(seen.insert(delivery.id), "a delivery was claimed twice");
+        }
+    }
+    assert_eq!(count, 28);
+}
+
+/// Redelivery of one event or of a time range makes new deliveries of what the endpoint
+/// wants; test events go to their endpoint alone and never into the feed; secrets rotate with
+/// a window in which both sign.
+async fn redeliveries_tests_and_rotations(store: Store) {
+    let campaign = burned(&store).await;
+    let org = campaign.org();
+    let k = key();
+    dispatch(&store).await;
+    let hook = store
+        .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &k)
+        .await
+        .unwrap();
+    let members_only = store
+        .create_endpoint(
+            &org,
+            endpoint("https://b.example/hook", &[EventType::MemberCreated]),
+            &k,
+        )
+        .await
+        .unwrap();
+    let event = feed(&store, &campaign, EventFilter::default()).await[0].clone();
+    let one = Redelivery::Event(event.id.clone());
+    assert_eq!(
+        store.redeliver(&org, &hook.id, one.clone()).await.unwrap(),
+        1
+    );
+    assert_eq!(
+        store.redeliver(&org, &members_only.id, one).await.unwrap(),
+        0
+    );
+    let range = Redelivery::Range {
+        from: Utc::now() - Duration::hours(1),
+        to: Utc::now() + Duration::hours(1),
+    };
+    assert_eq!(store.redeliver(&org, &hook.id, range).await.unwrap(), 1);
+    let unknown = store
+        .redeliver(&org, &hook.id, Redelivery::Event("nope".into()))
+        .await;
+    assert!(matches!(
+        unknown,
+        Err(StoreError::NotFound { what: "event" })
+    ));
+    assert_eq!(claim(&store, &hook).await.len(), 2);
+
+    let test = store.send_test_event(&org, &members_only.id).await.unwrap();
+    dispatch(&store).await;
+    let claimed = claim(&store, &members_only).await;
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].event.id, test);
+    assert_eq!(claimed[0].event.kind, EventType::WebhookTest);
+    assert!(claim(&store, &hook).await.is_empty());
+    let listed = feed(&store, &campaign, EventFilter::default()).await;
+    assert!(listed.iter().all(|e| e.kind != EventType::WebhookTest));
+
+    let first = store.endpoint_secrets(&hook.id, &k).await.unwrap();
+    assert_eq!(first.previous, None);
+    let until = Utc::now() + Duration::hours(24);
+    store
+        .rotate_endpoint_secret(&org, &hook.id, "whsec_bmV3", Some(until), &k)
+        .await
+        .unwrap();
+    let rotated = store.endpoint_secrets(&hook.id, &k).await.unwrap();
+    assert_eq!(rotated.current, "whsec_bmV3");
+    assert_eq!(rotated.previous, Some(first.current));
+    store
+        .rotate_endpoint_secret(&org, &hook.id, "whsec_bmV4", None, &k)
+        .await
+        .unwrap();
+    let again = store.endpoint_secrets(&hook.id, &k).await.unwrap();
+    assert_eq!(
+        (again.current.as_str(), again.previous),
+        ("whsec_bmV4", None)
+    );
+    // The secret is kept sealed: another key does not open it.
+    let wrong = store
+        .endpoint_secrets(&hook.id, &CodeKey::new(&[8u8; 32]))
+        .await;
+    assert!(wrong.is_err());
+
+    assert!(store.remove_endpoint(&org, &hook.id).await.unwrap());
+    assert!(!store.remove_endpoint(&org, &hook.id).await.unwrap());
+    assert!(store.endpoint(&org, &hook.id).await.unwrap().is_none());
+}
+
+backend_tests!(
+    a_burn_records_one_event_with_its_transaction,
+    the_feed_pages_by_number,
+    events_fan_out_to_the_endpoints_that_want_them,
+    attempts_retry_then_deliver,
+    deliveries_fail_after_their_window_and_gone_disables,
+    concurrent_claims_share_nothing,
+    redeliveries_tests_and_rotations,
+);
