@@ -2,8 +2,9 @@
 
 use std::path::PathBuf;
 
+use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand};
-use store::{ApiVersion, Permission};
+use store::{ApiVersion, EventType, Permission};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -37,6 +38,9 @@ pub enum Command {
     /// Issue, list and revoke API keys.
     #[command(subcommand)]
     Key(KeyCommand),
+    /// Manage an organisation's webhook endpoints: where its events are delivered, signed.
+    #[command(subcommand)]
+    Webhook(WebhookCommand),
     /// Set, list, show and test a campaign's earn rules.
     #[command(subcommand)]
     Rules(RulesCommand),
@@ -426,7 +430,7 @@ pub struct KeyIssue {
     pub org: String,
     #[arg(long)]
     pub campaign: String,
-    /// Grant a permission (repeatable): vector-search.
+    /// Grant a permission (repeatable): vector-search, catalogue-write, redeem-codes, webhooks.
     #[arg(long = "allow", value_name = "PERMISSION", value_parser = parse_permission)]
     pub allow: Vec<Permission>,
     /// The API version requests get when they send no `x-api-version` (1.9.5 or 1.6.2).
@@ -443,6 +447,97 @@ fn parse_permission(s: &str) -> Result<Permission, String> {
 
 fn parse_version(s: &str) -> Result<ApiVersion, String> {
     s.parse()
+}
+
+fn parse_event_type(s: &str) -> Result<EventType, String> {
+    s.parse()
+}
+
+fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| t.to_utc())
+        .map_err(|e| format!("`{s}` is not an RFC 3339 date-time: {e}"))
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WebhookCommand {
+    /// Add an endpoint; prints its signing secret, shown only this once.
+    Add {
+        #[arg(long)]
+        org: String,
+        /// Only this campaign's events (and the organisation's own); else every campaign's.
+        #[arg(long)]
+        campaign: Option<String>,
+        /// An https:// address (http:// where `webhook_allow_http` is set).
+        #[arg(long)]
+        url: String,
+        /// An event type to deliver (repeatable); none: every type.
+        #[arg(long = "event", value_name = "TYPE", value_parser = parse_event_type)]
+        events: Vec<EventType>,
+        /// The API version whose shapes deliveries carry (1.9.5 or 1.6.2).
+        #[arg(long, value_parser = parse_version, default_value = "1.9.5")]
+        version: ApiVersion,
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// List an organisation's endpoints (never their secrets).
+    List {
+        #[arg(long)]
+        org: String,
+    },
+    /// Remove an endpoint, its pending deliveries and its log.
+    Remove {
+        #[arg(long)]
+        org: String,
+        endpoint: String,
+    },
+    /// Enable an endpoint again (after a 410, days of failures or `disable`).
+    Enable {
+        #[arg(long)]
+        org: String,
+        endpoint: String,
+    },
+    /// Stop delivering to an endpoint; its deliveries wait until it is enabled.
+    Disable {
+        #[arg(long)]
+        org: String,
+        endpoint: String,
+    },
+    /// A new signing secret, printed once; the old one keeps signing beside it for a while.
+    RotateSecret {
+        #[arg(long)]
+        org: String,
+        endpoint: String,
+        /// Hours the old secret still signs (0 to 168).
+        #[arg(long, default_value_t = 24, value_parser = clap::value_parser!(u32).range(0..=168))]
+        keep_previous_hours: u32,
+    },
+    /// Send a `webhook.test` event to the endpoint alone (the running service delivers it).
+    Test {
+        #[arg(long)]
+        org: String,
+        endpoint: String,
+    },
+    /// The endpoint's delivery log, newest attempt first.
+    Attempts {
+        #[arg(long)]
+        org: String,
+        endpoint: String,
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100))]
+        limit: u32,
+    },
+    /// Deliver again one event (`--event`) or those of a time range (`--from`, `--to`).
+    Redeliver {
+        #[arg(long)]
+        org: String,
+        endpoint: String,
+        #[arg(long, conflicts_with_all = ["from", "to"], required_unless_present_all = ["from", "to"])]
+        event: Option<String>,
+        #[arg(long, value_parser = parse_time, requires = "to")]
+        from: Option<DateTime<Utc>>,
+        #[arg(long, value_parser = parse_time, requires = "from")]
+        to: Option<DateTime<Utc>>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

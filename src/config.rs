@@ -35,6 +35,10 @@ struct FileConfig {
     http_header_timeout_secs: Option<u64>,
     http_max_connections: Option<usize>,
     http_shutdown_grace_secs: Option<u64>,
+    webhook_allow_http: Option<bool>,
+    webhook_allow: Option<Vec<api::webhooks::Network>>,
+    webhook_timeout_secs: Option<u64>,
+    webhook_concurrency: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -120,6 +124,12 @@ impl Config {
         }
         if api.http.max_connections == 0 {
             bail!("http_max_connections (REWARDS_HTTP_MAX_CONNECTIONS) must be at least 1");
+        }
+        if api.webhooks.timeout.is_zero() || api.webhooks.timeout > Duration::from_secs(60) {
+            bail!("webhook_timeout_secs (REWARDS_WEBHOOK_TIMEOUT_SECS) must be from 1 to 60");
+        }
+        if !(1..=256).contains(&api.webhooks.concurrency) {
+            bail!("webhook_concurrency (REWARDS_WEBHOOK_CONCURRENCY) must be from 1 to 256");
         }
         if api.moderation.report_threshold == 0 {
             bail!("reviews_report_threshold (REWARDS_REVIEWS_REPORT_THRESHOLD) must be at least 1");
@@ -212,6 +222,19 @@ impl Config {
         if let Some(v) = file.http_shutdown_grace_secs {
             api.http.grace = Duration::from_secs(v);
         }
+        let webhooks = &mut api.webhooks;
+        if let Some(v) = file.webhook_allow_http {
+            webhooks.rules.allow_http = v;
+        }
+        if let Some(v) = file.webhook_allow {
+            webhooks.rules.allowed = v;
+        }
+        if let Some(v) = file.webhook_timeout_secs {
+            webhooks.timeout = Duration::from_secs(v);
+        }
+        if let Some(v) = file.webhook_concurrency {
+            webhooks.concurrency = v;
+        }
     }
 }
 
@@ -300,6 +323,27 @@ fn from_env(var: impl Fn(&str) -> Option<String>) -> anyhow::Result<FileConfig> 
         http_shutdown_grace_secs: parse(
             "REWARDS_HTTP_SHUTDOWN_GRACE_SECS",
             var("REWARDS_HTTP_SHUTDOWN_GRACE_SECS"),
+        )?,
+        webhook_allow_http: parse(
+            "REWARDS_WEBHOOK_ALLOW_HTTP",
+            var("REWARDS_WEBHOOK_ALLOW_HTTP"),
+        )?,
+        webhook_allow: var("REWARDS_WEBHOOK_ALLOW")
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| {
+                v.split(',')
+                    .map(|n| n.trim().parse())
+                    .collect::<Result<Vec<_>, String>>()
+                    .map_err(|e| anyhow::anyhow!("REWARDS_WEBHOOK_ALLOW={v:?}: {e}"))
+            })
+            .transpose()?,
+        webhook_timeout_secs: parse(
+            "REWARDS_WEBHOOK_TIMEOUT_SECS",
+            var("REWARDS_WEBHOOK_TIMEOUT_SECS"),
+        )?,
+        webhook_concurrency: parse(
+            "REWARDS_WEBHOOK_CONCURRENCY",
+            var("REWARDS_WEBHOOK_CONCURRENCY"),
         )?,
     })
 }

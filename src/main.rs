@@ -112,6 +112,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Org(command) => commands::tenancy::org(&store, command, cli.json).await,
         Command::Campaign(command) => commands::tenancy::campaign(&store, command, cli.json).await,
         Command::Key(command) => commands::tenancy::key(&store, command, cli.json).await,
+        Command::Webhook(command) => {
+            commands::webhooks::run(&config, &store, command, cli.json).await
+        }
         Command::Rules(command) => commands::rules::run(&store, command, cli.json).await,
         Command::Tier(command) => commands::ledger::tier(&store, command, cli.json).await,
         Command::Catalogue(command) => commands::catalogue::run(&store, command, cli.json).await,

@@ -4,18 +4,20 @@
 //!
 //! - one module per resource, each with its `router()`, request and response types:
 //!   `api_key`, `members/`, `wallets`, `transactions`, `holds`, `transfers`, `batches`,
-//!   `catalogue/`, `orders/`, `bookings`, `leaderboard`, `reviews`;
+//!   `catalogue/`, `orders/`, `bookings`, `leaderboard`, `reviews`, `events` (the feed) and
+//!   `webhooks/` (endpoints, and how deliveries are signed and sent);
 //! - `http/`: what they share (authentication and versions, the error type and problem body,
 //!   the body and query extractors, field checks, paging, the OpenAPI document, the operational
 //!   routes);
 //! - `jobs/`: the background work of a serving process (earn inbox and worker, expiry sweep,
-//!   leaderboard snapshots), started from `jobs::start`;
+//!   leaderboard snapshots, event dispatch and webhook deliveries), started from `jobs::start`;
 //! - `state.rs`: what handlers and jobs can reach.
 
 mod api_key;
 mod batches;
 mod bookings;
 mod catalogue;
+mod events;
 mod holds;
 mod http;
 mod jobs;
@@ -27,6 +29,7 @@ mod state;
 mod transactions;
 mod transfers;
 mod wallets;
+pub mod webhooks;
 
 use std::future::Future;
 
@@ -50,6 +53,7 @@ pub mod views {
         BranchView, CategoryView, CountsView, ImportReportView, ProductView, TagView, TierView,
         VariantView, WeekdaysView,
     };
+    pub use crate::events::EventView;
     pub use crate::holds::HoldView;
     pub use crate::http::error::{FieldError, Problem};
     pub use crate::http::paging::PagedList;
@@ -65,6 +69,7 @@ pub mod views {
     pub use crate::transactions::{EarnAccepted, EarnStatusView, TransactionView};
     pub use crate::transfers::{ReceivedView, TransferView};
     pub use crate::wallets::{BalanceView, ExpiringDayView, ExpiringView, WalletList, WalletView};
+    pub use crate::webhooks::{AttemptView, EndpointView, NewEndpointView, Queued};
 }
 pub use http::server::Limits as HttpLimits;
 pub use state::{AppState, Settings};
@@ -84,6 +89,8 @@ fn routes() -> OpenApiRouter<AppState> {
         .merge(bookings::router())
         .merge(leaderboard::router())
         .merge(reviews::router())
+        .merge(events::router())
+        .merge(webhooks::router())
 }
 
 /// The OpenAPI description of every route, in both versions' shapes, before it is cut into

@@ -29,7 +29,7 @@ pub struct AppState {
 }
 
 /// What an operator may tune beyond the store's own configuration.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Settings {
     /// How often each campaign's leaderboard snapshot is rebuilt (`leaderboard_refresh_secs`).
     pub leaderboard_refresh: Duration,
@@ -42,6 +42,8 @@ pub struct Settings {
     pub public_url: Option<String>,
     /// The HTTP server's timeouts, connection bound and stop's grace period.
     pub http: crate::http::server::Limits,
+    /// Webhook deliveries: the address rules, each attempt's timeout, concurrency.
+    pub webhooks: crate::webhooks::WebhookSettings,
 }
 
 impl Default for Settings {
@@ -51,6 +53,7 @@ impl Default for Settings {
             moderation: Moderation::default(),
             public_url: None,
             http: crate::http::server::Limits::default(),
+            webhooks: crate::webhooks::WebhookSettings::default(),
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod rules;
 pub mod serve;
 pub mod sftp;
 pub mod tenancy;
+pub mod webhooks;
 
 /// Prints `value` as JSON with `--json`, else the text `human` gives.
 pub fn emit(json: bool, value: serde_json::Value, human: impl FnOnce() -> String) {

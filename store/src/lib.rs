@@ -66,9 +66,12 @@ pub use common::tokens::Tokens;
 pub use error::{FieldProblem, StoreError};
 pub use events::deliveries::{
     AttemptOutcome, ClaimedDelivery, DeliveryAttempt, DeliveryStatus, Dispatched, EndpointAfter,
-    RETRY_FOR as DELIVERY_WINDOW, Redelivery,
+    FIRST_RETRY, RETRY_FOR as DELIVERY_WINDOW, Redelivery,
 };
-pub use events::endpoints::{EndpointPatch, EndpointStatus, NewEndpoint, Secrets, WebhookEndpoint};
+pub use events::endpoints::{
+    EndpointPatch, EndpointStatus, MAX_URL as MAX_WEBHOOK_URL, NewEndpoint, Secrets,
+    WebhookEndpoint,
+};
 pub use events::{Event, EventData, EventFilter, EventType};
 pub use exports::schedule::{ClaimedDay, ExportFormat, ExportSchedule, SETTLE as EXPORT_SETTLE};
 pub use exports::{ExportChunk, ExportFilter, ExportTime, Texts};

@@ -1,7 +1,8 @@
 //! The background jobs a serving process runs beside its requests, all started here: the earn
 //! inbox (group commit of submissions, started with the state), the earn worker, the expiry
-//! sweep and the leaderboard's snapshots.
+//! sweep, the leaderboard's snapshots, and events out (dispatch and webhook deliveries).
 
+pub(crate) mod deliveries;
 pub(crate) mod earns;
 pub(crate) mod expiry;
 pub(crate) mod inbox;
@@ -18,6 +19,8 @@ pub fn start(state: &AppState, stop: &watch::Receiver<bool>) -> Vec<JoinHandle<(
     vec![
         tokio::spawn(earns::run(state.clone(), stop.clone())),
         tokio::spawn(expiry::sweep_expiry(state.clone(), stop.clone())),
+        tokio::spawn(deliveries::dispatch(state.clone(), stop.clone())),
+        tokio::spawn(deliveries::deliver(state.clone(), stop.clone())),
         tokio::spawn(leaderboard::refresh_leaderboards(
             state.clone(),
             stop.clone(),

@@ -24,3 +24,4 @@ mod reviews;
 mod similar;
 mod transfers;
 mod wallets;
+mod webhooks;

@@ -21,7 +21,7 @@ use crate::backend::{Arg, Steps, ToArg, Tx};
 use crate::common::ids::{new_id, now, random_roll};
 use crate::{OrgScope, Page, Paged, Store, StoreError};
 
-/// The wait after a delivery's first failed attempt; each failure after doubles it.
+/// The wait after a delivery's first failed attempt by default; each failure after doubles it.
 pub const FIRST_RETRY: Duration = Duration::seconds(10);
 /// The longest wait between two attempts.
 pub const LONGEST_RETRY: Duration = Duration::hours(6);
@@ -32,11 +32,11 @@ pub const DISABLE_AFTER: Duration = Duration::days(5);
 /// The longest an endpoint that fails is paused between rounds of attempts.
 const LONGEST_PAUSE: Duration = Duration::minutes(5);
 
-/// The wait before attempt `attempts + 1` of a delivery whose attempt `attempts` failed,
-/// `roll` (0..1) choosing its jitter.
-pub fn retry_after(attempts: i64, roll: f64) -> Duration {
+/// The wait before attempt `attempts + 1` of a delivery whose attempt `attempts` failed, the
+/// first wait being `first`, `roll` (0..1) choosing its jitter.
+pub fn retry_after(first: Duration, attempts: i64, roll: f64) -> Duration {
     let doublings = u32::try_from(attempts.saturating_sub(1).clamp(0, 20)).unwrap_or(20);
-    let wait = FIRST_RETRY
+    let wait = first
         .checked_mul(1 << doublings)
         .unwrap_or(LONGEST_RETRY)
         .min(LONGEST_RETRY);
@@ -227,6 +227,7 @@ impl Steps for Dispatch {
 /// Records a round of attempts to one endpoint and what they make of it.
 struct Record {
     endpoint_id: String,
+    first_retry: Duration,
     attempts: Vec<(ClaimedDelivery, AttemptOutcome)>,
 }
 
@@ -276,7 +277,7 @@ impl Steps for Record {
             let (status, next_at) = if outcome.succeeded() {
                 (DeliveryStatus::Delivered, at)
             } else {
-                let next = at + retry_after(delivery.attempt, random_roll());
+                let next = at + retry_after(self.first_retry, delivery.attempt, random_roll());
                 match next > delivery.created_at + RETRY_FOR {
                     true => (DeliveryStatus::Failed, at),
                     false => (DeliveryStatus::Pending, next),
@@ -310,7 +311,7 @@ impl Steps for Record {
                 .await?;
             return Ok(EndpointAfter::Disabled(reason));
         }
-        let pause = (at - since).clamp(Duration::seconds(1), LONGEST_PAUSE);
+        let pause = (at - since).clamp(self.first_retry.min(LONGEST_PAUSE), LONGEST_PAUSE);
         let until = at + pause;
         tx.execute(PAUSE, params![&self.endpoint_id, since, until])
             .await?;
@@ -407,15 +408,18 @@ impl Store {
             .collect())
     }
 
-    /// Records a round of attempts to the endpoint: the log, each delivery's next step, and the
-    /// endpoint's health.
+    /// Records a round of attempts to the endpoint: the log, each delivery's next step (a
+    /// failed one is due again after a wait that starts at `first_retry`, normally
+    /// `FIRST_RETRY`), and the endpoint's health.
     pub async fn record_attempts(
         &self,
         endpoint_id: &str,
         attempts: Vec<(ClaimedDelivery, AttemptOutcome)>,
+        first_retry: Duration,
     ) -> Result<EndpointAfter, StoreError> {
         self.write(Record {
             endpoint_id: endpoint_id.to_string(),
+            first_retry,
             attempts,
         })
         .await
@@ -577,15 +581,16 @@ mod tests {
 
     #[test]
     fn retries_double_to_the_longest_wait_and_last_about_three_days() {
-        assert_eq!(retry_after(1, 0.5), FIRST_RETRY);
-        assert_eq!(retry_after(2, 0.5), FIRST_RETRY * 2);
-        assert_eq!(retry_after(40, 0.5), LONGEST_RETRY);
-        assert!(retry_after(1, 0.0) >= FIRST_RETRY * 4 / 5);
-        assert!(retry_after(1, 0.999) <= FIRST_RETRY * 6 / 5);
+        let after = |attempts, roll| retry_after(FIRST_RETRY, attempts, roll);
+        assert_eq!(after(1, 0.5), FIRST_RETRY);
+        assert_eq!(after(2, 0.5), FIRST_RETRY * 2);
+        assert_eq!(after(40, 0.5), LONGEST_RETRY);
+        assert!(after(1, 0.0) >= FIRST_RETRY * 4 / 5);
+        assert!(after(1, 0.999) <= FIRST_RETRY * 6 / 5);
         // The attempts a delivery gets within `RETRY_FOR`, with the middle of the jitter.
         let (mut waited, mut attempts) = (Duration::zero(), 1);
-        while waited + retry_after(attempts, 0.5) <= RETRY_FOR {
-            waited += retry_after(attempts, 0.5);
+        while waited + after(attempts, 0.5) <= RETRY_FOR {
+            waited += after(attempts, 0.5);
             attempts += 1;
         }
         assert!((15..=30).contains(&attempts), "{attempts} attempts");

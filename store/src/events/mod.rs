@@ -173,7 +173,7 @@ pub struct EventFilter {
 /// organisation's own).
 impl Store {
     /// The feed's page: numbered events of the organisation that are the campaign's (or of no
-    /// campaign), by their number. `NotFound` (`event`) when `after` names no event of theirs.
+    /// campaign), by their number. `Invalid` (`after`) when `after` names no event of theirs.
     pub async fn events(
         &self,
         org: &OrgScope,
@@ -186,9 +186,8 @@ impl Store {
                 self.event(org, campaign_id, id)
                     .await?
                     .and_then(|e| e.seq)
-                    .ok_or(StoreError::UnknownReference {
-                        field: "after",
-                        message: format!("no event `{id}` in the feed"),
+                    .ok_or_else(|| {
+                        StoreError::invalid("after", format!("no event `{id}` in the feed"))
                     })?,
             ),
             None => None,

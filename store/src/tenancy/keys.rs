@@ -27,6 +27,9 @@ string_enum! {
         CatalogueWrite = "catalogue-write",
         /// Redeeming members' codes (`POST /v1/codes/redeem`): for partners' keys.
         RedeemCodes = "redeem-codes",
+        /// Managing the organisation's webhook endpoints (`/v1/webhooks`): their addresses,
+        /// secrets, delivery logs and redeliveries.
+        Webhooks = "webhooks",
     }
 }
 

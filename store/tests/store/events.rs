@@ -145,7 +145,7 @@ async fn the_feed_pages_by_number(store: Store) {
         .await;
     assert!(matches!(
         refused,
-        Err(StoreError::UnknownReference { field: "after", .. })
+        Err(StoreError::Invalid { field: "after", .. })
     ));
     // Another organisation sees none of them.
     let other = store.create_org("Other").await.unwrap();
@@ -266,7 +266,11 @@ async fn attempts_retry_then_deliver(store: Store) {
     assert_eq!(claimed[0].attempt, 1);
     assert!(claim(&store, &hook).await.is_empty(), "claimed twice");
     let after = store
-        .record_attempts(&hook.id, vec![(claimed[0].clone(), answered(500))])
+        .record_attempts(
+            &hook.id,
+            vec![(claimed[0].clone(), answered(500))],
+            store::FIRST_RETRY,
+        )
         .await
         .unwrap();
     assert!(matches!(after, EndpointAfter::Paused(until) if until > Utc::now()));
@@ -283,14 +287,18 @@ async fn attempts_retry_then_deliver(store: Store) {
     // Not the claim's holder (the delivery's attempts say 1): the log keeps it, the delivery
     // stays as it was.
     store
-        .record_attempts(&hook.id, vec![(second, answered(200))])
+        .record_attempts(&hook.id, vec![(second, answered(200))], store::FIRST_RETRY)
         .await
         .unwrap();
     let log = store.delivery_attempts(&org, &hook.id, PAGE).await.unwrap();
     assert_eq!(log.total, 2);
     assert_eq!(log.items[0].delivery_status, DeliveryStatus::Pending);
     let after = store
-        .record_attempts(&hook.id, vec![(claimed[0].clone(), answered(204))])
+        .record_attempts(
+            &hook.id,
+            vec![(claimed[0].clone(), answered(204))],
+            store::FIRST_RETRY,
+        )
         .await
         .unwrap();
     assert_eq!(after, EndpointAfter::Healthy);
@@ -330,11 +338,15 @@ async fn deliveries_fail_after_their_window_and_gone_disables(store: Store) {
         ..claimed[0].clone()
     };
     store
-        .record_attempts(&hook.id, vec![(old, answered(503))])
+        .record_attempts(&hook.id, vec![(old, answered(503))], store::FIRST_RETRY)
         .await
         .unwrap();
     let after = store
-        .record_attempts(&hook.id, vec![(claimed[1].clone(), answered(410))])
+        .record_attempts(
+            &hook.id,
+            vec![(claimed[1].clone(), answered(410))],
+            store::FIRST_RETRY,
+        )
         .await
         .unwrap();
     assert!(matches!(after, EndpointAfter::Disabled(ref why) if why.contains("410")));

@@ -7,6 +7,7 @@ mod catalogue;
 mod ledger;
 mod members;
 mod orders;
+pub mod receiver;
 mod wallets;
 
 pub use catalogue::small_catalogue;
