@@ -478,6 +478,37 @@ mod tests {
     }
 
     #[test]
+    fn webhook_settings_are_read_and_checked() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            from_env(move |name| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| v.to_string())
+            })
+        };
+        let mut config = Config::default();
+        config.apply(
+            env(&[
+                ("REWARDS_WEBHOOK_ALLOW_HTTP", "true"),
+                ("REWARDS_WEBHOOK_ALLOW", "127.0.0.1, 10.0.0.0/8"),
+                ("REWARDS_WEBHOOK_TIMEOUT_SECS", "5"),
+            ])
+            .unwrap(),
+        );
+        config.check().unwrap();
+        let webhooks = &config.api.webhooks;
+        assert!(webhooks.rules.allow_http);
+        assert_eq!(webhooks.rules.allowed.len(), 2);
+        assert_eq!(webhooks.timeout, Duration::from_secs(5));
+        let err = env(&[("REWARDS_WEBHOOK_ALLOW", "10.0.0.0/40")]).unwrap_err();
+        assert!(err.to_string().contains("REWARDS_WEBHOOK_ALLOW"), "{err}");
+        config.apply(env(&[("REWARDS_WEBHOOK_TIMEOUT_SECS", "0")]).unwrap());
+        let err = config.check().unwrap_err();
+        assert!(err.to_string().contains("webhook_timeout_secs"), "{err}");
+    }
+
+    #[test]
     fn leaderboard_and_review_settings_are_read_and_checked() {
         let mut config = Config::default();
         config.apply(

@@ -29,7 +29,7 @@ pub struct AppState {
 }
 
 /// What an operator may tune beyond the store's own configuration.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     /// How often each campaign's leaderboard snapshot is rebuilt (`leaderboard_refresh_secs`).
     pub leaderboard_refresh: Duration,

@@ -9,7 +9,7 @@ use store::{EndpointPatch, EndpointStatus, NewEndpoint, Page, Redelivery, Store,
 
 use super::emit;
 use crate::cli::WebhookCommand;
-use crate::config::Config;
+use rewards::config::Config;
 
 fn endpoint_json(e: &WebhookEndpoint) -> serde_json::Value {
     json!(api::views::EndpointView::from(e.clone()))

@@ -131,7 +131,7 @@ fn special_v6(ip: Ipv6Addr) -> Option<&'static str> {
 }
 
 /// The operator's rules for endpoint addresses.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct AddressRules {
     /// Whether `http://` endpoints are allowed (`https://` always is).
     pub allow_http: bool,

@@ -309,10 +309,9 @@ async fn update_endpoint(
 ) -> Result<Json<EndpointView>, ApiError> {
     endpoint_of(&state, &caller, &id).await?;
     let mut checks = Checks::default();
-    let url = match input.url {
-        Some(url) => Some(checks.required("url", Some(url), store::MAX_WEBHOOK_URL)),
-        None => None,
-    };
+    let url = input
+        .url
+        .map(|url| checks.required("url", Some(url), store::MAX_WEBHOOK_URL));
     let description = input
         .description
         .map(|d| checks.text("description", d, MAX_TEXT));

@@ -13,7 +13,7 @@ pub use client::{AddressRules, Network, Sender};
 pub use endpoints::{AttemptView, EndpointView, NewEndpointView, Queued, router};
 
 /// What an operator may tune about deliveries.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct WebhookSettings {
     /// Which endpoint addresses are allowed (`webhook_allow_http`, `webhook_allow`).
     pub rules: AddressRules,

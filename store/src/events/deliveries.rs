@@ -503,14 +503,11 @@ impl Store {
             }
             Redelivery::Range { from, to } => (Some(*from), Some(*to), None),
         };
-        let sql = format!(
-            "SELECT id, campaign_id, type FROM events WHERE org_id = $1 AND seq IS NOT NULL \
-             AND type <> 'webhook.test' AND ($2 IS NULL OR occurred_at >= $2) \
-             AND ($3 IS NULL OR occurred_at < $3) AND ($4 IS NULL OR id = $4) ORDER BY seq"
-        );
-        let events: Vec<(String, Option<String>, String)> = self
-            .read_rows(&sql, params![org.id(), from, to, id])
-            .await?;
+        const SQL: &str = "SELECT id, campaign_id, type FROM events WHERE org_id = $1 \
+             AND seq IS NOT NULL AND type <> 'webhook.test' AND ($2 IS NULL OR occurred_at >= $2) \
+             AND ($3 IS NULL OR occurred_at < $3) AND ($4 IS NULL OR id = $4) ORDER BY seq";
+        let events: Vec<(String, Option<String>, String)> =
+            self.read_rows(SQL, params![org.id(), from, to, id]).await?;
         let at = now();
         let ids: Vec<(String, String)> = events
             .into_iter()
