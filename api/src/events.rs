@@ -20,6 +20,7 @@ use crate::http::checks::{self, schema};
 use crate::http::error::{ApiError, FieldError, Problem};
 use crate::http::paging::{PagedList, Paging, PagingParams};
 use crate::http::query::QueryParams;
+use crate::members::MemberView;
 use crate::transactions::TransactionView;
 
 /// One event, as webhooks deliver it and the feed lists it.
@@ -47,9 +48,11 @@ pub struct EventView {
 impl EventView {
     /// `event` in the shapes of `version`.
     pub fn render(event: Event, version: ApiVersion) -> EventView {
-        let _ = version; // The records events carry so far are shown alike in both versions.
         let data = match event.data {
             EventData::Transaction(t) => json!(TransactionView::from(*t)),
+            EventData::Member(m) => json!(MemberView::new(*m, version)),
+            // A deleted member's events keep no personal data.
+            EventData::MemberErased { id } => json!({ "id": id }),
             EventData::Test { endpoint_id } => json!({
                 "endpointId": endpoint_id,
                 "message": "A test delivery from the operator of your rewards programme.",

@@ -76,7 +76,7 @@ pub struct MemberView {
 }
 
 impl MemberView {
-    fn new(member: Member, version: ApiVersion) -> Self {
+    pub(crate) fn new(member: Member, version: ApiVersion) -> Self {
         MemberView {
             communication_preferences: PreferencesBody::render(
                 &member.communication_preferences,

@@ -28,6 +28,8 @@ use store::AttemptOutcome;
 pub const SNIPPET: usize = 1_024;
 /// Bytes of an answer's body read at most (the rest is dropped with the connection).
 const READ_AT_MOST: usize = 4_096;
+/// How long saving an endpoint waits for its name to resolve.
+const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A network, as configuration names it: an address (`127.0.0.1`) or a CIDR block
 /// (`10.0.0.0/8`, `fd00::/8`).
@@ -163,11 +165,15 @@ impl AddressRules {
         });
         let addresses: Vec<IpAddr> = match host.parse::<IpAddr>() {
             Ok(ip) => vec![ip],
-            Err(_) => tokio::net::lookup_host((host.as_str(), port))
-                .await
-                .map_err(|e| format!("`{host}` does not resolve: {e}"))?
-                .map(|a| a.ip())
-                .collect(),
+            Err(_) => {
+                let lookup = tokio::net::lookup_host((host.as_str(), port));
+                tokio::time::timeout(LOOKUP_TIMEOUT, lookup)
+                    .await
+                    .map_err(|_| format!("`{host}` did not resolve within 5 seconds"))?
+                    .map_err(|e| format!("`{host}` does not resolve: {e}"))?
+                    .map(|a| a.ip())
+                    .collect()
+            }
         };
         if addresses.is_empty() {
             return Err(format!("`{host}` resolves to no address"));

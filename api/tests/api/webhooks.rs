@@ -29,6 +29,9 @@ fn local() -> api::Settings {
 
 const WITHIN: Duration = Duration::from_secs(20);
 
+/// The event types of the endpoints that follow burns (members' events come first otherwise).
+const BURNS: [&str; 1] = ["transaction.created"];
+
 async fn manager(app: &TestApp) -> Credentials {
     let new = NewKey {
         permissions: vec![Permission::Webhooks],
@@ -69,7 +72,7 @@ async fn a_burn_is_delivered_signed_and_in_the_feed(app: TestApp) {
     let made = add_endpoint(
         &app,
         &key,
-        json!({"url": receiver.url, "description": "CRM"}),
+        json!({"url": receiver.url, "description": "CRM", "eventTypes": BURNS}),
     )
     .await;
     assert!(made.secret.starts_with("whsec_"));
@@ -92,7 +95,10 @@ async fn a_burn_is_delivered_signed_and_in_the_feed(app: TestApp) {
     assert_eq!(delivery.body["type"], "transaction.created");
     let data: TransactionView = serde_json::from_value(delivery.body["data"].clone()).unwrap();
     assert_eq!(data, burned);
-    let feed: PagedList<EventView> = app.get("/v1/events").await.expect(StatusCode::OK);
+    let feed: PagedList<EventView> = app
+        .get("/v1/events?type=transaction.created")
+        .await
+        .expect(StatusCode::OK);
     assert_eq!(feed.data.len(), 1);
     assert_eq!(feed.data[0].id, delivery.id);
     assert_eq!(serde_json::to_value(&feed.data[0]).unwrap(), delivery.body);
@@ -134,16 +140,21 @@ async fn a_burn_is_delivered_signed_and_in_the_feed(app: TestApp) {
         "a redelivery keeps the event's id"
     );
     assert!(received[2].verified, "the new secret verifies");
-    // The test event is never in the feed.
+    // The test event is never in the feed (the member's creation and the burn are).
     let feed: PagedList<EventView> = app.get("/v1/events").await.expect(StatusCode::OK);
-    assert_eq!(feed.total, 1);
+    assert_eq!(feed.total, 2);
 }
 
 /// A 500 is tried again until it succeeds; a 303 is not followed; a 410 disables the endpoint.
 async fn failures_retry_redirects_fail_and_gone_disables(app: TestApp) {
     let key = manager(&app).await;
     let receiver = Receiver::start().await;
-    let made = add_endpoint(&app, &key, json!({"url": receiver.url})).await;
+    let made = add_endpoint(
+        &app,
+        &key,
+        json!({"url": receiver.url, "eventTypes": BURNS}),
+    )
+    .await;
     receiver.script(&[Answer::Status(500), Answer::Redirect]);
     app.member_with_wallet().await;
     app.earn("e-1", "w-1", json!(50)).await;
@@ -225,8 +236,8 @@ async fn a_hanging_receiver_delays_no_one_else(app: TestApp) {
     let key = manager(&app).await;
     let (slow, quick) = (Receiver::start().await, Receiver::start().await);
     slow.script(&[Answer::Hang; 64]);
-    let hanging = add_endpoint(&app, &key, json!({"url": slow.url})).await;
-    add_endpoint(&app, &key, json!({"url": quick.url})).await;
+    let hanging = add_endpoint(&app, &key, json!({"url": slow.url, "eventTypes": BURNS})).await;
+    add_endpoint(&app, &key, json!({"url": quick.url, "eventTypes": BURNS})).await;
     app.member_with_wallet().await;
     app.earn("e-1", "w-1", json!(50)).await;
     for n in 0..3 {
@@ -352,9 +363,46 @@ async fn bad_requests_are_refused(app: TestApp) {
     }
 }
 
+/// A member's events carry the member in the shapes of the endpoint's version (1.6.2: channel
+/// lists) and of the reader's in the feed (1.9.5: flags); after the deletion, none of them
+/// holds personal data.
+async fn member_events_follow_the_version_and_erasure(app: TestApp) {
+    let key = manager(&app).await;
+    let receiver = Receiver::start().await;
+    let body = json!({"url": receiver.url, "apiVersion": "1.6.2",
+        "eventTypes": ["member.created", "member.deleted"]});
+    add_endpoint(&app, &key, body).await;
+    let member = app.create_member("card-1").await;
+    let received = receiver.wait_for(1, WITHIN).await;
+    let data = &received[0].body["data"];
+    assert_eq!(received[0].body["type"], "member.created");
+    assert_eq!(data["id"], member.id);
+    assert!(
+        data["communicationPreferences"]["general"]["channels"].is_array(),
+        "{data}"
+    );
+    let feed: PagedList<EventView> = app.get("/v1/events").await.expect(StatusCode::OK);
+    let prefs = &feed.data[0].data["communicationPreferences"]["general"];
+    assert!(prefs["email"].is_boolean(), "1.9.5 in the feed: {prefs}");
+    let path = format!("/v1/members/{}", member.id);
+    let reply = app
+        .send(Method::DELETE, &path, Some(&app.key), None, None)
+        .await;
+    assert!(reply.status.is_success(), "{}", reply.body);
+    let received = receiver.wait_for(2, WITHIN).await;
+    assert_eq!(received[1].body["type"], "member.deleted");
+    assert_eq!(received[1].body["data"], json!({"id": member.id}));
+    let feed: PagedList<EventView> = app.get("/v1/events").await.expect(StatusCode::OK);
+    assert_eq!(feed.total, 2);
+    for event in &feed.data {
+        assert_eq!(event.data, json!({"id": member.id}), "{}", event.kind);
+    }
+}
+
 app_tests!(settings: super::local();
     a_burn_is_delivered_signed_and_in_the_feed,
     failures_retry_redirects_fail_and_gone_disables,
     a_hanging_receiver_delays_no_one_else,
     bad_requests_are_refused,
+    member_events_follow_the_version_and_erasure,
 );

@@ -6,6 +6,9 @@ CREATE TABLE events (
     -- NULL: an event of the organisation's (a member's, a batch file's without a campaign).
     campaign_id TEXT,
     type        TEXT NOT NULL,
+    -- The id of the record the event is about (a transaction's, a member's...): what erasing a
+    -- member finds its events by.
+    subject_id  TEXT,
     occurred_at TIMESTAMPTZ NOT NULL,
     -- The record the event carries, as the store's JSON snapshot of it at the change; the API
     -- renders it in the shape of the version asked for.
@@ -18,6 +21,7 @@ CREATE TABLE events (
 CREATE INDEX events_unnumbered ON events (id) WHERE seq IS NULL;
 CREATE UNIQUE INDEX events_feed ON events (org_id, seq);
 CREATE INDEX events_type ON events (org_id, type, seq);
+CREATE INDEX events_subject ON events (subject_id);
 
 -- The dispatcher's place: the last number given. One row; whoever holds it numbers.
 CREATE TABLE event_dispatch (

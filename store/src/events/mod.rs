@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::Tx;
 use crate::common::ids::{new_id, now};
-use crate::{OrgScope, Page, Paged, Store, StoreError, Transaction};
+use crate::{Member, OrgScope, Page, Paged, Store, StoreError, Transaction};
 
 string_enum! {
     /// What an event says happened.
@@ -54,8 +54,43 @@ string_enum! {
 pub enum EventData {
     /// `transaction.created`: the transaction written.
     Transaction(Box<Transaction>),
+    /// `member.created`, `member.updated`: the member as the change left it.
+    Member(Box<Member>),
+    /// `member.deleted`, and what a deleted member's earlier events carry from then on: the
+    /// member's id, no personal data.
+    MemberErased { id: String },
     /// `webhook.test`: the endpoint it was sent to.
     Test { endpoint_id: String },
+}
+
+impl EventData {
+    /// The id of the record the event is about.
+    fn subject_id(&self) -> Option<&str> {
+        match self {
+            EventData::Transaction(t) => Some(&t.id),
+            EventData::Member(m) => Some(&m.id),
+            EventData::MemberErased { id } => Some(id),
+            EventData::Test { .. } => None,
+        }
+    }
+}
+
+/// Replaces the data of the member's earlier events with its id alone, in the caller's
+/// transaction (the member's erasure): no personal data stays in the events or reaches an
+/// endpoint after it.
+pub(crate) async fn erase_member(
+    tx: &mut impl Tx,
+    org_id: &str,
+    member_id: &str,
+) -> Result<(), StoreError> {
+    const SQL: &str = "UPDATE events SET data = $3 WHERE subject_id = $2 AND org_id = $1 \
+         AND type IN ('member.created', 'member.updated')";
+    let erased = EventData::MemberErased {
+        id: member_id.to_string(),
+    };
+    let data = serde_json::to_string(&erased).expect("an event's record serialises");
+    tx.execute(SQL, params![org_id, member_id, &data]).await?;
+    Ok(())
 }
 
 /// One event, as recorded.
@@ -79,6 +114,7 @@ pub(crate) struct NewEvent {
     pub(crate) org_id: String,
     pub(crate) campaign_id: Option<String>,
     pub(crate) kind: EventType,
+    pub(crate) subject_id: Option<String>,
     pub(crate) occurred_at: DateTime<Utc>,
     pub(crate) data: String,
 }
@@ -95,6 +131,7 @@ impl NewEvent {
             org_id: org_id.to_string(),
             campaign_id: campaign_id.map(str::to_string),
             kind,
+            subject_id: data.subject_id().map(str::to_string),
             occurred_at: now(),
             // A snapshot of the store's own types: nothing in them fails to serialise.
             data: serde_json::to_string(data).expect("an event's record serialises"),
@@ -102,21 +139,34 @@ impl NewEvent {
     }
 
     /// The statement's arguments, in `INSERT`'s column order.
-    pub(crate) fn args(&self) -> [crate::backend::Arg<'_>; 6] {
+    pub(crate) fn args(&self) -> [crate::backend::Arg<'_>; 7] {
         use crate::backend::ToArg;
         [
             self.id.to_arg(),
             self.org_id.to_arg(),
             self.campaign_id.to_arg(),
             self.kind.to_arg(),
+            self.subject_id.to_arg(),
             self.occurred_at.to_arg(),
             self.data.to_arg(),
         ]
     }
 }
 
-const INSERT: &str = "INSERT INTO events (id, org_id, campaign_id, type, occurred_at, data) \
-     VALUES ($1, $2, $3, $4, $5, $6)";
+/// `INSERT`'s column list (`NewEvent::args` gives their values); a statement that records an
+/// event with other work names these.
+macro_rules! event_columns {
+    () => {
+        "id, org_id, campaign_id, type, subject_id, occurred_at, data"
+    };
+}
+pub(crate) use event_columns;
+
+const INSERT: &str = concat!(
+    "INSERT INTO events (",
+    event_columns!(),
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7)"
+);
 
 /// Records `event` in the caller's transaction: it commits or rolls back with the change.
 pub(crate) async fn record(tx: &mut impl Tx, event: &NewEvent) -> Result<(), StoreError> {

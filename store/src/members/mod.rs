@@ -15,6 +15,7 @@ use crate::backend::{Arg, Steps, ToArg, Tx};
 use crate::common::ids::{new_id, now};
 use crate::error::conflict_on;
 use crate::error::known;
+use crate::events::{self, EventData, EventType, NewEvent};
 use crate::{Page, Paged, Store, StoreError};
 
 /// The categories a member's communication preferences are kept for, in the seed's order.
@@ -91,7 +92,7 @@ string_enum! {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Member {
     pub id: String,
     pub first_name: String,
@@ -260,19 +261,11 @@ impl Store {
             created_at: now,
             updated_at: now,
         };
-        let preferences = serde_json::json!(member.communication_preferences);
-        let mut args = params![org_id, member.id].to_vec();
-        args.extend(member.column_args(&preferences));
-        args.extend(params![member.created_at, member.updated_at]);
-        self.execute(
-            "INSERT INTO members (org_id, id, first_name, last_name, email, phone, status, idp, \
-             user_id, external_id, meta, communication_preferences, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-            &args,
-        )
+        self.write(Create {
+            org_id: org_id.to_string(),
+            member,
+        })
         .await
-        .map_err(|e| conflict_on(e, MEMBER_UNIQUE))?;
-        Ok(member)
     }
 
     /// The organisation's live members in creation order.
@@ -349,6 +342,34 @@ impl Store {
     }
 }
 
+/// A new member and its `member.created`, in one transaction.
+struct Create {
+    org_id: String,
+    member: Member,
+}
+
+impl Steps for Create {
+    type Output = Member;
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<Member, StoreError> {
+        const INSERT: &str = "INSERT INTO members (org_id, id, first_name, last_name, email, \
+             phone, status, idp, user_id, external_id, meta, communication_preferences, \
+             created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
+        let member = self.member;
+        let preferences = serde_json::json!(member.communication_preferences);
+        let mut args = params![self.org_id, member.id].to_vec();
+        args.extend(member.column_args(&preferences));
+        args.extend(params![member.created_at, member.updated_at]);
+        tx.execute(INSERT, &args)
+            .await
+            .map_err(|e| conflict_on(e, MEMBER_UNIQUE))?;
+        let data = EventData::Member(Box::new(member.clone()));
+        let event = NewEvent::new(&self.org_id, None, EventType::MemberCreated, &data);
+        events::record(tx, &event).await?;
+        Ok(member)
+    }
+}
+
 /// A change to a live member, read and written in one transaction (concurrent updates do not
 /// lose each other's changes).
 struct Change {
@@ -386,9 +407,16 @@ impl Steps for Change {
                 tx.execute(UPDATE, &args)
                     .await
                     .map_err(|e| conflict_on(e, MEMBER_UNIQUE))?;
+                let data = EventData::Member(Box::new(member.clone()));
+                let event = NewEvent::new(org_id, None, EventType::MemberUpdated, &data);
+                events::record(tx, &event).await?;
             }
             Changing::Erase => {
                 tx.execute(ERASE, params![org_id, id, now()]).await?;
+                events::erase_member(tx, org_id, id).await?;
+                let data = EventData::MemberErased { id: id.clone() };
+                let event = NewEvent::new(org_id, None, EventType::MemberDeleted, &data);
+                events::record(tx, &event).await?;
             }
         }
         Ok(member)

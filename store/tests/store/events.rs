@@ -44,6 +44,14 @@ async fn feed(store: &Store, campaign: &Campaign, filter: EventFilter) -> Vec<st
         .items
 }
 
+/// The transaction events only (the fixtures' members make events of their own).
+fn burns() -> EventFilter {
+    EventFilter {
+        types: vec![EventType::TransactionCreated],
+        ..Default::default()
+    }
+}
+
 /// A wallet of 100 tokens, burned from twice (30, then a refused 500).
 async fn burned(store: &Store) -> Campaign {
     let s = setup(store).await;
@@ -74,7 +82,7 @@ async fn a_burn_records_one_event_with_its_transaction(store: Store) {
             .is_empty()
     );
     dispatch(&store).await;
-    let events = feed(&store, &campaign, EventFilter::default()).await;
+    let events = feed(&store, &campaign, burns()).await;
     assert_eq!(events.len(), 1, "{events:?}");
     let event = &events[0];
     assert_eq!(event.kind, EventType::TransactionCreated);
@@ -104,13 +112,13 @@ async fn the_feed_pages_by_number(store: Store) {
             .unwrap();
     }
     dispatch(&store).await;
-    let all = feed(&store, &campaign, EventFilter::default()).await;
+    let all = feed(&store, &campaign, burns()).await;
     assert_eq!(all.len(), 5);
     let seqs: Vec<i64> = all.iter().map(|e| e.seq.unwrap()).collect();
     assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
     let after = EventFilter {
         after: Some(all[1].id.clone()),
-        ..Default::default()
+        ..burns()
     };
     let rest = feed(&store, &campaign, after).await;
     assert_eq!(rest.first().map(|e| &e.id), Some(&all[2].id));
@@ -118,7 +126,7 @@ async fn the_feed_pages_by_number(store: Store) {
     let newest = EventFilter {
         newest_first: true,
         after: Some(all[3].id.clone()),
-        ..Default::default()
+        ..burns()
     };
     let older: Vec<String> = feed(&store, &campaign, newest)
         .await
@@ -127,10 +135,15 @@ async fn the_feed_pages_by_number(store: Store) {
         .collect();
     assert_eq!(older, [&*all[2].id, &all[1].id, &all[0].id]);
     let other_type = EventFilter {
-        types: vec![EventType::MemberCreated],
+        types: vec![EventType::ReviewCreated],
         ..Default::default()
     };
     assert!(feed(&store, &campaign, other_type).await.is_empty());
+    let members = EventFilter {
+        types: vec![EventType::MemberCreated],
+        ..Default::default()
+    };
+    assert_eq!(feed(&store, &campaign, members).await.len(), 1);
     let later = EventFilter {
         from: Some(Utc::now() + Duration::minutes(1)),
         ..Default::default()
@@ -214,7 +227,8 @@ async fn events_fan_out_to_the_endpoints_that_want_them(store: Store) {
         .await
         .unwrap();
     let dispatched = store.dispatch_events(500).await.unwrap();
-    assert_eq!((dispatched.events, dispatched.deliveries), (1, 2));
+    // The member's creation came before every endpoint: only the burn is delivered.
+    assert_eq!((dispatched.events, dispatched.deliveries), (2, 2));
     let due: Vec<String> = store
         .endpoints_due()
         .await
@@ -424,7 +438,7 @@ async fn redeliveries_tests_and_rotations(store: Store) {
         )
         .await
         .unwrap();
-    let event = feed(&store, &campaign, EventFilter::default()).await[0].clone();
+    let event = feed(&store, &campaign, burns()).await[0].clone();
     let one = Redelivery::Event(event.id.clone());
     assert_eq!(
         store.redeliver(&org, &hook.id, one.clone()).await.unwrap(),
@@ -438,7 +452,8 @@ async fn redeliveries_tests_and_rotations(store: Store) {
         from: Utc::now() - Duration::hours(1),
         to: Utc::now() + Duration::hours(1),
     };
-    assert_eq!(store.redeliver(&org, &hook.id, range).await.unwrap(), 1);
+    // The range holds the member's creation and the burn.
+    assert_eq!(store.redeliver(&org, &hook.id, range).await.unwrap(), 2);
     let unknown = store
         .redeliver(&org, &hook.id, Redelivery::Event("nope".into()))
         .await;
@@ -446,7 +461,7 @@ async fn redeliveries_tests_and_rotations(store: Store) {
         unknown,
         Err(StoreError::NotFound { what: "event" })
     ));
-    assert_eq!(claim(&store, &hook).await.len(), 2);
+    assert_eq!(claim(&store, &hook).await.len(), 3);
 
     let test = store.send_test_event(&org, &members_only.id).await.unwrap();
     dispatch(&store).await;
@@ -488,6 +503,57 @@ async fn redeliveries_tests_and_rotations(store: Store) {
     assert!(store.endpoint(&org, &hook.id).await.unwrap().is_none());
 }
 
+/// A member's creation and updates carry the member; a refused one records nothing; the
+/// deletion records only the id and takes the personal data out of the member's earlier events.
+async fn member_events_and_erasure(store: Store) {
+    let campaign = store::testing::campaign_fixture(&store).await;
+    let org = campaign.org();
+    let new = store::NewMember {
+        first_name: "Ada".into(),
+        email: Some("ada@example.com".into()),
+        idp: "reference".into(),
+        user_id: "u-1".into(),
+        external_id: "card-1".into(),
+        ..Default::default()
+    };
+    let member = store.create_member(&org, new.clone()).await.unwrap();
+    let twin = store.create_member(&org, new).await;
+    assert!(matches!(twin, Err(StoreError::Conflict { .. })), "{twin:?}");
+    let patch = store::MemberPatch {
+        last_name: Some(Some("Lovelace".into())),
+        ..Default::default()
+    };
+    store.update_member(&org, &member.id, patch).await.unwrap();
+    dispatch(&store).await;
+    let events = feed(&store, &campaign, EventFilter::default()).await;
+    let kinds: Vec<EventType> = events.iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, [EventType::MemberCreated, EventType::MemberUpdated]);
+    let EventData::Member(updated) = &events[1].data else {
+        panic!("{:?}", events[1].data);
+    };
+    assert_eq!(updated.last_name.as_deref(), Some("Lovelace"));
+    assert_eq!(
+        events[0].campaign_id, None,
+        "an event of the organisation's"
+    );
+
+    store.delete_member(&org, &member.id).await.unwrap();
+    dispatch(&store).await;
+    let events = feed(&store, &campaign, EventFilter::default()).await;
+    assert_eq!(events.len(), 3);
+    assert_eq!(events[2].kind, EventType::MemberDeleted);
+    for event in &events {
+        assert_eq!(
+            event.data,
+            EventData::MemberErased {
+                id: member.id.clone()
+            },
+            "{:?}",
+            event.kind
+        );
+    }
+}
+
 backend_tests!(
     a_burn_records_one_event_with_its_transaction,
     the_feed_pages_by_number,
@@ -496,4 +562,5 @@ backend_tests!(
     deliveries_fail_after_their_window_and_gone_disables,
     concurrent_claims_share_nothing,
     redeliveries_tests_and_rotations,
+    member_events_and_erasure,
 );

@@ -66,7 +66,7 @@ const READ: &str = concat!(
 /// (`$23`, `$24`, `$25`) when given, if its row is still version `$26` and no burn under its
 /// key (`$20`) was refused (the locked path answers that one); then the BURN
 /// transaction (`INSERT_TRANSACTION`'s parameters), what it took from each earn (`$27`,
-/// `$28`: earn ids and amounts) and its event (`$29`...`$34`) if the debit happened. Whether it
+/// `$28`: earn ids and amounts) and its event (`$29`...`$35`) if the debit happened. Whether it
 /// did.
 const WRITE: &str = concat!(
     "WITH debit AS (UPDATE wallets SET balance = balance - $6, updated_at = $22, \
@@ -82,8 +82,9 @@ const WRITE: &str = concat!(
      spent AS (INSERT INTO spends (transaction_id, earn_id, amount) \
        SELECT $1, t.earn, t.amount FROM unnest($27::text[], $28::bigint[]) AS t(earn, amount) \
        WHERE EXISTS (SELECT FROM claim)), \
-     event AS (INSERT INTO events (id, org_id, campaign_id, type, occurred_at, data) \
-       SELECT $29, $30, $31, $32, $33, $34 WHERE EXISTS (SELECT FROM claim)) \
+     event AS (INSERT INTO events (",
+    crate::events::event_columns!(),
+    ") SELECT $29, $30, $31, $32, $33, $34, $35 WHERE EXISTS (SELECT FROM claim)) \
      SELECT EXISTS (SELECT FROM claim)"
 );
 
