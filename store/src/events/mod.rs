@@ -75,6 +75,24 @@ impl EventData {
     }
 }
 
+/// Records `transaction.created` for `transaction`, written by an API request or a sweep (not
+/// a batch file's row: a file makes one event for all its rows), in the caller's transaction.
+pub(crate) async fn transaction_created(
+    tx: &mut impl Tx,
+    org_id: &str,
+    campaign_id: &str,
+    transaction: &Transaction,
+) -> Result<(), StoreError> {
+    let data = EventData::Transaction(Box::new(transaction.clone()));
+    let event = NewEvent::new(
+        org_id,
+        Some(campaign_id),
+        EventType::TransactionCreated,
+        &data,
+    );
+    record(tx, &event).await
+}
+
 /// Replaces the data of the member's earlier events with its id alone, in the caller's
 /// transaction (the member's erasure): no personal data stays in the events or reaches an
 /// endpoint after it.

@@ -229,6 +229,32 @@ pub(crate) struct EntryText<'a> {
     pub expires_at: Option<&'a str>,
 }
 
+impl Entry<'_> {
+    /// The transaction this entry writes, as it reads back just written.
+    pub(crate) fn transaction(&self) -> Transaction {
+        Transaction {
+            id: self.id.to_string(),
+            wallet_id: self.wallet_id.to_string(),
+            kind: self.kind,
+            amount: Tokens::from_micros(self.amount),
+            external_id: Some(self.external_id.to_string()),
+            source_amount: self.source_amount.map(str::to_string),
+            currency: self.currency.to_string(),
+            description: self.description.map(str::to_string),
+            comment: self.comment.map(str::to_string),
+            meta: self.meta.cloned(),
+            date: self.date,
+            trace: self.trace.map(str::to_string),
+            rule_version: self.rule_version,
+            created_at: self.created_at,
+            corrects: None,
+            corrected: Tokens::ZERO,
+            vests_at: None,
+            pending: false,
+        }
+    }
+}
+
 impl Transaction {
     /// The entry that writes this transaction (one made by a request, with its `fingerprint`:
     /// a burn or a correction, which have no expiry of their own) in `org_id`'s `campaign_id`.

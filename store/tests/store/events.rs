@@ -554,6 +554,119 @@ async fn member_events_and_erasure(store: Store) {
     }
 }
 
+/// Every transaction written by a request or the sweep has its event: a refund, a capture,
+/// both sides of a transfer, an expiry; each as the ledger lists it.
+async fn every_written_transaction_has_its_event(store: Store) {
+    let campaign = burned(&store).await;
+    let burn = store
+        .list_transactions(&campaign, &Default::default(), PAGE)
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .find(|t| t.kind == TransactionKind::Burn)
+        .unwrap();
+    let refund = store::NewCorrection {
+        transaction_id: burn.id.clone(),
+        external_id: "r-1".into(),
+        amount: Some(5.into()),
+        description: None,
+        comment: None,
+        meta: None,
+    };
+    store.correct(&campaign, refund).await.unwrap();
+    store
+        .hold(&campaign, crate::holds::hold("h-1", 4))
+        .await
+        .unwrap();
+    store.capture_hold(&campaign, "h-1", None).await.unwrap();
+    let member = store::NewMember {
+        first_name: "Grace".into(),
+        idp: "reference".into(),
+        user_id: "u-2".into(),
+        external_id: "card-2".into(),
+        ..Default::default()
+    };
+    store.create_member(&campaign.org(), member).await.unwrap();
+    let wallet = store::NewWallet {
+        owner: Some("card-2".into()),
+        external_id: Some("w-2".into()),
+        name: None,
+    };
+    store.create_wallet(&campaign, wallet).await.unwrap();
+    let transfer = store::NewTransfer {
+        from: "w-1".into(),
+        to: "w-2".into(),
+        external_id: "t-1".into(),
+        amount: store::Tokens::whole(3),
+        description: None,
+        comment: None,
+        meta: None,
+    };
+    store.transfer(&campaign, transfer).await.unwrap();
+    dispatch(&store).await;
+    let events = feed(&store, &campaign, burns()).await;
+    let mut listed = store
+        .list_transactions(&campaign, &Default::default(), PAGE)
+        .await
+        .unwrap()
+        .items;
+    // Every transaction but the earn (which a request's processing credits: its own event).
+    listed.retain(|t| t.kind != TransactionKind::Earn);
+    let mut evented: Vec<String> = events
+        .iter()
+        .map(|e| match &e.data {
+            EventData::Transaction(t) => t.id.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let mut ids: Vec<String> = listed.iter().map(|t| t.id.clone()).collect();
+    evented.sort();
+    ids.sort();
+    assert_eq!(evented, ids);
+    let kinds: Vec<TransactionKind> = events
+        .iter()
+        .filter_map(|e| match &e.data {
+            EventData::Transaction(t) => Some(t.kind),
+            _ => None,
+        })
+        .collect();
+    for kind in [
+        TransactionKind::Burn,
+        TransactionKind::Refund,
+        TransactionKind::TransferOut,
+        TransactionKind::TransferIn,
+    ] {
+        assert!(kinds.contains(&kind), "{kind:?} in {kinds:?}");
+    }
+}
+
+/// The sweep's expiries have their events too.
+async fn an_expiry_has_its_event(store: Store) {
+    let s = setup(&store).await;
+    let policy = store::Policy {
+        expiry: store::Expiry::Days(30),
+        ..Default::default()
+    };
+    store.set_policy(&s.campaign, policy).await.unwrap();
+    store
+        .submit_earn(&s.campaign, crate::ledger::earn_on("e-old", "10", 40))
+        .await
+        .unwrap();
+    drain(&store, &RuleBook::new(store.clone())).await;
+    assert_eq!(store.expire(Utc::now()).await.unwrap(), 1);
+    dispatch(&store).await;
+    let events = feed(&store, &s.campaign, burns()).await;
+    assert_eq!(events.len(), 1);
+    let EventData::Transaction(t) = &events[0].data else {
+        panic!("{:?}", events[0].data);
+    };
+    assert_eq!(
+        (t.kind, t.amount),
+        (TransactionKind::Expiry, store::Tokens::whole(10))
+    );
+}
+
 backend_tests!(
     a_burn_records_one_event_with_its_transaction,
     the_feed_pages_by_number,
@@ -563,4 +676,6 @@ backend_tests!(
     concurrent_claims_share_nothing,
     redeliveries_tests_and_rotations,
     member_events_and_erasure,
+    every_written_transaction_has_its_event,
+    an_expiry_has_its_event,
 );
