@@ -101,9 +101,11 @@ async fn send_rounds(
 ) -> Result<(), store::StoreError> {
     let settings = &state.settings.webhooks;
     let slots = settings.concurrency.max(1);
-    // Long enough for a round's attempts (each within the timeout) and its record.
-    let lease = chrono::Duration::from_std(settings.timeout * 2 + Duration::from_secs(30))
-        .unwrap_or(chrono::Duration::minutes(1));
+    // Long enough for a round's attempts (`ROUND_PER_SLOT` waves, each within the timeout)
+    // and its record.
+    let waves = u32::try_from(ROUND_PER_SLOT).unwrap_or(u32::MAX);
+    let lease = chrono::Duration::from_std(settings.timeout * waves + Duration::from_secs(30))
+        .unwrap_or(chrono::Duration::minutes(5));
     loop {
         let claimed = state
             .store

@@ -344,6 +344,12 @@ impl Store {
     /// Numbers up to `limit` committed events and makes their deliveries; nothing when another
     /// node is doing it.
     pub async fn dispatch_events(&self, limit: i64) -> Result<Dispatched, StoreError> {
+        // A read first: an idle dispatcher takes no turn of SQLite's one writer.
+        const WAITING: &str = "SELECT id FROM events WHERE seq IS NULL LIMIT 1";
+        let waiting: Option<(String,)> = self.read_row(WAITING, params![]).await?;
+        if waiting.is_none() {
+            return Ok(Dispatched::default());
+        }
         let lock = self.claiming("SELECT last_seq FROM event_dispatch WHERE id = 1{skip_locked}");
         self.write(Dispatch { lock, limit }).await
     }
