@@ -175,7 +175,16 @@ async fn send_round(
                 secrets.iter().map(String::as_str),
                 chrono::Utc::now().timestamp(),
             );
-            let outcome = sender.post(&url, &made.headers, made.body).await;
+            let outcome = match made {
+                Ok(made) => sender.post(&url, &made.headers, made.body).await,
+                // Recorded as a failed attempt (and so in the log), never sent half made.
+                Err(err) => AttemptOutcome {
+                    attempted_at: chrono::Utc::now(),
+                    status_code: None,
+                    latency_ms: 0,
+                    response: Some(format!("the event could not be written as JSON: {err}")),
+                },
+            };
             (delivery, outcome)
         });
     }

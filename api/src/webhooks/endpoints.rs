@@ -476,13 +476,12 @@ fn redelivery(input: RedeliveryInput) -> Result<Redelivery, ApiError> {
             );
             None
         }
-        _ if checks.count() > 0 => None,
-        _ => {
-            checks.fail("eventId", "required", "give `eventId`, or `from` and `to`");
-            None
-        }
+        _ => None,
     };
-    checks.finish(which).map(|w| w.expect("checked above"))
+    let which = checks.finish(which)?;
+    which.ok_or_else(|| {
+        ApiError::invalid("eventId", "required", "give `eventId`, or `from` and `to`")
+    })
 }
 
 #[utoipa::path(post, path = "/v1/webhooks/{id}/redeliveries", tag = "webhooks",

@@ -55,18 +55,18 @@ impl Delivery {
         version: store::ApiVersion,
         secrets: impl IntoIterator<Item = &'a str>,
         timestamp: i64,
-    ) -> Delivery {
+    ) -> Result<Delivery, serde_json::Error> {
         let id = event.id.clone();
         let view = crate::events::EventView::render(event, version);
-        let body = serde_json::to_vec(&view).expect("an event view serialises");
+        let body = serde_json::to_vec(&view)?;
         let signature = signature::header(secrets, &id, timestamp, &body);
-        Delivery {
+        Ok(Delivery {
             headers: vec![
                 ("webhook-id", id),
                 ("webhook-timestamp", timestamp.to_string()),
                 ("webhook-signature", signature),
             ],
             body: body.into(),
-        }
+        })
     }
 }

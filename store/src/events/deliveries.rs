@@ -553,7 +553,7 @@ impl Store {
             endpoint.campaign_id.as_deref(),
             EventType::WebhookTest,
             &data,
-        );
+        )?;
         let id = event.id.clone();
         self.write(Test {
             event,

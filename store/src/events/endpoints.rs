@@ -148,7 +148,7 @@ fn types_json(types: &[EventType]) -> String {
     let mut names: Vec<&str> = types.iter().map(|t| t.as_str()).collect();
     names.sort_unstable();
     names.dedup();
-    serde_json::to_string(&names).expect("a list of texts serialises")
+    serde_json::Value::from(names).to_string()
 }
 
 fn check_url(url: &str) -> Result<(), StoreError> {

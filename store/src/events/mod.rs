@@ -89,8 +89,14 @@ pub(crate) async fn transaction_created(
         Some(campaign_id),
         EventType::TransactionCreated,
         &data,
-    );
+    )?;
     record(tx, &event).await
+}
+
+/// `data` as stored.
+fn snapshot(data: &EventData) -> Result<String, StoreError> {
+    serde_json::to_string(data)
+        .map_err(|e| StoreError::NotCommitted(format!("an event's record: {e}")))
 }
 
 /// Replaces the data of the member's earlier events with its id alone, in the caller's
@@ -106,7 +112,7 @@ pub(crate) async fn erase_member(
     let erased = EventData::MemberErased {
         id: member_id.to_string(),
     };
-    let data = serde_json::to_string(&erased).expect("an event's record serialises");
+    let data = snapshot(&erased)?;
     tx.execute(SQL, params![org_id, member_id, &data]).await?;
     Ok(())
 }
@@ -143,17 +149,16 @@ impl NewEvent {
         campaign_id: Option<&str>,
         kind: EventType,
         data: &EventData,
-    ) -> NewEvent {
-        NewEvent {
+    ) -> Result<NewEvent, StoreError> {
+        Ok(NewEvent {
             id: new_id(),
             org_id: org_id.to_string(),
             campaign_id: campaign_id.map(str::to_string),
             kind,
             subject_id: data.subject_id().map(str::to_string),
             occurred_at: now(),
-            // A snapshot of the store's own types: nothing in them fails to serialise.
-            data: serde_json::to_string(data).expect("an event's record serialises"),
-        }
+            data: snapshot(data)?,
+        })
     }
 
     /// The statement's arguments, in `INSERT`'s column order.
@@ -261,7 +266,7 @@ impl Store {
             None => None,
         };
         let types: Vec<&str> = filter.types.iter().map(|t| t.as_str()).collect();
-        let types = serde_json::to_string(&types).expect("a list of texts serialises");
+        let types = serde_json::Value::from(types).to_string();
         let (compare, order) = match filter.newest_first {
             false => (">", "seq"),
             true => ("<", "seq DESC"),

@@ -325,8 +325,6 @@ pub(crate) struct Debit {
     transaction: Transaction,
     fingerprint: Fingerprint,
     min_balance: i64,
-    /// The `transaction.created` the debit records with its BURN.
-    event: NewEvent,
 }
 
 impl Debit {
@@ -339,14 +337,7 @@ impl Debit {
         fingerprint: Fingerprint,
         min_balance: Tokens,
     ) -> Debit {
-        let event = NewEvent::new(
-            &campaign.org_id,
-            Some(&campaign.id),
-            EventType::TransactionCreated,
-            &EventData::Transaction(Box::new(transaction.clone())),
-        );
         Debit {
-            event,
             org_id: campaign.org_id.clone(),
             campaign_id: campaign.id.clone(),
             transaction,
@@ -357,6 +348,13 @@ impl Debit {
 
     pub(crate) fn transaction_id(&self) -> &str {
         &self.transaction.id
+    }
+
+    /// The `transaction.created` the debit records with its BURN.
+    fn event(&self) -> Result<NewEvent, StoreError> {
+        let data = EventData::Transaction(Box::new(self.transaction.clone()));
+        let kind = EventType::TransactionCreated;
+        NewEvent::new(&self.org_id, Some(&self.campaign_id), kind, &data)
     }
 
     /// The BURN transaction to write.
@@ -481,7 +479,7 @@ impl Debit {
         };
         let (spent, _) = take(tx, &t.wallet_id, at_position, t.amount.micros(), None).await?;
         record_spends(tx, &t.id, &spent.takes).await?;
-        events::record(tx, &self.event).await?;
+        events::record(tx, &self.event()?).await?;
         Ok(Debited::Made)
     }
 

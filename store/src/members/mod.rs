@@ -364,7 +364,7 @@ impl Steps for Create {
             .await
             .map_err(|e| conflict_on(e, MEMBER_UNIQUE))?;
         let data = EventData::Member(Box::new(member.clone()));
-        let event = NewEvent::new(&self.org_id, None, EventType::MemberCreated, &data);
+        let event = NewEvent::new(&self.org_id, None, EventType::MemberCreated, &data)?;
         events::record(tx, &event).await?;
         Ok(member)
     }
@@ -408,14 +408,14 @@ impl Steps for Change {
                     .await
                     .map_err(|e| conflict_on(e, MEMBER_UNIQUE))?;
                 let data = EventData::Member(Box::new(member.clone()));
-                let event = NewEvent::new(org_id, None, EventType::MemberUpdated, &data);
+                let event = NewEvent::new(org_id, None, EventType::MemberUpdated, &data)?;
                 events::record(tx, &event).await?;
             }
             Changing::Erase => {
                 tx.execute(ERASE, params![org_id, id, now()]).await?;
                 events::erase_member(tx, org_id, id).await?;
                 let data = EventData::MemberErased { id: id.clone() };
-                let event = NewEvent::new(org_id, None, EventType::MemberDeleted, &data);
+                let event = NewEvent::new(org_id, None, EventType::MemberDeleted, &data)?;
                 events::record(tx, &event).await?;
             }
         }

@@ -991,8 +991,18 @@ async fn an_earn_that_expires_out_of_turn_is_skipped_by_burns(store: Store) {
 /// first beside new earns and expires each once, when due.
 async fn a_ledger_of_lots_migrates(db: store::testing::TestStore) {
     let store = &db.store;
-    let s = setup(store).await;
-    let (org, campaign, wallet) = (&s.campaign.org_id, &s.campaign.id, &s.wallet.id);
+    let made = store::testing::campaign_fixture(store).await;
+    let (org, campaign, wallet) = (&made.org_id, &made.id, "w-old");
+    // The member and wallet as that schema kept them: today's writers also record events,
+    // which it has no table for.
+    let holder = format!(
+        "INSERT INTO members (id, org_id, first_name, status, idp, user_id, external_id, \
+         created_at, updated_at) VALUES ('m-old', '{org}', 'Ada', 'active', 'reference', 'u-1', \
+         'card-1', '2026-01-01T00:00:00+00:00', '2026-01-01T00:00:00+00:00'); \
+         INSERT INTO wallets (id, org_id, campaign_id, owner_id, external_id, currency, \
+         created_at, updated_at) VALUES ('{wallet}', '{org}', '{campaign}', 'm-old', 'w-1', \
+         'PTS', '2026-01-01T00:00:00+00:00', '2026-01-01T00:00:00+00:00');"
+    );
     let earn = |id: &str, tokens: i64, date: &str| {
         format!(
             "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, \
@@ -1009,6 +1019,7 @@ async fn a_ledger_of_lots_migrates(db: store::testing::TestStore) {
         )
     };
     let old = [
+        holder,
         earn("t1", 5, "2026-01-01"),
         lot("t1", 5, 2, "2026-01-01", "2026-03-01"),
         earn("t2", 5, "2026-01-05"),
@@ -1034,6 +1045,10 @@ async fn a_ledger_of_lots_migrates(db: store::testing::TestStore) {
     ];
     store.execute_raw(&old.concat()).await.unwrap();
     store.migrate().await.unwrap();
+    let s = Setup {
+        wallet: store.get_wallet(&made, wallet).await.unwrap(),
+        campaign: made,
+    };
     assert!(store.audit().await.unwrap().is_empty());
     // Every earn and burn id of the old ledger is still taken: idempotency holds across the
     // change of its key, at the start, the middle and the end of the fill.

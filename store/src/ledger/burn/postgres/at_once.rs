@@ -207,7 +207,8 @@ impl Debit {
             .bind(snapshot.version)
             .bind(earns)
             .bind(amounts);
-        for arg in self.event.args() {
+        let event = self.event()?;
+        for arg in event.args() {
             write = write.bind(arg);
         }
         let (written,): (bool,) = write.fetch_one(conn).await?;
