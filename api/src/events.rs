@@ -15,6 +15,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::AppState;
+use crate::batches::BatchView;
 use crate::http::auth::Caller;
 use crate::http::checks::{self, schema};
 use crate::http::error::{ApiError, FieldError, Problem};
@@ -51,6 +52,7 @@ impl EventView {
         let data = match event.data {
             EventData::Transaction(t) => json!(TransactionView::from(*t)),
             EventData::Member(m) => json!(MemberView::new(*m, version)),
+            EventData::Batch(b) => json!(BatchView::from(*b)),
             // A deleted member's events keep no personal data.
             EventData::MemberErased { id } => json!({ "id": id }),
             EventData::Test { endpoint_id } => json!({

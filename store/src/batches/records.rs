@@ -9,8 +9,10 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
 
+use crate::backend::{Steps, Tx};
 use crate::common::ids::now;
 use crate::error::known;
+use crate::events::{self, EventData, EventType, NewEvent};
 use crate::{Page, Paged, Store, StoreError};
 
 string_enum! {
@@ -38,7 +40,7 @@ pub struct NewBatch {
     pub username: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Batch {
     pub id: String,
     pub org_id: String,
@@ -57,6 +59,7 @@ pub struct Batch {
     pub error: Option<String>,
     pub received_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    #[serde(skip)]
     pub(crate) sealed: Sealed,
 }
 
@@ -120,6 +123,48 @@ pub struct BatchFinish {
     pub rejected: i64,
     pub summary: Value,
     pub error: Option<String>,
+}
+
+/// A batch's end and its event, in one transaction.
+struct Finish {
+    id: String,
+    finish: BatchFinish,
+}
+
+impl Steps for Finish {
+    type Output = ();
+
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<(), StoreError> {
+        const SQL: &str = "UPDATE batches SET state = $2, rows_total = $3, rows_loaded = $4, \
+             rows_rejected = $5, summary = $6, error = $7, claimed_until = NULL, updated_at = $8 \
+             WHERE id = $1";
+        const READ: &str = concat!("SELECT ", batch_columns!(), " FROM batches WHERE id = $1");
+        let (id, finish) = (&self.id, &self.finish);
+        let (state, at) = (finish.state.as_str(), now());
+        let args = params![
+            id,
+            state,
+            finish.rows,
+            finish.loaded,
+            finish.rejected,
+            finish.summary,
+            finish.error,
+            at
+        ];
+        tx.execute(SQL, args).await?;
+        let kind = match finish.state {
+            BatchState::Completed => EventType::BatchCompleted,
+            BatchState::Failed => EventType::BatchFailed,
+            _ => return Ok(()),
+        };
+        let Some(row): Option<BatchRow> = tx.row(READ, params![id]).await? else {
+            return Ok(());
+        };
+        let batch = batch_from_row(row)?;
+        let org_id = batch.org_id.clone();
+        let event = NewEvent::new(&org_id, None, kind, &EventData::Batch(Box::new(batch)))?;
+        events::record(tx, &event).await
+    }
 }
 
 /// How long a claimed batch stays with its node before another may take it over; the node
@@ -205,25 +250,14 @@ impl Store {
 
     /// Records how a claimed batch ended: `Completed` or `Failed`, its counts, its summary (the
     /// report's content) and, when it failed, why.
+    /// With it, in the same transaction, the file's one event: `batch.completed` or
+    /// `batch.failed`, carrying the batch.
     pub async fn finish_batch(&self, id: &str, finish: BatchFinish) -> Result<(), StoreError> {
-        const SQL: &str = "UPDATE batches SET state = $2, rows_total = $3, rows_loaded = $4, \
-             rows_rejected = $5, summary = $6, error = $7, claimed_until = NULL, updated_at = $8 \
-             WHERE id = $1";
-        self.execute(
-            SQL,
-            params![
-                id,
-                finish.state.as_str(),
-                finish.rows,
-                finish.loaded,
-                finish.rejected,
-                finish.summary,
-                finish.error,
-                now()
-            ],
-        )
-        .await?;
-        Ok(())
+        self.write(Finish {
+            id: id.to_string(),
+            finish,
+        })
+        .await
     }
 
     /// Keeps a claim alive while its batch is being processed.

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::Tx;
 use crate::common::ids::{new_id, now};
-use crate::{Member, OrgScope, Page, Paged, Store, StoreError, Transaction};
+use crate::{Batch, Member, OrgScope, Page, Paged, Store, StoreError, Transaction};
 
 string_enum! {
     /// What an event says happened.
@@ -59,6 +59,9 @@ pub enum EventData {
     /// `member.deleted`, and what a deleted member's earlier events carry from then on: the
     /// member's id, no personal data.
     MemberErased { id: String },
+    /// `batch.completed`, `batch.failed`: the file as it ended (counts, summary with the
+    /// reports' names, why it failed).
+    Batch(Box<Batch>),
     /// `webhook.test`: the endpoint it was sent to.
     Test { endpoint_id: String },
 }
@@ -70,6 +73,7 @@ impl EventData {
             EventData::Transaction(t) => Some(&t.id),
             EventData::Member(m) => Some(&m.id),
             EventData::MemberErased { id } => Some(id),
+            EventData::Batch(b) => Some(&b.id),
             EventData::Test { .. } => None,
         }
     }

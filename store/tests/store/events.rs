@@ -667,6 +667,56 @@ async fn an_expiry_has_its_event(store: Store) {
     );
 }
 
+/// A batch file makes one event when it ends, whatever its rows: completed with its counts
+/// and summary, or failed with why.
+async fn a_batch_file_makes_one_event(store: Store) {
+    let campaign = store::testing::campaign_fixture(&store).await;
+    let org = campaign.org();
+    for (id, state) in [
+        ("b-ok", store::BatchState::Completed),
+        ("b-bad", store::BatchState::Failed),
+    ] {
+        let new = store::NewBatch {
+            id: id.into(),
+            file_name: format!("{id}.csv"),
+            size: 10,
+            sha256: format!("{id}-sha"),
+            source: "sftp".into(),
+            username: None,
+        };
+        store.record_batch(&org, new).await.unwrap();
+        let finish = store::BatchFinish {
+            state,
+            rows: 1_000,
+            loaded: 990,
+            rejected: 10,
+            summary: serde_json::json!({"rejectedReport": format!("{id}.rejected.csv")}),
+            error: (state == store::BatchState::Failed).then(|| "unreadable".into()),
+        };
+        store.finish_batch(id, finish).await.unwrap();
+    }
+    dispatch(&store).await;
+    let batches = EventFilter {
+        types: vec![EventType::BatchCompleted, EventType::BatchFailed],
+        ..Default::default()
+    };
+    let events = feed(&store, &campaign, batches).await;
+    let seen: Vec<(EventType, String, Option<i64>)> = events
+        .iter()
+        .map(|e| match &e.data {
+            EventData::Batch(b) => (e.kind, b.id.clone(), b.rows_rejected),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (EventType::BatchCompleted, "b-ok".to_string(), Some(10)),
+            (EventType::BatchFailed, "b-bad".to_string(), Some(10)),
+        ]
+    );
+}
+
 backend_tests!(
     a_burn_records_one_event_with_its_transaction,
     the_feed_pages_by_number,
@@ -678,4 +728,5 @@ backend_tests!(
     member_events_and_erasure,
     every_written_transaction_has_its_event,
     an_expiry_has_its_event,
+    a_batch_file_makes_one_event,
 );
