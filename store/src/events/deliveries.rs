@@ -438,9 +438,7 @@ impl Store {
         endpoint_id: &str,
         page: Page,
     ) -> Result<Paged<DeliveryAttempt>, StoreError> {
-        self.endpoint(org, endpoint_id)
-            .await?
-            .ok_or(StoreError::NotFound { what: "endpoint" })?;
+        self.found_endpoint(org, endpoint_id).await?;
         type Row = (
             String,
             String,
@@ -495,10 +493,7 @@ impl Store {
         endpoint_id: &str,
         which: Redelivery,
     ) -> Result<u64, StoreError> {
-        let endpoint = self
-            .endpoint(org, endpoint_id)
-            .await?
-            .ok_or(StoreError::NotFound { what: "endpoint" })?;
+        let endpoint = self.found_endpoint(org, endpoint_id).await?;
         let (from, to, id) = match &which {
             Redelivery::Event(id) => {
                 self.event(org, endpoint.campaign_id.as_deref(), id)
@@ -541,10 +536,7 @@ impl Store {
         org: &OrgScope,
         endpoint_id: &str,
     ) -> Result<String, StoreError> {
-        let endpoint = self
-            .endpoint(org, endpoint_id)
-            .await?
-            .ok_or(StoreError::NotFound { what: "endpoint" })?;
+        let endpoint = self.found_endpoint(org, endpoint_id).await?;
         let data = EventData::Test {
             endpoint_id: endpoint.id.clone(),
         };

@@ -202,9 +202,7 @@ impl Store {
             ],
         )
         .await?;
-        self.endpoint(org, &id)
-            .await?
-            .ok_or(StoreError::NotFound { what: "endpoint" })
+        self.found_endpoint(org, &id).await
     }
 
     pub async fn endpoint(
@@ -217,6 +215,17 @@ impl Store {
         );
         let row: Option<EndpointRow> = self.read_row(&sql, params![id, org.id()]).await?;
         row.map(endpoint_from_row).transpose()
+    }
+
+    /// `endpoint`, or `NotFound` when the organisation has no such endpoint.
+    pub(crate) async fn found_endpoint(
+        &self,
+        org: &OrgScope,
+        id: &str,
+    ) -> Result<WebhookEndpoint, StoreError> {
+        self.endpoint(org, id)
+            .await?
+            .ok_or(StoreError::NotFound { what: "endpoint" })
     }
 
     /// The organisation's endpoints, oldest first.
@@ -274,9 +283,7 @@ impl Store {
         if changed == 0 {
             return Err(StoreError::NotFound { what: "endpoint" });
         }
-        self.endpoint(org, id)
-            .await?
-            .ok_or(StoreError::NotFound { what: "endpoint" })
+        self.found_endpoint(org, id).await
     }
 
     /// Removes the endpoint and its deliveries (their log with them); false when it had none.
@@ -316,9 +323,7 @@ impl Store {
         if changed == 0 {
             return Err(StoreError::NotFound { what: "endpoint" });
         }
-        self.endpoint(org, id)
-            .await?
-            .ok_or(StoreError::NotFound { what: "endpoint" })
+        self.found_endpoint(org, id).await
     }
 
     /// The secrets that sign the endpoint's deliveries now.
