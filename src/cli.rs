@@ -389,6 +389,10 @@ pub struct PolicyArgs {
     /// What the expiry of tokens that were pending counts from: earn or vest.
     #[arg(long)]
     pub expiry_from: Option<String>,
+    /// Days before their expiry that tokens about to expire are announced
+    /// (`wallet.points_expiring`; 0: never; default 30, at most 366).
+    #[arg(long)]
+    pub expiry_notice_days: Option<u32>,
 }
 
 #[derive(Debug, Args)]

@@ -5,10 +5,10 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use store::{ApiVersion, Event, EventData, EventFilter, EventType};
+use store::{ApiVersion, Event, EventData, EventFilter, EventType, TierRef, Tokens};
 use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -22,7 +22,9 @@ use crate::http::error::{ApiError, FieldError, Problem};
 use crate::http::paging::{PagedList, Paging, PagingParams};
 use crate::http::query::QueryParams;
 use crate::members::MemberView;
-use crate::transactions::TransactionView;
+use crate::orders::views::{BookingView, OrderView, RedeemedView};
+use crate::reviews::ReviewView;
+use crate::transactions::{EarnStatusView, TransactionView};
 
 /// One event, as webhooks deliver it and the feed lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -53,6 +55,35 @@ impl EventView {
             EventData::Transaction(t) => json!(TransactionView::from(*t)),
             EventData::Member(m) => json!(MemberView::new(*m, version)),
             EventData::Batch(b) => json!(BatchView::from(*b)),
+            EventData::Earn(r) => json!(EarnStatusView::from(*r)),
+            EventData::Order(o) => json!(OrderView::new(*o, version, true)),
+            EventData::Redeemed(r) => json!(RedeemedView::from(*r)),
+            EventData::Booking(b) => json!(BookingView::from(*b)),
+            EventData::Review { review, status } => {
+                json!(ReviewView::with_status(*review, status))
+            }
+            EventData::TierChanged {
+                wallet_id,
+                member_id,
+                from,
+                to,
+            } => json!(TierChangedView {
+                wallet_id,
+                member_id,
+                from: from.map(TierNameView::from),
+                to: to.map(TierNameView::from),
+            }),
+            EventData::PointsExpiring {
+                wallet_id,
+                member_id,
+                tokens,
+                date,
+            } => json!(PointsExpiringView {
+                wallet_id,
+                member_id,
+                tokens,
+                date,
+            }),
             // A deleted member's events keep no personal data.
             EventData::MemberErased { id } => json!({ "id": id }),
             EventData::Test { endpoint_id } => json!({
@@ -69,6 +100,49 @@ impl EventView {
             data,
         }
     }
+}
+
+/// A `wallet.tier_changed` event's data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TierChangedView {
+    pub wallet_id: String,
+    /// The wallet's owner.
+    pub member_id: String,
+    /// The tier it held before (null: none).
+    pub from: Option<TierNameView>,
+    /// The tier it holds now (null: none).
+    pub to: Option<TierNameView>,
+}
+
+/// A tier, by id and name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct TierNameView {
+    pub id: String,
+    pub name: String,
+}
+
+impl From<TierRef> for TierNameView {
+    fn from(t: TierRef) -> Self {
+        TierNameView {
+            id: t.id,
+            name: t.name,
+        }
+    }
+}
+
+/// A `wallet.points_expiring` event's data: what the wallet's lots hold that expires on `date`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PointsExpiringView {
+    pub wallet_id: String,
+    /// The wallet's owner.
+    pub member_id: String,
+    /// The tokens that expire that day, as the notice found them.
+    #[schema(value_type = f64)]
+    pub tokens: Tokens,
+    /// The day (UTC) they expire.
+    pub date: NaiveDate,
 }
 
 /// The event types a filter or an endpoint may name (the test event is only ever sent).

@@ -53,7 +53,7 @@ pub mod views {
         BranchView, CategoryView, CountsView, ImportReportView, ProductView, TagView, TierView,
         VariantView, WeekdaysView,
     };
-    pub use crate::events::EventView;
+    pub use crate::events::{EventView, PointsExpiringView, TierChangedView, TierNameView};
     pub use crate::holds::HoldView;
     pub use crate::http::error::{FieldError, Problem};
     pub use crate::http::paging::PagedList;

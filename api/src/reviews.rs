@@ -128,7 +128,13 @@ pub struct ReviewView {
 
 impl ReviewView {
     fn new(review: Review, rules: &Moderation) -> Self {
-        let status = match review.status(rules) {
+        let status = review.status(rules);
+        ReviewView::with_status(review, status)
+    }
+
+    /// `review` standing as `status` says (an event's review, as it stood then).
+    pub fn with_status(review: Review, status: ReviewStatus) -> Self {
+        let status = match status {
             ReviewStatus::Visible => Status::Visible,
             ReviewStatus::Pending => Status::Pending,
             ReviewStatus::Approved => Status::Approved,
@@ -206,7 +212,7 @@ async fn create_review(
     })?;
     let review = state
         .store
-        .create_review(&caller.context.campaign, new)
+        .create_review(&caller.context.campaign, new, &state.settings.moderation)
         .await?;
     let view = ReviewView::new(review, &state.settings.moderation);
     Ok((StatusCode::CREATED, Json(view)))
@@ -303,7 +309,12 @@ async fn report_review(
     let reporter = checks.finish(reporter)?;
     let review = state
         .store
-        .report_review(&caller.context.campaign, &id, &reporter)
+        .report_review(
+            &caller.context.campaign,
+            &id,
+            &reporter,
+            &state.settings.moderation,
+        )
         .await?;
     Ok(Json(ReviewView::new(review, &state.settings.moderation)))
 }

@@ -35,6 +35,15 @@ fn transfers_text(policy: &Policy) -> String {
     }
 }
 
+/// The expiry in words: `days:365 (announced 30 days before)`.
+fn expiry_text(policy: &Policy) -> String {
+    match (policy.expiry, policy.expiry_notice_days) {
+        (Expiry::Never, _) => policy.expiry.to_string(),
+        (expiry, 0) => format!("{expiry} (not announced)"),
+        (expiry, days) => format!("{expiry} (announced {days} days before)"),
+    }
+}
+
 /// The pending policy in words: `pending: 30 days (counts toward tiers; expiry from vesting)`.
 fn pending_text(policy: &Policy) -> String {
     if policy.pending_days == 0 {
@@ -62,6 +71,7 @@ fn policy_json(policy: &Policy) -> serde_json::Value {
         "pendingDays": policy.pending_days,
         "pendingCountsTier": policy.pending_counts_tier,
         "expiryFrom": policy.expiry_from.as_str(),
+        "expiryNoticeDays": policy.expiry_notice_days,
     })
 }
 
@@ -112,12 +122,15 @@ pub async fn policy(store: &Store, args: PolicyArgs, json: bool) -> anyhow::Resu
             .parse()
             .map_err(|e| anyhow::anyhow!("--expiry-from {e}"))?;
     }
+    if let Some(days) = args.expiry_notice_days {
+        policy.expiry_notice_days = days;
+    }
     let policy = store.set_policy(&campaign, policy).await?;
     emit(json, policy_json(&policy), || {
         format!(
             "minimum balance {}, tokens expire: {}, reversal shortfall: {}, {}, {}",
             policy.min_balance,
-            policy.expiry,
+            expiry_text(&policy),
             policy.shortfall,
             transfers_text(&policy),
             pending_text(&policy)

@@ -1,5 +1,5 @@
 //! The expiry sweep: every serving node vests due pending earns, expires due lots and lapses
-//! due holds each minute.
+//! due holds each minute, and announces tokens about to expire once a day per campaign.
 
 use std::time::Duration;
 
@@ -59,6 +59,19 @@ pub async fn sweep_expiry(state: AppState, mut stop: watch::Receiver<bool>) {
                 tracing::info!(lapsed, "lapsed holds");
             }
             Err(err) => tracing::warn!(%err, "hold lapse sweep failed"),
+        }
+        // Once a day per campaign (the store claims each campaign's day): what expires soon.
+        let notice = tokio::select! {
+            noticed = state.store.notice_expiring(now) => noticed,
+            _ = stop.wait_for(|stop| *stop) => return,
+        };
+        match notice {
+            Ok(0) => {}
+            Ok(noticed) => {
+                metrics::counter!("expiry_notices_total").increment(noticed as u64);
+                tracing::info!(noticed, "announced tokens about to expire");
+            }
+            Err(err) => tracing::warn!(%err, "expiry notice sweep failed"),
         }
     }
 }

@@ -399,10 +399,60 @@ async fn member_events_follow_the_version_and_erasure(app: TestApp) {
     }
 }
 
+/// An earn, the tier it reaches and an order are delivered in the endpoint's version's shapes,
+/// and listed in the feed in the reader's, as their own reads show them.
+async fn earns_tiers_and_orders_render_as_their_reads(app: TestApp) {
+    let key = manager(&app).await;
+    let receiver = Receiver::start().await;
+    let types = ["earn.completed", "wallet.tier_changed", "order.created"];
+    let body = json!({"url": receiver.url, "apiVersion": "1.6.2", "eventTypes": types});
+    let made = add_endpoint(&app, &key, body).await;
+    receiver.verify_with(&made.secret);
+    app.ready_to_order().await;
+    let earned = app.earn("e-1", "w-1", json!(150)).await;
+    let order = app
+        .place(json!([{"productId": "mug", "quantity": 1}]))
+        .await;
+    let received = receiver.wait_for(3, WITHIN).await;
+    assert!(received.iter().all(|r| r.verified), "{received:?}");
+    let of = |kind: &str| {
+        let found = received.iter().find(|r| r.body["type"] == kind);
+        found
+            .unwrap_or_else(|| panic!("{kind} in {received:?}"))
+            .body["data"]
+            .clone()
+    };
+    assert_eq!(of("earn.completed"), json!(earned));
+    let wallet = app.wallet("w-1").await;
+    let gold = wallet.tier.expect("gold reached");
+    let moved = json!({"walletId": wallet.id, "memberId": wallet.owner_id, "from": null,
+        "to": {"id": gold.id, "name": gold.name}});
+    assert_eq!(of("wallet.tier_changed"), moved);
+    let delivered = of("order.created");
+    assert_eq!(delivered["id"], json!(order.id));
+    assert!(
+        delivered["lines"][0].get("product").is_none(),
+        "1.6.2: {delivered}"
+    );
+
+    let path = format!("/v1/orders/{}", order.id);
+    let read: Value = app.get(&path).await.expect(StatusCode::OK);
+    let feed: PagedList<EventView> = app
+        .get("/v1/events?type=order.created")
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(
+        feed.data[0].data, read,
+        "1.9.5 in the feed, as the order reads"
+    );
+    assert!(read["lines"][0]["product"].is_object());
+}
+
 app_tests!(settings: super::local();
     a_burn_is_delivered_signed_and_in_the_feed,
     failures_retry_redirects_fail_and_gone_disables,
     a_hanging_receiver_delays_no_one_else,
     bad_requests_are_refused,
     member_events_follow_the_version_and_erasure,
+    earns_tiers_and_orders_render_as_their_reads,
 );

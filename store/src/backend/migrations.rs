@@ -49,6 +49,7 @@ migrations! {
     22 "pending" "0022_pending.sql",
     23 "balance days" "0023_balance_days.sql",
     24 "events" "0024_events.sql",
+    25 "wallet events" "0025_wallet_events.sql",
 }
 
 /// The migration that indexes `transactions.idem_key`: before it runs, the keys of an existing

@@ -592,7 +592,7 @@ impl Steps for Importing {
         )
         .await?;
         if !catalogue.tiers.is_empty() {
-            tx.execute(RETIER, campaign_only).await?;
+            tx.execute(RETIER, params![c, now()]).await?;
         }
         plan.report.version = version;
         Ok(plan.report)

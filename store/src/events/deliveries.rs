@@ -166,8 +166,9 @@ impl Steps for Dispatch {
     type Output = Dispatched;
 
     async fn run<T: Tx>(self, tx: &mut T) -> Result<Dispatched, StoreError> {
+        // By time, then id: the database's own events (`wallet.tier_changed`) have random ids.
         const UNNUMBERED: &str = "SELECT id, org_id, campaign_id, type, occurred_at FROM events \
-             WHERE seq IS NULL ORDER BY id LIMIT $1";
+             WHERE seq IS NULL ORDER BY occurred_at, id LIMIT $1";
         const NUMBER: &str = "UPDATE events SET seq = $1 WHERE id = $2";
         const MOVE: &str = "UPDATE event_dispatch SET last_seq = $1 WHERE id = 1";
         let Some((last,)): Option<(i64,)> = tx.row(&self.lock, params![]).await? else {

@@ -14,12 +14,15 @@
 pub mod deliveries;
 pub mod endpoints;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Tx;
 use crate::common::ids::{new_id, now};
-use crate::{Batch, Member, OrgScope, Page, Paged, Store, StoreError, Transaction};
+use crate::{
+    Batch, Booking, EarnRequest, Member, Order, OrgScope, Page, Paged, Redeemed, Review,
+    ReviewStatus, Store, StoreError, Tokens, Transaction,
+};
 
 string_enum! {
     /// What an event says happened.
@@ -62,8 +65,47 @@ pub enum EventData {
     /// `batch.completed`, `batch.failed`: the file as it ended (counts, summary with the
     /// reports' names, why it failed).
     Batch(Box<Batch>),
+    /// `earn.completed`, `earn.rejected`: the earn request as it ended.
+    Earn(Box<EarnRequest>),
+    /// `order.created`, `order.cancelled`: the order with its lines as the change left them
+    /// (codes masked).
+    Order(Box<Order>),
+    /// `code.redeemed`: the code (masked) and what it was for.
+    Redeemed(Box<Redeemed>),
+    /// `booking.created`, `booking.status_changed`: the booking as the change left it.
+    Booking(Box<Booking>),
+    /// `review.created`, `review.held`, `review.reported`: the review, and where it stood with
+    /// moderation after the change.
+    Review {
+        review: Box<Review>,
+        status: ReviewStatus,
+    },
+    /// `wallet.tier_changed`: the wallet, its owner and its tiers before and after (`None`: no
+    /// tier). Written by the database itself (a trigger on `wallets`, see migration 25), so
+    /// every statement that moves a wallet's tier records it.
+    TierChanged {
+        wallet_id: String,
+        member_id: String,
+        from: Option<TierRef>,
+        to: Option<TierRef>,
+    },
+    /// `wallet.points_expiring`: what the wallet's lots hold that expires on `date` (UTC), as
+    /// the daily notice found it.
+    PointsExpiring {
+        wallet_id: String,
+        member_id: String,
+        tokens: Tokens,
+        date: NaiveDate,
+    },
     /// `webhook.test`: the endpoint it was sent to.
     Test { endpoint_id: String },
+}
+
+/// A tier as a `wallet.tier_changed` event names it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TierRef {
+    pub id: String,
+    pub name: String,
 }
 
 impl EventData {
@@ -74,6 +116,13 @@ impl EventData {
             EventData::Member(m) => Some(&m.id),
             EventData::MemberErased { id } => Some(id),
             EventData::Batch(b) => Some(&b.id),
+            EventData::Earn(r) => Some(&r.id),
+            EventData::Order(o) => Some(&o.id),
+            EventData::Redeemed(r) => Some(&r.line_id),
+            EventData::Booking(b) => Some(&b.id),
+            EventData::Review { review, .. } => Some(&review.id),
+            EventData::TierChanged { wallet_id, .. } => Some(wallet_id),
+            EventData::PointsExpiring { wallet_id, .. } => Some(wallet_id),
             EventData::Test { .. } => None,
         }
     }
@@ -103,9 +152,9 @@ fn snapshot(data: &EventData) -> Result<String, StoreError> {
         .map_err(|e| StoreError::NotCommitted(format!("an event's record: {e}")))
 }
 
-/// Replaces the data of the member's earlier events with its id alone, in the caller's
-/// transaction (the member's erasure): no personal data stays in the events or reaches an
-/// endpoint after it.
+/// Replaces the data of the member's earlier events with its id alone, and clears its external
+/// id from its orders' events, in the caller's transaction (the member's erasure): no personal
+/// data of the member stays in the events or reaches an endpoint after it.
 pub(crate) async fn erase_member(
     tx: &mut impl Tx,
     org_id: &str,
@@ -118,6 +167,20 @@ pub(crate) async fn erase_member(
     };
     let data = snapshot(&erased)?;
     tx.execute(SQL, params![org_id, member_id, &data]).await?;
+    // The member's orders name it by its external id: gone from their events as from the
+    // orders themselves (which read it from the member).
+    const ORDER_EVENTS: &str = "SELECT id, data FROM events WHERE org_id = $1 \
+         AND type IN ('order.created', 'order.cancelled') AND subject_id IN \
+         (SELECT id FROM orders WHERE org_id = $1 AND owner_id = $2)";
+    const REWRITE: &str = "UPDATE events SET data = $2 WHERE id = $1";
+    let rows: Vec<(String, String)> = tx.rows(ORDER_EVENTS, params![org_id, member_id]).await?;
+    for (id, data) in rows {
+        let mut data = stored_data(&id, &data)?;
+        if let EventData::Order(order) = &mut data {
+            order.owner = String::new();
+        }
+        tx.execute(REWRITE, params![id, snapshot(&data)?]).await?;
+    }
     Ok(())
 }
 
@@ -201,6 +264,17 @@ pub(crate) async fn record(tx: &mut impl Tx, event: &NewEvent) -> Result<(), Sto
     Ok(())
 }
 
+/// Records `events` in the caller's transaction (on PostgreSQL in multi-row statements).
+pub(crate) async fn record_all(tx: &mut impl Tx, events: &[NewEvent]) -> Result<(), StoreError> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let values: Vec<_> = events.iter().flat_map(NewEvent::args).collect();
+    let head = concat!("INSERT INTO events (", event_columns!(), ")");
+    tx.insert_rows(head, "", 7, &values).await?;
+    Ok(())
+}
+
 row_struct! {
     pub(crate) struct EventRow {
         id: String,
@@ -215,13 +289,18 @@ row_struct! {
 
 pub(crate) const EVENT_COLUMNS: &str = "id, org_id, campaign_id, type, occurred_at, data, seq";
 
-pub(crate) fn event_from_row(row: EventRow) -> Result<Event, StoreError> {
-    let kind = crate::error::known(EventType::parse(&row.kind), "events", "type", &row.kind)?;
-    let data = serde_json::from_str(&row.data).map_err(|e| StoreError::UnknownStored {
+/// Event `id`'s data as stored.
+fn stored_data(id: &str, data: &str) -> Result<EventData, StoreError> {
+    serde_json::from_str(data).map_err(|e| StoreError::UnknownStored {
         table: "events",
         column: "data",
-        value: format!("{}: {e}", row.id),
-    })?;
+        value: format!("{id}: {e}"),
+    })
+}
+
+pub(crate) fn event_from_row(row: EventRow) -> Result<Event, StoreError> {
+    let kind = crate::error::known(EventType::parse(&row.kind), "events", "type", &row.kind)?;
+    let data = stored_data(&row.id, &row.data)?;
     Ok(Event {
         id: row.id,
         org_id: row.org_id,

@@ -15,6 +15,7 @@ use crate::backend::direct;
 use crate::backend::{Arg, OwnedArg, Steps, Tx, borrowed, owned};
 use crate::common::ids::{new_id, now};
 use crate::error::{known, panicked};
+use crate::events::{self, EventData, EventType, NewEvent};
 use crate::ledger::same_earn::{self, Earlier};
 use crate::programme::evaluate::{Target, WalletContext, credit_for};
 use crate::{Campaign, RuleBook, Store, StoreError, Tokens};
@@ -55,7 +56,7 @@ pub struct PendingEarn {
 }
 
 /// An earn request and where it stands.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EarnRequest {
     pub id: String,
     pub earn_id: String,
@@ -107,10 +108,11 @@ macro_rules! request_columns {
          r.updated_at, t.trace"
     };
 }
+pub(crate) use request_columns;
 
 row_struct! {
     /// The columns of `request_columns!`, in order.
-    struct RequestRow {
+    pub(crate) struct RequestRow {
         id: String,
         earn_id: String,
         wallet_id: String,
@@ -122,6 +124,48 @@ row_struct! {
         updated_at: DateTime<Utc>,
         trace: Option<String>,
     }
+}
+
+/// Earn request `$1` as it stands, for its event.
+pub(crate) const REQUEST_BY_ID: &str = concat!(
+    "SELECT ",
+    request_columns!(),
+    " FROM earn_requests r LEFT JOIN transactions t ON t.id = r.transaction_id WHERE r.id = $1"
+);
+
+/// The event of the campaign's earn request that ended as `row` says: `earn.completed` or
+/// `earn.rejected` (a duplicate makes none: the earn it repeats had its own).
+pub(crate) fn earn_event(
+    org_id: &str,
+    campaign_id: &str,
+    row: RequestRow,
+) -> Result<Option<NewEvent>, StoreError> {
+    let request = request_from_row(row)?;
+    let kind = match request.status {
+        EarnStatus::Completed => EventType::EarnCompleted,
+        EarnStatus::Rejected => EventType::EarnRejected,
+        _ => return Ok(None),
+    };
+    let data = EventData::Earn(Box::new(request));
+    NewEvent::new(org_id, Some(campaign_id), kind, &data).map(Some)
+}
+
+/// Records the event of earn request `id` of the campaign as it now stands, in `tx`.
+pub(crate) async fn record_earn_event(
+    tx: &mut impl Tx,
+    org_id: &str,
+    campaign_id: &str,
+    id: &str,
+) -> Result<(), StoreError> {
+    let row: Option<RequestRow> = tx.row(REQUEST_BY_ID, params![id]).await?;
+    if let Some(event) = row
+        .map(|row| earn_event(org_id, campaign_id, row))
+        .transpose()?
+        .flatten()
+    {
+        events::record(tx, &event).await?;
+    }
+    Ok(())
 }
 
 fn request_from_row(r: RequestRow) -> Result<EarnRequest, StoreError> {
@@ -378,7 +422,7 @@ impl Store {
             _ if request.attempts >= MAX_ATTEMPTS => format!("failed {MAX_ATTEMPTS} times: {err}"),
             _ => return Ok(()),
         };
-        self.reject_request(&request.id, reason).await
+        self.reject_request(request, reason).await
     }
 
     async fn claim_earns(&self, limit: i64) -> Result<Vec<Claimed>, StoreError> {
@@ -457,17 +501,40 @@ impl Store {
         match credit_for(book, &target, &request.body, Some(request.id.clone())).await? {
             Ok(credit) => Ok(Some(credit)),
             Err(refusal) => {
-                self.reject_request(&request.id, refusal.reason()).await?;
+                self.reject_request(request, refusal.reason()).await?;
                 Ok(None)
             }
         }
     }
 
-    async fn reject_request(&self, id: &str, reason: String) -> Result<(), StoreError> {
-        const SQL: &str = "UPDATE earn_requests SET status = 'rejected', reason = $2, claimed_until = NULL, \
-             updated_at = $3 WHERE id = $1";
-        self.execute(SQL, params![id, &reason, now()]).await?;
-        Ok(())
+    /// Rejects `request` for `reason`, with its `earn.rejected` event.
+    async fn reject_request(&self, request: &Claimed, reason: String) -> Result<(), StoreError> {
+        let rejecting = Rejecting {
+            org_id: request.org_id.clone(),
+            campaign_id: request.campaign_id.clone(),
+            id: request.id.clone(),
+            reason,
+        };
+        self.write(rejecting).await
+    }
+}
+
+/// An earn request rejected before it reached the ledger.
+struct Rejecting {
+    org_id: String,
+    campaign_id: String,
+    id: String,
+    reason: String,
+}
+
+impl Steps for Rejecting {
+    type Output = ();
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<(), StoreError> {
+        const SQL: &str = "UPDATE earn_requests SET status = 'rejected', reason = $2, \
+             claimed_until = NULL, updated_at = $3 WHERE id = $1";
+        tx.execute(SQL, params![self.id, self.reason, now()])
+            .await?;
+        record_earn_event(tx, &self.org_id, &self.campaign_id, &self.id).await
     }
 }
 

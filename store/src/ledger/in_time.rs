@@ -221,10 +221,22 @@ impl Store {
         until: DateTime<Utc>,
     ) -> Result<Vec<ExpiringDay>, StoreError> {
         let wallet = self.get_wallet(campaign, reference).await?;
+        self.expiring_days(&wallet.id, None, until).await
+    }
+
+    /// What wallet `wallet_id`'s lots hold that expires after `after` (if given) and by
+    /// `until`, per day in UTC, soonest first.
+    pub(crate) async fn expiring_days(
+        &self,
+        wallet_id: &str,
+        after: Option<DateTime<Utc>>,
+        until: DateTime<Utc>,
+    ) -> Result<Vec<ExpiringDay>, StoreError> {
         let lots: Vec<(DateTime<Utc>, i64)> =
-            self.read_rows(EXPIRING, params![wallet.id, until]).await?;
+            self.read_rows(EXPIRING, params![wallet_id, until]).await?;
         let mut days: BTreeMap<NaiveDate, i64> = BTreeMap::new();
-        for (at, left) in lots.into_iter().filter(|(_, left)| *left > 0) {
+        let later = |at: &DateTime<Utc>| after.is_none_or(|after| *at > after);
+        for (at, left) in lots.into_iter().filter(|(at, left)| *left > 0 && later(at)) {
             *days.entry(at.date_naive()).or_default() += left;
         }
         Ok(days

@@ -8,6 +8,7 @@ pub(crate) mod corrections;
 pub(crate) mod credit;
 pub(crate) mod earn;
 pub(crate) mod expiry;
+pub(crate) mod expiry_notices;
 pub(crate) mod fifo;
 pub(crate) mod holds;
 pub(crate) mod in_time;

@@ -4,6 +4,7 @@
 //! the future, at one of the product's branches.
 
 use chrono::{DateTime, Datelike, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::types::Json;
 
@@ -13,6 +14,7 @@ use super::plan::{BRANCHES, PRODUCT, ProductRow};
 use crate::backend::{Arg, PgTx, SqliteTx, ToArg, Tx, Work};
 use crate::common::ids::{new_id, now};
 use crate::error::known;
+use crate::events::{self, EventData, EventType, NewEvent};
 use crate::ledger::burn::Debiting;
 use crate::ledger::holds::Settle;
 use crate::ledger::holds::settle::{HoldRef, Settling};
@@ -77,7 +79,7 @@ pub struct BookingPatch {
     pub notes: Option<Option<String>>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Booking {
     pub id: String,
     /// The order line booked (the seed's `redemptionId`).
@@ -415,8 +417,32 @@ impl LineBooking {
         };
         let booking = Booking::new(self.new, branch, line_id, &order_id, &owner_id, self.at);
         tx.execute(INSERT_BOOKING, &booking.args(campaign)).await?;
+        booking_event(tx, campaign, EventType::BookingCreated, &booking).await?;
         Ok(booking)
     }
+}
+
+/// Records `kind` (`booking.created`, `booking.status_changed`) for `booking` as it now is.
+pub(super) async fn booking_event(
+    tx: &mut impl Tx,
+    campaign: &Campaign,
+    kind: EventType,
+    booking: &Booking,
+) -> Result<(), StoreError> {
+    let data = EventData::Booking(Box::new(booking.clone()));
+    let event = NewEvent::new(&campaign.org_id, Some(&campaign.id), kind, &data)?;
+    events::record(tx, &event).await
+}
+
+/// Records `booking.status_changed` for booking `id` of the campaign, as it now is.
+pub(super) async fn booking_changed(
+    tx: &mut impl Tx,
+    campaign: &Campaign,
+    id: &str,
+) -> Result<(), StoreError> {
+    let row: Option<BookingRow> = tx.row(SELECT_BOOKING, params![campaign.id, id]).await?;
+    let booking = booking_from_row(row.ok_or(StoreError::NotFound { what: "booking" })?)?;
+    booking_event(tx, campaign, EventType::BookingStatusChanged, &booking).await
 }
 
 impl Work for LineBooking {
@@ -515,6 +541,8 @@ impl BookingUpdate {
         let args = params![campaign_id, id, status, after.date, pax, after.notes, at];
         tx.execute(UPDATE, args).await?;
         if after.status != before.status {
+            let changed = EventType::BookingStatusChanged;
+            booking_event(tx, &self.campaign, changed, &after).await?;
             settle_line(tx, &self.campaign, &after, at).await?;
         }
         Ok(after)
@@ -654,25 +682,32 @@ impl Store {
         &self,
         line_ids: &[&str],
     ) -> Result<Vec<Booking>, StoreError> {
-        const SQL: &str = concat!(
-            "SELECT ",
-            booking_columns!(),
-            " FROM bookings b WHERE b.line_id {key}"
-        );
-        let rows: Vec<BookingRow> = self.read_each(SQL, params![], line_ids).await?;
-        let mut shown: Vec<Booking> = Vec::new();
-        for booking in rows.into_iter().map(booking_from_row) {
-            let booking = booking?;
-            match shown.iter_mut().find(|b| b.line_id == booking.line_id) {
-                None => shown.push(booking),
-                Some(kept) => {
-                    let rank = |b: &Booking| (b.status.is_active(), b.date_requested);
-                    if rank(&booking) > rank(kept) {
-                        *kept = booking;
-                    }
+        let rows: Vec<BookingRow> = self.read_each(LINE_BOOKINGS, params![], line_ids).await?;
+        shown_bookings(rows)
+    }
+}
+
+/// The bookings of lines `{key}`.
+pub(super) const LINE_BOOKINGS: &str = concat!(
+    "SELECT ",
+    booking_columns!(),
+    " FROM bookings b WHERE b.line_id {key}"
+);
+
+/// Of the bookings `rows`, the one each line shows: the one going ahead, else the latest.
+pub(super) fn shown_bookings(rows: Vec<BookingRow>) -> Result<Vec<Booking>, StoreError> {
+    let mut shown: Vec<Booking> = Vec::new();
+    for booking in rows.into_iter().map(booking_from_row) {
+        let booking = booking?;
+        match shown.iter_mut().find(|b| b.line_id == booking.line_id) {
+            None => shown.push(booking),
+            Some(kept) => {
+                let rank = |b: &Booking| (b.status.is_active(), b.date_requested);
+                if rank(&booking) > rank(kept) {
+                    *kept = booking;
                 }
             }
         }
-        Ok(shown)
     }
+    Ok(shown)
 }

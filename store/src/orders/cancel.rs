@@ -15,9 +15,12 @@ use rules::Decimal;
 use serde_json::json;
 
 use super::OrderScope;
+use super::bookings::booking_changed;
 use super::place::SELLOUT;
+use super::read::order_within;
 use crate::backend::{PgTx, SqliteTx, Work};
 use crate::common::ids::now;
+use crate::events::{self, EventData, EventType, NewEvent};
 use crate::ledger::burn::Debiting;
 use crate::ledger::corrections::refund_within;
 use crate::ledger::holds::Settle;
@@ -38,7 +41,7 @@ const REDEEMED: &str =
 const RESTOCK: &str = "UPDATE variants SET stock = stock + $3 \
      WHERE campaign_id = $1 AND id = $2 AND stock IS NOT NULL RETURNING stock";
 const CANCEL_BOOKING: &str = "UPDATE bookings SET status = 'CANCELLED', updated_at = $2 \
-     WHERE line_id = $1 AND status IN ('REQUESTED', 'PENDING', 'CONFIRMED')";
+     WHERE line_id = $1 AND status IN ('REQUESTED', 'PENDING', 'CONFIRMED') RETURNING id";
 const CANCEL_LINE: &str =
     "UPDATE order_lines SET cancelled_at = $2 WHERE id = $1 AND cancelled_at IS NULL";
 
@@ -115,7 +118,10 @@ pub(super) async fn cancel_lines(
         }
         let stock: Option<(i64,)> = tx.row(RESTOCK, params![c.id, variant, units]).await?;
         restocked |= stock.is_some_and(|(left,)| left == *units);
-        tx.execute(CANCEL_BOOKING, params![line, at]).await?;
+        let bookings: Vec<(String,)> = tx.rows(CANCEL_BOOKING, params![line, at]).await?;
+        for (booking,) in bookings {
+            booking_changed(tx, c, &booking).await?;
+        }
     }
     if restocked {
         tx.execute(SELLOUT, params![c.id]).await?;
@@ -142,6 +148,12 @@ pub(super) async fn cancel_lines(
         };
         let burn = transaction_from_row(row)?;
         refund_within(tx, c, burn, correction, Tokens::from_micros(paid)).await?;
+    }
+    if !open.is_empty() {
+        let order = order_within(tx, c, order_id).await?;
+        let data = EventData::Order(Box::new(order));
+        let event = NewEvent::new(&c.org_id, Some(&c.id), EventType::OrderCancelled, &data)?;
+        events::record(tx, &event).await?;
     }
     Ok(restocked)
 }

@@ -72,7 +72,7 @@ pub struct ProductSummary {
     pub terms_and_conditions: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Order {
     pub id: String,
     pub campaign_id: String,
@@ -92,7 +92,7 @@ pub struct Order {
     pub lines: Vec<OrderLine>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OrderLine {
     pub id: String,
     pub order_id: String,
@@ -118,7 +118,7 @@ pub struct OrderLine {
 }
 
 /// A redemption code as a line shows it: masked (`••••-••••-•HTRC`) unless decrypted.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Code {
     pub code: String,
     pub redeemed_at: Option<DateTime<Utc>>,

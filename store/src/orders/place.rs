@@ -16,8 +16,9 @@ use super::plan::{
     out_of_stock, plan,
 };
 use super::{Booking, Code, NewLine, NewOrder, Order, OrderLine};
-use crate::backend::{PgTx, SqliteTx, Work};
+use crate::backend::{PgTx, SqliteTx, Tx, Work};
 use crate::common::ids::{Fingerprint, new_id, now};
+use crate::events::{self, EventData, EventType, NewEvent};
 use crate::ledger::burn::{Debit, Debited, Debiting};
 use crate::ledger::holds::place::Placing as HoldPlacing;
 use crate::ledger::refusals;
@@ -476,11 +477,33 @@ impl Placing {
                 tx.execute(INSERT_BOOKING, &b.args(c)).await?;
             }
         }
+        let order = self.order(plan, transaction_id, codes, bookings, holds);
+        order_events(tx, c, &order).await?;
         Ok(Outcome::Placed {
-            order: Box::new(self.order(plan, transaction_id, codes, bookings, holds)),
+            order: Box::new(order),
             sold_out,
         })
     }
+}
+
+/// Records `order.created` for `order`, and `booking.created` for each booking it made.
+async fn order_events(tx: &mut impl Tx, c: &Campaign, order: &Order) -> Result<(), StoreError> {
+    let mut made = vec![NewEvent::new(
+        &c.org_id,
+        Some(&c.id),
+        EventType::OrderCreated,
+        &EventData::Order(Box::new(order.clone())),
+    )?];
+    for booking in order.lines.iter().filter_map(|l| l.booking.as_ref()) {
+        let data = EventData::Booking(Box::new(booking.clone()));
+        made.push(NewEvent::new(
+            &c.org_id,
+            Some(&c.id),
+            EventType::BookingCreated,
+            &data,
+        )?);
+    }
+    events::record_all(tx, &made).await
 }
 
 impl Work for Placing {

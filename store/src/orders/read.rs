@@ -6,9 +6,10 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
 
-use super::bookings::Booking;
+use super::bookings::{Booking, LINE_BOOKINGS, shown_bookings};
 use super::codes::{CodeKey, masked_tail};
 use super::{Code, Order, OrderLine, ProductSummary};
+use crate::backend::Tx;
 use crate::{Campaign, Page, Paged, Store, StoreError, Tokens};
 
 /// Which orders a caller may see: the organisation's, in one campaign or in all of them.
@@ -248,6 +249,72 @@ impl Store {
         let line_ids: Vec<&str> = lines.iter().map(|l| l.id.as_str()).collect();
         let codes: Vec<CodeRow> = self.read_each(CODES, params![], &line_ids).await?;
         let bookings = self.line_bookings(&line_ids).await?;
+        let read = ReadLines {
+            lines,
+            codes,
+            bookings,
+        };
+        read.fill(org_id, orders, decrypt)
+    }
+}
+
+/// Order `id` of the campaign with its lines (codes masked), read in the caller's transaction
+/// (for an event of the change that transaction makes).
+pub(crate) async fn order_within(
+    tx: &mut impl Tx,
+    campaign: &Campaign,
+    id: &str,
+) -> Result<Order, StoreError> {
+    const ORDER: &str = concat!(
+        "SELECT ",
+        order_columns!(),
+        " FROM orders o JOIN members m ON m.id = o.owner_id WHERE o.id = $1 AND o.campaign_id = $2"
+    );
+    const OF_ORDER: &str = "IN (SELECT id FROM order_lines WHERE order_id = $1)";
+    let row: Option<OrderRow> = tx.row(ORDER, params![id, campaign.id]).await?;
+    let mut orders = [order_from_row(
+        row.ok_or(StoreError::NotFound { what: "order" })?,
+    )];
+    let lines = tx
+        .rows(&LINES.replace("{key}", "= $1"), params![id])
+        .await?;
+    let codes = tx
+        .rows(&CODES.replace("{key}", OF_ORDER), params![id])
+        .await?;
+    let bookings = tx
+        .rows(&LINE_BOOKINGS.replace("{key}", OF_ORDER), params![id])
+        .await?;
+    let read = ReadLines {
+        lines,
+        codes,
+        bookings: shown_bookings(bookings)?,
+    };
+    read.fill(&campaign.org_id, &mut orders, None)?;
+    let [order] = orders;
+    Ok(order)
+}
+
+/// Lines of some orders, their codes and their bookings, as read.
+struct ReadLines {
+    lines: Vec<LineRow>,
+    codes: Vec<CodeRow>,
+    bookings: Vec<Booking>,
+}
+
+impl ReadLines {
+    /// Gives `orders` (of organisation `org_id`) their lines, with their codes (opened when
+    /// `decrypt` holds the key) and bookings.
+    fn fill(
+        self,
+        org_id: &str,
+        orders: &mut [Order],
+        decrypt: Option<&CodeKey>,
+    ) -> Result<(), StoreError> {
+        let ReadLines {
+            lines,
+            codes,
+            bookings,
+        } = self;
         let mut filled: Vec<OrderLine> = Vec::with_capacity(lines.len());
         for l in lines {
             let codes = codes

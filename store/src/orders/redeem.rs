@@ -3,15 +3,18 @@
 
 use crate::OrgScope;
 use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use sqlx::types::Json;
 
 use super::ProductSummary;
 use super::codes::{CodeKey, masked_tail};
+use crate::backend::{Steps, Tx};
 use crate::common::ids::now;
+use crate::events::{self, EventData, EventType, NewEvent};
 use crate::{Store, StoreError};
 
 /// A redeemed code and what it was for.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Redeemed {
     /// Masked.
     pub code: String,
@@ -51,46 +54,73 @@ impl Store {
         key_id: &str,
     ) -> Result<Redeemed, StoreError> {
         let org_id = org.id();
+        const FIND: &str = "SELECT redeemed_at, voided_at FROM redemption_codes \
+             WHERE org_id = $1 AND lookup = $2";
+        let lookup = codes.lookup(org_id, code);
+        let redeeming = Redeeming {
+            org_id: org_id.to_string(),
+            lookup: lookup.clone(),
+            key_id: key_id.to_string(),
+        };
+        if let Some(redeemed) = self.write(redeeming).await? {
+            return Ok(redeemed);
+        }
+        type Found = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+        let found: Option<Found> = self.read_row(FIND, params![org_id, lookup]).await?;
+        Err(match found {
+            Some((Some(at), _)) => StoreError::refused(
+                "already_redeemed",
+                Some("code".into()),
+                format!("the code was redeemed at {}", at.to_rfc3339()),
+            ),
+            Some((_, Some(at))) => StoreError::refused(
+                "code_voided",
+                Some("code".into()),
+                format!("the code's order line was cancelled at {}", at.to_rfc3339()),
+            ),
+            _ => StoreError::NotFound { what: "code" },
+        })
+    }
+}
+
+/// A code redeemed with its `code.redeemed` event, in one transaction: `None` when no code of
+/// the organisation with that lookup could be redeemed.
+struct Redeeming {
+    org_id: String,
+    lookup: Vec<u8>,
+    key_id: String,
+}
+
+impl Steps for Redeeming {
+    type Output = Option<Redeemed>;
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<Option<Redeemed>, StoreError> {
         const REDEEM: &str = "UPDATE redemption_codes SET redeemed_at = $3, redeemed_by = $4 \
              WHERE org_id = $1 AND lookup = $2 AND redeemed_at IS NULL AND voided_at IS NULL \
              RETURNING id";
-        const FIND: &str = "SELECT redeemed_at, voided_at FROM redemption_codes \
-             WHERE org_id = $1 AND lookup = $2";
         const DETAIL: &str = "SELECT c.tail, c.redeemed_at, l.campaign_id, l.order_id, l.id, \
              l.product_id, l.variant_id, l.product FROM redemption_codes c \
              JOIN order_lines l ON l.id = c.line_id WHERE c.id = $1";
-        let lookup = codes.lookup(org_id, code);
-        let redeemed: Option<(String,)> = self
-            .write_row(REDEEM, params![org_id, &lookup, now(), key_id])
-            .await?;
-        let Some((id,)) = redeemed else {
-            type Found = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
-            let found: Option<Found> = self.read_row(FIND, params![org_id, lookup]).await?;
-            return Err(match found {
-                Some((Some(at), _)) => StoreError::refused(
-                    "already_redeemed",
-                    Some("code".into()),
-                    format!("the code was redeemed at {}", at.to_rfc3339()),
-                ),
-                Some((_, Some(at))) => StoreError::refused(
-                    "code_voided",
-                    Some("code".into()),
-                    format!("the code's order line was cancelled at {}", at.to_rfc3339()),
-                ),
-                _ => StoreError::NotFound { what: "code" },
-            });
+        let at = now();
+        let args = params![self.org_id, self.lookup, at, self.key_id];
+        let Some((id,)) = tx.row::<(String,)>(REDEEM, args).await? else {
+            return Ok(None);
         };
-        let row: Option<RedeemedRow> = self.read_row(DETAIL, params![id]).await?;
+        let row: Option<RedeemedRow> = tx.row(DETAIL, params![id]).await?;
         let r = row.ok_or(StoreError::NotFound { what: "code" })?;
-        Ok(Redeemed {
+        let redeemed = Redeemed {
             code: masked_tail(&r.tail),
-            redeemed_at: r.redeemed_at.unwrap_or_else(now),
+            redeemed_at: r.redeemed_at.unwrap_or(at),
             campaign_id: r.campaign_id,
             order_id: r.order_id,
             line_id: r.line_id,
             product_id: r.product_id,
             variant_id: r.variant_id,
             product: r.product.0,
-        })
+        };
+        let data = EventData::Redeemed(Box::new(redeemed.clone()));
+        let campaign = Some(redeemed.campaign_id.as_str());
+        let event = NewEvent::new(&self.org_id, campaign, EventType::CodeRedeemed, &data)?;
+        events::record(tx, &event).await?;
+        Ok(Some(redeemed))
     }
 }

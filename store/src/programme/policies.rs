@@ -208,7 +208,7 @@ impl FromStr for ExpiryFrom {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Policy {
     /// A burn may not take the balance below this.
     pub min_balance: Tokens,
@@ -228,6 +228,33 @@ pub struct Policy {
     pub pending_counts_tier: bool,
     /// What the expiry of tokens that were pending counts from.
     pub expiry_from: ExpiryFrom,
+    /// Tokens about to expire are announced (`wallet.points_expiring`) this many days before
+    /// their day (0: never).
+    pub expiry_notice_days: u32,
+}
+
+/// The notice a campaign's members get of their tokens' expiry unless its policy says
+/// otherwise, in days.
+pub const DEFAULT_EXPIRY_NOTICE_DAYS: u32 = 30;
+
+/// The longest notice of an expiry, in days: a year.
+pub const MAX_EXPIRY_NOTICE_DAYS: u32 = 366;
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            min_balance: Tokens::ZERO,
+            expiry: Expiry::default(),
+            shortfall: Shortfall::default(),
+            transfers: Transfers::default(),
+            transfer_daily_cap: None,
+            transfers_move_earned: false,
+            pending_days: 0,
+            pending_counts_tier: false,
+            expiry_from: ExpiryFrom::default(),
+            expiry_notice_days: DEFAULT_EXPIRY_NOTICE_DAYS,
+        }
+    }
 }
 
 impl Policy {
@@ -285,8 +312,8 @@ impl Store {
 
     async fn stored_policy(&self, campaign_id: &str) -> Result<Policy, StoreError> {
         const SQL: &str = "SELECT min_balance, expiry, shortfall, transfers, transfer_daily_cap, \
-             transfers_move_earned, CAST(pending_days AS BIGINT), pending_counts_tier, expiry_from \
-             FROM campaign_policies WHERE campaign_id = $1";
+             transfers_move_earned, CAST(pending_days AS BIGINT), pending_counts_tier, expiry_from, \
+             CAST(expiry_notice_days AS BIGINT) FROM campaign_policies WHERE campaign_id = $1";
         type Row = (
             i64,
             String,
@@ -297,6 +324,7 @@ impl Store {
             i64,
             bool,
             String,
+            i64,
         );
         let row: Option<Row> = self.read_row(SQL, params![campaign_id]).await?;
         let Some((
@@ -309,6 +337,7 @@ impl Store {
             pending_days,
             pending_counts_tier,
             expiry_from,
+            notice_days,
         )) = row
         else {
             return Ok(Policy::default());
@@ -348,6 +377,12 @@ impl Store {
                 "expiry_from",
                 &expiry_from,
             )?,
+            expiry_notice_days: known(
+                u32::try_from(notice_days).ok(),
+                "campaign_policies",
+                "expiry_notice_days",
+                &notice_days.to_string(),
+            )?,
         })
     }
 
@@ -379,10 +414,16 @@ impl Store {
                 format!("at most {MAX_PENDING_DAYS} (ten years)"),
             ));
         }
+        if policy.expiry_notice_days > MAX_EXPIRY_NOTICE_DAYS {
+            return Err(StoreError::invalid(
+                "expiry-notice-days",
+                format!("at most {MAX_EXPIRY_NOTICE_DAYS} (a year)"),
+            ));
+        }
         const SQL: &str = "INSERT INTO campaign_policies (campaign_id, min_balance, expiry, \
              shortfall, transfers, transfer_daily_cap, transfers_move_earned, pending_days, \
-             pending_counts_tier, expiry_from, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+             pending_counts_tier, expiry_from, updated_at, expiry_notice_days) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
              ON CONFLICT (campaign_id) DO UPDATE \
              SET min_balance = excluded.min_balance, expiry = excluded.expiry, \
              shortfall = excluded.shortfall, transfers = excluded.transfers, \
@@ -390,7 +431,8 @@ impl Store {
              transfers_move_earned = excluded.transfers_move_earned, \
              pending_days = excluded.pending_days, \
              pending_counts_tier = excluded.pending_counts_tier, \
-             expiry_from = excluded.expiry_from, updated_at = excluded.updated_at";
+             expiry_from = excluded.expiry_from, updated_at = excluded.updated_at, \
+             expiry_notice_days = excluded.expiry_notice_days";
         let cap = policy.transfer_daily_cap.map(Tokens::micros);
         self.execute(
             SQL,
@@ -405,7 +447,8 @@ impl Store {
                 i64::from(policy.pending_days),
                 policy.pending_counts_tier,
                 policy.expiry_from.as_str(),
-                now()
+                now(),
+                i64::from(policy.expiry_notice_days)
             ],
         )
         .await?;

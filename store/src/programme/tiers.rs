@@ -46,10 +46,14 @@ macro_rules! tier_for {
     };
 }
 
+/// The tier of each wallet of campaign `$1` whose tier the campaign's tiers now place it in
+/// differs, at `$2` (a wallet whose tier stays is not written: its `updated_at` stays, and no
+/// `wallet.tier_changed` is recorded for it).
 pub(crate) const RETIER: &str = concat!(
-    "UPDATE wallets SET tier_id = ",
+    "UPDATE wallets SET updated_at = $2, tier_id = ",
     tier_for!("wallets.earned"),
-    " WHERE campaign_id = $1"
+    " WHERE campaign_id = $1 AND tier_id IS DISTINCT FROM ",
+    tier_for!("wallets.earned")
 );
 
 /// The columns of a tier as `tier_from_row` reads them.
@@ -135,7 +139,7 @@ impl Store {
             tier.image_url,
             at
         ];
-        self.execute_all(&[(INSERT, insert), (RETIER, params![campaign_id])])
+        self.execute_all(&[(INSERT, insert), (RETIER, params![campaign_id, at])])
             .await
             .map_err(|e| crate::error::conflict_on(e, &[("name", "name")]))?;
         Ok(tier)
@@ -176,8 +180,13 @@ impl Store {
     /// Removes a tier (by id or name); its wallets fall to the next tier they reach.
     pub async fn remove_tier(&self, campaign: &Campaign, tier: &str) -> Result<(), StoreError> {
         let (org_id, campaign_id) = (campaign.org_id.as_str(), campaign.id.as_str());
-        const CLEAR: &str = "UPDATE wallets SET tier_id = NULL WHERE tier_id IN (SELECT id FROM tiers \
-             WHERE org_id = $1 AND campaign_id = $2 AND (id = $3 OR name = $3))";
+        // The wallets of the tier move straight to the next one they reach (one
+        // `wallet.tier_changed` each), before the tier goes.
+        const MOVE: &str = "UPDATE wallets SET updated_at = $4, tier_id = (SELECT t.id \
+             FROM tiers t WHERE t.campaign_id = wallets.campaign_id \
+             AND t.threshold <= wallets.earned AND t.id <> wallets.tier_id \
+             ORDER BY t.threshold DESC, t.precedence ASC LIMIT 1) WHERE tier_id IN (SELECT id \
+             FROM tiers WHERE org_id = $1 AND campaign_id = $2 AND (id = $3 OR name = $3))";
         const DELETE: &str =
             "DELETE FROM tiers WHERE org_id = $1 AND campaign_id = $2 AND (id = $3 OR name = $3)";
         const REQUIRED: &str = "SELECT COUNT(*) FROM variants v JOIN tiers t ON t.id = v.tier_id \
@@ -196,12 +205,13 @@ impl Store {
                 ),
             ));
         }
+        let at = now();
         let which = params![org_id, campaign_id, tier];
         let changed = self
             .execute_all(&[
-                (CLEAR, which),
+                (MOVE, params![org_id, campaign_id, tier, at]),
                 (DELETE, which),
-                (RETIER, params![campaign_id]),
+                (RETIER, params![campaign_id, at]),
             ])
             .await?;
         let removed = changed[1];

@@ -10,6 +10,7 @@ mod read;
 mod write;
 
 use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 
 pub use profanity::profanity_score;
 pub use read::{ReviewFilter, ReviewList};
@@ -60,7 +61,7 @@ string_enum! {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Review {
     pub id: String,
     pub campaign_id: String,

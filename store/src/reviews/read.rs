@@ -6,7 +6,7 @@ use crate::OrgScope;
 use chrono::{DateTime, Utc};
 
 use super::{Moderation, Review, shown, waiting};
-use crate::backend::{Arg, ToArg};
+use crate::backend::{Arg, ToArg, Tx};
 use crate::error::known;
 use crate::{Page, Paged, Store, StoreError};
 
@@ -51,6 +51,17 @@ row_struct! {
         created_at: DateTime<Utc>,
         updated_at: DateTime<Utc>,
     }
+}
+
+/// Review `$1`, in the caller's transaction.
+pub(super) async fn review_within(tx: &mut impl Tx, id: &str) -> Result<Review, StoreError> {
+    const SQL: &str = concat!(
+        "SELECT ",
+        review_columns!(),
+        " FROM reviews r WHERE r.id = $1"
+    );
+    let row: Option<ReviewRow> = tx.row(SQL, params![id]).await?;
+    review_from_row(row.ok_or(StoreError::NotFound { what: "review" })?)
 }
 
 fn review_from_row(r: ReviewRow) -> Result<Review, StoreError> {

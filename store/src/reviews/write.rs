@@ -7,7 +7,9 @@ use chrono::{DateTime, Utc};
 use crate::backend::{Steps, Tx};
 use crate::common::ids::{new_id, now};
 use crate::error::conflict_on;
-use crate::reviews::{Decision, Review, profanity_score};
+use crate::events::{self, EventData, EventType, NewEvent};
+use crate::reviews::read::review_within;
+use crate::reviews::{Decision, Moderation, Review, ReviewStatus, profanity_score};
 use crate::{Campaign, Store, StoreError};
 
 /// A review as a client submits it; the API has checked the bounds of each field.
@@ -32,12 +34,10 @@ impl Store {
         &self,
         campaign: &Campaign,
         new: NewReview,
+        rules: &Moderation,
     ) -> Result<Review, StoreError> {
         const VOUCHER: &str = "SELECT id FROM products WHERE campaign_id = $1 AND id = $2 \
              UNION ALL SELECT id FROM variants WHERE campaign_id = $1 AND id = $2";
-        const INSERT: &str = "INSERT INTO reviews (id, org_id, campaign_id, member_id, \
-             voucher_id, partner_id, rating, review_text, profanity_score, moderation, reports, \
-             created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, $11, $11)";
         let member = self
             .member_id_of(&campaign.org_id, &new.member)
             .await?
@@ -63,35 +63,11 @@ impl Store {
             .await
             .map_err(|e| StoreError::NotCommitted(format!("scoring the review: {e}")))?;
         let (id, at) = (new_id(), now());
-        self.execute(
-            INSERT,
-            params![
-                &id,
-                &campaign.org_id,
-                &campaign.id,
-                &member,
-                &new.voucher_id,
-                &new.partner_id,
-                i64::from(new.rating),
-                &new.review_text,
-                score,
-                Decision::Open.as_str(),
-                at
-            ],
-        )
-        .await
-        .map_err(|e| match conflict_on(e, &[("member_id", "voucherId")]) {
-            StoreError::Conflict { .. } => StoreError::refused(
-                "already_reviewed",
-                Some("voucherId".into()),
-                format!(
-                    "member `{}` has already reviewed voucher `{}`",
-                    new.member, new.voucher_id
-                ),
-            ),
-            other => other,
-        })?;
-        Ok(Review {
+        let refused = format!(
+            "member `{}` has already reviewed voucher `{}`",
+            new.member, new.voucher_id
+        );
+        let review = Review {
             id,
             campaign_id: campaign.id.clone(),
             member_id: member,
@@ -105,6 +81,19 @@ impl Store {
             reports: 0,
             created_at: at,
             updated_at: at,
+        };
+        let creating = Creating {
+            org_id: campaign.org_id.clone(),
+            review,
+            rules: *rules,
+        };
+        self.write(creating).await.map_err(|e| {
+            match conflict_on(e, &[("member_id", "voucherId")]) {
+                StoreError::Conflict { .. } => {
+                    StoreError::refused("already_reviewed", Some("voucherId".into()), refused)
+                }
+                other => other,
+            }
         })
     }
 
@@ -117,6 +106,7 @@ impl Store {
         campaign: &Campaign,
         id: &str,
         reporter: &str,
+        rules: &Moderation,
     ) -> Result<Review, StoreError> {
         const REVIEW: &str = "SELECT member_id FROM reviews WHERE org_id = $1 \
              AND campaign_id = $2 AND id = $3 AND moderation <> 'removed'";
@@ -140,12 +130,13 @@ impl Store {
         }
         let at = now();
         self.write(Report {
+            org_id: campaign.org_id.clone(),
             review: id.to_string(),
             reporter: reporter_id,
             at,
+            rules: *rules,
         })
-        .await?;
-        self.review_by_id(&campaign.org(), Some(campaign), id).await
+        .await
     }
 
     /// An operator approves (`true`: listed whatever is reported later) or removes review `id`
@@ -174,16 +165,78 @@ impl Store {
     }
 }
 
-/// A member's report of a review: counted once per member.
+/// A new review, with its `review.created` event (and `review.held` when its language holds
+/// it back).
+struct Creating {
+    org_id: String,
+    review: Review,
+    rules: Moderation,
+}
+
+impl Steps for Creating {
+    type Output = Review;
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<Review, StoreError> {
+        const INSERT: &str = "INSERT INTO reviews (id, org_id, campaign_id, member_id, \
+             voucher_id, partner_id, rating, review_text, profanity_score, moderation, reports, \
+             created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, $11, $11)";
+        let r = &self.review;
+        let (rating, decision) = (i64::from(r.rating), r.decision.as_str());
+        let args = params![
+            r.id,
+            self.org_id,
+            r.campaign_id,
+            r.member_id,
+            r.voucher_id,
+            r.partner_id,
+            rating,
+            r.review_text,
+            r.profanity_score,
+            decision,
+            r.created_at
+        ];
+        tx.execute(INSERT, args).await?;
+        let mut kinds = vec![EventType::ReviewCreated];
+        if r.status(&self.rules) == ReviewStatus::Pending {
+            kinds.push(EventType::ReviewHeld);
+        }
+        review_events(tx, &self.org_id, &self.review, &self.rules, &kinds).await?;
+        Ok(self.review)
+    }
+}
+
+/// Records an event of each of `kinds` for `review` as it now stands under `rules`.
+async fn review_events(
+    tx: &mut impl Tx,
+    org_id: &str,
+    review: &Review,
+    rules: &Moderation,
+    kinds: &[EventType],
+) -> Result<(), StoreError> {
+    let data = EventData::Review {
+        review: Box::new(review.clone()),
+        status: review.status(rules),
+    };
+    let campaign = Some(review.campaign_id.as_str());
+    let made: Vec<NewEvent> = kinds
+        .iter()
+        .map(|kind| NewEvent::new(org_id, campaign, *kind, &data))
+        .collect::<Result<_, _>>()?;
+    events::record_all(tx, &made).await
+}
+
+/// A member's report of a review: counted once per member, with its `review.reported` event
+/// (and `review.held` when the report is the one that hides it).
 struct Report {
+    org_id: String,
     review: String,
     reporter: String,
     at: DateTime<Utc>,
+    rules: Moderation,
 }
 
 impl Steps for Report {
-    type Output = ();
-    async fn run<T: Tx>(self, tx: &mut T) -> Result<(), StoreError> {
+    type Output = Review;
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<Review, StoreError> {
         const REPORT: &str = "INSERT INTO review_reports (review_id, member_id, created_at) \
              VALUES ($1, $2, $3) ON CONFLICT (review_id, member_id) DO NOTHING";
         // `reports + 1`, not a count of the reports: of two reports at once on PostgreSQL, the
@@ -191,9 +244,21 @@ impl Steps for Report {
         const COUNT: &str = "UPDATE reviews SET reported_by_id = $2, updated_at = $3, \
              reports = reports + 1 WHERE id = $1";
         let args = params![self.review, self.reporter, self.at];
-        if tx.execute(REPORT, args).await? > 0 {
-            tx.execute(COUNT, args).await?;
+        if tx.execute(REPORT, args).await? == 0 {
+            return review_within(tx, &self.review).await;
         }
-        Ok(())
+        tx.execute(COUNT, args).await?;
+        let review = review_within(tx, &self.review).await?;
+        let mut kinds = vec![EventType::ReviewReported];
+        let before = Review {
+            reports: review.reports.saturating_sub(1),
+            ..review.clone()
+        };
+        let held = |r: &Review| r.status(&self.rules) == ReviewStatus::Pending;
+        if held(&review) && !held(&before) {
+            kinds.push(EventType::ReviewHeld);
+        }
+        review_events(tx, &self.org_id, &review, &self.rules, &kinds).await?;
+        Ok(review)
     }
 }

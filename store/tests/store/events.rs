@@ -227,8 +227,9 @@ async fn events_fan_out_to_the_endpoints_that_want_them(store: Store) {
         .await
         .unwrap();
     let dispatched = store.dispatch_events(500).await.unwrap();
-    // The member's creation came before every endpoint: only the burn is delivered.
-    assert_eq!((dispatched.events, dispatched.deliveries), (2, 2));
+    // The member's creation came before every endpoint: the earn's completion goes to the
+    // endpoint of every type, the burn to it and to the burns' one.
+    assert_eq!((dispatched.events, dispatched.deliveries), (3, 3));
     let due: Vec<String> = store
         .endpoints_due()
         .await
@@ -452,8 +453,8 @@ async fn redeliveries_tests_and_rotations(store: Store) {
         from: Utc::now() - Duration::hours(1),
         to: Utc::now() + Duration::hours(1),
     };
-    // The range holds the member's creation and the burn.
-    assert_eq!(store.redeliver(&org, &hook.id, range).await.unwrap(), 2);
+    // The range holds the member's creation, the earn's completion and the burn.
+    assert_eq!(store.redeliver(&org, &hook.id, range).await.unwrap(), 3);
     let unknown = store
         .redeliver(&org, &hook.id, Redelivery::Event("nope".into()))
         .await;
@@ -461,7 +462,7 @@ async fn redeliveries_tests_and_rotations(store: Store) {
         unknown,
         Err(StoreError::NotFound { what: "event" })
     ));
-    assert_eq!(claim(&store, &hook).await.len(), 3);
+    assert_eq!(claim(&store, &hook).await.len(), 4);
 
     let test = store.send_test_event(&org, &members_only.id).await.unwrap();
     dispatch(&store).await;

@@ -5,6 +5,7 @@ mod batch_files;
 mod catalogue;
 mod catalogue_search;
 mod corrections;
+mod event_types;
 mod events;
 mod holds;
 mod idempotency;

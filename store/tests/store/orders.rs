@@ -82,7 +82,7 @@ pub(crate) async fn earn(store: &Store, campaign: &Campaign, id: &str, amount: &
 }
 
 /// The next Friday at 19:00 in South Africa (UTC+2), at least a week away.
-fn next_friday() -> chrono::DateTime<FixedOffset> {
+pub(crate) fn next_friday() -> chrono::DateTime<FixedOffset> {
     let zone = FixedOffset::east_opt(2 * 3600).unwrap();
     let mut day = Utc::now().with_timezone(&zone).date_naive() + Duration::days(7);
     while day.weekday() != chrono::Weekday::Fri {

@@ -68,7 +68,11 @@ fn voucher(id: &str) -> ReviewFilter {
 async fn reviews_are_checked_scored_and_one_per_member_and_voucher(store: Store) {
     let c = setup(&store).await;
     let made = store
-        .create_review(&c, review("ada", "spa", 5, "Lovely, would go again"))
+        .create_review(
+            &c,
+            review("ada", "spa", 5, "Lovely, would go again"),
+            &Moderation::default(),
+        )
         .await
         .unwrap();
     assert_eq!(made.rating, 5);
@@ -82,12 +86,20 @@ async fn reviews_are_checked_scored_and_one_per_member_and_voucher(store: Store)
     // A variant is a voucher too; the member by id works like the external id.
     let ada = made.member_id.clone();
     store
-        .create_review(&c, review(&ada, "spa-day", 4, "Good"))
+        .create_review(
+            &c,
+            review(&ada, "spa-day", 4, "Good"),
+            &Moderation::default(),
+        )
         .await
         .unwrap();
 
     let again = store
-        .create_review(&c, review("ada", "spa", 1, "Changed my mind"))
+        .create_review(
+            &c,
+            review("ada", "spa", 1, "Changed my mind"),
+            &Moderation::default(),
+        )
         .await
         .unwrap_err();
     assert!(
@@ -101,7 +113,11 @@ async fn reviews_are_checked_scored_and_one_per_member_and_voucher(store: Store)
         "{again:?}"
     );
     let unknown_member = store
-        .create_review(&c, review("nobody", "spa", 3, "Fine"))
+        .create_review(
+            &c,
+            review("nobody", "spa", 3, "Fine"),
+            &Moderation::default(),
+        )
         .await
         .unwrap_err();
     assert!(
@@ -115,7 +131,11 @@ async fn reviews_are_checked_scored_and_one_per_member_and_voucher(store: Store)
         "{unknown_member:?}"
     );
     let unknown_voucher = store
-        .create_review(&c, review("alan", "balloon", 3, "Fine"))
+        .create_review(
+            &c,
+            review("alan", "balloon", 3, "Fine"),
+            &Moderation::default(),
+        )
         .await
         .unwrap_err();
     assert!(
@@ -131,7 +151,11 @@ async fn reviews_are_checked_scored_and_one_per_member_and_voucher(store: Store)
 
     // Offensive text is scored and held back from the list.
     let rude = store
-        .create_review(&c, review("alan", "spa", 1, "f u c k this place"))
+        .create_review(
+            &c,
+            review("alan", "spa", 1, "f u c k this place"),
+            &Moderation::default(),
+        )
         .await
         .unwrap();
     assert!(rude.profanity_score >= 0.5);
@@ -144,16 +168,23 @@ async fn reviews_are_checked_scored_and_one_per_member_and_voucher(store: Store)
 async fn lists_filter_average_and_run_newest_first(store: Store) {
     let c = setup(&store).await;
     store
-        .create_review(&c, review("ada", "spa", 5, "first"))
+        .create_review(&c, review("ada", "spa", 5, "first"), &Moderation::default())
         .await
         .unwrap();
     store
-        .create_review(&c, review("alan", "spa", 2, "second"))
+        .create_review(
+            &c,
+            review("alan", "spa", 2, "second"),
+            &Moderation::default(),
+        )
         .await
         .unwrap();
     let mut other_partner = review("grace", "mug", 3, "third");
     other_partner.partner_id = "partner-9".into();
-    store.create_review(&c, other_partner).await.unwrap();
+    store
+        .create_review(&c, other_partner, &Moderation::default())
+        .await
+        .unwrap();
 
     let (texts, average) = list(&store, &c, voucher("spa")).await;
     assert_eq!(texts, vec!["second", "first"]);
@@ -193,10 +224,13 @@ async fn lists_filter_average_and_run_newest_first(store: Store) {
 async fn reports_count_distinct_members_and_hide_until_an_operator_decides(store: Store) {
     let c = setup(&store).await;
     let made = store
-        .create_review(&c, review("ada", "spa", 4, "Nice"))
+        .create_review(&c, review("ada", "spa", 4, "Nice"), &Moderation::default())
         .await
         .unwrap();
-    let own = store.report_review(&c, &made.id, "ada").await.unwrap_err();
+    let own = store
+        .report_review(&c, &made.id, "ada", &Moderation::default())
+        .await
+        .unwrap_err();
     assert!(
         matches!(
             own,
@@ -208,7 +242,7 @@ async fn reports_count_distinct_members_and_hide_until_an_operator_decides(store
         "{own:?}"
     );
     let unknown = store
-        .report_review(&c, &made.id, "nobody")
+        .report_review(&c, &made.id, "nobody", &Moderation::default())
         .await
         .unwrap_err();
     assert!(matches!(
@@ -218,27 +252,41 @@ async fn reports_count_distinct_members_and_hide_until_an_operator_decides(store
             ..
         }
     ));
-    let missing = store.report_review(&c, "no-such-review", "alan").await;
+    let missing = store
+        .report_review(&c, "no-such-review", "alan", &Moderation::default())
+        .await;
     assert!(matches!(
         missing,
         Err(StoreError::NotFound { what: "review" })
     ));
 
-    let once = store.report_review(&c, &made.id, "alan").await.unwrap();
+    let once = store
+        .report_review(&c, &made.id, "alan", &Moderation::default())
+        .await
+        .unwrap();
     assert_eq!(once.reports, 1);
     let alan = once.reported_by_id.clone().unwrap();
-    let twice = store.report_review(&c, &made.id, "alan").await.unwrap();
+    let twice = store
+        .report_review(&c, &made.id, "alan", &Moderation::default())
+        .await
+        .unwrap();
     assert_eq!(
         twice, once,
         "the same member reporting again changes nothing"
     );
-    let by_grace = store.report_review(&c, &made.id, "grace").await.unwrap();
+    let by_grace = store
+        .report_review(&c, &made.id, "grace", &Moderation::default())
+        .await
+        .unwrap();
     assert_eq!(by_grace.reports, 2);
     assert_ne!(by_grace.reported_by_id.as_deref(), Some(alan.as_str()));
     assert_eq!(list(&store, &c, voucher("spa")).await.0, vec!["Nice"]);
 
     // The third distinct reporter hides it (default threshold 3).
-    let hidden = store.report_review(&c, &made.id, "edsger").await.unwrap();
+    let hidden = store
+        .report_review(&c, &made.id, "edsger", &Moderation::default())
+        .await
+        .unwrap();
     assert_eq!(hidden.reports, 3);
     assert_eq!(hidden.status(&Moderation::default()), ReviewStatus::Pending);
     assert_eq!(list(&store, &c, voucher("spa")).await, (Vec::new(), None));
@@ -268,7 +316,11 @@ async fn reports_count_distinct_members_and_hide_until_an_operator_decides(store
 
     // Removed: gone from reads, reports and moderation, and not to be posted again.
     let rude = store
-        .create_review(&c, review("alan", "mug", 1, "this place is shit"))
+        .create_review(
+            &c,
+            review("alan", "mug", 1, "this place is shit"),
+            &Moderation::default(),
+        )
         .await
         .unwrap();
     store
@@ -277,12 +329,14 @@ async fn reports_count_distinct_members_and_hide_until_an_operator_decides(store
         .unwrap();
     let gone = store.review_by_id(&c.org(), Some(&c), &rude.id).await;
     assert!(matches!(gone, Err(StoreError::NotFound { .. })));
-    let reported = store.report_review(&c, &rude.id, "ada").await;
+    let reported = store
+        .report_review(&c, &rude.id, "ada", &Moderation::default())
+        .await;
     assert!(matches!(reported, Err(StoreError::NotFound { .. })));
     let again = store.moderate_review(&c.org(), &rude.id, true).await;
     assert!(matches!(again, Err(StoreError::NotFound { .. })));
     let repost = store
-        .create_review(&c, review("alan", "mug", 2, "ok"))
+        .create_review(&c, review("alan", "mug", 2, "ok"), &Moderation::default())
         .await;
     assert!(matches!(
         repost,
@@ -296,12 +350,16 @@ async fn reports_count_distinct_members_and_hide_until_an_operator_decides(store
 async fn concurrent_reports_each_count(store: Store) {
     let c = setup(&store).await;
     let made = store
-        .create_review(&c, review("ada", "spa", 4, "Nice"))
+        .create_review(&c, review("ada", "spa", 4, "Nice"), &Moderation::default())
         .await
         .unwrap();
     let reports = ["alan", "grace", "edsger"].map(|who| {
         let (store, c, id) = (store.clone(), c.clone(), made.id.clone());
-        tokio::spawn(async move { store.report_review(&c, &id, who).await })
+        tokio::spawn(async move {
+            store
+                .report_review(&c, &id, who, &Moderation::default())
+                .await
+        })
     });
     for report in reports {
         report.await.unwrap().unwrap();
@@ -313,7 +371,11 @@ async fn concurrent_reports_each_count(store: Store) {
 async fn thresholds_apply_when_reviews_are_read(store: Store) {
     let c = setup(&store).await;
     store
-        .create_review(&c, review("ada", "spa", 4, "crap coffee, lovely spa"))
+        .create_review(
+            &c,
+            review("ada", "spa", 4, "crap coffee, lovely spa"),
+            &Moderation::default(),
+        )
         .await
         .unwrap();
     assert_eq!(list(&store, &c, voucher("spa")).await.0.len(), 1);
@@ -334,13 +396,15 @@ async fn thresholds_apply_when_reviews_are_read(store: Store) {
 async fn another_organisation_sees_none_of_it(store: Store) {
     let c = setup(&store).await;
     let made = store
-        .create_review(&c, review("ada", "spa", 4, "Nice"))
+        .create_review(&c, review("ada", "spa", 4, "Nice"), &Moderation::default())
         .await
         .unwrap();
     let other = store::testing::campaign_fixture(&store).await;
     let read = store.review_by_id(&other.org(), None, &made.id).await;
     assert!(matches!(read, Err(StoreError::NotFound { .. })));
-    let reported = store.report_review(&other, &made.id, "ada").await;
+    let reported = store
+        .report_review(&other, &made.id, "ada", &Moderation::default())
+        .await;
     assert!(matches!(reported, Err(StoreError::NotFound { .. })));
     let moderated = store.moderate_review(&other.org(), &made.id, false).await;
     assert!(matches!(moderated, Err(StoreError::NotFound { .. })));
@@ -348,7 +412,11 @@ async fn another_organisation_sees_none_of_it(store: Store) {
     assert!(listed.0.is_empty());
     // Its members and vouchers are not this organisation's either.
     let theirs = store
-        .create_review(&other, review("ada", "spa", 4, "Nice"))
+        .create_review(
+            &other,
+            review("ada", "spa", 4, "Nice"),
+            &Moderation::default(),
+        )
         .await
         .unwrap_err();
     assert!(matches!(

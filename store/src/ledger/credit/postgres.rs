@@ -7,8 +7,10 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 
 use super::{Crediting, Pending, Settlement, finished, over_ceiling, sooner};
-use crate::backend::OnPostgres;
+use crate::backend::{OnPostgres, PgTx};
 use crate::common::ids::new_id;
+use crate::events;
+use crate::ledger::earn::{RequestRow, earn_event, request_columns};
 use crate::ledger::same_earn::{EarlierEarn, earlier_columns};
 use crate::ledger::transactions::{entry_columns, unsum};
 use crate::{Credit, Credited, Policy, Store, StoreError, Tokens};
@@ -106,9 +108,38 @@ async fn credit(
         });
         finish.push(") AS v WHERE earn_requests.id = v.column1");
         finish.build().execute(&mut *tx).await?;
+        earn_events(&mut tx, credits).await?;
     }
     tx.commit().await?;
     Ok(outcomes)
+}
+
+/// The events of the API earns among `credits` that ended (`earn.completed`,
+/// `earn.rejected`), read back as their requests now stand, in the call's transaction.
+async fn earn_events(tx: &mut PgConnection, credits: &[Credit]) -> Result<(), StoreError> {
+    const ENDED: &str = concat!(
+        "SELECT ",
+        request_columns!(),
+        " FROM earn_requests r LEFT JOIN transactions t ON t.id = r.transaction_id \
+         WHERE r.id = ANY($1) AND r.status IN ('completed', 'rejected')"
+    );
+    let ids: Vec<&str> = credits
+        .iter()
+        .filter_map(|c| c.request_id.as_deref())
+        .collect();
+    let rows: Vec<RequestRow> = sqlx::query_as(ENDED).bind(&ids).fetch_all(&mut *tx).await?;
+    let by_request: HashMap<&str, &Credit> = credits
+        .iter()
+        .filter_map(|c| Some((c.request_id.as_deref()?, c)))
+        .collect();
+    let mut events = Vec::with_capacity(rows.len());
+    for row in rows {
+        let Some(credit) = by_request.get(row.id.as_str()) else {
+            continue;
+        };
+        events.extend(earn_event(&credit.org_id, &credit.campaign_id, row)?);
+    }
+    events::record_all(&mut PgTx(tx), &events).await
 }
 
 /// The new earns behind their wallet's spending position, set aside (PostgreSQL).

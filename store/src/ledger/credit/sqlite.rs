@@ -8,8 +8,9 @@ use chrono::{DateTime, Utc};
 use rusqlite::Connection;
 
 use super::{Crediting, PENDING, SET_ASIDE, Settlement, finished, over_ceiling, sooner};
-use crate::backend::{OnSqlite, direct};
+use crate::backend::{OnSqlite, SqliteTx, direct, ready};
 use crate::common::ids::new_id;
+use crate::ledger::earn::record_earn_event;
 use crate::ledger::same_earn::{EarlierEarn, earlier_columns};
 use crate::ledger::transactions::{Entry, EntryText, INSERT_TRANSACTION, unsum};
 use crate::{Credit, Credited, Policy, Store, StoreError, Tokens};
@@ -105,6 +106,13 @@ fn credit(
                 at
             ];
             direct::execute(tx, FINISH, args)?;
+            let mut on = SqliteTx(tx);
+            ready(record_earn_event(
+                &mut on,
+                &c.org_id,
+                &c.campaign_id,
+                f.request,
+            ))?;
         }
         outcomes.push(outcome);
     }
