@@ -187,6 +187,7 @@ async fn crash_story(env: Vec<(&'static str, String)>) {
         ["--transfer-daily-cap", "0"],
         ["--pending-days", "3651"],
         ["--expiry-from", "later"],
+        ["--expiry-notice-days", "367"],
     ] {
         let mut args = vec!["campaign", "policy", "--campaign", &campaign];
         args.extend(far);
@@ -199,6 +200,7 @@ async fn crash_story(env: Vec<(&'static str, String)>) {
             "--transfer-daily-cap" => "more than 0",
             "--pending-days" => "3650",
             "--expiry-from" => "earn or vest",
+            "--expiry-notice-days" => "366",
             _ => "36525",
         };
         assert!(why.contains(expected), "{far:?}: {why}");
@@ -235,8 +237,14 @@ async fn crash_story(env: Vec<(&'static str, String)>) {
         &campaign,
         "--pending-days",
         "0",
+        "--expiry-notice-days",
+        "7",
     ];
-    assert_eq!(json_of(&env, &none)["pendingDays"], 0);
+    let set = json_of(&env, &none);
+    assert_eq!(
+        (&set["pendingDays"], &set["expiryNoticeDays"]),
+        (&json!(0), &json!(7))
+    );
     ok(
         &env,
         &[
@@ -377,7 +385,7 @@ async fn crash_story(env: Vec<(&'static str, String)>) {
         shown["policy"],
         json!({"minBalance": 5, "expiry": "days:30", "shortfall": "clip", "transfers": "allow",
             "transferDailyCap": 250, "transfersMoveEarned": true, "pendingDays": 0,
-            "pendingCountsTier": true, "expiryFrom": "vest"})
+            "pendingCountsTier": true, "expiryFrom": "vest", "expiryNoticeDays": 7})
     );
     assert_eq!(shown["tiers"][0]["name"], "gold");
     assert_eq!(
