@@ -11,3 +11,4 @@ mod common;
 mod leaderboard_reviews_cli;
 mod orders_cli;
 mod sftp_cli;
+mod webhook_faults;

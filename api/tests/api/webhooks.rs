@@ -452,6 +452,52 @@ async fn earns_tiers_and_orders_render_as_their_reads(app: TestApp) {
     assert!(read["lines"][0]["product"].is_object());
 }
 
+/// A receiver that closes the connection without answering: the attempt is logged as failed
+/// with no status, and the delivery is tried again until an answer delivers it.
+async fn a_closed_connection_is_tried_again(app: TestApp) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let key = manager(&app).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    // The first two connections are closed once the request is read; the rest answered 204.
+    tokio::spawn(async move {
+        for n in 0.. {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            tokio::spawn(async move {
+                let mut request = vec![0u8; 64 * 1024];
+                let _ = socket.read(&mut request).await;
+                if n >= 2 {
+                    let answer = b"HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n";
+                    let _ = socket.write_all(answer).await;
+                }
+            });
+        }
+    });
+    let made = add_endpoint(&app, &key, json!({"url": url, "eventTypes": BURNS})).await;
+    app.member_with_wallet().await;
+    app.earn("e-1", "w-1", json!(50)).await;
+    app.burn("b-1", "w-1", json!(1)).await;
+    let log = wait_attempts(&app, &key, &made.endpoint.id, 3).await;
+    let oldest_first: Vec<&AttemptView> = log.iter().rev().collect();
+    for closed in &oldest_first[..2] {
+        assert_eq!(
+            (closed.status_code, closed.succeeded),
+            (None, false),
+            "{closed:?}"
+        );
+        assert!(
+            closed.response.is_some(),
+            "what went wrong is kept: {closed:?}"
+        );
+    }
+    assert_eq!(oldest_first[2].status_code, Some(204));
+    assert_eq!(log[0].delivery_status, "delivered");
+    assert!(
+        log.iter().all(|a| a.event_id == log[0].event_id),
+        "one event"
+    );
+}
+
 app_tests!(settings: super::local();
     a_burn_is_delivered_signed_and_in_the_feed,
     failures_retry_redirects_fail_and_gone_disables,
@@ -459,4 +505,5 @@ app_tests!(settings: super::local();
     bad_requests_are_refused,
     member_events_follow_the_version_and_erasure,
     earns_tiers_and_orders_render_as_their_reads,
+    a_closed_connection_is_tried_again,
 );
