@@ -72,6 +72,7 @@ pub use events::endpoints::{
     EndpointPatch, EndpointStatus, MAX_URL as MAX_WEBHOOK_URL, NewEndpoint, Secrets,
     WebhookEndpoint,
 };
+pub use events::retention::EVENT_RETENTION;
 pub use events::{Event, EventData, EventFilter, EventType, TierRef};
 pub use exports::schedule::{ClaimedDay, ExportFormat, ExportSchedule, SETTLE as EXPORT_SETTLE};
 pub use exports::{ExportChunk, ExportFilter, ExportTime, Texts};

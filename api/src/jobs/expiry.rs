@@ -1,5 +1,6 @@
 //! The expiry sweep: every serving node vests due pending earns, expires due lots and lapses
-//! due holds each minute, and announces tokens about to expire once a day per campaign.
+//! due holds each minute, announces tokens about to expire once a day per campaign, and deletes
+//! events past their retention.
 
 use std::time::Duration;
 
@@ -72,6 +73,15 @@ pub async fn sweep_expiry(state: AppState, mut stop: watch::Receiver<bool>) {
                 tracing::info!(noticed, "announced tokens about to expire");
             }
             Err(err) => tracing::warn!(%err, "expiry notice sweep failed"),
+        }
+        let prune = tokio::select! {
+            pruned = state.store.prune_events(now - store::EVENT_RETENTION) => pruned,
+            _ = stop.wait_for(|stop| *stop) => return,
+        };
+        match prune {
+            Ok(0) => {}
+            Ok(pruned) => tracing::info!(pruned, "deleted events past their retention"),
+            Err(err) => tracing::warn!(%err, "pruning old events failed"),
         }
     }
 }

@@ -39,3 +39,8 @@ CREATE INDEX expiry_notices_day ON expiry_notices (expires_on);
 -- The dispatcher numbers events by time, then id (the database's own have random ids).
 DROP INDEX events_unnumbered;
 CREATE INDEX events_unnumbered ON events (occurred_at, id) WHERE seq IS NULL;
+
+-- Retention: events older than 30 days go, with their deliveries and attempts.
+CREATE INDEX events_time ON events (occurred_at);
+CREATE INDEX deliveries_event ON deliveries (event_id);
+CREATE INDEX delivery_attempts_event ON delivery_attempts (event_id);

@@ -13,6 +13,7 @@
 
 pub mod deliveries;
 pub mod endpoints;
+pub mod retention;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};

@@ -718,7 +718,66 @@ async fn a_batch_file_makes_one_event(store: Store) {
     );
 }
 
+/// Events past their retention go with their deliveries and attempts, except one a delivery
+/// still waits to send.
+async fn old_events_are_pruned_unless_a_delivery_waits(store: Store) {
+    let s = setup(&store).await;
+    let org = s.campaign.org();
+    let hook = store
+        .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &key())
+        .await
+        .unwrap();
+    let book = RuleBook::new(store.clone());
+    store
+        .submit_earn(&s.campaign, earn("e-1", "100"))
+        .await
+        .unwrap();
+    drain(&store, &book).await;
+    store.burn(&s.campaign, burn("b-1", 30)).await.unwrap();
+    dispatch(&store).await;
+    let claimed = claim(&store, &hook).await;
+    assert_eq!(claimed.len(), 2, "the earn's completion and the burn");
+    let sent = claimed
+        .iter()
+        .find(|c| c.event.kind == EventType::TransactionCreated)
+        .unwrap();
+    let outcome = vec![(sent.clone(), answered(204))];
+    store
+        .record_attempts(&hook.id, outcome, store::FIRST_RETRY)
+        .await
+        .unwrap();
+    let waiting = claimed.iter().find(|c| c.id != sent.id).unwrap();
+
+    assert_eq!(
+        store
+            .prune_events(Utc::now() - store::EVENT_RETENTION)
+            .await
+            .unwrap(),
+        0
+    );
+    // All of them old: the member's creation and the delivered burn go; the earn's completion,
+    // whose delivery waits, stays.
+    let later = Utc::now() + Duration::seconds(1);
+    assert_eq!(store.prune_events(later).await.unwrap(), 2);
+    let left: Vec<String> = feed(&store, &s.campaign, EventFilter::default())
+        .await
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(left, [waiting.event.id.clone()]);
+    let log = store.delivery_attempts(&org, &hook.id, PAGE).await.unwrap();
+    assert_eq!(log.total, 0, "the burn's attempt went with it");
+    assert!(
+        store
+            .event(&org, None, &sent.event.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
 backend_tests!(
+    old_events_are_pruned_unless_a_delivery_waits,
     a_burn_records_one_event_with_its_transaction,
     the_feed_pages_by_number,
     events_fan_out_to_the_endpoints_that_want_them,
