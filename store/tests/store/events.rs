@@ -764,7 +764,7 @@ async fn old_events_are_pruned_unless_a_delivery_waits(store: Store) {
         .into_iter()
         .map(|e| e.id)
         .collect();
-    assert_eq!(left, [waiting.event.id.clone()]);
+    assert_eq!(left, std::slice::from_ref(&waiting.event.id));
     let log = store.delivery_attempts(&org, &hook.id, PAGE).await.unwrap();
     assert_eq!(log.total, 0, "the burn's attempt went with it");
     assert!(
