@@ -110,6 +110,14 @@ macro_rules! request_columns {
 }
 pub(crate) use request_columns;
 
+/// Where `request_columns!` are read from: the requests (`r`) and their transactions (`t`).
+macro_rules! requests_joined {
+    () => {
+        " FROM earn_requests r LEFT JOIN transactions t ON t.id = r.transaction_id"
+    };
+}
+pub(crate) use requests_joined;
+
 row_struct! {
     /// The columns of `request_columns!`, in order.
     pub(crate) struct RequestRow {
@@ -130,7 +138,8 @@ row_struct! {
 pub(crate) const REQUEST_BY_ID: &str = concat!(
     "SELECT ",
     request_columns!(),
-    " FROM earn_requests r LEFT JOIN transactions t ON t.id = r.transaction_id WHERE r.id = $1"
+    requests_joined!(),
+    " WHERE r.id = $1"
 );
 
 /// The event of the campaign's earn request that ended as `row` says: `earn.completed` or
@@ -348,8 +357,8 @@ impl Store {
         const SQL: &str = concat!(
             "SELECT ",
             request_columns!(),
-            " FROM earn_requests r LEFT JOIN transactions t ON t.id = r.transaction_id \
-             WHERE r.org_id = $1 AND r.campaign_id = $2 AND r.id = $3"
+            requests_joined!(),
+            " WHERE r.org_id = $1 AND r.campaign_id = $2 AND r.id = $3"
         );
         let row: Option<RequestRow> = self.read_row(SQL, params![org_id, campaign_id, id]).await?;
         row.ok_or(StoreError::NotFound {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use super::bookings::INSERT_BOOKING;
+use super::bookings::{INSERT_BOOKING, booking_event};
 use super::codes::{CodeKey, masked, new_code, tail};
 use super::plan::{
     BRANCHES, LineSource, PRODUCT, Plan, PlannedLine, TIER_REACHED, VARIANT, VARIANTS_OF,
@@ -488,22 +488,13 @@ impl Placing {
 
 /// Records `order.created` for `order`, and `booking.created` for each booking it made.
 async fn order_events(tx: &mut impl Tx, c: &Campaign, order: &Order) -> Result<(), StoreError> {
-    let mut made = vec![NewEvent::new(
-        &c.org_id,
-        Some(&c.id),
-        EventType::OrderCreated,
-        &EventData::Order(Box::new(order.clone())),
-    )?];
+    let data = EventData::Order(Box::new(order.clone()));
+    let event = NewEvent::new(&c.org_id, Some(&c.id), EventType::OrderCreated, &data)?;
+    events::record(tx, &event).await?;
     for booking in order.lines.iter().filter_map(|l| l.booking.as_ref()) {
-        let data = EventData::Booking(Box::new(booking.clone()));
-        made.push(NewEvent::new(
-            &c.org_id,
-            Some(&c.id),
-            EventType::BookingCreated,
-            &data,
-        )?);
+        booking_event(tx, c, EventType::BookingCreated, booking).await?;
     }
-    events::record_all(tx, &made).await
+    Ok(())
 }
 
 impl Work for Placing {

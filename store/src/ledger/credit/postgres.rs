@@ -10,7 +10,7 @@ use super::{Crediting, Pending, Settlement, finished, over_ceiling, sooner};
 use crate::backend::{OnPostgres, PgTx};
 use crate::common::ids::new_id;
 use crate::events;
-use crate::ledger::earn::{RequestRow, earn_event, request_columns};
+use crate::ledger::earn::{RequestRow, earn_event, request_columns, requests_joined};
 use crate::ledger::same_earn::{EarlierEarn, earlier_columns};
 use crate::ledger::transactions::{entry_columns, unsum};
 use crate::{Credit, Credited, Policy, Store, StoreError, Tokens};
@@ -120,8 +120,8 @@ async fn earn_events(tx: &mut PgConnection, credits: &[Credit]) -> Result<(), St
     const ENDED: &str = concat!(
         "SELECT ",
         request_columns!(),
-        " FROM earn_requests r LEFT JOIN transactions t ON t.id = r.transaction_id \
-         WHERE r.id = ANY($1) AND r.status IN ('completed', 'rejected')"
+        requests_joined!(),
+        " WHERE r.id = ANY($1) AND r.status IN ('completed', 'rejected')"
     );
     let ids: Vec<&str> = credits
         .iter()
