@@ -86,6 +86,32 @@ where
     gather(tasks, started).await
 }
 
+/// Sends `request(0, sequence)` `rate` times a second for `seconds`, each when it falls due
+/// whether or not the ones before it have been answered (an open loop: clients that arrive on
+/// their own, as a shop's tills do), so a request's latency is the service's at that load, not
+/// the share of a saturated machine a closed loop of clients gets. Each call must send one
+/// request and panic on an unexpected answer.
+pub async fn drive_at<F, Fut>(rate: f64, seconds: u64, request: F) -> Load
+where
+    F: Fn(usize, usize) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send,
+{
+    let request = Arc::new(request);
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for sequence in 0..(rate * seconds as f64) as usize {
+        let due = started + Duration::from_secs_f64(sequence as f64 / rate);
+        tokio::time::sleep_until(due.into()).await;
+        let request = request.clone();
+        tasks.push(tokio::spawn(async move {
+            let sent = Instant::now();
+            request(0, sequence).await;
+            vec![sent.elapsed()]
+        }));
+    }
+    gather(tasks, started).await
+}
+
 /// The load the client tasks measured since `started`.
 async fn gather(tasks: Vec<tokio::task::JoinHandle<Vec<Duration>>>, started: Instant) -> Load {
     let mut latencies = Vec::new();

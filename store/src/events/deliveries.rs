@@ -167,19 +167,23 @@ impl Steps for Dispatch {
 
     async fn run<T: Tx>(self, tx: &mut T) -> Result<Dispatched, StoreError> {
         // By time, then id: the database's own events (`wallet.tier_changed`) have random ids.
-        const UNNUMBERED: &str = "SELECT id, org_id, campaign_id, type, occurred_at FROM events \
-             WHERE seq IS NULL ORDER BY occurred_at, id LIMIT $1";
-        const NUMBER: &str = "UPDATE events SET seq = $1 WHERE id = $2";
+        // One statement numbers the whole run (`UPDATE ... FROM`: SQLite 3.33 and later).
+        const NUMBER: &str = "UPDATE events SET seq = n.seq FROM (SELECT id, \
+             $1 + ROW_NUMBER() OVER (ORDER BY occurred_at, id) AS seq FROM events \
+             WHERE seq IS NULL ORDER BY occurred_at, id LIMIT $2) n WHERE events.id = n.id \
+             RETURNING events.id, events.org_id, events.campaign_id, events.type, \
+             events.occurred_at, events.seq";
         const MOVE: &str = "UPDATE event_dispatch SET last_seq = $1 WHERE id = 1";
         let Some((last,)): Option<(i64,)> = tx.row(&self.lock, params![]).await? else {
             // Another node is dispatching.
             return Ok(Dispatched::default());
         };
-        type Unnumbered = (String, String, Option<String>, String, DateTime<Utc>);
-        let events: Vec<Unnumbered> = tx.rows(UNNUMBERED, params![self.limit]).await?;
+        type Numbered = (String, String, Option<String>, String, DateTime<Utc>, i64);
+        let mut events: Vec<Numbered> = tx.rows(NUMBER, params![last, self.limit]).await?;
         if events.is_empty() {
             return Ok(Dispatched::default());
         }
+        events.sort_unstable_by_key(|e| e.5);
         let sql = format!(
             "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE status = 'enabled' \
              ORDER BY id"
@@ -190,11 +194,9 @@ impl Steps for Dispatch {
             .map(endpoint_from_row)
             .collect::<Result<_, _>>()?;
         let at = now();
-        let mut seq = last;
+        let seq = last + events.len() as i64;
         let mut fanned: Vec<(String, &str, &str, &str)> = Vec::new();
-        for (id, org_id, campaign_id, kind, occurred_at) in &events {
-            seq += 1;
-            tx.execute(NUMBER, params![seq, id]).await?;
+        for (id, org_id, campaign_id, kind, occurred_at, _) in &events {
             let Some(kind) = EventType::parse(kind) else {
                 continue;
             };
