@@ -52,7 +52,7 @@ async fn run() {
     if let Ok(args) = std::env::var(PEAK_OF_EXPORT) {
         return peak_of_export(&args).await;
     }
-    let rows: u64 = number("BENCH_ROWS", 1_000_000);
+    let rows: u64 = common::number("BENCH_ROWS", 1_000_000);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("earns.csv");
     let spec = spec(rows);
@@ -122,7 +122,7 @@ async fn run() {
     } = common::seed(WALLETS as usize, true).await;
     let org = campaign.org();
     let book = RuleBook::new(store.clone());
-    let history = number("BENCH_LEDGER_ROWS", 5_000_000);
+    let history = common::number("BENCH_LEDGER_ROWS", 5_000_000);
     // The database's own bulk load is given the same history (untimed), then the same file:
     // what growing by the same rows costs the database itself.
     let bulk = BulkTable::new(postgres.as_deref(), dir.path(), "growth");
@@ -263,13 +263,6 @@ async fn run() {
         "peak RSS of that process: {export_peak} MiB (goal: >= 500,000 rows/s to Parquet on \
          SQLite; `rewards export` runs in a process of its own)"
     );
-}
-
-fn number(var: &str, default: u64) -> u64 {
-    std::env::var(var)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 fn spec(rows: u64) -> generators::earns::Spec {

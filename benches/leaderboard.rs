@@ -25,10 +25,7 @@ const PAGE: u64 = 100;
 
 #[tokio::main]
 async fn main() {
-    let members: u64 = std::env::var("BENCH_MEMBERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000);
+    let members: u64 = common::number("BENCH_MEMBERS", 1_000_000);
     let common::Seed {
         _db,
         store,

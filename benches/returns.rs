@@ -23,10 +23,7 @@ fn main() {
 
 #[tokio::main]
 async fn run() {
-    let rows: u64 = std::env::var("BENCH_ROWS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000);
+    let rows: u64 = common::number("BENCH_ROWS", 1_000_000);
     let dir = tempfile::tempdir().unwrap();
     let earns = dir.path().join("earns.csv");
     let spec = generators::earns::Spec {

@@ -76,10 +76,7 @@ fn near_cape_town(i: usize) -> Near {
 
 #[tokio::main]
 async fn main() {
-    let products: usize = std::env::var("BENCH_PRODUCTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(50_000);
+    let products: usize = common::number("BENCH_PRODUCTS", 50_000);
     let common::Seed {
         _db,
         store,

@@ -115,10 +115,7 @@ async fn run() {
     );
     println!("{}", common::HEADER);
     let without = common::drive(CLIENTS, seconds, burns("plain")).await;
-    let rate = std::env::var("BENCH_RATE")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or((without.rate / 2.0).round());
+    let rate = common::number("BENCH_RATE", (without.rate / 2.0).round());
     let paced_without = common::drive_at(rate, seconds, burns("paced")).await;
 
     let (url, taken) = receiver().await;
@@ -237,11 +234,8 @@ async fn serve(store: &Store) -> String {
     let mut settings = api::Settings::default();
     settings.webhooks.rules.allow_http = true;
     settings.webhooks.rules.allowed = vec!["127.0.0.1".parse().unwrap()];
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
     let state = api::AppState::new(store.clone(), CodeKey::new(&CODES)).with_settings(settings);
-    tokio::spawn(api::serve(listener, state, true, std::future::pending()));
-    base
+    common::serve_state(state).await
 }
 
 /// An endpoint at `url` for the campaign's events of `types` (empty: every type).
@@ -268,10 +262,7 @@ async fn subscribe(
 
 /// The file loaded into a fresh ledger without an endpoint, then into another with one.
 async fn file_loads() {
-    let rows: u64 = std::env::var("BENCH_FILE_ROWS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(1_000_000);
+    let rows: u64 = common::number("BENCH_FILE_ROWS", 1_000_000);
     let dir = tempfile::tempdir().unwrap();
     let spec = generators::earns::Spec {
         rows,

@@ -132,10 +132,15 @@ async fn gather(tasks: Vec<tokio::task::JoinHandle<Vec<Duration>>>, started: Ins
 
 /// How long each timed scenario runs: `BENCH_SECONDS`, default 60.
 pub fn seconds() -> u64 {
-    std::env::var("BENCH_SECONDS")
+    number("BENCH_SECONDS", 60)
+}
+
+/// The number the environment variable `var` holds, or `default` when it is unset or not one.
+pub fn number<T: std::str::FromStr>(var: &str, default: T) -> T {
+    std::env::var(var)
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(60)
+        .unwrap_or(default)
 }
 
 /// Credits `lots` earns of 12.5 tokens (each an open lot) to each of wallets `w-0..w-<wallets>`
@@ -366,15 +371,15 @@ pub async fn seed(members: usize, wallets: bool) -> Seed {
 /// Serves the real application (with its workers unless `BENCH_NO_WORKERS` is set) on a
 /// loopback port; returns its base URL.
 pub async fn serve(store: &store::Store) -> String {
+    serve_state(api::AppState::new(store.clone(), store::CodeKey::random())).await
+}
+
+/// Serves the real application on `state` (its settings, its code key), as `serve` does.
+pub async fn serve_state(state: api::AppState) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let workers = std::env::var("BENCH_NO_WORKERS").is_err();
-    tokio::spawn(api::serve(
-        listener,
-        api::AppState::new(store.clone(), store::CodeKey::random()),
-        workers,
-        std::future::pending(),
-    ));
+    tokio::spawn(api::serve(listener, state, workers, std::future::pending()));
     base
 }
 

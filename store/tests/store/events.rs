@@ -52,16 +52,21 @@ fn burns() -> EventFilter {
     }
 }
 
-/// A wallet of 100 tokens, burned from twice (30, then a refused 500).
-async fn burned(store: &Store) -> Campaign {
-    let s = setup(store).await;
+/// 100 tokens earned (`e-1`, credited), then 30 burned (`b-1`).
+async fn earned_and_burned(store: &Store, campaign: &Campaign) {
     let book = RuleBook::new(store.clone());
     store
-        .submit_earn(&s.campaign, earn("e-1", "100"))
+        .submit_earn(campaign, earn("e-1", "100"))
         .await
         .unwrap();
     drain(store, &book).await;
-    store.burn(&s.campaign, burn("b-1", 30)).await.unwrap();
+    store.burn(campaign, burn("b-1", 30)).await.unwrap();
+}
+
+/// A wallet of 100 tokens, burned from twice (30, then a refused 500).
+async fn burned(store: &Store) -> Campaign {
+    let s = setup(store).await;
+    earned_and_burned(store, &s.campaign).await;
     let refused = store.burn(&s.campaign, burn("b-2", 500)).await;
     assert!(matches!(
         refused,
@@ -218,13 +223,7 @@ async fn events_fan_out_to_the_endpoints_that_want_them(store: Store) {
         ..Default::default()
     };
     store.update_endpoint(&org, &off.id, disable).await.unwrap();
-    let book = RuleBook::new(store.clone());
-    store
-        .submit_earn(&s.campaign, earn("e-1", "100"))
-        .await
-        .unwrap();
-    drain(&store, &book).await;
-    store.burn(&s.campaign, burn("b-1", 30)).await.unwrap();
+    earned_and_burned(&store, &s.campaign).await;
     let late = store
         .create_endpoint(&org, endpoint("https://f.example/hook", &[]), &k)
         .await
@@ -730,13 +729,7 @@ async fn old_events_are_pruned_unless_a_delivery_waits(store: Store) {
         .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &key())
         .await
         .unwrap();
-    let book = RuleBook::new(store.clone());
-    store
-        .submit_earn(&s.campaign, earn("e-1", "100"))
-        .await
-        .unwrap();
-    drain(&store, &book).await;
-    store.burn(&s.campaign, burn("b-1", 30)).await.unwrap();
+    earned_and_burned(&store, &s.campaign).await;
     dispatch(&store).await;
     let claimed = claim(&store, &hook).await;
     assert_eq!(claimed.len(), 2, "the earn's completion and the burn");
