@@ -17,6 +17,7 @@ use crate::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, Problem};
 use crate::http::paging::{PagedList, Paging, PagingParams};
+use crate::http::shapes::named_enum;
 
 #[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -33,8 +34,7 @@ pub struct BatchView {
     pub source: String,
     /// The SFTP user who uploaded it.
     pub username: Option<String>,
-    /// `received`, `processing`, `completed`, `failed` or `duplicate`.
-    #[schema(example = "received")]
+    #[schema(value_type = BatchStateName)]
     pub state: Cow<'static, str>,
     /// For a duplicate: the batch that already holds this content.
     pub duplicate_of: Option<String>,
@@ -53,6 +53,14 @@ pub struct BatchView {
     pub received_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
+
+named_enum!(
+    BatchStateName,
+    "BatchState",
+    "Where a batch file stands: received, processing, completed (its report written), failed \
+     (see `error`) or duplicate (its content was delivered before: see `duplicateOf`).",
+    store::BatchState::ALL.map(store::BatchState::as_str)
+);
 
 impl From<Batch> for BatchView {
     fn from(b: Batch) -> Self {

@@ -21,6 +21,7 @@ use crate::http::checks::{self, schema};
 use crate::http::error::{ApiError, FieldError, Problem};
 use crate::http::paging::{PagedList, Paging, PagingParams};
 use crate::http::query::QueryParams;
+use crate::http::shapes::named_enum;
 use crate::members::MemberView;
 use crate::orders::views::{BookingView, OrderView, RedeemedView};
 use crate::reviews::ReviewView;
@@ -33,9 +34,9 @@ pub struct EventView {
     /// Unique; a delivery's `webhook-id` (the same on every attempt and redelivery, so a
     /// receiver can tell a repeat).
     pub id: String,
-    /// What happened, e.g. `transaction.created`.
+    /// What happened.
     #[serde(rename = "type")]
-    #[schema(example = "transaction.created")]
+    #[schema(value_type = EventTypeName)]
     pub kind: String,
     /// When it happened.
     pub timestamp: DateTime<Utc>,
@@ -151,6 +152,13 @@ pub(crate) fn listed_types() -> impl Iterator<Item = EventType> {
         .into_iter()
         .filter(|t| *t != EventType::WebhookTest)
 }
+
+named_enum!(
+    EventTypeName,
+    "EventType",
+    "What an event says happened (docs/events.md describes each type and what it carries).",
+    EventType::ALL.map(EventType::as_str)
+);
 
 /// The `type` filter and an endpoint's `eventTypes`: a list of event types.
 pub(crate) fn event_types() -> utoipa::openapi::schema::Array {

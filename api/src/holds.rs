@@ -12,7 +12,6 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use store::{Hold, HoldFilter, HoldStatus, NewHold, Tokens};
-use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -24,6 +23,7 @@ use crate::http::error::{ApiError, Problem};
 use crate::http::json::JsonBody;
 use crate::http::paging::{PagedList, Paging, PagingParams};
 use crate::http::query::QueryParams;
+use crate::http::shapes::named_enum;
 use crate::transactions::{MAX_BURN, burn_amount, date};
 
 #[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -42,8 +42,7 @@ pub struct HoldView {
     pub comment: Option<String>,
     #[schema(value_type = Option<Object>)]
     pub meta: Option<Value>,
-    /// held, captured, voided or lapsed.
-    #[schema(example = "held")]
+    #[schema(value_type = HoldStatusName)]
     pub status: Cow<'static, str>,
     /// When it lapses if still held (absent: only a capture or a void ends it).
     pub expires_at: Option<DateTime<Utc>>,
@@ -56,6 +55,14 @@ pub struct HoldView {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
+
+named_enum!(
+    HoldStatusName,
+    "HoldStatus",
+    "Where a hold stands: held (its tokens reserved), captured (spent, whole or in part, by a \
+     BURN), voided (released by hand) or lapsed (released at its expiry).",
+    HoldStatus::ALL.map(HoldStatus::as_str)
+);
 
 impl From<Hold> for HoldView {
     fn from(h: Hold) -> Self {
@@ -157,11 +164,8 @@ async fn place_hold(
     Ok((status, Json(placed.hold.into())))
 }
 
-fn hold_status() -> Object {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .enum_values(Some(HoldStatus::ALL.map(HoldStatus::as_str)))
-        .build()
+fn hold_status() -> utoipa::openapi::Ref {
+    utoipa::openapi::Ref::from_schema_name("HoldStatus")
 }
 
 #[derive(Deserialize, IntoParams)]

@@ -66,7 +66,7 @@ pub mod views {
         BookingView, CodeView, LineView, OrderView, ProductSummaryView, RedeemedView,
     };
     pub use crate::reviews::{ReviewPage, ReviewView, Status as ReviewStatus};
-    pub use crate::transactions::{EarnAccepted, EarnStatusView, TransactionView};
+    pub use crate::transactions::{EarnAccepted, EarnStatusView, ExactNumber, TransactionView};
     pub use crate::transfers::{ReceivedView, TransferView};
     pub use crate::wallets::{BalanceView, ExpiringDayView, ExpiringView, WalletList, WalletView};
     pub use crate::webhooks::{AttemptView, EndpointView, NewEndpointView, Queued};
@@ -122,7 +122,9 @@ pub fn app(state: AppState) -> Router {
         .route("/metrics", get(http::ops::metrics))
         .route(
             "/openapi.json",
-            get(move |query| http::docs::serve_document(documents.clone(), query)),
+            get(move |headers, query| {
+                http::docs::serve_document(documents.clone(), headers, query)
+            }),
         )
         .fallback(http::ops::not_found)
         .method_not_allowed_fallback(http::ops::method_not_allowed)

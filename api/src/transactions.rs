@@ -10,6 +10,7 @@ use axum::http::StatusCode;
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use store::{
     EarnInput, EarnRequest, NewBurn, NewCorrection, Tokens, Transaction, TransactionFilter,
     TransactionKind,
@@ -27,6 +28,7 @@ use crate::http::json::JsonBody;
 use crate::http::links::BaseUrl;
 use crate::http::paging::{PagedList, Paging, PagingParams};
 use crate::http::query::QueryParams;
+use crate::http::shapes::named_enum;
 
 /// The most tokens one burn may spend: a wallet holds at most `Tokens::MAX`, a trillion.
 pub(crate) const MAX_BURN: i64 = 1_000_000_000_000;
@@ -41,6 +43,44 @@ pub(crate) fn burn_amount() -> Object {
         .multiple_of(Some(TOKEN_STEP))
         .description(Some("Tokens to spend: more than 0, at most 6 decimals."))
         .build()
+}
+
+/// `sourceAmount`: an earn's amount as the rules were given it (see `earn_amount`), or null.
+fn source_amount() -> Object {
+    ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::SchemaType::from_iter([
+            Type::Number,
+            Type::Null,
+        ]))
+        .minimum(Some(0))
+        .maximum(Some(store::limits::MAX_EARN_AMOUNT))
+        .build()
+}
+
+/// A decimal written as a JSON number with the digits it was stored with (`12.50`), which a
+/// binary floating-point number could not keep.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ExactNumber(Box<RawValue>);
+
+impl ExactNumber {
+    /// The number's text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl PartialEq for ExactNumber {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+fn exact_number(text: &str) -> Option<ExactNumber> {
+    let value: rust_decimal::Decimal = text.parse().ok()?;
+    RawValue::from_string(value.to_string())
+        .ok()
+        .map(ExactNumber)
 }
 
 fn earn_amount() -> Object {
@@ -70,7 +110,7 @@ pub struct TransactionView {
     /// and an EARN on the receiving one (one per expiry date of the tokens given), each naming
     /// the transfer in `transferId`.
     #[serde(rename = "type")]
-    #[schema(value_type = String, example = "EARN")]
+    #[schema(value_type = TransactionType)]
     pub kind: Cow<'static, str>,
     /// Tokens moved (never negative; `type` says which way).
     #[schema(value_type = f64)]
@@ -79,8 +119,10 @@ pub struct TransactionView {
     pub wallet_id: String,
     #[schema(value_type = Option<Object>)]
     pub meta: Option<Value>,
-    /// EARN: the amount the rules were given; a reversal of an earn: the value returned.
-    pub source_amount: Option<String>,
+    /// EARN: the amount the rules were given; a reversal of an earn: the value returned. Exact,
+    /// with the decimals it was given.
+    #[schema(schema_with = source_amount)]
+    pub source_amount: Option<ExactNumber>,
     /// A reversal of an earn or a refund of a burn: the transaction it corrects.
     pub reversal_of: Option<String>,
     /// Either side of a transfer between wallets: the transfer's id (`/v1/transfers/{id}`).
@@ -120,7 +162,7 @@ impl From<Transaction> for TransactionView {
             currency: t.currency,
             wallet_id: t.wallet_id,
             meta: t.meta,
-            source_amount: t.source_amount,
+            source_amount: t.source_amount.as_deref().and_then(exact_number),
             transfer_id,
             reversal_of: t
                 .corrects
@@ -162,6 +204,22 @@ const LISTED: [TransactionKind; 3] = [
     TransactionKind::Expiry,
 ];
 
+named_enum!(
+    TransactionType,
+    "TransactionType",
+    "What a transaction did to the wallet: EARN added tokens, BURN spent them, EXPIRY let them \
+     lapse.",
+    LISTED.map(TransactionKind::as_str)
+);
+
+named_enum!(
+    EarnStatusName,
+    "EarnStatus",
+    "Where an earn request stands: accepted (stored), processing, completed (credited), \
+     rejected (see `reason`) or duplicate (an earlier earn had its `id`).",
+    store::EarnStatus::ALL.map(store::EarnStatus::as_str)
+);
+
 /// The type a transaction is shown as: the ledger's corrections as the seed's types (a
 /// reversal takes tokens away as a burn does, a refund gives them as an earn does).
 fn listed_as(kind: TransactionKind) -> TransactionKind {
@@ -174,13 +232,8 @@ fn listed_as(kind: TransactionKind) -> TransactionKind {
 
 /// The `type` filter: a list of transaction kinds.
 fn kinds() -> utoipa::openapi::schema::Array {
-    let names = LISTED.map(|kind| kind.as_str());
     utoipa::openapi::schema::ArrayBuilder::new()
-        .items(
-            ObjectBuilder::new()
-                .schema_type(Type::String)
-                .enum_values(Some(names)),
-        )
+        .items(utoipa::openapi::Ref::from_schema_name("TransactionType"))
         .build()
 }
 
@@ -563,8 +616,7 @@ async fn earn(
 #[serde(rename_all = "camelCase")]
 pub struct EarnStatusView {
     pub request_id: String,
-    /// accepted, processing, completed, rejected or duplicate.
-    #[schema(example = "completed")]
+    #[schema(value_type = EarnStatusName)]
     pub status: Cow<'static, str>,
     /// The earn's own `id`.
     pub id: String,

@@ -78,6 +78,27 @@ fn only_reads(request: &Request) -> bool {
     }
 }
 
+/// The version the `x-api-version` header names, if it is sent. Present but blank is not
+/// "absent": it names no version this service speaks.
+pub(crate) fn asked_version(headers: &HeaderMap) -> Result<Option<ApiVersion>, ApiError> {
+    let Some(asked) = headers.get(API_VERSION) else {
+        return Ok(None);
+    };
+    let asked = asked.to_str().unwrap_or_default().trim();
+    asked
+        .parse::<ApiVersion>()
+        .map(Some)
+        .map_err(|message| ApiError::BadRequest {
+            code: "unsupported_version",
+            detail: message.clone(),
+            errors: vec![crate::http::error::FieldError::new(
+                API_VERSION,
+                "invalid_value",
+                message,
+            )],
+        })
+}
+
 pub async fn authenticate(
     State(state): State<AppState>,
     mut request: Request,
@@ -92,24 +113,7 @@ pub async fn authenticate(
         .authenticate(key, secret)
         .await?
         .ok_or(ApiError::Unauthorized)?;
-    // Present but blank is not "absent": it names no version this service speaks.
-    let asked = headers
-        .get(API_VERSION)
-        .map(|v| v.to_str().unwrap_or_default().trim());
-    let version = match asked {
-        Some(asked) => asked
-            .parse::<ApiVersion>()
-            .map_err(|message| ApiError::BadRequest {
-                code: "unsupported_version",
-                detail: message.clone(),
-                errors: vec![crate::http::error::FieldError::new(
-                    API_VERSION,
-                    "invalid_value",
-                    message,
-                )],
-            })?,
-        None => context.key.version.unwrap_or_default(),
-    };
+    let version = asked_version(headers)?.unwrap_or(context.key.version.unwrap_or_default());
     if context.key.read_only && !only_reads(&request) {
         return Err(ApiError::Forbidden {
             code: "read_only_key",

@@ -63,6 +63,13 @@ pub fn exact(
     }
 }
 
+/// How many decimals a positional number's text has, trailing zeros aside (`1.250`: 2).
+fn decimals(plain: &str) -> usize {
+    plain
+        .split_once('.')
+        .map_or(0, |(_, fraction)| fraction.trim_end_matches('0').len())
+}
+
 /// `text` without an exponent (`1.5e-3` is `0.0015`), so that `Decimal::from_str` reads it and
 /// rounds what is past its precision instead of refusing it.
 pub fn positional(text: &str) -> Option<String> {
@@ -200,8 +207,19 @@ impl Checks {
         positive: bool,
         max: i64,
     ) -> Option<Tokens> {
+        // Checked on the text: the decimal the text is read into keeps 28 digits, so a
+        // non-zero digit far past the sixth decimal (`1e-42`) would be rounded away unseen.
+        let decimals = number
+            .as_ref()
+            .and_then(|n| positional(&n.to_string()))
+            .map_or(0, |plain| decimals(&plain));
         let amount = exact(self, field, number)?;
-        let refused = if positive && amount <= Decimal::ZERO {
+        let refused = if decimals > store::Tokens::DECIMALS {
+            Some(format!(
+                "has more than {} decimals",
+                store::Tokens::DECIMALS
+            ))
+        } else if positive && amount <= Decimal::ZERO {
             Some("must be more than 0".to_string())
         } else if amount < Decimal::ZERO {
             Some("must be at least 0".to_string())

@@ -8,11 +8,11 @@ use utoipa::{Modify, OpenApi as _};
 
 use std::sync::Arc;
 
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use store::ApiVersion;
 
-use crate::http::auth::{API_KEY, API_SECRET, API_VERSION};
+use crate::http::auth::{API_KEY, API_SECRET, API_VERSION, asked_version};
 use crate::http::error::ApiError;
 use crate::http::error::Problem;
 use crate::http::query::QueryParams;
@@ -39,13 +39,17 @@ pub fn base() -> OpenApi {
     ApiDoc::openapi()
 }
 
-/// The `/docs` page: a document per version, chosen from its top bar (1.9.5 first).
+/// The `/docs` page: a document per version, chosen from its top bar (1.9.5 first). The page
+/// (`/docs/`) finds each by a relative address, so it works behind a proxy that serves the
+/// service under a path of its own, and asks no other host for anything: Swagger UI would
+/// otherwise send the document's address to validator.swagger.io.
 pub fn swagger_config() -> utoipa_swagger_ui::Config<'static> {
     use utoipa_swagger_ui::Url;
     utoipa_swagger_ui::Config::new([
-        Url::with_primary("1.9.5", "/openapi.json?version=1.9.5", true),
-        Url::new("1.6.2", "/openapi.json?version=1.6.2"),
+        Url::with_primary("1.9.5", "../openapi.json?version=1.9.5", true),
+        Url::new("1.6.2", "../openapi.json?version=1.6.2"),
     ])
+    .validator_url("none")
 }
 
 #[derive(serde::Deserialize)]
@@ -53,16 +57,18 @@ pub struct DocumentQuery {
     version: Option<String>,
 }
 
-/// `GET /openapi.json[?version=1.9.5|1.6.2]`: that version's document (1.9.5 by default).
+/// `GET /openapi.json[?version=1.9.5|1.6.2]`: that version's document; without `version`, the
+/// one the `x-api-version` header names, else 1.9.5's.
 pub async fn serve_document(
     documents: Arc<Documents>,
+    headers: HeaderMap,
     QueryParams(query): QueryParams<DocumentQuery>,
 ) -> Result<Response, ApiError> {
-    let version = match query.version.as_deref() {
-        None => ApiVersion::default(),
+    let version = match query.version {
         Some(asked) => asked
             .parse::<ApiVersion>()
             .map_err(|message| ApiError::invalid("version", "invalid_value", message))?,
+        None => asked_version(&headers)?.unwrap_or_default(),
     };
     let mut response = documents.get(version).to_string().into_response();
     response.headers_mut().insert(
@@ -119,6 +125,8 @@ pub fn add_shared_parts(api: &mut OpenApi) {
         ];
         for operation in operations.into_iter().flatten() {
             let parameters = operation.parameters.get_or_insert_with(Vec::new);
+            // A parameter's own pattern spells out every character it admits, none of them a
+            // control character (see `own_patterns_admit_no_control_character`).
             for parameter in parameters.iter_mut() {
                 if let RefOr::T(parameter) = parameter
                     && matches!(
@@ -168,28 +176,19 @@ pub fn add_shared_parts(api: &mut OpenApi) {
 }
 
 /// States on a parameter's text (or on each text of a list) that it holds no control character,
-/// as `parameters::refuse_unknown` enforces: as its pattern, or beside a pattern of its own.
+/// as `parameters::refuse_unknown` enforces, unless its own pattern already says what it admits.
 fn without_control_characters(schema: &mut RefOr<schema::Schema>) {
-    const NO_CONTROL: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$";
     match schema {
         RefOr::T(schema::Schema::Object(text))
             if text.enum_values.is_none()
+                && text.pattern.is_none()
                 && match &text.schema_type {
                     schema::SchemaType::Type(kind) => *kind == schema::Type::String,
                     schema::SchemaType::Array(kinds) => kinds.contains(&schema::Type::String),
                     schema::SchemaType::AnyValue => false,
                 } =>
         {
-            if text.pattern.is_none() {
-                text.pattern = Some(NO_CONTROL.into());
-            } else {
-                let own = std::mem::replace(schema, RefOr::T(schema::Schema::default()));
-                let no_control = schema::ObjectBuilder::new()
-                    .schema_type(schema::SchemaType::AnyValue)
-                    .pattern(Some(NO_CONTROL));
-                let both = schema::AllOfBuilder::new().item(own).item(no_control);
-                *schema = RefOr::T(schema::Schema::AllOf(both.build()));
-            }
+            text.pattern = Some(NO_CONTROL.into());
         }
         RefOr::T(schema::Schema::Array(list)) => {
             if let schema::ArrayItems::RefOrSchema(items) = &mut list.items {
@@ -199,6 +198,8 @@ fn without_control_characters(schema: &mut RefOr<schema::Schema>) {
         _ => {}
     }
 }
+
+const NO_CONTROL: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$";
 
 fn problem() -> utoipa::openapi::Content {
     ContentBuilder::new()
@@ -221,4 +222,56 @@ fn version_parameter() -> Parameter {
                 .enum_values(Some(["1.9.5", "1.6.2"])),
         ))
         .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value each parameter with a pattern of its own admits.
+    const SAMPLES: [(&str, &str); 7] = [
+        ("sort", "price:asc"),
+        ("at", "2026-01-01T00:00:00Z"),
+        ("from", "2026-01-01T00:00:00+01:00"),
+        ("to", "2026-01-01T00:00:00.5Z"),
+        ("within", "P30D"),
+        ("q", "ball"),
+        ("after", "01JABC"),
+    ];
+
+    /// Such a pattern replaces the one refusing control characters, so it must refuse them
+    /// itself: a sample it admits, with a control character put anywhere in it, is not admitted.
+    #[test]
+    fn own_patterns_admit_no_control_character() {
+        let full = serde_json::to_value(crate::openapi()).unwrap();
+        let mut seen = 0;
+        for item in full["paths"].as_object().unwrap().values() {
+            for operation in item.as_object().unwrap().values() {
+                for parameter in operation["parameters"].as_array().into_iter().flatten() {
+                    let Some(pattern) = parameter["schema"]["pattern"].as_str() else {
+                        continue;
+                    };
+                    if pattern == NO_CONTROL {
+                        continue;
+                    }
+                    let name = parameter["name"].as_str().unwrap();
+                    let sample = SAMPLES
+                        .iter()
+                        .find(|(n, _)| *n == name)
+                        .map(|(_, sample)| *sample)
+                        .unwrap_or_else(|| panic!("a sample value for `{name}`"));
+                    let regex = regex::Regex::new(pattern).unwrap();
+                    assert!(regex.is_match(sample), "{name}: {sample}");
+                    for at in 0..=sample.len() {
+                        for control in ['\u{0}', '\u{1f}', '\u{7f}', '\u{85}'] {
+                            let bad = format!("{}{control}{}", &sample[..at], &sample[at..]);
+                            assert!(!regex.is_match(&bad), "{name} admits {bad:?}");
+                        }
+                    }
+                    seen += 1;
+                }
+            }
+        }
+        assert!(seen >= 7, "{seen} parameters with patterns of their own");
+    }
 }

@@ -1,7 +1,8 @@
 //! The HTTP plumbing every resource shares: authentication and versions (`auth`), the error
 //! type and its problem body (`error`), the JSON body and query extractors (`json`, `query`),
 //! field checks and their schemas (`checks`), paging (`paging`), strict query strings
-//! (`parameters`), absolute links (`links`), the OpenAPI document (`docs`), the operational
+//! (`parameters`), absolute links (`links`), the OpenAPI document (`docs`, `versions`, and
+//! `shapes` for what generators need of it), the operational
 //! routes and middleware (`ops`) and the connection loop with its limits (`server`).
 
 pub(crate) mod auth;
@@ -15,4 +16,5 @@ pub(crate) mod paging;
 pub(crate) mod parameters;
 pub(crate) mod query;
 pub(crate) mod server;
+pub(crate) mod shapes;
 pub(crate) mod versions;

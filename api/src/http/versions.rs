@@ -28,6 +28,8 @@ const NEWER_PARAMETERS: [(&str, &[&str]); 5] = [
 
 const FLAGS: &str = "#/components/schemas/FlagPreferences";
 const LISTS: &str = "#/components/schemas/ListPreferences";
+/// The version header's name among the document's parameters, and its value's among its schemas.
+const VERSION_PARAMETER: &str = "InterfaceVersion";
 const WALLET_PAGE: &str = "#/components/schemas/PagedList_WalletView";
 
 /// Each version's document, as served.
@@ -41,6 +43,8 @@ impl Documents {
     pub fn of(api: &OpenApi) -> Documents {
         let mut full = serde_json::to_value(api).expect("the OpenAPI document serialises");
         crate::http::checks::schema::meta_bounds(&mut full);
+        crate::http::shapes::share_schemas(&mut full);
+        crate::http::shapes::describe_responses(&mut full);
         let text = |version| {
             serde_json::to_string(&document(&full, version)).expect("a JSON value serialises")
         };
@@ -100,10 +104,12 @@ pub fn document(full: &Value, version: ApiVersion) -> Value {
     api
 }
 
-/// The version header of every operation names only `version`. It stays optional, as a key
-/// pinned to the version speaks it without the header; a client whose key is not pinned sends
-/// it on every request (without it, the key's default: 1.9.5 unless the key pins another).
+/// The version header: one parameter of the document's own (`InterfaceVersion`), naming only
+/// `version`, required so that a client generated from this document always says which version
+/// it speaks (the service still answers a request without it in the key's default, as it did
+/// before versions were pinned: 1.9.5 unless the key pins another).
 fn pin_version_header(api: &mut Value, version: ApiVersion) {
+    let reference = json!({"$ref": format!("#/components/parameters/{VERSION_PARAMETER}")});
     let Some(paths) = api["paths"].as_object_mut() else {
         return;
     };
@@ -114,16 +120,27 @@ fn pin_version_header(api: &mut Value, version: ApiVersion) {
             };
             for parameter in parameters.iter_mut() {
                 if parameter["in"] == "header" && parameter["name"] == API_VERSION {
-                    parameter["schema"]["enum"] = json!([version.as_str()]);
-                    parameter["description"] = json!(format!(
-                        "Interface version {version}, this document's. Send it on every request \
-                         unless the key is pinned to {version}: without it, a request speaks the \
-                         key's default (1.9.5 unless the key pins another)."
-                    ));
+                    *parameter = reference.clone();
                 }
             }
         }
     }
+    api["components"]["parameters"][VERSION_PARAMETER] = json!({
+        "name": API_VERSION,
+        "in": "header",
+        "required": true,
+        "description": format!(
+            "Interface version {version}: this document describes it and no other. A request \
+             without the header is answered in the key's default version."
+        ),
+        "schema": {"$ref": format!("#/components/schemas/{VERSION_PARAMETER}")},
+    });
+    // A schema of its own, so that a generated client has one type for it, not one per operation.
+    api["components"]["schemas"][VERSION_PARAMETER] = json!({
+        "type": "string",
+        "enum": [version.as_str()],
+        "description": format!("Interface version {version}."),
+    });
 }
 
 fn push_required(schema: &mut serde_json::Map<String, Value>, field: &str) {

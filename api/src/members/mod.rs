@@ -30,6 +30,7 @@ use crate::http::paging::{PagedList, Paging, PagingParams};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
+#[schema(as = MemberStatus)]
 pub enum Status {
     Active,
     Inactive,

@@ -25,6 +25,7 @@ use crate::http::checks::{self, Checks, MAX_TEXT, schema};
 use crate::http::error::{ApiError, FieldError, Problem};
 use crate::http::json::JsonBody;
 use crate::http::paging::{PagedList, Paging, PagingParams};
+use crate::http::shapes::named_enum;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -33,14 +34,14 @@ pub struct EndpointView {
     pub url: String,
     pub description: Option<String>,
     /// The event types it receives; empty: every type.
+    #[schema(value_type = Vec<crate::events::EventTypeName>)]
     pub event_types: Vec<String>,
     /// Only this campaign's events (and the organisation's own); absent: every campaign's.
     pub campaign_id: Option<String>,
     /// The version whose shapes its deliveries carry.
     #[schema(example = "1.9.5")]
     pub api_version: String,
-    /// enabled or disabled.
-    #[schema(example = "enabled")]
+    #[schema(value_type = EndpointStatusName)]
     pub status: Cow<'static, str>,
     /// Why it was disabled: by hand, a 410 Gone, or failing for days.
     pub disabled_reason: Option<String>,
@@ -89,7 +90,7 @@ pub struct AttemptView {
     pub id: String,
     pub delivery_id: String,
     pub event_id: String,
-    #[schema(example = "transaction.created")]
+    #[schema(value_type = crate::events::EventTypeName)]
     pub event_type: String,
     pub attempted_at: DateTime<Utc>,
     /// The receiver's HTTP status; absent when it gave none (refused, timed out, closed).
@@ -99,10 +100,25 @@ pub struct AttemptView {
     pub succeeded: bool,
     /// The first KiB of the answer, or what went wrong.
     pub response: Option<String>,
-    /// The delivery's status now: pending (to be tried again), delivered or failed.
-    #[schema(example = "delivered")]
+    /// The delivery's status now.
+    #[schema(value_type = DeliveryStatusName)]
     pub delivery_status: Cow<'static, str>,
 }
+
+named_enum!(
+    EndpointStatusName,
+    "EndpointStatus",
+    "Whether an endpoint receives deliveries: enabled or disabled (by hand, by a 410 Gone, or \
+     after failing for days: see `disabledReason`).",
+    store::EndpointStatus::ALL.map(store::EndpointStatus::as_str)
+);
+
+named_enum!(
+    DeliveryStatusName,
+    "DeliveryStatus",
+    "Where a delivery stands: pending (to be tried again), delivered or failed (given up).",
+    store::DeliveryStatus::ALL.map(store::DeliveryStatus::as_str)
+);
 
 impl From<DeliveryAttempt> for AttemptView {
     fn from(a: DeliveryAttempt) -> Self {

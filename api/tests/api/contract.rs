@@ -159,6 +159,14 @@ async fn text_numbers_and_dates_are_read_as_the_document_says(app: TestApp) {
     let reply = app.post("/v1/transactions/burn", burn).await;
     assert_eq!(reply.status, StatusCode::BAD_REQUEST);
     assert_eq!(reply.body["field"], "amount");
+    // Tokens have 6 decimals: a digit far past them is refused, not rounded away to nothing.
+    for amount in [json!(2.5e-42), json!(1.0000001)] {
+        let burn = json!({"walletId": wallet, "externalId": "b-2", "description": "dust",
+            "amount": amount});
+        let reply = app.post("/v1/transactions/burn", burn).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{amount}");
+        assert_eq!(reply.body["field"], "amount", "{amount}");
+    }
 }
 
 /// Every keyword path of `value` (`/product/properties/id/maxLength`...), under `root`.
@@ -217,7 +225,165 @@ async fn the_catalogue_body_is_the_format_json_schema_whole(app: TestApp) {
     );
 }
 
+/// What a client generator needs of each version's document: every response described, the
+/// version header one required parameter naming that version alone, parameters without
+/// compositions it cannot read, closed sets as named enums and each resource named once.
+async fn each_version_document_is_one_a_generator_reads(app: TestApp) {
+    for version in ["1.9.5", "1.6.2"] {
+        let doc = app
+            .send(
+                Method::GET,
+                &format!("/openapi.json?version={version}"),
+                None,
+                None,
+                None,
+            )
+            .await
+            .body;
+        assert_eq!(doc["info"]["version"], version);
+        let header = &doc["components"]["parameters"]["InterfaceVersion"];
+        assert_eq!(header["name"], "x-api-version");
+        assert_eq!(header["required"], true);
+        let schemas = &doc["components"]["schemas"];
+        assert_eq!(schemas["InterfaceVersion"]["enum"], json!([version]));
+        let reference = json!({"$ref": "#/components/parameters/InterfaceVersion"});
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                for (status, response) in operation["responses"].as_object().unwrap() {
+                    let description = response["description"].as_str().unwrap_or_default();
+                    assert!(
+                        !description.trim().is_empty(),
+                        "{version} {method} {path} {status}"
+                    );
+                }
+                let parameters = operation["parameters"].as_array().unwrap();
+                if path.starts_with("/v1") || path.starts_with("/api") {
+                    assert!(parameters.contains(&reference), "{version} {method} {path}");
+                }
+                for parameter in parameters {
+                    let schema = parameter["schema"].to_string();
+                    assert!(!schema.contains("allOf"), "{method} {path}: {schema}");
+                }
+            }
+        }
+        let enum_of = |schema: &str| -> Vec<String> {
+            let values = schemas[schema]["enum"].as_array();
+            let values = values.unwrap_or_else(|| panic!("{schema} is an enum"));
+            values
+                .iter()
+                .map(|v| v.as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(enum_of("TransactionType"), ["EARN", "BURN", "EXPIRY"]);
+        assert_eq!(
+            enum_of("HoldStatus"),
+            ["held", "captured", "voided", "lapsed"]
+        );
+        assert!(enum_of("EarnStatus").contains(&"completed".to_string()));
+        assert!(enum_of("BatchState").contains(&"duplicate".to_string()));
+        assert_eq!(enum_of("EndpointStatus"), ["enabled", "disabled"]);
+        for (schema, field, named) in [
+            ("TransactionView", "type", "TransactionType"),
+            ("HoldView", "status", "HoldStatus"),
+            ("EarnStatusView", "status", "EarnStatus"),
+            ("BatchView", "state", "BatchState"),
+            ("EndpointView", "status", "EndpointStatus"),
+            ("EventView", "type", "EventType"),
+        ] {
+            assert_eq!(
+                schemas[schema]["properties"][field]["$ref"],
+                format!("#/components/schemas/{named}"),
+                "{schema}.{field}"
+            );
+        }
+        let page = &schemas["PagedList_TransactionView"]["properties"]["data"]["items"];
+        assert_eq!(
+            page,
+            &json!({"$ref": "#/components/schemas/TransactionView"})
+        );
+        let text = doc.to_string();
+        let copies = text.matches("\"rulesTrace\"").count();
+        assert_eq!(
+            copies, 2,
+            "TransactionView and EarnStatusView name it, once each"
+        );
+        let source = &schemas["TransactionView"]["properties"]["sourceAmount"];
+        assert_eq!(source["type"], json!(["number", "null"]));
+    }
+}
+
+/// Without `?version`, the document follows the version header, as every other request does.
+async fn the_document_follows_the_version_header(app: TestApp) {
+    let version = |reply: &crate::helpers::Reply| reply.body["info"]["version"].clone();
+    let by_header = app
+        .send(Method::GET, "/openapi.json", None, Some("1.6.2"), None)
+        .await;
+    assert_eq!(version(&by_header), "1.6.2");
+    let plain = app
+        .send(Method::GET, "/openapi.json", None, None, None)
+        .await;
+    assert_eq!(version(&plain), "1.9.5");
+    let query_first = app
+        .send(
+            Method::GET,
+            "/openapi.json?version=1.9.5",
+            None,
+            Some("1.6.2"),
+            None,
+        )
+        .await;
+    assert_eq!(version(&query_first), "1.9.5");
+    let unknown = app
+        .send(Method::GET, "/openapi.json", None, Some("2.0"), None)
+        .await;
+    assert_eq!(unknown.status, StatusCode::BAD_REQUEST);
+    assert_eq!(unknown.problem().code, "unsupported_version");
+    assert_eq!(unknown.fields(), ["x-api-version"]);
+}
+
+/// `/docs` finds its documents by relative addresses and asks no validator elsewhere.
+async fn the_docs_page_calls_no_other_host(app: TestApp) {
+    let initializer = app
+        .send(
+            Method::GET,
+            "/docs/swagger-initializer.js",
+            None,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(initializer.status, StatusCode::OK);
+    let script: String = initializer
+        .body
+        .as_str()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert!(script.contains(r#""validatorUrl":"none""#), "{script}");
+    assert!(
+        script.contains(r#""url":"../openapi.json?version=1.9.5""#),
+        "{script}"
+    );
+    assert!(
+        !script.contains("http://") && !script.contains("https://"),
+        "{script}"
+    );
+    let page = app.send(Method::GET, "/docs/", None, None, None).await;
+    let page = page.body.as_str().unwrap();
+    for attribute in ["src=\"", "href=\""] {
+        for address in page.split(attribute).skip(1) {
+            assert!(
+                !address.starts_with("http") && !address.starts_with("//"),
+                "{address}"
+            );
+        }
+    }
+}
+
 app_tests!(
+    each_version_document_is_one_a_generator_reads,
+    the_document_follows_the_version_header,
+    the_docs_page_calls_no_other_host,
     the_catalogue_body_is_the_format_json_schema_whole,
     the_document_names_required_fields_bounds_and_problem_answers,
     a_page_past_the_documented_maximum_is_refused,

@@ -17,6 +17,8 @@ const PER_TOKEN: i64 = 1_000_000;
 
 impl Tokens {
     pub const ZERO: Tokens = Tokens(0);
+    /// The most decimals an amount has.
+    pub const DECIMALS: usize = SCALE as usize;
     /// The ledger's ceiling: no amount, balance or lifetime total goes past it.
     pub const MAX: Tokens = Tokens(1_000_000_000_000 * PER_TOKEN);
 
