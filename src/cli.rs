@@ -60,6 +60,10 @@ pub enum Command {
     /// earns). Without one, files use the canonical layout (templates/earn.csv).
     #[command(subcommand)]
     Mapping(MappingCommand),
+    /// List and show an organisation's batch files: how each was received and how it ended
+    /// (duplicates included).
+    #[command(subcommand)]
+    Batch(BatchCommand),
     /// Run a batch file through the pipeline here, with progress: recorded as a batch, checked,
     /// evaluated, credited and reported into the organisation's reports/ folder.
     Ingest {
@@ -595,6 +599,35 @@ pub enum SftpCommand {
     /// Print the server's host key fingerprint (making the key if there is none yet), for
     /// clients to check on their first connection.
     HostKey,
+    /// List the addresses banned now after repeated failed logins, and until when.
+    Bans,
+    /// Lift the ban on an address (it may log in again at once, on every node).
+    Unban {
+        /// The IP address, as `rewards sftp bans` lists it.
+        address: std::net::IpAddr,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BatchCommand {
+    /// The organisation's batch files, newest first.
+    List {
+        #[arg(long)]
+        org: String,
+        /// The most to list.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100))]
+        limit: u32,
+        /// Which page of that many (1 is the newest).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        page: u32,
+    },
+    /// One batch: its file, state, counts, the batch a duplicate repeats, and its report.
+    Show {
+        #[arg(long)]
+        org: String,
+        /// The batch's id, as `rewards batch list` and the file's report name it.
+        id: String,
+    },
 }
 
 #[cfg(feature = "generate")]

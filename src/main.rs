@@ -49,8 +49,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     {
         return commands::catalogue::generate(*products, *seed, file);
     }
-    if let Command::Sftp(command) = cli.command {
-        return commands::sftp::server(&config, command, cli.json);
+    if let Command::Sftp(cli::SftpCommand::HostKey) = cli.command {
+        return commands::sftp::host_key(&config, cli.json);
     }
     #[cfg(feature = "generate")]
     if let Command::Generate {
@@ -123,7 +123,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Ingest { org, dry_run, file } => {
             commands::batch::ingest(&config, &store, &org, &file, dry_run, cli.json).await
         }
-        Command::Sftp(_) => unreachable!("handled before the store opens"),
+        Command::Sftp(command) => commands::sftp::bans(&store, command, cli.json).await,
+        Command::Batch(command) => commands::batch::batches(&store, command, cli.json).await,
         #[cfg(feature = "generate")]
         Command::Generate { .. } => unreachable!("handled before the store opens"),
         Command::Reviews(command) => {

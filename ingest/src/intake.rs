@@ -1,13 +1,17 @@
 //! Receiving a complete file. It leaves the inbox for the organisation's spool, so the client can
 //! neither change it while it waits nor see it twice, its content is hashed, and a batch is
-//! recorded: `received`, or `duplicate` when the organisation already sent this content.
+//! recorded: `received`, or `duplicate` when the organisation already sent this content (which
+//! gets its report at once: it is never processed).
 //! A file is in the spool before its batch exists; `recover` records any left there by a crash.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
-use store::{Batch, NewBatch, OrgScope, Store};
+use store::{Batch, BatchState, NewBatch, OrgScope, Store};
+
+use crate::batch::reports::write_atomically;
+use crate::folders::{Folder, Tree};
 
 /// Where received files wait for processing:
 /// `data_dir/spool/<org_id>/<batch_id>__<source>__<name>`.
@@ -34,7 +38,12 @@ pub async fn receive(
         std::fs::rename(&sidecar, sidecar_of(&spooled, &id))
             .map_err(|e| format!("moving {} to the spool: {e}", sidecar.display()))?;
     }
-    record(store, org, id, &spooled, file_name, source, username).await
+    let received = Received {
+        file_name,
+        source,
+        username,
+    };
+    record(store, data_dir, org, id, &spooled, received).await
 }
 
 /// The checksum sidecar's suffix: `earns.csv.sha256` holds the SHA-256 of `earns.csv` (as
@@ -65,7 +74,12 @@ pub async fn receive_copy(
             .map_err(|e| format!("copying {}: {e}", sidecar.display()))?;
     }
     std::fs::rename(&partial, &spooled).map_err(|e| format!("{}: {e}", spooled.display()))?;
-    record(store, org, id, &spooled, file_name, source, None).await
+    let received = Received {
+        file_name,
+        source,
+        username: None,
+    };
+    record(store, data_dir, org, id, &spooled, received).await
 }
 
 /// A new batch id and the spool path of its file.
@@ -82,15 +96,26 @@ fn spool_path(
     Ok((id, spooled))
 }
 
+/// Who sent a file, and under which name.
+struct Received<'a> {
+    file_name: &'a str,
+    source: &'a str,
+    username: Option<&'a str>,
+}
+
 async fn record(
     store: &Store,
+    data_dir: &Path,
     org: &OrgScope,
     id: String,
     spooled: &Path,
-    file_name: &str,
-    source: &str,
-    username: Option<&str>,
+    received: Received<'_>,
 ) -> Result<Batch, String> {
+    let Received {
+        file_name,
+        source,
+        username,
+    } = received;
     let path = spooled.to_owned();
     let (size, sha256) = tokio::task::spawn_blocking(move || digest(&path))
         .await
@@ -112,9 +137,42 @@ async fn record(
         .map_err(|e| format!("recording the batch: {e}"))?;
     tracing::info!(
         batch = %batch.id, org = %org, user = username.unwrap_or("-"), file = file_name,
-        size, state = batch.state.as_str(), "file received"
+        size, state = batch.state.as_str(), duplicate_of = batch.duplicate_of.as_deref().unwrap_or("-"),
+        "file received"
     );
+    if batch.state == BatchState::Duplicate {
+        duplicate_report(data_dir, &batch)?;
+    }
     Ok(batch)
+}
+
+/// A duplicate's `reports/<file>.result.json`: processed never, it names the batch that holds
+/// the same content, so a client that sent a file again learns why nothing was loaded.
+fn duplicate_report(data_dir: &Path, batch: &Batch) -> Result<(), String> {
+    let earlier = batch.duplicate_of.as_deref().unwrap_or("an earlier batch");
+    let summary = serde_json::json!({
+        "batch": batch.id,
+        "file": batch.file_name,
+        "state": BatchState::Duplicate.as_str(),
+        "dryRun": false,
+        "duplicateOf": batch.duplicate_of,
+        "rows": 0,
+        "loaded": 0,
+        "rejected": 0,
+        "error": null,
+        "message": format!(
+            "this content was received before (batch {earlier}); nothing was loaded. A file \
+             with changed content is processed."
+        ),
+    });
+    let tree = Tree::open(data_dir, &batch.org_id)
+        .map_err(|e| format!("the organisation's folders: {e}"))?;
+    let report = tree.file(Folder::Reports, &format!("{}.result.json", batch.file_name));
+    write_atomically(
+        &report,
+        &serde_json::to_vec_pretty(&summary).unwrap_or_default(),
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// Size and hex SHA-256 of a file, read in pieces.
@@ -168,7 +226,12 @@ pub async fn recover(store: &Store, data_dir: &Path) -> Result<usize, String> {
                 Ok(_) => {}
                 Err(store::StoreError::NotFound { .. }) => {
                     let id = id.to_string();
-                    record(store, &scope, id, &file.path(), file_name, source, None).await?;
+                    let received = Received {
+                        file_name,
+                        source,
+                        username: None,
+                    };
+                    record(store, data_dir, &scope, id, &file.path(), received).await?;
                     recovered += 1;
                 }
                 Err(err) => return Err(err.to_string()),

@@ -1,18 +1,20 @@
-//! `rewards mapping ...` (an organisation's batch-file mappings) and `rewards ingest` (a file
-//! through the batch pipeline from the command line, with progress).
+//! `rewards mapping ...` (an organisation's batch-file mappings), `rewards ingest` (a file
+//! through the batch pipeline from the command line, with progress) and `rewards batch ...`
+//! (the batches received).
 
 use std::path::Path;
 
 use anyhow::{Context, bail};
+use api::views::BatchView;
 use ingest::batch::mapping::Mapping;
 use ingest::batch::pipeline::{Job, Progress};
 use ingest::folders::{Folder, Tree};
 use serde_json::{Value, json};
-use store::{BatchState, RuleBook, Store};
+use store::{BatchState, Page, RuleBook, Store};
 
 use super::emit;
 use super::progress::Bar;
-use crate::cli::MappingCommand;
+use crate::cli::{BatchCommand, MappingCommand};
 use rewards::config::Config;
 
 pub async fn mapping(store: &Store, command: MappingCommand, json: bool) -> anyhow::Result<()> {
@@ -172,4 +174,70 @@ pub async fn ingest(
         bail!("the file was not loaded");
     }
     Ok(())
+}
+
+/// `rewards batch list` and `rewards batch show`: the batches as the API shows them.
+pub async fn batches(store: &Store, command: BatchCommand, json: bool) -> anyhow::Result<()> {
+    match command {
+        BatchCommand::List { org, limit, page } => {
+            let scope = store.get_org(&org).await?.scope();
+            let listed = store.list_batches(&scope, Page { page, limit }).await?;
+            let total = listed.total;
+            let views: Vec<BatchView> = listed.items.into_iter().map(BatchView::from).collect();
+            let value = json!({"total": total, "page": page, "batches": views});
+            emit(json, value, || {
+                if views.is_empty() {
+                    return format!("no batch files (page {page}, {total} in all)");
+                }
+                let mut lines = vec![format!("{total} batch file(s); page {page}, newest first")];
+                lines.extend(views.iter().map(batch_line));
+                lines.join("\n")
+            });
+        }
+        BatchCommand::Show { org, id } => {
+            let scope = store.get_org(&org).await?.scope();
+            let view = BatchView::from(store.get_batch(&scope, &id).await?);
+            let value = serde_json::to_value(&view)?;
+            emit(json, value, || {
+                let mut lines = vec![batch_line(&view)];
+                lines.push(format!(
+                    "  received {} ({} bytes, sha256 {}) by {} via {}",
+                    view.received_at.format("%Y-%m-%d %H:%M:%S UTC"),
+                    view.size,
+                    view.sha256,
+                    view.username.as_deref().unwrap_or("-"),
+                    view.source
+                ));
+                if let Some(earlier) = &view.duplicate_of {
+                    lines.push(format!(
+                        "  the same content as batch {earlier}: nothing was loaded"
+                    ));
+                }
+                if let Some(error) = &view.error {
+                    lines.push(format!("  failed: {error}"));
+                }
+                if let Some(summary) = &view.summary {
+                    lines.push(format!("  report: {summary:#}").replace('\n', "\n  "));
+                }
+                lines.join("\n")
+            });
+        }
+    }
+    Ok(())
+}
+
+fn batch_line(b: &BatchView) -> String {
+    let counts = match (b.rows, b.loaded, b.rejected) {
+        (Some(rows), Some(loaded), Some(rejected)) => {
+            format!("  rows {rows}, loaded {loaded}, rejected {rejected}")
+        }
+        _ => String::new(),
+    };
+    format!(
+        "{}  {}  {:<10}  {}{counts}",
+        b.id,
+        b.received_at.format("%Y-%m-%d %H:%M"),
+        b.state,
+        b.file_name
+    )
 }

@@ -113,17 +113,57 @@ pub async fn user(store: &Store, command: SftpUserCommand, json: bool) -> anyhow
     Ok(())
 }
 
-pub fn server(config: &Config, command: SftpCommand, json: bool) -> anyhow::Result<()> {
+/// `rewards sftp host-key`, which needs no database.
+pub fn host_key(config: &Config, json: bool) -> anyhow::Result<()> {
+    let key = ingest::sftp::keys::host_key(&config.data_dir).map_err(anyhow::Error::msg)?;
+    let fingerprint = ingest::sftp::keys::fingerprint(key.public_key());
+    let path = config.data_dir.join(ingest::sftp::keys::HOST_KEY_FILE);
+    emit(
+        json,
+        json!({"fingerprint": fingerprint, "algorithm": "ssh-ed25519", "path": path}),
+        || format!("{fingerprint} (ED25519)  {}", path.display()),
+    );
+    Ok(())
+}
+
+/// `rewards sftp bans` and `rewards sftp unban ADDRESS`.
+pub async fn bans(store: &Store, command: SftpCommand, json: bool) -> anyhow::Result<()> {
     match command {
-        SftpCommand::HostKey => {
-            let key = ingest::sftp::keys::host_key(&config.data_dir).map_err(anyhow::Error::msg)?;
-            let fingerprint = ingest::sftp::keys::fingerprint(key.public_key());
-            let path = config.data_dir.join(ingest::sftp::keys::HOST_KEY_FILE);
-            emit(
-                json,
-                json!({"fingerprint": fingerprint, "algorithm": "ssh-ed25519", "path": path}),
-                || format!("{fingerprint} (ED25519)  {}", path.display()),
-            );
+        SftpCommand::HostKey => unreachable!("answered before the store opens"),
+        SftpCommand::Bans => {
+            let bans = store.sftp_bans().await?;
+            let listed: Vec<_> = bans
+                .iter()
+                .map(|b| {
+                    json!({"address": b.address, "failures": b.failures,
+                        "bannedAt": b.banned_at, "bannedUntil": b.banned_until})
+                })
+                .collect();
+            emit(json, json!({"bans": listed}), || {
+                if bans.is_empty() {
+                    return "no address is banned".to_string();
+                }
+                let mut lines = vec![format!("{} address(es) banned", bans.len())];
+                for b in &bans {
+                    lines.push(format!(
+                        "{}  until {}  ({} failed logins, banned {})",
+                        b.address,
+                        b.banned_until.format("%Y-%m-%d %H:%M:%S UTC"),
+                        b.failures,
+                        b.banned_at.format("%Y-%m-%d %H:%M:%S UTC"),
+                    ));
+                }
+                lines.join("\n")
+            });
+        }
+        SftpCommand::Unban { address } => {
+            let address = address.to_string();
+            if !store.unban_sftp_address(&address).await? {
+                anyhow::bail!("{address} is not banned (rewards sftp bans lists the bans)");
+            }
+            emit(json, json!({"unbanned": address}), || {
+                format!("{address} may log in again")
+            });
         }
     }
     Ok(())

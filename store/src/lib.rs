@@ -109,6 +109,7 @@ pub use tenancy::api_version::ApiVersion;
 pub use tenancy::keys::{ApiKey, IssuedKey, KeyContext, NewKey, Permission};
 pub use tenancy::orgs::{Campaign, NewCampaign, Organisation};
 pub use tenancy::scope::OrgScope;
+pub use tenancy::sftp_bans::SftpBan;
 pub use tenancy::sftp_users::{
     MIN_PASSWORD, NewSftpKey, NewSftpUser, SftpKey, SftpLogin, SftpUser,
 };

@@ -156,6 +156,38 @@ async fn operators_set_a_mapping_preview_a_file_and_load_it() {
         String::from_utf8_lossy(&again.stderr)
     );
     assert_eq!(balance(call(&http, &key, &path, None).await), 14);
+    let report = std::fs::read(reports.join("till.csv.result.json")).unwrap();
+    let report: Value = serde_json::from_slice(&report).unwrap();
+    assert_eq!(
+        report["state"], "duplicate",
+        "the duplicate is reported too: {report}"
+    );
+    assert_eq!(report["duplicateOf"], loaded["batch"]);
+
+    // The operator lists the batches and shows one, as the API has them.
+    let listed = json_of(&env, &["batch", "list", "--org", &org]);
+    assert_eq!(listed["total"], 2);
+    let newest = &listed["batches"][0];
+    assert_eq!(newest["state"], "duplicate");
+    assert_eq!(newest["duplicateOf"], loaded["batch"]);
+    let text = ok(&env, &["batch", "list", "--org", &org]);
+    assert!(
+        text.contains("2 batch file(s)") && text.contains("duplicate"),
+        "{text}"
+    );
+    let id = loaded["batch"].as_str().unwrap();
+    let shown = json_of(&env, &["batch", "show", "--org", &org, id]);
+    assert_eq!(
+        (shown["state"].clone(), shown["loaded"].clone()),
+        (json!("completed"), json!(2))
+    );
+    let text = ok(&env, &["batch", "show", "--org", &org, id]);
+    assert!(
+        text.contains("till.csv") && text.contains("rejectedByReason"),
+        "{text}"
+    );
+    let unknown = run(&env, &["batch", "show", "--org", &org, "no-such-batch"]);
+    assert!(!unknown.status.success());
     // `audit` exits 1 on any discrepancy.
     ok(&env, &["audit"]);
 }

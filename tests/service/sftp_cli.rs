@@ -185,6 +185,24 @@ fn the_host_key_is_made_once_and_kept_private() {
     }
 }
 
+/// `rewards sftp bans` lists the bans in force (none yet) and `unban` says when an address is
+/// not banned; a ban itself is made and lifted in the SFTP server's tests (ingest).
+#[test]
+fn operators_list_bans_and_are_told_when_there_is_none_to_lift() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("REWARDS_DATA_DIR", dir.path().display().to_string())];
+    let listed = json_of(&env, &["sftp", "bans"]);
+    assert_eq!(listed["bans"], serde_json::json!([]));
+    assert_eq!(ok(&env, &["sftp", "bans"]).trim(), "no address is banned");
+    let lift = run(&env, &["sftp", "unban", "192.0.2.7"]);
+    assert!(!lift.status.success());
+    let said = String::from_utf8_lossy(&lift.stderr);
+    assert!(said.contains("192.0.2.7 is not banned"), "{said}");
+    let bad = run(&env, &["sftp", "unban", "not-an-address"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not-an-address"));
+}
+
 /// Runs OpenSSH's `sftp` as `user` with the commands in `batch` (a file in `dir`).
 fn sftp_batch(
     dir: &Path,

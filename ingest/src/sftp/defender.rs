@@ -1,5 +1,7 @@
 //! Bans an address for a while after repeated failed logins, as SFTPGo's defender and fail2ban
-//! do: password guessing from one address stops being worth the attempt.
+//! do: password guessing from one address stops being worth the attempt. The failures are
+//! counted here, per node; a ban is kept by the store, so that every node honours it and an
+//! operator can list and lift it (`rewards sftp bans`, `rewards sftp unban`).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -14,54 +16,38 @@ pub struct Policy {
     pub ban: Duration,
 }
 
-#[derive(Default)]
-struct Record {
-    failures: Vec<Instant>,
-    banned_until: Option<Instant>,
-}
-
 pub struct Defender {
-    policy: Policy,
-    records: Mutex<HashMap<IpAddr, Record>>,
+    pub policy: Policy,
+    failures: Mutex<HashMap<IpAddr, Vec<Instant>>>,
 }
 
-/// Addresses remembered at most; past this, the oldest knowledge is dropped first.
+/// Addresses remembered at most; past this, what is known of the others is dropped first.
 const MAX_TRACKED: usize = 100_000;
 
 impl Defender {
     pub fn new(policy: Policy) -> Defender {
         Defender {
             policy,
-            records: Mutex::new(HashMap::new()),
+            failures: Mutex::new(HashMap::new()),
         }
     }
 
-    pub fn is_banned(&self, address: IpAddr) -> bool {
-        let records = self.records.lock().unwrap_or_else(|e| e.into_inner());
-        records
-            .get(&address)
-            .and_then(|r| r.banned_until)
-            .is_some_and(|until| Instant::now() < until)
-    }
-
-    /// Notes a failed login; returns true when it bans the address.
-    pub fn failed(&self, address: IpAddr) -> bool {
-        let now = Instant::now();
-        let mut records = self.records.lock().unwrap_or_else(|e| e.into_inner());
-        if records.len() >= MAX_TRACKED && !records.contains_key(&address) {
-            records.retain(|_, r| r.banned_until.is_some_and(|until| now < until));
+    /// Notes a failed login at `now`; the failures within the window when they earn a ban (the
+    /// count starts again after it).
+    pub fn failed(&self, address: IpAddr, now: Instant) -> Option<u32> {
+        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        if failures.len() >= MAX_TRACKED && !failures.contains_key(&address) {
+            failures.clear();
         }
-        let record = records.entry(address).or_default();
-        record
-            .failures
-            .retain(|at| now.duration_since(*at) < self.policy.window);
-        record.failures.push(now);
-        if record.failures.len() as u32 >= self.policy.failures {
-            record.failures.clear();
-            record.banned_until = Some(now + self.policy.ban);
-            return true;
+        let recent = failures.entry(address).or_default();
+        recent.retain(|at| now.duration_since(*at) < self.policy.window);
+        recent.push(now);
+        let count = recent.len() as u32;
+        if count >= self.policy.failures {
+            failures.remove(&address);
+            return Some(count);
         }
-        false
+        None
     }
 }
 
@@ -69,33 +55,34 @@ impl Defender {
 mod tests {
     use super::*;
 
-    #[test]
-    fn bans_after_the_configured_failures_and_only_that_address() {
-        let defender = Defender::new(Policy {
-            failures: 3,
+    fn defender(failures: u32) -> Defender {
+        Defender::new(Policy {
+            failures,
             window: Duration::from_secs(60),
             ban: Duration::from_secs(60),
-        });
-        let (a, b): (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
-        assert!(!defender.failed(a));
-        assert!(!defender.failed(a));
-        assert!(!defender.is_banned(a));
-        assert!(defender.failed(a));
-        assert!(defender.is_banned(a));
-        assert!(!defender.is_banned(b));
+        })
     }
 
     #[test]
-    fn a_ban_ends() {
-        let defender = Defender::new(Policy {
-            failures: 1,
-            window: Duration::from_secs(60),
-            ban: Duration::from_millis(20),
-        });
+    fn a_ban_is_earned_by_the_configured_failures_of_one_address() {
+        let defender = defender(3);
+        let (a, b): (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        let now = Instant::now();
+        assert_eq!(defender.failed(a, now), None);
+        assert_eq!(defender.failed(a, now), None);
+        assert_eq!(defender.failed(b, now), None);
+        assert_eq!(defender.failed(a, now), Some(3));
+        assert_eq!(defender.failed(a, now), None, "counted afresh after a ban");
+    }
+
+    #[test]
+    fn failures_outside_the_window_do_not_count() {
+        let defender = defender(2);
         let a: IpAddr = "10.0.0.1".parse().unwrap();
-        defender.failed(a);
-        assert!(defender.is_banned(a));
-        std::thread::sleep(Duration::from_millis(30));
-        assert!(!defender.is_banned(a));
+        let start = Instant::now();
+        assert_eq!(defender.failed(a, start), None);
+        let later = start + Duration::from_secs(61);
+        assert_eq!(defender.failed(a, later), None);
+        assert_eq!(defender.failed(a, later), Some(2));
     }
 }

@@ -13,7 +13,7 @@ use russh_sftp::protocol::{
     Attrs, Data, File, FileAttributes, Handle, Name, OpenFlags, Status, StatusCode, Version,
 };
 use russh_sftp::server::StatusReply;
-use store::SftpLogin;
+use store::{BatchState, SftpLogin};
 
 use super::Settings;
 use crate::folders::{
@@ -50,7 +50,12 @@ pub struct Files {
     tree: Tree,
     handles: HashMap<String, Open>,
     next_handle: u64,
+    /// The batch each file this connection handed over became, by its name in the inbox.
+    handed_over: HashMap<String, String>,
 }
+
+/// Files handed over that one connection remembers (see `received`).
+const MAX_REMEMBERED: usize = 1024;
 
 /// The most bytes one read answers with.
 const MAX_READ: u32 = 256 * 1024;
@@ -92,6 +97,7 @@ impl Files {
             tree,
             handles: HashMap::new(),
             next_handle: 0,
+            handed_over: HashMap::new(),
         })
     }
 
@@ -160,18 +166,58 @@ impl Files {
         }
     }
 
-    fn attrs(&self, place: &Place) -> Result<FileAttributes, StatusReply> {
+    async fn attrs(&self, place: &Place) -> Result<FileAttributes, StatusReply> {
         match place {
             Place::Root | Place::Folder(_) => Ok(folder_attrs()),
-            Place::File(folder, name) => {
-                let (_, meta) = self.regular(*folder, name)?;
-                Ok(FileAttributes::from(&meta))
-            }
+            Place::File(folder, name) => match self.regular(*folder, name) {
+                Ok((_, meta)) => Ok(FileAttributes::from(&meta)),
+                Err(missing) if *folder == Folder::Inbox => {
+                    self.received(name).await?.ok_or(missing)
+                }
+                Err(missing) => Err(missing),
+            },
         }
     }
 
+    /// A file handed over has left the inbox, but `stat` still finds it at its upload path,
+    /// with the size written, until its batch ends (a duplicate, which ends as it is received,
+    /// for the connection that sent it): clients that confirm an upload by its size
+    /// (paramiko's `put`, WinSCP, lftp) find what they sent.
+    async fn received(&self, name: &str) -> Result<Option<FileAttributes>, StatusReply> {
+        let store = &self.context.store;
+        let org = self.login.org();
+        let mine = match self.handed_over.get(name) {
+            Some(id) => store.get_batch(&org, id).await.ok().filter(|b| {
+                matches!(
+                    b.state,
+                    BatchState::Received | BatchState::Processing | BatchState::Duplicate
+                )
+            }),
+            None => None,
+        };
+        let batch = match mine {
+            Some(batch) => Some(batch),
+            None => store.waiting_batch_named(&org, name).await.map_err(|err| {
+                tracing::error!(%err, file = name, "a received file could not be looked up");
+                refused(
+                    StatusCode::Failure,
+                    "the file could not be looked up; try again",
+                )
+            })?,
+        };
+        Ok(batch.map(|batch| {
+            let mut attrs = FileAttributes::empty();
+            attrs.size = Some(batch.size.max(0) as u64);
+            attrs.permissions = Some(0o100600);
+            let at = u32::try_from(batch.received_at.timestamp()).unwrap_or_default();
+            attrs.atime = Some(at);
+            attrs.mtime = Some(at);
+            attrs
+        }))
+    }
+
     /// Hands a complete upload over for processing.
-    async fn hand_over(&self, path: &std::path::Path, name: &str) -> Result<(), StatusReply> {
+    async fn hand_over(&mut self, path: &std::path::Path, name: &str) -> Result<(), StatusReply> {
         let received = intake::receive(
             &self.context.store,
             &self.context.data_dir,
@@ -188,6 +234,12 @@ impl Files {
                     user = %self.login.username, org = %self.login.org_id, peer = %self.peer,
                     file = name, batch = %batch.id, "upload complete"
                 );
+                // Kept for the connection's life; a client sending thousands of files on one
+                // connection forgets the oldest (the store still answers for waiting batches).
+                if self.handed_over.len() >= MAX_REMEMBERED {
+                    self.handed_over.clear();
+                }
+                self.handed_over.insert(name.to_string(), batch.id);
                 Ok(())
             }
             Err(err) => {
@@ -286,7 +338,7 @@ impl russh_sftp::server::Handler for Files {
         let place = self.resolve(&path)?;
         Ok(Attrs {
             id,
-            attrs: self.attrs(&place)?,
+            attrs: self.attrs(&place).await?,
         })
     }
 

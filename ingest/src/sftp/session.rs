@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use russh::server::{Auth, ChannelOpenHandle, Msg, PublicKeyOffer, Session, VerifiedPublicKey};
 use russh::{Channel, ChannelId};
-use store::SftpLogin;
+use store::{SftpBan, SftpLogin};
 
 use super::bounded::Bounded;
 use super::defender::Defender;
@@ -29,8 +29,28 @@ impl Connection {
             .unwrap_or_else(|| "-".into())
     }
 
-    fn banned(&self) -> bool {
-        self.peer.is_some_and(|p| self.defender.is_banned(p.ip()))
+    /// The ban on the client's address in force now, if any. (A ban that cannot be looked up
+    /// is logged and not enforced: the store being down refuses every login anyway.)
+    async fn ban(&self) -> Option<SftpBan> {
+        let peer = self.peer?;
+        match self.context.store.sftp_ban(&peer.ip().to_string()).await {
+            Ok(ban) => ban,
+            Err(err) => {
+                tracing::error!(%err, "an SFTP ban could not be looked up");
+                None
+            }
+        }
+    }
+
+    async fn banned(&self) -> bool {
+        match self.ban().await {
+            Some(ban) => {
+                tracing::warn!(peer = %self.peer(), until = %ban.banned_until,
+                    "SFTP login refused: the address is banned");
+                true
+            }
+            None => false,
+        }
     }
 
     fn accepted(&mut self, login: SftpLogin, method: &str) -> Auth {
@@ -39,12 +59,28 @@ impl Connection {
         Auth::Accept
     }
 
-    fn rejected(&self, user: &str, method: &str) -> Auth {
+    async fn rejected(&self, user: &str, method: &str) -> Auth {
         tracing::warn!(user, peer = %self.peer(), method, "SFTP login failed");
-        if let Some(peer) = self.peer
-            && self.defender.failed(peer.ip())
-        {
-            tracing::warn!(peer = %peer.ip(), "address banned after repeated failed logins");
+        let Some(peer) = self.peer else {
+            return Auth::reject();
+        };
+        if let Some(failures) = self.defender.failed(peer.ip(), std::time::Instant::now()) {
+            let ban = self.defender.policy.ban;
+            let until = chrono::Duration::from_std(ban)
+                .ok()
+                .and_then(|ban| chrono::Utc::now().checked_add_signed(ban))
+                .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC);
+            let address = peer.ip().to_string();
+            match self
+                .context
+                .store
+                .ban_sftp_address(&address, failures, until)
+                .await
+            {
+                Ok(_) => tracing::warn!(peer = %address, failures, %until,
+                    "address banned after repeated failed logins (lift it: rewards sftp unban)"),
+                Err(err) => tracing::error!(%err, peer = %address, "an SFTP ban could not be kept"),
+            }
         }
         Auth::reject()
     }
@@ -72,13 +108,28 @@ impl russh::server::Handler for Connection {
         Ok(Auth::reject())
     }
 
+    /// Shown before the login: to a banned address, that it is banned and until when (the same
+    /// to every user name, so it tells nothing of which users exist).
+    async fn authentication_banner(&mut self) -> Result<Option<String>, Self::Error> {
+        Ok(self.ban().await.map(|ban| {
+            let minutes = (ban.banned_until - chrono::Utc::now()).num_minutes() + 1;
+            format!(
+                "This address ({}) is banned from logging in until {} UTC (about {minutes} \
+                 minute(s)) after {} failed logins. Ask the service's operator to lift it.\r\n",
+                ban.address,
+                ban.banned_until.format("%Y-%m-%d %H:%M:%S"),
+                ban.failures,
+            )
+        }))
+    }
+
     async fn auth_password(&mut self, user: &str, password: &str) -> Result<Auth, Self::Error> {
-        if self.banned() {
+        if self.banned().await {
             return Ok(Auth::reject());
         }
         match self.context.store.sftp_login_password(user, password).await {
             Ok(Some(login)) => Ok(self.accepted(login, "password")),
-            Ok(None) => Ok(self.rejected(user, "password")),
+            Ok(None) => Ok(self.rejected(user, "password").await),
             Err(err) => {
                 tracing::error!(%err, "SFTP password login could not be checked");
                 Ok(Auth::reject())
@@ -93,7 +144,7 @@ impl russh::server::Handler for Connection {
         user: &str,
         offer: PublicKeyOffer<'_>,
     ) -> Result<Auth, Self::Error> {
-        if !self.banned() && self.key_login(user, offer.public_key).await.is_some() {
+        if !self.banned().await && self.key_login(user, offer.public_key).await.is_some() {
             Ok(Auth::Accept)
         } else {
             Ok(Auth::reject())
@@ -105,12 +156,12 @@ impl russh::server::Handler for Connection {
         user: &str,
         key: VerifiedPublicKey<'_>,
     ) -> Result<Auth, Self::Error> {
-        if self.banned() {
+        if self.banned().await {
             return Ok(Auth::reject());
         }
         match self.key_login(user, key.public_key).await {
             Some(login) => Ok(self.accepted(login, "publickey")),
-            None => Ok(self.rejected(user, "publickey")),
+            None => Ok(self.rejected(user, "publickey").await),
         }
     }
 

@@ -119,6 +119,11 @@ impl Server {
 
     /// Runs `commands` with OpenSSH's `sftp -b` as `user`.
     async fn sftp(&self, user: &str, login: Login<'_>, commands: &str) -> Run {
+        self.sftp_logging(user, login, commands, "ERROR").await
+    }
+
+    /// As `sftp`, printing what OpenSSH logs at `level` (`INFO` shows the server's banner).
+    async fn sftp_logging(&self, user: &str, login: Login<'_>, commands: &str, level: &str) -> Run {
         let script = self.file("batch.txt", commands.as_bytes());
         let mut command = Command::new("sftp");
         command
@@ -130,7 +135,12 @@ impl Server {
                 "-o",
                 "UserKnownHostsFile=/dev/null",
             ])
-            .args(["-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10"])
+            .args([
+                "-o",
+                &format!("LogLevel={level}"),
+                "-o",
+                "ConnectTimeout=10",
+            ])
             .stdin(Stdio::null());
         match login {
             Login::Key(key) => {
@@ -201,17 +211,28 @@ const EARNS: &[u8] = b"id,walletId,amount,date\ne-1,card-1,12.50,2026-11-20\n";
 async fn a_key_login_uploads_a_file_that_becomes_a_batch() {
     let server = start(quick()).await;
     server.file("earns.csv", EARNS);
+    // `ls -l` of the file just sent: clients confirm an upload so (paramiko's `put` by `stat`).
     let run = server
         .sftp(
             "alice",
             Login::Key(&server.alice_key),
-            "ls\nput earns.csv inbox/earns.csv\nls inbox\n",
+            "ls\nput earns.csv inbox/earns.csv\nls inbox\nls -l inbox/earns.csv\n",
         )
         .await;
     assert!(run.ok, "{}", run.out);
     for folder in ["inbox", "reports", "templates"] {
         assert!(run.out.contains(folder), "{}", run.out);
     }
+    let confirmed = run
+        .out
+        .lines()
+        .find(|l| l.starts_with("-rw") && l.ends_with("inbox/earns.csv"));
+    let size = EARNS.len().to_string();
+    assert!(
+        confirmed.is_some_and(|l| l.split_whitespace().any(|w| w == size)),
+        "stat finds the upload with its size until its batch ends: {}",
+        run.out
+    );
     let batches = server.batches().await;
     assert_eq!(batches.len(), 1);
     let batch = &batches[0];
@@ -245,6 +266,36 @@ async fn a_key_login_uploads_a_file_that_becomes_a_batch() {
     let batches = server.batches().await;
     assert_eq!(batches[0].state, BatchState::Duplicate);
     assert_eq!(batches[0].duplicate_of.as_deref(), Some(batch.id.as_str()));
+    // It is reported at once, naming the batch it repeats, and it is an event.
+    let reports = server
+        .data()
+        .join("sftp")
+        .join(server.org.id())
+        .join("reports");
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(reports.join("again.csv.result.json")).unwrap())
+            .unwrap();
+    assert_eq!(report["state"], "duplicate");
+    assert_eq!(report["duplicateOf"], batch.id.as_str());
+    assert_eq!(report["batch"], batches[0].id.as_str());
+    while server.store.dispatch_events(500).await.unwrap().events > 0 {}
+    let duplicates = store::EventFilter {
+        types: vec![store::EventType::BatchDuplicate],
+        ..Default::default()
+    };
+    let page = Page { page: 1, limit: 10 };
+    let events = server
+        .store
+        .events(&server.org, None, &duplicates, page)
+        .await;
+    let events = events.unwrap().items;
+    assert_eq!(events.len(), 1, "one batch.duplicate");
+    match &events[0].data {
+        store::EventData::Batch(b) => {
+            assert_eq!(b.duplicate_of.as_deref(), Some(batch.id.as_str()))
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -391,9 +442,27 @@ async fn wrong_credentials_fail_and_repeated_failures_ban_the_address() {
         assert!(!run.ok);
     }
     let banned = server
-        .sftp("alice", Login::Password(PASSWORD), "ls\n")
+        .sftp_logging("alice", Login::Password(PASSWORD), "ls\n", "INFO")
         .await;
     assert!(!banned.ok, "the address is banned: {}", banned.out);
+    assert!(
+        banned.out.contains("This address (127.0.0.1) is banned") && banned.out.contains("UTC"),
+        "told so, and until when: {}",
+        banned.out
+    );
+    let bans = server.store.sftp_bans().await.unwrap();
+    assert_eq!(bans.len(), 1);
+    assert_eq!(
+        (bans[0].address.as_str(), bans[0].failures),
+        ("127.0.0.1", 3)
+    );
+    // Lifted, the address logs in again at once.
+    assert!(server.store.unban_sftp_address("127.0.0.1").await.unwrap());
+    let again = server
+        .sftp("alice", Login::Password(PASSWORD), "ls\n")
+        .await;
+    assert!(again.ok, "{}", again.out);
+    assert!(server.store.sftp_bans().await.unwrap().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -50,6 +50,7 @@ migrations! {
     23 "balance days" "0023_balance_days.sql",
     24 "events" "0024_events.sql",
     25 "wallet events" "0025_wallet_events.sql",
+    26 "sftp bans" "0026_sftp_bans.sql",
 }
 
 /// The migration that indexes `transactions.idem_key`: before it runs, the keys of an existing

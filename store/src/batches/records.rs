@@ -167,6 +167,49 @@ impl Steps for Finish {
     }
 }
 
+/// A file whose content a live batch already holds: recorded as `duplicate` naming that batch,
+/// with its event (`batch.duplicate`) in the same transaction.
+struct Duplicate {
+    org_id: String,
+    new: NewBatch,
+    holder: Option<String>,
+    at: DateTime<Utc>,
+}
+
+impl Steps for Duplicate {
+    type Output = ();
+
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<(), StoreError> {
+        const INSERT: &str = "INSERT INTO batches (id, org_id, file_name, size, sha256, source, \
+             username, state, duplicate_of, received_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'duplicate', $8, $9, $9)";
+        const READ: &str = concat!("SELECT ", batch_columns!(), " FROM batches WHERE id = $1");
+        let (new, org_id, holder) = (&self.new, &self.org_id, &self.holder);
+        let (id, name, sha256, source, user) = (
+            &new.id,
+            &new.file_name,
+            &new.sha256,
+            &new.source,
+            &new.username,
+        );
+        let args = params![
+            id, org_id, name, new.size, sha256, source, user, holder, self.at
+        ];
+        tx.execute(INSERT, args).await?;
+        let Some(row): Option<BatchRow> = tx.row(READ, params![&new.id]).await? else {
+            return Ok(());
+        };
+        let batch = batch_from_row(row)?;
+        let event = NewEvent::new(
+            &self.org_id,
+            None,
+            EventType::BatchDuplicate,
+            &EventData::Batch(Box::new(batch)),
+        )?;
+        events::record(tx, &event).await
+    }
+}
+
 /// How long a claimed batch stays with its node before another may take it over; the node
 /// renews it after every chunk.
 const LEASE: i64 = 60;
@@ -210,11 +253,34 @@ impl Store {
                     .read_row(HOLDER, params![org.id(), &new.sha256])
                     .await?;
                 let holder = holder.map(|(id,)| id);
-                insert("duplicate", holder).await?;
+                self.write(Duplicate {
+                    org_id: org.id().to_string(),
+                    new: new.clone(),
+                    holder,
+                    at,
+                })
+                .await?;
             }
             Err(err) => return Err(err),
         }
         self.get_batch(org, &new.id).await
+    }
+
+    /// The newest batch of the organisation's that was received under `file_name` and has not
+    /// ended yet (received or processing), if any.
+    pub async fn waiting_batch_named(
+        &self,
+        org: &OrgScope,
+        file_name: &str,
+    ) -> Result<Option<Batch>, StoreError> {
+        const SQL: &str = concat!(
+            "SELECT ",
+            batch_columns!(),
+            " FROM batches WHERE state IN ('received', 'processing') AND org_id = $1 \
+             AND file_name = $2 ORDER BY received_at DESC LIMIT 1"
+        );
+        let row: Option<BatchRow> = self.read_row(SQL, params![org.id(), file_name]).await?;
+        row.map(batch_from_row).transpose()
     }
 
     pub async fn get_batch(&self, org: &OrgScope, id: &str) -> Result<Batch, StoreError> {

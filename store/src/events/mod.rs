@@ -36,6 +36,7 @@ string_enum! {
         WalletPointsExpiring = "wallet.points_expiring",
         BatchCompleted = "batch.completed",
         BatchFailed = "batch.failed",
+        BatchDuplicate = "batch.duplicate",
         OrderCreated = "order.created",
         OrderCancelled = "order.cancelled",
         CodeRedeemed = "code.redeemed",
@@ -63,8 +64,8 @@ pub enum EventData {
     /// `member.deleted`, and what a deleted member's earlier events carry from then on: the
     /// member's id, no personal data.
     MemberErased { id: String },
-    /// `batch.completed`, `batch.failed`: the file as it ended (counts, summary with the
-    /// reports' names, why it failed).
+    /// `batch.completed`, `batch.failed`, `batch.duplicate`: the file as it ended (counts,
+    /// summary with the reports' names, why it failed, the batch a duplicate repeats).
     Batch(Box<Batch>),
     /// `earn.completed`, `earn.rejected`: the earn request as it ended.
     Earn(Box<EarnRequest>),

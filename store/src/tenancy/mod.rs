@@ -6,4 +6,5 @@ pub(crate) mod api_version;
 pub(crate) mod keys;
 pub(crate) mod orgs;
 pub(crate) mod scope;
+pub(crate) mod sftp_bans;
 pub(crate) mod sftp_users;

@@ -173,6 +173,76 @@ async fn the_same_content_twice_is_a_duplicate(store: Store) {
         store.get_batch(&other, "b1").await,
         Err(StoreError::NotFound { .. })
     ));
+
+    // A duplicate is an event of its own, carrying the batch it repeats; a waiting batch is
+    // found by its file's name until it ends.
+    while store.dispatch_events(500).await.unwrap().events > 0 {}
+    let duplicates = store::EventFilter {
+        types: vec![store::EventType::BatchDuplicate],
+        ..Default::default()
+    };
+    let page = Page { page: 1, limit: 10 };
+    let events = store.events(&acme, None, &duplicates, page).await.unwrap();
+    assert_eq!(events.items.len(), 1);
+    match &events.items[0].data {
+        store::EventData::Batch(b) => assert_eq!(
+            (b.id.as_str(), b.duplicate_of.as_deref()),
+            ("b2", Some("b1"))
+        ),
+        other => panic!("{other:?}"),
+    }
+    let waiting = store.waiting_batch_named(&acme, &first.file_name).await;
+    assert_eq!(waiting.unwrap().map(|b| b.id), Some("b1".to_string()));
+    let claimed = store.claim_batches(10, Some("b1")).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    let finish = store::BatchFinish {
+        state: BatchState::Completed,
+        rows: 0,
+        loaded: 0,
+        rejected: 0,
+        summary: serde_json::json!({}),
+        error: None,
+    };
+    store.finish_batch("b1", finish).await.unwrap();
+    let ended = store.waiting_batch_named(&acme, &first.file_name).await;
+    assert_eq!(ended.unwrap(), None, "an ended batch is not waiting");
+}
+
+/// A ban is kept until its end, listed, and lifted by hand; one that ended is not in force.
+async fn sftp_bans_last_until_their_end_or_are_lifted(store: Store) {
+    let hour = chrono::Duration::hours(1);
+    let now = chrono::Utc::now();
+    store
+        .ban_sftp_address("10.0.0.1", 5, now + hour)
+        .await
+        .unwrap();
+    store
+        .ban_sftp_address("10.0.0.2", 5, now - hour)
+        .await
+        .unwrap();
+    let ban = store.sftp_ban("10.0.0.1").await.unwrap().unwrap();
+    assert_eq!(ban.failures, 5);
+    assert_eq!(store.sftp_ban("10.0.0.2").await.unwrap(), None, "it ended");
+    let listed: Vec<String> = store
+        .sftp_bans()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|b| b.address)
+        .collect();
+    assert_eq!(listed, ["10.0.0.1"]);
+    assert!(!store.unban_sftp_address("10.0.0.2").await.unwrap());
+    assert!(store.unban_sftp_address("10.0.0.1").await.unwrap());
+    assert_eq!(store.sftp_ban("10.0.0.1").await.unwrap(), None);
+    // Banned again, the newer ban replaces the older.
+    store
+        .ban_sftp_address("10.0.0.1", 7, now + hour)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.sftp_ban("10.0.0.1").await.unwrap().unwrap().failures,
+        7
+    );
 }
 
 async fn claims_never_hand_a_batch_to_two_nodes(store: Store) {
@@ -266,4 +336,5 @@ backend_tests!(
     the_same_content_twice_is_a_duplicate,
     claims_never_hand_a_batch_to_two_nodes,
     mappings_are_kept_per_pattern,
+    sftp_bans_last_until_their_end_or_are_lifted,
 );
