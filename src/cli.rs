@@ -67,6 +67,7 @@ pub enum Command {
     /// Run a batch file through the pipeline here, with progress: recorded as a batch, checked,
     /// evaluated, credited and reported into the organisation's reports/ folder.
     Ingest {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
         /// Check and evaluate every row and write the report (`<file>.dry-run.result.json`)
@@ -118,12 +119,14 @@ pub enum MappingCommand {
     /// Validate a mapping document (TOML, or JSON by its .json extension) and store it for the
     /// file names its `pattern` matches (every file by default). Every problem is listed at once.
     Set {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
         file: PathBuf,
     },
     /// Print the organisation's mappings (or the one for PATTERN) as JSON documents.
     Show {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
         #[arg(long)]
@@ -131,6 +134,7 @@ pub enum MappingCommand {
     },
     /// Remove the mapping for PATTERN.
     Remove {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
         #[arg(long)]
@@ -142,9 +146,11 @@ pub enum MappingCommand {
 pub enum ExportCommand {
     /// Write the organisation's transactions to FILE (.parquet or .csv), with progress.
     Transactions {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
-        /// Only this campaign's (by id).
+        /// Only this campaign's: its id, or its name when no other campaign of the organisation
+        /// has it.
         #[arg(long)]
         campaign: Option<String>,
         /// The first day (YYYY-MM-DD, UTC) whose transactions to include.
@@ -166,6 +172,7 @@ pub enum ExportCommand {
     /// Export the organisation's transactions every day, the previous UTC day's in one file,
     /// into its SFTP exports/ folder. Setting it again changes the time or format.
     Schedule {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
         /// The time of day (HH:MM, UTC) when the previous day is written; not before 00:05.
@@ -176,6 +183,7 @@ pub enum ExportCommand {
     },
     /// Stop the organisation's daily export (files already written stay).
     Unschedule {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
     },
@@ -188,6 +196,7 @@ pub enum ReviewsCommand {
     /// The organisation's reviews hidden until an operator decides (a profanity score or
     /// reports at or past the thresholds), oldest first.
     Pending {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
         /// The most to list.
@@ -196,6 +205,7 @@ pub enum ReviewsCommand {
     },
     /// Show the review again in lists and averages, whatever is reported about it later.
     Approve {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
         review_id: String,
@@ -203,6 +213,7 @@ pub enum ReviewsCommand {
     /// Take the review out of the API for good (its author cannot post another for the same
     /// voucher).
     Remove {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
         review_id: String,
@@ -215,6 +226,7 @@ pub enum CatalogueCommand {
     /// by their ids, so importing the same file twice changes nothing. Every problem is listed
     /// with its JSON path, and then nothing is written.
     Import {
+        /// The campaign: its id, or its name when no other campaign (of the organisation) has it.
         #[arg(long)]
         campaign: String,
         /// Check and count only; nothing is written.
@@ -228,6 +240,7 @@ pub enum CatalogueCommand {
     },
     /// Write the campaign's catalogue as an import document (to FILE, or standard output).
     Export {
+        /// The campaign: its id, or its name when no other campaign (of the organisation) has it.
         #[arg(long)]
         campaign: String,
         file: Option<PathBuf>,
@@ -249,6 +262,7 @@ pub enum CatalogueCommand {
 pub enum TierCommand {
     /// Add a tier; wallets are re-tiered at once.
     Add {
+        /// The campaign: its id, or its name when no other campaign (of the organisation) has it.
         #[arg(long)]
         campaign: String,
         #[arg(long)]
@@ -267,11 +281,13 @@ pub enum TierCommand {
     },
     /// List a campaign's tiers.
     List {
+        /// The campaign: its id, or its name when no other campaign (of the organisation) has it.
         #[arg(long)]
         campaign: String,
     },
     /// Remove a tier (by id or name); its wallets fall to the next tier they reach.
     Remove {
+        /// The campaign: its id, or its name when no other campaign (of the organisation) has it.
         #[arg(long)]
         campaign: String,
         tier: String,
@@ -282,6 +298,7 @@ pub enum TierCommand {
 pub enum RulesCommand {
     /// Validate a rule set (TOML) and make it the campaign's active version.
     Set {
+        /// The campaign: its id, or its name when no other campaign (of the organisation) has it.
         #[arg(long)]
         campaign: String,
         /// The rule set file.
@@ -289,11 +306,13 @@ pub enum RulesCommand {
     },
     /// List the campaign's rule-set versions (the newest is active).
     List {
+        /// The campaign: its id, or its name when no other campaign (of the organisation) has it.
         #[arg(long)]
         campaign: String,
     },
     /// Print a rule-set version (the active one unless --version is given).
     Show {
+        /// The campaign: its id, or its name when no other campaign (of the organisation) has it.
         #[arg(long)]
         campaign: String,
         #[arg(long)]
@@ -303,6 +322,7 @@ pub enum RulesCommand {
     /// rule set and report the difference in tokens, in total, per rule and for the wallets it
     /// changes most. Changes nothing.
     Backtest {
+        /// The campaign: its id, or its name when no other campaign (of the organisation) has it.
         #[arg(long)]
         campaign: String,
         /// The candidate rule set file.
@@ -343,11 +363,13 @@ pub enum CampaignCommand {
     Create(CampaignCreate),
     /// List an organisation's campaigns.
     List {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
     },
     /// Show a campaign with its policy, active rule-set version and tiers.
     Show {
+        /// The campaign: its id, or its name when no other campaign (of the organisation) has it.
         #[arg(long)]
         campaign: String,
     },
@@ -358,6 +380,7 @@ pub enum CampaignCommand {
 
 #[derive(Debug, Args)]
 pub struct PolicyArgs {
+    /// The campaign: its id, or its name when no other campaign (of the organisation) has it.
     #[arg(long)]
     pub campaign: String,
     /// Tokens a burn must leave in the wallet.
@@ -401,6 +424,7 @@ pub struct PolicyArgs {
 
 #[derive(Debug, Args)]
 pub struct CampaignCreate {
+    /// The organisation: its id, or its name when no other organisation has it.
     #[arg(long)]
     pub org: String,
     #[arg(long)]
@@ -422,6 +446,7 @@ pub enum KeyCommand {
     Issue(KeyIssue),
     /// List an organisation's keys (never their secrets).
     List {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
     },
@@ -434,8 +459,10 @@ pub enum KeyCommand {
 
 #[derive(Debug, Args)]
 pub struct KeyIssue {
+    /// The organisation: its id, or its name when no other organisation has it.
     #[arg(long)]
     pub org: String,
+    /// The campaign: its id, or its name when no other campaign (of the organisation) has it.
     #[arg(long)]
     pub campaign: String,
     /// Grant a permission (repeatable): vector-search, catalogue-write, redeem-codes, webhooks.
@@ -471,6 +498,7 @@ fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
 pub enum WebhookCommand {
     /// Add an endpoint; prints its signing secret, shown only this once.
     Add {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
         /// Only this campaign's events (and the organisation's own); else every campaign's.
@@ -490,29 +518,34 @@ pub enum WebhookCommand {
     },
     /// List an organisation's endpoints (never their secrets).
     List {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
     },
     /// Remove an endpoint, its pending deliveries and its log.
     Remove {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
         endpoint: String,
     },
     /// Enable an endpoint again (after a 410, days of failures or `disable`).
     Enable {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
         endpoint: String,
     },
     /// Stop delivering to an endpoint; its deliveries wait until it is enabled.
     Disable {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
         endpoint: String,
     },
     /// A new signing secret, printed once; the old one keeps signing beside it for a while.
     RotateSecret {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
         endpoint: String,
@@ -522,12 +555,14 @@ pub enum WebhookCommand {
     },
     /// Send a `webhook.test` event to the endpoint alone (the running service delivers it).
     Test {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
         endpoint: String,
     },
     /// The endpoint's delivery log, newest attempt first.
     Attempts {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
         endpoint: String,
@@ -536,6 +571,7 @@ pub enum WebhookCommand {
     },
     /// Deliver again one event (`--event`) or those of a time range (`--from`, `--to`).
     Redeliver {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
         endpoint: String,
@@ -553,6 +589,7 @@ pub enum SftpUserCommand {
     /// Issue a user for an organisation, logging in with a password (read from standard input)
     /// and/or a public key.
     Add {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
         #[arg(long)]
@@ -566,6 +603,7 @@ pub enum SftpUserCommand {
     },
     /// Add a public key to a user. A key can belong to one user only.
     KeyAdd {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
         #[arg(long)]
@@ -575,11 +613,13 @@ pub enum SftpUserCommand {
     },
     /// List an organisation's users with their key fingerprints.
     List {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
     },
     /// Stop a user from logging in.
     Disable {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
         #[arg(long)]
@@ -587,6 +627,7 @@ pub enum SftpUserCommand {
     },
     /// Remove a user and its keys.
     Remove {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
         #[arg(long)]
@@ -612,6 +653,7 @@ pub enum SftpCommand {
 pub enum BatchCommand {
     /// The organisation's batch files, newest first.
     List {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
         /// The most to list.
@@ -623,6 +665,7 @@ pub enum BatchCommand {
     },
     /// One batch: its file, state, counts, the batch a duplicate repeats, and its report.
     Show {
+        /// The organisation: its id, or its name when no other organisation has it.
         #[arg(long)]
         org: String,
         /// The batch's id, as `rewards batch list` and the file's report name it.

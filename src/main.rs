@@ -1,5 +1,13 @@
 //! `rewards`: the service (`serve`) and the operator's commands, on one configuration.
 
+/// `println!` for the commands' output: a closed pipe (`rewards org list | head -1`) ends the
+/// command quietly instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::commands::print_line(format_args!($($arg)*))
+    };
+}
+
 mod cli;
 mod commands;
 
@@ -15,6 +23,7 @@ fn main() -> std::process::ExitCode {
     rewards::arenas::limit();
     private_files();
     let cli = Cli::parse();
+    let json = cli.json;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build();
@@ -24,11 +33,41 @@ fn main() -> std::process::ExitCode {
     };
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) if json => {
+            eprintln!("{}", error_json(&err));
+            std::process::ExitCode::FAILURE
+        }
         Err(err) => {
             eprintln!("error: {err:#}");
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// A failed command's error as `--json` prints it (on standard error): `error` (the whole
+/// message), `code` (stable, as the API's problems have it) and `field` where one applies.
+fn error_json(err: &anyhow::Error) -> serde_json::Value {
+    use store::StoreError;
+    let store = err.chain().find_map(|e| e.downcast_ref::<StoreError>());
+    let (code, field) = match store {
+        Some(StoreError::Invalid { field, .. }) => ("invalid_value", Some(field.to_string())),
+        Some(StoreError::Conflict { field }) => ("already_exists", Some(field.to_string())),
+        Some(StoreError::NotFound { .. }) => ("not_found", None),
+        Some(StoreError::UnknownReference { field, .. }) => ("not_found", Some(field.to_string())),
+        Some(StoreError::InsufficientBalance { .. }) => ("insufficient_balance", None),
+        Some(StoreError::InvalidRules(_)) => ("invalid_rules", None),
+        Some(StoreError::InvalidCatalogue(_)) | Some(StoreError::Rejected(_)) => {
+            ("validation_failed", None)
+        }
+        Some(StoreError::Refused { code, field, .. }) => (*code, field.clone()),
+        Some(_) => ("database_error", None),
+        None => ("failed", None),
+    };
+    let mut value = serde_json::json!({"error": format!("{err:#}"), "code": code});
+    if let Some(field) = field {
+        value["field"] = field.into();
+    }
+    value
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -47,7 +86,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         file,
     }) = &cli.command
     {
-        return commands::catalogue::generate(*products, *seed, file);
+        return commands::catalogue::generate(*products, *seed, file, cli.json);
     }
     if let Command::Sftp(cli::SftpCommand::HostKey) = cli.command {
         return commands::sftp::host_key(&config, cli.json);
@@ -100,12 +139,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Migrate => {
             let backend = format!("{:?}", store.backend()).to_lowercase();
             if cli.json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::json!({"migrated": true, "backend": backend})
                 );
             } else {
-                println!("migrations applied ({backend})");
+                outln!("migrations applied ({backend})");
             }
             Ok(())
         }

@@ -1,7 +1,4 @@
 //! `rewards catalogue`: import and export a campaign's reward catalogue.
-
-use std::io::Write;
-
 use anyhow::Context;
 use serde_json::json;
 use store::{Catalogue, ImportOptions, ImportReport, Store, StoreError};
@@ -17,7 +14,7 @@ pub async fn run(store: &Store, command: CatalogueCommand, json: bool) -> anyhow
             replace,
             file,
         } => {
-            let campaign = store.campaign_by_id(&campaign).await?;
+            let campaign = store.find_campaign(&campaign, None).await?;
             let text =
                 std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
             let options = ImportOptions { dry_run, replace };
@@ -51,15 +48,28 @@ pub async fn run(store: &Store, command: CatalogueCommand, json: bool) -> anyhow
             products,
             seed,
             file,
-        } => generate(products, seed, &file),
+        } => generate(products, seed, &file, json),
         CatalogueCommand::Export { campaign, file } => {
-            let campaign = store.campaign_by_id(&campaign).await?;
+            let campaign = store.find_campaign(&campaign, None).await?;
             let catalogue = store.export_catalogue(&campaign).await?;
             let text = serde_json::to_string_pretty(&catalogue)?;
             match file {
-                Some(path) => std::fs::write(&path, text + "\n")
-                    .with_context(|| format!("writing {}", path.display()))?,
-                None => writeln!(std::io::stdout(), "{text}")?,
+                Some(path) => {
+                    std::fs::write(&path, text + "\n")
+                        .with_context(|| format!("writing {}", path.display()))?;
+                    let products = catalogue.products.len();
+                    let categories = catalogue.categories.len();
+                    let value =
+                        json!({"file": path, "products": products, "categories": categories});
+                    emit(json, value, || {
+                        format!(
+                            "{products} products in {categories} categories written to {}",
+                            path.display()
+                        )
+                    });
+                }
+                // The document itself is the output.
+                None => outln!("{text}"),
             }
             Ok(())
         }
@@ -68,10 +78,20 @@ pub async fn run(store: &Store, command: CatalogueCommand, json: bool) -> anyhow
 
 /// Writes a generated catalogue of `products` products to `file`.
 #[cfg(feature = "generate")]
-pub fn generate(products: usize, seed: u64, file: &std::path::Path) -> anyhow::Result<()> {
+pub fn generate(
+    products: usize,
+    seed: u64,
+    file: &std::path::Path,
+    json: bool,
+) -> anyhow::Result<()> {
     let catalogue = generators::catalogue::catalogue(products, seed);
     let text = serde_json::to_string_pretty(&catalogue)?;
     std::fs::write(file, text + "\n").with_context(|| format!("writing {}", file.display()))?;
+    emit(
+        json,
+        json!({"file": file, "products": products, "seed": seed}),
+        || format!("{products} products written to {}", file.display()),
+    );
     Ok(())
 }
 

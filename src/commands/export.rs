@@ -34,7 +34,7 @@ pub async fn run(store: &Store, command: ExportCommand, json: bool) -> anyhow::R
         }
         ExportCommand::Schedule { org, at, format } => {
             let today = Utc::now().date_naive();
-            let scope = store.get_org(&org).await?.scope();
+            let scope = store.find_org(&org).await?.scope();
             let schedule = store.set_export_schedule(&scope, at, format, today).await?;
             emit(json, schedule_json(&schedule), || {
                 format!(
@@ -48,7 +48,7 @@ pub async fn run(store: &Store, command: ExportCommand, json: bool) -> anyhow::R
             Ok(())
         }
         ExportCommand::Unschedule { org } => {
-            let scope = store.get_org(&org).await?.scope();
+            let scope = store.find_org(&org).await?.scope();
             if !store.remove_export_schedule(&scope).await? {
                 bail!("{org} has no daily export");
             }
@@ -61,9 +61,9 @@ pub async fn run(store: &Store, command: ExportCommand, json: bool) -> anyhow::R
             let schedules = store.export_schedules().await?;
             if json {
                 let list: Vec<Value> = schedules.iter().map(schedule_json).collect();
-                println!("{:#}", Value::Array(list));
+                outln!("{:#}", Value::Array(list));
             } else if schedules.is_empty() {
-                println!("no daily exports");
+                outln!("no daily exports");
             } else {
                 for s in &schedules {
                     let last = s
@@ -72,7 +72,7 @@ pub async fn run(store: &Store, command: ExportCommand, json: bool) -> anyhow::R
                         .map_or("none yet".to_string(), |(file, rows, at)| {
                             format!("{file} ({rows} rows, {at})")
                         });
-                    println!(
+                    outln!(
                         "{}  {} UTC  {}  next day {}  last {last}",
                         s.org_id,
                         clock(s.at_minute),
@@ -103,13 +103,17 @@ async fn transactions(
             file.display()
         );
     };
-    let scope = store.get_org(org).await?.scope();
-    if let Some(campaign) = &campaign {
-        store
-            .get_campaign(&scope, campaign)
-            .await
-            .with_context(|| format!("campaign {campaign} of {org}"))?;
-    }
+    let scope = store.find_org(org).await?.scope();
+    let campaign = match campaign {
+        Some(campaign) => Some(
+            store
+                .find_campaign(&campaign, Some(&scope))
+                .await
+                .with_context(|| format!("campaign {campaign} of {org}"))?
+                .id,
+        ),
+        None => None,
+    };
     if let (Some(from), Some(to)) = (from, to)
         && to < from
     {

@@ -15,8 +15,22 @@ pub mod webhooks;
 /// Prints `value` as JSON with `--json`, else the text `human` gives.
 pub fn emit(json: bool, value: serde_json::Value, human: impl FnOnce() -> String) {
     if json {
-        println!("{value:#}");
+        outln!("{value:#}");
     } else {
-        println!("{}", human());
+        outln!("{}", human());
+    }
+}
+
+/// Writes `text` and a new line to standard output. A reader that has gone (a closed pipe) ends
+/// the command at once, quietly and successfully, as `head` expects of what it reads from.
+pub fn print_line(text: impl std::fmt::Display) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(err) = writeln!(out, "{text}").and_then(|()| out.flush()) {
+        if err.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: writing the output: {err}");
+        std::process::exit(1);
     }
 }

@@ -16,7 +16,7 @@ pub async fn run(store: &Store, command: RulesCommand, json: bool) -> anyhow::Re
         RulesCommand::Test { file, rows } => test(&file, &rows, json),
         RulesCommand::Set { campaign, file } => {
             let source = read(&file)?;
-            let campaign = store.campaign_by_id(&campaign).await?;
+            let campaign = store.find_campaign(&campaign, None).await?;
             let version = match store.set_rule_set(&campaign, &source).await {
                 Err(store::StoreError::InvalidRules(errors)) => {
                     return Err(invalid(&file, &errors));
@@ -42,7 +42,7 @@ pub async fn run(store: &Store, command: RulesCommand, json: bool) -> anyhow::Re
             to,
         } => backtest(store, &campaign, &file, &from, &to, json).await,
         RulesCommand::List { campaign } => {
-            let campaign = store.campaign_by_id(&campaign).await?;
+            let campaign = store.find_campaign(&campaign, None).await?;
             let versions = store.rule_set_versions(&campaign).await?;
             let value: Vec<_> = versions
                 .iter()
@@ -67,7 +67,7 @@ pub async fn run(store: &Store, command: RulesCommand, json: bool) -> anyhow::Re
             Ok(())
         }
         RulesCommand::Show { campaign, version } => {
-            let campaign = store.campaign_by_id(&campaign).await?;
+            let campaign = store.find_campaign(&campaign, None).await?;
             let shown = store.rule_set(&campaign, version).await?;
             let compiled =
                 RuleSet::parse(&shown.source).context("a stored rule set no longer compiles")?;
@@ -132,7 +132,7 @@ async fn backtest(
     json: bool,
 ) -> anyhow::Result<()> {
     let rules = compile(file)?;
-    let campaign = store.campaign_by_id(campaign).await?;
+    let campaign = store.find_campaign(campaign, None).await?;
     let (from, to) = (moment("--from", from, false)?, moment("--to", to, true)?);
     let mut per_rule: std::collections::BTreeMap<String, RuleTotals> = Default::default();
     let mut wallets: std::collections::HashMap<String, (Decimal, Decimal)> = Default::default();
@@ -308,7 +308,7 @@ pub fn test(file: &Path, rows: &Path, json: bool) -> anyhow::Result<()> {
                 bad += 1;
                 results.push(json!({"line": line, "error": format!("{err:#}")}));
                 if !json {
-                    println!("line {line}: {err:#}");
+                    outln!("line {line}: {err:#}");
                 }
                 continue;
             }
@@ -316,7 +316,7 @@ pub fn test(file: &Path, rows: &Path, json: bool) -> anyhow::Result<()> {
         let outcome = rules.evaluate(&row, &ctx);
         let trace = rules.explain(&outcome.steps);
         if !json {
-            println!(
+            outln!(
                 "{:<12} amount {:>10}  tokens {:>8}  {}",
                 sample.id,
                 sample.amount,
@@ -327,7 +327,7 @@ pub fn test(file: &Path, rows: &Path, json: bool) -> anyhow::Result<()> {
         results.push(json!({"line": line, "id": sample.id, "tokens": outcome.tokens.to_string(), "trace": trace}));
     }
     if json {
-        println!("{:#}", Value::Array(results));
+        outln!("{:#}", Value::Array(results));
     }
     if bad > 0 {
         bail!("{bad} row(s) could not be read");

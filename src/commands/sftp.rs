@@ -71,7 +71,7 @@ pub async fn user(store: &Store, command: SftpUserCommand, json: bool) -> anyhow
                 password,
                 key,
             };
-            let org = store.get_org(&org).await?.scope();
+            let org = store.find_org(&org).await?.scope();
             let user = store.create_sftp_user(&org, new).await?;
             emit(json, user_json(&user), || user_line(&user));
         }
@@ -80,7 +80,7 @@ pub async fn user(store: &Store, command: SftpUserCommand, json: bool) -> anyhow
             username,
             public_key,
         } => {
-            let org = store.get_org(&org).await?.scope();
+            let org = store.find_org(&org).await?.scope();
             let key = store
                 .add_sftp_key(&org, &username, read_key(&public_key)?)
                 .await?;
@@ -91,19 +91,19 @@ pub async fn user(store: &Store, command: SftpUserCommand, json: bool) -> anyhow
             );
         }
         SftpUserCommand::List { org } => {
-            let org = store.get_org(&org).await?.scope();
+            let org = store.find_org(&org).await?.scope();
             let users = store.list_sftp_users(&org).await?;
             emit(json, users.iter().map(user_json).collect(), || {
                 users.iter().map(user_line).collect::<Vec<_>>().join("\n")
             });
         }
         SftpUserCommand::Disable { org, username } => {
-            let org = store.get_org(&org).await?.scope();
+            let org = store.find_org(&org).await?.scope();
             let user = store.disable_sftp_user(&org, &username).await?;
             emit(json, user_json(&user), || user_line(&user));
         }
         SftpUserCommand::Remove { org, username } => {
-            let org = store.get_org(&org).await?.scope();
+            let org = store.find_org(&org).await?.scope();
             store.remove_sftp_user(&org, &username).await?;
             emit(json, json!({"removed": username}), || {
                 format!("{username} removed")

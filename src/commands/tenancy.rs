@@ -36,7 +36,7 @@ pub async fn campaign(store: &Store, command: CampaignCommand, json: bool) -> an
             logo,
             favicon,
         }) => {
-            let org = store.get_org(&org).await?.scope();
+            let org = store.find_org(&org).await?.scope();
             let campaign = store
                 .create_campaign(
                     &org,
@@ -57,7 +57,7 @@ pub async fn campaign(store: &Store, command: CampaignCommand, json: bool) -> an
         }
         CampaignCommand::Policy(args) => return super::ledger::policy(store, args, json).await,
         CampaignCommand::List { org } => {
-            let org = store.get_org(&org).await?.scope();
+            let org = store.find_org(&org).await?.scope();
             let campaigns = store.list_campaigns(&org).await?;
             emit(json, serde_json::to_value(&campaigns)?, || {
                 campaigns
@@ -94,13 +94,13 @@ pub async fn key(store: &Store, command: KeyCommand, json: bool) -> anyhow::Resu
             version,
             read_only,
         }) => {
+            let org = store.find_org(&org).await?.scope();
             let new = NewKey {
-                campaign_id: campaign,
+                campaign_id: store.find_campaign(&campaign, Some(&org)).await?.id,
                 permissions: allow,
                 version,
                 read_only,
             };
-            let org = store.get_org(&org).await?.scope();
             let issued = store.issue_key(&org, new).await?;
             let value = json!({
                 "id": issued.key.id,
@@ -116,7 +116,7 @@ pub async fn key(store: &Store, command: KeyCommand, json: bool) -> anyhow::Resu
             });
         }
         KeyCommand::List { org } => {
-            let org = store.get_org(&org).await?.scope();
+            let org = store.find_org(&org).await?.scope();
             let keys = store.list_keys(&org).await?;
             emit(json, keys.iter().map(key_json).collect(), || {
                 keys.iter()

@@ -31,9 +31,16 @@ fn endpoint_line(e: &WebhookEndpoint) -> String {
         .as_deref()
         .map(|r| format!(" ({r})"))
         .unwrap_or_default();
+    // Enabled is not the same as delivering: an endpoint failing for hours says so.
+    let status = match (e.status, e.failing_since) {
+        (EndpointStatus::Enabled, Some(since)) => {
+            format!("failing since {}", since.format("%Y-%m-%d %H:%M UTC"))
+        }
+        (status, _) => status.as_str().to_string(),
+    };
     format!(
-        "{}  {}  {}  {types}  {campaign}  {}{reason}",
-        e.id, e.url, e.api_version, e.status
+        "{}  {}  {}  {types}  {campaign}  {status}{reason}",
+        e.id, e.url, e.api_version
     )
 }
 
@@ -53,7 +60,11 @@ pub async fn run(
             version,
             description,
         } => {
-            let org = store.get_org(&org).await?.scope();
+            let org = store.find_org(&org).await?.scope();
+            let campaign = match campaign {
+                Some(campaign) => Some(store.find_campaign(&campaign, Some(&org)).await?.id),
+                None => None,
+            };
             if let Err(why) = rules.check(&url).await {
                 bail!("url: {why}");
             }
@@ -79,7 +90,7 @@ pub async fn run(
             });
         }
         WebhookCommand::List { org } => {
-            let org = store.get_org(&org).await?.scope();
+            let org = store.find_org(&org).await?.scope();
             let page = Page {
                 page: 1,
                 limit: Page::MAX_LIMIT,
@@ -98,7 +109,7 @@ pub async fn run(
             });
         }
         WebhookCommand::Remove { org, endpoint } => {
-            let org = store.get_org(&org).await?.scope();
+            let org = store.find_org(&org).await?.scope();
             if !store.remove_endpoint(&org, &endpoint).await? {
                 bail!("no endpoint {endpoint} in the organisation");
             }
@@ -117,7 +128,7 @@ pub async fn run(
             endpoint,
             keep_previous_hours,
         } => {
-            let org = store.get_org(&org).await?.scope();
+            let org = store.find_org(&org).await?.scope();
             let secret = new_secret();
             let until = (keep_previous_hours > 0)
                 .then(|| Utc::now() + Duration::hours(i64::from(keep_previous_hours)));
@@ -135,7 +146,7 @@ pub async fn run(
             });
         }
         WebhookCommand::Test { org, endpoint } => {
-            let org = store.get_org(&org).await?.scope();
+            let org = store.find_org(&org).await?.scope();
             let event = store.send_test_event(&org, &endpoint).await?;
             emit(json, json!({"eventId": event, "deliveries": 1}), || {
                 format!("test event {event} queued for {endpoint}")
@@ -146,7 +157,7 @@ pub async fn run(
             endpoint,
             limit,
         } => {
-            let org = store.get_org(&org).await?.scope();
+            let org = store.find_org(&org).await?.scope();
             let page = Page { page: 1, limit };
             let log = store.delivery_attempts(&org, &endpoint, page).await?;
             let views: Vec<api::views::AttemptView> =
@@ -178,7 +189,7 @@ pub async fn run(
             from,
             to,
         } => {
-            let org = store.get_org(&org).await?.scope();
+            let org = store.find_org(&org).await?.scope();
             let which = match (event, from, to) {
                 (Some(id), _, _) => Redelivery::Event(id),
                 (None, Some(from), Some(to)) if from < to => Redelivery::Range { from, to },
@@ -203,7 +214,7 @@ async fn set_status(
     status: EndpointStatus,
     json: bool,
 ) -> anyhow::Result<()> {
-    let org = store.get_org(org).await?.scope();
+    let org = store.find_org(org).await?.scope();
     let patch = EndpointPatch {
         status: Some(status),
         ..Default::default()

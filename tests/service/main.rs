@@ -7,6 +7,7 @@ mod batch_cli;
 mod batch_crash;
 mod catalogue_cli;
 mod cli;
+mod cli_scripts;
 mod common;
 mod leaderboard_reviews_cli;
 mod orders_cli;

@@ -21,8 +21,12 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use sqlx::Connection as _;
 use sqlx::PgPool;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
+
+/// How long a new store waits for PostgreSQL's first answer.
+const CONNECT_WITHIN: Duration = Duration::from_secs(5);
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 
 #[macro_use]
@@ -123,6 +127,21 @@ impl Store {
         // No ping before each use (sqlx's default): it was a round trip of its own on every
         // acquire, two of a burn's nine. A connection the server dropped fails its next
         // statement and is closed; the request that met it gets an error.
+        // One connection first, on its own: the pool retries a refused connection until its
+        // acquire timeout and then says only "pool timed out", hiding why.
+        let probe = tokio::time::timeout(CONNECT_WITHIN, PgConnection::connect_with(&options));
+        match probe.await {
+            Ok(Ok(connection)) => connection.close().await?,
+            Ok(Err(err)) => return Err(err.into()),
+            Err(_) => {
+                return Err(StoreError::NotCommitted(format!(
+                    "no answer from PostgreSQL at {}:{} within {} s",
+                    options.get_host(),
+                    options.get_port(),
+                    CONNECT_WITHIN.as_secs()
+                )));
+            }
+        }
         let pool = PgPoolOptions::new()
             .max_connections(max_connections.max(1))
             .test_before_acquire(false)

@@ -115,6 +115,79 @@ impl Store {
         self.get_campaign(&OrgScope::new(&org_id), id).await
     }
 
+    /// The organisation `reference` names: its id, or a name no other organisation has (an
+    /// operator's `--org`). `Invalid` (`org`) when several have that name.
+    pub async fn find_org(&self, reference: &str) -> Result<Organisation, StoreError> {
+        match self.get_org(reference).await {
+            Err(StoreError::NotFound { .. }) => {}
+            found => return found,
+        }
+        let rows: Vec<(String,)> = self
+            .read_rows(
+                "SELECT id FROM organisations WHERE name = $1 ORDER BY id LIMIT 10",
+                params![reference.trim()],
+            )
+            .await?;
+        match rows.as_slice() {
+            [(id,)] => self.get_org(id).await,
+            [] => Err(StoreError::NotFound {
+                what: "organisation",
+            }),
+            several => Err(StoreError::invalid(
+                "org",
+                format!(
+                    "{} organisations are named `{reference}`; give one's id: {}",
+                    several.len(),
+                    several
+                        .iter()
+                        .map(|(id,)| id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+        }
+    }
+
+    /// The campaign `reference` names: its id, or a name no other campaign (of `org`, when
+    /// given) has: an operator's `--campaign`. `Invalid` (`campaign`) when several have it.
+    pub async fn find_campaign(
+        &self,
+        reference: &str,
+        org: Option<&OrgScope>,
+    ) -> Result<Campaign, StoreError> {
+        let org_id = org.map(OrgScope::id);
+        match self.campaign_by_id(reference).await {
+            Ok(found) if org_id.is_some_and(|id| id != found.org_id) => {
+                return Err(StoreError::NotFound { what: "campaign" });
+            }
+            Err(StoreError::NotFound { .. }) => {}
+            found => return found,
+        }
+        let rows: Vec<(String,)> = self
+            .read_rows(
+                "SELECT id FROM campaigns WHERE name = $1 AND org_id = COALESCE($2, org_id) \
+                 ORDER BY id LIMIT 10",
+                params![reference.trim(), org_id],
+            )
+            .await?;
+        match rows.as_slice() {
+            [(id,)] => self.campaign_by_id(id).await,
+            [] => Err(StoreError::NotFound { what: "campaign" }),
+            several => Err(StoreError::invalid(
+                "campaign",
+                format!(
+                    "{} campaigns are named `{reference}`; give one's id: {}",
+                    several.len(),
+                    several
+                        .iter()
+                        .map(|(id,)| id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+        }
+    }
+
     pub async fn create_org(&self, name: &str) -> Result<Organisation, StoreError> {
         let name = name.trim();
         if name.is_empty() {
