@@ -453,6 +453,39 @@ mod tests {
         );
     }
 
+    /// Every key the configuration file takes appears in the sample (set, or commented out
+    /// where it has no default), and nothing else does: serde's refusal of an unknown key lists
+    /// the keys it knows.
+    #[test]
+    fn the_sample_file_names_every_key() {
+        let refusal = toml::from_str::<FileConfig>("no_such_key = 1").unwrap_err();
+        let known: std::collections::BTreeSet<String> = refusal
+            .message()
+            .split("expected one of ")
+            .nth(1)
+            .expect("serde lists the known keys")
+            .split(", ")
+            .map(|key| {
+                key.trim_matches(|c| c == '`' || c == '.' || c == ' ')
+                    .to_string()
+            })
+            .collect();
+        assert!(
+            known.contains("data_dir") && known.contains("webhook_concurrency"),
+            "{known:?}"
+        );
+        let sample: std::collections::BTreeSet<String> = include_str!("../samples/rewards.toml")
+            .lines()
+            .map(|line| line.trim_start_matches("# ").trim_start())
+            .filter_map(|line| line.split_once(" = ").map(|(key, _)| key.trim()))
+            .filter(|key| {
+                !key.is_empty() && key.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+            })
+            .map(String::from)
+            .collect();
+        assert_eq!(sample, known);
+    }
+
     #[test]
     fn the_sample_file_shows_the_defaults() {
         let mut config = Config::default();

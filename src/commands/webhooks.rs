@@ -66,7 +66,12 @@ pub async fn run(
                 None => None,
             };
             if let Err(why) = rules.check(&url).await {
-                bail!("url: {why}");
+                bail!(
+                    "url: {why}. To deliver to a local or private receiver, allow it in the \
+                     configuration: webhook_allow_http = true (REWARDS_WEBHOOK_ALLOW_HTTP) for \
+                     http://, webhook_allow = [\"127.0.0.1\"] (REWARDS_WEBHOOK_ALLOW) for its \
+                     address; a running service reads them when it starts"
+                );
             }
             let secret = new_secret();
             let new = NewEndpoint {

@@ -165,6 +165,35 @@ fn every_command_says_what_it_did() {
     assert_eq!(exported["products"], 5, "{exported}");
 }
 
+/// A refused webhook address names the settings that would allow it.
+#[test]
+fn a_local_webhook_receiver_is_refused_naming_the_settings() {
+    let (_dir, env) = data_dir();
+    ok(&env, &["org", "create", "--name", "Acme"]);
+    let add = [
+        "webhook",
+        "add",
+        "--org",
+        "Acme",
+        "--url",
+        "http://127.0.0.1:9000/hooks",
+    ];
+    let refused = run(&env, &add);
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("REWARDS_WEBHOOK_ALLOW_HTTP") && said.contains("REWARDS_WEBHOOK_ALLOW)"),
+        "{said}"
+    );
+    let allowed = [
+        ("REWARDS_WEBHOOK_ALLOW_HTTP", "true".to_string()),
+        ("REWARDS_WEBHOOK_ALLOW", "127.0.0.1".to_string()),
+    ];
+    let env: Vec<_> = env.into_iter().chain(allowed).collect();
+    let added = crate::common::json_of(&env, &add);
+    assert_eq!(added["url"], "http://127.0.0.1:9000/hooks", "{added}");
+}
+
 #[test]
 fn an_unreachable_database_is_named_with_its_cause() {
     let (_dir, mut env) = data_dir();
