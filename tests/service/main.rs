@@ -11,5 +11,6 @@ mod cli_scripts;
 mod common;
 mod leaderboard_reviews_cli;
 mod orders_cli;
+mod readme;
 mod sftp_cli;
 mod webhook_faults;
