@@ -287,7 +287,9 @@ async fn an_upload_to_the_running_service_is_processed_and_reported() {
     generators::xlsx::write(rows, workbook).unwrap();
     std::fs::write(
         dir.path().join("batch.txt"),
-        "put earns.csv inbox/earns.csv\nput earns.xlsx inbox/earns.xlsx\n",
+        // The workbook as WinSCP and FileZilla send it: a temporary name, then a rename.
+        "put earns.csv inbox/earns.csv\nput earns.xlsx inbox/earns.xlsx.filepart\n\
+         rename inbox/earns.xlsx.filepart inbox/earns.xlsx\n",
     )
     .unwrap();
     let upload = sftp_batch(dir.path(), port, &client_key, "acme", "batch.txt");
@@ -344,6 +346,28 @@ async fn an_upload_to_the_running_service_is_processed_and_reported() {
     );
     let result = std::fs::read_to_string(reports.join("earns.xlsx.result.json")).unwrap();
     assert!(result.contains("\"state\": \"completed\""), "{result}");
+
+    // The same bytes again, under another name: reported at once as a duplicate of the first.
+    std::fs::write(
+        dir.path().join("again.txt"),
+        "put earns.csv inbox/again.csv\n",
+    )
+    .unwrap();
+    let again = sftp_batch(dir.path(), port, &client_key, "acme", "again.txt");
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let duplicate = std::fs::read(reports.join("again.csv.result.json")).unwrap();
+    let duplicate: Value = serde_json::from_slice(&duplicate).unwrap();
+    assert_eq!(duplicate["state"], "duplicate", "{duplicate}");
+    assert_eq!(duplicate["duplicateOf"], csv["id"], "{duplicate}");
+    assert_eq!(
+        call(&path, None).await["balance"],
+        12,
+        "nothing more credited"
+    );
 }
 
 /// The rows of `parquet_uploads_credit_like_csv_and_scheduled_exports_are_fetched`, as CSV.
