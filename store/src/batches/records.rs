@@ -138,7 +138,6 @@ impl Steps for Finish {
         const SQL: &str = "UPDATE batches SET state = $2, rows_total = $3, rows_loaded = $4, \
              rows_rejected = $5, summary = $6, error = $7, claimed_until = NULL, updated_at = $8 \
              WHERE id = $1";
-        const READ: &str = concat!("SELECT ", batch_columns!(), " FROM batches WHERE id = $1");
         let (id, finish) = (&self.id, &self.finish);
         let (state, at) = (finish.state.as_str(), now());
         let args = params![
@@ -157,15 +156,27 @@ impl Steps for Finish {
             BatchState::Failed => EventType::BatchFailed,
             _ => return Ok(()),
         };
-        let Some(row): Option<BatchRow> = tx.row(READ, params![id]).await? else {
-            return Ok(());
-        };
-        let batch = batch_from_row(row)?;
-        let org_id = batch.org_id.clone();
-        let event = NewEvent::new(&org_id, None, kind, &EventData::Batch(Box::new(batch)))?;
-        events::record(tx, &event).await
+        record_event(tx, id, kind).await
     }
 }
+
+/// Records `kind`, carrying batch `id` as the transaction `tx` has left it.
+async fn record_event<T: Tx>(tx: &mut T, id: &str, kind: EventType) -> Result<(), StoreError> {
+    const READ: &str = concat!("SELECT ", batch_columns!(), " FROM batches WHERE id = $1");
+    let Some(row): Option<BatchRow> = tx.row(READ, params![id]).await? else {
+        return Ok(());
+    };
+    let batch = batch_from_row(row)?;
+    let org_id = batch.org_id.clone();
+    let event = NewEvent::new(&org_id, None, kind, &EventData::Batch(Box::new(batch)))?;
+    events::record(tx, &event).await
+}
+
+/// A new batch: id, organisation, file name, size, SHA-256, source, username, state, the batch
+/// a duplicate repeats, and when it was received.
+const INSERT: &str = "INSERT INTO batches (id, org_id, file_name, size, sha256, source, \
+     username, state, duplicate_of, received_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)";
 
 /// A file whose content a live batch already holds: recorded as `duplicate` naming that batch,
 /// with its event (`batch.duplicate`) in the same transaction.
@@ -180,10 +191,6 @@ impl Steps for Duplicate {
     type Output = ();
 
     async fn run<T: Tx>(self, tx: &mut T) -> Result<(), StoreError> {
-        const INSERT: &str = "INSERT INTO batches (id, org_id, file_name, size, sha256, source, \
-             username, state, duplicate_of, received_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'duplicate', $8, $9, $9)";
-        const READ: &str = concat!("SELECT ", batch_columns!(), " FROM batches WHERE id = $1");
         let (new, org_id, holder) = (&self.new, &self.org_id, &self.holder);
         let (id, name, sha256, source, user) = (
             &new.id,
@@ -192,21 +199,12 @@ impl Steps for Duplicate {
             &new.source,
             &new.username,
         );
+        let state = BatchState::Duplicate.as_str();
         let args = params![
-            id, org_id, name, new.size, sha256, source, user, holder, self.at
+            id, org_id, name, new.size, sha256, source, user, state, holder, self.at
         ];
         tx.execute(INSERT, args).await?;
-        let Some(row): Option<BatchRow> = tx.row(READ, params![&new.id]).await? else {
-            return Ok(());
-        };
-        let batch = batch_from_row(row)?;
-        let event = NewEvent::new(
-            &self.org_id,
-            None,
-            EventType::BatchDuplicate,
-            &EventData::Batch(Box::new(batch)),
-        )?;
-        events::record(tx, &event).await
+        record_event(tx, id, EventType::BatchDuplicate).await
     }
 }
 
@@ -219,9 +217,6 @@ impl Store {
     /// Records a received file: `received`, or `duplicate` when the organisation's live batches
     /// already hold this content (the unique index decides between files arriving together).
     pub async fn record_batch(&self, org: &OrgScope, new: NewBatch) -> Result<Batch, StoreError> {
-        const INSERT: &str = "INSERT INTO batches (id, org_id, file_name, size, sha256, source, \
-             username, state, duplicate_of, received_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)";
         const HOLDER: &str = "SELECT id FROM batches WHERE org_id = $1 AND sha256 = $2 \
              AND state IN ('received', 'processing', 'completed')";
         let at = now();

@@ -128,23 +128,11 @@ impl Store {
                 params![reference.trim()],
             )
             .await?;
-        match rows.as_slice() {
-            [(id,)] => self.get_org(id).await,
-            [] => Err(StoreError::NotFound {
+        match only_one(&rows, "org", "organisations", reference)? {
+            Some(id) => self.get_org(id).await,
+            None => Err(StoreError::NotFound {
                 what: "organisation",
             }),
-            several => Err(StoreError::invalid(
-                "org",
-                format!(
-                    "{} organisations are named `{reference}`; give one's id: {}",
-                    several.len(),
-                    several
-                        .iter()
-                        .map(|(id,)| id.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            )),
         }
     }
 
@@ -170,21 +158,9 @@ impl Store {
                 params![reference.trim(), org_id],
             )
             .await?;
-        match rows.as_slice() {
-            [(id,)] => self.campaign_by_id(id).await,
-            [] => Err(StoreError::NotFound { what: "campaign" }),
-            several => Err(StoreError::invalid(
-                "campaign",
-                format!(
-                    "{} campaigns are named `{reference}`; give one's id: {}",
-                    several.len(),
-                    several
-                        .iter()
-                        .map(|(id,)| id.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            )),
+        match only_one(&rows, "campaign", "campaigns", reference)? {
+            Some(id) => self.campaign_by_id(id).await,
+            None => Err(StoreError::NotFound { what: "campaign" }),
         }
     }
 
@@ -300,5 +276,30 @@ impl Store {
         );
         let rows: Vec<CampaignRow> = self.read_rows(SQL, params![org_id]).await?;
         Ok(rows.into_iter().map(campaign_from_row).collect())
+    }
+}
+
+/// The one id a name lookup found (`None`: none); `Invalid` (`field`) listing them when several
+/// `what` share the name `reference`.
+fn only_one<'a>(
+    found: &'a [(String,)],
+    field: &'static str,
+    what: &str,
+    reference: &str,
+) -> Result<Option<&'a str>, StoreError> {
+    match found {
+        [] => Ok(None),
+        [(id,)] => Ok(Some(id)),
+        several => {
+            let ids: Vec<&str> = several.iter().map(|(id,)| id.as_str()).collect();
+            Err(StoreError::invalid(
+                field,
+                format!(
+                    "{} {what} are named `{reference}`; give one's id: {}",
+                    ids.len(),
+                    ids.join(", ")
+                ),
+            ))
+        }
     }
 }
