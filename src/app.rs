@@ -176,7 +176,8 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Store> {
         .migrate()
         .await
         .context("applying database migrations")?;
-    Ok(store)
+    let ahead = chrono::Duration::from_std(config.dates_ahead).unwrap_or(store::DATES_AHEAD);
+    Ok(store.with_dates_ahead(ahead))
 }
 
 /// A data directory made by an earlier version (or by hand) is closed to other users too.

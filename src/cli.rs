@@ -420,6 +420,10 @@ pub struct PolicyArgs {
     /// (`wallet.points_expiring`; 0: never; default 30, at most 366).
     #[arg(long)]
     pub expiry_notice_days: Option<u32>,
+    /// How many days back an earn may be dated, by the API or in a file (an older one is
+    /// refused, naming `date`), or `none` (back to 1970, the default).
+    #[arg(long)]
+    pub earn_max_age_days: Option<String>,
 }
 
 #[derive(Debug, Args)]

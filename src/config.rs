@@ -39,6 +39,10 @@ struct FileConfig {
     webhook_allow: Option<Vec<api::webhooks::Network>>,
     webhook_timeout_secs: Option<u64>,
     webhook_concurrency: Option<usize>,
+    webhook_sockets: Option<usize>,
+    webhook_org_sockets: Option<usize>,
+    webhook_endpoints_per_org: Option<usize>,
+    dates_ahead_secs: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -71,6 +75,11 @@ pub struct Config {
     pub sftp: ingest::sftp::Settings,
     /// The leaderboard's interval and the review moderation thresholds.
     pub api: api::Settings,
+    /// How far ahead of the clock a transaction may be dated.
+    pub dates_ahead: Duration,
+    /// Whether `webhook_sockets` and `webhook_org_sockets` were set (else they follow the
+    /// process's descriptor limit at start: `derive_sockets`).
+    pub webhook_sockets_set: (bool, bool),
 }
 
 impl Default for Config {
@@ -86,6 +95,8 @@ impl Default for Config {
             background_workers: true,
             sftp: ingest::sftp::Settings::default(),
             api: api::Settings::default(),
+            dates_ahead: Duration::from_secs(24 * 3600),
+            webhook_sockets_set: (false, false),
         }
     }
 }
@@ -130,6 +141,25 @@ impl Config {
         }
         if !(1..=256).contains(&api.webhooks.concurrency) {
             bail!("webhook_concurrency (REWARDS_WEBHOOK_CONCURRENCY) must be from 1 to 256");
+        }
+        if !(1..=65_536).contains(&api.webhooks.sockets) {
+            bail!("webhook_sockets (REWARDS_WEBHOOK_SOCKETS) must be from 1 to 65536");
+        }
+        if !(1..=api.webhooks.sockets).contains(&api.webhooks.org_sockets) {
+            bail!(
+                "webhook_org_sockets (REWARDS_WEBHOOK_ORG_SOCKETS) must be from 1 to \
+                 webhook_sockets ({})",
+                api.webhooks.sockets
+            );
+        }
+        if !(1..=10_000).contains(&api.webhooks.endpoints_per_org) {
+            bail!(
+                "webhook_endpoints_per_org (REWARDS_WEBHOOK_ENDPOINTS_PER_ORG) must be from 1 to \
+                 10000"
+            );
+        }
+        if self.dates_ahead > Duration::from_secs(366 * 24 * 3600) {
+            bail!("dates_ahead_secs (REWARDS_DATES_AHEAD_SECS) must be at most 31622400 (a year)");
         }
         if api.moderation.report_threshold == 0 {
             bail!("reviews_report_threshold (REWARDS_REVIEWS_REPORT_THRESHOLD) must be at least 1");
@@ -235,6 +265,38 @@ impl Config {
         if let Some(v) = file.webhook_concurrency {
             webhooks.concurrency = v;
         }
+        if let Some(v) = file.webhook_sockets {
+            webhooks.sockets = v;
+            self.webhook_sockets_set.0 = true;
+            if !self.webhook_sockets_set.1 {
+                webhooks.org_sockets = (v / 4).max(1);
+            }
+        }
+        if let Some(v) = file.webhook_org_sockets {
+            webhooks.org_sockets = v;
+            self.webhook_sockets_set.1 = true;
+        }
+        if let Some(v) = file.webhook_endpoints_per_org {
+            webhooks.endpoints_per_org = v;
+        }
+        if let Some(v) = file.dates_ahead_secs {
+            self.dates_ahead = Duration::from_secs(v);
+        }
+    }
+
+    /// Sets the sockets deliveries may use from the process's descriptor limit (see
+    /// `api::webhooks::sockets_within`), where configuration did not set them.
+    pub fn derive_sockets(&mut self, descriptors: u64) {
+        let (sockets_set, org_set) = self.webhook_sockets_set;
+        let webhooks = &mut self.api.webhooks;
+        if !sockets_set {
+            webhooks.sockets =
+                api::webhooks::sockets_within(descriptors, self.api.http.max_connections);
+        }
+        if !org_set {
+            webhooks.org_sockets = (webhooks.sockets / 4).max(1);
+        }
+        webhooks.org_sockets = webhooks.org_sockets.min(webhooks.sockets);
     }
 }
 
@@ -345,6 +407,16 @@ fn from_env(var: impl Fn(&str) -> Option<String>) -> anyhow::Result<FileConfig> 
             "REWARDS_WEBHOOK_CONCURRENCY",
             var("REWARDS_WEBHOOK_CONCURRENCY"),
         )?,
+        webhook_sockets: parse("REWARDS_WEBHOOK_SOCKETS", var("REWARDS_WEBHOOK_SOCKETS"))?,
+        webhook_org_sockets: parse(
+            "REWARDS_WEBHOOK_ORG_SOCKETS",
+            var("REWARDS_WEBHOOK_ORG_SOCKETS"),
+        )?,
+        webhook_endpoints_per_org: parse(
+            "REWARDS_WEBHOOK_ENDPOINTS_PER_ORG",
+            var("REWARDS_WEBHOOK_ENDPOINTS_PER_ORG"),
+        )?,
+        dates_ahead_secs: parse("REWARDS_DATES_AHEAD_SECS", var("REWARDS_DATES_AHEAD_SECS"))?,
     })
 }
 

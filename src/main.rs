@@ -135,7 +135,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     let store = open_store(&config).await?;
     match cli.command {
-        Command::Serve => commands::serve::serve(&config, store).await,
+        Command::Serve => {
+            let mut config = config;
+            if let Some(descriptors) = raise_descriptor_limit() {
+                config.derive_sockets(descriptors);
+            }
+            commands::serve::serve(&config, store).await
+        }
         Command::Migrate => {
             let backend = format!("{:?}", store.backend()).to_lowercase();
             if cli.json {
@@ -190,3 +196,35 @@ fn private_files() {
 
 #[cfg(not(unix))]
 fn private_files() {}
+
+/// Raises the process's open-file limit to its hard limit (a node serves thousands of
+/// connections and webhook sockets; a common soft limit is 1,024); the limit it has now.
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn raise_descriptor_limit() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `getrlimit` and `setrlimit` read and write the struct given, nothing else.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return None;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                limit = raised;
+            }
+        }
+    }
+    Some(limit.rlim_cur)
+}
+
+#[cfg(not(unix))]
+fn raise_descriptor_limit() -> Option<u64> {
+    None
+}

@@ -244,7 +244,8 @@ pub struct CaptureInput {
         (status = 404, description = "unknown hold", body = Problem),
         (status = 409, description = "`capture_exceeds_hold` (naming `amount`): more than the \
             hold reserves; `hold_closed` (naming `id`): the hold was voided, lapsed (its expiry \
-            has come) or captured for another amount", body = Problem)))]
+            has come) or captured for another amount; `pays_order`: the hold pays an order's \
+            line, settled with its booking", body = Problem)))]
 async fn capture_hold(
     State(state): State<AppState>,
     caller: Caller,
@@ -267,7 +268,8 @@ async fn capture_hold(
     params(("id" = String, Path, description = "the hold's id or externalId")),
     responses((status = 200, body = HoldView),
         (status = 404, description = "unknown hold", body = Problem),
-        (status = 409, description = "`hold_closed` (naming `id`): the hold was captured",
+        (status = 409, description = "`hold_closed` (naming `id`): the hold was captured; \
+            `pays_order`: the hold pays an order's line, settled with its booking",
             body = Problem)))]
 async fn void_hold(
     State(state): State<AppState>,

@@ -139,9 +139,10 @@ pub fn app(state: AppState) -> Router {
     http::ops::with_request_logs(routes)
 }
 
-/// Serves `app(state)` on `listener`, with the background workers (earn processing, expiry)
-/// unless `workers` is false, until `shutdown` completes; then lets requests in flight and the
-/// workers' current batches finish before returning.
+/// Serves `app(state)` on `listener`, with the background workers (earn processing, expiry,
+/// events out...) unless `workers` is false, until `shutdown` completes; then lets requests in
+/// flight and the workers' current work finish within the grace (`http_shutdown_grace_secs`,
+/// counted from the stop), and gives up what is still running at its end.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
@@ -156,13 +157,25 @@ pub async fn serve(
         Vec::new()
     };
     let limits = state.settings.http;
+    let (stopped_at, stopped_at_rx) = tokio::sync::oneshot::channel();
     let result = http::server::serve(listener, app(state), limits, async move {
         shutdown.await;
+        let _ = stopped_at.send(tokio::time::Instant::now());
         let _ = stop.send(true);
     })
     .await;
-    for worker in workers {
-        let _ = worker.await;
+    let deadline = stopped_at_rx
+        .await
+        .unwrap_or_else(|_| tokio::time::Instant::now())
+        + limits.grace;
+    for mut worker in workers {
+        if tokio::time::timeout_at(deadline, &mut worker)
+            .await
+            .is_err()
+        {
+            tracing::warn!("a background job was still running at the end of the stop's grace");
+            worker.abort();
+        }
     }
     result
 }

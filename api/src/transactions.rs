@@ -88,9 +88,10 @@ fn earn_amount() -> Object {
         .schema_type(Type::Number)
         .minimum(Some(0))
         .maximum(Some(store::limits::MAX_EARN_AMOUNT))
+        .multiple_of(Some(TOKEN_STEP))
         .description(Some(
             "The value of the transaction (money spent, distance flown...), given to the rules; \
-             read exactly as written.",
+             read exactly as written, at most 6 decimals.",
         ))
         .build()
 }
@@ -465,16 +466,9 @@ pub struct ReversalBody {
 
 fn new_correction(id: String, body: ReversalBody) -> Result<NewCorrection, ApiError> {
     let mut checks = Checks::default();
-    let amount = checks::exact(&mut checks, "amount", body.amount);
-    match amount {
-        Some(a) if a <= rules::Decimal::ZERO => {
-            checks.fail("amount", "invalid_value", "must be more than 0");
-        }
-        Some(a) if a.normalize().scale() > 6 => {
-            checks.fail("amount", "invalid_value", "has more than 6 decimals");
-        }
-        Some(a) => checks.refuse("amount", store::limits::earn_amount(a)),
-        None => {}
+    let amount = checks.amount("amount", body.amount);
+    if amount.is_some_and(|a| a <= rules::Decimal::ZERO) {
+        checks.fail("amount", "invalid_value", "must be more than 0");
     }
     let correction = NewCorrection {
         transaction_id: id,
@@ -504,7 +498,8 @@ fn new_correction(id: String, body: ReversalBody) -> Result<NewCorrection, ApiEr
         (status = 409, description = "`already_exists`: `externalId` used for another reversal \
             (`field` names the first field that differs); or refused: \
             `not_correctable` (not an EARN or BURN), `reversal_exceeds_earn`, \
-            `refund_exceeds_burn`, `reversal_shortfall`, `lots_unknown`; a refusal is kept: \
+            `refund_exceeds_burn`, `reversal_shortfall`, `lots_unknown`, `pays_order` (a BURN \
+            that pays an order, given back only by cancelling the order); a refusal is kept: \
             the same request again under its `externalId` is refused the same way", body = Problem)))]
 async fn reverse(
     State(state): State<AppState>,
@@ -544,11 +539,9 @@ pub struct EarnBody {
 
 fn earn_input(body: EarnBody) -> Result<EarnInput, ApiError> {
     let mut checks = Checks::default();
-    let amount = checks::exact(&mut checks, "amount", body.amount);
-    match amount {
-        None if !checks.has("amount") => checks.fail("amount", "missing_field", "is required"),
-        Some(a) => checks.refuse("amount", store::limits::earn_amount(a)),
-        None => {}
+    let amount = checks.amount("amount", body.amount);
+    if amount.is_none() && !checks.has("amount") {
+        checks.fail("amount", "missing_field", "is required");
     }
     let date_given = body.date.is_some();
     let date = date(&mut checks, "date", body.date);

@@ -60,6 +60,14 @@ fn pending_text(policy: &Policy) -> String {
     format!("pending: {} days ({tiers}; {from})", policy.pending_days)
 }
 
+/// How far back earns may be dated: `earns dated back 365 days at most`.
+fn age_text(policy: &Policy) -> String {
+    match policy.earn_max_age_days {
+        Some(days) => format!("earns dated back {days} days at most"),
+        None => "earns dated back to 1970".into(),
+    }
+}
+
 fn policy_json(policy: &Policy) -> serde_json::Value {
     json!({
         "minBalance": policy.min_balance,
@@ -72,6 +80,7 @@ fn policy_json(policy: &Policy) -> serde_json::Value {
         "pendingCountsTier": policy.pending_counts_tier,
         "expiryFrom": policy.expiry_from.as_str(),
         "expiryNoticeDays": policy.expiry_notice_days,
+        "earnMaxAgeDays": policy.earn_max_age_days,
     })
 }
 
@@ -125,15 +134,26 @@ pub async fn policy(store: &Store, args: PolicyArgs, json: bool) -> anyhow::Resu
     if let Some(days) = args.expiry_notice_days {
         policy.expiry_notice_days = days;
     }
+    if let Some(days) = &args.earn_max_age_days {
+        policy.earn_max_age_days = match days.trim() {
+            "none" => None,
+            days => Some(days.parse().map_err(|_| {
+                anyhow::anyhow!(
+                    "--earn-max-age-days takes a number of days or `none`, not {days:?}"
+                )
+            })?),
+        };
+    }
     let policy = store.set_policy(&campaign, policy).await?;
     emit(json, policy_json(&policy), || {
         format!(
-            "minimum balance {}, tokens expire: {}, reversal shortfall: {}, {}, {}",
+            "minimum balance {}, tokens expire: {}, reversal shortfall: {}, {}, {}, {}",
             policy.min_balance,
             expiry_text(&policy),
             policy.shortfall,
             transfers_text(&policy),
-            pending_text(&policy)
+            pending_text(&policy),
+            age_text(&policy)
         )
     });
     Ok(())
@@ -164,12 +184,13 @@ pub async fn show(store: &Store, campaign: &str, json: bool) -> anyhow::Result<(
             format!("version {v}")
         });
         let mut text = format!(
-            "campaign {id} ({name}) of organisation {org_id}\ncurrency:        {currency}\nminimum balance: {}\nexpiry:          {}\nshortfall:       {}\n{}\n{}\nrules:           {rules}",
+            "campaign {id} ({name}) of organisation {org_id}\ncurrency:        {currency}\nminimum balance: {}\nexpiry:          {}\nshortfall:       {}\n{}\n{}\n{}\nrules:           {rules}",
             policy.min_balance,
             policy.expiry,
             policy.shortfall,
             transfers_text(&policy),
-            pending_text(&policy)
+            pending_text(&policy),
+            age_text(&policy)
         );
         for t in &tiers {
             text.push_str(&format!(

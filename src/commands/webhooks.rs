@@ -83,7 +83,12 @@ pub async fn run(
                 secret: secret.clone(),
             };
             let endpoint = store
-                .create_endpoint(&org, new, &config.code_key()?)
+                .create_endpoint(
+                    &org,
+                    new,
+                    &config.code_key()?,
+                    config.api.webhooks.endpoints_per_org,
+                )
                 .await?;
             let mut value = endpoint_json(&endpoint);
             value["secret"] = json!(secret);
@@ -152,7 +157,9 @@ pub async fn run(
         }
         WebhookCommand::Test { org, endpoint } => {
             let org = store.find_org(&org).await?.scope();
-            let event = store.send_test_event(&org, &endpoint).await?;
+            let event = store
+                .send_test_event(&org, &endpoint, config.api.webhooks.manual)
+                .await?;
             emit(json, json!({"eventId": event, "deliveries": 1}), || {
                 format!("test event {event} queued for {endpoint}")
             });
@@ -201,7 +208,7 @@ pub async fn run(
                 _ => bail!("give --event, or --from and --to (from before to)"),
             };
             let made = store
-                .redeliver(&org, &endpoint, which)
+                .redeliver(&org, &endpoint, which, config.api.webhooks.manual)
                 .await
                 .context("redelivering")?;
             emit(json, json!({"deliveries": made}), || {

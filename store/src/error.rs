@@ -69,6 +69,14 @@ pub enum StoreError {
         field: Option<String>,
         message: String,
     },
+    /// More of something within a period than the service allows (redeliveries in an hour):
+    /// asked again after `retry_after` seconds, it may pass.
+    #[error("{message}")]
+    Throttled {
+        code: &'static str,
+        message: String,
+        retry_after: u64,
+    },
     /// A stored value this version of the code does not know (a status, kind or state written
     /// by a newer version, or damaged data): reported, never read as something else.
     #[error("{table}.{column} holds `{value}`, which this version does not know")]

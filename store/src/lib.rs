@@ -58,7 +58,9 @@ pub use catalogue::index::{
     VectorProblem,
 };
 pub use catalogue::{Address, Branch, Category, ContactDetails, Product, Tag, Variant, Weekdays};
-pub use common::calendar::{in_calendar, into_calendar, last_second};
+pub use common::calendar::{
+    DATES_AHEAD, DateWindow, day_of, in_calendar, into_calendar, last_second,
+};
 pub use common::ids::{new_id, random_roll};
 pub use common::page::{Page, Paged};
 pub use common::problems::Problems;
@@ -66,7 +68,7 @@ pub use common::tokens::Tokens;
 pub use error::{FieldProblem, StoreError};
 pub use events::deliveries::{
     AttemptOutcome, ClaimedDelivery, DeliveryAttempt, DeliveryStatus, Dispatched, EndpointAfter,
-    FIRST_RETRY, RETRY_FOR as DELIVERY_WINDOW, Redelivery,
+    FIRST_RETRY, ManualBounds, RETRY_FOR as DELIVERY_WINDOW, Redelivery,
 };
 pub use events::endpoints::{
     EndpointPatch, EndpointStatus, MAX_URL as MAX_WEBHOOK_URL, NewEndpoint, Secrets,

@@ -2,6 +2,7 @@
 //! document, the CLI), declared once so that they cannot disagree, with the checks that hold
 //! them.
 
+use chrono::{DateTime, Utc};
 use rules::Decimal;
 use serde_json::Value;
 
@@ -47,6 +48,18 @@ pub enum Refused {
     Unfit,
     /// More than `MAX_META_BYTES` of JSON.
     TooBig,
+    /// More decimals than `AMOUNT_DECIMALS`.
+    TooPrecise,
+    /// A client's key that starts as the keys the service makes for itself do
+    /// (`RESERVED_KEY_PREFIXES`).
+    Reserved {
+        prefix: &'static str,
+    },
+    /// A transaction's date outside the window it may be dated in (`DateWindow`).
+    OutOfWindow {
+        earliest: DateTime<Utc>,
+        latest: DateTime<Utc>,
+    },
 }
 
 impl Refused {
@@ -67,6 +80,17 @@ impl Refused {
                  a text"
             ),
             Refused::TooBig => format!("must be at most {MAX_META_BYTES} bytes of JSON"),
+            Refused::TooPrecise => format!("must have at most {AMOUNT_DECIMALS} decimals"),
+            Refused::Reserved { prefix } => format!(
+                "must not start with `{prefix}`: keys starting {} are the ones the service \
+                 makes for itself",
+                RESERVED_KEY_PREFIXES.join(", ")
+            ),
+            Refused::OutOfWindow { earliest, latest } => format!(
+                "must fall from {} to {} (UTC)",
+                earliest.format("%Y-%m-%dT%H:%M:%SZ"),
+                latest.format("%Y-%m-%dT%H:%M:%SZ")
+            ),
         }
     }
 }
@@ -94,9 +118,39 @@ pub fn id(value: &str) -> Result<(), Refused> {
     Ok(())
 }
 
-/// An earn's purchase amount: at least 0, at most `MAX_EARN_AMOUNT`.
+/// Decimals an amount (a purchase's, a return's) may have: as many as tokens have.
+pub const AMOUNT_DECIMALS: u32 = 6;
+
+/// What the keys the service makes for itself start with: a capture's burn (`hold:`), an
+/// order's payment and its lines' holds (`order:`), an order's refunds (`cancel:`), a transfer's
+/// receiving side (`transfer:`), an expiry (`lot:`). A client's key may not, so that no request
+/// can take a key the service will need.
+pub const RESERVED_KEY_PREFIXES: [&str; 5] = ["hold:", "order:", "cancel:", "transfer:", "lot:"];
+
+/// A client's key for a burn, hold, transfer or reversal: an `id` not in the service's own
+/// space (`RESERVED_KEY_PREFIXES`).
+pub fn client_key(value: &str) -> Result<(), Refused> {
+    id(value)?;
+    match RESERVED_KEY_PREFIXES
+        .iter()
+        .find(|p| value.starts_with(**p))
+    {
+        Some(prefix) => Err(Refused::Reserved { prefix }),
+        None => Ok(()),
+    }
+}
+
+/// `client_key` as the store refuses it: `Invalid` naming `externalId`.
+pub(crate) fn check_client_key(key: &str) -> Result<(), crate::StoreError> {
+    client_key(key).map_err(|refused| crate::StoreError::invalid("externalId", refused.message()))
+}
+
+/// An earn's purchase amount (or a return's): at least 0, at most `MAX_EARN_AMOUNT`, at most
+/// `AMOUNT_DECIMALS` decimals.
 pub fn earn_amount(amount: Decimal) -> Result<(), Refused> {
-    if amount < Decimal::ZERO {
+    if amount.normalize().scale() > AMOUNT_DECIMALS {
+        Err(Refused::TooPrecise)
+    } else if amount < Decimal::ZERO {
         Err(Refused::Negative)
     } else if amount > Decimal::from(MAX_EARN_AMOUNT) {
         Err(Refused::TooLarge {

@@ -63,6 +63,15 @@ pub fn exact(
     }
 }
 
+/// How many decimals `number` has as written, trailing zeros aside. Counted on the text: the
+/// decimal it is read into keeps 28 digits, so a non-zero digit far past the sixth decimal
+/// (`1e-42`) would be rounded away unseen.
+fn written_decimals(number: Option<&serde_json::Number>) -> usize {
+    number
+        .and_then(|n| positional(&n.to_string()))
+        .map_or(0, |plain| decimals(&plain))
+}
+
 /// How many decimals a positional number's text has, trailing zeros aside (`1.250`: 2).
 fn decimals(plain: &str) -> usize {
     plain
@@ -207,12 +216,7 @@ impl Checks {
         positive: bool,
         max: i64,
     ) -> Option<Tokens> {
-        // Checked on the text: the decimal the text is read into keeps 28 digits, so a
-        // non-zero digit far past the sixth decimal (`1e-42`) would be rounded away unseen.
-        let decimals = number
-            .as_ref()
-            .and_then(|n| positional(&n.to_string()))
-            .map_or(0, |plain| decimals(&plain));
+        let decimals = written_decimals(number.as_ref());
         let amount = exact(self, field, number)?;
         let refused = if decimals > store::Tokens::DECIMALS {
             Some(format!(
@@ -235,6 +239,20 @@ impl Checks {
         Tokens::from_decimal(amount)
             .map_err(|message| self.fail(field, "invalid_value", message))
             .ok()
+    }
+
+    /// A purchase's (or a return's) amount: a JSON number read exactly, as `limits::earn_amount`
+    /// bounds it (6 decimals as written at most). `None` when absent or refused (recorded).
+    pub fn amount(&mut self, field: &str, number: Option<serde_json::Number>) -> Option<Decimal> {
+        let decimals = written_decimals(number.as_ref());
+        let amount = exact(self, field, number)?;
+        let refused = if decimals > limits::AMOUNT_DECIMALS as usize {
+            Err(Refused::TooPrecise)
+        } else {
+            limits::earn_amount(amount)
+        };
+        self.refuse(field, refused);
+        refused.ok().map(|()| amount)
     }
 
     /// A token amount that must be given (`missing_field` when absent), more than 0, at most

@@ -103,6 +103,14 @@ pub enum ApiError {
         detail: String,
         retry_after: u64,
     },
+    /// 429: too many of something in a period (`redelivery_limit`); `Retry-After` says when to
+    /// ask again, in seconds.
+    #[error("{detail}")]
+    Throttled {
+        code: &'static str,
+        detail: String,
+        retry_after: u64,
+    },
     #[error("internal error")]
     Internal(String),
 }
@@ -145,6 +153,7 @@ impl ApiError {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
             }
             ApiError::NotReady { code, .. } => (StatusCode::SERVICE_UNAVAILABLE, code),
+            ApiError::Throttled { code, .. } => (StatusCode::TOO_MANY_REQUESTS, code),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal_error"),
         }
     }
@@ -226,6 +235,15 @@ impl From<StoreError> for ApiError {
                 field,
                 detail: message,
             },
+            StoreError::Throttled {
+                code,
+                message,
+                retry_after,
+            } => ApiError::Throttled {
+                code,
+                detail: message,
+                retry_after,
+            },
             // Ours or the database's: logged, never shown in detail.
             internal @ (StoreError::UnknownStored { .. }
             | StoreError::Database(_)
@@ -251,7 +269,9 @@ impl IntoResponse for ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
-        if let ApiError::NotReady { retry_after, .. } = self {
+        if let ApiError::NotReady { retry_after, .. } | ApiError::Throttled { retry_after, .. } =
+            self
+        {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
         }
         response

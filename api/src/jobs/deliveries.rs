@@ -2,14 +2,17 @@
 //! deliveries (one node at a time, the store sees to it), and the delivery worker sends them.
 //!
 //! The worker looks for endpoints with deliveries due every `TICK`; each endpoint it finds and
-//! is not already sending to gets a task of its own, which claims a round of the endpoint's
-//! due deliveries, sends them (`concurrency` at once, each ending by the timeout), records what
-//! came of them and claims the next round, until none is due or the endpoint is paused. So a
-//! slow or dead receiver holds only its own task, never another endpoint's deliveries. A stop
-//! lets rounds in flight finish (each within the timeout); a node killed mid-round leaves its
-//! claims to run out, and the deliveries are sent again.
+//! is not already sending to gets a task of its own, unless its organisation already has as
+//! many sending as its share of sockets (`budget`). The task takes sockets from the budget (up
+//! to the endpoint's pace), claims a round of the endpoint's due deliveries for them, sends them,
+//! records what came of them and claims the next round, until none is due or the endpoint is
+//! paused. So a slow or dead receiver holds only its organisation's share, never another
+//! tenant's deliveries nor the node's descriptors. A stop ends each task after its round; at
+//! the grace's end rounds still waiting for answers are given up and their claims released (due
+//! again at once, for the next node or the restart). A node killed mid-round leaves its claims
+//! to run out, and the deliveries are sent again.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,6 +20,7 @@ use store::{AttemptOutcome, ClaimedDelivery, EndpointAfter, WebhookEndpoint};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
+use super::budget::{Budget, Pace};
 use crate::AppState;
 use crate::webhooks::{Delivery, Sender};
 
@@ -26,6 +30,8 @@ const TICK: Duration = Duration::from_millis(100);
 const DISPATCH_BATCH: i64 = 1_000;
 /// A round's deliveries, per deliveries sent at once.
 const ROUND_PER_SLOT: usize = 4;
+/// Of a stop's grace, what is kept for giving claims back after the rest.
+const RELEASE_TIME: Duration = Duration::from_secs(1);
 
 /// Numbers committed events and fans them out until `stop`.
 pub async fn dispatch(state: AppState, mut stop: watch::Receiver<bool>) {
@@ -35,7 +41,7 @@ pub async fn dispatch(state: AppState, mut stop: watch::Receiver<bool>) {
         if !super::next_tick(&mut tick, &mut stop).await {
             return;
         }
-        loop {
+        while !*stop.borrow() {
             match state.store.dispatch_events(DISPATCH_BATCH).await {
                 Ok(done) => {
                     if done.deliveries > 0 {
@@ -55,58 +61,136 @@ pub async fn dispatch(state: AppState, mut stop: watch::Receiver<bool>) {
     }
 }
 
-/// Sends due deliveries until `stop`, then waits for the rounds in flight.
+/// The endpoints a node is sending to, and how many per organisation.
+#[derive(Default)]
+struct Sending {
+    endpoints: HashSet<String>,
+    orgs: HashMap<String, usize>,
+}
+
+impl Sending {
+    /// Whether `endpoint` may start sending: not already, and its organisation under `most`.
+    fn start(&mut self, endpoint: &WebhookEndpoint, most: usize) -> bool {
+        let org = self.orgs.entry(endpoint.org_id.clone()).or_default();
+        if *org >= most || self.endpoints.contains(&endpoint.id) {
+            return false;
+        }
+        *org += 1;
+        self.endpoints.insert(endpoint.id.clone())
+    }
+
+    fn end(&mut self, endpoint: &WebhookEndpoint) {
+        self.endpoints.remove(&endpoint.id);
+        if let Some(org) = self.orgs.get_mut(&endpoint.org_id) {
+            *org = org.saturating_sub(1);
+            if *org == 0 {
+                self.orgs.remove(&endpoint.org_id);
+            }
+        }
+    }
+}
+
+/// What every endpoint's task shares.
+struct Worker {
+    state: AppState,
+    sender: Sender,
+    budget: Budget,
+    pace: Pace,
+    /// Turns true at the stop's grace's end: rounds in flight are given up.
+    give_up: watch::Receiver<bool>,
+}
+
+/// Sends due deliveries until `stop`; then lets the rounds in flight finish within the grace
+/// (`http_shutdown_grace_secs`), and gives up what is left, releasing its claims.
 pub async fn deliver(state: AppState, mut stop: watch::Receiver<bool>) {
     let settings = state.settings.webhooks.clone();
-    let sender = Sender::new(settings.rules.clone(), settings.timeout);
-    let busy: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let grace = state.settings.http.grace;
+    let (give_up, given_up) = watch::channel(false);
+    let worker = Arc::new(Worker {
+        sender: Sender::new(settings.rules.clone(), settings.timeout),
+        budget: Budget::new(settings.sockets, settings.org_sockets),
+        pace: Pace::new(settings.concurrency),
+        give_up: given_up,
+        state,
+    });
+    let sending: Arc<Mutex<Sending>> = Arc::default();
     let mut rounds = JoinSet::new();
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while super::next_tick(&mut tick, &mut stop).await {
         while rounds.try_join_next().is_some() {}
-        let due = match state.store.endpoints_due().await {
+        let due = match worker.state.store.endpoints_due().await {
             Ok(due) => due,
             Err(err) => {
                 tracing::warn!(%err, "looking for due deliveries failed");
                 continue;
             }
         };
+        let most = worker.budget.org_sockets();
         for endpoint in due {
-            let fresh = busy
+            let fresh = sending
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .insert(endpoint.id.clone());
+                .start(&endpoint, most);
             if !fresh {
                 continue;
             }
-            let (state, sender, busy) = (state.clone(), sender.clone(), busy.clone());
+            let (worker, sending, stop) = (worker.clone(), sending.clone(), stop.clone());
             rounds.spawn(async move {
-                let id = endpoint.id.clone();
-                if let Err(err) = send_rounds(&state, &sender, endpoint).await {
-                    tracing::warn!(endpoint = %id, %err, "webhook deliveries failed");
+                if let Err(err) = send_rounds(&worker, &endpoint, stop).await {
+                    tracing::warn!(endpoint = %endpoint.id, %err, "webhook deliveries failed");
                 }
-                busy.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                sending
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .end(&endpoint);
             });
         }
     }
-    while rounds.join_next().await.is_some() {}
+    let drained = tokio::time::timeout(grace.saturating_sub(RELEASE_TIME), async {
+        while rounds.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            endpoints = rounds.len(),
+            "webhook rounds still unanswered at the end of the stop's grace: given up"
+        );
+        let _ = give_up.send(true);
+        let released = tokio::time::timeout(RELEASE_TIME, async {
+            while rounds.join_next().await.is_some() {}
+        })
+        .await;
+        if released.is_err() {
+            rounds.shutdown().await;
+        }
+    }
 }
 
-/// Rounds of the endpoint's due deliveries until none is due or it is paused or disabled.
+/// Rounds of the endpoint's due deliveries until none is due, it is paused or disabled, or the
+/// node stops.
 async fn send_rounds(
-    state: &AppState,
-    sender: &Sender,
-    endpoint: WebhookEndpoint,
+    worker: &Worker,
+    endpoint: &WebhookEndpoint,
+    mut stop: watch::Receiver<bool>,
 ) -> Result<(), store::StoreError> {
+    let state = &worker.state;
     let settings = &state.settings.webhooks;
-    let slots = settings.concurrency.max(1);
     // Long enough for a round's attempts (`ROUND_PER_SLOT` waves, each within the timeout)
     // and its record.
     let waves = u32::try_from(ROUND_PER_SLOT).unwrap_or(u32::MAX);
     let lease = chrono::Duration::from_std(settings.timeout * waves + Duration::from_secs(30))
         .unwrap_or(chrono::Duration::minutes(5));
-    loop {
+    while !*stop.borrow() {
+        let want = worker
+            .pace
+            .of(&endpoint.id)
+            .min(worker.budget.per_endpoint());
+        let sockets = tokio::select! {
+            sockets = worker.budget.sockets(&endpoint.org_id, want) => sockets,
+            _ = stop.wait_for(|stop| *stop) => return Ok(()),
+        };
+        let slots = sockets.count;
         let claimed = state
             .store
             .claim_deliveries(&endpoint.id, (slots * ROUND_PER_SLOT) as i64, lease)
@@ -121,7 +205,15 @@ async fn send_rounds(
         let secrets: Vec<String> = std::iter::once(secrets.current)
             .chain(secrets.previous)
             .collect();
-        let attempts = send_round(sender, &endpoint, secrets, claimed, slots).await;
+        let round = send_round(&worker.sender, endpoint, secrets, claimed, slots);
+        let (attempts, unsent) = round.until(worker.give_up.clone()).await;
+        if !unsent.is_empty() {
+            state.store.release_claims(&unsent).await?;
+        }
+        drop(sockets);
+        worker
+            .pace
+            .after(&endpoint.id, attempts.iter().map(|(_, o)| o));
         for (_, outcome) in &attempts {
             let outcome_label = match outcome.status_code {
                 Some(s) if (200..300).contains(&s) => "delivered",
@@ -137,7 +229,8 @@ async fn send_rounds(
             .record_attempts(&endpoint.id, attempts, first_retry)
             .await?
         {
-            EndpointAfter::Healthy => {}
+            EndpointAfter::Healthy if unsent.is_empty() => {}
+            EndpointAfter::Healthy => return Ok(()),
             EndpointAfter::Paused(until) => {
                 tracing::info!(endpoint = %endpoint.id, url = %endpoint.url, %until,
                     "webhook endpoint failing: paused");
@@ -150,20 +243,27 @@ async fn send_rounds(
             }
         }
     }
+    Ok(())
 }
 
-/// Sends a round, `slots` at once; each delivery with what came of it.
-async fn send_round(
+/// A round's sends under way, `slots` at once.
+struct Round {
+    sends: JoinSet<(ClaimedDelivery, AttemptOutcome)>,
+    claimed: Vec<ClaimedDelivery>,
+}
+
+/// Starts sending a round, `slots` at once.
+fn send_round(
     sender: &Sender,
     endpoint: &WebhookEndpoint,
     secrets: Vec<String>,
     claimed: Vec<ClaimedDelivery>,
     slots: usize,
-) -> Vec<(ClaimedDelivery, AttemptOutcome)> {
+) -> Round {
     let permits = Arc::new(Semaphore::new(slots));
     let secrets: Arc<[String]> = secrets.into();
     let mut sends = JoinSet::new();
-    for delivery in claimed {
+    for delivery in claimed.iter().cloned() {
         let (sender, url, version) = (sender.clone(), endpoint.url.clone(), endpoint.api_version);
         let (permits, secrets) = (permits.clone(), secrets.clone());
         sends.spawn(async move {
@@ -188,13 +288,40 @@ async fn send_round(
             (delivery, outcome)
         });
     }
-    let mut done = Vec::new();
-    while let Some(sent) = sends.join_next().await {
-        match sent {
-            Ok(pair) => done.push(pair),
-            // A send that panicked records nothing: its claim runs out and it is sent again.
-            Err(err) => tracing::error!(%err, "a webhook send panicked"),
+    Round { sends, claimed }
+}
+
+impl Round {
+    /// Each delivery with what came of it, until all are done or `give_up` turns true; then
+    /// also the deliveries not done (their sends are dropped).
+    async fn until(
+        mut self,
+        mut give_up: watch::Receiver<bool>,
+    ) -> (Vec<(ClaimedDelivery, AttemptOutcome)>, Vec<ClaimedDelivery>) {
+        let mut done: Vec<(ClaimedDelivery, AttemptOutcome)> = Vec::new();
+        loop {
+            let sent = tokio::select! {
+                sent = self.sends.join_next() => sent,
+                _ = give_up.wait_for(|given_up| *given_up) => break,
+            };
+            match sent {
+                None => break,
+                Some(Ok(pair)) => done.push(pair),
+                // A send that panicked records nothing: its claim runs out and it is sent again.
+                Some(Err(err)) => tracing::error!(%err, "a webhook send panicked"),
+            }
         }
+        if self.sends.is_empty() {
+            return (done, Vec::new());
+        }
+        self.sends.abort_all();
+        let finished: HashSet<&str> = done.iter().map(|(d, _)| d.id.as_str()).collect();
+        let unsent = self
+            .claimed
+            .iter()
+            .filter(|c| !finished.contains(c.id.as_str()))
+            .cloned()
+            .collect();
+        (done, unsent)
     }
-    done
 }

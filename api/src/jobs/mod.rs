@@ -2,6 +2,7 @@
 //! inbox (group commit of submissions, started with the state), the earn worker, the expiry
 //! sweep, the leaderboard's snapshots, and events out (dispatch and webhook deliveries).
 
+pub(crate) mod budget;
 pub(crate) mod deliveries;
 pub(crate) mod earns;
 pub(crate) mod expiry;

@@ -137,10 +137,13 @@ struct DecryptQuery {
 }
 
 #[utoipa::path(get, path = "/v1/orders/{id}/lines/{lineId}", tag = "orders", summary = "Decrypts the line",
-    description = "One line of an order; with `decrypt=true` its redemption codes in clear.",
+    description = "One line of an order; with `decrypt=true` its redemption codes in clear, \
+        which only a key that may change things may ask (a read-only key is refused before \
+        anything is looked up).",
     params(("id" = String, Path), ("lineId" = String, Path), DecryptQuery),
     responses((status = 200, body = LineView),
         (status = 400, description = "`decrypt` missing, or a 1.9.5 parameter in version 1.6.2", body = Problem),
+        (status = 403, description = "`read_only_key`: `decrypt=true` with a read-only key", body = Problem),
         (status = 404, description = "no such order or line in scope, or not the owner's", body = Problem)))]
 async fn decrypt_line(
     State(state): State<AppState>,
@@ -156,6 +159,14 @@ async fn decrypt_line(
             "is required: true or false",
         ));
     };
+    if decrypt && caller.context.key.read_only {
+        return Err(ApiError::Forbidden {
+            code: "read_only_key",
+            detail: "a read-only key may not see redemption codes in clear: ask with \
+                     decrypt=false, or with a key that may change things"
+                .to_string(),
+        });
+    }
     newer_only(&caller, "ownerId", query.owner_id.is_some())?;
     let scope = scope(&caller, query.across_campaigns)?;
     let key = decrypt.then_some(&*state.codes);

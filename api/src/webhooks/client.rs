@@ -1,8 +1,9 @@
 //! The HTTP client that delivers webhooks, and the address rules it keeps: `https` only unless
 //! the operator allows `http`; no address in a loopback, private, shared, link-local (cloud
-//! metadata among them), multicast or otherwise special range unless configuration allows it
-//! (`webhook_allow`), checked on every connection after the name is resolved, so a name that
-//! later resolves elsewhere gains nothing; redirects are not followed (a 3xx is a failed
+//! metadata among them), multicast or otherwise special range, nor an IPv6 form that embeds an
+//! IPv4 address in one (IPv4-compatible, translated, 6to4, NAT64) or tunnels to one (Teredo),
+//! unless configuration allows it (`webhook_allow`), checked on every connection after the name
+//! is resolved, so a name that later resolves elsewhere gains nothing; redirects are not followed (a 3xx is a failed
 //! attempt); at most `SNIPPET` bytes of an answer are read; each attempt ends by `timeout`.
 
 use std::future::Future;
@@ -118,16 +119,30 @@ fn special_v4(ip: Ipv4Addr) -> Option<&'static str> {
 }
 
 fn special_v6(ip: Ipv6Addr) -> Option<&'static str> {
-    let first = ip.segments()[0];
-    Some(match first {
+    let s = ip.segments();
+    let embedded = |high: u16, low: u16| Ipv4Addr::from((u32::from(high) << 16) | u32::from(low));
+    Some(match s[0] {
         _ if ip.is_loopback() => "loopback",
         _ if ip.is_unspecified() => "unspecified",
         _ if ip.is_multicast() => "multicast",
+        // ::/96 and ::ffff:0:0/96 carry an IPv4 address that some stacks reach as IPv4.
+        _ if ip.to_bits() >> 32 == 0 => "IPv4-compatible",
+        _ if ip.to_bits() >> 32 == 0xffff_0000 => "IPv4-translated",
+        0x0100 if s[1..4] == [0, 0, 0] => "discard",
+        // The well-known NAT64 prefix reaches the IPv4 address it embeds; judged as that one.
+        0x0064 if s[1] == 0xff9b && s[2..6] == [0; 4] => {
+            return special_v4(embedded(s[6], s[7])).map(|_| "NAT64 form of a special IPv4");
+        }
+        0x0064 if s[1] == 0xff9b => "IPv4 translation (local use)",
+        // 2001::/23, Teredo (2001::/32, which tunnels to an IPv4 address) among it.
+        0x2001 if s[1] < 0x0200 => "protocol assignments (Teredo among them)",
+        0x2001 if s[1] == 0x0db8 => "documentation",
+        0x3fff if s[1] < 0x1000 => "documentation",
+        0x2002 => return special_v4(embedded(s[1], s[2])).map(|_| "6to4 form of a special IPv4"),
         // fc00::/7, where cloud metadata (fd00:ec2::254) also lives.
-        _ if first & 0xfe00 == 0xfc00 => "unique local (private)",
-        _ if first & 0xffc0 == 0xfe80 => "link-local",
-        0x2001 if ip.segments()[1] == 0x0db8 => "documentation",
-        0x0064 if ip.segments()[1] == 0xff9b => "IPv4 translation",
+        _ if s[0] & 0xfe00 == 0xfc00 => "unique local (private)",
+        _ if s[0] & 0xffc0 == 0xfe80 => "link-local",
+        _ if s[0] & 0xffc0 == 0xfec0 => "site-local",
         _ => return None,
     })
 }
@@ -402,7 +417,41 @@ mod tests {
         ] {
             assert!(rules.refusal(ip(refused)).is_some(), "{refused}");
         }
-        for public in ["93.184.216.34", "2606:4700::1111", "8.8.8.8"] {
+        // Every IPv6 form that embeds an IPv4 address or is reserved, with the range it names.
+        for (refused, says) in [
+            ("::7f00:1", "IPv4-compatible"),
+            ("::127.0.0.1", "IPv4-compatible"),
+            ("::8.8.8.8", "IPv4-compatible"),
+            ("::ffff:0:7f00:1", "IPv4-translated"),
+            ("::ffff:0:a9fe:a9fe", "IPv4-translated"),
+            ("2002:7f00:1::1", "6to4"),
+            ("2002:a00:1::", "6to4"),
+            ("2002:a9fe:a9fe::1", "6to4"),
+            ("2001::1", "Teredo"),
+            ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "Teredo"),
+            ("2001:2::1", "protocol assignments"),
+            ("64:ff9b::7f00:1", "NAT64"),
+            ("64:ff9b::10.0.0.1", "NAT64"),
+            ("64:ff9b:1::a00:1", "local use"),
+            ("100::1", "discard"),
+            ("100::ffff:1", "discard"),
+            ("2001:db8::1", "documentation"),
+            ("3fff::1", "documentation"),
+            ("fec0::1", "site-local"),
+            ("fe80::1", "link-local"),
+        ] {
+            let refusal = rules.refusal(ip(refused)).unwrap_or_default();
+            assert!(refusal.contains(says), "{refused}: {refusal:?}");
+        }
+        for public in [
+            "93.184.216.34",
+            "2606:4700::1111",
+            "8.8.8.8",
+            "2002:5db8:d822::1",
+            "64:ff9b::5db8:d822",
+            "2001:4860:4860::8888",
+            "100:0:0:1::1",
+        ] {
             assert_eq!(rules.refusal(ip(public)), None, "{public}");
         }
         let rules = AddressRules {
@@ -431,6 +480,10 @@ mod tests {
             ("https://[::1]:8443/hook", "loopback"),
             ("https://169.254.169.254/latest/meta-data", "link-local"),
             ("https://localhost/hook", "loopback"),
+            ("https://[::7f00:1]/hook", "IPv4-compatible"),
+            ("https://[2002:7f00:1::1]/hook", "6to4"),
+            ("https://[::ffff:0:7f00:1]/hook", "IPv4-translated"),
+            ("https://[100::1]/hook", "discard"),
         ] {
             let refused = strict.check(url).await.expect_err(url);
             assert!(refused.contains(says), "{url}: {refused}");

@@ -228,10 +228,12 @@ async fn checked_url(state: &AppState, url: String) -> Result<String, ApiError> 
     description = "Events are delivered to it by POST, signed as the Standard Webhooks \
         specification says (`webhook-id`, `webhook-timestamp`, `webhook-signature`), at least \
         once, retried with growing waits for about three days. The answer carries the signing \
-        secret, shown only here and at a rotation. Needs the `webhooks` permission.",
+        secret, shown only here and at a rotation. An organisation has at most the operator's \
+        `webhook_endpoints_per_org` endpoints (25 unless set). Needs the `webhooks` permission.",
     request_body = EndpointInput,
     responses((status = 201, body = NewEndpointView), (status = 400, body = Problem),
-        (status = 403, description = "the key lacks the `webhooks` permission", body = Problem)))]
+        (status = 403, description = "the key lacks the `webhooks` permission", body = Problem),
+        (status = 409, description = "`too_many_endpoints`: the organisation has as many endpoints as it may", body = Problem)))]
 async fn create_endpoint(
     State(state): State<AppState>,
     caller: Caller,
@@ -259,7 +261,12 @@ async fn create_endpoint(
     };
     let endpoint = state
         .store
-        .create_endpoint(caller.org(), new, &state.codes)
+        .create_endpoint(
+            caller.org(),
+            new,
+            &state.codes,
+            state.settings.webhooks.endpoints_per_org,
+        )
         .await?;
     let view = NewEndpointView {
         endpoint: endpoint.into(),
@@ -441,18 +448,23 @@ pub struct Queued {
 #[utoipa::path(post, path = "/v1/webhooks/{id}/test", tag = "webhooks",
     summary = "Send a test event",
     description = "A `webhook.test` event, delivered to this endpoint alone (never in the feed), \
-        whatever types it receives; a disabled endpoint receives it once enabled again.",
+        whatever types it receives; a disabled endpoint receives it once enabled again. Tests \
+        and redeliveries together: at most 10,000 deliveries per organisation in an hour.",
     params(("id" = String, Path)),
     responses((status = 202, body = Queued),
         (status = 403, description = "the key lacks the `webhooks` permission", body = Problem),
-        (status = 404, body = Problem)))]
+        (status = 404, body = Problem),
+        (status = 429, description = "`redelivery_limit`: the organisation's deliveries by hand in the last hour are at the bound; `Retry-After` says when to ask again", body = Problem)))]
 async fn test_endpoint(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Queued>), ApiError> {
     endpoint_of(&state, &caller, &id).await?;
-    let event = state.store.send_test_event(caller.org(), &id).await?;
+    let event = state
+        .store
+        .send_test_event(caller.org(), &id, state.settings.webhooks.manual)
+        .await?;
     let queued = Queued {
         event_id: Some(event),
         deliveries: 1,
@@ -503,12 +515,17 @@ fn redelivery(input: RedeliveryInput) -> Result<Redelivery, ApiError> {
 #[utoipa::path(post, path = "/v1/webhooks/{id}/redeliveries", tag = "webhooks",
     summary = "Deliver events again",
     description = "A new delivery to this endpoint of one event, or of every event of a time \
-        range that it receives (by type and campaign), each with its original `webhook-id`.",
+        range that it receives (by type and campaign), each with its original `webhook-id`. \
+        One request queues at most 1,000 deliveries (a range that holds more is refused: 400 \
+        naming `to`); tests and redeliveries together, at most 10,000 per organisation in an \
+        hour.",
     params(("id" = String, Path)),
     request_body = RedeliveryInput,
-    responses((status = 202, body = Queued), (status = 400, body = Problem),
+    responses((status = 202, body = Queued),
+        (status = 400, description = "a malformed body, or a range of more than 1,000 events the endpoint receives (`to`)", body = Problem),
         (status = 403, description = "the key lacks the `webhooks` permission", body = Problem),
-        (status = 404, description = "unknown endpoint or event", body = Problem)))]
+        (status = 404, description = "unknown endpoint or event", body = Problem),
+        (status = 429, description = "`redelivery_limit`: the organisation's deliveries by hand in the last hour would pass 10,000; `Retry-After` says when to ask again", body = Problem)))]
 async fn redeliver(
     State(state): State<AppState>,
     caller: Caller,
@@ -517,7 +534,10 @@ async fn redeliver(
 ) -> Result<(StatusCode, Json<Queued>), ApiError> {
     endpoint_of(&state, &caller, &id).await?;
     let which = redelivery(input)?;
-    let deliveries = state.store.redeliver(caller.org(), &id, which).await?;
+    let deliveries = state
+        .store
+        .redeliver(caller.org(), &id, which, state.settings.webhooks.manual)
+        .await?;
     let queued = Queued {
         event_id: None,
         deliveries,

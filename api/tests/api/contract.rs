@@ -144,11 +144,22 @@ async fn text_numbers_and_dates_are_read_as_the_document_says(app: TestApp) {
         "{}",
         just_past.body
     );
-    // An exponent is read exactly; digits past 28 decimals are rounded, not refused.
-    let tiny = app
-        .earn_and_wait(earn(json!(1.5e-40), "2026-11-18T10:00:00Z"))
+    // An exponent is read exactly; an amount has 6 decimals at most, as tokens do, so a digit
+    // far past them is refused, not rounded away to nothing.
+    for amount in [json!(1.5e-40), json!(10.0000001)] {
+        let tiny = app
+            .post(
+                "/v1/transactions/earn",
+                earn(amount.clone(), "2026-11-18T10:00:00Z"),
+            )
+            .await;
+        assert_eq!(tiny.status, StatusCode::BAD_REQUEST, "{amount}");
+        assert_eq!(tiny.body["field"], "amount", "{amount}");
+    }
+    let precise = app
+        .earn_and_wait(earn(json!(1.000001), "2026-11-18T09:00:00Z"))
         .await;
-    assert_eq!(tiny.status, "completed", "{tiny:?}");
+    assert_eq!(precise.status, "completed", "{precise:?}");
     let scientific = app
         .earn_and_wait(earn(json!(2.5e1), "2026-11-18T11:00:00Z"))
         .await;

@@ -71,13 +71,25 @@ async fn bad_earns_are_400_naming_the_field_and_unknown_wallets_404(app: TestApp
             json!({"id": "e", "amount": 1, "date": "yesterday", "walletId": "w-1"}),
             vec!["date"],
         ),
-        // Outside the years 1 to 9999.
+        // Outside the window a transaction may be dated in: from 1970 to a day ahead.
         (
             json!({"id": "e", "amount": 1, "date": "0000-12-31T10:00:00Z", "walletId": "w-1"}),
             vec!["date"],
         ),
         (
             json!({"id": "e", "amount": 1, "date": "10000-01-01T00:00:00Z", "walletId": "w-1"}),
+            vec!["date"],
+        ),
+        (
+            json!({"id": "e", "amount": 1, "date": "0226-11-20T08:00:00Z", "walletId": "w-1"}),
+            vec!["date"],
+        ),
+        (
+            json!({"id": "e", "amount": 1, "date": "1969-12-31T23:59:59Z", "walletId": "w-1"}),
+            vec!["date"],
+        ),
+        (
+            json!({"id": "e", "amount": 1, "date": "9999-12-31T23:30:00-05:00", "walletId": "w-1"}),
             vec!["date"],
         ),
         (
@@ -100,19 +112,87 @@ async fn bad_earns_are_400_naming_the_field_and_unknown_wallets_404(app: TestApp
         .await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
     assert_eq!(app.get("/v1/transactions?limit=0").await.body["total"], 0);
-    // The last hour of 9999 west of Greenwich is in 10000 in UTC: recorded at the calendar's
-    // last second, never as a five-digit year.
-    let edge = json!({"id": "e-edge", "amount": 1, "date": "9999-12-31T23:30:00-05:00", "walletId": "w-1"});
-    let reply = app.post("/v1/transactions/earn", edge).await;
-    assert_eq!(reply.status, StatusCode::ACCEPTED, "{}", reply.body);
-    let done = app
-        .wait_earn(reply.body["statusCheckUrl"].as_str().unwrap())
-        .await;
-    assert_eq!(done.status, "completed", "{done:?}");
-    let path = format!("/v1/transactions/{}", done.transaction_id.unwrap());
-    let transaction: TransactionView = app.get(&path).await.expect(StatusCode::OK);
-    let date = transaction.date.format("%Y-%m-%dT%H:%M:%S").to_string();
-    assert_eq!(date, "9999-12-31T23:59:59");
+}
+
+/// An earn dated at each end of the window (the Unix epoch, and a day ahead of the clock less
+/// a minute) is credited, and the wallet's balance is right at every instant around them; a
+/// second beyond either end is refused naming `date`, for a burn too; a campaign that allows
+/// earns 30 days old refuses an older one.
+async fn earns_are_dated_within_the_window(app: TestApp) {
+    app.member_with_wallet().await;
+    let ahead = chrono::Utc::now() + chrono::Duration::days(1) - chrono::Duration::minutes(1);
+    let ends = [
+        ("first", "1970-01-01T00:00:00Z".to_string(), 10),
+        ("last", ahead.to_rfc3339(), 5),
+    ];
+    for (id, date, amount) in &ends {
+        let done = app
+            .earn_and_wait(json!({"id": id, "amount": amount, "date": date, "walletId": "w-1"}))
+            .await;
+        assert_eq!(done.status, "completed", "{date}: {done:?}");
+    }
+    let at = |instant: String| {
+        let app = &app;
+        async move {
+            let path = format!("/v1/wallets/w-1/balance?at={}", instant.replace('+', "%2B"));
+            let view: api::views::BalanceView = app.get(&path).await.expect(StatusCode::OK);
+            view.balance
+        }
+    };
+    let second = chrono::Duration::seconds(1);
+    for (instant, balance) in [
+        ("1969-12-31T23:59:59Z".to_string(), 0),
+        ("1970-01-01T00:00:00Z".to_string(), 10),
+        ("1970-01-01T07:00:00Z".to_string(), 10),
+        ("2026-11-20T08:00:00Z".to_string(), 10),
+        ((ahead - second).to_rfc3339(), 10),
+        (ahead.to_rfc3339(), 15),
+        ((ahead + chrono::Duration::days(400)).to_rfc3339(), 15),
+        // Instants outside chrono's nanosecond range have a day too.
+        ("0226-11-20T07:00:00Z".to_string(), 0),
+        ("9000-01-01T00:00:00Z".to_string(), 15),
+    ] {
+        assert_eq!(
+            at(instant.clone()).await,
+            Tokens::whole(balance),
+            "{instant}"
+        );
+    }
+    // Credited when received; in a balance at an instant from its own date on.
+    assert_eq!(app.balance("w-1").await, Tokens::whole(15));
+    let too_late = (chrono::Utc::now() + chrono::Duration::days(1) + second * 60).to_rfc3339();
+    for date in ["1969-12-31T23:59:59Z".to_string(), too_late.clone()] {
+        let earn = json!({"id": "out", "amount": 1, "date": date, "walletId": "w-1"});
+        let reply = app.post("/v1/transactions/earn", earn).await;
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST, "{date}");
+        assert_eq!(reply.fields(), ["date"], "{date}");
+        assert!(
+            reply.body["errors"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("1970-01-01")
+        );
+        let burn = json!({"walletId": "w-1", "externalId": "b-out", "description": "x",
+            "amount": 1, "date": date});
+        let reply = app.post("/v1/transactions/burn", burn).await;
+        assert_eq!(reply.fields(), ["date"], "{date}");
+    }
+    let campaign = app
+        .store
+        .find_campaign(&app.campaign, Some(&app.org))
+        .await
+        .unwrap();
+    let mut policy = app.store.policy(&campaign).await.unwrap();
+    policy.earn_max_age_days = Some(30);
+    app.store.set_policy(&campaign, policy).await.unwrap();
+    let days_ago = |days| (chrono::Utc::now() - chrono::Duration::days(days)).to_rfc3339();
+    let old = json!({"id": "old", "amount": 1, "date": days_ago(31), "walletId": "w-1"});
+    let reply = app.post("/v1/transactions/earn", old).await;
+    assert_eq!(reply.fields(), ["date"]);
+    let recent = json!({"id": "recent", "amount": 1, "date": days_ago(29), "walletId": "w-1"});
+    assert_eq!(app.earn_and_wait(recent).await.status, "completed");
+    let audit = app.store.audit().await.unwrap();
+    assert!(audit.is_empty(), "{audit:?}");
 }
 
 async fn the_status_link_is_where_the_client_sees_the_service(app: TestApp) {
@@ -353,6 +433,7 @@ app_tests!(
     the_status_link_is_where_the_client_sees_the_service,
     an_earn_is_accepted_then_completed,
     bad_earns_are_400_naming_the_field_and_unknown_wallets_404,
+    earns_are_dated_within_the_window,
     the_same_earn_sent_twenty_times_credits_once,
     burns_spend_once_and_never_overdraw,
     a_burn_replays_conflicts_and_validates,

@@ -24,4 +24,5 @@ mod reviews;
 mod similar;
 mod transfers;
 mod wallets;
+mod webhook_bounds;
 mod webhooks;

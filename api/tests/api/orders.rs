@@ -6,7 +6,7 @@
 use api::views::{LineView, OrderView, RedeemedView, TransactionView};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use store::Tokens;
+use store::{NewKey, Tokens};
 
 use crate::app_tests;
 use crate::helpers::{TestApp, lines, next_friday, tokens};
@@ -345,6 +345,48 @@ async fn codes_are_decrypted_on_request_and_redeemed_once(app: TestApp) {
     assert_eq!(statuses, [StatusCode::OK, StatusCode::CONFLICT]);
 }
 
+async fn a_read_only_key_sees_codes_masked_only(app: TestApp) {
+    app.ready_to_order().await;
+    let order = app.place(json!([{"productId": "mug"}])).await;
+    let (id, line) = (&order.id, &lines(&order)[0].id);
+    let reader = app
+        .issue_key(
+            &app.org,
+            &app.campaign,
+            NewKey {
+                read_only: true,
+                ..Default::default()
+            },
+        )
+        .await;
+    let read = |path: String| {
+        let (app, reader) = (&app, reader.clone());
+        async move {
+            app.send(Method::GET, &path, Some(&reader), None, None)
+                .await
+        }
+    };
+    let masked = read(format!("/v1/orders/{id}/lines/{line}?decrypt=false")).await;
+    assert_eq!(masked.status, StatusCode::OK);
+    assert_eq!(masked.view::<LineView>().codes, lines(&order)[0].codes);
+    let clear = read(format!("/v1/orders/{id}/lines/{line}?decrypt=true")).await;
+    assert_eq!(clear.status, StatusCode::FORBIDDEN);
+    assert_eq!(clear.problem().code, "read_only_key");
+    // Refused before anything is looked up: an order that does not exist answers the same.
+    let unknown = read("/v1/orders/nope/lines/nope?decrypt=true".to_string()).await;
+    assert_eq!(unknown.status, StatusCode::FORBIDDEN);
+    let full = app
+        .get(&format!("/v1/orders/{id}/lines/{line}?decrypt=true"))
+        .await;
+    assert_eq!(full.status, StatusCode::OK);
+    assert!(
+        !full.body["codes"][0]["code"]
+            .as_str()
+            .unwrap()
+            .contains('•')
+    );
+}
+
 async fn random_orders_draw_by_weight(app: TestApp) {
     app.ready_to_order().await;
     let default = app
@@ -505,6 +547,7 @@ app_tests!(
     concurrent_orders_take_the_last_units_once,
     paying_with_points_spends_the_total_or_nothing,
     codes_are_decrypted_on_request_and_redeemed_once,
+    a_read_only_key_sees_codes_masked_only,
     random_orders_draw_by_weight,
     other_organisations_see_none_of_it,
 );

@@ -731,6 +731,12 @@ fn count(tally: &mut Tally, row: &FileEarn, outcome: FileOutcome) -> Option<Reje
                 message,
             ))
         }
+        FileOutcome::OutOfWindow(reason) => Some(refusal(
+            Reason::BadDate,
+            "date",
+            &earn.date.to_rfc3339(),
+            &reason,
+        )),
         FileOutcome::Refused(reason) => Some(refusal(
             Reason::RulesRefused,
             "amount",

@@ -102,6 +102,10 @@ fn reason_of(refused: Refused) -> (Reason, String) {
         Refused::TooBig | Refused::NotAnObject => (Reason::TooLong, refused.message()),
         Refused::Negative => (Reason::NegativeAmount, refused.message()),
         Refused::TooLarge { .. } => (Reason::AmountTooLarge, refused.message()),
+        Refused::OutOfWindow { .. } => (Reason::BadDate, refused.message()),
+        Refused::TooPrecise => (Reason::BadDecimal, refused.message()),
+        // A key the service keeps for itself is one a client cannot take: as if taken.
+        Refused::Reserved { .. } => (Reason::DuplicateTransaction, refused.message()),
     }
 }
 
@@ -422,10 +426,6 @@ impl Layout {
                         if amount.is_zero() {
                             let message = "a return's value must be more than 0".into();
                             return Err(reject(Reason::NotPositive, message));
-                        }
-                        if amount.normalize().scale() > 6 {
-                            let message = "a return's value has at most 6 decimals".into();
-                            return Err(reject(Reason::BadDecimal, message));
                         }
                         returned = Some(amount);
                     }

@@ -51,6 +51,7 @@ migrations! {
     24 "events" "0024_events.sql",
     25 "wallet events" "0025_wallet_events.sql",
     26 "sftp bans" "0026_sftp_bans.sql",
+    27 "bounds" "0027_bounds.sql",
 }
 
 /// The migration that indexes `transactions.idem_key`: before it runs, the keys of an existing

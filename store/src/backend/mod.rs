@@ -70,6 +70,8 @@ pub enum Backend {
 pub struct Store {
     pub(crate) pool: Pool,
     pub(crate) caches: std::sync::Arc<crate::common::cache::Caches>,
+    /// How far ahead of the clock a transaction may be dated (`DateWindow`).
+    pub(crate) dates_ahead: chrono::Duration,
 }
 
 impl std::fmt::Debug for Store {
@@ -86,6 +88,19 @@ impl Store {
     pub async fn open_sqlite(path: &Path) -> Result<Store, StoreError> {
         let options = SqliteConnectOptions::new().filename(path);
         Self::sqlite_with(options).await
+    }
+
+    /// This store, letting transactions be dated up to `ahead` past the clock (`DATES_AHEAD`
+    /// unless set).
+    pub fn with_dates_ahead(mut self, ahead: chrono::Duration) -> Store {
+        self.dates_ahead = ahead;
+        self
+    }
+
+    /// The dates a transaction may carry now; an earn of a campaign that allows earns at most
+    /// `back_days` old, no further back.
+    pub fn date_window(&self, back_days: Option<u32>) -> crate::DateWindow {
+        crate::DateWindow::at(crate::common::ids::now(), self.dates_ahead, back_days)
     }
 
     /// Connects to `url`: `postgres://` or `postgresql://` for PostgreSQL, `sqlite:` for SQLite.
@@ -117,6 +132,7 @@ impl Store {
         Ok(Store {
             pool: Pool::Sqlite(Arc::new(Direct::open(path)?)),
             caches: Arc::new(crate::common::cache::Caches::new()),
+            dates_ahead: crate::DATES_AHEAD,
         })
     }
 
@@ -151,6 +167,7 @@ impl Store {
         Ok(Store {
             pool: Pool::Postgres(pool),
             caches: Arc::new(crate::common::cache::Caches::new()),
+            dates_ahead: crate::DATES_AHEAD,
         })
     }
 

@@ -46,6 +46,8 @@ pub enum FileOutcome {
         transaction_id: String,
     },
     UnknownWallet,
+    /// Dated outside the window its campaign takes earns in (`Store::date_window`).
+    OutOfWindow(String),
     /// The rules gave an amount the ledger cannot hold.
     Refused(String),
     /// The wallet's balance or lifetime earnings would pass the ledger's ceiling.
@@ -284,11 +286,13 @@ impl Store {
         references.sort_unstable();
         references.dedup();
         let wallets = self.file_wallets(org_id, &references).await?;
-        let mut rule_sets = HashMap::new();
+        let (mut rule_sets, mut windows) = (HashMap::new(), HashMap::new());
         for wallet in wallets.values() {
             if !rule_sets.contains_key(&wallet.campaign_id) {
                 let active = book.active(org_id, &wallet.campaign_id).await?;
                 rule_sets.insert(wallet.campaign_id.clone(), active);
+                let back = self.policy_of(&wallet.campaign_id).await?.earn_max_age_days;
+                windows.insert(wallet.campaign_id.clone(), self.date_window(back));
             }
         }
         let evaluated: Vec<Result<Credit, FileOutcome>> = earns
@@ -297,6 +301,9 @@ impl Store {
                 let wallet = wallets
                     .get(&row.earn.wallet)
                     .ok_or(FileOutcome::UnknownWallet)?;
+                windows[&wallet.campaign_id]
+                    .check(row.earn.date)
+                    .map_err(|refused| FileOutcome::OutOfWindow(refused.message()))?;
                 let (version, rules) = &rule_sets[&wallet.campaign_id];
                 let target = Target {
                     org_id,

@@ -227,6 +227,25 @@ impl Steps for Dispatch {
     }
 }
 
+/// Claims given back unattempted: each delivery due again at once, its attempt not counted.
+struct Release {
+    claims: Vec<(String, i64)>,
+}
+
+impl Steps for Release {
+    type Output = ();
+
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<(), StoreError> {
+        // As in `Record`: only the claim's holder gives it back.
+        const RELEASE: &str = "UPDATE deliveries SET claimed_until = NULL, \
+             attempts = attempts - 1 WHERE id = $1 AND attempts = $2 AND status = 'pending'";
+        for (id, attempt) in &self.claims {
+            tx.execute(RELEASE, params![id, attempt]).await?;
+        }
+        Ok(())
+    }
+}
+
 /// Records a round of attempts to one endpoint and what they make of it.
 struct Record {
     endpoint_id: String,
@@ -326,19 +345,75 @@ impl Steps for Record {
 struct Test {
     event: NewEvent,
     endpoint_id: String,
+    per_hour: i64,
 }
 
 impl Steps for Test {
     type Output = ();
 
     async fn run<T: Tx>(self, tx: &mut T) -> Result<(), StoreError> {
+        let e = &self.event;
+        within_manual_bound(tx, &e.org_id, e.occurred_at, 1, self.per_hour).await?;
         super::record(tx, &self.event).await?;
         let id = new_id();
-        let e = &self.event;
         let values = delivery_values(&id, &e.org_id, &self.endpoint_id, &e.id, e.occurred_at);
         tx.insert_rows(INSERT_DELIVERY, "", 9, &values).await?;
+        tx.execute_each(MARK_MANUAL, params![], &[id]).await?;
         Ok(())
     }
+}
+
+/// How many deliveries an organisation may ask for by hand: events per redelivery request,
+/// and deliveries in an hour (redeliveries and tests together).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ManualBounds {
+    pub per_request: usize,
+    pub per_hour: i64,
+}
+
+impl Default for ManualBounds {
+    fn default() -> Self {
+        ManualBounds {
+            per_request: 1_000,
+            per_hour: 10_000,
+        }
+    }
+}
+
+const MARK_MANUAL: &str = "UPDATE deliveries SET manual = TRUE WHERE id {key}";
+
+/// Refuses `more` deliveries by hand (`Throttled`) when the organisation's in the hour up to
+/// `at` would pass `per_hour`; counted under the organisation's lock, so concurrent requests
+/// cannot pass it together.
+async fn within_manual_bound<T: Tx>(
+    tx: &mut T,
+    org_id: &str,
+    at: DateTime<Utc>,
+    more: i64,
+    per_hour: i64,
+) -> Result<(), StoreError> {
+    const ORG: &str = "SELECT id FROM organisations WHERE id = $1";
+    const RECENT: &str = "SELECT COUNT(*), MIN(created_at) FROM deliveries \
+         WHERE org_id = $1 AND manual AND created_at > $2";
+    let _: Option<(String,)> = tx.row_locked(ORG, params![org_id]).await?;
+    let since = at - Duration::hours(1);
+    let (recent, oldest): (i64, Option<DateTime<Utc>>) = tx
+        .row(RECENT, params![org_id, since])
+        .await?
+        .unwrap_or((0, None));
+    if recent.saturating_add(more) <= per_hour {
+        return Ok(());
+    }
+    let free_at = oldest.map_or(at, |oldest| oldest + Duration::hours(1));
+    Err(StoreError::Throttled {
+        code: "redelivery_limit",
+        message: format!(
+            "the organisation asked for {recent} deliveries by hand (redeliveries and tests) in \
+             the last hour; at most {per_hour} are made in an hour, and this would make \
+             {more} more"
+        ),
+        retry_after: u64::try_from((free_at - at).num_seconds().max(1)).unwrap_or(1),
+    })
 }
 
 /// Events to endpoints: the dispatcher, the workers' claims and records, the delivery log and
@@ -417,6 +492,13 @@ impl Store {
             .collect())
     }
 
+    /// Gives back claims that were never attempted (a node stopping at the end of its grace):
+    /// those deliveries are due again at once, for any node, as if never claimed.
+    pub async fn release_claims(&self, claimed: &[ClaimedDelivery]) -> Result<(), StoreError> {
+        let claims = claimed.iter().map(|c| (c.id.clone(), c.attempt)).collect();
+        self.write(Release { claims }).await
+    }
+
     /// Records a round of attempts to the endpoint: the log, each delivery's next step (a
     /// failed one is due again after a wait that starts at `first_retry`, normally
     /// `FIRST_RETRY`), and the endpoint's health.
@@ -489,12 +571,14 @@ impl Store {
 
     /// Delivers again to the endpoint the events `which` names that it wants: a new pending
     /// delivery each, due now. How many were made; `NotFound` (`event`) for an event the
-    /// organisation's feed does not hold.
+    /// organisation's feed does not hold; `Invalid` (`to`) for a range of more than
+    /// `bounds.per_request` events; `Throttled` past `bounds.per_hour`.
     pub async fn redeliver(
         &self,
         org: &OrgScope,
         endpoint_id: &str,
         which: Redelivery,
+        bounds: ManualBounds,
     ) -> Result<u64, StoreError> {
         let endpoint = self.found_endpoint(org, endpoint_id).await?;
         let (from, to, id) = match &which {
@@ -507,11 +591,26 @@ impl Store {
             }
             Redelivery::Range { from, to } => (Some(*from), Some(*to), None),
         };
+        // Read in seq order, at most `scanned_most` (the events of a range the endpoint does
+        // not want count too): a range beyond it is refused before anything is queued.
+        let scanned_most = bounds.per_request.saturating_mul(10);
         const SQL: &str = "SELECT id, campaign_id, type FROM events WHERE org_id = $1 \
              AND seq IS NOT NULL AND type <> 'webhook.test' AND ($2 IS NULL OR occurred_at >= $2) \
-             AND ($3 IS NULL OR occurred_at < $3) AND ($4 IS NULL OR id = $4) ORDER BY seq";
-        let events: Vec<(String, Option<String>, String)> =
-            self.read_rows(SQL, params![org.id(), from, to, id]).await?;
+             AND ($3 IS NULL OR occurred_at < $3) AND ($4 IS NULL OR id = $4) ORDER BY seq \
+             LIMIT $5";
+        let events: Vec<(String, Option<String>, String)> = self
+            .read_rows(
+                SQL,
+                params![
+                    org.id(),
+                    from,
+                    to,
+                    id,
+                    i64::try_from(scanned_most).unwrap_or(i64::MAX - 1) + 1
+                ],
+            )
+            .await?;
+        let scanned = events.len();
         let at = now();
         let ids: Vec<(String, String)> = events
             .into_iter()
@@ -520,6 +619,21 @@ impl Store {
             })
             .map(|(event_id, ..)| (new_id(), event_id))
             .collect();
+        if scanned > scanned_most || ids.len() > bounds.per_request {
+            let held = if scanned > scanned_most {
+                format!("more than {scanned_most} of the organisation's events")
+            } else {
+                format!("{} events this endpoint receives", ids.len())
+            };
+            return Err(StoreError::invalid(
+                "to",
+                format!(
+                    "the range holds {held}; one request redelivers at most {}: narrow \
+                     `from` and `to`",
+                    bounds.per_request
+                ),
+            ));
+        }
         if ids.is_empty() {
             return Ok(0);
         }
@@ -528,16 +642,22 @@ impl Store {
             .flat_map(|(id, event)| delivery_values(id, org.id(), endpoint_id, event, at))
             .collect();
         self.write(Insert {
+            org_id: org.id().to_string(),
+            at,
+            ids: ids.iter().map(|(id, _)| id.clone()).collect(),
+            per_hour: bounds.per_hour,
             values: crate::backend::owned(&values),
         })
         .await
     }
 
     /// Records a `webhook.test` event and delivers it to the endpoint alone; its id.
+    /// `Throttled` past `bounds.per_hour`.
     pub async fn send_test_event(
         &self,
         org: &OrgScope,
         endpoint_id: &str,
+        bounds: ManualBounds,
     ) -> Result<String, StoreError> {
         let endpoint = self.found_endpoint(org, endpoint_id).await?;
         let data = EventData::Test {
@@ -553,14 +673,20 @@ impl Store {
         self.write(Test {
             event,
             endpoint_id: endpoint.id,
+            per_hour: bounds.per_hour,
         })
         .await?;
         Ok(id)
     }
 }
 
-/// New pending deliveries (`INSERT_DELIVERY`'s values, row after row).
+/// New pending deliveries asked for by hand (`INSERT_DELIVERY`'s values, row after row), within
+/// the organisation's bound.
 struct Insert {
+    org_id: String,
+    at: DateTime<Utc>,
+    ids: Vec<String>,
+    per_hour: i64,
     values: Vec<crate::backend::OwnedArg>,
 }
 
@@ -568,8 +694,12 @@ impl Steps for Insert {
     type Output = u64;
 
     async fn run<T: Tx>(self, tx: &mut T) -> Result<u64, StoreError> {
+        let more = i64::try_from(self.ids.len()).unwrap_or(i64::MAX);
+        within_manual_bound(tx, &self.org_id, self.at, more, self.per_hour).await?;
         let values = crate::backend::borrowed(&self.values);
-        tx.insert_rows(INSERT_DELIVERY, "", 9, &values).await
+        let made = tx.insert_rows(INSERT_DELIVERY, "", 9, &values).await?;
+        tx.execute_each(MARK_MANUAL, params![], &self.ids).await?;
+        Ok(made)
     }
 }
 

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
 use super::EventType;
-use crate::backend::Arg;
+use crate::backend::{Arg, Steps, Tx};
 use crate::common::ids::{new_id, now};
 use crate::{ApiVersion, CodeKey, OrgScope, Page, Paged, Store, StoreError};
 
@@ -161,18 +161,70 @@ fn check_url(url: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// An endpoint to insert, within its organisation's bound.
+struct Creating {
+    id: String,
+    org_id: String,
+    types: String,
+    sealed: Vec<u8>,
+    new: NewEndpoint,
+    most: usize,
+}
+
+impl Steps for Creating {
+    type Output = ();
+
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<(), StoreError> {
+        const ORG: &str = "SELECT id FROM organisations WHERE id = $1";
+        const COUNT: &str = "SELECT COUNT(*) FROM webhook_endpoints WHERE org_id = $1";
+        const SQL: &str = "INSERT INTO webhook_endpoints (id, org_id, campaign_id, url, \
+             description, event_types, api_version, secret, status, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'enabled', $9, $9)";
+        let _: Option<(String,)> = tx.row_locked(ORG, params![&self.org_id]).await?;
+        let (count,): (i64,) = tx.row(COUNT, params![&self.org_id]).await?.unwrap_or((0,));
+        if usize::try_from(count).unwrap_or(usize::MAX) >= self.most {
+            return Err(StoreError::refused(
+                "too_many_endpoints",
+                Some("url".into()),
+                format!(
+                    "the organisation has {count} webhook endpoints, the most it may have \
+                     (the operator's webhook_endpoints_per_org is {}): remove one first",
+                    self.most
+                ),
+            ));
+        }
+        let new = &self.new;
+        tx.execute(
+            SQL,
+            params![
+                &self.id,
+                &self.org_id,
+                &new.campaign_id,
+                &new.url,
+                &new.description,
+                Arg::JsonText(Some(&self.types)),
+                new.api_version,
+                &self.sealed,
+                now()
+            ],
+        )
+        .await?;
+        Ok(())
+    }
+}
+
 /// Webhook endpoints: made, changed, listed and removed by an operator or a key allowed to
 /// (scope: `OrgScope`).
 impl Store {
+    /// Makes an endpoint, unless the organisation already has `most` (409 `too_many_endpoints`,
+    /// counted under the organisation's lock so that concurrent requests cannot pass it).
     pub async fn create_endpoint(
         &self,
         org: &OrgScope,
         new: NewEndpoint,
         key: &CodeKey,
+        most: usize,
     ) -> Result<WebhookEndpoint, StoreError> {
-        const SQL: &str = "INSERT INTO webhook_endpoints (id, org_id, campaign_id, url, \
-             description, event_types, api_version, secret, status, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'enabled', $9, $9)";
         check_url(&new.url)?;
         if let Some(campaign) = &new.campaign_id {
             self.get_campaign(org, campaign)
@@ -187,21 +239,15 @@ impl Store {
         }
         let id = new_id();
         let sealed = key.seal(org.id(), &new.secret);
-        self.execute(
-            SQL,
-            params![
-                &id,
-                org.id(),
-                new.campaign_id,
-                &new.url,
-                new.description,
-                Arg::JsonText(Some(&types_json(&new.event_types))),
-                new.api_version,
-                sealed,
-                now()
-            ],
-        )
-        .await?;
+        let creating = Creating {
+            id: id.clone(),
+            org_id: org.id().to_string(),
+            types: types_json(&new.event_types),
+            sealed,
+            new,
+            most,
+        };
+        self.write(creating).await?;
         self.found_endpoint(org, &id).await
     }
 

@@ -8,8 +8,13 @@
 //! transactions but not the balance (nor lifetime earnings, unless they counted when
 //! credited), and `pending` must equal them;
 //! and, on PostgreSQL, where no foreign key checks it row by row (migration 15), every
-//! transaction must belong to a wallet.
+//! transaction must belong to a wallet; and for every wallet someone asked a balance in time
+//! of, that balance read through its summed days must be the sum of its history at instants
+//! where a day's cut matters.
 
+use chrono::{DateTime, Duration, Utc};
+
+use crate::common::calendar::day_of;
 use crate::ledger::fifo::lot_left;
 use crate::ledger::transactions::signed_amount;
 use crate::{Store, StoreError, Tokens};
@@ -165,6 +170,7 @@ impl Store {
         }
         found.extend(self.audit_lots().await?);
         found.extend(self.audit_days().await?);
+        found.extend(self.audit_instants().await?);
         Ok(found)
     }
 
@@ -311,6 +317,67 @@ impl Store {
                 computed: Tokens::from_micros(dated),
             })
             .collect())
+    }
+}
+
+/// The wallets someone asked a balance in time of, with the instants their answers are checked
+/// at: the end of their summed days, and just before their first transaction and their last one
+/// within the summed days (a balance past them sums the days first).
+const SUMMED: &str = "SELECT w.id, w.summed_to, (SELECT MIN(date) FROM transactions t \
+     WHERE t.wallet_id = w.id), (SELECT MAX(date) FROM transactions t WHERE t.wallet_id = w.id \
+     AND t.date < w.summed_to) FROM wallets w WHERE w.summed_to IS NOT NULL ORDER BY 1";
+
+/// Wallet `$1`'s transactions dated by `$3` as a balance in time adds them (its summed days
+/// before `$2`, the first instant of `$3`'s day, then the transactions from there), and as
+/// they are, in one snapshot.
+const AT_BOTH_WAYS: &str = concat!(
+    "SELECT CAST(COALESCE((SELECT SUM(net) FROM balance_days WHERE wallet_id = $1 AND day < $2), \
+       0) + COALESCE((SELECT SUM(",
+    signed_amount!(),
+    ") FROM transactions WHERE wallet_id = $1 AND date >= $2 AND date <= $3), 0) AS BIGINT), \
+     CAST(COALESCE((SELECT SUM(",
+    signed_amount!(),
+    ") FROM transactions WHERE wallet_id = $1 AND date <= $3), 0) AS BIGINT)"
+);
+
+impl Store {
+    /// The wallets whose balance at an instant, read as `balance_at` reads it (through the
+    /// summed days, cut where `day_of` cuts), is not the sum of their history by then (`at`).
+    async fn audit_instants(&self) -> Result<Vec<Discrepancy>, StoreError> {
+        type Summed = (
+            String,
+            DateTime<Utc>,
+            Option<DateTime<Utc>>,
+            Option<DateTime<Utc>>,
+        );
+        let wallets: Vec<Summed> = self.read_rows(SUMMED, params![]).await?;
+        let before = |at: DateTime<Utc>| at.checked_sub_signed(Duration::microseconds(1));
+        let mut found = Vec::new();
+        for (wallet, summed_to, first, last) in wallets {
+            let instants = [
+                before(summed_to),
+                first.and_then(before),
+                last.and_then(before),
+            ];
+            let summed = instants.into_iter().flatten();
+            for at in summed.filter(|at| day_of(*at) <= day_of(summed_to)) {
+                let (read, summed): (i64, i64) = self
+                    .read_row(AT_BOTH_WAYS, params![&wallet, day_of(at), at])
+                    .await?
+                    .unwrap_or((0, 0));
+                if read != summed {
+                    found.push(Discrepancy {
+                        wallet_id: wallet.clone(),
+                        transaction_id: None,
+                        check: "at",
+                        recorded: Tokens::from_micros(read),
+                        computed: Tokens::from_micros(summed),
+                    });
+                    break;
+                }
+            }
+        }
+        Ok(found)
     }
 }
 

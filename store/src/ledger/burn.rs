@@ -67,6 +67,10 @@ impl Store {
     /// campaign's minimum cannot cover it; `Refused` (`already_exists`, naming the first field that differs) when that id was used for
     /// a different burn; the earlier transaction (`replayed`) when it was used for this one.
     pub async fn burn(&self, campaign: &Campaign, burn: NewBurn) -> Result<Burned, StoreError> {
+        crate::limits::check_client_key(&burn.external_id)?;
+        if let Some(Err(refused)) = burn.date.map(|date| self.date_window(None).check(date)) {
+            return Err(StoreError::invalid("date", refused.message()));
+        }
         // Before a connection is held: a policy not cached would take another from the pool.
         let min_balance = self.policy(campaign).await?.min_balance;
         let fingerprint = burn.fingerprint();

@@ -244,17 +244,16 @@ impl Store {
         self.store_earns(vec![pending]).await?.remove(0)
     }
 
-    /// Checks an earn's date and wallet and prepares it for `store_earns`.
+    /// Checks an earn's date (in the campaign's `date_window`) and wallet and prepares it for
+    /// `store_earns`.
     pub async fn pending_earn(
         &self,
         campaign: &Campaign,
         earn: EarnInput,
     ) -> Result<PendingEarn, StoreError> {
-        if !crate::in_calendar(earn.date) {
-            return Err(StoreError::invalid(
-                "date",
-                "must fall in the years 1 to 9999 (UTC)",
-            ));
+        let back = self.policy(campaign).await?.earn_max_age_days;
+        if let Err(refused) = self.date_window(back).check(earn.date) {
+            return Err(StoreError::invalid("date", refused.message()));
         }
         let wallet = self.get_wallet(campaign, &earn.wallet).await?;
         Ok(PendingEarn {

@@ -12,10 +12,10 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Duration, DurationRound, NaiveDate, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 
 use crate::backend::{Steps, Tx};
-use crate::common::calendar::first_second;
+use crate::common::calendar::{day_of, first_second};
 use crate::ledger::fifo::lot_left;
 use crate::ledger::transactions::{lot_kinds, signed_amount};
 use crate::{Backend, Campaign, Store, StoreError, Tokens};
@@ -74,11 +74,6 @@ const SUMMED: &str = "UPDATE wallets SET summed_to = $2 WHERE id = $1";
 /// from the mark a write dated before them left meanwhile, and at last without the summed days
 /// (always answered).
 const READINGS: usize = 4;
-
-/// The first instant of `at`'s day (UTC).
-fn day_of(at: DateTime<Utc>) -> DateTime<Utc> {
-    at.duration_trunc(Duration::days(1)).unwrap_or(at)
-}
 
 /// Sums wallet `wallet`'s days before `to` (a day's first instant) that are not summed, under
 /// its lock; `day` is `{day}` in `SUM_DAYS` for the store's backend.

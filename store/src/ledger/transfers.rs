@@ -157,6 +157,7 @@ impl Store {
         campaign: &Campaign,
         transfer: NewTransfer,
     ) -> Result<Transferred, StoreError> {
+        crate::limits::check_client_key(&transfer.external_id)?;
         let policy = self.policy(campaign).await?;
         if policy.transfers == Transfers::Forbidden {
             return Err(StoreError::refused(

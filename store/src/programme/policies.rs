@@ -231,11 +231,16 @@ pub struct Policy {
     /// Tokens about to expire are announced (`wallet.points_expiring`) this many days before
     /// their day (0: never).
     pub expiry_notice_days: u32,
+    /// How many days back an earn may be dated (by either door); None: back to 1970.
+    pub earn_max_age_days: Option<u32>,
 }
 
 /// The notice a campaign's members get of their tokens' expiry unless its policy says
 /// otherwise, in days.
 pub const DEFAULT_EXPIRY_NOTICE_DAYS: u32 = 30;
+
+/// The furthest back a campaign may let earns be dated, in days: a hundred years.
+pub const MAX_EARN_AGE_DAYS: u32 = 36_525;
 
 /// The longest notice of an expiry, in days: a year.
 pub const MAX_EXPIRY_NOTICE_DAYS: u32 = 366;
@@ -253,6 +258,7 @@ impl Default for Policy {
             pending_counts_tier: false,
             expiry_from: ExpiryFrom::default(),
             expiry_notice_days: DEFAULT_EXPIRY_NOTICE_DAYS,
+            earn_max_age_days: None,
         }
     }
 }
@@ -313,7 +319,8 @@ impl Store {
     async fn stored_policy(&self, campaign_id: &str) -> Result<Policy, StoreError> {
         const SQL: &str = "SELECT min_balance, expiry, shortfall, transfers, transfer_daily_cap, \
              transfers_move_earned, CAST(pending_days AS BIGINT), pending_counts_tier, expiry_from, \
-             CAST(expiry_notice_days AS BIGINT) FROM campaign_policies WHERE campaign_id = $1";
+             CAST(expiry_notice_days AS BIGINT), CAST(earn_max_age_days AS BIGINT) \
+             FROM campaign_policies WHERE campaign_id = $1";
         type Row = (
             i64,
             String,
@@ -325,6 +332,7 @@ impl Store {
             bool,
             String,
             i64,
+            Option<i64>,
         );
         let row: Option<Row> = self.read_row(SQL, params![campaign_id]).await?;
         let Some((
@@ -338,6 +346,7 @@ impl Store {
             pending_counts_tier,
             expiry_from,
             notice_days,
+            max_age,
         )) = row
         else {
             return Ok(Policy::default());
@@ -383,6 +392,15 @@ impl Store {
                 "expiry_notice_days",
                 &notice_days.to_string(),
             )?,
+            earn_max_age_days: match max_age {
+                None => None,
+                Some(days) => Some(known(
+                    u32::try_from(days).ok(),
+                    "campaign_policies",
+                    "earn_max_age_days",
+                    &days.to_string(),
+                )?),
+            },
         })
     }
 
@@ -420,10 +438,19 @@ impl Store {
                 format!("at most {MAX_EXPIRY_NOTICE_DAYS} (a year)"),
             ));
         }
+        if policy
+            .earn_max_age_days
+            .is_some_and(|days| !(1..=MAX_EARN_AGE_DAYS).contains(&days))
+        {
+            return Err(StoreError::invalid(
+                "earn-max-age-days",
+                format!("from 1 to {MAX_EARN_AGE_DAYS} (a hundred years)"),
+            ));
+        }
         const SQL: &str = "INSERT INTO campaign_policies (campaign_id, min_balance, expiry, \
              shortfall, transfers, transfer_daily_cap, transfers_move_earned, pending_days, \
-             pending_counts_tier, expiry_from, updated_at, expiry_notice_days) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+             pending_counts_tier, expiry_from, updated_at, expiry_notice_days, earn_max_age_days) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
              ON CONFLICT (campaign_id) DO UPDATE \
              SET min_balance = excluded.min_balance, expiry = excluded.expiry, \
              shortfall = excluded.shortfall, transfers = excluded.transfers, \
@@ -432,7 +459,8 @@ impl Store {
              pending_days = excluded.pending_days, \
              pending_counts_tier = excluded.pending_counts_tier, \
              expiry_from = excluded.expiry_from, updated_at = excluded.updated_at, \
-             expiry_notice_days = excluded.expiry_notice_days";
+             expiry_notice_days = excluded.expiry_notice_days, \
+             earn_max_age_days = excluded.earn_max_age_days";
         let cap = policy.transfer_daily_cap.map(Tokens::micros);
         self.execute(
             SQL,
@@ -448,7 +476,8 @@ impl Store {
                 policy.pending_counts_tier,
                 policy.expiry_from.as_str(),
                 now(),
-                i64::from(policy.expiry_notice_days)
+                i64::from(policy.expiry_notice_days),
+                policy.earn_max_age_days.map(i64::from)
             ],
         )
         .await?;

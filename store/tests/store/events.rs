@@ -5,8 +5,9 @@
 use chrono::{Duration, Utc};
 use store::{
     ApiVersion, AttemptOutcome, Campaign, ClaimedDelivery, CodeKey, DeliveryStatus, EndpointAfter,
-    EndpointPatch, EndpointStatus, EventData, EventFilter, EventType, NewCampaign, NewEndpoint,
-    Page, Redelivery, RuleBook, Store, StoreError, TransactionKind, WebhookEndpoint, backend_tests,
+    EndpointPatch, EndpointStatus, EventData, EventFilter, EventType, ManualBounds, NewCampaign,
+    NewEndpoint, Page, Redelivery, RuleBook, Store, StoreError, TransactionKind, WebhookEndpoint,
+    backend_tests,
 };
 
 use crate::ledger::{burn, drain, earn, setup};
@@ -184,7 +185,7 @@ async fn events_fan_out_to_the_endpoints_that_want_them(store: Store) {
     let org = s.campaign.org();
     let k = key();
     let all = store
-        .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &k)
+        .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &k, 25)
         .await
         .unwrap();
     let burns = store
@@ -192,6 +193,7 @@ async fn events_fan_out_to_the_endpoints_that_want_them(store: Store) {
             &org,
             endpoint("https://b.example/hook", &[EventType::TransactionCreated]),
             &k,
+            25,
         )
         .await
         .unwrap();
@@ -200,6 +202,7 @@ async fn events_fan_out_to_the_endpoints_that_want_them(store: Store) {
             &org,
             endpoint("https://c.example/hook", &[EventType::MemberCreated]),
             &k,
+            25,
         )
         .await
         .unwrap();
@@ -213,9 +216,12 @@ async fn events_fan_out_to_the_endpoints_that_want_them(store: Store) {
         campaign_id: Some(second.id.clone()),
         ..endpoint("https://d.example/hook", &[])
     };
-    let elsewhere = store.create_endpoint(&org, elsewhere, &k).await.unwrap();
+    let elsewhere = store
+        .create_endpoint(&org, elsewhere, &k, 25)
+        .await
+        .unwrap();
     let off = store
-        .create_endpoint(&org, endpoint("https://e.example/hook", &[]), &k)
+        .create_endpoint(&org, endpoint("https://e.example/hook", &[]), &k, 25)
         .await
         .unwrap();
     let disable = EndpointPatch {
@@ -225,7 +231,7 @@ async fn events_fan_out_to_the_endpoints_that_want_them(store: Store) {
     store.update_endpoint(&org, &off.id, disable).await.unwrap();
     earned_and_burned(&store, &s.campaign).await;
     let late = store
-        .create_endpoint(&org, endpoint("https://f.example/hook", &[]), &k)
+        .create_endpoint(&org, endpoint("https://f.example/hook", &[]), &k, 25)
         .await
         .unwrap();
     let dispatched = store.dispatch_events(500).await.unwrap();
@@ -273,7 +279,7 @@ async fn attempts_retry_then_deliver(store: Store) {
     let campaign = burned(&store).await;
     let org = campaign.org();
     let hook = store
-        .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &key())
+        .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &key(), 25)
         .await
         .unwrap();
     store.burn(&campaign, burn("b-3", 5)).await.unwrap();
@@ -342,7 +348,7 @@ async fn deliveries_fail_after_their_window_and_gone_disables(store: Store) {
     let campaign = burned(&store).await;
     let org = campaign.org();
     let hook = store
-        .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &key())
+        .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &key(), 25)
         .await
         .unwrap();
     store.burn(&campaign, burn("b-3", 5)).await.unwrap();
@@ -390,6 +396,7 @@ async fn concurrent_claims_share_nothing(store: Store) {
             &campaign.org(),
             endpoint("https://a.example/h", &[]),
             &key(),
+            25,
         )
         .await
         .unwrap();
@@ -430,7 +437,7 @@ async fn redeliveries_tests_and_rotations(store: Store) {
     let k = key();
     dispatch(&store).await;
     let hook = store
-        .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &k)
+        .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &k, 25)
         .await
         .unwrap();
     let members_only = store
@@ -438,17 +445,24 @@ async fn redeliveries_tests_and_rotations(store: Store) {
             &org,
             endpoint("https://b.example/hook", &[EventType::MemberCreated]),
             &k,
+            25,
         )
         .await
         .unwrap();
     let event = feed(&store, &campaign, burns()).await[0].clone();
     let one = Redelivery::Event(event.id.clone());
     assert_eq!(
-        store.redeliver(&org, &hook.id, one.clone()).await.unwrap(),
+        store
+            .redeliver(&org, &hook.id, one.clone(), ManualBounds::default())
+            .await
+            .unwrap(),
         1
     );
     assert_eq!(
-        store.redeliver(&org, &members_only.id, one).await.unwrap(),
+        store
+            .redeliver(&org, &members_only.id, one, ManualBounds::default())
+            .await
+            .unwrap(),
         0
     );
     let range = Redelivery::Range {
@@ -456,9 +470,20 @@ async fn redeliveries_tests_and_rotations(store: Store) {
         to: Utc::now() + Duration::hours(1),
     };
     // The range holds the member's creation, the earn's completion and the burn.
-    assert_eq!(store.redeliver(&org, &hook.id, range).await.unwrap(), 3);
+    assert_eq!(
+        store
+            .redeliver(&org, &hook.id, range, ManualBounds::default())
+            .await
+            .unwrap(),
+        3
+    );
     let unknown = store
-        .redeliver(&org, &hook.id, Redelivery::Event("nope".into()))
+        .redeliver(
+            &org,
+            &hook.id,
+            Redelivery::Event("nope".into()),
+            ManualBounds::default(),
+        )
         .await;
     assert!(matches!(
         unknown,
@@ -466,7 +491,10 @@ async fn redeliveries_tests_and_rotations(store: Store) {
     ));
     assert_eq!(claim(&store, &hook).await.len(), 4);
 
-    let test = store.send_test_event(&org, &members_only.id).await.unwrap();
+    let test = store
+        .send_test_event(&org, &members_only.id, ManualBounds::default())
+        .await
+        .unwrap();
     dispatch(&store).await;
     let claimed = claim(&store, &members_only).await;
     assert_eq!(claimed.len(), 1);
@@ -726,7 +754,7 @@ async fn old_events_are_pruned_unless_a_delivery_waits(store: Store) {
     let s = setup(&store).await;
     let org = s.campaign.org();
     let hook = store
-        .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &key())
+        .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &key(), 25)
         .await
         .unwrap();
     earned_and_burned(&store, &s.campaign).await;

@@ -35,7 +35,38 @@ pub struct TestApp {
     pub key: Credentials,
     pub http: reqwest::Client,
     _db: TestStore,
-    _stop: tokio::sync::oneshot::Sender<()>,
+    /// The secret of the codes key (a restart seals and opens with the same one).
+    codes: [u8; 32],
+    workers: bool,
+    serving: Option<Serving>,
+}
+
+/// A server running: its stop signal (a SIGTERM's, in a test) and its task.
+struct Serving {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Serves the API on a random port; its address.
+async fn serve(
+    store: &Store,
+    codes: &[u8; 32],
+    settings: api::Settings,
+    workers: bool,
+) -> (String, Serving) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let codes = store::CodeKey::new(codes);
+    let state = api::AppState::new(store.clone(), codes).with_settings(settings);
+    let task = tokio::spawn(async move {
+        api::serve(listener, state, workers, async {
+            let _ = stopped.await;
+        })
+        .await
+        .unwrap();
+    });
+    (base, Serving { stop, task })
 }
 
 #[derive(Clone, Debug)]
@@ -112,18 +143,9 @@ impl TestApp {
             .await
             .unwrap()
             .id;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let state =
-            api::AppState::new(store.clone(), store::CodeKey::random()).with_settings(settings);
-        tokio::spawn(async move {
-            api::serve(listener, state, workers, async {
-                let _ = stopped.await;
-            })
-            .await
-            .unwrap();
-        });
+        let mut codes = [0u8; 32];
+        codes[..16].copy_from_slice(&store::new_id().as_bytes()[..16]);
+        let (base, serving) = serve(&store, &codes, settings, workers).await;
         let mut app = TestApp {
             base,
             key: Credentials {
@@ -136,10 +158,30 @@ impl TestApp {
             campaign: campaign.clone(),
             http: reqwest::Client::new(),
             _db: db,
-            _stop: stop,
+            codes,
+            workers,
+            serving: Some(serving),
         };
         app.key = app.issue_key(&org, &campaign, NewKey::default()).await;
         app
+    }
+
+    /// Stops the server as a SIGTERM stops a node, and waits until it has returned: how long
+    /// that took.
+    pub async fn stop(&mut self) -> std::time::Duration {
+        let serving = self.serving.take().expect("the server is running");
+        let started = std::time::Instant::now();
+        let _ = serving.stop.send(());
+        serving.task.await.unwrap();
+        started.elapsed()
+    }
+
+    /// Serves again on the same database (a restart), at a new address.
+    pub async fn restart(&mut self, settings: api::Settings) {
+        assert!(self.serving.is_none(), "stop it first");
+        let (base, serving) = serve(&self.store, &self.codes, settings, self.workers).await;
+        self.base = base;
+        self.serving = Some(serving);
     }
 
     pub async fn issue_key(&self, org: &OrgScope, campaign: &str, mut new: NewKey) -> Credentials {
@@ -154,6 +196,11 @@ impl TestApp {
 
     /// A second organisation with its own campaign and key.
     pub async fn other_tenant(&self) -> Credentials {
+        self.other_tenant_with(NewKey::default()).await
+    }
+
+    /// `other_tenant`, its key made as `new` says.
+    pub async fn other_tenant_with(&self, new: NewKey) -> Credentials {
         let org = self.store.create_org("Other").await.unwrap().scope();
         let campaign = self
             .store
@@ -168,7 +215,7 @@ impl TestApp {
             .await
             .unwrap()
             .id;
-        self.issue_key(&org, &campaign, NewKey::default()).await
+        self.issue_key(&org, &campaign, new).await
     }
 
     /// Sends a request with `key` (or none), an optional version and an optional JSON body.

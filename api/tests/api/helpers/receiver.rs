@@ -38,8 +38,23 @@ pub struct Received {
 #[derive(Default)]
 struct Inner {
     script: VecDeque<Answer>,
+    /// How it answers once the script runs out (204 when `None`).
+    otherwise: Option<Answer>,
     secret: Option<String>,
     received: Vec<Received>,
+    /// Requests being answered now, and the most at once so far.
+    open: usize,
+    most_open: usize,
+}
+
+/// One request being answered: counted open until its answer is sent or its sender gives up.
+struct Open(Arc<Mutex<Inner>>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        let mut inner = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        inner.open -= 1;
+    }
 }
 
 #[derive(Clone)]
@@ -73,6 +88,16 @@ impl Receiver {
     /// Answers the next deliveries with `answers`, in order.
     pub fn script(&self, answers: &[Answer]) {
         self.inner.lock().unwrap().script.extend(answers);
+    }
+
+    /// Answers `answer` to every delivery once the script runs out.
+    pub fn otherwise(&self, answer: Answer) {
+        self.inner.lock().unwrap().otherwise = Some(answer);
+    }
+
+    /// The most requests it was answering at once.
+    pub fn most_open(&self) -> usize {
+        self.inner.lock().unwrap().most_open
     }
 
     pub fn received(&self) -> Vec<Received> {
@@ -123,8 +148,11 @@ async fn receive(
             verified,
         });
         count.send_replace(inner.received.len());
-        inner.script.pop_front()
+        inner.open += 1;
+        inner.most_open = inner.most_open.max(inner.open);
+        inner.script.pop_front().or(inner.otherwise)
     };
+    let _open = Open(inner.clone());
     match answer {
         None => StatusCode::NO_CONTENT.into_response(),
         Some(Answer::Status(code)) => {

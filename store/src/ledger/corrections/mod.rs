@@ -54,6 +54,15 @@ impl NewCorrection {
     }
 }
 
+/// The order a BURN pays, if it does: an order's payment (`order:<id>`) or the capture of the
+/// hold paying one of its lines (`hold:order:<id>:<line>`).
+fn order_paid_by(burn: &Transaction) -> Option<String> {
+    let key = burn.external_id.as_deref()?;
+    let rest = key.strip_prefix("hold:").unwrap_or(key);
+    let order = rest.strip_prefix("order:")?;
+    Some(order.split(':').next().unwrap_or(order).to_string())
+}
+
 /// A correction's result: its transaction, and whether an earlier identical request made it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Corrected {
@@ -77,6 +86,21 @@ impl Store {
         let original = self
             .get_transaction(campaign, &correction.transaction_id)
             .await?;
+        if original.kind == TransactionKind::Burn {
+            // A refund's key is in the space of the service's own (an order's `cancel:`).
+            crate::limits::check_client_key(&correction.external_id)?;
+            if let Some(order) = order_paid_by(&original) {
+                return Err(StoreError::refused(
+                    "pays_order",
+                    Some("id".into()),
+                    format!(
+                        "transaction {} pays order {order}: its tokens are given back by \
+                         cancelling the order (its lines' codes are then voided)",
+                        original.id
+                    ),
+                ));
+            }
+        }
         let origin = Origin::default();
         self.correct_original(campaign, original, correction, origin)
             .await

@@ -202,6 +202,7 @@ impl Store {
     /// again is refused the same way); `Refused` (`already_exists`) when its `externalId` was
     /// used for another hold; the earlier hold (`replayed`) when used for this one.
     pub async fn hold(&self, campaign: &Campaign, hold: NewHold) -> Result<HoldPlaced, StoreError> {
+        crate::limits::check_client_key(&hold.external_id)?;
         let wallet = self.get_wallet(campaign, &hold.wallet).await?;
         let min_balance = self.policy(campaign).await?.min_balance;
         let placing = place::Placing::new(campaign, hold, wallet.id, wallet.currency, min_balance);

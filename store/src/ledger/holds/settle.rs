@@ -95,6 +95,19 @@ impl Settling {
             }
         };
         let hold = hold_from_row(row.ok_or(StoreError::NotFound { what: "hold" })?)?;
+        // A client settles its own holds; an order line's is settled with its booking.
+        if matches!(self.hold, HoldRef::InCampaign { .. }) && hold.external_id.starts_with("order:")
+        {
+            return Ok(Err(StoreError::refused(
+                "pays_order",
+                Some("id".into()),
+                format!(
+                    "hold {} pays a line of an order: it is captured when the line's booking is \
+                     confirmed and released when the booking or the order is cancelled",
+                    hold.id
+                ),
+            )));
+        }
         let (date, id, taken, org_id, campaign_id): WalletRow = tx
             .row_locked(WALLET, params![hold.wallet_id])
             .await?

@@ -1,0 +1,25 @@
+-- How far back a campaign lets an earn be dated (NULL: back to 1970; see `DateWindow`).
+ALTER TABLE campaign_policies ADD COLUMN earn_max_age_days INTEGER;
+
+-- Day sums an earlier defect summed wrong: for a transaction dated before 1677-09-22 or from
+-- 2262-04-11 on (outside the range of chrono's day truncation), or a sum cut at an instant that
+-- is not a day's first, a wallet's days were cut at the untruncated instant. Those wallets'
+-- days are dropped and summed again when next asked about (`balance_at`). Found through the
+-- (wallet_id, date) index, two seeks per summed wallet.
+UPDATE wallets SET summed_to = NULL
+WHERE summed_to IS NOT NULL AND (
+    summed_to < TIMESTAMPTZ '1677-09-22 00:00:00+00' OR summed_to >= TIMESTAMPTZ '2262-04-11 00:00:00+00'
+    OR summed_to <> date_trunc('day', summed_to, 'UTC')
+    OR EXISTS (SELECT 1 FROM transactions t WHERE t.wallet_id = wallets.id
+               AND t.date < TIMESTAMPTZ '1677-09-22 00:00:00+00')
+    OR EXISTS (SELECT 1 FROM transactions t WHERE t.wallet_id = wallets.id
+               AND t.date >= TIMESTAMPTZ '2262-04-11 00:00:00+00')
+);
+DELETE FROM balance_days WHERE NOT EXISTS (
+    SELECT 1 FROM wallets w WHERE w.id = balance_days.wallet_id AND w.summed_to IS NOT NULL
+);
+
+-- Deliveries asked for by hand (redeliveries and tests), which an organisation may make at
+-- most `MANUAL_PER_HOUR` of in an hour: counted through this index.
+ALTER TABLE deliveries ADD COLUMN manual BOOLEAN NOT NULL DEFAULT FALSE;
+CREATE INDEX deliveries_manual ON deliveries (org_id, created_at) WHERE manual;
