@@ -559,6 +559,43 @@ mod tests {
     }
 
     #[test]
+    fn delivery_sockets_follow_the_descriptor_limit_unless_set() {
+        let sockets = |config: &Config| {
+            let webhooks = &config.api.webhooks;
+            (webhooks.sockets, webhooks.org_sockets)
+        };
+        let mut config = Config::default();
+        config.derive_sockets(1_048_576);
+        assert_eq!(sockets(&config), (1_024, 256));
+        config.derive_sockets(6_000);
+        assert_eq!(sockets(&config), ((6_000 - 4_096 - 256) / 4, 103));
+        // Fewer descriptors than the HTTP listener may take: the floor.
+        config.derive_sockets(1_024);
+        assert_eq!(sockets(&config), (8, 2));
+        let mut set = Config::default();
+        set.apply(FileConfig {
+            webhook_sockets: Some(100),
+            ..Default::default()
+        });
+        set.derive_sockets(1_048_576);
+        assert_eq!(sockets(&set), (100, 25));
+        set.apply(FileConfig {
+            webhook_org_sockets: Some(60),
+            ..Default::default()
+        });
+        set.derive_sockets(1_048_576);
+        assert_eq!(sockets(&set), (100, 60));
+        set.check().unwrap();
+        set.api.webhooks.org_sockets = 101;
+        assert!(
+            set.check()
+                .unwrap_err()
+                .to_string()
+                .contains("webhook_org_sockets")
+        );
+    }
+
+    #[test]
     fn the_sample_file_shows_the_defaults() {
         let mut config = Config::default();
         config.apply(toml::from_str(include_str!("../samples/rewards.toml")).unwrap());

@@ -385,7 +385,8 @@ async fn crash_story(env: Vec<(&'static str, String)>) {
         shown["policy"],
         json!({"minBalance": 5, "expiry": "days:30", "shortfall": "clip", "transfers": "allow",
             "transferDailyCap": 250, "transfersMoveEarned": true, "pendingDays": 0,
-            "pendingCountsTier": true, "expiryFrom": "vest", "expiryNoticeDays": 7})
+            "pendingCountsTier": true, "expiryFrom": "vest", "expiryNoticeDays": 7,
+            "earnMaxAgeDays": null})
     );
     assert_eq!(shown["tiers"][0]["name"], "gold");
     assert_eq!(

@@ -195,7 +195,69 @@ async fn a_random_order_is_cancelled_too(app: TestApp) {
     assert_eq!(app.balance("w-1").await, Tokens::whole(10));
 }
 
+/// The keys the service makes for itself are its own: a client's burn, hold or refund under
+/// one is refused naming `externalId`. An order's payment and its lines' holds are given back
+/// and settled only through the order, which so can always be cancelled.
+async fn an_orders_payment_and_holds_are_the_orders_own(app: TestApp) {
+    app.ready_to_order().await;
+    app.earn("e-1", "w-1", json!(100)).await;
+    let body = json!({"owner": "card-1", "walletId": "w-1", "lines": [
+        {"productId": "mug", "quantity": 2},
+        {"productId": "dinner", "variantId": "dinner-std",
+         "booking": {"firstName": "Ada", "lastName": "Lovelace", "date": next_friday(), "branch": "cpt"}}]});
+    let order: OrderView = app.order(body).await.expect(StatusCode::OK);
+    for key in ["order:x", "hold:h-1", "cancel:l-1", "transfer:t-1", "lot:1"] {
+        let burned = app.burn(key, "w-1", json!(1)).await;
+        assert_eq!(burned.status, StatusCode::BAD_REQUEST, "{key}");
+        assert_eq!(burned.fields(), ["externalId"], "{key}");
+    }
+    let hold = json!({"walletId": "w-1", "externalId": format!("order:{}:x", order.id),
+        "amount": 1, "description": "x"});
+    assert_eq!(app.post("/v1/holds", hold).await.fields(), ["externalId"]);
+    let payment = order.transaction_id.clone().unwrap();
+    let refund = app
+        .post(
+            &format!("/v1/transactions/{payment}/reversals"),
+            json!({"externalId": "r-1"}),
+        )
+        .await;
+    assert_eq!(refund.status, StatusCode::CONFLICT, "{}", refund.body);
+    assert_eq!(refund.problem().code, "pays_order");
+    let own: TransactionView = app
+        .burn("b-1", "w-1", json!(4))
+        .await
+        .expect(StatusCode::OK);
+    let keyed = app
+        .post(
+            &format!("/v1/transactions/{}/reversals", own.id),
+            json!({"externalId": format!("cancel:{}", lines(&order)[0].id)}),
+        )
+        .await;
+    assert_eq!(keyed.fields(), ["externalId"]);
+    let hold = lines(&order)[1].hold_id.clone().unwrap();
+    for settle in ["capture", "void"] {
+        let settled = app
+            .post(&format!("/v1/holds/{hold}/{settle}"), json!({}))
+            .await;
+        assert_eq!(
+            settled.status,
+            StatusCode::CONFLICT,
+            "{settle}: {}",
+            settled.body
+        );
+        assert_eq!(settled.problem().code, "pays_order", "{settle}");
+    }
+    let cancelled: OrderView = cancel(&app, &order.id, None).await.expect(StatusCode::OK);
+    assert!(lines(&cancelled).iter().all(|l| l.cancelled_at.is_some()));
+    let wallet = app.wallet("w-1").await;
+    assert_eq!(
+        (wallet.balance, wallet.held),
+        (Tokens::whole(96), Tokens::ZERO)
+    );
+}
+
 app_tests!(
+    an_orders_payment_and_holds_are_the_orders_own,
     a_cancelled_line_gives_back_points_and_stock_and_voids_its_codes,
     a_redeemed_line_cannot_be_cancelled,
     concurrent_cancels_refund_once,

@@ -31,6 +31,10 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
     content.extend_from_slice(b"f-9,w-1,1,2026-11-20,caf\xe9,\n");
     content.extend_from_slice(b"f-10,w-1,1000000000000000,2026-11-20,,\n");
     content.extend_from_slice(b"f-11,w-1,99999999999999999999,2026-11-20,,\n");
+    // Dated outside the window (before 1970, a typo's year 0226, centuries ahead), and an
+    // amount with more decimals than tokens have.
+    content.extend_from_slice(b"f-12,w-1,1,1969-12-31,,\nf-13,w-1,1,0226-11-20,,\n");
+    content.extend_from_slice(b"f-14,w-1,1,2999-01-01,,\nf-15,w-1,1.0000001,2026-11-20,,\n");
     let batch = crate::common::receive_bytes(&store, dir.path(), &org, "earns.csv", &content).await;
     let state = ingest::batch::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
         .await
@@ -53,7 +57,7 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
             recorded.rows_loaded,
             recorded.rows_rejected
         ),
-        (Some(14), Some(2), Some(12))
+        (Some(18), Some(2), Some(16))
     );
     let reports = dir.path().join("sftp").join(org.id()).join("reports");
     let result: serde_json::Value =
@@ -91,6 +95,10 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
         ("13", "bad_encoding"),
         ("14", "rules_refused"),
         ("15", "amount_too_large"),
+        ("16", "bad_date"),
+        ("17", "bad_date"),
+        ("18", "bad_date"),
+        ("19", "bad_decimal"),
     ];
     let expected: Vec<(String, String)> = expected
         .iter()
@@ -107,7 +115,7 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
     let recorded = store.get_batch(&org, &batch.id).await.unwrap();
     assert_eq!(
         (recorded.rows_loaded, recorded.rows_rejected),
-        (Some(2), Some(12)),
+        (Some(2), Some(16)),
         "the rows credited before count as loaded, not as duplicates"
     );
     assert_eq!(recorded.summary.unwrap()["loadedBeforeRestart"], 2);

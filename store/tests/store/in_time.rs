@@ -240,15 +240,118 @@ async fn a_balance_at_an_instant_is_what_the_transactions_dated_by_then_say(stor
         .await
         .unwrap();
     let found = store.audit().await.unwrap();
-    assert_eq!(found.len(), 1, "{found:?}");
-    assert_eq!(found[0].check, "days");
+    // Their total, and a balance at an instant read through them.
+    let checks: Vec<&str> = found.iter().map(|d| d.check).collect();
+    assert_eq!(checks, ["days", "at"], "{found:?}");
+    for found in &found {
+        assert_eq!(
+            found.recorded.checked_sub(found.computed),
+            Some(Tokens::whole(1))
+        );
+    }
+}
+
+/// Wallet w-1's balance at `at`.
+async fn balance_then(store: &Store, s: &crate::ledger::Setup, at: &str) -> Tokens {
+    let at: DateTime<Utc> = at.parse().unwrap();
+    store
+        .balance_at(&s.campaign, "w-1", at)
+        .await
+        .unwrap()
+        .balance
+}
+
+/// Transactions an earlier version recorded outside the window (it took the years 1 to 9999,
+/// and a day of such a date was not cut at its first instant): once asked about later in their
+/// day, a balance earlier that day counts none of them, a third that day sums again without
+/// breaking the day sums, and the audit agrees.
+async fn far_dates_recorded_before_the_window_keep_a_right_balance(store: Store) {
+    let s = setup(&store).await;
+    let book = RuleBook::new(store.clone());
+    for id in ["e-1", "e-2", "e-3"] {
+        store
+            .submit_earn(&s.campaign, earn(id, "10"))
+            .await
+            .unwrap();
+    }
+    drain(&store, &book).await;
+    let dated = "UPDATE transactions SET date = {at} WHERE external_id = ";
+    for (id, at) in [
+        ("e-1", "0226-11-20T08:00:00Z"),
+        ("e-2", "0226-11-20T09:00:00Z"),
+    ] {
+        as_if_at(&store, &format!("{dated}'{id}'"), at.parse().unwrap()).await;
+    }
     assert_eq!(
-        found[0].recorded.checked_sub(found[0].computed),
-        Some(Tokens::whole(1))
+        balance_then(&store, &s, "0226-11-20T10:00:00Z").await,
+        Tokens::whole(20)
+    );
+    assert_eq!(
+        balance_then(&store, &s, "0226-11-20T07:00:00Z").await,
+        Tokens::ZERO
+    );
+    assert_eq!(
+        balance_then(&store, &s, "0226-11-20T08:30:00Z").await,
+        Tokens::whole(10)
+    );
+    as_if_at(
+        &store,
+        &format!("{dated}'e-3'"),
+        "0226-11-20T11:00:00Z".parse().unwrap(),
+    )
+    .await;
+    store
+        .execute_raw("UPDATE wallets SET summed_to = NULL")
+        .await
+        .unwrap();
+    assert_eq!(
+        balance_then(&store, &s, "0226-11-21T00:00:00Z").await,
+        Tokens::whole(30)
+    );
+    assert_eq!(
+        balance_then(&store, &s, "0226-11-20T10:30:00Z").await,
+        Tokens::whole(20)
+    );
+    assert_eq!(
+        balance_then(&store, &s, "2026-01-01T00:00:00Z").await,
+        Tokens::whole(30)
+    );
+    let found = store.audit().await.unwrap();
+    assert!(found.is_empty(), "{found:?}");
+}
+
+/// Day sums that add up to the right total but sit on the wrong days pass a check of their
+/// total; the audit's balances at instants find them.
+async fn the_audit_finds_day_sums_on_the_wrong_days(store: Store) {
+    let s = setup(&store).await;
+    let book = RuleBook::new(store.clone());
+    let today = Utc::now().duration_trunc(Duration::days(1)).unwrap();
+    let c = &s.campaign;
+    for (id, amount, days) in [("e-1", "10", 3), ("e-2", "5", 2)] {
+        let at = today - Duration::days(days) + Duration::hours(8);
+        store.submit_earn(c, earn_at(id, amount, at)).await.unwrap();
+    }
+    drain(&store, &book).await;
+    store.balance_at(c, "w-1", Utc::now()).await.unwrap();
+    assert!(store.audit().await.unwrap().is_empty());
+    store
+        .execute_raw(
+            "UPDATE balance_days SET net = CASE WHEN net = 10000000 THEN 5000000 ELSE 10000000 END",
+        )
+        .await
+        .unwrap();
+    let found = store.audit().await.unwrap();
+    let checks: Vec<&str> = found.iter().map(|d| d.check).collect();
+    assert_eq!(checks, ["at"], "{found:?}");
+    assert_eq!(
+        (found[0].recorded, found[0].computed),
+        (Tokens::whole(5), Tokens::whole(10))
     );
 }
 
 backend_tests!(
     what_expires_is_listed_per_day,
-    a_balance_at_an_instant_is_what_the_transactions_dated_by_then_say
+    a_balance_at_an_instant_is_what_the_transactions_dated_by_then_say,
+    far_dates_recorded_before_the_window_keep_a_right_balance,
+    the_audit_finds_day_sums_on_the_wrong_days,
 );

@@ -33,6 +33,10 @@ use store::{
 /// Sequences a CI run tries per backend (about 60 operations each on average).
 const CASES: u32 = 40;
 const WALLETS: usize = 3;
+/// How far ahead of the clock the store takes dates: the model's clock starts in 2100 and moves
+/// ahead by days, and it dates what it does then.
+const MODEL_AHEAD: Duration = Duration::days(400 * 365);
+
 /// Tokens expire this many days after their earn's date.
 const EXPIRY_DAYS: i64 = 30;
 /// (name, precedence, threshold in whole tokens)
@@ -593,7 +597,10 @@ fn fail(step: usize, what: impl std::fmt::Display) -> TestCaseError {
 
 impl World {
     async fn new(url: &str, case: u64, min_balance: i64, shortfall: Shortfall) -> World {
-        let store = Store::connect(url, 8).await.unwrap();
+        let store = Store::connect(url, 8)
+            .await
+            .unwrap()
+            .with_dates_ahead(MODEL_AHEAD);
         let org = store.create_org(&format!("Model {case}")).await.unwrap();
         let campaign = store
             .create_campaign(
@@ -1123,7 +1130,8 @@ impl World {
                 self.store.close().await;
                 self.store = Store::connect(&self.url, 8)
                     .await
-                    .map_err(|e| fail(step, e))?;
+                    .map_err(|e| fail(step, e))?
+                    .with_dates_ahead(MODEL_AHEAD);
             }
         }
         self.compare_wallets(step).await?;
