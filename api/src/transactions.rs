@@ -379,7 +379,8 @@ pub(crate) fn date(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BurnInput {
-    /// When absent, now.
+    /// When absent, now. From 1970-01-01T00:00:00Z to a day ahead of the clock (the
+    /// operator's `dates_ahead_secs`).
     #[schema(schema_with = schema::date_time_or_null)]
     date: Option<String>,
     #[schema(schema_with = schema::text_required, required = true)]
@@ -524,6 +525,8 @@ pub struct EarnBody {
     id: Option<String>,
     #[schema(schema_with = earn_amount, required = true)]
     amount: Option<serde_json::Number>,
+    /// From 1970-01-01T00:00:00Z to a day ahead of the clock (the operator's
+    /// `dates_ahead_secs`), and no older than the campaign's `earn_max_age_days` if it sets one.
     #[schema(schema_with = schema::date_time_required, required = true)]
     date: Option<String>,
     /// The wallet's id or external reference.

@@ -349,6 +349,96 @@ async fn the_audit_finds_day_sums_on_the_wrong_days(store: Store) {
     );
 }
 
+/// The schema before migration 27, which rebuilds the day sums an earlier defect summed wrong.
+const BEFORE_THE_WINDOW: i64 = 26;
+
+/// A wallet with transactions outside chrono's nanosecond range, summed to an instant that is
+/// not a day's first, loses its day sums to migration 27 and has them summed again, right, on
+/// the next question; a wallet summed right keeps its own.
+async fn migration_27_rebuilds_wrong_day_sums(db: store::testing::TestStore) {
+    let store = &db.store;
+    let (campaign, wrong) = store::testing::wallet_fixture(store).await;
+    let new = store::NewWallet {
+        owner: Some("card-1".into()),
+        external_id: Some("w-2".into()),
+        name: None,
+    };
+    let right = store.create_wallet(&campaign, new).await.unwrap();
+    let (org, c) = (&campaign.org_id, &campaign.id);
+    let earn = |id: &str, wallet: &str, date: &str| {
+        format!(
+            "INSERT INTO transactions (id, org_id, campaign_id, wallet_id, kind, amount, \
+             external_id, currency, date, created_at) VALUES ('{id}', '{org}', '{c}', \
+             '{wallet}', 'EARN', 10000000, '{id}', 'PTS', '{date}', '2026-11-20T08:00:00+00:00');"
+        )
+    };
+    let (w1, w2) = (&wrong.id, &right.id);
+    let old = [
+        earn("t1", w1, "0226-11-20T08:00:00+00:00"),
+        earn("t2", w1, "0226-11-20T09:00:00+00:00"),
+        earn("t3", w2, "2026-11-20T08:00:00+00:00"),
+        format!(
+            "UPDATE wallets SET balance = 20000000, earned = 20000000, \
+             summed_to = '0226-11-20T10:00:00+00:00' WHERE id = '{w1}';"
+        ),
+        format!(
+            "UPDATE wallets SET balance = 10000000, earned = 10000000, \
+             summed_to = '2026-11-21T00:00:00+00:00' WHERE id = '{w2}';"
+        ),
+        format!(
+            "INSERT INTO balance_days (wallet_id, day, net) VALUES \
+             ('{w1}', '0226-11-20T00:00:00+00:00', 20000000), \
+             ('{w2}', '2026-11-20T00:00:00+00:00', 10000000);"
+        ),
+    ];
+    store.execute_raw(&old.concat()).await.unwrap();
+    store.migrate().await.unwrap();
+    let kept = store
+        .stored_bytes("SELECT wallet_id FROM balance_days ORDER BY wallet_id")
+        .await;
+    assert_eq!(
+        kept,
+        [w2.as_bytes().to_vec()],
+        "only the right wallet's sums stay"
+    );
+    let at = |text: &str| text.parse::<DateTime<Utc>>().unwrap();
+    for (instant, balance) in [
+        ("0226-11-20T07:00:00Z", 0),
+        ("0226-11-20T08:30:00Z", 10),
+        ("0226-11-20T10:00:00Z", 20),
+    ] {
+        let then = store
+            .balance_at(&campaign, "w-1", at(instant))
+            .await
+            .unwrap();
+        assert_eq!(then.balance, Tokens::whole(balance), "{instant}");
+    }
+    let then = store
+        .balance_at(&campaign, "w-2", at("2026-11-20T12:00:00Z"))
+        .await
+        .unwrap();
+    assert_eq!(then.balance, Tokens::whole(10));
+    let found = store.audit().await.unwrap();
+    assert!(found.is_empty(), "{found:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migration_27_rebuilds_wrong_day_sums_on_sqlite() {
+    migration_27_rebuilds_wrong_day_sums(
+        store::testing::TestStore::sqlite_at(BEFORE_THE_WINDOW).await,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set REWARDS_TEST_POSTGRES_URL and pass --ignored"]
+async fn migration_27_rebuilds_wrong_day_sums_on_postgres() {
+    migration_27_rebuilds_wrong_day_sums(
+        store::testing::TestStore::postgres_at(BEFORE_THE_WINDOW).await,
+    )
+    .await;
+}
+
 backend_tests!(
     what_expires_is_listed_per_day,
     a_balance_at_an_instant_is_what_the_transactions_dated_by_then_say,
