@@ -48,7 +48,7 @@ pub async fn dispatch(state: AppState, mut stop: watch::Receiver<bool>) {
                         metrics::counter!("webhook_deliveries_made_total")
                             .increment(done.deliveries as u64);
                     }
-                    if done.events < DISPATCH_BATCH as usize {
+                    if !done.full {
                         break;
                     }
                 }

@@ -60,7 +60,14 @@ pub struct Dispatched {
     pub events: usize,
     /// Deliveries made for them.
     pub deliveries: usize,
+    /// Whether as many were numbered as one transaction takes: more may be waiting.
+    pub full: bool,
 }
+
+/// The most deliveries one dispatch transaction makes (about): events are numbered a few at a
+/// time when many endpoints want each, so that no one write holds SQLite's writer (and every
+/// other tenant's burns) for long.
+const DELIVERIES_PER_DISPATCH: i64 = 2_000;
 
 /// A delivery claimed for an attempt: send `event` to the endpoint, then `record_attempts`.
 #[derive(Debug, Clone)]
@@ -223,6 +230,7 @@ impl Steps for Dispatch {
         Ok(Dispatched {
             events: events.len(),
             deliveries: fanned.len(),
+            full: false,
         })
     }
 }
@@ -419,8 +427,9 @@ async fn within_manual_bound<T: Tx>(
 /// Events to endpoints: the dispatcher, the workers' claims and records, the delivery log and
 /// redeliveries (the operator's and the API's: scope `OrgScope`).
 impl Store {
-    /// Numbers up to `limit` committed events and makes their deliveries; nothing when another
-    /// node is doing it.
+    /// Numbers up to `limit` committed events (fewer when many endpoints want each: see
+    /// `DELIVERIES_PER_DISPATCH`) and makes their deliveries; nothing when another node is
+    /// doing it.
     pub async fn dispatch_events(&self, limit: i64) -> Result<Dispatched, StoreError> {
         // A read first: an idle dispatcher takes no turn of SQLite's one writer.
         const WAITING: &str = "SELECT id FROM events WHERE seq IS NULL LIMIT 1";
@@ -428,8 +437,13 @@ impl Store {
         if waiting.is_none() {
             return Ok(Dispatched::default());
         }
+        const ENDPOINTS: &str = "SELECT COUNT(*) FROM webhook_endpoints WHERE status = 'enabled'";
+        let (endpoints,): (i64,) = self.read_row(ENDPOINTS, params![]).await?.unwrap_or((0,));
+        let limit = limit.min((DELIVERIES_PER_DISPATCH / endpoints.max(1)).max(1));
         let lock = self.claiming("SELECT last_seq FROM event_dispatch WHERE id = 1{skip_locked}");
-        self.write(Dispatch { lock, limit }).await
+        let mut done = self.write(Dispatch { lock, limit }).await?;
+        done.full = done.events as i64 >= limit;
+        Ok(done)
     }
 
     /// The enabled endpoints, not paused, that have deliveries due.
