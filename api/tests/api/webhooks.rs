@@ -107,7 +107,8 @@ async fn a_burn_is_delivered_signed_and_in_the_feed(app: TestApp) {
         .await
         .expect(StatusCode::OK);
     assert_eq!(one, feed.data[0]);
-    let log = attempts(&app, &key, &made.endpoint.id).await;
+    // The attempt is recorded once its answer is in, a moment after the receiver has it.
+    let log = wait_attempts(&app, &key, &made.endpoint.id, 1).await;
     assert_eq!(log.len(), 1);
     assert_eq!((log[0].status_code, log[0].succeeded), (Some(204), true));
     assert_eq!(log[0].delivery_status, "delivered");
