@@ -21,6 +21,9 @@ pub struct AppState {
     pub(crate) rendered: crate::catalogue::RenderedProducts,
     /// Woken when an earn is accepted, so this process's worker starts on it at once.
     pub earn_waiting: Arc<Notify>,
+    /// Woken when deliveries are made here (dispatched, redelivered, a test) or a sender ends,
+    /// so the delivery worker looks for due endpoints at once rather than at its next look.
+    pub deliveries_waiting: Arc<Notify>,
     /// Gathers concurrent earn submissions into single writes.
     pub earn_inbox: EarnInbox,
     /// Seals and opens redemption codes. Never logged.
@@ -71,6 +74,7 @@ impl AppState {
             store,
             metrics: crate::http::ops::metrics_handle(),
             earn_waiting,
+            deliveries_waiting: Arc::new(Notify::new()),
             codes: Arc::new(codes),
             settings: Settings::default(),
         }

@@ -1,9 +1,11 @@
 //! Events out, on every serving node: the dispatcher numbers committed events and makes their
 //! deliveries (one node at a time, the store sees to it), and the delivery worker sends them.
 //!
-//! The worker looks for endpoints with deliveries due every `TICK`; each endpoint it finds and
-//! is not already sending to gets a task of its own, unless its organisation already has as
-//! many sending as its share of sockets (`budget`). The task takes sockets from the budget (up
+//! The dispatcher fans a backlog out in short transactions with pauses between them, so one
+//! tenant's wide fan-out leaves the writer to everyone else most of the time. The worker looks
+//! for endpoints with deliveries due when woken (deliveries made here, a sender ended) and every
+//! `LOOK` otherwise; each endpoint it finds and is not already sending to gets a task of its
+//! own, unless its organisation already has as many sending as its share of sockets (`budget`). The task takes sockets from the budget (up
 //! to the endpoint's pace), claims a round of the endpoint's due deliveries for them, sends them,
 //! records what came of them and claims the next round, until none is due or the endpoint is
 //! paused. So a slow or dead receiver holds only its organisation's share, never another
@@ -24,10 +26,15 @@ use super::budget::{Budget, Pace};
 use crate::AppState;
 use crate::webhooks::{Delivery, Sender};
 
-/// How often the dispatcher and the worker look for work.
+/// How often the dispatcher looks for events.
 const TICK: Duration = Duration::from_millis(100);
+/// How often the delivery worker looks for due endpoints unless woken (deliveries made here,
+/// a sender ended): for retries coming due and other nodes' deliveries.
+const LOOK: Duration = Duration::from_secs(1);
 /// Events the dispatcher numbers in one transaction.
 const DISPATCH_BATCH: i64 = 1_000;
+/// While a backlog is dispatched, the pause after each transaction, in multiples of its time.
+const BACKLOG_PAUSE: u32 = 3;
 /// A round's deliveries, per deliveries sent at once.
 const ROUND_PER_SLOT: usize = 4;
 /// Of a stop's grace, what is kept for giving claims back after the rest.
@@ -42,15 +49,20 @@ pub async fn dispatch(state: AppState, mut stop: watch::Receiver<bool>) {
             return;
         }
         while !*stop.borrow() {
+            let started = tokio::time::Instant::now();
             match state.store.dispatch_events(DISPATCH_BATCH).await {
                 Ok(done) => {
                     if done.deliveries > 0 {
                         metrics::counter!("webhook_deliveries_made_total")
                             .increment(done.deliveries as u64);
+                        state.deliveries_waiting.notify_one();
                     }
                     if !done.full {
                         break;
                     }
+                    // A backlog (one tenant's wide fan-out) takes at most a share of the
+                    // writer's time: the others' writes go between its transactions.
+                    tokio::time::sleep(started.elapsed() * BACKLOG_PAUSE).await;
                 }
                 Err(err) => {
                     tracing::warn!(%err, "event dispatch failed");
@@ -115,18 +127,29 @@ pub async fn deliver(state: AppState, mut stop: watch::Receiver<bool>) {
     });
     let sending: Arc<Mutex<Sending>> = Arc::default();
     let mut rounds = JoinSet::new();
-    let mut tick = tokio::time::interval(TICK);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    while super::next_tick(&mut tick, &mut stop).await {
+    let waiting = worker.state.deliveries_waiting.clone();
+    let mut looked = tokio::time::Instant::now();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(LOOK) => {}
+            () = waiting.notified() => {}
+            _ = stop.changed() => {}
+        }
+        // At most a look every `TICK`, however often it is woken.
+        tokio::time::sleep_until(looked + TICK).await;
+        if *stop.borrow() || stop.has_changed().is_err() {
+            break;
+        }
+        looked = tokio::time::Instant::now();
         while rounds.try_join_next().is_some() {}
-        let due = match worker.state.store.endpoints_due().await {
+        let most = worker.budget.org_sockets();
+        let due = match worker.state.store.endpoints_due(most).await {
             Ok(due) => due,
             Err(err) => {
                 tracing::warn!(%err, "looking for due deliveries failed");
                 continue;
             }
         };
-        let most = worker.budget.org_sockets();
         for endpoint in due {
             let fresh = sending
                 .lock()
@@ -144,6 +167,8 @@ pub async fn deliver(state: AppState, mut stop: watch::Receiver<bool>) {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .end(&endpoint);
+                // Its organisation may start another.
+                worker.state.deliveries_waiting.notify_one();
             });
         }
     }

@@ -465,6 +465,7 @@ async fn test_endpoint(
         .store
         .send_test_event(caller.org(), &id, state.settings.webhooks.manual)
         .await?;
+    state.deliveries_waiting.notify_one();
     let queued = Queued {
         event_id: Some(event),
         deliveries: 1,
@@ -538,6 +539,7 @@ async fn redeliver(
         .store
         .redeliver(caller.org(), &id, which, state.settings.webhooks.manual)
         .await?;
+    state.deliveries_waiting.notify_one();
     let queued = Queued {
         event_id: None,
         deliveries,

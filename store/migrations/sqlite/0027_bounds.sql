@@ -21,3 +21,17 @@ DELETE FROM balance_days WHERE NOT EXISTS (
 -- most `MANUAL_PER_HOUR` of in an hour: counted through this index.
 ALTER TABLE deliveries ADD COLUMN manual BOOLEAN NOT NULL DEFAULT FALSE;
 CREATE INDEX deliveries_manual ON deliveries (org_id, created_at) WHERE manual;
+
+-- The dispatcher fans a run of numbered events out a few endpoints a transaction (see
+-- `Dispatch`): events up to `fanned_seq` have all their deliveries; those after it up to
+-- `fanning_to` have theirs for the endpoints up to `fanned_endpoint` (by id). Every event
+-- numbered before this migration was fanned out when numbered.
+ALTER TABLE event_dispatch ADD COLUMN fanned_seq INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE event_dispatch ADD COLUMN fanning_to INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE event_dispatch ADD COLUMN fanned_endpoint TEXT;
+UPDATE event_dispatch SET fanned_seq = last_seq, fanning_to = last_seq;
+CREATE INDEX events_seq ON events (seq) WHERE seq IS NOT NULL;
+
+-- Until when a round of the endpoint's deliveries is in flight (claimed, not yet recorded):
+-- such an endpoint is its sender's, not due for another (see `endpoints_due`).
+ALTER TABLE webhook_endpoints ADD COLUMN sending_until TEXT;

@@ -13,6 +13,8 @@
 //! failed (so a dead receiver costs its workers little and never holds others'), is disabled
 //! once it has failed for `DISABLE_AFTER`, and at once when it answers 410 Gone.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Duration, Utc};
 
 use super::endpoints::{ENDPOINT_COLUMNS, EndpointRow, WebhookEndpoint, endpoint_from_row};
@@ -60,14 +62,19 @@ pub struct Dispatched {
     pub events: usize,
     /// Deliveries made for them.
     pub deliveries: usize,
-    /// Whether as many were numbered as one transaction takes: more may be waiting.
+    /// Whether more may be waiting: as many were numbered as one call takes, or numbered events
+    /// are not all fanned out yet.
     pub full: bool,
 }
 
-/// The most deliveries one dispatch transaction makes (about): events are numbered a few at a
-/// time when many endpoints want each, so that no one write holds SQLite's writer (and every
-/// other tenant's burns) for long.
-const DELIVERIES_PER_DISPATCH: i64 = 2_000;
+/// What one dispatch transaction fans out at most: about this many deliveries (an endpoint's
+/// share of a run is never split), to at most `ENDPOINTS_PER_DISPATCH` endpoints. Each delivery
+/// is a row and four index entries on SQLite's one writer: one tenant's thousand endpoints make
+/// many short writes, between which every other tenant's writes take their turn.
+const DELIVERIES_PER_DISPATCH: usize = 100;
+const ENDPOINTS_PER_DISPATCH: usize = 100;
+/// The most events fanned out together (one run may take several transactions).
+const FAN_OUT_RUN: i64 = 1_000;
 
 /// A delivery claimed for an attempt: send `event` to the endpoint, then `record_attempts`.
 #[derive(Debug, Clone)]
@@ -163,10 +170,74 @@ fn delivery_values<'a>(
     ]
 }
 
-/// Numbers the committed events not yet numbered (at most `limit`) and fans them out.
+/// Numbers the committed events not yet numbered (at most `limit`) and goes on fanning out
+/// the numbered ones: a run of up to `FAN_OUT_RUN` events, endpoint after endpoint (by id), at
+/// most `ENDPOINTS_PER_DISPATCH` endpoints or about `DELIVERIES_PER_DISPATCH` deliveries a
+/// transaction, its place kept in `event_dispatch` for the next.
 struct Dispatch {
     lock: String,
     limit: i64,
+}
+
+/// An event as the dispatcher fans it out: id, organisation, campaign, type, when.
+type Numbered = (String, String, Option<String>, String, DateTime<Utc>);
+
+/// The enabled endpoints a transaction of the dispatcher fans out to: of each organisation a
+/// run's events belong to (an event only ever goes to its own organisation's), the first after
+/// the place the last transaction left (by id): as many as would be given about
+/// `DELIVERIES_PER_DISPATCH` deliveries if each wanted every event, at most
+/// `ENDPOINTS_PER_DISPATCH`.
+struct NextEndpoints {
+    /// By id.
+    endpoints: Vec<WebhookEndpoint>,
+    /// Whether an organisation may have more after these.
+    more: bool,
+}
+
+impl NextEndpoints {
+    async fn read<T: Tx>(
+        tx: &mut T,
+        events: &[Numbered],
+        after: Option<&str>,
+    ) -> Result<NextEndpoints, StoreError> {
+        let sql = format!(
+            "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE org_id = $1 \
+             AND status = 'enabled' AND id > $2 ORDER BY id LIMIT $3"
+        );
+        let (mut endpoints, mut more) = (Vec::new(), false);
+        let mut orgs: Vec<&str> = events.iter().map(|e| e.1.as_str()).collect();
+        orgs.sort_unstable();
+        orgs.dedup();
+        // As many as the run's events would give about the deliveries a transaction makes.
+        let most = (DELIVERIES_PER_DISPATCH / events.len().max(1)).clamp(1, ENDPOINTS_PER_DISPATCH);
+        for org_id in orgs {
+            let rows: Vec<EndpointRow> = tx
+                .rows(&sql, params![org_id, after.unwrap_or(""), most as i64])
+                .await?;
+            more |= rows.len() >= most;
+            for row in rows {
+                endpoints.push(endpoint_from_row(row)?);
+            }
+        }
+        endpoints.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        more |= endpoints.len() > most;
+        endpoints.truncate(most);
+        Ok(NextEndpoints { endpoints, more })
+    }
+}
+
+/// A run's events by organisation, each with its type (those the dispatcher delivers).
+fn by_org(run: &[Numbered]) -> HashMap<&str, Vec<(&Numbered, EventType)>> {
+    let mut by_org: HashMap<&str, Vec<(&Numbered, EventType)>> = HashMap::new();
+    for event in run {
+        if let Some(kind) = EventType::parse(&event.3).filter(|k| *k != EventType::WebhookTest) {
+            by_org
+                .entry(event.1.as_str())
+                .or_default()
+                .push((event, kind));
+        }
+    }
+    by_org
 }
 
 impl Steps for Dispatch {
@@ -174,66 +245,110 @@ impl Steps for Dispatch {
 
     async fn run<T: Tx>(self, tx: &mut T) -> Result<Dispatched, StoreError> {
         // By time, then id: the database's own events (`wallet.tier_changed`) have random ids.
-        // One statement numbers the whole run (`UPDATE ... FROM`: SQLite 3.33 and later).
+        // One statement numbers them (`UPDATE ... FROM`: SQLite 3.33 and later).
         const NUMBER: &str = "UPDATE events SET seq = n.seq FROM (SELECT id, \
              $1 + ROW_NUMBER() OVER (ORDER BY occurred_at, id) AS seq FROM events \
              WHERE seq IS NULL ORDER BY occurred_at, id LIMIT $2) n WHERE events.id = n.id \
-             RETURNING events.id, events.org_id, events.campaign_id, events.type, \
-             events.occurred_at, events.seq";
-        const MOVE: &str = "UPDATE event_dispatch SET last_seq = $1 WHERE id = 1";
-        let Some((last,)): Option<(i64,)> = tx.row(&self.lock, params![]).await? else {
+             RETURNING events.seq";
+        const RUN: &str = "SELECT id, org_id, campaign_id, type, occurred_at FROM events \
+             WHERE seq > $1 AND seq <= $2 ORDER BY seq";
+        const MOVE: &str = "UPDATE event_dispatch SET last_seq = $1, fanned_seq = $2, \
+             fanning_to = $3, fanned_endpoint = $4 WHERE id = 1";
+        type Place = (i64, i64, i64, Option<String>);
+        let Some((last, fanned, fanning_to, after)): Option<Place> =
+            tx.row(&self.lock, params![]).await?
+        else {
             // Another node is dispatching.
             return Ok(Dispatched::default());
         };
-        type Numbered = (String, String, Option<String>, String, DateTime<Utc>, i64);
-        let mut events: Vec<Numbered> = tx.rows(NUMBER, params![last, self.limit]).await?;
-        if events.is_empty() {
-            return Ok(Dispatched::default());
-        }
-        events.sort_unstable_by_key(|e| e.5);
-        let sql = format!(
-            "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE status = 'enabled' \
-             ORDER BY id"
-        );
-        let rows: Vec<EndpointRow> = tx.rows(&sql, params![]).await?;
-        let endpoints: Vec<WebhookEndpoint> = rows
-            .into_iter()
-            .map(endpoint_from_row)
-            .collect::<Result<_, _>>()?;
+        let numbered: Vec<(i64,)> = tx.rows(NUMBER, params![last, self.limit]).await?;
+        let last = last + numbered.len() as i64;
+        // The run under way, or the next one.
+        let (to, after) = match fanning_to > fanned {
+            true => (fanning_to, after),
+            false => (last.min(fanned + FAN_OUT_RUN), None),
+        };
+        let run: Vec<Numbered> = match to > fanned {
+            true => tx.rows(RUN, params![fanned, to]).await?,
+            false => Vec::new(),
+        };
+        let next = NextEndpoints::read(tx, &run, after.as_deref()).await?;
+        let events = by_org(&run);
         let at = now();
-        let seq = last + events.len() as i64;
-        let mut fanned: Vec<(String, &str, &str, &str)> = Vec::new();
-        for (id, org_id, campaign_id, kind, occurred_at, _) in &events {
-            let Some(kind) = EventType::parse(kind) else {
-                continue;
-            };
-            if kind == EventType::WebhookTest {
-                continue;
+        let mut fanned_out = Vec::new();
+        let mut place: Option<&str> = None;
+        let mut whole = !next.more;
+        for endpoint in &next.endpoints {
+            if fanned_out.len() >= DELIVERIES_PER_DISPATCH {
+                whole = false;
+                break;
             }
-            for endpoint in &endpoints {
-                if endpoint.org_id == *org_id
-                    && endpoint.created_at <= *occurred_at
-                    && endpoint.wants(kind, campaign_id.as_deref())
+            let theirs = events
+                .get(endpoint.org_id.as_str())
+                .map_or(&[][..], Vec::as_slice);
+            for (event, kind) in theirs {
+                let (id, org_id, campaign_id, _, occurred_at) = event;
+                if endpoint.created_at <= *occurred_at
+                    && endpoint.wants(*kind, campaign_id.as_deref())
                 {
-                    fanned.push((new_id(), org_id, &endpoint.id, id));
+                    fanned_out.push((new_id(), org_id, &endpoint.id, id));
                 }
             }
+            place = Some(&endpoint.id);
         }
-        let values: Vec<Arg<'_>> = fanned
+        let values: Vec<Arg<'_>> = fanned_out
             .iter()
             .flat_map(|(id, org, endpoint, event)| delivery_values(id, org, endpoint, event, at))
             .collect();
         if !values.is_empty() {
             tx.insert_rows(INSERT_DELIVERY, "", 9, &values).await?;
         }
-        tx.execute(MOVE, params![seq]).await?;
+        let (fanned, place) = match whole {
+            true => (to, None),
+            false => (fanned, place.or(after.as_deref())),
+        };
+        tx.execute(MOVE, params![last, fanned, to, place]).await?;
         Ok(Dispatched {
-            events: events.len(),
-            deliveries: fanned.len(),
-            full: false,
+            events: numbered.len(),
+            deliveries: fanned_out.len(),
+            full: numbered.len() as i64 >= self.limit || fanned < last,
         })
     }
 }
+
+const CLAIM: &str = "UPDATE deliveries SET claimed_until = $2, attempts = attempts + 1, \
+     updated_at = $3 WHERE id IN (SELECT id FROM deliveries WHERE endpoint_id = $1 \
+     AND status = 'pending' AND next_at <= $3 AND (claimed_until IS NULL OR claimed_until < $3) \
+     ORDER BY next_at LIMIT $4{skip_locked}) RETURNING id, event_id, attempts, created_at";
+
+/// A round of an endpoint's due deliveries claimed until `until`, and the endpoint marked as
+/// sending until then.
+struct Claiming {
+    sql: String,
+    endpoint_id: String,
+    until: DateTime<Utc>,
+    at: DateTime<Utc>,
+    limit: i64,
+}
+
+impl Steps for Claiming {
+    type Output = Vec<(String, String, i64, DateTime<Utc>)>;
+
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<Self::Output, StoreError> {
+        const SENDING: &str = "UPDATE webhook_endpoints SET sending_until = $2 WHERE id = $1";
+        let (endpoint, until) = (&self.endpoint_id, self.until);
+        let args = params![endpoint, until, self.at, self.limit];
+        let claimed: Self::Output = tx.rows(&self.sql, args).await?;
+        if !claimed.is_empty() {
+            tx.execute(SENDING, params![&self.endpoint_id, self.until])
+                .await?;
+        }
+        Ok(claimed)
+    }
+}
+
+/// Marks the endpoint's round ended: it may be due again.
+const SENT: &str = "UPDATE webhook_endpoints SET sending_until = NULL WHERE id = $1";
 
 /// Claims given back unattempted: each delivery due again at once, its attempt not counted.
 struct Release {
@@ -281,6 +396,7 @@ impl Steps for Record {
              disabled_reason = $2, failing_since = COALESCE(failing_since, $3), \
              paused_until = NULL, updated_at = $3 WHERE id = $1 AND status = 'enabled'";
         let at = now();
+        tx.execute(SENT, params![&self.endpoint_id]).await?;
         let ids: Vec<String> = self.attempts.iter().map(|_| new_id()).collect();
         let log: Vec<Arg<'_>> = self
             .attempts
@@ -400,10 +516,9 @@ async fn within_manual_bound<T: Tx>(
     more: i64,
     per_hour: i64,
 ) -> Result<(), StoreError> {
-    const ORG: &str = "SELECT id FROM organisations WHERE id = $1";
     const RECENT: &str = "SELECT COUNT(*), MIN(created_at) FROM deliveries \
          WHERE org_id = $1 AND manual AND created_at > $2";
-    let _: Option<(String,)> = tx.row_locked(ORG, params![org_id]).await?;
+    crate::tenancy::orgs::lock_org(tx, org_id).await?;
     let since = at - Duration::hours(1);
     let (recent, oldest): (i64, Option<DateTime<Utc>>) = tx
         .row(RECENT, params![org_id, since])
@@ -427,34 +542,45 @@ async fn within_manual_bound<T: Tx>(
 /// Events to endpoints: the dispatcher, the workers' claims and records, the delivery log and
 /// redeliveries (the operator's and the API's: scope `OrgScope`).
 impl Store {
-    /// Numbers up to `limit` committed events (fewer when many endpoints want each: see
-    /// `DELIVERIES_PER_DISPATCH`) and makes their deliveries; nothing when another node is
-    /// doing it.
+    /// Numbers up to `limit` committed events and makes deliveries of the numbered ones, a few
+    /// endpoints' worth a call (see `Dispatch`); nothing when another node is doing it. Call
+    /// again while `full`.
     pub async fn dispatch_events(&self, limit: i64) -> Result<Dispatched, StoreError> {
-        // A read first: an idle dispatcher takes no turn of SQLite's one writer.
-        const WAITING: &str = "SELECT id FROM events WHERE seq IS NULL LIMIT 1";
-        let waiting: Option<(String,)> = self.read_row(WAITING, params![]).await?;
-        if waiting.is_none() {
+        // Reads first: an idle dispatcher takes no turn of SQLite's one writer.
+        const UNNUMBERED: &str = "SELECT id FROM events WHERE seq IS NULL LIMIT 1";
+        const UNFANNED: &str = "SELECT last_seq FROM event_dispatch WHERE fanned_seq < last_seq";
+        let unnumbered: Option<(String,)> = self.read_row(UNNUMBERED, params![]).await?;
+        let unfanned: Option<(i64,)> = match unnumbered {
+            Some(_) => Some((1,)),
+            None => self.read_row(UNFANNED, params![]).await?,
+        };
+        if unfanned.is_none() {
             return Ok(Dispatched::default());
         }
-        const ENDPOINTS: &str = "SELECT COUNT(*) FROM webhook_endpoints WHERE status = 'enabled'";
-        let (endpoints,): (i64,) = self.read_row(ENDPOINTS, params![]).await?.unwrap_or((0,));
-        let limit = limit.min((DELIVERIES_PER_DISPATCH / endpoints.max(1)).max(1));
-        let lock = self.claiming("SELECT last_seq FROM event_dispatch WHERE id = 1{skip_locked}");
-        let mut done = self.write(Dispatch { lock, limit }).await?;
-        done.full = done.events as i64 >= limit;
-        Ok(done)
+        let lock = self.claiming(
+            "SELECT last_seq, fanned_seq, fanning_to, fanned_endpoint FROM event_dispatch \
+             WHERE id = 1{skip_locked}",
+        );
+        self.write(Dispatch { lock, limit }).await
     }
 
-    /// The enabled endpoints, not paused, that have deliveries due.
-    pub async fn endpoints_due(&self) -> Result<Vec<WebhookEndpoint>, StoreError> {
+    /// The enabled endpoints, not paused, that have deliveries due and none in flight (claimed
+    /// by a round not yet recorded, on any node): at most `per_org` of each organisation, by
+    /// id. An endpoint a node is sending to is that node's until its rounds end, so what is
+    /// returned is what a worker may start, and one tenant's thousand endpoints cost each look
+    /// no more than its share.
+    pub async fn endpoints_due(&self, per_org: usize) -> Result<Vec<WebhookEndpoint>, StoreError> {
         let sql = format!(
-            "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints e WHERE status = 'enabled' \
-             AND (paused_until IS NULL OR paused_until <= $1) AND EXISTS (SELECT 1 FROM \
+            "SELECT {ENDPOINT_COLUMNS} FROM (SELECT e.*, ROW_NUMBER() OVER (PARTITION BY \
+             e.org_id ORDER BY e.id) AS place FROM webhook_endpoints e WHERE status = 'enabled' \
+             AND (paused_until IS NULL OR paused_until <= $1) \
+             AND (sending_until IS NULL OR sending_until < $1) AND EXISTS (SELECT 1 FROM \
              deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.next_at <= $1 \
-             AND (d.claimed_until IS NULL OR d.claimed_until < $1)) ORDER BY id"
+             AND (d.claimed_until IS NULL OR d.claimed_until < $1))) due \
+             WHERE place <= $2 ORDER BY id"
         );
-        let rows: Vec<EndpointRow> = self.read_rows(&sql, params![now()]).await?;
+        let per_org = i64::try_from(per_org).unwrap_or(i64::MAX);
+        let rows: Vec<EndpointRow> = self.read_rows(&sql, params![now(), per_org]).await?;
         rows.into_iter().map(endpoint_from_row).collect()
     }
 
@@ -465,21 +591,15 @@ impl Store {
         limit: i64,
         lease: Duration,
     ) -> Result<Vec<ClaimedDelivery>, StoreError> {
-        const SQL: &str = "UPDATE deliveries SET claimed_until = $2, attempts = attempts + 1, \
-             updated_at = $3 WHERE id IN (SELECT id FROM deliveries WHERE endpoint_id = $1 \
-             AND status = 'pending' AND next_at <= $3 \
-             AND (claimed_until IS NULL OR claimed_until < $3) \
-             ORDER BY next_at LIMIT $4{skip_locked}) \
-             RETURNING id, event_id, attempts, created_at";
-        const EVENTS: &str = "SELECT id, org_id, campaign_id, type, occurred_at, data, seq \
-             FROM events WHERE id {key}";
         let at = now();
-        let claimed: Vec<(String, String, i64, DateTime<Utc>)> = self
-            .write_rows(
-                &self.claiming(SQL),
-                params![endpoint_id, at + lease, at, limit],
-            )
-            .await?;
+        let claiming = Claiming {
+            sql: self.claiming(CLAIM),
+            endpoint_id: endpoint_id.to_string(),
+            until: at + lease,
+            at,
+            limit,
+        };
+        let claimed = self.write(claiming).await?;
         if claimed.is_empty() {
             return Ok(Vec::new());
         }
@@ -487,6 +607,8 @@ impl Store {
         let mut ids: Vec<&str> = claimed.iter().map(|c| c.1.as_str()).collect();
         ids.sort_unstable();
         ids.dedup();
+        const EVENTS: &str = "SELECT id, org_id, campaign_id, type, occurred_at, data, seq \
+             FROM events WHERE id {key}";
         let rows: Vec<EventRow> = self.read_each(EVENTS, params![], &ids).await?;
         let events = rows
             .into_iter()

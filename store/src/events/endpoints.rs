@@ -175,12 +175,11 @@ impl Steps for Creating {
     type Output = ();
 
     async fn run<T: Tx>(self, tx: &mut T) -> Result<(), StoreError> {
-        const ORG: &str = "SELECT id FROM organisations WHERE id = $1";
         const COUNT: &str = "SELECT COUNT(*) FROM webhook_endpoints WHERE org_id = $1";
         const SQL: &str = "INSERT INTO webhook_endpoints (id, org_id, campaign_id, url, \
              description, event_types, api_version, secret, status, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'enabled', $9, $9)";
-        let _: Option<(String,)> = tx.row_locked(ORG, params![&self.org_id]).await?;
+        crate::tenancy::orgs::lock_org(tx, &self.org_id).await?;
         let (count,): (i64,) = tx.row(COUNT, params![&self.org_id]).await?.unwrap_or((0,));
         if usize::try_from(count).unwrap_or(usize::MAX) >= self.most {
             return Err(StoreError::refused(

@@ -20,7 +20,9 @@ impl Store {
     /// Deletes the events that happened before `before` and that no delivery waits to send,
     /// with their deliveries and attempts, a batch a transaction; how many events it deleted.
     pub async fn prune_events(&self, before: DateTime<Utc>) -> Result<usize, StoreError> {
-        const OLD: &str = "SELECT id FROM events WHERE occurred_at < $1 AND NOT EXISTS \
+        // An event not yet fanned out to every endpoint is kept too (see `Dispatch`).
+        const OLD: &str = "SELECT id FROM events WHERE occurred_at < $1 \
+             AND seq <= (SELECT fanned_seq FROM event_dispatch WHERE id = 1) AND NOT EXISTS \
              (SELECT 1 FROM deliveries d WHERE d.event_id = events.id AND d.status = 'pending') \
              ORDER BY occurred_at LIMIT $2";
         let mut pruned = 0;

@@ -157,7 +157,7 @@ impl Placing {
             wallet_id: payment.wallet_id.clone(),
             kind: TransactionKind::Burn,
             amount: total,
-            external_id: Some(format!("order:{}", self.order_id)),
+            external_id: Some(super::payment_key(&self.order_id)),
             source_amount: None,
             currency: payment.currency.clone(),
             description: Some(format!("Order {}", self.reference)),
@@ -189,7 +189,7 @@ impl Placing {
         let payment = self.payment.as_ref().filter(|_| line.total.is_positive())?;
         let hold = NewHold {
             wallet: payment.wallet_id.clone(),
-            external_id: format!("order:{}:{}", self.order_id, line.id),
+            external_id: super::line_hold_key(&self.order_id, &line.id),
             amount: line.total,
             description: format!("Order {}", self.reference),
             comment: None,

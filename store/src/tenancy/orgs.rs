@@ -55,6 +55,17 @@ macro_rules! campaign_columns {
     };
 }
 
+/// Locks the organisation's row until the transaction ends: what counts one of its bounds
+/// (its endpoints, its deliveries by hand) and then adds to it does so one at a time.
+pub(crate) async fn lock_org<T: crate::backend::Tx>(
+    tx: &mut T,
+    org_id: &str,
+) -> Result<(), StoreError> {
+    const ORG: &str = "SELECT id FROM organisations WHERE id = $1";
+    let _: Option<(String,)> = tx.row_locked(ORG, params![org_id]).await?;
+    Ok(())
+}
+
 pub(crate) fn campaign_from_row(row: CampaignRow) -> Campaign {
     let (id, org_id, name, currency, logo, favicon, created_at) = row;
     Campaign {

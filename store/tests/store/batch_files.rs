@@ -176,7 +176,7 @@ async fn the_same_content_twice_is_a_duplicate(store: Store) {
 
     // A duplicate is an event of its own, carrying the batch it repeats; a waiting batch is
     // found by its file's name until it ends.
-    while store.dispatch_events(500).await.unwrap().events > 0 {}
+    while store.dispatch_events(500).await.unwrap().full {}
     let duplicates = store::EventFilter {
         types: vec![store::EventType::BatchDuplicate],
         ..Default::default()

@@ -18,7 +18,7 @@ const PAGE: Page = Page {
 
 /// The campaign's numbered events of `kind`, oldest first.
 async fn events_of(store: &Store, campaign: &Campaign, kind: EventType) -> Vec<Event> {
-    while store.dispatch_events(500).await.unwrap().events > 0 {}
+    while store.dispatch_events(500).await.unwrap().full {}
     let filter = EventFilter {
         types: vec![kind],
         ..Default::default()

@@ -34,7 +34,7 @@ const PAGE: Page = Page {
 
 /// Numbers and fans out until nothing waits.
 async fn dispatch(store: &Store) {
-    while store.dispatch_events(500).await.unwrap().events > 0 {}
+    while store.dispatch_events(500).await.unwrap().full {}
 }
 
 async fn feed(store: &Store, campaign: &Campaign, filter: EventFilter) -> Vec<store::Event> {
@@ -118,7 +118,7 @@ async fn the_feed_pages_by_number(store: Store) {
             .await
             .unwrap();
     }
-    while store.dispatch_events(2).await.unwrap().events > 0 {}
+    while store.dispatch_events(2).await.unwrap().full {}
     let all = feed(&store, &campaign, burns()).await;
     assert_eq!(all.len(), 5);
     let seqs: Vec<i64> = all.iter().map(|e| e.seq.unwrap()).collect();
@@ -239,7 +239,7 @@ async fn events_fan_out_to_the_endpoints_that_want_them(store: Store) {
     // endpoint of every type, the burn to it and to the burns' one.
     assert_eq!((dispatched.events, dispatched.deliveries), (3, 3));
     let due: Vec<String> = store
-        .endpoints_due()
+        .endpoints_due(25)
         .await
         .unwrap()
         .into_iter()
@@ -248,12 +248,96 @@ async fn events_fan_out_to_the_endpoints_that_want_them(store: Store) {
     let mut wanted = vec![all.id.clone(), burns.id.clone()];
     wanted.sort();
     assert_eq!(due, wanted);
+    let first: Vec<String> = store
+        .endpoints_due(1)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(
+        first,
+        wanted[..1],
+        "at most one of the organisation's, by id"
+    );
     for quiet in [&members, &elsewhere, &off, &late] {
         let claimed = claim(&store, quiet).await;
         assert!(claimed.is_empty(), "{}: {claimed:?}", quiet.url);
     }
     // A second run finds nothing new.
     assert_eq!(store.dispatch_events(500).await.unwrap().events, 0);
+}
+
+/// Many endpoints are fanned out to a few at a time: no dispatch gives deliveries to more than
+/// 100 endpoints, every event is numbered into the feed at once, and in the end each endpoint
+/// has each event it wants exactly once.
+async fn a_wide_fan_out_takes_short_writes(store: Store) {
+    let quiet = setup(&store).await;
+    let noisy = setup(&store).await;
+    dispatch(&store).await;
+    let k = key();
+    let everything = endpoint("https://quiet.example/hook", &[]);
+    let quiet_one = store
+        .create_endpoint(&quiet.campaign.org(), everything, &k, 25)
+        .await
+        .unwrap();
+    let org = noisy.campaign.org();
+    let mut noisy_ones = Vec::new();
+    for n in 0..450 {
+        let url = format!("https://noisy.example/{n}");
+        let burns = endpoint(&url, &[EventType::TransactionCreated]);
+        noisy_ones.push(store.create_endpoint(&org, burns, &k, 1_000).await.unwrap());
+    }
+    // The quiet organisation's earn and burn, the noisy one's earn and six burns.
+    earned_and_burned(&store, &quiet.campaign).await;
+    earned_and_burned(&store, &noisy.campaign).await;
+    for n in 2..=6 {
+        let burn = burn(&format!("b-{n}"), 1);
+        store.burn(&noisy.campaign, burn).await.unwrap();
+    }
+    let first = store.dispatch_events(500).await.unwrap();
+    assert_eq!(first.events, 9, "numbered at once, fanned out after");
+    assert!(first.full);
+    let burns_fed = feed(&store, &noisy.campaign, burns()).await;
+    assert_eq!(burns_fed.len(), 6, "every noisy burn is in the feed");
+    let mut runs = vec![first.deliveries];
+    loop {
+        let next = store.dispatch_events(500).await.unwrap();
+        assert_eq!(next.events, 0);
+        runs.push(next.deliveries);
+        if !next.full {
+            break;
+        }
+    }
+    assert!(runs.iter().all(|&d| d <= 100 * 6), "{runs:?}");
+    assert_eq!(runs.iter().sum::<usize>(), 2 + 450 * 6, "{runs:?}");
+    assert!(runs.len() >= 5, "450 endpoints, 100 a write: {runs:?}");
+    let claimed = claim(&store, &quiet_one).await;
+    assert_eq!(claimed.len(), 2, "the quiet earn and burn");
+    for one in [&noisy_ones[0], &noisy_ones[449]] {
+        let claimed = claim(&store, one).await;
+        assert_eq!(claimed.len(), 6, "each noisy burn once");
+    }
+    // An endpoint with a round in flight is not due (its sender goes on with it), though four
+    // of its deliveries are.
+    let lease = Duration::seconds(30);
+    let part = store
+        .claim_deliveries(&noisy_ones[1].id, 2, lease)
+        .await
+        .unwrap();
+    assert_eq!(part.len(), 2);
+    let due = store.endpoints_due(1_000).await.unwrap();
+    assert_eq!(due.len(), 450 - 3);
+    assert!(due.iter().all(|e| e.id != noisy_ones[1].id));
+    assert_eq!(
+        store.endpoints_due(100).await.unwrap().len(),
+        100,
+        "at most 100 of one organisation"
+    );
+    assert_eq!(
+        store.dispatch_events(500).await.unwrap(),
+        Default::default()
+    );
 }
 
 async fn claim(store: &Store, endpoint: &WebhookEndpoint) -> Vec<ClaimedDelivery> {
@@ -300,7 +384,7 @@ async fn attempts_retry_then_deliver(store: Store) {
     let hook_now = store.endpoint(&org, &hook.id).await.unwrap().unwrap();
     assert!(hook_now.failing_since.is_some());
     // Paused, and the delivery waits for its backoff.
-    assert!(store.endpoints_due().await.unwrap().is_empty());
+    assert!(store.endpoints_due(25).await.unwrap().is_empty());
     assert!(claim(&store, &hook).await.is_empty());
     // The worker records the second attempt (as if its backoff had passed).
     let second = ClaimedDelivery {
@@ -378,7 +462,7 @@ async fn deliveries_fail_after_their_window_and_gone_disables(store: Store) {
     assert!(statuses.contains(&DeliveryStatus::Failed), "{statuses:?}");
     let hook_now = store.endpoint(&org, &hook.id).await.unwrap().unwrap();
     assert_eq!(hook_now.status, EndpointStatus::Disabled);
-    assert!(store.endpoints_due().await.unwrap().is_empty());
+    assert!(store.endpoints_due(25).await.unwrap().is_empty());
     let enable = EndpointPatch {
         status: Some(EndpointStatus::Enabled),
         ..Default::default()
@@ -805,6 +889,7 @@ backend_tests!(
     a_burn_records_one_event_with_its_transaction,
     the_feed_pages_by_number,
     events_fan_out_to_the_endpoints_that_want_them,
+    a_wide_fan_out_takes_short_writes,
     attempts_retry_then_deliver,
     deliveries_fail_after_their_window_and_gone_disables,
     concurrent_claims_share_nothing,

@@ -57,10 +57,7 @@ impl NewCorrection {
 /// The order a BURN pays, if it does: an order's payment (`order:<id>`) or the capture of the
 /// hold paying one of its lines (`hold:order:<id>:<line>`).
 fn order_paid_by(burn: &Transaction) -> Option<String> {
-    let key = burn.external_id.as_deref()?;
-    let rest = key.strip_prefix("hold:").unwrap_or(key);
-    let order = rest.strip_prefix("order:")?;
-    Some(order.split(':').next().unwrap_or(order).to_string())
+    crate::orders::paid_order(burn.external_id.as_deref()?).map(str::to_string)
 }
 
 /// A correction's result: its transaction, and whether an earlier identical request made it.

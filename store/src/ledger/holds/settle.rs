@@ -96,7 +96,8 @@ impl Settling {
         };
         let hold = hold_from_row(row.ok_or(StoreError::NotFound { what: "hold" })?)?;
         // A client settles its own holds; an order line's is settled with its booking.
-        if matches!(self.hold, HoldRef::InCampaign { .. }) && hold.external_id.starts_with("order:")
+        if matches!(self.hold, HoldRef::InCampaign { .. })
+            && crate::orders::paid_order(&hold.external_id).is_some()
         {
             return Ok(Err(StoreError::refused(
                 "pays_order",
