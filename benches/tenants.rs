@@ -9,7 +9,10 @@
 //!    at a receiver that accepts connections and never answers, and 50 burns whose events each
 //!    of them is due: every round of theirs hangs until the attempt's timeout.
 //!
-//! It prints both scenarios' burn and health latencies, the most sockets the silent receiver
+//! 3. The floor, in a second database with no service: the other organisation's burns straight
+//!    to the store, alone and while the same fan-out is dispatched (nothing sent).
+//!
+//! It prints the scenarios' burn and health latencies, the most sockets the silent receiver
 //! held at once and the descriptors the process had open. `cargo bench --bench tenants`.
 //! Goals: the other organisation's burn p99 within 2x the baseline, `/healthz` p99 under 50 ms.
 
@@ -156,18 +159,7 @@ async fn run() {
     let (url, open, most) = silent().await;
     let noisy = noisy_tenant(&store, &url, endpoints).await;
     let started = Instant::now();
-    for n in 0..NOISY_BURNS {
-        let burn = store::NewBurn {
-            wallet: "n-w".into(),
-            external_id: format!("noisy-{n}"),
-            amount: store::Tokens::from_text("0.01").unwrap(),
-            description: "Noise".into(),
-            comment: None,
-            meta: None,
-            date: None,
-        };
-        store.burn(&noisy, burn).await.unwrap();
-    }
+    noisy_burns(&store, &noisy).await;
     let (beside, noisy_p50, noisy_p99) =
         beside_health(common::drive_at(rate, seconds, burns("beside"))).await;
     let descriptors = open_descriptors();
@@ -190,6 +182,85 @@ async fn run() {
         open.load(Ordering::Relaxed),
         started.elapsed().as_secs_f64()
     );
+    let (floor_alone, floor_beside) = floor(rate, seconds, endpoints).await;
+    println!("{}", floor_alone.row("floor: store burns alone"));
+    println!("{}", floor_beside.row("floor: beside the fan-out"));
+    println!(
+        "floor: the database alone, {:.2}x (the same fan-out's writes, no HTTP, no sends)",
+        floor_beside.p99_ms / floor_alone.p99_ms
+    );
+}
+
+/// The noisy organisation's burns: each one's event is due at every endpoint of theirs.
+async fn noisy_burns(store: &Store, noisy: &store::Campaign) {
+    for n in 0..NOISY_BURNS {
+        let burn = store::NewBurn {
+            wallet: "n-w".into(),
+            external_id: format!("noisy-{n}"),
+            amount: store::Tokens::from_text("0.01").unwrap(),
+            description: "Noise".into(),
+            comment: None,
+            meta: None,
+            date: None,
+        };
+        store.burn(noisy, burn).await.unwrap();
+    }
+}
+
+/// The floor, in a database of its own with no service: the other organisation's burns straight
+/// to the store at `rate`, alone, then while the noisy organisation's burns are fanned out to
+/// its `endpoints` by the dispatcher's own store call, looking every 100 ms and pausing three
+/// times each transaction's length while a backlog lasts, as the service's dispatcher does
+/// (`api::jobs::deliveries`). Nothing is sent: what the database alone does with that work.
+async fn floor(rate: f64, seconds: u64, endpoints: usize) -> (common::Load, common::Load) {
+    let common::Seed {
+        _db,
+        store,
+        campaign,
+        ..
+    } = common::seed(WALLETS, true).await;
+    common::open_lots(&store, &campaign, WALLETS, 10).await;
+    let burns = |round: &'static str| {
+        let (store, campaign) = (store.clone(), campaign.clone());
+        move |c: usize, n: usize| {
+            let (store, campaign) = (store.clone(), campaign.clone());
+            let burn = store::NewBurn {
+                wallet: format!("w-{}", (c * 13 + n) % WALLETS),
+                external_id: format!("{round}-{c}-{n}"),
+                amount: store::Tokens::from_text("0.01").unwrap(),
+                description: "Voucher".into(),
+                comment: None,
+                meta: None,
+                date: None,
+            };
+            async move {
+                store.burn(&campaign, burn).await.unwrap();
+            }
+        }
+    };
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let dispatcher = {
+        let (store, stop) = (store.clone(), stop.clone());
+        tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                loop {
+                    let started = Instant::now();
+                    if !store.dispatch_events(1_000).await.unwrap().full {
+                        break;
+                    }
+                    tokio::time::sleep(started.elapsed() * 3).await;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+    };
+    let alone = common::drive_at(rate, seconds, burns("alone")).await;
+    let noisy = noisy_tenant(&store, "http://127.0.0.1:9/hook", endpoints).await;
+    noisy_burns(&store, &noisy).await;
+    let beside = common::drive_at(rate, seconds, burns("beside")).await;
+    stop.store(true, Ordering::Relaxed);
+    dispatcher.await.unwrap();
+    (alone, beside)
 }
 
 /// An organisation with a wallet of tokens and `count` endpoints at `url`, each wanting every
