@@ -899,3 +899,49 @@ backend_tests!(
     an_expiry_has_its_event,
     a_batch_file_makes_one_event,
 );
+
+/// The schema before migration 27, which keeps the dispatcher's place in a fan-out.
+const BEFORE_THE_PLACE: i64 = 26;
+
+/// An event numbered before migration 27 was fanned out when numbered: after it, the
+/// dispatcher does not fan it out again (no second delivery to any endpoint).
+async fn migration_27_fans_nothing_out_twice(db: store::testing::TestStore) {
+    let store = &db.store;
+    let s = setup(store).await;
+    let org = s.campaign.org();
+    store
+        .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &key(), 25)
+        .await
+        .unwrap();
+    let (o, c) = (&s.campaign.org_id, &s.campaign.id);
+    let numbered = format!(
+        "INSERT INTO events (id, org_id, campaign_id, type, occurred_at, data, seq) VALUES \
+         ('ev-old', '{o}', '{c}', 'transaction.created', '2100-01-01T00:00:00+00:00', '{{}}', 1); \
+         DELETE FROM events WHERE id <> 'ev-old'; UPDATE event_dispatch SET last_seq = 1;"
+    );
+    store.execute_raw(&numbered).await.unwrap();
+    store.migrate().await.unwrap();
+    assert_eq!(
+        store.dispatch_events(500).await.unwrap(),
+        Default::default()
+    );
+    let endpoints = store.endpoints_due(25).await.unwrap();
+    assert!(endpoints.is_empty(), "{endpoints:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migration_27_fans_nothing_out_twice_on_sqlite() {
+    migration_27_fans_nothing_out_twice(
+        store::testing::TestStore::sqlite_at(BEFORE_THE_PLACE).await,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set REWARDS_TEST_POSTGRES_URL and pass --ignored"]
+async fn migration_27_fans_nothing_out_twice_on_postgres() {
+    migration_27_fans_nothing_out_twice(
+        store::testing::TestStore::postgres_at(BEFORE_THE_PLACE).await,
+    )
+    .await;
+}
