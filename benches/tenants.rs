@@ -23,7 +23,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
-use serde_json::json;
 use store::{ApiVersion, CodeKey, NewCampaign, NewEndpoint, NewMember, NewWallet, Store};
 
 const WALLETS: usize = 100;
@@ -118,23 +117,7 @@ async fn run() {
     let state = api::AppState::new(store.clone(), CodeKey::new(&CODES)).with_settings(settings);
     let base = common::serve_state(state).await;
 
-    let client = reqwest::Client::new();
-    let (k, s) = (key.key.api_key.clone(), key.secret.clone());
-    let burns = |round: &'static str| {
-        let (client, base, k, s) = (client.clone(), base.clone(), k.clone(), s.clone());
-        move |c: usize, n: usize| {
-            let body = json!({"externalId": format!("{round}-{c}-{n}"), "amount": 0.01,
-                "walletId": format!("w-{}", (c * 13 + n) % WALLETS), "description": "Voucher"});
-            let request = client
-                .post(format!("{base}/v1/transactions/burn"))
-                .header("x-api-key", &k)
-                .header("x-api-secret", &s)
-                .json(&body);
-            async move {
-                assert_eq!(request.send().await.unwrap().status(), StatusCode::OK);
-            }
-        }
-    };
+    let burns = common::HttpBurns::new(&base, &key, WALLETS);
     let beside_health = |load| {
         let base = base.clone();
         async move {
@@ -154,14 +137,14 @@ async fn run() {
         descriptor_limit()
     );
     let (alone, health_p50, health_p99) =
-        beside_health(common::drive_at(rate, seconds, burns("alone"))).await;
+        beside_health(common::drive_at(rate, seconds, burns.round("alone"))).await;
 
     let (url, open, most) = silent().await;
     let noisy = noisy_tenant(&store, &url, endpoints).await;
     let started = Instant::now();
     noisy_burns(&store, &noisy).await;
     let (beside, noisy_p50, noisy_p99) =
-        beside_health(common::drive_at(rate, seconds, burns("beside"))).await;
+        beside_health(common::drive_at(rate, seconds, burns.round("beside"))).await;
     let descriptors = open_descriptors();
 
     println!("{}", common::HEADER);

@@ -91,38 +91,22 @@ async fn run() {
     common::open_lots(&store, &campaign, WALLETS, LOTS).await;
     let base = serve(&store).await;
 
-    let client = reqwest::Client::new();
-    let (k, s) = (key.key.api_key.clone(), key.secret.clone());
-    let burns = move |round: &'static str| {
-        let (client, base, k, s) = (client.clone(), base.clone(), k.clone(), s.clone());
-        move |c: usize, n: usize| {
-            let body = json!({"externalId": format!("{round}-{c}-{n}"), "amount": 0.01,
-                "walletId": format!("w-{}", (c * 13 + n) % WALLETS), "description": "Voucher"});
-            let request = client
-                .post(format!("{base}/v1/transactions/burn"))
-                .header("x-api-key", &k)
-                .header("x-api-secret", &s)
-                .json(&body);
-            async move {
-                assert_eq!(request.send().await.unwrap().status(), StatusCode::OK);
-            }
-        }
-    };
+    let burns = common::HttpBurns::new(&base, &key, WALLETS);
 
     println!(
         "backend: {:?}; {WALLETS} wallets of {LOTS} open lots; {seconds} s a scenario",
         store.backend()
     );
     println!("{}", common::HEADER);
-    let without = common::drive(CLIENTS, seconds, burns("plain")).await;
+    let without = common::drive(CLIENTS, seconds, burns.round("plain")).await;
     let rate = common::number("BENCH_RATE", (without.rate / 2.0).round());
-    let paced_without = common::drive_at(rate, seconds, burns("paced")).await;
+    let paced_without = common::drive_at(rate, seconds, burns.round("paced")).await;
 
     let (url, taken) = receiver().await;
     let org = campaign.org();
     let endpoint = subscribe(&store, &campaign, url, vec![EventType::TransactionCreated]).await;
-    let paced_with = common::drive_at(rate, seconds, burns("paced-hooked")).await;
-    let with = common::drive(CLIENTS, seconds, burns("hooked")).await;
+    let paced_with = common::drive_at(rate, seconds, burns.round("paced-hooked")).await;
+    let with = common::drive(CLIENTS, seconds, burns.round("hooked")).await;
     let behind = taken_by(
         &taken,
         paced_with.count + with.count,
@@ -134,14 +118,14 @@ async fn run() {
     // the machine's 2 cores, without the outbox, the claims or the signatures.
     let (floor_url, _) = receiver().await;
     let paced_floor = beside_posts(
-        common::drive_at(rate, seconds, burns("paced-floor")),
+        common::drive_at(rate, seconds, burns.round("paced-floor")),
         &floor_url,
         rate,
         seconds,
     )
     .await;
     let floor = beside_posts(
-        common::drive(CLIENTS, seconds, burns("floor")),
+        common::drive(CLIENTS, seconds, burns.round("floor")),
         &floor_url,
         with.rate,
         seconds,

@@ -316,6 +316,55 @@ pub fn percentiles(mut durations: Vec<Duration>) -> (f64, f64) {
 /// A fresh store (PostgreSQL when `REWARDS_TEST_POSTGRES_URL` is set, else SQLite) with one
 /// campaign (`PTS`), a key for it, and `members` members `m-<i>`, each with a wallet `w-<i>`
 /// when `wallets` is set.
+/// One request of a load, boxed so that a builder can hand out a closure that makes it.
+pub type Request = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Burns of 0.01 over HTTP with one key, spread over the seeded wallets.
+#[derive(Clone)]
+pub struct HttpBurns {
+    client: reqwest::Client,
+    base: String,
+    key: String,
+    secret: String,
+    wallets: usize,
+}
+
+impl HttpBurns {
+    pub fn new(base: &str, key: &store::IssuedKey, wallets: usize) -> HttpBurns {
+        HttpBurns {
+            client: reqwest::Client::new(),
+            base: base.to_string(),
+            key: key.key.api_key.clone(),
+            secret: key.secret.clone(),
+            wallets,
+        }
+    }
+
+    /// One round's burns for `drive` or `drive_at`: client `c`'s `n`th has the external id
+    /// `{round}-{c}-{n}` (unique in the run) and spends from wallet `w-{(c * 13 + n) % wallets}`.
+    pub fn round(
+        &self,
+        round: &'static str,
+    ) -> impl Fn(usize, usize) -> Request + Send + Sync + use<> {
+        let burns = self.clone();
+        move |c, n| {
+            let body = serde_json::json!({"externalId": format!("{round}-{c}-{n}"),
+                "amount": 0.01, "walletId": format!("w-{}", (c * 13 + n) % burns.wallets),
+                "description": "Voucher"});
+            let request = burns
+                .client
+                .post(format!("{}/v1/transactions/burn", burns.base))
+                .header("x-api-key", &burns.key)
+                .header("x-api-secret", &burns.secret)
+                .json(&body);
+            Box::pin(async move {
+                let answer = request.send().await.unwrap();
+                assert_eq!(answer.status(), reqwest::StatusCode::OK);
+            })
+        }
+    }
+}
+
 pub struct Seed {
     pub _db: store::testing::TestStore,
     pub store: store::Store,

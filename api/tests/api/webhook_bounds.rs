@@ -158,32 +158,12 @@ async fn redeliveries_are_bounded_per_request_and_per_hour(app: TestApp) {
     let test = format!("/v1/webhooks/{id}/test");
     let tested = call(&app, &key, Method::POST, &test, json!({})).await;
     assert_eq!(tested.status, StatusCode::ACCEPTED, "{}", tested.body);
-    let one = call(
-        &app,
-        &key,
-        Method::POST,
-        &path,
-        json!({"eventId": events[0]}),
-    )
-    .await;
-    assert_eq!(one.status, StatusCode::ACCEPTED, "the seventh");
-    let one = call(
-        &app,
-        &key,
-        Method::POST,
-        &path,
-        json!({"eventId": events[0]}),
-    )
-    .await;
-    assert_eq!(one.status, StatusCode::ACCEPTED, "the eighth");
-    let throttled = call(
-        &app,
-        &key,
-        Method::POST,
-        &path,
-        json!({"eventId": events[0]}),
-    )
-    .await;
+    let again = json!({"eventId": events[0]});
+    for nth in ["the seventh", "the eighth"] {
+        let one = call(&app, &key, Method::POST, &path, again.clone()).await;
+        assert_eq!(one.status, StatusCode::ACCEPTED, "{nth}");
+    }
+    let throttled = call(&app, &key, Method::POST, &path, again).await;
     assert_eq!(
         throttled.status,
         StatusCode::TOO_MANY_REQUESTS,
