@@ -482,7 +482,7 @@ impl Drop for BulkTable {
 /// The texts of the service's migrations for a backend (`sqlite`, `postgres`), in order.
 fn migrations(backend: &str) -> Vec<String> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("store/migrations")
+        .join("store/seam/migrations")
         .join(backend);
     let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
     files.sort_by_key(|f| f.file_name());

@@ -1,12 +1,11 @@
 //! The system of record. `Store` is the one interface the rest of the code uses: domain types in
 //! and out, every operation on a tenant's records taking its scope as a type (`OrgScope` or
 //! `&Campaign`, made only by the store: `tenancy/scope.rs`). Its methods are grouped by domain,
-//! one `impl Store` a file, each saying what it holds and which scope it takes. It runs on SQLite
-//! (the embedded default) or PostgreSQL (several nodes sharing one database). Where things live:
+//! one `impl Store` a file, each saying what it holds and which scope it takes. It runs on the
+//! database of the `seam` crate below it (`Db`, SQLite or PostgreSQL; its `backend` and `common`
+//! are used here under those names), which `Store` holds and derefs to. Where things live:
 //!
-//! - `backend/`: the one place that picks a backend: single statements (`statements.rs`), the
-//!   transaction seam (`tx.rs`: `Tx`, `Store::write`, `Store::read`, `Store::fork`), the
-//!   migrations of both trees, and `direct/`, SQLite through rusqlite with its writer thread.
+//! - `handle.rs`: `Store` itself, with the caches and the dates a transaction may carry.
 //! - `tenancy/`: organisations and campaigns, API keys and interface versions, SFTP users, and
 //!   the scopes (`scope.rs`).
 //! - `programme/`: a campaign's policies, tiers, rule sets, the compiled rule book, and the
@@ -19,25 +18,23 @@
 //! - `reviews/`: members' reviews, their profanity scores, reports and moderation.
 //! - `catalogue/`: the reward catalogue: the import document, applying it, reading it back, and
 //!   the in-memory search index of each campaign (`index.rs`, built on the `search` crate).
-//! - `common/`: ids, exact token amounts, paging, the short-lived cache, stored enums
-//!   (`string_enum!`); `limits.rs`: the input limits every door holds; `meta.rs`: an earn's
-//!   meta from cells; `error.rs`: the one error type.
+//! - `events/`: events, webhook endpoints, their deliveries and retention.
+//! - `exports/`: ledger exports read out in chunks, and their schedules.
+//! - `meta.rs`: an earn's meta from cells.
 //! - `testing/` (feature `testing`): fresh stores on either backend and schema comparison.
 
 #[macro_use]
-mod backend;
-#[macro_use]
-mod common;
+extern crate seam;
+
 #[macro_use]
 mod programme;
 mod batches;
 mod catalogue;
-mod error;
 mod events;
 mod exports;
+mod handle;
 mod leaderboard;
 mod ledger;
-pub mod limits;
 mod members;
 pub mod meta;
 mod orders;
@@ -46,7 +43,6 @@ mod tenancy;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
-pub use backend::{Backend, Store};
 pub use batches::file_earns::{Evaluated, FileEarn, FileOutcome, FileTotals, Pending};
 pub use batches::file_returns::{FileReturn, ReturnOutcome};
 pub use batches::mappings::StoredMapping;
@@ -78,6 +74,7 @@ pub use events::retention::EVENT_RETENTION;
 pub use events::{Event, EventData, EventFilter, EventType, TierRef};
 pub use exports::schedule::{ClaimedDay, ExportFormat, ExportSchedule, SETTLE as EXPORT_SETTLE};
 pub use exports::{ExportChunk, ExportFilter, ExportTime, Texts};
+pub use handle::Store;
 pub use leaderboard::{Built, Neighbourhood, Snapshot, Standing, display_name};
 pub use ledger::audit::Discrepancy;
 pub use ledger::burn::{Burned, NewBurn};
@@ -107,6 +104,9 @@ pub use reviews::{
     Decision, Moderation, NewReview, Review, ReviewFilter, ReviewList, ReviewStatus,
     profanity_score,
 };
+pub use seam::limits;
+pub use seam::{Backend, Db};
+use seam::{backend, common, error};
 pub use tenancy::api_version::ApiVersion;
 pub use tenancy::keys::{ApiKey, IssuedKey, KeyContext, NewKey, Permission};
 pub use tenancy::orgs::{Campaign, NewCampaign, Organisation};

@@ -3,12 +3,12 @@
 use sqlx::{AssertSqlSafe, PgPool};
 
 use super::{ExportChunk, Exporting, Record};
+use crate::StoreError;
 use crate::backend::tx::pg_args;
 use crate::backend::{OnPostgres, borrowed};
-use crate::{Store, StoreError};
 
 impl OnPostgres for Exporting {
-    async fn postgres(self, _: &Store, pool: &PgPool) -> Result<u64, StoreError> {
+    async fn postgres(self, pool: &PgPool) -> Result<u64, StoreError> {
         let arguments = pg_args(&borrowed(&self.bound))?;
         let mut stream =
             sqlx::query_as_with::<_, Record, _>(AssertSqlSafe(self.sql), arguments).fetch(pool);

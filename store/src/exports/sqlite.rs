@@ -5,13 +5,13 @@ use rusqlite::types::ValueRef;
 use tokio::sync::mpsc;
 
 use super::{ExportChunk, Exporting};
+use crate::StoreError;
 use crate::backend::direct::{self, Direct};
 use crate::backend::tx::sqlite_args;
 use crate::backend::{OnSqlite, borrowed};
-use crate::{Store, StoreError};
 
 impl OnSqlite for Exporting {
-    async fn sqlite(self, _: &Store, direct: &Direct) -> Result<u64, StoreError> {
+    async fn sqlite(self, direct: &Direct) -> Result<u64, StoreError> {
         let Exporting {
             sql,
             bound,

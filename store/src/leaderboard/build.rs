@@ -151,6 +151,7 @@ impl Store {
     /// Deletes every generation of the campaign's snapshot except `keep` (see `Dropping`).
     async fn drop_generations_but(&self, campaign_id: &str, keep: i64) -> Result<(), StoreError> {
         self.fork(Dropping {
+            db: self.db().clone(),
             campaign_id: campaign_id.to_string(),
             keep,
         })
@@ -175,6 +176,8 @@ impl Forked for Ranking {
 /// PostgreSQL in one statement per table, which holds no other writer back (and chunks there
 /// would each walk the dead index entries the ones before left).
 struct Dropping {
+    /// SQLite's chunks find each one's last key with a read of its own.
+    db: crate::Db,
     campaign_id: String,
     keep: i64,
 }

@@ -75,6 +75,7 @@ impl Store {
         let min_balance = self.policy(campaign).await?.min_balance;
         let fingerprint = burn.fingerprint();
         let burning = Burning {
+            store: self,
             campaign,
             burn,
             fingerprint,
@@ -87,6 +88,7 @@ impl Store {
 /// One burn, for the backend's half (`sqlite.rs`, `postgres.rs`): each finds the wallet, has
 /// it debited and answers with `Burning::answer`.
 struct Burning<'a> {
+    store: &'a Store,
     campaign: &'a Campaign,
     burn: NewBurn,
     fingerprint: Fingerprint,

@@ -9,7 +9,8 @@ use serde_json::Value;
 use sqlx::types::Json;
 
 use crate::backend::{Arg, ToArg};
-use crate::common::ids::{Fingerprint, sha256};
+use crate::common::ids::Fingerprint;
+pub(crate) use crate::common::ids::idem_key_of;
 use crate::error::known;
 use crate::{Campaign, Page, Paged, Store, StoreError, Tokens};
 
@@ -188,11 +189,6 @@ pub(crate) const INSERT_TRANSACTION: &str = insert_transaction!();
 /// `backend::migrations::fill_idem_keys`).
 pub(crate) fn idem_key(org_id: &str, kind: TransactionKind, external_id: &str) -> Vec<u8> {
     idem_key_of(org_id, kind.as_str(), external_id)
-}
-
-/// `idem_key` of a kind as the database stores it.
-pub(crate) fn idem_key_of(org_id: &str, kind: &str, external_id: &str) -> Vec<u8> {
-    sha256(&format!("{org_id}:{kind}:{external_id}"))[..16].to_vec()
 }
 
 /// A transaction to write with `INSERT_TRANSACTION` (or `COPY`): its values in `args`.

@@ -11,7 +11,7 @@ use sqlx::sqlite::SqliteConnectOptions;
 pub use crate::backend::schema;
 
 use crate::common::ids::random_token;
-use crate::{Store, StoreError};
+use crate::{Db, Store, StoreError};
 
 /// The variable naming the PostgreSQL server for tests.
 pub const POSTGRES_URL_VAR: &str = "REWARDS_TEST_POSTGRES_URL";
@@ -45,7 +45,8 @@ impl TestStore {
         let store = async {
             std::fs::create_dir_all(&dir.0)
                 .map_err(|e| StoreError::invalid("dir", e.to_string()))?;
-            let store = Store::sqlite_with(SqliteConnectOptions::new().filename(&file)).await?;
+            let db = Db::sqlite_with(SqliteConnectOptions::new().filename(&file)).await?;
+            let store = Store::on(db);
             store.migrate_to(version).await?;
             Ok::<_, StoreError>(store)
         };
@@ -198,5 +199,31 @@ pub(crate) fn fault(earn: &crate::EarnInput, stage: &str) {
         .and_then(|d| d.strip_prefix("panic at "));
     if wanted == Some(stage) {
         panic!("injected fault at {stage}");
+    }
+}
+
+/// What tests read of a wallet's lots beyond the ledger's own operations.
+impl Store {
+    /// What spending transaction `id` took from each earn's lot: (earn id, micro-tokens), by
+    /// earn id.
+    pub async fn spends_of(&self, id: &str) -> Result<Vec<(String, i64)>, StoreError> {
+        let sql = "SELECT earn_id, amount FROM spends WHERE transaction_id = $1 ORDER BY earn_id";
+        self.read_rows(sql, params![id]).await
+    }
+
+    /// What is left in each of wallet `id`'s lots, by its spending position and aside rows
+    /// (see `ledger::fifo`): (earn id, micro-tokens) for every earn that holds some, by earn id.
+    pub async fn lots_of(&self, id: &str) -> Result<Vec<(String, i64)>, StoreError> {
+        const SQL: &str = concat!(
+            "SELECT t.id, ",
+            crate::ledger::fifo::lot_left!(),
+            " FROM transactions t JOIN wallets w ON w.id = t.wallet_id \
+             LEFT JOIN lots_aside a ON a.transaction_id = t.id \
+             WHERE t.wallet_id = $1 AND t.kind IN ",
+            crate::ledger::transactions::lot_kinds!(),
+            " ORDER BY t.id"
+        );
+        let rows: Vec<(String, i64)> = self.read_rows(SQL, params![id]).await?;
+        Ok(rows.into_iter().filter(|(_, left)| *left != 0).collect())
     }
 }

@@ -253,7 +253,7 @@ async fn events_fan_out_to_the_endpoints_that_want_them(store: Store) {
         "at most one of the organisation's, by id"
     );
     for quiet in [&members, &elsewhere, &off, &late] {
-        let claimed = claim(&store, quiet).await;
+        let claimed = claim(store, quiet).await;
         assert!(claimed.is_empty(), "{}: {claimed:?}", quiet.url);
     }
     // A second run finds nothing new.

@@ -3,8 +3,8 @@
 use sqlx::{AssertSqlSafe, PgPool};
 
 use super::{Dropping, ORDER, RANKED, Ranking, TABLES};
+use crate::StoreError;
 use crate::backend::OnPostgres;
-use crate::{Store, StoreError};
 
 /// Each member's place, from the entries of generation `$2` of campaign `$1`, in the members
 /// table's key order.
@@ -13,7 +13,7 @@ const PLACES: &str = "INSERT INTO leaderboard_members (campaign_id, generation, 
      WHERE campaign_id = $1 AND generation = $2 ORDER BY member_id";
 
 impl OnPostgres for Ranking {
-    async fn postgres(self, _: &Store, pool: &PgPool) -> Result<u64, StoreError> {
+    async fn postgres(self, pool: &PgPool) -> Result<u64, StoreError> {
         let sql = format!(
             "INSERT INTO leaderboard_entries (campaign_id, generation, rank, member_id, points) \
              SELECT $2, $3, ROW_NUMBER() OVER (ORDER BY {ORDER}), owner_id, points \
@@ -36,7 +36,7 @@ impl OnPostgres for Ranking {
 }
 
 impl OnPostgres for Dropping {
-    async fn postgres(self, _: &Store, pool: &PgPool) -> Result<(), StoreError> {
+    async fn postgres(self, pool: &PgPool) -> Result<(), StoreError> {
         for (table, _) in TABLES {
             let delete = format!("DELETE FROM {table} WHERE campaign_id = $1 AND generation <> $2");
             sqlx::query(AssertSqlSafe(delete))

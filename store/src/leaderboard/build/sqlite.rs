@@ -2,15 +2,15 @@
 //! written in chunks, each a short transaction, so the single writer is never held for long.
 
 use super::{Dropping, ORDER, RANKED, Ranking, TABLES};
+use crate::StoreError;
 use crate::backend::OnSqlite;
 use crate::backend::direct::{self, Direct};
-use crate::{Store, StoreError};
 
 /// Entries per write, and per delete of an old generation.
 const CHUNK: usize = 5_000;
 
 impl OnSqlite for Ranking {
-    async fn sqlite(self, _: &Store, direct: &Direct) -> Result<u64, StoreError> {
+    async fn sqlite(self, direct: &Direct) -> Result<u64, StoreError> {
         const ENTRY: &str = "INSERT INTO leaderboard_entries (campaign_id, generation, rank, \
              member_id, points) VALUES ($1, $2, $3, $4, $5)";
         const BY_MEMBER: &str = "SELECT member_id, rank FROM leaderboard_entries \
@@ -58,7 +58,8 @@ impl OnSqlite for Ranking {
 }
 
 impl OnSqlite for Dropping {
-    async fn sqlite(self, store: &Store, _: &Direct) -> Result<(), StoreError> {
+    async fn sqlite(self, _: &Direct) -> Result<(), StoreError> {
+        let store = &self.db;
         let (campaign_id, keep) = (&self.campaign_id, self.keep);
         for (table, key) in TABLES {
             let this = format!("{table} WHERE campaign_id = $1 AND generation = $2");

@@ -6,11 +6,11 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use super::{Burned, Burning, Claimed, Debit, Debiting, Lots, in_spending_order, lot, position};
+use crate::StoreError;
 use crate::backend::{Arg, OnPostgres, PgTx, Tx};
 use crate::common::ids::now;
 use crate::ledger::fifo::{Earn, Position};
 use crate::ledger::transactions::{insert_transaction, unsum};
-use crate::{Store, StoreError};
 
 mod at_once;
 
@@ -52,7 +52,8 @@ impl OnPostgres for Burning<'_> {
     /// The wallet is found by the burn's own first read (`at_once`), which brings what an
     /// unlocked burn needs: one round trip for both. When the unlocked burn cannot be made, the
     /// locked one is (`Store::write`).
-    async fn postgres(self, store: &Store, pool: &PgPool) -> Result<Burned, StoreError> {
+    async fn postgres(self, pool: &PgPool) -> Result<Burned, StoreError> {
+        let store = self.store;
         let mut conn = pool.acquire().await?;
         let Some((wallet_id, currency, read)) =
             at_once::read(&mut conn, self.campaign, &self.burn.wallet).await?

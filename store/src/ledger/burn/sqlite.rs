@@ -4,12 +4,12 @@
 use chrono::{DateTime, Utc};
 
 use super::{Burned, Burning, Claimed, Debit, Debiting, Lots, in_spending_order, lot, position};
+use crate::StoreError;
 use crate::backend::direct::Direct;
 use crate::backend::{OnSqlite, SqliteTx, Tx};
 use crate::common::ids::now;
 use crate::ledger::fifo::{Aside, Earn, LotRow, Position};
 use crate::ledger::transactions::{entry_columns, unsum};
-use crate::{Store, StoreError};
 
 /// The BURN transaction (`INSERT_TRANSACTION`'s parameters), unless its key (`$20`) holds a
 /// burn or a refusal: the writes come one at a time, so this one statement tells both.
@@ -37,7 +37,8 @@ const FROM: &str = super::from_position!(" AND (date, id) >= ($2, $3)", "1");
 const AFTER: &str = super::from_position!(" AND (date, id) > ($2, $3)", "16");
 
 impl OnSqlite for Burning<'_> {
-    async fn sqlite(self, store: &Store, _: &Direct) -> Result<Burned, StoreError> {
+    async fn sqlite(self, _: &Direct) -> Result<Burned, StoreError> {
+        let store = self.store;
         let wallet = match store.get_wallet(self.campaign, &self.burn.wallet).await {
             Ok(wallet) => wallet,
             Err(StoreError::NotFound { .. }) => return self.answer(store, None).await,

@@ -13,12 +13,12 @@ use crate::events;
 use crate::ledger::earn::{RequestRow, earn_event, request_columns, requests_joined};
 use crate::ledger::same_earn::{EarlierEarn, earlier_columns};
 use crate::ledger::transactions::{entry_columns, unsum};
-use crate::{Credit, Credited, Policy, Store, StoreError, Tokens};
+use crate::{Credit, Credited, Policy, StoreError, Tokens};
 
 mod copy;
 
 impl<F: Future<Output = ()>> OnPostgres for Crediting<F> {
-    async fn postgres(self, _: &Store, pool: &PgPool) -> Result<Self::Output, StoreError> {
+    async fn postgres(self, pool: &PgPool) -> Result<Self::Output, StoreError> {
         let Crediting {
             credits,
             policies,

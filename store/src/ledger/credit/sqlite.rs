@@ -13,7 +13,7 @@ use crate::common::ids::new_id;
 use crate::ledger::earn::record_earn_event;
 use crate::ledger::same_earn::{EarlierEarn, earlier_columns};
 use crate::ledger::transactions::{Entry, EntryText, INSERT_TRANSACTION, unsum};
-use crate::{Credit, Credited, Policy, Store, StoreError, Tokens};
+use crate::{Credit, Credited, Policy, StoreError, Tokens};
 
 /// A wallet's balance, lifetime earnings (and when they last grew), pending tokens, tier and
 /// next expiry after crediting it `$2` micro-tokens of which the first expire at `$4`, `$6` to
@@ -34,7 +34,7 @@ const CREDIT_WALLET: &str = concat!(
 );
 
 impl<F: Future<Output = ()>> OnSqlite for Crediting<F> {
-    async fn sqlite(self, _: &Store, direct: &direct::Direct) -> Result<Self::Output, StoreError> {
+    async fn sqlite(self, direct: &direct::Direct) -> Result<Self::Output, StoreError> {
         let Crediting {
             credits,
             policies,

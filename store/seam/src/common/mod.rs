@@ -2,11 +2,11 @@
 //! calendar's bounds, the short-lived cache, and the reader of documents people write
 //! (`problems.rs`).
 
-pub(crate) mod cache;
-pub(crate) mod calendar;
+pub mod cache;
+pub mod calendar;
 #[macro_use]
-pub(crate) mod enums;
-pub(crate) mod ids;
-pub(crate) mod page;
-pub(crate) mod problems;
-pub(crate) mod tokens;
+pub mod enums;
+pub mod ids;
+pub mod page;
+pub mod problems;
+pub mod tokens;

@@ -1,9 +1,10 @@
 //! Result rows as named structs, decoded the same way on every path.
 
-/// Declares a row struct: `row_struct! { pub(crate) struct BatchRow { id: String, ... } }`.
+/// Declares a row struct: `row_struct! { pub struct BatchRow { id: String, ... } }`.
 /// Its fields decode by position, in the order of the SELECT's columns, from rusqlite's rows
 /// (`direct::FromRow`) and sqlx's PostgreSQL rows, so one declaration serves both backends and a
 /// field is read by its name, not by its place in a tuple.
+#[macro_export]
 macro_rules! row_struct {
     // The decoding from sqlx's PostgreSQL rows.
     (@sqlx $name:ident, $row:ty, $($field:ident),*) => {
@@ -21,10 +22,10 @@ macro_rules! row_struct {
     }) => {
         $(#[$meta])*
         $vis struct $name {
-            $($(#[$field_meta])* pub(crate) $field: $ty,)*
+            $($(#[$field_meta])* pub $field: $ty,)*
         }
 
-        row_struct!(@sqlx $name, sqlx::postgres::PgRow, $($field),*);
+        $crate::row_struct!(@sqlx $name, sqlx::postgres::PgRow, $($field),*);
 
         impl $crate::backend::direct::FromRow for $name {
             fn from_row(row: &rusqlite::Row) -> rusqlite::Result<Self> {

@@ -1,23 +1,16 @@
 //! The writer thread's bulk writes: when they commit, and what a failure undoes.
 
 use super::{Direct, committed, execute, row};
-use crate::backend::Pool;
-use crate::testing::TestStore;
 
-async fn scratch() -> TestStore {
-    let test = TestStore::sqlite().await;
-    direct(&test)
+/// A writer and its readers on a fresh file with one table, kept while the folder lives.
+async fn scratch() -> (Direct, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let direct = Direct::open(&dir.path().join("scratch.db")).unwrap();
+    direct
         .write(|c| execute(c, "CREATE TABLE scratch (n INTEGER UNIQUE)", &[]))
         .await
         .unwrap();
-    test
-}
-
-fn direct(test: &TestStore) -> &Direct {
-    match &test.store.pool {
-        Pool::Sqlite(direct) => direct,
-        Pool::Postgres(_) => unreachable!("a SQLite test store"),
-    }
+    (direct, dir)
 }
 
 fn insert(n: i64) -> impl FnOnce(&rusqlite::Connection) -> Result<usize, crate::StoreError> {
@@ -33,8 +26,8 @@ fn count(direct: &Direct) -> i64 {
 
 #[tokio::test]
 async fn bulk_writes_commit_with_the_next_other_write() {
-    let test = scratch().await;
-    let direct = direct(&test);
+    let (direct, _dir) = scratch().await;
+    let direct = &direct;
     let (_, first) = direct.write_bulk(insert(1)).await.unwrap();
     let (_, second) = direct.write_bulk(insert(2)).await.unwrap();
     direct.write(insert(3)).await.unwrap();
@@ -45,8 +38,8 @@ async fn bulk_writes_commit_with_the_next_other_write() {
 
 #[tokio::test]
 async fn bulk_writes_left_alone_are_committed() {
-    let test = scratch().await;
-    let direct = direct(&test);
+    let (direct, _dir) = scratch().await;
+    let direct = &direct;
     let (_, commit) = direct.write_bulk(insert(1)).await.unwrap();
     committed(commit).await.unwrap();
     assert_eq!(count(direct), 1);
@@ -54,8 +47,8 @@ async fn bulk_writes_left_alone_are_committed() {
 
 #[tokio::test]
 async fn a_failing_bulk_write_undoes_its_transaction() {
-    let test = scratch().await;
-    let direct = direct(&test);
+    let (direct, _dir) = scratch().await;
+    let direct = &direct;
     // Queued together, so they share a transaction; the second repeats the first's number.
     let (first, second) = tokio::join!(direct.write_bulk(insert(1)), direct.write_bulk(insert(1)));
     let (_, first) = first.unwrap();
@@ -67,8 +60,8 @@ async fn a_failing_bulk_write_undoes_its_transaction() {
 
 #[tokio::test]
 async fn a_failing_write_beside_bulk_writes_undoes_only_itself() {
-    let test = scratch().await;
-    let direct = direct(&test);
+    let (direct, _dir) = scratch().await;
+    let direct = &direct;
     let (bulk, other) = tokio::join!(direct.write_bulk(insert(1)), direct.write(insert(1)));
     let (_, commit) = bulk.unwrap();
     assert!(other.is_err());

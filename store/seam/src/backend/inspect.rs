@@ -5,16 +5,12 @@
 
 use sqlx::{AssertSqlSafe, Row as _};
 
-#[cfg(test)]
 use super::Arg;
-#[cfg(test)]
 use super::tx::{pg_args, sqlite_args};
-use super::{Pool, Store, direct};
+use super::{Db, Pool, direct};
 use crate::StoreError;
-#[cfg(test)]
 use sqlx::Arguments;
 
-#[cfg(test)]
 /// The highest `$n` placeholder in `sql`: the number of arguments the statement takes.
 fn placeholders(sql: &str) -> usize {
     sql.split('$')
@@ -27,10 +23,9 @@ fn placeholders(sql: &str) -> usize {
         .unwrap_or(0)
 }
 
-#[cfg(test)]
 /// How a plan is asked for.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Plan {
+pub enum Plan {
     /// As the planner would run it.
     AsRun,
     /// On PostgreSQL with sorts and sequential scans priced out, so that an order no index
@@ -38,13 +33,12 @@ pub(crate) enum Plan {
     SortsPricedOut,
 }
 
-#[cfg(test)]
-impl Store {
+impl Db {
     /// The plan `sql` gets with `args` (as many as it takes; on SQLite missing ones are NULL), one
     /// line a node: SQLite's `EXPLAIN QUERY PLAN` details, PostgreSQL's `EXPLAIN` text. With
     /// `keys`, `sql` holds `{key}`/`{keys}` and is planned as `read_each` runs it: on SQLite for
     /// the first key, on PostgreSQL for all of them as one array.
-    pub(crate) async fn query_plan(
+    pub async fn query_plan(
         &self,
         sql: &str,
         args: &[Arg<'_>],
@@ -108,7 +102,7 @@ impl Store {
     /// How much work `sql` (no arguments) does when run to its end, as each backend counts it:
     /// SQLite's virtual machine steps, or the rows PostgreSQL's plan nodes looked at (those they
     /// produced and those their filters threw away, times their loops).
-    pub(crate) async fn query_work(&self, sql: &str) -> u64 {
+    pub async fn query_work(&self, sql: &str) -> u64 {
         let work = match &self.pool {
             Pool::Sqlite(direct) => direct.read(|c| {
                 let mut statement = c.prepare(sql)?;
@@ -140,30 +134,7 @@ impl Store {
     }
 }
 
-impl Store {
-    /// What spending transaction `id` took from each earn's lot: (earn id, micro-tokens), by
-    /// earn id.
-    pub async fn spends_of(&self, id: &str) -> Result<Vec<(String, i64)>, StoreError> {
-        let sql = "SELECT earn_id, amount FROM spends WHERE transaction_id = $1 ORDER BY earn_id";
-        self.read_rows(sql, params![id]).await
-    }
-
-    /// What is left in each of wallet `id`'s lots, by its spending position and aside rows
-    /// (see `ledger::fifo`): (earn id, micro-tokens) for every earn that holds some, by earn id.
-    pub async fn lots_of(&self, id: &str) -> Result<Vec<(String, i64)>, StoreError> {
-        const SQL: &str = concat!(
-            "SELECT t.id, ",
-            crate::ledger::fifo::lot_left!(),
-            " FROM transactions t JOIN wallets w ON w.id = t.wallet_id \
-             LEFT JOIN lots_aside a ON a.transaction_id = t.id \
-             WHERE t.wallet_id = $1 AND t.kind IN ",
-            crate::ledger::transactions::lot_kinds!(),
-            " ORDER BY t.id"
-        );
-        let rows: Vec<(String, i64)> = self.read_rows(SQL, params![id]).await?;
-        Ok(rows.into_iter().filter(|(_, left)| *left != 0).collect())
-    }
-
+impl Db {
     /// Runs `sql` as it is, for tests that must put the database in a state the store's own
     /// operations never make (damaged or future data), and for benches that checkpoint it. On
     /// SQLite it runs outside any transaction, after the writes queued before it.

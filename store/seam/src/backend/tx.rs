@@ -1,5 +1,5 @@
 //! The transaction seam: work that reads and writes inside one database transaction, written
-//! once against `Tx` and run by `Store::write` on either backend.
+//! once against `Tx` and run by `Db::write` on either backend.
 //!
 //! On SQLite the work runs on the writer thread (see `direct`), where every statement completes
 //! before it returns, so its future is driven to the end in one poll (`ready`); on PostgreSQL it
@@ -29,7 +29,7 @@ use crate::StoreError;
 /// A statement's argument: a value of one of the types the schema stores, or NULL of that type
 /// (PostgreSQL types every parameter, NULL included).
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Arg<'a> {
+pub enum Arg<'a> {
     Int(Option<i64>),
     Real(Option<f64>),
     Bool(Option<bool>),
@@ -48,7 +48,7 @@ pub(crate) enum Arg<'a> {
 /// An `Arg` that owns its value: for work that runs after its caller's borrows have ended (on
 /// the writer thread, or in a `Work`).
 #[derive(Debug, Clone)]
-pub(crate) enum OwnedArg {
+pub enum OwnedArg {
     Int(Option<i64>),
     Real(Option<f64>),
     Bool(Option<bool>),
@@ -62,7 +62,7 @@ pub(crate) enum OwnedArg {
 }
 
 impl Arg<'_> {
-    pub(crate) fn to_owned_arg(self) -> OwnedArg {
+    pub fn to_owned_arg(self) -> OwnedArg {
         match self {
             Arg::Int(v) => OwnedArg::Int(v),
             Arg::Real(v) => OwnedArg::Real(v),
@@ -79,12 +79,12 @@ impl Arg<'_> {
 }
 
 /// `args` owned.
-pub(crate) fn owned(args: &[Arg<'_>]) -> Vec<OwnedArg> {
+pub fn owned(args: &[Arg<'_>]) -> Vec<OwnedArg> {
     args.iter().map(|arg| arg.to_owned_arg()).collect()
 }
 
 /// Owned arguments borrowed again, to bind.
-pub(crate) fn borrowed(args: &[OwnedArg]) -> Vec<Arg<'_>> {
+pub fn borrowed(args: &[OwnedArg]) -> Vec<Arg<'_>> {
     args.iter().map(|arg| arg.to_arg()).collect()
 }
 
@@ -109,7 +109,7 @@ impl ToArg for OwnedArg {
 }
 
 /// What can be bound as an `Arg`.
-pub(crate) trait ToArg {
+pub trait ToArg {
     fn to_arg(&self) -> Arg<'_>;
     /// NULL of this type.
     fn null() -> Arg<'static>;
@@ -174,6 +174,7 @@ impl ToArg for Arg<'_> {
 /// A statement's arguments: `params![a, b]` binds `$1` and `$2`.
 /// An argument borrows what it names: a loop's reference binding is bound as `*binding`, so
 /// that the argument borrows what the binding refers to rather than the binding itself.
+#[macro_export]
 macro_rules! params {
     ($($arg:expr),* $(,)?) => {
         &[$($crate::backend::ToArg::to_arg(&$arg)),*]
@@ -253,7 +254,7 @@ impl<'q> Encode<'q, Postgres> for Arg<'_> {
 }
 
 /// `args` as PostgreSQL arguments.
-pub(crate) fn pg_args(args: &[Arg<'_>]) -> Result<PgArguments, StoreError> {
+pub fn pg_args(args: &[Arg<'_>]) -> Result<PgArguments, StoreError> {
     let mut out = PgArguments::default();
     for &arg in args {
         out.add(arg).map_err(|e| {
@@ -265,10 +266,7 @@ pub(crate) fn pg_args(args: &[Arg<'_>]) -> Result<PgArguments, StoreError> {
 
 /// A row a statement returns, decoded the same way on both backends: a tuple, or a type
 /// declared with `row_struct!`.
-pub(crate) trait Row:
-    direct::FromRow + for<'r> sqlx::FromRow<'r, PgRow> + Send + Unpin + 'static
-{
-}
+pub trait Row: direct::FromRow + for<'r> sqlx::FromRow<'r, PgRow> + Send + Unpin + 'static {}
 impl<T> Row for T where
     T: direct::FromRow + for<'r> sqlx::FromRow<'r, PgRow> + Send + Unpin + 'static
 {
@@ -276,7 +274,7 @@ impl<T> Row for T where
 
 /// A database transaction the work runs in. Each call is one statement with `$1`, `$2`...
 /// bound to `args` in order.
-pub(crate) trait Tx {
+pub trait Tx {
     /// The first row the statement returns, if any.
     async fn row<R: Row>(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<Option<R>, StoreError>;
     /// The first row the `SELECT` returns, locked against other writers until the transaction
@@ -346,7 +344,7 @@ fn values_sql(head: &str, tail: &str, width: usize, rows: usize) -> String {
 const PG_VALUES_AT_MOST: usize = 16_000;
 
 /// SQLite: the writer thread's connection, inside its transaction.
-pub(crate) struct SqliteTx<'c>(pub(crate) &'c rusqlite::Connection);
+pub struct SqliteTx<'c>(pub &'c rusqlite::Connection);
 
 impl Tx for SqliteTx<'_> {
     async fn row<R: Row>(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<Option<R>, StoreError> {
@@ -414,12 +412,12 @@ impl Tx for SqliteTx<'_> {
     }
 }
 
-pub(crate) fn sqlite_args<'a>(args: &'a [Arg<'a>]) -> Vec<&'a dyn rusqlite::ToSql> {
+pub fn sqlite_args<'a>(args: &'a [Arg<'a>]) -> Vec<&'a dyn rusqlite::ToSql> {
     args.iter().map(|a| a as &dyn rusqlite::ToSql).collect()
 }
 
-/// PostgreSQL: a connection inside a transaction `Store::write` began.
-pub(crate) struct PgTx<'c>(pub(crate) &'c mut PgConnection);
+/// PostgreSQL: a connection inside a transaction `Db::write` began.
+pub struct PgTx<'c>(pub &'c mut PgConnection);
 
 impl Tx for PgTx<'_> {
     async fn row<R: Row>(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<Option<R>, StoreError> {
@@ -508,10 +506,10 @@ impl Tx for PgTx<'_> {
     }
 }
 
-/// Work done in one transaction (`Store::write`): its steps written once, generic over `Tx`
+/// Work done in one transaction (`Db::write`): its steps written once, generic over `Tx`
 /// (and over the domain's own dialect trait, where it has one); the two methods hand it each
 /// backend's transaction.
-pub(crate) trait Work: Send + 'static {
+pub trait Work: Send + 'static {
     type Output: Send + 'static;
     async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Self::Output, StoreError>;
     async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Self::Output, StoreError>;
@@ -519,7 +517,7 @@ pub(crate) trait Work: Send + 'static {
 
 /// Work whose steps are the same statements on both backends, written once as `run` (work
 /// with a dialect trait of its own implements `Work` instead).
-pub(crate) trait Steps: Send + 'static {
+pub trait Steps: Send + 'static {
     type Output: Send + 'static;
     async fn run<T: Tx>(self, tx: &mut T) -> Result<Self::Output, StoreError>;
 }
@@ -536,7 +534,7 @@ impl<S: Steps> Work for S {
 
 /// The output of a future that completes without waiting: SQLite work on the writer thread,
 /// whose every statement runs to its end inside the call.
-pub(crate) fn ready<F: Future>(future: F) -> F::Output {
+pub fn ready<F: Future>(future: F) -> F::Output {
     let mut future = pin!(future);
     match future
         .as_mut()
@@ -550,24 +548,16 @@ pub(crate) fn ready<F: Future>(future: F) -> F::Output {
 
 /// Work whose steps differ between the backends beyond the statements of one transaction (a
 /// bulk credit: `COPY` and arrays on PostgreSQL, the writer thread's bulk writes on SQLite):
-/// `Store::fork` runs its `OnSqlite` half or its `OnPostgres` half, each written in the
+/// `Db::fork` runs its `OnSqlite` half or its `OnPostgres` half, each written in the
 /// domain's `sqlite.rs` or `postgres.rs`.
-pub(crate) trait Forked {
+pub trait Forked {
     type Output;
 }
 
-pub(crate) trait OnSqlite: Forked {
-    async fn sqlite(
-        self,
-        store: &crate::Store,
-        direct: &direct::Direct,
-    ) -> Result<Self::Output, StoreError>;
+pub trait OnSqlite: Forked {
+    async fn sqlite(self, direct: &direct::Direct) -> Result<Self::Output, StoreError>;
 }
 
-pub(crate) trait OnPostgres: Forked {
-    async fn postgres(
-        self,
-        store: &crate::Store,
-        pool: &sqlx::PgPool,
-    ) -> Result<Self::Output, StoreError>;
+pub trait OnPostgres: Forked {
+    async fn postgres(self, pool: &sqlx::PgPool) -> Result<Self::Output, StoreError>;
 }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use sqlx::Row;
 
 use crate::backend::Pool;
-use crate::{Store, StoreError};
+use crate::{Db, StoreError};
 
 /// Tables by name.
 pub type Schema = BTreeMap<String, Table>;
@@ -49,7 +49,7 @@ fn class(declared: &str) -> &'static str {
     }
 }
 
-impl Store {
+impl Db {
     /// This store's tables as its migrations left them (the migrator's own table left out).
     pub async fn schema(&self) -> Result<Schema, StoreError> {
         match &self.pool {
@@ -59,7 +59,7 @@ impl Store {
     }
 }
 
-async fn sqlite_schema(store: &Store) -> Result<Schema, StoreError> {
+async fn sqlite_schema(store: &Db) -> Result<Schema, StoreError> {
     let tables: Vec<(String,)> = store
         .read_rows(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' \

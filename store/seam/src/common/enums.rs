@@ -14,6 +14,7 @@
 /// `parse_any_case` (input from people: trimmed, in any letter case), `FromStr` (exact, its
 /// error naming the known texts: "unknown batch state `x`; known: received, failed"),
 /// `Display`, serde as the text, and binding as a statement argument.
+#[macro_export]
 macro_rules! string_enum {
     (
         $(#[$meta:meta])*

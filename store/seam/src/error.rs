@@ -8,7 +8,7 @@ pub struct FieldProblem {
 }
 
 impl FieldProblem {
-    pub(crate) fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
         FieldProblem {
             path: path.into(),
             message: message.into(),
@@ -102,14 +102,14 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    pub(crate) fn invalid(field: &'static str, message: impl Into<String>) -> Self {
+    pub fn invalid(field: &'static str, message: impl Into<String>) -> Self {
         StoreError::Invalid {
             field,
             message: message.into(),
         }
     }
 
-    pub(crate) fn refused(code: &'static str, field: Option<String>, message: String) -> Self {
+    pub fn refused(code: &'static str, field: Option<String>, message: String) -> Self {
         StoreError::Refused {
             code,
             field,
@@ -119,7 +119,7 @@ impl StoreError {
 }
 
 /// What `run` returns, or `Panicked` if it panicked (logged with its message).
-pub(crate) fn unpanicked<T>(
+pub fn unpanicked<T>(
     what: &str,
     run: impl FnOnce() -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
@@ -128,7 +128,7 @@ pub(crate) fn unpanicked<T>(
 }
 
 /// The `Panicked` error for a panic's payload, logged.
-pub(crate) fn panicked(what: &str, payload: &(dyn std::any::Any + Send)) -> StoreError {
+pub fn panicked(what: &str, payload: &(dyn std::any::Any + Send)) -> StoreError {
     let message = payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -139,7 +139,7 @@ pub(crate) fn panicked(what: &str, payload: &(dyn std::any::Any + Send)) -> Stor
 }
 
 /// `parsed` (the reading of `text`, stored in `table.column`), or `UnknownStored` naming it.
-pub(crate) fn known<T>(
+pub fn known<T>(
     parsed: Option<T>,
     table: &'static str,
     column: &'static str,
@@ -174,7 +174,7 @@ impl StoreError {
     }
 
     /// Whether this is a unique-constraint violation, whichever driver reported it.
-    pub(crate) fn is_unique_violation(&self) -> bool {
+    pub fn is_unique_violation(&self) -> bool {
         self.unique_violation().is_some()
     }
 }
@@ -182,10 +182,7 @@ impl StoreError {
 /// Turns a unique-constraint violation into a `Conflict` naming the field it protects.
 /// `fields` pairs a column name (found in PostgreSQL's index name and in SQLite's message,
 /// which lists the columns) with the API field it stands for. Any other error passes through.
-pub(crate) fn conflict_on(
-    err: impl Into<StoreError>,
-    fields: &[(&str, &'static str)],
-) -> StoreError {
+pub fn conflict_on(err: impl Into<StoreError>, fields: &[(&str, &'static str)]) -> StoreError {
     let err = err.into();
     if let Some(text) = err.unique_violation()
         && let Some((_, field)) = fields.iter().find(|(column, _)| text.contains(column))

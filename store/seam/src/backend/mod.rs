@@ -6,11 +6,11 @@
 //!
 //! - `statements.rs`: one statement (`read_row`, `read_rows`, `read_each`, `read_page`,
 //!   `execute`, `write_row`);
-//! - `tx.rs`: `Work` run in one transaction by `Store::write` (or read by `Store::read`),
-//!   written once against `Tx`; and `Store::fork` for work whose shape differs between the
+//! - `tx.rs`: `Work` run in one transaction by `Db::write` (or read by `Db::read`),
+//!   written once against `Tx`; and `Db::fork` for work whose shape differs between the
 //!   backends beyond one statement (`COPY`, arrays, the writer thread's bulk writes), its halves
 //!   in a `sqlite.rs` and a `postgres.rs` beside the shared code;
-//! - `Store::claiming` for the `SKIP LOCKED` that claims work rows.
+//! - `Db::claiming` for the `SKIP LOCKED` that claims work rows.
 //!
 //! SQLite runs through rusqlite (`direct/`: readers, one writer thread, a checkpointer);
 //! PostgreSQL through sqlx's pool. Each backend keeps its own migrations, run by sqlx's
@@ -30,30 +30,30 @@ const CONNECT_WITHIN: Duration = Duration::from_secs(5);
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 
 #[macro_use]
-pub(crate) mod direct;
+pub mod direct;
 mod migrations;
 #[macro_use]
 mod rows;
-pub(crate) mod statements;
+pub mod statements;
 #[macro_use]
-pub(crate) mod tx;
-#[cfg(any(test, feature = "testing"))]
+pub mod tx;
+#[cfg(feature = "testing")]
 mod inspect;
-#[cfg(any(test, feature = "testing"))]
+#[cfg(feature = "testing")]
 pub mod schema;
 
 use crate::StoreError;
 use direct::Direct;
-#[cfg(test)]
-pub(crate) use inspect::Plan;
-pub(crate) use tx::{
+#[cfg(feature = "testing")]
+pub use inspect::Plan;
+pub use tx::{
     Arg, Forked, OnPostgres, OnSqlite, OwnedArg, PgTx, SqliteTx, Steps, ToArg, Tx, Work, borrowed,
     owned, ready,
 };
 
 /// The database a store runs on: SQLite through rusqlite (`direct`), or a PostgreSQL pool.
 #[derive(Clone)]
-pub(crate) enum Pool {
+pub enum Pool {
     Sqlite(Arc<Direct>),
     Postgres(PgPool),
 }
@@ -65,46 +65,31 @@ pub enum Backend {
     Postgres,
 }
 
-/// The system of record. Cheap to clone: clones share one connection pool.
+/// The database: a connection pool on either backend, and the one place that runs work on it.
+/// Cheap to clone: clones share one pool. Every domain's handle holds one.
 #[derive(Clone)]
-pub struct Store {
-    pub(crate) pool: Pool,
-    pub(crate) caches: std::sync::Arc<crate::common::cache::Caches>,
-    /// How far ahead of the clock a transaction may be dated (`DateWindow`).
-    pub(crate) dates_ahead: chrono::Duration,
+pub struct Db {
+    pub pool: Pool,
 }
 
-impl std::fmt::Debug for Store {
+impl std::fmt::Debug for Db {
     // Connection options hold credentials; show only the backend.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store")
+        f.debug_struct("Db")
             .field("backend", &self.backend())
             .finish()
     }
 }
 
-impl Store {
+impl Db {
     /// Opens (creating if missing) the SQLite database file at `path`, in WAL mode.
-    pub async fn open_sqlite(path: &Path) -> Result<Store, StoreError> {
+    pub async fn open_sqlite(path: &Path) -> Result<Db, StoreError> {
         let options = SqliteConnectOptions::new().filename(path);
         Self::sqlite_with(options).await
     }
 
-    /// This store, letting transactions be dated up to `ahead` past the clock (`DATES_AHEAD`
-    /// unless set).
-    pub fn with_dates_ahead(mut self, ahead: chrono::Duration) -> Store {
-        self.dates_ahead = ahead;
-        self
-    }
-
-    /// The dates a transaction may carry now; an earn of a campaign that allows earns at most
-    /// `back_days` old, no further back.
-    pub fn date_window(&self, back_days: Option<u32>) -> crate::DateWindow {
-        crate::DateWindow::at(crate::common::ids::now(), self.dates_ahead, back_days)
-    }
-
     /// Connects to `url`: `postgres://` or `postgresql://` for PostgreSQL, `sqlite:` for SQLite.
-    pub async fn connect(url: &str, max_connections: u32) -> Result<Store, StoreError> {
+    pub async fn connect(url: &str, max_connections: u32) -> Result<Db, StoreError> {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             let options = PgConnectOptions::from_str(url)?;
             Self::postgres_with(options, max_connections).await
@@ -119,7 +104,7 @@ impl Store {
     }
 
     /// The SQLite database file `options` name (sqlx parses `sqlite:` URLs; rusqlite opens it).
-    pub(crate) async fn sqlite_with(options: SqliteConnectOptions) -> Result<Store, StoreError> {
+    pub async fn sqlite_with(options: SqliteConnectOptions) -> Result<Db, StoreError> {
         let path = options.get_filename();
         if path.to_string_lossy().starts_with("file:sqlx-in-memory")
             || path.as_os_str() == ":memory:"
@@ -129,17 +114,15 @@ impl Store {
                 "SQLite needs a database file; in-memory databases are not supported",
             ));
         }
-        Ok(Store {
+        Ok(Db {
             pool: Pool::Sqlite(Arc::new(Direct::open(path)?)),
-            caches: Arc::new(crate::common::cache::Caches::new()),
-            dates_ahead: crate::DATES_AHEAD,
         })
     }
 
-    pub(crate) async fn postgres_with(
+    pub async fn postgres_with(
         options: PgConnectOptions,
         max_connections: u32,
-    ) -> Result<Store, StoreError> {
+    ) -> Result<Db, StoreError> {
         // No ping before each use (sqlx's default): it was a round trip of its own on every
         // acquire, two of a burn's nine. A connection the server dropped fails its next
         // statement and is closed; the request that met it gets an error.
@@ -164,10 +147,8 @@ impl Store {
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)
             .await?;
-        Ok(Store {
+        Ok(Db {
             pool: Pool::Postgres(pool),
-            caches: Arc::new(crate::common::cache::Caches::new()),
-            dates_ahead: crate::DATES_AHEAD,
         })
     }
 
@@ -236,11 +217,11 @@ impl Store {
     }
 }
 
-impl Store {
+impl Db {
     /// Runs `work` in one transaction: committed when it succeeds, undone when it fails. On
     /// SQLite on the writer thread (in a savepoint of the transaction it shares with the writes
     /// queued beside it), on PostgreSQL in a transaction of its own.
-    pub(crate) async fn write<W: Work>(&self, work: W) -> Result<W::Output, StoreError> {
+    pub async fn write<W: Work>(&self, work: W) -> Result<W::Output, StoreError> {
         match &self.pool {
             Pool::Sqlite(direct) => {
                 direct
@@ -257,7 +238,7 @@ impl Store {
     }
 
     /// Runs `work` in a transaction and undoes it: what it would have done (a dry run).
-    pub(crate) async fn try_out<W: Work>(&self, work: W) -> Result<W::Output, StoreError> {
+    pub async fn try_out<W: Work>(&self, work: W) -> Result<W::Output, StoreError> {
         match &self.pool {
             Pool::Sqlite(direct) => {
                 direct
@@ -280,19 +261,16 @@ impl Store {
     }
 
     /// Runs the half of `work` written for this store's backend.
-    pub(crate) async fn fork<F: OnSqlite + OnPostgres>(
-        &self,
-        work: F,
-    ) -> Result<F::Output, StoreError> {
+    pub async fn fork<F: OnSqlite + OnPostgres>(&self, work: F) -> Result<F::Output, StoreError> {
         match &self.pool {
-            Pool::Sqlite(direct) => work.sqlite(self, direct).await,
-            Pool::Postgres(pool) => work.postgres(self, pool).await,
+            Pool::Sqlite(direct) => work.sqlite(direct).await,
+            Pool::Postgres(pool) => work.postgres(pool).await,
         }
     }
 
     /// Ends the writer thread's open bulk transaction, if any (SQLite; PostgreSQL has none):
     /// a write that is not a bulk write ends it at once.
-    pub(crate) async fn end_bulk_writes(&self) -> Result<(), StoreError> {
+    pub async fn end_bulk_writes(&self) -> Result<(), StoreError> {
         if let Pool::Sqlite(direct) = &self.pool {
             direct.write(|_| Ok(())).await?;
         }
@@ -301,7 +279,7 @@ impl Store {
 
     /// `sqlite` or `postgres`, for this store's backend: the parts of a statement whose text
     /// differs by a clause (a hint, a join's kind), chosen here rather than in domain code.
-    pub(crate) fn dialect<T>(&self, sqlite: T, postgres: T) -> T {
+    pub fn dialect<T>(&self, sqlite: T, postgres: T) -> T {
         match self.pool {
             Pool::Sqlite(_) => sqlite,
             Pool::Postgres(_) => postgres,
@@ -311,7 +289,7 @@ impl Store {
     /// `sql` with `{skip_locked}` replaced by the clause that claims work rows on this backend:
     /// on PostgreSQL rows another node holds are passed over (`FOR UPDATE SKIP LOCKED`); SQLite's
     /// one writer never meets a row another claim holds.
-    pub(crate) fn claiming(&self, sql: &str) -> String {
+    pub fn claiming(&self, sql: &str) -> String {
         let clause = self.dialect("", " FOR UPDATE SKIP LOCKED");
         sql.replace("{skip_locked}", clause)
     }

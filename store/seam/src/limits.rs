@@ -141,7 +141,7 @@ pub fn client_key(value: &str) -> Result<(), Refused> {
 }
 
 /// `client_key` as the store refuses it: `Invalid` naming `externalId`.
-pub(crate) fn check_client_key(key: &str) -> Result<(), crate::StoreError> {
+pub fn check_client_key(key: &str) -> Result<(), crate::StoreError> {
     client_key(key).map_err(|refused| crate::StoreError::invalid("externalId", refused.message()))
 }
 

@@ -24,18 +24,18 @@ use tokio::sync::oneshot;
 
 use crate::StoreError;
 use crate::error::unpanicked;
-pub(crate) use sql::{
+pub use sql::{
     Column, FromRow, each_row, execute, json, parse_time, row, rows, rows_while, run, time,
 };
 use threads::{Finish, Job, Write, abandoned, checkpoint, copy, in_savepoint, write_queued};
 
 /// How much of the database file a reader maps (see `connect`).
-pub(crate) const READER_MMAP: i64 = 1 << 30;
+pub const READER_MMAP: i64 = 1 << 30;
 
 /// Read connections kept for reuse; more may be open for a moment under load.
 const IDLE_READERS: usize = 8;
 
-pub(crate) struct Direct {
+pub struct Direct {
     path: PathBuf,
     readers: Mutex<Vec<Connection>>,
     /// To the writer thread.
@@ -49,7 +49,7 @@ pub(crate) struct Direct {
 impl Direct {
     /// Opens the database file at `path` (creating it if missing, in WAL mode) and starts the
     /// writer and checkpointer threads.
-    pub(crate) fn open(path: &Path) -> Result<Direct, StoreError> {
+    pub fn open(path: &Path) -> Result<Direct, StoreError> {
         let created = Connection::open(path)?;
         created.busy_timeout(Duration::from_secs(10))?;
         created.pragma_update(None, "journal_mode", "WAL")?;
@@ -90,7 +90,7 @@ impl Direct {
 
     /// Runs `read` on the calling thread, on a connection of its own; it sees the last
     /// committed state. For a lookup by key: anything longer is `read_blocking`.
-    pub(crate) fn read<T>(
+    pub fn read<T>(
         &self,
         read: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
@@ -102,7 +102,7 @@ impl Direct {
 
     /// Runs `read` like `read`, on tokio's blocking pool: the async worker that awaits it goes
     /// on with other tasks meanwhile.
-    pub(crate) async fn read_blocking<T: Send + 'static>(
+    pub async fn read_blocking<T: Send + 'static>(
         &self,
         read: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
@@ -136,7 +136,7 @@ impl Direct {
 
     /// Refuses reads and writes from now on; returns once every write queued before the call
     /// has ended.
-    pub(crate) async fn close(&self) {
+    pub async fn close(&self) {
         self.closed
             .store(true, std::sync::atomic::Ordering::Release);
         let (done, ended) = oneshot::channel();
@@ -157,7 +157,7 @@ impl Direct {
     }
 
     /// The database file.
-    pub(crate) fn path(&self) -> &Path {
+    pub fn path(&self) -> &Path {
         &self.path
     }
 
@@ -166,7 +166,7 @@ impl Direct {
     /// transaction and one commit (group commit): each commit of a WAL database appends every
     /// page it touched, so a hundred small writes in one commit cost little more than one. The
     /// thread keeps the async workers free for requests while it writes.
-    pub(crate) async fn write<T: Send + 'static>(
+    pub async fn write<T: Send + 'static>(
         &self,
         write: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
@@ -195,7 +195,7 @@ impl Direct {
     /// with the `Commit` that says later whether its transaction committed (see
     /// `threads::write_queued`). Until then its changes are seen by later writes, not by
     /// readers. If `write` fails, its transaction is undone, with the bulk writes before it.
-    pub(crate) async fn write_bulk<T: Send + 'static>(
+    pub async fn write_bulk<T: Send + 'static>(
         &self,
         write: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<(T, Commit), StoreError> {
@@ -217,7 +217,7 @@ impl Direct {
     /// Runs `run` on the writer's connection outside any transaction, once the writes queued
     /// before it have committed: for statements a transaction refuses (a checkpoint).
     #[cfg(any(test, feature = "testing"))]
-    pub(crate) async fn outside_transaction<T: Send + 'static>(
+    pub async fn outside_transaction<T: Send + 'static>(
         &self,
         run: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
@@ -245,10 +245,10 @@ impl Direct {
 }
 
 /// Whether a bulk write's transaction committed: told once it has ended.
-pub(crate) type Commit = oneshot::Receiver<Result<(), StoreError>>;
+pub type Commit = oneshot::Receiver<Result<(), StoreError>>;
 
 /// Waits until the bulk write of `commit` is committed.
-pub(crate) async fn committed(commit: Commit) -> Result<(), StoreError> {
+pub async fn committed(commit: Commit) -> Result<(), StoreError> {
     commit.await.unwrap_or_else(|_| Err(abandoned()))
 }
 

@@ -11,11 +11,11 @@ impl Page {
     pub const MAX_LIMIT: u32 = 100;
     pub const DEFAULT_LIMIT: u32 = 10;
 
-    pub(crate) fn offset(&self) -> i64 {
+    pub fn offset(&self) -> i64 {
         i64::from(self.page.saturating_sub(1)) * i64::from(self.limit)
     }
 
-    pub(crate) fn limit(&self) -> i64 {
+    pub fn limit(&self) -> i64 {
         i64::from(self.limit)
     }
 }
@@ -47,8 +47,8 @@ impl<T> Paged<T> {
 }
 
 impl<T> Paged<T> {
-    /// The page of `rows` (as `Store::read_page` read them), each turned into a record by `record`.
-    pub(crate) fn of<R>(
+    /// The page of `rows` (as `Db::read_page` read them), each turned into a record by `record`.
+    pub fn of<R>(
         (total, rows): (u64, Vec<R>),
         page: Page,
         record: impl FnMut(R) -> Result<T, crate::StoreError>,
@@ -62,7 +62,7 @@ impl<T> Paged<T> {
 
     /// The page of a whole list held in memory, each of its records made by `record` (only
     /// those of the page).
-    pub(crate) fn slice<U>(all: Vec<U>, page: Page, record: impl FnMut(U) -> T) -> Paged<T> {
+    pub fn slice<U>(all: Vec<U>, page: Page, record: impl FnMut(U) -> T) -> Paged<T> {
         let total = all.len() as u64;
         let start = usize::try_from(page.offset()).unwrap_or(usize::MAX);
         let items = all

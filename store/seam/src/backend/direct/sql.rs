@@ -8,6 +8,7 @@ use sqlx::types::Json;
 use crate::StoreError;
 
 /// Statement arguments: `args![a, b]` for `$1` and `$2`, each anything rusqlite can bind.
+#[macro_export]
 macro_rules! args {
     ($($arg:expr),* $(,)?) => {
         &[$(&$arg as &dyn rusqlite::ToSql),*]
@@ -43,7 +44,7 @@ fn bind(statement: &mut rusqlite::CachedStatement, args: &[&dyn ToSql]) -> rusql
 /// Runs a statement prepared once for many rows; returns how many rows it changed. Its `$n`
 /// must first appear in order (`$1`, `$2`...: SQLite's parameter n), so that arguments bind by
 /// position without looking names up.
-pub(crate) fn run(
+pub fn run(
     statement: &mut rusqlite::CachedStatement,
     args: &[&dyn ToSql],
 ) -> Result<usize, StoreError> {
@@ -59,7 +60,7 @@ pub(crate) fn run(
 }
 
 /// Runs a statement; returns how many rows it changed.
-pub(crate) fn execute(
+pub fn execute(
     connection: &Connection,
     sql: &str,
     args: &[&dyn ToSql],
@@ -70,7 +71,7 @@ pub(crate) fn execute(
 }
 
 /// Every row a query returns.
-pub(crate) fn rows<T: FromRow>(
+pub fn rows<T: FromRow>(
     connection: &Connection,
     sql: &str,
     args: &[&dyn ToSql],
@@ -85,7 +86,7 @@ pub(crate) fn rows<T: FromRow>(
 
 /// Hands rows to `more` one at a time until it returns false or the rows run out; the rest
 /// are never read.
-pub(crate) fn rows_while<T: FromRow>(
+pub fn rows_while<T: FromRow>(
     connection: &Connection,
     sql: &str,
     args: &[&dyn ToSql],
@@ -96,7 +97,7 @@ pub(crate) fn rows_while<T: FromRow>(
 
 /// Like `rows_while`, handing `more` each row as SQLite holds it: what reads millions of rows
 /// copies their values out without a value of its own per column.
-pub(crate) fn each_row(
+pub fn each_row(
     connection: &Connection,
     sql: &str,
     args: &[&dyn ToSql],
@@ -114,7 +115,7 @@ pub(crate) fn each_row(
 }
 
 /// The first row a query returns, if any.
-pub(crate) fn row<T: FromRow>(
+pub fn row<T: FromRow>(
     connection: &Connection,
     sql: &str,
     args: &[&dyn ToSql],
@@ -130,17 +131,17 @@ pub(crate) fn row<T: FromRow>(
 
 /// A time as sqlx writes it to SQLite (RFC 3339 with a `+00:00` offset and as many fraction
 /// digits as needed), so stored times compare and sort the same whichever path wrote them.
-pub(crate) fn time(at: DateTime<Utc>) -> String {
+pub fn time(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::AutoSi, false)
 }
 
 /// A JSON value as sqlx writes it to SQLite: text.
-pub(crate) fn json<T: serde::Serialize>(value: &T) -> String {
+pub fn json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).expect("JSON values serialize")
 }
 
 /// One column of a result row, decoded as sqlx decodes it from SQLite.
-pub(crate) trait Column: Sized {
+pub trait Column: Sized {
     fn column(row: &Row, index: usize) -> rusqlite::Result<Self>;
 }
 
@@ -182,7 +183,7 @@ impl Column for DateTime<Utc> {
 }
 
 /// A stored time: RFC 3339 as sqlx and `time` write it, or SQLite's own `YYYY-MM-DD HH:MM:SS`.
-pub(crate) fn parse_time(text: &str) -> Result<DateTime<Utc>, chrono::ParseError> {
+pub fn parse_time(text: &str) -> Result<DateTime<Utc>, chrono::ParseError> {
     DateTime::parse_from_rfc3339(text)
         .map(|t| t.with_timezone(&Utc))
         .or_else(|_| {
@@ -207,7 +208,7 @@ impl<T: DeserializeOwned> Column for Json<T> {
 }
 
 /// A whole result row: the same tuples the sqlx path decodes.
-pub(crate) trait FromRow: Sized {
+pub trait FromRow: Sized {
     fn from_row(row: &Row) -> rusqlite::Result<Self>;
 }
 

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use crate::ledger::transactions::idem_key_of;
+use crate::common::ids::idem_key_of;
 
 use sqlx::SqlSafeStr;
 use sqlx::SqlitePool;

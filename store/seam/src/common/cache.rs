@@ -10,17 +10,19 @@ const TTL: Duration = Duration::from_secs(1);
 /// More entries than this and the cache starts again empty, so memory stays bounded.
 const MAX_ENTRIES: usize = 10_000;
 
-pub(crate) struct Cache<V> {
+pub struct Cache<V> {
     entries: Mutex<HashMap<String, (V, Instant)>>,
 }
 
-impl<V: Clone> Cache<V> {
-    pub fn new() -> Self {
+impl<V> Default for Cache<V> {
+    fn default() -> Self {
         Cache {
             entries: Mutex::new(HashMap::new()),
         }
     }
+}
 
+impl<V: Clone> Cache<V> {
     pub fn get(&self, key: &str) -> Option<V> {
         let entries = self.entries.lock().expect("cache lock");
         entries
@@ -39,22 +41,5 @@ impl<V: Clone> Cache<V> {
 
     pub fn remove(&self, key: &str) {
         self.entries.lock().expect("cache lock").remove(key);
-    }
-}
-
-/// The caches a store keeps, shared by its clones.
-pub(crate) struct Caches {
-    /// Campaign id -> its policy.
-    pub policies: Cache<crate::Policy>,
-    /// `campaign id:version` -> that rule-set version, compiled (a partial return rounds by it).
-    pub rule_sets: Cache<std::sync::Arc<rules::RuleSet>>,
-}
-
-impl Caches {
-    pub fn new() -> Self {
-        Caches {
-            policies: Cache::new(),
-            rule_sets: Cache::new(),
-        }
     }
 }

@@ -58,11 +58,11 @@ impl Tokens {
         Decimal::new(self.0, SCALE).normalize()
     }
 
-    pub(crate) fn from_micros(micros: i64) -> Tokens {
+    pub fn from_micros(micros: i64) -> Tokens {
         Tokens(micros)
     }
 
-    pub(crate) fn micros(self) -> i64 {
+    pub fn micros(self) -> i64 {
         self.0
     }
 

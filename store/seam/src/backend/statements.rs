@@ -1,6 +1,6 @@
 //! The store's entry points for single statements, reads and writes: what every domain file
 //! calls when its work is one statement, or reads that need no transaction of their own.
-//! Multi-statement work goes through `Store::write` / `Store::read` with a `Work` (see `tx.rs`).
+//! Multi-statement work goes through `Db::write` / `Db::read` with a `Work` (see `tx.rs`).
 //!
 //! On SQLite a lookup of one row by key (`read_row`) runs on the calling thread: one index probe
 //! over mapped pages takes a few microseconds, less than handing it to another thread and back.
@@ -14,7 +14,7 @@ use sqlx::{Arguments, AssertSqlSafe, Encode, Type};
 use super::tx::{
     OwnedArg, PgTx, Row, SqliteTx, Steps, Tx, Work, borrowed, owned, pg_args, ready, sqlite_args,
 };
-use super::{Arg, Pool, Store, ToArg, direct};
+use super::{Arg, Db, Pool, ToArg, direct};
 use crate::{Page, StoreError};
 
 /// `values` as the arguments rusqlite binds.
@@ -25,7 +25,7 @@ fn bound(values: &[OwnedArg]) -> Vec<Arg<'_>> {
 /// Where a read's keys are: `{key}` compares a column with one key (`l.order_id {key}`),
 /// `{keys}` reads them as a one-column table (`w.id IN ({keys})`); the keys bind as parameter
 /// `n`, after the statement's own arguments.
-pub(crate) fn keyed(sql: &str, n: usize, on_postgres: bool) -> String {
+pub fn keyed(sql: &str, n: usize, on_postgres: bool) -> String {
     if on_postgres {
         sql.replace("{key}", &format!("= ANY(${n})"))
             .replace("{keys}", &format!("SELECT unnest(${n})"))
@@ -35,9 +35,9 @@ pub(crate) fn keyed(sql: &str, n: usize, on_postgres: bool) -> String {
     }
 }
 
-impl Store {
+impl Db {
     /// The one row (if any) that a read by id or key finds.
-    pub(crate) async fn read_row<R: Row>(
+    pub async fn read_row<R: Row>(
         &self,
         sql: &str,
         args: &[Arg<'_>],
@@ -51,7 +51,7 @@ impl Store {
     }
 
     /// Every row a read finds.
-    pub(crate) async fn read_rows<R: Row>(
+    pub async fn read_rows<R: Row>(
         &self,
         sql: &str,
         args: &[Arg<'_>],
@@ -76,7 +76,7 @@ impl Store {
     /// column of an index: PostgreSQL (before 17) compares each entry it scans with every key
     /// of an `= ANY` it cannot seek with, so a lookup by two columns, or one the planner might
     /// serve from another index, joins `{keys}` instead (each key one index probe).
-    pub(crate) async fn read_each<R: Row, K>(
+    pub async fn read_each<R: Row, K>(
         &self,
         sql: &'static str,
         args: &[Arg<'_>],
@@ -122,7 +122,7 @@ impl Store {
     /// `FROM ... WHERE ...` both statements share, with `$1`... bound to `args` in order; the
     /// page's `LIMIT` and `OFFSET` take the next two numbers. A page of `limit` 0 reads only the
     /// count. Gives `(total, rows)` for `Paged::of`.
-    pub(crate) async fn read_page<R: Row>(
+    pub async fn read_page<R: Row>(
         &self,
         page: Page,
         select: &str,
@@ -178,7 +178,7 @@ impl Store {
     }
 
     /// Runs one statement that changes data; how many rows it changed.
-    pub(crate) async fn execute(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64, StoreError> {
+    pub async fn execute(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64, StoreError> {
         match &self.pool {
             Pool::Sqlite(direct) => {
                 let (sql, values) = (sql.to_owned(), owned(args));
@@ -195,7 +195,7 @@ impl Store {
     }
 
     /// Runs one statement that changes data and returns a row (`RETURNING`).
-    pub(crate) async fn write_row<R: Row>(
+    pub async fn write_row<R: Row>(
         &self,
         sql: &str,
         args: &[Arg<'_>],
@@ -204,7 +204,7 @@ impl Store {
     }
 
     /// Runs one statement that changes data and returns every row it changed (`RETURNING`).
-    pub(crate) async fn write_rows<R: Row>(
+    pub async fn write_rows<R: Row>(
         &self,
         sql: &str,
         args: &[Arg<'_>],
@@ -223,7 +223,7 @@ impl Store {
     }
 
     /// Runs `statements` in order in one transaction; how many rows each changed.
-    pub(crate) async fn execute_all(
+    pub async fn execute_all(
         &self,
         statements: &[(&'static str, &[Arg<'_>])],
     ) -> Result<Vec<u64>, StoreError> {
@@ -237,7 +237,7 @@ impl Store {
     /// Runs `work` to read, in one snapshot: every statement sees the database as it was when
     /// the first began. On SQLite in a read transaction on a reader connection, off the async
     /// workers; on PostgreSQL in a read-only repeatable-read transaction. It must not write.
-    pub(crate) async fn read<W: Work>(&self, work: W) -> Result<W::Output, StoreError> {
+    pub async fn read<W: Work>(&self, work: W) -> Result<W::Output, StoreError> {
         match &self.pool {
             Pool::Sqlite(direct) => {
                 direct
@@ -261,7 +261,7 @@ impl Store {
     }
 }
 
-/// Statements run in order in one transaction (`Store::execute_all`).
+/// Statements run in order in one transaction (`Db::execute_all`).
 struct Statements(Vec<(&'static str, Vec<OwnedArg>)>);
 
 impl Steps for Statements {

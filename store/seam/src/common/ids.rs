@@ -55,14 +55,14 @@ pub fn random_roll() -> f64 {
 }
 
 /// `bytes` random bytes from the operating system, as lowercase hex, behind `prefix`.
-pub(crate) fn random_token(prefix: &str, bytes: usize) -> String {
+pub fn random_token(prefix: &str, bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];
     getrandom::fill(&mut buf).expect("the operating system's random source is available");
     format!("{prefix}{}", hex(&buf))
 }
 
 /// `bytes` as lowercase hexadecimal.
-pub(crate) fn hex(bytes: &[u8]) -> String {
+pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
     for b in bytes {
@@ -72,12 +72,18 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     out
 }
 
-pub(crate) fn sha256(text: &str) -> [u8; 32] {
+/// The 16 bytes that key a transaction of `kind` with `external_id` in `org_id` (unique in the
+/// journal): SHA-256 of the three, cut short.
+pub fn idem_key_of(org_id: &str, kind: &str, external_id: &str) -> Vec<u8> {
+    sha256(&format!("{org_id}:{kind}:{external_id}"))[..16].to_vec()
+}
+
+pub fn sha256(text: &str) -> [u8; 32] {
     Sha256::digest(text.as_bytes()).into()
 }
 
 /// A request's digest, as stored to tell its repeat from another request with the same key.
-pub(crate) fn fingerprint(request: &serde_json::Value) -> String {
+pub fn fingerprint(request: &serde_json::Value) -> String {
     hex(&sha256(&request.to_string()))
 }
 
@@ -86,7 +92,7 @@ pub(crate) fn fingerprint(request: &serde_json::Value) -> String {
 /// that differs. Fingerprints written before fields were kept are one digest of the whole
 /// request, which `matches` still recognises.
 #[derive(Debug, Clone)]
-pub(crate) struct Fingerprint {
+pub struct Fingerprint {
     pub text: String,
     whole: String,
     fields: &'static [&'static str],
@@ -94,7 +100,7 @@ pub(crate) struct Fingerprint {
 
 impl Fingerprint {
     /// The fingerprint of a request whose fields `fields` hold `values`.
-    pub(crate) fn of(fields: &'static [&'static str], values: Vec<serde_json::Value>) -> Self {
+    pub fn of(fields: &'static [&'static str], values: Vec<serde_json::Value>) -> Self {
         let digests: Vec<String> = values
             .iter()
             .map(|v| hex(&sha256(&v.to_string())[..6]))
@@ -108,7 +114,7 @@ impl Fingerprint {
 
     /// Whether `stored` is this request's fingerprint; if not, the first field that differs
     /// (`None` when the stored one cannot say: one digest of a whole request).
-    pub(crate) fn matches(&self, stored: &str) -> Result<(), Option<&'static str>> {
+    pub fn matches(&self, stored: &str) -> Result<(), Option<&'static str>> {
         if stored == self.text || stored == self.whole {
             return Ok(());
         }
@@ -122,7 +128,7 @@ impl Fingerprint {
 
     /// The refusal of another request under `key` (the field that names it: `externalId`,
     /// `reference`) whose fingerprint is `stored`.
-    pub(crate) fn conflict(&self, key: &'static str, stored: &str) -> crate::StoreError {
+    pub fn conflict(&self, key: &'static str, stored: &str) -> crate::StoreError {
         let differs = self.matches(stored).err().flatten();
         let message = match differs {
             Some(field) => format!("{key} was used for another request: its {field} differs"),
@@ -138,13 +144,13 @@ impl Fingerprint {
 
 /// Compares two byte strings in time that depends only on their length, so a response time never
 /// tells an attacker how many leading bytes of a guess were right.
-pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// The current time at microsecond precision: what PostgreSQL keeps, so a value reads back
 /// exactly as it was written on either backend.
-pub(crate) fn now() -> chrono::DateTime<chrono::Utc> {
+pub fn now() -> chrono::DateTime<chrono::Utc> {
     use chrono::SubsecRound;
     chrono::Utc::now().trunc_subsecs(6)
 }

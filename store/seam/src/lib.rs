@@ -1,0 +1,30 @@
+//! The storage seam, under every domain of the store: one database (`Db`) on SQLite (the
+//! embedded default) or PostgreSQL (several nodes sharing one database), and what every domain
+//! shares. Where things live:
+//!
+//! - `backend/`: the one place that picks a backend: single statements (`statements.rs`), the
+//!   transaction seam (`tx.rs`: `Tx`, `Work`, `Db::write`, `Db::read`, `Db::fork`), the
+//!   migrations of both trees (`migrations/` beside `src/`), and `direct/`, SQLite through
+//!   rusqlite with its writer thread.
+//! - `common/`: ids, exact token amounts, paging, the calendar's bounds, the short-lived cache,
+//!   stored enums (`string_enum!`), the reader of documents people write (`problems.rs`).
+//! - `limits.rs`: the input limits every door holds; `error.rs`: the one error type.
+//!
+//! Its macros (`params!`, `row_struct!`, `string_enum!`, `args!`) are exported at its root.
+
+// The seam's traits (`Tx`, `Work`, the forks) are public so that the domains above can write
+// against them; every caller names the concrete transaction type at the end, where `Send` is
+// known, so the bound the lint asks for would only narrow them.
+#![allow(async_fn_in_trait)]
+
+#[macro_use]
+pub mod backend;
+#[macro_use]
+pub mod common;
+pub mod error;
+pub mod limits;
+
+pub use backend::{Backend, Db};
+pub use common::page::{Page, Paged};
+pub use common::tokens::Tokens;
+pub use error::{FieldProblem, StoreError};

@@ -1,0 +1,82 @@
+//! `Store`: the database with what the domains keep beside it (their caches, the dates a
+//! transaction may carry).
+
+use std::sync::Arc;
+
+use rules::RuleSet;
+use seam::common::cache::Cache;
+
+use crate::{DateWindow, Db, Policy, StoreError};
+
+/// The system of record. Cheap to clone: clones share one connection pool and its caches.
+#[derive(Clone)]
+pub struct Store {
+    db: Db,
+    pub(crate) caches: Arc<Caches>,
+    /// How far ahead of the clock a transaction may be dated (`DateWindow`).
+    pub(crate) dates_ahead: chrono::Duration,
+}
+
+/// The caches a store keeps, shared by its clones.
+pub(crate) struct Caches {
+    /// Campaign id -> its policy.
+    pub policies: Cache<Policy>,
+    /// `campaign id:version` -> that rule-set version, compiled (a partial return rounds by it).
+    pub rule_sets: Cache<Arc<RuleSet>>,
+}
+
+impl std::ops::Deref for Store {
+    type Target = Db;
+
+    fn deref(&self) -> &Db {
+        &self.db
+    }
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.db.fmt(f)
+    }
+}
+
+impl Store {
+    /// The store on `db`.
+    pub fn on(db: Db) -> Store {
+        Store {
+            db,
+            caches: Arc::new(Caches {
+                policies: Cache::default(),
+                rule_sets: Cache::default(),
+            }),
+            dates_ahead: crate::DATES_AHEAD,
+        }
+    }
+
+    /// Opens (creating if missing) the SQLite database file at `path`, in WAL mode.
+    pub async fn open_sqlite(path: &std::path::Path) -> Result<Store, StoreError> {
+        Db::open_sqlite(path).await.map(Store::on)
+    }
+
+    /// Connects to `url`: `postgres://` or `postgresql://` for PostgreSQL, `sqlite:` for SQLite.
+    pub async fn connect(url: &str, max_connections: u32) -> Result<Store, StoreError> {
+        Db::connect(url, max_connections).await.map(Store::on)
+    }
+
+    /// The database under this store.
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// This store, letting transactions be dated up to `ahead` past the clock (`DATES_AHEAD`
+    /// unless set).
+    pub fn with_dates_ahead(mut self, ahead: chrono::Duration) -> Store {
+        self.dates_ahead = ahead;
+        self
+    }
+
+    /// The dates a transaction may carry now; an earn of a campaign that allows earns at most
+    /// `back_days` old, no further back.
+    pub fn date_window(&self, back_days: Option<u32>) -> DateWindow {
+        DateWindow::at(crate::common::ids::now(), self.dates_ahead, back_days)
+    }
+}
