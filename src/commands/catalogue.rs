@@ -1,7 +1,7 @@
 //! `rewards catalogue`: import and export a campaign's reward catalogue.
 use anyhow::Context;
 use serde_json::json;
-use store::{Catalogue, ImportOptions, ImportReport, Store, StoreError};
+use store::{ImportOptions, ImportReport, Store, StoreError};
 
 use super::emit;
 use crate::cli::CatalogueCommand;
@@ -18,11 +18,7 @@ pub async fn run(store: &Store, command: CatalogueCommand, json: bool) -> anyhow
             let text =
                 std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
             let options = ImportOptions { dry_run, replace };
-            let outcome = match Catalogue::from_json(&text) {
-                Ok(catalogue) => store.import_catalogue(&campaign, &catalogue, options).await,
-                Err(problems) => Err(StoreError::InvalidCatalogue(problems)),
-            };
-            match outcome {
+            match store.import_document(&campaign, &text, options).await {
                 Ok(report) => {
                     emit(json, json!(report), || summary(&report));
                     Ok(())

@@ -5,7 +5,7 @@
 use axum::Json;
 use axum::extract::{DefaultBodyLimit, State};
 use serde::Deserialize;
-use store::{Catalogue, ImportOptions, Permission, StoreError};
+use store::{ImportOptions, Permission};
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -54,14 +54,13 @@ async fn import_catalogue(
     JsonBytes(body): JsonBytes,
 ) -> Result<Json<ImportReportView>, ApiError> {
     caller.require(Permission::CatalogueWrite)?;
-    let catalogue = Catalogue::from_json(&body).map_err(StoreError::InvalidCatalogue)?;
     let options = ImportOptions {
         dry_run: query.dry_run.unwrap_or(false),
         replace: query.replace.unwrap_or(false),
     };
     let report = state
         .store
-        .import_catalogue(&caller.context.campaign, &catalogue, options)
+        .import_document(&caller.context.campaign, &body, options)
         .await?;
     // Searches on this node show the import at once; other nodes notice its version.
     state.catalogues.forget(&caller.context.campaign.id);

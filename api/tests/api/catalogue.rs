@@ -21,8 +21,11 @@ async fn an_import_answers_its_counts_and_every_problem_with_its_path(app: TestA
     bad["products"][2]["category"] = json!("flights");
     let refused = app.put_catalogue(&key, "", bad).await;
     assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.body);
-    // Shape problems come first; references are checked once the shape is right.
-    assert_eq!(refused.fields(), ["products[0].variants[0].price"]);
+    // A faulty value and an unknown reference, named in one answer.
+    assert_eq!(
+        refused.fields(),
+        ["products[0].variants[0].price", "products[2].category"]
+    );
 
     let mut unknown = small_catalogue();
     unknown["products"][2]["category"] = json!("flights");

@@ -257,13 +257,28 @@ pub struct VariantEntry {
 impl Catalogue {
     /// Reads a document from JSON text; every problem it has, when it has any.
     pub fn from_json(text: &[u8]) -> Result<Catalogue, Vec<FieldProblem>> {
-        let value: Value = serde_json::from_slice(text).map_err(|e| {
-            vec![FieldProblem {
-                path: "$".into(),
-                message: format!("not JSON: {e}"),
-            }]
-        })?;
-        Catalogue::from_value(&value)
+        match Catalogue::read(text) {
+            (Some(catalogue), problems) if problems.is_empty() => Ok(catalogue),
+            (_, problems) => Err(problems),
+        }
+    }
+
+    /// Reads a document from JSON text as far as it reads: what it holds (its faulty values
+    /// left at their defaults; none when the text is not JSON) and every problem found.
+    pub fn read(text: &[u8]) -> (Option<Catalogue>, Vec<FieldProblem>) {
+        let value: Value = match serde_json::from_slice(text) {
+            Ok(value) => value,
+            Err(e) => {
+                let not_json = FieldProblem {
+                    path: "$".into(),
+                    message: format!("not JSON: {e}"),
+                };
+                return (None, vec![not_json]);
+            }
+        };
+        let mut r = Reader(Problems::new("field"));
+        let catalogue = r.catalogue(&value);
+        (Some(catalogue), r.0.into_found())
     }
 
     /// Reads a document; every problem it has, when it has any. References between its parts

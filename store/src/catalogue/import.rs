@@ -289,6 +289,55 @@ impl Store {
     }
 }
 
+/// A document read and imported, its problems named in one report.
+impl Store {
+    /// Reads the document in `text` and imports it as `import_catalogue` does. A document that
+    /// does not read clean is refused naming every problem at once: what the reading found,
+    /// and the references of what did read that are unknown to the document and the campaign
+    /// (found by a dry run of it; a reference at a place the reading faulted is not named
+    /// twice).
+    pub async fn import_document(
+        &self,
+        campaign: &Campaign,
+        text: &[u8],
+        options: ImportOptions,
+    ) -> Result<ImportReport, StoreError> {
+        let (catalogue, mut problems) = Catalogue::read(text);
+        let Some(catalogue) = catalogue else {
+            return Err(StoreError::InvalidCatalogue(problems));
+        };
+        if problems.is_empty() {
+            return self.import_catalogue(campaign, &catalogue, options).await;
+        }
+        let dry_run = ImportOptions {
+            dry_run: true,
+            ..options
+        };
+        if let Err(StoreError::InvalidCatalogue(references)) =
+            self.import_catalogue(campaign, &catalogue, dry_run).await
+        {
+            let faulted = |path: &str| {
+                problems
+                    .iter()
+                    .any(|p| within(path, &p.path) || within(&p.path, path))
+            };
+            let new: Vec<FieldProblem> = references
+                .into_iter()
+                .filter(|r| !faulted(&r.path))
+                .collect();
+            problems.extend(new);
+        }
+        Err(StoreError::InvalidCatalogue(problems))
+    }
+}
+
+/// Whether the place `path` is the place `outer` or inside it (`products[1].category` is inside
+/// `products[1]`; `products[10]` is not).
+fn within(path: &str, outer: &str) -> bool {
+    path.strip_prefix(outer)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+}
+
 /// An import, applied in one transaction.
 struct Importing {
     campaign: Campaign,

@@ -198,6 +198,35 @@ async fn unknown_references_are_listed_and_nothing_is_written(store: Store) {
     );
 }
 
+async fn a_document_names_its_reading_and_reference_problems_at_once(store: Store) {
+    let c = campaign(&store).await;
+    let mut doc = document();
+    doc["products"][0]["variants"][0]["price"] = json!("cheap");
+    doc["products"][1]["category"] = json!("drinks");
+    let text = serde_json::to_vec(&doc).unwrap();
+    let Err(StoreError::InvalidCatalogue(problems)) = store
+        .import_document(&c, &text, ImportOptions::default())
+        .await
+    else {
+        panic!("the import must fail");
+    };
+    let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        ["products[0].variants[0].price", "products[1].category"],
+        "{problems:?}"
+    );
+    assert!(store.catalogue_products(&c).await.unwrap().is_empty());
+    assert_eq!(store.catalogue_version(&c).await.unwrap(), 0);
+    // A clean document goes in as `import_catalogue` takes it.
+    let text = serde_json::to_vec(&document()).unwrap();
+    let report = store
+        .import_document(&c, &text, ImportOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(report.version, 1);
+}
+
 async fn references_reach_what_the_campaign_already_holds(store: Store) {
     let c = campaign(&store).await;
     store
@@ -290,6 +319,7 @@ backend_tests!(
     importing_twice_changes_nothing_and_replace_removes_the_rest,
     a_dry_run_counts_and_writes_nothing,
     unknown_references_are_listed_and_nothing_is_written,
+    a_document_names_its_reading_and_reference_problems_at_once,
     references_reach_what_the_campaign_already_holds,
     a_tier_that_variants_require_cannot_be_removed,
     catalogues_are_kept_per_campaign,

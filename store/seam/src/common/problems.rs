@@ -93,6 +93,11 @@ impl Problems {
     }
 
     /// `value` when the document had no problem, else every problem, in the order found.
+    /// Every problem found, in the order found.
+    pub fn into_found(self) -> Vec<FieldProblem> {
+        self.found
+    }
+
     pub fn finish<T>(self, value: T) -> Result<T, Vec<FieldProblem>> {
         if self.found.is_empty() {
             Ok(value)
