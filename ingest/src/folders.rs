@@ -113,11 +113,13 @@ pub fn is_temporary(name: &str) -> bool {
 /// `<name>.dry-run.rejected.csv.tmp`) must stay within the file system's 255.
 pub const MAX_NAME_BYTES: usize = 200;
 
+/// The checksum sidecar's suffix: `earns.csv.sha256` holds the SHA-256 of `earns.csv` (as
+/// `sha256sum` prints it), which must match before the file is read.
+pub const SIDECAR: &str = ".sha256";
+
 /// A name that may be uploaded at all: final, temporary or a checksum sidecar, not too long.
 pub fn is_uploadable(name: &str) -> bool {
-    let sidecar = name
-        .strip_suffix(crate::intake::SIDECAR)
-        .is_some_and(is_final_name);
+    let sidecar = name.strip_suffix(SIDECAR).is_some_and(is_final_name);
     (ends_with_any(name, &ACCEPTED) || is_temporary(name) || sidecar)
         && name.len() <= MAX_NAME_BYTES
 }

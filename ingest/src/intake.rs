@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use store::{Batch, BatchState, NewBatch, OrgScope, Store};
 
 use crate::batch::reports::write_atomically;
-use crate::folders::{Folder, Tree};
+use crate::folders::{Folder, SIDECAR, Tree};
 
 /// Where received files wait for processing:
 /// `data_dir/spool/<org_id>/<batch_id>__<source>__<name>`.
@@ -45,10 +45,6 @@ pub async fn receive(
     };
     record(store, data_dir, org, id, &spooled, received).await
 }
-
-/// The checksum sidecar's suffix: `earns.csv.sha256` holds the SHA-256 of `earns.csv` (as
-/// `sha256sum` prints it), which must match before the file is read.
-pub const SIDECAR: &str = ".sha256";
 
 /// Where the sidecar of the spooled file `spooled` of batch `id` is kept: hidden beside it.
 pub fn sidecar_of(spooled: &Path, id: &str) -> PathBuf {

@@ -89,7 +89,7 @@ pub use members::{
     CATEGORIES, Channels, ChannelsPatch, CommunicationPreferences, Member, MemberPatch,
     MemberStatus, NewMember, PreferencesPatch,
 };
-pub use orders::bookings::BookingFilter;
+pub use orders::BookingFilter;
 pub use orders::codes::{CodeKey, masked as masked_code, new_code};
 pub use orders::{
     Booking, BookingPatch, BookingStatus, Code, LocalDate, NewBooking, NewLine, NewOrder, Order,

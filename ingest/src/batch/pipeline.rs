@@ -316,7 +316,7 @@ async fn unchanged(path: &Path, batch: &Batch) -> Result<(), String> {
                  on the way; nothing of it was processed",
                 batch.sha256,
                 batch.file_name,
-                crate::intake::SIDECAR
+                crate::folders::SIDECAR
             ));
         }
     }

@@ -15,7 +15,7 @@ use rules::Decimal;
 use serde_json::json;
 
 use super::OrderScope;
-use super::bookings::booking_changed;
+use super::booking::booking_changed;
 use super::place::SELLOUT;
 use super::read::order_within;
 use crate::backend::{PgTx, SqliteTx, Work};

@@ -7,9 +7,12 @@
 //! - `read.rs`: orders and lines as clients read them, codes masked or (logged by the caller)
 //!   in clear;
 //! - `codes.rs`: redemption codes, unguessable and encrypted; `redeem.rs`: a partner redeeming one;
-//! - `bookings.rs`: bookings of lines that need one, and their state machine;
+//! - `booking.rs`: a booking's record, the rules its date and branch keep, its row and events;
+//!   `bookings.rs`: booking lines that need one, and moving a booking along its state machine;
 //! - `cancel.rs`: cancelling an order or a line: refund, stock, codes voided, booking.
 
+#[macro_use]
+mod booking;
 pub(crate) mod bookings;
 mod cancel;
 pub(crate) mod codes;
@@ -23,7 +26,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::Tokens;
-pub use bookings::{Booking, BookingPatch, BookingStatus, NewBooking};
+pub use booking::{Booking, BookingPatch, BookingStatus, NewBooking};
+pub use bookings::BookingFilter;
 pub use place::Placed;
 pub use read::OrderScope;
 pub use redeem::Redeemed;

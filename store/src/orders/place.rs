@@ -9,7 +9,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use super::bookings::{INSERT_BOOKING, booking_event};
+use super::booking::{INSERT_BOOKING, booking_event};
 use super::codes::{CodeKey, masked, new_code, tail};
 use super::plan::{
     BRANCHES, LineSource, PRODUCT, Plan, PlannedLine, TIER_REACHED, VARIANT, VARIANTS_OF,

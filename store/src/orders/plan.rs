@@ -5,7 +5,7 @@
 
 use sqlx::types::Json;
 
-use super::bookings::{self, NewBooking};
+use super::booking::{self, NewBooking};
 use super::{NewLine, ProductSummary};
 use crate::{FieldProblem, StoreError, Tokens, Weekdays};
 
@@ -166,7 +166,7 @@ pub(crate) fn plan(
             }
             Some(booking) => {
                 let path = format!("lines[{i}].booking");
-                let rules = bookings::Rules {
+                let rules = booking::Rules {
                     weekdays: product.weekdays.0,
                     branches: &source.branches,
                 };

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
 
-use super::bookings::{Booking, LINE_BOOKINGS, shown_bookings};
+use super::booking::{Booking, LINE_BOOKINGS, shown_bookings};
 use super::codes::{CodeKey, masked_tail};
 use super::{Code, Order, OrderLine, ProductSummary};
 use crate::backend::Tx;
