@@ -5,6 +5,7 @@
 //! - `read`: a Parquet earn file as rows of text fields, as a CSV file's would be, read a row
 //!   group (or a part of a large one) and a column at a time, so memory stays bounded.
 //! - `write`: Parquet files from plain columns, a row group per batch.
+//! - `checksums`: every page's CRC-32 checked before a row is read, where the writer stored one.
 
 mod checksums;
 mod read;

@@ -6,6 +6,12 @@
 //! (`compile`, `nodes`); `RuleSet::evaluate` then runs each transaction through the rules in
 //! priority order and returns exact decimal tokens with a trace of what each rule contributed.
 //! Conditions and expressions are CEL (the Common Expression Language), parsed by the `cel` crate.
+//!
+//! - `format`: the TOML a rule set is written in; `compile` and `nodes`: the typed tree.
+//! - `engine`: a compiled rule set and its evaluation, then the programme's rounding.
+//! - `facts`: what the rules read (a transaction, its wallet and member, the meta slots).
+//! - `window`: when a rule may fire (dates, weekdays, hours in the programme's time zone).
+//! - `error`: every mistake of a rule set, reported at once.
 
 mod compile;
 mod engine;

@@ -1,0 +1,72 @@
+//! The map a newcomer reads first stays true: each crate's `lib.rs` names every module it
+//! declares, and the README's layout line names every crate of the workspace.
+
+use std::path::Path;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The workspace's crates, as its `Cargo.toml` lists them, and the root package (`.`).
+fn crates() -> Vec<String> {
+    let manifest = std::fs::read_to_string(Path::new(ROOT).join("Cargo.toml")).unwrap();
+    let start = manifest.find("members = [").expect("a members list");
+    let list = &manifest[start..manifest[start..].find(']').unwrap() + start];
+    let mut crates: Vec<String> = list
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect();
+    crates.push(".".into());
+    crates
+}
+
+/// The modules `lib.rs` declares at its top (`mod x;`, `pub mod x;`, `pub(crate) mod x;`).
+fn declared(lib: &str) -> Vec<&str> {
+    lib.lines()
+        .filter_map(|line| {
+            let line = line.trim_start_matches("pub(crate) ").trim_start_matches("pub ");
+            line.strip_prefix("mod ")?.strip_suffix(';')
+        })
+        .collect()
+}
+
+#[test]
+fn every_crate_map_names_its_modules() {
+    let mut missing = Vec::new();
+    for krate in crates() {
+        let lib = std::fs::read_to_string(Path::new(ROOT).join(&krate).join("src/lib.rs"))
+            .unwrap_or_else(|e| panic!("{krate}/src/lib.rs: {e}"));
+        let map: String = lib
+            .lines()
+            .filter_map(|l| l.strip_prefix("//!"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for module in declared(&lib) {
+            let named = [format!("`{module}`"), format!("`{module}.rs`"), format!("`{module}/`")]
+                .iter()
+                .any(|form| map.contains(form.as_str()))
+                || map.contains(&format!("`{module}`:"));
+            if !named {
+                missing.push(format!("{krate}: {module}"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "modules their lib.rs does not name: {missing:?}");
+}
+
+#[test]
+fn the_readme_layout_names_every_crate() {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    let layout = readme
+        .lines()
+        .find(|l| l.starts_with("- Layout:"))
+        .expect("a layout line");
+    let layout = &readme[readme.find(layout).unwrap()..];
+    let layout = &layout[..layout.find("\n- ").unwrap_or(layout.len())];
+    let missing: Vec<String> = crates()
+        .into_iter()
+        .filter(|c| c != ".")
+        .filter(|c| !layout.contains(&format!("`{c}/`")))
+        .collect();
+    assert!(missing.is_empty(), "crates the README's layout does not name: {missing:?}");
+}
