@@ -24,7 +24,9 @@ fn crates() -> Vec<String> {
 fn declared(lib: &str) -> Vec<&str> {
     lib.lines()
         .filter_map(|line| {
-            let line = line.trim_start_matches("pub(crate) ").trim_start_matches("pub ");
+            let line = line
+                .trim_start_matches("pub(crate) ")
+                .trim_start_matches("pub ");
             line.strip_prefix("mod ")?.strip_suffix(';')
         })
         .collect()
@@ -42,16 +44,23 @@ fn every_crate_map_names_its_modules() {
             .collect::<Vec<_>>()
             .join("\n");
         for module in declared(&lib) {
-            let named = [format!("`{module}`"), format!("`{module}.rs`"), format!("`{module}/`")]
-                .iter()
-                .any(|form| map.contains(form.as_str()))
+            let named = [
+                format!("`{module}`"),
+                format!("`{module}.rs`"),
+                format!("`{module}/`"),
+            ]
+            .iter()
+            .any(|form| map.contains(form.as_str()))
                 || map.contains(&format!("`{module}`:"));
             if !named {
                 missing.push(format!("{krate}: {module}"));
             }
         }
     }
-    assert!(missing.is_empty(), "modules their lib.rs does not name: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "modules their lib.rs does not name: {missing:?}"
+    );
 }
 
 #[test]
@@ -68,5 +77,8 @@ fn the_readme_layout_names_every_crate() {
         .filter(|c| c != ".")
         .filter(|c| !layout.contains(&format!("`{c}/`")))
         .collect();
-    assert!(missing.is_empty(), "crates the README's layout does not name: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "crates the README's layout does not name: {missing:?}"
+    );
 }
