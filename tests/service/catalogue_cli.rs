@@ -64,8 +64,13 @@ fn the_operator_imports_checks_and_exports_a_catalogue() {
         out.contains("products[1].id: product `x` appears more than once"),
         "{out}"
     );
+    // The unknown category is named beside the faulty values, in the same report.
+    assert!(
+        out.contains("products[0].category: unknown category `none`"),
+        "{out}"
+    );
     let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(err.contains("3 problem(s); nothing was imported"), "{err}");
+    assert!(err.contains("4 problem(s); nothing was imported"), "{err}");
 
     // The export is an import document that gives the same catalogue back.
     let exported = dir.path().join("exported.json");
