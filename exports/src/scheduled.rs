@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::NaiveTime;
 use store::{ClaimedDay, ExportFilter, ExportTime, OrgScope, Store};
 
-use ingest::folders::{Folder, Tree};
+use folders::{Folder, Tree};
 
 /// How often a node looks for due days.
 pub const LOOK: Duration = Duration::from_secs(60);

@@ -11,13 +11,8 @@ use sha2::{Digest, Sha256};
 use store::{Batch, BatchState, NewBatch, OrgScope, Store};
 
 use crate::batch::reports::write_atomically;
-use crate::folders::{Folder, SIDECAR, Tree};
-
-/// Where received files wait for processing:
-/// `data_dir/spool/<org_id>/<batch_id>__<source>__<name>`.
-pub fn spool_dir(data_dir: &Path, org_id: &str) -> PathBuf {
-    data_dir.join("spool").join(org_id)
-}
+use folders::{Folder, SIDECAR, Tree, spooled};
+pub use folders::{sidecar_of, spool_dir};
 
 /// Moves `inbox_file` (complete, named `file_name` by the client) into the spool and records
 /// its batch.
@@ -44,11 +39,6 @@ pub async fn receive(
         username,
     };
     record(store, data_dir, org, id, &spooled, received).await
-}
-
-/// Where the sidecar of the spooled file `spooled` of batch `id` is kept: hidden beside it.
-pub fn sidecar_of(spooled: &Path, id: &str) -> PathBuf {
-    spooled.with_file_name(format!(".{id}{SIDECAR}"))
 }
 
 /// Copies `file` into the spool and records its batch, leaving the original where it is (the
@@ -88,8 +78,7 @@ fn spool_path(
     let id = store::new_id();
     let spool = spool_dir(data_dir, org_id);
     std::fs::create_dir_all(&spool).map_err(|e| format!("{}: {e}", spool.display()))?;
-    let spooled = spool.join(format!("{id}__{source}__{file_name}"));
-    Ok((id, spooled))
+    Ok((id.clone(), spooled(&spool, &id, source, file_name)))
 }
 
 /// Who sent a file, and under which name.

@@ -3,13 +3,14 @@
 //!
 //! - The doors: `sftp` (the SFTP server and its host key), `watcher` (files put into an inbox by
 //!   other means), `intake` (a complete file moved to the spool and recorded as a batch), and
-//!   `folders`, each organisation's folder layout (inbox, reports, exports) that they and the
-//!   rest share.
+//!   `folders`, each organisation's folder layout and the spool's names (the `folders` crate,
+//!   which `exports` shares, re-exported here).
 //! - `batch`: a received file read (CSV, XLSX, Parquet, through a mapping), its rows evaluated
 //!   and credited by the pipeline, and its reports written.
 
 pub mod batch;
-pub mod folders;
 pub mod intake;
+/// The folder layout, in a crate of its own that `exports` shares.
+pub use folders;
 pub mod sftp;
 pub mod watcher;

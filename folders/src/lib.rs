@@ -1,5 +1,7 @@
-//! An organisation's SFTP tree: `/inbox` (uploads), `/reports`, `/exports` and `/templates`
-//! (read only).
+//! Where files live on a node, the one place that names them: each organisation's SFTP tree
+//! (`Tree`, `Folder`): `/inbox` (uploads), `/reports`, `/exports` and `/templates` (read only),
+//! the names an upload may take, and the spool where received files wait (`spool_dir`,
+//! `spooled`, `sidecar_of`). Shared by `ingest` (the doors and the pipeline) and `exports`.
 //! Client paths are virtual POSIX paths, normalised so that no path can leave the root: `..`
 //! stops at `/`, and anything but the folders and the files directly in them does not
 //! exist. Symbolic links are never followed, listed or created.
@@ -228,6 +230,22 @@ impl Tree {
     pub fn file(&self, folder: Folder, name: &str) -> PathBuf {
         self.folder(folder).join(name)
     }
+}
+
+/// Where received files wait for processing: `data_dir/spool/<org_id>/`.
+pub fn spool_dir(data_dir: &Path, org_id: &str) -> PathBuf {
+    data_dir.join("spool").join(org_id)
+}
+
+/// The spooled file of batch `id`, received from `source` under `file_name`:
+/// `<batch_id>__<source>__<name>` in its organisation's spool.
+pub fn spooled(spool: &Path, id: &str, source: &str, file_name: &str) -> PathBuf {
+    spool.join(format!("{id}__{source}__{file_name}"))
+}
+
+/// Where the sidecar of the spooled file `spooled` of batch `id` is kept: hidden beside it.
+pub fn sidecar_of(spooled: &Path, id: &str) -> PathBuf {
+    spooled.with_file_name(format!(".{id}{SIDECAR}"))
 }
 
 #[cfg(test)]
