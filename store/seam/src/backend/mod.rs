@@ -66,7 +66,7 @@ pub enum Backend {
 }
 
 /// The database: a connection pool on either backend, and the one place that runs work on it.
-/// Cheap to clone: clones share one pool. Every domain's handle holds one.
+/// Cheap to clone: clones share one pool. `Store` holds one (and, later, each domain's handle).
 #[derive(Clone)]
 pub struct Db {
     pub pool: Pool,
