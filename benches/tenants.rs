@@ -228,7 +228,7 @@ async fn floor(rate: f64, seconds: u64, endpoints: usize) -> (common::Load, comm
             while !stop.load(Ordering::Relaxed) {
                 loop {
                     let started = Instant::now();
-                    if !store.dispatch_events(1_000).await.unwrap().full {
+                    if !store.events().dispatch_events(1_000).await.unwrap().full {
                         break;
                     }
                     tokio::time::sleep(started.elapsed() * 3).await;
@@ -302,6 +302,7 @@ async fn noisy_tenant(store: &Store, url: &str, count: usize) -> store::Campaign
             secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into(),
         };
         store
+            .events()
             .create_endpoint(&org, endpoint, &CodeKey::new(&CODES), count)
             .await
             .unwrap();

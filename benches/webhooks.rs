@@ -177,6 +177,7 @@ async fn run() {
         per_hour: i64::MAX,
     };
     let queued = store
+        .events()
         .redeliver(&org, &endpoint.id, range, unbounded)
         .await
         .unwrap();
@@ -247,6 +248,7 @@ async fn subscribe(
     };
     let org = campaign.org();
     store
+        .events()
         .create_endpoint(&org, endpoint, &CodeKey::new(&CODES), 10)
         .await
         .unwrap()
@@ -336,7 +338,12 @@ async fn delivered_all(
     };
     let mut seen = (0, Instant::now());
     loop {
-        let total = store.events(org, None, &filter, page).await.unwrap().total;
+        let total = store
+            .events()
+            .feed(org, None, &filter, page)
+            .await
+            .unwrap()
+            .total;
         if total != seen.0 {
             seen = (total, Instant::now());
         }

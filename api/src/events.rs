@@ -8,7 +8,9 @@ use axum::extract::{Path, State};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use store::{ApiVersion, Event, EventData, EventFilter, EventType, TierRef, Tokens};
+use store::{
+    ApiVersion, Event, EventData, EventFilter, EventType, Paged, StoreError, TierRef, Tokens,
+};
 use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -50,9 +52,10 @@ pub struct EventView {
 }
 
 impl EventView {
-    /// `event` in the shapes of `version`.
-    pub fn render(event: Event, version: ApiVersion) -> EventView {
-        let data = match event.data {
+    /// `event` in the shapes of `version`; an error when its stored record does not read as
+    /// the type it names.
+    pub fn render(event: Event, version: ApiVersion) -> Result<EventView, StoreError> {
+        let data = match EventData::of(&event.data)? {
             EventData::Transaction(t) => json!(TransactionView::from(*t)),
             EventData::Member(m) => json!(MemberView::new(*m, version)),
             EventData::Batch(b) => json!(BatchView::from(*b)),
@@ -92,14 +95,14 @@ impl EventView {
                 "message": "A test delivery from the operator of your rewards programme.",
             }),
         };
-        EventView {
+        Ok(EventView {
             id: event.id,
             kind: event.kind.as_str().to_string(),
             timestamp: event.occurred_at,
             organisation_id: event.org_id,
             campaign_id: event.campaign_id,
             data,
-        }
+        })
     }
 }
 
@@ -297,11 +300,17 @@ async fn list_events(
     let campaign = &caller.context.campaign;
     let events = state
         .store
-        .events(caller.org(), Some(&campaign.id), &filter, page)
+        .events()
+        .feed(caller.org(), Some(&campaign.id), &filter, page)
         .await?;
-    Ok(Json(PagedList::from_page(events, |e| {
-        EventView::render(e, caller.version)
-    })))
+    let (total, page) = (events.total, events.page);
+    let items = (events.items.into_iter())
+        .map(|e| EventView::render(e, caller.version))
+        .collect::<Result<_, _>>()?;
+    Ok(Json(PagedList::from_page(
+        Paged { items, total, page },
+        |v| v,
+    )))
 }
 
 #[utoipa::path(get, path = "/v1/events/{id}", tag = "events", summary = "Get an event",
@@ -315,11 +324,12 @@ async fn get_event(
     let campaign = &caller.context.campaign;
     let event = state
         .store
+        .events()
         .event(caller.org(), Some(&campaign.id), &id)
         .await?
         .filter(|e| e.seq.is_some() && e.kind != EventType::WebhookTest)
         .ok_or(ApiError::NotFound("event"))?;
-    Ok(Json(EventView::render(event, caller.version)))
+    Ok(Json(EventView::render(event, caller.version)?))
 }
 
 pub fn router() -> OpenApiRouter<AppState> {

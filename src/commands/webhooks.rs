@@ -83,6 +83,7 @@ pub async fn run(
                 secret: secret.clone(),
             };
             let endpoint = store
+                .events()
                 .create_endpoint(
                     &org,
                     new,
@@ -107,7 +108,10 @@ pub async fn run(
             };
             let mut all = Vec::new();
             for n in 1.. {
-                let listed = store.endpoints(&org, Page { page: n, ..page }).await?;
+                let listed = store
+                    .events()
+                    .endpoints(&org, Page { page: n, ..page })
+                    .await?;
                 let last = listed.items.len() < page.limit as usize;
                 all.extend(listed.items);
                 if last {
@@ -120,7 +124,7 @@ pub async fn run(
         }
         WebhookCommand::Remove { org, endpoint } => {
             let org = store.find_org(&org).await?.scope();
-            if !store.remove_endpoint(&org, &endpoint).await? {
+            if !store.events().remove_endpoint(&org, &endpoint).await? {
                 bail!("no endpoint {endpoint} in the organisation");
             }
             emit(json, json!({"removed": endpoint}), || {
@@ -143,6 +147,7 @@ pub async fn run(
             let until = (keep_previous_hours > 0)
                 .then(|| Utc::now() + Duration::hours(i64::from(keep_previous_hours)));
             let rotated = store
+                .events()
                 .rotate_endpoint_secret(&org, &endpoint, &secret, until, &config.code_key()?)
                 .await?;
             let mut value = endpoint_json(&rotated);
@@ -158,6 +163,7 @@ pub async fn run(
         WebhookCommand::Test { org, endpoint } => {
             let org = store.find_org(&org).await?.scope();
             let event = store
+                .events()
                 .send_test_event(&org, &endpoint, config.api.webhooks.manual)
                 .await?;
             emit(json, json!({"eventId": event, "deliveries": 1}), || {
@@ -171,7 +177,10 @@ pub async fn run(
         } => {
             let org = store.find_org(&org).await?.scope();
             let page = Page { page: 1, limit };
-            let log = store.delivery_attempts(&org, &endpoint, page).await?;
+            let log = store
+                .events()
+                .delivery_attempts(&org, &endpoint, page)
+                .await?;
             let views: Vec<api::views::AttemptView> =
                 log.items.into_iter().map(Into::into).collect();
             emit(json, json!(views), || {
@@ -208,6 +217,7 @@ pub async fn run(
                 _ => bail!("give --event, or --from and --to (from before to)"),
             };
             let made = store
+                .events()
                 .redeliver(&org, &endpoint, which, config.api.webhooks.manual)
                 .await
                 .context("redelivering")?;
@@ -231,7 +241,10 @@ async fn set_status(
         status: Some(status),
         ..Default::default()
     };
-    let endpoint = store.update_endpoint(&org, endpoint, patch).await?;
+    let endpoint = store
+        .events()
+        .update_endpoint(&org, endpoint, patch)
+        .await?;
     emit(json, endpoint_json(&endpoint), || endpoint_line(&endpoint));
     Ok(())
 }

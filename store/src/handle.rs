@@ -1,17 +1,18 @@
-//! `Store`: the database with what the domains keep beside it (their caches, the dates a
-//! transaction may carry).
+//! `Store`: the database with the domains' handles (`events()`) and what the domains still
+//! in this crate keep beside it (their caches, the dates a transaction may carry).
 
 use std::sync::Arc;
 
 use rules::RuleSet;
 use seam::common::cache::Cache;
 
-use crate::{DateWindow, Db, Policy, StoreError};
+use crate::{DateWindow, Db, Events, Policy, StoreError};
 
 /// The system of record. Cheap to clone: clones share one connection pool and its caches.
 #[derive(Clone)]
 pub struct Store {
     db: Db,
+    events: Events,
     pub(crate) caches: Arc<Caches>,
     /// How far ahead of the clock a transaction may be dated (`DateWindow`).
     pub(crate) dates_ahead: chrono::Duration,
@@ -43,6 +44,7 @@ impl Store {
     /// The store on `db`.
     pub fn on(db: Db) -> Store {
         Store {
+            events: Events::on(db.clone()),
             db,
             caches: Arc::new(Caches {
                 policies: Cache::default(),
@@ -60,6 +62,11 @@ impl Store {
     /// Connects to `url`: `postgres://` or `postgresql://` for PostgreSQL, `sqlite:` for SQLite.
     pub async fn connect(url: &str, max_connections: u32) -> Result<Store, StoreError> {
         Db::connect(url, max_connections).await.map(Store::on)
+    }
+
+    /// Events out: the feed, webhook endpoints and their deliveries.
+    pub fn events(&self) -> &Events {
+        &self.events
     }
 
     /// The database under this store.

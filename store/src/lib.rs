@@ -18,7 +18,8 @@
 //! - `reviews/`: members' reviews, their profanity scores, reports and moderation.
 //! - `catalogue/`: the reward catalogue: the import document, applying it, reading it back, and
 //!   the in-memory search index of each campaign (`index.rs`, built on the `search` crate).
-//! - `events/`: events, webhook endpoints, their deliveries and retention.
+//! - `event_data.rs`: the records events carry, read back as the domains' types (events
+//!   themselves, their endpoints and deliveries are the `events` crate below the store).
 //! - `exports/`: ledger exports read out in chunks, and their schedules.
 //! - `meta.rs`: an earn's meta from cells.
 //! - `testing/` (feature `testing`): fresh stores on either backend and schema comparison.
@@ -30,7 +31,7 @@ extern crate seam;
 mod programme;
 mod batches;
 mod catalogue;
-mod events;
+mod event_data;
 mod exports;
 mod handle;
 mod leaderboard;
@@ -54,24 +55,24 @@ pub use catalogue::index::{
     VectorProblem,
 };
 pub use catalogue::{Address, Branch, Category, ContactDetails, Product, Tag, Variant, Weekdays};
+pub use common::api_version::ApiVersion;
 pub use common::calendar::{
     DATES_AHEAD, DateWindow, day_of, in_calendar, into_calendar, last_second,
 };
+pub use common::codes::{CodeKey, masked as masked_code, new_code};
 pub use common::ids::{new_id, random_roll};
 pub use common::page::{Page, Paged};
 pub use common::problems::Problems;
 pub use common::tokens::Tokens;
 pub use error::{FieldProblem, StoreError};
-pub use events::deliveries::{
-    AttemptOutcome, ClaimedDelivery, DeliveryAttempt, DeliveryStatus, Dispatched, EndpointAfter,
-    FIRST_RETRY, ManualBounds, RETRY_FOR as DELIVERY_WINDOW, Redelivery,
+pub use event_data::EventData;
+pub use events::deliveries::RETRY_FOR as DELIVERY_WINDOW;
+pub use events::endpoints::MAX_URL as MAX_WEBHOOK_URL;
+pub use events::{
+    AttemptOutcome, ClaimedDelivery, DeliveryAttempt, DeliveryStatus, Dispatched, EVENT_RETENTION,
+    EndpointAfter, EndpointPatch, EndpointStatus, Event, EventFilter, EventType, Events,
+    FIRST_RETRY, ManualBounds, NewEndpoint, Record, Redelivery, Secrets, WebhookEndpoint,
 };
-pub use events::endpoints::{
-    EndpointPatch, EndpointStatus, MAX_URL as MAX_WEBHOOK_URL, NewEndpoint, Secrets,
-    WebhookEndpoint,
-};
-pub use events::retention::EVENT_RETENTION;
-pub use events::{Event, EventData, EventFilter, EventType, TierRef};
 pub use exports::schedule::{ClaimedDay, ExportFormat, ExportSchedule, SETTLE as EXPORT_SETTLE};
 pub use exports::{ExportChunk, ExportFilter, ExportTime, Texts};
 pub use handle::Store;
@@ -90,7 +91,6 @@ pub use members::{
     MemberStatus, NewMember, PreferencesPatch,
 };
 pub use orders::BookingFilter;
-pub use orders::codes::{CodeKey, masked as masked_code, new_code};
 pub use orders::{
     Booking, BookingPatch, BookingStatus, Code, LocalDate, NewBooking, NewLine, NewOrder, Order,
     OrderLine, OrderScope, Placed, ProductSummary, Redeemed,
@@ -99,18 +99,17 @@ pub use programme::evaluate::RulesInput;
 pub use programme::policies::{Expiry, ExpiryFrom, Policy, Shortfall, Transfers};
 pub use programme::rule_book::RuleBook;
 pub use programme::rule_sets::RuleSetVersion;
-pub use programme::tiers::{NewTier, Tier};
+pub use programme::tiers::{NewTier, Tier, TierRef};
 pub use reviews::{
     Decision, Moderation, NewReview, Review, ReviewFilter, ReviewList, ReviewStatus,
     profanity_score,
 };
 pub use seam::limits;
+pub use seam::scope::OrgScope;
 pub use seam::{Backend, Db};
 use seam::{backend, common, error};
-pub use tenancy::api_version::ApiVersion;
 pub use tenancy::keys::{ApiKey, IssuedKey, KeyContext, NewKey, Permission};
 pub use tenancy::orgs::{Campaign, NewCampaign, Organisation};
-pub use tenancy::scope::OrgScope;
 pub use tenancy::sftp_bans::SftpBan;
 pub use tenancy::sftp_users::{
     MIN_PASSWORD, NewSftpKey, NewSftpUser, SftpKey, SftpLogin, SftpUser,

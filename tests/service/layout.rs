@@ -82,3 +82,54 @@ fn the_readme_layout_names_every_crate() {
         "crates the README's layout does not name: {missing:?}"
     );
 }
+
+/// Every `.rs` file under `dir`.
+fn sources(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() && path.file_name().is_some_and(|n| n != "target") {
+            sources(&path, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+/// The seal on the records a scope is made from (`seam::scope`) is public only because the
+/// store's domains are several crates: no code outside `store/` may vouch for a record.
+#[test]
+fn only_the_store_vouches_for_a_scope() {
+    let mut files = Vec::new();
+    for krate in crates().into_iter().filter(|c| !c.starts_with("store")) {
+        let dir = Path::new(ROOT).join(&krate);
+        if krate == "." {
+            sources(&dir.join("src"), &mut files);
+            sources(&dir.join("tests"), &mut files);
+            sources(&dir.join("benches"), &mut files);
+        } else {
+            sources(&dir, &mut files);
+        }
+    }
+    let vouching: Vec<String> = files
+        .iter()
+        .filter(|path| {
+            let text = std::fs::read_to_string(path).unwrap();
+            // Spelt in two halves, so that this file does not find itself.
+            text.contains(concat!("Sealed", "::vouched"))
+                || text.contains(concat!("OrgScope", "::vouched"))
+        })
+        .map(|path| path.display().to_string())
+        .collect();
+    assert!(
+        files.len() > 50,
+        "the workspace's sources were found: {}",
+        files.len()
+    );
+    assert!(
+        vouching.is_empty(),
+        "code outside the store vouches for a scope: {vouching:?}"
+    );
+}

@@ -50,7 +50,7 @@ pub async fn dispatch(state: AppState, mut stop: watch::Receiver<bool>) {
         }
         while !*stop.borrow() {
             let started = tokio::time::Instant::now();
-            match state.store.dispatch_events(DISPATCH_BATCH).await {
+            match state.store.events().dispatch_events(DISPATCH_BATCH).await {
                 Ok(done) => {
                     if done.deliveries > 0 {
                         metrics::counter!("webhook_deliveries_made_total")
@@ -143,7 +143,7 @@ pub async fn deliver(state: AppState, mut stop: watch::Receiver<bool>) {
         looked = tokio::time::Instant::now();
         while rounds.try_join_next().is_some() {}
         let most = worker.budget.org_sockets();
-        let due = match worker.state.store.endpoints_due(most).await {
+        let due = match worker.state.store.events().endpoints_due(most).await {
             Ok(due) => due,
             Err(err) => {
                 tracing::warn!(%err, "looking for due deliveries failed");
@@ -218,6 +218,7 @@ async fn send_rounds(
         let slots = sockets.count;
         let claimed = state
             .store
+            .events()
             .claim_deliveries(&endpoint.id, (slots * ROUND_PER_SLOT) as i64, lease)
             .await?;
         if claimed.is_empty() {
@@ -225,6 +226,7 @@ async fn send_rounds(
         }
         let secrets = state
             .store
+            .events()
             .endpoint_secrets(&endpoint.id, &state.codes)
             .await?;
         let secrets: Vec<String> = std::iter::once(secrets.current)
@@ -233,7 +235,7 @@ async fn send_rounds(
         let round = send_round(&worker.sender, endpoint, secrets, claimed, slots);
         let (attempts, unsent) = round.until(worker.give_up.clone()).await;
         if !unsent.is_empty() {
-            state.store.release_claims(&unsent).await?;
+            state.store.events().release_claims(&unsent).await?;
         }
         drop(sockets);
         worker
@@ -251,6 +253,7 @@ async fn send_rounds(
             chrono::Duration::from_std(settings.first_retry).unwrap_or(store::FIRST_RETRY);
         match state
             .store
+            .events()
             .record_attempts(&endpoint.id, attempts, first_retry)
             .await?
         {
@@ -307,7 +310,7 @@ fn send_round(
                     attempted_at: chrono::Utc::now(),
                     status_code: None,
                     latency_ms: 0,
-                    response: Some(format!("the event could not be written as JSON: {err}")),
+                    response: Some(err),
                 },
             };
             (delivery, outcome)

@@ -75,7 +75,7 @@ pub async fn sweep_expiry(state: AppState, mut stop: watch::Receiver<bool>) {
             Err(err) => tracing::warn!(%err, "expiry notice sweep failed"),
         }
         let prune = tokio::select! {
-            pruned = state.store.prune_events(now - store::EVENT_RETENTION) => pruned,
+            pruned = state.store.events().prune_events(now - store::EVENT_RETENTION) => pruned,
             _ = stop.wait_for(|stop| *stop) => return,
         };
         match prune {

@@ -261,6 +261,7 @@ async fn create_endpoint(
     };
     let endpoint = state
         .store
+        .events()
         .create_endpoint(
             caller.org(),
             new,
@@ -286,7 +287,7 @@ async fn list_endpoints(
     Paging(page): Paging,
 ) -> Result<Json<PagedList<EndpointView>>, ApiError> {
     caller.require(Permission::Webhooks)?;
-    let endpoints = state.store.endpoints(caller.org(), page).await?;
+    let endpoints = state.store.events().endpoints(caller.org(), page).await?;
     Ok(Json(PagedList::from_page(endpoints, EndpointView::from)))
 }
 
@@ -298,6 +299,7 @@ async fn endpoint_of(
     caller.require(Permission::Webhooks)?;
     state
         .store
+        .events()
         .endpoint(caller.org(), id)
         .await?
         .ok_or(ApiError::NotFound("endpoint"))
@@ -354,6 +356,7 @@ async fn update_endpoint(
     }
     let endpoint = state
         .store
+        .events()
         .update_endpoint(caller.org(), &id, patch)
         .await?;
     Ok(Json(endpoint.into()))
@@ -371,7 +374,12 @@ async fn remove_endpoint(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     caller.require(Permission::Webhooks)?;
-    match state.store.remove_endpoint(caller.org(), &id).await? {
+    match state
+        .store
+        .events()
+        .remove_endpoint(caller.org(), &id)
+        .await?
+    {
         true => Ok(StatusCode::NO_CONTENT),
         false => Err(ApiError::NotFound("endpoint")),
     }
@@ -427,6 +435,7 @@ async fn rotate_secret(
     let until = (window > Duration::zero()).then(|| Utc::now() + window);
     let endpoint = state
         .store
+        .events()
         .rotate_endpoint_secret(caller.org(), &id, &secret, until, &state.codes)
         .await?;
     Ok(Json(NewEndpointView {
@@ -463,6 +472,7 @@ async fn test_endpoint(
     endpoint_of(&state, &caller, &id).await?;
     let event = state
         .store
+        .events()
         .send_test_event(caller.org(), &id, state.settings.webhooks.manual)
         .await?;
     state.deliveries_waiting.notify_one();
@@ -537,6 +547,7 @@ async fn redeliver(
     let which = redelivery(input)?;
     let deliveries = state
         .store
+        .events()
         .redeliver(caller.org(), &id, which, state.settings.webhooks.manual)
         .await?;
     state.deliveries_waiting.notify_one();
@@ -563,6 +574,7 @@ async fn list_attempts(
     caller.require(Permission::Webhooks)?;
     let attempts = state
         .store
+        .events()
         .delivery_attempts(caller.org(), &id, page)
         .await?;
     Ok(Json(PagedList::from_page(attempts, AttemptView::from)))

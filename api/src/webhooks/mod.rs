@@ -81,10 +81,12 @@ impl Delivery {
         version: store::ApiVersion,
         secrets: impl IntoIterator<Item = &'a str>,
         timestamp: i64,
-    ) -> Result<Delivery, serde_json::Error> {
+    ) -> Result<Delivery, String> {
         let id = event.id.clone();
-        let view = crate::events::EventView::render(event, version);
-        let body = serde_json::to_vec(&view)?;
+        let view = crate::events::EventView::render(event, version)
+            .map_err(|err| format!("the event could not be read: {err}"))?;
+        let body = serde_json::to_vec(&view)
+            .map_err(|err| format!("the event could not be written as JSON: {err}"))?;
         let signature = signature::header(secrets, &id, timestamp, &body);
         Ok(Delivery {
             headers: vec![

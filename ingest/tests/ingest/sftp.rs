@@ -278,7 +278,15 @@ async fn a_key_login_uploads_a_file_that_becomes_a_batch() {
     assert_eq!(report["state"], "duplicate");
     assert_eq!(report["duplicateOf"], batch.id.as_str());
     assert_eq!(report["batch"], batches[0].id.as_str());
-    while server.store.dispatch_events(500).await.unwrap().events > 0 {}
+    while server
+        .store
+        .events()
+        .dispatch_events(500)
+        .await
+        .unwrap()
+        .events
+        > 0
+    {}
     let duplicates = store::EventFilter {
         types: vec![store::EventType::BatchDuplicate],
         ..Default::default()
@@ -286,11 +294,12 @@ async fn a_key_login_uploads_a_file_that_becomes_a_batch() {
     let page = Page { page: 1, limit: 10 };
     let events = server
         .store
-        .events(&server.org, None, &duplicates, page)
+        .events()
+        .feed(&server.org, None, &duplicates, page)
         .await;
     let events = events.unwrap().items;
     assert_eq!(events.len(), 1, "one batch.duplicate");
-    match &events[0].data {
+    match &store::EventData::of(&events[0].data).unwrap() {
         store::EventData::Batch(b) => {
             assert_eq!(b.duplicate_of.as_deref(), Some(batch.id.as_str()))
         }

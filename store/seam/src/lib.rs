@@ -8,6 +8,8 @@
 //!   rusqlite with its writer thread.
 //! - `common/`: ids, exact token amounts, paging, the calendar's bounds, the short-lived cache,
 //!   stored enums (`string_enum!`), the reader of documents people write (`problems.rs`).
+//! - `scope.rs`: the organisation scope every tenant's operation takes, and the seal on the
+//!   records it is made from.
 //! - `limits.rs`: the input limits every door holds; `error.rs`: the one error type.
 //!
 //! Its macros (`params!`, `row_struct!`, `string_enum!`, `args!`) are exported at its root.
@@ -23,6 +25,7 @@ pub mod backend;
 pub mod common;
 pub mod error;
 pub mod limits;
+pub mod scope;
 
 pub use backend::{Backend, Db};
 pub use common::page::{Page, Paged};

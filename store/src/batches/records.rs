@@ -4,16 +4,16 @@
 //! same one, and a claim whose node died runs out and is taken over.
 
 use crate::OrgScope;
-use crate::tenancy::scope::Sealed;
 use chrono::{DateTime, Duration, Utc};
+use seam::scope::Sealed;
 use serde_json::Value;
 use sqlx::types::Json;
 
 use crate::backend::{Steps, Tx};
 use crate::common::ids::now;
 use crate::error::known;
-use crate::events::{self, EventData, EventType, NewEvent};
 use crate::{Page, Paged, Store, StoreError};
+use events::{EventType, NewEvent};
 
 string_enum! {
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +59,7 @@ pub struct Batch {
     pub error: Option<String>,
     pub received_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
-    #[serde(skip)]
+    #[serde(skip, default = "Sealed::vouched")]
     pub(crate) sealed: Sealed,
 }
 
@@ -110,7 +110,7 @@ fn batch_from_row(r: BatchRow) -> Result<Batch, StoreError> {
         error: r.error,
         received_at: r.received_at,
         updated_at: r.updated_at,
-        sealed: Sealed::default(),
+        sealed: Sealed::vouched(),
     })
 }
 
@@ -168,7 +168,7 @@ async fn record_event<T: Tx>(tx: &mut T, id: &str, kind: EventType) -> Result<()
     };
     let batch = batch_from_row(row)?;
     let org_id = batch.org_id.clone();
-    let event = NewEvent::new(&org_id, None, kind, &EventData::Batch(Box::new(batch)))?;
+    let event = NewEvent::new(&org_id, None, kind, &batch)?;
     events::record(tx, &event).await
 }
 
@@ -365,5 +365,12 @@ impl Store {
             .write_rows(&self.claiming(SQL), params![lease, at, limit, only])
             .await?;
         rows.into_iter().map(batch_from_row).collect()
+    }
+}
+
+impl events::Payload for Batch {
+    const RECORD: &'static str = "batch";
+    fn subject_id(&self) -> Option<&str> {
+        Some(&self.id)
     }
 }

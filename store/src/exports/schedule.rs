@@ -9,8 +9,8 @@
 //! put in place by a rename, so a half-written one is never seen).
 
 use crate::OrgScope;
-use crate::tenancy::scope::Sealed;
 use chrono::{DateTime, Duration, NaiveDate, NaiveTime, Utc};
+use seam::scope::Sealed;
 
 use crate::common::ids::now;
 use crate::{Store, StoreError};
@@ -85,7 +85,7 @@ fn schedule_from_row(row: ScheduleRow) -> Result<ExportSchedule, StoreError> {
             (Some(file), Some(rows), Some(at)) => Some((file, rows.max(0) as u64, at)),
             _ => None,
         },
-        sealed: Sealed::default(),
+        sealed: Sealed::vouched(),
     })
 }
 

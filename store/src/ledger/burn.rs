@@ -7,11 +7,11 @@ use serde_json::{Value, json};
 
 use crate::backend::{Arg, Forked, PgTx, SqliteTx, ToArg, Tx, Work};
 use crate::common::ids::{Fingerprint, new_id, now};
-use crate::events::{self, EventData, EventType, NewEvent};
 use crate::ledger::fifo::{Aside, Earn, LotRow, Position, Spent, Taker};
 use crate::ledger::refusals;
 use crate::ledger::transactions::{self, Entry, SELECT_BY_KEY, TransactionRow, idem_key};
 use crate::{Campaign, Store, StoreError, Tokens, Transaction, TransactionKind};
+use events::{EventType, NewEvent};
 
 mod postgres;
 mod sqlite;
@@ -358,9 +358,13 @@ impl Debit {
 
     /// The `transaction.created` the debit records with its BURN.
     fn event(&self) -> Result<NewEvent, StoreError> {
-        let data = EventData::Transaction(Box::new(self.transaction.clone()));
         let kind = EventType::TransactionCreated;
-        NewEvent::new(&self.org_id, Some(&self.campaign_id), kind, &data)
+        NewEvent::new(
+            &self.org_id,
+            Some(&self.campaign_id),
+            kind,
+            &self.transaction,
+        )
     }
 
     /// The BURN transaction to write.

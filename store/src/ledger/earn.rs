@@ -15,10 +15,10 @@ use crate::backend::direct;
 use crate::backend::{Arg, OwnedArg, Steps, Tx, borrowed, owned};
 use crate::common::ids::{new_id, now};
 use crate::error::{known, panicked};
-use crate::events::{self, EventData, EventType, NewEvent};
 use crate::ledger::same_earn::{self, Earlier};
 use crate::programme::evaluate::{Target, WalletContext, credit_for};
 use crate::{Campaign, RuleBook, Store, StoreError, Tokens};
+use events::{EventType, NewEvent};
 
 /// An earn as submitted: what the rules need and what the transaction keeps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -155,8 +155,7 @@ pub(crate) fn earn_event(
         EarnStatus::Rejected => EventType::EarnRejected,
         _ => return Ok(None),
     };
-    let data = EventData::Earn(Box::new(request));
-    NewEvent::new(org_id, Some(campaign_id), kind, &data).map(Some)
+    NewEvent::new(org_id, Some(campaign_id), kind, &request).map(Some)
 }
 
 /// Records the event of earn request `id` of the campaign as it now stands, in `tx`.
@@ -561,6 +560,13 @@ impl Steps for Accepting {
         )
         .await?;
         Ok(())
+    }
+}
+
+impl events::Payload for EarnRequest {
+    const RECORD: &'static str = "earn";
+    fn subject_id(&self) -> Option<&str> {
+        Some(&self.id)
     }
 }
 

@@ -10,7 +10,6 @@ use chrono::{DateTime, Utc};
 
 use crate::backend::{PgTx, SqliteTx, ToArg, Work};
 use crate::common::ids::{new_id, now};
-use crate::events;
 use crate::ledger::burn::{ASIDE, Debiting, EARNS, EARNS_FROM, apply, position, repay};
 use crate::ledger::fifo::{self, Aside, Earn, LotRow};
 use crate::ledger::transactions::{Entry, INSERT_TRANSACTION, unsum};
@@ -169,7 +168,8 @@ impl Expiring {
             }
             if inserted == 1 {
                 let expiry = entry.transaction();
-                events::transaction_created(tx, &org, &campaign, &expiry).await?;
+                crate::ledger::transactions::transaction_created(tx, &org, &campaign, &expiry)
+                    .await?;
                 debit += due.remaining;
                 written += 1;
                 dated =

@@ -13,9 +13,9 @@
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 
 use crate::backend::{Steps, Tx};
-use crate::events::{self, EventData, EventType, NewEvent};
 use crate::ledger::in_time::ExpiringDay;
 use crate::{Store, StoreError};
+use events::{EventType, NewEvent};
 
 /// Wallets read at once, by id, from a campaign being looked at.
 const PAGE: i64 = 500;
@@ -142,7 +142,7 @@ impl Steps for Notice {
             if tx.execute(INSERT, args).await? == 0 {
                 continue;
             }
-            let data = EventData::PointsExpiring {
+            let data = PointsExpiring {
                 wallet_id: self.wallet_id.clone(),
                 member_id: self.member_id.clone(),
                 tokens: day.tokens,
@@ -154,5 +154,22 @@ impl Steps for Notice {
         }
         events::record_all(tx, &made).await?;
         Ok(made.len())
+    }
+}
+
+/// `wallet.points_expiring`: what the wallet's lots hold that expires on `date` (UTC), as the
+/// daily notice found it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PointsExpiring {
+    pub wallet_id: String,
+    pub member_id: String,
+    pub tokens: crate::Tokens,
+    pub date: NaiveDate,
+}
+
+impl events::Payload for PointsExpiring {
+    const RECORD: &'static str = "points_expiring";
+    fn subject_id(&self) -> Option<&str> {
+        Some(&self.wallet_id)
     }
 }

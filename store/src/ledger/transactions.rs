@@ -532,3 +532,23 @@ impl Store {
             .collect())
     }
 }
+
+impl events::Payload for Transaction {
+    const RECORD: &'static str = "transaction";
+    fn subject_id(&self) -> Option<&str> {
+        Some(&self.id)
+    }
+}
+
+/// Records `transaction.created` for `transaction`, written by an API request or a sweep (not
+/// a batch file's row: a file makes one event for all its rows), in the caller's transaction.
+pub(crate) async fn transaction_created(
+    tx: &mut impl crate::backend::Tx,
+    org_id: &str,
+    campaign_id: &str,
+    transaction: &Transaction,
+) -> Result<(), StoreError> {
+    let kind = events::EventType::TransactionCreated;
+    let event = events::NewEvent::new(org_id, Some(campaign_id), kind, transaction)?;
+    events::record(tx, &event).await
+}

@@ -15,7 +15,6 @@ use serde_json::{Value, json};
 
 use crate::backend::{PgTx, SqliteTx, ToArg, Work};
 use crate::common::ids::{Fingerprint, new_id, now};
-use crate::events;
 use crate::ledger::burn::{Debiting, position, record_spends, repay, take_moving_later};
 use crate::ledger::credit::{SET_ASIDE, sooner};
 use crate::ledger::refusals;
@@ -415,7 +414,8 @@ impl Transferring {
             )));
         }
         record_spends(tx, &out.id, &spent.takes).await?;
-        events::transaction_created(tx, &self.org_id, &self.campaign_id, &out).await?;
+        crate::ledger::transactions::transaction_created(tx, &self.org_id, &self.campaign_id, &out)
+            .await?;
         let (moved_date, moved_id, moved_taken) = spent.moved_to();
         let args = params![
             from,
@@ -452,7 +452,13 @@ impl Transferring {
                 let args = params![leg.id, to, leg.date, amount, expires_at];
                 tx.execute(SET_ASIDE, args).await?;
             }
-            events::transaction_created(tx, &self.org_id, &self.campaign_id, &leg).await?;
+            crate::ledger::transactions::transaction_created(
+                tx,
+                &self.org_id,
+                &self.campaign_id,
+                &leg,
+            )
+            .await?;
             legs.push((leg.id, to.to_string(), amount, expires_at, self.move_earned));
         }
         let soonest = legs.iter().filter_map(|l| l.3).min();

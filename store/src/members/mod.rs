@@ -15,8 +15,8 @@ use crate::backend::{Arg, Steps, ToArg, Tx};
 use crate::common::ids::{new_id, now};
 use crate::error::conflict_on;
 use crate::error::known;
-use crate::events::{self, EventData, EventType, NewEvent};
 use crate::{Page, Paged, Store, StoreError};
+use events::{EventType, NewEvent};
 
 /// The categories a member's communication preferences are kept for, in the seed's order.
 pub const CATEGORIES: [&str; 5] = ["general", "marketing", "booking", "earn", "order"];
@@ -363,8 +363,7 @@ impl Steps for Create {
         tx.execute(INSERT, &args)
             .await
             .map_err(|e| conflict_on(e, MEMBER_UNIQUE))?;
-        let data = EventData::Member(Box::new(member.clone()));
-        let event = NewEvent::new(&self.org_id, None, EventType::MemberCreated, &data)?;
+        let event = NewEvent::new(&self.org_id, None, EventType::MemberCreated, &member)?;
         events::record(tx, &event).await?;
         Ok(member)
     }
@@ -407,20 +406,72 @@ impl Steps for Change {
                 tx.execute(UPDATE, &args)
                     .await
                     .map_err(|e| conflict_on(e, MEMBER_UNIQUE))?;
-                let data = EventData::Member(Box::new(member.clone()));
-                let event = NewEvent::new(org_id, None, EventType::MemberUpdated, &data)?;
+                let event = NewEvent::new(org_id, None, EventType::MemberUpdated, &member)?;
                 events::record(tx, &event).await?;
             }
             Changing::Erase => {
                 tx.execute(ERASE, params![org_id, id, now()]).await?;
-                events::erase_member(tx, org_id, id).await?;
-                let data = EventData::MemberErased { id: id.clone() };
+                erase_from_events(tx, org_id, id).await?;
+                let data = ErasedMember { id: id.clone() };
                 let event = NewEvent::new(org_id, None, EventType::MemberDeleted, &data)?;
                 events::record(tx, &event).await?;
             }
         }
         Ok(member)
     }
+}
+
+impl events::Payload for Member {
+    const RECORD: &'static str = "member";
+    fn subject_id(&self) -> Option<&str> {
+        Some(&self.id)
+    }
+}
+
+/// What a deleted member's events carry from then on: the member's id, no personal data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErasedMember {
+    pub id: String,
+}
+
+impl events::Payload for ErasedMember {
+    const RECORD: &'static str = "member_erased";
+    fn subject_id(&self) -> Option<&str> {
+        Some(&self.id)
+    }
+}
+
+/// Replaces the data of the member's earlier events with its id alone, and clears its external
+/// id from its orders' events, in the caller's transaction (the member's erasure): no personal
+/// data of the member stays in the events or reaches an endpoint after it.
+async fn erase_from_events(
+    tx: &mut impl Tx,
+    org_id: &str,
+    member_id: &str,
+) -> Result<(), StoreError> {
+    let erased = ErasedMember {
+        id: member_id.to_string(),
+    };
+    let kinds = [EventType::MemberCreated, EventType::MemberUpdated];
+    events::replace_data(tx, org_id, member_id, &kinds, &erased).await?;
+    // The member's orders name it by its external id: gone from their events as from the
+    // orders themselves (which read it from the member).
+    const ORDER_EVENTS: &str = "SELECT id, data FROM events WHERE org_id = $1 \
+         AND type IN ('order.created', 'order.cancelled') AND subject_id IN \
+         (SELECT id FROM orders WHERE org_id = $1 AND owner_id = $2)";
+    const REWRITE: &str = "UPDATE events SET data = $2 WHERE id = $1";
+    let rows: Vec<(String, String)> = tx.rows(ORDER_EVENTS, params![org_id, member_id]).await?;
+    for (id, data) in rows {
+        let record = events::Record::stored(&id, &data)?;
+        if !record.is::<crate::Order>() {
+            continue;
+        }
+        let mut order: crate::Order = record.read()?;
+        order.owner = String::new();
+        let data = events::Record::of(&order)?.text()?;
+        tx.execute(REWRITE, params![id, data]).await?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

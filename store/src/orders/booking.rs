@@ -11,8 +11,8 @@ use super::LocalDate;
 use crate::backend::{Arg, ToArg, Tx};
 use crate::common::ids::new_id;
 use crate::error::known;
-use crate::events::{self, EventData, EventType, NewEvent};
 use crate::{Campaign, FieldProblem, StoreError, Weekdays};
+use events::{EventType, NewEvent};
 
 string_enum! {
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -340,8 +340,7 @@ pub(super) async fn booking_event(
     kind: EventType,
     booking: &Booking,
 ) -> Result<(), StoreError> {
-    let data = EventData::Booking(Box::new(booking.clone()));
-    let event = NewEvent::new(&campaign.org_id, Some(&campaign.id), kind, &data)?;
+    let event = NewEvent::new(&campaign.org_id, Some(&campaign.id), kind, booking)?;
     events::record(tx, &event).await
 }
 
@@ -379,4 +378,11 @@ pub(super) fn shown_bookings(rows: Vec<BookingRow>) -> Result<Vec<Booking>, Stor
         }
     }
     Ok(shown)
+}
+
+impl events::Payload for Booking {
+    const RECORD: &'static str = "booking";
+    fn subject_id(&self) -> Option<&str> {
+        Some(&self.id)
+    }
 }

@@ -20,13 +20,13 @@ use super::place::SELLOUT;
 use super::read::order_within;
 use crate::backend::{PgTx, SqliteTx, Work};
 use crate::common::ids::now;
-use crate::events::{self, EventData, EventType, NewEvent};
 use crate::ledger::burn::Debiting;
 use crate::ledger::corrections::refund_within;
 use crate::ledger::holds::Settle;
 use crate::ledger::holds::settle::{HoldRef, Settling};
 use crate::ledger::transactions::{SELECT_BY_ID, TransactionRow, transaction_from_row};
 use crate::{Campaign, NewCorrection, Order, Store, StoreError, Tokens};
+use events::{EventType, NewEvent};
 
 const ORDER: &str =
     "SELECT reference, transaction_id FROM orders WHERE id = $1 AND campaign_id = $2";
@@ -151,8 +151,7 @@ pub(super) async fn cancel_lines(
     }
     if !open.is_empty() {
         let order = order_within(tx, c, order_id).await?;
-        let data = EventData::Order(Box::new(order));
-        let event = NewEvent::new(&c.org_id, Some(&c.id), EventType::OrderCancelled, &data)?;
+        let event = NewEvent::new(&c.org_id, Some(&c.id), EventType::OrderCancelled, &order)?;
         events::record(tx, &event).await?;
     }
     Ok(restocked)

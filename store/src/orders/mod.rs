@@ -6,7 +6,8 @@
 //! - `plan.rs`: what an order's lines come to, from the catalogue rows it read (no I/O);
 //! - `read.rs`: orders and lines as clients read them, codes masked or (logged by the caller)
 //!   in clear;
-//! - `codes.rs`: redemption codes, unguessable and encrypted; `redeem.rs`: a partner redeeming one;
+//! - `redeem.rs`: a partner redeeming a code (codes themselves, unguessable and encrypted, are
+//!   the seam's `common::codes`);
 //! - `booking.rs`: a booking's record, the rules its date and branch keep, its row and events;
 //!   `bookings.rs`: booking lines that need one, and moving a booking along its state machine;
 //! - `cancel.rs`: cancelling an order or a line: refund, stock, codes voided, booking.
@@ -15,7 +16,6 @@
 mod booking;
 pub(crate) mod bookings;
 mod cancel;
-pub(crate) mod codes;
 mod place;
 mod plan;
 mod read;
@@ -150,3 +150,10 @@ pub struct Code {
 
 /// A booking's date as the client gave it: its weekday is the one of its own offset.
 pub type LocalDate = DateTime<FixedOffset>;
+
+impl events::Payload for Order {
+    const RECORD: &'static str = "order";
+    fn subject_id(&self) -> Option<&str> {
+        Some(&self.id)
+    }
+}

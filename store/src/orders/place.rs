@@ -10,20 +10,20 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::booking::{INSERT_BOOKING, booking_event};
-use super::codes::{CodeKey, masked, new_code, tail};
 use super::plan::{
     BRANCHES, LineSource, PRODUCT, Plan, PlannedLine, TIER_REACHED, VARIANT, VARIANTS_OF,
     out_of_stock, plan,
 };
 use super::{Booking, Code, NewLine, NewOrder, Order, OrderLine};
 use crate::backend::{PgTx, SqliteTx, Tx, Work};
+use crate::common::codes::{CodeKey, masked, new_code, tail};
 use crate::common::ids::{Fingerprint, new_id, now};
-use crate::events::{self, EventData, EventType, NewEvent};
 use crate::ledger::burn::{Debit, Debited, Debiting};
 use crate::ledger::holds::place::Placing as HoldPlacing;
 use crate::ledger::refusals;
 use crate::ledger::transactions::idem_key_of;
 use crate::{Campaign, NewHold, Store, StoreError, Tokens, Transaction, TransactionKind};
+use events::{EventType, NewEvent};
 
 /// A placed order, whether this request made it (or an identical one before: `replayed`), and
 /// whether it sold a variant out (the catalogue's search index is then stale).
@@ -488,8 +488,7 @@ impl Placing {
 
 /// Records `order.created` for `order`, and `booking.created` for each booking it made.
 async fn order_events(tx: &mut impl Tx, c: &Campaign, order: &Order) -> Result<(), StoreError> {
-    let data = EventData::Order(Box::new(order.clone()));
-    let event = NewEvent::new(&c.org_id, Some(&c.id), EventType::OrderCreated, &data)?;
+    let event = NewEvent::new(&c.org_id, Some(&c.id), EventType::OrderCreated, order)?;
     events::record(tx, &event).await?;
     for booking in order.lines.iter().filter_map(|l| l.booking.as_ref()) {
         booking_event(tx, c, EventType::BookingCreated, booking).await?;

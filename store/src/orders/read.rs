@@ -7,9 +7,9 @@ use serde_json::Value;
 use sqlx::types::Json;
 
 use super::booking::{Booking, LINE_BOOKINGS, shown_bookings};
-use super::codes::{CodeKey, masked_tail};
 use super::{Code, Order, OrderLine, ProductSummary};
 use crate::backend::Tx;
+use crate::common::codes::{CodeKey, masked_tail};
 use crate::{Campaign, Page, Paged, Store, StoreError, Tokens};
 
 /// Which orders a caller may see: the organisation's, in one campaign or in all of them.

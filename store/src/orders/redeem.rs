@@ -7,11 +7,11 @@ use serde::{Deserialize, Serialize};
 use sqlx::types::Json;
 
 use super::ProductSummary;
-use super::codes::{CodeKey, masked_tail};
 use crate::backend::{Steps, Tx};
+use crate::common::codes::{CodeKey, masked_tail};
 use crate::common::ids::now;
-use crate::events::{self, EventData, EventType, NewEvent};
 use crate::{Store, StoreError};
+use events::{EventType, NewEvent};
 
 /// A redeemed code and what it was for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -117,10 +117,16 @@ impl Steps for Redeeming {
             variant_id: r.variant_id,
             product: r.product.0,
         };
-        let data = EventData::Redeemed(Box::new(redeemed.clone()));
         let campaign = Some(redeemed.campaign_id.as_str());
-        let event = NewEvent::new(&self.org_id, campaign, EventType::CodeRedeemed, &data)?;
+        let event = NewEvent::new(&self.org_id, campaign, EventType::CodeRedeemed, &redeemed)?;
         events::record(tx, &event).await?;
         Ok(Some(redeemed))
+    }
+}
+
+impl events::Payload for Redeemed {
+    const RECORD: &'static str = "redeemed";
+    fn subject_id(&self) -> Option<&str> {
+        Some(&self.line_id)
     }
 }

@@ -221,3 +221,28 @@ impl Store {
         Ok(())
     }
 }
+
+/// A tier as a `wallet.tier_changed` event names it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TierRef {
+    pub id: String,
+    pub name: String,
+}
+
+/// `wallet.tier_changed`: the wallet, its owner and its tiers before and after (`None`: no
+/// tier). Written by the database itself (a trigger on `wallets`, see migration 25), so every
+/// statement that moves a wallet's tier records it; this type reads it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TierChanged {
+    pub wallet_id: String,
+    pub member_id: String,
+    pub from: Option<TierRef>,
+    pub to: Option<TierRef>,
+}
+
+impl events::Payload for TierChanged {
+    const RECORD: &'static str = "tier_changed";
+    fn subject_id(&self) -> Option<&str> {
+        Some(&self.wallet_id)
+    }
+}

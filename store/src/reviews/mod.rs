@@ -112,3 +112,17 @@ fn waiting(score: usize, reports: usize) -> String {
         "(r.moderation = 'open' AND (r.profanity_score >= ${score} OR r.reports >= ${reports}))"
     )
 }
+
+/// A review in an event, and where it stood with moderation after the change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReviewEvent {
+    pub review: Box<Review>,
+    pub status: ReviewStatus,
+}
+
+impl events::Payload for ReviewEvent {
+    const RECORD: &'static str = "review";
+    fn subject_id(&self) -> Option<&str> {
+        Some(&self.review.id)
+    }
+}

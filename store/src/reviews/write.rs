@@ -7,10 +7,10 @@ use chrono::{DateTime, Utc};
 use crate::backend::{Steps, Tx};
 use crate::common::ids::{new_id, now};
 use crate::error::conflict_on;
-use crate::events::{self, EventData, EventType, NewEvent};
 use crate::reviews::read::review_within;
 use crate::reviews::{Decision, Moderation, Review, ReviewStatus, profanity_score};
 use crate::{Campaign, Store, StoreError};
+use events::{EventType, NewEvent};
 
 /// A review as a client submits it; the API has checked the bounds of each field.
 #[derive(Debug, Clone, PartialEq)]
@@ -212,7 +212,7 @@ async fn review_events(
     rules: &Moderation,
     kinds: &[EventType],
 ) -> Result<(), StoreError> {
-    let data = EventData::Review {
+    let data = super::ReviewEvent {
         review: Box::new(review.clone()),
         status: review.status(rules),
     };

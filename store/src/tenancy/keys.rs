@@ -7,7 +7,7 @@
 //! cheap.
 
 use crate::OrgScope;
-use crate::tenancy::scope::Sealed;
+use seam::scope::Sealed;
 use std::fmt;
 
 use chrono::{DateTime, Utc};
@@ -138,7 +138,7 @@ fn key_from_row(row: KeyRow) -> Result<ApiKey, StoreError> {
         read_only,
         created_at,
         revoked_at,
-        sealed: Sealed::default(),
+        sealed: Sealed::vouched(),
     })
 }
 
@@ -162,7 +162,7 @@ impl Store {
             read_only: new.read_only,
             created_at: now(),
             revoked_at: None,
-            sealed: Sealed::default(),
+            sealed: Sealed::vouched(),
         };
         let secret = random_token("rs_", 32);
         let names: Vec<&str> = key.permissions.iter().map(|p| p.as_str()).collect();
@@ -273,7 +273,7 @@ impl Store {
             logo: r.logo,
             favicon: r.favicon,
             created_at: r.campaign_created_at,
-            sealed: Sealed::default(),
+            sealed: Sealed::vouched(),
         };
         Ok(Some(KeyContext {
             org: key.org(),

@@ -1,8 +1,8 @@
 //! Organisations (the tenants) and their campaigns (a programme with its own currency and look).
 
 use crate::OrgScope;
-use crate::tenancy::scope::Sealed;
 use chrono::{DateTime, Utc};
+use seam::scope::Sealed;
 
 use crate::common::ids::{new_id, now};
 use crate::{Store, StoreError};
@@ -55,17 +55,6 @@ macro_rules! campaign_columns {
     };
 }
 
-/// Locks the organisation's row until the transaction ends: what counts one of its bounds
-/// (its endpoints, its deliveries by hand) and then adds to it does so one at a time.
-pub(crate) async fn lock_org<T: crate::backend::Tx>(
-    tx: &mut T,
-    org_id: &str,
-) -> Result<(), StoreError> {
-    const ORG: &str = "SELECT id FROM organisations WHERE id = $1";
-    let _: Option<(String,)> = tx.row_locked(ORG, params![org_id]).await?;
-    Ok(())
-}
-
 pub(crate) fn campaign_from_row(row: CampaignRow) -> Campaign {
     let (id, org_id, name, currency, logo, favicon, created_at) = row;
     Campaign {
@@ -76,7 +65,7 @@ pub(crate) fn campaign_from_row(row: CampaignRow) -> Campaign {
         logo,
         favicon,
         created_at,
-        sealed: Sealed::default(),
+        sealed: Sealed::vouched(),
     }
 }
 
@@ -123,7 +112,7 @@ impl Store {
             .read_row("SELECT org_id FROM campaigns WHERE id = $1", params![id])
             .await?;
         let (org_id,) = row.ok_or(StoreError::NotFound { what: "campaign" })?;
-        self.get_campaign(&OrgScope::new(&org_id), id).await
+        self.get_campaign(&OrgScope::vouched(&org_id), id).await
     }
 
     /// The organisation `reference` names: its id, or a name no other organisation has (an
@@ -184,7 +173,7 @@ impl Store {
             id: new_id(),
             name: name.to_string(),
             created_at: now(),
-            sealed: Sealed::default(),
+            sealed: Sealed::vouched(),
         };
         self.execute(
             "INSERT INTO organisations (id, name, created_at) VALUES ($1, $2, $3)",
@@ -208,7 +197,7 @@ impl Store {
             id,
             name,
             created_at,
-            sealed: Sealed::default(),
+            sealed: Sealed::vouched(),
         })
     }
 
@@ -225,7 +214,7 @@ impl Store {
                 id,
                 name,
                 created_at,
-                sealed: Sealed::default(),
+                sealed: Sealed::vouched(),
             })
             .collect())
     }
@@ -246,7 +235,7 @@ impl Store {
             logo: new.logo,
             favicon: new.favicon,
             created_at: now(),
-            sealed: Sealed::default(),
+            sealed: Sealed::vouched(),
         };
         self.execute(
             "INSERT INTO campaigns (id, org_id, name, currency, logo, favicon, created_at) \

@@ -3,7 +3,7 @@
 //! log in as anyone else; a disabled user cannot log in at all.
 
 use crate::OrgScope;
-use crate::tenancy::scope::Sealed;
+use seam::scope::Sealed;
 use std::sync::LazyLock;
 
 use argon2::Argon2;
@@ -231,7 +231,7 @@ impl Store {
                     has_password: hash.is_some(),
                     disabled_at,
                     created_at,
-                    sealed: Sealed::default(),
+                    sealed: Sealed::vouched(),
                 },
             )
             .collect())
@@ -295,7 +295,7 @@ impl Store {
                 user_id,
                 org_id,
                 username: username.to_string(),
-                sealed: Sealed::default(),
+                sealed: Sealed::vouched(),
             }))
     }
 
@@ -317,7 +317,7 @@ impl Store {
             user_id,
             org_id,
             username: username.to_string(),
-            sealed: Sealed::default(),
+            sealed: Sealed::vouched(),
         }))
     }
 }

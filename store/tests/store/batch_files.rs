@@ -176,15 +176,19 @@ async fn the_same_content_twice_is_a_duplicate(store: Store) {
 
     // A duplicate is an event of its own, carrying the batch it repeats; a waiting batch is
     // found by its file's name until it ends.
-    while store.dispatch_events(500).await.unwrap().full {}
+    while store.events().dispatch_events(500).await.unwrap().full {}
     let duplicates = store::EventFilter {
         types: vec![store::EventType::BatchDuplicate],
         ..Default::default()
     };
     let page = Page { page: 1, limit: 10 };
-    let events = store.events(&acme, None, &duplicates, page).await.unwrap();
+    let events = store
+        .events()
+        .feed(&acme, None, &duplicates, page)
+        .await
+        .unwrap();
     assert_eq!(events.items.len(), 1);
-    match &events.items[0].data {
+    match &store::EventData::of(&events.items[0].data).unwrap() {
         store::EventData::Batch(b) => assert_eq!(
             (b.id.as_str(), b.duplicate_of.as_deref()),
             ("b2", Some("b1"))

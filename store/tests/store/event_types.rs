@@ -18,13 +18,14 @@ const PAGE: Page = Page {
 
 /// The campaign's numbered events of `kind`, oldest first.
 async fn events_of(store: &Store, campaign: &Campaign, kind: EventType) -> Vec<Event> {
-    while store.dispatch_events(500).await.unwrap().full {}
+    while store.events().dispatch_events(500).await.unwrap().full {}
     let filter = EventFilter {
         types: vec![kind],
         ..Default::default()
     };
     store
-        .events(&campaign.org(), Some(&campaign.id), &filter, PAGE)
+        .events()
+        .feed(&campaign.org(), Some(&campaign.id), &filter, PAGE)
         .await
         .unwrap()
         .items
@@ -74,7 +75,10 @@ async fn api_earns_record_their_outcome(store: Store) {
             .filter(|r| r.status == EarnStatus::Completed)
             .cloned(),
     );
-    let carried: Vec<EventData> = completed.into_iter().map(|e| e.data).collect();
+    let carried: Vec<EventData> = completed
+        .into_iter()
+        .map(|e| EventData::of(&e.data).unwrap())
+        .collect();
     let wanted: Vec<EventData> = expected
         .into_iter()
         .map(|r| EventData::Earn(Box::new(r)))
@@ -93,11 +97,14 @@ async fn api_earns_record_their_outcome(store: Store) {
     );
     assert_eq!(expected.len(), 2);
     for (event, request) in rejected.iter().zip(&expected) {
-        assert_eq!(event.data, EventData::Earn(Box::new(request.clone())));
+        assert_eq!(
+            EventData::of(&event.data).unwrap(),
+            EventData::Earn(Box::new(request.clone()))
+        );
         assert_eq!(event.campaign_id.as_deref(), Some(s.campaign.id.as_str()));
     }
     assert_eq!(rejected.len(), 2);
-    let EventData::Earn(ceiling) = &rejected[0].data else {
+    let EventData::Earn(ceiling) = &EventData::of(&rejected[0].data).unwrap() else {
         panic!("an earn")
     };
     let reason = ceiling.reason.as_deref().unwrap_or_default();
@@ -117,7 +124,7 @@ async fn orders_codes_and_bookings_record_their_events(store: Store) {
     let created = events_of(&store, &c, EventType::OrderCreated).await;
     assert_eq!(created.len(), 1);
     assert_eq!(
-        created[0].data,
+        EventData::of(&created[0].data).unwrap(),
         EventData::Order(Box::new(placed.order.clone()))
     );
     let code = &placed.order.lines[0].codes[0].code;
@@ -135,7 +142,10 @@ async fn orders_codes_and_bookings_record_their_events(store: Store) {
         .unwrap();
     let redeems = events_of(&store, &c, EventType::CodeRedeemed).await;
     assert_eq!(redeems.len(), 1);
-    assert_eq!(redeems[0].data, EventData::Redeemed(Box::new(redeemed)));
+    assert_eq!(
+        EventData::of(&redeems[0].data).unwrap(),
+        EventData::Redeemed(Box::new(redeemed))
+    );
 
     let mut dinner = line("dinner", Some("dinner-std"), 1);
     dinner.booking = Some(NewBooking {
@@ -157,7 +167,7 @@ async fn orders_codes_and_bookings_record_their_events(store: Store) {
     let bookings = events_of(&store, &c, EventType::BookingCreated).await;
     assert_eq!(bookings.len(), 1);
     assert_eq!(
-        bookings[0].data,
+        EventData::of(&bookings[0].data).unwrap(),
         EventData::Booking(Box::new(booking.clone()))
     );
 
@@ -173,17 +183,20 @@ async fn orders_codes_and_bookings_record_their_events(store: Store) {
     let changes = events_of(&store, &c, EventType::BookingStatusChanged).await;
     let statuses: Vec<BookingStatus> = changes
         .iter()
-        .map(|e| match &e.data {
+        .map(|e| match &EventData::of(&e.data).unwrap() {
             EventData::Booking(b) => b.status,
             other => panic!("{other:?}"),
         })
         .collect();
     assert_eq!(statuses, [BookingStatus::Pending, BookingStatus::Cancelled]);
-    assert_eq!(changes[0].data, EventData::Booking(Box::new(pending)));
+    assert_eq!(
+        EventData::of(&changes[0].data).unwrap(),
+        EventData::Booking(Box::new(pending))
+    );
     let cancels = events_of(&store, &c, EventType::OrderCancelled).await;
     assert_eq!(cancels.len(), 1);
     assert_eq!(
-        cancels[0].data,
+        EventData::of(&cancels[0].data).unwrap(),
         EventData::Order(Box::new(cancelled.clone()))
     );
     assert!(cancelled.lines[0].cancelled_at.is_some());
@@ -201,7 +214,7 @@ async fn orders_codes_and_bookings_record_their_events(store: Store) {
     store.delete_member(&c.org(), &owner).await.unwrap();
     for kind in [EventType::OrderCreated, EventType::OrderCancelled] {
         for event in events_of(&store, &c, kind).await {
-            let EventData::Order(order) = event.data else {
+            let EventData::Order(order) = EventData::of(&event.data).unwrap() else {
                 panic!("an order")
             };
             assert_eq!(order.owner, "", "{kind:?}: the external id is erased");
@@ -253,7 +266,7 @@ async fn reviews_record_created_held_and_reported(store: Store) {
     let created = events_of(&store, &c, EventType::ReviewCreated).await;
     let ids: Vec<String> = created
         .iter()
-        .map(|e| match &e.data {
+        .map(|e| match &EventData::of(&e.data).unwrap() {
             EventData::Review { review, .. } => review.id.clone(),
             other => panic!("{other:?}"),
         })
@@ -262,7 +275,7 @@ async fn reviews_record_created_held_and_reported(store: Store) {
     let held = events_of(&store, &c, EventType::ReviewHeld).await;
     assert_eq!(held.len(), 1);
     assert_eq!(
-        held[0].data,
+        EventData::of(&held[0].data).unwrap(),
         EventData::Review {
             review: Box::new(rude),
             status: ReviewStatus::Pending
@@ -284,7 +297,7 @@ async fn reviews_record_created_held_and_reported(store: Store) {
     let reported = events_of(&store, &c, EventType::ReviewReported).await;
     let counts: Vec<(u32, ReviewStatus)> = reported
         .iter()
-        .map(|e| match &e.data {
+        .map(|e| match &EventData::of(&e.data).unwrap() {
             EventData::Review { review, status } => (review.reports, *status),
             other => panic!("{other:?}"),
         })
@@ -297,7 +310,7 @@ async fn reviews_record_created_held_and_reported(store: Store) {
     let held = events_of(&store, &c, EventType::ReviewHeld).await;
     assert_eq!(held.len(), 2);
     assert_eq!(
-        held[1].data,
+        EventData::of(&held[1].data).unwrap(),
         EventData::Review {
             review: Box::new(hidden),
             status: ReviewStatus::Pending
@@ -355,7 +368,7 @@ async fn tier_changes_are_recorded_by_the_database(store: Store) {
             .into_iter()
             .map(|e| {
                 assert_eq!(e.campaign_id.as_deref(), Some(s.campaign.id.as_str()));
-                match e.data {
+                match EventData::of(&e.data).unwrap() {
                     EventData::TierChanged {
                         wallet_id,
                         member_id,
@@ -436,7 +449,10 @@ async fn tokens_about_to_expire_are_announced_once(store: Store) {
         date: day.date,
     };
     let notices = events_of(&store, &s.campaign, EventType::WalletPointsExpiring).await;
-    let carried: Vec<EventData> = notices.into_iter().map(|e| e.data).collect();
+    let carried: Vec<EventData> = notices
+        .into_iter()
+        .map(|e| EventData::of(&e.data).unwrap())
+        .collect();
     assert_eq!(carried, [notice(soon)]);
     assert_eq!(soon.date, (past + Duration::days(30)).date_naive());
 
@@ -457,7 +473,10 @@ async fn tokens_about_to_expire_are_announced_once(store: Store) {
     let next_day = later_look + Duration::days(1);
     assert_eq!(store.notice_expiring(next_day).await.unwrap(), 1);
     let notices = events_of(&store, &s.campaign, EventType::WalletPointsExpiring).await;
-    let carried: Vec<EventData> = notices.into_iter().map(|e| e.data).collect();
+    let carried: Vec<EventData> = notices
+        .into_iter()
+        .map(|e| EventData::of(&e.data).unwrap())
+        .collect();
     assert_eq!(carried, [notice(soon), notice(later)]);
 }
 

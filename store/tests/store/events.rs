@@ -34,12 +34,13 @@ const PAGE: Page = Page {
 
 /// Numbers and fans out until nothing waits.
 async fn dispatch(store: &Store) {
-    while store.dispatch_events(500).await.unwrap().full {}
+    while store.events().dispatch_events(500).await.unwrap().full {}
 }
 
 async fn feed(store: &Store, campaign: &Campaign, filter: EventFilter) -> Vec<store::Event> {
     store
-        .events(&campaign.org(), Some(&campaign.id), &filter, PAGE)
+        .events()
+        .feed(&campaign.org(), Some(&campaign.id), &filter, PAGE)
         .await
         .unwrap()
         .items
@@ -93,7 +94,7 @@ async fn a_burn_records_one_event_with_its_transaction(store: Store) {
     let event = &events[0];
     assert_eq!(event.kind, EventType::TransactionCreated);
     assert_eq!(event.campaign_id.as_deref(), Some(campaign.id.as_str()));
-    let EventData::Transaction(t) = &event.data else {
+    let EventData::Transaction(t) = &EventData::of(&event.data).unwrap() else {
         panic!("{:?}", event.data);
     };
     assert_eq!(t.kind, TransactionKind::Burn);
@@ -118,7 +119,7 @@ async fn the_feed_pages_by_number(store: Store) {
             .await
             .unwrap();
     }
-    while store.dispatch_events(2).await.unwrap().full {}
+    while store.events().dispatch_events(2).await.unwrap().full {}
     let all = feed(&store, &campaign, burns()).await;
     assert_eq!(all.len(), 5);
     let seqs: Vec<i64> = all.iter().map(|e| e.seq.unwrap()).collect();
@@ -163,7 +164,8 @@ async fn the_feed_pages_by_number(store: Store) {
         ..Default::default()
     };
     let refused = store
-        .events(&campaign.org(), Some(&campaign.id), &unknown, PAGE)
+        .events()
+        .feed(&campaign.org(), Some(&campaign.id), &unknown, PAGE)
         .await;
     assert!(matches!(
         refused,
@@ -172,7 +174,8 @@ async fn the_feed_pages_by_number(store: Store) {
     // Another organisation sees none of them.
     let other = store.create_org("Other").await.unwrap();
     let theirs = store
-        .events(&other.scope(), None, &EventFilter::default(), PAGE)
+        .events()
+        .feed(&other.scope(), None, &EventFilter::default(), PAGE)
         .await
         .unwrap();
     assert_eq!(theirs.total, 0);
@@ -185,10 +188,12 @@ async fn events_fan_out_to_the_endpoints_that_want_them(store: Store) {
     let org = s.campaign.org();
     let k = key();
     let all = store
+        .events()
         .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &k, 25)
         .await
         .unwrap();
     let burns = store
+        .events()
         .create_endpoint(
             &org,
             endpoint("https://b.example/hook", &[EventType::TransactionCreated]),
@@ -198,6 +203,7 @@ async fn events_fan_out_to_the_endpoints_that_want_them(store: Store) {
         .await
         .unwrap();
     let members = store
+        .events()
         .create_endpoint(
             &org,
             endpoint("https://c.example/hook", &[EventType::MemberCreated]),
@@ -217,10 +223,12 @@ async fn events_fan_out_to_the_endpoints_that_want_them(store: Store) {
         ..endpoint("https://d.example/hook", &[])
     };
     let elsewhere = store
+        .events()
         .create_endpoint(&org, elsewhere, &k, 25)
         .await
         .unwrap();
     let off = store
+        .events()
         .create_endpoint(&org, endpoint("https://e.example/hook", &[]), &k, 25)
         .await
         .unwrap();
@@ -228,19 +236,24 @@ async fn events_fan_out_to_the_endpoints_that_want_them(store: Store) {
         status: Some(EndpointStatus::Disabled),
         ..Default::default()
     };
-    store.update_endpoint(&org, &off.id, disable).await.unwrap();
+    store
+        .events()
+        .update_endpoint(&org, &off.id, disable)
+        .await
+        .unwrap();
     earned_and_burned(&store, &s.campaign).await;
     let late = store
+        .events()
         .create_endpoint(&org, endpoint("https://f.example/hook", &[]), &k, 25)
         .await
         .unwrap();
-    let dispatched = store.dispatch_events(500).await.unwrap();
+    let dispatched = store.events().dispatch_events(500).await.unwrap();
     // The member's creation came before every endpoint: the earn's completion goes to the
     // endpoint of every type, the burn to it and to the burns' one.
     assert_eq!((dispatched.events, dispatched.deliveries), (3, 3));
     let store = &store;
     let due = |per_org| async move {
-        let due = store.endpoints_due(per_org).await.unwrap();
+        let due = store.events().endpoints_due(per_org).await.unwrap();
         due.into_iter().map(|e| e.id).collect::<Vec<String>>()
     };
     let mut wanted = vec![all.id.clone(), burns.id.clone()];
@@ -257,7 +270,7 @@ async fn events_fan_out_to_the_endpoints_that_want_them(store: Store) {
         assert!(claimed.is_empty(), "{}: {claimed:?}", quiet.url);
     }
     // A second run finds nothing new.
-    assert_eq!(store.dispatch_events(500).await.unwrap().events, 0);
+    assert_eq!(store.events().dispatch_events(500).await.unwrap().events, 0);
 }
 
 /// Many endpoints are fanned out to a few at a time: no dispatch gives deliveries to more than
@@ -270,6 +283,7 @@ async fn a_wide_fan_out_takes_short_writes(store: Store) {
     let k = key();
     let everything = endpoint("https://quiet.example/hook", &[]);
     let quiet_one = store
+        .events()
         .create_endpoint(&quiet.campaign.org(), everything, &k, 25)
         .await
         .unwrap();
@@ -278,7 +292,13 @@ async fn a_wide_fan_out_takes_short_writes(store: Store) {
     for n in 0..450 {
         let url = format!("https://noisy.example/{n}");
         let burns = endpoint(&url, &[EventType::TransactionCreated]);
-        noisy_ones.push(store.create_endpoint(&org, burns, &k, 1_000).await.unwrap());
+        noisy_ones.push(
+            store
+                .events()
+                .create_endpoint(&org, burns, &k, 1_000)
+                .await
+                .unwrap(),
+        );
     }
     // The quiet organisation's earn and burn, the noisy one's earn and six burns.
     earned_and_burned(&store, &quiet.campaign).await;
@@ -287,14 +307,14 @@ async fn a_wide_fan_out_takes_short_writes(store: Store) {
         let burn = burn(&format!("b-{n}"), 1);
         store.burn(&noisy.campaign, burn).await.unwrap();
     }
-    let first = store.dispatch_events(500).await.unwrap();
+    let first = store.events().dispatch_events(500).await.unwrap();
     assert_eq!(first.events, 9, "numbered at once, fanned out after");
     assert!(first.full);
     let burns_fed = feed(&store, &noisy.campaign, burns()).await;
     assert_eq!(burns_fed.len(), 6, "every noisy burn is in the feed");
     let mut runs = vec![first.deliveries];
     loop {
-        let next = store.dispatch_events(500).await.unwrap();
+        let next = store.events().dispatch_events(500).await.unwrap();
         assert_eq!(next.events, 0);
         runs.push(next.deliveries);
         if !next.full {
@@ -314,26 +334,28 @@ async fn a_wide_fan_out_takes_short_writes(store: Store) {
     // of its deliveries are.
     let lease = Duration::seconds(30);
     let part = store
+        .events()
         .claim_deliveries(&noisy_ones[1].id, 2, lease)
         .await
         .unwrap();
     assert_eq!(part.len(), 2);
-    let due = store.endpoints_due(1_000).await.unwrap();
+    let due = store.events().endpoints_due(1_000).await.unwrap();
     assert_eq!(due.len(), 450 - 3);
     assert!(due.iter().all(|e| e.id != noisy_ones[1].id));
     assert_eq!(
-        store.endpoints_due(100).await.unwrap().len(),
+        store.events().endpoints_due(100).await.unwrap().len(),
         100,
         "at most 100 of one organisation"
     );
     assert_eq!(
-        store.dispatch_events(500).await.unwrap(),
+        store.events().dispatch_events(500).await.unwrap(),
         Default::default()
     );
 }
 
 async fn claim(store: &Store, endpoint: &WebhookEndpoint) -> Vec<ClaimedDelivery> {
     store
+        .events()
         .claim_deliveries(&endpoint.id, 10, Duration::seconds(30))
         .await
         .unwrap()
@@ -355,6 +377,7 @@ async fn attempts_retry_then_deliver(store: Store) {
     let campaign = burned(&store).await;
     let org = campaign.org();
     let hook = store
+        .events()
         .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &key(), 25)
         .await
         .unwrap();
@@ -365,6 +388,7 @@ async fn attempts_retry_then_deliver(store: Store) {
     assert_eq!(claimed[0].attempt, 1);
     assert!(claim(&store, &hook).await.is_empty(), "claimed twice");
     let after = store
+        .events()
         .record_attempts(
             &hook.id,
             vec![(claimed[0].clone(), answered(500))],
@@ -373,10 +397,15 @@ async fn attempts_retry_then_deliver(store: Store) {
         .await
         .unwrap();
     assert!(matches!(after, EndpointAfter::Paused(until) if until > Utc::now()));
-    let hook_now = store.endpoint(&org, &hook.id).await.unwrap().unwrap();
+    let hook_now = store
+        .events()
+        .endpoint(&org, &hook.id)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(hook_now.failing_since.is_some());
     // Paused, and the delivery waits for its backoff.
-    assert!(store.endpoints_due(25).await.unwrap().is_empty());
+    assert!(store.events().endpoints_due(25).await.unwrap().is_empty());
     assert!(claim(&store, &hook).await.is_empty());
     // The worker records the second attempt (as if its backoff had passed).
     let second = ClaimedDelivery {
@@ -386,13 +415,19 @@ async fn attempts_retry_then_deliver(store: Store) {
     // Not the claim's holder (the delivery's attempts say 1): the log keeps it, the delivery
     // stays as it was.
     store
+        .events()
         .record_attempts(&hook.id, vec![(second, answered(200))], store::FIRST_RETRY)
         .await
         .unwrap();
-    let log = store.delivery_attempts(&org, &hook.id, PAGE).await.unwrap();
+    let log = store
+        .events()
+        .delivery_attempts(&org, &hook.id, PAGE)
+        .await
+        .unwrap();
     assert_eq!(log.total, 2);
     assert_eq!(log.items[0].delivery_status, DeliveryStatus::Pending);
     let after = store
+        .events()
         .record_attempts(
             &hook.id,
             vec![(claimed[0].clone(), answered(204))],
@@ -401,18 +436,28 @@ async fn attempts_retry_then_deliver(store: Store) {
         .await
         .unwrap();
     assert_eq!(after, EndpointAfter::Healthy);
-    let log = store.delivery_attempts(&org, &hook.id, PAGE).await.unwrap();
+    let log = store
+        .events()
+        .delivery_attempts(&org, &hook.id, PAGE)
+        .await
+        .unwrap();
     assert_eq!(log.total, 3);
     let newest = &log.items[0];
     assert_eq!(newest.status_code, Some(204));
     assert!(newest.succeeded);
     assert_eq!(newest.delivery_status, DeliveryStatus::Delivered);
     assert_eq!(newest.event_type, EventType::TransactionCreated);
-    let hook_now = store.endpoint(&org, &hook.id).await.unwrap().unwrap();
+    let hook_now = store
+        .events()
+        .endpoint(&org, &hook.id)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(hook_now.failing_since, None);
     // Another organisation's key cannot read the log.
     let other = store.create_org("Other").await.unwrap();
     let theirs = store
+        .events()
         .delivery_attempts(&other.scope(), &hook.id, PAGE)
         .await;
     assert!(matches!(theirs, Err(StoreError::NotFound { .. })));
@@ -424,6 +469,7 @@ async fn deliveries_fail_after_their_window_and_gone_disables(store: Store) {
     let campaign = burned(&store).await;
     let org = campaign.org();
     let hook = store
+        .events()
         .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &key(), 25)
         .await
         .unwrap();
@@ -437,10 +483,12 @@ async fn deliveries_fail_after_their_window_and_gone_disables(store: Store) {
         ..claimed[0].clone()
     };
     store
+        .events()
         .record_attempts(&hook.id, vec![(old, answered(503))], store::FIRST_RETRY)
         .await
         .unwrap();
     let after = store
+        .events()
         .record_attempts(
             &hook.id,
             vec![(claimed[1].clone(), answered(410))],
@@ -449,17 +497,30 @@ async fn deliveries_fail_after_their_window_and_gone_disables(store: Store) {
         .await
         .unwrap();
     assert!(matches!(after, EndpointAfter::Disabled(ref why) if why.contains("410")));
-    let log = store.delivery_attempts(&org, &hook.id, PAGE).await.unwrap();
+    let log = store
+        .events()
+        .delivery_attempts(&org, &hook.id, PAGE)
+        .await
+        .unwrap();
     let statuses: Vec<DeliveryStatus> = log.items.iter().map(|a| a.delivery_status).collect();
     assert!(statuses.contains(&DeliveryStatus::Failed), "{statuses:?}");
-    let hook_now = store.endpoint(&org, &hook.id).await.unwrap().unwrap();
+    let hook_now = store
+        .events()
+        .endpoint(&org, &hook.id)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(hook_now.status, EndpointStatus::Disabled);
-    assert!(store.endpoints_due(25).await.unwrap().is_empty());
+    assert!(store.events().endpoints_due(25).await.unwrap().is_empty());
     let enable = EndpointPatch {
         status: Some(EndpointStatus::Enabled),
         ..Default::default()
     };
-    let hook_now = store.update_endpoint(&org, &hook.id, enable).await.unwrap();
+    let hook_now = store
+        .events()
+        .update_endpoint(&org, &hook.id, enable)
+        .await
+        .unwrap();
     assert_eq!(hook_now.disabled_reason, None);
     assert_eq!(hook_now.status, EndpointStatus::Enabled);
 }
@@ -468,6 +529,7 @@ async fn deliveries_fail_after_their_window_and_gone_disables(store: Store) {
 async fn concurrent_claims_share_nothing(store: Store) {
     let campaign = burned(&store).await;
     let hook = store
+        .events()
         .create_endpoint(
             &campaign.org(),
             endpoint("https://a.example/h", &[]),
@@ -488,6 +550,7 @@ async fn concurrent_claims_share_nothing(store: Store) {
         let id = hook.id.clone();
         tokio::spawn(async move {
             store
+                .events()
                 .claim_deliveries(&id, 7, Duration::seconds(30))
                 .await
                 .unwrap()
@@ -513,10 +576,12 @@ async fn redeliveries_tests_and_rotations(store: Store) {
     let k = key();
     dispatch(&store).await;
     let hook = store
+        .events()
         .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &k, 25)
         .await
         .unwrap();
     let members_only = store
+        .events()
         .create_endpoint(
             &org,
             endpoint("https://b.example/hook", &[EventType::MemberCreated]),
@@ -529,6 +594,7 @@ async fn redeliveries_tests_and_rotations(store: Store) {
     let one = Redelivery::Event(event.id.clone());
     assert_eq!(
         store
+            .events()
             .redeliver(&org, &hook.id, one.clone(), ManualBounds::default())
             .await
             .unwrap(),
@@ -536,6 +602,7 @@ async fn redeliveries_tests_and_rotations(store: Store) {
     );
     assert_eq!(
         store
+            .events()
             .redeliver(&org, &members_only.id, one, ManualBounds::default())
             .await
             .unwrap(),
@@ -548,12 +615,14 @@ async fn redeliveries_tests_and_rotations(store: Store) {
     // The range holds the member's creation, the earn's completion and the burn.
     assert_eq!(
         store
+            .events()
             .redeliver(&org, &hook.id, range, ManualBounds::default())
             .await
             .unwrap(),
         3
     );
     let unknown = store
+        .events()
         .redeliver(
             &org,
             &hook.id,
@@ -568,6 +637,7 @@ async fn redeliveries_tests_and_rotations(store: Store) {
     assert_eq!(claim(&store, &hook).await.len(), 4);
 
     let test = store
+        .events()
         .send_test_event(&org, &members_only.id, ManualBounds::default())
         .await
         .unwrap();
@@ -580,34 +650,56 @@ async fn redeliveries_tests_and_rotations(store: Store) {
     let listed = feed(&store, &campaign, EventFilter::default()).await;
     assert!(listed.iter().all(|e| e.kind != EventType::WebhookTest));
 
-    let first = store.endpoint_secrets(&hook.id, &k).await.unwrap();
+    let first = store.events().endpoint_secrets(&hook.id, &k).await.unwrap();
     assert_eq!(first.previous, None);
     let until = Utc::now() + Duration::hours(24);
     store
+        .events()
         .rotate_endpoint_secret(&org, &hook.id, "whsec_bmV3", Some(until), &k)
         .await
         .unwrap();
-    let rotated = store.endpoint_secrets(&hook.id, &k).await.unwrap();
+    let rotated = store.events().endpoint_secrets(&hook.id, &k).await.unwrap();
     assert_eq!(rotated.current, "whsec_bmV3");
     assert_eq!(rotated.previous, Some(first.current));
     store
+        .events()
         .rotate_endpoint_secret(&org, &hook.id, "whsec_bmV4", None, &k)
         .await
         .unwrap();
-    let again = store.endpoint_secrets(&hook.id, &k).await.unwrap();
+    let again = store.events().endpoint_secrets(&hook.id, &k).await.unwrap();
     assert_eq!(
         (again.current.as_str(), again.previous),
         ("whsec_bmV4", None)
     );
     // The secret is kept sealed: another key does not open it.
     let wrong = store
+        .events()
         .endpoint_secrets(&hook.id, &CodeKey::new(&[8u8; 32]))
         .await;
     assert!(wrong.is_err());
 
-    assert!(store.remove_endpoint(&org, &hook.id).await.unwrap());
-    assert!(!store.remove_endpoint(&org, &hook.id).await.unwrap());
-    assert!(store.endpoint(&org, &hook.id).await.unwrap().is_none());
+    assert!(
+        store
+            .events()
+            .remove_endpoint(&org, &hook.id)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .events()
+            .remove_endpoint(&org, &hook.id)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .events()
+            .endpoint(&org, &hook.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
 
 /// A member's creation and updates carry the member; a refused one records nothing; the
@@ -635,7 +727,7 @@ async fn member_events_and_erasure(store: Store) {
     let events = feed(&store, &campaign, EventFilter::default()).await;
     let kinds: Vec<EventType> = events.iter().map(|e| e.kind).collect();
     assert_eq!(kinds, [EventType::MemberCreated, EventType::MemberUpdated]);
-    let EventData::Member(updated) = &events[1].data else {
+    let EventData::Member(updated) = &EventData::of(&events[1].data).unwrap() else {
         panic!("{:?}", events[1].data);
     };
     assert_eq!(updated.last_name.as_deref(), Some("Lovelace"));
@@ -651,7 +743,7 @@ async fn member_events_and_erasure(store: Store) {
     assert_eq!(events[2].kind, EventType::MemberDeleted);
     for event in &events {
         assert_eq!(
-            event.data,
+            EventData::of(&event.data).unwrap(),
             EventData::MemberErased {
                 id: member.id.clone()
             },
@@ -722,7 +814,7 @@ async fn every_written_transaction_has_its_event(store: Store) {
     listed.retain(|t| t.kind != TransactionKind::Earn);
     let mut evented: Vec<String> = events
         .iter()
-        .map(|e| match &e.data {
+        .map(|e| match &EventData::of(&e.data).unwrap() {
             EventData::Transaction(t) => t.id.clone(),
             other => panic!("{other:?}"),
         })
@@ -733,7 +825,7 @@ async fn every_written_transaction_has_its_event(store: Store) {
     assert_eq!(evented, ids);
     let kinds: Vec<TransactionKind> = events
         .iter()
-        .filter_map(|e| match &e.data {
+        .filter_map(|e| match &EventData::of(&e.data).unwrap() {
             EventData::Transaction(t) => Some(t.kind),
             _ => None,
         })
@@ -765,7 +857,7 @@ async fn an_expiry_has_its_event(store: Store) {
     dispatch(&store).await;
     let events = feed(&store, &s.campaign, burns()).await;
     assert_eq!(events.len(), 1);
-    let EventData::Transaction(t) = &events[0].data else {
+    let EventData::Transaction(t) = &EventData::of(&events[0].data).unwrap() else {
         panic!("{:?}", events[0].data);
     };
     assert_eq!(
@@ -810,7 +902,7 @@ async fn a_batch_file_makes_one_event(store: Store) {
     let events = feed(&store, &campaign, batches).await;
     let seen: Vec<(EventType, String, Option<i64>)> = events
         .iter()
-        .map(|e| match &e.data {
+        .map(|e| match &EventData::of(&e.data).unwrap() {
             EventData::Batch(b) => (e.kind, b.id.clone(), b.rows_rejected),
             other => panic!("{other:?}"),
         })
@@ -830,6 +922,7 @@ async fn old_events_are_pruned_unless_a_delivery_waits(store: Store) {
     let s = setup(&store).await;
     let org = s.campaign.org();
     let hook = store
+        .events()
         .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &key(), 25)
         .await
         .unwrap();
@@ -843,6 +936,7 @@ async fn old_events_are_pruned_unless_a_delivery_waits(store: Store) {
         .unwrap();
     let outcome = vec![(sent.clone(), answered(204))];
     store
+        .events()
         .record_attempts(&hook.id, outcome, store::FIRST_RETRY)
         .await
         .unwrap();
@@ -850,6 +944,7 @@ async fn old_events_are_pruned_unless_a_delivery_waits(store: Store) {
 
     assert_eq!(
         store
+            .events()
             .prune_events(Utc::now() - store::EVENT_RETENTION)
             .await
             .unwrap(),
@@ -858,17 +953,22 @@ async fn old_events_are_pruned_unless_a_delivery_waits(store: Store) {
     // All of them old: the member's creation and the delivered burn go; the earn's completion,
     // whose delivery waits, stays.
     let later = Utc::now() + Duration::seconds(1);
-    assert_eq!(store.prune_events(later).await.unwrap(), 2);
+    assert_eq!(store.events().prune_events(later).await.unwrap(), 2);
     let left: Vec<String> = feed(&store, &s.campaign, EventFilter::default())
         .await
         .into_iter()
         .map(|e| e.id)
         .collect();
     assert_eq!(left, std::slice::from_ref(&waiting.event.id));
-    let log = store.delivery_attempts(&org, &hook.id, PAGE).await.unwrap();
+    let log = store
+        .events()
+        .delivery_attempts(&org, &hook.id, PAGE)
+        .await
+        .unwrap();
     assert_eq!(log.total, 0, "the burn's attempt went with it");
     assert!(
         store
+            .events()
             .event(&org, None, &sent.event.id)
             .await
             .unwrap()
@@ -902,6 +1002,7 @@ async fn migration_27_fans_nothing_out_twice(db: store::testing::TestStore) {
     let s = setup(store).await;
     let org = s.campaign.org();
     store
+        .events()
         .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &key(), 25)
         .await
         .unwrap();
@@ -914,10 +1015,10 @@ async fn migration_27_fans_nothing_out_twice(db: store::testing::TestStore) {
     store.execute_raw(&numbered).await.unwrap();
     store.migrate().await.unwrap();
     assert_eq!(
-        store.dispatch_events(500).await.unwrap(),
+        store.events().dispatch_events(500).await.unwrap(),
         Default::default()
     );
-    let endpoints = store.endpoints_due(25).await.unwrap();
+    let endpoints = store.events().endpoints_due(25).await.unwrap();
     assert!(endpoints.is_empty(), "{endpoints:?}");
 }
 

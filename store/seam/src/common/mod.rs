@@ -1,11 +1,14 @@
 //! What every domain uses: record ids and random tokens, exact token amounts, paging, the
-//! calendar's bounds, the short-lived cache, and the reader of documents people write
-//! (`problems.rs`).
+//! calendar's bounds, the short-lived cache, the versions of the HTTP interface a record may
+//! name (`api_version.rs`), the service's data key that seals redemption codes and webhook
+//! secrets (`codes.rs`), and the reader of documents people write (`problems.rs`).
 
 pub mod cache;
 pub mod calendar;
+pub mod codes;
 #[macro_use]
 pub mod enums;
+pub mod api_version;
 pub mod ids;
 pub mod page;
 pub mod problems;

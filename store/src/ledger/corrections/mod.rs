@@ -12,7 +12,6 @@ use serde_json::{Value, json};
 
 use crate::backend::{PgTx, SqliteTx, Work};
 use crate::common::ids::{Fingerprint, new_id, now};
-use crate::events;
 use crate::ledger::burn::{Debiting, position, record_spends, repay};
 use crate::ledger::pending::STILL_PENDING;
 use crate::ledger::refusals;
@@ -428,7 +427,8 @@ impl Correcting {
             .await?;
         record_spends(tx, &transaction.id, &made.lots).await?;
         if self.batch_id.is_none() {
-            events::transaction_created(tx, &c.org_id, &c.id, &transaction).await?;
+            crate::ledger::transactions::transaction_created(tx, &c.org_id, &c.id, &transaction)
+                .await?;
         }
         Ok(Corrected {
             transaction,

@@ -9,7 +9,6 @@ use sqlx::{PgConnection, PgPool};
 use super::{Crediting, Pending, Settlement, finished, over_ceiling, sooner};
 use crate::backend::{OnPostgres, PgTx};
 use crate::common::ids::new_id;
-use crate::events;
 use crate::ledger::earn::{RequestRow, earn_event, request_columns, requests_joined};
 use crate::ledger::same_earn::{EarlierEarn, earlier_columns};
 use crate::ledger::transactions::{entry_columns, unsum};

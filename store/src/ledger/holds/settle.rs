@@ -10,7 +10,6 @@ use super::{
 };
 use crate::backend::{Steps, Tx};
 use crate::common::ids::new_id;
-use crate::events;
 use crate::ledger::burn::{TAKEN, Taken, give_back_to_lots, position, record_spends};
 use crate::ledger::credit::sooner;
 use crate::ledger::fifo::Earn;
@@ -311,7 +310,13 @@ impl Release<'_> {
                 record_spends(tx, &transaction.id, spent).await?;
             }
         }
-        events::transaction_created(tx, self.org_id, self.campaign_id, &transaction).await?;
+        crate::ledger::transactions::transaction_created(
+            tx,
+            self.org_id,
+            self.campaign_id,
+            &transaction,
+        )
+        .await?;
         Ok(transaction)
     }
 }

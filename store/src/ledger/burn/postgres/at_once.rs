@@ -83,7 +83,7 @@ const WRITE: &str = concat!(
        SELECT $1, t.earn, t.amount FROM unnest($27::text[], $28::bigint[]) AS t(earn, amount) \
        WHERE EXISTS (SELECT FROM claim)), \
      event AS (INSERT INTO events (",
-    crate::events::event_columns!(),
+    events::event_columns!(),
     ") SELECT $29, $30, $31, $32, $33, $34, $35 WHERE EXISTS (SELECT FROM claim)) \
      SELECT EXISTS (SELECT FROM claim)"
 );

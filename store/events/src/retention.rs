@@ -6,8 +6,9 @@
 
 use chrono::{DateTime, Duration, Utc};
 
+use crate::Events;
 use crate::backend::{Steps, Tx};
-use crate::{Store, StoreError};
+use crate::error::StoreError;
 
 /// How long events, their deliveries and their attempts are kept.
 pub const EVENT_RETENTION: Duration = Duration::days(30);
@@ -16,7 +17,7 @@ pub const EVENT_RETENTION: Duration = Duration::days(30);
 const BATCH: i64 = 1_000;
 
 /// Events pruned (operator-wide: the background sweep).
-impl Store {
+impl Events {
     /// Deletes the events that happened before `before` and that no delivery waits to send,
     /// with their deliveries and attempts, a batch a transaction; how many events it deleted.
     pub async fn prune_events(&self, before: DateTime<Utc>) -> Result<usize, StoreError> {

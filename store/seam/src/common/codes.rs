@@ -14,7 +14,7 @@ use std::path::Path;
 use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use ring::hmac;
 
-use crate::StoreError;
+use crate::error::StoreError;
 
 /// Characters a code is made of: Crockford's base 32.
 const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";

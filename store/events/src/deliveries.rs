@@ -17,11 +17,13 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Duration, Utc};
 
-use super::endpoints::{ENDPOINT_COLUMNS, EndpointRow, WebhookEndpoint, endpoint_from_row};
-use super::{Event, EventData, EventRow, EventType, NewEvent, event_from_row};
 use crate::backend::{Arg, Steps, ToArg, Tx};
 use crate::common::ids::{new_id, now, random_roll};
-use crate::{OrgScope, Page, Paged, Store, StoreError};
+use crate::endpoints::{ENDPOINT_COLUMNS, EndpointRow, WebhookEndpoint, endpoint_from_row};
+use crate::error::StoreError;
+use crate::{Event, EventRow, EventType, Events, NewEvent, TestEvent};
+use seam::scope::OrgScope;
+use seam::{Page, Paged};
 
 /// The wait after a delivery's first failed attempt by default; each failure after doubles it.
 pub const FIRST_RETRY: Duration = Duration::seconds(10);
@@ -518,7 +520,7 @@ async fn within_manual_bound<T: Tx>(
 ) -> Result<(), StoreError> {
     const RECENT: &str = "SELECT COUNT(*), MIN(created_at) FROM deliveries \
          WHERE org_id = $1 AND manual AND created_at > $2";
-    crate::tenancy::orgs::lock_org(tx, org_id).await?;
+    seam::scope::lock_org(tx, org_id).await?;
     let since = at - Duration::hours(1);
     let (recent, oldest): (i64, Option<DateTime<Utc>>) = tx
         .row(RECENT, params![org_id, since])
@@ -541,7 +543,7 @@ async fn within_manual_bound<T: Tx>(
 
 /// Events to endpoints: the dispatcher, the workers' claims and records, the delivery log and
 /// redeliveries (the operator's and the API's: scope `OrgScope`).
-impl Store {
+impl Events {
     /// Numbers up to `limit` committed events and makes deliveries of the numbered ones, a few
     /// endpoints' worth a call (see `Dispatch`); nothing when another node is doing it. Call
     /// again while `full`.
@@ -612,7 +614,7 @@ impl Store {
         let rows: Vec<EventRow> = self.read_each(EVENTS, params![], &ids).await?;
         let events = rows
             .into_iter()
-            .map(|r| event_from_row(r).map(|e| (e.id.clone(), e)))
+            .map(|r| r.into_event().map(|e| (e.id.clone(), e)))
             .collect::<Result<std::collections::HashMap<_, _>, _>>()?;
         Ok(claimed
             .into_iter()
@@ -796,7 +798,7 @@ impl Store {
         bounds: ManualBounds,
     ) -> Result<String, StoreError> {
         let endpoint = self.found_endpoint(org, endpoint_id).await?;
-        let data = EventData::Test {
+        let data = TestEvent {
             endpoint_id: endpoint.id.clone(),
         };
         let event = NewEvent::new(
