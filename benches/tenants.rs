@@ -110,8 +110,7 @@ async fn run() {
     webhooks.rules.allow_http = true;
     webhooks.rules.allowed = vec!["127.0.0.1".parse().unwrap()];
     webhooks.endpoints_per_org = endpoints;
-    webhooks.sockets =
-        api::webhooks::sockets_within(descriptor_limit(), settings.http.max_connections);
+    webhooks.sockets = outbound::sockets_within(descriptor_limit(), settings.http.max_connections);
     webhooks.org_sockets = (webhooks.sockets / 4).max(1);
     let (sockets, org_sockets) = (webhooks.sockets, webhooks.org_sockets);
     let state = api::AppState::new(store.clone(), CodeKey::new(&CODES)).with_settings(settings);
@@ -194,7 +193,7 @@ async fn noisy_burns(store: &Store, noisy: &store::Campaign) {
 /// to the store at `rate`, alone, then while the noisy organisation's burns are fanned out to
 /// its `endpoints` by the dispatcher's own store call, looking every 100 ms and pausing three
 /// times each transaction's length while a backlog lasts, as the service's dispatcher does
-/// (`api::jobs::deliveries`). Nothing is sent: what the database alone does with that work.
+/// (`runtime`'s deliveries). Nothing is sent: what the database alone does with that work.
 async fn floor(rate: f64, seconds: u64, endpoints: usize) -> (common::Load, common::Load) {
     let common::Seed {
         _db,

@@ -1,4 +1,4 @@
-//! The composition root: the whole service (HTTP API with its background jobs, the SFTP door,
+//! The composition root: the whole service (the HTTP API, the node's runtime, the SFTP door,
 //! the inbox watcher, the batch pipeline, scheduled exports) put together from a configuration
 //! and a store, and run until one stop signal. `rewards serve` runs it with Ctrl-C / SIGTERM as
 //! the signal; tests run it in-process on port 0 with a channel of their own.
@@ -119,11 +119,22 @@ impl Application {
             ))
         });
         let state = api::AppState::new(store.clone(), codes).with_settings(config.api.clone());
-        api::serve(http, state, workers, async move {
+        // The earn inbox's writer and the metrics' upkeep always; with `workers`, the earn
+        // worker, the expiry sweep, event dispatch, webhook deliveries and the leaderboards.
+        let runtime = runtime::start(&state, workers, &stopped);
+        let grace = config.api.http.grace;
+        let (stopped_at, stopped_at_rx) = tokio::sync::oneshot::channel();
+        api::serve(http, state, async move {
             stop.await;
+            let _ = stopped_at.send(tokio::time::Instant::now());
             let _ = stopping.send(true);
         })
         .await?;
+        // The workers' grace is counted from the stop, as the requests' is.
+        let stopped_at = stopped_at_rx
+            .await
+            .unwrap_or_else(|_| tokio::time::Instant::now());
+        runtime.finish(stopped_at + grace).await;
         for part in [pipeline, exports].into_iter().flatten() {
             let _ = part.await;
         }

@@ -36,7 +36,7 @@ struct FileConfig {
     http_max_connections: Option<usize>,
     http_shutdown_grace_secs: Option<u64>,
     webhook_allow_http: Option<bool>,
-    webhook_allow: Option<Vec<api::webhooks::Network>>,
+    webhook_allow: Option<Vec<outbound::Network>>,
     webhook_timeout_secs: Option<u64>,
     webhook_concurrency: Option<usize>,
     webhook_sockets: Option<usize>,
@@ -285,13 +285,12 @@ impl Config {
     }
 
     /// Sets the sockets deliveries may use from the process's descriptor limit (see
-    /// `api::webhooks::sockets_within`), where configuration did not set them.
+    /// `outbound::sockets_within`), where configuration did not set them.
     pub fn derive_sockets(&mut self, descriptors: u64) {
         let (sockets_set, org_set) = self.webhook_sockets_set;
         let webhooks = &mut self.api.webhooks;
         if !sockets_set {
-            webhooks.sockets =
-                api::webhooks::sockets_within(descriptors, self.api.http.max_connections);
+            webhooks.sockets = outbound::sockets_within(descriptors, self.api.http.max_connections);
         }
         if !org_set {
             webhooks.org_sockets = (webhooks.sockets / 4).max(1);

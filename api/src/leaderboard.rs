@@ -1,7 +1,8 @@
 //! The leaderboard (seed #33) and a member's own place on it, served from the campaign's
-//! snapshot (rebuilt by `jobs::leaderboard`), so a request never scans the ledger. Every answer
-//! says which snapshot it is (`x-leaderboard-updated-at`) and how long it stays the latest
-//! (`Cache-Control`). A campaign's first snapshot is built on demand when no job has built it yet.
+//! snapshot (rebuilt by the runtime's leaderboard job), so a request never scans the ledger.
+//! Every answer says which snapshot it is (`x-leaderboard-updated-at`) and how long it stays
+//! the latest (`Cache-Control`). A campaign's first snapshot is built on demand when no job
+//! has built it yet.
 
 use std::time::{Duration, Instant};
 

@@ -4,13 +4,14 @@
 //!
 //! - one module per resource, each with its `router()`, request and response types:
 //!   `api_key`, `members/`, `wallets`, `transactions`, `holds`, `transfers`, `batches`,
-//!   `catalogue/`, `orders/`, `bookings`, `leaderboard`, `reviews`, `events` (the feed) and
-//!   `webhooks/` (endpoints, and how deliveries are signed and sent);
+//!   `catalogue/`, `orders/`, `bookings`, `leaderboard`, `reviews`, `events` (the feed and
+//!   how an event is shown) and `webhooks/` (endpoints; deliveries are sent by the `runtime`
+//!   crate through the `outbound` client);
+//! - `inbox.rs`: the earn inbox, where handlers leave earns for one writer to store together
+//!   (the writer is a task of the node's runtime);
 //! - `http/`: what they share (authentication and versions, the error type and problem body,
 //!   the body and query extractors, field checks, paging, the OpenAPI document, the operational
 //!   routes);
-//! - `jobs/`: the background work of a serving process (earn inbox and worker, expiry sweep,
-//!   leaderboard snapshots, event dispatch and webhook deliveries), started from `jobs::start`;
 //! - `state.rs`: what handlers and jobs can reach.
 
 mod api_key;
@@ -20,7 +21,7 @@ mod catalogue;
 mod events;
 mod holds;
 mod http;
-mod jobs;
+mod inbox;
 mod leaderboard;
 mod members;
 mod orders;
@@ -29,7 +30,7 @@ mod state;
 mod transactions;
 mod transfers;
 mod wallets;
-pub mod webhooks;
+mod webhooks;
 
 use std::future::Future;
 
@@ -139,43 +140,14 @@ pub fn app(state: AppState) -> Router {
     http::ops::with_request_logs(routes)
 }
 
-/// Serves `app(state)` on `listener`, with the background workers (earn processing, expiry,
-/// events out...) unless `workers` is false, until `shutdown` completes; then lets requests in
-/// flight and the workers' current work finish within the grace (`http_shutdown_grace_secs`,
-/// counted from the stop), and gives up what is still running at its end.
+/// Serves `app(state)` on `listener` until `shutdown` completes; then lets requests in flight
+/// finish within the grace (`http_shutdown_grace_secs`). Starts no task beyond its connections:
+/// what a node runs beside it (the earn inbox's writer among them) is the `runtime` crate's.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
-    workers: bool,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    http::ops::spawn_metrics_upkeep(state.metrics.clone());
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let workers = if workers {
-        jobs::start(&state, &stopped)
-    } else {
-        Vec::new()
-    };
     let limits = state.settings.http;
-    let (stopped_at, stopped_at_rx) = tokio::sync::oneshot::channel();
-    let result = http::server::serve(listener, app(state), limits, async move {
-        shutdown.await;
-        let _ = stopped_at.send(tokio::time::Instant::now());
-        let _ = stop.send(true);
-    })
-    .await;
-    let deadline = stopped_at_rx
-        .await
-        .unwrap_or_else(|_| tokio::time::Instant::now())
-        + limits.grace;
-    for mut worker in workers {
-        if tokio::time::timeout_at(deadline, &mut worker)
-            .await
-            .is_err()
-        {
-            tracing::warn!("a background job was still running at the end of the stop's grace");
-            worker.abort();
-        }
-    }
-    result
+    http::server::serve(listener, app(state), limits, shutdown).await
 }

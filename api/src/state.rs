@@ -1,4 +1,4 @@
-//! What every handler and background worker can reach.
+//! What every handler and the node's runtime can reach.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,7 +7,7 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use store::{Catalogues, CodeKey, Moderation, RuleBook, Store};
 use tokio::sync::Notify;
 
-use crate::jobs::inbox::EarnInbox;
+use crate::inbox::EarnInbox;
 
 #[derive(Clone)]
 pub struct AppState {
@@ -46,7 +46,7 @@ pub struct Settings {
     /// The HTTP server's timeouts, connection bound and stop's grace period.
     pub http: crate::http::server::Limits,
     /// Webhook deliveries: the address rules, each attempt's timeout, concurrency.
-    pub webhooks: crate::webhooks::WebhookSettings,
+    pub webhooks: outbound::WebhookSettings,
 }
 
 impl Default for Settings {
@@ -56,21 +56,21 @@ impl Default for Settings {
             moderation: Moderation::default(),
             public_url: None,
             http: crate::http::server::Limits::default(),
-            webhooks: crate::webhooks::WebhookSettings::default(),
+            webhooks: outbound::WebhookSettings::default(),
         }
     }
 }
 
 impl AppState {
-    /// Must be called inside a Tokio runtime: it starts the earn inbox's task. `codes` must be
-    /// the same key on every node of one database.
+    /// The state handlers share; `codes` must be the same key on every node of one database.
+    /// Earns are stored once the node's runtime has started the inbox's writer.
     pub fn new(store: Store, codes: CodeKey) -> Self {
         let earn_waiting = Arc::new(Notify::new());
         AppState {
             rule_book: RuleBook::new(store.clone()),
             catalogues: Catalogues::new(store.clone()),
             rendered: Default::default(),
-            earn_inbox: EarnInbox::start(store.clone(), earn_waiting.clone()),
+            earn_inbox: EarnInbox::new(),
             store,
             metrics: crate::http::ops::metrics_handle(),
             earn_waiting,

@@ -428,7 +428,13 @@ pub async fn serve_state(state: api::AppState) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let workers = std::env::var("BENCH_NO_WORKERS").is_err();
-    tokio::spawn(api::serve(listener, state, workers, std::future::pending()));
+    let (stopping, stop) = tokio::sync::watch::channel(false);
+    let runtime = runtime::start(&state, workers, &stop);
+    tokio::spawn(async move {
+        // Held while the server runs (the bench's whole life): the runtime's stop is never sent.
+        let _running = (stopping, runtime);
+        api::serve(listener, state, std::future::pending()).await
+    });
     base
 }
 

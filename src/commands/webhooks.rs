@@ -2,8 +2,8 @@
 //! manages them, checked by the same address rules the service delivers under.
 
 use anyhow::{Context, bail};
-use api::webhooks::signature::new_secret;
 use chrono::{Duration, Utc};
+use outbound::signature::new_secret;
 use serde_json::json;
 use store::{EndpointPatch, EndpointStatus, NewEndpoint, Page, Redelivery, Store, WebhookEndpoint};
 

@@ -133,3 +133,48 @@ fn only_the_store_vouches_for_a_scope() {
         "code outside the store vouches for a scope: {vouching:?}"
     );
 }
+
+/// What a node runs is answered in one place: the HTTP crate starts no task but its server's
+/// connections (the runtime and the composition root start the rest), and the binary's own code
+/// reaches the webhook client directly, not through the HTTP crate.
+#[test]
+fn the_http_crate_starts_nothing_beside_its_server() {
+    let mut files = Vec::new();
+    sources(&Path::new(ROOT).join("api/src"), &mut files);
+    let spawning: Vec<String> = files
+        .iter()
+        .filter(|path| !path.ends_with("http/server.rs"))
+        .filter(|path| {
+            let text = std::fs::read_to_string(path).unwrap();
+            [
+                "tokio::spawn",
+                "spawn_blocking",
+                "JoinSet",
+                "std::thread::spawn",
+            ]
+            .iter()
+            .any(|spawn| text.contains(spawn))
+        })
+        .map(|path| path.display().to_string())
+        .collect();
+    assert!(files.len() > 20, "the API's sources were found");
+    assert!(
+        spawning.is_empty(),
+        "the HTTP crate starts tasks in: {spawning:?}"
+    );
+
+    let mut binary = Vec::new();
+    sources(&Path::new(ROOT).join("src"), &mut binary);
+    let through_api: Vec<String> = binary
+        .iter()
+        .filter(|path| {
+            let text = std::fs::read_to_string(path).unwrap();
+            text.contains(concat!("api::", "webhooks")) || text.contains(concat!("api::", "jobs"))
+        })
+        .map(|path| path.display().to_string())
+        .collect();
+    assert!(
+        through_api.is_empty(),
+        "the binary reaches deliveries through the HTTP crate in: {through_api:?}"
+    );
+}

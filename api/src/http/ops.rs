@@ -40,17 +40,6 @@ pub fn metrics_handle() -> PrometheusHandle {
         .clone()
 }
 
-/// Drains histogram samples into their buckets now and then, as the exporter asks its owner to.
-pub fn spawn_metrics_upkeep(handle: PrometheusHandle) {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(5));
-        loop {
-            tick.tick().await;
-            handle.run_upkeep();
-        }
-    });
-}
-
 /// Alive: the process answers.
 pub async fn healthz() -> &'static str {
     "ok"

@@ -17,7 +17,6 @@ use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::signature::new_secret;
 use crate::AppState;
 use crate::events::{event_types, parse_types};
 use crate::http::auth::Caller;
@@ -26,6 +25,7 @@ use crate::http::error::{ApiError, FieldError, Problem};
 use crate::http::json::JsonBody;
 use crate::http::paging::{PagedList, Paging, PagingParams};
 use crate::http::shapes::named_enum;
+use outbound::signature::new_secret;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

@@ -58,13 +58,18 @@ async fn serve(
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let codes = store::CodeKey::new(codes);
+    let grace = settings.http.grace;
     let state = api::AppState::new(store.clone(), codes).with_settings(settings);
     let task = tokio::spawn(async move {
-        api::serve(listener, state, workers, async {
+        let (stopping, stop) = tokio::sync::watch::channel(false);
+        let runtime = runtime::start(&state, workers, &stop);
+        api::serve(listener, state, async move {
             let _ = stopped.await;
+            let _ = stopping.send(true);
         })
         .await
         .unwrap();
+        runtime.finish(tokio::time::Instant::now() + grace).await;
     });
     (base, Serving { stop, task })
 }

@@ -138,7 +138,7 @@ async fn receive(
         let mut inner = inner.lock().unwrap();
         let verified = inner.secret.as_deref().is_some_and(|secret| {
             let now = chrono::Utc::now().timestamp();
-            api::webhooks::signature::verify(secret, &id, timestamp, &body, &signature, now)
+            outbound::signature::verify(secret, &id, timestamp, &body, &signature, now)
         });
         inner.received.push(Received {
             id,

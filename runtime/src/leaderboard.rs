@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::AppState;
+use api::AppState;
 
 /// The longest wait between looks: a new campaign gets its first snapshot within this.
 const MAX_LOOK: Duration = Duration::from_secs(5);
@@ -17,7 +17,7 @@ pub async fn refresh_leaderboards(state: AppState, mut stop: watch::Receiver<boo
     let mut tick = tokio::time::interval(interval.clamp(Duration::from_millis(100), MAX_LOOK));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        if !super::next_tick(&mut tick, &mut stop).await {
+        if !crate::next_tick(&mut tick, &mut stop).await {
             return;
         }
         let due = match state.store.due_leaderboards().await {

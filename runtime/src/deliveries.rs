@@ -22,9 +22,10 @@ use store::{AttemptOutcome, ClaimedDelivery, EndpointAfter, WebhookEndpoint};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
-use super::budget::{Budget, Pace};
-use crate::AppState;
-use crate::webhooks::{Delivery, Sender};
+use crate::budget::{Budget, Pace};
+use crate::delivery::Delivery;
+use api::AppState;
+use outbound::Sender;
 
 /// How often the dispatcher looks for events.
 const TICK: Duration = Duration::from_millis(100);
@@ -45,7 +46,7 @@ pub async fn dispatch(state: AppState, mut stop: watch::Receiver<bool>) {
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        if !super::next_tick(&mut tick, &mut stop).await {
+        if !crate::next_tick(&mut tick, &mut stop).await {
             return;
         }
         while !*stop.borrow() {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::AppState;
+use api::AppState;
 
 /// How often the expiry sweeper runs in a serving process.
 const SWEEP: Duration = Duration::from_secs(60);
@@ -17,7 +17,7 @@ const SWEEP: Duration = Duration::from_secs(60);
 pub async fn sweep_expiry(state: AppState, mut stop: watch::Receiver<bool>) {
     let mut tick = tokio::time::interval(SWEEP);
     loop {
-        if !super::next_tick(&mut tick, &mut stop).await {
+        if !crate::next_tick(&mut tick, &mut stop).await {
             return;
         }
         // A stop does not wait for the pass: each wallet's expiry (each earn's vesting) is its

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::AppState;
+use api::AppState;
 
 /// Earns credited per database transaction: small enough that submissions waiting for the
 /// writer are not held up long.
