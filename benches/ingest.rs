@@ -329,7 +329,7 @@ async fn peak_of_export(args: &str) {
         parts.next().unwrap(),
     );
     let store = Store::connect(url, 4).await.unwrap();
-    let org = store.get_org(org).await.unwrap().scope();
+    let org = store.tenancy().get_org(org).await.unwrap().scope();
     let started = Instant::now();
     exports::export(
         &store,

@@ -120,7 +120,13 @@ async fn main() {
     // Ours, with a user holding the key; each upload becomes a batch (different names, same
     // content: the later ones are recorded as duplicates, the work is the same).
     let db = store::testing::TestStore::sqlite().await;
-    let org = db.store.create_org("Bench").await.unwrap().scope();
+    let org = db
+        .store
+        .tenancy()
+        .create_org("Bench")
+        .await
+        .unwrap()
+        .scope();
     let user = store::NewSftpUser {
         username: "bench".into(),
         key: Some(
@@ -129,7 +135,11 @@ async fn main() {
         ),
         ..Default::default()
     };
-    db.store.create_sftp_user(&org, user).await.unwrap();
+    db.store
+        .tenancy()
+        .create_sftp_user(&org, user)
+        .await
+        .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let ours = listener.local_addr().unwrap().port();
     tokio::spawn(ingest::sftp::serve(

@@ -248,13 +248,13 @@ async fn floor(rate: f64, seconds: u64, endpoints: usize) -> (common::Load, comm
 /// An organisation with a wallet of tokens and `count` endpoints at `url`, each wanting every
 /// `transaction.created`; its campaign.
 async fn noisy_tenant(store: &Store, url: &str, count: usize) -> store::Campaign {
-    let org = store.create_org("Noisy").await.unwrap().scope();
+    let org = store.tenancy().create_org("Noisy").await.unwrap().scope();
     let new = NewCampaign {
         name: "N".into(),
         currency: "PTS".into(),
         ..Default::default()
     };
-    let campaign = store.create_campaign(&org, new).await.unwrap();
+    let campaign = store.tenancy().create_campaign(&org, new).await.unwrap();
     let member = NewMember {
         first_name: "Eve".into(),
         idp: "reference".into(),

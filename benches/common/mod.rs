@@ -379,18 +379,18 @@ pub async fn seed(members: usize, wallets: bool) -> Seed {
         Err(_) => store::testing::TestStore::sqlite().await,
     };
     let store = db.store.clone();
-    let org = store.create_org("Bench").await.unwrap().scope();
+    let org = store.tenancy().create_org("Bench").await.unwrap().scope();
     let new = NewCampaign {
         name: "B".into(),
         currency: "PTS".into(),
         ..Default::default()
     };
-    let campaign = store.create_campaign(&org, new).await.unwrap();
+    let campaign = store.tenancy().create_campaign(&org, new).await.unwrap();
     let new = NewKey {
         campaign_id: campaign.id.clone(),
         ..Default::default()
     };
-    let key = store.issue_key(&org, new).await.unwrap();
+    let key = store.tenancy().issue_key(&org, new).await.unwrap();
     for i in 0..members {
         let member = NewMember {
             first_name: "Ada".into(),

@@ -204,7 +204,12 @@ pub async fn recover(store: &Store, data_dir: &Path) -> Result<usize, String> {
                 continue;
             };
             // The spool's folders are named by organisations the store knows.
-            let Ok(scope) = store.get_org(&org_id).await.map(|org| org.scope()) else {
+            let Ok(scope) = store
+                .tenancy()
+                .get_org(&org_id)
+                .await
+                .map(|org| org.scope())
+            else {
                 continue;
             };
             match store.get_batch(&scope, id).await {

@@ -94,7 +94,7 @@ pub async fn watch(
                 Check::Ready { org_id, name } => {
                     done.push(path.clone());
                     // An inbox folder is named by its organisation, which the store must know.
-                    let received = match store.get_org(&org_id).await {
+                    let received = match store.tenancy().get_org(&org_id).await {
                         Ok(org) => {
                             intake::receive(
                                 &store,

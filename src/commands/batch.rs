@@ -29,7 +29,7 @@ pub async fn mapping(store: &Store, command: MappingCommand, json: bool) -> anyh
                     errors.join("\n  - ")
                 )
             })?;
-            let scope = store.find_org(&org).await?.scope();
+            let scope = store.tenancy().find_org(&org).await?.scope();
             let stored = store
                 .set_mapping(&scope, &mapping.pattern, &document)
                 .await?;
@@ -40,7 +40,7 @@ pub async fn mapping(store: &Store, command: MappingCommand, json: bool) -> anyh
             );
         }
         MappingCommand::Show { org, pattern } => {
-            let scope = store.find_org(&org).await?.scope();
+            let scope = store.tenancy().find_org(&org).await?.scope();
             let mappings: Vec<Value> = store
                 .mappings(&scope)
                 .await?
@@ -66,7 +66,7 @@ pub async fn mapping(store: &Store, command: MappingCommand, json: bool) -> anyh
             }
         }
         MappingCommand::Remove { org, pattern } => {
-            let scope = store.find_org(&org).await?.scope();
+            let scope = store.tenancy().find_org(&org).await?.scope();
             store.remove_mapping(&scope, &pattern).await?;
             emit(
                 json,
@@ -103,7 +103,7 @@ pub async fn ingest(
     dry_run: bool,
     json: bool,
 ) -> anyhow::Result<()> {
-    let scope = store.find_org(org).await?.scope();
+    let scope = store.tenancy().find_org(org).await?.scope();
     let name = file
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
@@ -180,7 +180,7 @@ pub async fn ingest(
 pub async fn batches(store: &Store, command: BatchCommand, json: bool) -> anyhow::Result<()> {
     match command {
         BatchCommand::List { org, limit, page } => {
-            let scope = store.find_org(&org).await?.scope();
+            let scope = store.tenancy().find_org(&org).await?.scope();
             let listed = store.list_batches(&scope, Page { page, limit }).await?;
             let total = listed.total;
             let views: Vec<BatchView> = listed.items.into_iter().map(BatchView::from).collect();
@@ -195,7 +195,7 @@ pub async fn batches(store: &Store, command: BatchCommand, json: bool) -> anyhow
             });
         }
         BatchCommand::Show { org, id } => {
-            let scope = store.find_org(&org).await?.scope();
+            let scope = store.tenancy().find_org(&org).await?.scope();
             let view = BatchView::from(store.get_batch(&scope, &id).await?);
             let value = serde_json::to_value(&view)?;
             emit(json, value, || {

@@ -14,7 +14,7 @@ pub async fn run(store: &Store, command: CatalogueCommand, json: bool) -> anyhow
             replace,
             file,
         } => {
-            let campaign = store.find_campaign(&campaign, None).await?;
+            let campaign = store.tenancy().find_campaign(&campaign, None).await?;
             let text =
                 std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
             let options = ImportOptions { dry_run, replace };
@@ -46,7 +46,7 @@ pub async fn run(store: &Store, command: CatalogueCommand, json: bool) -> anyhow
             file,
         } => generate(products, seed, &file, json),
         CatalogueCommand::Export { campaign, file } => {
-            let campaign = store.find_campaign(&campaign, None).await?;
+            let campaign = store.tenancy().find_campaign(&campaign, None).await?;
             let catalogue = store.export_catalogue(&campaign).await?;
             let text = serde_json::to_string_pretty(&catalogue)?;
             match file {

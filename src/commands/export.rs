@@ -34,7 +34,7 @@ pub async fn run(store: &Store, command: ExportCommand, json: bool) -> anyhow::R
         }
         ExportCommand::Schedule { org, at, format } => {
             let today = Utc::now().date_naive();
-            let scope = store.find_org(&org).await?.scope();
+            let scope = store.tenancy().find_org(&org).await?.scope();
             let schedule = store.set_export_schedule(&scope, at, format, today).await?;
             emit(json, schedule_json(&schedule), || {
                 format!(
@@ -48,7 +48,7 @@ pub async fn run(store: &Store, command: ExportCommand, json: bool) -> anyhow::R
             Ok(())
         }
         ExportCommand::Unschedule { org } => {
-            let scope = store.find_org(&org).await?.scope();
+            let scope = store.tenancy().find_org(&org).await?.scope();
             if !store.remove_export_schedule(&scope).await? {
                 bail!("{org} has no daily export");
             }
@@ -103,10 +103,11 @@ async fn transactions(
             file.display()
         );
     };
-    let scope = store.find_org(org).await?.scope();
+    let scope = store.tenancy().find_org(org).await?.scope();
     let campaign = match campaign {
         Some(campaign) => Some(
             store
+                .tenancy()
                 .find_campaign(&campaign, Some(&scope))
                 .await
                 .with_context(|| format!("campaign {campaign} of {org}"))?

@@ -85,7 +85,7 @@ fn policy_json(policy: &Policy) -> serde_json::Value {
 }
 
 pub async fn policy(store: &Store, args: PolicyArgs, json: bool) -> anyhow::Result<()> {
-    let campaign = store.find_campaign(&args.campaign, None).await?;
+    let campaign = store.tenancy().find_campaign(&args.campaign, None).await?;
     let mut policy = store.policy(&campaign).await?;
     if let Some(min) = &args.min_balance {
         policy.min_balance = tokens("--min-balance", min)?;
@@ -160,7 +160,7 @@ pub async fn policy(store: &Store, args: PolicyArgs, json: bool) -> anyhow::Resu
 }
 
 pub async fn show(store: &Store, campaign: &str, json: bool) -> anyhow::Result<()> {
-    let found = store.find_campaign(campaign, None).await?;
+    let found = store.tenancy().find_campaign(campaign, None).await?;
     let policy = store.policy(&found).await?;
     let version = store.active_rule_set_version(&found).await?;
     let tiers = store.list_tiers(&found).await?;
@@ -213,7 +213,7 @@ pub async fn tier(store: &Store, command: TierCommand, json: bool) -> anyhow::Re
             benefits,
             image_url,
         } => {
-            let campaign = store.find_campaign(&campaign, None).await?;
+            let campaign = store.tenancy().find_campaign(&campaign, None).await?;
             let new = NewTier {
                 name,
                 precedence,
@@ -227,7 +227,7 @@ pub async fn tier(store: &Store, command: TierCommand, json: bool) -> anyhow::Re
             });
         }
         TierCommand::List { campaign } => {
-            let campaign = store.find_campaign(&campaign, None).await?;
+            let campaign = store.tenancy().find_campaign(&campaign, None).await?;
             let tiers = store.list_tiers(&campaign).await?;
             let value = tiers
                 .iter()
@@ -247,7 +247,7 @@ pub async fn tier(store: &Store, command: TierCommand, json: bool) -> anyhow::Re
             });
         }
         TierCommand::Remove { campaign, tier } => {
-            let campaign = store.find_campaign(&campaign, None).await?;
+            let campaign = store.tenancy().find_campaign(&campaign, None).await?;
             store.remove_tier(&campaign, &tier).await?;
             emit(json, json!({"removed": tier}), || {
                 format!("removed tier {tier}")

@@ -14,7 +14,7 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     match command {
         ReviewsCommand::Pending { org, limit } => {
-            let scope = store.find_org(&org).await?.scope();
+            let scope = store.tenancy().find_org(&org).await?.scope();
             let page = Page { page: 1, limit };
             let pending = store.pending_reviews(&scope, rules, page).await?;
             let listed: Vec<_> = pending.items.iter().map(|r| view(r, rules)).collect();
@@ -65,7 +65,7 @@ async fn decide(
     approve: bool,
     json: bool,
 ) -> anyhow::Result<()> {
-    let scope = store.find_org(org).await?.scope();
+    let scope = store.tenancy().find_org(org).await?.scope();
     store.moderate_review(&scope, review_id, approve).await?;
     let decision = if approve { "approved" } else { "removed" };
     emit(json, json!({"id": review_id, "decision": decision}), || {

@@ -16,7 +16,7 @@ pub async fn run(store: &Store, command: RulesCommand, json: bool) -> anyhow::Re
         RulesCommand::Test { file, rows } => test(&file, &rows, json),
         RulesCommand::Set { campaign, file } => {
             let source = read(&file)?;
-            let campaign = store.find_campaign(&campaign, None).await?;
+            let campaign = store.tenancy().find_campaign(&campaign, None).await?;
             let version = match store.set_rule_set(&campaign, &source).await {
                 Err(store::StoreError::InvalidRules(errors)) => {
                     return Err(invalid(&file, &errors));
@@ -42,7 +42,7 @@ pub async fn run(store: &Store, command: RulesCommand, json: bool) -> anyhow::Re
             to,
         } => backtest(store, &campaign, &file, &from, &to, json).await,
         RulesCommand::List { campaign } => {
-            let campaign = store.find_campaign(&campaign, None).await?;
+            let campaign = store.tenancy().find_campaign(&campaign, None).await?;
             let versions = store.rule_set_versions(&campaign).await?;
             let value: Vec<_> = versions
                 .iter()
@@ -67,7 +67,7 @@ pub async fn run(store: &Store, command: RulesCommand, json: bool) -> anyhow::Re
             Ok(())
         }
         RulesCommand::Show { campaign, version } => {
-            let campaign = store.find_campaign(&campaign, None).await?;
+            let campaign = store.tenancy().find_campaign(&campaign, None).await?;
             let shown = store.rule_set(&campaign, version).await?;
             let compiled =
                 RuleSet::parse(&shown.source).context("a stored rule set no longer compiles")?;
@@ -132,7 +132,7 @@ async fn backtest(
     json: bool,
 ) -> anyhow::Result<()> {
     let rules = compile(file)?;
-    let campaign = store.find_campaign(campaign, None).await?;
+    let campaign = store.tenancy().find_campaign(campaign, None).await?;
     let (from, to) = (moment("--from", from, false)?, moment("--to", to, true)?);
     let mut per_rule: std::collections::BTreeMap<String, RuleTotals> = Default::default();
     let mut wallets: std::collections::HashMap<String, (Decimal, Decimal)> = Default::default();

@@ -71,8 +71,8 @@ pub async fn user(store: &Store, command: SftpUserCommand, json: bool) -> anyhow
                 password,
                 key,
             };
-            let org = store.find_org(&org).await?.scope();
-            let user = store.create_sftp_user(&org, new).await?;
+            let org = store.tenancy().find_org(&org).await?.scope();
+            let user = store.tenancy().create_sftp_user(&org, new).await?;
             emit(json, user_json(&user), || user_line(&user));
         }
         SftpUserCommand::KeyAdd {
@@ -80,8 +80,9 @@ pub async fn user(store: &Store, command: SftpUserCommand, json: bool) -> anyhow
             username,
             public_key,
         } => {
-            let org = store.find_org(&org).await?.scope();
+            let org = store.tenancy().find_org(&org).await?.scope();
             let key = store
+                .tenancy()
                 .add_sftp_key(&org, &username, read_key(&public_key)?)
                 .await?;
             emit(
@@ -91,20 +92,20 @@ pub async fn user(store: &Store, command: SftpUserCommand, json: bool) -> anyhow
             );
         }
         SftpUserCommand::List { org } => {
-            let org = store.find_org(&org).await?.scope();
-            let users = store.list_sftp_users(&org).await?;
+            let org = store.tenancy().find_org(&org).await?.scope();
+            let users = store.tenancy().list_sftp_users(&org).await?;
             emit(json, users.iter().map(user_json).collect(), || {
                 users.iter().map(user_line).collect::<Vec<_>>().join("\n")
             });
         }
         SftpUserCommand::Disable { org, username } => {
-            let org = store.find_org(&org).await?.scope();
-            let user = store.disable_sftp_user(&org, &username).await?;
+            let org = store.tenancy().find_org(&org).await?.scope();
+            let user = store.tenancy().disable_sftp_user(&org, &username).await?;
             emit(json, user_json(&user), || user_line(&user));
         }
         SftpUserCommand::Remove { org, username } => {
-            let org = store.find_org(&org).await?.scope();
-            store.remove_sftp_user(&org, &username).await?;
+            let org = store.tenancy().find_org(&org).await?.scope();
+            store.tenancy().remove_sftp_user(&org, &username).await?;
             emit(json, json!({"removed": username}), || {
                 format!("{username} removed")
             });
@@ -131,7 +132,7 @@ pub async fn bans(store: &Store, command: SftpCommand, json: bool) -> anyhow::Re
     match command {
         SftpCommand::HostKey => unreachable!("answered before the store opens"),
         SftpCommand::Bans => {
-            let bans = store.sftp_bans().await?;
+            let bans = store.tenancy().sftp_bans().await?;
             let listed: Vec<_> = bans
                 .iter()
                 .map(|b| {
@@ -158,7 +159,7 @@ pub async fn bans(store: &Store, command: SftpCommand, json: bool) -> anyhow::Re
         }
         SftpCommand::Unban { address } => {
             let address = address.to_string();
-            if !store.unban_sftp_address(&address).await? {
+            if !store.tenancy().unban_sftp_address(&address).await? {
                 anyhow::bail!("{address} is not banned (rewards sftp bans lists the bans)");
             }
             emit(json, json!({"unbanned": address}), || {

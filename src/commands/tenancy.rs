@@ -9,13 +9,13 @@ use crate::cli::{CampaignCommand, CampaignCreate, KeyCommand, KeyIssue, OrgComma
 pub async fn org(store: &Store, command: OrgCommand, json: bool) -> anyhow::Result<()> {
     match command {
         OrgCommand::Create { name } => {
-            let org = store.create_org(&name).await?;
+            let org = store.tenancy().create_org(&name).await?;
             emit(json, json!({"id": org.id, "name": org.name}), || {
                 org.id.clone()
             });
         }
         OrgCommand::List => {
-            let orgs = store.list_orgs().await?;
+            let orgs = store.tenancy().list_orgs().await?;
             emit(json, serde_json::to_value(&orgs)?, || {
                 orgs.iter()
                     .map(|o| format!("{}  {}", o.id, o.name))
@@ -36,8 +36,9 @@ pub async fn campaign(store: &Store, command: CampaignCommand, json: bool) -> an
             logo,
             favicon,
         }) => {
-            let org = store.find_org(&org).await?.scope();
+            let org = store.tenancy().find_org(&org).await?.scope();
             let campaign = store
+                .tenancy()
                 .create_campaign(
                     &org,
                     NewCampaign {
@@ -57,8 +58,8 @@ pub async fn campaign(store: &Store, command: CampaignCommand, json: bool) -> an
         }
         CampaignCommand::Policy(args) => return super::ledger::policy(store, args, json).await,
         CampaignCommand::List { org } => {
-            let org = store.find_org(&org).await?.scope();
-            let campaigns = store.list_campaigns(&org).await?;
+            let org = store.tenancy().find_org(&org).await?.scope();
+            let campaigns = store.tenancy().list_campaigns(&org).await?;
             emit(json, serde_json::to_value(&campaigns)?, || {
                 campaigns
                     .iter()
@@ -94,14 +95,18 @@ pub async fn key(store: &Store, command: KeyCommand, json: bool) -> anyhow::Resu
             version,
             read_only,
         }) => {
-            let org = store.find_org(&org).await?.scope();
+            let org = store.tenancy().find_org(&org).await?.scope();
             let new = NewKey {
-                campaign_id: store.find_campaign(&campaign, Some(&org)).await?.id,
+                campaign_id: store
+                    .tenancy()
+                    .find_campaign(&campaign, Some(&org))
+                    .await?
+                    .id,
                 permissions: allow,
                 version,
                 read_only,
             };
-            let issued = store.issue_key(&org, new).await?;
+            let issued = store.tenancy().issue_key(&org, new).await?;
             let value = json!({
                 "id": issued.key.id,
                 "apiKey": issued.key.api_key,
@@ -116,8 +121,8 @@ pub async fn key(store: &Store, command: KeyCommand, json: bool) -> anyhow::Resu
             });
         }
         KeyCommand::List { org } => {
-            let org = store.find_org(&org).await?.scope();
-            let keys = store.list_keys(&org).await?;
+            let org = store.tenancy().find_org(&org).await?.scope();
+            let keys = store.tenancy().list_keys(&org).await?;
             emit(json, keys.iter().map(key_json).collect(), || {
                 keys.iter()
                     .map(|k| {
@@ -138,7 +143,7 @@ pub async fn key(store: &Store, command: KeyCommand, json: bool) -> anyhow::Resu
             });
         }
         KeyCommand::Revoke { key_id } => {
-            let key = store.revoke_key(&key_id).await?;
+            let key = store.tenancy().revoke_key(&key_id).await?;
             emit(json, key_json(&key), || format!("revoked {}", key.id));
         }
     }

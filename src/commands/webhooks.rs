@@ -60,9 +60,15 @@ pub async fn run(
             version,
             description,
         } => {
-            let org = store.find_org(&org).await?.scope();
+            let org = store.tenancy().find_org(&org).await?.scope();
             let campaign = match campaign {
-                Some(campaign) => Some(store.find_campaign(&campaign, Some(&org)).await?.id),
+                Some(campaign) => Some(
+                    store
+                        .tenancy()
+                        .find_campaign(&campaign, Some(&org))
+                        .await?
+                        .id,
+                ),
                 None => None,
             };
             if let Err(why) = rules.check(&url).await {
@@ -101,7 +107,7 @@ pub async fn run(
             });
         }
         WebhookCommand::List { org } => {
-            let org = store.find_org(&org).await?.scope();
+            let org = store.tenancy().find_org(&org).await?.scope();
             let page = Page {
                 page: 1,
                 limit: Page::MAX_LIMIT,
@@ -123,7 +129,7 @@ pub async fn run(
             });
         }
         WebhookCommand::Remove { org, endpoint } => {
-            let org = store.find_org(&org).await?.scope();
+            let org = store.tenancy().find_org(&org).await?.scope();
             if !store.events().remove_endpoint(&org, &endpoint).await? {
                 bail!("no endpoint {endpoint} in the organisation");
             }
@@ -142,7 +148,7 @@ pub async fn run(
             endpoint,
             keep_previous_hours,
         } => {
-            let org = store.find_org(&org).await?.scope();
+            let org = store.tenancy().find_org(&org).await?.scope();
             let secret = new_secret();
             let until = (keep_previous_hours > 0)
                 .then(|| Utc::now() + Duration::hours(i64::from(keep_previous_hours)));
@@ -161,7 +167,7 @@ pub async fn run(
             });
         }
         WebhookCommand::Test { org, endpoint } => {
-            let org = store.find_org(&org).await?.scope();
+            let org = store.tenancy().find_org(&org).await?.scope();
             let event = store
                 .events()
                 .send_test_event(&org, &endpoint, config.api.webhooks.manual)
@@ -175,7 +181,7 @@ pub async fn run(
             endpoint,
             limit,
         } => {
-            let org = store.find_org(&org).await?.scope();
+            let org = store.tenancy().find_org(&org).await?.scope();
             let page = Page { page: 1, limit };
             let log = store
                 .events()
@@ -210,7 +216,7 @@ pub async fn run(
             from,
             to,
         } => {
-            let org = store.find_org(&org).await?.scope();
+            let org = store.tenancy().find_org(&org).await?.scope();
             let which = match (event, from, to) {
                 (Some(id), _, _) => Redelivery::Event(id),
                 (None, Some(from), Some(to)) if from < to => Redelivery::Range { from, to },
@@ -236,7 +242,7 @@ async fn set_status(
     status: EndpointStatus,
     json: bool,
 ) -> anyhow::Result<()> {
-    let org = store.find_org(org).await?.scope();
+    let org = store.tenancy().find_org(org).await?.scope();
     let patch = EndpointPatch {
         status: Some(status),
         ..Default::default()

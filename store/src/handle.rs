@@ -1,4 +1,4 @@
-//! `Store`: the database with the domains' handles (`events()`) and what the domains still
+//! `Store`: the database with the domains' handles (`tenancy()`, `events()`) and what the domains still
 //! in this crate keep beside it (their caches, the dates a transaction may carry).
 
 use std::sync::Arc;
@@ -6,12 +6,13 @@ use std::sync::Arc;
 use rules::RuleSet;
 use seam::common::cache::Cache;
 
-use crate::{DateWindow, Db, Events, Policy, StoreError};
+use crate::{DateWindow, Db, Events, Policy, StoreError, Tenancy};
 
 /// The system of record. Cheap to clone: clones share one connection pool and its caches.
 #[derive(Clone)]
 pub struct Store {
     db: Db,
+    tenancy: Tenancy,
     events: Events,
     pub(crate) caches: Arc<Caches>,
     /// How far ahead of the clock a transaction may be dated (`DateWindow`).
@@ -44,6 +45,7 @@ impl Store {
     /// The store on `db`.
     pub fn on(db: Db) -> Store {
         Store {
+            tenancy: Tenancy::on(db.clone()),
             events: Events::on(db.clone()),
             db,
             caches: Arc::new(Caches {
@@ -62,6 +64,11 @@ impl Store {
     /// Connects to `url`: `postgres://` or `postgresql://` for PostgreSQL, `sqlite:` for SQLite.
     pub async fn connect(url: &str, max_connections: u32) -> Result<Store, StoreError> {
         Db::connect(url, max_connections).await.map(Store::on)
+    }
+
+    /// Who may use the service: organisations, campaigns, API keys, SFTP users.
+    pub fn tenancy(&self) -> &Tenancy {
+        &self.tenancy
     }
 
     /// Events out: the feed, webhook endpoints and their deliveries.

@@ -1,13 +1,11 @@
 //! The system of record. `Store` is the one interface the rest of the code uses: domain types in
 //! and out, every operation on a tenant's records taking its scope as a type (`OrgScope` or
-//! `&Campaign`, made only by the store: `tenancy/scope.rs`). Its methods are grouped by domain,
+//! `&Campaign`, made only by the store's crates). Its methods are grouped by domain,
 //! one `impl Store` a file, each saying what it holds and which scope it takes. It runs on the
 //! database of the `seam` crate below it (`Db`, SQLite or PostgreSQL; its `backend` and `common`
 //! are used here under those names), which `Store` holds and derefs to. Where things live:
 //!
 //! - `handle.rs`: `Store` itself, with the caches and the dates a transaction may carry.
-//! - `tenancy/`: organisations and campaigns, API keys and interface versions, SFTP users, and
-//!   the scopes (`scope.rs`).
 //! - `programme/`: a campaign's policies, tiers, rule sets, the compiled rule book, and the
 //!   evaluation of an earn.
 //! - `members/`: members and their communication preferences.
@@ -40,7 +38,6 @@ mod members;
 pub mod meta;
 mod orders;
 mod reviews;
-mod tenancy;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
@@ -108,9 +105,7 @@ pub use seam::limits;
 pub use seam::scope::OrgScope;
 pub use seam::{Backend, Db};
 use seam::{backend, common, error};
-pub use tenancy::keys::{ApiKey, IssuedKey, KeyContext, NewKey, Permission};
-pub use tenancy::orgs::{Campaign, NewCampaign, Organisation};
-pub use tenancy::sftp_bans::SftpBan;
-pub use tenancy::sftp_users::{
-    MIN_PASSWORD, NewSftpKey, NewSftpUser, SftpKey, SftpLogin, SftpUser,
+pub use tenancy::{
+    ApiKey, Campaign, IssuedKey, KeyContext, MIN_PASSWORD, NewCampaign, NewKey, NewSftpKey,
+    NewSftpUser, Organisation, Permission, SftpBan, SftpKey, SftpLogin, SftpUser, Tenancy,
 };

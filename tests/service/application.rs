@@ -19,18 +19,22 @@ async fn the_whole_service_runs_in_process_and_stops_on_one_signal() {
         ..Default::default()
     };
     let store = rewards::open_store(&config).await.unwrap();
-    let org = store.create_org("Acme").await.unwrap();
+    let org = store.tenancy().create_org("Acme").await.unwrap();
     let new = NewCampaign {
         name: "Main".into(),
         currency: "PTS".into(),
         ..Default::default()
     };
-    let campaign = store.create_campaign(&org.scope(), new).await.unwrap();
+    let campaign = store
+        .tenancy()
+        .create_campaign(&org.scope(), new)
+        .await
+        .unwrap();
     let new = NewKey {
         campaign_id: campaign.id.clone(),
         ..Default::default()
     };
-    let key = store.issue_key(&org.scope(), new).await.unwrap();
+    let key = store.tenancy().issue_key(&org.scope(), new).await.unwrap();
     let member = NewMember {
         first_name: "Ada".into(),
         idp: "reference".into(),

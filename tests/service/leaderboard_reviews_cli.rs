@@ -112,7 +112,7 @@ async fn two_servers_share_one_snapshot(mut env: Vec<(&'static str, String)>, ur
     // One build per interval for the pair: over T seconds the generation grows by at most
     // T + 1, where a build on each node would give about twice that.
     let store = Store::connect(&url, 2).await.unwrap();
-    let campaign = store.campaign_by_id(&campaign).await.unwrap();
+    let campaign = store.tenancy().campaign_by_id(&campaign).await.unwrap();
     let generation = || async {
         let snapshot = store.leaderboard_snapshot(&campaign).await.unwrap();
         snapshot.expect("a snapshot").generation

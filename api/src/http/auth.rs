@@ -110,6 +110,7 @@ pub async fn authenticate(
     };
     let context = state
         .store
+        .tenancy()
         .authenticate(key, secret)
         .await?
         .ok_or(ApiError::Unauthorized)?;

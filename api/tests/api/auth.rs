@@ -41,7 +41,7 @@ async fn missing_or_wrong_credentials_are_401(app: TestApp) {
 
 async fn a_revoked_key_is_401(app: TestApp) {
     assert_eq!(app.get("/v1/members").await.status, StatusCode::OK);
-    app.store.revoke_key(&app.key.id).await.unwrap();
+    app.store.tenancy().revoke_key(&app.key.id).await.unwrap();
     let reply = app.get("/v1/members").await;
     assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
 }

@@ -179,6 +179,7 @@ async fn earns_are_dated_within_the_window(app: TestApp) {
     }
     let campaign = app
         .store
+        .tenancy()
         .find_campaign(&app.campaign, Some(&app.org))
         .await
         .unwrap();

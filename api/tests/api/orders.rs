@@ -521,6 +521,7 @@ async fn other_organisations_see_none_of_it(app: TestApp) {
         .to_string();
     let store = &app.store;
     let theirs = store
+        .tenancy()
         .authenticate(&other.api_key, &other.secret)
         .await
         .unwrap()

@@ -641,15 +641,16 @@ mod tests {
         store: &store::Store,
         dir: &std::path::Path,
     ) -> (Files, Files, store::OrgScope) {
-        let org = store.create_org("Acme").await.unwrap().scope();
+        let org = store.tenancy().create_org("Acme").await.unwrap().scope();
         let password = "a long enough password";
         let user = store::NewSftpUser {
             username: "acme".into(),
             password: Some(password.into()),
             key: None,
         };
-        store.create_sftp_user(&org, user).await.unwrap();
+        store.tenancy().create_sftp_user(&org, user).await.unwrap();
         let login = store
+            .tenancy()
             .sftp_login_password("acme", password)
             .await
             .unwrap()

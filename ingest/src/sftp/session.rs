@@ -33,7 +33,13 @@ impl Connection {
     /// is logged and not enforced: the store being down refuses every login anyway.)
     async fn ban(&self) -> Option<SftpBan> {
         let peer = self.peer?;
-        match self.context.store.sftp_ban(&peer.ip().to_string()).await {
+        match self
+            .context
+            .store
+            .tenancy()
+            .sftp_ban(&peer.ip().to_string())
+            .await
+        {
             Ok(ban) => ban,
             Err(err) => {
                 tracing::error!(%err, "an SFTP ban could not be looked up");
@@ -74,6 +80,7 @@ impl Connection {
             match self
                 .context
                 .store
+                .tenancy()
                 .ban_sftp_address(&address, failures, until)
                 .await
             {
@@ -89,6 +96,7 @@ impl Connection {
         match self
             .context
             .store
+            .tenancy()
             .sftp_login_key(user, &fingerprint(key))
             .await
         {
@@ -127,7 +135,13 @@ impl russh::server::Handler for Connection {
         if self.banned().await {
             return Ok(Auth::reject());
         }
-        match self.context.store.sftp_login_password(user, password).await {
+        match self
+            .context
+            .store
+            .tenancy()
+            .sftp_login_password(user, password)
+            .await
+        {
             Ok(Some(login)) => Ok(self.accepted(login, "password")),
             Ok(None) => Ok(self.rejected(user, "password").await),
             Err(err) => {

@@ -245,6 +245,7 @@ async fn bounds_pick_days_campaigns_and_types(store: Store) {
     );
     // Another campaign has none of them; another organisation sees nothing.
     let other = store
+        .tenancy()
         .create_campaign(
             &org,
             store::NewCampaign {
@@ -265,7 +266,12 @@ async fn bounds_pick_days_campaigns_and_types(store: Store) {
         ..days
     };
     assert_eq!(picked(mine).await, ["f-2", "f-3"]);
-    let stranger = store.create_org("Stranger").await.unwrap().scope();
+    let stranger = store
+        .tenancy()
+        .create_org("Stranger")
+        .await
+        .unwrap()
+        .scope();
     let path = dir.path().join("stranger.parquet");
     let rows = export(
         &store,

@@ -8,7 +8,7 @@ use store::{BatchState, Page};
 async fn a_file_spooled_before_a_crash_is_recorded_at_restart() {
     let db = TestStore::sqlite().await;
     let store = db.store.clone();
-    let org = store.create_org("Acme").await.unwrap().scope();
+    let org = store.tenancy().create_org("Acme").await.unwrap().scope();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path();
 

@@ -45,8 +45,8 @@ fn public_key(private: &Path) -> store::NewSftpKey {
 async fn start(settings: Settings) -> Server {
     let db = TestStore::sqlite().await;
     let store = db.store.clone();
-    let org = store.create_org("Acme").await.unwrap().scope();
-    let other = store.create_org("Other").await.unwrap().scope();
+    let org = store.tenancy().create_org("Acme").await.unwrap().scope();
+    let other = store.tenancy().create_org("Other").await.unwrap().scope();
     let dir = tempfile::tempdir().unwrap();
     let alice_key = keygen(dir.path(), "alice");
     let bob_key = keygen(dir.path(), "bob");
@@ -55,13 +55,13 @@ async fn start(settings: Settings) -> Server {
         password: Some(PASSWORD.into()),
         key: Some(public_key(&alice_key)),
     };
-    store.create_sftp_user(&org, alice).await.unwrap();
+    store.tenancy().create_sftp_user(&org, alice).await.unwrap();
     let bob = NewSftpUser {
         username: "bob".into(),
         key: Some(public_key(&bob_key)),
         ..Default::default()
     };
-    store.create_sftp_user(&other, bob).await.unwrap();
+    store.tenancy().create_sftp_user(&other, bob).await.unwrap();
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -459,19 +459,26 @@ async fn wrong_credentials_fail_and_repeated_failures_ban_the_address() {
         "told so, and until when: {}",
         banned.out
     );
-    let bans = server.store.sftp_bans().await.unwrap();
+    let bans = server.store.tenancy().sftp_bans().await.unwrap();
     assert_eq!(bans.len(), 1);
     assert_eq!(
         (bans[0].address.as_str(), bans[0].failures),
         ("127.0.0.1", 3)
     );
     // Lifted, the address logs in again at once.
-    assert!(server.store.unban_sftp_address("127.0.0.1").await.unwrap());
+    assert!(
+        server
+            .store
+            .tenancy()
+            .unban_sftp_address("127.0.0.1")
+            .await
+            .unwrap()
+    );
     let again = server
         .sftp("alice", Login::Password(PASSWORD), "ls\n")
         .await;
     assert!(again.ok, "{}", again.out);
-    assert!(server.store.sftp_bans().await.unwrap().is_empty());
+    assert!(server.store.tenancy().sftp_bans().await.unwrap().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

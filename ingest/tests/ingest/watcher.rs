@@ -25,7 +25,7 @@ struct Watched {
 async fn watched() -> Watched {
     let db = TestStore::sqlite().await;
     let store = db.store.clone();
-    let org = store.create_org("Acme").await.unwrap().scope();
+    let org = store.tenancy().create_org("Acme").await.unwrap().scope();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().to_owned();
     let inbox = ingest::folders::Tree::open(&data, org.id())

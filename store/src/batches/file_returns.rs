@@ -130,7 +130,8 @@ impl Store {
             let campaign = match campaigns.get(&earn.campaign_id) {
                 Some(campaign) => campaign.clone(),
                 None => {
-                    let campaign = Arc::new(self.get_campaign(org, &earn.campaign_id).await?);
+                    let campaign =
+                        Arc::new(self.tenancy().get_campaign(org, &earn.campaign_id).await?);
                     campaigns.insert(earn.campaign_id.clone(), campaign.clone());
                     campaign
                 }

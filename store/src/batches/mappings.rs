@@ -29,7 +29,7 @@ impl Store {
         document: &Value,
     ) -> Result<StoredMapping, StoreError> {
         let org_id = org.id();
-        self.get_org(org_id).await?;
+        self.tenancy().get_org(org_id).await?;
         const SQL: &str = "INSERT INTO mappings (org_id, pattern, document, updated_at) \
              VALUES ($1, $2, $3, $4) ON CONFLICT (org_id, pattern) \
              DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at";

@@ -374,3 +374,10 @@ impl events::Payload for Batch {
         Some(&self.id)
     }
 }
+
+impl Batch {
+    /// The scope of the organisation whose file this is.
+    pub fn org(&self) -> crate::OrgScope {
+        crate::OrgScope::vouched(&self.org_id)
+    }
+}

@@ -343,7 +343,7 @@ impl Store {
             return self.export_part(org_id, filter, chunk, &out).await;
         }
         let mut count = 0;
-        for campaign in self.list_campaigns(org).await? {
+        for campaign in self.tenancy().list_campaigns(org).await? {
             let part = ExportFilter {
                 campaign_id: Some(campaign.id),
                 ..filter.clone()

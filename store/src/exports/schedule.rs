@@ -116,7 +116,7 @@ impl Store {
         if at_minute >= 24 * 60 {
             return Err(StoreError::invalid("at", "a time of day, 00:00 to 23:59"));
         }
-        self.get_org(org_id).await?;
+        self.tenancy().get_org(org_id).await?;
         self.execute(
             SQL,
             params![
@@ -216,5 +216,12 @@ impl Store {
         self.execute(SQL, params![&claimed.org_id, claimed.day, claimed.lease])
             .await?;
         Ok(())
+    }
+}
+
+impl ExportSchedule {
+    /// The scope of the organisation whose export this is.
+    pub fn org(&self) -> crate::OrgScope {
+        crate::OrgScope::vouched(&self.org_id)
     }
 }

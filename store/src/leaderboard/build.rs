@@ -22,8 +22,8 @@ use chrono::{DateTime, Utc};
 
 use crate::backend::Forked;
 use crate::common::ids::now;
-use crate::tenancy::orgs::{CampaignRow, campaign_from_row};
 use crate::{Store, StoreError};
+use tenancy::{CampaignRow, campaign_from_row};
 
 /// How long a claimed build is the claimer's alone: another node takes it over only after this
 /// (when the claimer died).

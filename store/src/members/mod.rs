@@ -480,7 +480,7 @@ mod tests {
 
     /// Reads the stored row itself: erasure must clear the columns, not just hide the row.
     async fn deletion_clears_personal_columns(store: Store) {
-        let org = store.create_org("Acme").await.unwrap();
+        let org = store.tenancy().create_org("Acme").await.unwrap();
         let new = NewMember {
             first_name: "Ada".into(),
             last_name: Some("Lovelace".into()),

@@ -144,13 +144,16 @@ macro_rules! backend_tests {
 /// A new organisation `Acme` with a campaign `Main` in `PTS`.
 pub async fn campaign_fixture(store: &Store) -> crate::Campaign {
     let made = async {
-        let org = store.create_org("Acme").await?;
+        let org = store.tenancy().create_org("Acme").await?;
         let campaign = crate::NewCampaign {
             name: "Main".into(),
             currency: "PTS".into(),
             ..Default::default()
         };
-        store.create_campaign(&org.scope(), campaign).await
+        store
+            .tenancy()
+            .create_campaign(&org.scope(), campaign)
+            .await
     };
     made.await
         .unwrap_or_else(|e| panic!("campaign fixture: {e}"))

@@ -14,7 +14,7 @@ fn key(n: u8) -> NewSftpKey {
 }
 
 async fn org(store: &Store, name: &str) -> OrgScope {
-    store.create_org(name).await.unwrap().scope()
+    store.tenancy().create_org(name).await.unwrap().scope()
 }
 
 async fn passwords_log_in_only_the_right_enabled_user(store: Store) {
@@ -24,10 +24,11 @@ async fn passwords_log_in_only_the_right_enabled_user(store: Store) {
         password: Some("correct horse battery".into()),
         key: None,
     };
-    let created = store.create_sftp_user(&acme, user).await.unwrap();
+    let created = store.tenancy().create_sftp_user(&acme, user).await.unwrap();
     assert!(created.has_password && created.keys.is_empty());
 
     let login = store
+        .tenancy()
         .sftp_login_password("acme-upload", "correct horse battery")
         .await
         .unwrap()
@@ -41,14 +42,23 @@ async fn passwords_log_in_only_the_right_enabled_user(store: Store) {
         ("nobody", "correct horse battery"),
     ] {
         assert_eq!(
-            store.sftp_login_password(name, password).await.unwrap(),
+            store
+                .tenancy()
+                .sftp_login_password(name, password)
+                .await
+                .unwrap(),
             None
         );
     }
 
-    store.disable_sftp_user(&acme, "acme-upload").await.unwrap();
+    store
+        .tenancy()
+        .disable_sftp_user(&acme, "acme-upload")
+        .await
+        .unwrap();
     assert_eq!(
         store
+            .tenancy()
             .sftp_login_password("acme-upload", "correct horse battery")
             .await
             .unwrap(),
@@ -65,40 +75,68 @@ async fn a_key_logs_in_as_its_one_user(store: Store) {
         key: Some(key(1)),
         ..Default::default()
     };
-    store.create_sftp_user(&acme, alice).await.unwrap();
+    store
+        .tenancy()
+        .create_sftp_user(&acme, alice)
+        .await
+        .unwrap();
     let bob = NewSftpUser {
         username: "bob".into(),
         key: Some(key(2)),
         ..Default::default()
     };
-    store.create_sftp_user(&other, bob).await.unwrap();
+    store.tenancy().create_sftp_user(&other, bob).await.unwrap();
 
-    let taken = store.add_sftp_key(&other, "bob", key(1)).await;
+    let taken = store.tenancy().add_sftp_key(&other, "bob", key(1)).await;
     assert!(
         matches!(taken, Err(StoreError::Conflict { field: "publicKey" })),
         "{taken:?}"
     );
     assert_eq!(
-        store.sftp_login_key("bob", "SHA256:key1").await.unwrap(),
+        store
+            .tenancy()
+            .sftp_login_key("bob", "SHA256:key1")
+            .await
+            .unwrap(),
         None
     );
     let login = store
+        .tenancy()
         .sftp_login_key("alice", "SHA256:key1")
         .await
         .unwrap()
         .unwrap();
     assert_eq!(login.org(), acme);
     // A user with keys only has no password to guess.
-    assert_eq!(store.sftp_login_password("alice", "").await.unwrap(), None);
-
-    store.remove_sftp_user(&acme, "alice").await.unwrap();
     assert_eq!(
-        store.sftp_login_key("alice", "SHA256:key1").await.unwrap(),
+        store
+            .tenancy()
+            .sftp_login_password("alice", "")
+            .await
+            .unwrap(),
+        None
+    );
+
+    store
+        .tenancy()
+        .remove_sftp_user(&acme, "alice")
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .tenancy()
+            .sftp_login_key("alice", "SHA256:key1")
+            .await
+            .unwrap(),
         None
     );
     // Its key is free again.
-    store.add_sftp_key(&other, "bob", key(1)).await.unwrap();
-    let bob = store.get_sftp_user(&other, "bob").await.unwrap();
+    store
+        .tenancy()
+        .add_sftp_key(&other, "bob", key(1))
+        .await
+        .unwrap();
+    let bob = store.tenancy().get_sftp_user(&other, "bob").await.unwrap();
     assert_eq!(bob.keys.len(), 2);
 }
 
@@ -116,7 +154,7 @@ async fn bad_users_are_refused_naming_the_field(store: Store) {
             password: password.map(String::from),
             key: None,
         };
-        match store.create_sftp_user(&acme, user).await {
+        match store.tenancy().create_sftp_user(&acme, user).await {
             Err(StoreError::Invalid { field: got, .. }) => assert_eq!(got, field, "{username}"),
             other => panic!("{username}: {other:?}"),
         }
@@ -126,8 +164,12 @@ async fn bad_users_are_refused_naming_the_field(store: Store) {
         password: Some("long enough password".into()),
         key: None,
     };
-    store.create_sftp_user(&acme, user()).await.unwrap();
-    let again = store.create_sftp_user(&acme, user()).await;
+    store
+        .tenancy()
+        .create_sftp_user(&acme, user())
+        .await
+        .unwrap();
+    let again = store.tenancy().create_sftp_user(&acme, user()).await;
     assert!(
         matches!(again, Err(StoreError::Conflict { field: "username" })),
         "{again:?}"
@@ -217,17 +259,24 @@ async fn sftp_bans_last_until_their_end_or_are_lifted(store: Store) {
     let hour = chrono::Duration::hours(1);
     let now = chrono::Utc::now();
     store
+        .tenancy()
         .ban_sftp_address("10.0.0.1", 5, now + hour)
         .await
         .unwrap();
     store
+        .tenancy()
         .ban_sftp_address("10.0.0.2", 5, now - hour)
         .await
         .unwrap();
-    let ban = store.sftp_ban("10.0.0.1").await.unwrap().unwrap();
+    let ban = store.tenancy().sftp_ban("10.0.0.1").await.unwrap().unwrap();
     assert_eq!(ban.failures, 5);
-    assert_eq!(store.sftp_ban("10.0.0.2").await.unwrap(), None, "it ended");
+    assert_eq!(
+        store.tenancy().sftp_ban("10.0.0.2").await.unwrap(),
+        None,
+        "it ended"
+    );
     let listed: Vec<String> = store
+        .tenancy()
         .sftp_bans()
         .await
         .unwrap()
@@ -235,16 +284,35 @@ async fn sftp_bans_last_until_their_end_or_are_lifted(store: Store) {
         .map(|b| b.address)
         .collect();
     assert_eq!(listed, ["10.0.0.1"]);
-    assert!(!store.unban_sftp_address("10.0.0.2").await.unwrap());
-    assert!(store.unban_sftp_address("10.0.0.1").await.unwrap());
-    assert_eq!(store.sftp_ban("10.0.0.1").await.unwrap(), None);
+    assert!(
+        !store
+            .tenancy()
+            .unban_sftp_address("10.0.0.2")
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .tenancy()
+            .unban_sftp_address("10.0.0.1")
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.tenancy().sftp_ban("10.0.0.1").await.unwrap(), None);
     // Banned again, the newer ban replaces the older.
     store
+        .tenancy()
         .ban_sftp_address("10.0.0.1", 7, now + hour)
         .await
         .unwrap();
     assert_eq!(
-        store.sftp_ban("10.0.0.1").await.unwrap().unwrap().failures,
+        store
+            .tenancy()
+            .sftp_ban("10.0.0.1")
+            .await
+            .unwrap()
+            .unwrap()
+            .failures,
         7
     );
 }
@@ -328,7 +396,7 @@ async fn mappings_are_kept_per_pattern(store: Store) {
     ));
     // Mappings belong to an organisation the store knows: its scope comes from a lookup.
     assert!(matches!(
-        store.get_org("no-such-org").await,
+        store.tenancy().get_org("no-such-org").await,
         Err(StoreError::NotFound { .. })
     ));
 }

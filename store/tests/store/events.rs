@@ -172,7 +172,7 @@ async fn the_feed_pages_by_number(store: Store) {
         Err(StoreError::Invalid { field: "after", .. })
     ));
     // Another organisation sees none of them.
-    let other = store.create_org("Other").await.unwrap();
+    let other = store.tenancy().create_org("Other").await.unwrap();
     let theirs = store
         .events()
         .feed(&other.scope(), None, &EventFilter::default(), PAGE)
@@ -217,7 +217,7 @@ async fn events_fan_out_to_the_endpoints_that_want_them(store: Store) {
         currency: "PTS".into(),
         ..Default::default()
     };
-    let second = store.create_campaign(&org, second).await.unwrap();
+    let second = store.tenancy().create_campaign(&org, second).await.unwrap();
     let elsewhere = NewEndpoint {
         campaign_id: Some(second.id.clone()),
         ..endpoint("https://d.example/hook", &[])
@@ -455,7 +455,7 @@ async fn attempts_retry_then_deliver(store: Store) {
         .unwrap();
     assert_eq!(hook_now.failing_since, None);
     // Another organisation's key cannot read the log.
-    let other = store.create_org("Other").await.unwrap();
+    let other = store.tenancy().create_org("Other").await.unwrap();
     let theirs = store
         .events()
         .delivery_attempts(&other.scope(), &hook.id, PAGE)

@@ -601,8 +601,13 @@ impl World {
             .await
             .unwrap()
             .with_dates_ahead(MODEL_AHEAD);
-        let org = store.create_org(&format!("Model {case}")).await.unwrap();
+        let org = store
+            .tenancy()
+            .create_org(&format!("Model {case}"))
+            .await
+            .unwrap();
         let campaign = store
+            .tenancy()
             .create_campaign(
                 &org.scope(),
                 store::NewCampaign {

@@ -501,7 +501,7 @@ async fn codes_are_sealed_and_redeemed_once(store: Store) {
         .redeem_code(&c.org(), "0000-0000-00000", &key(), "k")
         .await;
     assert!(matches!(unknown, Err(StoreError::NotFound { .. })));
-    let other_org = store.create_org("Other").await.unwrap();
+    let other_org = store.tenancy().create_org("Other").await.unwrap();
     let elsewhere = store
         .redeem_code(&other_org.scope(), &codes[1], &key(), "k")
         .await;
@@ -744,8 +744,9 @@ async fn other_organisations_see_nothing(store: Store) {
         )
         .await
         .unwrap();
-    let other_org = store.create_org("Other").await.unwrap();
+    let other_org = store.tenancy().create_org("Other").await.unwrap();
     let other = store
+        .tenancy()
         .create_campaign(
             &other_org.scope(),
             store::NewCampaign {
@@ -778,6 +779,7 @@ async fn other_organisations_see_nothing(store: Store) {
     );
     // The same organisation's other campaign sees it only across campaigns.
     let sibling = store
+        .tenancy()
         .create_campaign(
             &c.org(),
             store::NewCampaign {

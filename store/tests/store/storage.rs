@@ -8,8 +8,9 @@ use store::{
 };
 
 async fn org_with_campaign(store: &Store, name: &str) -> (OrgScope, String) {
-    let org = store.create_org(name).await.unwrap();
+    let org = store.tenancy().create_org(name).await.unwrap();
     let campaign = store
+        .tenancy()
         .create_campaign(
             &org.scope(),
             NewCampaign {
@@ -35,14 +36,14 @@ fn new_member(external_id: &str, user_id: &str) -> NewMember {
 
 async fn campaigns_belong_to_their_organisation(store: Store) {
     let (org, campaign) = org_with_campaign(&store, "Acme").await;
-    let found = store.get_campaign(&org, &campaign).await.unwrap();
+    let found = store.tenancy().get_campaign(&org, &campaign).await.unwrap();
     assert_eq!(
         found.currency, "PTS",
         "currency codes are kept in upper case"
     );
     let (other, _) = org_with_campaign(&store, "Other").await;
     assert!(matches!(
-        store.get_campaign(&other, &campaign).await,
+        store.tenancy().get_campaign(&other, &campaign).await,
         Err(StoreError::NotFound { .. })
     ));
     let bad = NewCampaign {
@@ -51,7 +52,7 @@ async fn campaigns_belong_to_their_organisation(store: Store) {
         ..Default::default()
     };
     assert!(matches!(
-        store.create_campaign(&org, bad).await,
+        store.tenancy().create_campaign(&org, bad).await,
         Err(StoreError::Invalid {
             field: "currency",
             ..
@@ -59,7 +60,7 @@ async fn campaigns_belong_to_their_organisation(store: Store) {
     ));
     // A campaign is made for an organisation the store knows: its scope comes from a lookup.
     assert!(matches!(
-        store.get_org("no-such-org").await,
+        store.tenancy().get_org("no-such-org").await,
         Err(StoreError::NotFound { .. })
     ));
 }
@@ -67,6 +68,7 @@ async fn campaigns_belong_to_their_organisation(store: Store) {
 async fn keys_authenticate_until_revoked(store: Store) {
     let (org, campaign) = org_with_campaign(&store, "Acme").await;
     let issued = store
+        .tenancy()
         .issue_key(
             &org,
             NewKey {
@@ -80,6 +82,7 @@ async fn keys_authenticate_until_revoked(store: Store) {
         .unwrap();
     let key = &issued.key.api_key;
     let caller = store
+        .tenancy()
         .authenticate(key, &issued.secret)
         .await
         .unwrap()
@@ -93,27 +96,36 @@ async fn keys_authenticate_until_revoked(store: Store) {
     assert!(caller.key.read_only);
     assert!(!caller.key.obfuscated().contains(&key[7..key.len() - 4]));
 
-    assert!(store.authenticate(key, "rs_wrong").await.unwrap().is_none());
     assert!(
         store
+            .tenancy()
+            .authenticate(key, "rs_wrong")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .tenancy()
             .authenticate("rk_unknown", &issued.secret)
             .await
             .unwrap()
             .is_none()
     );
 
-    let listed = store.list_keys(&org).await.unwrap();
+    let listed = store.tenancy().list_keys(&org).await.unwrap();
     assert_eq!(listed.len(), 1);
-    let revoked = store.revoke_key(&issued.key.id).await.unwrap();
+    let revoked = store.tenancy().revoke_key(&issued.key.id).await.unwrap();
     assert!(revoked.revoked_at.is_some());
     assert!(
         store
+            .tenancy()
             .authenticate(key, &issued.secret)
             .await
             .unwrap()
             .is_none()
     );
-    let again = store.revoke_key(&issued.key.id).await.unwrap();
+    let again = store.tenancy().revoke_key(&issued.key.id).await.unwrap();
     assert_eq!(
         again.revoked_at, revoked.revoked_at,
         "revoking twice keeps the first time"
@@ -121,6 +133,7 @@ async fn keys_authenticate_until_revoked(store: Store) {
 
     let (other, _) = org_with_campaign(&store, "Other").await;
     let foreign = store
+        .tenancy()
         .issue_key(
             &other,
             NewKey {
@@ -384,7 +397,7 @@ const RULES: &str = "[[rule]]\nid = 'base'\npriority = 1\naward = 'amount'\n";
 
 async fn rule_sets_are_versioned_and_the_newest_is_active(store: Store) {
     let (org, campaign) = org_with_campaign(&store, "Acme").await;
-    let c = store.get_campaign(&org, &campaign).await.unwrap();
+    let c = store.tenancy().get_campaign(&org, &campaign).await.unwrap();
     assert!(matches!(
         store.rule_set(&c, None).await,
         Err(StoreError::NotFound { .. })
@@ -417,15 +430,23 @@ async fn rule_sets_are_versioned_and_the_newest_is_active(store: Store) {
     let (other, _) = org_with_campaign(&store, "Other").await;
     // Another organisation cannot reach the campaign, so neither its rule sets.
     assert!(matches!(
-        store.get_campaign(&other, &campaign).await,
+        store.tenancy().get_campaign(&other, &campaign).await,
         Err(StoreError::NotFound { .. })
     ));
-    assert_eq!(store.campaign_by_id(&campaign).await.unwrap().org(), org);
+    assert_eq!(
+        store
+            .tenancy()
+            .campaign_by_id(&campaign)
+            .await
+            .unwrap()
+            .org(),
+        org
+    );
 }
 
 async fn concurrent_rule_sets_get_distinct_versions(store: Store) {
     let (org, campaign) = org_with_campaign(&store, "Acme").await;
-    let c = store.get_campaign(&org, &campaign).await.unwrap();
+    let c = store.tenancy().get_campaign(&org, &campaign).await.unwrap();
     let mut tasks = Vec::new();
     for _ in 0..10 {
         let (store, c) = (store.clone(), c.clone());
@@ -443,7 +464,7 @@ async fn concurrent_rule_sets_get_distinct_versions(store: Store) {
 
 async fn wallets_belong_to_a_member_and_are_found_by_reference(store: Store) {
     let (org, campaign) = org_with_campaign(&store, "Acme").await;
-    let campaign = store.get_campaign(&org, &campaign).await.unwrap();
+    let campaign = store.tenancy().get_campaign(&org, &campaign).await.unwrap();
     let member = store
         .create_member(&org, new_member("card-1", "u-1"))
         .await
@@ -572,6 +593,7 @@ async fn wallets_belong_to_a_member_and_are_found_by_reference(store: Store) {
 
     let (other_org, other_campaign) = org_with_campaign(&store, "Other").await;
     let other = store
+        .tenancy()
         .get_campaign(&other_org, &other_campaign)
         .await
         .unwrap();
@@ -675,7 +697,10 @@ async fn a_checkpoint_runs_after_the_writes_before_it(store: Store) {
         store::Backend::Postgres => "CHECKPOINT",
     };
     store.execute_raw(checkpoint).await.unwrap();
-    assert_eq!(store.get_org(org.id()).await.unwrap().name, "Acme");
+    assert_eq!(
+        store.tenancy().get_org(org.id()).await.unwrap().name,
+        "Acme"
+    );
 }
 
 backend_tests!(

@@ -214,7 +214,11 @@ async fn refused_transfers_change_nothing(store: Store) {
         currency: "MLS".into(),
         ..Default::default()
     };
-    let miles = store.create_campaign(&s.campaign.org(), new).await.unwrap();
+    let miles = store
+        .tenancy()
+        .create_campaign(&s.campaign.org(), new)
+        .await
+        .unwrap();
     let wallet = NewWallet {
         owner: Some("card-1".into()),
         external_id: Some("m-1".into()),

@@ -134,8 +134,9 @@ impl TestApp {
     /// `spawn` with `settings`, and with the background workers only when `workers`.
     pub async fn spawn_with(db: TestStore, settings: api::Settings, workers: bool) -> TestApp {
         let store = db.store.clone();
-        let org = store.create_org("Acme").await.unwrap().scope();
+        let org = store.tenancy().create_org("Acme").await.unwrap().scope();
         let campaign = store
+            .tenancy()
             .create_campaign(
                 &org,
                 NewCampaign {
@@ -191,7 +192,7 @@ impl TestApp {
 
     pub async fn issue_key(&self, org: &OrgScope, campaign: &str, mut new: NewKey) -> Credentials {
         new.campaign_id = campaign.to_string();
-        let issued = self.store.issue_key(org, new).await.unwrap();
+        let issued = self.store.tenancy().issue_key(org, new).await.unwrap();
         Credentials {
             id: issued.key.id,
             api_key: issued.key.api_key,
@@ -206,9 +207,16 @@ impl TestApp {
 
     /// `other_tenant`, its key made as `new` says.
     pub async fn other_tenant_with(&self, new: NewKey) -> Credentials {
-        let org = self.store.create_org("Other").await.unwrap().scope();
+        let org = self
+            .store
+            .tenancy()
+            .create_org("Other")
+            .await
+            .unwrap()
+            .scope();
         let campaign = self
             .store
+            .tenancy()
             .create_campaign(
                 &org,
                 NewCampaign {

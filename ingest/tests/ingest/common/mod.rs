@@ -9,13 +9,17 @@ use store::{
 };
 
 pub async fn wallets(store: &Store) -> (OrgScope, Campaign) {
-    let org = store.create_org("Acme").await.unwrap().scope();
+    let org = store.tenancy().create_org("Acme").await.unwrap().scope();
     let campaign = NewCampaign {
         name: "Main".into(),
         currency: "PTS".into(),
         ..Default::default()
     };
-    let campaign = store.create_campaign(&org, campaign).await.unwrap();
+    let campaign = store
+        .tenancy()
+        .create_campaign(&org, campaign)
+        .await
+        .unwrap();
     for i in 1..=2 {
         let member = NewMember {
             first_name: "Ada".into(),

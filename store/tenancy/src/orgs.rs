@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use seam::scope::Sealed;
 
 use crate::common::ids::{new_id, now};
-use crate::{Store, StoreError};
+use crate::{StoreError, Tenancy};
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -39,7 +39,8 @@ pub struct NewCampaign {
     pub favicon: Option<String>,
 }
 
-pub(crate) type CampaignRow = (
+/// A campaign's row, as `campaign_columns!` lists its columns.
+pub type CampaignRow = (
     String,
     String,
     String,
@@ -55,7 +56,9 @@ macro_rules! campaign_columns {
     };
 }
 
-pub(crate) fn campaign_from_row(row: CampaignRow) -> Campaign {
+/// A campaign as another domain's query of the store read it, in the order of
+/// `campaign_columns!` (for the store's domains alone: it vouches for the row).
+pub fn campaign_from_row(row: CampaignRow) -> Campaign {
     let (id, org_id, name, currency, logo, favicon, created_at) = row;
     Campaign {
         id,
@@ -105,7 +108,7 @@ impl NewCampaign {
 
 /// Organisations and campaigns: the operator's records, and the lookups that give an `OrgScope` or
 /// a `Campaign`.
-impl Store {
+impl Tenancy {
     /// A campaign by id alone, for operator commands that name only the campaign.
     pub async fn campaign_by_id(&self, id: &str) -> Result<Campaign, StoreError> {
         let row: Option<(String,)> = self

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::common::ids::now;
-use crate::{Store, StoreError};
+use crate::{StoreError, Tenancy};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SftpBan {
@@ -28,7 +28,7 @@ fn ban_of((address, failures, banned_at, banned_until): BanRow) -> SftpBan {
 }
 
 /// SFTP bans (not scoped to an organisation: an address is banned whoever it tried to be).
-impl Store {
+impl Tenancy {
     /// Bans `address` until `until` (a ban already there is replaced).
     pub async fn ban_sftp_address(
         &self,

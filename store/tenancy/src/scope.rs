@@ -1,4 +1,5 @@
-//! The scopes of tenancy's records (the types are the seam's, `seam::scope`).
+//! The scopes of tenancy's records (the types are the seam's, `seam::scope`): each record
+//! read from the database gives the scope of its organisation.
 
 use crate::OrgScope;
 
@@ -30,22 +31,8 @@ impl crate::SftpUser {
     }
 }
 
-impl crate::ExportSchedule {
-    /// The scope of the organisation whose export this is.
-    pub fn org(&self) -> OrgScope {
-        OrgScope::vouched(&self.org_id)
-    }
-}
-
 impl crate::SftpLogin {
     /// The scope of the organisation whose tree this session sees.
-    pub fn org(&self) -> OrgScope {
-        OrgScope::vouched(&self.org_id)
-    }
-}
-
-impl crate::Batch {
-    /// The scope of the organisation whose file this is.
     pub fn org(&self) -> OrgScope {
         OrgScope::vouched(&self.org_id)
     }

@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 
 use crate::common::ids::{new_id, now};
 use crate::error::conflict_on;
-use crate::{Store, StoreError};
+use crate::{StoreError, Tenancy};
 
 /// The shortest password an operator may issue.
 pub const MIN_PASSWORD: usize = 12;
@@ -114,7 +114,7 @@ type UserRow = (
 
 /// SFTP users: an organisation's upload accounts, their keys and passwords, and logins (scope:
 /// `OrgScope`; logins are how a session gets one).
-impl Store {
+impl Tenancy {
     /// Issues an SFTP user for organisation `org_id`, with a password, a key, or both.
     pub async fn create_sftp_user(
         &self,

@@ -15,7 +15,7 @@ use sqlx::types::Json;
 
 use crate::common::ids::{constant_time_eq, new_id, now, random_token, sha256};
 use crate::error::known;
-use crate::{ApiVersion, Campaign, Store, StoreError};
+use crate::{ApiVersion, Campaign, StoreError, Tenancy};
 
 string_enum! {
     /// Something a key may do beyond the ordinary operations, granted by an operator.
@@ -144,7 +144,7 @@ fn key_from_row(row: KeyRow) -> Result<ApiKey, StoreError> {
 
 /// API keys: issue, list and revoke an organisation's keys, and authenticate a request (which gives
 /// the caller's `KeyContext` with its scopes).
-impl Store {
+impl Tenancy {
     /// Issues a key for a campaign of organisation `org_id`. The returned secret is not kept.
     pub async fn issue_key(&self, org: &OrgScope, new: NewKey) -> Result<IssuedKey, StoreError> {
         let org_id = org.id();

@@ -1,0 +1,50 @@
+//! Who may use the service: organisations (tenants) and their campaigns, API keys with the
+//! interface version they speak, SFTP users and the addresses banned from SFTP, reached through
+//! the `Tenancy` handle. It sits on the seam alone: every other domain reads its records (a
+//! `Campaign` is the scope most operations take) and none is read by it. Where things live:
+//!
+//! - `orgs.rs`: organisations and campaigns, and the lookups that give their scopes;
+//! - `keys.rs`: API keys, their permissions, and the authentication of a request's key;
+//! - `sftp_users.rs`: SFTP users, their passwords (argon2id) and public keys, and logins;
+//! - `sftp_bans.rs`: addresses banned from the SFTP door after failed logins;
+//! - `scope.rs`: the organisation scope each record gives (the types are the seam's).
+
+#[macro_use]
+extern crate seam;
+
+pub mod keys;
+pub mod orgs;
+mod scope;
+pub mod sftp_bans;
+pub mod sftp_users;
+
+use seam::{Db, common, error};
+
+pub use keys::{ApiKey, IssuedKey, KeyContext, NewKey, Permission};
+pub use orgs::{Campaign, CampaignRow, NewCampaign, Organisation, campaign_from_row};
+use seam::StoreError;
+use seam::common::api_version::ApiVersion;
+pub use seam::scope::OrgScope;
+pub use sftp_bans::SftpBan;
+pub use sftp_users::{MIN_PASSWORD, NewSftpKey, NewSftpUser, SftpKey, SftpLogin, SftpUser};
+
+/// Organisations, campaigns, keys and SFTP users. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Tenancy {
+    db: Db,
+}
+
+impl Tenancy {
+    /// Tenancy's records in `db`.
+    pub fn on(db: Db) -> Tenancy {
+        Tenancy { db }
+    }
+}
+
+impl std::ops::Deref for Tenancy {
+    type Target = Db;
+
+    fn deref(&self) -> &Db {
+        &self.db
+    }
+}
