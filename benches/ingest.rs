@@ -85,7 +85,7 @@ async fn run() {
     } = common::seed(WALLETS as usize, true).await;
     let org = campaign.org();
     let data = dir.path().join("data");
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     // A spreadsheet of 10,000 rows (the most one may hold), end to end, on the fresh ledger and
     // again right after the big file.
     let workbook = |seed: u64| {
@@ -103,7 +103,7 @@ async fn run() {
     // The same rows as Parquet, on a fresh ledger of their own.
     let parquet_seconds = {
         let seed = common::seed(WALLETS as usize, true).await;
-        let book = RuleBook::new(seed.store.clone());
+        let book = RuleBook::new(seed.store.programme().clone());
         let org = &seed.campaign.org();
         common::load(&seed.store, &book, &data, org, &parquet, rows).await
     };
@@ -121,7 +121,7 @@ async fn run() {
         ..
     } = common::seed(WALLETS as usize, true).await;
     let org = campaign.org();
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let history = common::number("BENCH_LEDGER_ROWS", 5_000_000);
     // The database's own bulk load is given the same history (untimed), then the same file:
     // what growing by the same rows costs the database itself.
@@ -298,7 +298,7 @@ fn peak_in_child(var: &str, value: &str) -> (u64, f64) {
 /// In a child: `file` loaded into a fresh ledger; prints the peak RSS in MiB.
 async fn peak_of_load(file: &Path) {
     let seed = common::seed(WALLETS as usize, true).await;
-    let book = RuleBook::new(seed.store.clone());
+    let book = RuleBook::new(seed.store.programme().clone());
     let data = file.with_file_name(format!("data-{}", std::process::id()));
     let name = file.file_name().unwrap().to_string_lossy().to_string();
     ingest::intake::receive(

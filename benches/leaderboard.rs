@@ -58,6 +58,7 @@ async fn main() {
         assert_eq!(built.entries, members);
     }
     let snapshot = store
+        .community()
         .leaderboard_snapshot(&campaign)
         .await
         .unwrap()
@@ -216,6 +217,7 @@ async fn rebuild(store: &Store, campaign: &store::Campaign) -> store::Built {
         .await
         .unwrap();
     store
+        .community()
         .refresh_leaderboard(campaign, Duration::from_secs(300))
         .await
         .unwrap()

@@ -53,7 +53,7 @@ async fn main() {
         };
         store.submit_earn(&campaign, earn).await.unwrap();
     }
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     while store.process_earns(&book, 100).await.unwrap() > 0 {}
 
     let base = common::serve(&store).await;

@@ -56,7 +56,7 @@ async fn run() {
     } = common::seed(WALLETS, true).await;
     let org = campaign.org();
     let data = dir.path().join("data");
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     println!("backend: {:?}; {rows} rows a file", store.backend());
     let earn_seconds = common::load(&store, &book, &data, &org, &earns, rows).await;
     let return_seconds = common::load(&store, &book, &data, &org, &returns, rows).await;

@@ -144,6 +144,7 @@ async fn main() {
         }),
     );
     let gold = store
+        .programme()
         .list_tiers(&campaign)
         .await
         .unwrap()

@@ -262,14 +262,14 @@ async fn noisy_tenant(store: &Store, url: &str, count: usize) -> store::Campaign
         external_id: "n-m".into(),
         ..Default::default()
     };
-    store.create_member(&org, member).await.unwrap();
+    store.members().create_member(&org, member).await.unwrap();
     let wallet = NewWallet {
         owner: Some("n-m".into()),
         external_id: Some("n-w".into()),
         name: None,
     };
     store.create_wallet(&campaign, wallet).await.unwrap();
-    let book = store::RuleBook::new(store.clone());
+    let book = store::RuleBook::new(store.programme().clone());
     let earn = store::EarnInput {
         earn_id: "n-e".into(),
         wallet: "n-w".into(),

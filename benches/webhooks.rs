@@ -285,7 +285,11 @@ async fn file_loads() {
                 benefits: Vec::new(),
                 image_url: None,
             };
-            store.create_tier(&campaign, tier).await.unwrap();
+            store
+                .programme()
+                .create_tier(&campaign, tier)
+                .await
+                .unwrap();
         }
         serve(&store).await;
         let taken = match hooked {
@@ -299,7 +303,7 @@ async fn file_loads() {
         // Receiving a file moves it into the spool: each load gets a copy.
         let copy = dir.path().join(format!("earns-{hooked}.csv"));
         std::fs::copy(&file, &copy).unwrap();
-        let (org, book) = (campaign.org(), RuleBook::new(store.clone()));
+        let (org, book) = (campaign.org(), RuleBook::new(store.programme().clone()));
         let data = dir.path().join(format!("data-{hooked}"));
         let took = common::load(&store, &book, &data, &org, &copy, rows).await;
         seconds.push(took);

@@ -109,6 +109,7 @@ async fn get_leaderboard(
     let snapshot = snapshot(&state, &caller).await?;
     let paged = state
         .store
+        .community()
         .leaderboard_page(caller.org(), &snapshot, page)
         .await?;
     Ok((
@@ -141,12 +142,14 @@ async fn member_rank(
         .map_err(|message| ApiError::invalid("neighbours", "invalid_value", message))?;
     let member = state
         .store
+        .members()
         .member_id_by_reference(caller.org(), &member)
         .await?
         .ok_or(ApiError::NotFound("member"))?;
     let snapshot = snapshot(&state, &caller).await?;
     let found = state
         .store
+        .community()
         .leaderboard_neighbourhood(caller.org(), &snapshot, &member, neighbours)
         .await?;
     let Some(around) = found else {
@@ -189,11 +192,17 @@ async fn snapshot(state: &AppState, caller: &Caller) -> Result<Snapshot, ApiErro
     let campaign = &caller.context.campaign;
     let deadline = Instant::now() + FIRST_BUILD_WAIT;
     loop {
-        if let Some(snapshot) = state.store.leaderboard_snapshot(campaign).await? {
+        if let Some(snapshot) = state
+            .store
+            .community()
+            .leaderboard_snapshot(campaign)
+            .await?
+        {
             return Ok(snapshot);
         }
         let built = state
             .store
+            .community()
             .refresh_leaderboard(campaign, state.settings.leaderboard_refresh)
             .await?;
         if built.is_some() {

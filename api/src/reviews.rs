@@ -212,6 +212,7 @@ async fn create_review(
     })?;
     let review = state
         .store
+        .community()
         .create_review(&caller.context.campaign, new, &state.settings.moderation)
         .await?;
     let view = ReviewView::new(review, &state.settings.moderation);
@@ -239,6 +240,7 @@ async fn list_reviews(
     let campaign = &caller.context.campaign;
     let found = state
         .store
+        .community()
         .list_reviews(campaign, &filter, &rules, page)
         .await?;
     let list = PagedList::from_page(found.page, |r| ReviewView::new(r, &rules));
@@ -265,6 +267,7 @@ async fn get_review(
     let campaign = &caller.context.campaign;
     let review = state
         .store
+        .community()
         .review_by_id(&campaign.org(), Some(campaign), &id)
         .await?;
     Ok(Json(ReviewView::new(review, &state.settings.moderation)))
@@ -309,6 +312,7 @@ async fn report_review(
     let reporter = checks.finish(reporter)?;
     let review = state
         .store
+        .community()
         .report_review(
             &caller.context.campaign,
             &id,

@@ -67,7 +67,7 @@ impl AppState {
     pub fn new(store: Store, codes: CodeKey) -> Self {
         let earn_waiting = Arc::new(Notify::new());
         AppState {
-            rule_book: RuleBook::new(store.clone()),
+            rule_book: RuleBook::new(store.programme().clone()),
             catalogues: Catalogues::new(store.clone()),
             rendered: Default::default(),
             earn_inbox: EarnInbox::new(),

@@ -141,6 +141,7 @@ pub enum WalletList {
 async fn min_balance(state: &AppState, caller: &Caller) -> Result<Tokens, ApiError> {
     Ok(state
         .store
+        .programme()
         .policy(&caller.context.campaign)
         .await?
         .min_balance)

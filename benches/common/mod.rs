@@ -399,7 +399,7 @@ pub async fn seed(members: usize, wallets: bool) -> Seed {
             external_id: format!("m-{i}"),
             ..Default::default()
         };
-        store.create_member(&org, member).await.unwrap();
+        store.members().create_member(&org, member).await.unwrap();
         if wallets {
             let wallet = NewWallet {
                 owner: Some(format!("m-{i}")),

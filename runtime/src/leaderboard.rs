@@ -20,7 +20,7 @@ pub async fn refresh_leaderboards(state: AppState, mut stop: watch::Receiver<boo
         if !crate::next_tick(&mut tick, &mut stop).await {
             return;
         }
-        let due = match state.store.due_leaderboards().await {
+        let due = match state.store.community().due_leaderboards().await {
             Ok(due) => due,
             Err(err) => {
                 tracing::warn!(%err, "looking for due leaderboards failed");
@@ -28,7 +28,12 @@ pub async fn refresh_leaderboards(state: AppState, mut stop: watch::Receiver<boo
             }
         };
         for campaign in due {
-            match state.store.refresh_leaderboard(&campaign, interval).await {
+            match state
+                .store
+                .community()
+                .refresh_leaderboard(&campaign, interval)
+                .await
+            {
                 Ok(Some(built)) => {
                     metrics::counter!("leaderboard_builds_total").increment(1);
                     metrics::histogram!("leaderboard_build_seconds")

@@ -108,7 +108,7 @@ pub async fn ingest(
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
         .context("the file has no name")?;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let tree = Tree::open(&config.data_dir, org).context("the organisation's folders")?;
     let reports = tree.file(Folder::Reports, "");
     let bar = Bar::new();

@@ -86,7 +86,7 @@ fn policy_json(policy: &Policy) -> serde_json::Value {
 
 pub async fn policy(store: &Store, args: PolicyArgs, json: bool) -> anyhow::Result<()> {
     let campaign = store.tenancy().find_campaign(&args.campaign, None).await?;
-    let mut policy = store.policy(&campaign).await?;
+    let mut policy = store.programme().policy(&campaign).await?;
     if let Some(min) = &args.min_balance {
         policy.min_balance = tokens("--min-balance", min)?;
     }
@@ -144,7 +144,7 @@ pub async fn policy(store: &Store, args: PolicyArgs, json: bool) -> anyhow::Resu
             })?),
         };
     }
-    let policy = store.set_policy(&campaign, policy).await?;
+    let policy = store.programme().set_policy(&campaign, policy).await?;
     emit(json, policy_json(&policy), || {
         format!(
             "minimum balance {}, tokens expire: {}, reversal shortfall: {}, {}, {}, {}",
@@ -161,9 +161,9 @@ pub async fn policy(store: &Store, args: PolicyArgs, json: bool) -> anyhow::Resu
 
 pub async fn show(store: &Store, campaign: &str, json: bool) -> anyhow::Result<()> {
     let found = store.tenancy().find_campaign(campaign, None).await?;
-    let policy = store.policy(&found).await?;
-    let version = store.active_rule_set_version(&found).await?;
-    let tiers = store.list_tiers(&found).await?;
+    let policy = store.programme().policy(&found).await?;
+    let version = store.programme().active_rule_set_version(&found).await?;
+    let tiers = store.programme().list_tiers(&found).await?;
     let Campaign {
         id,
         org_id,
@@ -221,14 +221,14 @@ pub async fn tier(store: &Store, command: TierCommand, json: bool) -> anyhow::Re
                 benefits,
                 image_url,
             };
-            let tier = store.create_tier(&campaign, new).await?;
+            let tier = store.programme().create_tier(&campaign, new).await?;
             emit(json, json!({"id": tier.id, "name": tier.name}), || {
                 tier.id.clone()
             });
         }
         TierCommand::List { campaign } => {
             let campaign = store.tenancy().find_campaign(&campaign, None).await?;
-            let tiers = store.list_tiers(&campaign).await?;
+            let tiers = store.programme().list_tiers(&campaign).await?;
             let value = tiers
                 .iter()
                 .map(|t| json!({"id": t.id, "name": t.name, "precedence": t.precedence, "threshold": t.threshold, "benefits": t.benefits, "imageUrl": t.image_url}))
@@ -248,7 +248,7 @@ pub async fn tier(store: &Store, command: TierCommand, json: bool) -> anyhow::Re
         }
         TierCommand::Remove { campaign, tier } => {
             let campaign = store.tenancy().find_campaign(&campaign, None).await?;
-            store.remove_tier(&campaign, &tier).await?;
+            store.programme().remove_tier(&campaign, &tier).await?;
             emit(json, json!({"removed": tier}), || {
                 format!("removed tier {tier}")
             });

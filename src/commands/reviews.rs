@@ -16,7 +16,10 @@ pub async fn run(
         ReviewsCommand::Pending { org, limit } => {
             let scope = store.tenancy().find_org(&org).await?.scope();
             let page = Page { page: 1, limit };
-            let pending = store.pending_reviews(&scope, rules, page).await?;
+            let pending = store
+                .community()
+                .pending_reviews(&scope, rules, page)
+                .await?;
             let listed: Vec<_> = pending.items.iter().map(|r| view(r, rules)).collect();
             let value = json!({"total": pending.total, "reviews": listed});
             emit(json, value, || {
@@ -66,7 +69,10 @@ async fn decide(
     json: bool,
 ) -> anyhow::Result<()> {
     let scope = store.tenancy().find_org(org).await?.scope();
-    store.moderate_review(&scope, review_id, approve).await?;
+    store
+        .community()
+        .moderate_review(&scope, review_id, approve)
+        .await?;
     let decision = if approve { "approved" } else { "removed" };
     emit(json, json!({"id": review_id, "decision": decision}), || {
         format!("review {review_id} {decision}")

@@ -17,7 +17,7 @@ pub async fn run(store: &Store, command: RulesCommand, json: bool) -> anyhow::Re
         RulesCommand::Set { campaign, file } => {
             let source = read(&file)?;
             let campaign = store.tenancy().find_campaign(&campaign, None).await?;
-            let version = match store.set_rule_set(&campaign, &source).await {
+            let version = match store.programme().set_rule_set(&campaign, &source).await {
                 Err(store::StoreError::InvalidRules(errors)) => {
                     return Err(invalid(&file, &errors));
                 }
@@ -43,7 +43,7 @@ pub async fn run(store: &Store, command: RulesCommand, json: bool) -> anyhow::Re
         } => backtest(store, &campaign, &file, &from, &to, json).await,
         RulesCommand::List { campaign } => {
             let campaign = store.tenancy().find_campaign(&campaign, None).await?;
-            let versions = store.rule_set_versions(&campaign).await?;
+            let versions = store.programme().rule_set_versions(&campaign).await?;
             let value: Vec<_> = versions
                 .iter()
                 .enumerate()
@@ -68,7 +68,7 @@ pub async fn run(store: &Store, command: RulesCommand, json: bool) -> anyhow::Re
         }
         RulesCommand::Show { campaign, version } => {
             let campaign = store.tenancy().find_campaign(&campaign, None).await?;
-            let shown = store.rule_set(&campaign, version).await?;
+            let shown = store.programme().rule_set(&campaign, version).await?;
             let compiled =
                 RuleSet::parse(&shown.source).context("a stored rule set no longer compiles")?;
             let rules: Vec<_> = compiled

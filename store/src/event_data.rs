@@ -6,13 +6,13 @@ use chrono::NaiveDate;
 use events::{Payload, Record, TestEvent};
 
 use crate::ledger::expiry_notices::PointsExpiring;
-use crate::members::ErasedMember;
-use crate::programme::tiers::{TierChanged, TierRef};
-use crate::reviews::ReviewEvent;
 use crate::{
     Batch, Booking, EarnRequest, Member, Order, Redeemed, Review, ReviewStatus, StoreError, Tokens,
     Transaction,
 };
+use community::reviews::ReviewEvent;
+use members::ErasedMember;
+use programme::tiers::{TierChanged, TierRef};
 
 /// The record an event carries, as the change left it.
 #[derive(Debug, Clone, PartialEq)]

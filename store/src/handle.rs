@@ -1,18 +1,22 @@
-//! `Store`: the database with the domains' handles (`tenancy()`, `events()`) and what the domains still
-//! in this crate keep beside it (their caches, the dates a transaction may carry).
+//! `Store`: the database with the domains' handles (`tenancy()`, `members()`, `programme()`,
+//! `community()`, `events()`) and what the domains still in this crate keep beside it (their
+//! caches, the dates a transaction may carry).
 
 use std::sync::Arc;
 
 use rules::RuleSet;
 use seam::common::cache::Cache;
 
-use crate::{DateWindow, Db, Events, Policy, StoreError, Tenancy};
+use crate::{Community, DateWindow, Db, Events, Members, Programme, StoreError, Tenancy};
 
 /// The system of record. Cheap to clone: clones share one connection pool and its caches.
 #[derive(Clone)]
 pub struct Store {
     db: Db,
     tenancy: Tenancy,
+    members: Members,
+    programme: Programme,
+    community: Community,
     events: Events,
     pub(crate) caches: Arc<Caches>,
     /// How far ahead of the clock a transaction may be dated (`DateWindow`).
@@ -21,8 +25,6 @@ pub struct Store {
 
 /// The caches a store keeps, shared by its clones.
 pub(crate) struct Caches {
-    /// Campaign id -> its policy.
-    pub policies: Cache<Policy>,
     /// `campaign id:version` -> that rule-set version, compiled (a partial return rounds by it).
     pub rule_sets: Cache<Arc<RuleSet>>,
 }
@@ -46,10 +48,12 @@ impl Store {
     pub fn on(db: Db) -> Store {
         Store {
             tenancy: Tenancy::on(db.clone()),
+            members: Members::on(db.clone()),
+            programme: Programme::on(db.clone()),
+            community: Community::on(db.clone()),
             events: Events::on(db.clone()),
             db,
             caches: Arc::new(Caches {
-                policies: Cache::default(),
                 rule_sets: Cache::default(),
             }),
             dates_ahead: crate::DATES_AHEAD,
@@ -69,6 +73,21 @@ impl Store {
     /// Who may use the service: organisations, campaigns, API keys, SFTP users.
     pub fn tenancy(&self) -> &Tenancy {
         &self.tenancy
+    }
+
+    /// The people in the programme.
+    pub fn members(&self) -> &Members {
+        &self.members
+    }
+
+    /// A campaign's policies, tiers and rule sets.
+    pub fn programme(&self) -> &Programme {
+        &self.programme
+    }
+
+    /// Members among themselves: the leaderboards and reviews.
+    pub fn community(&self) -> &Community {
+        &self.community
     }
 
     /// Events out: the feed, webhook endpoints and their deliveries.

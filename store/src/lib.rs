@@ -6,14 +6,9 @@
 //! are used here under those names), which `Store` holds and derefs to. Where things live:
 //!
 //! - `handle.rs`: `Store` itself, with the caches and the dates a transaction may carry.
-//! - `programme/`: a campaign's policies, tiers, rule sets, the compiled rule book, and the
-//!   evaluation of an earn.
-//! - `members/`: members and their communication preferences.
 //! - `ledger/`: wallets, transactions, earn requests, crediting, burns, expiry and the audit.
 //! - `batches/`: batch-file records, crediting a file's rows, column mappings.
-//! - `leaderboard/`: each campaign's ranking, a snapshot rebuilt on an interval.
 //! - `orders/`: orders, their redemption codes (encrypted at rest) and bookings.
-//! - `reviews/`: members' reviews, their profanity scores, reports and moderation.
 //! - `catalogue/`: the reward catalogue: the import document, applying it, reading it back, and
 //!   the in-memory search index of each campaign (`index.rs`, built on the `search` crate).
 //! - `event_data.rs`: the records events carry, read back as the domains' types (events
@@ -24,20 +19,17 @@
 
 #[macro_use]
 extern crate seam;
-
 #[macro_use]
-mod programme;
+extern crate programme;
+
 mod batches;
 mod catalogue;
 mod event_data;
 mod exports;
 mod handle;
-mod leaderboard;
 mod ledger;
-mod members;
 pub mod meta;
 mod orders;
-mod reviews;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
@@ -61,6 +53,12 @@ pub use common::ids::{new_id, random_roll};
 pub use common::page::{Page, Paged};
 pub use common::problems::Problems;
 pub use common::tokens::Tokens;
+pub use community::Community;
+pub use community::leaderboard::{Built, Neighbourhood, Snapshot, Standing, display_name};
+pub use community::reviews::{
+    Decision, Moderation, NewReview, Review, ReviewFilter, ReviewList, ReviewStatus,
+    profanity_score,
+};
 pub use error::{FieldProblem, StoreError};
 pub use event_data::EventData;
 pub use events::deliveries::RETRY_FOR as DELIVERY_WINDOW;
@@ -73,11 +71,11 @@ pub use events::{
 pub use exports::schedule::{ClaimedDay, ExportFormat, ExportSchedule, SETTLE as EXPORT_SETTLE};
 pub use exports::{ExportChunk, ExportFilter, ExportTime, Texts};
 pub use handle::Store;
-pub use leaderboard::{Built, Neighbourhood, Snapshot, Standing, display_name};
 pub use ledger::audit::Discrepancy;
 pub use ledger::burn::{Burned, NewBurn};
 pub use ledger::corrections::{Corrected, NewCorrection};
 pub use ledger::earn::{Credit, Credited, EarnInput, EarnRequest, EarnStatus, PendingEarn};
+pub use ledger::evaluate::RulesInput;
 pub use ledger::holds::{Hold, HoldFilter, HoldPlaced, HoldSettled, HoldStatus, NewHold};
 pub use ledger::in_time::{BalanceAt, ExpiringDay};
 pub use ledger::transactions::{EarnReplay, Transaction, TransactionFilter, TransactionKind};
@@ -85,21 +83,16 @@ pub use ledger::transfers::{NewTransfer, Received, Transfer, Transferred};
 pub use ledger::wallets::{NewWallet, Wallet, WalletFilter};
 pub use members::{
     CATEGORIES, Channels, ChannelsPatch, CommunicationPreferences, Member, MemberPatch,
-    MemberStatus, NewMember, PreferencesPatch,
+    MemberStatus, Members, NewMember, PreferencesPatch,
 };
 pub use orders::BookingFilter;
 pub use orders::{
     Booking, BookingPatch, BookingStatus, Code, LocalDate, NewBooking, NewLine, NewOrder, Order,
     OrderLine, OrderScope, Placed, ProductSummary, Redeemed,
 };
-pub use programme::evaluate::RulesInput;
-pub use programme::policies::{Expiry, ExpiryFrom, Policy, Shortfall, Transfers};
-pub use programme::rule_book::RuleBook;
-pub use programme::rule_sets::RuleSetVersion;
-pub use programme::tiers::{NewTier, Tier, TierRef};
-pub use reviews::{
-    Decision, Moderation, NewReview, Review, ReviewFilter, ReviewList, ReviewStatus,
-    profanity_score,
+pub use programme::{
+    Expiry, ExpiryFrom, NewTier, Policy, Programme, RuleBook, RuleSetVersion, Shortfall, Tier,
+    TierRef, Transfers,
 };
 pub use seam::limits;
 pub use seam::scope::OrgScope;

@@ -42,7 +42,11 @@ async fn the_whole_service_runs_in_process_and_stops_on_one_signal() {
         external_id: "card-1".into(),
         ..Default::default()
     };
-    store.create_member(&org.scope(), member).await.unwrap();
+    store
+        .members()
+        .create_member(&org.scope(), member)
+        .await
+        .unwrap();
     let wallet = NewWallet {
         owner: Some("card-1".into()),
         external_id: Some("w-1".into()),

@@ -114,7 +114,11 @@ async fn two_servers_share_one_snapshot(mut env: Vec<(&'static str, String)>, ur
     let store = Store::connect(&url, 2).await.unwrap();
     let campaign = store.tenancy().campaign_by_id(&campaign).await.unwrap();
     let generation = || async {
-        let snapshot = store.leaderboard_snapshot(&campaign).await.unwrap();
+        let snapshot = store
+            .community()
+            .leaderboard_snapshot(&campaign)
+            .await
+            .unwrap();
         snapshot.expect("a snapshot").generation
     };
     // Waits for five builds (snapshots keep coming), then looks at how long they took: a build

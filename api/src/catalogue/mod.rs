@@ -66,6 +66,7 @@ async fn list_tiers(
         .map(i64::from);
     let tiers = state
         .store
+        .programme()
         .tiers_page(
             &caller.context.campaign,
             query.name.as_deref(),

@@ -107,7 +107,11 @@ async fn list_members(
     caller: Caller,
     Paging(page): Paging,
 ) -> Result<Json<PagedList<MemberView>>, ApiError> {
-    let members = state.store.list_members(caller.org(), page).await?;
+    let members = state
+        .store
+        .members()
+        .list_members(caller.org(), page)
+        .await?;
     Ok(Json(PagedList::from_page(members, |m| {
         MemberView::new(m, caller.version)
     })))
@@ -123,7 +127,11 @@ async fn create_member(
     JsonBody(input): JsonBody<MemberInput>,
 ) -> Result<Json<MemberView>, ApiError> {
     let new = new_member(input, caller.version, &REFERENCE)?;
-    let member = state.store.create_member(caller.org(), new).await?;
+    let member = state
+        .store
+        .members()
+        .create_member(caller.org(), new)
+        .await?;
     Ok(Json(MemberView::new(member, caller.version)))
 }
 
@@ -137,6 +145,7 @@ async fn find_member_by_idp(
 ) -> Result<Json<MemberView>, ApiError> {
     let member = state
         .store
+        .members()
         .find_member_by_idp(caller.org(), &idp, &user_id)
         .await?;
     Ok(Json(MemberView::new(member, caller.version)))
@@ -150,7 +159,7 @@ async fn get_member(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<MemberView>, ApiError> {
-    let member = state.store.get_member(caller.org(), &id).await?;
+    let member = state.store.members().get_member(caller.org(), &id).await?;
     Ok(Json(MemberView::new(member, caller.version)))
 }
 
@@ -165,7 +174,11 @@ async fn update_member(
     JsonBody(input): JsonBody<MemberUpdate>,
 ) -> Result<Json<MemberView>, ApiError> {
     let patch = member_patch(input, caller.version)?;
-    let member = state.store.update_member(caller.org(), &id, patch).await?;
+    let member = state
+        .store
+        .members()
+        .update_member(caller.org(), &id, patch)
+        .await?;
     Ok(Json(MemberView::new(member, caller.version)))
 }
 
@@ -179,7 +192,11 @@ async fn delete_member(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<MemberView>, ApiError> {
-    let member = state.store.delete_member(caller.org(), &id).await?;
+    let member = state
+        .store
+        .members()
+        .delete_member(caller.org(), &id)
+        .await?;
     Ok(Json(MemberView::new(member, caller.version)))
 }
 
@@ -194,7 +211,11 @@ async fn create_guide_member(
 ) -> Result<Json<MemberView>, ApiError> {
     let input = MemberInput::from(input);
     let new = new_member(input, caller.version, &GUIDE)?;
-    let member = state.store.create_member(caller.org(), new).await?;
+    let member = state
+        .store
+        .members()
+        .create_member(caller.org(), new)
+        .await?;
     Ok(Json(MemberView::new(member, caller.version)))
 }
 

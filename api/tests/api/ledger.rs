@@ -183,9 +183,13 @@ async fn earns_are_dated_within_the_window(app: TestApp) {
         .find_campaign(&app.campaign, Some(&app.org))
         .await
         .unwrap();
-    let mut policy = app.store.policy(&campaign).await.unwrap();
+    let mut policy = app.store.programme().policy(&campaign).await.unwrap();
     policy.earn_max_age_days = Some(30);
-    app.store.set_policy(&campaign, policy).await.unwrap();
+    app.store
+        .programme()
+        .set_policy(&campaign, policy)
+        .await
+        .unwrap();
     let days_ago = |days| (chrono::Utc::now() - chrono::Duration::days(days)).to_rfc3339();
     let old = json!({"id": "old", "amount": 1, "date": days_ago(31), "walletId": "w-1"});
     let reply = app.post("/v1/transactions/earn", old).await;

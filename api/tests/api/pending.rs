@@ -23,7 +23,11 @@ async fn a_pending_earn_is_shown_and_spends_once_vested(app: TestApp) {
         pending_days: 30,
         ..Policy::default()
     };
-    app.store.set_policy(&campaign, policy).await.unwrap();
+    app.store
+        .programme()
+        .set_policy(&campaign, policy)
+        .await
+        .unwrap();
     let date = Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true);
     let body = json!({"id": "e-1", "walletId": "w-1", "amount": 100, "date": date});
     let done = app.earn_and_wait(body).await;

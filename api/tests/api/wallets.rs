@@ -209,7 +209,11 @@ async fn the_tokens_expiring_soon_are_listed_per_day(app: TestApp) {
         expiry: store::Expiry::Days(30),
         ..Default::default()
     };
-    app.store.set_policy(&campaign, policy).await.unwrap();
+    app.store
+        .programme()
+        .set_policy(&campaign, policy)
+        .await
+        .unwrap();
     app.member_with_wallet().await;
     let now = chrono::Utc::now();
     for (id, amount, days_ago) in [("e-1", 10, 25), ("e-2", 20, 10)] {

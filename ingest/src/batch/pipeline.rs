@@ -854,7 +854,7 @@ const POLL: std::time::Duration = std::time::Duration::from_secs(1);
 /// Processes received batches, one at a time, until `stop` resolves. Several nodes may run this
 /// at once: each batch is claimed by one.
 pub async fn run(store: Store, data_dir: PathBuf, stop: impl std::future::Future<Output = ()>) {
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     tokio::pin!(stop);
     loop {
         let claimed = match store.claim_batches(1, None).await {

@@ -15,7 +15,7 @@ use store::{
 /// Three earns from a batch file (dated on the 2nd, 3rd and 4th of November 2026), one by the
 /// API (dated now) and a burn; the batch's id.
 async fn ledger(store: &Store, data: &Path, org: &store::OrgScope, campaign: &Campaign) -> String {
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let file = "id,walletId,amount,date,description,meta.store\n\
                 f-1,w-1,10.25,2026-11-02,Coffee,A1\n\
                 f-2,w-2,4,2026-11-03,Tea,B2\n\

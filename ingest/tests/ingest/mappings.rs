@@ -17,7 +17,7 @@ async fn set_mapping(store: &Store, org: &store::OrgScope, document: Value) {
 }
 
 async fn process(store: &Store, data: &std::path::Path, batch: &store::Batch) -> BatchState {
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     ingest::batch::pipeline::process(store, &book, data, batch, &|_| {})
         .await
         .unwrap()

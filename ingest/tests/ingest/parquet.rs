@@ -32,7 +32,7 @@ const NOV_20: i64 = 1_763_596_800_000_000; // 2025-11-20T00:00:00Z in microsecon
 async fn typed_rows_are_credited_and_bad_ones_reported(store: Store) {
     let dir = tempfile::tempdir().unwrap();
     let (org, campaign) = wallets(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     crate::common::earn_by_api(&store, &campaign, "api-1", "w-1", "3").await;
     let some = |v: &str| Some(v.to_string());
     let file = parquet(vec![
@@ -127,7 +127,7 @@ async fn typed_rows_are_credited_and_bad_ones_reported(store: Store) {
 async fn string_columns_are_read_as_csv_cells(store: Store) {
     let dir = tempfile::tempdir().unwrap();
     let (org, campaign) = wallets(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let file = parquet(vec![
         (
             "id",
@@ -174,7 +174,7 @@ async fn string_columns_are_read_as_csv_cells(store: Store) {
 async fn a_file_that_is_not_parquet_or_lacks_columns_fails_whole(store: Store) {
     let dir = tempfile::tempdir().unwrap();
     let (org, _campaign) = wallets(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let csv = b"id,walletId,amount,date\nt-1,w-1,5,2026-11-20\n";
     let batch = receive_bytes(&store, dir.path(), &org, "renamed.parquet", csv).await;
     let outcome = ingest::batch::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
@@ -216,7 +216,7 @@ backend_tests!(
 async fn mapped_parquet_files_reject_with_the_remaining_reason_codes(store: Store) {
     let dir = tempfile::tempdir().unwrap();
     let (org, campaign) = wallets(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let document = serde_json::json!({
         "pattern": "*.parquet",
         "columns": {

@@ -19,7 +19,7 @@ f-6,w-2
 async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
     let dir = tempfile::tempdir().unwrap();
     let (org, campaign) = wallets(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     crate::common::earn_by_api(&store, &campaign, "api-1", "w-1", "3").await;
 
     // The other reason codes: a missing id, a negative amount, a description too long, text that
@@ -125,7 +125,7 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
 async fn a_wrong_header_fails_the_file_with_the_reason(store: Store) {
     let dir = tempfile::tempdir().unwrap();
     let (org, _) = wallets(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let batch = receive(
         &store,
         dir.path(),
@@ -153,7 +153,7 @@ async fn a_wrong_header_fails_the_file_with_the_reason(store: Store) {
 async fn hostile_csv_files_end_with_a_clear_outcome(store: Store) {
     let dir = tempfile::tempdir().unwrap();
     let (org, campaign) = wallets(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let process = |batch| {
         let (store, book, dir) = (store.clone(), book.clone(), dir.path().to_path_buf());
         async move {
@@ -235,7 +235,7 @@ async fn hostile_csv_files_end_with_a_clear_outcome(store: Store) {
 async fn a_file_changed_after_it_was_received_is_refused(store: Store) {
     let dir = tempfile::tempdir().unwrap();
     let (org, campaign) = wallets(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let content = "id,walletId,amount,date\nc-1,w-1,5,2026-11-20\n";
     let batch = receive(&store, dir.path(), &org, "changed.csv", content).await;
     let spooled = ingest::batch::pipeline::spooled(dir.path(), &batch).unwrap();

@@ -30,7 +30,7 @@ e-10,,3,2026-11-20,,
 ";
 
 async fn process(store: &Store, data: &std::path::Path, batch: &store::Batch) -> BatchState {
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     ingest::batch::pipeline::process(store, &book, data, batch, &|_| {})
         .await
         .unwrap()
@@ -201,7 +201,11 @@ async fn a_refused_shortfall_undoes_its_row_and_the_chunk_goes_on(store: Store) 
         shortfall: Shortfall::Refuse,
         ..Default::default()
     };
-    store.set_policy(&campaign, policy).await.unwrap();
+    store
+        .programme()
+        .set_policy(&campaign, policy)
+        .await
+        .unwrap();
     crate::common::earn_by_api(&store, &campaign, "api-1", "w-1", "10").await;
     let burn = NewBurn {
         wallet: "w-1".into(),

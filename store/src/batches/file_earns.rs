@@ -9,9 +9,9 @@ use std::collections::HashMap;
 use crate::backend::direct;
 use rayon::prelude::*;
 
+use crate::ledger::evaluate::{Refusal, Target, WalletContext, evaluate, within_ceiling};
 use crate::ledger::same_earn::{EarlierEarn, earlier_columns};
 use crate::ledger::transactions::idem_key;
-use crate::programme::evaluate::{Refusal, Target, WalletContext, evaluate, within_ceiling};
 use crate::{Credit, Credited, EarnInput, RuleBook, Store, StoreError, Tokens, TransactionKind};
 
 /// One row of a file, already mapped and checked.
@@ -291,7 +291,11 @@ impl Store {
             if !rule_sets.contains_key(&wallet.campaign_id) {
                 let active = book.active(org_id, &wallet.campaign_id).await?;
                 rule_sets.insert(wallet.campaign_id.clone(), active);
-                let back = self.policy_of(&wallet.campaign_id).await?.earn_max_age_days;
+                let back = self
+                    .programme()
+                    .policy_of(&wallet.campaign_id)
+                    .await?
+                    .earn_max_age_days;
                 windows.insert(wallet.campaign_id.clone(), self.date_window(back));
             }
         }

@@ -12,8 +12,8 @@ use super::document::Catalogue;
 use crate::FieldProblem;
 use crate::backend::{Steps, Tx};
 use crate::common::ids::{new_id, now};
-use crate::programme::tiers::RETIER;
 use crate::{Campaign, Store, StoreError};
+use programme::tiers::RETIER;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ImportOptions {

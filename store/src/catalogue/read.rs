@@ -12,8 +12,8 @@ use super::document::{
 use super::document::{ProductEntry, VariantEntry};
 use super::{Product, Variant};
 use crate::backend::{Steps, Tx};
-use crate::programme::tiers::joined_tier;
 use crate::{Page, Paged, Store, StoreError, Tokens};
+use programme::tiers::joined_tier;
 
 row_struct! {
     struct ProductRow {
@@ -180,7 +180,7 @@ impl Store {
         };
         let categories = self.categories(campaign, None, all).await?.items;
         let tags = self.tags(campaign, None, all).await?.items;
-        let tiers = self.list_tiers(campaign).await?;
+        let tiers = self.programme().list_tiers(campaign).await?;
         Ok(Catalogue {
             categories,
             tags,

@@ -499,7 +499,7 @@ mod tests {
     /// tokens, are each reported with the earn.
     async fn a_lot_or_a_reversal_that_does_not_add_up_is_found(store: Store) {
         let (campaign, wallet) = crate::testing::wallet_fixture(&store).await;
-        let book = crate::RuleBook::new(store.clone());
+        let book = crate::RuleBook::new(store.programme().clone());
         let earn = crate::EarnInput {
             earn_id: "e-1".into(),
             wallet: wallet.id.clone(),

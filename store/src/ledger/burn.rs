@@ -72,7 +72,7 @@ impl Store {
             return Err(StoreError::invalid("date", refused.message()));
         }
         // Before a connection is held: a policy not cached would take another from the pool.
-        let min_balance = self.policy(campaign).await?.min_balance;
+        let min_balance = self.programme().policy(campaign).await?.min_balance;
         let fingerprint = burn.fingerprint();
         let burning = Burning {
             store: self,

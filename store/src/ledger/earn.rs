@@ -15,8 +15,8 @@ use crate::backend::direct;
 use crate::backend::{Arg, OwnedArg, Steps, Tx, borrowed, owned};
 use crate::common::ids::{new_id, now};
 use crate::error::{known, panicked};
+use crate::ledger::evaluate::{Target, WalletContext, credit_for};
 use crate::ledger::same_earn::{self, Earlier};
-use crate::programme::evaluate::{Target, WalletContext, credit_for};
 use crate::{Campaign, RuleBook, Store, StoreError, Tokens};
 use events::{EventType, NewEvent};
 
@@ -250,7 +250,7 @@ impl Store {
         campaign: &Campaign,
         earn: EarnInput,
     ) -> Result<PendingEarn, StoreError> {
-        let back = self.policy(campaign).await?.earn_max_age_days;
+        let back = self.programme().policy(campaign).await?.earn_max_age_days;
         if let Err(refused) = self.date_window(back).check(earn.date) {
             return Err(StoreError::invalid("date", refused.message()));
         }
@@ -587,7 +587,7 @@ mod tests {
             meta: None,
         };
         let request = store.submit_earn(&campaign, earn).await.unwrap();
-        let book = RuleBook::new(store.clone());
+        let book = RuleBook::new(store.programme().clone());
 
         assert_eq!(
             store.claim_earns(10).await.unwrap().len(),
@@ -646,7 +646,7 @@ mod tests {
     async fn a_panic_fails_its_earn_alone(store: Store) {
         let (ours, our_wallet) = crate::testing::wallet_fixture(&store).await;
         let (theirs, their_wallet) = crate::testing::wallet_fixture(&store).await;
-        let book = RuleBook::new(store.clone());
+        let book = RuleBook::new(store.programme().clone());
         let mut requests = Vec::new();
         for (id, description) in [
             ("e-1", Some("panic at evaluate")),
@@ -698,7 +698,7 @@ mod tests {
     /// wallet stays readable and spendable.
     async fn an_earn_past_the_ceiling_is_rejected_alone(store: Store) {
         let (campaign, wallet) = crate::testing::wallet_fixture(&store).await;
-        let book = RuleBook::new(store.clone());
+        let book = RuleBook::new(store.programme().clone());
         let submit = |id: &str, amount: &str| {
             let (store, campaign) = (store.clone(), campaign.clone());
             let input = earn(id, &wallet.id, amount, None);

@@ -207,7 +207,7 @@ mod tests {
     /// as an earlier version could: on SQLite its text sorts before today's) neither holds the
     /// sweep in a loop nor keeps another wallet's due lot from expiring.
     async fn a_wallet_that_stays_due_does_not_hold_the_sweep(store: Store) {
-        let book = RuleBook::new(store.clone());
+        let book = RuleBook::new(store.programme().clone());
         let mut wallets = Vec::new();
         for _ in 0..2 {
             let (campaign, wallet) = crate::testing::wallet_fixture(&store).await;
@@ -215,7 +215,11 @@ mod tests {
                 expiry: Expiry::Days(30),
                 ..Default::default()
             };
-            store.set_policy(&campaign, policy).await.unwrap();
+            store
+                .programme()
+                .set_policy(&campaign, policy)
+                .await
+                .unwrap();
             let earn = EarnInput {
                 earn_id: "old".into(),
                 wallet: wallet.id.clone(),

@@ -7,6 +7,7 @@ pub(crate) mod burn;
 pub(crate) mod corrections;
 pub(crate) mod credit;
 pub(crate) mod earn;
+pub(crate) mod evaluate;
 pub(crate) mod expiry;
 pub(crate) mod expiry_notices;
 pub(crate) mod fifo;

@@ -157,7 +157,7 @@ impl Store {
         transfer: NewTransfer,
     ) -> Result<Transferred, StoreError> {
         crate::limits::check_client_key(&transfer.external_id)?;
-        let policy = self.policy(campaign).await?;
+        let policy = self.programme().policy(campaign).await?;
         if policy.transfers == Transfers::Forbidden {
             return Err(StoreError::refused(
                 "transfers_forbidden",

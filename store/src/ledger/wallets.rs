@@ -2,14 +2,13 @@
 //! A client knows a wallet by its own reference (`externalId`: a card or policy number), unique
 //! in the organisation; `GET /v1/wallets/{idOrReference}` finds it by either.
 
-use crate::OrgScope;
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
 use crate::common::ids::{new_id, now};
 use crate::error::conflict_on;
-use crate::programme::tiers::joined_tier;
 use crate::{Campaign, Page, Paged, Store, StoreError, Tier, Tokens};
+use programme::tiers::joined_tier;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wallet {
@@ -136,38 +135,6 @@ fn wallet_from_row(r: WalletRow) -> Wallet {
 
 /// Wallets: a campaign's wallets, their owners and balances (scope: `&Campaign`).
 impl Store {
-    /// The live member with id `reference`, else the one with that external id.
-    pub async fn member_id_by_reference(
-        &self,
-        org: &OrgScope,
-        reference: &str,
-    ) -> Result<Option<String>, StoreError> {
-        self.member_id_of(org.id(), reference).await
-    }
-
-    pub(crate) async fn member_id_of(
-        &self,
-        org_id: &str,
-        reference: &str,
-    ) -> Result<Option<String>, StoreError> {
-        Ok(self
-            .member_by_reference(org_id, reference)
-            .await?
-            .map(|(id, _)| id))
-    }
-
-    /// Like `member_id_by_reference`, with the member's external id.
-    pub(crate) async fn member_by_reference(
-        &self,
-        org_id: &str,
-        reference: &str,
-    ) -> Result<Option<(String, Option<String>)>, StoreError> {
-        const SQL: &str = "SELECT id, external_id FROM members WHERE org_id = $1 \
-             AND deleted_at IS NULL AND (id = $2 OR external_id = $2) \
-             ORDER BY CASE WHEN id = $2 THEN 0 ELSE 1 END LIMIT 1";
-        self.read_row(SQL, params![org_id, reference]).await
-    }
-
     /// Creates a wallet in `campaign` (its currency). The owner is `new.owner` (a member id or
     /// external id), else the member whose external id is the wallet's `external_id`. A body
     /// that names no member of the organisation is a bad request (`Invalid`): on `owner` when
@@ -181,7 +148,7 @@ impl Store {
         let org_id = &campaign.org_id;
         let reference = new.owner.as_deref().or(new.external_id.as_deref());
         let owner = match reference {
-            Some(reference) => self.member_id_of(org_id, reference).await?,
+            Some(reference) => self.members().member_id_of(org_id, reference).await?,
             None => None,
         };
         let Some(owner_id) = owner else {

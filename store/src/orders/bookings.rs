@@ -309,7 +309,11 @@ impl Store {
         page: Page,
     ) -> Result<Paged<Booking>, StoreError> {
         let owner = match &filter.owner {
-            Some(reference) => match self.member_id_of(&campaign.org_id, reference).await? {
+            Some(reference) => match self
+                .members()
+                .member_id_of(&campaign.org_id, reference)
+                .await?
+            {
                 Some(id) => Some(id),
                 None => {
                     return Ok(Paged {

@@ -538,6 +538,7 @@ impl Store {
             None => new_id(),
         };
         let (owner_id, owner) = self
+            .members()
             .member_by_reference(&campaign.org_id, &order.owner)
             .await?
             .ok_or_else(|| StoreError::UnknownReference {
@@ -565,7 +566,7 @@ impl Store {
                 Some(Payment {
                     wallet_id: wallet.id,
                     currency: wallet.currency,
-                    min_balance: self.policy(campaign).await?.min_balance,
+                    min_balance: self.programme().policy(campaign).await?.min_balance,
                 })
             }
         };

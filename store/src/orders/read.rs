@@ -133,7 +133,8 @@ impl Store {
         let Some(owner) = owner else {
             return Ok(None);
         };
-        self.member_id_of(&scope.org_id, owner)
+        self.members()
+            .member_id_of(&scope.org_id, owner)
             .await?
             .map(Some)
             .ok_or(StoreError::NotFound { what: "member" })

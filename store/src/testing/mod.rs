@@ -171,7 +171,10 @@ pub async fn wallet_fixture(store: &Store) -> (crate::Campaign, crate::Wallet) {
             external_id: "card-1".into(),
             ..Default::default()
         };
-        store.create_member(&campaign.org(), member).await?;
+        store
+            .members()
+            .create_member(&campaign.org(), member)
+            .await?;
         let wallet = NewWallet {
             owner: Some("card-1".into()),
             external_id: Some("w-1".into()),

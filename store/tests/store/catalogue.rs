@@ -75,7 +75,7 @@ async fn an_import_is_read_back_whole_and_exported_as_imported(store: Store) {
         "its only variant is unavailable"
     );
 
-    let tiers = store.list_tiers(&c).await.unwrap();
+    let tiers = store.programme().list_tiers(&c).await.unwrap();
     assert_eq!(tiers.len(), 1, "the document's tier became the campaign's");
 
     // The export imports back to the same catalogue.
@@ -105,7 +105,7 @@ async fn importing_twice_changes_nothing_and_replace_removes_the_rest(store: Sto
     assert_eq!(second.products.updated, 2);
     assert_eq!(second.tiers.created, 0, "the tier is matched, not doubled");
     assert_eq!(store.catalogue_products(&c).await.unwrap(), before);
-    assert_eq!(store.list_tiers(&c).await.unwrap().len(), 1);
+    assert_eq!(store.programme().list_tiers(&c).await.unwrap().len(), 1);
 
     // Without `replace`, a smaller file leaves the rest alone.
     let mut smaller = document();
@@ -166,7 +166,7 @@ async fn a_dry_run_counts_and_writes_nothing(store: Store) {
     assert_eq!(report.products.created, 2);
     assert_eq!(report.version, 0);
     assert!(store.catalogue_products(&c).await.unwrap().is_empty());
-    assert!(store.list_tiers(&c).await.unwrap().is_empty());
+    assert!(store.programme().list_tiers(&c).await.unwrap().is_empty());
     assert_eq!(store.catalogue_version(&c).await.unwrap(), 0);
 }
 
@@ -193,7 +193,7 @@ async fn unknown_references_are_listed_and_nothing_is_written(store: Store) {
     );
     assert!(store.catalogue_products(&c).await.unwrap().is_empty());
     assert!(
-        store.list_tiers(&c).await.unwrap().is_empty(),
+        store.programme().list_tiers(&c).await.unwrap().is_empty(),
         "the tier was not kept"
     );
 }
@@ -230,6 +230,7 @@ async fn a_document_names_its_reading_and_reference_problems_at_once(store: Stor
 async fn references_reach_what_the_campaign_already_holds(store: Store) {
     let c = campaign(&store).await;
     store
+        .programme()
         .create_tier(
             &c,
             NewTier {
@@ -283,7 +284,7 @@ async fn a_tier_that_variants_require_cannot_be_removed(store: Store) {
         .import_catalogue(&c, &read(&document()), ImportOptions::default())
         .await
         .unwrap();
-    let refused = store.remove_tier(&c, "Gold").await;
+    let refused = store.programme().remove_tier(&c, "Gold").await;
     assert!(
         matches!(&refused, Err(StoreError::Invalid { field: "tier", .. })),
         "{refused:?}"

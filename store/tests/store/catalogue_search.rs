@@ -99,6 +99,7 @@ async fn every_filter_alone(store: Store) {
         "a tier's name is not its id"
     );
     let gold = store
+        .programme()
         .list_tiers(&c)
         .await
         .unwrap()

@@ -28,7 +28,7 @@ pub(crate) fn correction(id: &str, external_id: &str, amount: Option<&str>) -> N
 /// same key is a conflict; only a burn of the campaign is refunded.
 async fn refunds_give_back_to_the_lots_a_burn_took_from(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     set_expiry(&store, &s, Expiry::Days(30)).await;
     store
         .submit_earn(&s.campaign, earn_on("old", "10", 25))
@@ -149,7 +149,7 @@ pub(crate) async fn credit(
         .submit_earn(&s.campaign, earn_on(id, amount, days_ago))
         .await
         .unwrap();
-    drain(store, &RuleBook::new(store.clone())).await;
+    drain(store, &RuleBook::new(store.programme().clone())).await;
     let done = store.earn_request(&s.campaign, &request.id).await.unwrap();
     done.transaction_id.expect("credited")
 }
@@ -167,7 +167,11 @@ pub(crate) async fn set_shortfall(store: &Store, s: &Setup, shortfall: Shortfall
         shortfall,
         ..Default::default()
     };
-    store.set_policy(&s.campaign, policy).await.unwrap();
+    store
+        .programme()
+        .set_policy(&s.campaign, policy)
+        .await
+        .unwrap();
 }
 
 /// A return of part of a purchase takes the same part of its tokens, rounded as the campaign
@@ -184,7 +188,11 @@ async fn returns_take_back_their_share_of_an_earn(store: Store) {
         benefits: vec![],
         image_url: None,
     };
-    store.create_tier(&s.campaign, gold).await.unwrap();
+    store
+        .programme()
+        .create_tier(&s.campaign, gold)
+        .await
+        .unwrap();
     credit(&store, &s, "old", "10", 25).await; // due in 5 days
     let big = credit(&store, &s, "big", "100", 5).await;
     let wallet = store.get_wallet(&s.campaign, "w-1").await.unwrap();
@@ -279,14 +287,18 @@ async fn a_part_is_rounded_by_the_rules_that_made_the_earn(store: Store) {
     let s = setup(&store).await;
     let rules = "[programme]\nrounding = 'round'\ndecimals = 1\n\n\
                  [[rule]]\nid = 'more'\npriority = 1\naward = 'amount * 1.5'\n";
-    store.set_rule_set(&s.campaign, rules).await.unwrap();
+    store
+        .programme()
+        .set_rule_set(&s.campaign, rules)
+        .await
+        .unwrap();
     let request = store
         .submit_earn(&s.campaign, earn("e-1", "7"))
         .await
         .unwrap();
     drain(
         &store,
-        &RuleBook::fresh_for(store.clone(), std::time::Duration::ZERO),
+        &RuleBook::fresh_for(store.programme().clone(), std::time::Duration::ZERO),
     )
     .await;
     let done = store.earn_request(&s.campaign, &request.id).await.unwrap();

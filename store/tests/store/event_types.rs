@@ -36,7 +36,7 @@ async fn events_of(store: &Store, campaign: &Campaign, kind: EventType) -> Vec<E
 /// `earn.rejected`; a plain repeat records nothing.
 async fn api_earns_record_their_outcome(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let first = earn("e-1", "12");
     let done = store.submit_earn(&s.campaign, first.clone()).await.unwrap();
     drain(&store, &book).await;
@@ -211,7 +211,11 @@ async fn orders_codes_and_bookings_record_their_events(store: Store) {
     );
 
     let owner = placed.order.owner_id.clone();
-    store.delete_member(&c.org(), &owner).await.unwrap();
+    store
+        .members()
+        .delete_member(&c.org(), &owner)
+        .await
+        .unwrap();
     for kind in [EventType::OrderCreated, EventType::OrderCancelled] {
         for event in events_of(&store, &c, kind).await {
             let EventData::Order(order) = EventData::of(&event.data).unwrap() else {
@@ -249,17 +253,23 @@ fn review(member: &str, text: &str) -> NewReview {
 async fn reviews_record_created_held_and_reported(store: Store) {
     let c = crate::orders::setup(&store).await;
     for name in ["ada", "alan", "grace", "edsger"] {
-        store.create_member(&c.org(), member(name)).await.unwrap();
+        store
+            .members()
+            .create_member(&c.org(), member(name))
+            .await
+            .unwrap();
     }
     let rules = Moderation {
         profanity_threshold: 0.5,
         report_threshold: 2,
     };
     let clean = store
+        .community()
         .create_review(&c, review("ada", "Lovely mug"), &rules)
         .await
         .unwrap();
     let rude = store
+        .community()
         .create_review(&c, review("alan", "this mug is shit"), &rules)
         .await
         .unwrap();
@@ -283,14 +293,17 @@ async fn reviews_record_created_held_and_reported(store: Store) {
     );
 
     store
+        .community()
         .report_review(&c, &clean.id, "grace", &rules)
         .await
         .unwrap();
     store
+        .community()
         .report_review(&c, &clean.id, "grace", &rules)
         .await
         .unwrap();
     let hidden = store
+        .community()
         .report_review(&c, &clean.id, "edsger", &rules)
         .await
         .unwrap();
@@ -332,8 +345,9 @@ fn tier(name: &str, threshold: i64) -> NewTier {
 /// `wallet.tier_changed` naming the tiers before and after, in the statement's transaction.
 async fn tier_changes_are_recorded_by_the_database(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let gold = store
+        .programme()
         .create_tier(&s.campaign, tier("Gold", 100))
         .await
         .unwrap();
@@ -348,15 +362,21 @@ async fn tier_changes_are_recorded_by_the_database(store: Store) {
         .unwrap();
     drain(&store, &book).await;
     let platinum = store
+        .programme()
         .create_tier(&s.campaign, tier("Platinum", 120))
         .await
         .unwrap();
     // A tier no wallet reaches moves none.
     store
+        .programme()
         .create_tier(&s.campaign, tier("Diamond", 1000))
         .await
         .unwrap();
-    store.remove_tier(&s.campaign, &platinum.id).await.unwrap();
+    store
+        .programme()
+        .remove_tier(&s.campaign, &platinum.id)
+        .await
+        .unwrap();
 
     let refs = |t: &store::Tier| TierRef {
         id: t.id.clone(),
@@ -402,13 +422,17 @@ async fn tier_changes_are_recorded_by_the_database(store: Store) {
 /// again; tokens further ahead are announced when their day comes within the notice.
 async fn tokens_about_to_expire_are_announced_once(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let policy = Policy {
         expiry: Expiry::Days(30),
         expiry_notice_days: 10,
         ..Default::default()
     };
-    store.set_policy(&s.campaign, policy).await.unwrap();
+    store
+        .programme()
+        .set_policy(&s.campaign, policy)
+        .await
+        .unwrap();
     let now = Utc::now();
     let past = now - Duration::days(25);
     for (id, amount, date) in [
@@ -462,14 +486,22 @@ async fn tokens_about_to_expire_are_announced_once(store: Store) {
         expiry_notice_days: 0,
         ..policy
     };
-    store.set_policy(&s.campaign, quiet).await.unwrap();
+    store
+        .programme()
+        .set_policy(&s.campaign, quiet)
+        .await
+        .unwrap();
     let later_look = now + Duration::days(21);
     assert_eq!(
         store.notice_expiring(later_look).await.unwrap(),
         0,
         "not announced"
     );
-    store.set_policy(&s.campaign, policy).await.unwrap();
+    store
+        .programme()
+        .set_policy(&s.campaign, policy)
+        .await
+        .unwrap();
     let next_day = later_look + Duration::days(1);
     assert_eq!(store.notice_expiring(next_day).await.unwrap(), 1);
     let notices = events_of(&store, &s.campaign, EventType::WalletPointsExpiring).await;

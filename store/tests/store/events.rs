@@ -56,7 +56,7 @@ fn burns() -> EventFilter {
 
 /// 100 tokens earned (`e-1`, credited), then 30 burned (`b-1`).
 async fn earned_and_burned(store: &Store, campaign: &Campaign) {
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     store
         .submit_earn(campaign, earn("e-1", "100"))
         .await
@@ -715,14 +715,22 @@ async fn member_events_and_erasure(store: Store) {
         external_id: "card-1".into(),
         ..Default::default()
     };
-    let member = store.create_member(&org, new.clone()).await.unwrap();
-    let twin = store.create_member(&org, new).await;
+    let member = store
+        .members()
+        .create_member(&org, new.clone())
+        .await
+        .unwrap();
+    let twin = store.members().create_member(&org, new).await;
     assert!(matches!(twin, Err(StoreError::Conflict { .. })), "{twin:?}");
     let patch = store::MemberPatch {
         last_name: Some(Some("Lovelace".into())),
         ..Default::default()
     };
-    store.update_member(&org, &member.id, patch).await.unwrap();
+    store
+        .members()
+        .update_member(&org, &member.id, patch)
+        .await
+        .unwrap();
     dispatch(&store).await;
     let events = feed(&store, &campaign, EventFilter::default()).await;
     let kinds: Vec<EventType> = events.iter().map(|e| e.kind).collect();
@@ -736,7 +744,11 @@ async fn member_events_and_erasure(store: Store) {
         "an event of the organisation's"
     );
 
-    store.delete_member(&org, &member.id).await.unwrap();
+    store
+        .members()
+        .delete_member(&org, &member.id)
+        .await
+        .unwrap();
     dispatch(&store).await;
     let events = feed(&store, &campaign, EventFilter::default()).await;
     assert_eq!(events.len(), 3);
@@ -786,7 +798,11 @@ async fn every_written_transaction_has_its_event(store: Store) {
         external_id: "card-2".into(),
         ..Default::default()
     };
-    store.create_member(&campaign.org(), member).await.unwrap();
+    store
+        .members()
+        .create_member(&campaign.org(), member)
+        .await
+        .unwrap();
     let wallet = store::NewWallet {
         owner: Some("card-2".into()),
         external_id: Some("w-2".into()),
@@ -847,12 +863,16 @@ async fn an_expiry_has_its_event(store: Store) {
         expiry: store::Expiry::Days(30),
         ..Default::default()
     };
-    store.set_policy(&s.campaign, policy).await.unwrap();
+    store
+        .programme()
+        .set_policy(&s.campaign, policy)
+        .await
+        .unwrap();
     store
         .submit_earn(&s.campaign, crate::ledger::earn_on("e-old", "10", 40))
         .await
         .unwrap();
-    drain(&store, &RuleBook::new(store.clone())).await;
+    drain(&store, &RuleBook::new(store.programme().clone())).await;
     assert_eq!(store.expire(Utc::now()).await.unwrap(), 1);
     dispatch(&store).await;
     let events = feed(&store, &s.campaign, burns()).await;

@@ -45,7 +45,7 @@ async fn clean(store: &Store) {
 /// refused, and a settled hold is neither captured nor voided again.
 async fn a_hold_reserves_tokens_until_its_capture_spends_them(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     store
         .submit_earn(&s.campaign, earn_on("old", "10", 3))
         .await
@@ -131,7 +131,7 @@ async fn a_hold_reserves_tokens_until_its_capture_spends_them(store: Store) {
 /// refused naming what differs, a refusal for the balance is kept.
 async fn a_void_releases_and_a_hold_is_idempotent_by_its_key(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     store
         .submit_earn(&s.campaign, earn("e-1", "10"))
         .await
@@ -195,7 +195,11 @@ async fn a_void_releases_and_a_hold_is_idempotent_by_its_key(store: Store) {
         min_balance: Tokens::whole(3),
         ..Default::default()
     };
-    store.set_policy(&s.campaign, policy).await.unwrap();
+    store
+        .programme()
+        .set_policy(&s.campaign, policy)
+        .await
+        .unwrap();
     let below = store.hold(&s.campaign, hold("h-4", 8)).await;
     assert!(
         matches!(below, Err(StoreError::InsufficientBalance { available }) if available == Tokens::whole(7)),
@@ -224,7 +228,7 @@ async fn a_void_releases_and_a_hold_is_idempotent_by_its_key(store: Store) {
 /// sweep.
 async fn held_tokens_wait_out_their_expiry_and_expire_once_released(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     set_expiry(&store, &s, Expiry::Days(30)).await;
     store
         .submit_earn(&s.campaign, earn_on("old", "10", 25))
@@ -248,7 +252,7 @@ async fn held_tokens_wait_out_their_expiry_and_expire_once_released(store: Store
 /// whose expiry came before the sweep is not captured (it lapses then).
 async fn a_hold_lapses_once_at_its_expiry(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     store
         .submit_earn(&s.campaign, earn("e-1", "10"))
         .await
@@ -311,7 +315,7 @@ async fn a_hold_lapses_once_at_its_expiry(store: Store) {
 /// campaign's shortfall policy says what happens (by default the wallet owes them).
 async fn a_return_does_not_take_held_tokens(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     store
         .submit_earn(&s.campaign, earn("e-1", "10"))
         .await
@@ -351,7 +355,7 @@ async fn a_return_does_not_take_held_tokens(store: Store) {
 /// what they come to adds up.
 async fn concurrent_holds_and_burns_never_overdraw(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     for i in 0..10 {
         store
             .submit_earn(&s.campaign, earn(&format!("e-{i}"), "10"))

@@ -23,7 +23,7 @@ fn earn_at(id: &str, amount: &str, at: DateTime<Utc>) -> EarnInput {
 
 async fn an_api_earn_sent_again_answers_with_its_first_request(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let at = Utc::now();
     let first = store
         .submit_earn(&s.campaign, earn_at("e-1", "10", at))
@@ -93,7 +93,7 @@ async fn a_batch_of_submissions_tells_its_own_repeats_apart(store: Store) {
 
 async fn twins_that_differ_are_told_apart_when_credited(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     // Two requests under one id that both passed the check at submission (sent at once to two
     // nodes).
     let mut pending = Vec::new();
@@ -122,7 +122,7 @@ async fn twins_that_differ_are_told_apart_when_credited(store: Store) {
 
 async fn a_file_row_and_an_api_earn_share_one_id(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let org = s.campaign.org();
     let api = store
         .submit_earn(&s.campaign, earn("api-1", "10"))
@@ -220,7 +220,7 @@ async fn a_refused_burn_is_refused_again_under_its_key(store: Store) {
                 if i == 4 {
                     let e = earn(&format!("top-{round}"), "20");
                     store.submit_earn(&c, e).await.unwrap();
-                    drain(&store, &RuleBook::new(store.clone())).await;
+                    drain(&store, &RuleBook::new(store.programme().clone())).await;
                 }
                 store
                     .burn(&c, burn(&key, 25))

@@ -15,7 +15,7 @@ use crate::ledger::{burn, drain, earn, earn_on, set_expiry, setup};
 /// gave back (to a lot behind the spending position too).
 async fn what_expires_is_listed_per_day(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     set_expiry(&store, &s, Expiry::Days(30)).await;
     for (id, amount, days_ago) in [("e-1", "10", 25), ("e-2", "20", 10), ("e-3", "5", 0)] {
         store
@@ -121,7 +121,7 @@ fn burn_at(id: &str, amount: i64, date: DateTime<Utc>) -> NewBurn {
 /// same; after an earn and a burn dated days back, every answer from their dates on moves.
 async fn a_balance_at_an_instant_is_what_the_transactions_dated_by_then_say(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let today = Utc::now().duration_trunc(Duration::days(1)).unwrap();
     let t = |days: i64, hours: i64| today - Duration::days(days) + Duration::hours(hours);
     let c = &s.campaign;
@@ -142,7 +142,7 @@ async fn a_balance_at_an_instant_is_what_the_transactions_dated_by_then_say(stor
         pending_days: 30,
         ..Policy::default()
     };
-    store.set_policy(c, pending).await.unwrap();
+    store.programme().set_policy(c, pending).await.unwrap();
     store
         .submit_earn(c, earn_at("e-2", "50", t(5, 10)))
         .await
@@ -214,7 +214,11 @@ async fn a_balance_at_an_instant_is_what_the_transactions_dated_by_then_say(stor
     store.burn(c, burn_at("b-3", 1, t(8, 10))).await.unwrap();
     moved(&mut expected, t(8, 10), -1);
     answers(expected, "after a burn dated back").await;
-    store.set_policy(c, Policy::default()).await.unwrap();
+    store
+        .programme()
+        .set_policy(c, Policy::default())
+        .await
+        .unwrap();
     store
         .submit_earn(c, earn_at("e-3", "7", t(10, 10)))
         .await
@@ -267,7 +271,7 @@ async fn balance_then(store: &Store, s: &crate::ledger::Setup, at: &str) -> Toke
 /// breaking the day sums, and the audit agrees.
 async fn far_dates_recorded_before_the_window_keep_a_right_balance(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     for id in ["e-1", "e-2", "e-3"] {
         store
             .submit_earn(&s.campaign, earn(id, "10"))
@@ -324,7 +328,7 @@ async fn far_dates_recorded_before_the_window_keep_a_right_balance(store: Store)
 /// total; the audit's balances at instants find them.
 async fn the_audit_finds_day_sums_on_the_wrong_days(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let today = Utc::now().duration_trunc(Duration::days(1)).unwrap();
     let c = &s.campaign;
     for (id, amount, days) in [("e-1", "10", 3), ("e-2", "5", 2)] {

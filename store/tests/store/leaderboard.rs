@@ -22,7 +22,12 @@ async fn member(store: &Store, c: &Campaign, external_id: &str, first: &str, las
         external_id: external_id.into(),
         ..Default::default()
     };
-    let id = store.create_member(&c.org(), new).await.unwrap().id;
+    let id = store
+        .members()
+        .create_member(&c.org(), new)
+        .await
+        .unwrap()
+        .id;
     wallet(store, c, external_id, &format!("w-{external_id}")).await;
     id
 }
@@ -48,14 +53,23 @@ async fn earn(store: &Store, c: &Campaign, reference: &str, amount: &str) {
         meta: None,
     };
     store.submit_earn(c, input).await.unwrap();
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     while store.process_earns(&book, 50).await.unwrap() > 0 {}
 }
 
 async fn build(store: &Store, c: &Campaign) -> Snapshot {
-    let built = store.refresh_leaderboard(c, FIVE_MINUTES).await.unwrap();
+    let built = store
+        .community()
+        .refresh_leaderboard(c, FIVE_MINUTES)
+        .await
+        .unwrap();
     assert!(built.is_some(), "a first build is due at once");
-    store.leaderboard_snapshot(c).await.unwrap().unwrap()
+    store
+        .community()
+        .leaderboard_snapshot(c)
+        .await
+        .unwrap()
+        .unwrap()
 }
 
 /// Makes every campaign's next build due now, as if its interval had passed.
@@ -73,6 +87,7 @@ async fn board(store: &Store, c: &Campaign, snapshot: &Snapshot) -> Vec<(String,
         limit: 100,
     };
     let paged = store
+        .community()
         .leaderboard_page(&c.org(), snapshot, page)
         .await
         .unwrap();
@@ -134,6 +149,7 @@ async fn members_rank_by_lifetime_earnings_and_ties_go_to_who_got_there_first(st
     // Pages are ranges of ranks; the last one is short, past it empty.
     let page = |page, limit| Page { page, limit };
     let second = store
+        .community()
         .leaderboard_page(&c.org(), &snapshot, page(2, 3))
         .await
         .unwrap();
@@ -143,11 +159,13 @@ async fn members_rank_by_lifetime_earnings_and_ties_go_to_who_got_there_first(st
     assert_eq!(second.items[0].member_id, edsger);
     assert_eq!(second.items[0].rank, 4);
     let beyond = store
+        .community()
         .leaderboard_page(&c.org(), &snapshot, page(3, 3))
         .await
         .unwrap();
     assert!(beyond.items.is_empty());
     let count_only = store
+        .community()
         .leaderboard_page(&c.org(), &snapshot, page(1, 0))
         .await
         .unwrap();
@@ -171,6 +189,7 @@ async fn a_member_finds_their_rank_and_neighbours(store: Store) {
     let snapshot = build(&store, &c).await;
 
     let around = store
+        .community()
         .leaderboard_neighbourhood(&c.org(), &snapshot, &ids[2], 1)
         .await
         .unwrap()
@@ -182,6 +201,7 @@ async fn a_member_finds_their_rank_and_neighbours(store: Store) {
     assert_eq!(ranks(&around.below), vec![4]);
 
     let top = store
+        .community()
         .leaderboard_neighbourhood(&c.org(), &snapshot, &ids[0], 2)
         .await
         .unwrap()
@@ -190,6 +210,7 @@ async fn a_member_finds_their_rank_and_neighbours(store: Store) {
     assert!(top.above.is_empty());
     assert_eq!(ranks(&top.below), vec![2, 3]);
     let bottom = store
+        .community()
         .leaderboard_neighbourhood(&c.org(), &snapshot, &ids[4], 3)
         .await
         .unwrap()
@@ -198,6 +219,7 @@ async fn a_member_finds_their_rank_and_neighbours(store: Store) {
     assert!(bottom.below.is_empty());
 
     let unranked = store
+        .community()
         .leaderboard_neighbourhood(&c.org(), &snapshot, &loner, 1)
         .await
         .unwrap();
@@ -219,8 +241,13 @@ async fn deleted_and_inactive_members_are_left_out(store: Store) {
     assert_eq!(before.entries, 3);
 
     // Deleted after the snapshot: the name goes at once, the place at the next build.
-    store.delete_member(&c.org(), &gone).await.unwrap();
+    store
+        .members()
+        .delete_member(&c.org(), &gone)
+        .await
+        .unwrap();
     let shown = store
+        .community()
         .leaderboard_neighbourhood(&c.org(), &before, &gone, 0)
         .await
         .unwrap()
@@ -231,21 +258,33 @@ async fn deleted_and_inactive_members_are_left_out(store: Store) {
         ..Default::default()
     };
     store
+        .members()
         .update_member(&c.org(), &resting, patch)
         .await
         .unwrap();
 
-    let due = store.refresh_leaderboard(&c, Duration::ZERO).await.unwrap();
+    let due = store
+        .community()
+        .refresh_leaderboard(&c, Duration::ZERO)
+        .await
+        .unwrap();
     assert!(due.is_none(), "the next build waits for its interval");
     make_due(&store).await;
     let rebuilt = store
+        .community()
         .refresh_leaderboard(&c, FIVE_MINUTES)
         .await
         .unwrap()
         .expect("due again");
     assert_eq!((rebuilt.generation, rebuilt.entries), (2, 1));
-    let after = store.leaderboard_snapshot(&c).await.unwrap().unwrap();
+    let after = store
+        .community()
+        .leaderboard_snapshot(&c)
+        .await
+        .unwrap()
+        .unwrap();
     let page = store
+        .community()
         .leaderboard_page(&c.org(), &after, Page::default())
         .await
         .unwrap();
@@ -255,25 +294,44 @@ async fn deleted_and_inactive_members_are_left_out(store: Store) {
 
 async fn snapshots_follow_the_ledger_and_keep_one_generation_back(store: Store) {
     let c = store::testing::campaign_fixture(&store).await;
-    assert_eq!(store.leaderboard_snapshot(&c).await.unwrap(), None);
-    let due = store.due_leaderboards().await.unwrap();
+    assert_eq!(
+        store.community().leaderboard_snapshot(&c).await.unwrap(),
+        None
+    );
+    let due = store.community().due_leaderboards().await.unwrap();
     assert_eq!(due, vec![c.clone()], "a new campaign is due");
     // An empty campaign still gets a snapshot: an empty board is an answer.
     let empty = build(&store, &c).await;
     assert_eq!(empty.entries, 0);
     assert!(empty.due_at > empty.built_at);
-    assert!(store.due_leaderboards().await.unwrap().is_empty());
+    assert!(
+        store
+            .community()
+            .due_leaderboards()
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     member(&store, &c, "ada", "Ada", "").await;
     earn(&store, &c, "w-ada", "10").await;
     make_due(&store).await;
     for generation in 2..=4 {
         // An interval of zero: each build is due as soon as the one before is published.
-        let built = store.refresh_leaderboard(&c, Duration::ZERO).await.unwrap();
+        let built = store
+            .community()
+            .refresh_leaderboard(&c, Duration::ZERO)
+            .await
+            .unwrap();
         assert_eq!(built.expect("due").generation, generation);
         earn(&store, &c, "w-ada", "10").await;
     }
-    let snapshot = store.leaderboard_snapshot(&c).await.unwrap().unwrap();
+    let snapshot = store
+        .community()
+        .leaderboard_snapshot(&c)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(snapshot.generation, 4);
     let top = board(&store, &c, &snapshot).await;
     assert_eq!(top, vec![("Ada".to_string(), Tokens::whole(30))]);
@@ -346,8 +404,8 @@ async fn two_nodes_build_one_snapshot(db: TestStore) {
             make_due(&first).await;
         }
         let (a, b) = tokio::join!(
-            first.refresh_leaderboard(&c, FIVE_MINUTES),
-            second.refresh_leaderboard(&c, FIVE_MINUTES),
+            first.community().refresh_leaderboard(&c, FIVE_MINUTES),
+            second.community().refresh_leaderboard(&c, FIVE_MINUTES),
         );
         let built = [a.unwrap(), b.unwrap()];
         assert_eq!(
@@ -356,7 +414,12 @@ async fn two_nodes_build_one_snapshot(db: TestStore) {
             "round {round}: {built:?}"
         );
     }
-    let snapshot = second.leaderboard_snapshot(&c).await.unwrap().unwrap();
+    let snapshot = second
+        .community()
+        .leaderboard_snapshot(&c)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(snapshot.generation, 5);
 }
 

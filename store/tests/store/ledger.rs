@@ -49,7 +49,7 @@ pub(crate) async fn set_expiry(store: &Store, s: &Setup, expiry: Expiry) {
         ..Default::default()
     };
     let c = &s.campaign;
-    store.set_policy(c, policy).await.unwrap();
+    store.programme().set_policy(c, policy).await.unwrap();
 }
 
 /// The field a refusal of a used key names (`already_exists`), if `result` is one.
@@ -78,7 +78,7 @@ pub(crate) fn burn(external_id: &str, amount: i64) -> NewBurn {
 
 async fn earns_are_credited_by_the_active_rules(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let request = store
         .submit_earn(&s.campaign, earn("e-1", "12.99"))
         .await
@@ -107,10 +107,14 @@ async fn earns_are_credited_by_the_active_rules(store: Store) {
     assert_eq!(transaction.rule_version, None);
 
     let rules = "[[rule]]\nid = 'double'\npriority = 1\naward = 'amount * 2'\n";
-    store.set_rule_set(&s.campaign, rules).await.unwrap();
+    store
+        .programme()
+        .set_rule_set(&s.campaign, rules)
+        .await
+        .unwrap();
     // A book whose window has always passed: each look checks the active version (the service's
     // book trusts its cache for `FRESH_FOR`, a second).
-    let fresh = RuleBook::fresh_for(store.clone(), std::time::Duration::ZERO);
+    let fresh = RuleBook::fresh_for(store.programme().clone(), std::time::Duration::ZERO);
     let second = store
         .submit_earn(&s.campaign, earn("e-2", "10"))
         .await
@@ -126,6 +130,7 @@ async fn earns_are_credited_by_the_active_rules(store: Store) {
 
     // A running book picks up a new version once its window has passed, with no restart.
     store
+        .programme()
         .set_rule_set(&s.campaign, &rules.replace("* 2", "* 3"))
         .await
         .unwrap();
@@ -146,7 +151,7 @@ async fn earns_are_credited_by_the_active_rules(store: Store) {
 
 async fn the_same_earn_id_credits_once(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let e = earn("e-1", "10");
     // Ten requests that each passed the check at once (as on ten nodes): all are stored.
     let pending = store.pending_earn(&s.campaign, e.clone()).await.unwrap();
@@ -193,8 +198,9 @@ async fn the_same_earn_id_credits_once(store: Store) {
 
 async fn concurrent_burns_never_overdraw(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     store
+        .programme()
         .set_policy(
             &s.campaign,
             Policy {
@@ -232,7 +238,7 @@ async fn concurrent_burns_never_overdraw(store: Store) {
 
 async fn a_repeated_burn_is_a_replay_or_a_conflict(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     store
         .submit_earn(&s.campaign, earn("e-1", "100"))
         .await
@@ -281,7 +287,7 @@ async fn a_repeated_burn_is_a_replay_or_a_conflict(store: Store) {
 
 async fn tiers_follow_lifetime_earnings(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     for (name, precedence, threshold) in [("silver", 2, 100), ("gold", 1, 500)] {
         let tier = NewTier {
             name: name.into(),
@@ -289,7 +295,11 @@ async fn tiers_follow_lifetime_earnings(store: Store) {
             threshold: Tokens::whole(threshold),
             ..Default::default()
         };
-        store.create_tier(&s.campaign, tier).await.unwrap();
+        store
+            .programme()
+            .create_tier(&s.campaign, tier)
+            .await
+            .unwrap();
     }
     let tier = |w: Wallet| w.tier.map(|t| t.name);
     store
@@ -317,12 +327,17 @@ async fn tiers_follow_lifetime_earnings(store: Store) {
         "spending keeps the tier"
     );
 
-    store.remove_tier(&s.campaign, "gold").await.unwrap();
+    store
+        .programme()
+        .remove_tier(&s.campaign, "gold")
+        .await
+        .unwrap();
     assert_eq!(
         tier(store.get_wallet(&s.campaign, "w-1").await.unwrap()).as_deref(),
         Some("silver")
     );
     let listed: Vec<_> = store
+        .programme()
         .list_tiers(&s.campaign)
         .await
         .unwrap()
@@ -334,7 +349,7 @@ async fn tiers_follow_lifetime_earnings(store: Store) {
 
 async fn transactions_filter_by_kind_wallet_and_date(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     store
         .submit_earn(&s.campaign, earn("e-1", "100"))
         .await
@@ -392,7 +407,7 @@ pub(crate) fn earn_on(id: &str, amount: &str, days_ago: i64) -> EarnInput {
 
 async fn burns_take_the_oldest_tokens_and_expiry_takes_the_rest_once(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     set_expiry(&store, &s, Expiry::Days(30)).await;
     store
         .submit_earn(&s.campaign, earn_on("old", "10", 40))
@@ -434,7 +449,7 @@ async fn burns_take_the_oldest_tokens_and_expiry_takes_the_rest_once(store: Stor
 /// over; expiry then takes the rest in date order.
 async fn a_burn_over_many_lots_takes_them_by_earn_date(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     set_expiry(&store, &s, Expiry::Days(20)).await;
     for days_ago in [4, 9, 1, 7, 10, 2, 5, 8, 3, 6] {
         let id = format!("day-{days_ago}");
@@ -461,7 +476,7 @@ async fn a_burn_over_many_lots_takes_them_by_earn_date(store: Store) {
 
 async fn two_sweepers_at_once_expire_each_lot_once(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     set_expiry(&store, &s, Expiry::EndOfMonth).await;
     for i in 0..60 {
         store
@@ -502,8 +517,12 @@ async fn rules_see_the_wallet_and_member(store: Store) {
     let rules = "[[rule]]\nid = 'base'\npriority = 1\naward = 'amount'\n\
                  [[rule]]\nid = 'context'\npriority = 2\n\
                  when = \"currency == 'PTS' && member.status == 'active' && wallet.balance == 0\"\nmultiply = 3\n";
-    store.set_rule_set(&s.campaign, rules).await.unwrap();
-    let book = RuleBook::new(store.clone());
+    store
+        .programme()
+        .set_rule_set(&s.campaign, rules)
+        .await
+        .unwrap();
+    let book = RuleBook::new(store.programme().clone());
     let first = store
         .submit_earn(&s.campaign, earn("e-1", "10"))
         .await
@@ -537,7 +556,7 @@ async fn rules_see_the_wallet_and_member(store: Store) {
 /// SQLite): none is refused for a busy database and none is lost.
 async fn writes_of_every_kind_interleave_without_loss(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     store
         .submit_earn(&s.campaign, earn("e-0", "100"))
         .await
@@ -555,7 +574,10 @@ async fn writes_of_every_kind_interleave_without_loss(store: Store) {
                 external_id: format!("card-m{i}"),
                 ..Default::default()
             };
-            store.create_member(&campaign.org(), member).await?;
+            store
+                .members()
+                .create_member(&campaign.org(), member)
+                .await?;
             store
                 .submit_earn(&campaign, earn(&format!("e-{}", i + 1), "1"))
                 .await?;
@@ -572,6 +594,7 @@ async fn writes_of_every_kind_interleave_without_loss(store: Store) {
     // 100 + 40 earned, 40 burned.
     assert_eq!(balance(&store, &s).await, Tokens::whole(100));
     let members = store
+        .members()
         .list_members(&s.campaign.org(), Page { page: 1, limit: 0 })
         .await
         .unwrap();
@@ -598,7 +621,7 @@ async fn a_large_chunk_of_file_rows_is_credited_alike(store: Store) {
 async fn a_large_chunk_of_new_rows_is_credited_once(store: Store) {
     let s = setup(&store).await;
     set_expiry(&store, &s, Expiry::Days(30)).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let tricky = "Fish, \"chips\"\nand \\ peas";
     let rows = |prefix: &str| -> Vec<store::FileEarn> {
         (0..1_200)
@@ -660,7 +683,7 @@ async fn a_large_chunk_of_new_rows_is_credited_once(store: Store) {
 async fn file_rows(store: Store, padding: usize) {
     let s = setup(&store).await;
     set_expiry(&store, &s, Expiry::Days(30)).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let api_earn = earn("api-1", "10");
     store
         .submit_earn(&s.campaign, api_earn.clone())
@@ -780,7 +803,7 @@ async fn file_rows(store: Store, padding: usize) {
 /// the ledger.
 async fn file_chunks_commit_with_the_writes_beside_them(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let org = &s.campaign.org();
     let at = Utc::now();
     let row = |row: u64, id: &str| store::FileEarn {
@@ -844,7 +867,7 @@ async fn file_chunks_commit_with_the_writes_beside_them(store: Store) {
 /// its own outcome, and the others are credited.
 async fn file_rows_stop_at_the_ledger_ceiling(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let org = &s.campaign.org();
     let row = |row: u64, id: &str, amount: &str| store::FileEarn {
         row,
@@ -882,7 +905,7 @@ async fn a_files_total_stops_at_the_ledger_ceiling(store: Store) {
         name: None,
     };
     store.create_wallet(&s.campaign, other).await.unwrap();
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let rows = [("a", "w-1"), ("b", "w-2")].map(|(id, wallet)| store::FileEarn {
         row: 2,
         earn: EarnInput {
@@ -904,7 +927,7 @@ async fn a_files_total_stops_at_the_ledger_ceiling(store: Store) {
 /// PostgreSQL's bulk path.
 async fn backdated_file_rows_are_spent_and_expire_in_date_order(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     set_expiry(&store, &s, Expiry::Days(30)).await;
     store
         .submit_earn(&s.campaign, earn_on("a", "10", 10))
@@ -950,7 +973,7 @@ async fn backdated_file_rows_are_spent_and_expire_in_date_order(store: Store) {
 /// its turn; burns then skip it and expiry takes the older ones when they are due.
 async fn an_earn_that_expires_out_of_turn_is_skipped_by_burns(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     set_expiry(&store, &s, Expiry::Days(60)).await;
     store
         .submit_earn(&s.campaign, earn_on("long", "5", 10))
@@ -1079,7 +1102,7 @@ async fn a_ledger_of_lots_migrates(db: store::testing::TestStore) {
         ..earn_on("new", "3", 0)
     };
     store.submit_earn(&s.campaign, new).await.unwrap();
-    drain(store, &RuleBook::new(store.clone())).await;
+    drain(store, &RuleBook::new(store.programme().clone())).await;
     // 4 tokens: t1's 2 (1 January), then 2 of t2's 5 (5 January); "new" is untouched.
     store.burn(&s.campaign, burn("b2", 4)).await.unwrap();
     assert!(store.audit().await.unwrap().is_empty());

@@ -624,7 +624,11 @@ impl World {
             shortfall,
             ..Default::default()
         };
-        store.set_policy(&campaign, policy).await.unwrap();
+        store
+            .programme()
+            .set_policy(&campaign, policy)
+            .await
+            .unwrap();
         for (name, precedence, threshold) in TIERS {
             let tier = NewTier {
                 name: name.into(),
@@ -633,7 +637,11 @@ impl World {
                 benefits: Vec::new(),
                 image_url: None,
             };
-            store.create_tier(&campaign, tier).await.unwrap();
+            store
+                .programme()
+                .create_tier(&campaign, tier)
+                .await
+                .unwrap();
         }
         let gifts = serde_json::json!({"products": [
             {"id": "gift", "name": "Gift", "variants": [{"id": "gift-1", "name": "Gift", "price": 1}]}
@@ -653,7 +661,11 @@ impl World {
                 external_id: format!("card-{n}"),
                 ..Default::default()
             };
-            store.create_member(&org.scope(), member).await.unwrap();
+            store
+                .members()
+                .create_member(&org.scope(), member)
+                .await
+                .unwrap();
             let wallet = NewWallet {
                 owner: Some(format!("card-{n}")),
                 external_id: Some(format!("w-{n}")),

@@ -77,7 +77,7 @@ pub(crate) async fn earn(store: &Store, campaign: &Campaign, id: &str, amount: &
         meta: None,
     };
     store.submit_earn(campaign, input).await.unwrap();
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     while store.process_earns(&book, 50).await.unwrap() > 0 {}
 }
 
@@ -389,6 +389,7 @@ async fn paying_with_points_burns_in_the_same_transaction(store: Store) {
 
     // Another member's wallet cannot pay.
     store
+        .members()
         .create_member(
             &c.org(),
             store::NewMember {

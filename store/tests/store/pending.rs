@@ -18,7 +18,11 @@ async fn pending_for(store: &Store, s: &Setup, days: u32, policy: Policy) {
         pending_days: days,
         ..policy
     };
-    store.set_policy(&s.campaign, policy).await.unwrap();
+    store
+        .programme()
+        .set_policy(&s.campaign, policy)
+        .await
+        .unwrap();
 }
 
 async fn wallet(store: &Store, s: &Setup) -> Wallet {
@@ -62,7 +66,7 @@ async fn audited(store: &Store) {
 /// one once, and its tokens then spend and count toward tiers like any.
 async fn pending_earns_wait_for_their_day_then_vest_once(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let policy = Policy {
         expiry: Expiry::Days(90),
         ..Policy::default()
@@ -74,7 +78,11 @@ async fn pending_earns_wait_for_their_day_then_vest_once(store: Store) {
         threshold: Tokens::whole(50),
         ..Default::default()
     };
-    store.create_tier(&s.campaign, silver).await.unwrap();
+    store
+        .programme()
+        .create_tier(&s.campaign, silver)
+        .await
+        .unwrap();
     store
         .submit_earn(&s.campaign, earn("fresh", "100"))
         .await
@@ -143,7 +151,7 @@ async fn pending_earns_wait_for_their_day_then_vest_once(store: Store) {
 /// Tokens counted toward tiers while pending (the policy's choice) leave lifetime earnings.
 async fn a_reversal_of_a_pending_earn_cancels_it(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     pending_for(&store, &s, 30, Policy::default()).await;
     for (id, amount) in [("e-1", "100"), ("e-2", "50")] {
         store
@@ -227,13 +235,17 @@ async fn a_reversal_of_a_pending_earn_cancels_it(store: Store) {
 /// counted from vesting starts on the vesting day.
 async fn a_rule_decides_which_earns_are_pending(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::fresh_for(store.clone(), std::time::Duration::ZERO);
+    let book = RuleBook::fresh_for(store.programme().clone(), std::time::Duration::ZERO);
     let rules = "[[rule]]\nid = 'base'\npriority = 1\naward = 'amount'\n\
                  [[rule]]\nid = 'fashion'\npriority = 2\nwhen = \"meta.category == 'fashion'\"\n\
                  pending_days = 14\n\
                  [[rule]]\nid = 'trusted'\npriority = 3\nwhen = \"meta.trusted == true\"\n\
                  pending_days = 0\n";
-    store.set_rule_set(&s.campaign, rules).await.unwrap();
+    store
+        .programme()
+        .set_rule_set(&s.campaign, rules)
+        .await
+        .unwrap();
     let policy = Policy {
         expiry: Expiry::Days(30),
         expiry_from: ExpiryFrom::Vest,
@@ -295,7 +307,7 @@ async fn a_rule_decides_which_earns_are_pending(store: Store) {
 /// small one through multi-row statements) vest alike.
 async fn a_file_of_pending_earns_vests_alike(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     pending_for(&store, &s, 30, Policy::default()).await;
     let rows = |prefix: &str, n: u64| -> Vec<store::FileEarn> {
         (0..n)

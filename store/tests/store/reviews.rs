@@ -19,7 +19,7 @@ async fn setup(store: &Store) -> Campaign {
             external_id: name.into(),
             ..Default::default()
         };
-        store.create_member(&c.org(), new).await.unwrap();
+        store.members().create_member(&c.org(), new).await.unwrap();
     }
     let doc = json!({"products": [
         {"id": "spa", "name": "Spa", "variants": [{"id": "spa-day", "name": "Day", "price": 10}]},
@@ -45,6 +45,7 @@ fn review(member: &str, voucher: &str, rating: u8, text: &str) -> NewReview {
 
 async fn list(store: &Store, c: &Campaign, filter: ReviewFilter) -> (Vec<String>, Option<f64>) {
     let found = store
+        .community()
         .list_reviews(c, &filter, &Moderation::default(), Page::default())
         .await
         .unwrap();
@@ -68,6 +69,7 @@ fn voucher(id: &str) -> ReviewFilter {
 async fn reviews_are_checked_scored_and_one_per_member_and_voucher(store: Store) {
     let c = setup(&store).await;
     let made = store
+        .community()
         .create_review(
             &c,
             review("ada", "spa", 5, "Lovely, would go again"),
@@ -80,12 +82,16 @@ async fn reviews_are_checked_scored_and_one_per_member_and_voucher(store: Store)
     assert_eq!(made.profanity_score, 0.0);
     assert_eq!(made.reports, 0);
     assert_eq!(made.status(&Moderation::default()), ReviewStatus::Visible);
-    let member = store.review_by_id(&c.org(), Some(&c), &made.id).await;
+    let member = store
+        .community()
+        .review_by_id(&c.org(), Some(&c), &made.id)
+        .await;
     assert_eq!(member.unwrap(), made);
 
     // A variant is a voucher too; the member by id works like the external id.
     let ada = made.member_id.clone();
     store
+        .community()
         .create_review(
             &c,
             review(&ada, "spa-day", 4, "Good"),
@@ -95,6 +101,7 @@ async fn reviews_are_checked_scored_and_one_per_member_and_voucher(store: Store)
         .unwrap();
 
     let again = store
+        .community()
         .create_review(
             &c,
             review("ada", "spa", 1, "Changed my mind"),
@@ -113,6 +120,7 @@ async fn reviews_are_checked_scored_and_one_per_member_and_voucher(store: Store)
         "{again:?}"
     );
     let unknown_member = store
+        .community()
         .create_review(
             &c,
             review("nobody", "spa", 3, "Fine"),
@@ -131,6 +139,7 @@ async fn reviews_are_checked_scored_and_one_per_member_and_voucher(store: Store)
         "{unknown_member:?}"
     );
     let unknown_voucher = store
+        .community()
         .create_review(
             &c,
             review("alan", "balloon", 3, "Fine"),
@@ -151,6 +160,7 @@ async fn reviews_are_checked_scored_and_one_per_member_and_voucher(store: Store)
 
     // Offensive text is scored and held back from the list.
     let rude = store
+        .community()
         .create_review(
             &c,
             review("alan", "spa", 1, "f u c k this place"),
@@ -168,10 +178,12 @@ async fn reviews_are_checked_scored_and_one_per_member_and_voucher(store: Store)
 async fn lists_filter_average_and_run_newest_first(store: Store) {
     let c = setup(&store).await;
     store
+        .community()
         .create_review(&c, review("ada", "spa", 5, "first"), &Moderation::default())
         .await
         .unwrap();
     store
+        .community()
         .create_review(
             &c,
             review("alan", "spa", 2, "second"),
@@ -182,6 +194,7 @@ async fn lists_filter_average_and_run_newest_first(store: Store) {
     let mut other_partner = review("grace", "mug", 3, "third");
     other_partner.partner_id = "partner-9".into();
     store
+        .community()
         .create_review(&c, other_partner, &Moderation::default())
         .await
         .unwrap();
@@ -208,6 +221,7 @@ async fn lists_filter_average_and_run_newest_first(store: Store) {
     assert_eq!(all.0, vec!["third", "second", "first"]);
 
     let paged = store
+        .community()
         .list_reviews(
             &c,
             &ReviewFilter::default(),
@@ -224,10 +238,12 @@ async fn lists_filter_average_and_run_newest_first(store: Store) {
 async fn reports_count_distinct_members_and_hide_until_an_operator_decides(store: Store) {
     let c = setup(&store).await;
     let made = store
+        .community()
         .create_review(&c, review("ada", "spa", 4, "Nice"), &Moderation::default())
         .await
         .unwrap();
     let own = store
+        .community()
         .report_review(&c, &made.id, "ada", &Moderation::default())
         .await
         .unwrap_err();
@@ -242,6 +258,7 @@ async fn reports_count_distinct_members_and_hide_until_an_operator_decides(store
         "{own:?}"
     );
     let unknown = store
+        .community()
         .report_review(&c, &made.id, "nobody", &Moderation::default())
         .await
         .unwrap_err();
@@ -253,6 +270,7 @@ async fn reports_count_distinct_members_and_hide_until_an_operator_decides(store
         }
     ));
     let missing = store
+        .community()
         .report_review(&c, "no-such-review", "alan", &Moderation::default())
         .await;
     assert!(matches!(
@@ -261,12 +279,14 @@ async fn reports_count_distinct_members_and_hide_until_an_operator_decides(store
     ));
 
     let once = store
+        .community()
         .report_review(&c, &made.id, "alan", &Moderation::default())
         .await
         .unwrap();
     assert_eq!(once.reports, 1);
     let alan = once.reported_by_id.clone().unwrap();
     let twice = store
+        .community()
         .report_review(&c, &made.id, "alan", &Moderation::default())
         .await
         .unwrap();
@@ -275,6 +295,7 @@ async fn reports_count_distinct_members_and_hide_until_an_operator_decides(store
         "the same member reporting again changes nothing"
     );
     let by_grace = store
+        .community()
         .report_review(&c, &made.id, "grace", &Moderation::default())
         .await
         .unwrap();
@@ -284,6 +305,7 @@ async fn reports_count_distinct_members_and_hide_until_an_operator_decides(store
 
     // The third distinct reporter hides it (default threshold 3).
     let hidden = store
+        .community()
         .report_review(&c, &made.id, "edsger", &Moderation::default())
         .await
         .unwrap();
@@ -291,6 +313,7 @@ async fn reports_count_distinct_members_and_hide_until_an_operator_decides(store
     assert_eq!(hidden.status(&Moderation::default()), ReviewStatus::Pending);
     assert_eq!(list(&store, &c, voucher("spa")).await, (Vec::new(), None));
     let pending = store
+        .community()
         .pending_reviews(&c.org(), &Moderation::default(), Page::default())
         .await
         .unwrap();
@@ -299,16 +322,22 @@ async fn reports_count_distinct_members_and_hide_until_an_operator_decides(store
 
     // Approved: shown, whatever is reported later.
     store
+        .community()
         .moderate_review(&c.org(), &made.id, true)
         .await
         .unwrap();
-    let approved = store.review_by_id(&c.org(), None, &made.id).await.unwrap();
+    let approved = store
+        .community()
+        .review_by_id(&c.org(), None, &made.id)
+        .await
+        .unwrap();
     assert_eq!(
         approved.status(&Moderation::default()),
         ReviewStatus::Approved
     );
     assert_eq!(list(&store, &c, voucher("spa")).await.0, vec!["Nice"]);
     let pending = store
+        .community()
         .pending_reviews(&c.org(), &Moderation::default(), Page::default())
         .await
         .unwrap();
@@ -316,6 +345,7 @@ async fn reports_count_distinct_members_and_hide_until_an_operator_decides(store
 
     // Removed: gone from reads, reports and moderation, and not to be posted again.
     let rude = store
+        .community()
         .create_review(
             &c,
             review("alan", "mug", 1, "this place is shit"),
@@ -324,18 +354,27 @@ async fn reports_count_distinct_members_and_hide_until_an_operator_decides(store
         .await
         .unwrap();
     store
+        .community()
         .moderate_review(&c.org(), &rude.id, false)
         .await
         .unwrap();
-    let gone = store.review_by_id(&c.org(), Some(&c), &rude.id).await;
+    let gone = store
+        .community()
+        .review_by_id(&c.org(), Some(&c), &rude.id)
+        .await;
     assert!(matches!(gone, Err(StoreError::NotFound { .. })));
     let reported = store
+        .community()
         .report_review(&c, &rude.id, "ada", &Moderation::default())
         .await;
     assert!(matches!(reported, Err(StoreError::NotFound { .. })));
-    let again = store.moderate_review(&c.org(), &rude.id, true).await;
+    let again = store
+        .community()
+        .moderate_review(&c.org(), &rude.id, true)
+        .await;
     assert!(matches!(again, Err(StoreError::NotFound { .. })));
     let repost = store
+        .community()
         .create_review(&c, review("alan", "mug", 2, "ok"), &Moderation::default())
         .await;
     assert!(matches!(
@@ -350,6 +389,7 @@ async fn reports_count_distinct_members_and_hide_until_an_operator_decides(store
 async fn concurrent_reports_each_count(store: Store) {
     let c = setup(&store).await;
     let made = store
+        .community()
         .create_review(&c, review("ada", "spa", 4, "Nice"), &Moderation::default())
         .await
         .unwrap();
@@ -357,6 +397,7 @@ async fn concurrent_reports_each_count(store: Store) {
         let (store, c, id) = (store.clone(), c.clone(), made.id.clone());
         tokio::spawn(async move {
             store
+                .community()
                 .report_review(&c, &id, who, &Moderation::default())
                 .await
         })
@@ -364,13 +405,18 @@ async fn concurrent_reports_each_count(store: Store) {
     for report in reports {
         report.await.unwrap().unwrap();
     }
-    let after = store.review_by_id(&c.org(), None, &made.id).await.unwrap();
+    let after = store
+        .community()
+        .review_by_id(&c.org(), None, &made.id)
+        .await
+        .unwrap();
     assert_eq!(after.reports, 3);
 }
 
 async fn thresholds_apply_when_reviews_are_read(store: Store) {
     let c = setup(&store).await;
     store
+        .community()
         .create_review(
             &c,
             review("ada", "spa", 4, "crap coffee, lovely spa"),
@@ -384,6 +430,7 @@ async fn thresholds_apply_when_reviews_are_read(store: Store) {
         report_threshold: 3,
     };
     let found = store
+        .community()
         .list_reviews(&c, &voucher("spa"), &strict, Page::default())
         .await
         .unwrap();
@@ -396,22 +443,31 @@ async fn thresholds_apply_when_reviews_are_read(store: Store) {
 async fn another_organisation_sees_none_of_it(store: Store) {
     let c = setup(&store).await;
     let made = store
+        .community()
         .create_review(&c, review("ada", "spa", 4, "Nice"), &Moderation::default())
         .await
         .unwrap();
     let other = store::testing::campaign_fixture(&store).await;
-    let read = store.review_by_id(&other.org(), None, &made.id).await;
+    let read = store
+        .community()
+        .review_by_id(&other.org(), None, &made.id)
+        .await;
     assert!(matches!(read, Err(StoreError::NotFound { .. })));
     let reported = store
+        .community()
         .report_review(&other, &made.id, "ada", &Moderation::default())
         .await;
     assert!(matches!(reported, Err(StoreError::NotFound { .. })));
-    let moderated = store.moderate_review(&other.org(), &made.id, false).await;
+    let moderated = store
+        .community()
+        .moderate_review(&other.org(), &made.id, false)
+        .await;
     assert!(matches!(moderated, Err(StoreError::NotFound { .. })));
     let listed = list(&store, &other, ReviewFilter::default()).await;
     assert!(listed.0.is_empty());
     // Its members and vouchers are not this organisation's either.
     let theirs = store
+        .community()
         .create_review(
             &other,
             review("ada", "spa", 4, "Nice"),

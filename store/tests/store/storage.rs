@@ -150,9 +150,9 @@ async fn members_round_trip(store: Store) {
     let mut new = new_member("card-1", "u-1");
     new.meta = Some(json!({"tier": {"name": "gold"}, "vip": true}));
     new.communication_preferences.marketing.email = true;
-    let created = store.create_member(&org, new).await.unwrap();
+    let created = store.members().create_member(&org, new).await.unwrap();
 
-    let found = store.get_member(&org, &created.id).await.unwrap();
+    let found = store.members().get_member(&org, &created.id).await.unwrap();
     assert_eq!(found, created);
     assert_eq!(
         found.meta,
@@ -161,12 +161,16 @@ async fn members_round_trip(store: Store) {
     assert!(found.communication_preferences.marketing.email);
     assert!(!found.communication_preferences.marketing.sms);
     let by_idp = store
+        .members()
         .find_member_by_idp(&org, "reference", "u-1")
         .await
         .unwrap();
     assert_eq!(by_idp.id, created.id);
     assert!(matches!(
-        store.find_member_by_idp(&org, "google", "u-1").await,
+        store
+            .members()
+            .find_member_by_idp(&org, "google", "u-1")
+            .await,
         Err(StoreError::NotFound { .. })
     ));
 }
@@ -176,11 +180,13 @@ async fn members_page_in_creation_order(store: Store) {
     let mut ids = Vec::new();
     for i in 0..25 {
         let m = store
+            .members()
             .create_member(&org, new_member(&format!("c{i}"), &format!("u{i}")))
             .await;
         ids.push(m.unwrap().id);
     }
     let second = store
+        .members()
         .list_members(&org, Page { page: 2, limit: 10 })
         .await
         .unwrap();
@@ -189,12 +195,14 @@ async fn members_page_in_creation_order(store: Store) {
     let got: Vec<_> = second.items.iter().map(|m| m.id.clone()).collect();
     assert_eq!(got, ids[10..20]);
     let count_only = store
+        .members()
         .list_members(&org, Page { page: 1, limit: 0 })
         .await
         .unwrap();
     assert!(count_only.items.is_empty());
     assert_eq!(count_only.total, 25);
     let beyond = store
+        .members()
         .list_members(&org, Page { page: 9, limit: 10 })
         .await
         .unwrap();
@@ -205,23 +213,31 @@ async fn member_identifiers_are_unique_per_organisation(store: Store) {
     let (org, _) = org_with_campaign(&store, "Acme").await;
     let (other, _) = org_with_campaign(&store, "Other").await;
     store
+        .members()
         .create_member(&org, new_member("card-1", "u-1"))
         .await
         .unwrap();
-    let same_external = store.create_member(&org, new_member("card-1", "u-2")).await;
+    let same_external = store
+        .members()
+        .create_member(&org, new_member("card-1", "u-2"))
+        .await;
     assert!(matches!(
         same_external,
         Err(StoreError::Conflict {
             field: "externalId"
         })
     ));
-    let same_user = store.create_member(&org, new_member("card-2", "u-1")).await;
+    let same_user = store
+        .members()
+        .create_member(&org, new_member("card-2", "u-1"))
+        .await;
     assert!(matches!(
         same_user,
         Err(StoreError::Conflict { field: "userId" })
     ));
     // The same identifiers in another organisation are someone else entirely.
     store
+        .members()
         .create_member(&other, new_member("card-1", "u-1"))
         .await
         .unwrap();
@@ -232,8 +248,9 @@ async fn member_updates_merge_and_check_uniqueness(store: Store) {
     let mut new = new_member("card-1", "u-1");
     new.last_name = Some("Lovelace".into());
     new.communication_preferences.general.sms = true;
-    let member = store.create_member(&org, new).await.unwrap();
+    let member = store.members().create_member(&org, new).await.unwrap();
     store
+        .members()
         .create_member(&org, new_member("card-2", "u-2"))
         .await
         .unwrap();
@@ -251,7 +268,11 @@ async fn member_updates_merge_and_check_uniqueness(store: Store) {
         )])),
         ..Default::default()
     };
-    let updated = store.update_member(&org, &member.id, patch).await.unwrap();
+    let updated = store
+        .members()
+        .update_member(&org, &member.id, patch)
+        .await
+        .unwrap();
     assert_eq!(updated.email.as_deref(), Some("ada@example.com"));
     assert_eq!(updated.last_name, None, "Some(None) clears a field");
     assert_eq!(updated.first_name, "Ada", "fields not in the patch stay");
@@ -261,13 +282,16 @@ async fn member_updates_merge_and_check_uniqueness(store: Store) {
         updated.communication_preferences.general.sms,
         "channels not in the patch stay"
     );
-    assert_eq!(store.get_member(&org, &member.id).await.unwrap(), updated);
+    assert_eq!(
+        store.members().get_member(&org, &member.id).await.unwrap(),
+        updated
+    );
 
     let clash = MemberPatch {
         external_id: Some("card-2".into()),
         ..Default::default()
     };
-    let result = store.update_member(&org, &member.id, clash).await;
+    let result = store.members().update_member(&org, &member.id, clash).await;
     assert!(matches!(
         result,
         Err(StoreError::Conflict {
@@ -276,6 +300,7 @@ async fn member_updates_merge_and_check_uniqueness(store: Store) {
     ));
     assert_eq!(
         store
+            .members()
             .get_member(&org, &member.id)
             .await
             .unwrap()
@@ -287,6 +312,7 @@ async fn member_updates_merge_and_check_uniqueness(store: Store) {
 async fn concurrent_preference_updates_are_all_kept(store: Store) {
     let (org, _) = org_with_campaign(&store, "Acme").await;
     let member = store
+        .members()
         .create_member(&org, new_member("card-1", "u-1"))
         .await
         .unwrap();
@@ -302,14 +328,18 @@ async fn concurrent_preference_updates_are_all_kept(store: Store) {
                     )])),
                     ..Default::default()
                 };
-                store.update_member(&org, &id, patch).await.unwrap();
+                store
+                    .members()
+                    .update_member(&org, &id, patch)
+                    .await
+                    .unwrap();
             }));
         }
     }
     for task in tasks {
         task.await.unwrap();
     }
-    let member = store.get_member(&org, &member.id).await.unwrap();
+    let member = store.members().get_member(&org, &member.id).await.unwrap();
     for (category, channels) in member.communication_preferences.categories() {
         assert!(
             channels.email && channels.sms,
@@ -322,8 +352,12 @@ async fn deleted_members_are_erased_and_free_their_identifiers(store: Store) {
     let (org, _) = org_with_campaign(&store, "Acme").await;
     let mut new = new_member("card-1", "u-1");
     new.email = Some("ada@example.com".into());
-    let member = store.create_member(&org, new).await.unwrap();
-    let deleted = store.delete_member(&org, &member.id).await.unwrap();
+    let member = store.members().create_member(&org, new).await.unwrap();
+    let deleted = store
+        .members()
+        .delete_member(&org, &member.id)
+        .await
+        .unwrap();
     assert_eq!(
         deleted.email.as_deref(),
         Some("ada@example.com"),
@@ -331,21 +365,23 @@ async fn deleted_members_are_erased_and_free_their_identifiers(store: Store) {
     );
 
     assert!(matches!(
-        store.get_member(&org, &member.id).await,
+        store.members().get_member(&org, &member.id).await,
         Err(StoreError::NotFound { .. })
     ));
     assert!(matches!(
-        store.delete_member(&org, &member.id).await,
+        store.members().delete_member(&org, &member.id).await,
         Err(StoreError::NotFound { .. })
     ));
     assert!(matches!(
         store
+            .members()
             .update_member(&org, &member.id, MemberPatch::default())
             .await,
         Err(StoreError::NotFound { .. })
     ));
     assert_eq!(
         store
+            .members()
             .list_members(&org, Page::default())
             .await
             .unwrap()
@@ -354,6 +390,7 @@ async fn deleted_members_are_erased_and_free_their_identifiers(store: Store) {
     );
     // Its identifiers are erased, so a new member may take them.
     store
+        .members()
         .create_member(&org, new_member("card-1", "u-1"))
         .await
         .unwrap();
@@ -363,34 +400,42 @@ async fn organisations_do_not_see_each_other(store: Store) {
     let (a, _) = org_with_campaign(&store, "A").await;
     let (b, _) = org_with_campaign(&store, "B").await;
     let member = store
+        .members()
         .create_member(&a, new_member("card-1", "u-1"))
         .await
         .unwrap();
     assert!(matches!(
-        store.get_member(&b, &member.id).await,
+        store.members().get_member(&b, &member.id).await,
         Err(StoreError::NotFound { .. })
     ));
     assert!(matches!(
         store
+            .members()
             .update_member(&b, &member.id, MemberPatch::default())
             .await,
         Err(StoreError::NotFound { .. })
     ));
     assert!(matches!(
-        store.delete_member(&b, &member.id).await,
+        store.members().delete_member(&b, &member.id).await,
         Err(StoreError::NotFound { .. })
     ));
     assert!(
         store
+            .members()
             .find_member_by_idp(&b, "reference", "u-1")
             .await
             .is_err()
     );
     assert_eq!(
-        store.list_members(&b, Page::default()).await.unwrap().total,
+        store
+            .members()
+            .list_members(&b, Page::default())
+            .await
+            .unwrap()
+            .total,
         0
     );
-    assert!(store.get_member(&a, &member.id).await.is_ok());
+    assert!(store.members().get_member(&a, &member.id).await.is_ok());
 }
 
 const RULES: &str = "[[rule]]\nid = 'base'\npriority = 1\naward = 'amount'\n";
@@ -399,16 +444,28 @@ async fn rule_sets_are_versioned_and_the_newest_is_active(store: Store) {
     let (org, campaign) = org_with_campaign(&store, "Acme").await;
     let c = store.tenancy().get_campaign(&org, &campaign).await.unwrap();
     assert!(matches!(
-        store.rule_set(&c, None).await,
+        store.programme().rule_set(&c, None).await,
         Err(StoreError::NotFound { .. })
     ));
-    let first = store.set_rule_set(&c, RULES).await.unwrap();
+    let first = store.programme().set_rule_set(&c, RULES).await.unwrap();
     let doubled = RULES.replace("'amount'", "'amount * 2'");
-    let second = store.set_rule_set(&c, &doubled).await.unwrap();
+    let second = store.programme().set_rule_set(&c, &doubled).await.unwrap();
     assert_eq!((first.version, second.version), (1, 2));
-    assert_eq!(store.rule_set(&c, None).await.unwrap().source, doubled);
-    assert_eq!(store.rule_set(&c, Some(1)).await.unwrap().source, RULES);
+    assert_eq!(
+        store.programme().rule_set(&c, None).await.unwrap().source,
+        doubled
+    );
+    assert_eq!(
+        store
+            .programme()
+            .rule_set(&c, Some(1))
+            .await
+            .unwrap()
+            .source,
+        RULES
+    );
     let versions: Vec<_> = store
+        .programme()
         .rule_set_versions(&c)
         .await
         .unwrap()
@@ -418,11 +475,12 @@ async fn rule_sets_are_versioned_and_the_newest_is_active(store: Store) {
     assert_eq!(versions, [2, 1]);
 
     let broken = store
+        .programme()
         .set_rule_set(&c, "[[rule]]\nid = 'x'\npriority = 1\naward = 'amount *'\n")
         .await;
     assert!(matches!(broken, Err(StoreError::InvalidRules(_))));
     assert_eq!(
-        store.rule_set(&c, None).await.unwrap().version,
+        store.programme().rule_set(&c, None).await.unwrap().version,
         2,
         "nothing stored"
     );
@@ -451,7 +509,12 @@ async fn concurrent_rule_sets_get_distinct_versions(store: Store) {
     for _ in 0..10 {
         let (store, c) = (store.clone(), c.clone());
         tasks.push(tokio::spawn(async move {
-            store.set_rule_set(&c, RULES).await.unwrap().version
+            store
+                .programme()
+                .set_rule_set(&c, RULES)
+                .await
+                .unwrap()
+                .version
         }));
     }
     let mut versions = Vec::new();
@@ -466,6 +529,7 @@ async fn wallets_belong_to_a_member_and_are_found_by_reference(store: Store) {
     let (org, campaign) = org_with_campaign(&store, "Acme").await;
     let campaign = store.tenancy().get_campaign(&org, &campaign).await.unwrap();
     let member = store
+        .members()
         .create_member(&org, new_member("card-1", "u-1"))
         .await
         .unwrap();
@@ -629,6 +693,7 @@ async fn wallets_belong_to_a_member_and_are_found_by_reference(store: Store) {
 async fn unknown_stored_values_are_errors_that_name_them(store: Store) {
     let (org, _) = org_with_campaign(&store, "Acme").await;
     let member = store
+        .members()
         .create_member(&org, new_member("card-1", "u-1"))
         .await
         .unwrap();
@@ -639,7 +704,11 @@ async fn unknown_stored_values_are_errors_that_name_them(store: Store) {
         ))
         .await
         .unwrap();
-    let err = store.get_member(&org, &member.id).await.unwrap_err();
+    let err = store
+        .members()
+        .get_member(&org, &member.id)
+        .await
+        .unwrap_err();
     assert!(
         matches!(
             &err,

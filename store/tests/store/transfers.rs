@@ -32,7 +32,11 @@ async fn second_wallet(store: &Store, campaign: &Campaign) -> String {
         external_id: "card-2".into(),
         ..Default::default()
     };
-    store.create_member(&campaign.org(), member).await.unwrap();
+    store
+        .members()
+        .create_member(&campaign.org(), member)
+        .await
+        .unwrap();
     let wallet = NewWallet {
         owner: Some("card-2".into()),
         external_id: Some("w-2".into()),
@@ -62,12 +66,16 @@ async fn clean(store: &Store) {
 /// expiring on its date; both sides list the transfer, linked; lifetime earnings stay.
 async fn a_transfer_moves_lots_with_their_expiry(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let policy = Policy {
         expiry: Expiry::Days(30),
         ..Default::default()
     };
-    store.set_policy(&s.campaign, policy).await.unwrap();
+    store
+        .programme()
+        .set_policy(&s.campaign, policy)
+        .await
+        .unwrap();
     second_wallet(&store, &s.campaign).await;
     for (id, amount, days_ago) in [("e-1", "10", 25), ("e-2", "20", 10)] {
         store
@@ -176,7 +184,7 @@ fn burn_from(wallet: &str, id: &str, amount: i64) -> store::NewBurn {
 /// What a transfer may not do, each refused with nothing changed.
 async fn refused_transfers_change_nothing(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     second_wallet(&store, &s.campaign).await;
     store
         .submit_earn(&s.campaign, earn_into("w-1", "e-1", "20", 0))
@@ -256,7 +264,11 @@ async fn refused_transfers_change_nothing(store: Store) {
         transfer_daily_cap: Some(Tokens::whole(10)),
         ..Default::default()
     };
-    store.set_policy(&s.campaign, capped).await.unwrap();
+    store
+        .programme()
+        .set_policy(&s.campaign, capped)
+        .await
+        .unwrap();
     store
         .transfer(&s.campaign, transfer("t-5", "w-1", "w-2", 6))
         .await
@@ -276,7 +288,11 @@ async fn refused_transfers_change_nothing(store: Store) {
         transfers: Transfers::Forbidden,
         ..Default::default()
     };
-    store.set_policy(&s.campaign, forbidden).await.unwrap();
+    store
+        .programme()
+        .set_policy(&s.campaign, forbidden)
+        .await
+        .unwrap();
     let no = store
         .transfer(&s.campaign, transfer("t-8", "w-1", "w-2", 1))
         .await;
@@ -295,7 +311,7 @@ async fn refused_transfers_change_nothing(store: Store) {
 /// A programme whose transfers move earnings moves the tiers with them.
 async fn earnings_and_tiers_move_when_the_policy_says_so(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     second_wallet(&store, &s.campaign).await;
     let silver = NewTier {
         name: "Silver".into(),
@@ -304,12 +320,20 @@ async fn earnings_and_tiers_move_when_the_policy_says_so(store: Store) {
         benefits: Vec::new(),
         image_url: None,
     };
-    store.create_tier(&s.campaign, silver).await.unwrap();
+    store
+        .programme()
+        .create_tier(&s.campaign, silver)
+        .await
+        .unwrap();
     let policy = Policy {
         transfers_move_earned: true,
         ..Default::default()
     };
-    store.set_policy(&s.campaign, policy).await.unwrap();
+    store
+        .programme()
+        .set_policy(&s.campaign, policy)
+        .await
+        .unwrap();
     store
         .submit_earn(&s.campaign, earn_into("w-1", "e-1", "60", 0))
         .await
@@ -345,7 +369,7 @@ async fn earnings_and_tiers_move_when_the_policy_says_so(store: Store) {
 /// none overdraws, and the tokens add up.
 async fn concurrent_transfers_both_ways_add_up(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     second_wallet(&store, &s.campaign).await;
     for (wallet, id) in [("w-1", "e-1"), ("w-2", "e-2")] {
         store

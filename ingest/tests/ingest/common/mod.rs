@@ -28,7 +28,7 @@ pub async fn wallets(store: &Store) -> (OrgScope, Campaign) {
             external_id: format!("card-{i}"),
             ..Default::default()
         };
-        store.create_member(&org, member).await.unwrap();
+        store.members().create_member(&org, member).await.unwrap();
         let wallet = NewWallet {
             owner: Some(format!("card-{i}")),
             external_id: Some(format!("w-{i}")),
@@ -103,7 +103,7 @@ pub async fn earn_by_api(store: &Store, campaign: &Campaign, id: &str, wallet: &
         meta: None,
     };
     store.submit_earn(campaign, earn).await.unwrap();
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     while store.process_earns(&book, 10).await.unwrap() > 0 {}
 }
 
@@ -121,7 +121,7 @@ pub async fn dry_run(
     std::fs::write(&file, content).unwrap();
     let tree = ingest::folders::Tree::open(dir, org.id()).unwrap();
     let reports = tree.file(ingest::folders::Folder::Reports, "");
-    let book = RuleBook::new(store.clone());
+    let book = RuleBook::new(store.programme().clone());
     let job = ingest::batch::pipeline::Job {
         store,
         book: &book,

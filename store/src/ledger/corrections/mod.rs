@@ -171,7 +171,7 @@ impl Store {
                 Some(_) => Some(self.rules_of(campaign, version).await?),
                 None => None,
             },
-            shortfall: self.policy(campaign).await?.shortfall,
+            shortfall: self.programme().policy(campaign).await?.shortfall,
         })
     }
 
@@ -193,6 +193,7 @@ impl Store {
             return Ok(rules);
         }
         let stored = self
+            .programme()
             .rule_set_of(&campaign.org_id, &campaign.id, Some(version))
             .await?;
         let rules = Arc::new(RuleSet::parse(&stored.source).map_err(StoreError::InvalidRules)?);

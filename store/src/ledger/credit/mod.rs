@@ -77,7 +77,7 @@ impl Store {
         let mut policies = HashMap::new();
         for credit in &credits {
             if !policies.contains_key(&credit.campaign_id) {
-                let policy = self.policy_of(&credit.campaign_id).await?;
+                let policy = self.programme().policy_of(&credit.campaign_id).await?;
                 policies.insert(credit.campaign_id.clone(), policy);
             }
         }

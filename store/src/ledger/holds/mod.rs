@@ -204,7 +204,7 @@ impl Store {
     pub async fn hold(&self, campaign: &Campaign, hold: NewHold) -> Result<HoldPlaced, StoreError> {
         crate::limits::check_client_key(&hold.external_id)?;
         let wallet = self.get_wallet(campaign, &hold.wallet).await?;
-        let min_balance = self.policy(campaign).await?.min_balance;
+        let min_balance = self.programme().policy(campaign).await?.min_balance;
         let placing = place::Placing::new(campaign, hold, wallet.id, wallet.currency, min_balance);
         self.write(placing).await?
     }

@@ -22,7 +22,7 @@ use chrono::{DateTime, Utc};
 
 use crate::backend::Forked;
 use crate::common::ids::now;
-use crate::{Store, StoreError};
+use crate::{Community, StoreError};
 use tenancy::{CampaignRow, campaign_from_row};
 
 /// How long a claimed build is the claimer's alone: another node takes it over only after this
@@ -51,7 +51,7 @@ pub struct Built {
 }
 
 /// The leaderboard, built: each campaign's snapshot, rebuilt on an interval by one node.
-impl Store {
+impl Community {
     /// The campaigns whose snapshot is due and unclaimed, or that have none yet.
     pub async fn due_leaderboards(&self) -> Result<Vec<Campaign>, StoreError> {
         const SQL: &str = "SELECT c.id, c.org_id, c.name, c.currency, c.logo, c.favicon, \
@@ -151,7 +151,7 @@ impl Store {
     /// Deletes every generation of the campaign's snapshot except `keep` (see `Dropping`).
     async fn drop_generations_but(&self, campaign_id: &str, keep: i64) -> Result<(), StoreError> {
         self.fork(Dropping {
-            db: self.db().clone(),
+            db: self.db.clone(),
             campaign_id: campaign_id.to_string(),
             keep,
         })

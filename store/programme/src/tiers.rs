@@ -6,7 +6,7 @@ use crate::Campaign;
 use sqlx::types::Json;
 
 use crate::common::ids::{new_id, now};
-use crate::{Store, StoreError, Tokens};
+use crate::{Programme, StoreError, Tokens};
 
 /// A tier as a wallet shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +36,7 @@ pub struct NewTier {
 /// The one tier choice: the id of the tier a row of `wallets` holds when it has earned
 /// `$earned` tokens in its life (an SQL expression): the highest threshold reached, and of equal
 /// thresholds the lower precedence. For `SET tier_id = ...` in a statement on `wallets`.
+#[macro_export]
 macro_rules! tier_for {
     ($earned:expr) => {
         concat!(
@@ -49,7 +50,7 @@ macro_rules! tier_for {
 /// The tier of each wallet of campaign `$1` whose tier the campaign's tiers now place it in
 /// differs, at `$2` (a wallet whose tier stays is not written: its `updated_at` stays, and no
 /// `wallet.tier_changed` is recorded for it).
-pub(crate) const RETIER: &str = concat!(
+pub const RETIER: &str = concat!(
     "UPDATE wallets SET updated_at = $2, tier_id = ",
     tier_for!("wallets.earned"),
     " WHERE campaign_id = $1 AND tier_id IS DISTINCT FROM ",
@@ -82,7 +83,7 @@ fn tier_from_row((id, name, precedence, threshold, benefits, image_url, handle):
 }
 
 /// The tier a `LEFT JOIN tiers` found, from its columns (all `None` when there was none).
-pub(crate) fn joined_tier(
+pub fn joined_tier(
     id: Option<String>,
     name: Option<String>,
     precedence: Option<i64>,
@@ -103,7 +104,7 @@ pub(crate) fn joined_tier(
 }
 
 /// Tiers: a campaign's tiers and their thresholds (scope: `&Campaign`).
-impl Store {
+impl Programme {
     pub async fn create_tier(&self, campaign: &Campaign, new: NewTier) -> Result<Tier, StoreError> {
         let (org_id, campaign_id) = (campaign.org_id.as_str(), campaign.id.as_str());
         if new.name.trim().is_empty() {

@@ -6,7 +6,7 @@ use crate::Campaign;
 use chrono::{DateTime, Utc};
 
 use crate::common::ids::{new_id, now};
-use crate::{Store, StoreError};
+use crate::{Programme, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleSetVersion {
@@ -32,7 +32,7 @@ fn version_from_row((id, campaign_id, version, source, created_at): VersionRow) 
 }
 
 /// Rule sets: a campaign's versioned rules (scope: `&Campaign`).
-impl Store {
+impl Programme {
     /// Compiles `source` and, if it has no errors, stores it as the campaign's next version,
     /// active from now on. Concurrent calls each get their own version number.
     pub async fn set_rule_set(
@@ -87,7 +87,7 @@ impl Store {
             .await
     }
 
-    pub(crate) async fn rule_set_of(
+    pub async fn rule_set_of(
         &self,
         org_id: &str,
         campaign_id: &str,

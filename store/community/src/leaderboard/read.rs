@@ -7,7 +7,7 @@ use crate::OrgScope;
 use chrono::{DateTime, Utc};
 
 use super::{Neighbourhood, Snapshot, Standing, display_name};
-use crate::{Page, Paged, Store, StoreError, Tokens};
+use crate::{Community, Page, Paged, StoreError, Tokens};
 
 /// The entries with ranks in `($3, $4]` of generation `$2` of campaign `$1`, with the names of
 /// their members in organisation `$5`.
@@ -48,7 +48,7 @@ impl From<EntryRow> for Standing {
 
 /// The leaderboard, read: pages and neighbourhoods of a campaign's snapshot (scope: `&Campaign` /
 /// `OrgScope`).
-impl Store {
+impl Community {
     /// The campaign's published snapshot; `None` until the first is built.
     pub async fn leaderboard_snapshot(
         &self,

@@ -9,7 +9,7 @@ use std::str::FromStr;
 use crate::common::calendar::last_second;
 use crate::common::ids::now;
 use crate::error::known;
-use crate::{Store, StoreError, Tokens};
+use crate::{Programme, StoreError, Tokens};
 use rules::MAX_PENDING_DAYS;
 
 /// When earned tokens expire, counted from the earn's date (in UTC).
@@ -300,14 +300,14 @@ fn pending_until(date: DateTime<Utc>, days: u32) -> Option<DateTime<Utc>> {
 }
 
 /// Policies: a campaign's minimum balance and expiry (scope: `&Campaign`).
-impl Store {
+impl Programme {
     /// The campaign's policy; a campaign never given one keeps no minimum and never expires.
     pub async fn policy(&self, campaign: &Campaign) -> Result<Policy, StoreError> {
         self.policy_of(&campaign.id).await
     }
 
     /// The policy of a campaign the store's own work read from a wallet or an earn.
-    pub(crate) async fn policy_of(&self, campaign_id: &str) -> Result<Policy, StoreError> {
+    pub async fn policy_of(&self, campaign_id: &str) -> Result<Policy, StoreError> {
         if let Some(policy) = self.caches.policies.get(campaign_id) {
             return Ok(policy);
         }

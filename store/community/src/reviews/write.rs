@@ -9,7 +9,7 @@ use crate::common::ids::{new_id, now};
 use crate::error::conflict_on;
 use crate::reviews::read::review_within;
 use crate::reviews::{Decision, Moderation, Review, ReviewStatus, profanity_score};
-use crate::{Campaign, Store, StoreError};
+use crate::{Campaign, Community, StoreError};
 use events::{EventType, NewEvent};
 
 /// A review as a client submits it; the API has checked the bounds of each field.
@@ -26,7 +26,7 @@ pub struct NewReview {
 }
 
 /// Reviews, written: members' reviews, reports and moderators' decisions.
-impl Store {
+impl Community {
     /// Records `new` in `campaign` with its profanity score. `UnknownReference` on `memberId`
     /// or `voucherId` when either names nothing; `Refused` (`already_reviewed`) when the
     /// member has reviewed the voucher before (even if that review was removed).
@@ -39,6 +39,7 @@ impl Store {
         const VOUCHER: &str = "SELECT id FROM products WHERE campaign_id = $1 AND id = $2 \
              UNION ALL SELECT id FROM variants WHERE campaign_id = $1 AND id = $2";
         let member = self
+            .members
             .member_id_of(&campaign.org_id, &new.member)
             .await?
             .ok_or_else(|| StoreError::UnknownReference {
@@ -115,6 +116,7 @@ impl Store {
             .await?;
         let (author,) = author.ok_or(StoreError::NotFound { what: "review" })?;
         let reporter_id = self
+            .members
             .member_id_of(&campaign.org_id, reporter)
             .await?
             .ok_or_else(|| StoreError::UnknownReference {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use rules::RuleSet;
 
-use crate::{Store, StoreError};
+use crate::{Programme, StoreError};
 
 /// How long a cached set is trusted before its campaign's version is looked up again.
 pub const FRESH_FOR: Duration = Duration::from_secs(1);
@@ -26,22 +26,22 @@ struct Entry {
 /// Active rule sets per campaign. Cheap to clone: clones share the cache.
 #[derive(Clone)]
 pub struct RuleBook {
-    store: Store,
+    programme: Programme,
     entries: Arc<Mutex<HashMap<String, Entry>>>,
     default: Arc<RuleSet>,
     fresh_for: Duration,
 }
 
 impl RuleBook {
-    pub fn new(store: Store) -> Self {
-        RuleBook::fresh_for(store, FRESH_FOR)
+    pub fn new(programme: Programme) -> Self {
+        RuleBook::fresh_for(programme, FRESH_FOR)
     }
 
     /// A book that trusts a cached set for `window` (`FRESH_FOR` in the service; tests choose
     /// theirs rather than wait a second).
-    pub fn fresh_for(store: Store, window: Duration) -> Self {
+    pub fn fresh_for(programme: Programme, window: Duration) -> Self {
         RuleBook {
-            store,
+            programme,
             entries: Arc::default(),
             default: Arc::new(RuleSet::one_per_unit()),
             fresh_for: window,
@@ -50,7 +50,7 @@ impl RuleBook {
 
     /// The campaign's active rule set and its version (`None` for the default), for the store's
     /// own evaluation of earns whose campaign it read from their wallets.
-    pub(crate) async fn active(
+    pub async fn active(
         &self,
         org_id: &str,
         campaign_id: &str,
@@ -66,12 +66,18 @@ impl RuleBook {
         {
             return Ok((entry.version, entry.rules.clone()));
         }
-        let version = self.store.rule_set_version_of(org_id, campaign_id).await?;
+        let version = self
+            .programme
+            .rule_set_version_of(org_id, campaign_id)
+            .await?;
         let rules = match (&cached, version) {
             (Some(entry), _) if entry.version == version => entry.rules.clone(),
             (_, None) => self.default.clone(),
             (_, Some(v)) => {
-                let stored = self.store.rule_set_of(org_id, campaign_id, Some(v)).await?;
+                let stored = self
+                    .programme
+                    .rule_set_of(org_id, campaign_id, Some(v))
+                    .await?;
                 // Stored sets were compiled before they were stored; this only fails if a later
                 // build reads the format differently.
                 Arc::new(RuleSet::parse(&stored.source).map_err(StoreError::InvalidRules)?)
@@ -91,7 +97,7 @@ impl RuleBook {
 }
 
 /// Rule sets in force: the version a campaign's earns are evaluated by.
-impl Store {
+impl Programme {
     /// The number of the campaign's active rule-set version, if it has one.
     pub async fn active_rule_set_version(
         &self,
@@ -101,7 +107,7 @@ impl Store {
             .await
     }
 
-    pub(crate) async fn rule_set_version_of(
+    pub async fn rule_set_version_of(
         &self,
         org_id: &str,
         campaign_id: &str,
@@ -111,26 +117,4 @@ impl Store {
         let row: Option<(Option<i64>,)> = self.read_row(SQL, params![org_id, campaign_id]).await?;
         Ok(row.and_then(|(version,)| version))
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Within its window a book keeps the set it compiled; past it, the next look finds the
-    /// campaign's new version.
-    async fn a_cached_set_is_trusted_for_its_window(store: Store) {
-        let campaign = crate::testing::campaign_fixture(&store).await;
-        let (org, id) = (campaign.org_id.as_str(), campaign.id.as_str());
-        let patient = RuleBook::fresh_for(store.clone(), Duration::from_secs(3600));
-        let eager = RuleBook::fresh_for(store.clone(), Duration::ZERO);
-        assert_eq!(patient.active(org, id).await.unwrap().0, None);
-        assert_eq!(eager.active(org, id).await.unwrap().0, None);
-        let rules = "[[rule]]\nid = 'base'\npriority = 1\naward = 'amount'\n";
-        store.set_rule_set(&campaign, rules).await.unwrap();
-        assert_eq!(patient.active(org, id).await.unwrap().0, None, "cached");
-        assert_eq!(eager.active(org, id).await.unwrap().0, Some(1));
-    }
-
-    crate::backend_tests!(a_cached_set_is_trusted_for_its_window);
 }

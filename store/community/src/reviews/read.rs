@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use super::{Moderation, Review, shown, waiting};
 use crate::backend::{Arg, ToArg, Tx};
 use crate::error::known;
-use crate::{Page, Paged, Store, StoreError};
+use crate::{Community, Page, Paged, StoreError};
 
 /// Which reviews a list holds; `None` leaves a field unfiltered.
 #[derive(Debug, Clone, Default)]
@@ -89,7 +89,7 @@ fn review_from_row(r: ReviewRow) -> Result<Review, StoreError> {
 
 /// Reviews, read: a campaign's reviews as moderation shows them, and those waiting for a decision
 /// (scope: `&Campaign`, or `OrgScope` for moderation).
-impl Store {
+impl Community {
     /// Review `id` of the organisation (in `campaign`, when given), unless removed.
     pub async fn review_by_id(
         &self,
@@ -122,7 +122,7 @@ impl Store {
         let (org_id, campaign_id) = (campaign.org_id.as_str(), campaign.id.as_str());
         let member = match &filter.member {
             None => None,
-            Some(member) => match self.member_id_of(org_id, member).await? {
+            Some(member) => match self.members.member_id_of(org_id, member).await? {
                 Some(id) => Some(id),
                 // A member that does not exist has written nothing.
                 None => {

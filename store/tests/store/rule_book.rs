@@ -1,0 +1,26 @@
+//! The rule book on both backends: how long a compiled rule set is trusted.
+
+use std::time::Duration;
+
+use store::{RuleBook, Store, backend_tests};
+
+/// Within its window a book keeps the set it compiled; past it, the next look finds the
+/// campaign's new version.
+async fn a_cached_set_is_trusted_for_its_window(store: Store) {
+    let campaign = store::testing::campaign_fixture(&store).await;
+    let (org, id) = (campaign.org_id.as_str(), campaign.id.as_str());
+    let patient = RuleBook::fresh_for(store.programme().clone(), Duration::from_secs(3600));
+    let eager = RuleBook::fresh_for(store.programme().clone(), Duration::ZERO);
+    assert_eq!(patient.active(org, id).await.unwrap().0, None);
+    assert_eq!(eager.active(org, id).await.unwrap().0, None);
+    let rules = "[[rule]]\nid = 'base'\npriority = 1\naward = 'amount'\n";
+    store
+        .programme()
+        .set_rule_set(&campaign, rules)
+        .await
+        .unwrap();
+    assert_eq!(patient.active(org, id).await.unwrap().0, None, "cached");
+    assert_eq!(eager.active(org, id).await.unwrap().0, Some(1));
+}
+
+backend_tests!(a_cached_set_is_trusted_for_its_window);
