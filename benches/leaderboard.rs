@@ -167,6 +167,7 @@ async fn main() {
         .collect();
     let catalogue = Catalogue::from_value(&json!({"products": products})).unwrap();
     store
+        .catalogue()
         .import_catalogue(&campaign, &catalogue, ImportOptions::default())
         .await
         .unwrap();

@@ -37,6 +37,7 @@ async fn main() {
         key,
     } = common::seed(MEMBERS, true).await;
     store
+        .catalogue()
         .import_catalogue(&campaign, &catalogue(), ImportOptions::default())
         .await
         .unwrap();

@@ -87,11 +87,12 @@ async fn main() {
 
     let started = Instant::now();
     store
+        .catalogue()
         .import_catalogue(&campaign, &catalogue, ImportOptions::default())
         .await
         .unwrap();
     let import = started.elapsed();
-    let catalogues = Catalogues::new(store.clone());
+    let catalogues = Catalogues::new(store.catalogue().clone());
     let started = Instant::now();
     let index = catalogues.get(&campaign).await.unwrap();
     let build = started.elapsed();

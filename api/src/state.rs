@@ -68,7 +68,7 @@ impl AppState {
         let earn_waiting = Arc::new(Notify::new());
         AppState {
             rule_book: RuleBook::new(store.programme().clone()),
-            catalogues: Catalogues::new(store.clone()),
+            catalogues: Catalogues::new(store.catalogue().clone()),
             rendered: Default::default(),
             earn_inbox: EarnInbox::new(),
             store,

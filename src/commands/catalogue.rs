@@ -18,7 +18,11 @@ pub async fn run(store: &Store, command: CatalogueCommand, json: bool) -> anyhow
             let text =
                 std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
             let options = ImportOptions { dry_run, replace };
-            match store.import_document(&campaign, &text, options).await {
+            match store
+                .catalogue()
+                .import_document(&campaign, &text, options)
+                .await
+            {
                 Ok(report) => {
                     emit(json, json!(report), || summary(&report));
                     Ok(())
@@ -47,7 +51,7 @@ pub async fn run(store: &Store, command: CatalogueCommand, json: bool) -> anyhow
         } => generate(products, seed, &file, json),
         CatalogueCommand::Export { campaign, file } => {
             let campaign = store.tenancy().find_campaign(&campaign, None).await?;
-            let catalogue = store.export_catalogue(&campaign).await?;
+            let catalogue = store.catalogue().export_catalogue(&campaign).await?;
             let text = serde_json::to_string_pretty(&catalogue)?;
             match file {
                 Some(path) => {

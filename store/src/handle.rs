@@ -1,13 +1,15 @@
 //! `Store`: the database with the domains' handles (`tenancy()`, `members()`, `programme()`,
-//! `community()`, `events()`) and what the domains still in this crate keep beside it (their
-//! caches, the dates a transaction may carry).
+//! `catalogue()`, `community()`, `events()`) and what the domains still in this crate keep
+//! beside it (their caches, the dates a transaction may carry).
 
 use std::sync::Arc;
 
 use rules::RuleSet;
 use seam::common::cache::Cache;
 
-use crate::{Community, DateWindow, Db, Events, Members, Programme, StoreError, Tenancy};
+use crate::{
+    CatalogueStore, Community, DateWindow, Db, Events, Members, Programme, StoreError, Tenancy,
+};
 
 /// The system of record. Cheap to clone: clones share one connection pool and its caches.
 #[derive(Clone)]
@@ -16,6 +18,7 @@ pub struct Store {
     tenancy: Tenancy,
     members: Members,
     programme: Programme,
+    catalogue: CatalogueStore,
     community: Community,
     events: Events,
     pub(crate) caches: Arc<Caches>,
@@ -46,10 +49,12 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// The store on `db`.
     pub fn on(db: Db) -> Store {
+        let programme = Programme::on(db.clone());
         Store {
             tenancy: Tenancy::on(db.clone()),
             members: Members::on(db.clone()),
-            programme: Programme::on(db.clone()),
+            catalogue: CatalogueStore::on(programme.clone()),
+            programme,
             community: Community::on(db.clone()),
             events: Events::on(db.clone()),
             db,
@@ -83,6 +88,11 @@ impl Store {
     /// A campaign's policies, tiers and rule sets.
     pub fn programme(&self) -> &Programme {
         &self.programme
+    }
+
+    /// The campaigns' reward catalogues as stored.
+    pub fn catalogue(&self) -> &CatalogueStore {
+        &self.catalogue
     }
 
     /// Members among themselves: the leaderboards and reviews.

@@ -9,8 +9,6 @@
 //! - `ledger/`: wallets, transactions, earn requests, crediting, burns, expiry and the audit.
 //! - `batches/`: batch-file records, crediting a file's rows, column mappings.
 //! - `orders/`: orders, their redemption codes (encrypted at rest) and bookings.
-//! - `catalogue/`: the reward catalogue: the import document, applying it, reading it back, and
-//!   the in-memory search index of each campaign (`index.rs`, built on the `search` crate).
 //! - `event_data.rs`: the records events carry, read back as the domains' types (events
 //!   themselves, their endpoints and deliveries are the `events` crate below the store).
 //! - `exports/`: ledger exports read out in chunks, and their schedules.
@@ -23,7 +21,6 @@ extern crate seam;
 extern crate programme;
 
 mod batches;
-mod catalogue;
 mod event_data;
 mod exports;
 mod handle;
@@ -43,7 +40,9 @@ pub use catalogue::index::{
     CatalogueIndex, Catalogues, Comparison, Found, Near, ProductQuery, Sort, SortField,
     VectorProblem,
 };
-pub use catalogue::{Address, Branch, Category, ContactDetails, Product, Tag, Variant, Weekdays};
+pub use catalogue::{
+    Address, Branch, CatalogueStore, Category, ContactDetails, Product, Tag, Variant, Weekdays,
+};
 pub use common::api_version::ApiVersion;
 pub use common::calendar::{
     DATES_AHEAD, DateWindow, day_of, in_calendar, into_calendar, last_second,

@@ -60,6 +60,7 @@ async fn import_catalogue(
     };
     let report = state
         .store
+        .catalogue()
         .import_document(&caller.context.campaign, &body, options)
         .await?;
     // Searches on this node show the import at once; other nodes notice its version.

@@ -97,6 +97,7 @@ async fn list_categories(
 ) -> Result<Json<PagedList<CategoryView>>, ApiError> {
     let categories = state
         .store
+        .catalogue()
         .categories(&caller.context.campaign, query.category_id.as_deref(), page)
         .await?;
     Ok(Json(PagedList::from_page(categories, CategoryView::from)))
@@ -122,6 +123,7 @@ async fn list_tags(
 ) -> Result<Json<PagedList<TagView>>, ApiError> {
     let tags = state
         .store
+        .catalogue()
         .tags(&caller.context.campaign, query.tag_id.as_deref(), page)
         .await?;
     Ok(Json(PagedList::from_page(tags, TagView::from)))

@@ -370,8 +370,18 @@ async fn suggestions(
         page: 1,
         limit: u32::MAX,
     };
-    let tags = state.store.tags(campaign, None, all).await?.items;
-    let categories = state.store.categories(campaign, None, all).await?.items;
+    let tags = state
+        .store
+        .catalogue()
+        .tags(campaign, None, all)
+        .await?
+        .items;
+    let categories = state
+        .store
+        .catalogue()
+        .categories(campaign, None, all)
+        .await?
+        .items;
     let mut headers = HeaderMap::new();
     headers.insert("deprecation", HeaderValue::from_static("true"));
     let successor = format!(

@@ -40,6 +40,7 @@ fn read(doc: &Value) -> Catalogue {
 async fn an_import_is_read_back_whole_and_exported_as_imported(store: Store) {
     let c = campaign(&store).await;
     let report = store
+        .catalogue()
         .import_catalogue(&c, &read(&document()), ImportOptions::default())
         .await
         .unwrap();
@@ -47,9 +48,9 @@ async fn an_import_is_read_back_whole_and_exported_as_imported(store: Store) {
     assert_eq!(report.variants.created, 3);
     assert_eq!(report.tiers.created, 1);
     assert_eq!(report.version, 1);
-    assert_eq!(store.catalogue_version(&c).await.unwrap(), 1);
+    assert_eq!(store.catalogue().catalogue_version(&c).await.unwrap(), 1);
 
-    let products = store.catalogue_products(&c).await.unwrap();
+    let products = store.catalogue().catalogue_products(&c).await.unwrap();
     assert_eq!(products.len(), 2);
     let dinner = &products[0];
     assert_eq!(dinner.category.as_ref().unwrap().name, "Food & drink");
@@ -79,32 +80,41 @@ async fn an_import_is_read_back_whole_and_exported_as_imported(store: Store) {
     assert_eq!(tiers.len(), 1, "the document's tier became the campaign's");
 
     // The export imports back to the same catalogue.
-    let exported = store.export_catalogue(&c).await.unwrap();
+    let exported = store.catalogue().export_catalogue(&c).await.unwrap();
     let again = store
+        .catalogue()
         .import_catalogue(&c, &exported, ImportOptions::default())
         .await
         .unwrap();
     assert_eq!(again.tiers.updated, 1, "matched by the exported id");
     assert_eq!(again.products.created, 0);
-    assert_eq!(store.catalogue_products(&c).await.unwrap(), products);
+    assert_eq!(
+        store.catalogue().catalogue_products(&c).await.unwrap(),
+        products
+    );
 }
 
 async fn importing_twice_changes_nothing_and_replace_removes_the_rest(store: Store) {
     let c = campaign(&store).await;
     let doc = read(&document());
     store
+        .catalogue()
         .import_catalogue(&c, &doc, ImportOptions::default())
         .await
         .unwrap();
-    let before = store.catalogue_products(&c).await.unwrap();
+    let before = store.catalogue().catalogue_products(&c).await.unwrap();
     let second = store
+        .catalogue()
         .import_catalogue(&c, &doc, ImportOptions::default())
         .await
         .unwrap();
     assert_eq!(second.products.created, 0);
     assert_eq!(second.products.updated, 2);
     assert_eq!(second.tiers.created, 0, "the tier is matched, not doubled");
-    assert_eq!(store.catalogue_products(&c).await.unwrap(), before);
+    assert_eq!(
+        store.catalogue().catalogue_products(&c).await.unwrap(),
+        before
+    );
     assert_eq!(store.programme().list_tiers(&c).await.unwrap().len(), 1);
 
     // Without `replace`, a smaller file leaves the rest alone.
@@ -117,16 +127,18 @@ async fn importing_twice_changes_nothing_and_replace_removes_the_rest(store: Sto
         .unwrap()
         .remove(1);
     let kept = store
+        .catalogue()
         .import_catalogue(&c, &read(&smaller), ImportOptions::default())
         .await
         .unwrap();
     assert_eq!(kept.products.removed, 0);
     assert_eq!(kept.variants.removed, 1);
-    let products = store.catalogue_products(&c).await.unwrap();
+    let products = store.catalogue().catalogue_products(&c).await.unwrap();
     assert_eq!(products.len(), 2);
     assert_eq!(products[0].variants.len(), 1);
 
     let replaced = store
+        .catalogue()
         .import_catalogue(
             &c,
             &read(&smaller),
@@ -143,15 +155,20 @@ async fn importing_twice_changes_nothing_and_replace_removes_the_rest(store: Sto
         replaced.variants.removed, 1,
         "the balloon's variant went with it"
     );
-    let products = store.catalogue_products(&c).await.unwrap();
+    let products = store.catalogue().catalogue_products(&c).await.unwrap();
     assert_eq!(products.len(), 1);
-    let categories = store.categories(&c, None, Page::default()).await.unwrap();
+    let categories = store
+        .catalogue()
+        .categories(&c, None, Page::default())
+        .await
+        .unwrap();
     assert_eq!(categories.total, 1);
 }
 
 async fn a_dry_run_counts_and_writes_nothing(store: Store) {
     let c = campaign(&store).await;
     let report = store
+        .catalogue()
         .import_catalogue(
             &c,
             &read(&document()),
@@ -165,9 +182,16 @@ async fn a_dry_run_counts_and_writes_nothing(store: Store) {
     assert!(report.dry_run);
     assert_eq!(report.products.created, 2);
     assert_eq!(report.version, 0);
-    assert!(store.catalogue_products(&c).await.unwrap().is_empty());
+    assert!(
+        store
+            .catalogue()
+            .catalogue_products(&c)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert!(store.programme().list_tiers(&c).await.unwrap().is_empty());
-    assert_eq!(store.catalogue_version(&c).await.unwrap(), 0);
+    assert_eq!(store.catalogue().catalogue_version(&c).await.unwrap(), 0);
 }
 
 async fn unknown_references_are_listed_and_nothing_is_written(store: Store) {
@@ -177,6 +201,7 @@ async fn unknown_references_are_listed_and_nothing_is_written(store: Store) {
     doc["products"][0]["tags"] = json!(["veg", "spicy"]);
     doc["products"][1]["variants"][0]["tier"] = json!("platinum");
     let Err(StoreError::InvalidCatalogue(problems)) = store
+        .catalogue()
         .import_catalogue(&c, &read(&doc), ImportOptions::default())
         .await
     else {
@@ -191,7 +216,14 @@ async fn unknown_references_are_listed_and_nothing_is_written(store: Store) {
             "products[1].variants[0].tier: unknown tier `platinum`: neither an id nor a name of the campaign's tiers or the document's",
         ]
     );
-    assert!(store.catalogue_products(&c).await.unwrap().is_empty());
+    assert!(
+        store
+            .catalogue()
+            .catalogue_products(&c)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert!(
         store.programme().list_tiers(&c).await.unwrap().is_empty(),
         "the tier was not kept"
@@ -205,6 +237,7 @@ async fn a_document_names_its_reading_and_reference_problems_at_once(store: Stor
     doc["products"][1]["category"] = json!("drinks");
     let text = serde_json::to_vec(&doc).unwrap();
     let Err(StoreError::InvalidCatalogue(problems)) = store
+        .catalogue()
         .import_document(&c, &text, ImportOptions::default())
         .await
     else {
@@ -216,11 +249,19 @@ async fn a_document_names_its_reading_and_reference_problems_at_once(store: Stor
         ["products[0].variants[0].price", "products[1].category"],
         "{problems:?}"
     );
-    assert!(store.catalogue_products(&c).await.unwrap().is_empty());
-    assert_eq!(store.catalogue_version(&c).await.unwrap(), 0);
+    assert!(
+        store
+            .catalogue()
+            .catalogue_products(&c)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(store.catalogue().catalogue_version(&c).await.unwrap(), 0);
     // A clean document goes in as `import_catalogue` takes it.
     let text = serde_json::to_vec(&document()).unwrap();
     let report = store
+        .catalogue()
         .import_document(&c, &text, ImportOptions::default())
         .await
         .unwrap();
@@ -243,6 +284,7 @@ async fn references_reach_what_the_campaign_already_holds(store: Store) {
         .await
         .unwrap();
     store
+        .catalogue()
         .import_catalogue(&c, &read(&document()), ImportOptions::default())
         .await
         .unwrap();
@@ -250,10 +292,12 @@ async fn references_reach_what_the_campaign_already_holds(store: Store) {
     let later = json!({"products": [{"id": "spa", "name": "Spa day", "category": "trips",
         "variants": [{"id": "spa-1", "name": "Half day", "price": 900, "tier": "Silver"}]}]});
     store
+        .catalogue()
         .import_catalogue(&c, &read(&later), ImportOptions::default())
         .await
         .unwrap();
     let spa = store
+        .catalogue()
         .catalogue_products(&c)
         .await
         .unwrap()
@@ -263,6 +307,7 @@ async fn references_reach_what_the_campaign_already_holds(store: Store) {
     assert_eq!(spa.variants[0].tier.as_ref().unwrap().name, "Silver");
     // With `replace`, only the file counts: the stored category is about to go.
     let replaced = store
+        .catalogue()
         .import_catalogue(
             &c,
             &read(&later),
@@ -281,6 +326,7 @@ async fn references_reach_what_the_campaign_already_holds(store: Store) {
 async fn a_tier_that_variants_require_cannot_be_removed(store: Store) {
     let c = campaign(&store).await;
     store
+        .catalogue()
         .import_catalogue(&c, &read(&document()), ImportOptions::default())
         .await
         .unwrap();
@@ -295,6 +341,7 @@ async fn catalogues_are_kept_per_campaign(store: Store) {
     let a = campaign(&store).await;
     let b = campaign(&store).await;
     store
+        .catalogue()
         .import_catalogue(&a, &read(&document()), ImportOptions::default())
         .await
         .unwrap();
@@ -302,15 +349,23 @@ async fn catalogues_are_kept_per_campaign(store: Store) {
     let mut other = document();
     other["products"][0]["name"] = json!("Lunch");
     store
+        .catalogue()
         .import_catalogue(&b, &read(&other), ImportOptions::default())
         .await
         .unwrap();
     assert_eq!(
-        store.catalogue_products(&a).await.unwrap()[0].name,
+        store.catalogue().catalogue_products(&a).await.unwrap()[0].name,
         "Dinner for two"
     );
-    assert_eq!(store.catalogue_products(&b).await.unwrap()[0].name, "Lunch");
-    let tags = store.tags(&b, Some("veg"), Page::default()).await.unwrap();
+    assert_eq!(
+        store.catalogue().catalogue_products(&b).await.unwrap()[0].name,
+        "Lunch"
+    );
+    let tags = store
+        .catalogue()
+        .tags(&b, Some("veg"), Page::default())
+        .await
+        .unwrap();
     assert_eq!(tags.total, 1);
     assert_eq!(tags.items[0].name, "Vegetarian");
 }

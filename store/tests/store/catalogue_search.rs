@@ -37,6 +37,7 @@ async fn imported(store: &Store) -> Campaign {
         ]
     });
     store
+        .catalogue()
         .import_catalogue(
             &campaign,
             &Catalogue::from_value(&doc).unwrap(),
@@ -60,7 +61,7 @@ async fn ids(catalogues: &Catalogues, campaign: &Campaign, query: ProductQuery) 
 
 async fn every_filter_alone(store: Store) {
     let c = imported(&store).await;
-    let book = Catalogues::new(store.clone());
+    let book = Catalogues::new(store.catalogue().clone());
     let q = ProductQuery::default;
     assert_eq!(
         ids(&book, &c, q()).await,
@@ -136,7 +137,7 @@ async fn every_filter_alone(store: Store) {
 
 async fn geofences_measure_to_the_nearest_branch(store: Store) {
     let c = imported(&store).await;
-    let book = Catalogues::new(store.clone());
+    let book = Catalogues::new(store.catalogue().clone());
     let near = |latitude, longitude, radius_km| ProductQuery {
         near: Some(Near {
             latitude,
@@ -179,7 +180,7 @@ async fn geofences_measure_to_the_nearest_branch(store: Store) {
 
 async fn sorting_goes_both_ways(store: Store) {
     let c = imported(&store).await;
-    let book = Catalogues::new(store.clone());
+    let book = Catalogues::new(store.catalogue().clone());
     let sorted = |field, descending| ProductQuery {
         sort: Some(Sort { field, descending }),
         ..Default::default()
@@ -206,7 +207,7 @@ async fn sorting_goes_both_ways(store: Store) {
 
 async fn relevance_typos_plurals_and_prefixes(store: Store) {
     let c = imported(&store).await;
-    let book = Catalogues::new(store.clone());
+    let book = Catalogues::new(store.catalogue().clone());
     let search = |text: &str| ProductQuery {
         search: Some(text.into()),
         ..Default::default()
@@ -251,7 +252,7 @@ async fn relevance_typos_plurals_and_prefixes(store: Store) {
 
 async fn nearest_products_leave_out_themselves_and_the_unavailable(store: Store) {
     let c = imported(&store).await;
-    let book = Catalogues::new(store.clone());
+    let book = Catalogues::new(store.catalogue().clone());
     let index = book.get(&c).await.unwrap();
     assert!(index.computes_vectors());
     let vector = index.vector_of("picnic").unwrap();
@@ -273,12 +274,13 @@ async fn nearest_products_leave_out_themselves_and_the_unavailable(store: Store)
 
 async fn another_node_catches_up_with_an_import(store: Store) {
     let c = imported(&store).await;
-    let here = Catalogues::new(store.clone());
-    let there = Catalogues::new(store.clone());
+    let here = Catalogues::new(store.catalogue().clone());
+    let there = Catalogues::new(store.catalogue().clone());
     assert_eq!(there.get(&c).await.unwrap().len(), 5);
     let doc = json!({"products": [{"id": "kayak", "name": "Kayak tour",
         "variants": [{"id": "kayak-1", "name": "Morning", "price": 700}]}]});
     store
+        .catalogue()
         .import_catalogue(
             &c,
             &Catalogue::from_value(&doc).unwrap(),
@@ -313,10 +315,11 @@ async fn tiny_embeddings_keep_their_direction(store: Store) {
     ]});
     let doc = Catalogue::from_value(&doc).unwrap();
     store
+        .catalogue()
         .import_catalogue(&c, &doc, ImportOptions::default())
         .await
         .unwrap();
-    let book = Catalogues::new(store.clone());
+    let book = Catalogues::new(store.catalogue().clone());
     let index = book.get(&c).await.unwrap();
     let vector = index.vector_of("a").unwrap();
     assert_eq!(vector, [1.0, 0.0]);
@@ -331,10 +334,14 @@ async fn geofenced_pages_are_what_a_whole_scan_gives(store: Store) {
     let campaign = store::testing::campaign_fixture(&store).await;
     let catalogue = generators::catalogue::catalogue(3_000, 5);
     store
+        .catalogue()
         .import_catalogue(&campaign, &catalogue, ImportOptions::default())
         .await
         .unwrap();
-    let index = Catalogues::new(store.clone()).get(&campaign).await.unwrap();
+    let index = Catalogues::new(store.catalogue().clone())
+        .get(&campaign)
+        .await
+        .unwrap();
     let everything = Page {
         page: 1,
         limit: 10_000,

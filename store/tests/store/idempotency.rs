@@ -320,7 +320,7 @@ async fn a_refused_order_is_refused_again_under_its_reference(store: Store) {
     store.place_order(&c, mug, orders::key()).await.unwrap();
     let wallet = store.get_wallet(&c, "w-1").await.unwrap();
     assert_eq!(wallet.balance, Tokens::whole(9));
-    let products = store.catalogue_products(&c).await.unwrap();
+    let products = store.catalogue().catalogue_products(&c).await.unwrap();
     let mug = products.iter().find(|p| p.id == "mug").unwrap();
     assert_eq!(mug.variants[0].stock, Some(1), "3 less the 2 sold");
     assert!(store.audit().await.unwrap().is_empty());

@@ -649,6 +649,7 @@ impl World {
         let catalogue = store::Catalogue::from_value(&gifts).unwrap();
         let options = store::ImportOptions::default();
         store
+            .catalogue()
             .import_catalogue(&campaign, &catalogue, options)
             .await
             .unwrap();

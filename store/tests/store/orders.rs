@@ -40,6 +40,7 @@ pub(crate) async fn setup(store: &Store) -> Campaign {
     });
     let catalogue = Catalogue::from_value(&doc).expect("a valid catalogue");
     store
+        .catalogue()
         .import_catalogue(&campaign, &catalogue, ImportOptions::default())
         .await
         .unwrap();
@@ -143,6 +144,7 @@ async fn orders_total_their_lines_and_keep_what_was_ordered(store: Store) {
     let renamed = json!({"products": [{"id": "dinner", "name": "Supper",
         "variants": [{"id": "dinner-std", "name": "Basic", "price": 99}]}]});
     store
+        .catalogue()
         .import_catalogue(
             &c,
             &Catalogue::from_value(&renamed).unwrap(),
@@ -284,7 +286,7 @@ async fn problems_with_lines_are_named(store: Store) {
 async fn concurrent_orders_never_oversell(store: Store) {
     let c = setup(&store).await;
     earn(&store, &c, "e-1", "150").await;
-    let version = store.catalogue_version(&c).await.unwrap();
+    let version = store.catalogue().catalogue_version(&c).await.unwrap();
     let mut tasks = Vec::new();
     for _ in 0..50 {
         let (store, c) = (store.clone(), c.clone());
@@ -318,10 +320,10 @@ async fn concurrent_orders_never_oversell(store: Store) {
         "the order that took the last unit says so"
     );
     assert!(
-        store.catalogue_version(&c).await.unwrap() > version,
+        store.catalogue().catalogue_version(&c).await.unwrap() > version,
         "search indexes go stale"
     );
-    let products = store.catalogue_products(&c).await.unwrap();
+    let products = store.catalogue().catalogue_products(&c).await.unwrap();
     let gold = products[0]
         .variants
         .iter()
@@ -369,7 +371,7 @@ async fn paying_with_points_burns_in_the_same_transaction(store: Store) {
             .total,
         1
     );
-    let mug = store.catalogue_products(&c).await.unwrap();
+    let mug = store.catalogue().catalogue_products(&c).await.unwrap();
     let mug = mug.iter().find(|p| p.id == "mug").unwrap();
     assert_eq!(mug.variants[0].stock, Some(1), "3 less the 2 sold");
     let burns = TransactionFilter {

@@ -27,6 +27,7 @@ async fn setup(store: &Store) -> Campaign {
     ]});
     let catalogue = Catalogue::from_value(&doc).unwrap();
     store
+        .catalogue()
         .import_catalogue(&c, &catalogue, ImportOptions::default())
         .await
         .unwrap();

@@ -12,7 +12,7 @@ use super::document::Catalogue;
 use crate::FieldProblem;
 use crate::backend::{Steps, Tx};
 use crate::common::ids::{new_id, now};
-use crate::{Campaign, Store, StoreError};
+use crate::{Campaign, CatalogueStore, StoreError};
 use programme::tiers::RETIER;
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -265,7 +265,7 @@ pub(crate) fn embedding_bytes(vector: &[f32]) -> Vec<u8> {
 }
 
 /// The catalogue, imported: a document applied to a campaign in one transaction.
-impl Store {
+impl CatalogueStore {
     /// Checks `catalogue` against what the campaign holds and applies it in one transaction
     /// (none of it when anything is wrong: `InvalidCatalogue` lists every problem).
     pub async fn import_catalogue(
@@ -290,7 +290,7 @@ impl Store {
 }
 
 /// A document read and imported, its problems named in one report.
-impl Store {
+impl CatalogueStore {
     /// Reads the document in `text` and imports it as `import_catalogue` does. A document that
     /// does not read clean is refused naming every problem at once: what the reading found,
     /// and the references of what did read that are unknown to the document and the campaign

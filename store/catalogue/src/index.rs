@@ -15,7 +15,7 @@ use search::vectors::{VectorIndex, embed};
 use super::draw::Draws;
 use super::facts::VariantFacts;
 use super::{Product, Variant};
-use crate::{Page, Paged, Store, StoreError, Tokens};
+use crate::{CatalogueStore, Page, Paged, StoreError, Tokens};
 
 /// How long a node trusts its index before it looks at the catalogue's version again.
 const FRESH_FOR: Duration = Duration::from_secs(1);
@@ -771,14 +771,14 @@ struct Entry {
 /// within about a second on every other. Cheap to clone: clones share the cache.
 #[derive(Clone)]
 pub struct Catalogues {
-    store: Store,
+    store: CatalogueStore,
     entries: Arc<Mutex<HashMap<String, Entry>>>,
     /// One build at a time: requests that find the index stale wait for it, not build it again.
     building: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Catalogues {
-    pub fn new(store: Store) -> Self {
+    pub fn new(store: CatalogueStore) -> Self {
         Catalogues {
             store,
             entries: Arc::default(),

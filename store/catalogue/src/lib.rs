@@ -1,17 +1,26 @@
 //! The reward catalogue of a campaign: categories, tags, products with their branches and
 //! variants, and the campaign's tiers that variants require. Loaded whole from an import
 //! document (`document`), applied in one transaction (`import`), read back whole (`read`) for
-//! the export and for the search index each node keeps in memory (`index`).
+//! the export and for the search index each node keeps in memory (`index`), built from
+//! `facts.rs` (what filters read per variant) and `draw.rs` (weighted draws); reached through
+//! the `CatalogueStore` handle. It sits on the seam, tenancy (a `Campaign` is its scope), the
+//! programme (the tiers a document sets and variants require) and the `search` crate.
 
-pub(crate) mod document;
+pub mod document;
 mod draw;
 mod facts;
-pub(crate) mod import;
-pub(crate) mod index;
-pub(crate) mod read;
+pub mod import;
+pub mod index;
+pub mod read;
 
-use crate::{Tier, Tokens};
+#[macro_use]
+extern crate seam;
+
 pub use document::{Address, Branch, Category, ContactDetails, Tag, Weekdays};
+use programme::Tier;
+use seam::common::problems::Problems;
+use seam::{Db, FieldProblem, Page, Paged, StoreError, Tokens, backend, common, error, limits};
+use tenancy::Campaign;
 
 /// A product as members see it.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,5 +71,35 @@ pub struct Variant {
 impl Variant {
     pub fn can_be_ordered(&self) -> bool {
         self.available && self.stock.is_none_or(|units| units > 0)
+    }
+}
+
+/// The campaign's catalogue as stored: imports and reading it back. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct CatalogueStore {
+    db: Db,
+    /// The tiers a document sets and its variants require.
+    programme: programme::Programme,
+}
+
+impl CatalogueStore {
+    /// The catalogues in `programme`'s database.
+    pub fn on(programme: programme::Programme) -> CatalogueStore {
+        CatalogueStore {
+            db: Db::clone(&programme),
+            programme,
+        }
+    }
+
+    fn programme(&self) -> &programme::Programme {
+        &self.programme
+    }
+}
+
+impl std::ops::Deref for CatalogueStore {
+    type Target = Db;
+
+    fn deref(&self) -> &Db {
+        &self.db
     }
 }

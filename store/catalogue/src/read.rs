@@ -12,7 +12,7 @@ use super::document::{
 use super::document::{ProductEntry, VariantEntry};
 use super::{Product, Variant};
 use crate::backend::{Steps, Tx};
-use crate::{Page, Paged, Store, StoreError, Tokens};
+use crate::{CatalogueStore, Page, Paged, StoreError, Tokens};
 use programme::tiers::joined_tier;
 
 row_struct! {
@@ -90,7 +90,7 @@ fn embedding(bytes: &[u8]) -> Vec<f32> {
 
 /// The catalogue, read: a campaign's products, categories and tags, and the document that gives
 /// them back (scope: `&Campaign`).
-impl Store {
+impl CatalogueStore {
     /// The campaign's catalogue version: 0 before its first import, then one more per import
     /// and per variant an order sells out (both counts only grow, so their sum changes
     /// whenever either does).
