@@ -32,13 +32,7 @@ pub(crate) struct Caches {
     pub rule_sets: Cache<Arc<RuleSet>>,
 }
 
-impl std::ops::Deref for Store {
-    type Target = Db;
-
-    fn deref(&self) -> &Db {
-        &self.db
-    }
-}
+db_handle!(Store);
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

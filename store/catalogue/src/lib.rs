@@ -96,10 +96,4 @@ impl CatalogueStore {
     }
 }
 
-impl std::ops::Deref for CatalogueStore {
-    type Target = Db;
-
-    fn deref(&self) -> &Db {
-        &self.db
-    }
-}
+db_handle!(CatalogueStore);

@@ -40,10 +40,4 @@ impl Community {
     }
 }
 
-impl std::ops::Deref for Community {
-    type Target = Db;
-
-    fn deref(&self) -> &Db {
-        &self.db
-    }
-}
+db_handle!(Community);

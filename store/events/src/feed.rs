@@ -22,13 +22,7 @@ impl Events {
     }
 }
 
-impl std::ops::Deref for Events {
-    type Target = Db;
-
-    fn deref(&self) -> &Db {
-        &self.db
-    }
-}
+db_handle!(Events);
 
 /// Which events a feed reader wants.
 #[derive(Debug, Clone, Default)]

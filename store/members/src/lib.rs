@@ -71,10 +71,4 @@ impl Members {
     }
 }
 
-impl std::ops::Deref for Members {
-    type Target = Db;
-
-    fn deref(&self) -> &Db {
-        &self.db
-    }
-}
+db_handle!(Members);

@@ -56,13 +56,7 @@ impl Programme {
     }
 }
 
-impl std::ops::Deref for Programme {
-    type Target = Db;
-
-    fn deref(&self) -> &Db {
-        &self.db
-    }
-}
+db_handle!(Programme);
 
 impl std::fmt::Debug for Programme {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -12,7 +12,8 @@
 //!   records it is made from.
 //! - `limits.rs`: the input limits every door holds; `error.rs`: the one error type.
 //!
-//! Its macros (`params!`, `row_struct!`, `string_enum!`, `args!`) are exported at its root.
+//! Its macros (`params!`, `row_struct!`, `string_enum!`, `args!`, `db_handle!`) are exported at
+//! its root.
 
 // The seam's traits (`Tx`, `Work`, the forks) are public so that the domains above can write
 // against them; every caller names the concrete transaction type at the end, where `Send` is
@@ -31,3 +32,18 @@ pub use backend::{Backend, Db};
 pub use common::page::{Page, Paged};
 pub use common::tokens::Tokens;
 pub use error::{FieldProblem, StoreError};
+
+/// A domain's handle reads and writes through the database it holds (its field `db`): it
+/// derefs to that `Db`, so its methods call the seam's statements and transactions directly.
+#[macro_export]
+macro_rules! db_handle {
+    ($handle:ty) => {
+        impl std::ops::Deref for $handle {
+            type Target = $crate::Db;
+
+            fn deref(&self) -> &$crate::Db {
+                &self.db
+            }
+        }
+    };
+}

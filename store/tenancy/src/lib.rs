@@ -41,10 +41,4 @@ impl Tenancy {
     }
 }
 
-impl std::ops::Deref for Tenancy {
-    type Target = Db;
-
-    fn deref(&self) -> &Db {
-        &self.db
-    }
-}
+db_handle!(Tenancy);
