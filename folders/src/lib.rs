@@ -1,7 +1,8 @@
 //! Where files live on a node, the one place that names them: each organisation's SFTP tree
 //! (`Tree`, `Folder`): `/inbox` (uploads), `/reports`, `/exports` and `/templates` (read only),
 //! the names an upload may take, and the spool where received files wait (`spool_dir`,
-//! `spooled`, `sidecar_of`). Shared by `ingest` (the doors and the pipeline) and `exports`.
+//! `spooled`, `sidecar_of`), and how a small record beside a file is written whole or not at
+//! all (`write_atomically`). Shared by `ingest` (the doors and the pipeline) and `exports`.
 //! Client paths are virtual POSIX paths, normalised so that no path can leave the root: `..`
 //! stops at `/`, and anything but the folders and the files directly in them does not
 //! exist. Symbolic links are never followed, listed or created.
@@ -248,6 +249,18 @@ pub fn sidecar_of(spooled: &Path, id: &str) -> PathBuf {
     spooled.with_file_name(format!(".{id}{SIDECAR}"))
 }
 
+/// Writes `bytes` to `path` whole or not at all: into a temporary file beside it (its
+/// extension with `.tmp` added), then renamed over it, so a reader never sees half a record.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let extension = path
+        .extension()
+        .map(|e| e.to_string_lossy())
+        .unwrap_or_default();
+    let temporary = path.with_extension(format!("{extension}.tmp"));
+    std::fs::write(&temporary, bytes)?;
+    std::fs::rename(&temporary, path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,5 +308,19 @@ mod tests {
             place("/inbox/../templates/x").unwrap().virtual_path(),
             "/templates/x"
         );
+    }
+
+    #[test]
+    fn a_record_is_written_whole_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.csv.result.json");
+        write_atomically(&path, b"{\"state\":\"done\"}").unwrap();
+        write_atomically(&path, b"{\"state\":\"failed\"}").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"{\"state\":\"failed\"}");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("a.csv.result.json")]);
     }
 }

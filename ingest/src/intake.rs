@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use store::{Batch, BatchState, NewBatch, OrgScope, Store};
 
-use crate::batch::reports::write_atomically;
+use folders::write_atomically;
 use folders::{Folder, SIDECAR, Tree, spooled};
 pub use folders::{sidecar_of, spool_dir};
 

@@ -194,7 +194,7 @@ fn clear_interrupted(files: &[PathBuf]) {
                       the file was closed); nothing of it was processed: send it again",
         });
         let report = org.join("reports").join(format!("{name}.interrupted.json"));
-        let written = crate::batch::reports::write_atomically(
+        let written = folders::write_atomically(
             &report,
             &serde_json::to_vec_pretty(&record).unwrap_or_default(),
         );

@@ -76,8 +76,7 @@ impl Rejected {
     }
 }
 
+/// A report's summary, written whole or not at all.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let temporary = path.with_extension("json.tmp");
-    std::fs::write(&temporary, bytes).map_err(io)?;
-    std::fs::rename(&temporary, path).map_err(io)
+    folders::write_atomically(path, bytes).map_err(io)
 }
