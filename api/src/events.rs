@@ -303,14 +303,11 @@ async fn list_events(
         .events()
         .feed(caller.org(), Some(&campaign.id), &filter, page)
         .await?;
-    let (total, page) = (events.total, events.page);
-    let items = (events.items.into_iter())
-        .map(|e| EventView::render(e, caller.version))
-        .collect::<Result<_, _>>()?;
-    Ok(Json(PagedList::from_page(
-        Paged { items, total, page },
-        |v| v,
-    )))
+    let version = caller.version;
+    let views = Paged::of((events.total, events.items), events.page, |e| {
+        EventView::render(e, version)
+    })?;
+    Ok(Json(PagedList::from_page(views, |v| v)))
 }
 
 #[utoipa::path(get, path = "/v1/events/{id}", tag = "events", summary = "Get an event",
