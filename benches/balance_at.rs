@@ -53,6 +53,7 @@ async fn run() {
     let mut ids = Vec::new();
     for w in 0..WALLETS {
         let wallet = store
+            .ledger()
             .get_wallet(&campaign, &format!("w-{w}"))
             .await
             .unwrap();
@@ -100,6 +101,7 @@ async fn run() {
     for w in 0..WALLETS {
         let started = Instant::now();
         store
+            .ledger()
             .balance_at(&campaign, &format!("w-{w}"), Utc::now())
             .await
             .unwrap();
@@ -121,9 +123,10 @@ async fn run() {
         meta: None,
         date: Some(Utc::now() - Duration::days(365)),
     };
-    store.burn(&campaign, burn).await.unwrap();
+    store.ledger().burn(&campaign, burn).await.unwrap();
     let started = Instant::now();
     store
+        .ledger()
         .balance_at(&campaign, "w-0", Utc::now())
         .await
         .unwrap();
@@ -143,7 +146,11 @@ async fn run() {
     };
     for n in 0..50 {
         let at = instant(first, n);
-        let found = store.balance_at(&campaign, "w-0", at).await.unwrap();
+        let found = store
+            .ledger()
+            .balance_at(&campaign, "w-0", at)
+            .await
+            .unwrap();
         let sum = store.stored_bytes(&plain(&ids[0], found.at)).await;
         let sum: i64 = String::from_utf8(sum[0].clone()).unwrap().parse().unwrap();
         assert_eq!(
@@ -172,12 +179,16 @@ async fn run() {
             let (store, campaign) = (store.clone(), campaign.clone());
             async move {
                 let at = instant(first, n);
-                store.balance_at(&campaign, "w-0", at).await.unwrap();
+                store
+                    .ledger()
+                    .balance_at(&campaign, "w-0", at)
+                    .await
+                    .unwrap();
             }
         })
         .await
     };
-    println!("{}", alone.row("Store::balance_at"));
+    println!("{}", alone.row("Ledger::balance_at"));
 
     let base = common::serve(&store).await;
     let client = reqwest::Client::new();

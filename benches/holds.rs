@@ -156,14 +156,14 @@ async fn run() {
             };
             let (store, campaign) = (store.clone(), campaign.clone());
             async move {
-                store.transfer(&campaign, transfer).await.unwrap();
+                store.ledger().transfer(&campaign, transfer).await.unwrap();
             }
         })
         .await
     };
     println!(
         "{}",
-        transfers_alone.row("floor: Store::transfer alone, pairs apart")
+        transfers_alone.row("floor: Ledger::transfer alone, pairs apart")
     );
 
     let alone = {
@@ -180,14 +180,14 @@ async fn run() {
             };
             let (store, campaign) = (store.clone(), campaign.clone());
             async move {
-                store.hold(&campaign, hold).await.unwrap();
+                store.ledger().hold(&campaign, hold).await.unwrap();
             }
         })
         .await
     };
-    println!("{}", alone.row("floor: Store::hold alone"));
+    println!("{}", alone.row("floor: Ledger::hold alone"));
     assert!(
-        store.audit().await.unwrap().is_empty(),
+        store.ledger().audit().await.unwrap().is_empty(),
         "the ledger agrees with itself after the run"
     );
 }

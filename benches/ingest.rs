@@ -145,7 +145,10 @@ async fn run() {
     let on_history = common::load(&store, &book, &data, &org, &history_copy, rows).await;
     let xlsx_after = common::load(&store, &book, &data, &org, &workbook(3), 10_000).await;
     let started = Instant::now();
-    assert!(store.audit().await.unwrap().is_empty(), "the ledger agrees");
+    assert!(
+        store.ledger().audit().await.unwrap().is_empty(),
+        "the ledger agrees"
+    );
     let audit_seconds = started.elapsed().as_secs_f64();
 
     println!(

@@ -130,6 +130,7 @@ async fn run() {
     let all = store::TransactionFilter::default();
     let count_only = store::Page { page: 1, limit: 0 };
     while store
+        .ledger()
         .list_transactions(&campaign, &all, count_only)
         .await
         .unwrap()
@@ -227,7 +228,7 @@ async fn run() {
     // The floor: the same burns through the store alone, in this process (no HTTP, no
     // authentication, no JSON), on the same wallets; the returns' after theirs.
     let store_burns = burn_alone(&store, &campaign, seconds, "sb").await;
-    println!("{}", store_burns.row("floor: Store::burn alone"));
+    println!("{}", store_burns.row("floor: Ledger::burn alone"));
 
     // Refunds of those burns, a tenth of one at a time (each burn can take ten), then returns
     // of a tenth of the earns' purchases (12.5 each: 1.25 takes back 1 of its 12 tokens; a
@@ -263,21 +264,21 @@ async fn run() {
             };
             let (store, campaign) = (store.clone(), campaign.clone());
             async move {
-                store.correct(&campaign, correction).await.unwrap();
+                store.ledger().correct(&campaign, correction).await.unwrap();
             }
         })
         .await
     };
-    println!("{}", store_returns.row("floor: Store::correct (return)"));
+    println!("{}", store_returns.row("floor: Ledger::correct (return)"));
     // The returns left each wallet many aside rows (a partial return of an earn not spent yet
     // makes one): burns read them only as far as they reach.
     let aside_burns = burn_alone(&store, &campaign, seconds, "sa").await;
     println!(
         "{}",
-        aside_burns.row("Store::burn alone, after the returns")
+        aside_burns.row("Ledger::burn alone, after the returns")
     );
     assert!(
-        store.audit().await.unwrap().is_empty(),
+        store.ledger().audit().await.unwrap().is_empty(),
         "the ledger agrees with itself after the run"
     );
 }
@@ -303,7 +304,7 @@ async fn burn_alone(
         };
         let (store, campaign) = (store.clone(), campaign.clone());
         async move {
-            store.burn(&campaign, burn).await.unwrap();
+            store.ledger().burn(&campaign, burn).await.unwrap();
         }
     })
     .await
@@ -358,6 +359,7 @@ async fn earn_ids(store: &store::Store, campaign: &store::Campaign) -> Vec<Strin
     let mut ids = Vec::new();
     for page in 1.. {
         let found = store
+            .ledger()
             .list_transactions(
                 campaign,
                 &earns,

@@ -52,10 +52,10 @@ async fn main() {
             comment: None,
             meta: None,
         };
-        store.submit_earn(&campaign, earn).await.unwrap();
+        store.ledger().submit_earn(&campaign, earn).await.unwrap();
     }
     let book = RuleBook::new(store.programme().clone());
-    while store.process_earns(&book, 100).await.unwrap() > 0 {}
+    while store.ledger().process_earns(&book, 100).await.unwrap() > 0 {}
 
     let base = common::serve(&store).await;
     let bare_base = common::serve_bare(
@@ -143,7 +143,7 @@ async fn main() {
         .unwrap();
     assert_eq!(orders.total, placed as u64, "one order per request");
     assert!(
-        store.audit().await.unwrap().is_empty(),
+        store.ledger().audit().await.unwrap().is_empty(),
         "the ledger agrees with itself after the run"
     );
 }

@@ -73,10 +73,10 @@ async fn run() {
     );
     let audit = Instant::now();
     assert!(
-        store.audit().await.unwrap().is_empty(),
+        store.ledger().audit().await.unwrap().is_empty(),
         "the ledger agrees with itself"
     );
-    let wallet = store.get_wallet(&campaign, "w-0").await.unwrap();
+    let wallet = store.ledger().get_wallet(&campaign, "w-0").await.unwrap();
     assert_eq!(wallet.balance, store::Tokens::ZERO, "every earn returned");
     println!("audit: {:.1} s", audit.elapsed().as_secs_f64());
     if let Some(file) = _db.url.strip_prefix("sqlite:") {

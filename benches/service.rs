@@ -110,6 +110,7 @@ async fn run() {
     let drained = Instant::now();
     while seed
         .store
+        .ledger()
         .list_transactions(&seed.campaign, &all, count_only)
         .await
         .unwrap()
@@ -134,7 +135,7 @@ async fn run() {
     drop(service);
     let _ = std::fs::remove_dir_all(&data);
     assert!(
-        seed.store.audit().await.unwrap().is_empty(),
+        seed.store.ledger().audit().await.unwrap().is_empty(),
         "the ledger agrees with itself after the run"
     );
 }

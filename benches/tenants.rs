@@ -185,7 +185,7 @@ async fn noisy_burns(store: &Store, noisy: &store::Campaign) {
             meta: None,
             date: None,
         };
-        store.burn(noisy, burn).await.unwrap();
+        store.ledger().burn(noisy, burn).await.unwrap();
     }
 }
 
@@ -216,7 +216,7 @@ async fn floor(rate: f64, seconds: u64, endpoints: usize) -> (common::Load, comm
                 date: None,
             };
             async move {
-                store.burn(&campaign, burn).await.unwrap();
+                store.ledger().burn(&campaign, burn).await.unwrap();
             }
         }
     };
@@ -268,7 +268,11 @@ async fn noisy_tenant(store: &Store, url: &str, count: usize) -> store::Campaign
         external_id: Some("n-w".into()),
         name: None,
     };
-    store.create_wallet(&campaign, wallet).await.unwrap();
+    store
+        .ledger()
+        .create_wallet(&campaign, wallet)
+        .await
+        .unwrap();
     let book = store::RuleBook::new(store.programme().clone());
     let earn = store::EarnInput {
         earn_id: "n-e".into(),
@@ -279,10 +283,11 @@ async fn noisy_tenant(store: &Store, url: &str, count: usize) -> store::Campaign
         comment: None,
         meta: None,
     };
-    store.submit_earn(&campaign, earn).await.unwrap();
+    store.ledger().submit_earn(&campaign, earn).await.unwrap();
     // This bench's process_earns or the service's worker credits it.
-    store.process_earns(&book, 100).await.unwrap();
+    store.ledger().process_earns(&book, 100).await.unwrap();
     while !store
+        .ledger()
         .get_wallet(&campaign, "n-w")
         .await
         .unwrap()

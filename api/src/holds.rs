@@ -156,7 +156,11 @@ async fn place_hold(
             detail: "expiresAt must be later than now".into(),
         });
     }
-    let placed = state.store.hold(&caller.context.campaign, hold).await?;
+    let placed = state
+        .store
+        .ledger()
+        .hold(&caller.context.campaign, hold)
+        .await?;
     let status = match placed.replayed {
         true => StatusCode::OK,
         false => StatusCode::CREATED,
@@ -206,11 +210,15 @@ async fn list_holds(
     };
     // A wallet named by its reference is looked up; an unknown one simply has no holds.
     if let Some(reference) = &filter.wallet_id
-        && let Ok(wallet) = state.store.get_wallet(campaign, reference).await
+        && let Ok(wallet) = state.store.ledger().get_wallet(campaign, reference).await
     {
         filter.wallet_id = Some(wallet.id);
     }
-    let holds = state.store.list_holds(campaign, &filter, page).await?;
+    let holds = state
+        .store
+        .ledger()
+        .list_holds(campaign, &filter, page)
+        .await?;
     Ok(Json(PagedList::from_page(holds, HoldView::from)))
 }
 
@@ -222,7 +230,11 @@ async fn get_hold(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<HoldView>, ApiError> {
-    let hold = state.store.get_hold(&caller.context.campaign, &id).await?;
+    let hold = state
+        .store
+        .ledger()
+        .get_hold(&caller.context.campaign, &id)
+        .await?;
     Ok(Json(hold.into()))
 }
 
@@ -257,6 +269,7 @@ async fn capture_hold(
     let amount = checks.finish(amount)?;
     let settled = state
         .store
+        .ledger()
         .capture_hold(&caller.context.campaign, &id, amount)
         .await?;
     Ok(Json(settled.hold.into()))
@@ -276,7 +289,11 @@ async fn void_hold(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<HoldView>, ApiError> {
-    let settled = state.store.void_hold(&caller.context.campaign, &id).await?;
+    let settled = state
+        .store
+        .ledger()
+        .void_hold(&caller.context.campaign, &id)
+        .await?;
     Ok(Json(settled.hold.into()))
 }
 

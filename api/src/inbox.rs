@@ -57,7 +57,7 @@ impl EarnInbox {
             let mut batch = Vec::with_capacity(BATCH);
             while receiver.recv_many(&mut batch, BATCH).await > 0 {
                 let (pending, replies): (Vec<_>, Vec<_>) = batch.drain(..).unzip();
-                match store.store_earns(pending).await {
+                match store.ledger().store_earns(pending).await {
                     Ok(answers) => {
                         for (reply, answer) in replies.into_iter().zip(answers) {
                             let _ = reply.send(answer);

@@ -312,6 +312,7 @@ async fn filter(
     if let Some(reference) = &filter.wallet_id
         && let Ok(wallet) = state
             .store
+            .ledger()
             .get_wallet(&caller.context.campaign, reference)
             .await
     {
@@ -333,6 +334,7 @@ async fn list_transactions(
     let filter = filter(&state, &caller, query).await?;
     let list = state
         .store
+        .ledger()
         .list_transactions(&caller.context.campaign, &filter, page)
         .await?;
     Ok(Json(PagedList::from_page(list, TransactionView::from)))
@@ -349,6 +351,7 @@ async fn get_transaction(
     Ok(Json(
         state
             .store
+            .ledger()
             .get_transaction(&caller.context.campaign, &id)
             .await?
             .into(),
@@ -428,6 +431,7 @@ async fn burn(
 ) -> Result<Json<TransactionView>, ApiError> {
     let burned = state
         .store
+        .ledger()
         .burn(&caller.context.campaign, new_burn(input)?)
         .await?;
     Ok(Json(burned.transaction.into()))
@@ -510,6 +514,7 @@ async fn reverse(
 ) -> Result<Json<TransactionView>, ApiError> {
     let corrected = state
         .store
+        .ledger()
         .correct(&caller.context.campaign, new_correction(id, body)?)
         .await?;
     Ok(Json(corrected.transaction.into()))
@@ -594,6 +599,7 @@ async fn earn(
 ) -> Result<(StatusCode, Json<EarnAccepted>), ApiError> {
     let pending = state
         .store
+        .ledger()
         .pending_earn(&caller.context.campaign, earn_input(body)?)
         .await?;
     let request = state.earn_inbox.submit(pending).await?;
@@ -658,6 +664,7 @@ async fn earn_status(
     Ok(Json(
         state
             .store
+            .ledger()
             .earn_request(&caller.context.campaign, &request_id)
             .await?
             .into(),

@@ -147,6 +147,7 @@ async fn transfer(
 ) -> Result<(StatusCode, Json<TransferView>), ApiError> {
     let made = state
         .store
+        .ledger()
         .transfer(&caller.context.campaign, new_transfer(input)?)
         .await?;
     let status = match made.replayed {
@@ -166,6 +167,7 @@ async fn get_transfer(
 ) -> Result<Json<TransferView>, ApiError> {
     let transfer = state
         .store
+        .ledger()
         .get_transfer(&caller.context.campaign, &id)
         .await?;
     Ok(Json(transfer.into()))

@@ -179,6 +179,7 @@ async fn list_wallets(
     };
     let wallets = state
         .store
+        .ledger()
         .list_wallets(&caller.context.campaign, &filter, page)
         .await?;
     let min = min_balance(&state, &caller).await?;
@@ -201,6 +202,7 @@ async fn create_wallet(
 ) -> Result<(StatusCode, Json<WalletView>), ApiError> {
     let wallet = state
         .store
+        .ledger()
         .create_wallet(&caller.context.campaign, new_wallet(input)?)
         .await?;
     let min = min_balance(&state, &caller).await?;
@@ -218,6 +220,7 @@ async fn get_wallet(
 ) -> Result<Json<WalletView>, ApiError> {
     let wallet = state
         .store
+        .ledger()
         .get_wallet(&caller.context.campaign, &reference)
         .await?;
     let min = min_balance(&state, &caller).await?;
@@ -238,6 +241,7 @@ async fn update_wallet(
     let name = checks.finish(name)?;
     let wallet = state
         .store
+        .ledger()
         .rename_wallet(&caller.context.campaign, &id, name)
         .await?;
     let min = min_balance(&state, &caller).await?;
@@ -352,8 +356,16 @@ async fn expiring(
     let days = within_days(query.within.as_deref())?;
     let until = Utc::now() + chrono::Duration::days(days);
     let campaign = &caller.context.campaign;
-    let wallet = state.store.get_wallet(campaign, &reference).await?;
-    let found = state.store.expiring(campaign, &wallet.id, until).await?;
+    let wallet = state
+        .store
+        .ledger()
+        .get_wallet(campaign, &reference)
+        .await?;
+    let found = state
+        .store
+        .ledger()
+        .expiring(campaign, &wallet.id, until)
+        .await?;
     let total = found
         .iter()
         .try_fold(Tokens::ZERO, |sum, day| sum.checked_add(day.tokens))
@@ -422,7 +434,11 @@ async fn balance_at(
     let at = crate::transactions::date(&mut checks, "at", query.at);
     let at = checks.finish(at)?;
     let campaign = &caller.context.campaign;
-    let wallet = state.store.get_wallet(campaign, &reference).await?;
+    let wallet = state
+        .store
+        .ledger()
+        .get_wallet(campaign, &reference)
+        .await?;
     let view = |at, balance, held, pending| BalanceView {
         wallet_id: wallet.id.clone(),
         currency: wallet.currency.clone(),
@@ -434,7 +450,11 @@ async fn balance_at(
     Ok(Json(match at {
         None => view(Utc::now(), wallet.balance, wallet.held, wallet.pending),
         Some(at) => {
-            let then = state.store.balance_at(campaign, &wallet.id, at).await?;
+            let then = state
+                .store
+                .ledger()
+                .balance_at(campaign, &wallet.id, at)
+                .await?;
             view(then.at, then.balance, then.held, then.pending)
         }
     }))

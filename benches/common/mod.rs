@@ -155,6 +155,7 @@ pub async fn open_lots(
     for w in 0..wallets {
         ids.push(
             store
+                .ledger()
                 .get_wallet(campaign, &format!("w-{w}"))
                 .await
                 .unwrap()
@@ -187,7 +188,7 @@ pub async fn open_lots(
         })
         .collect();
     for chunk in credits.chunks(1_000) {
-        store.credit_all(chunk).await.unwrap();
+        store.ledger().credit_all(chunk).await.unwrap();
     }
 }
 
@@ -406,7 +407,11 @@ pub async fn seed(members: usize, wallets: bool) -> Seed {
                 external_id: Some(format!("w-{i}")),
                 name: None,
             };
-            store.create_wallet(&campaign, wallet).await.unwrap();
+            store
+                .ledger()
+                .create_wallet(&campaign, wallet)
+                .await
+                .unwrap();
         }
     }
     Seed {

@@ -22,7 +22,7 @@ pub async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
         // In a task of its own: whatever fails in one pass (a panic included: its earns are
         // claimed again when their lease ends), the worker goes on.
         let (store, book) = (state.store.clone(), state.rule_book.clone());
-        let pass = tokio::spawn(async move { store.process_earns(&book, BATCH).await });
+        let pass = tokio::spawn(async move { store.ledger().process_earns(&book, BATCH).await });
         let claimed = match pass.await {
             Ok(Ok(claimed)) => claimed,
             Ok(Err(err)) => {

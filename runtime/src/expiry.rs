@@ -25,7 +25,7 @@ pub async fn sweep_expiry(state: AppState, mut stop: watch::Receiver<bool>) {
         let now = chrono::Utc::now();
         // Before the expiry: tokens that vest past their date expire in the same sweep.
         let vest = tokio::select! {
-            vested = state.store.vest_pending(now) => vested,
+            vested = state.store.ledger().vest_pending(now) => vested,
             _ = stop.wait_for(|stop| *stop) => return,
         };
         match vest {
@@ -37,7 +37,7 @@ pub async fn sweep_expiry(state: AppState, mut stop: watch::Receiver<bool>) {
             Err(err) => tracing::warn!(%err, "vesting sweep failed"),
         }
         let sweep = tokio::select! {
-            swept = state.store.expire(now) => swept,
+            swept = state.store.ledger().expire(now) => swept,
             _ = stop.wait_for(|stop| *stop) => return,
         };
         match sweep {
@@ -50,7 +50,7 @@ pub async fn sweep_expiry(state: AppState, mut stop: watch::Receiver<bool>) {
         }
         // After the expiry: tokens a lapse releases past their date expire at the next sweep.
         let lapse = tokio::select! {
-            lapsed = state.store.lapse_holds(now) => lapsed,
+            lapsed = state.store.ledger().lapse_holds(now) => lapsed,
             _ = stop.wait_for(|stop| *stop) => return,
         };
         match lapse {
@@ -63,7 +63,7 @@ pub async fn sweep_expiry(state: AppState, mut stop: watch::Receiver<bool>) {
         }
         // Once a day per campaign (the store claims each campaign's day): what expires soon.
         let notice = tokio::select! {
-            noticed = state.store.notice_expiring(now) => noticed,
+            noticed = state.store.ledger().notice_expiring(now) => noticed,
             _ = stop.wait_for(|stop| *stop) => return,
         };
         match notice {

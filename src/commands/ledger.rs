@@ -258,7 +258,7 @@ pub async fn tier(store: &Store, command: TierCommand, json: bool) -> anyhow::Re
 }
 
 pub async fn expire(store: &Store, json: bool) -> anyhow::Result<()> {
-    let written = store.expire(chrono::Utc::now()).await?;
+    let written = store.ledger().expire(chrono::Utc::now()).await?;
     emit(json, json!({"expired": written}), || {
         format!("{written} lot(s) expired")
     });
@@ -267,7 +267,7 @@ pub async fn expire(store: &Store, json: bool) -> anyhow::Result<()> {
 
 /// Prints each discrepancy; an error (exit status 1) when there is any.
 pub async fn audit(store: &Store, json: bool) -> anyhow::Result<()> {
-    let found = store.audit().await?;
+    let found = store.ledger().audit().await?;
     let value = found
         .iter()
         .map(|d| json!({"walletId": d.wallet_id, "transactionId": d.transaction_id, "check": d.check, "recorded": d.recorded, "computed": d.computed}))

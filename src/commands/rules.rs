@@ -142,6 +142,7 @@ async fn backtest(
     let mut after: Option<String> = None;
     loop {
         let page = store
+            .ledger()
             .earns_between(&campaign, from, to, after.as_deref(), 5_000)
             .await?;
         let Some(last) = page.last() else { break };

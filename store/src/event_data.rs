@@ -5,12 +5,12 @@
 use chrono::NaiveDate;
 use events::{Payload, Record, TestEvent};
 
-use crate::ledger::expiry_notices::PointsExpiring;
 use crate::{
     Batch, Booking, EarnRequest, Member, Order, Redeemed, Review, ReviewStatus, StoreError, Tokens,
     Transaction,
 };
 use community::reviews::ReviewEvent;
+use ledger::expiry_notices::PointsExpiring;
 use members::ErasedMember;
 use programme::tiers::{TierChanged, TierRef};
 

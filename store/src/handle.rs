@@ -1,14 +1,8 @@
 //! `Store`: the database with the domains' handles (`tenancy()`, `members()`, `programme()`,
-//! `catalogue()`, `community()`, `events()`) and what the domains still in this crate keep
-//! beside it (their caches, the dates a transaction may carry).
-
-use std::sync::Arc;
-
-use rules::RuleSet;
-use seam::common::cache::Cache;
+//! `ledger()`, `catalogue()`, `community()`, `events()`).
 
 use crate::{
-    CatalogueStore, Community, DateWindow, Db, Events, Members, Programme, StoreError, Tenancy,
+    CatalogueStore, Community, Db, Events, Ledger, Members, Programme, StoreError, Tenancy,
 };
 
 /// The system of record. Cheap to clone: clones share one connection pool and its caches.
@@ -21,15 +15,7 @@ pub struct Store {
     catalogue: CatalogueStore,
     community: Community,
     events: Events,
-    pub(crate) caches: Arc<Caches>,
-    /// How far ahead of the clock a transaction may be dated (`DateWindow`).
-    pub(crate) dates_ahead: chrono::Duration,
-}
-
-/// The caches a store keeps, shared by its clones.
-pub(crate) struct Caches {
-    /// `campaign id:version` -> that rule-set version, compiled (a partial return rounds by it).
-    pub rule_sets: Cache<Arc<RuleSet>>,
+    ledger: Ledger,
 }
 
 db_handle!(Store);
@@ -44,18 +30,16 @@ impl Store {
     /// The store on `db`.
     pub fn on(db: Db) -> Store {
         let programme = Programme::on(db.clone());
+        let members = Members::on(db.clone());
         Store {
             tenancy: Tenancy::on(db.clone()),
-            members: Members::on(db.clone()),
+            ledger: Ledger::on(db.clone(), programme.clone(), members.clone()),
+            members,
             catalogue: CatalogueStore::on(programme.clone()),
             programme,
             community: Community::on(db.clone()),
             events: Events::on(db.clone()),
             db,
-            caches: Arc::new(Caches {
-                rule_sets: Cache::default(),
-            }),
-            dates_ahead: crate::DATES_AHEAD,
         }
     }
 
@@ -84,6 +68,11 @@ impl Store {
         &self.programme
     }
 
+    /// Wallets and their transactions: earns, spends, corrections, expiry, the audit.
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
     /// The campaigns' reward catalogues as stored.
     pub fn catalogue(&self) -> &CatalogueStore {
         &self.catalogue
@@ -107,13 +96,7 @@ impl Store {
     /// This store, letting transactions be dated up to `ahead` past the clock (`DATES_AHEAD`
     /// unless set).
     pub fn with_dates_ahead(mut self, ahead: chrono::Duration) -> Store {
-        self.dates_ahead = ahead;
+        self.ledger = self.ledger.with_dates_ahead(ahead);
         self
-    }
-
-    /// The dates a transaction may carry now; an earn of a campaign that allows earns at most
-    /// `back_days` old, no further back.
-    pub fn date_window(&self, back_days: Option<u32>) -> DateWindow {
-        DateWindow::at(crate::common::ids::now(), self.dates_ahead, back_days)
     }
 }

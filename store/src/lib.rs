@@ -6,7 +6,6 @@
 //! are used here under those names), which `Store` holds and derefs to. Where things live:
 //!
 //! - `handle.rs`: `Store` itself, with the caches and the dates a transaction may carry.
-//! - `ledger/`: wallets, transactions, earn requests, crediting, burns, expiry and the audit.
 //! - `batches/`: batch-file records, crediting a file's rows, column mappings.
 //! - `orders/`: orders, their redemption codes (encrypted at rest) and bookings.
 //! - `event_data.rs`: the records events carry, read back as the domains' types (events
@@ -17,14 +16,11 @@
 
 #[macro_use]
 extern crate seam;
-#[macro_use]
-extern crate programme;
 
 mod batches;
 mod event_data;
 mod exports;
 mod handle;
-mod ledger;
 pub mod meta;
 mod orders;
 #[cfg(any(test, feature = "testing"))]
@@ -70,16 +66,13 @@ pub use events::{
 pub use exports::schedule::{ClaimedDay, ExportFormat, ExportSchedule, SETTLE as EXPORT_SETTLE};
 pub use exports::{ExportChunk, ExportFilter, ExportTime, Texts};
 pub use handle::Store;
-pub use ledger::audit::Discrepancy;
-pub use ledger::burn::{Burned, NewBurn};
-pub use ledger::corrections::{Corrected, NewCorrection};
-pub use ledger::earn::{Credit, Credited, EarnInput, EarnRequest, EarnStatus, PendingEarn};
-pub use ledger::evaluate::RulesInput;
-pub use ledger::holds::{Hold, HoldFilter, HoldPlaced, HoldSettled, HoldStatus, NewHold};
-pub use ledger::in_time::{BalanceAt, ExpiringDay};
-pub use ledger::transactions::{EarnReplay, Transaction, TransactionFilter, TransactionKind};
-pub use ledger::transfers::{NewTransfer, Received, Transfer, Transferred};
-pub use ledger::wallets::{NewWallet, Wallet, WalletFilter};
+pub use ledger::{
+    BalanceAt, Burned, Corrected, Credit, Credited, Discrepancy, EarnInput, EarnReplay,
+    EarnRequest, EarnStatus, ExpiringDay, Hold, HoldFilter, HoldPlaced, HoldSettled, HoldStatus,
+    Ledger, NewBurn, NewCorrection, NewHold, NewTransfer, NewWallet, PendingEarn, Received,
+    RulesInput, Transaction, TransactionFilter, TransactionKind, Transfer, Transferred, Wallet,
+    WalletFilter,
+};
 pub use members::{
     CATEGORIES, Channels, ChannelsPatch, CommunicationPreferences, Member, MemberPatch,
     MemberStatus, Members, NewMember, PreferencesPatch,

@@ -52,7 +52,11 @@ async fn the_whole_service_runs_in_process_and_stops_on_one_signal() {
         external_id: Some("w-1".into()),
         name: None,
     };
-    store.create_wallet(&campaign, wallet).await.unwrap();
+    store
+        .ledger()
+        .create_wallet(&campaign, wallet)
+        .await
+        .unwrap();
 
     let application = rewards::Application::build(config.clone(), store.clone())
         .await
@@ -89,7 +93,12 @@ async fn the_whole_service_runs_in_process_and_stops_on_one_signal() {
     .unwrap();
     let started = Instant::now();
     loop {
-        let balance = store.get_wallet(&campaign, "w-1").await.unwrap().balance;
+        let balance = store
+            .ledger()
+            .get_wallet(&campaign, "w-1")
+            .await
+            .unwrap()
+            .balance;
         if balance == Tokens::whole(30) {
             break;
         }

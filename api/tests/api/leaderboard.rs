@@ -228,7 +228,10 @@ async fn the_first_snapshot_is_built_on_demand(db: store::testing::TestStore) {
     assert_eq!(accepted.status, StatusCode::ACCEPTED, "{}", accepted.body);
     // The test stands in for the earn worker, which this node does not run.
     let rules = store::RuleBook::new(app.store.programme().clone());
-    assert_eq!(app.store.process_earns(&rules, 10).await.unwrap(), 1);
+    assert_eq!(
+        app.store.ledger().process_earns(&rules, 10).await.unwrap(),
+        1
+    );
 
     let asks: Vec<_> = (0..6)
         .map(|_| {

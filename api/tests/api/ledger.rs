@@ -196,7 +196,7 @@ async fn earns_are_dated_within_the_window(app: TestApp) {
     assert_eq!(reply.fields(), ["date"]);
     let recent = json!({"id": "recent", "amount": 1, "date": days_ago(29), "walletId": "w-1"});
     assert_eq!(app.earn_and_wait(recent).await.status, "completed");
-    let audit = app.store.audit().await.unwrap();
+    let audit = app.store.ledger().audit().await.unwrap();
     assert!(audit.is_empty(), "{audit:?}");
 }
 

@@ -65,6 +65,7 @@ async fn a_pending_earn_is_shown_and_spends_once_vested(app: TestApp) {
 
     let vested = app
         .store
+        .ledger()
         .vest_pending(Utc::now() + Duration::days(31))
         .await
         .unwrap();
@@ -81,7 +82,7 @@ async fn a_pending_earn_is_shown_and_spends_once_vested(app: TestApp) {
         .await
         .expect(StatusCode::OK);
     assert_eq!(burned.pending, None, "only an earn is pending or not");
-    assert!(app.store.audit().await.unwrap().is_empty());
+    assert!(app.store.ledger().audit().await.unwrap().is_empty());
 }
 
 app_tests!(a_pending_earn_is_shown_and_spends_once_vested);

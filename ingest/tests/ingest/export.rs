@@ -34,7 +34,7 @@ async fn ledger(store: &Store, data: &Path, org: &store::OrgScope, campaign: &Ca
         meta: None,
         date: None,
     };
-    store.burn(campaign, burn).await.unwrap();
+    store.ledger().burn(campaign, burn).await.unwrap();
     batch.id
 }
 
@@ -138,7 +138,12 @@ async fn parquet_exports_keep_the_ledgers_types_and_totals(store: Store) {
     assert_eq!(meta, serde_json::json!({"store": "A1"}));
     assert_eq!(texts(&frame, "type")[burn].as_deref(), Some("BURN"));
     assert_eq!(amounts[coffee], 10_000_000);
-    let member = store.get_wallet(&campaign, "w-1").await.unwrap().owner_id;
+    let member = store
+        .ledger()
+        .get_wallet(&campaign, "w-1")
+        .await
+        .unwrap()
+        .owner_id;
     assert_eq!(
         texts(&frame, "memberId")[coffee].as_deref(),
         Some(member.as_str())

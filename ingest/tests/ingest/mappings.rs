@@ -69,6 +69,7 @@ async fn a_file_in_the_clients_layout_is_read_through_its_mapping(store: Store) 
     assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::whole(1234));
     assert_eq!(balance(&store, &campaign, "w-2").await, Tokens::whole(2));
     let transactions = store
+        .ledger()
         .list_transactions(&campaign, &TransactionFilter::default(), Page::default())
         .await
         .unwrap()
@@ -179,7 +180,7 @@ async fn an_all_or_nothing_file_with_a_bad_row_loads_nothing(store: Store) {
     );
     assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::whole(50));
     assert_eq!(balance(&store, &campaign, "w-2").await, Tokens::whole(20));
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 }
 
 async fn a_dry_run_reports_what_would_happen_and_changes_nothing(store: Store) {

@@ -290,6 +290,7 @@ async fn mapped_parquet_files_reject_with_the_remaining_reason_codes(store: Stor
     );
     assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::whole(5));
     let credited = store
+        .ledger()
         .list_transactions(
             &campaign,
             &store::TransactionFilter::default(),

@@ -105,7 +105,7 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
         .map(|(r, c)| (r.to_string(), c.to_string()))
         .collect();
     assert_eq!(codes, expected, "in row order: {rejected}");
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 
     // Processing the same batch again (as after a crash) credits nothing twice.
     ingest::batch::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
@@ -119,7 +119,7 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
         "the rows credited before count as loaded, not as duplicates"
     );
     assert_eq!(recorded.summary.unwrap()["loadedBeforeRestart"], 2);
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 }
 
 async fn a_wrong_header_fails_the_file_with_the_reason(store: Store) {

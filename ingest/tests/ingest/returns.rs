@@ -50,7 +50,7 @@ async fn return_rows_reverse_their_earns_and_refusals_have_their_reasons(store: 
     // 10 by the API + 20, less 5 (a quarter of e-1) and all of api-1.
     assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::whole(15));
     assert_eq!(balance(&store, &campaign, "w-2").await, Tokens::whole(4));
-    let wallet = store.get_wallet(&campaign, "w-1").await.unwrap();
+    let wallet = store.ledger().get_wallet(&campaign, "w-1").await.unwrap();
     assert_eq!(wallet.earned, Tokens::whole(15), "lifetime earnings fall");
     let summary = result(dir.path(), &org, "mixed.csv.result.json");
     assert_eq!(
@@ -82,6 +82,7 @@ async fn return_rows_reverse_their_earns_and_refusals_have_their_reasons(store: 
     };
     let page = store::Page { page: 1, limit: 10 };
     let listed = store
+        .ledger()
         .list_transactions(&campaign, &reversals, page)
         .await
         .unwrap();
@@ -111,10 +112,10 @@ async fn return_rows_reverse_their_earns_and_refusals_have_their_reasons(store: 
         comment: None,
         meta: None,
     };
-    let replayed = store.correct(&campaign, again("5")).await.unwrap();
+    let replayed = store.ledger().correct(&campaign, again("5")).await.unwrap();
     assert!(replayed.replayed);
     assert_eq!(replayed.transaction.id, r1.id);
-    match store.correct(&campaign, again("6")).await {
+    match store.ledger().correct(&campaign, again("6")).await {
         Err(StoreError::Refused { code, field, .. }) => {
             assert_eq!((code, field.as_deref()), ("already_exists", Some("amount")));
         }
@@ -148,7 +149,7 @@ async fn return_rows_reverse_their_earns_and_refusals_have_their_reasons(store: 
     );
     // r-9 returned the rest of e-1: 15 tokens.
     assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::ZERO);
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 }
 
 /// A client's own layout maps its column of original receipts to `reverses`; a dry run of a
@@ -188,7 +189,7 @@ async fn a_mapping_maps_the_reversed_earn_and_a_dry_run_changes_nothing(store: S
         rejected_codes(dir.path(), &org, "returns_1.csv.rejected.csv"),
         [(3, "earn_not_credited".to_string())]
     );
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 }
 
 /// Under a campaign that refuses a shortfall, a return row is refused only once it has taken
@@ -216,7 +217,7 @@ async fn a_refused_shortfall_undoes_its_row_and_the_chunk_goes_on(store: Store) 
         meta: None,
         date: None,
     };
-    store.burn(&campaign, burn).await.unwrap();
+    store.ledger().burn(&campaign, burn).await.unwrap();
     crate::common::earn_by_api(&store, &campaign, "api-2", "w-1", "5").await;
 
     // r-1 would take api-1's 2 left and 5 of api-2's lot, and still be 3 short.
@@ -231,9 +232,9 @@ async fn a_refused_shortfall_undoes_its_row_and_the_chunk_goes_on(store: Store) 
         [(2, "reversal_shortfall".to_string())]
     );
     assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::whole(2));
-    let wallet = store.get_wallet(&campaign, "w-1").await.unwrap();
+    let wallet = store.ledger().get_wallet(&campaign, "w-1").await.unwrap();
     assert_eq!(wallet.earned, Tokens::whole(10));
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 }
 
 backend_tests!(

@@ -11,6 +11,7 @@
 //! - `scope.rs`: the organisation scope every tenant's operation takes, and the seal on the
 //!   records it is made from.
 //! - `limits.rs`: the input limits every door holds; `error.rs`: the one error type.
+//! - `testing.rs` (feature `testing`): fresh databases on either backend for tests.
 //!
 //! Its macros (`params!`, `row_struct!`, `string_enum!`, `args!`, `db_handle!`) are exported at
 //! its root.
@@ -27,6 +28,8 @@ pub mod common;
 pub mod error;
 pub mod limits;
 pub mod scope;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use backend::{Backend, Db};
 pub use common::page::{Page, Paged};

@@ -9,10 +9,11 @@ use std::collections::HashMap;
 use crate::backend::direct;
 use rayon::prelude::*;
 
-use crate::ledger::evaluate::{Refusal, Target, WalletContext, evaluate, within_ceiling};
-use crate::ledger::same_earn::{EarlierEarn, earlier_columns};
-use crate::ledger::transactions::idem_key;
 use crate::{Credit, Credited, EarnInput, RuleBook, Store, StoreError, Tokens, TransactionKind};
+use ledger::earlier_columns;
+use ledger::evaluate::{Refusal, Target, WalletContext, evaluate, within_ceiling};
+use ledger::same_earn::EarlierEarn;
+use ledger::transactions::idem_key;
 
 /// One row of a file, already mapped and checked.
 #[derive(Debug, Clone)]
@@ -46,7 +47,7 @@ pub enum FileOutcome {
         transaction_id: String,
     },
     UnknownWallet,
-    /// Dated outside the window its campaign takes earns in (`Store::date_window`).
+    /// Dated outside the window its campaign takes earns in (`Ledger::date_window`).
     OutOfWindow(String),
     /// The rules gave an amount the ledger cannot hold.
     Refused(String),
@@ -184,7 +185,7 @@ impl Store {
         for credit in &mut credits {
             credit.batch_id = Some(batch_id.to_string());
         }
-        let (results, credits, commit) = self.credit_owned(credits, true, turn).await?;
+        let (results, credits, commit) = self.ledger().credit_owned(credits, true, turn).await?;
         for ((i, result), credit) in rows.into_iter().zip(results).zip(credits) {
             outcomes[i] = Some(match result {
                 Credited::New { transaction_id } => FileOutcome::Credited {
@@ -296,7 +297,7 @@ impl Store {
                     .policy_of(&wallet.campaign_id)
                     .await?
                     .earn_max_age_days;
-                windows.insert(wallet.campaign_id.clone(), self.date_window(back));
+                windows.insert(wallet.campaign_id.clone(), self.ledger().date_window(back));
             }
         }
         let evaluated: Vec<Result<Credit, FileOutcome>> = earns

@@ -1,5 +1,5 @@
 //! Returns from batch files: a row naming an earn by the client's own id (`reverses`) takes
-//! back (part of) it as `Store::correct` does, under the row's own id: the corrections'
+//! back (part of) it as `Ledger::correct` does, under the row's own id: the corrections'
 //! idempotency key, so a file row and an API reversal with one id are one correction.
 //!
 //! A chunk of rows is one write, like a chunk of earns: the earns and wallets the rows name are
@@ -16,10 +16,10 @@ use rules::Decimal;
 use serde_json::Value;
 
 use crate::backend::{PgTx, SqliteTx, Work};
-use crate::ledger::burn::Debiting;
-use crate::ledger::corrections::{Correcting, Origin, What};
-use crate::ledger::transactions::{SELECT_BY_ID, TransactionRow, idem_key, transaction_from_row};
 use crate::{Campaign, NewCorrection, OrgScope, Store, StoreError, Tokens, TransactionKind};
+use ledger::burn::Debiting;
+use ledger::corrections::{Correcting, Origin, What};
+use ledger::transactions::{SELECT_BY_ID, TransactionRow, idem_key, transaction_from_row};
 
 /// A return row of a file, mapped and checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -145,6 +145,7 @@ impl Store {
                 continue;
             }
             let what = match self
+                .ledger()
                 .reversal(&campaign, earn.rule_version, row.amount)
                 .await
             {

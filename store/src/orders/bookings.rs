@@ -13,11 +13,11 @@ use super::cancel::cancel_lines;
 use super::plan::{BRANCHES, PRODUCT, ProductRow};
 use crate::backend::{PgTx, SqliteTx, Tx, Work};
 use crate::common::ids::now;
-use crate::ledger::burn::Debiting;
-use crate::ledger::holds::Settle;
-use crate::ledger::holds::settle::{HoldRef, Settling};
 use crate::{Campaign, FieldProblem, Page, Paged, Store, StoreError};
 use events::EventType;
+use ledger::burn::Debiting;
+use ledger::holds::Settle;
+use ledger::holds::settle::{HoldRef, Settling};
 
 /// The refusal of a second booking going ahead for one line.
 fn already_booked(line_id: &str) -> StoreError {

@@ -20,13 +20,13 @@ use super::place::SELLOUT;
 use super::read::order_within;
 use crate::backend::{PgTx, SqliteTx, Work};
 use crate::common::ids::now;
-use crate::ledger::burn::Debiting;
-use crate::ledger::corrections::refund_within;
-use crate::ledger::holds::Settle;
-use crate::ledger::holds::settle::{HoldRef, Settling};
-use crate::ledger::transactions::{SELECT_BY_ID, TransactionRow, transaction_from_row};
 use crate::{Campaign, NewCorrection, Order, Store, StoreError, Tokens};
 use events::{EventType, NewEvent};
+use ledger::burn::Debiting;
+use ledger::corrections::refund_within;
+use ledger::holds::Settle;
+use ledger::holds::settle::{HoldRef, Settling};
+use ledger::transactions::{SELECT_BY_ID, TransactionRow, transaction_from_row};
 
 const ORDER: &str =
     "SELECT reference, transaction_id FROM orders WHERE id = $1 AND campaign_id = $2";

@@ -32,24 +32,6 @@ pub use place::Placed;
 pub use read::OrderScope;
 pub use redeem::Redeemed;
 
-/// The `externalId` of an order's payment by points.
-pub(crate) fn payment_key(order_id: &str) -> String {
-    format!("order:{order_id}")
-}
-
-/// The `externalId` of the hold paying an order's line that needs a booking.
-pub(crate) fn line_hold_key(order_id: &str, line_id: &str) -> String {
-    format!("order:{order_id}:{line_id}")
-}
-
-/// The order an `externalId` says it pays: a payment's, a line's hold's, or the capture of
-/// such a hold (`hold:order:<id>:<line>`).
-pub(crate) fn paid_order(key: &str) -> Option<&str> {
-    let rest = key.strip_prefix("hold:").unwrap_or(key);
-    let order = rest.strip_prefix("order:")?;
-    Some(order.split(':').next().unwrap_or(order))
-}
-
 /// An order to place.
 #[derive(Debug, Clone, Default)]
 pub struct NewOrder {

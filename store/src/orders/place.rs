@@ -18,12 +18,12 @@ use super::{Booking, Code, NewLine, NewOrder, Order, OrderLine};
 use crate::backend::{PgTx, SqliteTx, Tx, Work};
 use crate::common::codes::{CodeKey, masked, new_code, tail};
 use crate::common::ids::{Fingerprint, new_id, now};
-use crate::ledger::burn::{Debit, Debited, Debiting};
-use crate::ledger::holds::place::Placing as HoldPlacing;
-use crate::ledger::refusals;
-use crate::ledger::transactions::idem_key_of;
 use crate::{Campaign, NewHold, Store, StoreError, Tokens, Transaction, TransactionKind};
 use events::{EventType, NewEvent};
+use ledger::burn::{Debit, Debited, Debiting};
+use ledger::holds::place::Placing as HoldPlacing;
+use ledger::refusals;
+use ledger::transactions::idem_key_of;
 
 /// A placed order, whether this request made it (or an identical one before: `replayed`), and
 /// whether it sold a variant out (the catalogue's search index is then stale).
@@ -157,7 +157,7 @@ impl Placing {
             wallet_id: payment.wallet_id.clone(),
             kind: TransactionKind::Burn,
             amount: total,
-            external_id: Some(super::payment_key(&self.order_id)),
+            external_id: Some(ledger::order_keys::payment_key(&self.order_id)),
             source_amount: None,
             currency: payment.currency.clone(),
             description: Some(format!("Order {}", self.reference)),
@@ -189,7 +189,7 @@ impl Placing {
         let payment = self.payment.as_ref().filter(|_| line.total.is_positive())?;
         let hold = NewHold {
             wallet: payment.wallet_id.clone(),
-            external_id: super::line_hold_key(&self.order_id, &line.id),
+            external_id: ledger::order_keys::line_hold_key(&self.order_id, &line.id),
             amount: line.total,
             description: format!("Order {}", self.reference),
             comment: None,
@@ -548,7 +548,7 @@ impl Store {
         let payment = match &order.wallet {
             None => None,
             Some(reference) => {
-                let wallet = match self.get_wallet(campaign, reference).await {
+                let wallet = match self.ledger().get_wallet(campaign, reference).await {
                     Err(StoreError::NotFound { .. }) => {
                         return Err(StoreError::UnknownReference {
                             field: "walletId",

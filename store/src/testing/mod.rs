@@ -4,33 +4,19 @@
 //! named by `REWARDS_TEST_POSTGRES_URL`, with every connection's `search_path` set to it, so
 //! tests run in parallel without seeing each other's rows.
 
-use sqlx::Connection;
-use sqlx::postgres::PgConnection;
-use sqlx::sqlite::SqliteConnectOptions;
-
 pub use crate::backend::schema;
+pub use seam::testing::{POSTGRES_URL_VAR, postgres_url};
 
-use crate::common::ids::random_token;
-use crate::{Db, Store, StoreError};
+use seam::testing::TestDb;
 
-/// The variable naming the PostgreSQL server for tests.
-pub const POSTGRES_URL_VAR: &str = "REWARDS_TEST_POSTGRES_URL";
+use crate::Store;
 
 /// A migrated store that lives as long as this value (the SQLite file is removed on drop).
 pub struct TestStore {
     pub store: Store,
     /// The database's URL, for another process or store on the same database.
     pub url: String,
-    _dir: Option<TempDir>,
-}
-
-/// A directory removed when dropped; ten lines instead of another dependency.
-struct TempDir(std::path::PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    _db: TestDb,
 }
 
 impl TestStore {
@@ -40,24 +26,7 @@ impl TestStore {
 
     /// A SQLite store migrated up to `version` only.
     pub async fn sqlite_at(version: i64) -> TestStore {
-        let dir = TempDir(std::env::temp_dir().join(random_token("rewards-test-", 8)));
-        let file = dir.0.join("rewards.db");
-        let store = async {
-            std::fs::create_dir_all(&dir.0)
-                .map_err(|e| StoreError::invalid("dir", e.to_string()))?;
-            let db = Db::sqlite_with(SqliteConnectOptions::new().filename(&file)).await?;
-            let store = Store::on(db);
-            store.migrate_to(version).await?;
-            Ok::<_, StoreError>(store)
-        };
-        let store = store
-            .await
-            .unwrap_or_else(|e| panic!("test SQLite store: {e}"));
-        TestStore {
-            store,
-            url: format!("sqlite:{}", file.display()),
-            _dir: Some(dir),
-        }
+        TestStore::on(TestDb::sqlite_at(version).await)
     }
 
     /// Panics when `REWARDS_TEST_POSTGRES_URL` is unset: a PostgreSQL test that did not run must
@@ -68,19 +37,14 @@ impl TestStore {
 
     /// A PostgreSQL store migrated up to `version` only.
     pub async fn postgres_at(version: i64) -> TestStore {
-        let url = postgres_url().await;
-        let store = async {
-            let store = Store::connect(&url, 8).await?;
-            store.migrate_to(version).await?;
-            Ok::<_, StoreError>(store)
-        };
-        let store = store
-            .await
-            .unwrap_or_else(|e| panic!("test PostgreSQL store: {e}"));
+        TestStore::on(TestDb::postgres_at(version).await)
+    }
+
+    fn on(db: TestDb) -> TestStore {
         TestStore {
-            store,
-            url,
-            _dir: None,
+            store: Store::on(db.db.clone()),
+            url: db.url.clone(),
+            _db: db,
         }
     }
 
@@ -90,27 +54,6 @@ impl TestStore {
             .await
             .unwrap_or_else(|e| panic!("another store on {}: {e}", self.url))
     }
-}
-
-/// A URL for a new, empty schema on the test server (`search_path` set through the URL's
-/// `options`), for tests that hand a `DATABASE_URL` to the binary.
-pub async fn postgres_url() -> String {
-    let url = std::env::var(POSTGRES_URL_VAR).unwrap_or_else(|_| {
-        panic!("set {POSTGRES_URL_VAR} (e.g. postgres://postgres@127.0.0.1:5432/test)")
-    });
-    let schema = random_token("t_", 8);
-    let created = async {
-        let mut admin = PgConnection::connect(&url).await?;
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
-            .execute(&mut admin)
-            .await?;
-        admin.close().await
-    };
-    created
-        .await
-        .unwrap_or_else(|e| panic!("creating test schema on {url}: {e}"));
-    let separator = if url.contains('?') { '&' } else { '?' };
-    format!("{url}{separator}options=-c%20search_path%3D{schema}")
 }
 
 /// Declares a test once per backend: `backend_tests!(name, other_name)` expects
@@ -143,47 +86,12 @@ macro_rules! backend_tests {
 
 /// A new organisation `Acme` with a campaign `Main` in `PTS`.
 pub async fn campaign_fixture(store: &Store) -> crate::Campaign {
-    let made = async {
-        let org = store.tenancy().create_org("Acme").await?;
-        let campaign = crate::NewCampaign {
-            name: "Main".into(),
-            currency: "PTS".into(),
-            ..Default::default()
-        };
-        store
-            .tenancy()
-            .create_campaign(&org.scope(), campaign)
-            .await
-    };
-    made.await
-        .unwrap_or_else(|e| panic!("campaign fixture: {e}"))
+    ledger::testing::campaign_fixture(store.tenancy()).await
 }
 
 /// An organisation with a campaign (`PTS`), a member `card-1` and that member's wallet `w-1`.
 pub async fn wallet_fixture(store: &Store) -> (crate::Campaign, crate::Wallet) {
-    use crate::{NewMember, NewWallet};
-    let campaign = campaign_fixture(store).await;
-    let made = async {
-        let member = NewMember {
-            first_name: "Ada".into(),
-            idp: "reference".into(),
-            user_id: "u-1".into(),
-            external_id: "card-1".into(),
-            ..Default::default()
-        };
-        store
-            .members()
-            .create_member(&campaign.org(), member)
-            .await?;
-        let wallet = NewWallet {
-            owner: Some("card-1".into()),
-            external_id: Some("w-1".into()),
-            name: None,
-        };
-        let wallet = store.create_wallet(&campaign, wallet).await?;
-        Ok::<_, crate::StoreError>((campaign, wallet))
-    };
-    made.await.unwrap_or_else(|e| panic!("wallet fixture: {e}"))
+    ledger::testing::wallet_fixture(store.ledger()).await
 }
 
 /// Stores `pending` as earn requests without looking at what their ids hold, as nodes that
@@ -192,44 +100,5 @@ pub async fn store_unchecked(
     store: &Store,
     pending: Vec<crate::PendingEarn>,
 ) -> Vec<crate::EarnRequest> {
-    store.store_new_earns(pending).await.unwrap()
-}
-
-/// Fault injection for the store's own tests: an earn described as `panic at {stage}` panics
-/// when it reaches `stage`.
-#[cfg(test)]
-pub(crate) fn fault(earn: &crate::EarnInput, stage: &str) {
-    let wanted = earn
-        .description
-        .as_deref()
-        .and_then(|d| d.strip_prefix("panic at "));
-    if wanted == Some(stage) {
-        panic!("injected fault at {stage}");
-    }
-}
-
-/// What tests read of a wallet's lots beyond the ledger's own operations.
-impl Store {
-    /// What spending transaction `id` took from each earn's lot: (earn id, micro-tokens), by
-    /// earn id.
-    pub async fn spends_of(&self, id: &str) -> Result<Vec<(String, i64)>, StoreError> {
-        let sql = "SELECT earn_id, amount FROM spends WHERE transaction_id = $1 ORDER BY earn_id";
-        self.read_rows(sql, params![id]).await
-    }
-
-    /// What is left in each of wallet `id`'s lots, by its spending position and aside rows
-    /// (see `ledger::fifo`): (earn id, micro-tokens) for every earn that holds some, by earn id.
-    pub async fn lots_of(&self, id: &str) -> Result<Vec<(String, i64)>, StoreError> {
-        const SQL: &str = concat!(
-            "SELECT t.id, ",
-            crate::ledger::fifo::lot_left!(),
-            " FROM transactions t JOIN wallets w ON w.id = t.wallet_id \
-             LEFT JOIN lots_aside a ON a.transaction_id = t.id \
-             WHERE t.wallet_id = $1 AND t.kind IN ",
-            crate::ledger::transactions::lot_kinds!(),
-            " ORDER BY t.id"
-        );
-        let rows: Vec<(String, i64)> = self.read_rows(SQL, params![id]).await?;
-        Ok(rows.into_iter().filter(|(_, left)| *left != 0).collect())
-    }
+    ledger::testing::store_unchecked(store.ledger(), pending).await
 }

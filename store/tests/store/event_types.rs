@@ -38,11 +38,20 @@ async fn api_earns_record_their_outcome(store: Store) {
     let s = setup(&store).await;
     let book = RuleBook::new(store.programme().clone());
     let first = earn("e-1", "12");
-    let done = store.submit_earn(&s.campaign, first.clone()).await.unwrap();
+    let done = store
+        .ledger()
+        .submit_earn(&s.campaign, first.clone())
+        .await
+        .unwrap();
     drain(&store, &book).await;
-    store.submit_earn(&s.campaign, first).await.unwrap();
+    store
+        .ledger()
+        .submit_earn(&s.campaign, first)
+        .await
+        .unwrap();
     drain(&store, &book).await;
     let too_big = store
+        .ledger()
         .submit_earn(&s.campaign, earn("e-2", "2000000000000"))
         .await
         .unwrap();
@@ -51,6 +60,7 @@ async fn api_earns_record_their_outcome(store: Store) {
     for amount in ["10", "11"] {
         twins.push(
             store
+                .ledger()
                 .pending_earn(&s.campaign, earn("e-3", amount))
                 .await
                 .unwrap(),
@@ -61,7 +71,7 @@ async fn api_earns_record_their_outcome(store: Store) {
 
     let request = |id: String| {
         let (store, campaign) = (store.clone(), s.campaign.clone());
-        async move { store.earn_request(&campaign, &id).await.unwrap() }
+        async move { store.ledger().earn_request(&campaign, &id).await.unwrap() }
     };
     let completed = events_of(&store, &s.campaign, EventType::EarnCompleted).await;
     let mut expected = vec![request(done.id.clone()).await];
@@ -357,6 +367,7 @@ async fn tier_changes_are_recorded_by_the_database(store: Store) {
             .is_empty()
     );
     store
+        .ledger()
         .submit_earn(&s.campaign, earn("e-1", "150"))
         .await
         .unwrap();
@@ -413,7 +424,7 @@ async fn tier_changes_are_recorded_by_the_database(store: Store) {
             (Some(refs(&platinum)), Some(refs(&gold))),
         ]
     );
-    let wallet = store.get_wallet(&s.campaign, "w-1").await.unwrap();
+    let wallet = store.ledger().get_wallet(&s.campaign, "w-1").await.unwrap();
     assert_eq!(wallet.tier.map(|t| t.id), Some(gold.id));
 }
 
@@ -444,25 +455,30 @@ async fn tokens_about_to_expire_are_announced_once(store: Store) {
             date,
             ..earn(id, amount)
         };
-        store.submit_earn(&s.campaign, input).await.unwrap();
+        store
+            .ledger()
+            .submit_earn(&s.campaign, input)
+            .await
+            .unwrap();
     }
     drain(&store, &book).await;
     let expiring = store
+        .ledger()
         .expiring(&s.campaign, "w-1", now + Duration::days(31))
         .await
         .unwrap();
     let [soon, later] = &expiring[..] else {
         panic!("two days: {expiring:?}")
     };
-    assert_eq!(store.notice_expiring(now).await.unwrap(), 1);
+    assert_eq!(store.ledger().notice_expiring(now).await.unwrap(), 1);
     assert_eq!(
-        store.notice_expiring(now).await.unwrap(),
+        store.ledger().notice_expiring(now).await.unwrap(),
         0,
         "looked at today"
     );
     let tomorrow = now + Duration::days(1);
     assert_eq!(
-        store.notice_expiring(tomorrow).await.unwrap(),
+        store.ledger().notice_expiring(tomorrow).await.unwrap(),
         0,
         "announced before"
     );
@@ -493,7 +509,7 @@ async fn tokens_about_to_expire_are_announced_once(store: Store) {
         .unwrap();
     let later_look = now + Duration::days(21);
     assert_eq!(
-        store.notice_expiring(later_look).await.unwrap(),
+        store.ledger().notice_expiring(later_look).await.unwrap(),
         0,
         "not announced"
     );
@@ -503,7 +519,7 @@ async fn tokens_about_to_expire_are_announced_once(store: Store) {
         .await
         .unwrap();
     let next_day = later_look + Duration::days(1);
-    assert_eq!(store.notice_expiring(next_day).await.unwrap(), 1);
+    assert_eq!(store.ledger().notice_expiring(next_day).await.unwrap(), 1);
     let notices = events_of(&store, &s.campaign, EventType::WalletPointsExpiring).await;
     let carried: Vec<EventData> = notices
         .into_iter()

@@ -58,24 +58,33 @@ fn burns() -> EventFilter {
 async fn earned_and_burned(store: &Store, campaign: &Campaign) {
     let book = RuleBook::new(store.programme().clone());
     store
+        .ledger()
         .submit_earn(campaign, earn("e-1", "100"))
         .await
         .unwrap();
     drain(store, &book).await;
-    store.burn(campaign, burn("b-1", 30)).await.unwrap();
+    store
+        .ledger()
+        .burn(campaign, burn("b-1", 30))
+        .await
+        .unwrap();
 }
 
 /// A wallet of 100 tokens, burned from twice (30, then a refused 500).
 async fn burned(store: &Store) -> Campaign {
     let s = setup(store).await;
     earned_and_burned(store, &s.campaign).await;
-    let refused = store.burn(&s.campaign, burn("b-2", 500)).await;
+    let refused = store.ledger().burn(&s.campaign, burn("b-2", 500)).await;
     assert!(matches!(
         refused,
         Err(StoreError::InsufficientBalance { .. })
     ));
     // A repeat of the first writes nothing, so records nothing.
-    store.burn(&s.campaign, burn("b-1", 30)).await.unwrap();
+    store
+        .ledger()
+        .burn(&s.campaign, burn("b-1", 30))
+        .await
+        .unwrap();
     s.campaign
 }
 
@@ -101,6 +110,7 @@ async fn a_burn_records_one_event_with_its_transaction(store: Store) {
     assert_eq!(t.amount, store::Tokens::whole(30));
     assert_eq!(t.external_id.as_deref(), Some("b-1"));
     let listed = store
+        .ledger()
         .list_transactions(&campaign, &Default::default(), PAGE)
         .await
         .unwrap();
@@ -115,6 +125,7 @@ async fn the_feed_pages_by_number(store: Store) {
     let campaign = burned(&store).await;
     for n in 2..=5 {
         store
+            .ledger()
             .burn(&campaign, burn(&format!("b-{n}0"), 1))
             .await
             .unwrap();
@@ -305,7 +316,7 @@ async fn a_wide_fan_out_takes_short_writes(store: Store) {
     earned_and_burned(&store, &noisy.campaign).await;
     for n in 2..=6 {
         let burn = burn(&format!("b-{n}"), 1);
-        store.burn(&noisy.campaign, burn).await.unwrap();
+        store.ledger().burn(&noisy.campaign, burn).await.unwrap();
     }
     let first = store.events().dispatch_events(500).await.unwrap();
     assert_eq!(first.events, 9, "numbered at once, fanned out after");
@@ -381,7 +392,11 @@ async fn attempts_retry_then_deliver(store: Store) {
         .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &key(), 25)
         .await
         .unwrap();
-    store.burn(&campaign, burn("b-3", 5)).await.unwrap();
+    store
+        .ledger()
+        .burn(&campaign, burn("b-3", 5))
+        .await
+        .unwrap();
     dispatch(&store).await;
     let claimed = claim(&store, &hook).await;
     assert_eq!(claimed.len(), 1);
@@ -473,8 +488,16 @@ async fn deliveries_fail_after_their_window_and_gone_disables(store: Store) {
         .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &key(), 25)
         .await
         .unwrap();
-    store.burn(&campaign, burn("b-3", 5)).await.unwrap();
-    store.burn(&campaign, burn("b-4", 5)).await.unwrap();
+    store
+        .ledger()
+        .burn(&campaign, burn("b-3", 5))
+        .await
+        .unwrap();
+    store
+        .ledger()
+        .burn(&campaign, burn("b-4", 5))
+        .await
+        .unwrap();
     dispatch(&store).await;
     let claimed = claim(&store, &hook).await;
     assert_eq!(claimed.len(), 2);
@@ -540,6 +563,7 @@ async fn concurrent_claims_share_nothing(store: Store) {
         .unwrap();
     for n in 0..40 {
         store
+            .ledger()
             .burn(&campaign, burn(&format!("c-{n}"), 1))
             .await
             .unwrap();
@@ -770,6 +794,7 @@ async fn member_events_and_erasure(store: Store) {
 async fn every_written_transaction_has_its_event(store: Store) {
     let campaign = burned(&store).await;
     let burn = store
+        .ledger()
         .list_transactions(&campaign, &Default::default(), PAGE)
         .await
         .unwrap()
@@ -785,12 +810,17 @@ async fn every_written_transaction_has_its_event(store: Store) {
         comment: None,
         meta: None,
     };
-    store.correct(&campaign, refund).await.unwrap();
+    store.ledger().correct(&campaign, refund).await.unwrap();
     store
+        .ledger()
         .hold(&campaign, crate::holds::hold("h-1", 4))
         .await
         .unwrap();
-    store.capture_hold(&campaign, "h-1", None).await.unwrap();
+    store
+        .ledger()
+        .capture_hold(&campaign, "h-1", None)
+        .await
+        .unwrap();
     let member = store::NewMember {
         first_name: "Grace".into(),
         idp: "reference".into(),
@@ -808,7 +838,11 @@ async fn every_written_transaction_has_its_event(store: Store) {
         external_id: Some("w-2".into()),
         name: None,
     };
-    store.create_wallet(&campaign, wallet).await.unwrap();
+    store
+        .ledger()
+        .create_wallet(&campaign, wallet)
+        .await
+        .unwrap();
     let transfer = store::NewTransfer {
         from: "w-1".into(),
         to: "w-2".into(),
@@ -818,10 +852,11 @@ async fn every_written_transaction_has_its_event(store: Store) {
         comment: None,
         meta: None,
     };
-    store.transfer(&campaign, transfer).await.unwrap();
+    store.ledger().transfer(&campaign, transfer).await.unwrap();
     dispatch(&store).await;
     let events = feed(&store, &campaign, burns()).await;
     let mut listed = store
+        .ledger()
         .list_transactions(&campaign, &Default::default(), PAGE)
         .await
         .unwrap()
@@ -869,11 +904,12 @@ async fn an_expiry_has_its_event(store: Store) {
         .await
         .unwrap();
     store
+        .ledger()
         .submit_earn(&s.campaign, crate::ledger::earn_on("e-old", "10", 40))
         .await
         .unwrap();
     drain(&store, &RuleBook::new(store.programme().clone())).await;
-    assert_eq!(store.expire(Utc::now()).await.unwrap(), 1);
+    assert_eq!(store.ledger().expire(Utc::now()).await.unwrap(), 1);
     dispatch(&store).await;
     let events = feed(&store, &s.campaign, burns()).await;
     assert_eq!(events.len(), 1);

@@ -24,7 +24,11 @@ pub(crate) fn hold(external_id: &str, amount: i64) -> NewHold {
 
 /// The wallet's balance and what is held of it, in whole tokens.
 async fn figures(store: &Store, s: &Setup) -> (Tokens, Tokens) {
-    let wallet = store.get_wallet(&s.campaign, &s.wallet.id).await.unwrap();
+    let wallet = store
+        .ledger()
+        .get_wallet(&s.campaign, &s.wallet.id)
+        .await
+        .unwrap();
     (wallet.balance, wallet.held)
 }
 
@@ -36,7 +40,7 @@ fn refused_with<T: std::fmt::Debug>(result: &Result<T, StoreError>) -> Option<(&
 }
 
 async fn clean(store: &Store) {
-    let found = store.audit().await.unwrap();
+    let found = store.ledger().audit().await.unwrap();
     assert!(found.is_empty(), "{found:?}");
 }
 
@@ -47,29 +51,39 @@ async fn a_hold_reserves_tokens_until_its_capture_spends_them(store: Store) {
     let s = setup(&store).await;
     let book = RuleBook::new(store.programme().clone());
     store
+        .ledger()
         .submit_earn(&s.campaign, earn_on("old", "10", 3))
         .await
         .unwrap();
     store
+        .ledger()
         .submit_earn(&s.campaign, earn("newer", "20"))
         .await
         .unwrap();
     drain(&store, &book).await;
 
-    let placed = store.hold(&s.campaign, hold("h-1", 15)).await.unwrap();
+    let placed = store
+        .ledger()
+        .hold(&s.campaign, hold("h-1", 15))
+        .await
+        .unwrap();
     assert!(!placed.replayed);
     assert_eq!(placed.hold.status, HoldStatus::Held);
     assert_eq!(
         figures(&store, &s).await,
         (Tokens::whole(30), Tokens::whole(15))
     );
-    let over = store.burn(&s.campaign, burn("b-1", 16)).await;
+    let over = store.ledger().burn(&s.campaign, burn("b-1", 16)).await;
     assert!(
         matches!(over, Err(StoreError::InsufficientBalance { available }) if available == Tokens::whole(15)),
         "{over:?}"
     );
-    store.burn(&s.campaign, burn("b-2", 15)).await.unwrap();
-    let another = store.hold(&s.campaign, hold("h-2", 1)).await;
+    store
+        .ledger()
+        .burn(&s.campaign, burn("b-2", 15))
+        .await
+        .unwrap();
+    let another = store.ledger().hold(&s.campaign, hold("h-2", 1)).await;
     assert!(
         matches!(another, Err(StoreError::InsufficientBalance { .. })),
         "{another:?}"
@@ -77,6 +91,7 @@ async fn a_hold_reserves_tokens_until_its_capture_spends_them(store: Store) {
     clean(&store).await;
 
     let too_much = store
+        .ledger()
         .capture_hold(&s.campaign, "h-1", Some(Tokens::whole(16)))
         .await;
     assert_eq!(
@@ -84,6 +99,7 @@ async fn a_hold_reserves_tokens_until_its_capture_spends_them(store: Store) {
         Some(("capture_exceeds_hold", "amount"))
     );
     let captured = store
+        .ledger()
         .capture_hold(&s.campaign, "h-1", Some(Tokens::whole(12)))
         .await
         .unwrap();
@@ -103,25 +119,31 @@ async fn a_hold_reserves_tokens_until_its_capture_spends_them(store: Store) {
     clean(&store).await;
 
     let again = store
+        .ledger()
         .capture_hold(&s.campaign, &placed.hold.id, Some(Tokens::whole(12)))
         .await
         .unwrap();
     assert!(!again.settled_now);
     assert_eq!(again.transaction.map(|t| t.id), Some(burn_tx.id.clone()));
-    let whole_again = store.capture_hold(&s.campaign, "h-1", None).await.unwrap();
+    let whole_again = store
+        .ledger()
+        .capture_hold(&s.campaign, "h-1", None)
+        .await
+        .unwrap();
     assert!(
         !whole_again.settled_now,
         "no amount: whatever it was captured for"
     );
     let other = store
+        .ledger()
         .capture_hold(&s.campaign, "h-1", Some(Tokens::whole(2)))
         .await;
     assert_eq!(refused_with(&other), Some(("hold_closed", "id")));
-    let void = store.void_hold(&s.campaign, "h-1").await;
+    let void = store.ledger().void_hold(&s.campaign, "h-1").await;
     assert_eq!(refused_with(&void), Some(("hold_closed", "id")));
     // The capture is a burn like any other: refunded into the lots it took.
     let refund = correction(&burn_tx.id, "r-1", None);
-    store.correct(&s.campaign, refund).await.unwrap();
+    store.ledger().correct(&s.campaign, refund).await.unwrap();
     assert_eq!(figures(&store, &s).await, (Tokens::whole(15), Tokens::ZERO));
     clean(&store).await;
 }
@@ -133,49 +155,65 @@ async fn a_void_releases_and_a_hold_is_idempotent_by_its_key(store: Store) {
     let s = setup(&store).await;
     let book = RuleBook::new(store.programme().clone());
     store
+        .ledger()
         .submit_earn(&s.campaign, earn("e-1", "10"))
         .await
         .unwrap();
     drain(&store, &book).await;
 
-    let first = store.hold(&s.campaign, hold("h-1", 4)).await.unwrap();
-    let replay = store.hold(&s.campaign, hold("h-1", 4)).await.unwrap();
+    let first = store
+        .ledger()
+        .hold(&s.campaign, hold("h-1", 4))
+        .await
+        .unwrap();
+    let replay = store
+        .ledger()
+        .hold(&s.campaign, hold("h-1", 4))
+        .await
+        .unwrap();
     assert!(replay.replayed);
     assert_eq!(replay.hold.id, first.hold.id);
     let by_id_not_ref = NewHold {
         wallet: s.wallet.id.clone(),
         ..hold("h-1", 4)
     };
-    let other = store.hold(&s.campaign, by_id_not_ref).await;
+    let other = store.ledger().hold(&s.campaign, by_id_not_ref).await;
     assert_eq!(reused_for(&other), Some("walletId"));
-    let other = store.hold(&s.campaign, hold("h-1", 5)).await;
+    let other = store.ledger().hold(&s.campaign, hold("h-1", 5)).await;
     assert_eq!(reused_for(&other), Some("amount"));
     assert_eq!(
         figures(&store, &s).await,
         (Tokens::whole(10), Tokens::whole(4))
     );
 
-    let short = store.hold(&s.campaign, hold("h-2", 7)).await;
+    let short = store.ledger().hold(&s.campaign, hold("h-2", 7)).await;
     assert!(
         matches!(short, Err(StoreError::InsufficientBalance { available }) if available == Tokens::whole(6)),
         "{short:?}"
     );
-    let voided = store.void_hold(&s.campaign, "h-1").await.unwrap();
+    let voided = store.ledger().void_hold(&s.campaign, "h-1").await.unwrap();
     assert!(voided.settled_now);
     assert_eq!(voided.hold.status, HoldStatus::Voided);
     assert_eq!(figures(&store, &s).await, (Tokens::whole(10), Tokens::ZERO));
     // Kept: refused the same way though the balance would now allow it.
-    let short_again = store.hold(&s.campaign, hold("h-2", 7)).await;
+    let short_again = store.ledger().hold(&s.campaign, hold("h-2", 7)).await;
     assert!(
         matches!(short_again, Err(StoreError::InsufficientBalance { available }) if available == Tokens::whole(6)),
         "{short_again:?}"
     );
-    let again = store.void_hold(&s.campaign, &first.hold.id).await.unwrap();
+    let again = store
+        .ledger()
+        .void_hold(&s.campaign, &first.hold.id)
+        .await
+        .unwrap();
     assert!(!again.settled_now);
     assert_eq!(again.hold.status, HoldStatus::Voided);
-    let capture = store.capture_hold(&s.campaign, "h-1", None).await;
+    let capture = store.ledger().capture_hold(&s.campaign, "h-1", None).await;
     assert_eq!(refused_with(&capture), Some(("hold_closed", "id")));
-    let unknown = store.capture_hold(&s.campaign, "no-such", None).await;
+    let unknown = store
+        .ledger()
+        .capture_hold(&s.campaign, "no-such", None)
+        .await;
     assert!(
         matches!(unknown, Err(StoreError::NotFound { what: "hold" })),
         "{unknown:?}"
@@ -184,7 +222,7 @@ async fn a_void_releases_and_a_hold_is_idempotent_by_its_key(store: Store) {
         wallet: "no-such".into(),
         ..hold("h-3", 1)
     };
-    let nowhere = store.hold(&s.campaign, nowhere).await;
+    let nowhere = store.ledger().hold(&s.campaign, nowhere).await;
     assert!(
         matches!(nowhere, Err(StoreError::NotFound { what: "wallet" })),
         "{nowhere:?}"
@@ -200,18 +238,23 @@ async fn a_void_releases_and_a_hold_is_idempotent_by_its_key(store: Store) {
         .set_policy(&s.campaign, policy)
         .await
         .unwrap();
-    let below = store.hold(&s.campaign, hold("h-4", 8)).await;
+    let below = store.ledger().hold(&s.campaign, hold("h-4", 8)).await;
     assert!(
         matches!(below, Err(StoreError::InsufficientBalance { available }) if available == Tokens::whole(7)),
         "{below:?}"
     );
-    store.hold(&s.campaign, hold("h-5", 7)).await.unwrap();
+    store
+        .ledger()
+        .hold(&s.campaign, hold("h-5", 7))
+        .await
+        .unwrap();
 
     let open = HoldFilter {
         status: Some(HoldStatus::Held),
         ..Default::default()
     };
     let listed = store
+        .ledger()
         .list_holds(&s.campaign, &open, Page::default())
         .await
         .unwrap();
@@ -231,19 +274,32 @@ async fn held_tokens_wait_out_their_expiry_and_expire_once_released(store: Store
     let book = RuleBook::new(store.programme().clone());
     set_expiry(&store, &s, Expiry::Days(30)).await;
     store
+        .ledger()
         .submit_earn(&s.campaign, earn_on("old", "10", 25))
         .await
         .unwrap(); // due in 5 days
     drain(&store, &book).await;
-    store.hold(&s.campaign, hold("h-1", 8)).await.unwrap();
+    store
+        .ledger()
+        .hold(&s.campaign, hold("h-1", 8))
+        .await
+        .unwrap();
     let later = Utc::now() + Duration::days(6);
-    assert_eq!(store.expire(later).await.unwrap(), 1, "the 2 not held");
+    assert_eq!(
+        store.ledger().expire(later).await.unwrap(),
+        1,
+        "the 2 not held"
+    );
     assert_eq!(
         figures(&store, &s).await,
         (Tokens::whole(8), Tokens::whole(8))
     );
-    store.void_hold(&s.campaign, "h-1").await.unwrap();
-    assert_eq!(store.expire(later).await.unwrap(), 1, "the 8 released");
+    store.ledger().void_hold(&s.campaign, "h-1").await.unwrap();
+    assert_eq!(
+        store.ledger().expire(later).await.unwrap(),
+        1,
+        "the 8 released"
+    );
     assert_eq!(figures(&store, &s).await, (Tokens::ZERO, Tokens::ZERO));
     clean(&store).await;
 }
@@ -254,6 +310,7 @@ async fn a_hold_lapses_once_at_its_expiry(store: Store) {
     let s = setup(&store).await;
     let book = RuleBook::new(store.programme().clone());
     store
+        .ledger()
         .submit_earn(&s.campaign, earn("e-1", "10"))
         .await
         .unwrap();
@@ -264,33 +321,40 @@ async fn a_hold_lapses_once_at_its_expiry(store: Store) {
         ..hold(id, amount)
     };
     store
+        .ledger()
         .hold(&s.campaign, expiring("h-1", 3, now + Duration::hours(1)))
         .await
         .unwrap();
     store
+        .ledger()
         .hold(&s.campaign, expiring("h-2", 2, now + Duration::hours(1)))
         .await
         .unwrap();
     store
+        .ledger()
         .hold(&s.campaign, expiring("h-3", 1, now + Duration::hours(3)))
         .await
         .unwrap();
-    assert_eq!(store.lapse_holds(now).await.unwrap(), 0);
+    assert_eq!(store.ledger().lapse_holds(now).await.unwrap(), 0);
     let at = now + Duration::hours(2);
-    let (a, b) = tokio::join!(store.lapse_holds(at), store.lapse_holds(at));
+    let (a, b) = tokio::join!(
+        store.ledger().lapse_holds(at),
+        store.ledger().lapse_holds(at)
+    );
     assert_eq!(a.unwrap() + b.unwrap(), 2, "each lapses once");
-    assert_eq!(store.lapse_holds(at).await.unwrap(), 0);
-    let lapsed = store.get_hold(&s.campaign, "h-1").await.unwrap();
+    assert_eq!(store.ledger().lapse_holds(at).await.unwrap(), 0);
+    let lapsed = store.ledger().get_hold(&s.campaign, "h-1").await.unwrap();
     assert_eq!(lapsed.status, HoldStatus::Lapsed);
     assert_eq!(
         figures(&store, &s).await,
         (Tokens::whole(10), Tokens::whole(1))
     );
-    let capture = store.capture_hold(&s.campaign, "h-2", None).await;
+    let capture = store.ledger().capture_hold(&s.campaign, "h-2", None).await;
     assert_eq!(refused_with(&capture), Some(("hold_closed", "id")));
 
     // Due before any sweep ran: a capture finds it lapsed, and lapses it.
     store
+        .ledger()
         .hold(
             &s.campaign,
             expiring("h-4", 4, Utc::now() - Duration::seconds(1)),
@@ -298,10 +362,15 @@ async fn a_hold_lapses_once_at_its_expiry(store: Store) {
         .await
         .unwrap();
     assert_eq!(figures(&store, &s).await.1, Tokens::whole(5));
-    let capture = store.capture_hold(&s.campaign, "h-4", None).await;
+    let capture = store.ledger().capture_hold(&s.campaign, "h-4", None).await;
     assert_eq!(refused_with(&capture), Some(("hold_closed", "id")));
     assert_eq!(
-        store.get_hold(&s.campaign, "h-4").await.unwrap().status,
+        store
+            .ledger()
+            .get_hold(&s.campaign, "h-4")
+            .await
+            .unwrap()
+            .status,
         HoldStatus::Lapsed
     );
     assert_eq!(
@@ -317,12 +386,18 @@ async fn a_return_does_not_take_held_tokens(store: Store) {
     let s = setup(&store).await;
     let book = RuleBook::new(store.programme().clone());
     store
+        .ledger()
         .submit_earn(&s.campaign, earn("e-1", "10"))
         .await
         .unwrap();
     drain(&store, &book).await;
-    store.hold(&s.campaign, hold("h-1", 10)).await.unwrap();
+    store
+        .ledger()
+        .hold(&s.campaign, hold("h-1", 10))
+        .await
+        .unwrap();
     let earn_id = store
+        .ledger()
         .list_transactions(&s.campaign, &Default::default(), Page::default())
         .await
         .unwrap()
@@ -330,19 +405,25 @@ async fn a_return_does_not_take_held_tokens(store: Store) {
         .id
         .clone();
     store
+        .ledger()
         .correct(&s.campaign, correction(&earn_id, "r-1", None))
         .await
         .unwrap();
     assert_eq!(figures(&store, &s).await, (Tokens::ZERO, Tokens::whole(10)));
     clean(&store).await;
     // A hold is a burn waiting to happen: captured, the wallet owes what it spent.
-    store.capture_hold(&s.campaign, "h-1", None).await.unwrap();
+    store
+        .ledger()
+        .capture_hold(&s.campaign, "h-1", None)
+        .await
+        .unwrap();
     assert_eq!(
         figures(&store, &s).await,
         (Tokens::whole(-10), Tokens::ZERO)
     );
     clean(&store).await;
     store
+        .ledger()
         .submit_earn(&s.campaign, earn("e-2", "15"))
         .await
         .unwrap();
@@ -358,6 +439,7 @@ async fn concurrent_holds_and_burns_never_overdraw(store: Store) {
     let book = RuleBook::new(store.programme().clone());
     for i in 0..10 {
         store
+            .ledger()
             .submit_earn(&s.campaign, earn(&format!("e-{i}"), "10"))
             .await
             .unwrap();
@@ -370,26 +452,34 @@ async fn concurrent_holds_and_burns_never_overdraw(store: Store) {
             let amount = 1 + i % 3;
             match i % 4 {
                 0 => store
+                    .ledger()
                     .burn(&campaign, burn(&format!("b-{i}"), amount))
                     .await
                     .map(|_| Tokens::ZERO),
                 1 => {
                     let placed = store
+                        .ledger()
                         .hold(&campaign, hold(&format!("h-{i}"), amount))
                         .await?;
-                    let captured = store.capture_hold(&campaign, &placed.hold.id, None).await?;
+                    let captured = store
+                        .ledger()
+                        .capture_hold(&campaign, &placed.hold.id, None)
+                        .await?;
                     Ok(captured.hold.captured.unwrap())
                 }
                 2 => {
                     let placed = store
+                        .ledger()
                         .hold(&campaign, hold(&format!("h-{i}"), amount))
                         .await?;
                     store
+                        .ledger()
                         .void_hold(&campaign, &placed.hold.id)
                         .await
                         .map(|_| Tokens::ZERO)
                 }
                 _ => store
+                    .ledger()
                     .hold(&campaign, hold(&format!("h-{i}"), amount))
                     .await
                     .map(|_| Tokens::ZERO),

@@ -26,6 +26,7 @@ async fn an_api_earn_sent_again_answers_with_its_first_request(store: Store) {
     let book = RuleBook::new(store.programme().clone());
     let at = Utc::now();
     let first = store
+        .ledger()
         .submit_earn(&s.campaign, earn_at("e-1", "10", at))
         .await
         .unwrap();
@@ -36,16 +37,20 @@ async fn an_api_earn_sent_again_answers_with_its_first_request(store: Store) {
         amount: "10.00".into(),
         ..earn_at("e-1", "10", at)
     };
-    let repeat = store.submit_earn(&s.campaign, same.clone()).await.unwrap();
+    let repeat = store
+        .ledger()
+        .submit_earn(&s.campaign, same.clone())
+        .await
+        .unwrap();
     assert_eq!(repeat.id, first.id);
     drain(&store, &book).await;
-    let repeat = store.submit_earn(&s.campaign, same).await.unwrap();
+    let repeat = store.ledger().submit_earn(&s.campaign, same).await.unwrap();
     assert_eq!(
         (repeat.id, repeat.status),
         (first.id, EarnStatus::Completed)
     );
     assert_eq!(
-        store.process_earns(&book, 50).await.unwrap(),
+        store.ledger().process_earns(&book, 50).await.unwrap(),
         0,
         "nothing new"
     );
@@ -70,7 +75,7 @@ async fn an_api_earn_sent_again_answers_with_its_first_request(store: Store) {
         ),
     ];
     for (field, other) in others {
-        let result = store.submit_earn(&s.campaign, other).await;
+        let result = store.ledger().submit_earn(&s.campaign, other).await;
         assert_eq!(reused_for(&result), Some(field), "{field}");
     }
 }
@@ -83,9 +88,15 @@ async fn a_batch_of_submissions_tells_its_own_repeats_apart(store: Store) {
     let mut pending = Vec::new();
     for amount in ["1", "1.0", "2"] {
         let earn = earn_at("e-5", amount, at);
-        pending.push(store.pending_earn(&s.campaign, earn).await.unwrap());
+        pending.push(
+            store
+                .ledger()
+                .pending_earn(&s.campaign, earn)
+                .await
+                .unwrap(),
+        );
     }
-    let answers = store.store_earns(pending).await.unwrap();
+    let answers = store.ledger().store_earns(pending).await.unwrap();
     let first = answers[0].as_ref().unwrap();
     assert_eq!(answers[1].as_ref().unwrap().id, first.id);
     assert_eq!(reused_for(&answers[2]), Some("amount"));
@@ -99,13 +110,25 @@ async fn twins_that_differ_are_told_apart_when_credited(store: Store) {
     let mut pending = Vec::new();
     for amount in ["10", "12"] {
         let earn = earn("e-1", amount);
-        pending.push(store.pending_earn(&s.campaign, earn).await.unwrap());
+        pending.push(
+            store
+                .ledger()
+                .pending_earn(&s.campaign, earn)
+                .await
+                .unwrap(),
+        );
     }
     let stored = store::testing::store_unchecked(&store, pending).await;
     drain(&store, &book).await;
     let mut outcomes = Vec::new();
     for request in &stored {
-        outcomes.push(store.earn_request(&s.campaign, &request.id).await.unwrap());
+        outcomes.push(
+            store
+                .ledger()
+                .earn_request(&s.campaign, &request.id)
+                .await
+                .unwrap(),
+        );
     }
     // Which one is credited is the writer's choice; the other is refused.
     outcomes.sort_by_key(|r| r.status != EarnStatus::Completed);
@@ -125,13 +148,19 @@ async fn a_file_row_and_an_api_earn_share_one_id(store: Store) {
     let book = RuleBook::new(store.programme().clone());
     let org = s.campaign.org();
     let api = store
+        .ledger()
         .submit_earn(&s.campaign, earn("api-1", "10"))
         .await
         .unwrap();
     drain(&store, &book).await;
-    let request = store.earn_request(&s.campaign, &api.id).await.unwrap();
+    let request = store
+        .ledger()
+        .earn_request(&s.campaign, &api.id)
+        .await
+        .unwrap();
     let credited = request.transaction_id.unwrap();
     let api_date = store
+        .ledger()
         .get_transaction(&s.campaign, &credited)
         .await
         .unwrap()
@@ -175,12 +204,16 @@ async fn a_file_row_and_an_api_earn_share_one_id(store: Store) {
     // The file's earn under the API: the same earn answers as a duplicate of it; another is
     // refused at once.
     let same = earn_at("f-1", "5", now);
-    let request = store.submit_earn(&s.campaign, same).await.unwrap();
+    let request = store.ledger().submit_earn(&s.campaign, same).await.unwrap();
     drain(&store, &book).await;
-    let request = store.earn_request(&s.campaign, &request.id).await.unwrap();
+    let request = store
+        .ledger()
+        .earn_request(&s.campaign, &request.id)
+        .await
+        .unwrap();
     assert_eq!(request.status, EarnStatus::Duplicate);
     let other = earn_at("f-1", "6", now);
-    let result = store.submit_earn(&s.campaign, other).await;
+    let result = store.ledger().submit_earn(&s.campaign, other).await;
     assert_eq!(reused_for(&result), Some("amount"));
 }
 
@@ -198,17 +231,20 @@ async fn a_refused_burn_is_refused_again_under_its_key(store: Store) {
     let s = setup(&store).await;
     let c = &s.campaign;
     credit(&store, &s, "e-1", "5", 1).await;
-    let first = store.burn(c, burn("b-1", 8)).await;
+    let first = store.ledger().burn(c, burn("b-1", 8)).await;
     assert_eq!(refused(&first), "short: 5");
     // The balance now covers it: the same request is refused as it was; another under the key
     // names what differs; a new key is burned.
     credit(&store, &s, "e-2", "10", 1).await;
-    assert_eq!(refused(&store.burn(c, burn("b-1", 8)).await), "short: 5");
-    let other = store.burn(c, burn("b-1", 9)).await;
+    assert_eq!(
+        refused(&store.ledger().burn(c, burn("b-1", 8)).await),
+        "short: 5"
+    );
+    let other = store.ledger().burn(c, burn("b-1", 9)).await;
     assert_eq!(reused_for(&other), Some("amount"));
-    store.burn(c, burn("b-2", 8)).await.unwrap();
+    store.ledger().burn(c, burn("b-2", 8)).await.unwrap();
     assert_eq!(balance(&store, &s).await, Tokens::whole(7));
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 
     // Twins of one request sent at once while the balance changes all answer alike.
     for round in 0..5 {
@@ -219,10 +255,11 @@ async fn a_refused_burn_is_refused_again_under_its_key(store: Store) {
             tasks.push(tokio::spawn(async move {
                 if i == 4 {
                     let e = earn(&format!("top-{round}"), "20");
-                    store.submit_earn(&c, e).await.unwrap();
+                    store.ledger().submit_earn(&c, e).await.unwrap();
                     drain(&store, &RuleBook::new(store.programme().clone())).await;
                 }
                 store
+                    .ledger()
                     .burn(&c, burn(&key, 25))
                     .await
                     .map(|b| b.transaction.id)
@@ -237,7 +274,7 @@ async fn a_refused_burn_is_refused_again_under_its_key(store: Store) {
         }
         assert!(answers.iter().all(|a| *a == answers[0]), "{answers:?}");
     }
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 }
 
 async fn a_refused_return_is_refused_again_under_its_key(store: Store) {
@@ -245,18 +282,25 @@ async fn a_refused_return_is_refused_again_under_its_key(store: Store) {
     let c = &s.campaign;
     set_shortfall(&store, &s, Shortfall::Refuse).await;
     let e = credit(&store, &s, "e-1", "10", 2).await;
-    store.burn(c, burn("b-1", 8)).await.unwrap();
-    let first = store.correct(c, correction(&e, "r-1", None)).await;
+    store.ledger().burn(c, burn("b-1", 8)).await.unwrap();
+    let first = store.ledger().correct(c, correction(&e, "r-1", None)).await;
     assert_eq!(refused(&first), "reversal_shortfall: Some(\"amount\")");
     // The member earns enough to cover it: the same return is still refused; a new key returns.
     credit(&store, &s, "e-2", "20", 1).await;
-    let again = store.correct(c, correction(&e, "r-1", None)).await;
+    let again = store.ledger().correct(c, correction(&e, "r-1", None)).await;
     assert_eq!(refused(&again), refused(&first));
-    let other = store.correct(c, correction(&e, "r-1", Some("5"))).await;
+    let other = store
+        .ledger()
+        .correct(c, correction(&e, "r-1", Some("5")))
+        .await;
     assert_eq!(reused_for(&other), Some("amount"));
-    store.correct(c, correction(&e, "r-2", None)).await.unwrap();
+    store
+        .ledger()
+        .correct(c, correction(&e, "r-2", None))
+        .await
+        .unwrap();
     assert_eq!(balance(&store, &s).await, Tokens::whole(12));
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 }
 
 /// A file's return row and an API return under one id are one request: a row refused for its
@@ -266,7 +310,7 @@ async fn a_return_refused_in_a_file_is_refused_again_by_the_api(store: Store) {
     let c = &s.campaign;
     set_shortfall(&store, &s, Shortfall::Refuse).await;
     let e = credit(&store, &s, "e-1", "10", 2).await;
-    store.burn(c, burn("b-1", 8)).await.unwrap();
+    store.ledger().burn(c, burn("b-1", 8)).await.unwrap();
     let row = FileReturn {
         row: 2,
         id: "ret-1".into(),
@@ -294,9 +338,15 @@ async fn a_return_refused_in_a_file_is_refused_again_by_the_api(store: Store) {
         "{outcomes:?}"
     );
     credit(&store, &s, "e-2", "20", 1).await;
-    let again = store.correct(c, correction(&e, "ret-1", None)).await;
+    let again = store
+        .ledger()
+        .correct(c, correction(&e, "ret-1", None))
+        .await;
     assert_eq!(refused(&again), "reversal_shortfall: Some(\"amount\")");
-    let other = store.correct(c, correction(&e, "ret-1", Some("1"))).await;
+    let other = store
+        .ledger()
+        .correct(c, correction(&e, "ret-1", Some("1")))
+        .await;
     assert_eq!(reused_for(&other), Some("amount"));
     assert_eq!(balance(&store, &s).await, Tokens::whole(22));
 }
@@ -318,12 +368,12 @@ async fn a_refused_order_is_refused_again_under_its_reference(store: Store) {
     // Nothing of the refused order was kept: the stock is whole; a new reference is placed.
     mug.reference = Some("o-2".into());
     store.place_order(&c, mug, orders::key()).await.unwrap();
-    let wallet = store.get_wallet(&c, "w-1").await.unwrap();
+    let wallet = store.ledger().get_wallet(&c, "w-1").await.unwrap();
     assert_eq!(wallet.balance, Tokens::whole(9));
     let products = store.catalogue().catalogue_products(&c).await.unwrap();
     let mug = products.iter().find(|p| p.id == "mug").unwrap();
     assert_eq!(mug.variants[0].stock, Some(1), "3 less the 2 sold");
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 }
 
 backend_tests!(

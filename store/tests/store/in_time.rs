@@ -19,6 +19,7 @@ async fn what_expires_is_listed_per_day(store: Store) {
     set_expiry(&store, &s, Expiry::Days(30)).await;
     for (id, amount, days_ago) in [("e-1", "10", 25), ("e-2", "20", 10), ("e-3", "5", 0)] {
         store
+            .ledger()
             .submit_earn(&s.campaign, earn_on(id, amount, days_ago))
             .await
             .unwrap();
@@ -30,15 +31,27 @@ async fn what_expires_is_listed_per_day(store: Store) {
         let (store, campaign) = (store.clone(), s.campaign.clone());
         async move {
             let until = now + Duration::days(days);
-            let found = store.expiring(&campaign, "w-1", until).await.unwrap();
+            let found = store
+                .ledger()
+                .expiring(&campaign, "w-1", until)
+                .await
+                .unwrap();
             found
                 .into_iter()
                 .map(|d| (d.date, d.tokens))
                 .collect::<Vec<_>>()
         }
     };
-    store.burn(&s.campaign, burn("b-1", 4)).await.unwrap();
-    store.hold(&s.campaign, hold("h-1", 3)).await.unwrap();
+    store
+        .ledger()
+        .burn(&s.campaign, burn("b-1", 4))
+        .await
+        .unwrap();
+    store
+        .ledger()
+        .hold(&s.campaign, hold("h-1", 3))
+        .await
+        .unwrap();
     assert_eq!(expiring(7).await, [(day(5), Tokens::whole(3))]);
     assert_eq!(
         expiring(25).await,
@@ -47,6 +60,7 @@ async fn what_expires_is_listed_per_day(store: Store) {
     // A return takes e-2's own tokens; a burn then spends up to e-3, whose refund gives them
     // back to e-1 and e-2 behind the position.
     let earns = store
+        .ledger()
         .list_transactions(&s.campaign, &Default::default(), Page::default())
         .await
         .unwrap()
@@ -56,13 +70,19 @@ async fn what_expires_is_listed_per_day(store: Store) {
         .find(|t| t.kind == TransactionKind::Earn && t.external_id.as_deref() == Some("e-2"))
         .unwrap();
     store
+        .ledger()
         .correct(&s.campaign, correction(&e2.id, "r-1", Some("5")))
         .await
         .unwrap();
     assert_eq!(expiring(25).await[1], (day(20), Tokens::whole(15)));
-    let spent = store.burn(&s.campaign, burn("b-2", 23)).await.unwrap();
+    let spent = store
+        .ledger()
+        .burn(&s.campaign, burn("b-2", 23))
+        .await
+        .unwrap();
     assert!(expiring(40).await.is_empty(), "every lot spent or held");
     store
+        .ledger()
         .correct(&s.campaign, correction(&spent.transaction.id, "r-2", None))
         .await
         .unwrap();
@@ -78,13 +98,13 @@ async fn what_expires_is_listed_per_day(store: Store) {
     let total: Tokens = all
         .iter()
         .fold(Tokens::ZERO, |sum, (_, t)| sum.checked_add(*t).unwrap());
-    let wallet = store.get_wallet(&s.campaign, "w-1").await.unwrap();
+    let wallet = store.ledger().get_wallet(&s.campaign, "w-1").await.unwrap();
     assert_eq!(
         total,
         wallet.balance.checked_sub(wallet.held).unwrap(),
         "every lot expires"
     );
-    let unknown = store.expiring(&s.campaign, "nope", now).await;
+    let unknown = store.ledger().expiring(&s.campaign, "nope", now).await;
     assert!(unknown.is_err());
 }
 
@@ -126,12 +146,17 @@ async fn a_balance_at_an_instant_is_what_the_transactions_dated_by_then_say(stor
     let t = |days: i64, hours: i64| today - Duration::days(days) + Duration::hours(hours);
     let c = &s.campaign;
     store
+        .ledger()
         .submit_earn(c, earn_at("e-1", "100", t(12, 10)))
         .await
         .unwrap();
     drain(&store, &book).await;
-    store.burn(c, burn_at("b-1", 30, t(9, 10))).await.unwrap();
-    store.hold(c, hold("h-1", 20)).await.unwrap();
+    store
+        .ledger()
+        .burn(c, burn_at("b-1", 30, t(9, 10)))
+        .await
+        .unwrap();
+    store.ledger().hold(c, hold("h-1", 20)).await.unwrap();
     as_if_at(
         &store,
         "UPDATE holds SET created_at = {at}, updated_at = {at}",
@@ -144,11 +169,13 @@ async fn a_balance_at_an_instant_is_what_the_transactions_dated_by_then_say(stor
     };
     store.programme().set_policy(c, pending).await.unwrap();
     store
+        .ledger()
         .submit_earn(c, earn_at("e-2", "50", t(5, 10)))
         .await
         .unwrap();
     drain(&store, &book).await;
     let e2 = store
+        .ledger()
         .list_transactions(c, &Default::default(), Page::default())
         .await
         .unwrap()
@@ -158,6 +185,7 @@ async fn a_balance_at_an_instant_is_what_the_transactions_dated_by_then_say(stor
         .unwrap();
     assert!(e2.pending);
     store
+        .ledger()
         .correct(c, correction(&e2.id, "r-1", Some("10")))
         .await
         .unwrap();
@@ -167,14 +195,14 @@ async fn a_balance_at_an_instant_is_what_the_transactions_dated_by_then_say(stor
         t(4, 10),
     )
     .await;
-    store.capture_hold(c, "h-1", None).await.unwrap();
+    store.ledger().capture_hold(c, "h-1", None).await.unwrap();
     let captured = "UPDATE transactions SET date = {at} WHERE external_id = 'hold:h-1'";
     as_if_at(&store, captured, t(3, 10)).await;
     as_if_at(&store, "UPDATE holds SET updated_at = {at}", t(3, 10)).await;
     // It vests (its day brought forward) two days ago.
     as_if_at(&store, "UPDATE pending_earns SET vests_at = {at}", t(2, 10)).await;
-    store.vest_pending(Utc::now()).await.unwrap();
-    store.burn(c, burn("b-2", 5)).await.unwrap();
+    store.ledger().vest_pending(Utc::now()).await.unwrap();
+    store.ledger().burn(c, burn("b-2", 5)).await.unwrap();
 
     let whole = |b: i64, h: i64, p: i64| (Tokens::whole(b), Tokens::whole(h), Tokens::whole(p));
     let mut expected = [
@@ -193,7 +221,11 @@ async fn a_balance_at_an_instant_is_what_the_transactions_dated_by_then_say(stor
         let (store, campaign, round) = (store.clone(), c.clone(), round.to_string());
         async move {
             for (at, figures) in &expected {
-                let found = store.balance_at(&campaign, "w-1", *at).await.unwrap();
+                let found = store
+                    .ledger()
+                    .balance_at(&campaign, "w-1", *at)
+                    .await
+                    .unwrap();
                 assert_eq!(
                     (found.balance, found.held, found.pending),
                     *figures,
@@ -211,7 +243,11 @@ async fn a_balance_at_an_instant_is_what_the_transactions_dated_by_then_say(stor
             *balance = balance.checked_add(Tokens::whole(tokens)).unwrap();
         }
     };
-    store.burn(c, burn_at("b-3", 1, t(8, 10))).await.unwrap();
+    store
+        .ledger()
+        .burn(c, burn_at("b-3", 1, t(8, 10)))
+        .await
+        .unwrap();
     moved(&mut expected, t(8, 10), -1);
     answers(expected, "after a burn dated back").await;
     store
@@ -220,21 +256,32 @@ async fn a_balance_at_an_instant_is_what_the_transactions_dated_by_then_say(stor
         .await
         .unwrap();
     store
+        .ledger()
         .submit_earn(c, earn_at("e-3", "7", t(10, 10)))
         .await
         .unwrap();
     drain(&store, &book).await;
     moved(&mut expected, t(10, 10), 7);
     answers(expected, "after an earn dated back").await;
-    let now = store.balance_at(c, "w-1", Utc::now()).await.unwrap();
-    let wallet = store.get_wallet(c, "w-1").await.unwrap();
+    let now = store
+        .ledger()
+        .balance_at(c, "w-1", Utc::now())
+        .await
+        .unwrap();
+    let wallet = store.ledger().get_wallet(c, "w-1").await.unwrap();
     assert_eq!(
         (now.balance, now.held, now.pending),
         (wallet.balance, wallet.held, wallet.pending),
         "now: what the wallet shows"
     );
-    assert!(store.balance_at(c, "nope", Utc::now()).await.is_err());
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(
+        store
+            .ledger()
+            .balance_at(c, "nope", Utc::now())
+            .await
+            .is_err()
+    );
+    assert!(store.ledger().audit().await.unwrap().is_empty());
     // A day's sum changed behind the ledger's back: the audit finds it.
     store
         .execute_raw(
@@ -243,7 +290,7 @@ async fn a_balance_at_an_instant_is_what_the_transactions_dated_by_then_say(stor
         )
         .await
         .unwrap();
-    let found = store.audit().await.unwrap();
+    let found = store.ledger().audit().await.unwrap();
     // Their total, and a balance at an instant read through them.
     let checks: Vec<&str> = found.iter().map(|d| d.check).collect();
     assert_eq!(checks, ["days", "at"], "{found:?}");
@@ -259,6 +306,7 @@ async fn a_balance_at_an_instant_is_what_the_transactions_dated_by_then_say(stor
 async fn balance_then(store: &Store, s: &crate::ledger::Setup, at: &str) -> Tokens {
     let at: DateTime<Utc> = at.parse().unwrap();
     store
+        .ledger()
         .balance_at(&s.campaign, "w-1", at)
         .await
         .unwrap()
@@ -274,6 +322,7 @@ async fn far_dates_recorded_before_the_window_keep_a_right_balance(store: Store)
     let book = RuleBook::new(store.programme().clone());
     for id in ["e-1", "e-2", "e-3"] {
         store
+            .ledger()
             .submit_earn(&s.campaign, earn(id, "10"))
             .await
             .unwrap();
@@ -320,7 +369,7 @@ async fn far_dates_recorded_before_the_window_keep_a_right_balance(store: Store)
         balance_then(&store, &s, "2026-01-01T00:00:00Z").await,
         Tokens::whole(30)
     );
-    let found = store.audit().await.unwrap();
+    let found = store.ledger().audit().await.unwrap();
     assert!(found.is_empty(), "{found:?}");
 }
 
@@ -333,18 +382,26 @@ async fn the_audit_finds_day_sums_on_the_wrong_days(store: Store) {
     let c = &s.campaign;
     for (id, amount, days) in [("e-1", "10", 3), ("e-2", "5", 2)] {
         let at = today - Duration::days(days) + Duration::hours(8);
-        store.submit_earn(c, earn_at(id, amount, at)).await.unwrap();
+        store
+            .ledger()
+            .submit_earn(c, earn_at(id, amount, at))
+            .await
+            .unwrap();
     }
     drain(&store, &book).await;
-    store.balance_at(c, "w-1", Utc::now()).await.unwrap();
-    assert!(store.audit().await.unwrap().is_empty());
+    store
+        .ledger()
+        .balance_at(c, "w-1", Utc::now())
+        .await
+        .unwrap();
+    assert!(store.ledger().audit().await.unwrap().is_empty());
     store
         .execute_raw(
             "UPDATE balance_days SET net = CASE WHEN net = 10000000 THEN 5000000 ELSE 10000000 END",
         )
         .await
         .unwrap();
-    let found = store.audit().await.unwrap();
+    let found = store.ledger().audit().await.unwrap();
     let checks: Vec<&str> = found.iter().map(|d| d.check).collect();
     assert_eq!(checks, ["at"], "{found:?}");
     assert_eq!(
@@ -367,7 +424,7 @@ async fn migration_27_rebuilds_wrong_day_sums(db: store::testing::TestStore) {
         external_id: Some("w-2".into()),
         name: None,
     };
-    let right = store.create_wallet(&campaign, new).await.unwrap();
+    let right = store.ledger().create_wallet(&campaign, new).await.unwrap();
     let (org, c) = (&campaign.org_id, &campaign.id);
     let earn = |id: &str, wallet: &str, date: &str| {
         format!(
@@ -412,17 +469,19 @@ async fn migration_27_rebuilds_wrong_day_sums(db: store::testing::TestStore) {
         ("0226-11-20T10:00:00Z", 20),
     ] {
         let then = store
+            .ledger()
             .balance_at(&campaign, "w-1", at(instant))
             .await
             .unwrap();
         assert_eq!(then.balance, Tokens::whole(balance), "{instant}");
     }
     let then = store
+        .ledger()
         .balance_at(&campaign, "w-2", at("2026-11-20T12:00:00Z"))
         .await
         .unwrap();
     assert_eq!(then.balance, Tokens::whole(10));
-    let found = store.audit().await.unwrap();
+    let found = store.ledger().audit().await.unwrap();
     assert!(found.is_empty(), "{found:?}");
 }
 

@@ -38,7 +38,7 @@ async fn wallet(store: &Store, c: &Campaign, owner: &str, reference: &str) {
         external_id: Some(reference.into()),
         name: None,
     };
-    store.create_wallet(c, new).await.unwrap();
+    store.ledger().create_wallet(c, new).await.unwrap();
 }
 
 /// Earns `amount` into wallet `reference` and credits it before returning.
@@ -52,9 +52,9 @@ async fn earn(store: &Store, c: &Campaign, reference: &str, amount: &str) {
         comment: None,
         meta: None,
     };
-    store.submit_earn(c, input).await.unwrap();
+    store.ledger().submit_earn(c, input).await.unwrap();
     let book = RuleBook::new(store.programme().clone());
-    while store.process_earns(&book, 50).await.unwrap() > 0 {}
+    while store.ledger().process_earns(&book, 50).await.unwrap() > 0 {}
 }
 
 async fn build(store: &Store, c: &Campaign) -> Snapshot {
@@ -126,7 +126,7 @@ async fn members_rank_by_lifetime_earnings_and_ties_go_to_who_got_there_first(st
         meta: None,
         date: None,
     };
-    store.burn(&c, burn).await.unwrap();
+    store.ledger().burn(&c, burn).await.unwrap();
     earn(&store, &c, "w-edsger", "1").await;
 
     let snapshot = build(&store, &c).await;

@@ -31,11 +31,12 @@ pub(crate) fn earn(id: &str, amount: &str) -> EarnInput {
 
 /// Processes until nothing waits.
 pub(crate) async fn drain(store: &Store, book: &RuleBook) {
-    while store.process_earns(book, 50).await.unwrap() > 0 {}
+    while store.ledger().process_earns(book, 50).await.unwrap() > 0 {}
 }
 
 pub(crate) async fn balance(store: &Store, s: &Setup) -> Tokens {
     store
+        .ledger()
         .get_wallet(&s.campaign, &s.wallet.id)
         .await
         .unwrap()
@@ -80,12 +81,17 @@ async fn earns_are_credited_by_the_active_rules(store: Store) {
     let s = setup(&store).await;
     let book = RuleBook::new(store.programme().clone());
     let request = store
+        .ledger()
         .submit_earn(&s.campaign, earn("e-1", "12.99"))
         .await
         .unwrap();
     assert_eq!(request.status, EarnStatus::Accepted);
     drain(&store, &book).await;
-    let done = store.earn_request(&s.campaign, &request.id).await.unwrap();
+    let done = store
+        .ledger()
+        .earn_request(&s.campaign, &request.id)
+        .await
+        .unwrap();
     assert_eq!(done.status, EarnStatus::Completed);
     assert_eq!(
         done.tokens,
@@ -95,6 +101,7 @@ async fn earns_are_credited_by_the_active_rules(store: Store) {
     assert_eq!(balance(&store, &s).await, Tokens::whole(12));
 
     let transaction = store
+        .ledger()
         .get_transaction(&s.campaign, done.transaction_id.as_deref().unwrap())
         .await
         .unwrap();
@@ -116,13 +123,19 @@ async fn earns_are_credited_by_the_active_rules(store: Store) {
     // book trusts its cache for `FRESH_FOR`, a second).
     let fresh = RuleBook::fresh_for(store.programme().clone(), std::time::Duration::ZERO);
     let second = store
+        .ledger()
         .submit_earn(&s.campaign, earn("e-2", "10"))
         .await
         .unwrap();
     drain(&store, &fresh).await;
-    let second = store.earn_request(&s.campaign, &second.id).await.unwrap();
+    let second = store
+        .ledger()
+        .earn_request(&s.campaign, &second.id)
+        .await
+        .unwrap();
     assert_eq!(second.tokens, Some(Tokens::whole(20)));
     let transaction = store
+        .ledger()
         .get_transaction(&s.campaign, second.transaction_id.as_deref().unwrap())
         .await
         .unwrap();
@@ -135,12 +148,14 @@ async fn earns_are_credited_by_the_active_rules(store: Store) {
         .await
         .unwrap();
     let third = store
+        .ledger()
         .submit_earn(&s.campaign, earn("e-3", "10"))
         .await
         .unwrap();
     drain(&store, &fresh).await;
     assert_eq!(
         store
+            .ledger()
             .earn_request(&s.campaign, &third.id)
             .await
             .unwrap()
@@ -154,7 +169,11 @@ async fn the_same_earn_id_credits_once(store: Store) {
     let book = RuleBook::new(store.programme().clone());
     let e = earn("e-1", "10");
     // Ten requests that each passed the check at once (as on ten nodes): all are stored.
-    let pending = store.pending_earn(&s.campaign, e.clone()).await.unwrap();
+    let pending = store
+        .ledger()
+        .pending_earn(&s.campaign, e.clone())
+        .await
+        .unwrap();
     let stored = store::testing::store_unchecked(&store, vec![pending; 10]).await;
     let requests: Vec<String> = stored.into_iter().map(|r| r.id).collect();
     // Ten more, while workers run: each is answered with the first request.
@@ -162,7 +181,7 @@ async fn the_same_earn_id_credits_once(store: Store) {
     for _ in 0..10 {
         let (store, campaign, e) = (store.clone(), s.campaign.clone(), e.clone());
         tasks.push(tokio::spawn(async move {
-            store.submit_earn(&campaign, e).await.unwrap().id
+            store.ledger().submit_earn(&campaign, e).await.unwrap().id
         }));
     }
     // Several workers at once, as several server processes would.
@@ -181,7 +200,13 @@ async fn the_same_earn_id_credits_once(store: Store) {
     let mut completed = 0;
     let mut duplicates = 0;
     for id in &requests {
-        match store.earn_request(&s.campaign, id).await.unwrap().status {
+        match store
+            .ledger()
+            .earn_request(&s.campaign, id)
+            .await
+            .unwrap()
+            .status
+        {
             EarnStatus::Completed => completed += 1,
             EarnStatus::Duplicate => duplicates += 1,
             other => panic!("{other:?}"),
@@ -190,6 +215,7 @@ async fn the_same_earn_id_credits_once(store: Store) {
     assert_eq!((completed, duplicates), (1, 9));
     assert_eq!(balance(&store, &s).await, Tokens::whole(10));
     let earns = store
+        .ledger()
         .list_transactions(&s.campaign, &TransactionFilter::default(), Page::default())
         .await
         .unwrap();
@@ -211,6 +237,7 @@ async fn concurrent_burns_never_overdraw(store: Store) {
         .await
         .unwrap();
     store
+        .ledger()
         .submit_earn(&s.campaign, earn("e-1", "50"))
         .await
         .unwrap();
@@ -220,7 +247,10 @@ async fn concurrent_burns_never_overdraw(store: Store) {
     for i in 0..200 {
         let (store, campaign) = (store.clone(), s.campaign.clone());
         tasks.push(tokio::spawn(async move {
-            store.burn(&campaign, burn(&format!("b-{i}"), 1)).await
+            store
+                .ledger()
+                .burn(&campaign, burn(&format!("b-{i}"), 1))
+                .await
         }));
     }
     let (mut ok, mut refused) = (0, 0);
@@ -233,32 +263,41 @@ async fn concurrent_burns_never_overdraw(store: Store) {
     }
     assert_eq!((ok, refused), (45, 155), "50 earned, 5 must stay");
     assert_eq!(balance(&store, &s).await, Tokens::whole(5));
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 }
 
 async fn a_repeated_burn_is_a_replay_or_a_conflict(store: Store) {
     let s = setup(&store).await;
     let book = RuleBook::new(store.programme().clone());
     store
+        .ledger()
         .submit_earn(&s.campaign, earn("e-1", "100"))
         .await
         .unwrap();
     drain(&store, &book).await;
 
-    let first = store.burn(&s.campaign, burn("b-1", 30)).await.unwrap();
+    let first = store
+        .ledger()
+        .burn(&s.campaign, burn("b-1", 30))
+        .await
+        .unwrap();
     assert!(!first.replayed);
-    let again = store.burn(&s.campaign, burn("b-1", 30)).await.unwrap();
+    let again = store
+        .ledger()
+        .burn(&s.campaign, burn("b-1", 30))
+        .await
+        .unwrap();
     assert!(again.replayed);
     assert_eq!(again.transaction.id, first.transaction.id);
     assert_eq!(balance(&store, &s).await, Tokens::whole(70), "debited once");
-    let different = store.burn(&s.campaign, burn("b-1", 31)).await;
+    let different = store.ledger().burn(&s.campaign, burn("b-1", 31)).await;
     assert_eq!(
         reused_for(&different),
         Some("amount"),
         "the first field that differs"
     );
 
-    let too_much = store.burn(&s.campaign, burn("b-2", 71)).await;
+    let too_much = store.ledger().burn(&s.campaign, burn("b-2", 71)).await;
     assert!(
         matches!(too_much, Err(StoreError::InsufficientBalance { available }) if available == Tokens::whole(70))
     );
@@ -267,7 +306,7 @@ async fn a_repeated_burn_is_a_replay_or_a_conflict(store: Store) {
         ..burn("b-3", 1)
     };
     assert!(matches!(
-        store.burn(&s.campaign, unknown).await,
+        store.ledger().burn(&s.campaign, unknown).await,
         Err(StoreError::NotFound { .. })
     ));
     // b-1's id reused on a wallet that does not exist: still the conflict, not "not found".
@@ -275,11 +314,19 @@ async fn a_repeated_burn_is_a_replay_or_a_conflict(store: Store) {
         wallet: "nope".into(),
         ..burn("b-1", 30)
     };
-    let elsewhere = store.burn(&s.campaign, elsewhere).await;
+    let elsewhere = store.ledger().burn(&s.campaign, elsewhere).await;
     assert_eq!(reused_for(&elsewhere), Some("walletId"));
     // With the balance spent, a repeat is still answered with the burn it repeats.
-    store.burn(&s.campaign, burn("b-4", 70)).await.unwrap();
-    let late = store.burn(&s.campaign, burn("b-1", 30)).await.unwrap();
+    store
+        .ledger()
+        .burn(&s.campaign, burn("b-4", 70))
+        .await
+        .unwrap();
+    let late = store
+        .ledger()
+        .burn(&s.campaign, burn("b-1", 30))
+        .await
+        .unwrap();
     assert!(late.replayed);
     assert_eq!(late.transaction.id, first.transaction.id);
     assert_eq!(balance(&store, &s).await, Tokens::ZERO);
@@ -303,26 +350,32 @@ async fn tiers_follow_lifetime_earnings(store: Store) {
     }
     let tier = |w: Wallet| w.tier.map(|t| t.name);
     store
+        .ledger()
         .submit_earn(&s.campaign, earn("e-1", "150"))
         .await
         .unwrap();
     drain(&store, &book).await;
     assert_eq!(
-        tier(store.get_wallet(&s.campaign, "w-1").await.unwrap()).as_deref(),
+        tier(store.ledger().get_wallet(&s.campaign, "w-1").await.unwrap()).as_deref(),
         Some("silver")
     );
     store
+        .ledger()
         .submit_earn(&s.campaign, earn("e-2", "400"))
         .await
         .unwrap();
     drain(&store, &book).await;
     assert_eq!(
-        tier(store.get_wallet(&s.campaign, "w-1").await.unwrap()).as_deref(),
+        tier(store.ledger().get_wallet(&s.campaign, "w-1").await.unwrap()).as_deref(),
         Some("gold")
     );
-    store.burn(&s.campaign, burn("b-1", 500)).await.unwrap();
+    store
+        .ledger()
+        .burn(&s.campaign, burn("b-1", 500))
+        .await
+        .unwrap();
     assert_eq!(
-        tier(store.get_wallet(&s.campaign, "w-1").await.unwrap()).as_deref(),
+        tier(store.ledger().get_wallet(&s.campaign, "w-1").await.unwrap()).as_deref(),
         Some("gold"),
         "spending keeps the tier"
     );
@@ -333,7 +386,7 @@ async fn tiers_follow_lifetime_earnings(store: Store) {
         .await
         .unwrap();
     assert_eq!(
-        tier(store.get_wallet(&s.campaign, "w-1").await.unwrap()).as_deref(),
+        tier(store.ledger().get_wallet(&s.campaign, "w-1").await.unwrap()).as_deref(),
         Some("silver")
     );
     let listed: Vec<_> = store
@@ -351,12 +404,18 @@ async fn transactions_filter_by_kind_wallet_and_date(store: Store) {
     let s = setup(&store).await;
     let book = RuleBook::new(store.programme().clone());
     store
+        .ledger()
         .submit_earn(&s.campaign, earn("e-1", "100"))
         .await
         .unwrap();
     drain(&store, &book).await;
-    store.burn(&s.campaign, burn("b-1", 10)).await.unwrap();
+    store
+        .ledger()
+        .burn(&s.campaign, burn("b-1", 10))
+        .await
+        .unwrap();
     let all = store
+        .ledger()
         .list_transactions(&s.campaign, &TransactionFilter::default(), Page::default())
         .await
         .unwrap();
@@ -366,6 +425,7 @@ async fn transactions_filter_by_kind_wallet_and_date(store: Store) {
         ..Default::default()
     };
     let only = store
+        .ledger()
         .list_transactions(&s.campaign, &burns, Page::default())
         .await
         .unwrap();
@@ -377,6 +437,7 @@ async fn transactions_filter_by_kind_wallet_and_date(store: Store) {
     };
     assert_eq!(
         store
+            .ledger()
             .list_transactions(&s.campaign, &future, Page::default())
             .await
             .unwrap()
@@ -390,6 +451,7 @@ async fn transactions_filter_by_kind_wallet_and_date(store: Store) {
     };
     assert_eq!(
         store
+            .ledger()
             .list_transactions(&s.campaign, &past, Page::default())
             .await
             .unwrap()
@@ -410,38 +472,49 @@ async fn burns_take_the_oldest_tokens_and_expiry_takes_the_rest_once(store: Stor
     let book = RuleBook::new(store.programme().clone());
     set_expiry(&store, &s, Expiry::Days(30)).await;
     store
+        .ledger()
         .submit_earn(&s.campaign, earn_on("old", "10", 40))
         .await
         .unwrap(); // due 10 days ago
     store
+        .ledger()
         .submit_earn(&s.campaign, earn_on("newer", "20", 20))
         .await
         .unwrap(); // due in 10 days
     drain(&store, &book).await;
     // Taken from the oldest lot first: all 10 of "old", then 5 of "newer".
-    store.burn(&s.campaign, burn("b-1", 15)).await.unwrap();
+    store
+        .ledger()
+        .burn(&s.campaign, burn("b-1", 15))
+        .await
+        .unwrap();
     assert_eq!(
-        store.expire(Utc::now()).await.unwrap(),
+        store.ledger().expire(Utc::now()).await.unwrap(),
         0,
         "the old lot was spent, nothing left to expire"
     );
     assert_eq!(balance(&store, &s).await, Tokens::whole(15));
 
     let later = Utc::now() + Duration::days(11);
-    assert_eq!(store.expire(later).await.unwrap(), 1);
-    assert_eq!(store.expire(later).await.unwrap(), 0, "exactly once");
+    assert_eq!(store.ledger().expire(later).await.unwrap(), 1);
+    assert_eq!(
+        store.ledger().expire(later).await.unwrap(),
+        0,
+        "exactly once"
+    );
     assert_eq!(balance(&store, &s).await, Tokens::ZERO);
     let expiries = TransactionFilter {
         kinds: vec![TransactionKind::Expiry],
         ..Default::default()
     };
     let listed = store
+        .ledger()
         .list_transactions(&s.campaign, &expiries, Page::default())
         .await
         .unwrap();
     assert_eq!(listed.total, 1);
     assert_eq!(listed.items[0].amount, Tokens::whole(15));
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 }
 
 /// Ten earns of one token, dated one to ten days ago and arriving in no order: a burn of 7.5
@@ -454,6 +527,7 @@ async fn a_burn_over_many_lots_takes_them_by_earn_date(store: Store) {
     for days_ago in [4, 9, 1, 7, 10, 2, 5, 8, 3, 6] {
         let id = format!("day-{days_ago}");
         store
+            .ledger()
             .submit_earn(&s.campaign, earn_on(&id, "1", days_ago))
             .await
             .unwrap();
@@ -463,15 +537,15 @@ async fn a_burn_over_many_lots_takes_them_by_earn_date(store: Store) {
         amount: Tokens::from_text("7.5").unwrap(),
         ..burn("b-many", 0)
     };
-    store.burn(&s.campaign, spend).await.unwrap();
+    store.ledger().burn(&s.campaign, spend).await.unwrap();
     assert_eq!(balance(&store, &s).await, Tokens::from_text("2.5").unwrap());
     // A lot earned k days ago is due in 20 - k days. Left: half of day 3's, days 2 and 1.
-    let expired = |at| store.expire(Utc::now() + at);
+    let expired = |at| store.ledger().expire(Utc::now() + at);
     assert_eq!(expired(Duration::hours(17 * 24 + 12)).await.unwrap(), 1);
     assert_eq!(balance(&store, &s).await, Tokens::whole(2), "day 3's half");
     assert_eq!(expired(Duration::hours(19 * 24 + 12)).await.unwrap(), 2);
     assert_eq!(balance(&store, &s).await, Tokens::ZERO);
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 }
 
 async fn two_sweepers_at_once_expire_each_lot_once(store: Store) {
@@ -480,6 +554,7 @@ async fn two_sweepers_at_once_expire_each_lot_once(store: Store) {
     set_expiry(&store, &s, Expiry::EndOfMonth).await;
     for i in 0..60 {
         store
+            .ledger()
             .submit_earn(&s.campaign, earn_on(&format!("e-{i}"), "3", 62))
             .await
             .unwrap();
@@ -488,7 +563,7 @@ async fn two_sweepers_at_once_expire_each_lot_once(store: Store) {
     let sweepers: Vec<_> = (0..2)
         .map(|_| {
             let store = store.clone();
-            tokio::spawn(async move { store.expire(Utc::now()).await.unwrap() })
+            tokio::spawn(async move { store.ledger().expire(Utc::now()).await.unwrap() })
         })
         .collect();
     let mut written = 0;
@@ -502,6 +577,7 @@ async fn two_sweepers_at_once_expire_each_lot_once(store: Store) {
     };
     assert_eq!(
         store
+            .ledger()
             .list_transactions(&s.campaign, &expiries, Page { page: 1, limit: 0 })
             .await
             .unwrap()
@@ -509,7 +585,7 @@ async fn two_sweepers_at_once_expire_each_lot_once(store: Store) {
         60
     );
     assert_eq!(balance(&store, &s).await, Tokens::ZERO);
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 }
 
 async fn rules_see_the_wallet_and_member(store: Store) {
@@ -524,12 +600,14 @@ async fn rules_see_the_wallet_and_member(store: Store) {
         .unwrap();
     let book = RuleBook::new(store.programme().clone());
     let first = store
+        .ledger()
         .submit_earn(&s.campaign, earn("e-1", "10"))
         .await
         .unwrap();
     drain(&store, &book).await;
     assert_eq!(
         store
+            .ledger()
             .earn_request(&s.campaign, &first.id)
             .await
             .unwrap()
@@ -538,12 +616,14 @@ async fn rules_see_the_wallet_and_member(store: Store) {
     );
     // The balance is no longer 0, so the second earn gets the base only.
     let second = store
+        .ledger()
         .submit_earn(&s.campaign, earn("e-2", "10"))
         .await
         .unwrap();
     drain(&store, &book).await;
     assert_eq!(
         store
+            .ledger()
             .earn_request(&s.campaign, &second.id)
             .await
             .unwrap()
@@ -558,6 +638,7 @@ async fn writes_of_every_kind_interleave_without_loss(store: Store) {
     let s = setup(&store).await;
     let book = RuleBook::new(store.programme().clone());
     store
+        .ledger()
         .submit_earn(&s.campaign, earn("e-0", "100"))
         .await
         .unwrap();
@@ -579,10 +660,14 @@ async fn writes_of_every_kind_interleave_without_loss(store: Store) {
                 .create_member(&campaign.org(), member)
                 .await?;
             store
+                .ledger()
                 .submit_earn(&campaign, earn(&format!("e-{}", i + 1), "1"))
                 .await?;
-            store.burn(&campaign, burn(&format!("b-{i}"), 1)).await?;
-            store.process_earns(&book, 8).await?;
+            store
+                .ledger()
+                .burn(&campaign, burn(&format!("b-{i}"), 1))
+                .await?;
+            store.ledger().process_earns(&book, 8).await?;
             Ok::<_, StoreError>(())
         });
     }
@@ -599,7 +684,7 @@ async fn writes_of_every_kind_interleave_without_loss(store: Store) {
         .await
         .unwrap();
     assert_eq!(members.total, 41);
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 }
 
 /// Batch-file rows: found by wallet id or reference, credited through the rules, and an id
@@ -645,6 +730,7 @@ async fn a_large_chunk_of_new_rows_is_credited_once(store: Store) {
         .await
         .unwrap();
     let last = store
+        .ledger()
         .get_transaction(&s.campaign, &credited(&first[1_199]))
         .await
         .unwrap();
@@ -671,13 +757,13 @@ async fn a_large_chunk_of_new_rows_is_credited_once(store: Store) {
         store::FileOutcome::CreditedBefore { transaction_id } if *transaction_id == credited(&second[0])
     ));
     assert_eq!(balance(&store, &s).await, Tokens::whole(2_400));
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
     // Both chunks' earns were written with their expiry: 30 days after their date.
-    let expired = |days: i64| store.expire(Utc::now() + Duration::days(days));
+    let expired = |days: i64| store.ledger().expire(Utc::now() + Duration::days(days));
     assert_eq!(expired(29).await.unwrap(), 0);
     assert_eq!(expired(31).await.unwrap(), 2_400);
     assert_eq!(balance(&store, &s).await, Tokens::ZERO);
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 }
 
 async fn file_rows(store: Store, padding: usize) {
@@ -686,6 +772,7 @@ async fn file_rows(store: Store, padding: usize) {
     let book = RuleBook::new(store.programme().clone());
     let api_earn = earn("api-1", "10");
     store
+        .ledger()
         .submit_earn(&s.campaign, api_earn.clone())
         .await
         .unwrap();
@@ -754,7 +841,11 @@ async fn file_rows(store: Store, padding: usize) {
         else {
             panic!("{:?}", outcomes.last())
         };
-        let t = store.get_transaction(&s.campaign, id).await.unwrap();
+        let t = store
+            .ledger()
+            .get_transaction(&s.campaign, id)
+            .await
+            .unwrap();
         assert_eq!(t.description.as_deref(), Some(tricky));
         assert_eq!(t.comment, None);
         let n = padding - 1;
@@ -795,7 +886,7 @@ async fn file_rows(store: Store, padding: usize) {
         balance(&store, &s).await,
         Tokens::whole(22).checked_add(padded).unwrap()
     );
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 }
 
 /// A file's chunks credited as bulk writes, with an API earn between them: each id counts once,
@@ -828,6 +919,7 @@ async fn file_chunks_commit_with_the_writes_beside_them(store: Store) {
             .all(|o| matches!(o, store::FileOutcome::Credited { .. }))
     );
     store
+        .ledger()
         .submit_earn(&s.campaign, row(0, "api-1").earn)
         .await
         .unwrap();
@@ -857,7 +949,7 @@ async fn file_chunks_commit_with_the_writes_beside_them(store: Store) {
     ));
     // c-1, c-2, c-3 and api-1.
     assert_eq!(balance(&store, &s).await, Tokens::whole(8));
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 }
 
 /// File rows dated before tokens the wallet already spent (a late file) are spent and expired
@@ -893,7 +985,7 @@ async fn file_rows_stop_at_the_ledger_ceiling(store: Store) {
     assert!(matches!(credited[0], store::FileOutcome::OverCeiling(_)));
     assert!(matches!(credited[1], store::FileOutcome::Credited { .. }));
     assert_eq!(balance(&store, &s).await, Tokens::MAX);
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 }
 
 /// A file's own total stops at the ceiling too, whichever wallets its rows go to.
@@ -904,7 +996,11 @@ async fn a_files_total_stops_at_the_ledger_ceiling(store: Store) {
         external_id: Some("w-2".into()),
         name: None,
     };
-    store.create_wallet(&s.campaign, other).await.unwrap();
+    store
+        .ledger()
+        .create_wallet(&s.campaign, other)
+        .await
+        .unwrap();
     let book = RuleBook::new(store.programme().clone());
     let rows = [("a", "w-1"), ("b", "w-2")].map(|(id, wallet)| store::FileEarn {
         row: 2,
@@ -930,11 +1026,16 @@ async fn backdated_file_rows_are_spent_and_expire_in_date_order(store: Store) {
     let book = RuleBook::new(store.programme().clone());
     set_expiry(&store, &s, Expiry::Days(30)).await;
     store
+        .ledger()
         .submit_earn(&s.campaign, earn_on("a", "10", 10))
         .await
         .unwrap();
     drain(&store, &book).await;
-    store.burn(&s.campaign, burn("b-1", 6)).await.unwrap();
+    store
+        .ledger()
+        .burn(&s.campaign, burn("b-1", 6))
+        .await
+        .unwrap();
     // A file arrives: one row dated 20 days ago, behind the 6 tokens already spent, and 1,200
     // rows of today.
     let row = |row: u64, earn: EarnInput| store::FileEarn {
@@ -951,11 +1052,19 @@ async fn backdated_file_rows_are_spent_and_expire_in_date_order(store: Store) {
         .await
         .unwrap();
     assert_eq!(balance(&store, &s).await, Tokens::whole(1_208));
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
     // The oldest tokens are the late row's: 3 of its 4 go.
-    store.burn(&s.campaign, burn("b-2", 3)).await.unwrap();
-    assert!(store.audit().await.unwrap().is_empty());
-    let expired = |days: i64| store.expire(Utc::now() + Duration::hours(days * 24 + 12));
+    store
+        .ledger()
+        .burn(&s.campaign, burn("b-2", 3))
+        .await
+        .unwrap();
+    assert!(store.ledger().audit().await.unwrap().is_empty());
+    let expired = |days: i64| {
+        store
+            .ledger()
+            .expire(Utc::now() + Duration::hours(days * 24 + 12))
+    };
     // Due in 10 days: what is left of the late row (1).
     assert_eq!(expired(10).await.unwrap(), 1);
     assert_eq!(balance(&store, &s).await, Tokens::whole(1_204));
@@ -966,7 +1075,7 @@ async fn backdated_file_rows_are_spent_and_expire_in_date_order(store: Store) {
     // Due in 30 days: today's rows, one EXPIRY each.
     assert_eq!(expired(30).await.unwrap(), 1_200);
     assert_eq!(balance(&store, &s).await, Tokens::ZERO);
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 }
 
 /// A programme whose expiry was shortened: an earn after it expires before older ones, out of
@@ -976,35 +1085,50 @@ async fn an_earn_that_expires_out_of_turn_is_skipped_by_burns(store: Store) {
     let book = RuleBook::new(store.programme().clone());
     set_expiry(&store, &s, Expiry::Days(60)).await;
     store
+        .ledger()
         .submit_earn(&s.campaign, earn_on("long", "5", 10))
         .await
         .unwrap();
     drain(&store, &book).await;
     set_expiry(&store, &s, Expiry::Days(20)).await;
     store
+        .ledger()
         .submit_earn(&s.campaign, earn_on("short", "3", 5))
         .await
         .unwrap();
     store
+        .ledger()
         .submit_earn(&s.campaign, earn_on("later", "2", 1))
         .await
         .unwrap();
     drain(&store, &book).await;
     // "short" is due in 15 days, "long" in 50, "later" in 19.
     assert_eq!(
-        store.expire(Utc::now() + Duration::days(16)).await.unwrap(),
+        store
+            .ledger()
+            .expire(Utc::now() + Duration::days(16))
+            .await
+            .unwrap(),
         1
     );
     assert_eq!(balance(&store, &s).await, Tokens::whole(7));
     // 6 tokens: the 5 of "long", then not the expired "short" but 1 of "later".
-    store.burn(&s.campaign, burn("b-1", 6)).await.unwrap();
-    assert!(store.audit().await.unwrap().is_empty());
+    store
+        .ledger()
+        .burn(&s.campaign, burn("b-1", 6))
+        .await
+        .unwrap();
+    assert!(store.ledger().audit().await.unwrap().is_empty());
     assert_eq!(
-        store.expire(Utc::now() + Duration::days(20)).await.unwrap(),
+        store
+            .ledger()
+            .expire(Utc::now() + Duration::days(20))
+            .await
+            .unwrap(),
         1
     );
     assert_eq!(balance(&store, &s).await, Tokens::ZERO);
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 }
 
 /// A ledger written in the lot-per-earn schema (migration 11): two open lots (one partly
@@ -1069,20 +1193,21 @@ async fn a_ledger_of_lots_migrates(db: store::testing::TestStore) {
     store.execute_raw(&old.concat()).await.unwrap();
     store.migrate().await.unwrap();
     let s = Setup {
-        wallet: store.get_wallet(&made, wallet).await.unwrap(),
+        wallet: store.ledger().get_wallet(&made, wallet).await.unwrap(),
         campaign: made,
     };
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
     // Every earn and burn id of the old ledger is still taken: idempotency holds across the
     // change of its key, at the start, the middle and the end of the fill.
     // (The old earns kept no purchase amount, so an earn under their id is another earn.)
     for id in ["t1", "t3", "z1", "z10000", "z10001", "z25000"] {
         let reused = store
+            .ledger()
             .submit_earn(&s.campaign, crate::ledger::earn(id, "50"))
             .await;
         assert_eq!(reused_for(&reused), Some("amount"), "{id}");
     }
-    let reused = store.burn(&s.campaign, burn("b1", 1)).await;
+    let reused = store.ledger().burn(&s.campaign, burn("b1", 1)).await;
     assert_eq!(
         reused_for(&reused),
         Some("externalId"),
@@ -1101,23 +1226,35 @@ async fn a_ledger_of_lots_migrates(db: store::testing::TestStore) {
         date: "2026-01-20T00:00:00Z".parse().unwrap(),
         ..earn_on("new", "3", 0)
     };
-    store.submit_earn(&s.campaign, new).await.unwrap();
+    store.ledger().submit_earn(&s.campaign, new).await.unwrap();
     drain(store, &RuleBook::new(store.programme().clone())).await;
     // 4 tokens: t1's 2 (1 January), then 2 of t2's 5 (5 January); "new" is untouched.
-    store.burn(&s.campaign, burn("b2", 4)).await.unwrap();
-    assert!(store.audit().await.unwrap().is_empty());
+    store
+        .ledger()
+        .burn(&s.campaign, burn("b2", 4))
+        .await
+        .unwrap();
+    assert!(store.ledger().audit().await.unwrap().is_empty());
     let at = |day: &str| format!("{day}T12:00:00Z").parse().unwrap();
-    assert_eq!(store.expire(at("2026-02-19")).await.unwrap(), 1, "new's 3");
+    assert_eq!(
+        store.ledger().expire(at("2026-02-19")).await.unwrap(),
+        1,
+        "new's 3"
+    );
     assert_eq!(balance(store, &s).await, Tokens::whole(3));
     assert_eq!(
-        store.expire(at("2026-03-02")).await.unwrap(),
+        store.ledger().expire(at("2026-03-02")).await.unwrap(),
         0,
         "t1 was spent"
     );
-    assert_eq!(store.expire(at("2026-03-05")).await.unwrap(), 1, "t2's 3");
-    assert_eq!(store.expire(at("2026-03-05")).await.unwrap(), 0);
+    assert_eq!(
+        store.ledger().expire(at("2026-03-05")).await.unwrap(),
+        1,
+        "t2's 3"
+    );
+    assert_eq!(store.ledger().expire(at("2026-03-05")).await.unwrap(), 0);
     assert_eq!(balance(store, &s).await, Tokens::ZERO);
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 }
 
 /// The schema before the spending position (lots, one per earn).

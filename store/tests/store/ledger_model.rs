@@ -672,7 +672,14 @@ impl World {
                 external_id: Some(format!("w-{n}")),
                 name: None,
             };
-            wallet_ids.push(store.create_wallet(&campaign, wallet).await.unwrap().id);
+            wallet_ids.push(
+                store
+                    .ledger()
+                    .create_wallet(&campaign, wallet)
+                    .await
+                    .unwrap()
+                    .id,
+            );
         }
         World {
             url: url.to_string(),
@@ -752,6 +759,7 @@ impl World {
                 };
                 let credited = self
                     .store
+                    .ledger()
                     .credit_all(&[self.credit(wallet, &earn, micros, pending_days)])
                     .await
                     .map_err(|e| fail(step, e))?;
@@ -782,6 +790,7 @@ impl World {
                 };
                 let credited = self
                     .store
+                    .ledger()
                     .credit_all(&[self.credit(wallet, &again, micros, None)])
                     .await
                     .map_err(|e| fail(step, e))?;
@@ -798,8 +807,13 @@ impl World {
                     micros,
                     date: self.now,
                 };
-                let outcome = burn_outcome(self.store.burn(&self.campaign, new_burn(&sent)).await)
-                    .map_err(|e| fail(step, e))?;
+                let outcome = burn_outcome(
+                    self.store
+                        .ledger()
+                        .burn(&self.campaign, new_burn(&sent))
+                        .await,
+                )
+                .map_err(|e| fail(step, e))?;
                 let expected = self.model.burn(wallet, micros);
                 self.check_burn(step, &outcome, expected.as_ref()).await?;
                 if let (BurnOutcome::Spent(id), Some(takes)) = (&outcome, expected) {
@@ -816,7 +830,7 @@ impl World {
                 if !same {
                     again.amount = micros_to_tokens(sent.micros + MICROS);
                 }
-                match (self.store.burn(&self.campaign, again).await, same) {
+                match (self.store.ledger().burn(&self.campaign, again).await, same) {
                     (Ok(burned), true)
                         if burned.replayed
                             && first == BurnOutcome::Spent(burned.transaction.id.clone()) => {}
@@ -846,8 +860,8 @@ impl World {
                 let (first, second) =
                     (sent(format!("b-{step}a"), a), sent(format!("b-{step}b"), b));
                 let (x, y) = tokio::join!(
-                    self.store.burn(&self.campaign, new_burn(&first)),
-                    self.store.burn(&self.campaign, new_burn(&second))
+                    self.store.ledger().burn(&self.campaign, new_burn(&first)),
+                    self.store.ledger().burn(&self.campaign, new_burn(&second))
                 );
                 let x = burn_outcome(x).map_err(|e| fail(step, e))?;
                 let y = burn_outcome(y).map_err(|e| fail(step, e))?;
@@ -890,11 +904,13 @@ impl World {
                 self.now += Duration::days(days);
                 // The sweep's order: vesting, expiry, lapses (all operator-wide).
                 self.store
+                    .ledger()
                     .vest_pending(self.now)
                     .await
                     .map_err(|e| fail(step, e))?;
                 self.model.vest(self.now);
                 self.store
+                    .ledger()
                     .expire(self.now)
                     .await
                     .map_err(|e| fail(step, e))?;
@@ -902,6 +918,7 @@ impl World {
                 self.compare_expired(step).await?;
                 // Operator-wide: earlier sequences' holds in the database lapse too.
                 self.store
+                    .ledger()
                     .lapse_holds(self.now)
                     .await
                     .map_err(|e| fail(step, e))?;
@@ -913,6 +930,7 @@ impl World {
                     let due = h.lapses.is_some_and(|at| at <= self.now);
                     let status = self
                         .store
+                        .ledger()
                         .get_hold(&self.campaign, &h.id)
                         .await
                         .map_err(|e| fail(step, e))?
@@ -942,6 +960,7 @@ impl World {
                 let amount = micros.unwrap_or(h.micros);
                 let result = self
                     .store
+                    .ledger()
                     .capture_hold(&self.campaign, &h.id, micros.map(micros_to_tokens))
                     .await;
                 match result {
@@ -969,6 +988,7 @@ impl World {
                 };
                 let id = self.model.holds[i].id.clone();
                 self.store
+                    .ledger()
                     .void_hold(&self.campaign, &id)
                     .await
                     .map_err(|e| fail(step, e))?;
@@ -986,7 +1006,7 @@ impl World {
                     comment: None,
                     meta: None,
                 };
-                let result = self.store.correct(&self.campaign, refund).await;
+                let result = self.store.ledger().correct(&self.campaign, refund).await;
                 match (result, self.model.refund(&burn_id, micros)) {
                     (Ok(done), Some(amount))
                         if done.transaction.amount == micros_to_tokens(amount) => {}
@@ -1008,6 +1028,7 @@ impl World {
                 };
                 let result = self
                     .store
+                    .ledger()
                     .correct(&self.campaign, reversal(&earn_id, step, value))
                     .await;
                 let expected = self.model.reverse(&earn_id, value);
@@ -1039,8 +1060,9 @@ impl World {
                 };
                 let (returned, burned) = tokio::join!(
                     self.store
+                        .ledger()
                         .correct(&self.campaign, reversal(&earn_id, step, None)),
-                    self.store.burn(&self.campaign, new_burn(&sent))
+                    self.store.ledger().burn(&self.campaign, new_burn(&sent))
                 );
                 let returned = reversal_outcome(returned).map_err(|e| fail(step, e))?;
                 let burned = burn_outcome(burned).map_err(|e| fail(step, e))?;
@@ -1098,7 +1120,7 @@ impl World {
                     false => Some(sent.value.unwrap_or(0) + 1),
                 };
                 let again = reversal(&sent.earn_id, sent.step, value);
-                let result = self.store.correct(&self.campaign, again).await;
+                let result = self.store.ledger().correct(&self.campaign, again).await;
                 match (result, same) {
                     (Err(StoreError::Refused { code, field, .. }), false)
                         if code == "already_exists" && field.as_deref() == Some("amount") => {}
@@ -1227,13 +1249,18 @@ impl World {
             meta: None,
             expires_at: lapses,
         };
-        let result = self.store.hold(&self.campaign, hold).await;
+        let result = self.store.ledger().hold(&self.campaign, hold).await;
         match (result, self.model.hold(wallet, micros)) {
             (Ok(placed), Some(takes)) => {
                 let id = placed.hold.id;
                 let mut expected = takes.clone();
                 expected.sort();
-                let took = self.store.spends_of(&id).await.map_err(|e| fail(step, e))?;
+                let took = self
+                    .store
+                    .ledger()
+                    .spends_of(&id)
+                    .await
+                    .map_err(|e| fail(step, e))?;
                 if took != expected {
                     return Err(fail(
                         step,
@@ -1276,7 +1303,7 @@ impl World {
             comment: None,
             meta: None,
         };
-        let result = self.store.transfer(&self.campaign, transfer).await;
+        let result = self.store.ledger().transfer(&self.campaign, transfer).await;
         let expected = self.model.burn(from, micros);
         let made = match (result, &expected) {
             (Ok(made), Some(_)) => made.transfer,
@@ -1350,7 +1377,12 @@ impl World {
         match (outcome, expected) {
             (BurnOutcome::Short, None) => Ok(()),
             (BurnOutcome::Spent(id), Some(expected)) => {
-                let took = self.store.spends_of(id).await.map_err(|e| fail(step, e))?;
+                let took = self
+                    .store
+                    .ledger()
+                    .spends_of(id)
+                    .await
+                    .map_err(|e| fail(step, e))?;
                 if took == *expected {
                     Ok(())
                 } else {
@@ -1368,11 +1400,17 @@ impl World {
         for (n, id) in self.wallet_ids.iter().enumerate() {
             let wallet = self
                 .store
+                .ledger()
                 .get_wallet(&self.campaign, id)
                 .await
                 .map_err(|e| fail(step, e))?;
             let model = &self.model.wallets[n];
-            let lots = self.store.lots_of(id).await.map_err(|e| fail(step, e))?;
+            let lots = self
+                .store
+                .ledger()
+                .lots_of(id)
+                .await
+                .map_err(|e| fail(step, e))?;
             let mut expected: Vec<(String, i64)> = model
                 .lots
                 .iter()
@@ -1419,6 +1457,7 @@ impl World {
         for page in 1.. {
             let found = self
                 .store
+                .ledger()
                 .list_transactions(
                     &self.campaign,
                     &Default::default(),
@@ -1448,6 +1487,7 @@ impl World {
                 let at = self.now - Duration::days(days);
                 let found = self
                     .store
+                    .ledger()
                     .balance_at(&self.campaign, id, at)
                     .await
                     .map_err(|e| fail(step, e))?;
@@ -1466,6 +1506,7 @@ impl World {
             }
             let found = self
                 .store
+                .ledger()
                 .balance_at(&self.campaign, id, after_all)
                 .await
                 .map_err(|e| fail(step, e))?;
@@ -1495,6 +1536,7 @@ impl World {
         for page in 1.. {
             let found = self
                 .store
+                .ledger()
                 .list_transactions(&self.campaign, &filter, Page { page, limit: 100 })
                 .await
                 .map_err(|e| fail(step, e))?;
@@ -1641,7 +1683,7 @@ fn check(open: impl std::future::Future<Output = TestStore>) {
             }
             // This sequence's wallets: the sweep of a later one visits them too, but a failure
             // found there would keep proptest from shrinking to the sequence that made it.
-            let mut discrepancies = world.store.audit().await.map_err(|e| fail(0, e))?;
+            let mut discrepancies = world.store.ledger().audit().await.map_err(|e| fail(0, e))?;
             discrepancies.retain(|d| world.wallet_ids.contains(&d.wallet_id));
             world.store.close().await;
             prop_assert!(discrepancies.is_empty(), "audit: {discrepancies:?}");

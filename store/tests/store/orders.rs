@@ -77,9 +77,9 @@ pub(crate) async fn earn(store: &Store, campaign: &Campaign, id: &str, amount: &
         comment: None,
         meta: None,
     };
-    store.submit_earn(campaign, input).await.unwrap();
+    store.ledger().submit_earn(campaign, input).await.unwrap();
     let book = RuleBook::new(store.programme().clone());
-    while store.process_earns(&book, 50).await.unwrap() > 0 {}
+    while store.ledger().process_earns(&book, 50).await.unwrap() > 0 {}
 }
 
 /// The next Friday at 19:00 in South Africa (UTC+2), at least a week away.
@@ -339,10 +339,10 @@ async fn paying_with_points_burns_in_the_same_transaction(store: Store) {
     let mut paid = order(Some("p-1"), vec![line("mug", None, 2)]);
     paid.wallet = Some("w-1".into());
     let placed = store.place_order(&c, paid, key()).await.unwrap();
-    let wallet = store.get_wallet(&c, "w-1").await.unwrap();
+    let wallet = store.ledger().get_wallet(&c, "w-1").await.unwrap();
     assert_eq!(wallet.balance, Tokens::whole(54));
     let burn_id = placed.order.transaction_id.clone().unwrap();
-    let burn = store.get_transaction(&c, &burn_id).await.unwrap();
+    let burn = store.ledger().get_transaction(&c, &burn_id).await.unwrap();
     assert_eq!(burn.kind, TransactionKind::Burn);
     assert_eq!(burn.amount, Tokens::whole(6));
     assert_eq!(burn.external_id, Some(format!("order:{}", placed.order.id)));
@@ -379,15 +379,16 @@ async fn paying_with_points_burns_in_the_same_transaction(store: Store) {
         ..Default::default()
     };
     let listed = store
+        .ledger()
         .list_transactions(&c, &burns, Page::default())
         .await
         .unwrap();
     assert_eq!(listed.total, 1);
     assert_eq!(
-        store.get_wallet(&c, "w-1").await.unwrap().balance,
+        store.ledger().get_wallet(&c, "w-1").await.unwrap().balance,
         Tokens::whole(54)
     );
-    assert!(store.audit().await.unwrap().is_empty());
+    assert!(store.ledger().audit().await.unwrap().is_empty());
 
     // Another member's wallet cannot pay.
     store
@@ -405,6 +406,7 @@ async fn paying_with_points_burns_in_the_same_transaction(store: Store) {
         .await
         .unwrap();
     store
+        .ledger()
         .create_wallet(
             &c,
             NewWallet {

@@ -26,7 +26,7 @@ async fn pending_for(store: &Store, s: &Setup, days: u32, policy: Policy) {
 }
 
 async fn wallet(store: &Store, s: &Setup) -> Wallet {
-    store.get_wallet(&s.campaign, "w-1").await.unwrap()
+    store.ledger().get_wallet(&s.campaign, "w-1").await.unwrap()
 }
 
 /// The wallet's balance, pending and lifetime earnings, in whole tokens.
@@ -46,6 +46,7 @@ fn whole(balance: i64, pending: i64, earned: i64) -> (Tokens, Tokens, Tokens) {
 /// The EARN credited for earn id `external_id`.
 async fn earn_of(store: &Store, campaign: &Campaign, external_id: &str) -> Transaction {
     let all = store
+        .ledger()
         .list_transactions(campaign, &Default::default(), Page::default())
         .await
         .unwrap()
@@ -54,11 +55,11 @@ async fn earn_of(store: &Store, campaign: &Campaign, external_id: &str) -> Trans
         .into_iter()
         .find(|t| t.kind == TransactionKind::Earn && t.external_id.as_deref() == Some(external_id));
     let id = found.expect("the earn").id;
-    store.get_transaction(campaign, &id).await.unwrap()
+    store.ledger().get_transaction(campaign, &id).await.unwrap()
 }
 
 async fn audited(store: &Store) {
-    assert_eq!(store.audit().await.unwrap(), []);
+    assert_eq!(store.ledger().audit().await.unwrap(), []);
 }
 
 /// A pending earn counts toward nothing spendable (burns, holds, transfers' lots, expiry) until
@@ -84,10 +85,12 @@ async fn pending_earns_wait_for_their_day_then_vest_once(store: Store) {
         .await
         .unwrap();
     store
+        .ledger()
         .submit_earn(&s.campaign, earn("fresh", "100"))
         .await
         .unwrap();
     store
+        .ledger()
         .submit_earn(&s.campaign, earn_on("old", "10", 40))
         .await
         .unwrap();
@@ -106,26 +109,37 @@ async fn pending_earns_wait_for_their_day_then_vest_once(store: Store) {
     );
     audited(&store).await;
 
-    let refused = store.burn(&s.campaign, burn("b-1", 11)).await;
+    let refused = store.ledger().burn(&s.campaign, burn("b-1", 11)).await;
     assert!(
         matches!(refused, Err(StoreError::InsufficientBalance { .. })),
         "{refused:?}"
     );
-    store.burn(&s.campaign, burn("b-2", 10)).await.unwrap();
-    let held = store.hold(&s.campaign, hold("h-1", 1)).await;
+    store
+        .ledger()
+        .burn(&s.campaign, burn("b-2", 10))
+        .await
+        .unwrap();
+    let held = store.ledger().hold(&s.campaign, hold("h-1", 1)).await;
     assert!(
         matches!(held, Err(StoreError::InsufficientBalance { .. })),
         "{held:?}"
     );
     // Nothing of it expires meanwhile, even long past its expiry.
-    assert_eq!(store.expire(Utc::now()).await.unwrap(), 0);
-    assert_eq!(store.vest_pending(Utc::now()).await.unwrap(), 0, "not yet");
+    assert_eq!(store.ledger().expire(Utc::now()).await.unwrap(), 0);
+    assert_eq!(
+        store.ledger().vest_pending(Utc::now()).await.unwrap(),
+        0,
+        "not yet"
+    );
     audited(&store).await;
 
     let due = vests_at + Duration::seconds(1);
-    let (first, second) = tokio::join!(store.vest_pending(due), store.vest_pending(due));
+    let (first, second) = tokio::join!(
+        store.ledger().vest_pending(due),
+        store.ledger().vest_pending(due)
+    );
     assert_eq!(first.unwrap() + second.unwrap(), 1, "vested once");
-    assert_eq!(store.vest_pending(due).await.unwrap(), 0);
+    assert_eq!(store.ledger().vest_pending(due).await.unwrap(), 0);
     assert_eq!(figures(&store, &s).await, whole(100, 0, 110));
     let w = wallet(&store, &s).await;
     assert_eq!(w.tier.map(|t| t.name).as_deref(), Some("silver"));
@@ -135,13 +149,18 @@ async fn pending_earns_wait_for_their_day_then_vest_once(store: Store) {
 
     // Its expiry counts from the earn (the policy's default): 90 days after its date.
     let expiring = store
+        .ledger()
         .expiring(&s.campaign, "w-1", Utc::now() + Duration::days(95))
         .await
         .unwrap();
     let dates: Vec<_> = expiring.iter().map(|d| (d.date, d.tokens)).collect();
     let day = (fresh.date + Duration::days(90)).date_naive();
     assert_eq!(dates, [(day, Tokens::whole(100))]);
-    store.burn(&s.campaign, burn("b-3", 100)).await.unwrap();
+    store
+        .ledger()
+        .burn(&s.campaign, burn("b-3", 100))
+        .await
+        .unwrap();
     assert_eq!(figures(&store, &s).await, whole(0, 0, 110));
     audited(&store).await;
 }
@@ -155,6 +174,7 @@ async fn a_reversal_of_a_pending_earn_cancels_it(store: Store) {
     pending_for(&store, &s, 30, Policy::default()).await;
     for (id, amount) in [("e-1", "100"), ("e-2", "50")] {
         store
+            .ledger()
             .submit_earn(&s.campaign, earn(id, amount))
             .await
             .unwrap();
@@ -164,6 +184,7 @@ async fn a_reversal_of_a_pending_earn_cancels_it(store: Store) {
     let e1 = earn_of(&store, &s.campaign, "e-1").await;
     let e2 = earn_of(&store, &s.campaign, "e-2").await;
     let part = store
+        .ledger()
         .correct(&s.campaign, correction(&e1.id, "r-1", Some("40")))
         .await
         .unwrap();
@@ -171,6 +192,7 @@ async fn a_reversal_of_a_pending_earn_cancels_it(store: Store) {
     assert_eq!(part.transaction.amount, Tokens::whole(40));
     assert_eq!(figures(&store, &s).await, whole(0, 110, 0));
     store
+        .ledger()
         .correct(&s.campaign, correction(&e2.id, "r-2", None))
         .await
         .unwrap();
@@ -180,6 +202,7 @@ async fn a_reversal_of_a_pending_earn_cancels_it(store: Store) {
     assert_eq!(e2.corrected, Tokens::whole(50));
     audited(&store).await;
     let refused = store
+        .ledger()
         .correct(&s.campaign, correction(&e2.id, "r-3", Some("1")))
         .await;
     assert!(
@@ -194,11 +217,16 @@ async fn a_reversal_of_a_pending_earn_cancels_it(store: Store) {
     );
 
     let due = Utc::now() + Duration::days(31);
-    assert_eq!(store.vest_pending(due).await.unwrap(), 1, "e-1 only");
+    assert_eq!(
+        store.ledger().vest_pending(due).await.unwrap(),
+        1,
+        "e-1 only"
+    );
     assert_eq!(figures(&store, &s).await, whole(60, 0, 60));
     audited(&store).await;
     // Once vested, a reversal takes from the lot as for any earn.
     store
+        .ledger()
         .correct(&s.campaign, correction(&e1.id, "r-4", None))
         .await
         .unwrap();
@@ -212,6 +240,7 @@ async fn a_reversal_of_a_pending_earn_cancels_it(store: Store) {
     };
     pending_for(&store, &s, 30, counted).await;
     store
+        .ledger()
         .submit_earn(&s.campaign, earn("e-5", "70"))
         .await
         .unwrap();
@@ -219,6 +248,7 @@ async fn a_reversal_of_a_pending_earn_cancels_it(store: Store) {
     assert_eq!(figures(&store, &s).await, whole(0, 70, 70));
     let e5 = earn_of(&store, &s.campaign, "e-5").await;
     store
+        .ledger()
         .correct(&s.campaign, correction(&e5.id, "r-5", Some("20")))
         .await
         .unwrap();
@@ -226,7 +256,7 @@ async fn a_reversal_of_a_pending_earn_cancels_it(store: Store) {
     audited(&store).await;
     // The policy changing meanwhile does not count the earn twice.
     pending_for(&store, &s, 30, Policy::default()).await;
-    store.vest_pending(due).await.unwrap();
+    store.ledger().vest_pending(due).await.unwrap();
     assert_eq!(figures(&store, &s).await, whole(50, 0, 50));
     audited(&store).await;
 }
@@ -265,6 +295,7 @@ async fn a_rule_decides_which_earns_are_pending(store: Store) {
         ),
     ] {
         store
+            .ledger()
             .submit_earn(&s.campaign, with_meta(id, meta))
             .await
             .unwrap();
@@ -280,6 +311,7 @@ async fn a_rule_decides_which_earns_are_pending(store: Store) {
     assert_eq!(figures(&store, &s).await, whole(10, 20, 10));
 
     store
+        .ledger()
         .vest_pending(Utc::now() + Duration::days(15))
         .await
         .unwrap();
@@ -287,6 +319,7 @@ async fn a_rule_decides_which_earns_are_pending(store: Store) {
     audited(&store).await;
     // Expiry counts from each one's vesting day (the trusted earn's: its own date).
     let expiring = store
+        .ledger()
         .expiring(&s.campaign, "w-1", Utc::now() + Duration::days(50))
         .await
         .unwrap();
@@ -326,12 +359,17 @@ async fn a_file_of_pending_earns_vests_alike(store: Store) {
     assert_eq!(figures(&store, &s).await, whole(0, 1_203, 0));
     audited(&store).await;
     let vested = store
+        .ledger()
         .vest_pending(Utc::now() + Duration::days(31))
         .await
         .unwrap();
     assert_eq!(vested, 1_203);
     assert_eq!(figures(&store, &s).await, whole(1_203, 0, 1_203));
-    store.burn(&s.campaign, burn("b-1", 1_203)).await.unwrap();
+    store
+        .ledger()
+        .burn(&s.campaign, burn("b-1", 1_203))
+        .await
+        .unwrap();
     audited(&store).await;
 }
 

@@ -536,6 +536,7 @@ async fn wallets_belong_to_a_member_and_are_found_by_reference(store: Store) {
 
     // The owner by member id, by member external id, or (absent) by the wallet's own reference.
     let by_id = store
+        .ledger()
         .create_wallet(
             &campaign,
             NewWallet {
@@ -547,6 +548,7 @@ async fn wallets_belong_to_a_member_and_are_found_by_reference(store: Store) {
         .await
         .unwrap();
     let by_ref = store
+        .ledger()
         .create_wallet(
             &campaign,
             NewWallet {
@@ -558,6 +560,7 @@ async fn wallets_belong_to_a_member_and_are_found_by_reference(store: Store) {
         .await
         .unwrap();
     let implied = store
+        .ledger()
         .create_wallet(
             &campaign,
             NewWallet {
@@ -574,6 +577,7 @@ async fn wallets_belong_to_a_member_and_are_found_by_reference(store: Store) {
         assert_eq!(wallet.balance, Tokens::ZERO);
     }
     let nobody = store
+        .ledger()
         .create_wallet(
             &campaign,
             NewWallet {
@@ -591,6 +595,7 @@ async fn wallets_belong_to_a_member_and_are_found_by_reference(store: Store) {
         })
     ));
     let taken = store
+        .ledger()
         .create_wallet(
             &campaign,
             NewWallet {
@@ -607,18 +612,31 @@ async fn wallets_belong_to_a_member_and_are_found_by_reference(store: Store) {
         })
     ));
 
-    assert_eq!(store.get_wallet(&campaign, &by_id.id).await.unwrap(), by_id);
     assert_eq!(
-        store.get_wallet(&campaign, "w-2").await.unwrap().id,
+        store
+            .ledger()
+            .get_wallet(&campaign, &by_id.id)
+            .await
+            .unwrap(),
+        by_id
+    );
+    assert_eq!(
+        store
+            .ledger()
+            .get_wallet(&campaign, "w-2")
+            .await
+            .unwrap()
+            .id,
         by_ref.id,
         "found by reference"
     );
     assert!(matches!(
-        store.get_wallet(&campaign, "w-404").await,
+        store.ledger().get_wallet(&campaign, "w-404").await,
         Err(StoreError::NotFound { .. })
     ));
 
     let all = store
+        .ledger()
         .list_wallets(&campaign, &WalletFilter::default(), Page::default())
         .await
         .unwrap();
@@ -629,6 +647,7 @@ async fn wallets_belong_to_a_member_and_are_found_by_reference(store: Store) {
     };
     assert_eq!(
         store
+            .ledger()
             .list_wallets(&campaign, &filtered, Page::default())
             .await
             .unwrap()
@@ -642,6 +661,7 @@ async fn wallets_belong_to_a_member_and_are_found_by_reference(store: Store) {
     };
     assert_eq!(
         store
+            .ledger()
             .list_wallets(&campaign, &by_owner, Page::default())
             .await
             .unwrap()
@@ -650,6 +670,7 @@ async fn wallets_belong_to_a_member_and_are_found_by_reference(store: Store) {
     );
 
     let renamed = store
+        .ledger()
         .rename_wallet(&campaign, &by_id.id, Some("Travel".into()))
         .await
         .unwrap();
@@ -662,14 +683,15 @@ async fn wallets_belong_to_a_member_and_are_found_by_reference(store: Store) {
         .await
         .unwrap();
     assert!(matches!(
-        store.get_wallet(&other, &by_id.id).await,
+        store.ledger().get_wallet(&other, &by_id.id).await,
         Err(StoreError::NotFound { .. })
     ));
     assert!(matches!(
-        store.rename_wallet(&other, &by_id.id, None).await,
+        store.ledger().rename_wallet(&other, &by_id.id, None).await,
         Err(StoreError::NotFound { .. })
     ));
     let foreign_owner = store
+        .ledger()
         .create_wallet(
             &other,
             NewWallet {

@@ -42,7 +42,12 @@ async fn second_wallet(store: &Store, campaign: &Campaign) -> String {
         external_id: Some("w-2".into()),
         name: None,
     };
-    store.create_wallet(campaign, wallet).await.unwrap().id
+    store
+        .ledger()
+        .create_wallet(campaign, wallet)
+        .await
+        .unwrap()
+        .id
 }
 
 fn earn_into(wallet: &str, id: &str, amount: &str, days_ago: i64) -> EarnInput {
@@ -53,12 +58,12 @@ fn earn_into(wallet: &str, id: &str, amount: &str, days_ago: i64) -> EarnInput {
 }
 
 async fn figures(store: &Store, campaign: &Campaign, wallet: &str) -> (Tokens, Tokens) {
-    let w = store.get_wallet(campaign, wallet).await.unwrap();
+    let w = store.ledger().get_wallet(campaign, wallet).await.unwrap();
     (w.balance, w.earned)
 }
 
 async fn clean(store: &Store) {
-    let found = store.audit().await.unwrap();
+    let found = store.ledger().audit().await.unwrap();
     assert!(found.is_empty(), "{found:?}");
 }
 
@@ -79,17 +84,20 @@ async fn a_transfer_moves_lots_with_their_expiry(store: Store) {
     second_wallet(&store, &s.campaign).await;
     for (id, amount, days_ago) in [("e-1", "10", 25), ("e-2", "20", 10)] {
         store
+            .ledger()
             .submit_earn(&s.campaign, earn_into("w-1", id, amount, days_ago))
             .await
             .unwrap();
     }
     store
+        .ledger()
         .submit_earn(&s.campaign, earn_into("w-2", "e-3", "4", 0))
         .await
         .unwrap();
     drain(&store, &book).await;
 
     let made = store
+        .ledger()
         .transfer(&s.campaign, transfer("t-1", "w-1", "w-2", 15))
         .await
         .unwrap();
@@ -121,6 +129,7 @@ async fn a_transfer_moves_lots_with_their_expiry(store: Store) {
         ..Default::default()
     };
     let listed = store
+        .ledger()
         .list_transactions(&s.campaign, &outs, Page::default())
         .await
         .unwrap();
@@ -131,6 +140,7 @@ async fn a_transfer_moves_lots_with_their_expiry(store: Store) {
         ..Default::default()
     };
     let listed = store
+        .ledger()
         .list_transactions(&s.campaign, &ins, Page::default())
         .await
         .unwrap();
@@ -144,28 +154,42 @@ async fn a_transfer_moves_lots_with_their_expiry(store: Store) {
 
     // The same request again answers the first; another under its key is refused.
     let again = store
+        .ledger()
         .transfer(&s.campaign, transfer("t-1", "w-1", "w-2", 15))
         .await
         .unwrap();
     assert!(again.replayed);
     assert_eq!(again.transfer, made.transfer);
     let other = store
+        .ledger()
         .transfer(&s.campaign, transfer("t-1", "w-1", "w-2", 16))
         .await;
     assert_eq!(reused_for(&other), Some("amount"));
     assert_eq!(
-        store.get_transfer(&s.campaign, "t-1").await.unwrap(),
+        store
+            .ledger()
+            .get_transfer(&s.campaign, "t-1")
+            .await
+            .unwrap(),
         made.transfer
     );
 
     // The received lots expire on the sender's dates: e-1's 10 in five days.
-    assert_eq!(store.expire(now + Duration::days(6)).await.unwrap(), 1);
+    assert_eq!(
+        store
+            .ledger()
+            .expire(now + Duration::days(6))
+            .await
+            .unwrap(),
+        1
+    );
     assert_eq!(
         figures(&store, &s.campaign, "w-2").await.0,
         Tokens::whole(9)
     );
     // The receiver spends them as its own lots (its own e-3 first: dated earlier).
     store
+        .ledger()
         .burn(&s.campaign, burn_from("w-2", "b-1", 9))
         .await
         .unwrap();
@@ -187,6 +211,7 @@ async fn refused_transfers_change_nothing(store: Store) {
     let book = RuleBook::new(store.programme().clone());
     second_wallet(&store, &s.campaign).await;
     store
+        .ledger()
         .submit_earn(&s.campaign, earn_into("w-1", "e-1", "20", 0))
         .await
         .unwrap();
@@ -197,6 +222,7 @@ async fn refused_transfers_change_nothing(store: Store) {
     };
 
     let same = store
+        .ledger()
         .transfer(&s.campaign, transfer("t-1", "w-1", "w-1", 1))
         .await;
     assert_eq!(
@@ -204,6 +230,7 @@ async fn refused_transfers_change_nothing(store: Store) {
         Some(("same_wallet", Some("toWalletId".into())))
     );
     let nowhere = store
+        .ledger()
         .transfer(&s.campaign, transfer("t-2", "w-1", "nope", 1))
         .await;
     assert!(
@@ -232,8 +259,9 @@ async fn refused_transfers_change_nothing(store: Store) {
         external_id: Some("m-1".into()),
         name: None,
     };
-    store.create_wallet(&miles, wallet).await.unwrap();
+    store.ledger().create_wallet(&miles, wallet).await.unwrap();
     let across = store
+        .ledger()
         .transfer(&s.campaign, transfer("t-3", "w-1", "m-1", 1))
         .await;
     assert_eq!(
@@ -242,16 +270,22 @@ async fn refused_transfers_change_nothing(store: Store) {
     );
 
     // What is held is not the sender's to give; a refusal for the balance is kept.
-    store.hold(&s.campaign, hold("h-1", 15)).await.unwrap();
+    store
+        .ledger()
+        .hold(&s.campaign, hold("h-1", 15))
+        .await
+        .unwrap();
     let short = store
+        .ledger()
         .transfer(&s.campaign, transfer("t-4", "w-1", "w-2", 6))
         .await;
     assert!(
         matches!(short, Err(StoreError::InsufficientBalance { available }) if available == Tokens::whole(5)),
         "{short:?}"
     );
-    store.void_hold(&s.campaign, "h-1").await.unwrap();
+    store.ledger().void_hold(&s.campaign, "h-1").await.unwrap();
     let kept = store
+        .ledger()
         .transfer(&s.campaign, transfer("t-4", "w-1", "w-2", 6))
         .await;
     assert!(
@@ -270,10 +304,12 @@ async fn refused_transfers_change_nothing(store: Store) {
         .await
         .unwrap();
     store
+        .ledger()
         .transfer(&s.campaign, transfer("t-5", "w-1", "w-2", 6))
         .await
         .unwrap();
     let over = store
+        .ledger()
         .transfer(&s.campaign, transfer("t-6", "w-1", "w-2", 5))
         .await;
     assert_eq!(
@@ -281,6 +317,7 @@ async fn refused_transfers_change_nothing(store: Store) {
         Some(("transfer_cap_exceeded", Some("amount".into())))
     );
     store
+        .ledger()
         .transfer(&s.campaign, transfer("t-7", "w-1", "w-2", 4))
         .await
         .unwrap();
@@ -294,6 +331,7 @@ async fn refused_transfers_change_nothing(store: Store) {
         .await
         .unwrap();
     let no = store
+        .ledger()
         .transfer(&s.campaign, transfer("t-8", "w-1", "w-2", 1))
         .await;
     assert_eq!(refused(&no), Some(("transfers_forbidden", None)));
@@ -335,6 +373,7 @@ async fn earnings_and_tiers_move_when_the_policy_says_so(store: Store) {
         .await
         .unwrap();
     store
+        .ledger()
         .submit_earn(&s.campaign, earn_into("w-1", "e-1", "60", 0))
         .await
         .unwrap();
@@ -342,12 +381,13 @@ async fn earnings_and_tiers_move_when_the_policy_says_so(store: Store) {
     let tier = |wallet: &'static str| {
         let (store, campaign) = (store.clone(), s.campaign.clone());
         async move {
-            let w = store.get_wallet(&campaign, wallet).await.unwrap();
+            let w = store.ledger().get_wallet(&campaign, wallet).await.unwrap();
             w.tier.map(|t| t.name)
         }
     };
     assert_eq!(tier("w-1").await.as_deref(), Some("Silver"));
     let made = store
+        .ledger()
         .transfer(&s.campaign, transfer("t-1", "w-1", "w-2", 55))
         .await
         .unwrap();
@@ -373,6 +413,7 @@ async fn concurrent_transfers_both_ways_add_up(store: Store) {
     second_wallet(&store, &s.campaign).await;
     for (wallet, id) in [("w-1", "e-1"), ("w-2", "e-2")] {
         store
+            .ledger()
             .submit_earn(&s.campaign, earn_into(wallet, id, "100", 0))
             .await
             .unwrap();
@@ -389,10 +430,10 @@ async fn concurrent_transfers_both_ways_add_up(store: Store) {
             };
             if i % 5 == 0 {
                 let burn = burn_from(from, &format!("b-{i}"), 1);
-                return store.burn(&campaign, burn).await.map(|_| 1);
+                return store.ledger().burn(&campaign, burn).await.map(|_| 1);
             }
             let t = transfer(&format!("t-{i}"), from, to, 1 + i % 4);
-            store.transfer(&campaign, t).await.map(|_| 0)
+            store.ledger().transfer(&campaign, t).await.map(|_| 0)
         }));
     }
     let mut burned = 0;

@@ -34,7 +34,11 @@ pub async fn wallets(store: &Store) -> (OrgScope, Campaign) {
             external_id: Some(format!("w-{i}")),
             name: None,
         };
-        store.create_wallet(&campaign, wallet).await.unwrap();
+        store
+            .ledger()
+            .create_wallet(&campaign, wallet)
+            .await
+            .unwrap();
     }
     (org, campaign)
 }
@@ -50,7 +54,12 @@ pub async fn receive(
 }
 
 pub async fn balance(store: &Store, campaign: &Campaign, wallet: &str) -> Tokens {
-    store.get_wallet(campaign, wallet).await.unwrap().balance
+    store
+        .ledger()
+        .get_wallet(campaign, wallet)
+        .await
+        .unwrap()
+        .balance
 }
 
 /// Receives `content` (bytes) as a file named `name` and claims its batch.
@@ -102,9 +111,9 @@ pub async fn earn_by_api(store: &Store, campaign: &Campaign, id: &str, wallet: &
         comment: None,
         meta: None,
     };
-    store.submit_earn(campaign, earn).await.unwrap();
+    store.ledger().submit_earn(campaign, earn).await.unwrap();
     let book = RuleBook::new(store.programme().clone());
-    while store.process_earns(&book, 10).await.unwrap() > 0 {}
+    while store.ledger().process_earns(&book, 10).await.unwrap() > 0 {}
 }
 
 /// A dry run of `content` as the file `name` (under `dir`'s organisation `org`) read with

@@ -1,0 +1,470 @@
+//! Corrections: a REVERSAL takes back what an earn credited (a return, whole or in part), a
+//! REFUND gives back what a burn spent. Each is a transaction of its own that names what it
+//! corrects (`corrects`); the original is never changed. One operation makes either, as the
+//! kind of the transaction it names says (`reversal.rs`, `refund.rs`), under the wallet's lock,
+//! idempotent by its `externalId`: corrections share one set of ids in an organisation.
+
+use std::sync::{Arc, OnceLock};
+
+use chrono::{DateTime, Utc};
+use rules::{Decimal, RuleSet};
+use serde_json::{Value, json};
+
+use crate::backend::{PgTx, SqliteTx, Work};
+use crate::burn::{Debiting, position, record_spends, repay};
+use crate::common::ids::{Fingerprint, new_id, now};
+use crate::pending::STILL_PENDING;
+use crate::refusals;
+use crate::transactions::{
+    INSERT_TRANSACTION, SELECT_BY_KEY, TransactionRow, idem_key_of, replay_or_conflict, unsum,
+};
+use crate::{Campaign, Ledger, Shortfall, StoreError, Tokens, Transaction, TransactionKind};
+
+mod refund;
+mod reversal;
+
+#[derive(Debug, Clone)]
+pub struct NewCorrection {
+    /// The EARN to reverse or the BURN to refund (its transaction id).
+    pub transaction_id: String,
+    /// The client's id for this correction: unique among the organisation's corrections.
+    pub external_id: String,
+    /// EARN: the value of the purchase returned (`None`: all of it not reversed yet); BURN: the
+    /// tokens given back (`None`: all the burn spent not refunded yet).
+    pub amount: Option<Decimal>,
+    pub description: Option<String>,
+    pub comment: Option<String>,
+    pub meta: Option<Value>,
+}
+
+impl NewCorrection {
+    /// The request as sent: the same again is a replay, another under the same `externalId` a
+    /// conflict naming the first field that differs.
+    fn fingerprint(&self) -> Fingerprint {
+        const FIELDS: &[&str] = &["id", "amount", "description", "comment", "meta"];
+        let values = vec![
+            json!(self.transaction_id),
+            json!(self.amount.map(|a| a.normalize().to_string())),
+            json!(self.description),
+            json!(self.comment),
+            json!(self.meta),
+        ];
+        Fingerprint::of(FIELDS, values)
+    }
+}
+
+/// The order a BURN pays, if it does: an order's payment (`order:<id>`) or the capture of the
+/// hold paying one of its lines (`hold:order:<id>:<line>`).
+fn order_paid_by(burn: &Transaction) -> Option<String> {
+    crate::order_keys::paid_order(burn.external_id.as_deref()?).map(str::to_string)
+}
+
+/// A correction's result: its transaction, and whether an earlier identical request made it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Corrected {
+    pub transaction: Transaction,
+    pub replayed: bool,
+}
+
+/// Corrections (scope: `&Campaign`).
+impl Ledger {
+    /// Reverses the EARN or refunds the BURN `correction.transaction_id`. `NotFound` for a
+    /// transaction the campaign does not hold; `Invalid` for an amount that is not more than 0
+    /// (or, for a burn, has more than 6 decimals); `Refused` with `not_correctable`,
+    /// `reversal_exceeds_earn`, `reversal_shortfall` (the campaign's shortfall policy is
+    /// `refuse`), `refund_exceeds_burn`, `lots_unknown`, or `already_exists` (naming the first field that differs) for an `externalId` used for
+    /// another request; the earlier correction (`replayed`) for the same one.
+    pub async fn correct(
+        &self,
+        campaign: &Campaign,
+        correction: NewCorrection,
+    ) -> Result<Corrected, StoreError> {
+        let original = self
+            .get_transaction(campaign, &correction.transaction_id)
+            .await?;
+        if original.kind == TransactionKind::Burn {
+            // A refund's key is in the space of the service's own (an order's `cancel:`).
+            crate::limits::check_client_key(&correction.external_id)?;
+            if let Some(order) = order_paid_by(&original) {
+                return Err(StoreError::refused(
+                    "pays_order",
+                    Some("id".into()),
+                    format!(
+                        "transaction {} pays order {order}: its tokens are given back by \
+                         cancelling the order (its lines' codes are then voided)",
+                        original.id
+                    ),
+                ));
+            }
+        }
+        let origin = Origin::default();
+        self.correct_original(campaign, original, correction, origin)
+            .await
+    }
+
+    /// `correct` of the transaction `original` (named by `correction.transaction_id`), made as
+    /// `origin` says.
+    pub(crate) async fn correct_original(
+        &self,
+        campaign: &Campaign,
+        original: Transaction,
+        correction: NewCorrection,
+        origin: Origin<'_>,
+    ) -> Result<Corrected, StoreError> {
+        let what = self
+            .what_corrects(campaign, &original, correction.amount)
+            .await?;
+        self.write(Correcting::new(
+            campaign, original, correction, what, origin,
+        ))
+        .await?
+    }
+
+    /// What correcting `original` (of `campaign`) by `amount` does, read before its
+    /// transaction: a reversal's rounding and shortfall policy, a refund's tokens. `Invalid`
+    /// for an amount that is not more than 0 (or, for a burn, has more than 6 decimals);
+    /// `Refused` (`not_correctable`) for a transaction neither an EARN nor a BURN.
+    pub(crate) async fn what_corrects(
+        &self,
+        campaign: &Campaign,
+        original: &Transaction,
+        amount: Option<Decimal>,
+    ) -> Result<What, StoreError> {
+        if amount.is_some_and(|a| a <= Decimal::ZERO) {
+            return Err(StoreError::invalid("amount", "must be more than 0"));
+        }
+        Ok(match original.kind {
+            TransactionKind::Earn => {
+                self.reversal(campaign, original.rule_version, amount)
+                    .await?
+            }
+            TransactionKind::Burn => What::Refund {
+                tokens: amount
+                    .map(Tokens::from_decimal)
+                    .transpose()
+                    .map_err(|why| StoreError::invalid("amount", why))?,
+            },
+            other => {
+                return Err(StoreError::refused(
+                    "not_correctable",
+                    Some("id".into()),
+                    format!(
+                        "transaction {} is {other}: only an EARN (reversed) or a BURN \
+                         (refunded) is corrected",
+                        original.id
+                    ),
+                ));
+            }
+        })
+    }
+
+    /// `what_corrects` of an earn its rule set's `version` decided.
+    pub async fn reversal(
+        &self,
+        campaign: &Campaign,
+        version: Option<i64>,
+        amount: Option<Decimal>,
+    ) -> Result<What, StoreError> {
+        Ok(What::Reversal {
+            // Only a part of what is left needs the campaign's rounding.
+            rules: match amount {
+                Some(_) => Some(self.rules_of(campaign, version).await?),
+                None => None,
+            },
+            shortfall: self.programme().policy(campaign).await?.shortfall,
+        })
+    }
+
+    /// The rule set that decided an earn (`version`; `None`: the default), for its rounding:
+    /// compiled once a second at most (a version never changes).
+    async fn rules_of(
+        &self,
+        campaign: &Campaign,
+        version: Option<i64>,
+    ) -> Result<Arc<RuleSet>, StoreError> {
+        static DEFAULT: OnceLock<Arc<RuleSet>> = OnceLock::new();
+        let Some(version) = version else {
+            return Ok(DEFAULT
+                .get_or_init(|| Arc::new(RuleSet::one_per_unit()))
+                .clone());
+        };
+        let key = format!("{}:{version}", campaign.id);
+        if let Some(rules) = self.caches.rule_sets.get(&key) {
+            return Ok(rules);
+        }
+        let stored = self
+            .programme()
+            .rule_set_of(&campaign.org_id, &campaign.id, Some(version))
+            .await?;
+        let rules = Arc::new(RuleSet::parse(&stored.source).map_err(StoreError::InvalidRules)?);
+        self.caches.rule_sets.put(&key, rules.clone());
+        Ok(rules)
+    }
+}
+
+/// A refund of `tokens` of `burn` made by the store's own work inside its transaction `tx` (an
+/// order's cancelled lines): `correction` says its key and words, `campaign` holds the burn.
+pub async fn refund_within(
+    tx: &mut impl Debiting,
+    campaign: &Campaign,
+    burn: Transaction,
+    correction: NewCorrection,
+    tokens: Tokens,
+) -> Result<Corrected, StoreError> {
+    let what = What::Refund {
+        tokens: Some(tokens),
+    };
+    let correcting = Correcting::new(campaign, burn, correction, what, Origin::default());
+    correcting.run(tx).await
+}
+
+/// What a correction does, by the kind of the transaction it corrects.
+pub enum What {
+    Reversal {
+        /// The earn's rule set, when a part of it is returned.
+        rules: Option<Arc<RuleSet>>,
+        shortfall: Shortfall,
+    },
+    Refund {
+        tokens: Option<Tokens>,
+    },
+}
+
+/// Where a correction comes from: a batch file's row (its batch, and the date the file gives
+/// the return), or a request (`default`: dated when written).
+#[derive(Default)]
+pub struct Origin<'a> {
+    pub batch_id: Option<&'a str>,
+    pub date: Option<DateTime<Utc>>,
+}
+
+/// What a correction moved: written as its transaction by `Correcting`.
+struct Moved {
+    /// Micro-tokens the balance moved by.
+    amount: i64,
+    /// REVERSAL: the value returned (exact decimal text).
+    source_amount: Option<String>,
+    /// REVERSAL: micro-tokens taken off the earn the wallet did not pay (`Shortfall::Clip`).
+    forgiven: Option<i64>,
+    /// What it took from (reversal) or gave back to (refund) each earn's lot.
+    lots: Vec<(String, i64)>,
+}
+
+/// One correction, written inside a transaction its caller holds (`run`), or as `Work` of its
+/// own.
+pub struct Correcting {
+    campaign: Campaign,
+    correction: NewCorrection,
+    original: Transaction,
+    what: What,
+    fingerprint: Fingerprint,
+    /// The batch file whose row asked for it.
+    batch_id: Option<String>,
+    /// When absent, now.
+    date: Option<DateTime<Utc>>,
+}
+
+/// The wallet's position and what it owes, read under its lock.
+const WALLET: &str = "SELECT fifo_date, fifo_id, fifo_taken, owed FROM wallets WHERE id = $1";
+type WalletRow = (Option<DateTime<Utc>>, Option<String>, i64, i64);
+const LINK: &str = "UPDATE transactions SET corrects = $2, forgiven = $3 WHERE id = $1";
+/// Wallet `$1` has a transaction dated `$2` (see `unsum!`).
+const UNSUM: &str = concat!("UPDATE wallets SET ", unsum!("$2"), " WHERE id = $1");
+
+impl Correcting {
+    pub fn new(
+        campaign: &Campaign,
+        original: Transaction,
+        correction: NewCorrection,
+        what: What,
+        origin: Origin<'_>,
+    ) -> Correcting {
+        Correcting {
+            campaign: campaign.clone(),
+            fingerprint: correction.fingerprint(),
+            correction,
+            original,
+            what,
+            batch_id: origin.batch_id.map(String::from),
+            date: origin.date,
+        }
+    }
+
+    /// Whether it may be refused after it has written (a reversal the campaign refuses a
+    /// shortfall for: the lots are taken before the shortfall is known): `run_keeping` then
+    /// undoes its writes to a savepoint when it is.
+    fn may_refuse_late(&self) -> bool {
+        matches!(
+            self.what,
+            What::Reversal {
+                shortfall: Shortfall::Refuse,
+                ..
+            }
+        )
+    }
+
+    /// The correction's idempotency key: corrections share one set of ids.
+    fn key(&self) -> Vec<u8> {
+        let (org_id, external_id) = (&self.campaign.org_id, &self.correction.external_id);
+        idem_key_of(org_id, "CORRECTION", external_id)
+    }
+
+    /// `run`, keeping a refusal that `refusals` keeps: `Ok(Err(_))` for a refusal, with nothing
+    /// of the correction written but the refusal kept (a late refusal's writes are undone to a
+    /// savepoint); `Err` for a failure, whose transaction is to be undone.
+    pub async fn run_keeping(
+        &self,
+        tx: &mut impl Debiting,
+    ) -> Result<Result<Corrected, StoreError>, StoreError> {
+        let late = self.may_refuse_late();
+        if late {
+            tx.execute("SAVEPOINT correction", &[]).await?;
+        }
+        let result = self.run(tx).await;
+        if late {
+            if result.is_err() {
+                tx.execute("ROLLBACK TO SAVEPOINT correction", &[]).await?;
+            }
+            tx.execute("RELEASE SAVEPOINT correction", &[]).await?;
+        }
+        match result {
+            Ok(corrected) => Ok(Ok(corrected)),
+            Err(err) if refusals::is_kept(&err) => {
+                refusals::keep(tx, &self.key(), &self.fingerprint, &err).await?;
+                Ok(Err(err))
+            }
+            // Every other refusal comes before anything is written.
+            Err(err @ StoreError::Refused { .. }) => Ok(Err(err)),
+            Err(err) => Err(err),
+        }
+    }
+
+    pub async fn run(&self, tx: &mut impl Debiting) -> Result<Corrected, StoreError> {
+        let (c, r, o) = (&self.campaign, &self.correction, &self.original);
+        let (date, id, taken, owed): WalletRow = tx
+            .row_locked(WALLET, params![o.wallet_id])
+            .await?
+            .ok_or(StoreError::NotFound { what: "wallet" })?;
+        // Under the wallet's lock, twins of one request come one after the other.
+        let key = self.key();
+        if let Some(earlier) = tx
+            .row::<TransactionRow>(SELECT_BY_KEY, params![key])
+            .await?
+        {
+            let transaction = replay_or_conflict(earlier, &self.fingerprint)?;
+            return Ok(Corrected {
+                transaction,
+                replayed: true,
+            });
+        }
+        refusals::answer_earlier(tx, &key, &self.fingerprint, "externalId").await?;
+        let at = position((date, id, taken));
+        let (kind, made) = match &self.what {
+            What::Reversal { rules, shortfall } => {
+                let returned = reversal::Returned {
+                    earn: o,
+                    value: r.amount,
+                    rules: rules.as_deref(),
+                    shortfall: *shortfall,
+                };
+                // Decided before anything is written: only a refused shortfall comes after.
+                let share = returned.share(tx).await?;
+                let pending: Option<(i64, bool)> = tx.row(STILL_PENDING, params![o.id]).await?;
+                let made = match pending {
+                    Some((_, counted)) => returned.take_back_pending(tx, share, counted).await?,
+                    None => {
+                        // A debt is paid before the reversal takes anything (see
+                        // `burn::repay`).
+                        let at = match owed {
+                            0 => at,
+                            owed => repay(tx, &o.wallet_id, at, owed).await?,
+                        };
+                        returned.take_back(tx, at, share).await?
+                    }
+                };
+                (TransactionKind::Reversal, made)
+            }
+            What::Refund { tokens } => {
+                let made = refund::give_back(tx, o, at, *tokens).await?;
+                (TransactionKind::Refund, made)
+            }
+        };
+        let transaction = Transaction {
+            id: new_id(),
+            wallet_id: o.wallet_id.clone(),
+            kind,
+            amount: Tokens::from_micros(made.amount),
+            external_id: Some(r.external_id.clone()),
+            source_amount: made.source_amount,
+            currency: o.currency.clone(),
+            description: r.description.clone(),
+            comment: r.comment.clone(),
+            meta: r.meta.clone(),
+            date: self.date.unwrap_or_else(now),
+            trace: None,
+            rule_version: None,
+            created_at: now(),
+            corrects: Some(o.id.clone()),
+            corrected: Tokens::ZERO,
+            vests_at: None,
+            pending: false,
+        };
+        let mut entry = transaction.entry(&c.org_id, &c.id, &self.fingerprint.text);
+        entry.batch_id = self.batch_id.as_deref();
+        let written = tx
+            .execute(INSERT_TRANSACTION, &entry.args(&key, None))
+            .await?;
+        if written == 0 {
+            // A twin on another wallet (so not behind this one's lock) took the id meanwhile:
+            // undone, and answered as a conflict (a retry replays it or names the difference).
+            return Err(StoreError::Conflict {
+                field: "externalId",
+            });
+        }
+        // The link is written beside the entry every path shares.
+        tx.execute(LINK, params![transaction.id, o.id, made.forgiven])
+            .await?;
+        tx.execute(UNSUM, params![o.wallet_id, transaction.date])
+            .await?;
+        record_spends(tx, &transaction.id, &made.lots).await?;
+        if self.batch_id.is_none() {
+            crate::transactions::transaction_created(tx, &c.org_id, &c.id, &transaction).await?;
+        }
+        Ok(Corrected {
+            transaction,
+            replayed: false,
+        })
+    }
+}
+
+impl Work for Correcting {
+    type Output = Result<Corrected, StoreError>;
+
+    async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Self::Output, StoreError> {
+        self.run_keeping(tx).await
+    }
+
+    async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Self::Output, StoreError> {
+        self.run_keeping(tx).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::Plan;
+    use crate::transactions::SELECT_BY_ID;
+
+    /// A transaction read with what its corrections took or gave back, and the reversals of an
+    /// earn, find the corrections through the index of `corrects`, never by a scan.
+    async fn corrections_are_found_through_their_index(store: Ledger) {
+        for sql in [SELECT_BY_ID, reversal::REVERSED, refund::GIVEN] {
+            let plan = store
+                .query_plan(sql, params![Some("t")], None, Plan::SortsPricedOut)
+                .await;
+            assert!(plan.contains("transactions_corrects"), "{sql}:\n{plan}");
+        }
+    }
+
+    crate::testing::ledger_tests!(corrections_are_found_through_their_index);
+}

@@ -1,0 +1,162 @@
+//! SQLite: a call's credits on the writer thread, one prepared statement per row (one statement
+//! per row beat multi-row statements here: SQLite runs a many-row VALUES list as a co-routine,
+//! which cost more than it saved).
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use rusqlite::Connection;
+
+use super::{Crediting, PENDING, SET_ASIDE, Settlement, finished, over_ceiling, sooner};
+use crate::backend::{OnSqlite, SqliteTx, direct, ready};
+use crate::common::ids::new_id;
+use crate::earn::record_earn_event;
+use crate::same_earn::{EarlierEarn, earlier_columns};
+use crate::transactions::{Entry, EntryText, INSERT_TRANSACTION, unsum};
+use crate::{Credit, Credited, Policy, StoreError, Tokens};
+
+/// A wallet's balance, lifetime earnings (and when they last grew), pending tokens, tier and
+/// next expiry after crediting it `$2` micro-tokens of which the first expire at `$4`, `$6` to
+/// its lifetime earnings and `$7` pending, by earns dated from `$8` on (the tier follows the
+/// new lifetime total; SET expressions read the row as it was), unless its balance and
+/// pending or its lifetime total would pass `$5` (`Tokens::MAX`). Returns its spending
+/// position; no row when refused.
+const CREDIT_WALLET: &str = concat!(
+    "UPDATE wallets SET balance = balance + $2, earned = earned + $6, pending = pending + $7, \
+     updated_at = $3, earned_at = CASE WHEN $6 > 0 THEN $3 ELSE earned_at END, expires_next = ",
+    sooner!("$4"),
+    ", tier_id = ",
+    tier_for!("wallets.earned + $6"),
+    ", ",
+    unsum!("$8"),
+    " WHERE id = $1 AND balance + pending <= $5 - $2 - $7 AND earned <= $5 - $6 \
+     RETURNING fifo_date, fifo_id"
+);
+
+impl<F: Future<Output = ()>> OnSqlite for Crediting<F> {
+    async fn sqlite(self, direct: &direct::Direct) -> Result<Self::Output, StoreError> {
+        let Crediting {
+            credits,
+            policies,
+            at,
+            bulk,
+            turn,
+        } = self;
+        turn.await;
+        let write = move |tx: &Connection| {
+            let outcomes = credit(tx, &credits, &policies, at)?;
+            Ok((outcomes, credits))
+        };
+        if bulk {
+            let ((outcomes, credits), commit) = direct.write_bulk(write).await?;
+            Ok((outcomes, credits, Some(commit)))
+        } else {
+            let (outcomes, credits) = direct.write(write).await?;
+            Ok((outcomes, credits, None))
+        }
+    }
+}
+
+/// Writes `credits` in the writer thread's transaction `tx`; each one's outcome, in order.
+fn credit(
+    tx: &Connection,
+    credits: &[Credit],
+    policies: &HashMap<String, Policy>,
+    created_at: DateTime<Utc>,
+) -> Result<Vec<Credited>, StoreError> {
+    const EARLIER: &str = concat!(
+        "SELECT ",
+        earlier_columns!(),
+        " FROM transactions WHERE idem_key = $1"
+    );
+    const FINISH: &str = "UPDATE earn_requests SET status = $2, transaction_id = $3, tokens = $4, \
+         reason = $5, claimed_until = NULL, updated_at = $6 WHERE id = $1";
+    let at = direct::time(created_at);
+    let ids: Vec<String> = credits.iter().map(|_| new_id()).collect();
+    let mut outcomes = Vec::with_capacity(credits.len());
+    let mut settlement = Settlement::default();
+    let mut insert = tx.prepare_cached(INSERT_TRANSACTION)?;
+    for (c, id) in credits.iter().zip(&ids) {
+        let date = direct::time(c.earn.date);
+        let expires_at = c.expires_at(policies);
+        let expires_text = expires_at.map(direct::time);
+        let entry = c.entry(id, created_at, expires_at);
+        let text = EntryText {
+            meta: c.meta_text.as_deref(),
+            date: &date,
+            created_at: &at,
+            expires_at: expires_text.as_deref(),
+        };
+        let outcome = if write(&entry, &mut insert, &text)? {
+            settlement.add(c, id, expires_at, c.pending(policies, created_at));
+            Credited::New {
+                transaction_id: id.clone(),
+            }
+        } else {
+            let earlier: Option<EarlierEarn> = direct::row(tx, EARLIER, args![entry.idem_key()])?;
+            c.duplicate(earlier.as_ref())
+        };
+        if let Some(f) = finished(c, &outcome) {
+            let args = args![
+                f.request,
+                f.status,
+                f.transaction_id,
+                f.tokens,
+                f.reason,
+                at
+            ];
+            direct::execute(tx, FINISH, args)?;
+            let mut on = SqliteTx(tx);
+            ready(record_earn_event(
+                &mut on,
+                &c.org_id,
+                &c.campaign_id,
+                f.request,
+            ))?;
+        }
+        outcomes.push(outcome);
+    }
+    let mut positions = HashMap::new();
+    for (wallet, credit) in &settlement.per_wallet {
+        let (max, first) = (Tokens::MAX.micros(), credit.first.map(direct::time));
+        let (balance, earned, pending) = (credit.balance, credit.earned, credit.pending);
+        let dated = credit.dated.map(direct::time);
+        let args = args![wallet, balance, at, first, max, earned, pending, dated];
+        let position: Option<(Option<DateTime<Utc>>, Option<String>)> =
+            direct::row(tx, CREDIT_WALLET, args)?;
+        match position {
+            Some((Some(date), Some(id))) => {
+                positions.insert(wallet.to_string(), (date, id));
+            }
+            Some(_) => {}
+            None => return Err(over_ceiling()),
+        }
+    }
+    for (c, id, expires_at) in settlement.behind(&positions) {
+        let (date, tokens) = (direct::time(c.earn.date), c.tokens.micros());
+        let expires_at = expires_at.map(direct::time);
+        let args = args![id, c.wallet_id, date, tokens, expires_at];
+        direct::execute(tx, SET_ASIDE, args)?;
+    }
+    for (c, id, expires_at, pending) in &settlement.pending {
+        let (date, expires_at) = (direct::time(c.earn.date), expires_at.map(direct::time));
+        let args = args![id, c.wallet_id, date, 0_i64, expires_at];
+        direct::execute(tx, SET_ASIDE, args)?;
+        let (tokens, vests_at) = (c.tokens.micros(), direct::time(pending.vests_at));
+        let args = args![id, c.wallet_id, tokens, vests_at, pending.counted, at];
+        direct::execute(tx, PENDING, args)?;
+    }
+    Ok(outcomes)
+}
+
+/// Writes `entry` with `statement`, prepared from `INSERT_TRANSACTION`; true when it is new.
+fn write(
+    entry: &Entry,
+    statement: &mut rusqlite::CachedStatement,
+    text: &EntryText,
+) -> Result<bool, StoreError> {
+    let key = entry.idem_key();
+    let args = entry.args(&key, Some(text));
+    let args = args.each_ref().map(|a| a as &dyn rusqlite::ToSql);
+    Ok(direct::run(statement, &args)? == 1)
+}

@@ -1,0 +1,316 @@
+//! Holds: tokens reserved on a wallet (a checkout waiting for its payment) until a capture
+//! spends them as a BURN, a void releases them, or they lapse at the hold's expiry. A hold takes
+//! its tokens from the wallet's lots as a burn does, oldest first (recorded in `spends` under
+//! the hold's id while it is open), so no spend can take them and the expiry sweep does not
+//! expire them meanwhile; the balance keeps them until the capture, and the wallet's `held`
+//! says how much of it is reserved: what a spend or another hold may take is the balance less
+//! `held` (and less the campaign's minimum). A capture spends the oldest of the hold's tokens
+//! and gives the rest back to their lots, as a void or a lapse gives back all of them (each lot
+//! keeps its expiry: one already past it expires at the next sweep). Each step runs under the
+//! wallet's lock (`place.rs`, `settle.rs`), so no interleaving with burns, other holds, expiry
+//! or reversals lets a hold overdraw the wallet, and a hold is settled once.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use sqlx::types::Json;
+
+use crate::common::ids::{Fingerprint, now};
+use crate::error::known;
+use crate::holds::settle::HoldRef;
+use crate::transactions::idem_key_of;
+use crate::{Campaign, Ledger, Page, Paged, StoreError, Tokens, Transaction};
+
+pub mod place;
+pub mod settle;
+
+string_enum! {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum HoldStatus ("hold status") {
+        /// Open: its tokens reserved.
+        Held = "held",
+        /// Spent (whole or in part) by a BURN; the rest released.
+        Captured = "captured",
+        /// Released by a void.
+        Voided = "voided",
+        /// Released at its expiry.
+        Lapsed = "lapsed",
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct NewHold {
+    /// The wallet's id or external reference.
+    pub wallet: String,
+    /// The client's id for this hold: unique in the organisation.
+    pub external_id: String,
+    pub amount: Tokens,
+    pub description: String,
+    pub comment: Option<String>,
+    pub meta: Option<Value>,
+    /// When the hold lapses if neither captured nor voided (None: it does not).
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+impl NewHold {
+    /// The request as sent: the same again is a replay, another under its `externalId` a
+    /// conflict naming the first field that differs.
+    fn fingerprint(&self) -> Fingerprint {
+        const FIELDS: &[&str] = &[
+            "walletId",
+            "amount",
+            "description",
+            "comment",
+            "meta",
+            "expiresAt",
+        ];
+        let values = vec![
+            json!(self.wallet),
+            json!(self.amount.micros()),
+            json!(self.description),
+            json!(self.comment),
+            json!(self.meta),
+            json!(self.expires_at),
+        ];
+        Fingerprint::of(FIELDS, values)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hold {
+    pub id: String,
+    pub wallet_id: String,
+    pub external_id: String,
+    pub amount: Tokens,
+    pub currency: String,
+    pub description: Option<String>,
+    pub comment: Option<String>,
+    pub meta: Option<Value>,
+    pub status: HoldStatus,
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Captured: the tokens spent, and the BURN that spent them.
+    pub captured: Option<Tokens>,
+    pub transaction_id: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A hold placed, and whether an earlier identical request placed it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HoldPlaced {
+    pub hold: Hold,
+    pub replayed: bool,
+}
+
+/// A hold after a capture, a void or a lapse: the BURN of a capture, and whether this request
+/// settled it (false: it was settled before, so the answer is what that made of it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HoldSettled {
+    pub hold: Hold,
+    pub transaction: Option<Transaction>,
+    pub settled_now: bool,
+}
+
+/// Filters of the hold list.
+#[derive(Debug, Clone, Default)]
+pub struct HoldFilter {
+    /// A wallet id (a reference is resolved by the caller).
+    pub wallet_id: Option<String>,
+    pub status: Option<HoldStatus>,
+}
+
+/// How a hold is to be settled.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Settle {
+    /// Spend this much of it (None: all of it), releasing the rest.
+    Capture(Option<Tokens>),
+    Void,
+    /// Release it if its expiry has come.
+    Lapse,
+}
+
+macro_rules! hold_columns {
+    () => {
+        "id, wallet_id, external_id, amount, currency, description, comment, meta, status, \
+         expires_at, captured, transaction_id, created_at, updated_at, fingerprint"
+    };
+}
+pub(crate) use hold_columns;
+
+row_struct! {
+    /// The columns of `hold_columns!`, in order.
+    pub(crate) struct HoldRow {
+        id: String,
+        wallet_id: String,
+        external_id: String,
+        amount: i64,
+        currency: String,
+        description: Option<String>,
+        comment: Option<String>,
+        meta: Option<Json<Value>>,
+        status: String,
+        expires_at: Option<DateTime<Utc>>,
+        captured: Option<i64>,
+        transaction_id: Option<String>,
+        created_at: DateTime<Utc>,
+        updated_at: DateTime<Utc>,
+        fingerprint: String,
+    }
+}
+
+pub(crate) fn hold_from_row(r: HoldRow) -> Result<Hold, StoreError> {
+    Ok(Hold {
+        status: known(HoldStatus::parse(&r.status), "holds", "status", &r.status)?,
+        id: r.id,
+        wallet_id: r.wallet_id,
+        external_id: r.external_id,
+        amount: Tokens::from_micros(r.amount),
+        currency: r.currency,
+        description: r.description,
+        comment: r.comment,
+        meta: r.meta.map(|m| m.0),
+        expires_at: r.expires_at,
+        captured: r.captured.map(Tokens::from_micros),
+        transaction_id: r.transaction_id,
+        created_at: r.created_at,
+        updated_at: r.updated_at,
+    })
+}
+
+/// A hold's idempotency key: the organisation's holds share one set of ids.
+fn hold_key(org_id: &str, external_id: &str) -> Vec<u8> {
+    idem_key_of(org_id, "HOLD", external_id)
+}
+
+/// The hold of organisation `$1` and campaign `$2` whose id is `$3`, else the one whose key
+/// (`hold_key`) is `$4`: two probes of unique keys.
+const SELECT_IN_CAMPAIGN: &str = concat!(
+    "SELECT ",
+    hold_columns!(),
+    " FROM holds WHERE org_id = $1 AND campaign_id = $2 AND id = \
+     COALESCE((SELECT id FROM holds WHERE id = $3), (SELECT id FROM holds WHERE idem_key = $4))"
+);
+/// Open holds whose expiry has come (`$1`), soonest first, at most `$2`.
+const LAPSING: &str = "SELECT id FROM holds WHERE status = 'held' AND expires_at <= $1 \
+     ORDER BY expires_at LIMIT $2";
+/// How many holds a lapse sweep reads at a time.
+const LAPSE_BATCH: i64 = 500;
+
+/// Holds: tokens reserved, then captured, voided or lapsed (scope: `&Campaign`).
+impl Ledger {
+    /// Reserves `hold.amount` of the wallet's tokens. `InsufficientBalance` when the balance
+    /// less what is held and the campaign's minimum cannot cover it (kept: the same request
+    /// again is refused the same way); `Refused` (`already_exists`) when its `externalId` was
+    /// used for another hold; the earlier hold (`replayed`) when used for this one.
+    pub async fn hold(&self, campaign: &Campaign, hold: NewHold) -> Result<HoldPlaced, StoreError> {
+        crate::limits::check_client_key(&hold.external_id)?;
+        let wallet = self.get_wallet(campaign, &hold.wallet).await?;
+        let min_balance = self.programme().policy(campaign).await?.min_balance;
+        let placing = place::Placing::new(campaign, hold, wallet.id, wallet.currency, min_balance);
+        self.write(placing).await?
+    }
+
+    /// The campaign's hold with id or `externalId` `reference`.
+    pub async fn get_hold(&self, campaign: &Campaign, reference: &str) -> Result<Hold, StoreError> {
+        let key = hold_key(&campaign.org_id, reference);
+        let args = params![campaign.org_id, campaign.id, reference, key];
+        let row: Option<HoldRow> = self.read_row(SELECT_IN_CAMPAIGN, args).await?;
+        row.ok_or(StoreError::NotFound { what: "hold" })
+            .and_then(hold_from_row)
+    }
+
+    /// The campaign's holds, newest first, filtered.
+    pub async fn list_holds(
+        &self,
+        campaign: &Campaign,
+        filter: &HoldFilter,
+        page: Page,
+    ) -> Result<Paged<Hold>, StoreError> {
+        let status = filter.status.map(HoldStatus::as_str);
+        let rows = self
+            .read_page(
+                page,
+                hold_columns!(),
+                "FROM holds WHERE org_id = $1 AND campaign_id = $2 \
+                 AND ($3 IS NULL OR wallet_id = $3) AND ($4 IS NULL OR status = $4)",
+                "created_at DESC, id DESC",
+                params![campaign.org_id, campaign.id, filter.wallet_id, status],
+            )
+            .await?;
+        Paged::of(rows, page, hold_from_row)
+    }
+
+    /// Captures `amount` of the hold (None: all of it) as a BURN, releasing the rest.
+    /// `Refused`: `capture_exceeds_hold` (naming `amount`), `hold_closed` for a hold voided,
+    /// lapsed (its expiry come: it lapses now if the sweep has not released it yet) or captured
+    /// for another amount; a capture of the same amount again answers the first
+    /// (`settled_now` false).
+    pub async fn capture_hold(
+        &self,
+        campaign: &Campaign,
+        reference: &str,
+        amount: Option<Tokens>,
+    ) -> Result<HoldSettled, StoreError> {
+        if amount.is_some_and(|a| !a.is_positive()) {
+            return Err(StoreError::invalid("amount", "must be more than 0"));
+        }
+        let hold = in_campaign(campaign, reference);
+        self.settle_at(hold, Settle::Capture(amount), now()).await
+    }
+
+    /// Releases the hold's tokens. A hold already released (voided or lapsed) is answered as
+    /// it is; a captured one is `Refused` (`hold_closed`).
+    pub async fn void_hold(
+        &self,
+        campaign: &Campaign,
+        reference: &str,
+    ) -> Result<HoldSettled, StoreError> {
+        let hold = in_campaign(campaign, reference);
+        self.settle_at(hold, Settle::Void, now()).await
+    }
+
+    /// Releases every open hold whose expiry has come by `at` (operator-wide); how many this
+    /// call released. Each is released in a transaction of its own under its wallet's lock, so
+    /// however many nodes sweep at once a hold lapses once, and one that a node was releasing
+    /// when it died (its transaction undone) is released by the next sweep.
+    pub async fn lapse_holds(&self, at: DateTime<Utc>) -> Result<usize, StoreError> {
+        let mut lapsed = 0;
+        loop {
+            let due: Vec<(String,)> = self.read_rows(LAPSING, params![at, LAPSE_BATCH]).await?;
+            let mut now_lapsed = 0;
+            for (id,) in &due {
+                match self
+                    .settle_at(HoldRef::Id(id.clone()), Settle::Lapse, at)
+                    .await
+                {
+                    Ok(settled) if settled.settled_now => now_lapsed += 1,
+                    Ok(_) => {}
+                    Err(err) => tracing::warn!(hold = %id, %err, "a hold's lapse failed"),
+                }
+            }
+            lapsed += now_lapsed;
+            // A batch that released none (each failed, or another node got there) ends the
+            // sweep: the next one tries again.
+            if (due.len() as i64) < LAPSE_BATCH || now_lapsed == 0 {
+                return Ok(lapsed);
+            }
+        }
+    }
+
+    async fn settle_at(
+        &self,
+        hold: HoldRef,
+        how: Settle,
+        at: DateTime<Utc>,
+    ) -> Result<HoldSettled, StoreError> {
+        self.write(settle::Settling { hold, how, at }).await?
+    }
+}
+
+/// The campaign's hold with id or `externalId` `reference`.
+fn in_campaign(campaign: &Campaign, reference: &str) -> HoldRef {
+    HoldRef::InCampaign {
+        org_id: campaign.org_id.clone(),
+        campaign_id: campaign.id.clone(),
+        reference: reference.to_string(),
+    }
+}

@@ -1,0 +1,114 @@
+//! What tests ask of the ledger beyond its operations (feature `testing`): a ledger on a fresh
+//! database, a wallet to work on, earns stored unchecked, and a wallet's lots as they stand.
+
+use seam::testing::TestDb;
+use tenancy::{Campaign, NewCampaign, Tenancy};
+
+use crate::{EarnRequest, Ledger, NewWallet, PendingEarn, StoreError, Wallet};
+
+/// The ledger on a test database, with the programme and members beside it.
+pub fn ledger_on(db: &TestDb) -> Ledger {
+    let db = db.db.clone();
+    Ledger::on(
+        db.clone(),
+        programme::Programme::on(db.clone()),
+        members::Members::on(db),
+    )
+}
+
+/// A new organisation `Acme` with a campaign `Main` in `PTS`.
+pub async fn campaign_fixture(tenancy: &Tenancy) -> Campaign {
+    let made = async {
+        let org = tenancy.create_org("Acme").await?;
+        let campaign = NewCampaign {
+            name: "Main".into(),
+            currency: "PTS".into(),
+            ..Default::default()
+        };
+        tenancy.create_campaign(&org.scope(), campaign).await
+    };
+    made.await
+        .unwrap_or_else(|e| panic!("campaign fixture: {e}"))
+}
+
+/// An organisation with a campaign (`PTS`), a member `card-1` and that member's wallet `w-1`.
+pub async fn wallet_fixture(ledger: &Ledger) -> (Campaign, Wallet) {
+    let campaign = campaign_fixture(&Tenancy::on(ledger.db().clone())).await;
+    let made = async {
+        let member = members::NewMember {
+            first_name: "Ada".into(),
+            idp: "reference".into(),
+            user_id: "u-1".into(),
+            external_id: "card-1".into(),
+            ..Default::default()
+        };
+        ledger
+            .members()
+            .create_member(&campaign.org(), member)
+            .await?;
+        let wallet = NewWallet {
+            owner: Some("card-1".into()),
+            external_id: Some("w-1".into()),
+            name: None,
+        };
+        let wallet = ledger.create_wallet(&campaign, wallet).await?;
+        Ok::<_, StoreError>((campaign, wallet))
+    };
+    made.await.unwrap_or_else(|e| panic!("wallet fixture: {e}"))
+}
+
+/// Stores `pending` as earn requests without looking at what their ids hold, as nodes that
+/// each checked an id at the same moment would.
+pub async fn store_unchecked(ledger: &Ledger, pending: Vec<PendingEarn>) -> Vec<EarnRequest> {
+    ledger.store_new_earns(pending).await.unwrap()
+}
+
+/// Fault injection for the ledger's own tests: an earn described as `panic at {stage}` panics
+/// when it reaches `stage`.
+#[cfg(test)]
+pub(crate) fn fault(earn: &crate::EarnInput, stage: &str) {
+    let wanted = earn
+        .description
+        .as_deref()
+        .and_then(|d| d.strip_prefix("panic at "));
+    if wanted == Some(stage) {
+        panic!("injected fault at {stage}");
+    }
+}
+
+/// What tests read of a wallet's lots beyond the ledger's own operations.
+impl Ledger {
+    /// What spending transaction `id` took from each earn's lot: (earn id, micro-tokens), by
+    /// earn id.
+    pub async fn spends_of(&self, id: &str) -> Result<Vec<(String, i64)>, StoreError> {
+        let sql = "SELECT earn_id, amount FROM spends WHERE transaction_id = $1 ORDER BY earn_id";
+        self.read_rows(sql, params![id]).await
+    }
+
+    /// What is left in each of wallet `id`'s lots, by its spending position and aside rows
+    /// (see `fifo`): (earn id, micro-tokens) for every earn that holds some, by earn id.
+    pub async fn lots_of(&self, id: &str) -> Result<Vec<(String, i64)>, StoreError> {
+        const SQL: &str = concat!(
+            "SELECT t.id, ",
+            crate::fifo::lot_left!(),
+            " FROM transactions t JOIN wallets w ON w.id = t.wallet_id \
+             LEFT JOIN lots_aside a ON a.transaction_id = t.id \
+             WHERE t.wallet_id = $1 AND t.kind IN ",
+            crate::transactions::lot_kinds!(),
+            " ORDER BY t.id"
+        );
+        let rows: Vec<(String, i64)> = self.read_rows(SQL, params![id]).await?;
+        Ok(rows.into_iter().filter(|(_, left)| *left != 0).collect())
+    }
+}
+
+/// Declares a ledger test once per backend: `ledger_tests!(name)` expects
+/// `async fn name(store: Ledger)` in scope.
+#[cfg(test)]
+macro_rules! ledger_tests {
+    ($($name:ident),* $(,)?) => {
+        seam::tests_on_both!(crate::testing::ledger_on; $($name),*);
+    };
+}
+#[cfg(test)]
+pub(crate) use ledger_tests;
