@@ -315,7 +315,13 @@ async fn peak_of_load(file: &Path) {
     )
     .await
     .unwrap();
-    let batch = seed.store.claim_batches(1, None).await.unwrap().remove(0);
+    let batch = seed
+        .store
+        .batches()
+        .claim_batches(1, None)
+        .await
+        .unwrap()
+        .remove(0);
     ingest::batch::pipeline::process(&seed.store, &book, &data, &batch, &|_| {})
         .await
         .unwrap();

@@ -138,6 +138,7 @@ async fn main() {
     let count_only = store::Page { page: 1, limit: 0 };
     let scope = store::OrderScope::campaign(&campaign);
     let orders = store
+        .orders()
         .list_orders(&scope, None, false, count_only)
         .await
         .unwrap();

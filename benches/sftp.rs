@@ -182,6 +182,7 @@ async fn main() {
     // Every upload arrived whole.
     let batches = db
         .store
+        .batches()
         .list_batches(&org, store::Page { page: 1, limit: 10 })
         .await
         .unwrap();

@@ -44,7 +44,7 @@ impl Application {
             );
         }
         if store.backend() == store::Backend::Sqlite {
-            match store.release_batch_claims().await {
+            match store.batches().release_batch_claims().await {
                 Ok(0) => {}
                 Ok(released) => {
                     tracing::info!(released, "batches interrupted by a stop are taken up again")

@@ -93,7 +93,11 @@ async fn list_batches(
     caller: Caller,
     Paging(page): Paging,
 ) -> Result<Json<PagedList<BatchView>>, ApiError> {
-    let batches = state.store.list_batches(caller.org(), page).await?;
+    let batches = state
+        .store
+        .batches()
+        .list_batches(caller.org(), page)
+        .await?;
     Ok(Json(PagedList::from_page(batches, BatchView::from)))
 }
 
@@ -105,7 +109,7 @@ async fn get_batch(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<BatchView>, ApiError> {
-    let batch = state.store.get_batch(caller.org(), &id).await?;
+    let batch = state.store.batches().get_batch(caller.org(), &id).await?;
     Ok(Json(batch.into()))
 }
 

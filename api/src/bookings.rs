@@ -54,6 +54,7 @@ async fn find_bookings(
     };
     let bookings = state
         .store
+        .orders()
         .list_bookings(&caller.context.campaign, &filter, page)
         .await?;
     Ok(Json(PagedList::from_page(bookings, BookingView::from)))
@@ -69,6 +70,7 @@ async fn get_booking(
 ) -> Result<Json<BookingView>, ApiError> {
     let booking = state
         .store
+        .orders()
         .get_booking(&caller.context.campaign, &id)
         .await?;
     Ok(Json(booking.into()))
@@ -93,6 +95,7 @@ async fn update_booking(
     let patch = booking_patch(input)?;
     let booking = state
         .store
+        .orders()
         .update_booking(&caller.context.campaign, &id, patch)
         .await?;
     Ok(Json(booking.into()))
@@ -115,6 +118,7 @@ async fn create_booking(
 ) -> Result<Json<BookingView>, ApiError> {
     let booking = state
         .store
+        .orders()
         .create_booking(
             &caller.context.campaign,
             &redemption_id,

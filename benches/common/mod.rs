@@ -499,12 +499,17 @@ pub async fn load(
     ingest::intake::receive(store, data, org, file, &name, "sftp", None)
         .await
         .unwrap();
-    let batch = store.claim_batches(1, None).await.unwrap().remove(0);
+    let batch = store
+        .batches()
+        .claim_batches(1, None)
+        .await
+        .unwrap()
+        .remove(0);
     ingest::batch::pipeline::process(store, book, data, &batch, &|_| {})
         .await
         .unwrap();
     let seconds = started.elapsed().as_secs_f64();
-    let done = store.get_batch(org, &batch.id).await.unwrap();
+    let done = store.batches().get_batch(org, &batch.id).await.unwrap();
     assert_eq!(done.rows_loaded, Some(rows as i64), "every row loaded");
     seconds
 }

@@ -107,6 +107,7 @@ async fn record(
         .map_err(|e| format!("hashing stopped: {e}"))?
         .map_err(|e| format!("reading {}: {e}", spooled.display()))?;
     let batch = store
+        .batches()
         .record_batch(
             org,
             NewBatch {
@@ -212,7 +213,7 @@ pub async fn recover(store: &Store, data_dir: &Path) -> Result<usize, String> {
             else {
                 continue;
             };
-            match store.get_batch(&scope, id).await {
+            match store.batches().get_batch(&scope, id).await {
                 Ok(_) => {}
                 Err(store::StoreError::NotFound { .. }) => {
                     let id = id.to_string();

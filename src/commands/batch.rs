@@ -31,6 +31,7 @@ pub async fn mapping(store: &Store, command: MappingCommand, json: bool) -> anyh
             })?;
             let scope = store.tenancy().find_org(&org).await?.scope();
             let stored = store
+                .batches()
                 .set_mapping(&scope, &mapping.pattern, &document)
                 .await?;
             emit(
@@ -42,7 +43,7 @@ pub async fn mapping(store: &Store, command: MappingCommand, json: bool) -> anyh
         MappingCommand::Show { org, pattern } => {
             let scope = store.tenancy().find_org(&org).await?.scope();
             let mappings: Vec<Value> = store
-                .mappings(&scope)
+                .batches().mappings(&scope)
                 .await?
                 .into_iter()
                 .filter(|m| pattern.as_deref().is_none_or(|p| p == m.pattern))
@@ -67,7 +68,7 @@ pub async fn mapping(store: &Store, command: MappingCommand, json: bool) -> anyh
         }
         MappingCommand::Remove { org, pattern } => {
             let scope = store.tenancy().find_org(&org).await?.scope();
-            store.remove_mapping(&scope, &pattern).await?;
+            store.batches().remove_mapping(&scope, &pattern).await?;
             emit(
                 json,
                 json!({"org": org, "pattern": pattern, "removed": true}),
@@ -141,7 +142,12 @@ pub async fn ingest(
                 batch.id
             );
         }
-        let Some(claimed) = store.claim_batches(1, Some(&batch.id)).await?.pop() else {
+        let Some(claimed) = store
+            .batches()
+            .claim_batches(1, Some(&batch.id))
+            .await?
+            .pop()
+        else {
             bail!(
                 "batch {} was taken up by a running service; follow it with GET /v1/batches/{}",
                 batch.id,
@@ -181,7 +187,10 @@ pub async fn batches(store: &Store, command: BatchCommand, json: bool) -> anyhow
     match command {
         BatchCommand::List { org, limit, page } => {
             let scope = store.tenancy().find_org(&org).await?.scope();
-            let listed = store.list_batches(&scope, Page { page, limit }).await?;
+            let listed = store
+                .batches()
+                .list_batches(&scope, Page { page, limit })
+                .await?;
             let total = listed.total;
             let views: Vec<BatchView> = listed.items.into_iter().map(BatchView::from).collect();
             let value = json!({"total": total, "page": page, "batches": views});
@@ -196,7 +205,7 @@ pub async fn batches(store: &Store, command: BatchCommand, json: bool) -> anyhow
         }
         BatchCommand::Show { org, id } => {
             let scope = store.tenancy().find_org(&org).await?.scope();
-            let view = BatchView::from(store.get_batch(&scope, &id).await?);
+            let view = BatchView::from(store.batches().get_batch(&scope, &id).await?);
             let value = serde_json::to_value(&view)?;
             emit(json, value, || {
                 let mut lines = vec![batch_line(&view)];

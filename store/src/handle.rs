@@ -1,8 +1,9 @@
 //! `Store`: the database with the domains' handles (`tenancy()`, `members()`, `programme()`,
-//! `ledger()`, `catalogue()`, `community()`, `events()`).
+//! `ledger()`, `batches()`, `orders()`, `catalogue()`, `community()`, `events()`).
 
 use crate::{
-    CatalogueStore, Community, Db, Events, Ledger, Members, Programme, StoreError, Tenancy,
+    Batches, CatalogueStore, Community, Db, Events, Ledger, Members, Orders, Programme, StoreError,
+    Tenancy,
 };
 
 /// The system of record. Cheap to clone: clones share one connection pool and its caches.
@@ -16,6 +17,8 @@ pub struct Store {
     community: Community,
     events: Events,
     ledger: Ledger,
+    batches: Batches,
+    orders: Orders,
 }
 
 db_handle!(Store);
@@ -31,9 +34,13 @@ impl Store {
     pub fn on(db: Db) -> Store {
         let programme = Programme::on(db.clone());
         let members = Members::on(db.clone());
+        let tenancy = Tenancy::on(db.clone());
+        let ledger = Ledger::on(db.clone(), programme.clone(), members.clone());
         Store {
-            tenancy: Tenancy::on(db.clone()),
-            ledger: Ledger::on(db.clone(), programme.clone(), members.clone()),
+            batches: Batches::on(db.clone(), tenancy.clone(), ledger.clone()),
+            orders: Orders::on(db.clone(), ledger.clone()),
+            tenancy,
+            ledger,
             members,
             catalogue: CatalogueStore::on(programme.clone()),
             programme,
@@ -73,6 +80,16 @@ impl Store {
         &self.ledger
     }
 
+    /// Batch files received, their rows credited or reversed, and column mappings.
+    pub fn batches(&self) -> &Batches {
+        &self.batches
+    }
+
+    /// Orders of rewards paid with points, their codes and bookings.
+    pub fn orders(&self) -> &Orders {
+        &self.orders
+    }
+
     /// The campaigns' reward catalogues as stored.
     pub fn catalogue(&self) -> &CatalogueStore {
         &self.catalogue
@@ -97,6 +114,8 @@ impl Store {
     /// unless set).
     pub fn with_dates_ahead(mut self, ahead: chrono::Duration) -> Store {
         self.ledger = self.ledger.with_dates_ahead(ahead);
+        self.batches = Batches::on(self.db.clone(), self.tenancy.clone(), self.ledger.clone());
+        self.orders = Orders::on(self.db.clone(), self.ledger.clone());
         self
     }
 }

@@ -1,35 +1,32 @@
-//! The system of record. `Store` is the one interface the rest of the code uses: domain types in
-//! and out, every operation on a tenant's records taking its scope as a type (`OrgScope` or
-//! `&Campaign`, made only by the store's crates). Its methods are grouped by domain,
-//! one `impl Store` a file, each saying what it holds and which scope it takes. It runs on the
-//! database of the `seam` crate below it (`Db`, SQLite or PostgreSQL; its `backend` and `common`
-//! are used here under those names), which `Store` holds and derefs to. Where things live:
+//! The system of record, composed: `Store` holds one handle for each domain, every domain a
+//! crate of its own below this one (`store.tenancy()`, `.members()`, `.programme()`,
+//! `.ledger()`, `.batches()`, `.orders()`, `.catalogue()`, `.community()`, `.events()`), each
+//! operation on a tenant's records taking its scope as a type (`OrgScope` or `&Campaign`, made
+//! only by the store's crates). All run on the database of the `seam` crate at the bottom
+//! (`Db`, SQLite or PostgreSQL), which `Store` holds and derefs to. This crate re-exports the
+//! domains' types, so that the rest of the code names one crate. Where things live:
 //!
-//! - `handle.rs`: `Store` itself, with the caches and the dates a transaction may carry.
-//! - `batches/`: batch-file records, crediting a file's rows, column mappings.
-//! - `orders/`: orders, their redemption codes (encrypted at rest) and bookings.
+//! - `handle.rs`: `Store` itself, and the one constructor of every handle.
 //! - `event_data.rs`: the records events carry, read back as the domains' types (events
 //!   themselves, their endpoints and deliveries are the `events` crate below the store).
-//! - `exports/`: ledger exports read out in chunks, and their schedules.
+//! - `exports/`: ledger exports read out in chunks, and their schedules (on the store itself).
 //! - `meta.rs`: an earn's meta from cells.
 //! - `testing/` (feature `testing`): fresh stores on either backend and schema comparison.
 
 #[macro_use]
 extern crate seam;
 
-mod batches;
 mod event_data;
 mod exports;
 mod handle;
 pub mod meta;
-mod orders;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
-pub use batches::file_earns::{Evaluated, FileEarn, FileOutcome, FileTotals, Pending};
-pub use batches::file_returns::{FileReturn, ReturnOutcome};
-pub use batches::mappings::StoredMapping;
-pub use batches::records::{Batch, BatchFinish, BatchState, NewBatch};
+pub use batches::{
+    Batch, BatchFinish, BatchState, Batches, Evaluated, FileEarn, FileOutcome, FileReturn,
+    FileTotals, NewBatch, Pending, ReturnOutcome, StoredMapping,
+};
 pub use catalogue::document::{Catalogue, ProductEntry, TierEntry, VariantEntry};
 pub use catalogue::import::{Counts, ImportOptions, ImportReport};
 pub use catalogue::index::{
@@ -77,10 +74,9 @@ pub use members::{
     CATEGORIES, Channels, ChannelsPatch, CommunicationPreferences, Member, MemberPatch,
     MemberStatus, Members, NewMember, PreferencesPatch,
 };
-pub use orders::BookingFilter;
 pub use orders::{
-    Booking, BookingPatch, BookingStatus, Code, LocalDate, NewBooking, NewLine, NewOrder, Order,
-    OrderLine, OrderScope, Placed, ProductSummary, Redeemed,
+    Booking, BookingFilter, BookingPatch, BookingStatus, Code, LocalDate, NewBooking, NewLine,
+    NewOrder, Order, OrderLine, OrderScope, Orders, Placed, ProductSummary, Redeemed,
 };
 pub use programme::{
     Expiry, ExpiryFrom, NewTier, Policy, Programme, RuleBook, RuleSetVersion, Shortfall, Tier,

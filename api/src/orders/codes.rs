@@ -49,6 +49,7 @@ async fn redeem_code(
     let key = &caller.context.key;
     let redeemed = state
         .store
+        .orders()
         .redeem_code(caller.org(), &code, &state.codes, &key.id)
         .await?;
     Ok(Json(redeemed.into()))

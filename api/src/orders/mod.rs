@@ -86,6 +86,7 @@ async fn search_orders(
     let with_lines = query.include_lines.unwrap_or(false);
     let orders = state
         .store
+        .orders()
         .list_orders(&scope, query.owner_id.as_deref(), with_lines, page)
         .await?;
     Ok(Json(PagedList::from_page(orders, |o| {
@@ -117,6 +118,7 @@ async fn get_order(
     let scope = scope(&caller, query.across_campaigns)?;
     let order = state
         .store
+        .orders()
         .get_order(&scope, &id, query.owner_id.as_deref())
         .await?;
     Ok(Json(OrderView::new(order, caller.version, true)))
@@ -172,6 +174,7 @@ async fn decrypt_line(
     let key = decrypt.then_some(&*state.codes);
     let line = state
         .store
+        .orders()
         .order_line(&scope, &id, &line_id, query.owner_id.as_deref(), key)
         .await?;
     if decrypt {

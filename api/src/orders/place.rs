@@ -28,6 +28,7 @@ async fn place(state: &AppState, caller: &Caller, order: NewOrder) -> Result<Pla
     let campaign = &caller.context.campaign;
     let placed = state
         .store
+        .orders()
         .place_order(campaign, order, state.codes.clone())
         .await?;
     if placed.sold_out {
@@ -125,7 +126,11 @@ async fn cancel(
     line: Option<&str>,
 ) -> Result<Json<OrderView>, ApiError> {
     let campaign = &caller.context.campaign;
-    let (order, restocked) = state.store.cancel_order(campaign, id, line).await?;
+    let (order, restocked) = state
+        .store
+        .orders()
+        .cancel_order(campaign, id, line)
+        .await?;
     if restocked {
         state.catalogues.forget(&campaign.id);
     }

@@ -21,14 +21,17 @@ fn received(id: &str, content: &str) -> NewBatch {
 async fn batches_are_listed_newest_first_with_duplicates(app: TestApp) {
     assert_eq!(app.get("/v1/batches").await.body["total"], 0);
     app.store
+        .batches()
         .record_batch(&app.org, received("b1", "aa"))
         .await
         .unwrap();
     app.store
+        .batches()
         .record_batch(&app.org, received("b2", "bb"))
         .await
         .unwrap();
     app.store
+        .batches()
         .record_batch(&app.org, received("b3", "aa"))
         .await
         .unwrap();
@@ -57,6 +60,7 @@ async fn batches_are_listed_newest_first_with_duplicates(app: TestApp) {
 
 async fn another_organisations_batches_are_not_found(app: TestApp) {
     app.store
+        .batches()
         .record_batch(&app.org, received("b1", "aa"))
         .await
         .unwrap();

@@ -1,6 +1,6 @@
 //! Processing a batch file: read as a stream of records (`records`), each mapped and checked in
 //! parallel (`rows`, under the organisation's `mapping`), repeated ids in the file rejected, the
-//! rest evaluated by the rules and credited in chunks (`Store::credit_evaluated`), and the two
+//! rest evaluated by the rules and credited in chunks (`Batches::credit_evaluated`), and the two
 //! reports written into the organisation's `reports/` (`reports`). The batch record carries the
 //! same summary.
 //!
@@ -29,7 +29,7 @@ use crate::folders::{Folder, Tree};
 
 /// Rows read, checked and credited together. Two chunks are in memory at once (one being
 /// credited, the next being read). Chunks no longer decide how often SQLite commits (see
-/// `Store::credit_evaluated`), and 5,000 rows load as fast as 10,000 with less peak memory
+/// `Batches::credit_evaluated`), and 5,000 rows load as fast as 10,000 with less peak memory
 /// (`docs/performance.md`).
 const CHUNK_ROWS: usize = 5_000;
 
@@ -122,7 +122,7 @@ pub async fn mapping_for(
     file_name: &str,
 ) -> Result<Result<Mapping, String>, StoreError> {
     let mut mappings = Vec::new();
-    for stored in store.mappings(org).await? {
+    for stored in store.batches().mappings(org).await? {
         match Mapping::parse(&stored.document) {
             Ok(mapping) => mappings.push(mapping),
             Err(errors) => {
@@ -273,6 +273,7 @@ pub async fn process(
         Err(error) => refused_whole(&reports, batch, error)?,
     };
     store
+        .batches()
         .finish_batch(
             &batch.id,
             BatchFinish {
@@ -418,7 +419,7 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
         settle(job, previous, &mut loading, &mut tally, rejected).await?;
     }
     // The counts are reported only once what they count is committed.
-    job.store.commit(loading.pending).await?;
+    job.store.batches().commit(loading.pending).await?;
     Ok(tally)
 }
 
@@ -550,6 +551,7 @@ async fn start(
         (Mode::Load, Some(batch_id)) => {
             let evaluated = job
                 .store
+                .batches()
                 .evaluate_file_earns(job.book, job.org, &earns, &mut loading.totals)
                 .await?;
             let (store, batch_id) = (job.store.clone(), batch_id.to_string());
@@ -567,7 +569,10 @@ async fn start(
                 }
             };
             let crediting = tokio::spawn(async move {
-                let credited = store.credit_evaluated(&batch_id, evaluated, turn).await;
+                let credited = store
+                    .batches()
+                    .credit_evaluated(&batch_id, evaluated, turn)
+                    .await;
                 let _ = written.send(());
                 credited
             });
@@ -578,6 +583,7 @@ async fn start(
         }
         _ => Outcomes::Known(
             job.store
+                .batches()
                 .check_file_earns(job.book, job.org, job.batch_id, &earns, &mut loading.totals)
                 .await?,
         ),
@@ -625,7 +631,7 @@ async fn settle(
                 .batch_id
                 .filter(|_| loading.renewed.elapsed() > RENEW_EVERY)
             {
-                job.store.renew_batch(batch_id).await?;
+                job.store.batches().renew_batch(batch_id).await?;
                 loading.renewed = Instant::now();
             }
             outcomes
@@ -642,14 +648,17 @@ async fn settle(
                 // The earns credited so far are committed first: a return is written (and
                 // reads its earn) apart from the file's bulk writes.
                 job.store
+                    .batches()
                     .commit(std::mem::take(&mut loading.pending))
                     .await?;
                 job.store
+                    .batches()
                     .reverse_file_rows(job.org, batch_id, returns.clone())
                     .await?
             }
             _ => {
                 job.store
+                    .batches()
                     .check_file_returns(job.org, job.batch_id, &returns)
                     .await?
             }
@@ -828,7 +837,7 @@ async fn crash_point(store: &Store, pending: &mut Pending) -> Result<(), StoreEr
     if let Some(after) = *AFTER {
         let done = CHUNKS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         if done >= after {
-            store.commit(std::mem::take(pending)).await?;
+            store.batches().commit(std::mem::take(pending)).await?;
             tracing::error!(
                 chunks = done,
                 "REWARDS_TEST_CRASH_AFTER_CHUNKS reached: aborting"
@@ -857,7 +866,7 @@ pub async fn run(store: Store, data_dir: PathBuf, stop: impl std::future::Future
     let book = RuleBook::new(store.programme().clone());
     tokio::pin!(stop);
     loop {
-        let claimed = match store.claim_batches(1, None).await {
+        let claimed = match store.batches().claim_batches(1, None).await {
             Ok(claimed) => claimed,
             Err(err) => {
                 tracing::warn!(%err, "could not claim batches");

@@ -187,7 +187,7 @@ impl Files {
         let store = &self.context.store;
         let org = self.login.org();
         let mine = match self.handed_over.get(name) {
-            Some(id) => store.get_batch(&org, id).await.ok().filter(|b| {
+            Some(id) => store.batches().get_batch(&org, id).await.ok().filter(|b| {
                 matches!(
                     b.state,
                     BatchState::Received | BatchState::Processing | BatchState::Duplicate
@@ -197,13 +197,17 @@ impl Files {
         };
         let batch = match mine {
             Some(batch) => Some(batch),
-            None => store.waiting_batch_named(&org, name).await.map_err(|err| {
-                tracing::error!(%err, file = name, "a received file could not be looked up");
-                refused(
-                    StatusCode::Failure,
-                    "the file could not be looked up; try again",
-                )
-            })?,
+            None => store
+                .batches()
+                .waiting_batch_named(&org, name)
+                .await
+                .map_err(|err| {
+                    tracing::error!(%err, file = name, "a received file could not be looked up");
+                    refused(
+                        StatusCode::Failure,
+                        "the file could not be looked up; try again",
+                    )
+                })?,
         };
         Ok(batch.map(|batch| {
             let mut attrs = FileAttributes::empty();
@@ -695,7 +699,11 @@ mod tests {
             .open(5, "/inbox/earns.csv".into(), WRITE, empty())
             .await;
         assert!(other.is_err(), "the renamed upload is still being written");
-        let batches = || db.store.list_batches(&org, store::Page::default());
+        let batches = || {
+            db.store
+                .batches()
+                .list_batches(&org, store::Page::default())
+        };
         assert_eq!(batches().await.unwrap().total, 0, "not received while open");
         let rest = b"e-1,w-1,5,2026-11-20\n".to_vec();
         first.write(6, handle.clone(), 24, rest).await.unwrap();

@@ -38,6 +38,7 @@ async fn a_file_spooled_before_a_crash_is_recorded_at_restart() {
         "once"
     );
     let batches = store
+        .batches()
         .list_batches(&org, Page { page: 1, limit: 10 })
         .await
         .unwrap();
@@ -53,7 +54,12 @@ async fn a_file_spooled_before_a_crash_is_recorded_at_restart() {
     );
     assert!(orphan.exists(), "the file stays for processing");
     assert_eq!(
-        store.get_batch(&org, &received.id).await.unwrap().state,
+        store
+            .batches()
+            .get_batch(&org, &received.id)
+            .await
+            .unwrap()
+            .state,
         BatchState::Received
     );
 }

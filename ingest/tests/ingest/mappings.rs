@@ -11,6 +11,7 @@ use store::{BatchState, Page, RuleBook, Store, Tokens, TransactionFilter, backen
 async fn set_mapping(store: &Store, org: &store::OrgScope, document: Value) {
     let mapping = Mapping::parse(&document).unwrap();
     store
+        .batches()
         .set_mapping(org, &mapping.pattern, &document)
         .await
         .unwrap();
@@ -141,7 +142,7 @@ async fn an_all_or_nothing_file_with_a_bad_row_loads_nothing(store: Store) {
     );
     assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::ZERO);
     assert_eq!(balance(&store, &campaign, "w-2").await, Tokens::ZERO);
-    let recorded = store.get_batch(&org, &batch.id).await.unwrap();
+    let recorded = store.batches().get_batch(&org, &batch.id).await.unwrap();
     assert!(
         recorded
             .error
@@ -202,7 +203,11 @@ async fn a_dry_run_reports_what_would_happen_and_changes_nothing(store: Store) {
             (4, "unknown_wallet".to_string())
         ]
     );
-    let batches = store.list_batches(&org, Page::default()).await.unwrap();
+    let batches = store
+        .batches()
+        .list_batches(&org, Page::default())
+        .await
+        .unwrap();
     assert_eq!(batches.total, 0, "a dry run records no batch");
 }
 
@@ -216,7 +221,7 @@ async fn refused(
 ) -> String {
     let batch = receive_bytes(store, data, org, name, content).await;
     assert_eq!(process(store, data, &batch).await, BatchState::Failed);
-    let recorded = store.get_batch(org, &batch.id).await.unwrap();
+    let recorded = store.batches().get_batch(org, &batch.id).await.unwrap();
     recorded.error.unwrap()
 }
 

@@ -230,6 +230,7 @@ async fn mapped_parquet_files_reject_with_the_remaining_reason_codes(store: Stor
     });
     let mapping = ingest::batch::mapping::Mapping::parse(&document).unwrap();
     store
+        .batches()
         .set_mapping(&org, &mapping.pattern, &document)
         .await
         .unwrap();

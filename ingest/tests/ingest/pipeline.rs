@@ -49,7 +49,7 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
     // The default rules: one token per whole unit of amount.
     assert_eq!(balance(&store, &campaign, "w-2").await, Tokens::whole(2));
 
-    let recorded = store.get_batch(&org, &batch.id).await.unwrap();
+    let recorded = store.batches().get_batch(&org, &batch.id).await.unwrap();
     assert_eq!(recorded.state, BatchState::Completed);
     assert_eq!(
         (
@@ -112,7 +112,7 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
         .await
         .unwrap();
     assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::whole(13));
-    let recorded = store.get_batch(&org, &batch.id).await.unwrap();
+    let recorded = store.batches().get_batch(&org, &batch.id).await.unwrap();
     assert_eq!(
         (recorded.rows_loaded, recorded.rows_rejected),
         (Some(2), Some(16)),
@@ -139,7 +139,7 @@ async fn a_wrong_header_fails_the_file_with_the_reason(store: Store) {
         .unwrap()
         .state;
     assert_eq!(state, BatchState::Failed);
-    let recorded = store.get_batch(&org, &batch.id).await.unwrap();
+    let recorded = store.batches().get_batch(&org, &batch.id).await.unwrap();
     let error = recorded.error.unwrap();
     assert!(
         error.contains("`walletId` is missing") && error.contains("unknown column `walet`"),
@@ -160,7 +160,11 @@ async fn hostile_csv_files_end_with_a_clear_outcome(store: Store) {
             ingest::batch::pipeline::process(&store, &book, &dir, &batch, &|_| {})
                 .await
                 .unwrap();
-            store.get_batch(&batch.org(), &batch.id).await.unwrap()
+            store
+                .batches()
+                .get_batch(&batch.org(), &batch.id)
+                .await
+                .unwrap()
         }
     };
 

@@ -128,7 +128,7 @@ async fn return_rows_reverse_their_earns_and_refusals_have_their_reasons(store: 
         BatchState::Completed
     );
     assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::whole(15));
-    let recorded = store.get_batch(&org, &batch.id).await.unwrap();
+    let recorded = store.batches().get_batch(&org, &batch.id).await.unwrap();
     assert_eq!(recorded.summary.unwrap()["loadedBeforeRestart"], 4);
 
     // Another file with the same return ids: duplicates, and one reusing an id for another
@@ -169,6 +169,7 @@ async fn a_mapping_maps_the_reversed_earn_and_a_dry_run_changes_nothing(store: S
     });
     let mapping = Mapping::parse(&document).unwrap();
     store
+        .batches()
         .set_mapping(&org, &mapping.pattern, &document)
         .await
         .unwrap();

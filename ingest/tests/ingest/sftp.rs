@@ -192,6 +192,7 @@ impl Server {
 
     async fn batches(&self) -> Vec<store::Batch> {
         self.store
+            .batches()
             .list_batches(
                 &self.org,
                 Page {

@@ -78,6 +78,7 @@ impl Watched {
             limit: 100,
         };
         self.store
+            .batches()
             .list_batches(&self.org, page)
             .await
             .unwrap()

@@ -190,12 +190,21 @@ fn batch(id: &str, sha256: &str) -> NewBatch {
 async fn the_same_content_twice_is_a_duplicate(store: Store) {
     let acme = org(&store, "Acme").await;
     let other = org(&store, "Other").await;
-    let first = store.record_batch(&acme, batch("b1", "aaa")).await.unwrap();
+    let first = store
+        .batches()
+        .record_batch(&acme, batch("b1", "aaa"))
+        .await
+        .unwrap();
     assert_eq!(first.state, BatchState::Received);
-    let again = store.record_batch(&acme, batch("b2", "aaa")).await.unwrap();
+    let again = store
+        .batches()
+        .record_batch(&acme, batch("b2", "aaa"))
+        .await
+        .unwrap();
     assert_eq!(again.state, BatchState::Duplicate);
     assert_eq!(again.duplicate_of.as_deref(), Some("b1"));
     let elsewhere = store
+        .batches()
         .record_batch(&other, batch("b3", "aaa"))
         .await
         .unwrap();
@@ -206,13 +215,14 @@ async fn the_same_content_twice_is_a_duplicate(store: Store) {
     );
 
     let listed = store
+        .batches()
         .list_batches(&acme, Page { page: 1, limit: 10 })
         .await
         .unwrap();
     assert_eq!(listed.total, 2);
     assert_eq!(listed.items[0].id, "b2", "newest first");
     assert!(matches!(
-        store.get_batch(&other, "b1").await,
+        store.batches().get_batch(&other, "b1").await,
         Err(StoreError::NotFound { .. })
     ));
 
@@ -237,9 +247,12 @@ async fn the_same_content_twice_is_a_duplicate(store: Store) {
         ),
         other => panic!("{other:?}"),
     }
-    let waiting = store.waiting_batch_named(&acme, &first.file_name).await;
+    let waiting = store
+        .batches()
+        .waiting_batch_named(&acme, &first.file_name)
+        .await;
     assert_eq!(waiting.unwrap().map(|b| b.id), Some("b1".to_string()));
-    let claimed = store.claim_batches(10, Some("b1")).await.unwrap();
+    let claimed = store.batches().claim_batches(10, Some("b1")).await.unwrap();
     assert_eq!(claimed.len(), 1);
     let finish = store::BatchFinish {
         state: BatchState::Completed,
@@ -249,8 +262,11 @@ async fn the_same_content_twice_is_a_duplicate(store: Store) {
         summary: serde_json::json!({}),
         error: None,
     };
-    store.finish_batch("b1", finish).await.unwrap();
-    let ended = store.waiting_batch_named(&acme, &first.file_name).await;
+    store.batches().finish_batch("b1", finish).await.unwrap();
+    let ended = store
+        .batches()
+        .waiting_batch_named(&acme, &first.file_name)
+        .await;
     assert_eq!(ended.unwrap(), None, "an ended batch is not waiting");
 }
 
@@ -321,14 +337,18 @@ async fn claims_never_hand_a_batch_to_two_nodes(store: Store) {
     let acme = org(&store, "Acme").await;
     for i in 0..30 {
         let id = format!("b{i:02}");
-        store.record_batch(&acme, batch(&id, &id)).await.unwrap();
+        store
+            .batches()
+            .record_batch(&acme, batch(&id, &id))
+            .await
+            .unwrap();
     }
     let mut claims = Vec::new();
     for _ in 0..6 {
         let store = store.clone();
-        claims.push(tokio::spawn(
-            async move { store.claim_batches(4, None).await },
-        ));
+        claims.push(tokio::spawn(async move {
+            store.batches().claim_batches(4, None).await
+        }));
     }
     let mut seen = Vec::new();
     for claim in claims {
@@ -342,42 +362,76 @@ async fn claims_never_hand_a_batch_to_two_nodes(store: Store) {
     seen.dedup();
     assert_eq!((claimed, seen.len()), (24, 24), "each batch once");
     assert_eq!(
-        store.claim_batches(100, None).await.unwrap().len(),
+        store
+            .batches()
+            .claim_batches(100, None)
+            .await
+            .unwrap()
+            .len(),
         6,
         "the rest"
     );
     // A live claim is kept (and renewed); released, as at an embedded node's start, it is
     // taken again.
-    store.renew_batch("b00").await.unwrap();
-    assert!(store.claim_batches(100, None).await.unwrap().is_empty());
-    assert_eq!(store.release_batch_claims().await.unwrap(), 30);
-    let one = store.claim_batches(100, Some("b07")).await.unwrap();
+    store.batches().renew_batch("b00").await.unwrap();
+    assert!(
+        store
+            .batches()
+            .claim_batches(100, None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(store.batches().release_batch_claims().await.unwrap(), 30);
+    let one = store
+        .batches()
+        .claim_batches(100, Some("b07"))
+        .await
+        .unwrap();
     assert_eq!(
         one.iter().map(|b| b.id.as_str()).collect::<Vec<_>>(),
         ["b07"]
     );
     assert!(
         store
+            .batches()
             .claim_batches(100, Some("b07"))
             .await
             .unwrap()
             .is_empty()
     );
-    assert_eq!(store.claim_batches(100, None).await.unwrap().len(), 29);
+    assert_eq!(
+        store
+            .batches()
+            .claim_batches(100, None)
+            .await
+            .unwrap()
+            .len(),
+        29
+    );
 }
 
 async fn mappings_are_kept_per_pattern(store: Store) {
     let acme = org(&store, "Acme").await;
     let every = serde_json::json!({"columns": {"id": "Ticket"}});
     let sales = serde_json::json!({"pattern": "sales_*.csv", "delimiter": ";"});
-    store.set_mapping(&acme, "*", &every).await.unwrap();
     store
+        .batches()
+        .set_mapping(&acme, "*", &every)
+        .await
+        .unwrap();
+    store
+        .batches()
         .set_mapping(&acme, "sales_*.csv", &sales)
         .await
         .unwrap();
     let replaced = serde_json::json!({"columns": {"id": "Receipt"}});
-    store.set_mapping(&acme, "*", &replaced).await.unwrap();
-    let kept = store.mappings(&acme).await.unwrap();
+    store
+        .batches()
+        .set_mapping(&acme, "*", &replaced)
+        .await
+        .unwrap();
+    let kept = store.batches().mappings(&acme).await.unwrap();
     let kept: Vec<(&str, &serde_json::Value)> = kept
         .iter()
         .map(|m| (m.pattern.as_str(), &m.document))
@@ -385,13 +439,13 @@ async fn mappings_are_kept_per_pattern(store: Store) {
     assert_eq!(kept, [("*", &replaced), ("sales_*.csv", &sales)]);
     let other = org(&store, "Other").await;
     assert!(
-        store.mappings(&other).await.unwrap().is_empty(),
+        store.batches().mappings(&other).await.unwrap().is_empty(),
         "per organisation"
     );
-    store.remove_mapping(&acme, "*").await.unwrap();
-    assert_eq!(store.mappings(&acme).await.unwrap().len(), 1);
+    store.batches().remove_mapping(&acme, "*").await.unwrap();
+    assert_eq!(store.batches().mappings(&acme).await.unwrap().len(), 1);
     assert!(matches!(
-        store.remove_mapping(&acme, "*").await,
+        store.batches().remove_mapping(&acme, "*").await,
         Err(StoreError::NotFound { .. })
     ));
     // Mappings belong to an organisation the store knows: its scope comes from a lookup.

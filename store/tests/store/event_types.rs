@@ -128,6 +128,7 @@ async fn api_earns_record_their_outcome(store: Store) {
 async fn orders_codes_and_bookings_record_their_events(store: Store) {
     let c = crate::orders::setup(&store).await;
     let placed = store
+        .orders()
         .place_order(&c, order(Some("o-1"), vec![line("mug", None, 1)]), key())
         .await
         .unwrap();
@@ -143,10 +144,12 @@ async fn orders_codes_and_bookings_record_their_events(store: Store) {
     let scope = OrderScope::campaign(&c);
     let line_id = placed.order.lines[0].id.clone();
     let clear = store
+        .orders()
         .order_line(&scope, &placed.order.id, &line_id, None, Some(&key()))
         .await
         .unwrap();
     let redeemed = store
+        .orders()
         .redeem_code(&c.org(), &clear.codes[0].code, &key(), "partner-key")
         .await
         .unwrap();
@@ -170,6 +173,7 @@ async fn orders_codes_and_bookings_record_their_events(store: Store) {
         meta: None,
     });
     let booked = store
+        .orders()
         .place_order(&c, order(Some("o-2"), vec![dinner]), key())
         .await
         .unwrap();
@@ -185,8 +189,13 @@ async fn orders_codes_and_bookings_record_their_events(store: Store) {
         status: Some(BookingStatus::Pending),
         ..Default::default()
     };
-    let pending = store.update_booking(&c, &booking.id, patch).await.unwrap();
+    let pending = store
+        .orders()
+        .update_booking(&c, &booking.id, patch)
+        .await
+        .unwrap();
     let (cancelled, _) = store
+        .orders()
         .cancel_order(&c, &booked.order.id, None)
         .await
         .unwrap();
@@ -212,6 +221,7 @@ async fn orders_codes_and_bookings_record_their_events(store: Store) {
     assert!(cancelled.lines[0].cancelled_at.is_some());
     // Cancelling again changes nothing, and records nothing.
     store
+        .orders()
         .cancel_order(&c, &booked.order.id, None)
         .await
         .unwrap();

@@ -939,7 +939,7 @@ async fn a_batch_file_makes_one_event(store: Store) {
             source: "sftp".into(),
             username: None,
         };
-        store.record_batch(&org, new).await.unwrap();
+        store.batches().record_batch(&org, new).await.unwrap();
         let finish = store::BatchFinish {
             state,
             rows: 1_000,
@@ -948,7 +948,7 @@ async fn a_batch_file_makes_one_event(store: Store) {
             summary: serde_json::json!({"rejectedReport": format!("{id}.rejected.csv")}),
             error: (state == store::BatchState::Failed).then(|| "unreadable".into()),
         };
-        store.finish_batch(id, finish).await.unwrap();
+        store.batches().finish_batch(id, finish).await.unwrap();
     }
     dispatch(&store).await;
     let batches = EventFilter {

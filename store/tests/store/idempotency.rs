@@ -177,10 +177,12 @@ async fn a_file_row_and_an_api_earn_share_one_id(store: Store) {
     ];
     let mut totals = Default::default();
     let checked = store
+        .batches()
         .check_file_earns(&book, &org, None, &rows, &mut totals)
         .await
         .unwrap();
     let loaded = store
+        .batches()
         .credit_file_earns(&book, &org, "batch-1", &rows)
         .await
         .unwrap();
@@ -324,6 +326,7 @@ async fn a_return_refused_in_a_file_is_refused_again_by_the_api(store: Store) {
         meta: None,
     };
     let outcomes = store
+        .batches()
         .reverse_file_rows(&c.org(), "batch-1", vec![row])
         .await
         .unwrap();
@@ -356,18 +359,28 @@ async fn a_refused_order_is_refused_again_under_its_reference(store: Store) {
     orders::earn(&store, &c, "e-1", "5").await;
     let mut mug = orders::order(Some("o-1"), vec![orders::line("mug", None, 2)]);
     mug.wallet = Some("w-1".into());
-    let first = store.place_order(&c, mug.clone(), orders::key()).await;
+    let first = store
+        .orders()
+        .place_order(&c, mug.clone(), orders::key())
+        .await;
     assert_eq!(refused(&first), "short: 5");
     orders::earn(&store, &c, "e-2", "10").await;
-    let again = store.place_order(&c, mug.clone(), orders::key()).await;
+    let again = store
+        .orders()
+        .place_order(&c, mug.clone(), orders::key())
+        .await;
     assert_eq!(refused(&again), "short: 5");
     let mut three = mug.clone();
     three.lines[0].quantity = 3;
-    let other = store.place_order(&c, three, orders::key()).await;
+    let other = store.orders().place_order(&c, three, orders::key()).await;
     assert_eq!(reused_for(&other), Some("lines"));
     // Nothing of the refused order was kept: the stock is whole; a new reference is placed.
     mug.reference = Some("o-2".into());
-    store.place_order(&c, mug, orders::key()).await.unwrap();
+    store
+        .orders()
+        .place_order(&c, mug, orders::key())
+        .await
+        .unwrap();
     let wallet = store.ledger().get_wallet(&c, "w-1").await.unwrap();
     assert_eq!(wallet.balance, Tokens::whole(9));
     let products = store.catalogue().catalogue_products(&c).await.unwrap();

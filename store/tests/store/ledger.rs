@@ -726,6 +726,7 @@ async fn a_large_chunk_of_new_rows_is_credited_once(store: Store) {
         other => panic!("{other:?}"),
     };
     let first = store
+        .batches()
         .credit_file_earns(&book, &s.campaign.org(), "batch-1", &rows("n"))
         .await
         .unwrap();
@@ -748,6 +749,7 @@ async fn a_large_chunk_of_new_rows_is_credited_once(store: Store) {
     again.row = 1_202;
     twice.push(again);
     let second = store
+        .batches()
         .credit_file_earns(&book, &s.campaign.org(), "batch-2", &twice)
         .await
         .unwrap();
@@ -806,6 +808,7 @@ async fn file_rows(store: Store, padding: usize) {
         rows.push(padded);
     }
     let outcomes = store
+        .batches()
         .credit_file_earns(&book, &s.campaign.org(), "batch-1", &rows)
         .await
         .unwrap();
@@ -855,6 +858,7 @@ async fn file_rows(store: Store, padding: usize) {
     // The same batch taken up again after a crash recognises what it credited; another file
     // with the same ids credits nothing.
     let again = store
+        .batches()
         .credit_file_earns(&book, &s.campaign.org(), "batch-1", &rows)
         .await
         .unwrap();
@@ -873,6 +877,7 @@ async fn file_rows(store: Store, padding: usize) {
     );
     assert!(kinds[5..].iter().all(|k| *k == "before"));
     let other = store
+        .batches()
         .credit_file_earns(&book, &s.campaign.org(), "batch-2", &rows)
         .await
         .unwrap();
@@ -906,10 +911,12 @@ async fn file_chunks_commit_with_the_writes_beside_them(store: Store) {
     };
     let totals = &mut store::FileTotals::default();
     let first = store
+        .batches()
         .evaluate_file_earns(&book, org, &[row(2, "c-1"), row(3, "c-2")], totals)
         .await
         .unwrap();
     let (credited, mut pending) = store
+        .batches()
         .credit_evaluated("batch-1", first, std::future::ready(()))
         .await
         .unwrap();
@@ -925,6 +932,7 @@ async fn file_chunks_commit_with_the_writes_beside_them(store: Store) {
         .unwrap();
     drain(&store, &book).await;
     let second = store
+        .batches()
         .evaluate_file_earns(
             &book,
             org,
@@ -934,11 +942,12 @@ async fn file_chunks_commit_with_the_writes_beside_them(store: Store) {
         .await
         .unwrap();
     let (credited, more) = store
+        .batches()
         .credit_evaluated("batch-1", second, std::future::ready(()))
         .await
         .unwrap();
     pending.extend(more);
-    store.commit(pending).await.unwrap();
+    store.batches().commit(pending).await.unwrap();
     assert!(matches!(
         credited[..],
         [
@@ -967,21 +976,27 @@ async fn file_rows_stop_at_the_ledger_ceiling(store: Store) {
     };
     let totals = &mut store::FileTotals::default();
     let chunk = [row(2, "a", "600000000000"), row(3, "b", "600000000000")];
-    let first = store.evaluate_file_earns(&book, org, &chunk, totals);
+    let first = store
+        .batches()
+        .evaluate_file_earns(&book, org, &chunk, totals);
     let (credited, mut pending) = store
+        .batches()
         .credit_evaluated("batch-1", first.await.unwrap(), std::future::ready(()))
         .await
         .unwrap();
     assert!(matches!(credited[0], store::FileOutcome::Credited { .. }));
     assert!(matches!(credited[1], store::FileOutcome::OverCeiling(_)));
     let chunk = [row(4, "c", "400000000001"), row(5, "d", "400000000000")];
-    let second = store.evaluate_file_earns(&book, org, &chunk, totals);
+    let second = store
+        .batches()
+        .evaluate_file_earns(&book, org, &chunk, totals);
     let (credited, more) = store
+        .batches()
         .credit_evaluated("batch-1", second.await.unwrap(), std::future::ready(()))
         .await
         .unwrap();
     pending.extend(more);
-    store.commit(pending).await.unwrap();
+    store.batches().commit(pending).await.unwrap();
     assert!(matches!(credited[0], store::FileOutcome::OverCeiling(_)));
     assert!(matches!(credited[1], store::FileOutcome::Credited { .. }));
     assert_eq!(balance(&store, &s).await, Tokens::MAX);
@@ -1010,6 +1025,7 @@ async fn a_files_total_stops_at_the_ledger_ceiling(store: Store) {
         },
     });
     let outcomes = store
+        .batches()
         .credit_file_earns(&book, &s.campaign.org(), "batch-1", &rows)
         .await
         .unwrap();
@@ -1048,6 +1064,7 @@ async fn backdated_file_rows_are_spent_and_expire_in_date_order(store: Store) {
     let mut rows = vec![row(2, earn_on("late", "4", 20))];
     rows.extend((0..1_200).map(|i| row(3 + i, earn(&format!("p-{i}"), "1"))));
     store
+        .batches()
         .credit_file_earns(&book, &s.campaign.org(), "batch-1", &rows)
         .await
         .unwrap();

@@ -1148,6 +1148,7 @@ impl World {
                 let line = line.map(|l| l % placed.lines.len());
                 let line_id = line.map(|l| placed.lines[l].0.as_str());
                 self.store
+                    .orders()
                     .cancel_order(&self.campaign, &placed.id, line_id)
                     .await
                     .map_err(|e| fail(step, e))?;
@@ -1203,7 +1204,11 @@ impl World {
             ..Default::default()
         };
         let codes = std::sync::Arc::new(store::CodeKey::new(&[7u8; 32]));
-        let result = self.store.place_order(&self.campaign, order, codes).await;
+        let result = self
+            .store
+            .orders()
+            .place_order(&self.campaign, order, codes)
+            .await;
         let expected = self.model.burn(wallet, i64::from(a + b) * MICROS);
         let placed = match result {
             Ok(placed) => placed.order,

@@ -110,6 +110,7 @@ fn booking(date: chrono::DateTime<FixedOffset>, branch: Option<&str>) -> NewBook
 async fn orders_total_their_lines_and_keep_what_was_ordered(store: Store) {
     let c = setup(&store).await;
     let placed = store
+        .orders()
         .place_order(
             &c,
             order(
@@ -139,7 +140,7 @@ async fn orders_total_their_lines_and_keep_what_was_ordered(store: Store) {
 
     // Read back: the same order, and the product as it was even after the catalogue changes.
     let scope = OrderScope::campaign(&c);
-    let read = store.get_order(&scope, &o.id, None).await.unwrap();
+    let read = store.orders().get_order(&scope, &o.id, None).await.unwrap();
     assert_eq!(&read, o);
     let renamed = json!({"products": [{"id": "dinner", "name": "Supper",
         "variants": [{"id": "dinner-std", "name": "Basic", "price": 99}]}]});
@@ -155,17 +156,19 @@ async fn orders_total_their_lines_and_keep_what_was_ordered(store: Store) {
         )
         .await
         .unwrap();
-    let after = store.get_order(&scope, &o.id, None).await.unwrap();
+    let after = store.orders().get_order(&scope, &o.id, None).await.unwrap();
     assert_eq!(after.lines[0].product.name, "Dinner for two");
     assert_eq!(after.total, o.total);
 
     let list = store
+        .orders()
         .list_orders(&scope, Some("card-1"), false, Page::default())
         .await
         .unwrap();
     assert_eq!(list.total, 1);
     assert!(list.items[0].lines.is_empty());
     let nobody = store
+        .orders()
         .list_orders(&scope, Some("nobody"), true, Page::default())
         .await
         .unwrap();
@@ -175,16 +178,19 @@ async fn orders_total_their_lines_and_keep_what_was_ordered(store: Store) {
 async fn a_reference_makes_an_order_once(store: Store) {
     let c = setup(&store).await;
     let first = store
+        .orders()
         .place_order(&c, order(Some("r-1"), vec![line("mug", None, 2)]), key())
         .await
         .unwrap();
     let again = store
+        .orders()
         .place_order(&c, order(Some("r-1"), vec![line("mug", None, 2)]), key())
         .await
         .unwrap();
     assert!(again.replayed);
     assert_eq!(again.order.id, first.order.id);
     let other = store
+        .orders()
         .place_order(&c, order(Some("r-1"), vec![line("mug", None, 1)]), key())
         .await;
     assert_eq!(
@@ -194,6 +200,7 @@ async fn a_reference_makes_an_order_once(store: Store) {
     );
     // Stock was taken once: one unit is left.
     let last = store
+        .orders()
         .place_order(&c, order(None, vec![line("mug", None, 2)]), key())
         .await;
     assert!(
@@ -207,6 +214,7 @@ async fn a_reference_makes_an_order_once(store: Store) {
         let (store, c) = (store.clone(), c.clone());
         tasks.push(tokio::spawn(async move {
             store
+                .orders()
                 .place_order(
                     &c,
                     order(Some("twin"), vec![line("dinner", Some("dinner-std"), 1)]),
@@ -234,7 +242,11 @@ async fn problems_with_lines_are_named(store: Store) {
             line("mug", Some("nothing"), 1),
         ],
     );
-    let err = store.place_order(&c, bad, key()).await.unwrap_err();
+    let err = store
+        .orders()
+        .place_order(&c, bad, key())
+        .await
+        .unwrap_err();
     let StoreError::Rejected(problems) = err else {
         panic!("{err:?}");
     };
@@ -252,7 +264,11 @@ async fn problems_with_lines_are_named(store: Store) {
     );
     let mut unknown = order(None, vec![line("mug", None, 1)]);
     unknown.owner = "nobody".into();
-    let err = store.place_order(&c, unknown, key()).await.unwrap_err();
+    let err = store
+        .orders()
+        .place_order(&c, unknown, key())
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, StoreError::UnknownReference { field: "owner", .. }),
         "{err:?}"
@@ -260,7 +276,11 @@ async fn problems_with_lines_are_named(store: Store) {
 
     // The gold variant needs a wallet that reached Gold (100 earned).
     let gold = || order(None, vec![line("dinner", Some("dinner-gold"), 1)]);
-    let err = store.place_order(&c, gold(), key()).await.unwrap_err();
+    let err = store
+        .orders()
+        .place_order(&c, gold(), key())
+        .await
+        .unwrap_err();
     assert!(
         matches!(
             &err,
@@ -272,9 +292,10 @@ async fn problems_with_lines_are_named(store: Store) {
         "{err:?}"
     );
     earn(&store, &c, "e-1", "150").await;
-    store.place_order(&c, gold(), key()).await.unwrap();
+    store.orders().place_order(&c, gold(), key()).await.unwrap();
     assert!(
         store
+            .orders()
             .list_orders(&OrderScope::campaign(&c), None, false, Page::default())
             .await
             .unwrap()
@@ -292,6 +313,7 @@ async fn concurrent_orders_never_oversell(store: Store) {
         let (store, c) = (store.clone(), c.clone());
         tasks.push(tokio::spawn(async move {
             store
+                .orders()
                 .place_order(
                     &c,
                     order(None, vec![line("dinner", Some("dinner-gold"), 1)]),
@@ -338,7 +360,7 @@ async fn paying_with_points_burns_in_the_same_transaction(store: Store) {
     earn(&store, &c, "e-1", "60").await;
     let mut paid = order(Some("p-1"), vec![line("mug", None, 2)]);
     paid.wallet = Some("w-1".into());
-    let placed = store.place_order(&c, paid, key()).await.unwrap();
+    let placed = store.orders().place_order(&c, paid, key()).await.unwrap();
     let wallet = store.ledger().get_wallet(&c, "w-1").await.unwrap();
     assert_eq!(wallet.balance, Tokens::whole(54));
     let burn_id = placed.order.transaction_id.clone().unwrap();
@@ -351,7 +373,11 @@ async fn paying_with_points_burns_in_the_same_transaction(store: Store) {
     // Too dear: no order, no stock taken, no transaction.
     let mut dear = order(Some("p-2"), vec![line("dinner", Some("dinner-std"), 3)]);
     dear.wallet = Some("w-1".into());
-    let err = store.place_order(&c, dear, key()).await.unwrap_err();
+    let err = store
+        .orders()
+        .place_order(&c, dear, key())
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, StoreError::InsufficientBalance { .. }),
         "{err:?}"
@@ -361,10 +387,17 @@ async fn paying_with_points_burns_in_the_same_transaction(store: Store) {
         vec![line("mug", None, 1), line("dinner", Some("dinner-std"), 3)],
     );
     last_mug.wallet = Some("w-1".into());
-    assert!(store.place_order(&c, last_mug, key()).await.is_err());
+    assert!(
+        store
+            .orders()
+            .place_order(&c, last_mug, key())
+            .await
+            .is_err()
+    );
     let scope = OrderScope::campaign(&c);
     assert_eq!(
         store
+            .orders()
             .list_orders(&scope, None, false, Page::default())
             .await
             .unwrap()
@@ -419,7 +452,11 @@ async fn paying_with_points_burns_in_the_same_transaction(store: Store) {
         .unwrap();
     let mut theirs = order(None, vec![line("mug", None, 1)]);
     theirs.wallet = Some("w-2".into());
-    let err = store.place_order(&c, theirs, key()).await.unwrap_err();
+    let err = store
+        .orders()
+        .place_order(&c, theirs, key())
+        .await
+        .unwrap_err();
     assert!(
         matches!(
             err,
@@ -435,6 +472,7 @@ async fn paying_with_points_burns_in_the_same_transaction(store: Store) {
 async fn codes_are_sealed_and_redeemed_once(store: Store) {
     let c = setup(&store).await;
     let placed = store
+        .orders()
         .place_order(
             &c,
             order(None, vec![line("dinner", Some("dinner-std"), 3)]),
@@ -445,6 +483,7 @@ async fn codes_are_sealed_and_redeemed_once(store: Store) {
     let scope = OrderScope::campaign(&c);
     let line_id = placed.order.lines[0].id.clone();
     let clear = store
+        .orders()
         .order_line(&scope, &placed.order.id, &line_id, None, Some(&key()))
         .await
         .unwrap();
@@ -483,7 +522,12 @@ async fn codes_are_sealed_and_redeemed_once(store: Store) {
     let loose = codes[0].to_lowercase().replace('-', " ");
     let redeem = |code: String, partner: &'static str| {
         let (store, org) = (store.clone(), c.org());
-        tokio::spawn(async move { store.redeem_code(&org, &code, &key(), partner).await })
+        tokio::spawn(async move {
+            store
+                .orders()
+                .redeem_code(&org, &code, &key(), partner)
+                .await
+        })
     };
     let (a, b) = (redeem(codes[0].clone(), "key-a"), redeem(loose, "key-b"));
     let outcomes = [a.await.unwrap(), b.await.unwrap()];
@@ -503,11 +547,13 @@ async fn codes_are_sealed_and_redeemed_once(store: Store) {
     assert_eq!(redeemed.line_id, line_id);
     assert_eq!(redeemed.product.name, "Dinner for two");
     let unknown = store
+        .orders()
         .redeem_code(&c.org(), "0000-0000-00000", &key(), "k")
         .await;
     assert!(matches!(unknown, Err(StoreError::NotFound { .. })));
     let other_org = store.tenancy().create_org("Other").await.unwrap();
     let elsewhere = store
+        .orders()
         .redeem_code(&other_org.scope(), &codes[1], &key(), "k")
         .await;
     assert!(
@@ -516,6 +562,7 @@ async fn codes_are_sealed_and_redeemed_once(store: Store) {
     );
 
     let read = store
+        .orders()
         .get_order(&scope, &placed.order.id, None)
         .await
         .unwrap();
@@ -528,6 +575,7 @@ async fn codes_are_sealed_and_redeemed_once(store: Store) {
     // Another key cannot open them.
     let wrong = CodeKey::new(&[8u8; 32]);
     let err = store
+        .orders()
         .order_line(&scope, &placed.order.id, &line_id, None, Some(&wrong))
         .await
         .unwrap_err();
@@ -539,6 +587,7 @@ async fn bookings_follow_the_state_machine(store: Store) {
     let mut dinner = line("dinner", Some("dinner-std"), 1);
     dinner.booking = Some(booking(next_friday(), Some("cpt")));
     let placed = store
+        .orders()
         .place_order(&c, order(None, vec![dinner, line("mug", None, 1)]), key())
         .await
         .unwrap();
@@ -553,6 +602,7 @@ async fn bookings_follow_the_state_machine(store: Store) {
 
     // One booking going ahead per line; a line that needs none takes none.
     let again = store
+        .orders()
         .create_booking(&c, &line_id, booking(next_friday(), Some("jhb")))
         .await;
     assert!(
@@ -566,6 +616,7 @@ async fn bookings_follow_the_state_machine(store: Store) {
         "{again:?}"
     );
     let mug = store
+        .orders()
         .create_booking(&c, &mug_line, booking(next_friday(), None))
         .await;
     assert!(
@@ -602,21 +653,27 @@ async fn bookings_follow_the_state_machine(store: Store) {
             };
             if active {
                 store
+                    .orders()
                     .update_booking(&c, &current, set(Cancelled))
                     .await
                     .unwrap();
             }
             current = store
+                .orders()
                 .create_booking(&c, &line_id, booking(next_friday(), Some("jhb")))
                 .await
                 .unwrap()
                 .id;
             for step in path_to(from) {
-                store.update_booking(&c, &current, set(step)).await.unwrap();
+                store
+                    .orders()
+                    .update_booking(&c, &current, set(step))
+                    .await
+                    .unwrap();
             }
-            let before = store.get_booking(&c, &current).await.unwrap();
+            let before = store.orders().get_booking(&c, &current).await.unwrap();
             assert_eq!(before.status, from);
-            let moved = store.update_booking(&c, &current, set(to)).await;
+            let moved = store.orders().update_booking(&c, &current, set(to)).await;
             if legal(from, to) {
                 let moved = moved.unwrap_or_else(|e| panic!("{from:?} -> {to:?}: {e}"));
                 assert_eq!(moved.status, to);
@@ -640,6 +697,7 @@ async fn bookings_follow_the_state_machine(store: Store) {
 async fn booking_dates_and_branches_are_checked(store: Store) {
     let c = setup(&store).await;
     let placed = store
+        .orders()
         .place_order(
             &c,
             order(None, vec![line("dinner", Some("dinner-std"), 1)]),
@@ -664,7 +722,11 @@ async fn booking_dates_and_branches_are_checked(store: Store) {
             "pax",
         ),
     ] {
-        let err = store.create_booking(&c, &line_id, new).await.unwrap_err();
+        let err = store
+            .orders()
+            .create_booking(&c, &line_id, new)
+            .await
+            .unwrap_err();
         let StoreError::Rejected(problems) = &err else {
             panic!("{err:?}");
         };
@@ -674,6 +736,7 @@ async fn booking_dates_and_branches_are_checked(store: Store) {
     let late = friday + Duration::minutes(270);
     assert_eq!(late.weekday(), chrono::Weekday::Fri);
     let b = store
+        .orders()
         .create_booking(&c, &line_id, booking(late, Some("cpt")))
         .await
         .unwrap();
@@ -682,7 +745,11 @@ async fn booking_dates_and_branches_are_checked(store: Store) {
         date: Some(thursday),
         ..Default::default()
     };
-    let err = store.update_booking(&c, &b.id, patch).await.unwrap_err();
+    let err = store
+        .orders()
+        .update_booking(&c, &b.id, patch)
+        .await
+        .unwrap_err();
     assert!(matches!(err, StoreError::Rejected(_)), "{err:?}");
     let patch = BookingPatch {
         date: Some(friday + Duration::days(1)),
@@ -690,19 +757,28 @@ async fn booking_dates_and_branches_are_checked(store: Store) {
         notes: Some(Some("Window".into())),
         ..Default::default()
     };
-    let moved = store.update_booking(&c, &b.id, patch).await.unwrap();
+    let moved = store
+        .orders()
+        .update_booking(&c, &b.id, patch)
+        .await
+        .unwrap();
     assert_eq!((moved.pax, moved.notes.as_deref()), (4, Some("Window")));
     // A cancelled booking keeps its details.
     let cancel = BookingPatch {
         status: Some(BookingStatus::Cancelled),
         ..Default::default()
     };
-    store.update_booking(&c, &b.id, cancel).await.unwrap();
+    store
+        .orders()
+        .update_booking(&c, &b.id, cancel)
+        .await
+        .unwrap();
     let late_change = BookingPatch {
         pax: Some(5),
         ..Default::default()
     };
     let err = store
+        .orders()
         .update_booking(&c, &b.id, late_change)
         .await
         .unwrap_err();
@@ -718,6 +794,7 @@ async fn booking_dates_and_branches_are_checked(store: Store) {
     );
 
     let listed = store
+        .orders()
         .list_bookings(
             &c,
             &store::BookingFilter {
@@ -730,6 +807,7 @@ async fn booking_dates_and_branches_are_checked(store: Store) {
         .unwrap();
     assert_eq!(listed.total, 1);
     let read = store
+        .orders()
         .get_order(&OrderScope::campaign(&c), &placed.order.id, None)
         .await
         .unwrap();
@@ -742,6 +820,7 @@ async fn booking_dates_and_branches_are_checked(store: Store) {
 async fn other_organisations_see_nothing(store: Store) {
     let c = setup(&store).await;
     let placed = store
+        .orders()
         .place_order(
             &c,
             order(None, vec![line("dinner", Some("dinner-std"), 1)]),
@@ -764,18 +843,21 @@ async fn other_organisations_see_nothing(store: Store) {
         .unwrap();
     let scope = OrderScope::organisation(&other);
     let err = store
+        .orders()
         .get_order(&scope, &placed.order.id, None)
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::NotFound { .. }));
     let line_id = &placed.order.lines[0].id;
     let err = store
+        .orders()
         .create_booking(&other, line_id, booking(next_friday(), Some("cpt")))
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::NotFound { .. }));
     assert_eq!(
         store
+            .orders()
             .list_orders(&scope, None, true, Page::default())
             .await
             .unwrap()
@@ -797,12 +879,14 @@ async fn other_organisations_see_nothing(store: Store) {
         .unwrap();
     assert!(
         store
+            .orders()
             .get_order(&OrderScope::campaign(&sibling), &placed.order.id, None)
             .await
             .is_err()
     );
     assert!(
         store
+            .orders()
             .get_order(&OrderScope::organisation(&sibling), &placed.order.id, None)
             .await
             .is_ok()

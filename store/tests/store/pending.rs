@@ -352,6 +352,7 @@ async fn a_file_of_pending_earns_vests_alike(store: Store) {
     };
     for (batch, prefix, n) in [("batch-1", "big", 1_200), ("batch-2", "small", 3)] {
         store
+            .batches()
             .credit_file_earns(&book, &s.campaign.org(), batch, &rows(prefix, n))
             .await
             .unwrap();

@@ -75,7 +75,12 @@ pub async fn receive_bytes(
     ingest::intake::receive(store, data, org, &file, name, "sftp", Some("alice"))
         .await
         .unwrap();
-    store.claim_batches(1, None).await.unwrap().remove(0)
+    store
+        .batches()
+        .claim_batches(1, None)
+        .await
+        .unwrap()
+        .remove(0)
 }
 
 /// The organisation's report `name` (in `reports/`), parsed as JSON.

@@ -13,7 +13,7 @@ use super::cancel::cancel_lines;
 use super::plan::{BRANCHES, PRODUCT, ProductRow};
 use crate::backend::{PgTx, SqliteTx, Tx, Work};
 use crate::common::ids::now;
-use crate::{Campaign, FieldProblem, Page, Paged, Store, StoreError};
+use crate::{Campaign, FieldProblem, Orders, Page, Paged, StoreError};
 use events::EventType;
 use ledger::burn::Debiting;
 use ledger::holds::Settle;
@@ -251,7 +251,7 @@ impl Work for BookingUpdate {
 }
 
 /// Bookings: a campaign's bookings and their status changes (scope: `&Campaign`).
-impl Store {
+impl Orders {
     /// Books order line `line_id` of the campaign: the line must require a booking and have
     /// none going ahead (`Refused`: `booking_not_required`, `booking_exists`); the date and
     /// branch must suit the product (`Rejected`).

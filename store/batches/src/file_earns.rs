@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use crate::backend::direct;
 use rayon::prelude::*;
 
-use crate::{Credit, Credited, EarnInput, RuleBook, Store, StoreError, Tokens, TransactionKind};
+use crate::{Batches, Credit, Credited, EarnInput, RuleBook, StoreError, Tokens, TransactionKind};
 use ledger::earlier_columns;
 use ledger::evaluate::{Refusal, Target, WalletContext, evaluate, within_ceiling};
 use ledger::same_earn::EarlierEarn;
@@ -133,8 +133,8 @@ impl FileTotals {
 }
 
 /// Chunks credited whose transaction may not have committed yet (SQLite commits a batch file's
-/// chunks together, every few seconds): `Store::commit` waits for them.
-#[must_use = "a credited chunk is only safe once `Store::commit` has seen it committed"]
+/// chunks together, every few seconds): `Batches::commit` waits for them.
+#[must_use = "a credited chunk is only safe once `Batches::commit` has seen it committed"]
 #[derive(Default)]
 pub struct Pending(Vec<direct::Commit>);
 
@@ -145,7 +145,7 @@ impl Pending {
 }
 
 /// Batch rows: a file's earns evaluated and credited chunk by chunk (scope: `OrgScope`).
-impl Store {
+impl Batches {
     /// Evaluates and credits `earns` of batch `batch_id` of organisation `org_id` in one database
     /// transaction, committed when this returns; returns each row's outcome, in order. Rows see
     /// their wallet's balance and tier as they were before the call.
@@ -168,7 +168,7 @@ impl Store {
     /// Credits the rows of `evaluated` under batch `batch_id` as one bulk write once `turn`
     /// completes (what needs no database is prepared before: a file's next chunk while the one
     /// before it is written); returns each row's outcome, in order, and what to wait on
-    /// (`Store::commit`) before the rows count as credited. Until then they are seen by later
+    /// (`Batches::commit`) before the rows count as credited. Until then they are seen by later
     /// writes (a repeated id is a duplicate) but not by readers; if the transaction fails, none
     /// of its chunks are credited.
     pub async fn credit_evaluated(
@@ -293,6 +293,7 @@ impl Store {
                 let active = book.active(org_id, &wallet.campaign_id).await?;
                 rule_sets.insert(wallet.campaign_id.clone(), active);
                 let back = self
+                    .ledger()
                     .programme()
                     .policy_of(&wallet.campaign_id)
                     .await?
@@ -400,7 +401,7 @@ impl Store {
 /// compared each with every reference, on the statistics of a new programme (0.8 s a
 /// 5,000-row chunk over 5,000 wallets). SQLite looks up one reference at a time, and for that
 /// form it reads the organisation's wallets instead of probing.
-fn file_wallets_sql(store: &Store) -> &'static str {
+fn file_wallets_sql(store: &Batches) -> &'static str {
     store.dialect(
         "SELECT w.id, w.external_id, w.campaign_id, w.balance, w.earned, t.name, \
          m.status, w.currency FROM wallets w JOIN members m ON m.id = w.owner_id \
@@ -427,7 +428,7 @@ mod tests {
     use crate::backend::Plan;
 
     /// The plan of a chunk's wallet lookup for `references`, as text.
-    async fn plan(store: &Store, org_id: &str, references: &[String]) -> String {
+    async fn plan(store: &Batches, org_id: &str, references: &[String]) -> String {
         let sql = file_wallets_sql(store);
         store
             .query_plan(sql, params![org_id], Some(references), Plan::AsRun)
@@ -437,8 +438,8 @@ mod tests {
     /// A chunk's wallet lookup probes an index once a reference, on a programme's first file
     /// (no statistics yet) as later: no plan node compares wallets with the whole list of
     /// references (PostgreSQL), no wallet table read through (SQLite).
-    async fn wallets_are_looked_up_by_one_probe_a_reference(store: Store) {
-        let (campaign, wallet) = crate::testing::wallet_fixture(&store).await;
+    async fn wallets_are_looked_up_by_one_probe_a_reference(store: Batches) {
+        let (campaign, wallet) = ledger::testing::wallet_fixture(store.ledger()).await;
         let mut references: Vec<String> = (0..2_000).map(|i| format!("card-{i}")).collect();
         references.push(wallet.id.clone());
         let plan = plan(&store, &campaign.org_id, &references).await;
@@ -455,5 +456,5 @@ mod tests {
         assert_eq!(found[&wallet.id].id, wallet.id);
     }
 
-    crate::backend_tests!(wallets_are_looked_up_by_one_probe_a_reference);
+    seam::tests_on_both!(crate::testing::batches_on; wallets_are_looked_up_by_one_probe_a_reference);
 }

@@ -20,7 +20,7 @@ use super::place::SELLOUT;
 use super::read::order_within;
 use crate::backend::{PgTx, SqliteTx, Work};
 use crate::common::ids::now;
-use crate::{Campaign, NewCorrection, Order, Store, StoreError, Tokens};
+use crate::{Campaign, NewCorrection, Order, Orders, StoreError, Tokens};
 use events::{EventType, NewEvent};
 use ledger::burn::Debiting;
 use ledger::corrections::refund_within;
@@ -46,7 +46,7 @@ const CANCEL_LINE: &str =
     "UPDATE order_lines SET cancelled_at = $2 WHERE id = $1 AND cancelled_at IS NULL";
 
 /// Orders, cancelled (scope: `&Campaign`).
-impl Store {
+impl Orders {
     /// Cancels order `order_id` of `campaign` whole, or only its line `line_id`; the order
     /// after. `NotFound` for an order (or line) the campaign does not hold; `Refused`
     /// (`line_redeemed`, naming `lineId`) when a line to cancel has a redeemed code. Whether it

@@ -16,7 +16,7 @@ use rules::Decimal;
 use serde_json::Value;
 
 use crate::backend::{PgTx, SqliteTx, Work};
-use crate::{Campaign, NewCorrection, OrgScope, Store, StoreError, Tokens, TransactionKind};
+use crate::{Batches, Campaign, NewCorrection, OrgScope, StoreError, Tokens, TransactionKind};
 use ledger::burn::Debiting;
 use ledger::corrections::{Correcting, Origin, What};
 use ledger::transactions::{SELECT_BY_ID, TransactionRow, idem_key, transaction_from_row};
@@ -99,7 +99,7 @@ struct Named {
 }
 
 /// Returns from batch files (scope: `OrgScope`).
-impl Store {
+impl Batches {
     /// Reverses each row's earn under batch `batch_id`; each row's outcome, in order. An `Err`
     /// is a store failure: none of the rows' returns are written then (on PostgreSQL, some
     /// wallets' may be), and those that are are recognised as this batch's when the file is

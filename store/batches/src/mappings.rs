@@ -8,7 +8,7 @@ use serde_json::Value;
 use sqlx::types::Json;
 
 use crate::common::ids::now;
-use crate::{Store, StoreError};
+use crate::{Batches, StoreError};
 
 /// A stored mapping.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,7 +20,7 @@ pub struct StoredMapping {
 }
 
 /// Mappings: how an organisation's batch files name their columns (scope: `OrgScope`).
-impl Store {
+impl Batches {
     /// Stores (or replaces) the organisation's mapping for `pattern`.
     pub async fn set_mapping(
         &self,

@@ -10,7 +10,7 @@ use super::booking::{Booking, LINE_BOOKINGS, shown_bookings};
 use super::{Code, Order, OrderLine, ProductSummary};
 use crate::backend::Tx;
 use crate::common::codes::{CodeKey, masked_tail};
-use crate::{Campaign, Page, Paged, Store, StoreError, Tokens};
+use crate::{Campaign, Orders, Page, Paged, StoreError, Tokens};
 
 /// Which orders a caller may see: the organisation's, in one campaign or in all of them.
 #[derive(Debug, Clone)]
@@ -121,7 +121,7 @@ const CODES: &str = "SELECT line_id, tail, sealed, redeemed_at, voided_at FROM r
      WHERE line_id {key} ORDER BY line_id, position";
 
 /// Orders, read: a campaign's orders and their lines (scope: `&Campaign`).
-impl Store {
+impl Orders {
     /// The member id that `owner` (an id or external id) names, for a filter: `None` when no
     /// filter was given, `Err(NotFound)` when it names no member (the caller decides what an
     /// unknown owner means).

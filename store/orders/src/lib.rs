@@ -1,4 +1,7 @@
-//! Orders: members redeeming catalogue rewards. Where things live:
+//! Orders, reached through the `Orders` handle: members redeeming catalogue rewards, paid with
+//! points through the ledger, and the bookings their lines may need. It sits on the seam,
+//! tenancy (a `Campaign` is its scope), members, the programme, the catalogue (its products'
+//! rows and opening hours) and the ledger. Where things live:
 //!
 //! - `place.rs`: placing an order in one transaction (the reference that makes it idempotent,
 //!   stock taken atomically, paying with points through the ledger's debit, codes, inline
@@ -12,9 +15,14 @@
 //!   `bookings.rs`: booking lines that need one, and moving a booking along its state machine;
 //! - `cancel.rs`: cancelling an order or a line: refund, stock, codes voided, booking.
 
+#![allow(async_fn_in_trait)]
+
+#[macro_use]
+extern crate seam;
+
 #[macro_use]
 mod booking;
-pub(crate) mod bookings;
+pub mod bookings;
 mod cancel;
 mod place;
 mod plan;
@@ -25,7 +33,15 @@ use chrono::{DateTime, FixedOffset, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Tokens;
+use catalogue::Weekdays;
+use ledger::{Ledger, NewCorrection, NewHold, Transaction, TransactionKind};
+use members::Members;
+use programme::Programme;
+use seam::common::ids::new_id;
+use seam::scope::OrgScope;
+use seam::{Db, FieldProblem, Page, Paged, StoreError, Tokens, backend, common, error};
+use tenancy::Campaign;
+
 pub use booking::{Booking, BookingPatch, BookingStatus, NewBooking};
 pub use bookings::BookingFilter;
 pub use place::Placed;
@@ -137,5 +153,39 @@ impl events::Payload for Order {
     const RECORD: &'static str = "order";
     fn subject_id(&self) -> Option<&str> {
         Some(&self.id)
+    }
+}
+
+/// Orders and bookings. Cheap to clone.
+#[derive(Clone)]
+pub struct Orders {
+    db: Db,
+    ledger: Ledger,
+}
+
+db_handle!(Orders);
+
+impl std::fmt::Debug for Orders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.db.fmt(f)
+    }
+}
+
+impl Orders {
+    /// The orders in `db`, paid through `ledger`.
+    pub fn on(db: Db, ledger: Ledger) -> Orders {
+        Orders { db, ledger }
+    }
+
+    fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    fn members(&self) -> &Members {
+        self.ledger.members()
+    }
+
+    fn programme(&self) -> &Programme {
+        self.ledger.programme()
     }
 }

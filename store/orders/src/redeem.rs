@@ -10,7 +10,7 @@ use super::ProductSummary;
 use crate::backend::{Steps, Tx};
 use crate::common::codes::{CodeKey, masked_tail};
 use crate::common::ids::now;
-use crate::{Store, StoreError};
+use crate::{Orders, StoreError};
 use events::{EventType, NewEvent};
 
 /// A redeemed code and what it was for.
@@ -41,7 +41,7 @@ row_struct! {
 }
 
 /// Redemption codes: a partner redeems a code once (scope: `OrgScope`).
-impl Store {
+impl Orders {
     /// Redeems `code` (as typed: case, spaces and dashes do not matter) among organisation
     /// `org_id`'s codes, for API key `key_id`. `NotFound` when no code of the organisation
     /// matches; `Refused` (`already_redeemed`) when it was redeemed before, (`code_voided`) when

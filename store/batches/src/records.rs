@@ -12,7 +12,7 @@ use sqlx::types::Json;
 use crate::backend::{Steps, Tx};
 use crate::common::ids::now;
 use crate::error::known;
-use crate::{Page, Paged, Store, StoreError};
+use crate::{Batches, Page, Paged, StoreError};
 use events::{EventType, NewEvent};
 
 string_enum! {
@@ -213,7 +213,7 @@ impl Steps for Duplicate {
 const LEASE: i64 = 60;
 
 /// Batches: received files, their states and the claim of each by one node (scope: `OrgScope`).
-impl Store {
+impl Batches {
     /// Records a received file: `received`, or `duplicate` when the organisation's live batches
     /// already hold this content (the unique index decides between files arriving together).
     pub async fn record_batch(&self, org: &OrgScope, new: NewBatch) -> Result<Batch, StoreError> {

@@ -18,7 +18,7 @@ use super::{Booking, Code, NewLine, NewOrder, Order, OrderLine};
 use crate::backend::{PgTx, SqliteTx, Tx, Work};
 use crate::common::codes::{CodeKey, masked, new_code, tail};
 use crate::common::ids::{Fingerprint, new_id, now};
-use crate::{Campaign, NewHold, Store, StoreError, Tokens, Transaction, TransactionKind};
+use crate::{Campaign, NewHold, Orders, StoreError, Tokens, Transaction, TransactionKind};
 use events::{EventType, NewEvent};
 use ledger::burn::{Debit, Debited, Debiting};
 use ledger::holds::place::Placing as HoldPlacing;
@@ -510,7 +510,7 @@ impl Work for Placing {
 
 /// Orders, placed: one order paid in tokens, its stock and codes, in one transaction (scope:
 /// `&Campaign`).
-impl Store {
+impl Orders {
     /// Places `order` in `campaign`, sealing its codes with `codes`. The owner must be a live
     /// member of the organisation (`UnknownReference` on `owner`); a paying wallet must be the
     /// owner's, in the campaign (`UnknownReference`, `Invalid` on `walletId`) and cover the
