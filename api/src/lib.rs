@@ -10,21 +10,26 @@
 //! - `inbox.rs`: the earn inbox, where handlers leave earns for one writer to store together
 //!   (the writer is a task of the node's runtime);
 //! - `http/`: what they share (authentication and versions, the error type and problem body,
-//!   the body and query extractors, field checks, paging, the OpenAPI document, the operational
-//!   routes);
-//! - `state.rs`: what handlers and jobs can reach.
+//!   the body and query extractors, field checks, paging, the document's versions);
+//! - `docs.rs`: the OpenAPI document of each version, gathered from the resources;
+//! - `ops.rs`: the operational routes (health, readiness, metrics) and the request middleware;
+//! - `state.rs`: what handlers and jobs can reach, with `product_json.rs`, the cache of
+//!   products' rendered JSON it holds.
 
 mod api_key;
 mod batches;
 mod bookings;
 mod catalogue;
+mod docs;
 mod events;
 mod holds;
 mod http;
 mod inbox;
 mod leaderboard;
 mod members;
+mod ops;
 mod orders;
+mod product_json;
 mod reviews;
 mod state;
 mod transactions;
@@ -77,7 +82,7 @@ pub use state::{AppState, Settings};
 
 /// Every authenticated route, each with its description.
 fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::with_openapi(http::docs::base())
+    OpenApiRouter::with_openapi(docs::base())
         .merge(api_key::router())
         .merge(members::router())
         .merge(wallets::router())
@@ -98,7 +103,7 @@ fn routes() -> OpenApiRouter<AppState> {
 /// each version's document (`http::versions`).
 pub(crate) fn openapi() -> utoipa::openapi::OpenApi {
     let (_, mut openapi) = routes().split_for_parts();
-    http::docs::add_shared_parts(&mut openapi);
+    docs::add_shared_parts(&mut openapi);
     openapi
 }
 
@@ -118,26 +123,24 @@ pub fn app(state: AppState) -> Router {
 
     let routes = Router::new()
         .merge(authenticated)
-        .route("/healthz", get(http::ops::healthz))
-        .route("/readyz", get(http::ops::readyz))
-        .route("/metrics", get(http::ops::metrics))
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
         .route(
             "/openapi.json",
-            get(move |headers, query| {
-                http::docs::serve_document(documents.clone(), headers, query)
-            }),
+            get(move |headers, query| docs::serve_document(documents.clone(), headers, query)),
         )
-        .fallback(http::ops::not_found)
-        .method_not_allowed_fallback(http::ops::method_not_allowed)
-        .layer(from_fn(http::ops::record_metrics))
+        .fallback(ops::not_found)
+        .method_not_allowed_fallback(ops::method_not_allowed)
+        .layer(from_fn(ops::record_metrics))
         .layer(CatchPanicLayer::custom(|_| {
             axum::response::IntoResponse::into_response(ApiError::Internal(
                 "handler panicked".into(),
             ))
         }))
         .with_state(state)
-        .merge(SwaggerUi::new("/docs").config(http::docs::swagger_config()));
-    http::ops::with_request_logs(routes)
+        .merge(SwaggerUi::new("/docs").config(docs::swagger_config()));
+    ops::with_request_logs(routes)
 }
 
 /// Serves `app(state)` on `listener` until `shutdown` completes; then lets requests in flight

@@ -1,12 +1,14 @@
 //! What every handler and the node's runtime can reach.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use metrics_exporter_prometheus::PrometheusHandle;
+use axum::extract::FromRef;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use store::{Catalogues, CodeKey, Moderation, RuleBook, Store};
 use tokio::sync::Notify;
 
+use crate::http::links::PublicUrl;
 use crate::inbox::EarnInbox;
 
 #[derive(Clone)]
@@ -18,7 +20,7 @@ pub struct AppState {
     /// Each campaign's catalogue search index, cached.
     pub catalogues: Catalogues,
     /// Each campaign's products as JSON, for the index it last searched.
-    pub(crate) rendered: crate::catalogue::RenderedProducts,
+    pub(crate) rendered: crate::product_json::RenderedProducts,
     /// Woken when an earn is accepted, so this process's worker starts on it at once.
     pub earn_waiting: Arc<Notify>,
     /// Woken when deliveries are made here (dispatched, redelivered, a test) or a sender ends,
@@ -61,6 +63,20 @@ impl Default for Settings {
     }
 }
 
+/// The authentication middleware reads keys through the store.
+impl FromRef<AppState> for Store {
+    fn from_ref(state: &AppState) -> Store {
+        state.store.clone()
+    }
+}
+
+/// Links are made under the configured public base URL.
+impl FromRef<AppState> for PublicUrl {
+    fn from_ref(state: &AppState) -> PublicUrl {
+        PublicUrl(state.settings.public_url.clone())
+    }
+}
+
 impl AppState {
     /// The state handlers share; `codes` must be the same key on every node of one database.
     /// Earns are stored once the node's runtime has started the inbox's writer.
@@ -72,7 +88,7 @@ impl AppState {
             rendered: Default::default(),
             earn_inbox: EarnInbox::new(),
             store,
-            metrics: crate::http::ops::metrics_handle(),
+            metrics: metrics_handle(),
             earn_waiting,
             deliveries_waiting: Arc::new(Notify::new()),
             codes: Arc::new(codes),
@@ -84,4 +100,27 @@ impl AppState {
         self.settings = settings;
         self
     }
+}
+
+/// The process-wide Prometheus recorder. Installed once, however many servers a process starts
+/// (tests start many).
+fn metrics_handle() -> PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let recorder = PrometheusBuilder::new()
+                .set_buckets_for_metric(
+                    Matcher::Full("http_request_duration_seconds".into()),
+                    &[
+                        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                    ],
+                )
+                .expect("bucket list is not empty")
+                .build_recorder();
+            let handle = recorder.handle();
+            // Fails only if another recorder is installed, which this process never does.
+            let _ = metrics::set_global_recorder(recorder);
+            handle
+        })
+        .clone()
 }

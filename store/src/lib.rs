@@ -44,7 +44,6 @@ pub use common::codes::{CodeKey, masked as masked_code, new_code};
 pub use common::ids::{new_id, random_roll};
 pub use common::page::{Page, Paged};
 pub use common::problems::Problems;
-pub use common::tokens::Tokens;
 pub use community::Community;
 pub use community::leaderboard::{Built, Neighbourhood, Snapshot, Standing, display_name};
 pub use community::reviews::{
@@ -82,6 +81,7 @@ pub use programme::{
     Expiry, ExpiryFrom, NewTier, Policy, Programme, RuleBook, RuleSetVersion, Shortfall, Tier,
     TierRef, Transfers,
 };
+pub use seam::Tokens;
 pub use seam::limits;
 pub use seam::scope::OrgScope;
 pub use seam::{Backend, Db};

@@ -3,10 +3,10 @@
 
 use std::path::Path;
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+pub(super) const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The workspace's crates, as its `Cargo.toml` lists them, and the root package (`.`).
-fn crates() -> Vec<String> {
+pub(super) fn crates() -> Vec<String> {
     let manifest = std::fs::read_to_string(Path::new(ROOT).join("Cargo.toml")).unwrap();
     let start = manifest.find("members = [").expect("a members list");
     let list = &manifest[start..manifest[start..].find(']').unwrap() + start];
@@ -84,7 +84,7 @@ fn the_readme_layout_names_every_crate() {
 }
 
 /// Every `.rs` file under `dir`.
-fn sources(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
+pub(super) fn sources(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };

@@ -9,6 +9,7 @@ mod catalogue_cli;
 mod cli;
 mod cli_scripts;
 mod common;
+mod imports;
 mod layout;
 mod leaderboard_reviews_cli;
 mod orders_cli;

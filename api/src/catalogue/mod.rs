@@ -26,7 +26,6 @@ pub fn document(api: &mut utoipa::openapi::OpenApi) {
     similar::document(api);
 }
 
-pub(crate) use rendered::RenderedProducts;
 pub use views::{CategoryView, TagView, TierView};
 
 pub fn router() -> OpenApiRouter<AppState> {

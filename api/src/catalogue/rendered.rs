@@ -3,65 +3,13 @@
 //! stored source) instead of each product being copied into a view and serialized again on
 //! every request. The pieces are `ProductView`'s own serialization, so the two cannot differ.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
-
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use store::{CatalogueIndex, Paged, Product};
 
 use super::views::{BranchView, ProductView};
 use crate::http::paging::PagedList;
-
-/// Each campaign's rendered products, for the index it last searched. Cheap to clone: clones
-/// share the cache.
-#[derive(Clone, Default)]
-pub struct RenderedProducts {
-    campaigns: Arc<Mutex<HashMap<String, Arc<Rendered>>>>,
-}
-
-impl RenderedProducts {
-    /// The rendered products of `index` (the campaign's current one) in `currency`.
-    pub fn of(
-        &self,
-        campaign_id: &str,
-        index: &Arc<CatalogueIndex>,
-        currency: &str,
-    ) -> Arc<Rendered> {
-        let mut campaigns = self.campaigns.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(rendered) = campaigns.get(campaign_id)
-            && rendered.is_for(index, currency)
-        {
-            return rendered.clone();
-        }
-        // A new catalogue version: the last one's renderings go with it.
-        let rendered = Arc::new(Rendered {
-            index: Arc::downgrade(index),
-            currency: currency.to_string(),
-            products: (0..index.len()).map(|_| OnceLock::new()).collect(),
-        });
-        campaigns.insert(campaign_id.to_string(), rendered.clone());
-        rendered
-    }
-}
-
-/// One index's products as JSON, each rendered the first time an answer shows it.
-pub struct Rendered {
-    /// Kept weak, so that the index is not held beyond its own life; while held, its address
-    /// cannot be taken by another index.
-    index: Weak<CatalogueIndex>,
-    currency: String,
-    products: Vec<OnceLock<Pieces>>,
-}
-
-/// A product's JSON in pieces, so that a geofenced search can order its branches and add
-/// distances.
-struct Pieces {
-    /// The object up to its branches: `{"id":…,"branches":[`.
-    head: Box<str>,
-    /// Each branch's object without its closing brace (a distance may follow).
-    branches: Vec<Box<str>>,
-}
+use crate::product_json::{Pieces, Rendered};
 
 impl Pieces {
     fn of(product: &Product, currency: &str) -> Pieces {
@@ -87,10 +35,6 @@ fn json(view: &impl serde::Serialize) -> String {
 }
 
 impl Rendered {
-    fn is_for(&self, index: &Arc<CatalogueIndex>, currency: &str) -> bool {
-        std::ptr::eq(self.index.as_ptr(), Arc::as_ptr(index)) && self.currency == currency
-    }
-
     /// Writes `product` as `ProductView::new(product, currency, branches, distance)` would be
     /// serialized.
     pub fn write(
@@ -187,11 +131,14 @@ impl IntoResponse for RenderedJson {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use store::{
         Address, Branch, Category, ContactDetails, Page, Tag, Tier, Tokens, Variant, Weekdays,
     };
 
     use super::*;
+    use crate::product_json::RenderedProducts;
 
     type Branches = Vec<(usize, Option<f64>)>;
 

@@ -10,9 +10,8 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::Response;
-use store::{ApiVersion, KeyContext};
+use store::{ApiVersion, KeyContext, Store};
 
-use crate::AppState;
 use crate::http::error::ApiError;
 
 pub const API_KEY: &str = "x-api-key";
@@ -100,7 +99,7 @@ pub(crate) fn asked_version(headers: &HeaderMap) -> Result<Option<ApiVersion>, A
 }
 
 pub async fn authenticate(
-    State(state): State<AppState>,
+    State(store): State<Store>,
     mut request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
@@ -108,8 +107,7 @@ pub async fn authenticate(
     let (Some(key), Some(secret)) = (header(headers, API_KEY), header(headers, API_SECRET)) else {
         return Err(ApiError::Unauthorized);
     };
-    let context = state
-        .store
+    let context = store
         .tenancy()
         .authenticate(key, secret)
         .await?

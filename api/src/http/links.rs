@@ -4,11 +4,13 @@
 
 use std::convert::Infallible;
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRef, FromRequestParts};
 use axum::http::HeaderMap;
 use axum::http::request::Parts;
 
-use crate::AppState;
+/// The configured public base URL (`public_url`), if any: what a state must offer for links.
+#[derive(Debug, Clone)]
+pub struct PublicUrl(pub Option<String>);
 
 /// `scheme://host[:port]` (or the configured base, which may carry a path), without a trailing
 /// slash; empty when the request names no host (HTTP/1.0 without `Host`), so links stay
@@ -22,11 +24,15 @@ impl BaseUrl {
     }
 }
 
-impl FromRequestParts<AppState> for BaseUrl {
+impl<S> FromRequestParts<S> for BaseUrl
+where
+    S: Send + Sync,
+    PublicUrl: FromRef<S>,
+{
     type Rejection = Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Infallible> {
-        if let Some(configured) = &state.settings.public_url {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Infallible> {
+        if let PublicUrl(Some(configured)) = PublicUrl::from_ref(state) {
             return Ok(BaseUrl(configured.trim_end_matches('/').to_string()));
         }
         let host = [

@@ -1,14 +1,42 @@
 //! The request bodies of members and how they become store values.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use store::{ApiVersion, CommunicationPreferences, MemberPatch, NewMember, PreferencesPatch};
+use store::{
+    ApiVersion, CommunicationPreferences, MemberPatch, MemberStatus, NewMember, PreferencesPatch,
+};
 use utoipa::ToSchema;
 
-use super::Status;
 use super::preferences::{FlagPreferences, PreferencesBody};
 use crate::http::checks::{Checks, MAX_NAME, nullable, schema};
 use crate::http::error::ApiError;
+
+/// A member's status as the API names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+#[schema(as = MemberStatus)]
+pub enum Status {
+    Active,
+    Inactive,
+}
+
+impl From<Status> for MemberStatus {
+    fn from(status: Status) -> Self {
+        match status {
+            Status::Active => MemberStatus::Active,
+            Status::Inactive => MemberStatus::Inactive,
+        }
+    }
+}
+
+impl From<MemberStatus> for Status {
+    fn from(status: MemberStatus) -> Self {
+        match status {
+            MemberStatus::Active => Status::Active,
+            MemberStatus::Inactive => Status::Inactive,
+        }
+    }
+}
 
 /// The body of Create Member: `firstName`, `userId` and `externalId` are required; `idp`
 /// defaults to `reference`; `null` is the same as leaving a field out.

@@ -12,11 +12,12 @@ use axum::extract::{Path, State};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use store::{ApiVersion, Member, MemberStatus};
+use store::{ApiVersion, Member};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+pub use self::input::Status;
 use self::input::{
     GUIDE, GuideMemberInput, MemberInput, MemberUpdate, REFERENCE, member_patch, new_member,
 };
@@ -27,32 +28,6 @@ use crate::http::auth::Caller;
 use crate::http::error::ApiError;
 use crate::http::json::JsonBody;
 use crate::http::paging::{PagedList, Paging, PagingParams};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-#[schema(as = MemberStatus)]
-pub enum Status {
-    Active,
-    Inactive,
-}
-
-impl From<Status> for MemberStatus {
-    fn from(status: Status) -> Self {
-        match status {
-            Status::Active => MemberStatus::Active,
-            Status::Inactive => MemberStatus::Inactive,
-        }
-    }
-}
-
-impl From<MemberStatus> for Status {
-    fn from(status: MemberStatus) -> Self {
-        match status {
-            MemberStatus::Active => Status::Active,
-            MemberStatus::Inactive => Status::Inactive,
-        }
-    }
-}
 
 #[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

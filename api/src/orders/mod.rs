@@ -15,17 +15,15 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-pub(crate) use input::{
-    BookingInput, BookingUpdate, Status as BookingStatusName, booking_patch, new_booking,
-};
+pub(crate) use input::{BookingInput, BookingUpdate, booking_patch, new_booking};
 use views::{LineView, OrderView};
 
 use crate::AppState;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, Problem};
-use crate::http::ops::REQUEST_ID;
 use crate::http::paging::{PagedList, Paging, PagingParams};
 use crate::http::query::QueryParams;
+use crate::ops::REQUEST_ID;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

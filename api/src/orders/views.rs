@@ -96,7 +96,7 @@ pub struct BookingView {
     /// The order line booked (the path's `redemptionId`).
     pub redemption_id: String,
     pub order_id: String,
-    #[schema(value_type = crate::orders::BookingStatusName)]
+    #[schema(value_type = super::input::Status)]
     pub status: Cow<'static, str>,
     pub date_requested: DateTime<Utc>,
     pub first_name: String,

@@ -11,8 +11,8 @@ use rayon::prelude::*;
 
 use crate::{Batches, Credit, Credited, EarnInput, RuleBook, StoreError, Tokens, TransactionKind};
 use ledger::earlier_columns;
-use ledger::evaluate::{Refusal, Target, WalletContext, evaluate, within_ceiling};
-use ledger::same_earn::EarlierEarn;
+use ledger::earn::evaluate::{Refusal, Target, WalletContext, evaluate, within_ceiling};
+use ledger::earn::same_earn::EarlierEarn;
 use ledger::transactions::idem_key;
 
 /// One row of a file, already mapped and checked.

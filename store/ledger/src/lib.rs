@@ -4,14 +4,16 @@
 //! files spend and credit through it. Where things live:
 //!
 //! - `wallets.rs`, `transactions.rs`: wallets, and the journal every balance is the sum of;
-//! - `earn.rs`, `same_earn.rs`, `evaluate.rs`, `credit/`, `pending.rs`: earn requests stored,
-//!   evaluated under the rules and credited with their expiry lots, pending tokens vested;
+//! - `earn/` (its records, `evaluate.rs`, `same_earn.rs`), `credit/`, `pending.rs`: earn
+//!   requests stored, evaluated under the rules and credited with their expiry lots, pending
+//!   tokens vested;
 //! - `fifo.rs`, `burn.rs` (`burn/` per backend): spending the oldest tokens first;
 //! - `holds/`, `transfers.rs`, `corrections/`: holds and their capture, transfers between
 //!   wallets, reversals and refunds that name what they correct;
 //! - `expiry.rs`, `expiry_notices.rs`: expiring what is due, and warning before it;
 //! - `in_time.rs`: a balance at an instant; `audit.rs`: every balance against its journal;
 //! - `refusals.rs`: a spend's refusals; `order_keys.rs`: the `externalId`s orders pay under;
+//! - `faults.rs` (tests only): an earn made to panic at a chosen stage;
 //! - `testing.rs` (feature `testing`): what tests read of lots beyond the ledger's operations.
 
 #![allow(async_fn_in_trait)]
@@ -26,17 +28,16 @@ pub mod burn;
 pub mod corrections;
 pub mod credit;
 pub mod earn;
-pub mod evaluate;
 pub mod expiry;
 pub mod expiry_notices;
+#[cfg(test)]
+mod faults;
 pub mod fifo;
 pub mod holds;
 pub mod in_time;
 pub mod order_keys;
 pub mod pending;
 pub mod refusals;
-#[macro_use]
-pub mod same_earn;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod transactions;
@@ -56,8 +57,8 @@ use tenancy::Campaign;
 pub use audit::Discrepancy;
 pub use burn::{Burned, NewBurn};
 pub use corrections::{Corrected, NewCorrection};
+pub use earn::evaluate::RulesInput;
 pub use earn::{Credit, Credited, EarnInput, EarnRequest, EarnStatus, PendingEarn};
-pub use evaluate::RulesInput;
 pub use expiry_notices::PointsExpiring;
 pub use holds::{Hold, HoldFilter, HoldPlaced, HoldSettled, HoldStatus, NewHold};
 pub use in_time::{BalanceAt, ExpiringDay};

@@ -63,19 +63,6 @@ pub async fn store_unchecked(ledger: &Ledger, pending: Vec<PendingEarn>) -> Vec<
     ledger.store_new_earns(pending).await.unwrap()
 }
 
-/// Fault injection for the ledger's own tests: an earn described as `panic at {stage}` panics
-/// when it reaches `stage`.
-#[cfg(test)]
-pub(crate) fn fault(earn: &crate::EarnInput, stage: &str) {
-    let wanted = earn
-        .description
-        .as_deref()
-        .and_then(|d| d.strip_prefix("panic at "));
-    if wanted == Some(stage) {
-        panic!("injected fault at {stage}");
-    }
-}
-
 /// What tests read of a wallet's lots beyond the ledger's own operations.
 impl Ledger {
     /// What spending transaction `id` took from each earn's lot: (earn id, micro-tokens), by

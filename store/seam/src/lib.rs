@@ -6,11 +6,12 @@
 //!   transaction seam (`tx.rs`: `Tx`, `Work`, `Db::write`, `Db::read`, `Db::fork`), the
 //!   migrations of both trees (`migrations/` beside `src/`), and `direct/`, SQLite through
 //!   rusqlite with its writer thread.
-//! - `common/`: ids, exact token amounts, paging, the calendar's bounds, the short-lived cache,
+//! - `common/`: ids, paging, the calendar's bounds, the short-lived cache,
 //!   stored enums (`string_enum!`), the reader of documents people write (`problems.rs`).
 //! - `scope.rs`: the organisation scope every tenant's operation takes, and the seal on the
 //!   records it is made from.
 //! - `limits.rs`: the input limits every door holds; `error.rs`: the one error type.
+//! - `tokens.rs`: exact token amounts (micro-tokens), under the error type that names them.
 //! - `testing.rs` (feature `testing`): fresh databases on either backend for tests.
 //!
 //! Its macros (`params!`, `row_struct!`, `string_enum!`, `args!`, `db_handle!`) are exported at
@@ -30,11 +31,12 @@ pub mod limits;
 pub mod scope;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod tokens;
 
 pub use backend::{Backend, Db};
 pub use common::page::{Page, Paged};
-pub use common::tokens::Tokens;
 pub use error::{FieldProblem, StoreError};
+pub use tokens::Tokens;
 
 /// A domain's handle reads and writes through the database it holds (its field `db`): it
 /// derefs to that `Db`, so its methods call the seam's statements and transactions directly.

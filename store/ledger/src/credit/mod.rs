@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 
 use crate::backend::{Forked, direct};
 use crate::common::ids::now;
-use crate::same_earn::{self, EarlierEarn};
+use crate::earn::same_earn::{self, EarlierEarn};
 use crate::transactions::{Entry, idem_key};
 use crate::{Credit, Credited, Ledger, Policy, StoreError, Tokens, TransactionKind};
 
@@ -155,7 +155,7 @@ impl Credit {
         expires_at: Option<DateTime<Utc>>,
     ) -> Entry<'a> {
         #[cfg(test)]
-        crate::testing::fault(&self.earn, "credit");
+        crate::faults::fault(self.earn.description.as_deref(), "credit");
         Entry {
             id,
             org_id: &self.org_id,

@@ -9,8 +9,8 @@ use sqlx::{PgConnection, PgPool};
 use super::{Crediting, Pending, Settlement, finished, over_ceiling, sooner};
 use crate::backend::{OnPostgres, PgTx};
 use crate::common::ids::new_id;
+use crate::earn::same_earn::{EarlierEarn, earlier_columns};
 use crate::earn::{RequestRow, earn_event, request_columns, requests_joined};
-use crate::same_earn::{EarlierEarn, earlier_columns};
 use crate::transactions::{entry_columns, unsum};
 use crate::{Credit, Credited, Policy, StoreError, Tokens};
 

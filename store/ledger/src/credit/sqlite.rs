@@ -11,7 +11,7 @@ use super::{Crediting, PENDING, SET_ASIDE, Settlement, finished, over_ceiling, s
 use crate::backend::{OnSqlite, SqliteTx, direct, ready};
 use crate::common::ids::new_id;
 use crate::earn::record_earn_event;
-use crate::same_earn::{EarlierEarn, earlier_columns};
+use crate::earn::same_earn::{EarlierEarn, earlier_columns};
 use crate::transactions::{Entry, EntryText, INSERT_TRANSACTION, unsum};
 use crate::{Credit, Credited, Policy, StoreError, Tokens};
 

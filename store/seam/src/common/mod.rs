@@ -1,4 +1,4 @@
-//! What every domain uses: record ids and random tokens, exact token amounts, paging, the
+//! What every domain uses: record ids and random tokens, paging, the
 //! calendar's bounds, the short-lived cache, the versions of the HTTP interface a record may
 //! name (`api_version.rs`), the service's data key that seals redemption codes and webhook
 //! secrets (`codes.rs`), and the reader of documents people write (`problems.rs`).
@@ -12,4 +12,3 @@ pub mod api_version;
 pub mod ids;
 pub mod page;
 pub mod problems;
-pub mod tokens;

@@ -1,14 +1,12 @@
 //! Operational endpoints and layers: health, readiness, Prometheus metrics, request ids and
 //! request logs.
 
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderName, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
@@ -16,29 +14,6 @@ use crate::AppState;
 use crate::http::error::ApiError;
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
-
-/// The process-wide Prometheus recorder. Installed once, however many servers a process starts
-/// (tests start many).
-pub fn metrics_handle() -> PrometheusHandle {
-    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
-    HANDLE
-        .get_or_init(|| {
-            let recorder = PrometheusBuilder::new()
-                .set_buckets_for_metric(
-                    Matcher::Full("http_request_duration_seconds".into()),
-                    &[
-                        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-                    ],
-                )
-                .expect("bucket list is not empty")
-                .build_recorder();
-            let handle = recorder.handle();
-            // Fails only if another recorder is installed, which this process never does.
-            let _ = metrics::set_global_recorder(recorder);
-            handle
-        })
-        .clone()
-}
 
 /// Alive: the process answers.
 pub async fn healthz() -> &'static str {

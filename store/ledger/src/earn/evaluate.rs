@@ -147,7 +147,7 @@ fn evaluate_unguarded(
     request_id: Option<String>,
 ) -> Result<Credit, Refusal> {
     #[cfg(test)]
-    crate::testing::fault(earn, "evaluate");
+    crate::faults::fault(earn.description.as_deref(), "evaluate");
     let wallet = target.wallet;
     let input = RulesInput {
         earn_id: &earn.earn_id,

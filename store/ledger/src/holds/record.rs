@@ -1,0 +1,178 @@
+//! A hold's record: the request that places it, the hold as stored and read back, and how it is
+//! settled; what placing, settling and reading a hold share.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use sqlx::types::Json;
+
+use crate::common::ids::Fingerprint;
+use crate::error::known;
+use crate::transactions::idem_key_of;
+use crate::{StoreError, Tokens, Transaction};
+
+string_enum! {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum HoldStatus ("hold status") {
+        /// Open: its tokens reserved.
+        Held = "held",
+        /// Spent (whole or in part) by a BURN; the rest released.
+        Captured = "captured",
+        /// Released by a void.
+        Voided = "voided",
+        /// Released at its expiry.
+        Lapsed = "lapsed",
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct NewHold {
+    /// The wallet's id or external reference.
+    pub wallet: String,
+    /// The client's id for this hold: unique in the organisation.
+    pub external_id: String,
+    pub amount: Tokens,
+    pub description: String,
+    pub comment: Option<String>,
+    pub meta: Option<Value>,
+    /// When the hold lapses if neither captured nor voided (None: it does not).
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+impl NewHold {
+    /// The request as sent: the same again is a replay, another under its `externalId` a
+    /// conflict naming the first field that differs.
+    pub(crate) fn fingerprint(&self) -> Fingerprint {
+        const FIELDS: &[&str] = &[
+            "walletId",
+            "amount",
+            "description",
+            "comment",
+            "meta",
+            "expiresAt",
+        ];
+        let values = vec![
+            json!(self.wallet),
+            json!(self.amount.micros()),
+            json!(self.description),
+            json!(self.comment),
+            json!(self.meta),
+            json!(self.expires_at),
+        ];
+        Fingerprint::of(FIELDS, values)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hold {
+    pub id: String,
+    pub wallet_id: String,
+    pub external_id: String,
+    pub amount: Tokens,
+    pub currency: String,
+    pub description: Option<String>,
+    pub comment: Option<String>,
+    pub meta: Option<Value>,
+    pub status: HoldStatus,
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Captured: the tokens spent, and the BURN that spent them.
+    pub captured: Option<Tokens>,
+    pub transaction_id: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A hold placed, and whether an earlier identical request placed it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HoldPlaced {
+    pub hold: Hold,
+    pub replayed: bool,
+}
+
+/// A hold after a capture, a void or a lapse: the BURN of a capture, and whether this request
+/// settled it (false: it was settled before, so the answer is what that made of it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HoldSettled {
+    pub hold: Hold,
+    pub transaction: Option<Transaction>,
+    pub settled_now: bool,
+}
+
+/// Filters of the hold list.
+#[derive(Debug, Clone, Default)]
+pub struct HoldFilter {
+    /// A wallet id (a reference is resolved by the caller).
+    pub wallet_id: Option<String>,
+    pub status: Option<HoldStatus>,
+}
+
+/// How a hold is to be settled.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Settle {
+    /// Spend this much of it (None: all of it), releasing the rest.
+    Capture(Option<Tokens>),
+    Void,
+    /// Release it if its expiry has come.
+    Lapse,
+}
+
+macro_rules! hold_columns {
+    () => {
+        "id, wallet_id, external_id, amount, currency, description, comment, meta, status, \
+         expires_at, captured, transaction_id, created_at, updated_at, fingerprint"
+    };
+}
+pub(crate) use hold_columns;
+
+row_struct! {
+    /// The columns of `hold_columns!`, in order.
+    pub(crate) struct HoldRow {
+        id: String,
+        wallet_id: String,
+        external_id: String,
+        amount: i64,
+        currency: String,
+        description: Option<String>,
+        comment: Option<String>,
+        meta: Option<Json<Value>>,
+        status: String,
+        expires_at: Option<DateTime<Utc>>,
+        captured: Option<i64>,
+        transaction_id: Option<String>,
+        created_at: DateTime<Utc>,
+        updated_at: DateTime<Utc>,
+        fingerprint: String,
+    }
+}
+
+pub(crate) fn hold_from_row(r: HoldRow) -> Result<Hold, StoreError> {
+    Ok(Hold {
+        status: known(HoldStatus::parse(&r.status), "holds", "status", &r.status)?,
+        id: r.id,
+        wallet_id: r.wallet_id,
+        external_id: r.external_id,
+        amount: Tokens::from_micros(r.amount),
+        currency: r.currency,
+        description: r.description,
+        comment: r.comment,
+        meta: r.meta.map(|m| m.0),
+        expires_at: r.expires_at,
+        captured: r.captured.map(Tokens::from_micros),
+        transaction_id: r.transaction_id,
+        created_at: r.created_at,
+        updated_at: r.updated_at,
+    })
+}
+
+/// A hold's idempotency key: the organisation's holds share one set of ids.
+pub(crate) fn hold_key(org_id: &str, external_id: &str) -> Vec<u8> {
+    idem_key_of(org_id, "HOLD", external_id)
+}
+
+/// The hold of organisation `$1` and campaign `$2` whose id is `$3`, else the one whose key
+/// (`hold_key`) is `$4`: two probes of unique keys.
+pub(crate) const SELECT_IN_CAMPAIGN: &str = concat!(
+    "SELECT ",
+    hold_columns!(),
+    " FROM holds WHERE org_id = $1 AND campaign_id = $2 AND id = \
+     COALESCE((SELECT id FROM holds WHERE id = $3), (SELECT id FROM holds WHERE idem_key = $4))"
+);
