@@ -3,10 +3,11 @@
 //! repeated `externalId` never debits twice.
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::backend::{Arg, Forked, PgTx, SqliteTx, ToArg, Tx, Work};
-use crate::common::ids::{Fingerprint, new_id, now};
+use crate::common::ids::{Fingerprint, as_micros, new_id, now};
 use crate::fifo::{Aside, Earn, LotRow, Position, Spent, Taker};
 use crate::refusals;
 use crate::transactions::{self, Entry, SELECT_BY_KEY, TransactionRow, idem_key};
@@ -16,42 +17,23 @@ use events::{EventType, NewEvent};
 mod postgres;
 mod sqlite;
 
-#[derive(Debug, Clone)]
+/// Its serialization is what a repeat must match (`Fingerprint::of_request`): each field under
+/// the name a client sends it by, the key itself left out.
+#[derive(Debug, Clone, Serialize)]
 pub struct NewBurn {
     /// The wallet's id or external reference.
+    #[serde(rename = "walletId")]
     pub wallet: String,
     /// The client's id for this burn: unique in the organisation.
+    #[serde(skip)]
     pub external_id: String,
+    #[serde(serialize_with = "as_micros")]
     pub amount: Tokens,
     pub description: String,
     pub comment: Option<String>,
     pub meta: Option<Value>,
     /// When absent, now.
     pub date: Option<DateTime<Utc>>,
-}
-
-impl NewBurn {
-    /// The request as sent: the same body sent again is a replay, another body with the same
-    /// `externalId` a conflict naming the first field that differs.
-    fn fingerprint(&self) -> Fingerprint {
-        const FIELDS: &[&str] = &[
-            "walletId",
-            "amount",
-            "description",
-            "comment",
-            "meta",
-            "date",
-        ];
-        let values = vec![
-            json!(self.wallet),
-            json!(self.amount.micros()),
-            json!(self.description),
-            json!(self.comment),
-            json!(self.meta),
-            json!(self.date),
-        ];
-        Fingerprint::of(FIELDS, values)
-    }
 }
 
 /// A burn's result: the transaction, and whether it is the one an earlier identical request made.
@@ -73,7 +55,7 @@ impl Ledger {
         }
         // Before a connection is held: a policy not cached would take another from the pool.
         let min_balance = self.programme().policy(campaign).await?.min_balance;
-        let fingerprint = burn.fingerprint();
+        let fingerprint = Fingerprint::of_request(&burn);
         let burning = Burning {
             store: self,
             campaign,
@@ -727,7 +709,44 @@ fn replay_or_conflict(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+
+    /// A burn's fingerprint, derived from its serialization, is the one earlier releases stored
+    /// (six digests in the order of the fields a client sends): a repeat of a burn they made
+    /// still replays, and another body names the field that differs.
+    #[test]
+    fn a_burn_fingerprint_is_what_earlier_releases_stored() {
+        let burn = NewBurn {
+            wallet: "w-1".into(),
+            external_id: "b-1".into(),
+            amount: Tokens::from_micros(1_500_000),
+            description: "coffee".into(),
+            comment: None,
+            meta: Some(json!({"store": "s-1"})),
+            date: Some("2026-01-02T03:04:05Z".parse().unwrap()),
+        };
+        let fingerprint = Fingerprint::of_request(&burn);
+        assert_eq!(
+            fingerprint.text,
+            "f:c3b5f4ef15a9.490d7c887c80.0f52baaa23b0.74234e98afe7.c1a31218cabe.4964b29e565b"
+        );
+        let another = NewBurn {
+            wallet: "w-2".into(),
+            external_id: "b-2".into(),
+            ..burn.clone()
+        };
+        assert_eq!(
+            Fingerprint::of_request(&another).matches(&fingerprint.text),
+            Err(Some("walletId"))
+        );
+        let later = NewBurn { date: None, ..burn };
+        assert_eq!(
+            Fingerprint::of_request(&later).matches(&fingerprint.text),
+            Err(Some("date"))
+        );
+    }
 
     /// A burn reads a wallet's earns in spending order straight from the index: a sort would
     /// read every earn of the wallet (or all those of one date) before handing over the first.

@@ -11,11 +11,12 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::backend::{PgTx, SqliteTx, ToArg, Work};
 use crate::burn::{Debiting, position, record_spends, repay, take_moving_later};
-use crate::common::ids::{Fingerprint, new_id, now};
+use crate::common::ids::{Fingerprint, as_micros, new_id, now};
 use crate::credit::{SET_ASIDE, sooner};
 use crate::refusals;
 use crate::transactions::{
@@ -23,39 +24,23 @@ use crate::transactions::{
 };
 use crate::{Campaign, Ledger, StoreError, Tokens, Transaction, TransactionKind, Transfers};
 
-#[derive(Debug, Clone)]
+/// Its serialization is what a repeat must match (`Fingerprint::of_request`): each field under
+/// the name a client sends it by, the key itself left out.
+#[derive(Debug, Clone, Serialize)]
 pub struct NewTransfer {
     /// The sending and receiving wallets' ids or external references.
+    #[serde(rename = "fromWalletId")]
     pub from: String,
+    #[serde(rename = "toWalletId")]
     pub to: String,
     /// The client's id for this transfer: unique among the organisation's transfers.
+    #[serde(skip)]
     pub external_id: String,
+    #[serde(serialize_with = "as_micros")]
     pub amount: Tokens,
     pub description: Option<String>,
     pub comment: Option<String>,
     pub meta: Option<Value>,
-}
-
-impl NewTransfer {
-    fn fingerprint(&self) -> Fingerprint {
-        const FIELDS: &[&str] = &[
-            "fromWalletId",
-            "toWalletId",
-            "amount",
-            "description",
-            "comment",
-            "meta",
-        ];
-        let values = vec![
-            json!(self.from),
-            json!(self.to),
-            json!(self.amount.micros()),
-            json!(self.description),
-            json!(self.comment),
-            json!(self.meta),
-        ];
-        Fingerprint::of(FIELDS, values)
-    }
 }
 
 /// What the receiver got: one lot per expiry date among the sender's lots taken.
@@ -182,7 +167,7 @@ impl Ledger {
             org_id: campaign.org_id.clone(),
             campaign_id: campaign.id.clone(),
             currency: campaign.currency.clone(),
-            fingerprint: transfer.fingerprint(),
+            fingerprint: Fingerprint::of_request(&transfer),
             transfer,
             from,
             to,

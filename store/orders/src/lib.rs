@@ -48,22 +48,30 @@ pub use place::Placed;
 pub use read::OrderScope;
 pub use redeem::Redeemed;
 
-/// An order to place.
-#[derive(Debug, Clone, Default)]
+/// An order to place. Its serialization is what a repeat must match (`Fingerprint::of_request`):
+/// each field under the name a client sends it by, the reference itself left out.
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct NewOrder {
     /// A member of the organisation: id or external id.
     pub owner: String,
     /// Unique in the campaign; made up when absent. The same request again returns the order
     /// it made; another request with the same reference is a `Conflict`.
+    #[serde(skip)]
     pub reference: Option<String>,
     pub meta: Option<Value>,
     /// Pay the total with points from this wallet (id or external reference): the owner's, in
     /// the campaign.
+    #[serde(rename = "walletId")]
     pub wallet: Option<String>,
     pub lines: Vec<NewLine>,
     /// A random order (`POST /v1/orders/random`): the price of its one line. Its lines were
     /// picked by chance, so they are not part of what makes a repeat the same request.
+    #[serde(rename = "cost", serialize_with = "micros_if_any")]
     pub random_cost: Option<Tokens>,
+}
+
+fn micros_if_any<S: serde::Serializer>(cost: &Option<Tokens>, s: S) -> Result<S::Ok, S::Error> {
+    cost.map(Tokens::micros).serialize(s)
 }
 
 #[derive(Debug, Clone)]

@@ -7,7 +7,8 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::json;
 
 use super::booking::{INSERT_BOOKING, booking_event};
 use super::plan::{
@@ -34,8 +35,10 @@ pub struct Placed {
     pub sold_out: bool,
 }
 
-impl NewLine {
-    fn canonical(&self) -> Value {
+/// A line serializes as an array of its fields, as orders' fingerprints have always kept it (a
+/// change of form would make every earlier order's repeat a conflict).
+impl Serialize for NewLine {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let booking = self.booking.as_ref().map(|b| {
             json!([
                 b.first_name,
@@ -57,6 +60,7 @@ impl NewLine {
             booking,
             self.meta
         ])
+        .serialize(s)
     }
 }
 
@@ -64,19 +68,14 @@ impl NewOrder {
     /// The request as sent (a random order's lines were drawn, not asked for): another under
     /// the same reference is a conflict naming the first field that differs.
     fn fingerprint(&self) -> Fingerprint {
-        const FIELDS: &[&str] = &["owner", "meta", "walletId", "lines", "cost"];
-        let lines: Vec<Value> = match self.random_cost {
-            Some(_) => Vec::new(),
-            None => self.lines.iter().map(NewLine::canonical).collect(),
-        };
-        let values = vec![
-            json!(self.owner),
-            json!(self.meta),
-            json!(self.wallet),
-            json!(lines),
-            json!(self.random_cost.map(Tokens::micros)),
-        ];
-        Fingerprint::of(FIELDS, values)
+        if self.random_cost.is_some() {
+            let drawn = NewOrder {
+                lines: Vec::new(),
+                ..self.clone()
+            };
+            return Fingerprint::of_request(&drawn);
+        }
+        Fingerprint::of_request(self)
     }
 }
 
@@ -636,5 +635,95 @@ impl Orders {
             replayed: true,
             sold_out: false,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::NewBooking;
+
+    fn order() -> NewOrder {
+        let booking = NewBooking {
+            first_name: "Ada".into(),
+            last_name: "Lovelace".into(),
+            email: Some("ada@example.com".into()),
+            phone: None,
+            branch: Some("b-1".into()),
+            date: DateTime::parse_from_rfc3339("2026-03-01T10:00:00+02:00").unwrap(),
+            pax: 2,
+            notes: None,
+            meta: None,
+        };
+        NewOrder {
+            owner: "card-1".into(),
+            reference: Some("o-1".into()),
+            meta: Some(json!({"channel": "app"})),
+            wallet: Some("w-1".into()),
+            lines: vec![NewLine {
+                product_id: "p-1".into(),
+                variant_id: None,
+                quantity: 1,
+                reference: None,
+                booking: Some(booking),
+                meta: None,
+            }],
+            random_cost: None,
+        }
+    }
+
+    /// An order's fingerprint, derived from its serialization, is the one earlier releases
+    /// stored (owner, meta, wallet, each line positionally, the cost of a random order): a
+    /// repeat of an order they placed still finds it, and a random order's drawn lines are no
+    /// part of it.
+    #[test]
+    fn an_order_fingerprint_is_what_earlier_releases_stored() {
+        let order = order();
+        let line = json!([
+            "p-1",
+            null,
+            1,
+            null,
+            [
+                "Ada",
+                "Lovelace",
+                "ada@example.com",
+                null,
+                "b-1",
+                "2026-03-01T10:00:00+02:00",
+                2,
+                null,
+                null
+            ],
+            null
+        ]);
+        let earlier = Fingerprint::of(
+            &["owner", "meta", "walletId", "lines", "cost"],
+            vec![
+                json!("card-1"),
+                json!({"channel": "app"}),
+                json!("w-1"),
+                json!([line]),
+                json!(null),
+            ],
+        );
+        assert_eq!(order.fingerprint().text, earlier.text);
+
+        let random = |product: &str| NewOrder {
+            lines: vec![NewLine {
+                product_id: product.into(),
+                ..order.lines[0].clone()
+            }],
+            random_cost: Some(Tokens::whole(5)),
+            ..order.clone()
+        };
+        assert_eq!(
+            random("p-1").fingerprint().text,
+            random("p-2").fingerprint().text
+        );
+        assert_eq!(
+            random("p-1").fingerprint().matches(&earlier.text),
+            Err(Some("lines"))
+        );
     }
 }

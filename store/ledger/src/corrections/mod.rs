@@ -8,7 +8,8 @@ use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, Utc};
 use rules::{Decimal, RuleSet};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::backend::{PgTx, SqliteTx, Work};
 use crate::burn::{Debiting, position, record_spends, repay};
@@ -23,33 +24,31 @@ use crate::{Campaign, Ledger, Shortfall, StoreError, Tokens, Transaction, Transa
 mod refund;
 mod reversal;
 
-#[derive(Debug, Clone)]
+/// Its serialization is what a repeat must match (`Fingerprint::of_request`): each field under
+/// the name a client sends it by, the key itself left out.
+#[derive(Debug, Clone, Serialize)]
 pub struct NewCorrection {
     /// The EARN to reverse or the BURN to refund (its transaction id).
+    #[serde(rename = "id")]
     pub transaction_id: String,
     /// The client's id for this correction: unique among the organisation's corrections.
+    #[serde(skip)]
     pub external_id: String,
     /// EARN: the value of the purchase returned (`None`: all of it not reversed yet); BURN: the
     /// tokens given back (`None`: all the burn spent not refunded yet).
+    #[serde(serialize_with = "normalized")]
     pub amount: Option<Decimal>,
     pub description: Option<String>,
     pub comment: Option<String>,
     pub meta: Option<Value>,
 }
 
-impl NewCorrection {
-    /// The request as sent: the same again is a replay, another under the same `externalId` a
-    /// conflict naming the first field that differs.
-    fn fingerprint(&self) -> Fingerprint {
-        const FIELDS: &[&str] = &["id", "amount", "description", "comment", "meta"];
-        let values = vec![
-            json!(self.transaction_id),
-            json!(self.amount.map(|a| a.normalize().to_string())),
-            json!(self.description),
-            json!(self.comment),
-            json!(self.meta),
-        ];
-        Fingerprint::of(FIELDS, values)
+/// An amount as its fingerprint keeps it: the decimal without trailing zeros, as text (`1.50`
+/// and `1.5` are the same request).
+fn normalized<S: serde::Serializer>(amount: &Option<Decimal>, s: S) -> Result<S::Ok, S::Error> {
+    match amount {
+        Some(amount) => s.serialize_some(&amount.normalize().to_string()),
+        None => s.serialize_none(),
     }
 }
 
@@ -281,7 +280,7 @@ impl Correcting {
     ) -> Correcting {
         Correcting {
             campaign: campaign.clone(),
-            fingerprint: correction.fingerprint(),
+            fingerprint: Fingerprint::of_request(&correction),
             correction,
             original,
             what,
@@ -451,7 +450,45 @@ impl Work for Correcting {
 
 #[cfg(test)]
 mod tests {
+    use std::str::FromStr;
+
+    use serde_json::json;
+
     use super::*;
+
+    /// A correction's fingerprint keeps the amount as a decimal without trailing zeros: `1.50`
+    /// repeats `1.5`, and `2` is another request, named by its amount.
+    #[test]
+    fn a_correction_amount_is_fingerprinted_as_its_value() {
+        let correction = |amount: &str| NewCorrection {
+            transaction_id: "t-1".into(),
+            external_id: "r-1".into(),
+            amount: Some(Decimal::from_str(amount).unwrap()),
+            description: None,
+            comment: None,
+            meta: None,
+        };
+        let stored = Fingerprint::of_request(&correction("1.5")).text;
+        assert_eq!(
+            Fingerprint::of_request(&correction("1.50")).matches(&stored),
+            Ok(())
+        );
+        assert_eq!(
+            Fingerprint::of_request(&correction("2")).matches(&stored),
+            Err(Some("amount"))
+        );
+        let expected = Fingerprint::of(
+            &["id", "amount", "description", "comment", "meta"],
+            vec![
+                json!("t-1"),
+                json!("1.5"),
+                json!(null),
+                json!(null),
+                json!(null),
+            ],
+        );
+        assert_eq!(stored, expected.text);
+    }
     use crate::backend::Plan;
     use crate::transactions::SELECT_BY_ID;
 

@@ -67,7 +67,7 @@ impl Placing {
         Placing {
             org_id: campaign.org_id.clone(),
             campaign_id: campaign.id.clone(),
-            fingerprint: hold.fingerprint(),
+            fingerprint: Fingerprint::of_request(&hold),
             hold,
             wallet,
             currency,

@@ -2,10 +2,11 @@
 //! settled; what placing, settling and reading a hold share.
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use sqlx::types::Json;
 
-use crate::common::ids::Fingerprint;
+use crate::common::ids::as_micros;
 use crate::error::known;
 use crate::transactions::idem_key_of;
 use crate::{StoreError, Tokens, Transaction};
@@ -24,42 +25,23 @@ string_enum! {
     }
 }
 
-#[derive(Debug, Clone)]
+/// Its serialization is what a repeat must match (`Fingerprint::of_request`): each field under
+/// the name a client sends it by, the key itself left out.
+#[derive(Debug, Clone, Serialize)]
 pub struct NewHold {
     /// The wallet's id or external reference.
+    #[serde(rename = "walletId")]
     pub wallet: String,
     /// The client's id for this hold: unique in the organisation.
+    #[serde(skip)]
     pub external_id: String,
+    #[serde(serialize_with = "as_micros")]
     pub amount: Tokens,
     pub description: String,
     pub comment: Option<String>,
     pub meta: Option<Value>,
     /// When the hold lapses if neither captured nor voided (None: it does not).
     pub expires_at: Option<DateTime<Utc>>,
-}
-
-impl NewHold {
-    /// The request as sent: the same again is a replay, another under its `externalId` a
-    /// conflict naming the first field that differs.
-    pub(crate) fn fingerprint(&self) -> Fingerprint {
-        const FIELDS: &[&str] = &[
-            "walletId",
-            "amount",
-            "description",
-            "comment",
-            "meta",
-            "expiresAt",
-        ];
-        let values = vec![
-            json!(self.wallet),
-            json!(self.amount.micros()),
-            json!(self.description),
-            json!(self.comment),
-            json!(self.meta),
-            json!(self.expires_at),
-        ];
-        Fingerprint::of(FIELDS, values)
-    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -95,12 +95,27 @@ pub fn fingerprint(request: &serde_json::Value) -> String {
 pub struct Fingerprint {
     pub text: String,
     whole: String,
-    fields: &'static [&'static str],
+    fields: Vec<String>,
 }
 
 impl Fingerprint {
+    /// The fingerprint of a request: its fields as its serialization writes them, each under the
+    /// name it serializes with (the one a client sends), in the order it writes them. A field
+    /// left out of the serialization (the request's own key) is left out of the fingerprint.
+    pub fn of_request(request: &impl serde::Serialize) -> Self {
+        let text = serde_json::to_string(request).expect("a request serializes to JSON");
+        let Fields(fields) =
+            serde_json::from_str(&text).expect("a request serializes as a JSON object");
+        let (names, values) = fields.into_iter().unzip();
+        Fingerprint::of_fields(names, values)
+    }
+
     /// The fingerprint of a request whose fields `fields` hold `values`.
-    pub fn of(fields: &'static [&'static str], values: Vec<serde_json::Value>) -> Self {
+    pub fn of(fields: &[&str], values: Vec<serde_json::Value>) -> Self {
+        Fingerprint::of_fields(fields.iter().map(|f| f.to_string()).collect(), values)
+    }
+
+    fn of_fields(fields: Vec<String>, values: Vec<serde_json::Value>) -> Self {
         let digests: Vec<String> = values
             .iter()
             .map(|v| hex(&sha256(&v.to_string())[..6]))
@@ -114,7 +129,7 @@ impl Fingerprint {
 
     /// Whether `stored` is this request's fingerprint; if not, the first field that differs
     /// (`None` when the stored one cannot say: one digest of a whole request).
-    pub fn matches(&self, stored: &str) -> Result<(), Option<&'static str>> {
+    pub fn matches(&self, stored: &str) -> Result<(), Option<&str>> {
         if stored == self.text || stored == self.whole {
             return Ok(());
         }
@@ -123,7 +138,7 @@ impl Fingerprint {
         };
         let mine = self.text["f:".len()..].split('.');
         let differs = digests.split('.').zip(mine).position(|(a, b)| a != b);
-        Err(differs.and_then(|i| self.fields.get(i).copied()))
+        Err(differs.and_then(|i| self.fields.get(i).map(String::as_str)))
     }
 
     /// The refusal of another request under `key` (the field that names it: `externalId`,
@@ -140,6 +155,38 @@ impl Fingerprint {
             message,
         )
     }
+}
+
+/// A JSON object's members in the order its text writes them (`serde_json`'s own map sorts
+/// them), so that a request's fields keep the order of its type.
+struct Fields(Vec<(String, serde_json::Value)>);
+
+impl<'de> serde::Deserialize<'de> for Fields {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Members;
+        impl<'de> serde::de::Visitor<'de> for Members {
+            type Value = Fields;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Fields, A::Error> {
+                let mut members = Vec::new();
+                while let Some(member) = map.next_entry()? {
+                    members.push(member);
+                }
+                Ok(Fields(members))
+            }
+        }
+        deserializer.deserialize_map(Members)
+    }
+}
+
+/// Serializes tokens as micro-tokens (a whole number), as a request's fingerprint keeps them.
+pub fn as_micros<S: serde::Serializer>(tokens: &crate::Tokens, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_i64(tokens.micros())
 }
 
 /// Compares two byte strings in time that depends only on their length, so a response time never
