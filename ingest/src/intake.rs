@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use store::{Batch, BatchState, NewBatch, OrgScope, Store};
 
+use crate::error::{Context, IngestError};
 use folders::write_atomically;
 use folders::{Folder, SIDECAR, Tree, spooled};
 pub use folders::{sidecar_of, spool_dir};
@@ -24,14 +25,14 @@ pub async fn receive(
     file_name: &str,
     source: &str,
     username: Option<&str>,
-) -> Result<Batch, String> {
+) -> Result<Batch, IngestError> {
     let (id, spooled) = spool_path(data_dir, org.id(), source, file_name)?;
     std::fs::rename(inbox_file, &spooled)
-        .map_err(|e| format!("moving {} to the spool: {e}", inbox_file.display()))?;
+        .with_context(|| format!("moving {} to the spool", inbox_file.display()))?;
     let sidecar = inbox_file.with_file_name(format!("{file_name}{SIDECAR}"));
     if sidecar.exists() {
         std::fs::rename(&sidecar, sidecar_of(&spooled, &id))
-            .map_err(|e| format!("moving {} to the spool: {e}", sidecar.display()))?;
+            .with_context(|| format!("moving {} to the spool", sidecar.display()))?;
     }
     let received = Received {
         file_name,
@@ -50,16 +51,16 @@ pub async fn receive_copy(
     file: &Path,
     file_name: &str,
     source: &str,
-) -> Result<Batch, String> {
+) -> Result<Batch, IngestError> {
     let (id, spooled) = spool_path(data_dir, org.id(), source, file_name)?;
     let partial = spooled.with_file_name(format!(".{id}.copying"));
-    std::fs::copy(file, &partial).map_err(|e| format!("copying {}: {e}", file.display()))?;
+    std::fs::copy(file, &partial).with_context(|| format!("copying {}", file.display()))?;
     let sidecar = file.with_file_name(format!("{file_name}{SIDECAR}"));
     if sidecar.exists() {
         std::fs::copy(&sidecar, sidecar_of(&spooled, &id))
-            .map_err(|e| format!("copying {}: {e}", sidecar.display()))?;
+            .with_context(|| format!("copying {}", sidecar.display()))?;
     }
-    std::fs::rename(&partial, &spooled).map_err(|e| format!("{}: {e}", spooled.display()))?;
+    std::fs::rename(&partial, &spooled).context(spooled.display())?;
     let received = Received {
         file_name,
         source,
@@ -74,10 +75,10 @@ fn spool_path(
     org_id: &str,
     source: &str,
     file_name: &str,
-) -> Result<(String, PathBuf), String> {
+) -> Result<(String, PathBuf), IngestError> {
     let id = store::new_id();
     let spool = spool_dir(data_dir, org_id);
-    std::fs::create_dir_all(&spool).map_err(|e| format!("{}: {e}", spool.display()))?;
+    std::fs::create_dir_all(&spool).context(spool.display())?;
     Ok((id.clone(), spooled(&spool, &id, source, file_name)))
 }
 
@@ -95,7 +96,7 @@ async fn record(
     id: String,
     spooled: &Path,
     received: Received<'_>,
-) -> Result<Batch, String> {
+) -> Result<Batch, IngestError> {
     let Received {
         file_name,
         source,
@@ -104,8 +105,8 @@ async fn record(
     let path = spooled.to_owned();
     let (size, sha256) = tokio::task::spawn_blocking(move || digest(&path))
         .await
-        .map_err(|e| format!("hashing stopped: {e}"))?
-        .map_err(|e| format!("reading {}: {e}", spooled.display()))?;
+        .context("hashing")?
+        .with_context(|| format!("reading {}", spooled.display()))?;
     let batch = store
         .batches()
         .record_batch(
@@ -120,7 +121,7 @@ async fn record(
             },
         )
         .await
-        .map_err(|e| format!("recording the batch: {e}"))?;
+        .with_context(|| format!("recording the batch of {file_name}"))?;
     tracing::info!(
         batch = %batch.id, org = %org, user = username.unwrap_or("-"), file = file_name,
         size, state = batch.state.as_str(), duplicate_of = batch.duplicate_of.as_deref().unwrap_or("-"),
@@ -134,7 +135,7 @@ async fn record(
 
 /// A duplicate's `reports/<file>.result.json`: processed never, it names the batch that holds
 /// the same content, so a client that sent a file again learns why nothing was loaded.
-fn duplicate_report(data_dir: &Path, batch: &Batch) -> Result<(), String> {
+fn duplicate_report(data_dir: &Path, batch: &Batch) -> Result<(), IngestError> {
     let earlier = batch.duplicate_of.as_deref().unwrap_or("an earlier batch");
     let summary = serde_json::json!({
         "batch": batch.id,
@@ -151,14 +152,13 @@ fn duplicate_report(data_dir: &Path, batch: &Batch) -> Result<(), String> {
              with changed content is processed."
         ),
     });
-    let tree = Tree::open(data_dir, &batch.org_id)
-        .map_err(|e| format!("the organisation's folders: {e}"))?;
+    let tree = Tree::open(data_dir, &batch.org_id).context("the organisation's folders")?;
     let report = tree.file(Folder::Reports, &format!("{}.result.json", batch.file_name));
     write_atomically(
         &report,
         &serde_json::to_vec_pretty(&summary).unwrap_or_default(),
     )
-    .map_err(|e| e.to_string())
+    .with_context(|| format!("writing {}", report.display()))
 }
 
 /// Size and hex SHA-256 of a file, read in pieces.
@@ -185,7 +185,7 @@ pub(crate) fn digest(path: &Path) -> std::io::Result<(i64, String)> {
 
 /// Records every spooled file that has no batch yet (the process stopped between moving it and
 /// recording it). Returns how many were recorded.
-pub async fn recover(store: &Store, data_dir: &Path) -> Result<usize, String> {
+pub async fn recover(store: &Store, data_dir: &Path) -> Result<usize, IngestError> {
     let spool = data_dir.join("spool");
     let Ok(orgs) = std::fs::read_dir(&spool) else {
         return Ok(0);
@@ -225,7 +225,10 @@ pub async fn recover(store: &Store, data_dir: &Path) -> Result<usize, String> {
                     record(store, data_dir, &scope, id, &file.path(), received).await?;
                     recovered += 1;
                 }
-                Err(err) => return Err(err.to_string()),
+                Err(err) => {
+                    return Err(err)
+                        .with_context(|| format!("the batch of {}", file.path().display()));
+                }
             }
         }
     }

@@ -5,10 +5,12 @@
 //!   other means), `intake` (a complete file moved to the spool and recorded as a batch), and
 //!   `folders`, each organisation's folder layout and the spool's names (the `folders` crate,
 //!   which `exports` shares, re-exported here).
+//! - `error`: what can fail between a door and a batch, with what was being done when it did.
 //! - `batch`: a received file read (CSV, XLSX, Parquet, through a mapping), its rows evaluated
 //!   and credited by the pipeline, and its reports written.
 
 pub mod batch;
+pub mod error;
 pub mod intake;
 /// The folder layout, in a crate of its own that `exports` shares.
 pub use folders;

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant, SystemTime};
 use notify::{RecursiveMode, Watcher};
 use store::Store;
 
+use crate::error::{Context, IngestError};
 use crate::folders::{is_final_name, marker_is_orphaned, upload_marker};
 use crate::intake;
 
@@ -49,9 +50,9 @@ pub async fn watch(
     data_dir: PathBuf,
     watching: Watching,
     stop: impl std::future::Future<Output = ()>,
-) -> Result<(), String> {
+) -> Result<(), IngestError> {
     let root = data_dir.join("sftp");
-    std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+    std::fs::create_dir_all(&root).context(root.display())?;
     let (events, changed) = mpsc::channel();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         if let Ok(event) = event {
@@ -60,10 +61,10 @@ pub async fn watch(
             }
         }
     })
-    .map_err(|e| format!("watching {}: {e}", root.display()))?;
+    .map_err(|e| watch_failed(&root, e))?;
     watcher
         .watch(&root, RecursiveMode::Recursive)
-        .map_err(|e| format!("watching {}: {e}", root.display()))?;
+        .map_err(|e| watch_failed(&root, e))?;
 
     // A file's size and modification time when last looked at, and since when they held.
     let mut pending: HashMap<PathBuf, (u64, SystemTime, Instant)> = HashMap::new();
@@ -107,7 +108,7 @@ pub async fn watch(
                             )
                             .await
                         }
-                        Err(err) => Err(format!("organisation {org_id}: {err}")),
+                        Err(err) => Err(err).context(format_args!("organisation {org_id}")),
                     };
                     if let Err(err) = received {
                         tracing::error!(file = %path.display(), %err, "an inbox file could not be received");
@@ -119,6 +120,18 @@ pub async fn watch(
             pending.remove(&path);
         }
         watching.passes.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A watch that could not be set up, as the file system's error.
+fn watch_failed(root: &Path, err: notify::Error) -> IngestError {
+    let source = match err.kind {
+        notify::ErrorKind::Io(io) => io,
+        other => std::io::Error::other(format!("{other:?}")),
+    };
+    IngestError::Io {
+        what: format!("watching {}", root.display()),
+        source,
     }
 }
 

@@ -19,6 +19,8 @@ use russh::server::Server as _;
 use store::Store;
 use tokio::net::TcpListener;
 
+use crate::error::{Context, IngestError};
+
 pub use defender::Policy as BanPolicy;
 
 /// The server's limits; `Settings::default()` holds the documented defaults.
@@ -81,7 +83,7 @@ pub async fn serve(
     data_dir: PathBuf,
     settings: Settings,
     shutdown: impl std::future::Future<Output = ()> + Send,
-) -> Result<(), String> {
+) -> Result<(), IngestError> {
     let host_key = crate::sftp::keys::host_key(&data_dir)?;
     tracing::info!(
         fingerprint = %crate::sftp::keys::fingerprint(host_key.public_key()),
@@ -111,7 +113,7 @@ pub async fn serve(
     let running = server.run_on_socket(Arc::new(config), &listener);
     let handle = running.handle();
     tokio::select! {
-        result = running => result.map_err(|e| format!("SFTP server: {e}")),
+        result = running => result.context("the SFTP server"),
         () = shutdown => {
             handle.shutdown("server shutting down".into());
             Ok(())
