@@ -494,7 +494,7 @@ fn migrations(backend: &str) -> Vec<String> {
         .join("store/seam/migrations")
         .join(backend);
     let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
-    files.sort_by_key(|f| f.file_name());
+    files.sort_by_key(std::fs::DirEntry::file_name);
     files
         .iter()
         .map(|f| std::fs::read_to_string(f.path()).unwrap())

@@ -47,7 +47,7 @@ impl Application {
             match store.batches().release_batch_claims().await {
                 Ok(0) => {}
                 Ok(released) => {
-                    tracing::info!(released, "batches interrupted by a stop are taken up again")
+                    tracing::info!(released, "batches interrupted by a stop are taken up again");
                 }
                 Err(err) => tracing::error!(%err, "interrupted batches could not be released"),
             }

@@ -56,7 +56,7 @@ fn error_json(err: &anyhow::Error) -> serde_json::Value {
         Some(StoreError::UnknownReference { field, .. }) => ("not_found", Some(field.to_string())),
         Some(StoreError::InsufficientBalance { .. }) => ("insufficient_balance", None),
         Some(StoreError::InvalidRules(_)) => ("invalid_rules", None),
-        Some(StoreError::InvalidCatalogue(_)) | Some(StoreError::Rejected(_)) => {
+        Some(StoreError::InvalidCatalogue(_) | StoreError::Rejected(_)) => {
             ("validation_failed", None)
         }
         Some(StoreError::Refused { code, field, .. }) => (*code, field.clone()),

@@ -112,7 +112,7 @@ pub fn add_shared_parts(api: &mut OpenApi) {
                 .build(),
         )
     };
-    for (path, item) in api.paths.paths.iter_mut() {
+    for (path, item) in &mut api.paths.paths {
         if !(path.starts_with("/v1") || path.starts_with("/api")) {
             continue;
         }
@@ -255,11 +255,10 @@ mod tests {
                         continue;
                     }
                     let name = parameter["name"].as_str().unwrap();
-                    let sample = SAMPLES
-                        .iter()
-                        .find(|(n, _)| *n == name)
-                        .map(|(_, sample)| *sample)
-                        .unwrap_or_else(|| panic!("a sample value for `{name}`"));
+                    let sample = SAMPLES.iter().find(|(n, _)| *n == name).map_or_else(
+                        || panic!("a sample value for `{name}`"),
+                        |(_, sample)| *sample,
+                    );
                     let regex = regex::Regex::new(pattern).unwrap();
                     assert!(regex.is_match(sample), "{name}: {sample}");
                     for at in 0..=sample.len() {

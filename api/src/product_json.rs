@@ -22,7 +22,10 @@ impl RenderedProducts {
         index: &Arc<CatalogueIndex>,
         currency: &str,
     ) -> Arc<Rendered> {
-        let mut campaigns = self.campaigns.lock().unwrap_or_else(|e| e.into_inner());
+        let mut campaigns = self
+            .campaigns
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(rendered) = campaigns.get(campaign_id)
             && rendered.is_for(index, currency)
         {

@@ -69,7 +69,11 @@ fn typed_columns_read_as_their_text() {
     );
     assert_eq!(rows.len(), 3);
     let read = all_rows(&mut rows);
-    let fields = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let fields = |f: &[&str]| {
+        f.iter()
+            .map(std::string::ToString::to_string)
+            .collect::<Vec<_>>()
+    };
     assert_eq!(
         read,
         vec![

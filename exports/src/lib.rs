@@ -273,7 +273,7 @@ fn parquet_columns(chunk: ExportChunk) -> Vec<(String, Values)> {
     ];
     COLUMNS
         .iter()
-        .map(|name| name.to_string())
+        .map(std::string::ToString::to_string)
         .zip(values)
         .collect()
 }

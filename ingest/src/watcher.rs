@@ -88,7 +88,7 @@ pub async fn watch(
                 .or_insert((u64::MAX, SystemTime::UNIX_EPOCH, Instant::now()));
         }
         let mut done = Vec::new();
-        for (path, seen) in pending.iter_mut() {
+        for (path, seen) in &mut pending {
             match check(path, seen, watching.quiet) {
                 Check::Wait => {}
                 Check::Drop => done.push(path.clone()),

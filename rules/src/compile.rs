@@ -167,7 +167,7 @@ impl<'s> Compiler<'s> {
             ["wallet", "balance"] => Typed::Num(Num::Balance),
             ["member", "status"] => Typed::Str(Str::MemberStatus),
             ["meta", rest @ ..] if !rest.is_empty() => {
-                Typed::Meta(self.slot(rest.iter().map(|s| s.to_string()).collect()))
+                Typed::Meta(self.slot(rest.iter().map(std::string::ToString::to_string).collect()))
             }
             _ => {
                 return self.fail(
@@ -224,7 +224,8 @@ impl<'s> Compiler<'s> {
             };
             return match Self::path_of(&inner).as_deref() {
                 Some(["meta", rest @ ..]) if !rest.is_empty() => {
-                    let slot = self.slot(rest.iter().map(|s| s.to_string()).collect());
+                    let slot =
+                        self.slot(rest.iter().map(std::string::ToString::to_string).collect());
                     Ok(Typed::Bool(Bool::Has(slot)))
                 }
                 _ => self.fail(

@@ -134,7 +134,7 @@ impl RuleSet {
                 field: field.to_string(),
                 position,
                 message,
-            })
+            });
         };
         let zone = match source.programme.time_zone.as_deref() {
             None => Tz::UTC,

@@ -87,7 +87,10 @@ impl Budget {
     }
 
     fn share(&self, org: &str) -> Arc<Semaphore> {
-        let mut orgs = self.orgs.lock().unwrap_or_else(|e| e.into_inner());
+        let mut orgs = self
+            .orgs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         // An organisation's semaphore is dropped once no round holds or waits for it.
         orgs.retain(|_, s| Arc::strong_count(s) > 1);
         orgs.entry(org.to_string())
@@ -111,7 +114,10 @@ impl Pace {
     }
 
     pub(crate) fn of(&self, endpoint: &str) -> usize {
-        let endpoints = self.endpoints.lock().unwrap_or_else(|e| e.into_inner());
+        let endpoints = self
+            .endpoints
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         endpoints.get(endpoint).copied().unwrap_or(self.most)
     }
 
@@ -130,7 +136,10 @@ impl Pace {
         if !any {
             return;
         }
-        let mut endpoints = self.endpoints.lock().unwrap_or_else(|e| e.into_inner());
+        let mut endpoints = self
+            .endpoints
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let now = endpoints.get(endpoint).copied().unwrap_or(self.most);
         let next = if unanswered {
             (now / 2).max(1)

@@ -154,7 +154,7 @@ pub async fn deliver(state: AppState, mut stop: watch::Receiver<bool>) {
         for endpoint in due {
             let fresh = sending
                 .lock()
-                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .start(&endpoint, most);
             if !fresh {
                 continue;
@@ -166,7 +166,7 @@ pub async fn deliver(state: AppState, mut stop: watch::Receiver<bool>) {
                 }
                 sending
                     .lock()
-                    .unwrap_or_else(|e| e.into_inner())
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .end(&endpoint);
                 // Its organisation may start another.
                 worker.state.deliveries_waiting.notify_one();

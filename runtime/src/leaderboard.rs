@@ -48,7 +48,7 @@ pub async fn refresh_leaderboards(state: AppState, mut stop: watch::Receiver<boo
                 }
                 Ok(None) => {}
                 Err(err) => {
-                    tracing::warn!(%err, campaign = %campaign.id, "building the leaderboard snapshot failed")
+                    tracing::warn!(%err, campaign = %campaign.id, "building the leaderboard snapshot failed");
                 }
             }
         }

@@ -243,7 +243,11 @@ impl TextIndex {
     /// Bytes the index holds, roughly: its dictionary and postings.
     pub fn memory(&self) -> usize {
         self.terms.as_fst().as_bytes().len()
-            + self.postings.iter().map(|p| p.capacity()).sum::<usize>()
+            + self
+                .postings
+                .iter()
+                .map(std::vec::Vec::capacity)
+                .sum::<usize>()
                 * std::mem::size_of::<Posting>()
             + self.lengths.capacity() * std::mem::size_of::<f32>()
     }

@@ -209,7 +209,7 @@ impl VectorIndex {
                     // x86-64 processor; the address is inside the vectors anyway.
                     #[allow(unsafe_code)]
                     unsafe {
-                        _mm_prefetch::<_MM_HINT_T0>(address)
+                        _mm_prefetch::<_MM_HINT_T0>(address);
                     };
                 }
             }

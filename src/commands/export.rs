@@ -136,7 +136,7 @@ async fn transactions(
             rows,
             done: rows,
             of: total,
-        })
+        });
     };
     let rows = exports::export(store, &scope, &filter, file, format, progress)
         .await

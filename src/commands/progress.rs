@@ -29,7 +29,10 @@ impl Bar {
         } else {
             Duration::from_secs(5)
         };
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let mut last = self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if last.is_some_and(|t| t.elapsed() < every) {
             return;
         }
@@ -63,7 +66,7 @@ impl Bar {
     }
 
     pub fn done(&self) {
-        if self.terminal && self.last.lock().map(|l| l.is_some()).unwrap_or(false) {
+        if self.terminal && self.last.lock().is_ok_and(|l| l.is_some()) {
             eprintln!();
         }
     }

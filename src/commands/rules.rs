@@ -161,7 +161,7 @@ async fn backtest(
                         totals.fired += 1;
                     }
                     rules::Step::Rounded { contribution } => {
-                        per_rule.entry("~".into()).or_default().candidate += contribution
+                        per_rule.entry("~".into()).or_default().candidate += contribution;
                     }
                     rules::Step::Skipped { .. } => {}
                 }
@@ -371,7 +371,7 @@ fn sample(headers: &csv::StringRecord, record: &csv::StringRecord) -> anyhow::Re
             "wallet.tier" if !value.is_empty() => s.tier = Some(value.to_string()),
             "wallet.balance" if !value.is_empty() => {
                 s.balance = Tokens::from_text(value)
-                    .map_err(|why| anyhow::anyhow!("wallet.balance: {why}"))?
+                    .map_err(|why| anyhow::anyhow!("wallet.balance: {why}"))?;
             }
             "member.status" if !value.is_empty() => s.status = value.to_string(),
             key => {

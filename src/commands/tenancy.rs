@@ -79,7 +79,7 @@ fn key_json(key: &ApiKey) -> serde_json::Value {
         "campaignId": key.campaign_id,
         "apiKey": key.obfuscated(),
         "permissions": key.permissions.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
-        "version": key.version.map(|v| v.as_str()),
+        "version": key.version.map(store::ApiVersion::as_str),
         "readOnly": key.read_only,
         "createdAt": key.created_at,
         "revokedAt": key.revoked_at,

@@ -402,6 +402,9 @@ fn the_import_reader_finds_a_loop_through_a_re_export() {
             vec!["crate", "x", "Y"],
             vec!["crate", "z"]
         ]
-        .map(|p| p.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        .map(|p| p
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect::<Vec<_>>())
     );
 }

@@ -242,7 +242,7 @@ async fn search_products(
     let found = index.search(&query, page);
     let rendered = state.rendered.of(&campaign.id, &index, &campaign.currency);
     Ok(rendered.page(found, |r, out, f| {
-        r.write(out, &index, f.product, &f.branches, f.distance_km)
+        r.write(out, &index, f.product, &f.branches, f.distance_km);
     }))
 }
 

@@ -89,7 +89,7 @@ impl Rendered {
         mut write: impl FnMut(&Self, &mut Vec<u8>, T),
     ) -> RenderedJson {
         RenderedJson(PagedList::rendered(paged, |out, item| {
-            write(self, out, item)
+            write(self, out, item);
         }))
     }
 
@@ -265,7 +265,7 @@ mod tests {
                 ProductView::new(f.product, "ZAR", &f.branches, f.distance_km)
             });
             let RenderedJson(out) = rendered.page(found, |r, out, f| {
-                r.write(out, &index, f.product, &f.branches, f.distance_km)
+                r.write(out, &index, f.product, &f.branches, f.distance_km);
             });
             assert_eq!(out, serde_json::to_vec(&expected).unwrap(), "{page:?}");
         }

@@ -227,7 +227,7 @@ fn with_distances(
 ) -> RenderedJson {
     let rendered = state.rendered.of(&campaign.id, index, &campaign.currency);
     rendered.list(found, |r, out, (p, d)| {
-        r.write_plain(out, index, p, Some(f64::from(d)))
+        r.write_plain(out, index, p, Some(f64::from(d)));
     })
 }
 

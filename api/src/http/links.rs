@@ -37,7 +37,10 @@ where
         }
         let host = [
             first(&parts.headers, "x-forwarded-host"),
-            parts.uri.authority().map(|a| a.as_str()),
+            parts
+                .uri
+                .authority()
+                .map(axum::http::uri::Authority::as_str),
             first(&parts.headers, "host"),
         ]
         .into_iter()

@@ -41,7 +41,10 @@ async fn an_earn_is_accepted_then_completed(app: TestApp) {
     let transaction: TransactionView = app.get(&path).await.expect(StatusCode::OK);
     assert_eq!(transaction.kind, "EARN");
     assert_eq!(transaction.amount, Tokens::whole(42));
-    let source = transaction.source_amount.as_ref().map(|n| n.get());
+    let source = transaction
+        .source_amount
+        .as_ref()
+        .map(api::views::ExactNumber::get);
     assert_eq!(
         source,
         Some("42.5"),

@@ -37,7 +37,10 @@ async fn a_return_and_a_refund_are_linked_and_listed_as_burn_and_earn(app: TestA
     assert_eq!(returned.amount, Tokens::whole(25));
     assert_eq!(returned.reversal_of.as_deref(), Some(earn.as_str()));
     assert_eq!(
-        returned.source_amount.as_ref().map(|n| n.get()),
+        returned
+            .source_amount
+            .as_ref()
+            .map(api::views::ExactNumber::get),
         Some("25"),
         "the value returned"
     );

@@ -725,7 +725,7 @@ fn count(tally: &mut Tally, row: &FileEarn, outcome: FileOutcome) -> Option<Reje
                 _ => earn
                     .meta
                     .as_ref()
-                    .map(|m| m.to_string())
+                    .map(std::string::ToString::to_string)
                     .unwrap_or_default(),
             };
             let message = format!("this id was used for another earn: its {field} differs");

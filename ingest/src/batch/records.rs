@@ -65,7 +65,7 @@ impl Records {
             }
         } else {
             let file = File::open(path).map_err(|e| format!("the file cannot be read: {e}"))?;
-            let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+            let size = file.metadata().map_or(0, |m| m.len());
             Records::Csv {
                 reader: Box::new(Delimited::new(file, mapping.delimiter)),
                 encoding: mapping.encoding,

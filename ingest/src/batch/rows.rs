@@ -223,12 +223,12 @@ impl Layout {
                     }
                     match name.strip_prefix("meta.") {
                         Some(path) if path.contains('\0') => {
-                            errors.push(format!("column `{name}`: a meta key holds a NUL"))
+                            errors.push(format!("column `{name}`: a meta key holds a NUL"));
                         }
                         Some(path) if path.split('.').count() > MAX_META_PATH => {
                             errors.push(format!(
                                 "column `{name}`: a meta key joins at most {MAX_META_PATH} names"
-                            ))
+                            ));
                         }
                         Some(path) if !path.split('.').any(str::is_empty) => slots.push(Slot {
                             target: Target::Meta(path.split('.').map(String::from).collect()),
@@ -347,7 +347,7 @@ impl Layout {
         let mut meta = Map::new();
         // At least the bytes of the meta's JSON: each character escaped takes at most six.
         let mut meta_bound = 2;
-        let cell_of = |slot: &Slot| slot.column.map(|c| record[c].as_ref().trim()).unwrap_or("");
+        let cell_of = |slot: &Slot| slot.column.map_or("", |c| record[c].as_ref().trim());
         let reverses = self
             .slots
             .iter()
@@ -408,7 +408,7 @@ impl Layout {
                 }
                 Target::Wallet => earn.wallet = text(limits::id(value))?,
                 Target::Description => {
-                    earn.description = Some(text(limits::text(value, MAX_TEXT))?)
+                    earn.description = Some(text(limits::text(value, MAX_TEXT))?);
                 }
                 Target::Comment => earn.comment = Some(text(limits::text(value, MAX_TEXT))?),
                 Target::Amount => {

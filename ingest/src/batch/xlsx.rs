@@ -141,8 +141,7 @@ pub fn check_archive(path: &Path) -> Result<(), String> {
         let (name, size, packed) = (
             entry
                 .name()
-                .map(|n| n.to_string())
-                .unwrap_or_else(|_| format!("#{i}")),
+                .map_or_else(|_| format!("#{i}"), |n| n.to_string()),
             entry.size(),
             entry.compressed_size(),
         );
@@ -210,7 +209,7 @@ mod tests {
     }
 
     fn strings(cells: &[&str]) -> Vec<String> {
-        cells.iter().map(|c| c.to_string()).collect()
+        cells.iter().map(std::string::ToString::to_string).collect()
     }
 
     #[test]

@@ -35,7 +35,10 @@ impl Defender {
     /// Notes a failed login at `now`; the failures within the window when they earn a ban (the
     /// count starts again after it).
     pub fn failed(&self, address: IpAddr, now: Instant) -> Option<u32> {
-        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        let mut failures = self
+            .failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if failures.len() >= MAX_TRACKED && !failures.contains_key(&address) {
             failures.clear();
         }

@@ -24,9 +24,7 @@ pub struct Connection {
 
 impl Connection {
     fn peer(&self) -> String {
-        self.peer
-            .map(|p| p.to_string())
-            .unwrap_or_else(|| "-".into())
+        self.peer.map_or_else(|| "-".into(), |p| p.to_string())
     }
 
     /// The ban on the client's address in force now, if any. (A ban that cannot be looked up

@@ -90,7 +90,7 @@ async fn parquet_exports_keep_the_ledgers_types_and_totals(store: Store) {
     let names: Vec<String> = frame
         .get_column_names()
         .iter()
-        .map(|n| n.to_string())
+        .map(std::string::ToString::to_string)
         .collect();
     assert_eq!(names, exports::COLUMNS);
     let dtype = |c: &str| frame.column(c).unwrap().dtype().clone();

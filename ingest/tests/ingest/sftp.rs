@@ -302,7 +302,7 @@ async fn a_key_login_uploads_a_file_that_becomes_a_batch() {
     assert_eq!(events.len(), 1, "one batch.duplicate");
     match &store::EventData::of(&events[0].data).unwrap() {
         store::EventData::Batch(b) => {
-            assert_eq!(b.duplicate_of.as_deref(), Some(batch.id.as_str()))
+            assert_eq!(b.duplicate_of.as_deref(), Some(batch.id.as_str()));
         }
         other => panic!("{other:?}"),
     }
@@ -512,7 +512,7 @@ async fn a_dropped_connection_leaves_no_half_file() {
         .join("inbox")
         .join("big.csv");
     let started = std::time::Instant::now();
-    while std::fs::metadata(&partial).map(|m| m.len()).unwrap_or(0) == 0 {
+    while std::fs::metadata(&partial).map_or(0, |m| m.len()) == 0 {
         assert!(
             started.elapsed() < Duration::from_secs(20),
             "the upload never started"

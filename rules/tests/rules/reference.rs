@@ -298,7 +298,7 @@ fn number_expr() -> impl Strategy<Value = String> {
         Just("meta.n".to_string()),
         Just("meta.deep.n".to_string()),
         (0i64..50).prop_map(|n| n.to_string()),
-        (0i64..40).prop_map(|n| format!("{}.5", n)),
+        (0i64..40).prop_map(|n| format!("{n}.5")),
     ];
     leaf.prop_recursive(3, 12, 2, |inner| {
         prop_oneof![

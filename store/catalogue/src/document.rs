@@ -476,7 +476,7 @@ impl Reader {
             Ok(t) if positive && !t.is_positive() => self.fail(at, "must be more than 0"),
             Ok(t) if t < Tokens::ZERO => self.fail(at, "must not be negative"),
             Ok(t) if t > Tokens::whole(MAX_PRICE) => {
-                self.fail(at, format!("must be at most {MAX_PRICE}"))
+                self.fail(at, format!("must be at most {MAX_PRICE}"));
             }
             Ok(t) => return Some(t),
             Err(e) => self.fail(

@@ -789,7 +789,7 @@ impl Catalogues {
     fn cached(&self, campaign_id: &str) -> Option<(Arc<CatalogueIndex>, Instant)> {
         self.entries
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(campaign_id)
             .map(|e| (e.index.clone(), e.checked))
     }
@@ -797,7 +797,7 @@ impl Catalogues {
     fn keep(&self, campaign_id: &str, index: Arc<CatalogueIndex>) {
         self.entries
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(
                 campaign_id.to_string(),
                 Entry {
@@ -855,7 +855,7 @@ impl Catalogues {
     pub fn forget(&self, campaign_id: &str) {
         self.entries
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(campaign_id);
     }
 }

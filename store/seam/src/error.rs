@@ -131,7 +131,7 @@ pub fn unpanicked<T>(
 pub fn panicked(what: &str, payload: &(dyn std::any::Any + Send)) -> StoreError {
     let message = payload
         .downcast_ref::<&str>()
-        .map(|s| s.to_string())
+        .map(std::string::ToString::to_string)
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic without a message".into());
     tracing::error!(%message, "{what} panicked");

@@ -177,7 +177,8 @@ impl Tenancy {
                 key.api_key,
                 sha256(&secret)[..],
                 serde_json::json!(names),
-                key.version.map(|v| v.as_str()),
+                key.version
+                    .map(seam::common::api_version::ApiVersion::as_str),
                 key.read_only,
                 key.created_at
             ],

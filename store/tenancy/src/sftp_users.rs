@@ -93,13 +93,11 @@ fn hash_password(password: &str) -> Result<String, StoreError> {
 
 /// Whether `password` matches `hash`; a malformed hash matches nothing.
 fn verify_password(password: &str, hash: &str) -> bool {
-    PasswordHash::new(hash)
-        .map(|parsed| {
-            Argon2::default()
-                .verify_password(password.as_bytes(), &parsed)
-                .is_ok()
-        })
-        .unwrap_or(false)
+    PasswordHash::new(hash).is_ok_and(|parsed| {
+        Argon2::default()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok()
+    })
 }
 
 type KeyRow = (String, String, String, DateTime<Utc>);

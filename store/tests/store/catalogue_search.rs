@@ -394,7 +394,8 @@ async fn geofenced_pages_are_what_a_whole_scan_gives(store: Store) {
                 .collect();
             match sort {
                 None => {
-                    inside.sort_by(|a, b| a.0.total_cmp(&b.0).then(by_name[a.1].cmp(&by_name[b.1])))
+                    inside
+                        .sort_by(|a, b| a.0.total_cmp(&b.0).then(by_name[a.1].cmp(&by_name[b.1])));
                 }
                 Some(_) => inside.sort_by_key(|(_, id)| price_rank[*id]),
             }

@@ -544,7 +544,7 @@ impl Model {
                 continue;
             }
             w.repay();
-            for lot in w.lots.iter_mut() {
+            for lot in &mut w.lots {
                 if lot.expires_at <= at && lot.remaining > 0 {
                     w.expired.push(lot.remaining);
                     w.balance -= lot.remaining;

@@ -116,8 +116,7 @@ impl Reply {
     pub fn data(&self) -> &[Value] {
         self.body["data"]
             .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_else(|| panic!("not a page: {}", self.body))
+            .map_or_else(|| panic!("not a page: {}", self.body), Vec::as_slice)
     }
 
     /// The problem's offending fields, in order.

@@ -52,7 +52,10 @@ struct Open(Arc<Mutex<Inner>>);
 
 impl Drop for Open {
     fn drop(&mut self) {
-        let mut inner = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut inner = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         inner.open -= 1;
     }
 }

@@ -110,7 +110,7 @@ impl Mapping {
                         None if matches!(target, Target::Id | Target::Amount)
                             || (matches!(target, Target::Wallet | Target::Date) && !returns) =>
                         {
-                            errors.fail(&path, "is required: say which column holds it")
+                            errors.fail(&path, "is required: say which column holds it");
                         }
                         None => {}
                     }

@@ -90,7 +90,7 @@ impl Db {
         match &self.pool {
             Pool::Sqlite(direct) => {
                 let sql = keyed(sql, n, false);
-                let (sql, values) = (sql.to_owned(), owned(args));
+                let (sql, values) = (sql.clone(), owned(args));
                 let keys: Vec<OwnedArg> = keys.iter().map(|k| k.to_arg().to_owned_arg()).collect();
                 direct
                     .read_blocking(move |c| {

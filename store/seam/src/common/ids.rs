@@ -12,7 +12,9 @@ pub fn new_id() -> String {
     static STATE: std::sync::Mutex<(u64, u128, u64)> = std::sync::Mutex::new((0, 0, 0));
     let now = chrono::Utc::now().timestamp_millis().max(0) as u64;
     let (millis, bits) = {
-        let mut state = STATE.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = STATE
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let (last, mut bits, mut seed) = *state;
         if seed == 0 {
             let mut bytes = [0u8; 8];
@@ -112,7 +114,13 @@ impl Fingerprint {
 
     /// The fingerprint of a request whose fields `fields` hold `values`.
     pub fn of(fields: &[&str], values: Vec<serde_json::Value>) -> Self {
-        Fingerprint::of_fields(fields.iter().map(|f| f.to_string()).collect(), values)
+        Fingerprint::of_fields(
+            fields
+                .iter()
+                .map(std::string::ToString::to_string)
+                .collect(),
+            values,
+        )
     }
 
     fn of_fields(fields: Vec<String>, values: Vec<serde_json::Value>) -> Self {

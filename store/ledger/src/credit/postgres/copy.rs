@@ -192,7 +192,7 @@ fn copy_field(out: &mut String, arg: Arg<'_>) {
     };
     match arg {
         Arg::Text(Some(text)) | Arg::JsonText(Some(text)) | Arg::TimeText(Some(text)) => {
-            quoted(out, text)
+            quoted(out, text);
         }
         Arg::Int(Some(n)) => {
             let _ = write!(out, "{n}");

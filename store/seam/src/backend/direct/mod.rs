@@ -120,7 +120,11 @@ impl Direct {
     /// The connection this file's readers left idle, or a new one.
     fn reader(&self) -> Result<Connection, StoreError> {
         self.still_open()?;
-        let idle = self.readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let idle = self
+            .readers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop();
         match idle {
             Some(connection) => Ok(connection),
             None => Ok(connect(&self.path, true)?),
@@ -128,7 +132,10 @@ impl Direct {
     }
 
     fn give_back(&self, connection: Connection) {
-        let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut readers = self
+            .readers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if readers.len() < IDLE_READERS {
             readers.push(connection);
         }
