@@ -51,11 +51,13 @@ impl Store {
     }
 
     /// Opens (creating if missing) the SQLite database file at `path`, in WAL mode.
+    #[tracing::instrument(skip_all)]
     pub async fn open_sqlite(path: &std::path::Path) -> Result<Store, StoreError> {
         Db::open_sqlite(path).await.map(Store::on)
     }
 
     /// Connects to `url`: `postgres://` or `postgresql://` for PostgreSQL, `sqlite:` for SQLite.
+    #[tracing::instrument(skip_all)]
     pub async fn connect(url: &str, max_connections: u32) -> Result<Store, StoreError> {
         Db::connect(url, max_connections).await.map(Store::on)
     }

@@ -149,6 +149,7 @@ impl Batches {
     /// Evaluates and credits `earns` of batch `batch_id` of organisation `org_id` in one database
     /// transaction, committed when this returns; returns each row's outcome, in order. Rows see
     /// their wallet's balance and tier as they were before the call.
+    #[tracing::instrument(skip_all)]
     pub async fn credit_file_earns(
         &self,
         book: &RuleBook,
@@ -171,6 +172,7 @@ impl Batches {
     /// (`Batches::commit`) before the rows count as credited. Until then they are seen by later
     /// writes (a repeated id is a duplicate) but not by readers; if the transaction fails, none
     /// of its chunks are credited.
+    #[tracing::instrument(skip_all)]
     pub async fn credit_evaluated(
         &self,
         batch_id: &str,
@@ -215,6 +217,7 @@ impl Batches {
     }
 
     /// Returns once every chunk of `pending` is committed; an `Err` if one was not.
+    #[tracing::instrument(skip_all)]
     pub async fn commit(&self, pending: Pending) -> Result<(), StoreError> {
         if !pending.0.is_empty() {
             self.end_bulk_writes().await?;
@@ -228,6 +231,7 @@ impl Batches {
     /// What `credit_file_earns` would do with `earns`, changing nothing: each row evaluated
     /// (`Credited` without a transaction id), or why it would not be credited. An id credited
     /// before is a `Duplicate`.
+    #[tracing::instrument(skip_all)]
     pub async fn check_file_earns(
         &self,
         book: &RuleBook,
@@ -275,6 +279,7 @@ impl Batches {
     /// Evaluates `earns` of organisation `org_id` by their campaigns' active rules, in
     /// parallel. Rows see their wallet's balance and tier as last committed; `totals` (the
     /// file's, from chunk to chunk) keeps each wallet under the ledger's ceiling.
+    #[tracing::instrument(skip_all)]
     pub async fn evaluate_file_earns(
         &self,
         book: &RuleBook,

@@ -104,6 +104,7 @@ impl Batches {
     /// is a store failure: none of the rows' returns are written then (on PostgreSQL, some
     /// wallets' may be), and those that are are recognised as this batch's when the file is
     /// run again.
+    #[tracing::instrument(skip_all)]
     pub async fn reverse_file_rows(
         &self,
         org: &OrgScope,
@@ -191,6 +192,7 @@ impl Batches {
     /// credited before the file (or in an earlier row of it), to the wallet it names, would be
     /// reversed; the value left, the shortfall policy and the row's id are looked at when it
     /// is.
+    #[tracing::instrument(skip_all)]
     pub async fn check_file_returns(
         &self,
         org: &OrgScope,

@@ -22,6 +22,7 @@ pub struct StoredMapping {
 /// Mappings: how an organisation's batch files name their columns (scope: `OrgScope`).
 impl Batches {
     /// Stores (or replaces) the organisation's mapping for `pattern`.
+    #[tracing::instrument(skip_all)]
     pub async fn set_mapping(
         &self,
         org: &OrgScope,
@@ -44,6 +45,7 @@ impl Batches {
     }
 
     /// The organisation's mappings, by pattern.
+    #[tracing::instrument(skip_all)]
     pub async fn mappings(&self, org: &OrgScope) -> Result<Vec<StoredMapping>, StoreError> {
         let org_id = org.id();
         const SQL: &str = "SELECT pattern, document, updated_at FROM mappings WHERE org_id = $1 \
@@ -61,6 +63,7 @@ impl Batches {
     }
 
     /// Removes the organisation's mapping for `pattern`.
+    #[tracing::instrument(skip_all)]
     pub async fn remove_mapping(&self, org: &OrgScope, pattern: &str) -> Result<(), StoreError> {
         let org_id = org.id();
         const SQL: &str = "DELETE FROM mappings WHERE org_id = $1 AND pattern = $2";

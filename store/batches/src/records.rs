@@ -216,6 +216,7 @@ const LEASE: i64 = 60;
 impl Batches {
     /// Records a received file: `received`, or `duplicate` when the organisation's live batches
     /// already hold this content (the unique index decides between files arriving together).
+    #[tracing::instrument(skip_all)]
     pub async fn record_batch(&self, org: &OrgScope, new: NewBatch) -> Result<Batch, StoreError> {
         const HOLDER: &str = "SELECT id FROM batches WHERE org_id = $1 AND sha256 = $2 \
              AND state IN ('received', 'processing', 'completed')";
@@ -263,6 +264,7 @@ impl Batches {
 
     /// The newest batch of the organisation's that was received under `file_name` and has not
     /// ended yet (received or processing), if any.
+    #[tracing::instrument(skip_all)]
     pub async fn waiting_batch_named(
         &self,
         org: &OrgScope,
@@ -278,6 +280,7 @@ impl Batches {
         row.map(batch_from_row).transpose()
     }
 
+    #[tracing::instrument(skip_all)]
     pub async fn get_batch(&self, org: &OrgScope, id: &str) -> Result<Batch, StoreError> {
         let org_id = org.id();
         const SQL: &str = concat!(
@@ -291,6 +294,7 @@ impl Batches {
     }
 
     /// The organisation's batches, newest first.
+    #[tracing::instrument(skip_all)]
     pub async fn list_batches(
         &self,
         org: &OrgScope,
@@ -313,6 +317,7 @@ impl Batches {
     /// report's content) and, when it failed, why.
     /// With it, in the same transaction, the file's one event: `batch.completed` or
     /// `batch.failed`, carrying the batch.
+    #[tracing::instrument(skip_all)]
     pub async fn finish_batch(&self, id: &str, finish: BatchFinish) -> Result<(), StoreError> {
         self.write(Finish {
             id: id.to_string(),
@@ -322,6 +327,7 @@ impl Batches {
     }
 
     /// Keeps a claim alive while its batch is being processed.
+    #[tracing::instrument(skip_all)]
     pub async fn renew_batch(&self, id: &str) -> Result<(), StoreError> {
         const RENEW: &str =
             "UPDATE batches SET claimed_until = $2 WHERE id = $1 AND state = 'processing'";
@@ -335,6 +341,7 @@ impl Batches {
     /// Makes every claimed batch claimable again at once. Only for a database that one process
     /// serves (embedded SQLite): at its start, a batch still claimed was interrupted by a crash.
     /// Shared databases rely on the lease running out instead.
+    #[tracing::instrument(skip_all)]
     pub async fn release_batch_claims(&self) -> Result<u64, StoreError> {
         let released = self
             .execute(
@@ -347,6 +354,7 @@ impl Batches {
 
     /// Claims up to `limit` batches waiting to be processed (and any whose node's lease ran
     /// out), oldest first, or only the batch `only`; each goes to one caller only.
+    #[tracing::instrument(skip_all)]
     pub async fn claim_batches(
         &self,
         limit: i64,

@@ -268,6 +268,7 @@ pub(crate) fn embedding_bytes(vector: &[f32]) -> Vec<u8> {
 impl CatalogueStore {
     /// Checks `catalogue` against what the campaign holds and applies it in one transaction
     /// (none of it when anything is wrong: `InvalidCatalogue` lists every problem).
+    #[tracing::instrument(skip_all)]
     pub async fn import_catalogue(
         &self,
         campaign: &Campaign,
@@ -296,6 +297,7 @@ impl CatalogueStore {
     /// and the references of what did read that are unknown to the document and the campaign
     /// (found by a dry run of it; a reference at a place the reading faulted is not named
     /// twice).
+    #[tracing::instrument(skip_all)]
     pub async fn import_document(
         &self,
         campaign: &Campaign,

@@ -94,6 +94,7 @@ impl CatalogueStore {
     /// The campaign's catalogue version: 0 before its first import, then one more per import
     /// and per variant an order sells out (both counts only grow, so their sum changes
     /// whenever either does).
+    #[tracing::instrument(skip_all)]
     pub async fn catalogue_version(&self, campaign: &Campaign) -> Result<i64, StoreError> {
         let campaign_id = campaign.id.as_str();
         const SQL: &str = "SELECT CAST(COALESCE((SELECT version FROM catalogue_versions \
@@ -104,6 +105,7 @@ impl CatalogueStore {
     }
 
     /// Every product of the campaign, whole, in the import's order.
+    #[tracing::instrument(skip_all)]
     pub async fn catalogue_products(
         &self,
         campaign: &Campaign,
@@ -172,6 +174,7 @@ impl CatalogueStore {
     }
 
     /// The campaign's catalogue as an import document that gives it back.
+    #[tracing::instrument(skip_all)]
     pub async fn export_catalogue(&self, campaign: &Campaign) -> Result<Catalogue, StoreError> {
         let products = self.catalogue_products(campaign).await?;
         let all = Page {
@@ -234,6 +237,7 @@ impl CatalogueStore {
     }
 
     /// The campaign's categories in the import's order, or only the one with id `only`.
+    #[tracing::instrument(skip_all)]
     pub async fn categories(
         &self,
         campaign: &Campaign,
@@ -249,6 +253,7 @@ impl CatalogueStore {
     }
 
     /// The campaign's tags in the import's order, or only the one with id `only`.
+    #[tracing::instrument(skip_all)]
     pub async fn tags(
         &self,
         campaign: &Campaign,

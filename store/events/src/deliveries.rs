@@ -547,6 +547,7 @@ impl Events {
     /// Numbers up to `limit` committed events and makes deliveries of the numbered ones, a few
     /// endpoints' worth a call (see `Dispatch`); nothing when another node is doing it. Call
     /// again while `full`.
+    #[tracing::instrument(skip_all)]
     pub async fn dispatch_events(&self, limit: i64) -> Result<Dispatched, StoreError> {
         // Reads first: an idle dispatcher takes no turn of SQLite's one writer.
         const UNNUMBERED: &str = "SELECT id FROM events WHERE seq IS NULL LIMIT 1";
@@ -571,6 +572,7 @@ impl Events {
     /// id. An endpoint a node is sending to is that node's until its rounds end, so what is
     /// returned is what a worker may start, and one tenant's thousand endpoints cost each look
     /// no more than its share.
+    #[tracing::instrument(skip_all)]
     pub async fn endpoints_due(&self, per_org: usize) -> Result<Vec<WebhookEndpoint>, StoreError> {
         let sql = format!(
             "SELECT {ENDPOINT_COLUMNS} FROM (SELECT e.*, ROW_NUMBER() OVER (PARTITION BY \
@@ -587,6 +589,7 @@ impl Events {
     }
 
     /// Claims up to `limit` of the endpoint's due deliveries for `lease`, oldest due first.
+    #[tracing::instrument(skip_all)]
     pub async fn claim_deliveries(
         &self,
         endpoint_id: &str,
@@ -632,6 +635,7 @@ impl Events {
 
     /// Gives back claims that were never attempted (a node stopping at the end of its grace):
     /// those deliveries are due again at once, for any node, as if never claimed.
+    #[tracing::instrument(skip_all)]
     pub async fn release_claims(&self, claimed: &[ClaimedDelivery]) -> Result<(), StoreError> {
         let claims = claimed.iter().map(|c| (c.id.clone(), c.attempt)).collect();
         self.write(Release { claims }).await
@@ -640,6 +644,7 @@ impl Events {
     /// Records a round of attempts to the endpoint: the log, each delivery's next step (a
     /// failed one is due again after a wait that starts at `first_retry`, normally
     /// `FIRST_RETRY`), and the endpoint's health.
+    #[tracing::instrument(skip_all)]
     pub async fn record_attempts(
         &self,
         endpoint_id: &str,
@@ -655,6 +660,7 @@ impl Events {
     }
 
     /// The endpoint's delivery log, newest attempt first.
+    #[tracing::instrument(skip_all)]
     pub async fn delivery_attempts(
         &self,
         org: &OrgScope,
@@ -711,6 +717,7 @@ impl Events {
     /// delivery each, due now. How many were made; `NotFound` (`event`) for an event the
     /// organisation's feed does not hold; `Invalid` (`to`) for a range of more than
     /// `bounds.per_request` events; `Throttled` past `bounds.per_hour`.
+    #[tracing::instrument(skip_all)]
     pub async fn redeliver(
         &self,
         org: &OrgScope,
@@ -791,6 +798,7 @@ impl Events {
 
     /// Records a `webhook.test` event and delivers it to the endpoint alone; its id.
     /// `Throttled` past `bounds.per_hour`.
+    #[tracing::instrument(skip_all)]
     pub async fn send_test_event(
         &self,
         org: &OrgScope,

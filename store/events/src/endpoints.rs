@@ -234,6 +234,7 @@ impl Steps for Creating {
 impl Events {
     /// Makes an endpoint, unless the organisation already has `most` (409 `too_many_endpoints`,
     /// counted under the organisation's lock so that concurrent requests cannot pass it).
+    #[tracing::instrument(skip_all)]
     pub async fn create_endpoint(
         &self,
         org: &OrgScope,
@@ -256,6 +257,7 @@ impl Events {
         self.found_endpoint(org, &id).await
     }
 
+    #[tracing::instrument(skip_all)]
     pub async fn endpoint(
         &self,
         org: &OrgScope,
@@ -280,6 +282,7 @@ impl Events {
     }
 
     /// The organisation's endpoints, oldest first.
+    #[tracing::instrument(skip_all)]
     pub async fn endpoints(
         &self,
         org: &OrgScope,
@@ -297,6 +300,7 @@ impl Events {
         Paged::of(rows, page, endpoint_from_row)
     }
 
+    #[tracing::instrument(skip_all)]
     pub async fn update_endpoint(
         &self,
         org: &OrgScope,
@@ -338,6 +342,7 @@ impl Events {
     }
 
     /// Removes the endpoint and its deliveries (their log with them); false when it had none.
+    #[tracing::instrument(skip_all)]
     pub async fn remove_endpoint(&self, org: &OrgScope, id: &str) -> Result<bool, StoreError> {
         const ATTEMPTS: &str = "DELETE FROM delivery_attempts WHERE endpoint_id = $1 \
              AND EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = $1 AND org_id = $2)";
@@ -354,6 +359,7 @@ impl Events {
 
     /// Makes `secret` the endpoint's signing secret; the one before keeps signing beside it
     /// until `previous_until` (none: it stops now).
+    #[tracing::instrument(skip_all)]
     pub async fn rotate_endpoint_secret(
         &self,
         org: &OrgScope,
@@ -378,6 +384,7 @@ impl Events {
     }
 
     /// The secrets that sign the endpoint's deliveries now.
+    #[tracing::instrument(skip_all)]
     pub async fn endpoint_secrets(
         &self,
         endpoint_id: &str,

@@ -42,6 +42,7 @@ pub struct EventFilter {
 impl Events {
     /// The feed's page: numbered events of the organisation that are the campaign's (or of no
     /// campaign), by their number. `Invalid` (`after`) when `after` names no event of theirs.
+    #[tracing::instrument(skip_all)]
     pub async fn feed(
         &self,
         org: &OrgScope,
@@ -87,6 +88,7 @@ impl Events {
     }
 
     /// The organisation's event `id` (the campaign's, or of no campaign), numbered or not.
+    #[tracing::instrument(skip_all)]
     pub async fn event(
         &self,
         org: &OrgScope,

@@ -20,6 +20,7 @@ const BATCH: i64 = 1_000;
 impl Events {
     /// Deletes the events that happened before `before` and that no delivery waits to send,
     /// with their deliveries and attempts, a batch a transaction; how many events it deleted.
+    #[tracing::instrument(skip_all)]
     pub async fn prune_events(&self, before: DateTime<Utc>) -> Result<usize, StoreError> {
         // An event not yet fanned out to every endpoint is kept too (see `Dispatch`).
         const OLD: &str = "SELECT id FROM events WHERE occurred_at < $1 \

@@ -99,6 +99,7 @@ fn audit_sql(store: &Ledger) -> String {
 /// The audit: every wallet's balance against the sum of its transactions (operator-wide).
 impl Ledger {
     /// Checks every wallet; an empty list means the ledger agrees with itself.
+    #[tracing::instrument(skip_all)]
     pub async fn audit(&self) -> Result<Vec<Discrepancy>, StoreError> {
         type Row = (
             String,

@@ -48,6 +48,7 @@ impl Ledger {
     /// Spends `burn.amount` from the wallet. `InsufficientBalance` when the balance less the
     /// campaign's minimum cannot cover it; `Refused` (`already_exists`, naming the first field that differs) when that id was used for
     /// a different burn; the earlier transaction (`replayed`) when it was used for this one.
+    #[tracing::instrument(skip_all)]
     pub async fn burn(&self, campaign: &Campaign, burn: NewBurn) -> Result<Burned, StoreError> {
         crate::limits::check_client_key(&burn.external_id)?;
         if let Some(Err(refused)) = burn.date.map(|date| self.date_window(None).check(date)) {

@@ -23,6 +23,7 @@ impl Ledger {
     /// Each visit moves a wallet's next expiry past `at`, so the call ends; a wallet that stays
     /// due after its visit (a visit that failed, or data this version cannot read) is logged
     /// and left to the next sweep, and the others go on.
+    #[tracing::instrument(skip_all)]
     pub async fn expire(&self, at: DateTime<Utc>) -> Result<usize, StoreError> {
         let mut written = 0;
         // Wallets whose visit did not settle them (maybe another sweeper had), and of those

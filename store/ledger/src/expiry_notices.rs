@@ -43,6 +43,7 @@ impl Ledger {
     /// Looks, for each campaign not looked at on `at`'s day, for tokens that expire within its
     /// notice and records a `wallet.points_expiring` for each wallet and day not announced
     /// before; how many this call recorded.
+    #[tracing::instrument(skip_all)]
     pub async fn notice_expiring(&self, at: DateTime<Utc>) -> Result<usize, StoreError> {
         let today = at.date_naive();
         let due: Vec<(String, String, i64)> = self.read_rows(DUE, params![today]).await?;

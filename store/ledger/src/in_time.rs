@@ -154,6 +154,7 @@ impl Ledger {
     /// The campaign's wallet `reference` (id or external reference) as it was at `at`: its
     /// balance and pending tokens as its transactions dated by then say, and what its holds
     /// open then reserved.
+    #[tracing::instrument(skip_all)]
     pub async fn balance_at(
         &self,
         campaign: &Campaign,
@@ -209,6 +210,7 @@ impl Ledger {
     /// by `until`, per day in UTC, soonest first: what its lots hold now (tokens held by an open
     /// hold are not in them). A lot already due that the sweep has not expired yet is counted on
     /// its day.
+    #[tracing::instrument(skip_all)]
     pub async fn expiring(
         &self,
         campaign: &Campaign,

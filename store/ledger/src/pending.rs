@@ -45,6 +45,7 @@ impl Ledger {
     /// in a transaction of its own under its wallet's lock, so however many nodes sweep at
     /// once an earn vests once, and one a node was vesting when it died (its transaction
     /// undone) is vested by the next sweep.
+    #[tracing::instrument(skip_all)]
     pub async fn vest_pending(&self, at: DateTime<Utc>) -> Result<usize, StoreError> {
         let mut vested = 0;
         loop {

@@ -67,6 +67,7 @@ pub async fn store_unchecked(ledger: &Ledger, pending: Vec<PendingEarn>) -> Vec<
 impl Ledger {
     /// What spending transaction `id` took from each earn's lot: (earn id, micro-tokens), by
     /// earn id.
+    #[tracing::instrument(skip_all)]
     pub async fn spends_of(&self, id: &str) -> Result<Vec<(String, i64)>, StoreError> {
         let sql = "SELECT earn_id, amount FROM spends WHERE transaction_id = $1 ORDER BY earn_id";
         self.read_rows(sql, params![id]).await
@@ -74,6 +75,7 @@ impl Ledger {
 
     /// What is left in each of wallet `id`'s lots, by its spending position and aside rows
     /// (see `fifo`): (earn id, micro-tokens) for every earn that holds some, by earn id.
+    #[tracing::instrument(skip_all)]
     pub async fn lots_of(&self, id: &str) -> Result<Vec<(String, i64)>, StoreError> {
         const SQL: &str = concat!(
             "SELECT t.id, ",

@@ -388,6 +388,7 @@ pub fn transaction_from_row(r: TransactionRow) -> Result<Transaction, StoreError
 /// Transactions: a campaign's ledger entries, listed and read back (scope: `&Campaign`).
 impl Ledger {
     /// The campaign's transactions, newest first, filtered.
+    #[tracing::instrument(skip_all)]
     pub async fn list_transactions(
         &self,
         campaign: &Campaign,
@@ -431,6 +432,7 @@ impl Ledger {
         Paged::of(rows, page, transaction_from_row)
     }
 
+    #[tracing::instrument(skip_all)]
     pub async fn get_transaction(
         &self,
         campaign: &Campaign,
@@ -475,6 +477,7 @@ pub struct EarnReplay {
 impl Ledger {
     /// The campaign's EARN transactions dated in `from..=to`, in id order after `after` (a
     /// transaction id), at most `limit`: page through them by passing the last id back.
+    #[tracing::instrument(skip_all)]
     pub async fn earns_between(
         &self,
         campaign: &Campaign,

@@ -136,6 +136,7 @@ impl Ledger {
     /// `balance_ceiling`, `same_wallet` (naming `toWalletId`); `InsufficientBalance`
     /// when the sender's balance less what it holds and the minimum cannot cover it. The
     /// earlier transfer (`replayed`) for the same request again.
+    #[tracing::instrument(skip_all)]
     pub async fn transfer(
         &self,
         campaign: &Campaign,
@@ -215,6 +216,7 @@ impl Ledger {
     }
 
     /// The campaign's transfer whose id (its TRANSFER_OUT's) or `externalId` is `reference`.
+    #[tracing::instrument(skip_all)]
     pub async fn get_transfer(
         &self,
         campaign: &Campaign,

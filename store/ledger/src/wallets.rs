@@ -140,6 +140,7 @@ impl Ledger {
     /// that names no member of the organisation is a bad request (`Invalid`): on `owner` when
     /// it names none or an unknown one, on `externalId` when that stood for the owner. A taken
     /// `external_id` is `Conflict`.
+    #[tracing::instrument(skip_all)]
     pub async fn create_wallet(
         &self,
         campaign: &Campaign,
@@ -206,6 +207,7 @@ impl Ledger {
     }
 
     /// The campaign's wallet with id `reference`, else the one with that external id.
+    #[tracing::instrument(skip_all)]
     pub async fn get_wallet(
         &self,
         campaign: &Campaign,
@@ -222,6 +224,7 @@ impl Ledger {
     }
 
     /// The campaign's wallets in creation order, filtered.
+    #[tracing::instrument(skip_all)]
     pub async fn list_wallets(
         &self,
         campaign: &Campaign,
@@ -253,6 +256,7 @@ impl Ledger {
     }
 
     /// Renames wallet `id` (an id, not a reference) and returns it.
+    #[tracing::instrument(skip_all)]
     pub async fn rename_wallet(
         &self,
         campaign: &Campaign,

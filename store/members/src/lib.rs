@@ -37,6 +37,7 @@ impl Members {
     }
 
     /// The live member with id `reference`, else the one with that external id.
+    #[tracing::instrument(skip_all)]
     pub async fn member_id_by_reference(
         &self,
         org: &OrgScope,
@@ -47,6 +48,7 @@ impl Members {
 
     /// Like `member_id_by_reference`, for the organisation with id `org_id` (a scope the
     /// caller holds already: a campaign's).
+    #[tracing::instrument(skip_all)]
     pub async fn member_id_of(
         &self,
         org_id: &str,
@@ -59,6 +61,7 @@ impl Members {
     }
 
     /// Like `member_id_of`, with the member's external id.
+    #[tracing::instrument(skip_all)]
     pub async fn member_by_reference(
         &self,
         org_id: &str,

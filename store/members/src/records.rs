@@ -234,6 +234,7 @@ const MEMBER_UNIQUE: &[(&str, &str)] = &[("external_id", "externalId"), ("user_i
 impl Members {
     /// Creates a member. `externalId` and (`idp`, `userId`) are unique among the organisation's
     /// live members: a clash is `Conflict` naming the field.
+    #[tracing::instrument(skip_all)]
     pub async fn create_member(
         &self,
         org: &OrgScope,
@@ -264,6 +265,7 @@ impl Members {
     }
 
     /// The organisation's live members in creation order.
+    #[tracing::instrument(skip_all)]
     pub async fn list_members(
         &self,
         org: &OrgScope,
@@ -282,6 +284,7 @@ impl Members {
         Paged::of(rows, page, member_from_row)
     }
 
+    #[tracing::instrument(skip_all)]
     pub async fn get_member(&self, org: &OrgScope, id: &str) -> Result<Member, StoreError> {
         let org_id = org.id();
         let row: Option<MemberRow> = self.read_row(SELECT_LIVE, params![org_id, id]).await?;
@@ -290,6 +293,7 @@ impl Members {
     }
 
     /// The live member linked to `user_id` at identity provider `idp`.
+    #[tracing::instrument(skip_all)]
     pub async fn find_member_by_idp(
         &self,
         org: &OrgScope,
@@ -309,6 +313,7 @@ impl Members {
 
     /// Applies `patch` to a live member atomically (concurrent updates do not lose each other's
     /// changes to communication preferences) and returns the member as it now is.
+    #[tracing::instrument(skip_all)]
     pub async fn update_member(
         &self,
         org: &OrgScope,
@@ -326,6 +331,7 @@ impl Members {
 
     /// Deletes a live member: erases every personal field (identifiers included, so they may be
     /// used again), marks it inactive and deleted, and returns the member as it was.
+    #[tracing::instrument(skip_all)]
     pub async fn delete_member(&self, org: &OrgScope, id: &str) -> Result<Member, StoreError> {
         let org_id = org.id();
         self.write(Change {

@@ -255,6 +255,7 @@ impl Orders {
     /// Books order line `line_id` of the campaign: the line must require a booking and have
     /// none going ahead (`Refused`: `booking_not_required`, `booking_exists`); the date and
     /// branch must suit the product (`Rejected`).
+    #[tracing::instrument(skip_all)]
     pub async fn create_booking(
         &self,
         campaign: &Campaign,
@@ -279,6 +280,7 @@ impl Orders {
     /// `illegal_transition`), its date (checked as when booked), pax and notes. A booking that
     /// is over (UNSUCCESSFUL, CANCELLED) keeps its details (`Refused`: `booking_closed`).
     /// Nothing changed: the booking as it was.
+    #[tracing::instrument(skip_all)]
     pub async fn update_booking(
         &self,
         campaign: &Campaign,
@@ -294,6 +296,7 @@ impl Orders {
         self.write(update).await
     }
 
+    #[tracing::instrument(skip_all)]
     pub async fn get_booking(&self, campaign: &Campaign, id: &str) -> Result<Booking, StoreError> {
         let row: Option<BookingRow> = self
             .read_row(SELECT_BOOKING, params![campaign.id, id])
@@ -302,6 +305,7 @@ impl Orders {
     }
 
     /// The campaign's bookings, newest first, filtered.
+    #[tracing::instrument(skip_all)]
     pub async fn list_bookings(
         &self,
         campaign: &Campaign,

@@ -52,6 +52,7 @@ impl Orders {
     /// (`line_redeemed`, naming `lineId`) when a line to cancel has a redeemed code. Whether it
     /// made a sold-out variant available again (the catalogue's search index is then stale) is
     /// the second value.
+    #[tracing::instrument(skip_all)]
     pub async fn cancel_order(
         &self,
         campaign: &Campaign,

@@ -517,6 +517,7 @@ impl Orders {
     /// `Refused` says `out_of_stock` or `tier_required`. A reference used by another request
     /// is refused (`already_exists`, naming the first field that differs); by this same
     /// request, the order it made (`replayed`).
+    #[tracing::instrument(skip_all)]
     pub async fn place_order(
         &self,
         campaign: &Campaign,

@@ -166,6 +166,7 @@ impl Orders {
     }
 
     /// Order `id` with its lines; with `owner`, only if it is that member's.
+    #[tracing::instrument(skip_all)]
     pub async fn get_order(
         &self,
         scope: &OrderScope,
@@ -180,6 +181,7 @@ impl Orders {
 
     /// The orders in scope, newest first; with `owner`, only that member's (none when it names
     /// no member); with their lines when `include_lines`.
+    #[tracing::instrument(skip_all)]
     pub async fn list_orders(
         &self,
         scope: &OrderScope,
@@ -216,6 +218,7 @@ impl Orders {
 
     /// Line `line_id` of order `order_id`; its codes in clear when `decrypt` holds the key
     /// (`UnknownStored` when the stored codes do not open with it).
+    #[tracing::instrument(skip_all)]
     pub async fn order_line(
         &self,
         scope: &OrderScope,

@@ -46,6 +46,7 @@ impl Orders {
     /// `org_id`'s codes, for API key `key_id`. `NotFound` when no code of the organisation
     /// matches; `Refused` (`already_redeemed`) when it was redeemed before, (`code_voided`) when
     /// its order line was cancelled.
+    #[tracing::instrument(skip_all)]
     pub async fn redeem_code(
         &self,
         org: &OrgScope,

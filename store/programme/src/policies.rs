@@ -302,11 +302,13 @@ fn pending_until(date: DateTime<Utc>, days: u32) -> Option<DateTime<Utc>> {
 /// Policies: a campaign's minimum balance and expiry (scope: `&Campaign`).
 impl Programme {
     /// The campaign's policy; a campaign never given one keeps no minimum and never expires.
+    #[tracing::instrument(skip_all)]
     pub async fn policy(&self, campaign: &Campaign) -> Result<Policy, StoreError> {
         self.policy_of(&campaign.id).await
     }
 
     /// The policy of a campaign the store's own work read from a wallet or an earn.
+    #[tracing::instrument(skip_all)]
     pub async fn policy_of(&self, campaign_id: &str) -> Result<Policy, StoreError> {
         if let Some(policy) = self.caches.policies.get(campaign_id) {
             return Ok(policy);
@@ -404,6 +406,7 @@ impl Programme {
         })
     }
 
+    #[tracing::instrument(skip_all)]
     pub async fn set_policy(
         &self,
         campaign: &Campaign,

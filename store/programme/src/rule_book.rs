@@ -99,6 +99,7 @@ impl RuleBook {
 /// Rule sets in force: the version a campaign's earns are evaluated by.
 impl Programme {
     /// The number of the campaign's active rule-set version, if it has one.
+    #[tracing::instrument(skip_all)]
     pub async fn active_rule_set_version(
         &self,
         campaign: &Campaign,
@@ -107,6 +108,7 @@ impl Programme {
             .await
     }
 
+    #[tracing::instrument(skip_all)]
     pub async fn rule_set_version_of(
         &self,
         org_id: &str,

@@ -35,6 +35,7 @@ fn version_from_row((id, campaign_id, version, source, created_at): VersionRow) 
 impl Programme {
     /// Compiles `source` and, if it has no errors, stores it as the campaign's next version,
     /// active from now on. Concurrent calls each get their own version number.
+    #[tracing::instrument(skip_all)]
     pub async fn set_rule_set(
         &self,
         campaign: &Campaign,
@@ -65,6 +66,7 @@ impl Programme {
     }
 
     /// The campaign's versions, newest first, without their sources.
+    #[tracing::instrument(skip_all)]
     pub async fn rule_set_versions(
         &self,
         campaign: &Campaign,
@@ -78,6 +80,7 @@ impl Programme {
 
     /// Version `version` of the campaign's rule set, or the active one when `None`. A campaign
     /// without rule sets gives `NotFound`.
+    #[tracing::instrument(skip_all)]
     pub async fn rule_set(
         &self,
         campaign: &Campaign,
@@ -87,6 +90,7 @@ impl Programme {
             .await
     }
 
+    #[tracing::instrument(skip_all)]
     pub async fn rule_set_of(
         &self,
         org_id: &str,

@@ -105,6 +105,7 @@ pub fn joined_tier(
 
 /// Tiers: a campaign's tiers and their thresholds (scope: `&Campaign`).
 impl Programme {
+    #[tracing::instrument(skip_all)]
     pub async fn create_tier(&self, campaign: &Campaign, new: NewTier) -> Result<Tier, StoreError> {
         let (org_id, campaign_id) = (campaign.org_id.as_str(), campaign.id.as_str());
         if new.name.trim().is_empty() {
@@ -147,6 +148,7 @@ impl Programme {
     }
 
     /// The campaign's tiers by precedence.
+    #[tracing::instrument(skip_all)]
     pub async fn list_tiers(&self, campaign: &Campaign) -> Result<Vec<Tier>, StoreError> {
         let (org_id, campaign_id) = (campaign.org_id.as_str(), campaign.id.as_str());
         let sql = format!(
@@ -160,6 +162,7 @@ impl Programme {
     /// A page of the campaign's tiers by precedence, only those named `name` (in any letter
     /// case, as category names are matched) or of `precedence` when given. A campaign has a
     /// handful of tiers: they are read whole and filtered here, the same on both backends.
+    #[tracing::instrument(skip_all)]
     pub async fn tiers_page(
         &self,
         campaign: &crate::Campaign,
@@ -179,6 +182,7 @@ impl Programme {
     }
 
     /// Removes a tier (by id or name); its wallets fall to the next tier they reach.
+    #[tracing::instrument(skip_all)]
     pub async fn remove_tier(&self, campaign: &Campaign, tier: &str) -> Result<(), StoreError> {
         let (org_id, campaign_id) = (campaign.org_id.as_str(), campaign.id.as_str());
         // The wallets of the tier move straight to the next one they reach (one

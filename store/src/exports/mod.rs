@@ -308,6 +308,7 @@ impl Forked for Exporting {
 /// `OrgScope`).
 impl Store {
     /// How many of the organisation's transactions `filter` picks.
+    #[tracing::instrument(skip_all)]
     pub async fn count_export(
         &self,
         org: &OrgScope,
@@ -330,6 +331,7 @@ impl Store {
     /// time (the last may be shorter); how many there were. Stops early, without error, when
     /// `out` is closed. Without a campaign, bounds by date are read campaign by campaign, each
     /// through its `(campaign_id, date)` index.
+    #[tracing::instrument(skip_all)]
     pub async fn export_transactions(
         &self,
         org: &OrgScope,

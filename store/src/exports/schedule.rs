@@ -102,6 +102,7 @@ pub struct ClaimedDay {
 impl Store {
     /// Sets the organisation's daily export (replacing its time and format if it has one; the
     /// days already exported stay done). A new schedule's first day is `first_day`.
+    #[tracing::instrument(skip_all)]
     pub async fn set_export_schedule(
         &self,
         org: &OrgScope,
@@ -133,6 +134,7 @@ impl Store {
             .ok_or(StoreError::NotFound { what: "schedule" })
     }
 
+    #[tracing::instrument(skip_all)]
     pub async fn export_schedule(
         &self,
         org: &OrgScope,
@@ -144,6 +146,7 @@ impl Store {
     }
 
     /// Every organisation's schedule, by organisation id.
+    #[tracing::instrument(skip_all)]
     pub async fn export_schedules(&self) -> Result<Vec<ExportSchedule>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM export_schedules ORDER BY org_id");
         let rows: Vec<ScheduleRow> = self.read_rows(&sql, params![]).await?;
@@ -151,6 +154,7 @@ impl Store {
     }
 
     /// Stops the organisation's daily export; false when it had none.
+    #[tracing::instrument(skip_all)]
     pub async fn remove_export_schedule(&self, org: &OrgScope) -> Result<bool, StoreError> {
         let org_id = org.id();
         const SQL: &str = "DELETE FROM export_schedules WHERE org_id = $1";
@@ -159,6 +163,7 @@ impl Store {
     }
 
     /// Claims the organisation's next day if it is due and no node holds it.
+    #[tracing::instrument(skip_all)]
     pub async fn claim_export_day(&self, org: &OrgScope) -> Result<Option<ClaimedDay>, StoreError> {
         let org_id = org.id();
         const CLAIM: &str = "UPDATE export_schedules SET claimed_until = $3 \
@@ -182,6 +187,7 @@ impl Store {
 
     /// Records the claimed day as written (`file`, `rows`) and moves the schedule to the next
     /// day. False when the claim was lost (it ran out and another node took the day).
+    #[tracing::instrument(skip_all)]
     pub async fn finish_export_day(
         &self,
         claimed: &ClaimedDay,
@@ -210,6 +216,7 @@ impl Store {
     }
 
     /// Gives the claimed day up (its file could not be written): due again at the next look.
+    #[tracing::instrument(skip_all)]
     pub async fn release_export_day(&self, claimed: &ClaimedDay) -> Result<(), StoreError> {
         const SQL: &str = "UPDATE export_schedules SET claimed_until = NULL \
              WHERE org_id = $1 AND next_day = $2 AND claimed_until = $3";

@@ -146,6 +146,7 @@ fn key_from_row(row: KeyRow) -> Result<ApiKey, StoreError> {
 /// the caller's `KeyContext` with its scopes).
 impl Tenancy {
     /// Issues a key for a campaign of organisation `org_id`. The returned secret is not kept.
+    #[tracing::instrument(skip_all)]
     pub async fn issue_key(&self, org: &OrgScope, new: NewKey) -> Result<IssuedKey, StoreError> {
         let org_id = org.id();
         self.get_campaign(org, &new.campaign_id).await?;
@@ -187,6 +188,7 @@ impl Tenancy {
         Ok(IssuedKey { key, secret })
     }
 
+    #[tracing::instrument(skip_all)]
     pub async fn list_keys(&self, org: &OrgScope) -> Result<Vec<ApiKey>, StoreError> {
         let org_id = org.id();
         const SQL: &str = concat!(
@@ -200,6 +202,7 @@ impl Tenancy {
 
     /// Revokes key `key_id` (its record id): requests with it get 401 from then on. Revoking a
     /// revoked key changes nothing and returns it as it is.
+    #[tracing::instrument(skip_all)]
     pub async fn revoke_key(&self, key_id: &str) -> Result<ApiKey, StoreError> {
         const REVOKE: &str =
             "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1";
@@ -218,6 +221,7 @@ impl Tenancy {
 
     /// The caller behind `api_key` if `secret` is its secret and the key is not revoked.
     /// An unknown key, a wrong secret and a revoked key all give `None`, alike.
+    #[tracing::instrument(skip_all)]
     pub async fn authenticate(
         &self,
         api_key: &str,

@@ -110,6 +110,7 @@ impl NewCampaign {
 /// a `Campaign`.
 impl Tenancy {
     /// A campaign by id alone, for operator commands that name only the campaign.
+    #[tracing::instrument(skip_all)]
     pub async fn campaign_by_id(&self, id: &str) -> Result<Campaign, StoreError> {
         let row: Option<(String,)> = self
             .read_row("SELECT org_id FROM campaigns WHERE id = $1", params![id])
@@ -120,6 +121,7 @@ impl Tenancy {
 
     /// The organisation `reference` names: its id, or a name no other organisation has (an
     /// operator's `--org`). `Invalid` (`org`) when several have that name.
+    #[tracing::instrument(skip_all)]
     pub async fn find_org(&self, reference: &str) -> Result<Organisation, StoreError> {
         match self.get_org(reference).await {
             Err(StoreError::NotFound { .. }) => {}
@@ -141,6 +143,7 @@ impl Tenancy {
 
     /// The campaign `reference` names: its id, or a name no other campaign (of `org`, when
     /// given) has: an operator's `--campaign`. `Invalid` (`campaign`) when several have it.
+    #[tracing::instrument(skip_all)]
     pub async fn find_campaign(
         &self,
         reference: &str,
@@ -167,6 +170,7 @@ impl Tenancy {
         }
     }
 
+    #[tracing::instrument(skip_all)]
     pub async fn create_org(&self, name: &str) -> Result<Organisation, StoreError> {
         let name = name.trim();
         if name.is_empty() {
@@ -186,6 +190,7 @@ impl Tenancy {
         Ok(org)
     }
 
+    #[tracing::instrument(skip_all)]
     pub async fn get_org(&self, id: &str) -> Result<Organisation, StoreError> {
         let row: Option<(String, String, DateTime<Utc>)> = self
             .read_row(
@@ -204,6 +209,7 @@ impl Tenancy {
         })
     }
 
+    #[tracing::instrument(skip_all)]
     pub async fn list_orgs(&self) -> Result<Vec<Organisation>, StoreError> {
         let rows: Vec<(String, String, DateTime<Utc>)> = self
             .read_rows(
@@ -222,6 +228,7 @@ impl Tenancy {
             .collect())
     }
 
+    #[tracing::instrument(skip_all)]
     pub async fn create_campaign(
         &self,
         org: &OrgScope,
@@ -258,6 +265,7 @@ impl Tenancy {
     }
 
     /// The campaign `id` of organisation `org_id`; another organisation's campaign is `NotFound`.
+    #[tracing::instrument(skip_all)]
     pub async fn get_campaign(&self, org: &OrgScope, id: &str) -> Result<Campaign, StoreError> {
         let org_id = org.id();
         const SQL: &str = concat!(
@@ -270,6 +278,7 @@ impl Tenancy {
             .ok_or(StoreError::NotFound { what: "campaign" })
     }
 
+    #[tracing::instrument(skip_all)]
     pub async fn list_campaigns(&self, org: &OrgScope) -> Result<Vec<Campaign>, StoreError> {
         let org_id = org.id();
         const SQL: &str = concat!(

@@ -30,6 +30,7 @@ fn ban_of((address, failures, banned_at, banned_until): BanRow) -> SftpBan {
 /// SFTP bans (not scoped to an organisation: an address is banned whoever it tried to be).
 impl Tenancy {
     /// Bans `address` until `until` (a ban already there is replaced).
+    #[tracing::instrument(skip_all)]
     pub async fn ban_sftp_address(
         &self,
         address: &str,
@@ -52,6 +53,7 @@ impl Tenancy {
     }
 
     /// The ban on `address` in force now, if any.
+    #[tracing::instrument(skip_all)]
     pub async fn sftp_ban(&self, address: &str) -> Result<Option<SftpBan>, StoreError> {
         const SQL: &str = "SELECT address, failures, banned_at, banned_until FROM sftp_bans \
              WHERE address = $1 AND banned_until > $2";
@@ -60,6 +62,7 @@ impl Tenancy {
     }
 
     /// Every ban in force now, the latest first.
+    #[tracing::instrument(skip_all)]
     pub async fn sftp_bans(&self) -> Result<Vec<SftpBan>, StoreError> {
         const SQL: &str = "SELECT address, failures, banned_at, banned_until FROM sftp_bans \
              WHERE banned_until > $1 ORDER BY banned_at DESC, address";
@@ -68,6 +71,7 @@ impl Tenancy {
     }
 
     /// Lifts the ban on `address`; whether one was in force. Bans that ended are cleared too.
+    #[tracing::instrument(skip_all)]
     pub async fn unban_sftp_address(&self, address: &str) -> Result<bool, StoreError> {
         let at = now();
         let lifted = self

@@ -114,6 +114,7 @@ type UserRow = (
 /// `OrgScope`; logins are how a session gets one).
 impl Tenancy {
     /// Issues an SFTP user for organisation `org_id`, with a password, a key, or both.
+    #[tracing::instrument(skip_all)]
     pub async fn create_sftp_user(
         &self,
         org: &OrgScope,
@@ -152,6 +153,7 @@ impl Tenancy {
     }
 
     /// Adds a public key to a user. A key already held by any user is a conflict.
+    #[tracing::instrument(skip_all)]
     pub async fn add_sftp_key(
         &self,
         org: &OrgScope,
@@ -180,6 +182,7 @@ impl Tenancy {
         Ok(added)
     }
 
+    #[tracing::instrument(skip_all)]
     pub async fn get_sftp_user(
         &self,
         org: &OrgScope,
@@ -193,6 +196,7 @@ impl Tenancy {
             .ok_or(StoreError::NotFound { what: "SFTP user" })
     }
 
+    #[tracing::instrument(skip_all)]
     pub async fn list_sftp_users(&self, org: &OrgScope) -> Result<Vec<SftpUser>, StoreError> {
         let org_id = org.id();
         self.sftp_users(org_id, None).await
@@ -236,6 +240,7 @@ impl Tenancy {
     }
 
     /// Stops a user from logging in (sessions already open are not cut).
+    #[tracing::instrument(skip_all)]
     pub async fn disable_sftp_user(
         &self,
         org: &OrgScope,
@@ -256,6 +261,7 @@ impl Tenancy {
     }
 
     /// Removes a user and its keys; the batches it uploaded keep its name.
+    #[tracing::instrument(skip_all)]
     pub async fn remove_sftp_user(&self, org: &OrgScope, username: &str) -> Result<(), StoreError> {
         let user = self.get_sftp_user(org, username).await?;
         let user = params![user.id];
@@ -268,6 +274,7 @@ impl Tenancy {
     }
 
     /// The login for `username` with `password`, if both are right and the user is enabled.
+    #[tracing::instrument(skip_all)]
     pub async fn sftp_login_password(
         &self,
         username: &str,
@@ -299,6 +306,7 @@ impl Tenancy {
 
     /// The login for `username` presenting the key with `fingerprint`, if that key is this
     /// user's and the user is enabled.
+    #[tracing::instrument(skip_all)]
     pub async fn sftp_login_key(
         &self,
         username: &str,

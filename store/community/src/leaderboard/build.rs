@@ -53,6 +53,7 @@ pub struct Built {
 /// The leaderboard, built: each campaign's snapshot, rebuilt on an interval by one node.
 impl Community {
     /// The campaigns whose snapshot is due and unclaimed, or that have none yet.
+    #[tracing::instrument(skip_all)]
     pub async fn due_leaderboards(&self) -> Result<Vec<Campaign>, StoreError> {
         const SQL: &str = "SELECT c.id, c.org_id, c.name, c.currency, c.logo, c.favicon, \
              c.created_at FROM campaigns c \
@@ -68,6 +69,7 @@ impl Community {
     /// Builds and publishes the campaign's snapshot if it is due and no other node is
     /// building it; the next is then due `interval` after this one's time. `None`: not due, or
     /// another node has it.
+    #[tracing::instrument(skip_all)]
     pub async fn refresh_leaderboard(
         &self,
         campaign: &Campaign,

@@ -50,6 +50,7 @@ impl From<EntryRow> for Standing {
 /// `OrgScope`).
 impl Community {
     /// The campaign's published snapshot; `None` until the first is built.
+    #[tracing::instrument(skip_all)]
     pub async fn leaderboard_snapshot(
         &self,
         campaign: &Campaign,
@@ -70,6 +71,7 @@ impl Community {
     }
 
     /// One page of `snapshot` (of a campaign of `org_id`), best first.
+    #[tracing::instrument(skip_all)]
     pub async fn leaderboard_page(
         &self,
         org: &OrgScope,
@@ -92,6 +94,7 @@ impl Community {
 
     /// Member `member_id`'s place in `snapshot` with up to `neighbours` entries on each side;
     /// `None` when the snapshot does not rank the member.
+    #[tracing::instrument(skip_all)]
     pub async fn leaderboard_neighbourhood(
         &self,
         org: &OrgScope,

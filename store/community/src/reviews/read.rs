@@ -91,6 +91,7 @@ fn review_from_row(r: ReviewRow) -> Result<Review, StoreError> {
 /// (scope: `&Campaign`, or `OrgScope` for moderation).
 impl Community {
     /// Review `id` of the organisation (in `campaign`, when given), unless removed.
+    #[tracing::instrument(skip_all)]
     pub async fn review_by_id(
         &self,
         org: &OrgScope,
@@ -112,6 +113,7 @@ impl Community {
 
     /// The reviews of campaign `campaign_id` (of `org_id`) that `filter` selects and `rules`
     /// show, newest first.
+    #[tracing::instrument(skip_all)]
     pub async fn list_reviews(
         &self,
         campaign: &Campaign,
@@ -162,6 +164,7 @@ impl Community {
 
     /// The reviews of organisation `org_id` (all its campaigns) that `rules` hide until an
     /// operator decides, oldest first: the queue an operator works through.
+    #[tracing::instrument(skip_all)]
     pub async fn pending_reviews(
         &self,
         org: &OrgScope,

@@ -30,6 +30,7 @@ impl Community {
     /// Records `new` in `campaign` with its profanity score. `UnknownReference` on `memberId`
     /// or `voucherId` when either names nothing; `Refused` (`already_reviewed`) when the
     /// member has reviewed the voucher before (even if that review was removed).
+    #[tracing::instrument(skip_all)]
     pub async fn create_review(
         &self,
         campaign: &Campaign,
@@ -102,6 +103,7 @@ impl Community {
     /// report of each member counts once and makes them `reportedById`; a repeat changes
     /// nothing. `NotFound` for an unknown (or removed) review, `UnknownReference` on
     /// `reporterId` for an unknown member, `Refused` (`own_review`) for the review's author.
+    #[tracing::instrument(skip_all)]
     pub async fn report_review(
         &self,
         campaign: &Campaign,
@@ -143,6 +145,7 @@ impl Community {
 
     /// An operator approves (`true`: listed whatever is reported later) or removes review `id`
     /// of organisation `org_id`. `NotFound` when it does not exist or was removed before.
+    #[tracing::instrument(skip_all)]
     pub async fn moderate_review(
         &self,
         org: &OrgScope,

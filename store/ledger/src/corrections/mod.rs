@@ -73,6 +73,7 @@ impl Ledger {
     /// `reversal_exceeds_earn`, `reversal_shortfall` (the campaign's shortfall policy is
     /// `refuse`), `refund_exceeds_burn`, `lots_unknown`, or `already_exists` (naming the first field that differs) for an `externalId` used for
     /// another request; the earlier correction (`replayed`) for the same one.
+    #[tracing::instrument(skip_all)]
     pub async fn correct(
         &self,
         campaign: &Campaign,
@@ -158,6 +159,7 @@ impl Ledger {
     }
 
     /// `what_corrects` of an earn its rule set's `version` decided.
+    #[tracing::instrument(skip_all)]
     pub async fn reversal(
         &self,
         campaign: &Campaign,

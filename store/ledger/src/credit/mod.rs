@@ -50,6 +50,7 @@ const PENDING: &str = "INSERT INTO pending_earns (transaction_id, wallet_id, amo
 /// Crediting: evaluated earns written to the ledger, one transaction a chunk.
 impl Ledger {
     /// Records `credits` (see the module's description) and returns each one's outcome, in order.
+    #[tracing::instrument(skip_all)]
     pub async fn credit_all(&self, credits: &[Credit]) -> Result<Vec<Credited>, StoreError> {
         let credits = credits.to_vec();
         Ok(self

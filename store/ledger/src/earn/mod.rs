@@ -146,6 +146,7 @@ impl Ledger {
     /// id used before, the first request for the same earn or `already_exists` (see
     /// `store_earns`). The wallet must exist in the campaign (`NotFound` otherwise); everything
     /// else is decided later.
+    #[tracing::instrument(skip_all)]
     pub async fn submit_earn(
         &self,
         campaign: &Campaign,
@@ -157,6 +158,7 @@ impl Ledger {
 
     /// Checks an earn's date (in the campaign's `date_window`) and wallet and prepares it for
     /// `store_earns`.
+    #[tracing::instrument(skip_all)]
     pub async fn pending_earn(
         &self,
         campaign: &Campaign,
@@ -181,6 +183,7 @@ impl Ledger {
     /// answered with the first request for the same earn, or refused as `already_exists`
     /// naming the first field in which it is another (see `same_earn`): what the batch's ids
     /// hold is read once for the batch.
+    #[tracing::instrument(skip_all)]
     pub async fn store_earns(
         &self,
         pending: Vec<PendingEarn>,
@@ -250,6 +253,7 @@ impl Ledger {
         Ok(requests)
     }
 
+    #[tracing::instrument(skip_all)]
     pub async fn earn_request(
         &self,
         campaign: &Campaign,
@@ -280,6 +284,7 @@ impl Ledger {
     /// Claims up to `limit` waiting requests (and any whose worker's lease ran out, e.g. after a
     /// crash), evaluates and credits each. Several processes may call this at once: each request
     /// goes to one of them. Returns how many requests were claimed.
+    #[tracing::instrument(skip_all)]
     pub async fn process_earns(&self, book: &RuleBook, limit: i64) -> Result<usize, StoreError> {
         let claimed = self.claim_earns(limit).await?;
         let contexts = self

@@ -34,6 +34,7 @@ impl Ledger {
     /// less what is held and the campaign's minimum cannot cover it (kept: the same request
     /// again is refused the same way); `Refused` (`already_exists`) when its `externalId` was
     /// used for another hold; the earlier hold (`replayed`) when used for this one.
+    #[tracing::instrument(skip_all)]
     pub async fn hold(&self, campaign: &Campaign, hold: NewHold) -> Result<HoldPlaced, StoreError> {
         crate::limits::check_client_key(&hold.external_id)?;
         let wallet = self.get_wallet(campaign, &hold.wallet).await?;
@@ -43,6 +44,7 @@ impl Ledger {
     }
 
     /// The campaign's hold with id or `externalId` `reference`.
+    #[tracing::instrument(skip_all)]
     pub async fn get_hold(&self, campaign: &Campaign, reference: &str) -> Result<Hold, StoreError> {
         let key = hold_key(&campaign.org_id, reference);
         let args = params![campaign.org_id, campaign.id, reference, key];
@@ -52,6 +54,7 @@ impl Ledger {
     }
 
     /// The campaign's holds, newest first, filtered.
+    #[tracing::instrument(skip_all)]
     pub async fn list_holds(
         &self,
         campaign: &Campaign,
@@ -77,6 +80,7 @@ impl Ledger {
     /// lapsed (its expiry come: it lapses now if the sweep has not released it yet) or captured
     /// for another amount; a capture of the same amount again answers the first
     /// (`settled_now` false).
+    #[tracing::instrument(skip_all)]
     pub async fn capture_hold(
         &self,
         campaign: &Campaign,
@@ -92,6 +96,7 @@ impl Ledger {
 
     /// Releases the hold's tokens. A hold already released (voided or lapsed) is answered as
     /// it is; a captured one is `Refused` (`hold_closed`).
+    #[tracing::instrument(skip_all)]
     pub async fn void_hold(
         &self,
         campaign: &Campaign,
@@ -105,6 +110,7 @@ impl Ledger {
     /// call released. Each is released in a transaction of its own under its wallet's lock, so
     /// however many nodes sweep at once a hold lapses once, and one that a node was releasing
     /// when it died (its transaction undone) is released by the next sweep.
+    #[tracing::instrument(skip_all)]
     pub async fn lapse_holds(&self, at: DateTime<Utc>) -> Result<usize, StoreError> {
         let mut lapsed = 0;
         loop {
