@@ -149,7 +149,7 @@ async fn place_hold(
 ) -> Result<(StatusCode, Json<HoldView>), ApiError> {
     let hold = new_hold(input)?;
     // Well formed, but the moment has gone by: the clock is state, as a balance is.
-    if hold.expires_at.is_some_and(|at| at <= Utc::now()) {
+    if hold.expires_at.is_some_and(|at| at <= state.store.now()) {
         return Err(ApiError::Refused {
             code: "expiry_passed",
             field: Some("expiresAt".into()),

@@ -113,7 +113,7 @@ async fn get_leaderboard(
         .leaderboard_page(caller.org(), &snapshot, page)
         .await?;
     Ok((
-        snapshot_headers(&snapshot),
+        snapshot_headers(&snapshot, state.store.now()),
         Json(PagedList::from_page(paged, LeaderboardEntry::from)),
     ))
 }
@@ -166,7 +166,7 @@ async fn member_rank(
     };
     let standing = around.standing;
     Ok((
-        snapshot_headers(&snapshot),
+        snapshot_headers(&snapshot, state.store.now()),
         Json(MemberRank {
             id: standing.member_id,
             rank: standing.rank,
@@ -219,8 +219,8 @@ async fn snapshot(state: &AppState, caller: &Caller) -> Result<Snapshot, ApiErro
     }
 }
 
-fn snapshot_headers(snapshot: &Snapshot) -> HeaderMap {
-    let left = (snapshot.due_at - chrono::Utc::now()).num_seconds().max(0);
+fn snapshot_headers(snapshot: &Snapshot, now: chrono::DateTime<chrono::Utc>) -> HeaderMap {
+    let left = (snapshot.due_at - now).num_seconds().max(0);
     let mut headers = HeaderMap::new();
     if let Ok(updated) = HeaderValue::from_str(&snapshot.built_at.to_rfc3339()) {
         headers.insert(UPDATED_AT, updated);

@@ -354,7 +354,7 @@ async fn expiring(
     QueryParams(query): QueryParams<ExpiringQuery>,
 ) -> Result<Json<ExpiringView>, ApiError> {
     let days = within_days(query.within.as_deref())?;
-    let until = Utc::now() + chrono::Duration::days(days);
+    let until = state.store.now() + chrono::Duration::days(days);
     let campaign = &caller.context.campaign;
     let wallet = state
         .store
@@ -448,7 +448,12 @@ async fn balance_at(
         pending,
     };
     Ok(Json(match at {
-        None => view(Utc::now(), wallet.balance, wallet.held, wallet.pending),
+        None => view(
+            state.store.now(),
+            wallet.balance,
+            wallet.held,
+            wallet.pending,
+        ),
         Some(at) => {
             let then = state
                 .store

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::{Method, Request, Uri};
@@ -303,9 +303,15 @@ impl Sender {
         &self.rules
     }
 
-    /// POSTs `body` (JSON) to `url` with `headers`; what came of it.
-    pub async fn post(&self, url: &str, headers: &[(&str, String)], body: Bytes) -> AttemptOutcome {
-        let attempted_at = Utc::now();
+    /// POSTs `body` (JSON) to `url` with `headers`, an attempt made `attempted_at` (the
+    /// store's clock); what came of it.
+    pub async fn post(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        body: Bytes,
+        attempted_at: DateTime<Utc>,
+    ) -> AttemptOutcome {
         let started = Instant::now();
         let answer = tokio::time::timeout(self.timeout, self.exchange(url, headers, body)).await;
         let latency_ms = u32::try_from(started.elapsed().as_millis()).unwrap_or(u32::MAX);
@@ -506,12 +512,22 @@ mod tests {
             Duration::from_secs(2),
         );
         let outcome = sender
-            .post("http://127.0.0.1:9/hook", &[], Bytes::from_static(b"{}"))
+            .post(
+                "http://127.0.0.1:9/hook",
+                &[],
+                Bytes::from_static(b"{}"),
+                Utc::now(),
+            )
             .await;
         assert_eq!(outcome.status_code, None);
         assert!(outcome.response.unwrap().contains("loopback"));
         let outcome = sender
-            .post("http://localhost:9/hook", &[], Bytes::from_static(b"{}"))
+            .post(
+                "http://localhost:9/hook",
+                &[],
+                Bytes::from_static(b"{}"),
+                Utc::now(),
+            )
             .await;
         assert_eq!(outcome.status_code, None);
         assert!(

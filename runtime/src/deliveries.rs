@@ -18,7 +18,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use store::{AttemptOutcome, ClaimedDelivery, EndpointAfter, WebhookEndpoint};
+use store::{AttemptOutcome, ClaimedDelivery, Clock, EndpointAfter, WebhookEndpoint};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
@@ -233,7 +233,8 @@ async fn send_rounds(
         let secrets: Vec<String> = std::iter::once(secrets.current)
             .chain(secrets.previous)
             .collect();
-        let round = send_round(&worker.sender, endpoint, secrets, claimed, slots);
+        let clock = state.store.clock().clone();
+        let round = send_round(&worker.sender, &clock, endpoint, secrets, claimed, slots);
         let (attempts, unsent) = round.until(worker.give_up.clone()).await;
         if !unsent.is_empty() {
             state.store.events().release_claims(&unsent).await?;
@@ -284,6 +285,7 @@ struct Round {
 /// Starts sending a round, `slots` at once.
 fn send_round(
     sender: &Sender,
+    clock: &Clock,
     endpoint: &WebhookEndpoint,
     secrets: Vec<String>,
     claimed: Vec<ClaimedDelivery>,
@@ -294,7 +296,7 @@ fn send_round(
     let mut sends = JoinSet::new();
     for delivery in claimed.iter().cloned() {
         let (sender, url, version) = (sender.clone(), endpoint.url.clone(), endpoint.api_version);
-        let (permits, secrets) = (permits.clone(), secrets.clone());
+        let (permits, secrets, clock) = (permits.clone(), secrets.clone(), clock.clone());
         sends.spawn(async move {
             let _permit = permits.acquire_owned().await;
             // Signed when sent: the timestamp a receiver checks against its clock.
@@ -302,13 +304,17 @@ fn send_round(
                 delivery.event.clone(),
                 version,
                 secrets.iter().map(String::as_str),
-                chrono::Utc::now().timestamp(),
+                clock.now().timestamp(),
             );
             let outcome = match made {
-                Ok(made) => sender.post(&url, &made.headers, made.body).await,
+                Ok(made) => {
+                    sender
+                        .post(&url, &made.headers, made.body, clock.now())
+                        .await
+                }
                 // Recorded as a failed attempt (and so in the log), never sent half made.
                 Err(err) => AttemptOutcome {
-                    attempted_at: chrono::Utc::now(),
+                    attempted_at: clock.now(),
                     status_code: None,
                     latency_ms: 0,
                     response: Some(err),

@@ -22,7 +22,7 @@ pub async fn sweep_expiry(state: AppState, mut stop: watch::Receiver<bool>) {
         }
         // A stop does not wait for the pass: each wallet's expiry (each earn's vesting) is its
         // own transaction, and a dropped one is rolled back, to be done by the next sweep.
-        let now = chrono::Utc::now();
+        let now = state.store.now();
         // Before the expiry: tokens that vest past their date expire in the same sweep.
         let vest = tokio::select! {
             vested = state.store.ledger().vest_pending(now) => vested,

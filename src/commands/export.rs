@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use chrono::{NaiveDate, NaiveTime, Utc};
+use chrono::{NaiveDate, NaiveTime};
 use ingest::batch::pipeline::Progress;
 use serde_json::{Value, json};
 use store::{ExportFilter, ExportSchedule, ExportTime, Store, TransactionKind};
@@ -33,7 +33,7 @@ pub async fn run(store: &Store, command: ExportCommand, json: bool) -> anyhow::R
             transactions(store, &org, campaign, (from, to), kinds, by, &file, json).await
         }
         ExportCommand::Schedule { org, at, format } => {
-            let today = Utc::now().date_naive();
+            let today = store.now().date_naive();
             let scope = store.tenancy().find_org(&org).await?.scope();
             let schedule = store.set_export_schedule(&scope, at, format, today).await?;
             emit(json, schedule_json(&schedule), || {

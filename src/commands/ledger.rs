@@ -258,7 +258,7 @@ pub async fn tier(store: &Store, command: TierCommand, json: bool) -> anyhow::Re
 }
 
 pub async fn expire(store: &Store, json: bool) -> anyhow::Result<()> {
-    let written = store.ledger().expire(chrono::Utc::now()).await?;
+    let written = store.ledger().expire(store.now()).await?;
     emit(json, json!({"expired": written}), || {
         format!("{written} lot(s) expired")
     });

@@ -2,7 +2,7 @@
 //! manages them, checked by the same address rules the service delivers under.
 
 use anyhow::{Context, bail};
-use chrono::{Duration, Utc};
+use chrono::Duration;
 use outbound::signature::new_secret;
 use serde_json::json;
 use store::{EndpointPatch, EndpointStatus, NewEndpoint, Page, Redelivery, Store, WebhookEndpoint};
@@ -151,7 +151,7 @@ pub async fn run(
             let org = store.tenancy().find_org(&org).await?.scope();
             let secret = new_secret();
             let until = (keep_previous_hours > 0)
-                .then(|| Utc::now() + Duration::hours(i64::from(keep_previous_hours)));
+                .then(|| store.now() + Duration::hours(i64::from(keep_previous_hours)));
             let rotated = store
                 .events()
                 .rotate_endpoint_secret(&org, &endpoint, &secret, until, &config.code_key()?)

@@ -40,6 +40,7 @@ pub use common::api_version::ApiVersion;
 pub use common::calendar::{
     DATES_AHEAD, DateWindow, day_of, in_calendar, into_calendar, last_second,
 };
+pub use common::clock::Clock;
 pub use common::codes::{CodeKey, masked as masked_code, new_code};
 pub use common::ids::{new_id, random_roll};
 pub use common::page::{Page, Paged};

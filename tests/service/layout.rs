@@ -180,3 +180,45 @@ fn the_http_crate_starts_nothing_beside_its_server() {
         "the binary reaches deliveries through the HTTP crate in: {through_api:?}"
     );
 }
+
+/// The wall clock is read in one place, the clock every store, job and handler asks (so tests
+/// move time instead of waiting for it), and where no store is at hand: a record id's time
+/// prefix and `rewards rules test`, which evaluates a file of rows without a database.
+#[test]
+fn the_wall_clock_is_read_only_by_the_clock() {
+    let allowed = [
+        "store/seam/src/common/clock.rs",
+        "store/seam/src/common/ids.rs",
+        "src/commands/rules.rs",
+    ];
+    let mut files = Vec::new();
+    for krate in crates() {
+        sources(&Path::new(ROOT).join(&krate).join("src"), &mut files);
+    }
+    let reading: Vec<String> = files
+        .iter()
+        .filter(|path| {
+            let text = std::fs::read_to_string(path).unwrap();
+            let code = match text.find("#[cfg(test)]\nmod tests") {
+                Some(at) => &text[..at],
+                None => &text,
+            };
+            // Spelt in two halves, so that this file does not find itself.
+            code.contains(concat!("Utc::", "now()")) || code.contains(concat!("ids::", "now()"))
+        })
+        .map(|path| {
+            let relative = path.strip_prefix(ROOT).unwrap_or(path);
+            relative
+                .display()
+                .to_string()
+                .trim_start_matches('/')
+                .to_string()
+        })
+        .filter(|path| !allowed.contains(&path.as_str()))
+        .collect();
+    assert!(files.len() > 50, "the workspace's sources were found");
+    assert!(
+        reading.is_empty(),
+        "production code that reads the wall clock instead of the store's clock: {reading:?}"
+    );
+}

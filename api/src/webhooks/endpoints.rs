@@ -432,7 +432,7 @@ async fn rotate_secret(
             .unwrap_or(Duration::hours(24)),
     };
     let secret = new_secret();
-    let until = (window > Duration::zero()).then(|| Utc::now() + window);
+    let until = (window > Duration::zero()).then(|| state.store.now() + window);
     let endpoint = state
         .store
         .events()

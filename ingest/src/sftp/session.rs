@@ -72,7 +72,7 @@ impl Connection {
             let ban = self.defender.policy.ban;
             let until = chrono::Duration::from_std(ban)
                 .ok()
-                .and_then(|ban| chrono::Utc::now().checked_add_signed(ban))
+                .and_then(|ban| self.context.store.now().checked_add_signed(ban))
                 .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC);
             let address = peer.ip().to_string();
             match self
@@ -118,7 +118,7 @@ impl russh::server::Handler for Connection {
     /// to every user name, so it tells nothing of which users exist).
     async fn authentication_banner(&mut self) -> Result<Option<String>, Self::Error> {
         Ok(self.ban().await.map(|ban| {
-            let minutes = (ban.banned_until - chrono::Utc::now()).num_minutes() + 1;
+            let minutes = (ban.banned_until - self.context.store.now()).num_minutes() + 1;
             format!(
                 "This address ({}) is banned from logging in until {} UTC (about {minutes} \
                  minute(s)) after {} failed logins. Ask the service's operator to lift it.\r\n",

@@ -175,8 +175,9 @@ impl Batches {
         }
         let mut running = tokio::task::JoinSet::new();
         for rows in works.into_iter().filter(|rows| !rows.is_empty()) {
-            let (store, batch_id) = (self.clone(), batch_id.to_string());
-            running.spawn(async move { store.write(Returning { batch_id, rows }).await });
+            let (store, batch_id, at) = (self.clone(), batch_id.to_string(), self.now());
+            let returning = Returning { batch_id, rows, at };
+            running.spawn(async move { store.write(returning).await });
         }
         while let Some(joined) = running.join_next().await {
             let done = joined
@@ -324,6 +325,8 @@ struct Prepared {
 struct Returning {
     batch_id: String,
     rows: Vec<Prepared>,
+    /// When its rows are written, as the store's clock says.
+    at: DateTime<Utc>,
 }
 
 impl Returning {
@@ -339,6 +342,7 @@ impl Returning {
             let origin = Origin {
                 batch_id: Some(&self.batch_id),
                 date: row.date,
+                at: self.at,
             };
             let earn = transaction_from_row(earn)?;
             let correcting = Correcting::new(&row.campaign, earn, row.correction, row.what, origin);

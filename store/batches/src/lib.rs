@@ -22,7 +22,7 @@ pub mod records;
 use ledger::{Credit, Credited, EarnInput, Ledger, NewCorrection, TransactionKind};
 use programme::RuleBook;
 use seam::scope::OrgScope;
-use seam::{Db, Page, Paged, StoreError, Tokens, backend, common, error};
+use seam::{Db, Page, Paged, StoreError, Tokens, backend, error};
 use tenancy::{Campaign, Tenancy};
 
 pub use file_earns::{Evaluated, FileEarn, FileOutcome, FileTotals, Pending};

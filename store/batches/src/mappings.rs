@@ -3,12 +3,10 @@
 //! them.
 
 use crate::OrgScope;
+use crate::{Batches, StoreError};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
-
-use crate::common::ids::now;
-use crate::{Batches, StoreError};
 
 /// A stored mapping.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,7 +32,7 @@ impl Batches {
         const SQL: &str = "INSERT INTO mappings (org_id, pattern, document, updated_at) \
              VALUES ($1, $2, $3, $4) ON CONFLICT (org_id, pattern) \
              DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at";
-        let at = now();
+        let at = self.now();
         self.execute(SQL, params![org_id, pattern, document, at])
             .await?;
         Ok(StoredMapping {

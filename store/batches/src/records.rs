@@ -10,7 +10,6 @@ use serde_json::Value;
 use sqlx::types::Json;
 
 use crate::backend::{Steps, Tx};
-use crate::common::ids::now;
 use crate::error::known;
 use crate::{Batches, Page, Paged, StoreError};
 use events::{EventType, NewEvent};
@@ -129,6 +128,8 @@ pub struct BatchFinish {
 struct Finish {
     id: String,
     finish: BatchFinish,
+    /// When the batch ends, as the store's clock says.
+    at: DateTime<Utc>,
 }
 
 impl Steps for Finish {
@@ -139,7 +140,7 @@ impl Steps for Finish {
              rows_rejected = $5, summary = $6, error = $7, claimed_until = NULL, updated_at = $8 \
              WHERE id = $1";
         let (id, finish) = (&self.id, &self.finish);
-        let (state, at) = (finish.state.as_str(), now());
+        let (state, at) = (finish.state.as_str(), self.at);
         let args = params![
             id,
             state,
@@ -168,7 +169,8 @@ async fn record_event<T: Tx>(tx: &mut T, id: &str, kind: EventType) -> Result<()
     };
     let batch = batch_from_row(row)?;
     let org_id = batch.org_id.clone();
-    let event = NewEvent::new(&org_id, None, kind, &batch)?;
+    let at = batch.updated_at;
+    let event = NewEvent::new(&org_id, None, kind, &batch, at)?;
     events::record(tx, &event).await
 }
 
@@ -220,7 +222,7 @@ impl Batches {
     pub async fn record_batch(&self, org: &OrgScope, new: NewBatch) -> Result<Batch, StoreError> {
         const HOLDER: &str = "SELECT id FROM batches WHERE org_id = $1 AND sha256 = $2 \
              AND state IN ('received', 'processing', 'completed')";
-        let at = now();
+        let at = self.now();
         let insert = |state: &'static str, duplicate_of: Option<String>| {
             let new = new.clone();
             async move {
@@ -322,6 +324,7 @@ impl Batches {
         self.write(Finish {
             id: id.to_string(),
             finish,
+            at: self.now(),
         })
         .await
     }
@@ -331,7 +334,7 @@ impl Batches {
     pub async fn renew_batch(&self, id: &str) -> Result<(), StoreError> {
         const RENEW: &str =
             "UPDATE batches SET claimed_until = $2 WHERE id = $1 AND state = 'processing'";
-        let until = now() + Duration::seconds(LEASE);
+        let until = self.now() + Duration::seconds(LEASE);
         // On SQLite through the writer thread: while a file loads, its transaction is open
         // there, and this write joins it instead of waiting for it to commit.
         self.execute(RENEW, params![id, until]).await?;
@@ -346,7 +349,7 @@ impl Batches {
         let released = self
             .execute(
                 "UPDATE batches SET claimed_until = $1 WHERE state = 'processing'",
-                params![now() - Duration::seconds(1)],
+                params![self.now() - Duration::seconds(1)],
             )
             .await?;
         Ok(released)
@@ -367,7 +370,7 @@ impl Batches {
              AND id = COALESCE($4, id) ORDER BY received_at LIMIT $3{skip_locked}) RETURNING ",
             batch_columns!()
         );
-        let at = now();
+        let at = self.now();
         let lease = at + Duration::seconds(LEASE);
         let rows: Vec<BatchRow> = self
             .write_rows(&self.claiming(SQL), params![lease, at, limit, only])

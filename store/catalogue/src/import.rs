@@ -6,12 +6,13 @@
 
 use std::collections::{HashMap, HashSet};
 
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::document::Catalogue;
 use crate::FieldProblem;
 use crate::backend::{Steps, Tx};
-use crate::common::ids::{new_id, now};
+use crate::common::ids::new_id;
 use crate::{Campaign, CatalogueStore, StoreError};
 use programme::tiers::RETIER;
 
@@ -279,6 +280,7 @@ impl CatalogueStore {
             campaign: campaign.clone(),
             catalogue: catalogue.clone(),
             options,
+            at: self.now(),
         };
         if options.dry_run {
             let mut report = self.try_out(import).await?;
@@ -345,6 +347,8 @@ struct Importing {
     campaign: Campaign,
     catalogue: Catalogue,
     options: ImportOptions,
+    /// When it is applied, as the store's clock says.
+    at: DateTime<Utc>,
 }
 
 impl Steps for Importing {
@@ -354,8 +358,8 @@ impl Steps for Importing {
             campaign,
             catalogue,
             options,
+            at,
         } = self;
-        let at = now();
         let c = campaign.id.as_str();
         // First, so that imports of one campaign queue here (the row is locked until commit).
         let (version,): (i64,) = tx
@@ -643,7 +647,7 @@ impl Steps for Importing {
         )
         .await?;
         if !catalogue.tiers.is_empty() {
-            tx.execute(RETIER, params![c, now()]).await?;
+            tx.execute(RETIER, params![c, at]).await?;
         }
         plan.report.version = version;
         Ok(plan.report)

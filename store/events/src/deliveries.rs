@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::backend::{Arg, Steps, ToArg, Tx};
-use crate::common::ids::{new_id, now, random_roll};
+use crate::common::ids::{new_id, random_roll};
 use crate::endpoints::{ENDPOINT_COLUMNS, EndpointRow, WebhookEndpoint, endpoint_from_row};
 use crate::error::StoreError;
 use crate::{Event, EventRow, EventType, Events, NewEvent, TestEvent};
@@ -179,6 +179,8 @@ fn delivery_values<'a>(
 struct Dispatch {
     lock: String,
     limit: i64,
+    /// When it runs, as the store's clock says.
+    at: DateTime<Utc>,
 }
 
 /// An event as the dispatcher fans it out: id, organisation, campaign, type, when.
@@ -276,7 +278,7 @@ impl Steps for Dispatch {
         };
         let next = NextEndpoints::read(tx, &run, after.as_deref()).await?;
         let events = by_org(&run);
-        let at = now();
+        let at = self.at;
         let mut fanned_out = Vec::new();
         let mut place: Option<&str> = None;
         let mut whole = !next.more;
@@ -376,6 +378,8 @@ struct Record {
     endpoint_id: String,
     first_retry: Duration,
     attempts: Vec<(ClaimedDelivery, AttemptOutcome)>,
+    /// When it runs, as the store's clock says.
+    at: DateTime<Utc>,
 }
 
 impl Steps for Record {
@@ -397,7 +401,7 @@ impl Steps for Record {
         const DISABLE: &str = "UPDATE webhook_endpoints SET status = 'disabled', \
              disabled_reason = $2, failing_since = COALESCE(failing_since, $3), \
              paused_until = NULL, updated_at = $3 WHERE id = $1 AND status = 'enabled'";
-        let at = now();
+        let at = self.at;
         tx.execute(SENT, params![&self.endpoint_id]).await?;
         let ids: Vec<String> = self.attempts.iter().map(|_| new_id()).collect();
         let log: Vec<Arg<'_>> = self
@@ -564,7 +568,12 @@ impl Events {
             "SELECT last_seq, fanned_seq, fanning_to, fanned_endpoint FROM event_dispatch \
              WHERE id = 1{skip_locked}",
         );
-        self.write(Dispatch { lock, limit }).await
+        self.write(Dispatch {
+            lock,
+            limit,
+            at: self.now(),
+        })
+        .await
     }
 
     /// The enabled endpoints, not paused, that have deliveries due and none in flight (claimed
@@ -584,7 +593,7 @@ impl Events {
              WHERE place <= $2 ORDER BY id"
         );
         let per_org = i64::try_from(per_org).unwrap_or(i64::MAX);
-        let rows: Vec<EndpointRow> = self.read_rows(&sql, params![now(), per_org]).await?;
+        let rows: Vec<EndpointRow> = self.read_rows(&sql, params![self.now(), per_org]).await?;
         rows.into_iter().map(endpoint_from_row).collect()
     }
 
@@ -596,7 +605,7 @@ impl Events {
         limit: i64,
         lease: Duration,
     ) -> Result<Vec<ClaimedDelivery>, StoreError> {
-        let at = now();
+        let at = self.now();
         let claiming = Claiming {
             sql: self.claiming(CLAIM),
             endpoint_id: endpoint_id.to_string(),
@@ -652,6 +661,7 @@ impl Events {
         first_retry: Duration,
     ) -> Result<EndpointAfter, StoreError> {
         self.write(Record {
+            at: self.now(),
             endpoint_id: endpoint_id.to_string(),
             first_retry,
             attempts,
@@ -756,7 +766,7 @@ impl Events {
             )
             .await?;
         let scanned = events.len();
-        let at = now();
+        let at = self.now();
         let ids: Vec<(String, String)> = events
             .into_iter()
             .filter(|(_, campaign, kind)| {
@@ -814,6 +824,7 @@ impl Events {
             endpoint.campaign_id.as_deref(),
             EventType::WebhookTest,
             &data,
+            self.now(),
         )?;
         let id = event.id.clone();
         self.write(Test {

@@ -12,7 +12,7 @@ use sqlx::types::Json;
 use crate::backend::{Arg, Steps, Tx};
 use crate::common::api_version::ApiVersion;
 use crate::common::codes::CodeKey;
-use crate::common::ids::{new_id, now};
+use crate::common::ids::new_id;
 use crate::error::StoreError;
 use crate::{EventType, Events};
 use seam::scope::OrgScope;
@@ -173,6 +173,8 @@ struct Creating {
     sealed: Vec<u8>,
     new: NewEndpoint,
     most: usize,
+    /// When it runs, as the store's clock says.
+    at: DateTime<Utc>,
 }
 
 impl Steps for Creating {
@@ -221,7 +223,7 @@ impl Steps for Creating {
                 Arg::JsonText(Some(&self.types)),
                 new.api_version,
                 &self.sealed,
-                now()
+                self.at
             ],
         )
         .await?;
@@ -246,6 +248,7 @@ impl Events {
         let id = new_id();
         let sealed = key.seal(org.id(), &new.secret);
         let creating = Creating {
+            at: self.now(),
             id: id.clone(),
             org_id: org.id().to_string(),
             types: types_json(&new.event_types),
@@ -331,7 +334,7 @@ impl Events {
                     Arg::JsonText(types.as_deref()),
                     patch.api_version,
                     patch.status,
-                    now()
+                    self.now()
                 ],
             )
             .await?;
@@ -372,7 +375,7 @@ impl Events {
              previous_secret = CASE WHEN $4 IS NULL THEN NULL ELSE secret END, \
              previous_until = $4, secret = $3, updated_at = $5 WHERE id = $1 AND org_id = $2";
         let sealed = key.seal(org.id(), secret);
-        let at = now();
+        let at = self.now();
         let until = previous_until.filter(|until| *until > at);
         let changed = self
             .execute(SQL, params![id, org.id(), sealed, until, at])
@@ -406,7 +409,7 @@ impl Events {
                 })
         };
         let previous = match (previous, until) {
-            (Some(sealed), Some(until)) if until > now() => Some(open(&sealed)?),
+            (Some(sealed), Some(until)) if until > self.now() => Some(open(&sealed)?),
             _ => None,
         };
         Ok(Secrets {

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::backend::{Arg, ToArg, Tx};
-use crate::common::ids::{new_id, now};
+use crate::common::ids::new_id;
 use crate::error::{StoreError, known};
 
 string_enum! {
@@ -176,12 +176,14 @@ pub struct NewEvent {
 }
 
 impl NewEvent {
-    /// `kind` about `payload`, in the organisation (and the campaign, if any).
+    /// `kind` about `payload`, in the organisation (and the campaign, if any), as it happened
+    /// `at` (the time of the change it goes with).
     pub fn new<P: Payload>(
         org_id: &str,
         campaign_id: Option<&str>,
         kind: EventType,
         payload: &P,
+        at: DateTime<Utc>,
     ) -> Result<NewEvent, StoreError> {
         Ok(NewEvent {
             id: new_id(),
@@ -189,7 +191,7 @@ impl NewEvent {
             campaign_id: campaign_id.map(str::to_string),
             kind,
             subject_id: payload.subject_id().map(str::to_string),
-            occurred_at: now(),
+            occurred_at: at,
             data: Record::of(payload)?.text()?,
         })
     }
@@ -335,7 +337,7 @@ mod tests {
     }
 
     fn stored<P: Payload>(payload: &P) -> String {
-        NewEvent::new("org", None, EventType::WebhookTest, payload)
+        NewEvent::new("org", None, EventType::WebhookTest, payload, Utc::now())
             .unwrap()
             .data
     }

@@ -505,7 +505,7 @@ mod tests {
             earn_id: "e-1".into(),
             wallet: wallet.id.clone(),
             amount: "10".into(),
-            date: crate::common::ids::now(),
+            date: store.now(),
             description: None,
             comment: None,
             meta: None,

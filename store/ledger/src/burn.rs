@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::backend::{Arg, Forked, PgTx, SqliteTx, ToArg, Tx, Work};
-use crate::common::ids::{Fingerprint, as_micros, new_id, now};
+use crate::common::ids::{Fingerprint, as_micros, new_id};
 use crate::fifo::{Aside, Earn, LotRow, Position, Spent, Taker};
 use crate::refusals;
 use crate::transactions::{self, Entry, SELECT_BY_KEY, TransactionRow, idem_key};
@@ -86,6 +86,7 @@ impl Burning<'_> {
     /// The BURN transaction from the wallet `wallet_id` and the debit that writes it.
     fn debit(&self, wallet_id: String, currency: String) -> (Transaction, Debit) {
         let burn = &self.burn;
+        let at = self.store.now();
         let transaction = Transaction {
             id: new_id(),
             wallet_id,
@@ -97,10 +98,10 @@ impl Burning<'_> {
             description: Some(burn.description.clone()),
             comment: burn.comment.clone(),
             meta: burn.meta.clone(),
-            date: burn.date.unwrap_or_else(now),
+            date: burn.date.unwrap_or(at),
             trace: None,
             rule_version: None,
-            created_at: now(),
+            created_at: at,
             corrects: None,
             corrected: Tokens::ZERO,
             vests_at: None,
@@ -347,6 +348,7 @@ impl Debit {
             Some(&self.campaign_id),
             kind,
             &self.transaction,
+            self.transaction.created_at,
         )
     }
 
@@ -458,7 +460,8 @@ impl Debit {
                 }
                 // The claim is all that was written.
                 tx.execute(UNCLAIM, params![t.id]).await?;
-                refusals::keep(tx, &key(), &self.fingerprint, &refused).await?;
+                let at = self.transaction.created_at;
+                refusals::keep(tx, &key(), &self.fingerprint, &refused, at).await?;
                 return Ok(Debited::Refused(refused));
             }
         };
@@ -760,7 +763,7 @@ mod tests {
         statements.extend(reads.iter().map(|sql| sql.replace("$4", "4")));
         for sql in &statements {
             // A wallet, a position and an earn id, as a burn binds them.
-            let at = now();
+            let at = store.now();
             let args = params![Some("w"), at, Some("x")];
             let plan = store
                 .query_plan(sql, args, None, crate::backend::Plan::SortsPricedOut)

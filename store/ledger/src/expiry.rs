@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 
 use crate::backend::{PgTx, SqliteTx, ToArg, Work};
 use crate::burn::{ASIDE, Debiting, EARNS, EARNS_FROM, apply, position, repay};
-use crate::common::ids::{new_id, now};
+use crate::common::ids::new_id;
 use crate::fifo::{self, Aside, Earn, LotRow};
 use crate::transactions::{Entry, INSERT_TRANSACTION, unsum};
 use crate::{Ledger, StoreError, TransactionKind};
@@ -71,7 +71,13 @@ impl Ledger {
         at: DateTime<Utc>,
     ) -> Result<Option<usize>, StoreError> {
         let wallet = wallet.to_string();
-        self.write(Expiring { wallet, at }).await
+        let written = self.now();
+        self.write(Expiring {
+            wallet,
+            at,
+            written,
+        })
+        .await
     }
 }
 
@@ -89,6 +95,8 @@ const DEBIT: &str = concat!(
 struct Expiring {
     wallet: String,
     at: DateTime<Utc>,
+    /// When it is written, as the store's clock says (`at` is the instant expired up to).
+    written: DateTime<Utc>,
 }
 
 impl Expiring {
@@ -151,7 +159,7 @@ impl Expiring {
                 date: due.expires_at,
                 trace: None,
                 rule_version: None,
-                created_at: now(),
+                created_at: self.written,
                 batch_id: None,
                 fingerprint: None,
                 expires_at: None,
@@ -177,8 +185,7 @@ impl Expiring {
             }
         }
         apply(tx, wallet, &expired.spent).await?;
-        let updated_at = now();
-        let args = params![wallet, debit, updated_at, expired.next, dated];
+        let args = params![wallet, debit, self.written, expired.next, dated];
         tx.execute(DEBIT, args).await?;
         Ok(Some(written))
     }
@@ -225,7 +232,7 @@ mod tests {
                 earn_id: "old".into(),
                 wallet: wallet.id.clone(),
                 amount: "10".into(),
-                date: now() - Duration::days(40),
+                date: store.now() - Duration::days(40),
                 description: None,
                 comment: None,
                 meta: None,
@@ -245,7 +252,10 @@ mod tests {
         };
         store.execute(sql, params![far, damaged]).await.unwrap();
 
-        let sweep = tokio::time::timeout(std::time::Duration::from_secs(60), store.expire(now()));
+        let sweep = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            store.expire(store.now()),
+        );
         assert_eq!(sweep.await.expect("the sweep ends").unwrap(), 1);
         let (campaign, wallet) = &wallets[1];
         let balance = store
@@ -254,7 +264,7 @@ mod tests {
             .unwrap()
             .balance;
         assert_eq!(balance, Tokens::ZERO, "the other wallet's lot expired");
-        assert_eq!(store.expire(now()).await.unwrap(), 0);
+        assert_eq!(store.expire(store.now()).await.unwrap(), 0);
     }
 
     crate::testing::ledger_tests!(a_wallet_that_stays_due_does_not_hold_the_sweep);

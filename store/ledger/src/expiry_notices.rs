@@ -151,7 +151,7 @@ impl Steps for Notice {
             };
             let campaign = Some(self.campaign_id.as_str());
             let kind = EventType::WalletPointsExpiring;
-            made.push(NewEvent::new(&self.org_id, campaign, kind, &data)?);
+            made.push(NewEvent::new(&self.org_id, campaign, kind, &data, self.at)?);
         }
         events::record_all(tx, &made).await?;
         Ok(made.len())

@@ -250,12 +250,11 @@ impl Ledger {
 mod tests {
     use super::*;
     use crate::backend::Plan;
-    use crate::common::ids::now;
 
     /// A balance in time reads through its wallet's indexes, never a scan of the journal, the
     /// holds or the pending earns.
     async fn a_balance_in_time_is_read_through_indexes(store: Ledger) {
-        let at = now();
+        let at = store.now();
         let plan = store
             .query_plan(AT, params![Some("w"), at, at], None, Plan::SortsPricedOut)
             .await;

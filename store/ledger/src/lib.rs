@@ -116,7 +116,7 @@ impl Ledger {
     /// The dates a transaction may carry now; an earn of a campaign that allows earns at most
     /// `back_days` old, no further back.
     pub fn date_window(&self, back_days: Option<u32>) -> DateWindow {
-        DateWindow::at(common::ids::now(), self.dates_ahead, back_days)
+        DateWindow::at(self.now(), self.dates_ahead, back_days)
     }
 
     /// The programme the ledger reads policies and rules from.

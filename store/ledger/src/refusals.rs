@@ -6,8 +6,10 @@
 //! differs. Refusals that say something of the request itself (`already_exists`, a bad field)
 //! are answered as they come and not kept.
 
+use chrono::{DateTime, Utc};
+
 use crate::backend::Tx;
-use crate::common::ids::{Fingerprint, now};
+use crate::common::ids::Fingerprint;
 use crate::error::known;
 use crate::{StoreError, Tokens};
 
@@ -75,6 +77,7 @@ pub async fn keep(
     key: &[u8],
     fingerprint: &Fingerprint,
     err: &StoreError,
+    at: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     let (code, field, message, available) = match err {
         StoreError::InsufficientBalance { available } => (
@@ -90,7 +93,6 @@ pub async fn keep(
         } if KEPT.contains(code) => (*code, field.clone(), message.clone(), None),
         _ => return Ok(()),
     };
-    let at = now();
     let args = params![key, fingerprint.text, code, field, message, available, at];
     tx.execute(KEEP, args).await?;
     Ok(())

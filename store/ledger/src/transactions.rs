@@ -552,6 +552,7 @@ pub(crate) async fn transaction_created(
     transaction: &Transaction,
 ) -> Result<(), StoreError> {
     let kind = events::EventType::TransactionCreated;
-    let event = events::NewEvent::new(org_id, Some(campaign_id), kind, transaction)?;
+    let at = transaction.created_at;
+    let event = events::NewEvent::new(org_id, Some(campaign_id), kind, transaction, at)?;
     events::record(tx, &event).await
 }

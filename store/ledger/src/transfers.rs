@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::backend::{PgTx, SqliteTx, ToArg, Work};
 use crate::burn::{Debiting, position, record_spends, repay, take_moving_later};
-use crate::common::ids::{Fingerprint, as_micros, new_id, now};
+use crate::common::ids::{Fingerprint, as_micros, new_id};
 use crate::credit::{SET_ASIDE, sooner};
 use crate::refusals;
 use crate::transactions::{
@@ -175,7 +175,7 @@ impl Ledger {
             min_balance: policy.min_balance.micros(),
             daily_cap: policy.transfer_daily_cap.map(Tokens::micros),
             move_earned: policy.transfers_move_earned,
-            at: now(),
+            at: self.now(),
         };
         self.write(transferring).await?
     }
@@ -386,7 +386,7 @@ impl Transferring {
             // The claim is all that was written.
             tx.execute(UNCLAIM, params![out.id]).await?;
             let key = idem_key(&self.org_id, TransactionKind::TransferOut, key);
-            refusals::keep(tx, &key, &self.fingerprint, &refused).await?;
+            refusals::keep(tx, &key, &self.fingerprint, &refused, self.at).await?;
             return Ok(Err(refused));
         }
         let moved = if self.move_earned { amount } else { 0 };

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
-use crate::common::ids::{new_id, now};
+use crate::common::ids::new_id;
 use crate::error::conflict_on;
 use crate::{Campaign, Ledger, Page, Paged, StoreError, Tier, Tokens};
 use programme::tiers::joined_tier;
@@ -171,7 +171,7 @@ impl Ledger {
                 },
             });
         };
-        let at = now();
+        let at = self.now();
         let wallet = Wallet {
             id: new_id(),
             campaign_id: campaign.id.clone(),
@@ -267,7 +267,7 @@ impl Ledger {
         let changed = self
             .execute(
                 SQL,
-                params![&campaign.org_id, &campaign.id, id, &name, now()],
+                params![&campaign.org_id, &campaign.id, id, &name, self.now()],
             )
             .await?;
         if changed == 0 {

@@ -7,7 +7,7 @@ use serde_json::Value;
 use sqlx::types::Json;
 
 use crate::backend::{Arg, Steps, ToArg, Tx};
-use crate::common::ids::{new_id, now};
+use crate::common::ids::new_id;
 use crate::error::conflict_on;
 use crate::error::known;
 use crate::{Members, Page, Paged, StoreError};
@@ -241,7 +241,7 @@ impl Members {
         new: NewMember,
     ) -> Result<Member, StoreError> {
         let org_id = org.id();
-        let now = now();
+        let now = self.now();
         let member = Member {
             id: new_id(),
             first_name: new.first_name,
@@ -325,6 +325,7 @@ impl Members {
             org_id: org_id.to_string(),
             id: id.to_string(),
             change: Changing::Patch(Box::new(patch)),
+            at: self.now(),
         })
         .await
     }
@@ -338,6 +339,7 @@ impl Members {
             org_id: org_id.to_string(),
             id: id.to_string(),
             change: Changing::Erase,
+            at: self.now(),
         })
         .await
     }
@@ -364,7 +366,8 @@ impl Steps for Create {
         tx.execute(INSERT, &args)
             .await
             .map_err(|e| conflict_on(e, MEMBER_UNIQUE))?;
-        let event = NewEvent::new(&self.org_id, None, EventType::MemberCreated, &member)?;
+        let at = member.created_at;
+        let event = NewEvent::new(&self.org_id, None, EventType::MemberCreated, &member, at)?;
         events::record(tx, &event).await?;
         Ok(member)
     }
@@ -376,6 +379,8 @@ struct Change {
     org_id: String,
     id: String,
     change: Changing,
+    /// When it is made, as the store's clock says.
+    at: DateTime<Utc>,
 }
 
 enum Changing {
@@ -399,7 +404,7 @@ impl Steps for Change {
         match self.change {
             Changing::Patch(patch) => {
                 member.apply(*patch);
-                member.updated_at = now();
+                member.updated_at = self.at;
                 let preferences = serde_json::json!(member.communication_preferences);
                 let mut args = params![org_id, id].to_vec();
                 args.extend(member.column_args(&preferences));
@@ -407,14 +412,15 @@ impl Steps for Change {
                 tx.execute(UPDATE, &args)
                     .await
                     .map_err(|e| conflict_on(e, MEMBER_UNIQUE))?;
-                let event = NewEvent::new(org_id, None, EventType::MemberUpdated, &member)?;
+                let event =
+                    NewEvent::new(org_id, None, EventType::MemberUpdated, &member, self.at)?;
                 events::record(tx, &event).await?;
             }
             Changing::Erase => {
-                tx.execute(ERASE, params![org_id, id, now()]).await?;
+                tx.execute(ERASE, params![org_id, id, self.at]).await?;
                 erase_from_events(tx, org_id, id).await?;
                 let data = ErasedMember { id: id.clone() };
-                let event = NewEvent::new(org_id, None, EventType::MemberDeleted, &data)?;
+                let event = NewEvent::new(org_id, None, EventType::MemberDeleted, &data, self.at)?;
                 events::record(tx, &event).await?;
             }
         }

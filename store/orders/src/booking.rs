@@ -340,7 +340,8 @@ pub(super) async fn booking_event(
     kind: EventType,
     booking: &Booking,
 ) -> Result<(), StoreError> {
-    let event = NewEvent::new(&campaign.org_id, Some(&campaign.id), kind, booking)?;
+    let at = booking.updated_at;
+    let event = NewEvent::new(&campaign.org_id, Some(&campaign.id), kind, booking, at)?;
     events::record(tx, &event).await
 }
 

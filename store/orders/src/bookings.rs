@@ -12,7 +12,6 @@ use super::booking::{
 use super::cancel::cancel_lines;
 use super::plan::{BRANCHES, PRODUCT, ProductRow};
 use crate::backend::{PgTx, SqliteTx, Tx, Work};
-use crate::common::ids::now;
 use crate::{Campaign, FieldProblem, Orders, Page, Paged, StoreError};
 use events::EventType;
 use ledger::burn::Debiting;
@@ -266,7 +265,7 @@ impl Orders {
             campaign: campaign.clone(),
             line_id: line_id.to_string(),
             new,
-            at: now(),
+            at: self.now(),
         };
         let result = self.write(booking).await;
         match result {
@@ -291,7 +290,7 @@ impl Orders {
             campaign: campaign.clone(),
             id: id.to_string(),
             patch,
-            at: now(),
+            at: self.now(),
         };
         self.write(update).await
     }

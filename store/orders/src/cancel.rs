@@ -19,7 +19,6 @@ use super::booking::booking_changed;
 use super::place::SELLOUT;
 use super::read::order_within;
 use crate::backend::{PgTx, SqliteTx, Work};
-use crate::common::ids::now;
 use crate::{Campaign, NewCorrection, Order, Orders, StoreError, Tokens};
 use events::{EventType, NewEvent};
 use ledger::burn::Debiting;
@@ -63,7 +62,7 @@ impl Orders {
             campaign: campaign.clone(),
             order_id: order_id.to_string(),
             line_id: line_id.map(str::to_string),
-            at: now(),
+            at: self.now(),
         };
         let restocked = self.write(cancelling).await?;
         let scope = OrderScope::campaign(campaign);
@@ -148,11 +147,17 @@ pub(super) async fn cancel_lines(
             meta: Some(json!({"orderId": order_id, "lines": lines})),
         };
         let burn = transaction_from_row(row)?;
-        refund_within(tx, c, burn, correction, Tokens::from_micros(paid)).await?;
+        refund_within(tx, c, burn, correction, Tokens::from_micros(paid), at).await?;
     }
     if !open.is_empty() {
         let order = order_within(tx, c, order_id).await?;
-        let event = NewEvent::new(&c.org_id, Some(&c.id), EventType::OrderCancelled, &order)?;
+        let event = NewEvent::new(
+            &c.org_id,
+            Some(&c.id),
+            EventType::OrderCancelled,
+            &order,
+            at,
+        )?;
         events::record(tx, &event).await?;
     }
     Ok(restocked)
@@ -195,7 +200,7 @@ async fn release_line_hold(
                 meta: Some(json!({"lines": [line]})),
             };
             let burn = transaction_from_row(row)?;
-            refund_within(tx, c, burn, correction, Tokens::from_micros(captured)).await?;
+            refund_within(tx, c, burn, correction, Tokens::from_micros(captured), at).await?;
         }
         _ => {}
     }

@@ -18,7 +18,7 @@ use super::plan::{
 use super::{Booking, Code, NewLine, NewOrder, Order, OrderLine};
 use crate::backend::{PgTx, SqliteTx, Tx, Work};
 use crate::common::codes::{CodeKey, masked, new_code, tail};
-use crate::common::ids::{Fingerprint, new_id, now};
+use crate::common::ids::{Fingerprint, new_id};
 use crate::{Campaign, NewHold, Orders, StoreError, Tokens, Transaction, TransactionKind};
 use events::{EventType, NewEvent};
 use ledger::burn::{Debit, Debited, Debiting};
@@ -202,6 +202,7 @@ impl Placing {
             wallet,
             currency,
             payment.min_balance,
+            self.at,
         ))
     }
 
@@ -307,7 +308,7 @@ impl Placing {
         let Some(key) = self.refusal_key() else {
             return self.run(tx).await.map(Ok);
         };
-        let fingerprint = self.fingerprint.clone();
+        let (fingerprint, at) = (self.fingerprint.clone(), self.at);
         tx.execute("SAVEPOINT new_order", &[]).await?;
         let result = self.run(tx).await;
         if result.is_err() {
@@ -316,7 +317,7 @@ impl Placing {
         tx.execute("RELEASE SAVEPOINT new_order", &[]).await?;
         match result {
             Err(err) if refusals::is_kept(&err) => {
-                refusals::keep(tx, &key, &fingerprint, &err).await?;
+                refusals::keep(tx, &key, &fingerprint, &err, at).await?;
                 Ok(Err(err))
             }
             other => Ok(other),
@@ -477,7 +478,7 @@ impl Placing {
             }
         }
         let order = self.order(plan, transaction_id, codes, bookings, holds);
-        order_events(tx, c, &order).await?;
+        order_events(tx, c, &order, self.at).await?;
         Ok(Outcome::Placed {
             order: Box::new(order),
             sold_out,
@@ -486,8 +487,13 @@ impl Placing {
 }
 
 /// Records `order.created` for `order`, and `booking.created` for each booking it made.
-async fn order_events(tx: &mut impl Tx, c: &Campaign, order: &Order) -> Result<(), StoreError> {
-    let event = NewEvent::new(&c.org_id, Some(&c.id), EventType::OrderCreated, order)?;
+async fn order_events(
+    tx: &mut impl Tx,
+    c: &Campaign,
+    order: &Order,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let event = NewEvent::new(&c.org_id, Some(&c.id), EventType::OrderCreated, order, at)?;
     events::record(tx, &event).await?;
     for booking in order.lines.iter().filter_map(|l| l.booking.as_ref()) {
         booking_event(tx, c, EventType::BookingCreated, booking).await?;
@@ -580,7 +586,7 @@ impl Orders {
             order,
             payment,
             codes,
-            at: now(),
+            at: self.now(),
         };
         match self.write(placing).await.and_then(|r| r) {
             Ok(Outcome::Placed { order, sold_out }) => Ok(Placed {

@@ -9,7 +9,6 @@ use sqlx::types::Json;
 use super::ProductSummary;
 use crate::backend::{Steps, Tx};
 use crate::common::codes::{CodeKey, masked_tail};
-use crate::common::ids::now;
 use crate::{Orders, StoreError};
 use events::{EventType, NewEvent};
 
@@ -62,6 +61,7 @@ impl Orders {
             org_id: org_id.to_string(),
             lookup: lookup.clone(),
             key_id: key_id.to_string(),
+            at: self.now(),
         };
         if let Some(redeemed) = self.write(redeeming).await? {
             return Ok(redeemed);
@@ -90,6 +90,8 @@ struct Redeeming {
     org_id: String,
     lookup: Vec<u8>,
     key_id: String,
+    /// When it is redeemed, as the store's clock says.
+    at: DateTime<Utc>,
 }
 
 impl Steps for Redeeming {
@@ -101,7 +103,7 @@ impl Steps for Redeeming {
         const DETAIL: &str = "SELECT c.tail, c.redeemed_at, l.campaign_id, l.order_id, l.id, \
              l.product_id, l.variant_id, l.product FROM redemption_codes c \
              JOIN order_lines l ON l.id = c.line_id WHERE c.id = $1";
-        let at = now();
+        let at = self.at;
         let args = params![self.org_id, self.lookup, at, self.key_id];
         let Some((id,)) = tx.row::<(String,)>(REDEEM, args).await? else {
             return Ok(None);
@@ -119,7 +121,13 @@ impl Steps for Redeeming {
             product: r.product.0,
         };
         let campaign = Some(redeemed.campaign_id.as_str());
-        let event = NewEvent::new(&self.org_id, campaign, EventType::CodeRedeemed, &redeemed)?;
+        let event = NewEvent::new(
+            &self.org_id,
+            campaign,
+            EventType::CodeRedeemed,
+            &redeemed,
+            at,
+        )?;
         events::record(tx, &event).await?;
         Ok(Some(redeemed))
     }

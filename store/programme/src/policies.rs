@@ -7,7 +7,6 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::common::calendar::last_second;
-use crate::common::ids::now;
 use crate::error::known;
 use crate::{Programme, StoreError, Tokens};
 use rules::MAX_PENDING_DAYS;
@@ -478,7 +477,7 @@ impl Programme {
                 i64::from(policy.pending_days),
                 policy.pending_counts_tier,
                 policy.expiry_from.as_str(),
-                now(),
+                self.now(),
                 i64::from(policy.expiry_notice_days),
                 policy.earn_max_age_days.map(i64::from)
             ],

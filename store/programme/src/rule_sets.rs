@@ -5,7 +5,7 @@
 use crate::Campaign;
 use chrono::{DateTime, Utc};
 
-use crate::common::ids::{new_id, now};
+use crate::common::ids::new_id;
 use crate::{Programme, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,7 +53,7 @@ impl Programme {
             let result: Result<Option<VersionRow>, StoreError> = self
                 .write_row(
                     INSERT,
-                    params![new_id(), org_id, campaign_id, source, now()],
+                    params![new_id(), org_id, campaign_id, source, self.now()],
                 )
                 .await;
             match result {

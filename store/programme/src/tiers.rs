@@ -5,7 +5,7 @@
 use crate::Campaign;
 use sqlx::types::Json;
 
-use crate::common::ids::{new_id, now};
+use crate::common::ids::new_id;
 use crate::{Programme, StoreError, Tokens};
 
 /// A tier as a wallet shows it.
@@ -128,7 +128,7 @@ impl Programme {
         let (benefits, threshold, at) = (
             serde_json::json!(tier.benefits),
             tier.threshold.micros(),
-            now(),
+            self.now(),
         );
         let insert = params![
             tier.id,
@@ -210,7 +210,7 @@ impl Programme {
                 ),
             ));
         }
-        let at = now();
+        let at = self.now();
         let which = params![org_id, campaign_id, tier];
         let changed = self
             .execute_all(&[

@@ -9,11 +9,9 @@
 //! put in place by a rename, so a half-written one is never seen).
 
 use crate::OrgScope;
+use crate::{Store, StoreError};
 use chrono::{DateTime, Duration, NaiveDate, NaiveTime, Utc};
 use seam::scope::Sealed;
-
-use crate::common::ids::now;
-use crate::{Store, StoreError};
 
 /// How long a claimed day is its claimer's alone.
 const LEASE: Duration = Duration::minutes(30);
@@ -125,7 +123,7 @@ impl Store {
                 i64::from(at_minute),
                 format.as_str(),
                 first_day,
-                now()
+                self.now()
             ],
         )
         .await?;
@@ -171,7 +169,7 @@ impl Store {
         let Some(schedule) = self.export_schedule(org).await? else {
             return Ok(None);
         };
-        let (at, day) = (now(), schedule.next_day);
+        let (at, day) = (self.now(), schedule.next_day);
         if schedule.due_at(day) > at {
             return Ok(None);
         }
@@ -208,7 +206,7 @@ impl Store {
                     claimed.lease,
                     file,
                     i64::try_from(rows).unwrap_or(i64::MAX),
-                    now()
+                    self.now()
                 ],
             )
             .await?;

@@ -13,7 +13,7 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
-use crate::common::ids::{constant_time_eq, new_id, now, random_token, sha256};
+use crate::common::ids::{constant_time_eq, new_id, random_token, sha256};
 use crate::error::known;
 use crate::{ApiVersion, Campaign, StoreError, Tenancy};
 
@@ -161,7 +161,7 @@ impl Tenancy {
             permissions,
             version: new.version,
             read_only: new.read_only,
-            created_at: now(),
+            created_at: self.now(),
             revoked_at: None,
             sealed: Sealed::vouched(),
         };
@@ -211,7 +211,7 @@ impl Tenancy {
             key_columns!(),
             " FROM api_keys k WHERE k.id = $1"
         );
-        self.execute(REVOKE, params![key_id, now()]).await?;
+        self.execute(REVOKE, params![key_id, self.now()]).await?;
         let row: Option<KeyRow> = self.read_row(SELECT, params![key_id]).await?;
         let key = row
             .ok_or(StoreError::NotFound { what: "API key" })

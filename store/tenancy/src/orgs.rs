@@ -4,7 +4,7 @@ use crate::OrgScope;
 use chrono::{DateTime, Utc};
 use seam::scope::Sealed;
 
-use crate::common::ids::{new_id, now};
+use crate::common::ids::new_id;
 use crate::{StoreError, Tenancy};
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -179,7 +179,7 @@ impl Tenancy {
         let org = Organisation {
             id: new_id(),
             name: name.to_string(),
-            created_at: now(),
+            created_at: self.now(),
             sealed: Sealed::vouched(),
         };
         self.execute(
@@ -244,7 +244,7 @@ impl Tenancy {
             currency: new.currency,
             logo: new.logo,
             favicon: new.favicon,
-            created_at: now(),
+            created_at: self.now(),
             sealed: Sealed::vouched(),
         };
         self.execute(

@@ -1,10 +1,8 @@
 //! Addresses the SFTP server bans after repeated failed logins (the server counts the failures;
 //! the store keeps the bans, so that every node honours one and an operator can lift it).
 
-use chrono::{DateTime, Utc};
-
-use crate::common::ids::now;
 use crate::{StoreError, Tenancy};
+use chrono::{DateTime, Utc};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SftpBan {
@@ -41,7 +39,7 @@ impl Tenancy {
              VALUES ($1, $2, $3, $4) ON CONFLICT (address) DO UPDATE \
              SET failures = excluded.failures, banned_at = excluded.banned_at, \
              banned_until = excluded.banned_until";
-        let at = now();
+        let at = self.now();
         self.execute(SQL, params![address, i64::from(failures), at, until])
             .await?;
         Ok(SftpBan {
@@ -57,7 +55,7 @@ impl Tenancy {
     pub async fn sftp_ban(&self, address: &str) -> Result<Option<SftpBan>, StoreError> {
         const SQL: &str = "SELECT address, failures, banned_at, banned_until FROM sftp_bans \
              WHERE address = $1 AND banned_until > $2";
-        let row: Option<BanRow> = self.read_row(SQL, params![address, now()]).await?;
+        let row: Option<BanRow> = self.read_row(SQL, params![address, self.now()]).await?;
         Ok(row.map(ban_of))
     }
 
@@ -66,14 +64,14 @@ impl Tenancy {
     pub async fn sftp_bans(&self) -> Result<Vec<SftpBan>, StoreError> {
         const SQL: &str = "SELECT address, failures, banned_at, banned_until FROM sftp_bans \
              WHERE banned_until > $1 ORDER BY banned_at DESC, address";
-        let rows: Vec<BanRow> = self.read_rows(SQL, params![now()]).await?;
+        let rows: Vec<BanRow> = self.read_rows(SQL, params![self.now()]).await?;
         Ok(rows.into_iter().map(ban_of).collect())
     }
 
     /// Lifts the ban on `address`; whether one was in force. Bans that ended are cleared too.
     #[tracing::instrument(skip_all)]
     pub async fn unban_sftp_address(&self, address: &str) -> Result<bool, StoreError> {
-        let at = now();
+        let at = self.now();
         let lifted = self
             .execute(
                 "DELETE FROM sftp_bans WHERE address = $1 AND banned_until > $2",

@@ -11,7 +11,7 @@ use argon2::password_hash::phc::PasswordHash;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 use chrono::{DateTime, Utc};
 
-use crate::common::ids::{new_id, now};
+use crate::common::ids::new_id;
 use crate::error::conflict_on;
 use crate::{StoreError, Tenancy};
 
@@ -134,7 +134,7 @@ impl Tenancy {
             None => None,
         };
         let id = new_id();
-        let created_at = now();
+        let created_at = self.now();
         self.execute(
             "INSERT INTO sftp_users (id, org_id, username, password_hash, created_at) \
                  VALUES ($1, $2, $3, $4, $5)",
@@ -164,7 +164,7 @@ impl Tenancy {
         let added = SftpKey {
             fingerprint: key.fingerprint,
             public_key: key.public_key,
-            created_at: now(),
+            created_at: self.now(),
         };
         self.execute(
             "INSERT INTO sftp_keys (id, user_id, fingerprint, public_key, created_at) \
@@ -251,7 +251,7 @@ impl Tenancy {
             .execute(
                 "UPDATE sftp_users SET disabled_at = COALESCE(disabled_at, $3) \
                  WHERE org_id = $1 AND username = $2",
-                params![org_id, username, now()],
+                params![org_id, username, self.now()],
             )
             .await?;
         if changed == 0 {

@@ -21,7 +21,6 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 
 use crate::backend::Forked;
-use crate::common::ids::now;
 use crate::{Community, StoreError};
 use tenancy::{CampaignRow, campaign_from_row};
 
@@ -61,7 +60,7 @@ impl Community {
              WHERE l.campaign_id IS NULL \
              OR (l.due_at <= $1 AND (l.claimed_until IS NULL OR l.claimed_until < $1)) \
              ORDER BY c.id";
-        let at = now();
+        let at = self.now();
         let rows: Vec<CampaignRow> = self.read_rows(SQL, params![at]).await?;
         Ok(rows.into_iter().map(campaign_from_row).collect())
     }
@@ -84,7 +83,7 @@ impl Community {
         const RELEASE: &str = "UPDATE leaderboards SET claimed_until = NULL \
              WHERE campaign_id = $1 AND claimed_until = $2";
         let started = Instant::now();
-        let at = now();
+        let at = self.now();
         let lease = at + LEASE;
         self.execute(START, params![campaign_id, at]).await?;
         let claimed: Option<(i64,)> = self

@@ -5,7 +5,7 @@ use crate::OrgScope;
 use chrono::{DateTime, Utc};
 
 use crate::backend::{Steps, Tx};
-use crate::common::ids::{new_id, now};
+use crate::common::ids::new_id;
 use crate::error::conflict_on;
 use crate::reviews::read::review_within;
 use crate::reviews::{Decision, Moderation, Review, ReviewStatus, profanity_score};
@@ -64,7 +64,7 @@ impl Community {
         let score = tokio::task::spawn_blocking(move || profanity_score(&text))
             .await
             .map_err(|e| StoreError::NotCommitted(format!("scoring the review: {e}")))?;
-        let (id, at) = (new_id(), now());
+        let (id, at) = (new_id(), self.now());
         let refused = format!(
             "member `{}` has already reviewed voucher `{}`",
             new.member, new.voucher_id
@@ -132,7 +132,7 @@ impl Community {
                 "a member cannot report their own review".into(),
             ));
         }
-        let at = now();
+        let at = self.now();
         self.write(Report {
             org_id: campaign.org_id.clone(),
             review: id.to_string(),
@@ -161,7 +161,7 @@ impl Community {
             Decision::Removed
         };
         let changed = self
-            .execute(SQL, params![org_id, id, decision.as_str(), now()])
+            .execute(SQL, params![org_id, id, decision.as_str(), self.now()])
             .await?;
         if changed == 0 {
             return Err(StoreError::NotFound { what: "review" });
@@ -224,7 +224,7 @@ async fn review_events(
     let campaign = Some(review.campaign_id.as_str());
     let made: Vec<NewEvent> = kinds
         .iter()
-        .map(|kind| NewEvent::new(org_id, campaign, *kind, &data))
+        .map(|kind| NewEvent::new(org_id, campaign, *kind, &data, review.updated_at))
         .collect::<Result<_, _>>()?;
     events::record_all(tx, &made).await
 }

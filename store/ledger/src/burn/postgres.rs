@@ -8,7 +8,6 @@ use sqlx::PgPool;
 use super::{Burned, Burning, Claimed, Debit, Debiting, Lots, in_spending_order, lot, position};
 use crate::StoreError;
 use crate::backend::{Arg, OnPostgres, PgTx, Tx};
-use crate::common::ids::now;
 use crate::fifo::{Earn, Position};
 use crate::transactions::{insert_transaction, unsum};
 
@@ -84,7 +83,10 @@ impl Debiting for PgTx<'_> {
         let entry = debit.entry();
         let key = entry.idem_key();
         let mut args = entry.args(&key, None).to_vec();
-        args.extend([Arg::Int(Some(debit.min_balance)), Arg::Time(Some(now()))]);
+        args.extend([
+            Arg::Int(Some(debit.min_balance)),
+            Arg::Time(Some(debit.transaction.created_at)),
+        ]);
         type Row = (
             bool,
             Option<DateTime<Utc>>,

@@ -7,7 +7,6 @@ use super::{Burned, Burning, Claimed, Debit, Debiting, Lots, in_spending_order, 
 use crate::StoreError;
 use crate::backend::direct::Direct;
 use crate::backend::{OnSqlite, SqliteTx, Tx};
-use crate::common::ids::now;
 use crate::fifo::{Aside, Earn, LotRow, Position};
 use crate::transactions::{entry_columns, unsum};
 
@@ -61,7 +60,7 @@ impl Debiting for SqliteTx<'_> {
         if self.execute(CLAIM, &entry.args(&key, None)).await? == 0 {
             return Ok(Claimed::Earlier);
         }
-        let (amount, at) = (t.amount.micros(), now());
+        let (amount, at) = (t.amount.micros(), t.created_at);
         let args = params![t.wallet_id, amount, at, debit.min_balance, t.date];
         type Debited = (Option<DateTime<Utc>>, Option<String>, i64, i64);
         let debited: Option<Debited> = self.row(DEBIT, args).await?;

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::backend::{PgTx, SqliteTx, Work};
 use crate::burn::{Debiting, position, record_spends, repay};
-use crate::common::ids::{Fingerprint, new_id, now};
+use crate::common::ids::{Fingerprint, new_id};
 use crate::pending::STILL_PENDING;
 use crate::refusals;
 use crate::transactions::{
@@ -97,7 +97,7 @@ impl Ledger {
                 ));
             }
         }
-        let origin = Origin::default();
+        let origin = Origin::at(self.now());
         self.correct_original(campaign, original, correction, origin)
             .await
     }
@@ -211,11 +211,12 @@ pub async fn refund_within(
     burn: Transaction,
     correction: NewCorrection,
     tokens: Tokens,
+    at: DateTime<Utc>,
 ) -> Result<Corrected, StoreError> {
     let what = What::Refund {
         tokens: Some(tokens),
     };
-    let correcting = Correcting::new(campaign, burn, correction, what, Origin::default());
+    let correcting = Correcting::new(campaign, burn, correction, what, Origin::at(at));
     correcting.run(tx).await
 }
 
@@ -232,11 +233,23 @@ pub enum What {
 }
 
 /// Where a correction comes from: a batch file's row (its batch, and the date the file gives
-/// the return), or a request (`default`: dated when written).
-#[derive(Default)]
+/// the return), or a request (`at`: dated when written).
 pub struct Origin<'a> {
     pub batch_id: Option<&'a str>,
     pub date: Option<DateTime<Utc>>,
+    /// When it is written, as the store's clock says.
+    pub at: DateTime<Utc>,
+}
+
+impl Origin<'_> {
+    /// A request's correction, written `at`.
+    pub fn at(at: DateTime<Utc>) -> Origin<'static> {
+        Origin {
+            batch_id: None,
+            date: None,
+            at,
+        }
+    }
 }
 
 /// What a correction moved: written as its transaction by `Correcting`.
@@ -261,8 +274,10 @@ pub struct Correcting {
     fingerprint: Fingerprint,
     /// The batch file whose row asked for it.
     batch_id: Option<String>,
-    /// When absent, now.
+    /// When absent, `at`.
     date: Option<DateTime<Utc>>,
+    /// When it is written, as the store's clock says.
+    at: DateTime<Utc>,
 }
 
 /// The wallet's position and what it owes, read under its lock.
@@ -288,6 +303,7 @@ impl Correcting {
             what,
             batch_id: origin.batch_id.map(String::from),
             date: origin.date,
+            at: origin.at,
         }
     }
 
@@ -331,7 +347,7 @@ impl Correcting {
         match result {
             Ok(corrected) => Ok(Ok(corrected)),
             Err(err) if refusals::is_kept(&err) => {
-                refusals::keep(tx, &self.key(), &self.fingerprint, &err).await?;
+                refusals::keep(tx, &self.key(), &self.fingerprint, &err, self.at).await?;
                 Ok(Err(err))
             }
             // Every other refusal comes before anything is written.
@@ -367,6 +383,7 @@ impl Correcting {
                     value: r.amount,
                     rules: rules.as_deref(),
                     shortfall: *shortfall,
+                    at: self.at,
                 };
                 // Decided before anything is written: only a refused shortfall comes after.
                 let share = returned.share(tx).await?;
@@ -386,7 +403,7 @@ impl Correcting {
                 (TransactionKind::Reversal, made)
             }
             What::Refund { tokens } => {
-                let made = refund::give_back(tx, o, at, *tokens).await?;
+                let made = refund::give_back(tx, o, at, *tokens, self.at).await?;
                 (TransactionKind::Refund, made)
             }
         };
@@ -401,10 +418,10 @@ impl Correcting {
             description: r.description.clone(),
             comment: r.comment.clone(),
             meta: r.meta.clone(),
-            date: self.date.unwrap_or_else(now),
+            date: self.date.unwrap_or(self.at),
             trace: None,
             rule_version: None,
-            created_at: now(),
+            created_at: self.at,
             corrects: Some(o.id.clone()),
             corrected: Tokens::ZERO,
             vests_at: None,

@@ -14,7 +14,6 @@ use chrono::{DateTime, Utc};
 use super::Moved;
 use crate::backend::Tx;
 use crate::burn::{TAKEN, Taken, give_back_to_lots};
-use crate::common::ids::now;
 use crate::credit::sooner;
 use crate::fifo::{Earn, Position};
 use crate::{StoreError, Tokens, Transaction};
@@ -36,6 +35,7 @@ pub(super) async fn give_back(
     burn: &Transaction,
     position: Option<Position<DateTime<Utc>>>,
     tokens: Option<Tokens>,
+    at: DateTime<Utc>,
 ) -> Result<Moved, StoreError> {
     let wallet = &burn.wallet_id;
     let taken_from: Vec<Taken> = tx.rows(TAKEN, params![burn.id]).await?;
@@ -84,7 +84,7 @@ pub(super) async fn give_back(
         gifts.push((earn, give));
     }
     let soonest = give_back_to_lots(tx, wallet, position, &gifts).await?;
-    tx.execute(CREDIT, params![wallet, amount, soonest, now()])
+    tx.execute(CREDIT, params![wallet, amount, soonest, at])
         .await?;
     Ok(Moved {
         amount,

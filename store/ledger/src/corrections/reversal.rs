@@ -11,7 +11,6 @@ use rules::{Decimal, RuleSet};
 
 use super::Moved;
 use crate::burn::{Debiting, take};
-use crate::common::ids::now;
 use crate::fifo::{Earn, Position};
 use crate::{Shortfall, StoreError, Tokens, Transaction};
 
@@ -51,6 +50,8 @@ pub(super) struct Returned<'a> {
     /// The earn's rule set (for a part's rounding): given with `value`.
     pub rules: Option<&'a RuleSet>,
     pub shortfall: Shortfall,
+    /// When it is written, as the store's clock says.
+    pub at: DateTime<Utc>,
 }
 
 impl Returned<'_> {
@@ -100,8 +101,7 @@ impl Returned<'_> {
                 ));
             }
         };
-        let at = now();
-        let args = params![earn.wallet_id, amount, owed, tokens, at];
+        let args = params![earn.wallet_id, amount, owed, tokens, self.at];
         tx.execute(TAKE_BACK, args).await?;
         Ok(Moved {
             amount,
@@ -120,7 +120,7 @@ impl Returned<'_> {
         (value, tokens): (Decimal, i64),
         counted: bool,
     ) -> Result<Moved, StoreError> {
-        let (earn, at) = (self.earn, now());
+        let (earn, at) = (self.earn, self.at);
         let args = params![earn.id, tokens, at];
         if tx.execute(CANCEL_PENDING, args).await? != 1 {
             return Err(StoreError::NotCommitted(format!(

@@ -14,7 +14,6 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 
 use crate::backend::{Forked, direct};
-use crate::common::ids::now;
 use crate::earn::same_earn::{self, EarlierEarn};
 use crate::transactions::{Entry, idem_key};
 use crate::{Credit, Credited, Ledger, Policy, StoreError, Tokens, TransactionKind};
@@ -85,7 +84,7 @@ impl Ledger {
         let crediting = Crediting {
             credits,
             policies,
-            at: now(),
+            at: self.now(),
             bulk,
             turn,
         };

@@ -11,7 +11,7 @@ use sqlx::types::Json;
 
 use crate::backend::direct;
 use crate::backend::{Arg, OwnedArg, Steps, Tx, borrowed, owned};
-use crate::common::ids::{new_id, now};
+use crate::common::ids::new_id;
 use crate::error::{known, panicked};
 pub mod evaluate;
 mod request;
@@ -82,7 +82,14 @@ pub(crate) fn earn_event(
         EarnStatus::Rejected => EventType::EarnRejected,
         _ => return Ok(None),
     };
-    NewEvent::new(org_id, Some(campaign_id), kind, &request).map(Some)
+    NewEvent::new(
+        org_id,
+        Some(campaign_id),
+        kind,
+        &request,
+        request.updated_at,
+    )
+    .map(Some)
 }
 
 /// Records the event of earn request `id` of the campaign as it now stands, in `tx`.
@@ -220,7 +227,7 @@ impl Ledger {
         if pending.is_empty() {
             return Ok(Vec::new());
         }
-        let at = now();
+        let at = self.now();
         let requests: Vec<EarnRequest> = pending
             .iter()
             .map(|p| EarnRequest {
@@ -355,7 +362,7 @@ impl Ledger {
              WHERE status IN ('accepted', 'processing') AND (status = 'accepted' OR claimed_until < $2) \
              ORDER BY created_at LIMIT $3{skip_locked}) \
              RETURNING id, org_id, campaign_id, wallet_id, body, attempts";
-        let at = now();
+        let at = self.now();
         let until = at + Duration::seconds(LEASE);
         let rows: Vec<(String, String, String, String, Json<EarnInput>, i64)> = self
             .write_rows(&self.claiming(SQL), params![until, at, limit])
@@ -438,6 +445,7 @@ impl Ledger {
             campaign_id: request.campaign_id.clone(),
             id: request.id.clone(),
             reason,
+            at: self.now(),
         };
         self.write(rejecting).await
     }
@@ -449,6 +457,8 @@ struct Rejecting {
     campaign_id: String,
     id: String,
     reason: String,
+    /// When it is rejected, as the store's clock says.
+    at: DateTime<Utc>,
 }
 
 impl Steps for Rejecting {
@@ -456,7 +466,7 @@ impl Steps for Rejecting {
     async fn run<T: Tx>(self, tx: &mut T) -> Result<(), StoreError> {
         const SQL: &str = "UPDATE earn_requests SET status = 'rejected', reason = $2, \
              claimed_until = NULL, updated_at = $3 WHERE id = $1";
-        tx.execute(SQL, params![self.id, self.reason, now()])
+        tx.execute(SQL, params![self.id, self.reason, self.at])
             .await?;
         record_earn_event(tx, &self.org_id, &self.campaign_id, &self.id).await
     }
@@ -491,7 +501,7 @@ mod tests {
             earn_id: "e-1".into(),
             wallet: wallet.id.clone(),
             amount: "7".into(),
-            date: now(),
+            date: store.now(),
             description: None,
             comment: None,
             meta: None,
@@ -521,7 +531,7 @@ mod tests {
         store
             .execute(
                 "UPDATE earn_requests SET claimed_until = $1 WHERE id = $2",
-                params![now() - Duration::seconds(1), request.id],
+                params![store.now() - Duration::seconds(1), request.id],
             )
             .await
             .unwrap();
@@ -543,7 +553,7 @@ mod tests {
             earn_id: id.into(),
             wallet: wallet.into(),
             amount: amount.into(),
-            date: now(),
+            date: chrono::Utc::now(),
             description: description.map(Into::into),
             comment: None,
             meta: None,

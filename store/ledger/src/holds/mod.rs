@@ -9,8 +9,6 @@
 //! keeps its expiry: one already past it expires at the next sweep). Each step runs under the
 //! wallet's lock (`place.rs`, `settle.rs`), so no interleaving with burns, other holds, expiry
 //! or reversals lets a hold overdraw the wallet, and a hold is settled once.
-
-use crate::common::ids::now;
 use crate::holds::settle::HoldRef;
 use crate::{Campaign, Ledger, Page, Paged, StoreError, Tokens};
 use chrono::{DateTime, Utc};
@@ -39,7 +37,9 @@ impl Ledger {
         crate::limits::check_client_key(&hold.external_id)?;
         let wallet = self.get_wallet(campaign, &hold.wallet).await?;
         let min_balance = self.programme().policy(campaign).await?.min_balance;
-        let placing = place::Placing::new(campaign, hold, wallet.id, wallet.currency, min_balance);
+        let at = self.now();
+        let placing =
+            place::Placing::new(campaign, hold, wallet.id, wallet.currency, min_balance, at);
         self.write(placing).await?
     }
 
@@ -91,7 +91,8 @@ impl Ledger {
             return Err(StoreError::invalid("amount", "must be more than 0"));
         }
         let hold = in_campaign(campaign, reference);
-        self.settle_at(hold, Settle::Capture(amount), now()).await
+        self.settle_at(hold, Settle::Capture(amount), self.now())
+            .await
     }
 
     /// Releases the hold's tokens. A hold already released (voided or lapsed) is answered as
@@ -103,7 +104,7 @@ impl Ledger {
         reference: &str,
     ) -> Result<HoldSettled, StoreError> {
         let hold = in_campaign(campaign, reference);
-        self.settle_at(hold, Settle::Void, now()).await
+        self.settle_at(hold, Settle::Void, self.now()).await
     }
 
     /// Releases every open hold whose expiry has come by `at` (operator-wide); how many this

@@ -9,7 +9,7 @@ use super::{
 };
 use crate::backend::{PgTx, SqliteTx, ToArg, Work};
 use crate::burn::{Debiting, position, record_spends, repay, take_moving_later};
-use crate::common::ids::{Fingerprint, new_id, now};
+use crate::common::ids::{Fingerprint, new_id};
 use crate::refusals;
 use crate::{Campaign, StoreError, Tokens};
 
@@ -52,6 +52,8 @@ pub struct Placing {
     currency: String,
     fingerprint: Fingerprint,
     min_balance: i64,
+    /// When it is placed, as the store's clock says.
+    at: DateTime<Utc>,
 }
 
 impl Placing {
@@ -63,6 +65,7 @@ impl Placing {
         wallet: String,
         currency: String,
         min_balance: Tokens,
+        at: DateTime<Utc>,
     ) -> Placing {
         Placing {
             org_id: campaign.org_id.clone(),
@@ -72,6 +75,7 @@ impl Placing {
             wallet,
             currency,
             min_balance: min_balance.micros(),
+            at,
         }
     }
 
@@ -84,7 +88,7 @@ impl Placing {
         match self.run(tx).await {
             Err(err @ StoreError::InsufficientBalance { .. }) => {
                 let key = hold_key(&self.org_id, &self.hold.external_id);
-                refusals::keep(tx, &key, &self.fingerprint, &err).await?;
+                refusals::keep(tx, &key, &self.fingerprint, &err, self.at).await?;
                 Ok(Err(err))
             }
             other => other.map(Ok),
@@ -122,7 +126,7 @@ impl Placing {
                 available: Tokens::from_micros((free - self.min_balance).max(0)),
             });
         }
-        let at = now();
+        let at = self.at;
         let hold = Hold {
             id: new_id(),
             wallet_id: wallet.clone(),

@@ -43,6 +43,7 @@ mod inspect;
 pub mod schema;
 
 use crate::StoreError;
+use crate::common::clock::Clock;
 use direct::Direct;
 #[cfg(feature = "testing")]
 pub use inspect::Plan;
@@ -70,6 +71,8 @@ pub enum Backend {
 #[derive(Clone)]
 pub struct Db {
     pub pool: Pool,
+    /// The time its domains go by (`Db::now`).
+    clock: Clock,
 }
 
 impl std::fmt::Debug for Db {
@@ -116,6 +119,7 @@ impl Db {
         }
         Ok(Db {
             pool: Pool::Sqlite(Arc::new(Direct::open(path)?)),
+            clock: Clock::default(),
         })
     }
 
@@ -149,7 +153,19 @@ impl Db {
             .await?;
         Ok(Db {
             pool: Pool::Postgres(pool),
+            clock: Clock::default(),
         })
+    }
+
+    /// The time now, as this database's clock says: what every write and check of the domains
+    /// above goes by.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
+    }
+
+    /// The clock this database's domains go by (tests advance it).
+    pub fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     pub fn backend(&self) -> Backend {

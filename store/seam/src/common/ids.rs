@@ -203,13 +203,6 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// The current time at microsecond precision: what PostgreSQL keeps, so a value reads back
-/// exactly as it was written on either backend.
-pub fn now() -> chrono::DateTime<chrono::Utc> {
-    use chrono::SubsecRound;
-    chrono::Utc::now().trunc_subsecs(6)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

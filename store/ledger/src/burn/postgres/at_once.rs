@@ -200,7 +200,7 @@ impl Debit {
         }
         write = write
             .bind(self.min_balance)
-            .bind(crate::common::ids::now())
+            .bind(self.transaction.created_at)
             .bind(to.as_ref().map(|p| p.date))
             .bind(to.as_ref().map(|p| p.id.as_str()))
             .bind(to.as_ref().map(|p| p.taken))
