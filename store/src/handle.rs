@@ -32,10 +32,16 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// The store on `db`.
     pub fn on(db: Db) -> Store {
+        Store::composed(db, crate::DATES_AHEAD)
+    }
+
+    /// Every handle made once, in one place: those built on the ledger see its dates.
+    fn composed(db: Db, dates_ahead: chrono::Duration) -> Store {
         let programme = Programme::on(db.clone());
         let members = Members::on(db.clone());
         let tenancy = Tenancy::on(db.clone());
-        let ledger = Ledger::on(db.clone(), programme.clone(), members.clone());
+        let ledger = Ledger::on(db.clone(), programme.clone(), members.clone())
+            .with_dates_ahead(dates_ahead);
         Store {
             batches: Batches::on(db.clone(), tenancy.clone(), ledger.clone()),
             orders: Orders::on(db.clone(), ledger.clone()),
@@ -114,10 +120,7 @@ impl Store {
 
     /// This store, letting transactions be dated up to `ahead` past the clock (`DATES_AHEAD`
     /// unless set).
-    pub fn with_dates_ahead(mut self, ahead: chrono::Duration) -> Store {
-        self.ledger = self.ledger.with_dates_ahead(ahead);
-        self.batches = Batches::on(self.db.clone(), self.tenancy.clone(), self.ledger.clone());
-        self.orders = Orders::on(self.db.clone(), self.ledger.clone());
-        self
+    pub fn with_dates_ahead(self, ahead: chrono::Duration) -> Store {
+        Store::composed(self.db, ahead)
     }
 }
