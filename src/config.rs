@@ -1,5 +1,7 @@
 //! Configuration: defaults that work with nothing set, then a TOML file (`--config`), then
-//! environment variables, each overriding the one before.
+//! environment variables, each overriding the one before. Every setting is named once, in
+//! `settings!`: its key in the file, its type and where it goes in the (nested) `Config`; its
+//! environment variable is derived from the key (`env_of`).
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -9,40 +11,130 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde::Deserialize;
 
-/// The settings a TOML file may hold; every key is optional.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileConfig {
-    data_dir: Option<PathBuf>,
-    database_url: Option<String>,
-    codes_key: Option<String>,
-    http_addr: Option<SocketAddr>,
-    sftp_addr: Option<SocketAddr>,
-    db_max_connections: Option<u32>,
-    log_format: Option<LogFormat>,
-    background_workers: Option<bool>,
-    sftp_max_upload_bytes: Option<u64>,
-    sftp_auth_delay_ms: Option<u64>,
-    sftp_max_auth_attempts: Option<usize>,
-    sftp_idle_timeout_secs: Option<u64>,
-    sftp_ban_after: Option<u32>,
-    sftp_ban_window_secs: Option<u64>,
-    sftp_ban_secs: Option<u64>,
-    leaderboard_refresh_secs: Option<u64>,
-    reviews_profanity_threshold: Option<f64>,
-    reviews_report_threshold: Option<u32>,
-    public_url: Option<String>,
-    http_header_timeout_secs: Option<u64>,
-    http_max_connections: Option<usize>,
-    http_shutdown_grace_secs: Option<u64>,
-    webhook_allow_http: Option<bool>,
-    webhook_allow: Option<Vec<outbound::Network>>,
-    webhook_timeout_secs: Option<u64>,
-    webhook_concurrency: Option<usize>,
-    webhook_sockets: Option<usize>,
-    webhook_org_sockets: Option<usize>,
-    webhook_endpoints_per_org: Option<usize>,
-    dates_ahead_secs: Option<u64>,
+/// Declares the settings: `key: Type => |config, value| what it sets;`. Makes the file's
+/// settings (`FileConfig`, every key optional), their reading from the environment and
+/// `Config::apply`.
+macro_rules! settings {
+    ($($key:ident: $ty:ty => |$config:ident, $value:ident| $apply:expr;)*) => {
+        /// The settings a TOML file may hold; every key is optional.
+        #[derive(Debug, Default, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct FileConfig {
+            $($key: Option<$ty>,)*
+        }
+
+        impl FileConfig {
+            /// The environment's settings, read through `var` (a parameter so tests need not
+            /// touch the process environment).
+            fn from_env(var: impl Fn(&str) -> Option<String>) -> anyhow::Result<FileConfig> {
+                Ok(FileConfig {
+                    $($key: {
+                        let name = env_of(stringify!($key));
+                        let value = var(&name).filter(|v| !v.trim().is_empty());
+                        value.map(|v| <$ty as FromEnv>::read(&v).map_err(|e| {
+                            anyhow::anyhow!("{name}={v:?}: {e}")
+                        })).transpose()?
+                    },)*
+                })
+            }
+        }
+
+        impl Config {
+            /// Sets what `file` holds.
+            fn apply(&mut self, file: FileConfig) {
+                $(if let Some($value) = file.$key {
+                    let $config: &mut Config = self;
+                    $apply;
+                })*
+            }
+        }
+    };
+}
+
+settings! {
+    data_dir: PathBuf => |c, v| c.data_dir = v;
+    database_url: String => |c, v| c.database_url = Some(Secret(v));
+    codes_key: String => |c, v| c.codes_key = Some(Secret(v));
+    http_addr: SocketAddr => |c, v| c.http_addr = v;
+    sftp_addr: SocketAddr => |c, v| c.sftp_addr = v;
+    db_max_connections: u32 => |c, v| c.db_max_connections = v;
+    log_format: LogFormat => |c, v| c.log_format = v;
+    background_workers: bool => |c, v| c.background_workers = v;
+    sftp_max_upload_bytes: u64 => |c, v| c.sftp.max_upload_bytes = v;
+    sftp_auth_delay_ms: u64 => |c, v| c.sftp.auth_rejection_delay = Duration::from_millis(v);
+    sftp_max_auth_attempts: usize => |c, v| c.sftp.max_auth_attempts = v;
+    sftp_idle_timeout_secs: u64 => |c, v| c.sftp.idle_timeout = Duration::from_secs(v);
+    sftp_ban_after: u32 => |c, v| c.sftp.ban.failures = v;
+    sftp_ban_window_secs: u64 => |c, v| c.sftp.ban.window = Duration::from_secs(v);
+    sftp_ban_secs: u64 => |c, v| c.sftp.ban.ban = Duration::from_secs(v);
+    leaderboard_refresh_secs: u64 => |c, v| c.api.leaderboard_refresh = Duration::from_secs(v);
+    reviews_profanity_threshold: f64 => |c, v| c.api.moderation.profanity_threshold = v;
+    reviews_report_threshold: u32 => |c, v| c.api.moderation.report_threshold = v;
+    public_url: String => |c, v| c.api.public_url = Some(v.trim().to_string());
+    http_header_timeout_secs: u64 => |c, v| c.api.http.header_timeout = Duration::from_secs(v);
+    http_max_connections: usize => |c, v| c.api.http.max_connections = v;
+    http_shutdown_grace_secs: u64 => |c, v| c.api.http.grace = Duration::from_secs(v);
+    webhook_allow_http: bool => |c, v| c.api.webhooks.rules.allow_http = v;
+    webhook_allow: Vec<outbound::Network> => |c, v| c.api.webhooks.rules.allowed = v;
+    webhook_timeout_secs: u64 => |c, v| c.api.webhooks.timeout = Duration::from_secs(v);
+    webhook_concurrency: usize => |c, v| c.api.webhooks.concurrency = v;
+    webhook_sockets: usize => |c, v| c.set_webhook_sockets(v);
+    webhook_org_sockets: usize => |c, v| {
+        c.api.webhooks.org_sockets = v;
+        c.webhook_sockets_set.1 = true;
+    };
+    webhook_endpoints_per_org: usize => |c, v| c.api.webhooks.endpoints_per_org = v;
+    dates_ahead_secs: u64 => |c, v| c.dates_ahead = Duration::from_secs(v);
+}
+
+/// The environment variable that sets `key`: `REWARDS_` and the key in upper case, but for the
+/// database's URL, which keeps the name tools share.
+fn env_of(key: &str) -> String {
+    match key {
+        "database_url" => "DATABASE_URL".to_string(),
+        _ => format!("REWARDS_{}", key.to_ascii_uppercase()),
+    }
+}
+
+/// A setting as an operator sets it, in messages: `key (VARIABLE)`.
+fn named(key: &str) -> String {
+    format!("{key} ({})", env_of(key))
+}
+
+/// A setting's value read from an environment variable's text.
+trait FromEnv: Sized {
+    fn read(text: &str) -> Result<Self, String>;
+}
+
+/// Text settings: as written.
+macro_rules! text_from_env {
+    ($($ty:ty),*) => {$(
+        impl FromEnv for $ty {
+            fn read(text: &str) -> Result<Self, String> {
+                Ok(text.into())
+            }
+        }
+    )*};
+}
+text_from_env!(String, PathBuf);
+
+/// Other settings: parsed, around any spaces.
+macro_rules! parsed_from_env {
+    ($($ty:ty),*) => {$(
+        impl FromEnv for $ty {
+            fn read(text: &str) -> Result<Self, String> {
+                text.trim().parse().map_err(|e| format!("{e}"))
+            }
+        }
+    )*};
+}
+parsed_from_env!(SocketAddr, u32, u64, usize, f64, bool, LogFormat);
+
+/// A list: its items separated by commas.
+impl FromEnv for Vec<outbound::Network> {
+    fn read(text: &str) -> Result<Self, String> {
+        text.split(',').map(|n| n.trim().parse()).collect()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -51,6 +143,18 @@ pub enum LogFormat {
     #[default]
     Text,
     Json,
+}
+
+impl std::str::FromStr for LogFormat {
+    type Err = &'static str;
+
+    fn from_str(text: &str) -> Result<LogFormat, &'static str> {
+        match text {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            _ => Err("must be `text` or `json`"),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -112,7 +216,7 @@ impl Config {
                 .with_context(|| format!("parsing configuration file {}", path.display()))?;
             config.apply(parsed);
         }
-        config.apply(from_env(|name| std::env::var(name).ok())?);
+        config.apply(FileConfig::from_env(|name| std::env::var(name).ok())?);
         config.check()?;
         Ok(config)
     }
@@ -120,49 +224,59 @@ impl Config {
     /// Refuses settings that parse but make no sense, naming the setting.
     fn check(&self) -> anyhow::Result<()> {
         let api = &self.api;
-        if api.leaderboard_refresh.is_zero() {
-            bail!("leaderboard_refresh_secs (REWARDS_LEADERBOARD_REFRESH_SECS) must be at least 1");
+        let webhooks = &api.webhooks;
+        let at_least_1 = [
+            (
+                "leaderboard_refresh_secs",
+                api.leaderboard_refresh.is_zero(),
+            ),
+            (
+                "http_header_timeout_secs",
+                api.http.header_timeout.is_zero(),
+            ),
+            ("http_max_connections", api.http.max_connections == 0),
+            (
+                "reviews_report_threshold",
+                api.moderation.report_threshold == 0,
+            ),
+        ];
+        if let Some((key, _)) = at_least_1.iter().find(|(_, zero)| *zero) {
+            bail!("{} must be at least 1", named(key));
         }
         let threshold = api.moderation.profanity_threshold;
         if !(0.0..=1.0).contains(&threshold) {
             bail!(
-                "reviews_profanity_threshold (REWARDS_REVIEWS_PROFANITY_THRESHOLD) must be from \
-                 0.0 to 1.0, not {threshold}"
+                "{} must be from 0.0 to 1.0, not {threshold}",
+                named("reviews_profanity_threshold")
             );
         }
-        if api.http.header_timeout.is_zero() {
-            bail!("http_header_timeout_secs (REWARDS_HTTP_HEADER_TIMEOUT_SECS) must be at least 1");
+        if webhooks.timeout.is_zero() || webhooks.timeout > Duration::from_secs(60) {
+            bail!("{} must be from 1 to 60", named("webhook_timeout_secs"));
         }
-        if api.http.max_connections == 0 {
-            bail!("http_max_connections (REWARDS_HTTP_MAX_CONNECTIONS) must be at least 1");
+        if !(1..=256).contains(&webhooks.concurrency) {
+            bail!("{} must be from 1 to 256", named("webhook_concurrency"));
         }
-        if api.webhooks.timeout.is_zero() || api.webhooks.timeout > Duration::from_secs(60) {
-            bail!("webhook_timeout_secs (REWARDS_WEBHOOK_TIMEOUT_SECS) must be from 1 to 60");
+        if !(1..=65_536).contains(&webhooks.sockets) {
+            bail!("{} must be from 1 to 65536", named("webhook_sockets"));
         }
-        if !(1..=256).contains(&api.webhooks.concurrency) {
-            bail!("webhook_concurrency (REWARDS_WEBHOOK_CONCURRENCY) must be from 1 to 256");
-        }
-        if !(1..=65_536).contains(&api.webhooks.sockets) {
-            bail!("webhook_sockets (REWARDS_WEBHOOK_SOCKETS) must be from 1 to 65536");
-        }
-        if !(1..=api.webhooks.sockets).contains(&api.webhooks.org_sockets) {
+        if !(1..=webhooks.sockets).contains(&webhooks.org_sockets) {
             bail!(
-                "webhook_org_sockets (REWARDS_WEBHOOK_ORG_SOCKETS) must be from 1 to \
-                 webhook_sockets ({})",
-                api.webhooks.sockets
+                "{} must be from 1 to webhook_sockets ({})",
+                named("webhook_org_sockets"),
+                webhooks.sockets
             );
         }
-        if !(1..=10_000).contains(&api.webhooks.endpoints_per_org) {
+        if !(1..=10_000).contains(&webhooks.endpoints_per_org) {
             bail!(
-                "webhook_endpoints_per_org (REWARDS_WEBHOOK_ENDPOINTS_PER_ORG) must be from 1 to \
-                 10000"
+                "{} must be from 1 to 10000",
+                named("webhook_endpoints_per_org")
             );
         }
         if self.dates_ahead > Duration::from_secs(366 * 24 * 3600) {
-            bail!("dates_ahead_secs (REWARDS_DATES_AHEAD_SECS) must be at most 31622400 (a year)");
-        }
-        if api.moderation.report_threshold == 0 {
-            bail!("reviews_report_threshold (REWARDS_REVIEWS_REPORT_THRESHOLD) must be at least 1");
+            bail!(
+                "{} must be at most 31622400 (a year)",
+                named("dates_ahead_secs")
+            );
         }
         if let Some(url) = &api.public_url {
             let rest = url
@@ -175,112 +289,22 @@ impl Config {
             });
             if !usable {
                 bail!(
-                    "public_url (REWARDS_PUBLIC_URL) must be an http or https URL without a query, \
-                     such as https://rewards.example.com, not {url:?}"
+                    "{} must be an http or https URL without a query, such as \
+                     https://rewards.example.com, not {url:?}",
+                    named("public_url")
                 );
             }
         }
         Ok(())
     }
 
-    fn apply(&mut self, file: FileConfig) {
-        if let Some(v) = file.data_dir {
-            self.data_dir = v;
-        }
-        if let Some(v) = file.database_url {
-            self.database_url = Some(Secret(v));
-        }
-        if let Some(v) = file.codes_key {
-            self.codes_key = Some(Secret(v));
-        }
-        if let Some(v) = file.http_addr {
-            self.http_addr = v;
-        }
-        if let Some(v) = file.sftp_addr {
-            self.sftp_addr = v;
-        }
-        if let Some(v) = file.db_max_connections {
-            self.db_max_connections = v;
-        }
-        if let Some(v) = file.log_format {
-            self.log_format = v;
-        }
-        if let Some(v) = file.background_workers {
-            self.background_workers = v;
-        }
-        let sftp = &mut self.sftp;
-        if let Some(v) = file.sftp_max_upload_bytes {
-            sftp.max_upload_bytes = v;
-        }
-        if let Some(v) = file.sftp_auth_delay_ms {
-            sftp.auth_rejection_delay = Duration::from_millis(v);
-        }
-        if let Some(v) = file.sftp_max_auth_attempts {
-            sftp.max_auth_attempts = v;
-        }
-        if let Some(v) = file.sftp_idle_timeout_secs {
-            sftp.idle_timeout = Duration::from_secs(v);
-        }
-        if let Some(v) = file.sftp_ban_after {
-            sftp.ban.failures = v;
-        }
-        if let Some(v) = file.sftp_ban_window_secs {
-            sftp.ban.window = Duration::from_secs(v);
-        }
-        if let Some(v) = file.sftp_ban_secs {
-            sftp.ban.ban = Duration::from_secs(v);
-        }
-        let api = &mut self.api;
-        if let Some(v) = file.leaderboard_refresh_secs {
-            api.leaderboard_refresh = Duration::from_secs(v);
-        }
-        if let Some(v) = file.reviews_profanity_threshold {
-            api.moderation.profanity_threshold = v;
-        }
-        if let Some(v) = file.reviews_report_threshold {
-            api.moderation.report_threshold = v;
-        }
-        if let Some(v) = file.public_url {
-            api.public_url = Some(v.trim().to_string());
-        }
-        if let Some(v) = file.http_header_timeout_secs {
-            api.http.header_timeout = Duration::from_secs(v);
-        }
-        if let Some(v) = file.http_max_connections {
-            api.http.max_connections = v;
-        }
-        if let Some(v) = file.http_shutdown_grace_secs {
-            api.http.grace = Duration::from_secs(v);
-        }
-        let webhooks = &mut api.webhooks;
-        if let Some(v) = file.webhook_allow_http {
-            webhooks.rules.allow_http = v;
-        }
-        if let Some(v) = file.webhook_allow {
-            webhooks.rules.allowed = v;
-        }
-        if let Some(v) = file.webhook_timeout_secs {
-            webhooks.timeout = Duration::from_secs(v);
-        }
-        if let Some(v) = file.webhook_concurrency {
-            webhooks.concurrency = v;
-        }
-        if let Some(v) = file.webhook_sockets {
-            webhooks.sockets = v;
-            self.webhook_sockets_set.0 = true;
-            if !self.webhook_sockets_set.1 {
-                webhooks.org_sockets = (v / 4).max(1);
-            }
-        }
-        if let Some(v) = file.webhook_org_sockets {
-            webhooks.org_sockets = v;
-            self.webhook_sockets_set.1 = true;
-        }
-        if let Some(v) = file.webhook_endpoints_per_org {
-            webhooks.endpoints_per_org = v;
-        }
-        if let Some(v) = file.dates_ahead_secs {
-            self.dates_ahead = Duration::from_secs(v);
+    /// `webhook_sockets`, and a quarter of it per organisation unless that is set too.
+    fn set_webhook_sockets(&mut self, sockets: usize) {
+        let webhooks = &mut self.api.webhooks;
+        webhooks.sockets = sockets;
+        self.webhook_sockets_set.0 = true;
+        if !self.webhook_sockets_set.1 {
+            webhooks.org_sockets = (sockets / 4).max(1);
         }
     }
 
@@ -297,126 +321,6 @@ impl Config {
         }
         webhooks.org_sockets = webhooks.org_sockets.min(webhooks.sockets);
     }
-}
-
-/// The environment's settings, read through `var` (a parameter so tests need not touch the
-/// process environment).
-fn from_env(var: impl Fn(&str) -> Option<String>) -> anyhow::Result<FileConfig> {
-    fn parse<T: std::str::FromStr>(name: &str, value: Option<String>) -> anyhow::Result<Option<T>>
-    where
-        T::Err: fmt::Display,
-    {
-        value
-            .filter(|v| !v.trim().is_empty())
-            .map(|v| {
-                v.trim()
-                    .parse::<T>()
-                    .map_err(|e| anyhow::anyhow!("{name}={v:?}: {e}"))
-            })
-            .transpose()
-    }
-    let log_format = match var("REWARDS_LOG_FORMAT").as_deref().map(str::trim) {
-        None | Some("") => None,
-        Some("text") => Some(LogFormat::Text),
-        Some("json") => Some(LogFormat::Json),
-        Some(other) => bail!("REWARDS_LOG_FORMAT={other:?}: must be `text` or `json`"),
-    };
-    Ok(FileConfig {
-        data_dir: var("REWARDS_DATA_DIR")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from),
-        database_url: var("DATABASE_URL").filter(|v| !v.trim().is_empty()),
-        codes_key: var("REWARDS_CODES_KEY").filter(|v| !v.trim().is_empty()),
-        http_addr: parse("REWARDS_HTTP_ADDR", var("REWARDS_HTTP_ADDR"))?,
-        sftp_addr: parse("REWARDS_SFTP_ADDR", var("REWARDS_SFTP_ADDR"))?,
-        db_max_connections: parse(
-            "REWARDS_DB_MAX_CONNECTIONS",
-            var("REWARDS_DB_MAX_CONNECTIONS"),
-        )?,
-        log_format,
-        background_workers: parse(
-            "REWARDS_BACKGROUND_WORKERS",
-            var("REWARDS_BACKGROUND_WORKERS"),
-        )?,
-        sftp_max_upload_bytes: parse(
-            "REWARDS_SFTP_MAX_UPLOAD_BYTES",
-            var("REWARDS_SFTP_MAX_UPLOAD_BYTES"),
-        )?,
-        sftp_auth_delay_ms: parse(
-            "REWARDS_SFTP_AUTH_DELAY_MS",
-            var("REWARDS_SFTP_AUTH_DELAY_MS"),
-        )?,
-        sftp_max_auth_attempts: parse(
-            "REWARDS_SFTP_MAX_AUTH_ATTEMPTS",
-            var("REWARDS_SFTP_MAX_AUTH_ATTEMPTS"),
-        )?,
-        sftp_idle_timeout_secs: parse(
-            "REWARDS_SFTP_IDLE_TIMEOUT_SECS",
-            var("REWARDS_SFTP_IDLE_TIMEOUT_SECS"),
-        )?,
-        sftp_ban_after: parse("REWARDS_SFTP_BAN_AFTER", var("REWARDS_SFTP_BAN_AFTER"))?,
-        sftp_ban_window_secs: parse(
-            "REWARDS_SFTP_BAN_WINDOW_SECS",
-            var("REWARDS_SFTP_BAN_WINDOW_SECS"),
-        )?,
-        sftp_ban_secs: parse("REWARDS_SFTP_BAN_SECS", var("REWARDS_SFTP_BAN_SECS"))?,
-        leaderboard_refresh_secs: parse(
-            "REWARDS_LEADERBOARD_REFRESH_SECS",
-            var("REWARDS_LEADERBOARD_REFRESH_SECS"),
-        )?,
-        reviews_profanity_threshold: parse(
-            "REWARDS_REVIEWS_PROFANITY_THRESHOLD",
-            var("REWARDS_REVIEWS_PROFANITY_THRESHOLD"),
-        )?,
-        reviews_report_threshold: parse(
-            "REWARDS_REVIEWS_REPORT_THRESHOLD",
-            var("REWARDS_REVIEWS_REPORT_THRESHOLD"),
-        )?,
-        public_url: var("REWARDS_PUBLIC_URL").filter(|v| !v.trim().is_empty()),
-        http_header_timeout_secs: parse(
-            "REWARDS_HTTP_HEADER_TIMEOUT_SECS",
-            var("REWARDS_HTTP_HEADER_TIMEOUT_SECS"),
-        )?,
-        http_max_connections: parse(
-            "REWARDS_HTTP_MAX_CONNECTIONS",
-            var("REWARDS_HTTP_MAX_CONNECTIONS"),
-        )?,
-        http_shutdown_grace_secs: parse(
-            "REWARDS_HTTP_SHUTDOWN_GRACE_SECS",
-            var("REWARDS_HTTP_SHUTDOWN_GRACE_SECS"),
-        )?,
-        webhook_allow_http: parse(
-            "REWARDS_WEBHOOK_ALLOW_HTTP",
-            var("REWARDS_WEBHOOK_ALLOW_HTTP"),
-        )?,
-        webhook_allow: var("REWARDS_WEBHOOK_ALLOW")
-            .filter(|v| !v.trim().is_empty())
-            .map(|v| {
-                v.split(',')
-                    .map(|n| n.trim().parse())
-                    .collect::<Result<Vec<_>, String>>()
-                    .map_err(|e| anyhow::anyhow!("REWARDS_WEBHOOK_ALLOW={v:?}: {e}"))
-            })
-            .transpose()?,
-        webhook_timeout_secs: parse(
-            "REWARDS_WEBHOOK_TIMEOUT_SECS",
-            var("REWARDS_WEBHOOK_TIMEOUT_SECS"),
-        )?,
-        webhook_concurrency: parse(
-            "REWARDS_WEBHOOK_CONCURRENCY",
-            var("REWARDS_WEBHOOK_CONCURRENCY"),
-        )?,
-        webhook_sockets: parse("REWARDS_WEBHOOK_SOCKETS", var("REWARDS_WEBHOOK_SOCKETS"))?,
-        webhook_org_sockets: parse(
-            "REWARDS_WEBHOOK_ORG_SOCKETS",
-            var("REWARDS_WEBHOOK_ORG_SOCKETS"),
-        )?,
-        webhook_endpoints_per_org: parse(
-            "REWARDS_WEBHOOK_ENDPOINTS_PER_ORG",
-            var("REWARDS_WEBHOOK_ENDPOINTS_PER_ORG"),
-        )?,
-        dates_ahead_secs: parse("REWARDS_DATES_AHEAD_SECS", var("REWARDS_DATES_AHEAD_SECS"))?,
-    })
 }
 
 /// A value that must never reach a log: `Debug` and `Display` hide the password of a URL.
@@ -492,7 +396,8 @@ mod tests {
         config.apply(
             toml::from_str("http_addr = '0.0.0.0:9000'\ndata_dir = '/srv/rewards'").unwrap(),
         );
-        config.apply(from_env(env(&[("REWARDS_HTTP_ADDR", "127.0.0.1:7000")])).unwrap());
+        config
+            .apply(FileConfig::from_env(env(&[("REWARDS_HTTP_ADDR", "127.0.0.1:7000")])).unwrap());
         assert_eq!(config.http_addr, "127.0.0.1:7000".parse().unwrap());
         assert_eq!(config.data_dir, PathBuf::from("/srv/rewards"));
         assert_eq!(config.sftp_addr, "127.0.0.1:2222".parse().unwrap());
@@ -504,7 +409,7 @@ mod tests {
         config
             .apply(toml::from_str("sftp_max_upload_bytes = 1048576\nsftp_ban_after = 3").unwrap());
         config.apply(
-            from_env(env(&[
+            FileConfig::from_env(env(&[
                 ("REWARDS_SFTP_BAN_AFTER", "10"),
                 ("REWARDS_SFTP_AUTH_DELAY_MS", "250"),
                 ("REWARDS_SFTP_IDLE_TIMEOUT_SECS", "30"),
@@ -517,7 +422,8 @@ mod tests {
         assert_eq!(sftp.auth_rejection_delay, Duration::from_millis(250));
         assert_eq!(sftp.idle_timeout, Duration::from_secs(30));
         assert_eq!(sftp.max_auth_attempts, 6, "the default stays");
-        let err = from_env(env(&[("REWARDS_SFTP_MAX_UPLOAD_BYTES", "1GB")])).unwrap_err();
+        let err =
+            FileConfig::from_env(env(&[("REWARDS_SFTP_MAX_UPLOAD_BYTES", "1GB")])).unwrap_err();
         assert!(
             err.to_string().contains("REWARDS_SFTP_MAX_UPLOAD_BYTES"),
             "{err}"
@@ -621,7 +527,7 @@ mod tests {
     #[test]
     fn webhook_settings_are_read_and_checked() {
         let env = |pairs: &'static [(&'static str, &'static str)]| {
-            from_env(move |name| {
+            FileConfig::from_env(move |name| {
                 pairs
                     .iter()
                     .find(|(n, _)| *n == name)
@@ -655,7 +561,9 @@ mod tests {
         config.apply(
             toml::from_str("leaderboard_refresh_secs = 60\nreviews_report_threshold = 5").unwrap(),
         );
-        config.apply(from_env(env(&[("REWARDS_REVIEWS_PROFANITY_THRESHOLD", "0.7")])).unwrap());
+        config.apply(
+            FileConfig::from_env(env(&[("REWARDS_REVIEWS_PROFANITY_THRESHOLD", "0.7")])).unwrap(),
+        );
         config.check().unwrap();
         assert_eq!(config.api.leaderboard_refresh, Duration::from_secs(60));
         assert_eq!(config.api.moderation.report_threshold, 5);
@@ -663,7 +571,7 @@ mod tests {
         assert_eq!(config.api.public_url, None);
         let mut behind = Config::default();
         behind.apply(
-            from_env(env(&[(
+            FileConfig::from_env(env(&[(
                 "REWARDS_PUBLIC_URL",
                 "https://rewards.example.com/",
             )]))
@@ -689,11 +597,40 @@ mod tests {
         }
     }
 
+    /// Every key the file takes is read from its variable, `REWARDS_` and the key in upper case
+    /// (the database's URL from `DATABASE_URL`): a value set there is taken, or refused naming
+    /// the variable.
+    #[test]
+    fn every_setting_is_read_from_its_variable() {
+        let refusal = toml::from_str::<FileConfig>("no_such_key = 1").unwrap_err();
+        let message = refusal.message().to_string();
+        let keys: Vec<&str> = message
+            .split("expected one of ")
+            .nth(1)
+            .expect("serde lists the known keys")
+            .split(", ")
+            .map(|key| key.trim_matches(|c| c == '`' || c == '.' || c == ' '))
+            .collect();
+        assert!(keys.contains(&"webhook_allow"), "{keys:?}");
+        assert_eq!(env_of("database_url"), "DATABASE_URL");
+        for key in keys {
+            let name = env_of(key);
+            assert!(name == "DATABASE_URL" || name == format!("REWARDS_{}", key.to_uppercase()));
+            match FileConfig::from_env(|n| (n == name).then(|| "x".to_string())) {
+                Ok(file) => {
+                    let shown = format!("{file:?}");
+                    assert!(shown.contains(&format!("{key}: Some(")), "{key}: {shown}");
+                }
+                Err(err) => assert!(err.to_string().contains(&name), "{key}: {err}"),
+            }
+        }
+    }
+
     #[test]
     fn bad_values_name_their_variable() {
-        let err = from_env(env(&[("REWARDS_HTTP_ADDR", "localhost")])).unwrap_err();
+        let err = FileConfig::from_env(env(&[("REWARDS_HTTP_ADDR", "localhost")])).unwrap_err();
         assert!(err.to_string().contains("REWARDS_HTTP_ADDR"), "{err}");
-        let err = from_env(env(&[("REWARDS_LOG_FORMAT", "xml")])).unwrap_err();
+        let err = FileConfig::from_env(env(&[("REWARDS_LOG_FORMAT", "xml")])).unwrap_err();
         assert!(err.to_string().contains("REWARDS_LOG_FORMAT"), "{err}");
         assert!(toml::from_str::<FileConfig>("http_adr = '1.2.3.4:5'").is_err());
     }
