@@ -115,9 +115,7 @@ pub async fn ingest(
     let bar = Bar::new();
     let show = |p: Progress| bar.show(p);
     let outcome = if dry_run {
-        let mapping = ingest::batch::pipeline::mapping_for(store, &scope, &name)
-            .await?
-            .map_err(anyhow::Error::msg)?;
+        let mapping = ingest::batch::pipeline::mapping_for(store, &scope, &name).await??;
         let job = Job {
             store,
             book: &book,

@@ -9,6 +9,7 @@ use std::path::Path;
 use crate::batch::delimited::{self, Delimited, Outcome};
 use crate::batch::mapping::{Encoding, Mapping};
 use crate::batch::rows::Reason;
+use crate::error::{Context, IngestError};
 
 /// One record: its row number in the file (counting from 1) and its fields.
 #[derive(Debug, Clone)]
@@ -49,10 +50,10 @@ impl Records {
         path: &Path,
         file_name: &str,
         mapping: &Mapping,
-    ) -> Result<(Records, Option<Vec<String>>), String> {
+    ) -> Result<(Records, Option<Vec<String>>), IngestError> {
         let lower = file_name.to_ascii_lowercase();
         if lower.ends_with(".parquet") {
-            let rows = columnar::ParquetRows::open(path)?;
+            let rows = columnar::ParquetRows::open(path).map_err(IngestError::Refused)?;
             let header = rows.header();
             return Ok((Records::Parquet { rows, taken: 0 }, Some(header)));
         }
@@ -64,7 +65,7 @@ impl Records {
                 taken: 0,
             }
         } else {
-            let file = File::open(path).map_err(|e| format!("the file cannot be read: {e}"))?;
+            let file = File::open(path).context("the file cannot be read")?;
             let size = file.metadata().map_or(0, |m| m.len());
             Records::Csv {
                 reader: Box::new(Delimited::new(file, mapping.delimiter)),
@@ -78,18 +79,24 @@ impl Records {
             match records.next_record()? {
                 Some(record) if n == mapping.header_row => {
                     if let Some((_, why)) = record.unread {
-                        return Err(format!("the header row (row {n}) cannot be read: {why}"));
+                        return Err(IngestError::refused(format!(
+                            "the header row (row {n}) cannot be read: {why}"
+                        )));
                     }
                     if record.bad_encoding {
-                        return Err(format!(
+                        return Err(IngestError::refused(format!(
                             "the header row is not {} text (the mapping's encoding)",
                             mapping.encoding.name()
-                        ));
+                        )));
                     }
                     header = Some(record.fields);
                 }
                 Some(_) => {}
-                None => return Err(format!("the file ends before its header row ({n})")),
+                None => {
+                    return Err(IngestError::refused(format!(
+                        "the file ends before its header row ({n})"
+                    )));
+                }
             }
         }
         Ok((records, header))
@@ -97,7 +104,7 @@ impl Records {
 
     /// The next record, or `None` at the end; `Err` when the file cannot be read on (a CSV
     /// quote left open, an I/O failure).
-    pub fn next_record(&mut self) -> Result<Option<Record>, String> {
+    pub fn next_record(&mut self) -> Result<Option<Record>, IngestError> {
         match self {
             Records::Csv {
                 reader,
@@ -109,10 +116,10 @@ impl Records {
                     Ok(None) => return Ok(None),
                     Ok(Some(outcome)) => outcome,
                     Err(err) => {
-                        return Err(format!(
+                        return Err(IngestError::refused(format!(
                             "the file cannot be read past row {}: {err}",
                             *row + 1
-                        ));
+                        )));
                     }
                 };
                 *row += 1;
@@ -157,15 +164,18 @@ impl Records {
                     unread: None,
                 }
             })),
-            Records::Parquet { rows, taken } => Ok(rows.next_row()?.map(|(row, fields, bad)| {
-                *taken = row;
-                Record {
-                    row,
-                    fields,
-                    bad_encoding: bad,
-                    unread: None,
-                }
-            })),
+            Records::Parquet { rows, taken } => Ok(rows
+                .next_row()
+                .map_err(IngestError::Refused)?
+                .map(|(row, fields, bad)| {
+                    *taken = row;
+                    Record {
+                        row,
+                        fields,
+                        bad_encoding: bad,
+                        unread: None,
+                    }
+                })),
         }
     }
 
@@ -274,7 +284,10 @@ mod tests {
         let path = dir.path().join("short.csv");
         std::fs::write(&path, "one line\n").unwrap();
         let error = Records::open(&path, "short.csv", &mapping).err().unwrap();
-        assert!(error.contains("ends before its header row"), "{error}");
+        assert!(
+            error.to_string().contains("ends before its header row"),
+            "{error}"
+        );
 
         let (mut records, _) = {
             std::fs::write(&path, "id,walletId,amount,date\n\"open,w,1,2026-11-20\n").unwrap();

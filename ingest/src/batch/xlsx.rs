@@ -9,6 +9,8 @@ use std::path::Path;
 
 use calamine::{DataRef, Reader, Xlsx};
 
+use crate::error::{Context, IngestError};
+
 /// Most records (rows after the header) a spreadsheet may hold.
 pub const MAX_RECORDS: usize = 10_000;
 /// Most columns a row may use.
@@ -26,16 +28,17 @@ pub type Rows = Vec<(u64, Vec<String>)>;
 
 /// The first sheet's rows, or why the file is refused. `header_rows` rows may precede the
 /// records (they do not count toward `MAX_RECORDS`).
-pub fn read(path: &Path, header_rows: u64) -> Result<Rows, String> {
+pub fn read(path: &Path, header_rows: u64) -> Result<Rows, IngestError> {
     check_archive(path)?;
-    let mut workbook: Xlsx<_> = calamine::open_workbook(path)
-        .map_err(|e| format!("the file is not a readable XLSX workbook: {e}"))?;
+    let mut workbook: Xlsx<_> = calamine::open_workbook(path).map_err(|e| {
+        IngestError::refused(format!("the file is not a readable XLSX workbook: {e}"))
+    })?;
     let Some(sheet) = workbook.sheet_names().first().cloned() else {
-        return Err("the workbook has no sheet".into());
+        return Err(IngestError::refused("the workbook has no sheet"));
     };
     let mut cells = workbook
         .worksheet_cells_reader(&sheet)
-        .map_err(|e| format!("the sheet `{sheet}` cannot be read: {e}"))?;
+        .map_err(|e| IngestError::refused(format!("the sheet `{sheet}` cannot be read: {e}")))?;
     let max_rows = MAX_RECORDS as u64 + header_rows;
     let mut rows: Rows = Vec::new();
     // The row being read; it joins `rows` when a cell of another row comes.
@@ -50,15 +53,19 @@ pub fn read(path: &Path, header_rows: u64) -> Result<Rows, String> {
         let cell = match cells.next_cell() {
             Ok(Some(cell)) => cell,
             Ok(None) => break,
-            Err(e) => return Err(format!("the sheet `{sheet}` cannot be read: {e}")),
+            Err(e) => {
+                return Err(IngestError::refused(format!(
+                    "the sheet `{sheet}` cannot be read: {e}"
+                )));
+            }
         };
         let (row, column) = cell.get_position();
         let (row, column) = (u64::from(row) + 1, column as usize);
         if column >= MAX_COLUMNS {
-            return Err(format!(
+            return Err(IngestError::refused(format!(
                 "the sheet uses column {} on row {row}; at most {MAX_COLUMNS} columns are read",
                 column + 1
-            ));
+            )));
         }
         let text = text(cell.get_value());
         if text.is_empty() {
@@ -68,7 +75,7 @@ pub fn read(path: &Path, header_rows: u64) -> Result<Rows, String> {
             rows.extend(current.take());
         }
         if current.is_none() && rows.len() as u64 == max_rows {
-            return Err(too_many());
+            return Err(IngestError::refused(too_many()));
         }
         let (_, fields) = current.get_or_insert_with(|| (row, Vec::new()));
         if fields.len() <= column {
@@ -123,21 +130,24 @@ fn text(value: &DataRef<'_>) -> String {
 /// Refuses an archive that would take unbounded memory or time to open: too many entries, or an
 /// entry too large or too compressed, by its declared sizes and then by what it really inflates
 /// to (declared sizes can lie), counted as it streams.
-pub fn check_archive(path: &Path) -> Result<(), String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("the file cannot be read: {e}"))?;
-    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file))
-        .map_err(|e| format!("the file is not an XLSX workbook (not a zip archive): {e}"))?;
+pub fn check_archive(path: &Path) -> Result<(), IngestError> {
+    let file = std::fs::File::open(path).context("the file cannot be read")?;
+    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| {
+        IngestError::refused(format!(
+            "the file is not an XLSX workbook (not a zip archive): {e}"
+        ))
+    })?;
     if archive.len() > MAX_ENTRIES {
-        return Err(format!(
+        return Err(IngestError::refused(format!(
             "the archive holds {} entries (at most {MAX_ENTRIES}): refused as unsafe",
             archive.len()
-        ));
+        )));
     }
     let mut total = 0u64;
     for i in 0..archive.len() {
         let entry = archive
             .by_index_raw(i)
-            .map_err(|e| format!("the archive is damaged: {e}"))?;
+            .map_err(|e| IngestError::refused(format!("the archive is damaged: {e}")))?;
         let (name, size, packed) = (
             entry
                 .name()
@@ -147,25 +157,25 @@ pub fn check_archive(path: &Path) -> Result<(), String> {
         );
         drop(entry);
         refuse_if_unsafe(&name, size, packed, total)?;
-        let mut entry = archive
-            .by_index(i)
-            .map_err(|e| format!("the archive entry `{name}` cannot be read: {e}"))?;
+        let mut entry = archive.by_index(i).map_err(|e| {
+            IngestError::refused(format!("the archive entry `{name}` cannot be read: {e}"))
+        })?;
         let inflated = std::io::copy(
             &mut (&mut entry).take(MAX_ENTRY_BYTES + 1),
             &mut std::io::sink(),
         )
-        .map_err(|e| format!("the archive entry `{name}` is damaged: {e}"))?;
+        .map_err(|e| IngestError::refused(format!("the archive entry `{name}` is damaged: {e}")))?;
         refuse_if_unsafe(&name, inflated, packed, total)?;
         total += inflated;
     }
     Ok(())
 }
 
-fn refuse_if_unsafe(name: &str, size: u64, packed: u64, total: u64) -> Result<(), String> {
+fn refuse_if_unsafe(name: &str, size: u64, packed: u64, total: u64) -> Result<(), IngestError> {
     let refused = |why: String| {
-        Err(format!(
+        Err(IngestError::refused(format!(
             "the archive entry `{name}` {why}: refused as unsafe"
-        ))
+        )))
     };
     if size > MAX_ENTRY_BYTES {
         return refused(format!("inflates past {} MiB", MAX_ENTRY_BYTES >> 20));
@@ -191,7 +201,7 @@ fn read_bytes(bytes: &[u8]) -> Result<Rows, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let path = dir.path().join("t.xlsx");
     std::fs::write(&path, bytes).map_err(|e| e.to_string())?;
-    read(&path, 1)
+    read(&path, 1).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

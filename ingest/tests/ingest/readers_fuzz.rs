@@ -101,7 +101,10 @@ fn hostile_files_end_cleanly_within_a_memory_bound() {
         drop(bytes);
         let what = format!("case {case} (seed {seed}): {name}, {size} bytes");
         match Records::open(&path, name, &mapping) {
-            Err(reason) => assert!(!reason.is_empty(), "{what}: refused without a reason"),
+            Err(reason) => assert!(
+                !reason.to_string().is_empty(),
+                "{what}: refused without a reason"
+            ),
             Ok((mut records, _)) => {
                 let mut read = 0u64;
                 loop {
@@ -109,7 +112,10 @@ fn hostile_files_end_cleanly_within_a_memory_bound() {
                         Ok(Some(_)) => read += 1,
                         Ok(None) => break,
                         Err(reason) => {
-                            assert!(!reason.is_empty(), "{what}: stopped without a reason");
+                            assert!(
+                                !reason.to_string().is_empty(),
+                                "{what}: stopped without a reason"
+                            );
                             break;
                         }
                     }
