@@ -66,7 +66,9 @@ pub async fn watch(
         .watch(&root, RecursiveMode::Recursive)
         .map_err(|e| watch_failed(&root, e))?;
 
-    // A file's size and modification time when last looked at, and since when they held.
+    // A file's size and modification time when last looked at, and since when they held (on
+    // the store's clock, which tests move instead of waiting).
+    let clock = store.clock().clone();
     let mut pending: HashMap<PathBuf, (u64, SystemTime, Instant)> = HashMap::new();
     let mut last_scan: Option<Instant> = None;
     tokio::pin!(stop);
@@ -76,20 +78,20 @@ pub async fn watch(
             () = tokio::time::sleep(TICK) => {}
         }
         let mut candidates: Vec<PathBuf> = changed.try_iter().collect();
-        if last_scan.is_none_or(|at| at.elapsed() >= RESCAN) {
+        if last_scan.is_none_or(|at| clock.instant() >= at + RESCAN) {
             let files = inbox_files(&root);
             clear_interrupted(&files);
             candidates.extend(files);
-            last_scan = Some(Instant::now());
+            last_scan = Some(clock.instant());
         }
         for path in candidates {
             pending
                 .entry(path)
-                .or_insert((u64::MAX, SystemTime::UNIX_EPOCH, Instant::now()));
+                .or_insert((u64::MAX, SystemTime::UNIX_EPOCH, clock.instant()));
         }
         let mut done = Vec::new();
         for (path, seen) in &mut pending {
-            match check(path, seen, watching.quiet) {
+            match check(path, seen, watching.quiet, clock.instant()) {
                 Check::Wait => {}
                 Check::Drop => done.push(path.clone()),
                 Check::Ready { org_id, name } => {
@@ -141,8 +143,14 @@ enum Check {
     Ready { org_id: String, name: String },
 }
 
-/// Whether `path` is a complete inbox file: `seen` holds its last size and time and since when.
-fn check(path: &Path, seen: &mut (u64, SystemTime, Instant), quiet: Duration) -> Check {
+/// Whether `path` is a complete inbox file at `now`: `seen` holds its last size and time and
+/// since when.
+fn check(
+    path: &Path,
+    seen: &mut (u64, SystemTime, Instant),
+    quiet: Duration,
+    now: Instant,
+) -> Check {
     let Some((org_id, name)) = inbox_file(path) else {
         return Check::Drop;
     };
@@ -158,15 +166,15 @@ fn check(path: &Path, seen: &mut (u64, SystemTime, Instant), quiet: Duration) ->
     if upload_marker(path).exists() {
         return Check::Wait;
     }
-    let now = (
+    let found = (
         meta.len(),
         meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
     );
-    if (seen.0, seen.1) != now {
-        *seen = (now.0, now.1, Instant::now());
+    if (seen.0, seen.1) != found {
+        *seen = (found.0, found.1, now);
         return Check::Wait;
     }
-    if seen.2.elapsed() < quiet {
+    if now < seen.2 + quiet {
         return Check::Wait;
     }
     Check::Ready { org_id, name }

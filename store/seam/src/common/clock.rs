@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Instant;
 
 use chrono::{DateTime, Duration, SubsecRound, Utc};
 
@@ -18,6 +19,13 @@ pub struct Clock {
 impl Clock {
     pub fn now(&self) -> DateTime<Utc> {
         Utc::now().trunc_subsecs(6) + Duration::microseconds(self.ahead.load(Ordering::Relaxed))
+    }
+
+    /// The monotonic clock, moved ahead as far as this one: for how long something has held
+    /// (the inbox watcher's quiet period), where a wall clock set back must not count.
+    pub fn instant(&self) -> Instant {
+        let ahead = self.ahead.load(Ordering::Relaxed).max(0);
+        Instant::now() + std::time::Duration::from_micros(ahead.unsigned_abs())
     }
 
     /// Moves this clock, and every store sharing it, `by` ahead.
@@ -40,5 +48,15 @@ mod tests {
         let after = other.now();
         assert!(after - before >= Duration::hours(2));
         assert!(after - before < Duration::hours(2) + Duration::minutes(1));
+    }
+
+    #[test]
+    fn the_monotonic_reading_moves_with_the_clock() {
+        let clock = Clock::default();
+        let before = clock.instant();
+        clock.clone().advance(Duration::seconds(30));
+        let after = clock.instant();
+        assert!(after - before >= std::time::Duration::from_secs(30));
+        assert!(after - before < std::time::Duration::from_secs(90));
     }
 }
