@@ -4,10 +4,10 @@
 
 use crate::Campaign;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use rayon::prelude::*;
+use seam::common::cache::{Cache, FRESH_FOR};
 use search::geo::{Circle, GeoIndex, Nearness, Point};
 use search::text::{Field, Hit, TextIndex};
 use search::vectors::{VectorIndex, embed};
@@ -16,9 +16,6 @@ use super::draw::Draws;
 use super::facts::VariantFacts;
 use super::{Product, Variant};
 use crate::{CatalogueStore, Page, Paged, StoreError, Tokens};
-
-/// How long a node trusts its index before it looks at the catalogue's version again.
-const FRESH_FOR: Duration = Duration::from_secs(1);
 
 /// A product search's filters and order; every part optional.
 #[derive(Debug, Clone, Default)]
@@ -760,11 +757,6 @@ fn placeholder(p: &Product) -> Vec<f32> {
     embed(&format!("product {}", p.id)).expect("text with a word embeds")
 }
 
-struct Entry {
-    index: Arc<CatalogueIndex>,
-    checked: Instant,
-}
-
 /// Each campaign's catalogue index, cached. A cached index is trusted for a second, then the
 /// catalogue's version is looked up again (one indexed query) and a new version is loaded and
 /// indexed. So an import shows in searches at once on the node that made it (`forget`) and
@@ -772,7 +764,7 @@ struct Entry {
 #[derive(Clone)]
 pub struct Catalogues {
     store: CatalogueStore,
-    entries: Arc<Mutex<HashMap<String, Entry>>>,
+    indexes: Arc<Cache<Arc<CatalogueIndex>>>,
     /// One build at a time: requests that find the index stale wait for it, not build it again.
     building: Arc<tokio::sync::Mutex<()>>,
 }
@@ -781,45 +773,21 @@ impl Catalogues {
     pub fn new(store: CatalogueStore) -> Self {
         Catalogues {
             store,
-            entries: Arc::default(),
+            indexes: Arc::default(),
             building: Arc::default(),
         }
-    }
-
-    fn cached(&self, campaign_id: &str) -> Option<(Arc<CatalogueIndex>, Instant)> {
-        self.entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(campaign_id)
-            .map(|e| (e.index.clone(), e.checked))
-    }
-
-    fn keep(&self, campaign_id: &str, index: Arc<CatalogueIndex>) {
-        self.entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(
-                campaign_id.to_string(),
-                Entry {
-                    index,
-                    checked: Instant::now(),
-                },
-            );
     }
 
     /// The campaign's current index.
     pub async fn get(&self, campaign: &Campaign) -> Result<Arc<CatalogueIndex>, StoreError> {
         let campaign_id = campaign.id.as_str();
-        if let Some((index, checked)) = self.cached(campaign_id)
-            && checked.elapsed() < FRESH_FOR
-        {
+        if let Some(index) = self.indexes.fresh(campaign_id, FRESH_FOR) {
             return Ok(index);
         }
         let version = self.store.catalogue_version(campaign).await?;
-        if let Some((index, _)) = self.cached(campaign_id)
-            && index.version == version
-        {
-            self.keep(campaign_id, index.clone());
+        let current = |index: &Arc<CatalogueIndex>| index.version == version;
+        if let Some(index) = self.indexes.any(campaign_id).filter(current) {
+            self.indexes.confirm(campaign_id);
             return Ok(index);
         }
         // While another request builds, an index this node already had keeps answering (a
@@ -827,15 +795,13 @@ impl Catalogues {
         let _building = match self.building.try_lock() {
             Ok(guard) => guard,
             Err(_) => {
-                if let Some((index, _)) = self.cached(campaign_id) {
+                if let Some(index) = self.indexes.any(campaign_id) {
                     return Ok(index);
                 }
                 self.building.lock().await
             }
         };
-        if let Some((index, _)) = self.cached(campaign_id)
-            && index.version == version
-        {
+        if let Some(index) = self.indexes.any(campaign_id).filter(current) {
             return Ok(index);
         }
         // Read the version before the products: a change in between shows as a new version
@@ -847,16 +813,13 @@ impl Catalogues {
             Ok(index) => Arc::new(index),
             Err(e) => std::panic::resume_unwind(e.into_panic()),
         };
-        self.keep(campaign_id, index.clone());
+        self.indexes.put(campaign_id, index.clone());
         Ok(index)
     }
 
     /// Drops the cached index: the next `get` reads the catalogue again.
     pub fn forget(&self, campaign_id: &str) {
-        self.entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(campaign_id);
+        self.indexes.remove(campaign_id);
     }
 }
 

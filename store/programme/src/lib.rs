@@ -7,7 +7,8 @@
 //! - `tiers.rs`: tiers and their thresholds, and `tier_for!`, the one SQL choice of a
 //!   wallet's tier the ledger's statements embed;
 //! - `rule_sets.rs`: the stored, versioned rule sets;
-//! - `rule_book.rs`: each campaign's active rule set, compiled and cached.
+//! - `rule_book.rs`: each campaign's rule sets compiled, cached once per process (the API, the
+//!   batch pipeline and corrections read the same).
 
 #![allow(async_fn_in_trait)]
 
@@ -22,6 +23,7 @@ pub mod tiers;
 
 use std::sync::Arc;
 
+use rules::RuleSet;
 use seam::common::cache::Cache;
 use seam::{Db, Page, Paged, StoreError, Tokens, common, error};
 use tenancy::Campaign;
@@ -31,7 +33,7 @@ pub use rule_book::RuleBook;
 pub use rule_sets::RuleSetVersion;
 pub use tiers::{NewTier, Tier, TierChanged, TierRef};
 
-/// Policies, tiers and rule sets. Cheap to clone: clones share the policies' cache.
+/// Policies, tiers and rule sets. Cheap to clone: clones share the caches.
 #[derive(Clone)]
 pub struct Programme {
     db: Db,
@@ -42,6 +44,10 @@ pub struct Programme {
 struct Caches {
     /// Campaign id -> its policy.
     policies: Cache<Policy>,
+    /// Campaign id -> its active rule-set version and that set compiled (`RuleBook`).
+    active_rules: Cache<(Option<i64>, Arc<RuleSet>)>,
+    /// `campaign id:version` -> that version compiled (a version never changes).
+    versions: Cache<Arc<RuleSet>>,
 }
 
 impl Programme {
@@ -51,6 +57,8 @@ impl Programme {
             db,
             caches: Arc::new(Caches {
                 policies: Cache::default(),
+                active_rules: Cache::default(),
+                versions: Cache::default(),
             }),
         }
     }

@@ -3,6 +3,7 @@
 
 use crate::Campaign;
 use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
+use seam::common::cache::FRESH_FOR;
 use std::fmt;
 use std::str::FromStr;
 
@@ -309,7 +310,7 @@ impl Programme {
     /// The policy of a campaign the store's own work read from a wallet or an earn.
     #[tracing::instrument(skip_all)]
     pub async fn policy_of(&self, campaign_id: &str) -> Result<Policy, StoreError> {
-        if let Some(policy) = self.caches.policies.get(campaign_id) {
+        if let Some(policy) = self.caches.policies.fresh(campaign_id, FRESH_FOR) {
             return Ok(policy);
         }
         let policy = self.stored_policy(campaign_id).await?;

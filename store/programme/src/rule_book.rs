@@ -1,34 +1,23 @@
-//! The compiled rule set of each campaign, cached. A cached set is trusted for a second, then
-//! the campaign's active version number is looked up again (one indexed query); a new version is
-//! loaded and compiled. So `rewards rules set` takes effect within a second in every process,
-//! with no restart.
+//! The compiled rule sets of each campaign, cached in the programme (so once per process: the
+//! API, the batch pipeline and corrections share them). A campaign's active set is trusted for a
+//! second, then its active version number is looked up again (one indexed query); a new version
+//! is loaded and compiled. So `rewards rules set` takes effect within a second in every process,
+//! with no restart. A version itself never changes: compiled once, it is kept.
 
 use crate::Campaign;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use rules::RuleSet;
+use seam::common::cache::FRESH_FOR;
 
 use crate::{Programme, StoreError};
 
-/// How long a cached set is trusted before its campaign's version is looked up again.
-pub const FRESH_FOR: Duration = Duration::from_secs(1);
-
-#[derive(Clone)]
-struct Entry {
-    /// `None`: the campaign has no rule set and gets the default.
-    version: Option<i64>,
-    rules: Arc<RuleSet>,
-    checked: Instant,
-}
-
-/// Active rule sets per campaign. Cheap to clone: clones share the cache.
+/// The programme's compiled rule sets, as one reader trusts them. Cheap to clone: every book of
+/// a programme shares its cache.
 #[derive(Clone)]
 pub struct RuleBook {
     programme: Programme,
-    entries: Arc<Mutex<HashMap<String, Entry>>>,
-    default: Arc<RuleSet>,
     fresh_for: Duration,
 }
 
@@ -37,13 +26,11 @@ impl RuleBook {
         RuleBook::fresh_for(programme, FRESH_FOR)
     }
 
-    /// A book that trusts a cached set for `window` (`FRESH_FOR` in the service; tests choose
-    /// theirs rather than wait a second).
+    /// A book that trusts a cached active set for `window` (`FRESH_FOR` in the service; tests
+    /// choose theirs rather than wait a second).
     pub fn fresh_for(programme: Programme, window: Duration) -> Self {
         RuleBook {
             programme,
-            entries: Arc::default(),
-            default: Arc::new(RuleSet::one_per_unit()),
             fresh_for: window,
         }
     }
@@ -55,44 +42,50 @@ impl RuleBook {
         org_id: &str,
         campaign_id: &str,
     ) -> Result<(Option<i64>, Arc<RuleSet>), StoreError> {
-        let cached = self
-            .entries
-            .lock()
-            .expect("rule book lock")
-            .get(campaign_id)
-            .cloned();
-        if let Some(entry) = &cached
-            && entry.checked.elapsed() < self.fresh_for
-        {
-            return Ok((entry.version, entry.rules.clone()));
+        let cache = &self.programme.caches.active_rules;
+        if let Some(active) = cache.fresh(campaign_id, self.fresh_for) {
+            return Ok(active);
         }
         let version = self
             .programme
             .rule_set_version_of(org_id, campaign_id)
             .await?;
-        let rules = match (&cached, version) {
-            (Some(entry), _) if entry.version == version => entry.rules.clone(),
-            (_, None) => self.default.clone(),
-            (_, Some(v)) => {
-                let stored = self
-                    .programme
-                    .rule_set_of(org_id, campaign_id, Some(v))
-                    .await?;
-                // Stored sets were compiled before they were stored; this only fails if a later
-                // build reads the format differently.
-                Arc::new(RuleSet::parse(&stored.source).map_err(StoreError::InvalidRules)?)
-            }
-        };
-        let entry = Entry {
-            version,
-            rules: rules.clone(),
-            checked: Instant::now(),
-        };
-        self.entries
-            .lock()
-            .expect("rule book lock")
-            .insert(campaign_id.to_string(), entry);
+        if let Some(active) = cache.any(campaign_id).filter(|(v, _)| *v == version) {
+            cache.confirm(campaign_id);
+            return Ok(active);
+        }
+        let rules = self.version(org_id, campaign_id, version).await?;
+        cache.put(campaign_id, (version, rules.clone()));
         Ok((version, rules))
+    }
+
+    /// Version `version` of the campaign's rule set (`None`: the default set), compiled.
+    pub async fn version(
+        &self,
+        org_id: &str,
+        campaign_id: &str,
+        version: Option<i64>,
+    ) -> Result<Arc<RuleSet>, StoreError> {
+        static DEFAULT: OnceLock<Arc<RuleSet>> = OnceLock::new();
+        let Some(version) = version else {
+            return Ok(DEFAULT
+                .get_or_init(|| Arc::new(RuleSet::one_per_unit()))
+                .clone());
+        };
+        let key = format!("{campaign_id}:{version}");
+        let cache = &self.programme.caches.versions;
+        if let Some(rules) = cache.any(&key) {
+            return Ok(rules);
+        }
+        let stored = self
+            .programme
+            .rule_set_of(org_id, campaign_id, Some(version))
+            .await?;
+        // Stored sets were compiled before they were stored; this only fails if a later build
+        // reads the format differently.
+        let rules = Arc::new(RuleSet::parse(&stored.source).map_err(StoreError::InvalidRules)?);
+        cache.put(&key, rules.clone());
+        Ok(rules)
     }
 }
 

@@ -1,5 +1,6 @@
 //! The rule book on both backends: how long a compiled rule set is trusted.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use store::{RuleBook, Store, backend_tests};
@@ -23,4 +24,29 @@ async fn a_cached_set_is_trusted_for_its_window(store: Store) {
     assert_eq!(eager.active(org, id).await.unwrap().0, Some(1));
 }
 
-backend_tests!(a_cached_set_is_trusted_for_its_window);
+/// Every book of a store reads one cache: the set one compiled is the one another is handed,
+/// and the same as the version a correction rounds by (the API's, the batch pipeline's and
+/// corrections' books compile a version once per process).
+async fn books_share_one_compiled_set(store: Store) {
+    let campaign = store::testing::campaign_fixture(&store).await;
+    let (org, id) = (campaign.org_id.as_str(), campaign.id.as_str());
+    let rules = "[[rule]]\nid = 'base'\npriority = 1\naward = 'amount'\n";
+    store
+        .programme()
+        .set_rule_set(&campaign, rules)
+        .await
+        .unwrap();
+    let api = RuleBook::new(store.programme().clone());
+    let pipeline = RuleBook::fresh_for(store.programme().clone(), Duration::ZERO);
+    let (version, first) = api.active(org, id).await.unwrap();
+    let (_, second) = pipeline.active(org, id).await.unwrap();
+    assert_eq!(version, Some(1));
+    assert!(Arc::ptr_eq(&first, &second), "compiled once");
+    let by_version = api.version(org, id, Some(1)).await.unwrap();
+    assert!(Arc::ptr_eq(&first, &by_version));
+}
+
+backend_tests!(
+    a_cached_set_is_trusted_for_its_window,
+    books_share_one_compiled_set
+);

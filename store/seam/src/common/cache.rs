@@ -1,17 +1,30 @@
-//! A short-lived cache for what many requests read and almost never changes (programme
-//! policies, compiled rule-set versions). API keys are not cached: a revoked key must fail at once in every process. Entries live a second: a change made by another process is seen within
-//! that time, and this process drops an entry as soon as it changes the record itself.
+//! The one cache of the stores, for what many requests read and almost never changes (programme
+//! policies, compiled rule sets, catalogue indexes), with one freshness rule: an entry is
+//! trusted for a window (`FRESH_FOR` in the service) after it was put or last confirmed; past
+//! it, its owner asks the database whether it still holds (a policy read again, a rule set's or
+//! a catalogue's version looked up: one indexed query) and confirms it or puts a new value. So a
+//! change made by another process is seen within the window, and this process drops an entry as
+//! soon as it changes the record itself. An entry a key never changes under (a rule-set version)
+//! is read as it is (`any`). API keys are not cached: a revoked key must fail at once in every
+//! process.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-const TTL: Duration = Duration::from_secs(1);
+/// How long an entry is trusted in the service before it is checked again.
+pub const FRESH_FOR: Duration = Duration::from_secs(1);
 /// More entries than this and the cache starts again empty, so memory stays bounded.
 const MAX_ENTRIES: usize = 10_000;
 
 pub struct Cache<V> {
-    entries: Mutex<HashMap<String, (V, Instant)>>,
+    entries: Mutex<HashMap<String, Entry<V>>>,
+}
+
+struct Entry<V> {
+    value: V,
+    /// When the value was put or last confirmed.
+    checked: Instant,
 }
 
 impl<V> Default for Cache<V> {
@@ -23,23 +36,61 @@ impl<V> Default for Cache<V> {
 }
 
 impl<V: Clone> Cache<V> {
-    pub fn get(&self, key: &str) -> Option<V> {
-        let entries = self.entries.lock().expect("cache lock");
-        entries
+    /// The value under `key` if it was put or confirmed less than `within` ago.
+    pub fn fresh(&self, key: &str, within: Duration) -> Option<V> {
+        self.lock()
             .get(key)
-            .filter(|(_, at)| at.elapsed() < TTL)
-            .map(|(value, _)| value.clone())
+            .filter(|entry| entry.checked.elapsed() < within)
+            .map(|entry| entry.value.clone())
+    }
+
+    /// The value under `key`, however long ago it was checked.
+    pub fn any(&self, key: &str) -> Option<V> {
+        self.lock().get(key).map(|entry| entry.value.clone())
     }
 
     pub fn put(&self, key: &str, value: V) {
-        let mut entries = self.entries.lock().expect("cache lock");
+        let mut entries = self.lock();
         if entries.len() >= MAX_ENTRIES {
             entries.clear();
         }
-        entries.insert(key.to_string(), (value, Instant::now()));
+        let checked = Instant::now();
+        entries.insert(key.to_string(), Entry { value, checked });
+    }
+
+    /// Marks the value under `key` as checked now: the database still holds it.
+    pub fn confirm(&self, key: &str) {
+        if let Some(entry) = self.lock().get_mut(key) {
+            entry.checked = Instant::now();
+        }
     }
 
     pub fn remove(&self, key: &str) {
-        self.entries.lock().expect("cache lock").remove(key);
+        self.lock().remove(key);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry<V>>> {
+        // A panic elsewhere while the lock was held leaves whole entries behind.
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_is_fresh_within_its_window_and_confirmed_anew() {
+        let cache = Cache::default();
+        cache.put("k", 1);
+        assert_eq!(cache.fresh("k", Duration::from_secs(60)), Some(1));
+        assert_eq!(cache.fresh("k", Duration::ZERO), None, "past the window");
+        assert_eq!(cache.any("k"), Some(1), "kept for a check");
+        cache.confirm("k");
+        assert_eq!(cache.fresh("k", Duration::from_secs(60)), Some(1));
+        cache.remove("k");
+        assert_eq!(cache.any("k"), None);
     }
 }
