@@ -24,8 +24,8 @@ pub mod meta;
 pub mod testing;
 
 pub use batches::{
-    Batch, BatchFinish, BatchState, Batches, Evaluated, FileEarn, FileOutcome, FileReturn,
-    FileTotals, NewBatch, Pending, ReturnOutcome, StoredMapping,
+    Batch, BatchFinish, BatchState, Batches, CreditingChunk, Evaluated, FileEarn, FileLoad,
+    FileOutcome, FileReturn, FileTotals, NewBatch, ReturnOutcome, StoredMapping,
 };
 pub use catalogue::document::{Catalogue, ProductEntry, TierEntry, VariantEntry};
 pub use catalogue::import::{Counts, ImportOptions, ImportReport};
@@ -67,8 +67,8 @@ pub use ledger::{
     BalanceAt, Burned, Corrected, Credit, Credited, Discrepancy, EarnInput, EarnReplay,
     EarnRequest, EarnStatus, ExpiringDay, Hold, HoldFilter, HoldPlaced, HoldSettled, HoldStatus,
     Ledger, NewBurn, NewCorrection, NewHold, NewTransfer, NewWallet, PendingEarn, Received,
-    RulesInput, Transaction, TransactionFilter, TransactionKind, Transfer, Transferred, Wallet,
-    WalletFilter,
+    RulesInput, Spend, Transaction, TransactionFilter, TransactionKind, Transfer, Transferred,
+    Wallet, WalletFilter,
 };
 pub use members::{
     CATEGORIES, Channels, ChannelsPatch, CommunicationPreferences, Member, MemberPatch,

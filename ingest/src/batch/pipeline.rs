@@ -1,6 +1,6 @@
 //! Processing a batch file: read as a stream of records (`records`), each mapped and checked in
 //! parallel (`rows`, under the organisation's `mapping`), repeated ids in the file rejected, the
-//! rest evaluated by the rules and credited in chunks (`Batches::credit_evaluated`), and the two
+//! rest evaluated by the rules and credited in chunks (`FileLoad::credit`), and the two
 //! reports written into the organisation's `reports/` (`reports`). The batch record carries the
 //! same summary.
 //!
@@ -15,21 +15,21 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use serde_json::{Value, json};
 use store::{
-    Batch, BatchFinish, BatchState, FileEarn, FileOutcome, FileReturn, FileTotals, OrgScope,
-    Pending, ReturnOutcome, RuleBook, Store, StoreError, Tokens,
+    Batch, BatchFinish, BatchState, CreditingChunk, FileEarn, FileLoad, FileOutcome, FileReturn,
+    FileTotals, OrgScope, ReturnOutcome, RuleBook, Store, StoreError, Tokens,
 };
-use tokio::task::JoinHandle;
 
 use crate::batch::mapping::{Columns, Mapping};
 use crate::batch::records::{Record, Records};
 use crate::batch::reports::{Rejected, write_atomically};
 use crate::batch::rows::{Layout, Reason, Rejection, Row};
 use crate::batch::seen::Seen;
+use crate::error::{Context, IngestError};
 use crate::folders::{Folder, Tree};
 
 /// Rows read, checked and credited together. Two chunks are in memory at once (one being
-/// credited, the next being read). Chunks no longer decide how often SQLite commits (see
-/// `Batches::credit_evaluated`), and 5,000 rows load as fast as 10,000 with less peak memory
+/// credited, the next being read). Chunks do not decide how often SQLite commits (see
+/// `FileLoad`), and 5,000 rows load as fast as 10,000 with less peak memory
 /// (`docs/performance.md`).
 const CHUNK_ROWS: usize = 5_000;
 
@@ -115,22 +115,23 @@ enum Mode {
     Load,
 }
 
-/// The organisation's mapping for a file named `file_name` (the canonical layout without one).
+/// The organisation's mapping for a file named `file_name` (the canonical layout without one);
+/// the inner `Err` refuses the file (a stored mapping is not valid).
 pub async fn mapping_for(
     store: &Store,
     org: &OrgScope,
     file_name: &str,
-) -> Result<Result<Mapping, String>, StoreError> {
+) -> Result<Result<Mapping, IngestError>, StoreError> {
     let mut mappings = Vec::new();
     for stored in store.batches().mappings(org).await? {
         match Mapping::parse(&stored.document) {
             Ok(mapping) => mappings.push(mapping),
             Err(errors) => {
-                return Ok(Err(format!(
+                return Ok(Err(IngestError::refused(format!(
                     "the mapping `{}` is not valid: {}",
                     stored.pattern,
                     errors.join("; ")
-                )));
+                ))));
             }
         }
     }
@@ -247,7 +248,9 @@ pub async fn process(
         .map_err(|e| StoreError::NotCommitted(format!("the organisation's folders: {e}")))?;
     let reports = tree.file(Folder::Reports, "");
     let found = match spooled(data_dir, batch) {
-        None => Err("the received file is missing from the spool".to_string()),
+        None => Err(IngestError::refused(
+            "the received file is missing from the spool",
+        )),
         Some(path) => match unchanged(&path, batch).await {
             Err(error) => Err(error),
             Ok(()) => mapping_for(store, &org, &batch.file_name)
@@ -270,7 +273,7 @@ pub async fn process(
             };
             run_file(&job).await?
         }
-        Err(error) => refused_whole(&reports, batch, error)?,
+        Err(error) => refused_whole(&reports, batch, error.to_string())?,
     };
     store
         .batches()
@@ -295,30 +298,30 @@ pub async fn process(
 /// Checks that the spooled file still holds the bytes its batch's size and SHA-256 were taken
 /// from when it was received, so that the rows read are the bytes recorded, and that they are
 /// the bytes its checksum sidecar (if the client sent one) names.
-async fn unchanged(path: &Path, batch: &Batch) -> Result<(), String> {
+async fn unchanged(path: &Path, batch: &Batch) -> Result<(), IngestError> {
+    const UNREAD: &str = "the received file could not be read";
     let sidecar = crate::intake::sidecar_of(path, &batch.id);
     let path = path.to_path_buf();
     let digest = tokio::task::spawn_blocking(move || crate::intake::digest(&path))
         .await
-        .map_err(|e| format!("the received file could not be read: {e}"))?
-        .map_err(|e| format!("the received file could not be read: {e}"))?;
+        .map_err(|e| IngestError::refused(format!("{UNREAD}: {e}")))?
+        .context(UNREAD)?;
     if digest != (batch.size, batch.sha256.clone()) {
-        return Err(
-            "the file changed after it was received (its size or SHA-256 differs from \
-                    the batch's); nothing of it was processed: send it again"
-                .to_string(),
-        );
+        return Err(IngestError::refused(
+            "the file changed after it was received (its size or SHA-256 differs from the \
+             batch's); nothing of it was processed: send it again",
+        ));
     }
     if let Ok(text) = std::fs::read_to_string(&sidecar) {
         let expected = text.split_whitespace().next().unwrap_or_default();
         if !expected.eq_ignore_ascii_case(&batch.sha256) {
-            return Err(format!(
+            return Err(IngestError::refused(format!(
                 "the file's SHA-256 is {}, not the {expected:?} its {}{} says: it was damaged \
                  on the way; nothing of it was processed",
                 batch.sha256,
                 batch.file_name,
                 crate::folders::SIDECAR
-            ));
+            )));
         }
     }
     Ok(())
@@ -358,7 +361,7 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
     let (mut records, header) = match Records::open(job.path, job.file_name, job.mapping) {
         Ok(opened) => opened,
         Err(error) => {
-            tally.error = Some(error);
+            tally.error = Some(error.to_string());
             return Ok(tally);
         }
     };
@@ -374,9 +377,10 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
         seen: Seen::default(),
         returns_seen: Seen::default(),
         totals: FileTotals::default(),
-        pending: Pending::default(),
-        renewed: Instant::now(),
-        written: None,
+        load: match (mode, job.batch_id) {
+            (Mode::Load, Some(batch_id)) => Some(job.store.batches().file_load(job.org, batch_id)),
+            _ => None,
+        },
     };
     let rows = chunk_rows();
     let mut crediting: Option<Chunk> = None;
@@ -386,7 +390,7 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
             match records.next_record() {
                 Ok(Some(record)) => chunk.push(record),
                 Ok(None) => break,
-                Err(error) => tally.error = Some(error),
+                Err(error) => tally.error = Some(error.to_string()),
             }
         }
         if chunk.is_empty() {
@@ -402,7 +406,7 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
                 .seen
                 .reserve(expected.saturating_sub(loading.seen.len()));
         }
-        let started = start(job, mode, &layout, chunk, &mut loading).await?;
+        let started = start(job, &layout, chunk, &mut loading).await?;
         if let Some(previous) = crediting.replace(started) {
             settle(job, previous, &mut loading, &mut tally, rejected).await?;
         }
@@ -419,7 +423,9 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
         settle(job, previous, &mut loading, &mut tally, rejected).await?;
     }
     // The counts are reported only once what they count is committed.
-    job.store.batches().commit(loading.pending).await?;
+    if let Some(load) = loading.load {
+        load.finish().await?;
+    }
     Ok(tally)
 }
 
@@ -432,12 +438,8 @@ struct Loading {
     returns_seen: Seen,
     /// The tokens given to each wallet so far, for `balance_ceiling`.
     totals: FileTotals,
-    /// Chunks credited, maybe not yet committed.
-    pending: Pending,
-    /// When the batch's lease was last renewed.
-    renewed: Instant,
-    /// Fires once the last chunk started has been written (see `start`).
-    written: Option<tokio::sync::oneshot::Receiver<()>>,
+    /// The file's load, when its rows are credited (not in a check).
+    load: Option<FileLoad>,
 }
 
 /// A chunk on its way: read, checked, evaluated, and being credited or checked.
@@ -453,23 +455,17 @@ struct Chunk {
     /// `records` of each.
     returns: Vec<FileReturn>,
     returns_at: Vec<usize>,
-    mode: Mode,
 }
 
 enum Outcomes {
     Known(Vec<FileOutcome>),
-    Crediting(JoinHandle<Result<(Vec<FileOutcome>, Pending), StoreError>>),
+    Crediting(CreditingChunk),
 }
-
-/// The batch's lease (60 s) is renewed this often while its file loads. Not after every chunk:
-/// the renewal is a write that waits for the open bulk transaction to commit.
-const RENEW_EVERY: Duration = Duration::from_secs(15);
 
 /// Checks the rows of `records`, evaluates the good ones, and starts crediting them (or, in a
 /// check, looks them up).
 async fn start(
     job: &Job<'_>,
-    mode: Mode,
     layout: &Layout,
     records: Vec<Record>,
     loading: &mut Loading,
@@ -546,42 +542,17 @@ async fn start(
             }
         }
     }
-    let outcomes = match (mode, job.batch_id) {
+    let outcomes = match loading.load.as_mut() {
         _ if earns.is_empty() => Outcomes::Known(Vec::new()),
-        (Mode::Load, Some(batch_id)) => {
+        Some(load) => {
             let evaluated = job
                 .store
                 .batches()
                 .evaluate_file_earns(job.book, job.org, &earns, &mut loading.totals)
                 .await?;
-            let (store, batch_id) = (job.store.clone(), batch_id.to_string());
-            // A file's chunks are written one after another; the next one is read, evaluated
-            // and prepared for writing meanwhile. (Two chunks written at once would each lock
-            // most of the same wallets: on PostgreSQL the second waits for the first anyway,
-            // after interleaving its row locks with the first's, and the whole file loads
-            // slower; the figures are in `docs/performance.md`, "Batch files".)
-            let before = loading.written.take();
-            let (written, wait) = tokio::sync::oneshot::channel();
-            loading.written = Some(wait);
-            let turn = async move {
-                if let Some(before) = before {
-                    let _ = before.await;
-                }
-            };
-            let crediting = tokio::spawn(async move {
-                let credited = store
-                    .batches()
-                    .credit_evaluated(&batch_id, evaluated, turn)
-                    .await;
-                let _ = written.send(());
-                credited
-            });
-            // On a single-threaded runtime, lets the write reach the writer before the next
-            // chunk is read.
-            tokio::task::yield_now().await;
-            Outcomes::Crediting(crediting)
+            Outcomes::Crediting(load.credit(evaluated).await)
         }
-        _ => Outcomes::Known(
+        None => Outcomes::Known(
             job.store
                 .batches()
                 .check_file_earns(job.book, job.org, job.batch_id, &earns, &mut loading.totals)
@@ -596,7 +567,6 @@ async fn start(
         outcomes,
         returns,
         returns_at,
-        mode,
     })
 }
 
@@ -616,25 +586,19 @@ async fn settle(
         outcomes,
         returns,
         returns_at,
-        mode,
     } = chunk;
-    let outcomes = match outcomes {
-        Outcomes::Known(outcomes) => outcomes,
-        Outcomes::Crediting(crediting) => {
-            let (outcomes, pending) = crediting
-                .await
-                .map_err(|e| StoreError::NotCommitted(format!("crediting a chunk: {e}")))??;
-            loading.pending.extend(pending);
+    let outcomes = match (outcomes, loading.load.as_mut()) {
+        (Outcomes::Known(outcomes), _) => outcomes,
+        (Outcomes::Crediting(crediting), Some(load)) => {
+            let outcomes = load.outcomes(crediting).await?;
             #[cfg(feature = "test-hooks")]
-            crash_point(job.store, &mut loading.pending).await?;
-            if let Some(batch_id) = job
-                .batch_id
-                .filter(|_| loading.renewed.elapsed() > RENEW_EVERY)
-            {
-                job.store.batches().renew_batch(batch_id).await?;
-                loading.renewed = Instant::now();
-            }
+            crash_point(load).await?;
             outcomes
+        }
+        (Outcomes::Crediting(_), None) => {
+            return Err(StoreError::NotCommitted(
+                "a chunk was credited outside its file's load".into(),
+            ));
         }
     };
     for ((i, earn), outcome) in at.into_iter().zip(earns).zip(outcomes) {
@@ -643,20 +607,9 @@ async fn settle(
         }
     }
     if !returns.is_empty() {
-        let outcomes = match (mode, job.batch_id) {
-            (Mode::Load, Some(batch_id)) => {
-                // The earns credited so far are committed first: a return is written (and
-                // reads its earn) apart from the file's bulk writes.
-                job.store
-                    .batches()
-                    .commit(std::mem::take(&mut loading.pending))
-                    .await?;
-                job.store
-                    .batches()
-                    .reverse_file_rows(job.org, batch_id, returns.clone())
-                    .await?
-            }
-            _ => {
+        let outcomes = match loading.load.as_mut() {
+            Some(load) => load.reverse(returns.clone()).await?,
+            None => {
                 job.store
                     .batches()
                     .check_file_returns(job.org, job.batch_id, &returns)
@@ -827,7 +780,7 @@ fn count_return(tally: &mut Tally, row: &FileReturn, outcome: ReturnOutcome) -> 
 /// after its N-th chunk is credited and committed (with the chunks credited so far; the next may
 /// share their commit).
 #[cfg(feature = "test-hooks")]
-async fn crash_point(store: &Store, pending: &mut Pending) -> Result<(), StoreError> {
+async fn crash_point(load: &mut FileLoad) -> Result<(), StoreError> {
     static AFTER: std::sync::LazyLock<Option<u64>> = std::sync::LazyLock::new(|| {
         std::env::var("REWARDS_TEST_CRASH_AFTER_CHUNKS")
             .ok()
@@ -837,7 +790,7 @@ async fn crash_point(store: &Store, pending: &mut Pending) -> Result<(), StoreEr
     if let Some(after) = *AFTER {
         let done = CHUNKS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         if done >= after {
-            store.batches().commit(std::mem::take(pending)).await?;
+            load.committed().await?;
             tracing::error!(
                 chunks = done,
                 "REWARDS_TEST_CRASH_AFTER_CHUNKS reached: aborting"
@@ -858,7 +811,7 @@ fn trace_parts(trace: &str) -> impl Iterator<Item = (String, Tokens)> + '_ {
 }
 
 /// How often an idle node looks for received files.
-const POLL: std::time::Duration = std::time::Duration::from_secs(1);
+const POLL: Duration = Duration::from_secs(1);
 
 /// Processes received batches, one at a time, until `stop` resolves. Several nodes may run this
 /// at once: each batch is claimed by one.

@@ -132,18 +132,6 @@ impl FileTotals {
     }
 }
 
-/// Chunks credited whose transaction may not have committed yet (SQLite commits a batch file's
-/// chunks together, every few seconds): `Batches::commit` waits for them.
-#[must_use = "a credited chunk is only safe once `Batches::commit` has seen it committed"]
-#[derive(Default)]
-pub struct Pending(Vec<direct::Commit>);
-
-impl Pending {
-    pub fn extend(&mut self, other: Pending) {
-        self.0.extend(other.0);
-    }
-}
-
 /// Batch rows: a file's earns evaluated and credited chunk by chunk (scope: `OrgScope`).
 impl Batches {
     /// Evaluates and credits `earns` of batch `batch_id` of organisation `org_id` in one database
@@ -159,26 +147,23 @@ impl Batches {
     ) -> Result<Vec<FileOutcome>, StoreError> {
         let totals = &mut FileTotals::default();
         let evaluated = self.evaluate_file_earns(book, org, earns, totals).await?;
-        let (outcomes, pending) = self
-            .credit_evaluated(batch_id, evaluated, std::future::ready(()))
-            .await?;
-        self.commit(pending).await?;
+        let mut load = self.file_load(org, batch_id);
+        let chunk = load.credit(evaluated).await;
+        let outcomes = load.outcomes(chunk).await?;
+        load.finish().await?;
         Ok(outcomes)
     }
 
     /// Credits the rows of `evaluated` under batch `batch_id` as one bulk write once `turn`
-    /// completes (what needs no database is prepared before: a file's next chunk while the one
-    /// before it is written); returns each row's outcome, in order, and what to wait on
-    /// (`Batches::commit`) before the rows count as credited. Until then they are seen by later
-    /// writes (a repeated id is a duplicate) but not by readers; if the transaction fails, none
-    /// of its chunks are credited.
+    /// completes (what needs no database is prepared before); returns each row's outcome, in
+    /// order, and on SQLite the bulk transaction's commit to wait on (see `FileLoad`).
     #[tracing::instrument(skip_all)]
-    pub async fn credit_evaluated(
+    pub(crate) async fn credit_evaluated(
         &self,
         batch_id: &str,
         evaluated: Evaluated,
         turn: impl Future<Output = ()>,
-    ) -> Result<(Vec<FileOutcome>, Pending), StoreError> {
+    ) -> Result<(Vec<FileOutcome>, Option<direct::Commit>), StoreError> {
         let Evaluated {
             mut outcomes,
             credits,
@@ -213,19 +198,7 @@ impl Batches {
                 }
             });
         }
-        Ok((finished(outcomes), Pending(commit.into_iter().collect())))
-    }
-
-    /// Returns once every chunk of `pending` is committed; an `Err` if one was not.
-    #[tracing::instrument(skip_all)]
-    pub async fn commit(&self, pending: Pending) -> Result<(), StoreError> {
-        if !pending.0.is_empty() {
-            self.end_bulk_writes().await?;
-        }
-        for commit in pending.0 {
-            direct::committed(commit).await?;
-        }
-        Ok(())
+        Ok((finished(outcomes), commit))
     }
 
     /// What `credit_file_earns` would do with `earns`, changing nothing: each row evaluated

@@ -6,6 +6,7 @@
 //!
 //! - `records.rs`: a received file's record, its states, the claims and their renewal;
 //! - `file_earns.rs`: a file's earn rows checked, evaluated and credited;
+//! - `file_load.rs`: a file's load, chunk by chunk, up to its commit (`Batches::file_load`);
 //! - `file_returns.rs`: a file's return rows, each reversing (part of) an earn;
 //! - `mappings.rs`: the organisations' stored column mappings.
 
@@ -15,6 +16,7 @@
 extern crate seam;
 
 pub mod file_earns;
+pub mod file_load;
 pub mod file_returns;
 pub mod mappings;
 pub mod records;
@@ -25,7 +27,8 @@ use seam::scope::OrgScope;
 use seam::{Db, Page, Paged, StoreError, Tokens, backend, error};
 use tenancy::{Campaign, Tenancy};
 
-pub use file_earns::{Evaluated, FileEarn, FileOutcome, FileTotals, Pending};
+pub use file_earns::{Evaluated, FileEarn, FileOutcome, FileTotals};
+pub use file_load::{CreditingChunk, FileLoad};
 pub use file_returns::{FileReturn, ReturnOutcome};
 pub use mappings::StoredMapping;
 pub use records::{Batch, BatchFinish, BatchState, NewBatch};
