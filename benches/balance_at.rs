@@ -115,12 +115,14 @@ async fn run() {
         firsts.join(", ")
     );
     let burn = store::NewBurn {
-        wallet: "w-0".into(),
-        external_id: "dated-back".into(),
-        amount: store::Tokens::whole(1),
-        description: "A burn dated a year back".into(),
-        comment: None,
-        meta: None,
+        spend: store::Spend {
+            wallet: "w-0".into(),
+            external_id: "dated-back".into(),
+            amount: store::Tokens::whole(1),
+            description: "A burn dated a year back".into(),
+            comment: None,
+            meta: None,
+        },
         date: Some(Utc::now() - Duration::days(365)),
     };
     store.ledger().burn(&campaign, burn).await.unwrap();

@@ -170,12 +170,14 @@ async fn run() {
         let (store, campaign) = (store.clone(), campaign.clone());
         common::drive(CLIENTS, seconds, move |c, n| {
             let hold = store::NewHold {
-                wallet: wallet(c, n),
-                external_id: format!("sh-{c}-{n}"),
-                amount: store::Tokens::from_text("0.01").unwrap(),
-                description: "Checkout".into(),
-                comment: None,
-                meta: None,
+                spend: store::Spend {
+                    wallet: wallet(c, n),
+                    external_id: format!("sh-{c}-{n}"),
+                    amount: store::Tokens::from_text("0.01").unwrap(),
+                    description: "Checkout".into(),
+                    comment: None,
+                    meta: None,
+                },
                 expires_at: None,
             };
             let (store, campaign) = (store.clone(), campaign.clone());

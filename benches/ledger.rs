@@ -294,12 +294,14 @@ async fn burn_alone(
     let (store, campaign) = (store.clone(), campaign.clone());
     common::drive(CLIENTS, seconds, move |c, n| {
         let burn = store::NewBurn {
-            wallet: format!("w-{}", (c * 13 + n) % WALLETS),
-            external_id: format!("{prefix}-{c}-{n}"),
-            amount: store::Tokens::from_text("0.01").unwrap(),
-            description: "Voucher".into(),
-            comment: None,
-            meta: None,
+            spend: store::Spend {
+                wallet: format!("w-{}", (c * 13 + n) % WALLETS),
+                external_id: format!("{prefix}-{c}-{n}"),
+                amount: store::Tokens::from_text("0.01").unwrap(),
+                description: "Voucher".into(),
+                comment: None,
+                meta: None,
+            },
             date: None,
         };
         let (store, campaign) = (store.clone(), campaign.clone());

@@ -177,12 +177,14 @@ async fn run() {
 async fn noisy_burns(store: &Store, noisy: &store::Campaign) {
     for n in 0..NOISY_BURNS {
         let burn = store::NewBurn {
-            wallet: "n-w".into(),
-            external_id: format!("noisy-{n}"),
-            amount: store::Tokens::from_text("0.01").unwrap(),
-            description: "Noise".into(),
-            comment: None,
-            meta: None,
+            spend: store::Spend {
+                wallet: "n-w".into(),
+                external_id: format!("noisy-{n}"),
+                amount: store::Tokens::from_text("0.01").unwrap(),
+                description: "Noise".into(),
+                comment: None,
+                meta: None,
+            },
             date: None,
         };
         store.ledger().burn(noisy, burn).await.unwrap();
@@ -207,12 +209,14 @@ async fn floor(rate: f64, seconds: u64, endpoints: usize) -> (common::Load, comm
         move |c: usize, n: usize| {
             let (store, campaign) = (store.clone(), campaign.clone());
             let burn = store::NewBurn {
-                wallet: format!("w-{}", (c * 13 + n) % WALLETS),
-                external_id: format!("{round}-{c}-{n}"),
-                amount: store::Tokens::from_text("0.01").unwrap(),
-                description: "Voucher".into(),
-                comment: None,
-                meta: None,
+                spend: store::Spend {
+                    wallet: format!("w-{}", (c * 13 + n) % WALLETS),
+                    external_id: format!("{round}-{c}-{n}"),
+                    amount: store::Tokens::from_text("0.01").unwrap(),
+                    description: "Voucher".into(),
+                    comment: None,
+                    meta: None,
+                },
                 date: None,
             };
             async move {

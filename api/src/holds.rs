@@ -18,13 +18,14 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::http::auth::Caller;
-use crate::http::checks::{Checks, MAX_TEXT, schema};
+use crate::http::checks::{Checks, schema};
 use crate::http::error::{ApiError, Problem};
 use crate::http::json::JsonBody;
 use crate::http::paging::{PagedList, Paging, PagingParams};
 use crate::http::query::QueryParams;
 use crate::http::shapes::named_enum;
-use crate::transactions::{MAX_BURN, burn_amount, date};
+use crate::spends::{MAX_BURN, burn_amount, spend_body};
+use crate::transactions::date;
 
 #[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -85,44 +86,22 @@ impl From<Hold> for HoldView {
     }
 }
 
-/// Reserve tokens. `externalId` is unique among the organisation's holds: the same request
-/// again returns the first hold; another request with it is 409.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct HoldInput {
-    /// The wallet's id or external reference.
-    #[schema(schema_with = schema::id, required = true)]
-    wallet_id: Option<String>,
-    #[schema(schema_with = schema::id, required = true)]
-    external_id: Option<String>,
-    #[schema(schema_with = burn_amount, required = true)]
-    amount: Option<serde_json::Number>,
-    #[schema(schema_with = schema::text_required, required = true)]
-    description: Option<String>,
-    #[schema(schema_with = schema::text_or_null)]
-    comment: Option<String>,
-    #[schema(schema_with = schema::meta)]
-    meta: Option<Value>,
-    /// When the hold lapses if neither captured nor voided: later than now (else 409
-    /// `expiry_passed`). Absent: it does not lapse.
-    #[schema(schema_with = schema::date_time_or_null)]
-    expires_at: Option<String>,
+spend_body! {
+    /// Reserve tokens. `externalId` is unique among the organisation's holds: the same request
+    /// again returns the first hold; another request with it is 409.
+    pub struct HoldInput {
+        /// When the hold lapses if neither captured nor voided: later than now (else 409
+        /// `expiry_passed`). Absent: it does not lapse.
+        #[schema(schema_with = schema::date_time_or_null)]
+        expires_at: Option<String>,
+    }
 }
 
-fn new_hold(input: HoldInput) -> Result<NewHold, ApiError> {
+fn new_hold(mut input: HoldInput) -> Result<NewHold, ApiError> {
     let mut checks = Checks::default();
-    let amount = checks.required_tokens("amount", input.amount, MAX_BURN);
+    let spend = input.spend(&mut checks);
     let expires_at = date(&mut checks, "expiresAt", input.expires_at);
-    let hold = NewHold {
-        wallet: checks.required_id("walletId", input.wallet_id),
-        external_id: checks.required_id("externalId", input.external_id),
-        amount,
-        description: checks.required("description", input.description, MAX_TEXT),
-        comment: checks.text("comment", input.comment, MAX_TEXT),
-        meta: checks.meta(input.meta),
-        expires_at,
-    };
-    checks.finish(hold)
+    checks.finish(NewHold { spend, expires_at })
 }
 
 #[utoipa::path(post, path = "/v1/holds", tag = "holds", summary = "Place a hold",

@@ -11,6 +11,7 @@
 //!   (the writer is a task of the node's runtime);
 //! - `http/`: what they share (authentication and versions, the error type and problem body,
 //!   the body and query extractors, field checks, paging, the document's versions);
+//! - `spends.rs`: the body every spend request shares (a burn, a hold) and its one check;
 //! - `docs.rs`: the OpenAPI document of each version, gathered from the resources;
 //! - `ops.rs`: the operational routes (health, readiness, metrics) and the request middleware;
 //! - `state.rs`: what handlers and jobs can reach, with `product_json.rs`, the cache of
@@ -31,6 +32,7 @@ mod ops;
 mod orders;
 mod product_json;
 mod reviews;
+mod spends;
 mod state;
 mod transactions;
 mod transfers;

@@ -29,21 +29,7 @@ use crate::http::links::BaseUrl;
 use crate::http::paging::{PagedList, Paging, PagingParams};
 use crate::http::query::QueryParams;
 use crate::http::shapes::named_enum;
-
-/// The most tokens one burn may spend: a wallet holds at most `Tokens::MAX`, a trillion.
-pub(crate) const MAX_BURN: i64 = 1_000_000_000_000;
-/// Tokens have at most 6 decimals.
-const TOKEN_STEP: f64 = 0.000_001;
-
-pub(crate) fn burn_amount() -> Object {
-    ObjectBuilder::new()
-        .schema_type(Type::Number)
-        .exclusive_minimum(Some(0))
-        .maximum(Some(MAX_BURN))
-        .multiple_of(Some(TOKEN_STEP))
-        .description(Some("Tokens to spend: more than 0, at most 6 decimals."))
-        .build()
-}
+use crate::spends::{TOKEN_STEP, spend_body};
 
 /// `sourceAmount`: an earn's amount as the rules were given it (see `earn_amount`), or null.
 fn source_amount() -> Object {
@@ -377,40 +363,22 @@ pub(crate) fn date(
     }
 }
 
-/// Spend tokens. `externalId` is unique in the organisation: the same request again returns the
-/// first transaction; another request with it is 409.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct BurnInput {
-    /// When absent, now. From 1970-01-01T00:00:00Z to a day ahead of the clock (the
-    /// operator's `dates_ahead_secs`).
-    #[schema(schema_with = schema::date_time_or_null)]
-    date: Option<String>,
-    #[schema(schema_with = schema::text_required, required = true)]
-    description: Option<String>,
-    #[schema(schema_with = schema::text_or_null)]
-    comment: Option<String>,
-    #[schema(schema_with = schema::id, required = true)]
-    external_id: Option<String>,
-    #[schema(schema_with = burn_amount, required = true)]
-    amount: Option<serde_json::Number>,
-    /// The wallet's id or external reference.
-    #[schema(schema_with = schema::id, required = true)]
-    wallet_id: Option<String>,
-    #[schema(schema_with = schema::meta)]
-    meta: Option<Value>,
+spend_body! {
+    /// Spend tokens. `externalId` is unique in the organisation: the same request again returns
+    /// the first transaction; another request with it is 409.
+    pub struct BurnInput {
+        /// When absent, now. From 1970-01-01T00:00:00Z to a day ahead of the clock (the
+        /// operator's `dates_ahead_secs`).
+        #[schema(schema_with = schema::date_time_or_null)]
+        date: Option<String>,
+    }
 }
 
-fn new_burn(input: BurnInput) -> Result<NewBurn, ApiError> {
+fn new_burn(mut input: BurnInput) -> Result<NewBurn, ApiError> {
     let mut checks = Checks::default();
-    let amount = checks.required_tokens("amount", input.amount, MAX_BURN);
+    let spend = input.spend(&mut checks);
     let burn = NewBurn {
-        wallet: checks.required_id("walletId", input.wallet_id),
-        external_id: checks.required_id("externalId", input.external_id),
-        amount,
-        description: checks.required("description", input.description, MAX_TEXT),
-        comment: checks.text("comment", input.comment, MAX_TEXT),
-        meta: checks.meta(input.meta),
+        spend,
         date: date(&mut checks, "date", input.date),
     };
     checks.finish(burn)

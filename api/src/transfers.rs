@@ -18,7 +18,7 @@ use crate::http::auth::Caller;
 use crate::http::checks::{Checks, MAX_TEXT, schema};
 use crate::http::error::{ApiError, Problem};
 use crate::http::json::JsonBody;
-use crate::transactions::{MAX_BURN, burn_amount};
+use crate::spends::{MAX_BURN, burn_amount};
 
 #[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

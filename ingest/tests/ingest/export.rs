@@ -7,6 +7,7 @@ use std::path::Path;
 use crate::common::{balance, receive, wallets};
 use chrono::{Duration, NaiveDate, NaiveTime, Utc};
 use polars::prelude::*;
+use store::Spend;
 use store::{
     Campaign, ExportFilter, ExportFormat, ExportTime, NewBurn, RuleBook, Store, Tokens,
     TransactionKind, backend_tests, testing::TestStore,
@@ -26,12 +27,14 @@ async fn ledger(store: &Store, data: &Path, org: &store::OrgScope, campaign: &Ca
         .unwrap();
     crate::common::earn_by_api(store, campaign, "api-1", "w-2", "3").await;
     let burn = NewBurn {
-        wallet: "w-1".into(),
-        external_id: "order-1".into(),
-        amount: Tokens::from_text("2.5").unwrap(),
-        description: "Reward".into(),
-        comment: None,
-        meta: None,
+        spend: Spend {
+            wallet: "w-1".into(),
+            external_id: "order-1".into(),
+            amount: Tokens::from_text("2.5").unwrap(),
+            description: "Reward".into(),
+            comment: None,
+            meta: None,
+        },
         date: None,
     };
     store.ledger().burn(campaign, burn).await.unwrap();

@@ -6,6 +6,7 @@
 use crate::common::{balance, dry_run, receive, rejected_codes, result, wallets};
 use ingest::batch::mapping::Mapping;
 use serde_json::json;
+use store::Spend;
 use store::{
     BatchState, NewBurn, NewCorrection, Policy, RuleBook, Shortfall, Store, StoreError, Tokens,
     TransactionFilter, TransactionKind, backend_tests,
@@ -210,12 +211,14 @@ async fn a_refused_shortfall_undoes_its_row_and_the_chunk_goes_on(store: Store) 
         .unwrap();
     crate::common::earn_by_api(&store, &campaign, "api-1", "w-1", "10").await;
     let burn = NewBurn {
-        wallet: "w-1".into(),
-        external_id: "spent".into(),
-        amount: Tokens::whole(8),
-        description: "A gift".into(),
-        comment: None,
-        meta: None,
+        spend: Spend {
+            wallet: "w-1".into(),
+            external_id: "spent".into(),
+            amount: Tokens::whole(8),
+            description: "A gift".into(),
+            comment: None,
+            meta: None,
+        },
         date: None,
     };
     store.ledger().burn(&campaign, burn).await.unwrap();

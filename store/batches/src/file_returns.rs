@@ -15,9 +15,8 @@ use chrono::{DateTime, Utc};
 use rules::Decimal;
 use serde_json::Value;
 
-use crate::backend::{PgTx, SqliteTx, Work};
+use crate::backend::{Steps, Tx};
 use crate::{Batches, Campaign, NewCorrection, OrgScope, StoreError, Tokens, TransactionKind};
-use ledger::burn::Debiting;
 use ledger::corrections::{Correcting, Origin, What};
 use ledger::transactions::{SELECT_BY_ID, TransactionRow, idem_key, transaction_from_row};
 
@@ -330,7 +329,7 @@ struct Returning {
 }
 
 impl Returning {
-    async fn run(self, tx: &mut impl Debiting) -> Result<Vec<(usize, ReturnOutcome)>, StoreError> {
+    async fn reverse(self, tx: &mut impl Tx) -> Result<Vec<(usize, ReturnOutcome)>, StoreError> {
         let mut done = Vec::with_capacity(self.rows.len());
         for row in self.rows {
             let earn: TransactionRow =
@@ -371,15 +370,11 @@ impl Returning {
     }
 }
 
-impl Work for Returning {
+impl Steps for Returning {
     type Output = Vec<(usize, ReturnOutcome)>;
 
-    async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Self::Output, StoreError> {
-        self.run(tx).await
-    }
-
-    async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Self::Output, StoreError> {
-        self.run(tx).await
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<Self::Output, StoreError> {
+        self.reverse(tx).await
     }
 }
 

@@ -515,12 +515,14 @@ mod tests {
         let earn = store.earn_request(&campaign, &request.id).await.unwrap();
         let earn = earn.transaction_id.unwrap();
         let burn = crate::NewBurn {
-            wallet: wallet.id.clone(),
-            external_id: "b-1".into(),
-            amount: Tokens::whole(4),
-            description: "Voucher".into(),
-            comment: None,
-            meta: None,
+            spend: crate::Spend {
+                wallet: wallet.id.clone(),
+                external_id: "b-1".into(),
+                amount: Tokens::whole(4),
+                description: "Voucher".into(),
+                comment: None,
+                meta: None,
+            },
             date: None,
         };
         let burned = store.burn(&campaign, burn).await.unwrap().transaction.id;

@@ -8,10 +8,10 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 
-use crate::backend::{PgTx, SqliteTx, ToArg, Work};
-use crate::burn::{ASIDE, Debiting, EARNS, EARNS_FROM, apply, position, repay};
+use crate::backend::{Steps, ToArg, Tx};
 use crate::common::ids::new_id;
 use crate::fifo::{self, Aside, Earn, LotRow};
+use crate::spend::{ASIDE, EARNS, EARNS_FROM, apply, position, repay};
 use crate::transactions::{Entry, INSERT_TRANSACTION, unsum};
 use crate::{Ledger, StoreError, TransactionKind};
 
@@ -100,7 +100,7 @@ struct Expiring {
 }
 
 impl Expiring {
-    async fn run(&self, tx: &mut impl Debiting) -> Result<Option<usize>, StoreError> {
+    async fn expire(&self, tx: &mut impl Tx) -> Result<Option<usize>, StoreError> {
         type WalletRow = (
             String,
             String,
@@ -191,15 +191,11 @@ impl Expiring {
     }
 }
 
-impl Work for Expiring {
+impl Steps for Expiring {
     type Output = Option<usize>;
 
-    async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Self::Output, StoreError> {
-        self.run(tx).await
-    }
-
-    async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Self::Output, StoreError> {
-        self.run(tx).await
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<Self::Output, StoreError> {
+        self.expire(tx).await
     }
 }
 

@@ -7,7 +7,9 @@
 //! - `earn/` (its records, `evaluate.rs`, `same_earn.rs`), `credit/`, `pending.rs`: earn
 //!   requests stored, evaluated under the rules and credited with their expiry lots, pending
 //!   tokens vested;
-//! - `fifo.rs`, `burn.rs` (`burn/` per backend): spending the oldest tokens first;
+//! - `fifo.rs` (deciding in memory), `spend/` (the spend kernel: taking from lots, repaying,
+//!   giving back), `burn.rs` (`burn/`: a burn's debit, and each backend's path to it): spending
+//!   the oldest tokens first;
 //! - `holds/`, `transfers.rs`, `corrections/`: holds and their capture, transfers between
 //!   wallets, reversals and refunds that name what they correct;
 //! - `expiry.rs`, `expiry_notices.rs`: expiring what is due, and warning before it;
@@ -38,18 +40,15 @@ pub mod in_time;
 pub mod order_keys;
 pub mod pending;
 pub mod refusals;
+pub mod spend;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod transactions;
 pub mod transfers;
 pub mod wallets;
 
-use std::sync::Arc;
-
 use members::Members;
 use programme::{Policy, Programme, RuleBook, Shortfall, Tier, Transfers};
-use rules::RuleSet;
-use seam::common::cache::Cache;
 use seam::common::calendar::{DATES_AHEAD, DateWindow};
 use seam::{Backend, Db, Page, Paged, StoreError, Tokens, backend, common, error, limits};
 use tenancy::Campaign;
@@ -62,25 +61,19 @@ pub use earn::{Credit, Credited, EarnInput, EarnRequest, EarnStatus, PendingEarn
 pub use expiry_notices::PointsExpiring;
 pub use holds::{Hold, HoldFilter, HoldPlaced, HoldSettled, HoldStatus, NewHold};
 pub use in_time::{BalanceAt, ExpiringDay};
+pub use spend::Spend;
 pub use transactions::{EarnReplay, Transaction, TransactionFilter, TransactionKind};
 pub use transfers::{NewTransfer, Received, Transfer, Transferred};
 pub use wallets::{NewWallet, Wallet, WalletFilter};
 
-/// Wallets and their transactions. Cheap to clone: clones share one cache of rule sets.
+/// Wallets and their transactions. Cheap to clone.
 #[derive(Clone)]
 pub struct Ledger {
     db: Db,
     programme: Programme,
     members: Members,
-    caches: Arc<Caches>,
     /// How far ahead of the clock a transaction may be dated (`DateWindow`).
     dates_ahead: chrono::Duration,
-}
-
-/// What the ledger keeps in memory, shared by the handle's clones.
-struct Caches {
-    /// `campaign id:version` -> that rule-set version, compiled (a partial return rounds by it).
-    rule_sets: Cache<Arc<RuleSet>>,
 }
 
 db_handle!(Ledger);
@@ -99,9 +92,6 @@ impl Ledger {
             db,
             programme,
             members,
-            caches: Arc::new(Caches {
-                rule_sets: Cache::default(),
-            }),
             dates_ahead: DATES_AHEAD,
         }
     }

@@ -8,9 +8,9 @@
 use chrono::{DateTime, Utc};
 
 use crate::backend::{Steps, Tx};
-use crate::burn::{give_back_to_lots, position};
 use crate::credit::sooner;
 use crate::fifo::{Earn, LotRow};
+use crate::spend::{give_back_to_lots, position};
 use crate::{Ledger, StoreError};
 
 /// The earns whose day has come by `$1`, soonest first, at most `$2`.

@@ -9,8 +9,8 @@ use serde_json::Value;
 use sqlx::types::Json;
 
 use crate::backend::{Arg, ToArg};
-use crate::common::ids::Fingerprint;
 pub use crate::common::ids::idem_key_of;
+use crate::common::ids::{Fingerprint, new_id};
 use crate::error::known;
 use crate::{Campaign, Ledger, Page, Paged, StoreError, Tokens};
 
@@ -252,6 +252,51 @@ impl Entry<'_> {
 }
 
 impl Transaction {
+    /// A transaction the ledger writes at `at`, dated then: `amount` of `kind` on `wallet_id`
+    /// in `currency`, under the key `external_id`; no words (see `saying`), correcting nothing,
+    /// not pending. What a kind carries beyond that (its own date, what it corrects) is set on
+    /// it after.
+    pub fn new(
+        kind: TransactionKind,
+        wallet_id: String,
+        amount: Tokens,
+        external_id: String,
+        currency: String,
+        at: DateTime<Utc>,
+    ) -> Transaction {
+        Transaction {
+            id: new_id(),
+            wallet_id,
+            kind,
+            amount,
+            external_id: Some(external_id),
+            source_amount: None,
+            currency,
+            description: None,
+            comment: None,
+            meta: None,
+            date: at,
+            trace: None,
+            rule_version: None,
+            created_at: at,
+            corrects: None,
+            corrected: Tokens::ZERO,
+            vests_at: None,
+            pending: false,
+        }
+    }
+
+    /// This transaction with the words its request gave it.
+    pub fn saying(
+        mut self,
+        description: Option<String>,
+        comment: Option<String>,
+        meta: Option<Value>,
+    ) -> Transaction {
+        (self.description, self.comment, self.meta) = (description, comment, meta);
+        self
+    }
+
     /// The entry that writes this transaction (one made by a request, with its `fingerprint`:
     /// a burn or a correction, which have no expiry of their own) in `org_id`'s `campaign_id`.
     pub(crate) fn entry<'a>(

@@ -14,11 +14,11 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::backend::{PgTx, SqliteTx, ToArg, Work};
-use crate::burn::{Debiting, position, record_spends, repay, take_moving_later};
-use crate::common::ids::{Fingerprint, as_micros, new_id};
+use crate::backend::{Steps, ToArg, Tx};
+use crate::common::ids::{Fingerprint, as_micros};
 use crate::credit::{SET_ASIDE, sooner};
 use crate::refusals;
+use crate::spend::{position, record_spends, repay, take_moving_later};
 use crate::transactions::{
     SELECT_BY_KEY, TransactionRow, idem_key, replay_or_conflict, transaction_columns, unsum,
 };
@@ -291,7 +291,7 @@ impl Transferring {
     /// holds a transaction or a refusal already).
     async fn write_side(
         &self,
-        tx: &mut impl Debiting,
+        tx: &mut impl Tx,
         side: &Transaction,
         expires_at: Option<DateTime<Utc>>,
         link: Option<&str>,
@@ -312,32 +312,19 @@ impl Transferring {
         key: String,
     ) -> Transaction {
         let t = &self.transfer;
-        Transaction {
-            id: new_id(),
-            wallet_id: wallet.to_string(),
-            kind,
-            amount: Tokens::from_micros(amount),
-            external_id: Some(key),
-            source_amount: None,
-            currency: self.currency.clone(),
-            description: t.description.clone(),
-            comment: t.comment.clone(),
-            meta: t.meta.clone(),
-            date: self.at,
-            trace: None,
-            rule_version: None,
-            created_at: self.at,
-            corrects: None,
-            corrected: Tokens::ZERO,
-            vests_at: None,
-            pending: false,
-        }
+        let amount = Tokens::from_micros(amount);
+        let currency = self.currency.clone();
+        Transaction::new(kind, wallet.to_string(), amount, key, currency, self.at).saying(
+            t.description.clone(),
+            t.comment.clone(),
+            t.meta.clone(),
+        )
     }
 
     /// `Ok(Err(_))`: refused for the balance or the cap, the refusal kept.
-    async fn run(
+    async fn transfer(
         &self,
-        tx: &mut impl Debiting,
+        tx: &mut impl Tx,
     ) -> Result<Result<Transferred, StoreError>, StoreError> {
         let t = &self.transfer;
         let (from, to) = (self.from.as_str(), self.to.as_str());
@@ -464,7 +451,7 @@ impl Transferring {
     /// The refusal of a transfer that would take the sender past the campaign's daily cap.
     async fn over_cap(
         &self,
-        tx: &mut impl Debiting,
+        tx: &mut impl Tx,
         amount: i64,
         claim: &str,
     ) -> Result<Option<StoreError>, StoreError> {
@@ -494,14 +481,10 @@ impl Transferring {
     }
 }
 
-impl Work for Transferring {
+impl Steps for Transferring {
     type Output = Result<Transferred, StoreError>;
 
-    async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Self::Output, StoreError> {
-        self.run(tx).await
-    }
-
-    async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Self::Output, StoreError> {
-        self.run(tx).await
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<Self::Output, StoreError> {
+        self.transfer(tx).await
     }
 }

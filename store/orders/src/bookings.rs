@@ -11,10 +11,9 @@ use super::booking::{
 };
 use super::cancel::cancel_lines;
 use super::plan::{BRANCHES, PRODUCT, ProductRow};
-use crate::backend::{PgTx, SqliteTx, Tx, Work};
+use crate::backend::{Steps, Tx};
 use crate::{Campaign, FieldProblem, Orders, Page, Paged, StoreError};
 use events::EventType;
-use ledger::burn::Debiting;
 use ledger::holds::Settle;
 use ledger::holds::settle::{HoldRef, Settling};
 
@@ -53,7 +52,7 @@ struct LineBooking {
 }
 
 impl LineBooking {
-    async fn run(self, tx: &mut impl Tx) -> Result<Booking, StoreError> {
+    async fn book(self, tx: &mut impl Tx) -> Result<Booking, StoreError> {
         const LINE: &str = "SELECT l.order_id, l.product_id, l.requires_booking, o.owner_id, \
              l.cancelled_at IS NOT NULL FROM order_lines l JOIN orders o ON o.id = l.order_id \
              WHERE l.campaign_id = $1 AND l.id = $2";
@@ -101,15 +100,11 @@ impl LineBooking {
     }
 }
 
-impl Work for LineBooking {
+impl Steps for LineBooking {
     type Output = Booking;
 
-    async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Booking, StoreError> {
-        self.run(tx).await
-    }
-
-    async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Booking, StoreError> {
-        self.run(tx).await
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<Self::Output, StoreError> {
+        self.book(tx).await
     }
 }
 
@@ -123,7 +118,7 @@ struct BookingUpdate {
 }
 
 impl BookingUpdate {
-    async fn run(self, tx: &mut impl Debiting) -> Result<Booking, StoreError> {
+    async fn update(self, tx: &mut impl Tx) -> Result<Booking, StoreError> {
         const LINE_PRODUCT: &str = "SELECT product_id FROM order_lines WHERE id = $1";
         const UPDATE: &str = "UPDATE bookings SET status = $3, date = $4, pax = $5, notes = $6, \
              updated_at = $7 WHERE campaign_id = $1 AND id = $2";
@@ -210,7 +205,7 @@ impl BookingUpdate {
 /// hold voided, its codes voided, its stock returned: the member does not pay for a booking
 /// the partner could not honour, and orders again to try another).
 async fn settle_line(
-    tx: &mut impl Debiting,
+    tx: &mut impl Tx,
     campaign: &Campaign,
     booking: &Booking,
     at: DateTime<Utc>,
@@ -237,15 +232,11 @@ async fn settle_line(
     Ok(())
 }
 
-impl Work for BookingUpdate {
+impl Steps for BookingUpdate {
     type Output = Booking;
 
-    async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Booking, StoreError> {
-        self.run(tx).await
-    }
-
-    async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Booking, StoreError> {
-        self.run(tx).await
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<Self::Output, StoreError> {
+        self.update(tx).await
     }
 }
 

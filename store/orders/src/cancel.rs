@@ -18,10 +18,9 @@ use super::OrderScope;
 use super::booking::booking_changed;
 use super::place::SELLOUT;
 use super::read::order_within;
-use crate::backend::{PgTx, SqliteTx, Work};
+use crate::backend::{Steps, Tx};
 use crate::{Campaign, NewCorrection, Order, Orders, StoreError, Tokens};
 use events::{EventType, NewEvent};
-use ledger::burn::Debiting;
 use ledger::corrections::refund_within;
 use ledger::holds::Settle;
 use ledger::holds::settle::{HoldRef, Settling};
@@ -80,7 +79,7 @@ struct Cancelling {
 /// Cancels order `order_id` of `campaign` whole, or only its line `line_id`, at `at` (see the
 /// module); whether a variant's stock came back from none.
 pub(super) async fn cancel_lines(
-    tx: &mut impl Debiting,
+    tx: &mut impl Tx,
     c: &Campaign,
     order_id: &str,
     line_id: Option<&str>,
@@ -165,7 +164,7 @@ pub(super) async fn cancel_lines(
 
 /// The hold paying a cancelled line: voided while held; once captured, its capture refunded.
 async fn release_line_hold(
-    tx: &mut impl Debiting,
+    tx: &mut impl Tx,
     c: &Campaign,
     reference: &str,
     line: &str,
@@ -207,15 +206,10 @@ async fn release_line_hold(
     Ok(())
 }
 
-impl Work for Cancelling {
+impl Steps for Cancelling {
     type Output = bool;
 
-    async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<bool, StoreError> {
-        let (c, line) = (&self.campaign, self.line_id.as_deref());
-        cancel_lines(tx, c, &self.order_id, line, self.at).await
-    }
-
-    async fn postgres(self, tx: &mut PgTx<'_>) -> Result<bool, StoreError> {
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<Self::Output, StoreError> {
         let (c, line) = (&self.campaign, self.line_id.as_deref());
         cancel_lines(tx, c, &self.order_id, line, self.at).await
     }

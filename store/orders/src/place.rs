@@ -16,14 +16,15 @@ use super::plan::{
     out_of_stock, plan,
 };
 use super::{Booking, Code, NewLine, NewOrder, Order, OrderLine};
-use crate::backend::{PgTx, SqliteTx, Tx, Work};
+use crate::backend::{Steps, Tx};
 use crate::common::codes::{CodeKey, masked, new_code, tail};
 use crate::common::ids::{Fingerprint, new_id};
 use crate::{Campaign, NewHold, Orders, StoreError, Tokens, Transaction, TransactionKind};
 use events::{EventType, NewEvent};
-use ledger::burn::{Debit, Debited, Debiting};
+use ledger::burn::{Debit, Debited};
 use ledger::holds::place::Placing as HoldPlacing;
 use ledger::refusals;
+use ledger::spend::Spend;
 use ledger::transactions::idem_key_of;
 
 /// A placed order, whether this request made it (or an identical one before: `replayed`), and
@@ -151,26 +152,19 @@ impl Placing {
     /// if it pays with points.
     fn debit(&self, total: Tokens) -> Option<Debit> {
         let payment = self.payment.as_ref().filter(|_| total.is_positive())?;
-        let transaction = Transaction {
-            id: new_id(),
-            wallet_id: payment.wallet_id.clone(),
-            kind: TransactionKind::Burn,
-            amount: total,
-            external_id: Some(ledger::order_keys::payment_key(&self.order_id)),
-            source_amount: None,
-            currency: payment.currency.clone(),
-            description: Some(format!("Order {}", self.reference)),
-            comment: None,
-            meta: Some(json!({"orderId": self.order_id, "reference": self.reference})),
-            date: self.at,
-            trace: None,
-            rule_version: None,
-            created_at: self.at,
-            corrects: None,
-            corrected: Tokens::ZERO,
-            vests_at: None,
-            pending: false,
-        };
+        let transaction = Transaction::new(
+            TransactionKind::Burn,
+            payment.wallet_id.clone(),
+            total,
+            ledger::order_keys::payment_key(&self.order_id),
+            payment.currency.clone(),
+            self.at,
+        )
+        .saying(
+            Some(format!("Order {}", self.reference)),
+            None,
+            Some(json!({"orderId": self.order_id, "reference": self.reference})),
+        );
         let digest = Fingerprint::of(&["order"], vec![json!(self.order_id)]);
         Some(Debit::new(
             &self.campaign,
@@ -187,12 +181,14 @@ impl Placing {
     fn hold(&self, line: &PlannedLine) -> Option<HoldPlacing> {
         let payment = self.payment.as_ref().filter(|_| line.total.is_positive())?;
         let hold = NewHold {
-            wallet: payment.wallet_id.clone(),
-            external_id: ledger::order_keys::line_hold_key(&self.order_id, &line.id),
-            amount: line.total,
-            description: format!("Order {}", self.reference),
-            comment: None,
-            meta: Some(json!({"orderId": self.order_id, "lineId": line.id})),
+            spend: Spend {
+                wallet: payment.wallet_id.clone(),
+                external_id: ledger::order_keys::line_hold_key(&self.order_id, &line.id),
+                amount: line.total,
+                description: format!("Order {}", self.reference),
+                comment: None,
+                meta: Some(json!({"orderId": self.order_id, "lineId": line.id})),
+            },
             expires_at: None,
         };
         let (wallet, currency) = (payment.wallet_id.clone(), payment.currency.clone());
@@ -299,18 +295,18 @@ impl Placing {
         ))
     }
 
-    /// `run`, keeping a refusal `refusals` keeps (`Ok(Err(_))`): what the order wrote before it
+    /// `place`, keeping a refusal `refusals` keeps (`Ok(Err(_))`): what the order wrote before it
     /// was refused (stock taken) is undone to a savepoint.
-    async fn run_keeping<T: Debiting>(
+    async fn run_keeping<T: Tx>(
         self,
         tx: &mut T,
     ) -> Result<Result<Outcome, StoreError>, StoreError> {
         let Some(key) = self.refusal_key() else {
-            return self.run(tx).await.map(Ok);
+            return self.place(tx).await.map(Ok);
         };
         let (fingerprint, at) = (self.fingerprint.clone(), self.at);
         tx.execute("SAVEPOINT new_order", &[]).await?;
-        let result = self.run(tx).await;
+        let result = self.place(tx).await;
         if result.is_err() {
             tx.execute("ROLLBACK TO SAVEPOINT new_order", &[]).await?;
         }
@@ -325,7 +321,7 @@ impl Placing {
     }
 
     /// Reads the lines' catalogue rows, takes the stock, debits the wallet and writes the order.
-    async fn run<T: Debiting>(self, tx: &mut T) -> Result<Outcome, StoreError> {
+    async fn place<T: Tx>(self, tx: &mut T) -> Result<Outcome, StoreError> {
         let c = &self.campaign;
         let earlier: Option<(String, String)> =
             tx.row(EARLIER, params![c.id, self.reference]).await?;
@@ -390,7 +386,7 @@ impl Placing {
         let unbooked = Tokens::from_micros(plan.total.micros() - booked);
         let transaction_id = match self.debit(unbooked) {
             Some(debit) => {
-                match debit.run(tx, false).await? {
+                match debit.write_in(tx, false).await? {
                     Debited::Made => {}
                     Debited::Earlier(_) => {
                         return Err(StoreError::Conflict { field: "reference" });
@@ -405,7 +401,7 @@ impl Placing {
         for line in &plan.lines {
             let placing = line.requires_booking.then(|| self.hold(line)).flatten();
             holds.push(match placing {
-                Some(placing) => Some(placing.run(tx).await?.hold.id),
+                Some(placing) => Some(placing.place(tx).await?.hold.id),
                 None => None,
             });
         }
@@ -501,14 +497,10 @@ async fn order_events(
     Ok(())
 }
 
-impl Work for Placing {
+impl Steps for Placing {
     type Output = Result<Outcome, StoreError>;
 
-    async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Self::Output, StoreError> {
-        self.run_keeping(tx).await
-    }
-
-    async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Self::Output, StoreError> {
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<Self::Output, StoreError> {
         self.run_keeping(tx).await
     }
 }

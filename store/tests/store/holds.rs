@@ -2,6 +2,7 @@
 //! burns, expiry and reversals, under concurrency, audited.
 
 use chrono::{DateTime, Duration, Utc};
+use store::Spend;
 use store::{
     Expiry, HoldFilter, HoldStatus, NewHold, Page, Policy, RuleBook, Store, StoreError, Tokens,
     TransactionKind, backend_tests,
@@ -12,12 +13,14 @@ use crate::ledger::{Setup, burn, drain, earn, earn_on, reused_for, set_expiry, s
 
 pub(crate) fn hold(external_id: &str, amount: i64) -> NewHold {
     NewHold {
-        wallet: "w-1".into(),
-        external_id: external_id.into(),
-        amount: Tokens::whole(amount),
-        description: "Checkout".into(),
-        comment: None,
-        meta: None,
+        spend: Spend {
+            wallet: "w-1".into(),
+            external_id: external_id.into(),
+            amount: Tokens::whole(amount),
+            description: "Checkout".into(),
+            comment: None,
+            meta: None,
+        },
         expires_at: None,
     }
 }
@@ -174,7 +177,10 @@ async fn a_void_releases_and_a_hold_is_idempotent_by_its_key(store: Store) {
     assert!(replay.replayed);
     assert_eq!(replay.hold.id, first.hold.id);
     let by_id_not_ref = NewHold {
-        wallet: s.wallet.id.clone(),
+        spend: Spend {
+            wallet: s.wallet.id.clone(),
+            ..(hold("h-1", 4)).spend
+        },
         ..hold("h-1", 4)
     };
     let other = store.ledger().hold(&s.campaign, by_id_not_ref).await;
@@ -219,7 +225,10 @@ async fn a_void_releases_and_a_hold_is_idempotent_by_its_key(store: Store) {
         "{unknown:?}"
     );
     let nowhere = NewHold {
-        wallet: "no-such".into(),
+        spend: Spend {
+            wallet: "no-such".into(),
+            ..(hold("h-3", 1)).spend
+        },
         ..hold("h-3", 1)
     };
     let nowhere = store.ledger().hold(&s.campaign, nowhere).await;

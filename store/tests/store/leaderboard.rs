@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use chrono::Utc;
+use store::Spend;
 use store::testing::TestStore;
 use store::{
     Campaign, EarnInput, MemberPatch, MemberStatus, NewBurn, NewMember, NewWallet, Page, RuleBook,
@@ -118,12 +119,14 @@ async fn members_rank_by_lifetime_earnings_and_ties_go_to_who_got_there_first(st
     earn(&store, &c, "w-ada", "40").await;
     earn(&store, &c, "w-ada-2", "25").await;
     let burn = NewBurn {
-        wallet: "w-ada".into(),
-        external_id: "b-1".into(),
-        amount: Tokens::whole(40),
-        description: "Reward".into(),
-        comment: None,
-        meta: None,
+        spend: Spend {
+            wallet: "w-ada".into(),
+            external_id: "b-1".into(),
+            amount: Tokens::whole(40),
+            description: "Reward".into(),
+            comment: None,
+            meta: None,
+        },
         date: None,
     };
     store.ledger().burn(&c, burn).await.unwrap();

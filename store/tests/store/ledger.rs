@@ -2,6 +2,7 @@
 //! concurrency, replays, minimum balances and tiers.
 
 use chrono::{Duration, Utc};
+use store::Spend;
 use store::{
     Campaign, EarnInput, EarnStatus, Expiry, FileEarn, NewBurn, NewTier, Page, Policy, RuleBook,
     Store, StoreError, Tokens, TransactionFilter, TransactionKind, Wallet, backend_tests,
@@ -67,12 +68,14 @@ pub(crate) fn reused_for<T>(result: &Result<T, StoreError>) -> Option<&str> {
 
 pub(crate) fn burn(external_id: &str, amount: i64) -> NewBurn {
     NewBurn {
-        wallet: "w-1".into(),
-        external_id: external_id.into(),
-        amount: Tokens::whole(amount),
-        description: "Voucher".into(),
-        comment: None,
-        meta: None,
+        spend: Spend {
+            wallet: "w-1".into(),
+            external_id: external_id.into(),
+            amount: Tokens::whole(amount),
+            description: "Voucher".into(),
+            comment: None,
+            meta: None,
+        },
         date: None,
     }
 }
@@ -302,7 +305,10 @@ async fn a_repeated_burn_is_a_replay_or_a_conflict(store: Store) {
         matches!(too_much, Err(StoreError::InsufficientBalance { available }) if available == Tokens::whole(70))
     );
     let unknown = NewBurn {
-        wallet: "nope".into(),
+        spend: Spend {
+            wallet: "nope".into(),
+            ..(burn("b-3", 1)).spend
+        },
         ..burn("b-3", 1)
     };
     assert!(matches!(
@@ -311,7 +317,10 @@ async fn a_repeated_burn_is_a_replay_or_a_conflict(store: Store) {
     ));
     // b-1's id reused on a wallet that does not exist: still the conflict, not "not found".
     let elsewhere = NewBurn {
-        wallet: "nope".into(),
+        spend: Spend {
+            wallet: "nope".into(),
+            ..(burn("b-1", 30)).spend
+        },
         ..burn("b-1", 30)
     };
     let elsewhere = store.ledger().burn(&s.campaign, elsewhere).await;
@@ -534,7 +543,10 @@ async fn a_burn_over_many_lots_takes_them_by_earn_date(store: Store) {
     }
     drain(&store, &book).await;
     let spend = NewBurn {
-        amount: Tokens::from_text("7.5").unwrap(),
+        spend: Spend {
+            amount: Tokens::from_text("7.5").unwrap(),
+            ..(burn("b-many", 0)).spend
+        },
         ..burn("b-many", 0)
     };
     store.ledger().burn(&s.campaign, spend).await.unwrap();
@@ -895,7 +907,7 @@ async fn file_rows(store: Store, padding: usize) {
 }
 
 /// A file's chunks credited as bulk writes, with an API earn between them: each id counts once,
-/// a later chunk sees the earlier one before it commits, and `commit` returns once both are in
+/// a later chunk sees the earlier one before it commits, and `finish` returns once both are in
 /// the ledger.
 async fn file_chunks_commit_with_the_writes_beside_them(store: Store) {
     let s = setup(&store).await;
@@ -915,11 +927,9 @@ async fn file_chunks_commit_with_the_writes_beside_them(store: Store) {
         .evaluate_file_earns(&book, org, &[row(2, "c-1"), row(3, "c-2")], totals)
         .await
         .unwrap();
-    let (credited, mut pending) = store
-        .batches()
-        .credit_evaluated("batch-1", first, std::future::ready(()))
-        .await
-        .unwrap();
+    let mut load = store.batches().file_load(org, "batch-1");
+    let chunk = load.credit(first).await;
+    let credited = load.outcomes(chunk).await.unwrap();
     assert!(
         credited
             .iter()
@@ -941,13 +951,9 @@ async fn file_chunks_commit_with_the_writes_beside_them(store: Store) {
         )
         .await
         .unwrap();
-    let (credited, more) = store
-        .batches()
-        .credit_evaluated("batch-1", second, std::future::ready(()))
-        .await
-        .unwrap();
-    pending.extend(more);
-    store.batches().commit(pending).await.unwrap();
+    let chunk = load.credit(second).await;
+    let credited = load.outcomes(chunk).await.unwrap();
+    load.finish().await.unwrap();
     assert!(matches!(
         credited[..],
         [
@@ -979,24 +985,18 @@ async fn file_rows_stop_at_the_ledger_ceiling(store: Store) {
     let first = store
         .batches()
         .evaluate_file_earns(&book, org, &chunk, totals);
-    let (credited, mut pending) = store
-        .batches()
-        .credit_evaluated("batch-1", first.await.unwrap(), std::future::ready(()))
-        .await
-        .unwrap();
+    let mut load = store.batches().file_load(org, "batch-1");
+    let chunk = load.credit(first.await.unwrap()).await;
+    let credited = load.outcomes(chunk).await.unwrap();
     assert!(matches!(credited[0], store::FileOutcome::Credited { .. }));
     assert!(matches!(credited[1], store::FileOutcome::OverCeiling(_)));
     let chunk = [row(4, "c", "400000000001"), row(5, "d", "400000000000")];
     let second = store
         .batches()
         .evaluate_file_earns(&book, org, &chunk, totals);
-    let (credited, more) = store
-        .batches()
-        .credit_evaluated("batch-1", second.await.unwrap(), std::future::ready(()))
-        .await
-        .unwrap();
-    pending.extend(more);
-    store.batches().commit(pending).await.unwrap();
+    let chunk = load.credit(second.await.unwrap()).await;
+    let credited = load.outcomes(chunk).await.unwrap();
+    load.finish().await.unwrap();
     assert!(matches!(credited[0], store::FileOutcome::OverCeiling(_)));
     assert!(matches!(credited[1], store::FileOutcome::Credited { .. }));
     assert_eq!(balance(&store, &s).await, Tokens::MAX);

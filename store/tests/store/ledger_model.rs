@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+use store::Spend;
 use store::testing::TestStore;
 use store::{
     Campaign, Credit, Credited, EarnInput, Expiry, NewBurn, NewCorrection, NewMember, NewTier,
@@ -828,7 +829,7 @@ impl World {
                 };
                 let mut again = new_burn(&sent);
                 if !same {
-                    again.amount = micros_to_tokens(sent.micros + MICROS);
+                    again.spend.amount = micros_to_tokens(sent.micros + MICROS);
                 }
                 match (self.store.ledger().burn(&self.campaign, again).await, same) {
                     (Ok(burned), true)
@@ -1246,12 +1247,14 @@ impl World {
     ) -> Result<(), TestCaseError> {
         let lapses = lapses.map(|days| self.now + Duration::days(days));
         let hold = store::NewHold {
-            wallet: format!("w-{wallet}"),
-            external_id: format!("h-{step}"),
-            amount: micros_to_tokens(micros),
-            description: "Checkout".into(),
-            comment: None,
-            meta: None,
+            spend: store::Spend {
+                wallet: format!("w-{wallet}"),
+                external_id: format!("h-{step}"),
+                amount: micros_to_tokens(micros),
+                description: "Checkout".into(),
+                comment: None,
+                meta: None,
+            },
             expires_at: lapses,
         };
         let result = self.store.ledger().hold(&self.campaign, hold).await;
@@ -1588,12 +1591,14 @@ fn pick<T>(items: &[T], which: usize) -> Option<&T> {
 
 fn new_burn(sent: &SentBurn) -> NewBurn {
     NewBurn {
-        wallet: format!("w-{}", sent.wallet),
-        external_id: sent.key.clone(),
-        amount: micros_to_tokens(sent.micros),
-        description: "Voucher".into(),
-        comment: None,
-        meta: None,
+        spend: Spend {
+            wallet: format!("w-{}", sent.wallet),
+            external_id: sent.key.clone(),
+            amount: micros_to_tokens(sent.micros),
+            description: "Voucher".into(),
+            comment: None,
+            meta: None,
+        },
         date: Some(sent.date),
     }
 }

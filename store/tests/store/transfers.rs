@@ -200,7 +200,10 @@ async fn a_transfer_moves_lots_with_their_expiry(store: Store) {
 /// A burn of `amount` from `wallet` under `id`.
 fn burn_from(wallet: &str, id: &str, amount: i64) -> store::NewBurn {
     store::NewBurn {
-        wallet: wallet.into(),
+        spend: store::Spend {
+            wallet: wallet.into(),
+            ..(crate::ledger::burn(id, amount)).spend
+        },
         ..crate::ledger::burn(id, amount)
     }
 }

@@ -4,22 +4,24 @@
 //! kind of the transaction it names says (`reversal.rs`, `refund.rs`), under the wallet's lock,
 //! idempotent by its `externalId`: corrections share one set of ids in an organisation.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use rules::{Decimal, RuleSet};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::backend::{PgTx, SqliteTx, Work};
-use crate::burn::{Debiting, position, record_spends, repay};
-use crate::common::ids::{Fingerprint, new_id};
+use crate::backend::{Steps, Tx};
+use crate::common::ids::Fingerprint;
 use crate::pending::STILL_PENDING;
 use crate::refusals;
+use crate::spend::{position, record_spends, repay};
 use crate::transactions::{
     INSERT_TRANSACTION, SELECT_BY_KEY, TransactionRow, idem_key_of, replay_or_conflict, unsum,
 };
-use crate::{Campaign, Ledger, Shortfall, StoreError, Tokens, Transaction, TransactionKind};
+use crate::{
+    Campaign, Ledger, RuleBook, Shortfall, StoreError, Tokens, Transaction, TransactionKind,
+};
 
 mod refund;
 mod reversal;
@@ -177,36 +179,22 @@ impl Ledger {
     }
 
     /// The rule set that decided an earn (`version`; `None`: the default), for its rounding:
-    /// compiled once a second at most (a version never changes).
+    /// compiled once per process (a version never changes).
     async fn rules_of(
         &self,
         campaign: &Campaign,
         version: Option<i64>,
     ) -> Result<Arc<RuleSet>, StoreError> {
-        static DEFAULT: OnceLock<Arc<RuleSet>> = OnceLock::new();
-        let Some(version) = version else {
-            return Ok(DEFAULT
-                .get_or_init(|| Arc::new(RuleSet::one_per_unit()))
-                .clone());
-        };
-        let key = format!("{}:{version}", campaign.id);
-        if let Some(rules) = self.caches.rule_sets.get(&key) {
-            return Ok(rules);
-        }
-        let stored = self
-            .programme()
-            .rule_set_of(&campaign.org_id, &campaign.id, Some(version))
-            .await?;
-        let rules = Arc::new(RuleSet::parse(&stored.source).map_err(StoreError::InvalidRules)?);
-        self.caches.rule_sets.put(&key, rules.clone());
-        Ok(rules)
+        RuleBook::new(self.programme().clone())
+            .version(&campaign.org_id, &campaign.id, version)
+            .await
     }
 }
 
 /// A refund of `tokens` of `burn` made by the store's own work inside its transaction `tx` (an
 /// order's cancelled lines): `correction` says its key and words, `campaign` holds the burn.
 pub async fn refund_within(
-    tx: &mut impl Debiting,
+    tx: &mut impl Tx,
     campaign: &Campaign,
     burn: Transaction,
     correction: NewCorrection,
@@ -217,7 +205,7 @@ pub async fn refund_within(
         tokens: Some(tokens),
     };
     let correcting = Correcting::new(campaign, burn, correction, what, Origin::at(at));
-    correcting.run(tx).await
+    correcting.correct(tx).await
 }
 
 /// What a correction does, by the kind of the transaction it corrects.
@@ -264,7 +252,7 @@ struct Moved {
     lots: Vec<(String, i64)>,
 }
 
-/// One correction, written inside a transaction its caller holds (`run`), or as `Work` of its
+/// One correction, written inside a transaction its caller holds (`correct`), or as `Steps` of its
 /// own.
 pub struct Correcting {
     campaign: Campaign,
@@ -326,18 +314,18 @@ impl Correcting {
         idem_key_of(org_id, "CORRECTION", external_id)
     }
 
-    /// `run`, keeping a refusal that `refusals` keeps: `Ok(Err(_))` for a refusal, with nothing
+    /// `correct`, keeping a refusal that `refusals` keeps: `Ok(Err(_))` for a refusal, with nothing
     /// of the correction written but the refusal kept (a late refusal's writes are undone to a
     /// savepoint); `Err` for a failure, whose transaction is to be undone.
     pub async fn run_keeping(
         &self,
-        tx: &mut impl Debiting,
+        tx: &mut impl Tx,
     ) -> Result<Result<Corrected, StoreError>, StoreError> {
         let late = self.may_refuse_late();
         if late {
             tx.execute("SAVEPOINT correction", &[]).await?;
         }
-        let result = self.run(tx).await;
+        let result = self.correct(tx).await;
         if late {
             if result.is_err() {
                 tx.execute("ROLLBACK TO SAVEPOINT correction", &[]).await?;
@@ -356,7 +344,7 @@ impl Correcting {
         }
     }
 
-    pub async fn run(&self, tx: &mut impl Debiting) -> Result<Corrected, StoreError> {
+    pub async fn correct(&self, tx: &mut impl Tx) -> Result<Corrected, StoreError> {
         let (c, r, o) = (&self.campaign, &self.correction, &self.original);
         let (date, id, taken, owed): WalletRow = tx
             .row_locked(WALLET, params![o.wallet_id])
@@ -392,7 +380,7 @@ impl Correcting {
                     Some((_, counted)) => returned.take_back_pending(tx, share, counted).await?,
                     None => {
                         // A debt is paid before the reversal takes anything (see
-                        // `burn::repay`).
+                        // `spend::repay`).
                         let at = match owed {
                             0 => at,
                             owed => repay(tx, &o.wallet_id, at, owed).await?,
@@ -407,26 +395,17 @@ impl Correcting {
                 (TransactionKind::Refund, made)
             }
         };
-        let transaction = Transaction {
-            id: new_id(),
-            wallet_id: o.wallet_id.clone(),
-            kind,
-            amount: Tokens::from_micros(made.amount),
-            external_id: Some(r.external_id.clone()),
-            source_amount: made.source_amount,
-            currency: o.currency.clone(),
-            description: r.description.clone(),
-            comment: r.comment.clone(),
-            meta: r.meta.clone(),
-            date: self.date.unwrap_or(self.at),
-            trace: None,
-            rule_version: None,
-            created_at: self.at,
-            corrects: Some(o.id.clone()),
-            corrected: Tokens::ZERO,
-            vests_at: None,
-            pending: false,
-        };
+        let amount = Tokens::from_micros(made.amount);
+        let (wallet, external) = (o.wallet_id.clone(), r.external_id.clone());
+        let mut transaction =
+            Transaction::new(kind, wallet, amount, external, o.currency.clone(), self.at).saying(
+                r.description.clone(),
+                r.comment.clone(),
+                r.meta.clone(),
+            );
+        transaction.source_amount = made.source_amount;
+        transaction.date = self.date.unwrap_or(self.at);
+        transaction.corrects = Some(o.id.clone());
         let mut entry = transaction.entry(&c.org_id, &c.id, &self.fingerprint.text);
         entry.batch_id = self.batch_id.as_deref();
         let written = tx
@@ -455,14 +434,10 @@ impl Correcting {
     }
 }
 
-impl Work for Correcting {
+impl Steps for Correcting {
     type Output = Result<Corrected, StoreError>;
 
-    async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Self::Output, StoreError> {
-        self.run_keeping(tx).await
-    }
-
-    async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Self::Output, StoreError> {
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<Self::Output, StoreError> {
         self.run_keeping(tx).await
     }
 }

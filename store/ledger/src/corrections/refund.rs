@@ -13,9 +13,9 @@ use chrono::{DateTime, Utc};
 
 use super::Moved;
 use crate::backend::Tx;
-use crate::burn::{TAKEN, Taken, give_back_to_lots};
 use crate::credit::sooner;
 use crate::fifo::{Earn, Position};
+use crate::spend::{TAKEN, Taken, give_back_to_lots};
 use crate::{StoreError, Tokens, Transaction};
 
 /// What earlier refunds of the burn gave back to each earn's lot.

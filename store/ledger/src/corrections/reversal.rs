@@ -10,8 +10,9 @@ use chrono::{DateTime, Utc};
 use rules::{Decimal, RuleSet};
 
 use super::Moved;
-use crate::burn::{Debiting, take};
+use crate::backend::Tx;
 use crate::fifo::{Earn, Position};
+use crate::spend::take;
 use crate::{Shortfall, StoreError, Tokens, Transaction};
 
 /// The value and tokens earlier reversals took off the earn (only reversals correct an earn;
@@ -58,7 +59,7 @@ impl Returned<'_> {
     /// The value this return takes off the earn and the micro-tokens that come with it, as the
     /// earn's earlier reversals leave them; `Refused` (`reversal_exceeds_earn`) when more than
     /// is left. Reads only.
-    pub(super) async fn share(&self, tx: &mut impl Debiting) -> Result<(Decimal, i64), StoreError> {
+    pub(super) async fn share(&self, tx: &mut impl Tx) -> Result<(Decimal, i64), StoreError> {
         let earlier: Vec<(Option<String>, i64)> = tx.rows(REVERSED, params![self.earn.id]).await?;
         self.share_after(&earlier)
     }
@@ -66,7 +67,7 @@ impl Returned<'_> {
     /// Takes `share` (from `share`) back from the earn's wallet at `position`, under its lock.
     pub(super) async fn take_back(
         &self,
-        tx: &mut impl Debiting,
+        tx: &mut impl Tx,
         position: Option<Position<DateTime<Utc>>>,
         (value, tokens): (Decimal, i64),
     ) -> Result<Moved, StoreError> {
@@ -116,7 +117,7 @@ impl Returned<'_> {
     /// the balance or the lots, the earn vests that much less (nothing: it is cancelled).
     pub(super) async fn take_back_pending(
         &self,
-        tx: &mut impl Debiting,
+        tx: &mut impl Tx,
         (value, tokens): (Decimal, i64),
         counted: bool,
     ) -> Result<Moved, StoreError> {

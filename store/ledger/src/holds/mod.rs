@@ -34,8 +34,8 @@ impl Ledger {
     /// used for another hold; the earlier hold (`replayed`) when used for this one.
     #[tracing::instrument(skip_all)]
     pub async fn hold(&self, campaign: &Campaign, hold: NewHold) -> Result<HoldPlaced, StoreError> {
-        crate::limits::check_client_key(&hold.external_id)?;
-        let wallet = self.get_wallet(campaign, &hold.wallet).await?;
+        crate::limits::check_client_key(&hold.spend.external_id)?;
+        let wallet = self.get_wallet(campaign, &hold.spend.wallet).await?;
         let min_balance = self.programme().policy(campaign).await?.min_balance;
         let at = self.now();
         let placing =

@@ -1,16 +1,16 @@
 //! Placing a hold, under its wallet's lock: a repeat of its `externalId` answered, what the
 //! wallet may spend checked, then its tokens taken from the oldest lots as a burn takes them
-//! (a debt the wallet owes paid first, see `burn::repay`), the balance left as it is.
+//! (a debt the wallet owes paid first, see `spend::repay`), the balance left as it is.
 
 use chrono::{DateTime, Utc};
 
 use super::{
     Hold, HoldPlaced, HoldRow, HoldStatus, NewHold, hold_columns, hold_from_row, hold_key,
 };
-use crate::backend::{PgTx, SqliteTx, ToArg, Work};
-use crate::burn::{Debiting, position, record_spends, repay, take_moving_later};
+use crate::backend::{Steps, ToArg, Tx};
 use crate::common::ids::{Fingerprint, new_id};
 use crate::refusals;
+use crate::spend::{position, record_spends, repay, take_moving_later};
 use crate::{Campaign, StoreError, Tokens};
 
 /// What wallet `$1` may spend (its balance less what is held), its position and its debt; and
@@ -79,15 +79,15 @@ impl Placing {
         }
     }
 
-    /// `run`, keeping a refusal for the balance under the hold's key (`Ok(Err(_))`: the
+    /// `place`, keeping a refusal for the balance under the hold's key (`Ok(Err(_))`: the
     /// refusal is all that is written).
     async fn run_keeping(
         &self,
-        tx: &mut impl Debiting,
+        tx: &mut impl Tx,
     ) -> Result<Result<HoldPlaced, StoreError>, StoreError> {
-        match self.run(tx).await {
+        match self.place(tx).await {
             Err(err @ StoreError::InsufficientBalance { .. }) => {
-                let key = hold_key(&self.org_id, &self.hold.external_id);
+                let key = hold_key(&self.org_id, &self.hold.spend.external_id);
                 refusals::keep(tx, &key, &self.fingerprint, &err, self.at).await?;
                 Ok(Err(err))
             }
@@ -97,9 +97,9 @@ impl Placing {
 
     /// Places the hold inside the caller's transaction; `InsufficientBalance` before anything
     /// is written.
-    pub async fn run(&self, tx: &mut impl Debiting) -> Result<HoldPlaced, StoreError> {
+    pub async fn place(&self, tx: &mut impl Tx) -> Result<HoldPlaced, StoreError> {
         let (h, wallet) = (&self.hold, &self.wallet);
-        let key = hold_key(&self.org_id, &h.external_id);
+        let key = hold_key(&self.org_id, &h.spend.external_id);
         let (free, date, id, taken, owed, held_before, refused_before): WalletRow = tx
             .row_locked(WALLET, params![wallet, key])
             .await?
@@ -120,7 +120,7 @@ impl Placing {
         if refused_before {
             refusals::answer_earlier(tx, &key, &self.fingerprint, "externalId").await?;
         }
-        let amount = h.amount.micros();
+        let amount = h.spend.amount.micros();
         if free - amount < self.min_balance {
             return Err(StoreError::InsufficientBalance {
                 available: Tokens::from_micros((free - self.min_balance).max(0)),
@@ -130,12 +130,12 @@ impl Placing {
         let hold = Hold {
             id: new_id(),
             wallet_id: wallet.clone(),
-            external_id: h.external_id.clone(),
-            amount: h.amount,
+            external_id: h.spend.external_id.clone(),
+            amount: h.spend.amount,
             currency: self.currency.clone(),
-            description: Some(h.description.clone()),
-            comment: h.comment.clone(),
-            meta: h.meta.clone(),
+            description: Some(h.spend.description.clone()),
+            comment: h.spend.comment.clone(),
+            meta: h.spend.meta.clone(),
             status: HoldStatus::Held,
             expires_at: h.expires_at,
             captured: None,
@@ -189,14 +189,10 @@ impl Placing {
     }
 }
 
-impl Work for Placing {
+impl Steps for Placing {
     type Output = Result<HoldPlaced, StoreError>;
 
-    async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Self::Output, StoreError> {
-        self.run_keeping(tx).await
-    }
-
-    async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Self::Output, StoreError> {
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<Self::Output, StoreError> {
         self.run_keeping(tx).await
     }
 }

@@ -6,8 +6,8 @@ use serde::Serialize;
 use serde_json::Value;
 use sqlx::types::Json;
 
-use crate::common::ids::as_micros;
 use crate::error::known;
+use crate::spend::Spend;
 use crate::transactions::idem_key_of;
 use crate::{StoreError, Tokens, Transaction};
 
@@ -29,17 +29,8 @@ string_enum! {
 /// the name a client sends it by, the key itself left out.
 #[derive(Debug, Clone, Serialize)]
 pub struct NewHold {
-    /// The wallet's id or external reference.
-    #[serde(rename = "walletId")]
-    pub wallet: String,
-    /// The client's id for this hold: unique in the organisation.
-    #[serde(skip)]
-    pub external_id: String,
-    #[serde(serialize_with = "as_micros")]
-    pub amount: Tokens,
-    pub description: String,
-    pub comment: Option<String>,
-    pub meta: Option<Value>,
+    #[serde(flatten)]
+    pub spend: Spend,
     /// When the hold lapses if neither captured nor voided (None: it does not).
     pub expires_at: Option<DateTime<Utc>>,
 }

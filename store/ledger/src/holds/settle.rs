@@ -9,10 +9,9 @@ use super::{
     hold_from_row, hold_key,
 };
 use crate::backend::{Steps, Tx};
-use crate::burn::{TAKEN, Taken, give_back_to_lots, position, record_spends};
-use crate::common::ids::new_id;
 use crate::credit::sooner;
 use crate::fifo::Earn;
+use crate::spend::{TAKEN, Taken, give_back_to_lots, position, record_spends};
 use crate::transactions::{
     Entry, INSERT_TRANSACTION, SELECT_BY_ID, TransactionRow, transaction_from_row, unsum,
 };
@@ -270,26 +269,19 @@ impl Release<'_> {
         spent: Spends<'_>,
     ) -> Result<Transaction, StoreError> {
         let hold = self.hold;
-        let transaction = Transaction {
-            id: new_id(),
-            wallet_id: hold.wallet_id.clone(),
-            kind: TransactionKind::Burn,
-            amount: Tokens::from_micros(amount),
-            external_id: Some(format!("hold:{}", hold.external_id)),
-            source_amount: None,
-            currency: hold.currency.clone(),
-            description: hold.description.clone(),
-            comment: hold.comment.clone(),
-            meta: hold.meta.clone(),
-            date: self.at,
-            trace: None,
-            rule_version: None,
-            created_at: self.at,
-            corrects: None,
-            corrected: Tokens::ZERO,
-            vests_at: None,
-            pending: false,
-        };
+        let transaction = Transaction::new(
+            TransactionKind::Burn,
+            hold.wallet_id.clone(),
+            Tokens::from_micros(amount),
+            format!("hold:{}", hold.external_id),
+            hold.currency.clone(),
+            self.at,
+        )
+        .saying(
+            hold.description.clone(),
+            hold.comment.clone(),
+            hold.meta.clone(),
+        );
         let entry: Entry<'_> = transaction.entry(self.org_id, self.campaign_id, "");
         let key = entry.idem_key();
         if tx

@@ -48,8 +48,8 @@ use direct::Direct;
 #[cfg(feature = "testing")]
 pub use inspect::Plan;
 pub use tx::{
-    Arg, Forked, OnPostgres, OnSqlite, OwnedArg, PgTx, SqliteTx, Steps, ToArg, Tx, Work, borrowed,
-    owned, ready,
+    Arg, Backend, Forked, OnPostgres, OnSqlite, OwnedArg, PgTx, SqliteTx, Steps, ToArg, Tx, Work,
+    borrowed, owned, ready,
 };
 
 /// The database a store runs on: SQLite through rusqlite (`direct`), or a PostgreSQL pool.
@@ -57,13 +57,6 @@ pub use tx::{
 pub enum Pool {
     Sqlite(Arc<Direct>),
     Postgres(PgPool),
-}
-
-/// Which database engine a store runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    Sqlite,
-    Postgres,
 }
 
 /// The database: a connection pool on either backend, and the one place that runs work on it.

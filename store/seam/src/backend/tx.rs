@@ -272,9 +272,19 @@ impl<T> Row for T where
 {
 }
 
+/// Which database engine a store runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
 /// A database transaction the work runs in. Each call is one statement with `$1`, `$2`...
 /// bound to `args` in order.
 pub trait Tx {
+    /// The backend the statements run on: where a step's statements differ between the two
+    /// (a dialect), it matches on this, and the step stays one generic function.
+    const BACKEND: Backend;
     /// The first row the statement returns, if any.
     async fn row<R: Row>(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<Option<R>, StoreError>;
     /// The first row the `SELECT` returns, locked against other writers until the transaction
@@ -347,6 +357,8 @@ const PG_VALUES_AT_MOST: usize = 16_000;
 pub struct SqliteTx<'c>(pub &'c rusqlite::Connection);
 
 impl Tx for SqliteTx<'_> {
+    const BACKEND: Backend = Backend::Sqlite;
+
     async fn row<R: Row>(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<Option<R>, StoreError> {
         direct::row(self.0, sql, &sqlite_args(args))
     }
@@ -420,6 +432,8 @@ pub fn sqlite_args<'a>(args: &'a [Arg<'a>]) -> Vec<&'a dyn rusqlite::ToSql> {
 pub struct PgTx<'c>(pub &'c mut PgConnection);
 
 impl Tx for PgTx<'_> {
+    const BACKEND: Backend = Backend::Postgres;
+
     async fn row<R: Row>(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<Option<R>, StoreError> {
         Ok(
             sqlx::query_as_with(sqlx::AssertSqlSafe(sql), pg_args(args)?)
@@ -506,17 +520,16 @@ impl Tx for PgTx<'_> {
     }
 }
 
-/// Work done in one transaction (`Db::write`): its steps written once, generic over `Tx`
-/// (and over the domain's own dialect trait, where it has one); the two methods hand it each
-/// backend's transaction.
+/// Work done in one transaction (`Db::write`): the two methods hand it each backend's
+/// transaction. Work whose steps are written once implements `Steps` instead.
 pub trait Work: Send + 'static {
     type Output: Send + 'static;
     async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Self::Output, StoreError>;
     async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Self::Output, StoreError>;
 }
 
-/// Work whose steps are the same statements on both backends, written once as `run` (work
-/// with a dialect trait of its own implements `Work` instead).
+/// Work whose steps are written once as `run`, generic over `Tx` (where statements differ
+/// between the backends, a step matches on `Tx::BACKEND`).
 pub trait Steps: Send + 'static {
     type Output: Send + 'static;
     async fn run<T: Tx>(self, tx: &mut T) -> Result<Self::Output, StoreError>;

@@ -12,7 +12,7 @@
 //! unchanged version means the reads still hold; a changed one (another writer came between
 //! the two statements) writes nothing, and the caller takes the locked path. So does anything
 //! this path leaves to it: a balance too low (the locked path tells a replay from a refusal), a
-//! wallet that owes tokens (see `burn::repay`), a burn that needs more earns than the first
+//! wallet that owes tokens (see `spend::repay`), a burn that needs more earns than the first
 //! read brought, or one that changes aside rows.
 //!
 //! A repeated `externalId` makes the insert fail on the unique key, which undoes the debit in
@@ -21,8 +21,9 @@
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
-use super::super::{ASIDE_READ, Debit, in_spending_order, position};
+use super::super::Debit;
 use crate::fifo::{Aside, Earn, Position, Taker};
+use crate::spend::{ASIDE_READ, in_spending_order, position};
 use crate::transactions::{entry_columns, unsum};
 use crate::{Campaign, StoreError};
 
@@ -110,7 +111,7 @@ pub(super) struct Snapshot {
     version: i64,
     /// The balance less what holds reserve: what a spend may take from.
     balance: i64,
-    /// What the wallet owes (see `burn::repay`): a wallet in debt takes the locked path.
+    /// What the wallet owes (see `spend::repay`): a wallet in debt takes the locked path.
     owed: i64,
     position: Option<Position<DateTime<Utc>>>,
     aside: Vec<Aside<DateTime<Utc>>>,
