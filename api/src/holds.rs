@@ -3,15 +3,11 @@
 //! sweep. What a wallet may spend is its balance less what is held (`held`, `available` on the
 //! wallet).
 
-use std::borrow::Cow;
-
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use store::{Hold, HoldFilter, HoldStatus, NewHold, Tokens};
+use serde::Deserialize;
+use store::{Hold, HoldFilter, HoldStatus, NewHold};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -23,68 +19,11 @@ use crate::http::error::{ApiError, Problem};
 use crate::http::json::JsonBody;
 use crate::http::paging::{PagedList, Paging, PagingParams};
 use crate::http::query::QueryParams;
-use crate::http::shapes::named_enum;
 use crate::spends::{MAX_BURN, burn_amount, spend_body};
 use crate::transactions::date;
 
-#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct HoldView {
-    pub id: String,
-    pub wallet_id: String,
-    /// The client's id for the hold, unique in the organisation.
-    pub external_id: String,
-    /// Tokens reserved.
-    #[schema(value_type = f64)]
-    pub amount: Tokens,
-    pub currency: String,
-    pub description: Option<String>,
-    /// Internal use.
-    pub comment: Option<String>,
-    #[schema(value_type = Option<Object>)]
-    pub meta: Option<Value>,
-    #[schema(value_type = HoldStatusName)]
-    pub status: Cow<'static, str>,
-    /// When it lapses if still held (absent: only a capture or a void ends it).
-    pub expires_at: Option<DateTime<Utc>>,
-    /// captured: the tokens spent (the rest was released).
-    #[schema(value_type = Option<f64>)]
-    pub captured: Option<Tokens>,
-    /// captured: the BURN transaction that spent them (its `externalId` is `hold:` and the
-    /// hold's).
-    pub transaction_id: Option<String>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
-
-named_enum!(
-    HoldStatusName,
-    "HoldStatus",
-    "Where a hold stands: held (its tokens reserved), captured (spent, whole or in part, by a \
-     BURN), voided (released by hand) or lapsed (released at its expiry).",
-    HoldStatus::ALL.map(HoldStatus::as_str)
-);
-
-impl From<Hold> for HoldView {
-    fn from(h: Hold) -> Self {
-        HoldView {
-            id: h.id,
-            wallet_id: h.wallet_id,
-            external_id: h.external_id,
-            amount: h.amount,
-            currency: h.currency,
-            description: h.description,
-            comment: h.comment,
-            meta: h.meta,
-            status: h.status.as_str().into(),
-            expires_at: h.expires_at,
-            captured: h.captured,
-            transaction_id: h.transaction_id,
-            created_at: h.created_at,
-            updated_at: h.updated_at,
-        }
-    }
-}
+/// A hold, as the store keeps it: its fields are documented there for the OpenAPI document.
+pub type HoldView = Hold;
 
 spend_body! {
     /// Reserve tokens. `externalId` is unique among the organisation's holds: the same request
@@ -144,7 +83,7 @@ async fn place_hold(
         true => StatusCode::OK,
         false => StatusCode::CREATED,
     };
-    Ok((status, Json(placed.hold.into())))
+    Ok((status, Json(placed.hold)))
 }
 
 fn hold_status() -> utoipa::openapi::Ref {
@@ -214,7 +153,7 @@ async fn get_hold(
         .ledger()
         .get_hold(&caller.context.campaign, &id)
         .await?;
-    Ok(Json(hold.into()))
+    Ok(Json(hold))
 }
 
 /// Capture a hold: spend `amount` of it (absent: all of it) as a BURN; the rest is released.
@@ -251,7 +190,7 @@ async fn capture_hold(
         .ledger()
         .capture_hold(&caller.context.campaign, &id, amount)
         .await?;
-    Ok(Json(settled.hold.into()))
+    Ok(Json(settled.hold))
 }
 
 #[utoipa::path(post, path = "/v1/holds/{id}/void", tag = "holds", summary = "Void a hold",
@@ -273,7 +212,7 @@ async fn void_hold(
         .ledger()
         .void_hold(&caller.context.campaign, &id)
         .await?;
-    Ok(Json(settled.hold.into()))
+    Ok(Json(settled.hold))
 }
 
 pub fn router() -> OpenApiRouter<AppState> {

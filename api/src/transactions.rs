@@ -364,8 +364,8 @@ pub(crate) fn date(
 }
 
 spend_body! {
-    /// Spend tokens. `externalId` is unique in the organisation: the same request again returns
-    /// the first transaction; another request with it is 409.
+    /// Spend tokens. `externalId` is unique in the organisation: the same request again returns the
+    /// first transaction; another request with it is 409.
     pub struct BurnInput {
         /// When absent, now. From 1970-01-01T00:00:00Z to a day ahead of the clock (the
         /// operator's `dates_ahead_secs`).

@@ -5,10 +5,9 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
-use store::{NewTransfer, Received, Tokens, Transfer};
+use store::{NewTransfer, Received, Transfer};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -20,65 +19,10 @@ use crate::http::error::{ApiError, Problem};
 use crate::http::json::JsonBody;
 use crate::spends::{MAX_BURN, burn_amount};
 
-#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TransferView {
-    /// The sending side's transaction (a BURN in the sender's history).
-    pub id: String,
-    pub external_id: String,
-    pub from_wallet_id: String,
-    pub to_wallet_id: String,
-    #[schema(value_type = f64)]
-    pub amount: Tokens,
-    pub currency: String,
-    pub description: Option<String>,
-    /// Internal use.
-    pub comment: Option<String>,
-    #[schema(value_type = Option<Object>)]
-    pub meta: Option<Value>,
-    pub date: DateTime<Utc>,
-    /// Whether lifetime earnings (and so tiers) moved with the tokens: the campaign's policy.
-    pub earned_moved: bool,
-    /// The receiving side: one EARN per expiry date among the tokens given, soonest first.
-    pub received: Vec<ReceivedView>,
-}
-
-#[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ReceivedView {
-    pub transaction_id: String,
-    #[schema(value_type = f64)]
-    pub amount: Tokens,
-    /// When these tokens expire (absent: never), as they did in the sender's wallet.
-    pub expires_at: Option<DateTime<Utc>>,
-}
-
-impl From<Transfer> for TransferView {
-    fn from(t: Transfer) -> Self {
-        TransferView {
-            id: t.id,
-            external_id: t.external_id,
-            from_wallet_id: t.from_wallet_id,
-            to_wallet_id: t.to_wallet_id,
-            amount: t.amount,
-            currency: t.currency,
-            description: t.description,
-            comment: t.comment,
-            meta: t.meta,
-            date: t.date,
-            earned_moved: t.earned_moved,
-            received: t
-                .received
-                .into_iter()
-                .map(|r: Received| ReceivedView {
-                    transaction_id: r.transaction_id,
-                    amount: r.amount,
-                    expires_at: r.expires_at,
-                })
-                .collect(),
-        }
-    }
-}
+/// A transfer, and what its receiver got, as the store keeps them: their fields are documented
+/// there for the OpenAPI document.
+pub type TransferView = Transfer;
+pub type ReceivedView = Received;
 
 /// Give tokens to another wallet of the campaign. `externalId` is unique among the
 /// organisation's transfers: the same request again returns the first transfer; another
@@ -154,7 +98,7 @@ async fn transfer(
         true => StatusCode::OK,
         false => StatusCode::CREATED,
     };
-    Ok((status, Json(made.transfer.into())))
+    Ok((status, Json(made.transfer)))
 }
 
 #[utoipa::path(get, path = "/v1/transfers/{id}", tag = "transfers", summary = "Get a transfer",
@@ -170,7 +114,7 @@ async fn get_transfer(
         .ledger()
         .get_transfer(&caller.context.campaign, &id)
         .await?;
-    Ok(Json(transfer.into()))
+    Ok(Json(transfer))
 }
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -23,7 +23,7 @@ async fn a_hold_reserves_tokens_until_it_is_captured(app: TestApp) {
         .await
         .expect(StatusCode::CREATED);
     assert_eq!(
-        (placed.status.as_ref(), placed.amount),
+        (placed.status.as_str(), placed.amount),
         ("held", Tokens::whole(30))
     );
     let again: HoldView = place(&app, "h-1", json!(30)).await.expect(StatusCode::OK);
@@ -45,7 +45,7 @@ async fn a_hold_reserves_tokens_until_it_is_captured(app: TestApp) {
         .post(&path, json!({"amount": 20}))
         .await
         .expect(StatusCode::OK);
-    assert_eq!(captured.status, "captured");
+    assert_eq!(captured.status.as_str(), "captured");
     assert_eq!(captured.captured, Some(Tokens::whole(20)));
     let burn_id = captured.transaction_id.clone().unwrap();
     let wallet = app.wallet("w-1").await;
@@ -82,7 +82,7 @@ async fn a_hold_reserves_tokens_until_it_is_captured(app: TestApp) {
         .post(&format!("/v1/holds/{}/void", second.id), json!({}))
         .await
         .expect(StatusCode::OK);
-    assert_eq!(voided.status, "voided");
+    assert_eq!(voided.status.as_str(), "voided");
     assert_eq!(app.wallet("w-1").await.held, Tokens::ZERO);
     let list: PagedList<HoldView> = app
         .get("/v1/holds?walletId=w-1&status=captured")
@@ -180,7 +180,7 @@ async fn a_hold_past_its_expiry_lapses(app: TestApp) {
     assert_eq!(late.status, StatusCode::CONFLICT);
     assert_eq!(late.problem().code, "hold_closed");
     let hold: HoldView = app.get("/v1/holds/h-1").await.expect(StatusCode::OK);
-    assert_eq!(hold.status, "lapsed");
+    assert_eq!(hold.status.as_str(), "lapsed");
     let wallet = app.wallet("w-1").await;
     assert_eq!(
         (wallet.held, wallet.available),

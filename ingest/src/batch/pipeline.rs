@@ -28,8 +28,8 @@ use crate::error::{Context, IngestError};
 use crate::folders::{Folder, Tree};
 
 /// Rows read, checked and credited together. Two chunks are in memory at once (one being
-/// credited, the next being read). Chunks do not decide how often SQLite commits (see
-/// `FileLoad`), and 5,000 rows load as fast as 10,000 with less peak memory
+/// credited, the next being read). Chunks do not decide how often their writes are made
+/// durable (see `FileLoad`), and 5,000 rows load as fast as 10,000 with less peak memory
 /// (`docs/performance.md`).
 const CHUNK_ROWS: usize = 5_000;
 
@@ -422,7 +422,7 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
     if let Some(previous) = crediting {
         settle(job, previous, &mut loading, &mut tally, rejected).await?;
     }
-    // The counts are reported only once what they count is committed.
+    // The counts are reported only once what they count is durable.
     if let Some(load) = loading.load {
         load.finish().await?;
     }
@@ -777,8 +777,8 @@ fn count_return(tally: &mut Tally, row: &FileReturn, outcome: ReturnOutcome) -> 
 
 /// Fault injection for the crash tests (feature `test-hooks` only): with
 /// `REWARDS_TEST_CRASH_AFTER_CHUNKS=N` set, the process dies (as by `kill -9`: no cleanup) right
-/// after its N-th chunk is credited and committed (with the chunks credited so far; the next may
-/// share their commit).
+/// after its N-th chunk is credited and flushed (with the chunks credited so far; the next may
+/// have shared their transaction).
 #[cfg(feature = "test-hooks")]
 async fn crash_point(load: &mut FileLoad) -> Result<(), StoreError> {
     static AFTER: std::sync::LazyLock<Option<u64>> = std::sync::LazyLock::new(|| {
@@ -790,7 +790,7 @@ async fn crash_point(load: &mut FileLoad) -> Result<(), StoreError> {
     if let Some(after) = *AFTER {
         let done = CHUNKS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         if done >= after {
-            load.committed().await?;
+            load.flush().await?;
             tracing::error!(
                 chunks = done,
                 "REWARDS_TEST_CRASH_AFTER_CHUNKS reached: aborting"

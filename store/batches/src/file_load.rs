@@ -10,6 +10,7 @@
 //!   writes see the rows, readers not yet); on PostgreSQL each chunk is copied in and committed.
 //! - `reverse` commits everything credited before it, then reverses return rows apart from the
 //!   bulk writes (a return reads its earn).
+//! - `flush` returns once everything credited so far is committed.
 //! - `finish` returns once everything credited is committed: only then may the file's counts
 //!   be reported. A load dropped unfinished leaves its uncommitted chunks to the writer; if
 //!   their transaction fails, none of them are credited and the file is run again.
@@ -114,15 +115,16 @@ impl FileLoad {
         &mut self,
         rows: Vec<FileReturn>,
     ) -> Result<Vec<ReturnOutcome>, StoreError> {
-        self.committed().await?;
+        self.flush().await?;
         self.batches
             .reverse_file_rows(&self.org, &self.batch_id, rows)
             .await
     }
 
-    /// Returns once everything credited so far is committed; an `Err` if something was not.
+    /// Returns once everything credited so far is committed (durable, seen by readers); an
+    /// `Err` if something was not.
     #[tracing::instrument(skip_all)]
-    pub async fn committed(&mut self) -> Result<(), StoreError> {
+    pub async fn flush(&mut self) -> Result<(), StoreError> {
         if self.uncommitted.is_empty() {
             return Ok(());
         }
@@ -136,6 +138,6 @@ impl FileLoad {
     /// Ends the load: returns once every row credited is committed.
     #[tracing::instrument(skip_all)]
     pub async fn finish(mut self) -> Result<(), StoreError> {
-        self.committed().await
+        self.flush().await
     }
 }

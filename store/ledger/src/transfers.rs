@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::backend::{Steps, ToArg, Tx};
@@ -43,31 +43,43 @@ pub struct NewTransfer {
     pub meta: Option<Value>,
 }
 
-/// What the receiver got: one lot per expiry date among the sender's lots taken.
-#[derive(Debug, Clone, PartialEq)]
+// What the receiver got: one lot per expiry date among the sender's lots taken (its
+// `transaction_id` is the TRANSFER_IN's). The API answers it as it is (`ReceivedView`): its
+// documentation is the API's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema), schema(as = ReceivedView))]
+#[serde(rename_all = "camelCase")]
 pub struct Received {
-    /// The TRANSFER_IN transaction.
     pub transaction_id: String,
+    #[cfg_attr(feature = "schema", schema(value_type = f64))]
     pub amount: Tokens,
+    /// When these tokens expire (absent: never), as they did in the sender's wallet.
     pub expires_at: Option<DateTime<Utc>>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+// A transfer (its `id` is the TRANSFER_OUT's, shown as a BURN), as the API answers it
+// (`TransferView`): its documentation is the API's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema), schema(as = TransferView))]
+#[serde(rename_all = "camelCase")]
 pub struct Transfer {
-    /// The TRANSFER_OUT transaction's id.
+    /// The sending side's transaction (a BURN in the sender's history).
     pub id: String,
     pub external_id: String,
     pub from_wallet_id: String,
     pub to_wallet_id: String,
+    #[cfg_attr(feature = "schema", schema(value_type = f64))]
     pub amount: Tokens,
     pub currency: String,
     pub description: Option<String>,
+    /// Internal use.
     pub comment: Option<String>,
+    #[cfg_attr(feature = "schema", schema(value_type = Option<Object>))]
     pub meta: Option<Value>,
     pub date: DateTime<Utc>,
-    /// Whether lifetime earnings moved with the tokens (the policy when it was made).
+    /// Whether lifetime earnings (and so tiers) moved with the tokens: the campaign's policy.
     pub earned_moved: bool,
-    /// Soonest expiry first; tokens that never expire last.
+    /// The receiving side: one EARN per expiry date among the tokens given, soonest first.
     pub received: Vec<Received>,
 }
 

@@ -2,7 +2,7 @@
 //! settled; what placing, settling and reading a hold share.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::types::Json;
 
@@ -35,23 +35,57 @@ pub struct NewHold {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+// A hold as stored, and as the API answers it (`HoldView`): its documentation is the API's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema), schema(as = HoldView))]
+#[serde(rename_all = "camelCase")]
 pub struct Hold {
     pub id: String,
     pub wallet_id: String,
+    /// The client's id for the hold, unique in the organisation.
     pub external_id: String,
+    /// Tokens reserved.
+    #[cfg_attr(feature = "schema", schema(value_type = f64))]
     pub amount: Tokens,
     pub currency: String,
     pub description: Option<String>,
+    /// Internal use.
     pub comment: Option<String>,
+    #[cfg_attr(feature = "schema", schema(value_type = Option<Object>))]
     pub meta: Option<Value>,
     pub status: HoldStatus,
+    /// When it lapses if still held (absent: only a capture or a void ends it).
     pub expires_at: Option<DateTime<Utc>>,
-    /// Captured: the tokens spent, and the BURN that spent them.
+    /// captured: the tokens spent (the rest was released).
+    #[cfg_attr(feature = "schema", schema(value_type = Option<f64>))]
     pub captured: Option<Tokens>,
+    /// captured: the BURN transaction that spent them (its `externalId` is `hold:` and the
+    /// hold's).
     pub transaction_id: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+/// The API's name and description of a hold's status.
+#[cfg(feature = "schema")]
+impl utoipa::PartialSchema for HoldStatus {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .enum_values(Some(HoldStatus::ALL.map(HoldStatus::as_str)))
+            .description(Some(
+                "Where a hold stands: held (its tokens reserved), captured (spent, whole or in \
+                 part, by a BURN), voided (released by hand) or lapsed (released at its expiry).",
+            ))
+            .into()
+    }
+}
+
+#[cfg(feature = "schema")]
+impl utoipa::ToSchema for HoldStatus {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "HoldStatus".into()
+    }
 }
 
 /// A hold placed, and whether an earlier identical request placed it.
