@@ -772,8 +772,8 @@ pub struct Catalogues {
 impl Catalogues {
     pub fn new(store: CatalogueStore) -> Self {
         Catalogues {
+            indexes: Arc::new(Cache::on(store.clock().clone())),
             store,
-            indexes: Arc::default(),
             building: Arc::default(),
         }
     }

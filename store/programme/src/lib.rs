@@ -53,12 +53,13 @@ struct Caches {
 impl Programme {
     /// The programme's records in `db`.
     pub fn on(db: Db) -> Programme {
+        let clock = db.clock().clone();
         Programme {
             db,
             caches: Arc::new(Caches {
-                policies: Cache::default(),
-                active_rules: Cache::default(),
-                versions: Cache::default(),
+                policies: Cache::on(clock.clone()),
+                active_rules: Cache::on(clock.clone()),
+                versions: Cache::on(clock),
             }),
         }
     }

@@ -5,12 +5,15 @@
 //! a catalogue's version looked up: one indexed query) and confirms it or puts a new value. So a
 //! change made by another process is seen within the window, and this process drops an entry as
 //! soon as it changes the record itself. An entry a key never changes under (a rule-set version)
-//! is read as it is (`any`). API keys are not cached: a revoked key must fail at once in every
-//! process.
+//! is read as it is (`any`). Age is measured on the store's clock, so a test moves the clock
+//! past a window instead of waiting. API keys are not cached: a revoked key must fail at once in
+//! every process.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use super::clock::Clock;
 
 /// How long an entry is trusted in the service before it is checked again.
 pub const FRESH_FOR: Duration = Duration::from_secs(1);
@@ -19,6 +22,7 @@ const MAX_ENTRIES: usize = 10_000;
 
 pub struct Cache<V> {
     entries: Mutex<HashMap<String, Entry<V>>>,
+    clock: Clock,
 }
 
 struct Entry<V> {
@@ -27,20 +31,20 @@ struct Entry<V> {
     checked: Instant,
 }
 
-impl<V> Default for Cache<V> {
-    fn default() -> Self {
+impl<V: Clone> Cache<V> {
+    /// An empty cache whose entries age on `clock`.
+    pub fn on(clock: Clock) -> Self {
         Cache {
             entries: Mutex::new(HashMap::new()),
+            clock,
         }
     }
-}
 
-impl<V: Clone> Cache<V> {
     /// The value under `key` if it was put or confirmed less than `within` ago.
     pub fn fresh(&self, key: &str, within: Duration) -> Option<V> {
         self.lock()
             .get(key)
-            .filter(|entry| entry.checked.elapsed() < within)
+            .filter(|entry| self.clock.instant() < entry.checked + within)
             .map(|entry| entry.value.clone())
     }
 
@@ -54,14 +58,15 @@ impl<V: Clone> Cache<V> {
         if entries.len() >= MAX_ENTRIES {
             entries.clear();
         }
-        let checked = Instant::now();
+        let checked = self.clock.instant();
         entries.insert(key.to_string(), Entry { value, checked });
     }
 
     /// Marks the value under `key` as checked now: the database still holds it.
     pub fn confirm(&self, key: &str) {
+        let now = self.clock.instant();
         if let Some(entry) = self.lock().get_mut(key) {
-            entry.checked = Instant::now();
+            entry.checked = now;
         }
     }
 
@@ -83,10 +88,16 @@ mod tests {
 
     #[test]
     fn an_entry_is_fresh_within_its_window_and_confirmed_anew() {
-        let cache = Cache::default();
+        let clock = Clock::default();
+        let cache = Cache::on(clock.clone());
         cache.put("k", 1);
         assert_eq!(cache.fresh("k", Duration::from_secs(60)), Some(1));
-        assert_eq!(cache.fresh("k", Duration::ZERO), None, "past the window");
+        clock.advance(chrono::Duration::seconds(61));
+        assert_eq!(
+            cache.fresh("k", Duration::from_secs(60)),
+            None,
+            "past the window"
+        );
         assert_eq!(cache.any("k"), Some(1), "kept for a check");
         cache.confirm("k");
         assert_eq!(cache.fresh("k", Duration::from_secs(60)), Some(1));
