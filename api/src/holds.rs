@@ -137,7 +137,7 @@ async fn list_holds(
         .ledger()
         .list_holds(campaign, &filter, page)
         .await?;
-    Ok(Json(PagedList::from_page(holds, HoldView::from)))
+    Ok(Json(PagedList::from_page(holds, std::convert::identity)))
 }
 
 #[utoipa::path(get, path = "/v1/holds/{id}", tag = "holds", summary = "Get a hold",

@@ -3,7 +3,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use store::{RuleBook, Store, backend_tests};
+use store::{Campaign, RuleBook, Store, backend_tests};
+
+/// Gives the campaign its first rule-set version: one rule awarding the amount.
+async fn set_base_rule(store: &Store, campaign: &Campaign) {
+    let rules = "[[rule]]\nid = 'base'\npriority = 1\naward = 'amount'\n";
+    store
+        .programme()
+        .set_rule_set(campaign, rules)
+        .await
+        .unwrap();
+}
 
 /// Within its window a book keeps the set it compiled; past it, the next look finds the
 /// campaign's new version.
@@ -14,12 +24,7 @@ async fn a_cached_set_is_trusted_for_its_window(store: Store) {
     let eager = RuleBook::fresh_for(store.programme().clone(), Duration::ZERO);
     assert_eq!(patient.active(org, id).await.unwrap().0, None);
     assert_eq!(eager.active(org, id).await.unwrap().0, None);
-    let rules = "[[rule]]\nid = 'base'\npriority = 1\naward = 'amount'\n";
-    store
-        .programme()
-        .set_rule_set(&campaign, rules)
-        .await
-        .unwrap();
+    set_base_rule(&store, &campaign).await;
     assert_eq!(patient.active(org, id).await.unwrap().0, None, "cached");
     assert_eq!(eager.active(org, id).await.unwrap().0, Some(1));
 }
@@ -30,12 +35,7 @@ async fn a_cached_set_is_trusted_for_its_window(store: Store) {
 async fn books_share_one_compiled_set(store: Store) {
     let campaign = store::testing::campaign_fixture(&store).await;
     let (org, id) = (campaign.org_id.as_str(), campaign.id.as_str());
-    let rules = "[[rule]]\nid = 'base'\npriority = 1\naward = 'amount'\n";
-    store
-        .programme()
-        .set_rule_set(&campaign, rules)
-        .await
-        .unwrap();
+    set_base_rule(&store, &campaign).await;
     let api = RuleBook::new(store.programme().clone());
     let pipeline = RuleBook::fresh_for(store.programme().clone(), Duration::ZERO);
     let (version, first) = api.active(org, id).await.unwrap();
