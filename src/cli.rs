@@ -112,6 +112,118 @@ pub enum Command {
     /// Check every wallet: balance = EARN + REFUND - BURN - EXPIRY - REVERSAL, and lots and debts
     /// agree. Exits 1 on a mismatch.
     Audit,
+    /// Operator accounts: the people who run the service, their roles and organisations.
+    #[command(subcommand)]
+    Operator(OperatorCommand),
+    /// The audit trail of operators' changes: list, export, and verify its chain.
+    #[command(subcommand, name = "audit-log")]
+    AuditLog(AuditLogCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OperatorCommand {
+    /// Add an operator; prints a one-time password, to be changed at the first sign-in (shown
+    /// only now, kept only hashed). The first owner is made this way, on the server.
+    Add {
+        /// The operator's e-mail address, with which it signs in.
+        #[arg(long)]
+        email: String,
+        /// owner, admin, org-admin, support or viewer.
+        #[arg(long, value_parser = parse_role)]
+        role: store::Role,
+        /// An organisation a per-organisation role (org-admin, support, viewer) acts on
+        /// (repeatable): its id, or its name when no other organisation has it.
+        #[arg(long = "org", value_name = "ORG")]
+        orgs: Vec<String>,
+        /// An address block the operator may sign in from (repeatable), e.g. 10.0.0.0/8; none:
+        /// anywhere.
+        #[arg(long = "allow-from", value_name = "CIDR")]
+        allow_from: Vec<String>,
+    },
+    /// List the operators (never their passwords).
+    List,
+    /// Stop an operator from signing in.
+    Disable {
+        /// The operator's id or e-mail address.
+        operator: String,
+    },
+    /// Let a disabled operator sign in again.
+    Enable {
+        /// The operator's id or e-mail address.
+        operator: String,
+    },
+    /// Remove an operator; its entries stay in the audit trail.
+    Remove {
+        /// The operator's id or e-mail address.
+        operator: String,
+    },
+    /// Give an operator a new one-time password (printed once), to be changed at its next
+    /// sign-in.
+    ResetPassword {
+        /// The operator's id or e-mail address.
+        operator: String,
+    },
+    /// Turn an operator's second factor off (a lost phone): its TOTP secret and recovery codes
+    /// are gone; it enrols again when two-factor sign-in is required.
+    #[command(name = "reset-2fa")]
+    Reset2fa {
+        /// The operator's id or e-mail address.
+        operator: String,
+    },
+    /// Require a second factor (TOTP) of every operator, or stop requiring it.
+    #[command(name = "require-2fa")]
+    Require2fa {
+        #[arg(action = clap::ArgAction::Set, value_parser = clap::value_parser!(bool))]
+        required: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditLogCommand {
+    /// Entries, newest first, filtered by who, organisation, operation and time.
+    List {
+        #[command(flatten)]
+        filter: AuditLogFilter,
+        /// The most to list.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=100))]
+        limit: u32,
+        /// Which page of that many (1 is the newest).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        page: u32,
+    },
+    /// Write the entries (oldest first) to a CSV file, or Parquet when FILE ends in .parquet.
+    Export {
+        #[command(flatten)]
+        filter: AuditLogFilter,
+        /// Where to write them.
+        file: PathBuf,
+    },
+    /// Walk the chain from its first kept entry to its head: exits 1 and names each entry that
+    /// was edited, removed or moved.
+    Verify,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditLogFilter {
+    /// Entries by this operator (id or e-mail), or this OS user for `local`.
+    #[arg(long)]
+    pub actor: Option<String>,
+    /// Entries about this organisation (its id).
+    #[arg(long)]
+    pub org: Option<String>,
+    /// One operation (`org.create`), or a family ending in `.` (`key.`).
+    #[arg(long)]
+    pub operation: Option<String>,
+    /// From this instant on (RFC 3339).
+    #[arg(long, value_parser = parse_time)]
+    pub since: Option<DateTime<Utc>>,
+    /// Before this instant (RFC 3339).
+    #[arg(long, value_parser = parse_time)]
+    pub until: Option<DateTime<Utc>>,
+}
+
+fn parse_role(s: &str) -> Result<store::Role, String> {
+    s.parse()
 }
 
 #[derive(Debug, Subcommand)]

@@ -13,22 +13,24 @@ mod commands;
 
 #[cfg(feature = "generate")]
 use anyhow::Context;
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 use crate::cli::{Cli, Command};
+use crate::commands::local::Audited;
 use rewards::{Config, open_store};
 
 fn main() -> std::process::ExitCode {
     // Before the runtime starts its threads: each would otherwise get an arena of its own.
     rewards::arenas::limit();
     private_files();
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let json = cli.json;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build();
     let outcome = match runtime {
-        Ok(runtime) => runtime.block_on(run(cli)),
+        Ok(runtime) => runtime.block_on(run(cli, &matches)),
         Err(err) => Err(anyhow::Error::from(err).context("no async runtime")),
     };
     match outcome {
@@ -70,7 +72,7 @@ fn error_json(err: &anyhow::Error) -> serde_json::Value {
     value
 }
 
-async fn run(cli: Cli) -> anyhow::Result<()> {
+async fn run(cli: Cli, matches: &clap::ArgMatches) -> anyhow::Result<()> {
     let config = Config::load(cli.config.as_deref())?;
     if let Command::Serve = cli.command {
         commands::serve::init_logging(config.log_format);
@@ -134,6 +136,29 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         return Ok(());
     }
     let store = open_store(&config).await?;
+    // The operator's changes from the command line are recorded as `local` (commands/local.rs).
+    match commands::local::audited(&store, matches).await {
+        Audited::EachWrite(action) => {
+            let trail = store::audit::Trail::new(commands::local::actor(), action);
+            store
+                .acting(
+                    trail,
+                    |store| async move { dispatch(cli, config, store).await },
+                )
+                .await
+        }
+        Audited::Once(action) => {
+            let trail = store::audit::Trail::new(commands::local::actor(), action);
+            let result = dispatch(cli, config, store.clone()).await;
+            trail.record(store.db(), &result).await?;
+            result
+        }
+        Audited::Not => dispatch(cli, config, store).await,
+    }
+}
+
+/// Runs a command that needs the database.
+async fn dispatch(cli: Cli, config: Config, store: store::Store) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve => {
             let mut config = config;
@@ -178,6 +203,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Export(command) => commands::export::run(&store, command, cli.json).await,
         Command::Expire => commands::ledger::expire(&store, cli.json).await,
         Command::Audit => commands::ledger::audit(&store, cli.json).await,
+        Command::Operator(command) => commands::operators::run(&store, command, cli.json).await,
+        Command::AuditLog(command) => {
+            commands::operators::audit_log(&store, command, cli.json).await
+        }
     }
 }
 

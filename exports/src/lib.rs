@@ -7,8 +7,10 @@
 //! Files are Parquet (typed: amounts DECIMAL(38,6), times UTC timestamps in microseconds) or CSV
 //! (the same columns as text). The store streams the rows a chunk at a time; a blocking task writes each chunk as it comes (a Parquet row group
 //! per chunk), so memory holds a few chunks whatever the size. The file appears under its name
-//! only once complete: it is written under a hidden temporary name and renamed.
+//! only once complete: it is written under a hidden temporary name and renamed. The operators'
+//! audit trail goes out the same way (`audit_log`).
 
+pub mod audit_log;
 pub mod scheduled;
 
 use std::fs::File;

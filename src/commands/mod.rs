@@ -4,6 +4,8 @@ pub mod batch;
 pub mod catalogue;
 pub mod export;
 pub mod ledger;
+pub mod local;
+pub mod operators;
 pub mod progress;
 pub mod reviews;
 pub mod rules;

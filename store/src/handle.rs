@@ -1,9 +1,10 @@
 //! `Store`: the database with the domains' handles (`tenancy()`, `members()`, `programme()`,
-//! `ledger()`, `batches()`, `orders()`, `catalogue()`, `community()`, `events()`).
+//! `ledger()`, `batches()`, `orders()`, `catalogue()`, `community()`, `events()`,
+//! `operators()`).
 
 use crate::{
-    Batches, CatalogueStore, Community, Db, Events, Ledger, Members, Orders, Programme, StoreError,
-    Tenancy,
+    Batches, CatalogueStore, Community, Db, Events, Ledger, Members, Operators, Orders, Programme,
+    StoreError, Tenancy,
 };
 
 /// The system of record. Cheap to clone: clones share one connection pool and its caches.
@@ -19,6 +20,7 @@ pub struct Store {
     ledger: Ledger,
     batches: Batches,
     orders: Orders,
+    operators: Operators,
 }
 
 db_handle!(Store);
@@ -32,12 +34,11 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// The store on `db`.
     pub fn on(db: Db) -> Store {
-        Store::composed(db, crate::DATES_AHEAD)
+        Store::composed(db.clone(), Programme::on(db), crate::DATES_AHEAD)
     }
 
     /// Every handle made once, in one place: those built on the ledger see its dates.
-    fn composed(db: Db, dates_ahead: chrono::Duration) -> Store {
-        let programme = Programme::on(db.clone());
+    fn composed(db: Db, programme: Programme, dates_ahead: chrono::Duration) -> Store {
         let members = Members::on(db.clone());
         let tenancy = Tenancy::on(db.clone());
         let ledger = Ledger::on(db.clone(), programme.clone(), members.clone())
@@ -52,6 +53,7 @@ impl Store {
             programme,
             community: Community::on(db.clone()),
             events: Events::on(db.clone()),
+            operators: Operators::on(db.clone()),
             db,
         }
     }
@@ -113,6 +115,11 @@ impl Store {
         &self.events
     }
 
+    /// The people who run the service: operator accounts and their roles.
+    pub fn operators(&self) -> &Operators {
+        &self.operators
+    }
+
     /// The database under this store.
     pub fn db(&self) -> &Db {
         &self.db
@@ -121,6 +128,29 @@ impl Store {
     /// This store, letting transactions be dated up to `ahead` past the clock (`DATES_AHEAD`
     /// unless set).
     pub fn with_dates_ahead(self, ahead: chrono::Duration) -> Store {
-        Store::composed(self.db, ahead)
+        Store::composed(self.db, self.programme, ahead)
+    }
+
+    /// Runs `action` for an operator: each write it makes appends `trail`'s entry to the audit
+    /// trail in the same transaction; if it fails, or writes nothing, one entry says so. The
+    /// store it is given shares this store's caches.
+    pub async fn acting<T, E, F>(
+        &self,
+        trail: std::sync::Arc<seam::audit::Trail>,
+        action: impl FnOnce(Store) -> F,
+    ) -> Result<T, E>
+    where
+        F: std::future::Future<Output = Result<T, E>>,
+        E: From<StoreError> + std::fmt::Display,
+    {
+        let db = self.db.acting(trail.clone());
+        let acting = Store::composed(
+            db.clone(),
+            self.programme.on_same(db),
+            self.ledger.dates_ahead(),
+        );
+        let result = action(acting).await;
+        trail.close(&self.db, &result).await?;
+        result
     }
 }

@@ -1,6 +1,7 @@
 //! The system of record, composed: `Store` holds one handle for each domain, every domain a
 //! crate of its own below this one (`store.tenancy()`, `.members()`, `.programme()`,
-//! `.ledger()`, `.batches()`, `.orders()`, `.catalogue()`, `.community()`, `.events()`), each
+//! `.ledger()`, `.batches()`, `.orders()`, `.catalogue()`, `.community()`, `.events()`,
+//! `.operators()`), each
 //! operation on a tenant's records taking its scope as a type (`OrgScope` or `&Campaign`, made
 //! only by the store's crates). All run on the database of the `seam` crate at the bottom
 //! (`Db`, SQLite or PostgreSQL), which `Store` holds and derefs to. This crate re-exports the
@@ -74,6 +75,11 @@ pub use members::{
     CATEGORIES, Channels, ChannelsPatch, CommunicationPreferences, Member, MemberPatch,
     MemberStatus, Members, NewMember, PreferencesPatch,
 };
+pub use operators::totp as operators_totp;
+pub use operators::{
+    Enrolment, NewOperator, Opened, Operator, Operators, Password, RecoveryCodes, Role, Session,
+    SessionLimits, SignIn,
+};
 pub use orders::{
     Booking, BookingFilter, BookingPatch, BookingStatus, Code, LocalDate, NewBooking, NewLine,
     NewOrder, Order, OrderLine, OrderScope, Orders, Placed, ProductSummary, Redeemed,
@@ -83,6 +89,7 @@ pub use programme::{
     TierRef, Transfers,
 };
 pub use seam::Tokens;
+pub use seam::audit;
 pub use seam::limits;
 pub use seam::scope::OrgScope;
 pub use seam::{Backend, Db};

@@ -12,6 +12,7 @@ mod common;
 mod imports;
 mod layout;
 mod leaderboard_reviews_cli;
+mod operators_cli;
 mod orders_cli;
 mod readme;
 mod sftp_cli;

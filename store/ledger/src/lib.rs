@@ -96,6 +96,11 @@ impl Ledger {
         }
     }
 
+    /// How far ahead of the clock a transaction may be dated.
+    pub fn dates_ahead(&self) -> chrono::Duration {
+        self.dates_ahead
+    }
+
     /// This ledger, letting transactions be dated up to `ahead` past the clock (`DATES_AHEAD`
     /// unless set).
     pub fn with_dates_ahead(mut self, ahead: chrono::Duration) -> Ledger {

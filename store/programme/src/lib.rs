@@ -63,6 +63,15 @@ impl Programme {
             }),
         }
     }
+
+    /// This programme on `db` (the same database, its writes made for an operator's action),
+    /// sharing this handle's caches.
+    pub fn on_same(&self, db: Db) -> Programme {
+        Programme {
+            db,
+            caches: self.caches.clone(),
+        }
+    }
 }
 
 db_handle!(Programme);

@@ -8,6 +8,8 @@
 //!   rusqlite with its writer thread.
 //! - `common/`: ids, paging, the calendar's bounds, the short-lived cache,
 //!   stored enums (`string_enum!`), the reader of documents people write (`problems.rs`).
+//! - `audit/`: the operators' audit trail, appended by every write made for an action
+//!   (`Db::acting`), chained by hash and verified.
 //! - `scope.rs`: the organisation scope every tenant's operation takes, and the seal on the
 //!   records it is made from.
 //! - `limits.rs`: the input limits every door holds; `error.rs`: the one error type.
@@ -26,6 +28,7 @@
 pub mod backend;
 #[macro_use]
 pub mod common;
+pub mod audit;
 pub mod error;
 pub mod limits;
 pub mod scope;

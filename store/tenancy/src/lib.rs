@@ -6,6 +6,7 @@
 //! - `orgs.rs`: organisations and campaigns, and the lookups that give their scopes;
 //! - `keys.rs`: API keys, their permissions, and the authentication of a request's key;
 //! - `sftp_users.rs`: SFTP users, their passwords (argon2id) and public keys, and logins;
+//! - `passwords.rs`: argon2id hashes of SFTP users' and operators' passwords;
 //! - `sftp_bans.rs`: addresses banned from the SFTP door after failed logins;
 //! - `scope.rs`: the organisation scope each record gives (the types are the seam's).
 
@@ -14,6 +15,7 @@ extern crate seam;
 
 pub mod keys;
 pub mod orgs;
+pub mod passwords;
 mod scope;
 pub mod sftp_bans;
 pub mod sftp_users;
@@ -22,11 +24,12 @@ use seam::{Db, common, error};
 
 pub use keys::{ApiKey, IssuedKey, KeyContext, NewKey, Permission};
 pub use orgs::{Campaign, CampaignRow, NewCampaign, Organisation, campaign_from_row};
+pub use passwords::MIN_PASSWORD;
 use seam::StoreError;
 use seam::common::api_version::ApiVersion;
 pub use seam::scope::OrgScope;
 pub use sftp_bans::SftpBan;
-pub use sftp_users::{MIN_PASSWORD, NewSftpKey, NewSftpUser, SftpKey, SftpLogin, SftpUser};
+pub use sftp_users::{NewSftpKey, NewSftpUser, SftpKey, SftpLogin, SftpUser};
 
 /// Organisations, campaigns, keys and SFTP users. Cheap to clone.
 #[derive(Clone, Debug)]

@@ -4,19 +4,13 @@
 
 use crate::OrgScope;
 use seam::scope::Sealed;
-use std::sync::LazyLock;
 
-use argon2::Argon2;
-use argon2::password_hash::phc::PasswordHash;
-use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 use chrono::{DateTime, Utc};
 
 use crate::common::ids::new_id;
 use crate::error::conflict_on;
+use crate::passwords::{DECOY_HASH, blocking, hash_password, verify_password};
 use crate::{StoreError, Tenancy};
-
-/// The shortest password an operator may issue.
-pub const MIN_PASSWORD: usize = 12;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SftpUser {
@@ -76,28 +70,6 @@ fn check_username(username: &str) -> Result<(), StoreError> {
             "use 1 to 64 of a-z, 0-9, '.', '_' and '-', not starting with '.' or '-'",
         ))
     }
-}
-
-fn hash_password(password: &str) -> Result<String, StoreError> {
-    if password.chars().count() < MIN_PASSWORD {
-        return Err(StoreError::invalid(
-            "password",
-            format!("must be at least {MIN_PASSWORD} characters"),
-        ));
-    }
-    Argon2::default()
-        .hash_password(password.as_bytes())
-        .map(|hash| hash.to_string())
-        .map_err(|e| StoreError::invalid("password", e.to_string()))
-}
-
-/// Whether `password` matches `hash`; a malformed hash matches nothing.
-fn verify_password(password: &str, hash: &str) -> bool {
-    PasswordHash::new(hash).is_ok_and(|parsed| {
-        Argon2::default()
-            .verify_password(password.as_bytes(), &parsed)
-            .is_ok()
-    })
 }
 
 type KeyRow = (String, String, String, DateTime<Utc>);
@@ -326,22 +298,4 @@ impl Tenancy {
             sealed: Sealed::vouched(),
         }))
     }
-}
-
-/// The hash of a random password nobody knows, verified for unknown users.
-static DECOY_HASH: LazyLock<String> = LazyLock::new(|| {
-    let unknowable = crate::common::ids::random_token("", 32);
-    Argon2::default()
-        .hash_password(unknowable.as_bytes())
-        .map(|hash| hash.to_string())
-        .unwrap_or_default()
-});
-
-/// Runs CPU-heavy hashing off the async workers.
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
-) -> Result<T, StoreError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| StoreError::NotCommitted(format!("hashing stopped: {e}")))?
 }

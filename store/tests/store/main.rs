@@ -1,6 +1,7 @@
 //! The storage stories, each against SQLite and PostgreSQL (`backend_tests!`). One test
 //! binary (a module per domain), linked once.
 
+mod audit_trail;
 mod batch_files;
 mod catalogue;
 mod catalogue_search;
@@ -14,6 +15,7 @@ mod leaderboard;
 mod ledger;
 mod ledger_model;
 mod members;
+mod operators;
 mod orders;
 mod pending;
 mod reviews;

@@ -52,6 +52,7 @@ migrations! {
     25 "wallet events" "0025_wallet_events.sql",
     26 "sftp bans" "0026_sftp_bans.sql",
     27 "bounds" "0027_bounds.sql",
+    28 "audit log and operators" "0028_audit_log.sql",
 }
 
 /// The migration that indexes `transactions.idem_key`: before it runs, the keys of an existing

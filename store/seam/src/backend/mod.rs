@@ -31,6 +31,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 
 #[macro_use]
 pub mod direct;
+mod hook;
 mod migrations;
 #[macro_use]
 mod rows;
@@ -45,6 +46,8 @@ pub mod schema;
 use crate::StoreError;
 use crate::common::clock::Clock;
 use direct::Direct;
+use hook::Hooked;
+pub use hook::WriteHook;
 #[cfg(feature = "testing")]
 pub use inspect::Plan;
 pub use tx::{
@@ -66,6 +69,9 @@ pub struct Db {
     pub pool: Pool,
     /// The time its domains go by (`Db::now`).
     clock: Clock,
+    /// The operator's action its writes are part of, if any: each write appends its entry to
+    /// the audit trail in the same transaction (`Db::acting`).
+    trail: Option<Arc<dyn WriteHook>>,
 }
 
 impl std::fmt::Debug for Db {
@@ -113,6 +119,7 @@ impl Db {
         Ok(Db {
             pool: Pool::Sqlite(Arc::new(Direct::open(path)?)),
             clock: Clock::default(),
+            trail: None,
         })
     }
 
@@ -147,6 +154,7 @@ impl Db {
         Ok(Db {
             pool: Pool::Postgres(pool),
             clock: Clock::default(),
+            trail: None,
         })
     }
 
@@ -154,6 +162,28 @@ impl Db {
     /// above goes by.
     pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
         self.clock.now()
+    }
+
+    /// This database, its writes made for the operator's action `trail`: each appends the
+    /// trail's entry to the audit trail in its own transaction.
+    pub fn acting(&self, trail: Arc<dyn WriteHook>) -> Db {
+        Db {
+            trail: Some(trail),
+            ..self.clone()
+        }
+    }
+
+    /// This database without the action it was acting for.
+    pub fn unaudited(&self) -> Db {
+        Db {
+            trail: None,
+            ..self.clone()
+        }
+    }
+
+    /// Whether writes here are made for an operator's action.
+    pub fn is_acting(&self) -> bool {
+        self.trail.is_some()
     }
 
     /// The clock this database's domains go by (tests advance it).
@@ -230,7 +260,25 @@ impl Db {
     /// Runs `work` in one transaction: committed when it succeeds, undone when it fails. On
     /// SQLite on the writer thread (in a savepoint of the transaction it shares with the writes
     /// queued beside it), on PostgreSQL in a transaction of its own.
+    /// On a database that is `acting` for an operator, the trail's entry is appended in the
+    /// same transaction.
     pub async fn write<W: Work>(&self, work: W) -> Result<W::Output, StoreError> {
+        match &self.trail {
+            Some(trail) => {
+                let audited = Hooked {
+                    work,
+                    hook: trail.clone(),
+                    at: self.now(),
+                };
+                // Boxed: an operator's writes are few, and every other write's future stays
+                // the size it was.
+                Box::pin(self.write_unaudited(audited)).await
+            }
+            None => self.write_unaudited(work).await,
+        }
+    }
+
+    async fn write_unaudited<W: Work>(&self, work: W) -> Result<W::Output, StoreError> {
         match &self.pool {
             Pool::Sqlite(direct) => {
                 direct

@@ -179,6 +179,9 @@ impl Db {
 
     /// Runs one statement that changes data; how many rows it changed.
     pub async fn execute(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64, StoreError> {
+        if self.is_acting() {
+            return Box::pin(self.write(Statement::<u64>::new(sql, args))).await;
+        }
         match &self.pool {
             Pool::Sqlite(direct) => {
                 let (sql, values) = (sql.to_owned(), owned(args));
@@ -209,6 +212,9 @@ impl Db {
         sql: &str,
         args: &[Arg<'_>],
     ) -> Result<Vec<R>, StoreError> {
+        if self.is_acting() {
+            return Box::pin(self.write(Statement::<Vec<R>>::new(sql, args))).await;
+        }
         match &self.pool {
             Pool::Sqlite(direct) => {
                 let (sql, values) = (sql.to_owned(), owned(args));
@@ -272,5 +278,37 @@ impl Steps for Statements {
             changed.push(tx.execute(sql, &borrowed(args)).await?);
         }
         Ok(changed)
+    }
+}
+
+/// One statement as a transaction's work, so that a write made for an operator's action carries
+/// its audit entry (`Db::acting`): `Output` is `u64` (rows changed) or `Vec<R>` (rows returned).
+struct Statement<O> {
+    sql: String,
+    args: Vec<OwnedArg>,
+    output: std::marker::PhantomData<fn() -> O>,
+}
+
+impl<O> Statement<O> {
+    fn new(sql: &str, args: &[Arg<'_>]) -> Statement<O> {
+        Statement {
+            sql: sql.to_owned(),
+            args: owned(args),
+            output: std::marker::PhantomData,
+        }
+    }
+}
+
+impl Steps for Statement<u64> {
+    type Output = u64;
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<u64, StoreError> {
+        tx.execute(&self.sql, &borrowed(&self.args)).await
+    }
+}
+
+impl<R: Row> Steps for Statement<Vec<R>> {
+    type Output = Vec<R>;
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<Vec<R>, StoreError> {
+        tx.rows(&self.sql, &borrowed(&self.args)).await
     }
 }

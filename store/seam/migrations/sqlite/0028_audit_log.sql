@@ -1,0 +1,108 @@
+-- The audit trail: every change an operator makes (CLI as `local`, the admin API, the console),
+-- written in the same transaction as the change, plus sign-ins and their failures. Append-only
+-- and chained: each entry's `hash` covers its fields and the `prev_hash` of the one before, so
+-- an edit, a removal or a reordering is found by `rewards audit-log verify`. `before` and
+-- `after` are JSON text as hashed (secrets redacted before they are written).
+CREATE TABLE audit_log (
+    seq        INTEGER PRIMARY KEY,
+    at         TEXT NOT NULL,
+    actor_kind TEXT NOT NULL,
+    actor_id   TEXT,
+    actor_name TEXT NOT NULL,
+    operation  TEXT NOT NULL,
+    org_id     TEXT,
+    target     TEXT,
+    before     TEXT,
+    after      TEXT,
+    address    TEXT,
+    user_agent TEXT,
+    request_id TEXT,
+    outcome    TEXT NOT NULL,
+    prev_hash  TEXT NOT NULL,
+    hash       TEXT NOT NULL
+);
+CREATE INDEX audit_log_at ON audit_log (at);
+CREATE INDEX audit_log_org ON audit_log (org_id, seq);
+CREATE INDEX audit_log_actor ON audit_log (actor_id, seq);
+
+-- The chain's head, one row: the last entry's number and hash (a removed last entry is found
+-- against it), and where the kept chain starts (entries older than the retention period are
+-- removed by a recorded prune, which moves the start).
+CREATE TABLE audit_head (
+    id         INTEGER PRIMARY KEY CHECK (id = 1),
+    seq        INTEGER NOT NULL,
+    hash       TEXT NOT NULL,
+    first_seq  INTEGER NOT NULL,
+    first_prev TEXT NOT NULL
+);
+INSERT INTO audit_head (id, seq, hash, first_seq, first_prev) VALUES (
+    1, 0,
+    '0000000000000000000000000000000000000000000000000000000000000000', 1,
+    '0000000000000000000000000000000000000000000000000000000000000000'
+);
+
+-- Operators: the people who run the service and the programme. `role` is owner, admin,
+-- org-admin, support or viewer; the last three act on the organisations in `operator_orgs`
+-- only. Passwords are argon2id (PHC string); a new or reset password must be changed at the
+-- next sign-in.
+CREATE TABLE operators (
+    id                   TEXT PRIMARY KEY,
+    email                TEXT NOT NULL UNIQUE,
+    role                 TEXT NOT NULL,
+    password_hash        TEXT NOT NULL,
+    must_change_password BOOLEAN NOT NULL,
+    allowed_addresses    TEXT,
+    -- TOTP: the secret sealed with the service's data key, set once enrolment begins; usable
+    -- once confirmed; the last step whose code was taken (a code is taken once).
+    totp_secret          BLOB,
+    totp_confirmed_at    TEXT,
+    totp_last_step       INTEGER,
+    disabled_at          TEXT,
+    created_at           TEXT NOT NULL,
+    updated_at           TEXT NOT NULL
+);
+
+CREATE TABLE operator_orgs (
+    operator_id TEXT NOT NULL REFERENCES operators (id) ON DELETE CASCADE,
+    org_id      TEXT NOT NULL REFERENCES organisations (id),
+    PRIMARY KEY (operator_id, org_id)
+);
+
+-- Operators' sessions: the token is given to the operator once and kept as its SHA-256 hash. A
+-- session ends at `expires_at`, after a while unused (`last_seen_at`), or when revoked.
+CREATE TABLE operator_sessions (
+    id           TEXT PRIMARY KEY,
+    token_hash   TEXT NOT NULL UNIQUE,
+    operator_id  TEXT NOT NULL REFERENCES operators (id) ON DELETE CASCADE,
+    created_at   TEXT NOT NULL,
+    last_seen_at TEXT NOT NULL,
+    expires_at   TEXT NOT NULL,
+    address      TEXT,
+    user_agent   TEXT,
+    revoked_at   TEXT
+);
+CREATE INDEX operator_sessions_operator ON operator_sessions (operator_id, id);
+
+-- Failed sign-ins per account (`account:<e-mail>`) and per source address (`address:<ip>`):
+-- too many within a window lock the key until `locked_until`, on every node.
+CREATE TABLE sign_in_failures (
+    key          TEXT PRIMARY KEY,
+    failures     INTEGER NOT NULL,
+    window_start TEXT NOT NULL,
+    locked_until TEXT
+);
+
+-- Recovery codes of operators' second factor, issued once TOTP is confirmed: kept as SHA-256
+-- hashes, each usable once.
+CREATE TABLE operator_recovery_codes (
+    operator_id TEXT NOT NULL REFERENCES operators (id) ON DELETE CASCADE,
+    code_hash   TEXT NOT NULL,
+    used_at     TEXT,
+    PRIMARY KEY (operator_id, code_hash)
+);
+
+-- The service's settings operators change (`require_2fa`), by name.
+CREATE TABLE service_settings (
+    name  TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
