@@ -201,6 +201,12 @@ pub enum AuditLogCommand {
     /// Walk the chain from its first kept entry to its head: exits 1 and names each entry that
     /// was edited, removed or moved.
     Verify,
+    /// Remove the entries older than DAYS days (the retention period), recorded in the trail
+    /// itself; the chain then starts at the first entry kept.
+    Prune {
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        older_than_days: u32,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -161,12 +161,20 @@ pub async fn audit_log(store: &Store, command: AuditLogCommand, json: bool) -> a
                 format!("{written} entries written to {}", file.display())
             });
         }
+        AuditLogCommand::Prune { older_than_days } => {
+            let before = store.now() - chrono::Duration::days(i64::from(older_than_days));
+            let removed =
+                store::audit::chain::prune(store.db(), &super::local::actor(), before).await?;
+            emit(json, json!({"removed": removed, "before": before}), || {
+                format!("{removed} entries dated before {before} removed")
+            });
+        }
         AuditLogCommand::Verify => {
             let verdict = verify(store.db()).await?;
             emit(json, serde_json::to_value(&verdict)?, || {
                 let mut lines = vec![format!(
-                    "{} entries, {} to {}",
-                    verdict.entries, verdict.first_seq, verdict.last_seq
+                    "{} entries, {} to {}; head {}",
+                    verdict.entries, verdict.first_seq, verdict.last_seq, verdict.head_hash
                 )];
                 if verdict.intact() {
                     lines.push("the chain is whole".into());

@@ -128,6 +128,10 @@ fn operator_cli(env: Vec<(&'static str, String)>) {
     let verified = json_of(&env, &["audit-log", "verify"]);
     assert_eq!(verified["entries"], 9);
     assert_eq!(verified["problems"], serde_json::json!([]));
+    assert_eq!(verified["headHash"].as_str().unwrap().len(), 64);
+    // Nothing is older than the retention period yet: nothing goes, nothing is written.
+    let pruned = json_of(&env, &["audit-log", "prune", "--older-than-days", "30"]);
+    assert_eq!(pruned["removed"], 0);
 
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("trail.csv");

@@ -7,7 +7,7 @@ use seam::StoreError;
 use seam::backend::{Steps, Tx};
 use seam::common::ids::{new_id, random_token};
 use seam::error::conflict_on;
-use tenancy::passwords::{blocking, hash_password};
+use tenancy::passwords::{blocking, hash_password, verify_password};
 
 use crate::{AddressBlock, Operators, Role};
 
@@ -309,6 +309,84 @@ impl Operators {
         })
         .await?;
         Ok((self.find(&operator.id).await?, password))
+    }
+}
+
+impl Operators {
+    /// The operator's own change of password: `current` must be its password now, `new` a
+    /// different one of at least `MIN_PASSWORD` characters. The one-time password's demand to
+    /// change it is met, and every session but `keep` (the one asking) ends.
+    #[tracing::instrument(skip_all)]
+    pub async fn change_password(
+        &self,
+        operator_id: &str,
+        current: &str,
+        new: &str,
+        keep: Option<&str>,
+    ) -> Result<Operator, StoreError> {
+        let row: Option<(String,)> = self
+            .read_row(
+                "SELECT password_hash FROM operators WHERE id = $1",
+                params![operator_id],
+            )
+            .await?;
+        let (hash,) = row.ok_or(StoreError::NotFound { what: "operator" })?;
+        let (current, new) = (current.to_owned(), new.to_owned());
+        let checked = blocking(move || {
+            if !verify_password(&current, &hash) {
+                return Err(StoreError::Refused {
+                    code: "wrong_credentials",
+                    field: Some("currentPassword".into()),
+                    message: "the current password is wrong".into(),
+                });
+            }
+            if new == current {
+                return Err(StoreError::invalid(
+                    "newPassword",
+                    "must differ from the current password",
+                ));
+            }
+            hash_password(&new).map_err(|e| match e {
+                StoreError::Invalid { message, .. } => StoreError::invalid("newPassword", message),
+                other => other,
+            })
+        })
+        .await?;
+        self.write(NewPassword {
+            id: operator_id.to_owned(),
+            hash: checked,
+            keep: keep.map(str::to_owned),
+            at: self.now(),
+        })
+        .await?;
+        self.find(operator_id).await
+    }
+}
+
+/// A password the operator chose, and its other sessions ended.
+struct NewPassword {
+    id: String,
+    hash: String,
+    keep: Option<String>,
+    at: DateTime<Utc>,
+}
+
+impl Steps for NewPassword {
+    type Output = ();
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<(), StoreError> {
+        tx.execute(
+            "UPDATE operators SET password_hash = $2, must_change_password = FALSE, \
+             updated_at = $3 WHERE id = $1",
+            params![self.id, self.hash, self.at],
+        )
+        .await?;
+        tx.execute(
+            "UPDATE operator_sessions SET revoked_at = $2 WHERE operator_id = $1 \
+             AND revoked_at IS NULL AND id <> $3",
+            params![self.id, self.at, self.keep.as_deref().unwrap_or("")],
+        )
+        .await?;
+        Ok(())
     }
 }
 

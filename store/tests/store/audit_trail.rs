@@ -143,7 +143,64 @@ async fn concurrent_appends_make_one_chain(store: Store) {
     assert_eq!(verdict.entries, 16);
 }
 
+/// Entries past the retention period go, the prune is itself an entry, and the chain kept
+/// still verifies from its new start.
+async fn pruning_keeps_a_verifiable_chain(store: Store) {
+    for n in 1..=5 {
+        store
+            .write(Record {
+                actor: Actor::local("ops"),
+                action: Action::new(format!("step.{n}")),
+                outcome: "ok".into(),
+                at: store.now(),
+            })
+            .await
+            .unwrap();
+        store.clock().advance(chrono::Duration::days(1));
+    }
+    // Between the second entry and the third (each a day apart, the last five days ago).
+    let before = store.now() - chrono::Duration::hours(84);
+    let removed = store::audit::chain::prune(store.db(), &Actor::local("ops"), before)
+        .await
+        .unwrap();
+    assert_eq!(removed, 2);
+    let verdict = verify(store.db()).await.unwrap();
+    assert!(verdict.intact(), "{verdict:?}");
+    assert_eq!(
+        (verdict.entries, verdict.first_seq, verdict.last_seq),
+        (4, 3, 6)
+    );
+    let newest = store::audit::log::list(
+        store.db(),
+        &store::audit::log::AuditFilter::default(),
+        store::Page::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(newest.items[0].operation, "audit-log.prune");
+    assert!(
+        newest.items[0]
+            .after
+            .as_deref()
+            .unwrap()
+            .contains(r#""removedThrough":2"#)
+    );
+    // Nothing more is old enough: a second prune removes nothing and writes nothing.
+    let again = store::audit::chain::prune(store.db(), &Actor::local("ops"), before)
+        .await
+        .unwrap();
+    assert_eq!(again, 0);
+    // A removal inside the kept chain is still found.
+    store
+        .execute_raw("DELETE FROM audit_log WHERE seq = 4")
+        .await
+        .unwrap();
+    let verdict = verify(store.db()).await.unwrap();
+    assert_eq!(faults(&verdict), [(5, Fault::Removed)], "{verdict:?}");
+}
+
 backend_tests!(
+    pruning_keeps_a_verifiable_chain,
     an_edited_entry_is_found,
     a_rehashed_edit_is_found,
     a_removed_entry_is_found,

@@ -614,7 +614,91 @@ async fn a_second_factor_is_asked_once_enrolled(store: Store) {
     assert!(must_enrol.must_enrol_two_factor);
 }
 
+/// The operator's own new password: the current one checked, the demand to change it met, its
+/// other sessions ended.
+async fn changing_the_password_ends_the_other_sessions(store: Store) {
+    let limits = SessionLimits::default();
+    let operators = store.operators();
+    let (owner, password) = operators
+        .add(new("o@example.com", Role::Owner, &[]))
+        .await
+        .unwrap();
+    let sealing = key();
+    let sign_in = |password: String| {
+        operators.sign_in(
+            attempt("o@example.com", &password, "192.0.2.1"),
+            limits,
+            &sealing,
+        )
+    };
+    let here = sign_in(password.reveal().to_owned()).await.unwrap();
+    let elsewhere = sign_in(password.reveal().to_owned()).await.unwrap();
+    let wrong = operators
+        .change_password(
+            &owner.id,
+            "not it",
+            "a new passphrase",
+            Some(&here.session.id),
+        )
+        .await;
+    assert!(
+        matches!(
+            &wrong,
+            Err(StoreError::Refused {
+                code: "wrong_credentials",
+                ..
+            })
+        ),
+        "{wrong:?}"
+    );
+    let short = operators
+        .change_password(
+            &owner.id,
+            password.reveal(),
+            "short",
+            Some(&here.session.id),
+        )
+        .await;
+    assert!(
+        matches!(
+            &short,
+            Err(StoreError::Invalid {
+                field: "newPassword",
+                ..
+            })
+        ),
+        "{short:?}"
+    );
+    let changed = operators
+        .change_password(
+            &owner.id,
+            password.reveal(),
+            "a new passphrase",
+            Some(&here.session.id),
+        )
+        .await
+        .unwrap();
+    assert!(!changed.must_change_password);
+    assert!(
+        operators
+            .authenticate(&here.token, limits)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        operators
+            .authenticate(&elsewhere.token, limits)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(sign_in(password.reveal().to_owned()).await.is_err());
+    sign_in("a new passphrase".into()).await.unwrap();
+}
+
 backend_tests!(
+    changing_the_password_ends_the_other_sessions,
     a_second_factor_is_asked_once_enrolled,
     signing_in_opens_a_session_until_it_ends,
     failed_sign_ins_lock_the_account_for_a_while,

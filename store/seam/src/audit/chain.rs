@@ -172,6 +172,9 @@ pub struct Verdict {
     pub entries: u64,
     pub first_seq: i64,
     pub last_seq: i64,
+    /// The head's hash: kept somewhere else, it shows later that nobody rewrote the whole
+    /// chain from some entry on (which a hash chain alone cannot show).
+    pub head_hash: String,
     /// Empty when the chain is whole; at most `PROBLEMS_AT_MOST`.
     pub problems: Vec<Problem>,
 }
@@ -197,6 +200,7 @@ pub async fn verify(db: &Db) -> Result<Verdict, StoreError> {
         entries: 0,
         first_seq,
         last_seq: first_seq - 1,
+        head_hash: head_hash.clone(),
         problems: Vec::new(),
     };
     // Entries whose predecessor is not the entry before them: (seq, the hash they follow).
@@ -294,6 +298,66 @@ pub async fn verify(db: &Db) -> Result<Verdict, StoreError> {
     verdict.problems.sort_by_key(|p| p.seq);
     verdict.problems.truncate(PROBLEMS_AT_MOST);
     Ok(verdict)
+}
+
+/// Removes the entries dated before `before` (the retention period has passed them), moving
+/// the chain's start past them, and appends an entry saying so, in one transaction: the walk
+/// then starts at the first kept entry, which still names the hash of the last removed one.
+/// How many entries were removed.
+pub async fn prune(db: &Db, actor: &Actor, before: DateTime<Utc>) -> Result<u64, StoreError> {
+    db.unaudited()
+        .write(Prune {
+            actor: actor.clone(),
+            before,
+            at: db.now(),
+        })
+        .await
+}
+
+struct Prune {
+    actor: Actor,
+    before: DateTime<Utc>,
+    at: DateTime<Utc>,
+}
+
+impl crate::backend::Steps for Prune {
+    type Output = u64;
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<u64, StoreError> {
+        // The head first: it orders this prune after every append before it.
+        let head: Option<(i64, i64)> = tx
+            .row_locked("SELECT seq, first_seq FROM audit_head WHERE id = 1", &[])
+            .await?;
+        let (_, first_seq) = head
+            .ok_or_else(|| StoreError::NotCommitted("the audit trail's head is missing".into()))?;
+        // The last entry to go: the newest of an unbroken run of old entries from the start
+        // (an entry dated earlier than one before it ends the run: nothing newer goes).
+        let last: Option<(i64, String)> = tx
+            .row(
+                "SELECT seq, hash FROM audit_log WHERE seq >= $1 AND seq < COALESCE(\
+                 (SELECT MIN(seq) FROM audit_log WHERE at >= $2), 9223372036854775807) \
+                 ORDER BY seq DESC LIMIT 1",
+                params![first_seq, self.before],
+            )
+            .await?;
+        let Some((through, hash)) = last else {
+            return Ok(0);
+        };
+        let removed = tx
+            .execute("DELETE FROM audit_log WHERE seq <= $1", params![through])
+            .await?;
+        tx.execute(
+            "UPDATE audit_head SET first_seq = $1, first_prev = $2 WHERE id = 1",
+            params![through + 1, hash],
+        )
+        .await?;
+        let action = Action::new("audit-log.prune").after(serde_json::json!({
+            "before": self.before,
+            "removedThrough": through,
+            "removedThroughHash": hash,
+        }));
+        append(tx, &self.actor, &action, "ok", self.at).await?;
+        Ok(removed)
+    }
 }
 
 fn removed(from: i64, to: i64) -> String {
