@@ -85,6 +85,9 @@ settings! {
     };
     webhook_endpoints_per_org: usize => |c, v| c.api.webhooks.endpoints_per_org = v;
     dates_ahead_secs: u64 => |c, v| c.dates_ahead = Duration::from_secs(v);
+    audit_retention_days: u32 => |c, v| {
+        c.api.audit_retention = (v > 0).then(|| chrono::Duration::days(i64::from(v)));
+    };
 }
 
 /// The environment variable that sets `key`: `REWARDS_` and the key in upper case, but for the
@@ -600,6 +603,20 @@ mod tests {
     /// Every key the file takes is read from its variable, `REWARDS_` and the key in upper case
     /// (the database's URL from `DATABASE_URL`): a value set there is taken, or refused naming
     /// the variable.
+    #[test]
+    fn the_audit_trail_is_kept_for_ever_unless_a_retention_is_set() {
+        let mut config = Config::default();
+        assert_eq!(config.api.audit_retention, None);
+        config
+            .apply(FileConfig::from_env(env(&[("REWARDS_AUDIT_RETENTION_DAYS", "400")])).unwrap());
+        assert_eq!(
+            config.api.audit_retention,
+            Some(chrono::Duration::days(400))
+        );
+        config.apply(toml::from_str("audit_retention_days = 0").unwrap());
+        assert_eq!(config.api.audit_retention, None);
+    }
+
     #[test]
     fn every_setting_is_read_from_its_variable() {
         let refusal = toml::from_str::<FileConfig>("no_such_key = 1").unwrap_err();

@@ -141,10 +141,9 @@ async fn run(cli: Cli, matches: &clap::ArgMatches) -> anyhow::Result<()> {
         Audited::EachWrite(action) => {
             let trail = store::audit::Trail::new(commands::local::actor(), action);
             store
-                .acting(
-                    trail,
-                    |store| async move { dispatch(cli, config, store).await },
-                )
+                .acting(trail, |store| async move {
+                    Box::pin(dispatch(cli, config, store)).await
+                })
                 .await
         }
         Audited::Once(action) => {

@@ -49,6 +49,8 @@ pub struct Settings {
     pub http: crate::http::server::Limits,
     /// Webhook deliveries: the address rules, each attempt's timeout, concurrency.
     pub webhooks: outbound::WebhookSettings,
+    /// How long the operators' audit trail is kept (`audit_retention_days`); `None`: for ever.
+    pub audit_retention: Option<chrono::Duration>,
 }
 
 impl Default for Settings {
@@ -59,6 +61,7 @@ impl Default for Settings {
             public_url: None,
             http: crate::http::server::Limits::default(),
             webhooks: outbound::WebhookSettings::default(),
+            audit_retention: None,
         }
     }
 }

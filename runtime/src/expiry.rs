@@ -1,6 +1,6 @@
 //! The expiry sweep: every serving node vests due pending earns, expires due lots and lapses
-//! due holds each minute, announces tokens about to expire once a day per campaign, and deletes
-//! events past their retention.
+//! due holds each minute, announces tokens about to expire once a day per campaign, deletes
+//! events past their retention, and prunes the audit trail past its own (when one is set).
 
 use std::time::Duration;
 
@@ -82,6 +82,18 @@ pub async fn sweep_expiry(state: AppState, mut stop: watch::Receiver<bool>) {
             Ok(0) => {}
             Ok(pruned) => tracing::info!(pruned, "deleted events past their retention"),
             Err(err) => tracing::warn!(%err, "pruning old events failed"),
+        }
+        if let Some(keep) = state.settings.audit_retention {
+            let retention = store::audit::Actor::local("retention");
+            let prune = tokio::select! {
+                pruned = store::audit::chain::prune(state.store.db(), &retention, now - keep) => pruned,
+                _ = stop.wait_for(|stop| *stop) => return,
+            };
+            match prune {
+                Ok(0) => {}
+                Ok(pruned) => tracing::info!(pruned, "removed audit entries past their retention"),
+                Err(err) => tracing::warn!(%err, "pruning the audit trail failed"),
+            }
         }
     }
 }
