@@ -15,8 +15,8 @@ stop_server() {
 }
 
 # start_service DIR [options of `key issue`...]: the service on a free port with its data in DIR,
-# its log in DIR/serve.log; sets `port`, `sftp_port`, `org`, `campaign`, `api_key` and
-# `api_secret`.
+# its log in DIR/serve.log; sets `port`, `sftp_port`, `admin_port`, `org`, `campaign`, `api_key`
+# and `api_secret`.
 start_service() {
     local dir=$1
     shift
@@ -25,7 +25,9 @@ start_service() {
     export REWARDS_DATA_DIR="$dir/data"
     port=$(free_port)
     sftp_port=$(free_port)
+    admin_port=$(free_port)
     export REWARDS_HTTP_ADDR="127.0.0.1:$port" REWARDS_SFTP_ADDR="127.0.0.1:$sftp_port"
+    export REWARDS_ADMIN_ADDR="127.0.0.1:$admin_port"
     local key
     org=$("$binary" org create --name "Contract")
     campaign=$("$binary" campaign create --org "$org" --name "Points" --currency POINTS)

@@ -56,6 +56,7 @@ async fn run() {
         .env("REWARDS_DATA_DIR", &data)
         .env("REWARDS_HTTP_ADDR", format!("127.0.0.1:{port}"))
         .env("REWARDS_SFTP_ADDR", "127.0.0.1:0")
+        .env("REWARDS_ADMIN_ADDR", "127.0.0.1:0")
         .env("REWARDS_LOG", "warn")
         .stdout(Stdio::null())
         .spawn()

@@ -1,6 +1,6 @@
-//! The composition root: the whole service (the HTTP API, the node's runtime, the SFTP door,
-//! the inbox watcher, the batch pipeline, scheduled exports) put together from a configuration
-//! and a store, and run until one stop signal. `rewards serve` runs it with Ctrl-C / SIGTERM as
+//! The composition root: the whole service (the HTTP API, the admin API, the node's runtime,
+//! the SFTP door, the inbox watcher, the batch pipeline, scheduled exports) put together from a
+//! configuration and a store, and run until one stop signal. `rewards serve` runs it with Ctrl-C / SIGTERM as
 //! the signal; tests run it in-process on port 0 with a channel of their own.
 
 use std::future::Future;
@@ -19,6 +19,7 @@ pub struct Application {
     store: Store,
     http: TcpListener,
     sftp: TcpListener,
+    admin: TcpListener,
     codes: store::CodeKey,
 }
 
@@ -34,6 +35,7 @@ impl Application {
         };
         let http = bind(config.http_addr, "REWARDS_HTTP_ADDR").await?;
         let sftp = bind(config.sftp_addr, "REWARDS_SFTP_ADDR").await?;
+        let admin = bind(config.admin_addr, "REWARDS_ADMIN_ADDR").await?;
         // A host key that cannot be read or made stops the start, not just the SFTP door.
         ingest::sftp::keys::host_key(&config.data_dir).map_err(anyhow::Error::msg)?;
         let codes = config.code_key()?;
@@ -62,6 +64,7 @@ impl Application {
             store,
             http,
             sftp,
+            admin,
             codes,
         })
     }
@@ -69,6 +72,11 @@ impl Application {
     /// Where the HTTP API listens.
     pub fn http_addr(&self) -> std::io::Result<SocketAddr> {
         self.http.local_addr()
+    }
+
+    /// Where the operators' API listens.
+    pub fn admin_addr(&self) -> std::io::Result<SocketAddr> {
+        self.admin.local_addr()
     }
 
     /// Where the SFTP door listens.
@@ -84,10 +92,12 @@ impl Application {
             store,
             http,
             sftp,
+            admin,
             codes,
         } = self;
         let workers = config.background_workers;
         tracing::info!(http = %http.local_addr()?, sftp = %sftp.local_addr()?,
+            admin = %admin.local_addr()?,
             backend = ?store.backend(), data_dir = %config.data_dir.display(), workers, "listening");
         let (stopping, stopped) = watch::channel(false);
         let sftp_server = tokio::spawn(ingest::sftp::serve(
@@ -122,6 +132,11 @@ impl Application {
         // The earn inbox's writer and the metrics' upkeep always; with `workers`, the earn
         // worker, the expiry sweep, event dispatch, webhook deliveries and the leaderboards.
         let runtime = runtime::start(&state, workers, &stopped);
+        let admin_server = tokio::spawn(admin::serve(
+            admin,
+            admin::AdminState::new(state.clone()),
+            until(&stopped),
+        ));
         let grace = config.api.http.grace;
         let (stopped_at, stopped_at_rx) = tokio::sync::oneshot::channel();
         api::serve(http, state, async move {
@@ -137,6 +152,11 @@ impl Application {
         runtime.finish(stopped_at + grace).await;
         for part in [pipeline, exports].into_iter().flatten() {
             let _ = part.await;
+        }
+        match admin_server.await {
+            Ok(Err(err)) => tracing::error!(%err, "the admin API failed"),
+            Err(err) => tracing::error!(%err, "the admin API stopped abnormally"),
+            Ok(Ok(())) => {}
         }
         for (name, part) in [
             ("the inbox watcher", watcher),

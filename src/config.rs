@@ -57,6 +57,7 @@ settings! {
     codes_key: String => |c, v| c.codes_key = Some(Secret(v));
     http_addr: SocketAddr => |c, v| c.http_addr = v;
     sftp_addr: SocketAddr => |c, v| c.sftp_addr = v;
+    admin_addr: SocketAddr => |c, v| c.admin_addr = v;
     db_max_connections: u32 => |c, v| c.db_max_connections = v;
     log_format: LogFormat => |c, v| c.log_format = v;
     background_workers: bool => |c, v| c.background_workers = v;
@@ -172,6 +173,8 @@ pub struct Config {
     pub http_addr: SocketAddr,
     /// The SFTP server's address (batch files).
     pub sftp_addr: SocketAddr,
+    /// The operators' API's address: keep it off the public network.
+    pub admin_addr: SocketAddr,
     /// Connections per PostgreSQL pool (per process).
     pub db_max_connections: u32,
     pub log_format: LogFormat,
@@ -197,6 +200,7 @@ impl Default for Config {
             codes_key: None,
             http_addr: ([127, 0, 0, 1], 8080).into(),
             sftp_addr: ([127, 0, 0, 1], 2222).into(),
+            admin_addr: ([127, 0, 0, 1], 8081).into(),
             db_max_connections: 16,
             log_format: LogFormat::Text,
             background_workers: true,
@@ -511,6 +515,7 @@ mod tests {
         assert_eq!(config.data_dir, defaults.data_dir);
         assert_eq!(config.http_addr, defaults.http_addr);
         assert_eq!(config.sftp_addr, defaults.sftp_addr);
+        assert_eq!(config.admin_addr, defaults.admin_addr);
         assert_eq!(config.db_max_connections, defaults.db_max_connections);
         assert_eq!(config.log_format, defaults.log_format);
         assert_eq!(config.background_workers, defaults.background_workers);

@@ -104,6 +104,52 @@ impl Modify for Conventions {
 pub fn add_shared_parts(api: &mut OpenApi) {
     crate::wallets::document(api);
     crate::catalogue::document(api);
+    let shared = [
+        (
+            "400",
+            "a parameter or the body is invalid, or `x-api-version` is unknown",
+        ),
+        ("401", "missing, wrong or revoked credentials"),
+        (
+            "403",
+            "the key may not do this (read-only key, missing permission)",
+        ),
+    ];
+    let client = |path: &str| path.starts_with("/v1") || path.starts_with("/api");
+    add_problem_answers(api, client, &shared, |operation| {
+        no_control_characters(operation);
+        let parameters = operation.parameters.get_or_insert_with(Vec::new);
+        parameters.push(RefOr::T(version_parameter()));
+    });
+}
+
+/// States on each path and query parameter of `operation` that it holds no control character,
+/// as `parameters::refuse_unknown` enforces. A parameter's own pattern spells out every
+/// character it admits, none of them a control character (see
+/// `own_patterns_admit_no_control_character`).
+pub fn no_control_characters(operation: &mut utoipa::openapi::path::Operation) {
+    for parameter in operation.parameters.iter_mut().flatten() {
+        if let RefOr::T(parameter) = parameter
+            && matches!(
+                parameter.parameter_in,
+                ParameterIn::Path | ParameterIn::Query
+            )
+            && let Some(schema) = &mut parameter.schema
+        {
+            without_control_characters(schema);
+        }
+    }
+}
+
+/// For each operation under a path that `applies`: `each`, then every error answer spoken as
+/// `application/problem+json`, and the `shared` answers (status, description) it does not
+/// state itself, with 413 and 415 for an operation that takes a body.
+pub fn add_problem_answers(
+    api: &mut OpenApi,
+    applies: impl Fn(&str) -> bool,
+    shared: &[(&str, &str)],
+    mut each: impl FnMut(&mut utoipa::openapi::path::Operation),
+) {
     let answer = |description: &str| {
         RefOr::T(
             ResponseBuilder::new()
@@ -113,7 +159,7 @@ pub fn add_shared_parts(api: &mut OpenApi) {
         )
     };
     for (path, item) in &mut api.paths.paths {
-        if !(path.starts_with("/v1") || path.starts_with("/api")) {
+        if !applies(path) {
             continue;
         }
         let operations = [
@@ -124,21 +170,7 @@ pub fn add_shared_parts(api: &mut OpenApi) {
             &mut item.delete,
         ];
         for operation in operations.into_iter().flatten() {
-            let parameters = operation.parameters.get_or_insert_with(Vec::new);
-            // A parameter's own pattern spells out every character it admits, none of them a
-            // control character (see `own_patterns_admit_no_control_character`).
-            for parameter in parameters.iter_mut() {
-                if let RefOr::T(parameter) = parameter
-                    && matches!(
-                        parameter.parameter_in,
-                        ParameterIn::Path | ParameterIn::Query
-                    )
-                    && let Some(schema) = &mut parameter.schema
-                {
-                    without_control_characters(schema);
-                }
-            }
-            parameters.push(RefOr::T(version_parameter()));
+            each(operation);
             let has_body = operation.request_body.is_some();
             let responses = &mut operation.responses.responses;
             for (status, response) in responses.iter_mut() {
@@ -151,17 +183,7 @@ pub fn add_shared_parts(api: &mut OpenApi) {
                         .insert("application/problem+json".into(), json);
                 }
             }
-            let mut shared = vec![
-                (
-                    "400",
-                    "a parameter or the body is invalid, or `x-api-version` is unknown",
-                ),
-                ("401", "missing, wrong or revoked credentials"),
-                (
-                    "403",
-                    "the key may not do this (read-only key, missing permission)",
-                ),
-            ];
+            let mut shared = shared.to_vec();
             if has_body {
                 shared.push(("413", "the body is larger than the service accepts"));
                 shared.push(("415", "the body is not sent as JSON"));
@@ -201,7 +223,8 @@ fn without_control_characters(schema: &mut RefOr<schema::Schema>) {
 
 const NO_CONTROL: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$";
 
-fn problem() -> utoipa::openapi::Content {
+/// A problem-details body, as an answer's content.
+pub fn problem() -> utoipa::openapi::Content {
     ContentBuilder::new()
         .schema(Some(RefOr::Ref(utoipa::openapi::Ref::from_schema_name(
             "Problem",

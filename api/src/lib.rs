@@ -80,6 +80,24 @@ pub mod views {
     pub use crate::webhooks::{AttemptView, EndpointView, NewEndpointView, Queued};
 }
 pub use http::server::Limits as HttpLimits;
+
+/// The HTTP plumbing the operators' API (the `admin` crate) shares with this one: the error
+/// type and its problem body, the body, query and paging extractors, the connection loop with
+/// its limits, and the operational routes and layers.
+pub mod plumbing {
+    pub use crate::docs::{add_problem_answers, no_control_characters, problem};
+    pub use crate::http::checks::{date_time, schema};
+    pub use crate::http::error::{ApiError, FieldError, Problem};
+    pub use crate::http::json::JsonBody;
+    pub use crate::http::paging::{PagedList, Paging, PagingParams};
+    pub use crate::http::parameters::{KnownParameters, refuse_unknown};
+    pub use crate::http::query::{QueryParams, Whole};
+    pub use crate::http::server::{Peer, serve};
+    pub use crate::ops::{
+        REQUEST_ID, healthz, method_not_allowed, not_found, readyz, record_metrics,
+        with_request_logs,
+    };
+}
 pub use state::{AppState, Settings};
 
 /// Every authenticated route, each with its description.

@@ -77,8 +77,8 @@ pub use members::{
 };
 pub use operators::totp as operators_totp;
 pub use operators::{
-    Enrolment, NewOperator, Opened, Operator, Operators, Password, RecoveryCodes, Role, Session,
-    SessionLimits, SignIn,
+    Enrolment, NewOperator, NewToken, Opened, Operator, Operators, Password, RecoveryCodes, Role,
+    Session, SessionLimits, SignIn, Token,
 };
 pub use orders::{
     Booking, BookingFilter, BookingPatch, BookingStatus, Code, LocalDate, NewBooking, NewLine,

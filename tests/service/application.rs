@@ -16,6 +16,7 @@ async fn the_whole_service_runs_in_process_and_stops_on_one_signal() {
         data_dir: dir.path().join("data"),
         http_addr: ([127, 0, 0, 1], 0).into(),
         sftp_addr: ([127, 0, 0, 1], 0).into(),
+        admin_addr: ([127, 0, 0, 1], 0).into(),
         ..Default::default()
     };
     let store = rewards::open_store(&config).await.unwrap();

@@ -70,6 +70,7 @@ async fn a_file_interrupted_by_a_crash_is_finished_once_after_restart() {
         .arg("serve")
         .env("REWARDS_HTTP_ADDR", "127.0.0.1:0")
         .env("REWARDS_SFTP_ADDR", "127.0.0.1:0")
+        .env("REWARDS_ADMIN_ADDR", "127.0.0.1:0")
         .env("REWARDS_TEST_CRASH_AFTER_CHUNKS", "1")
         .env("REWARDS_TEST_CHUNK_ROWS", "5000")
         .stdout(std::process::Stdio::null())

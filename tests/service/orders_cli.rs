@@ -142,6 +142,7 @@ async fn codes_are_sealed_with_a_kept_key_and_every_decrypt_is_logged() {
         .arg("serve")
         .env("REWARDS_HTTP_ADDR", "127.0.0.1:0")
         .env("REWARDS_SFTP_ADDR", "127.0.0.1:0")
+        .env("REWARDS_ADMIN_ADDR", "127.0.0.1:0")
         .output()
         .unwrap();
     assert!(!output.status.success());

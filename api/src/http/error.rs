@@ -60,6 +60,16 @@ pub enum ApiError {
     },
     #[error("missing or invalid API credentials")]
     Unauthorized,
+    /// 401 for credentials given in a body that are wrong (a sign-in's): `code` says which.
+    #[error("{detail}")]
+    Denied {
+        code: &'static str,
+        field: Option<String>,
+        detail: String,
+    },
+    /// 401 where the credentials are not an API key's: the detail says what to send.
+    #[error("{0}")]
+    Unauthenticated(&'static str),
     /// 403: the key is valid but may not do this (`read_only_key`, `permission_required`).
     #[error("{detail}")]
     Forbidden { code: &'static str, detail: String },
@@ -136,7 +146,10 @@ impl ApiError {
     fn status_and_code(&self) -> (StatusCode, &'static str) {
         match self {
             ApiError::BadRequest { code, .. } => (StatusCode::BAD_REQUEST, code),
-            ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            ApiError::Unauthorized | ApiError::Unauthenticated(_) => {
+                (StatusCode::UNAUTHORIZED, "unauthorized")
+            }
+            ApiError::Denied { code, .. } => (StatusCode::UNAUTHORIZED, code),
             ApiError::Forbidden { code, .. } => (StatusCode::FORBIDDEN, code),
             ApiError::NotFound(_) | ApiError::UnknownReference { .. } => {
                 (StatusCode::NOT_FOUND, "not_found")
@@ -165,9 +178,9 @@ impl ApiError {
                 (errors.first().map(|e| e.field.clone()), errors.clone())
             }
             ApiError::Conflict(field) => (Some(field.to_string()), Vec::new()),
-            ApiError::Refused { field, .. } | ApiError::Absent { field, .. } => {
-                (field.clone(), Vec::new())
-            }
+            ApiError::Refused { field, .. }
+            | ApiError::Absent { field, .. }
+            | ApiError::Denied { field, .. } => (field.clone(), Vec::new()),
             ApiError::UnknownReference { field, detail } => (
                 Some(field.to_string()),
                 vec![FieldError::new(*field, "not_found", detail.clone())],

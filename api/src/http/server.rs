@@ -42,6 +42,11 @@ impl Default for Limits {
     }
 }
 
+/// The address a request's connection comes from (the proxy's, behind one), in every request's
+/// extensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer(pub std::net::SocketAddr);
+
 /// Serves `app` on `listener` until `shutdown` completes; then stops accepting, lets the
 /// requests in flight finish within `limits.grace` and closes every connection still open.
 pub async fn serve(
@@ -61,7 +66,7 @@ pub async fn serve(
         };
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(err) => {
                     // Out of file descriptors, a connection reset before it was taken...: the
                     // listener itself is fine; a short pause keeps an error from spinning.
@@ -72,8 +77,15 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        let (stream, peer) = stream;
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(app.clone());
+        let service = TowerToHyperService::new(tower::ServiceExt::map_request(
+            app.clone(),
+            move |mut request: axum::http::Request<hyper::body::Incoming>| {
+                request.extensions_mut().insert(Peer(peer));
+                request
+            },
+        ));
         let mut stopped = stopped.clone();
         connections.spawn(async move {
             let _permit = permit;

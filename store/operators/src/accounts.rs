@@ -117,8 +117,11 @@ impl OperatorRow {
 
 /// `email` as kept: trimmed and lowercased, or why it is not an e-mail address.
 pub fn normal_email(email: &str) -> Result<String, StoreError> {
+    // Counted as given (in characters, as the API's schema counts them): lowercasing may
+    // lengthen a few letters.
+    let length = email.trim().chars().count();
     let email = email.trim().to_lowercase();
-    let well_formed = (3..=254).contains(&email.len())
+    let well_formed = (3..=254).contains(&length)
         && email.split('@').count() == 2
         && email.split('@').all(|part| !part.is_empty())
         && !email.chars().any(|c| c.is_whitespace() || c.is_control());

@@ -9,6 +9,7 @@
 //! - `sessions.rs`: signing in, and the sessions it opens, listed and revoked;
 //! - `second_factor.rs`: TOTP enrolment (`totp.rs`: RFC 6238), recovery codes, the
 //!   requirement of it for everyone, and its reset;
+//! - `tokens.rs`: automation tokens for scripts, scoped and expiring;
 //! - `throttle.rs`: failed sign-ins counted per account and address, and the locks they set.
 
 #[macro_use]
@@ -20,6 +21,7 @@ pub mod role;
 pub mod second_factor;
 pub mod sessions;
 mod throttle;
+pub mod tokens;
 pub mod totp;
 
 use seam::Db;
@@ -29,6 +31,7 @@ pub use addresses::AddressBlock;
 pub use role::Role;
 pub use second_factor::{Enrolment, RecoveryCodes};
 pub use sessions::{Opened, Session, SessionLimits, SignIn};
+pub use tokens::{NewToken, Token};
 
 /// Operator accounts. Cheap to clone.
 #[derive(Clone, Debug)]

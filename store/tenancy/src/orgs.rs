@@ -77,9 +77,7 @@ impl NewCampaign {
     /// 2 to 16 letters, digits or `_` (ISO 4217 codes and programme units such as `POINTS`).
     fn validated(mut self) -> Result<Self, StoreError> {
         self.name = self.name.trim().to_string();
-        if self.name.is_empty() {
-            return Err(StoreError::invalid("name", "must not be empty"));
-        }
+        check_name(&self.name)?;
         self.currency = self.currency.trim().to_ascii_uppercase();
         let valid = (2..=16).contains(&self.currency.len())
             && self
@@ -94,7 +92,8 @@ impl NewCampaign {
         }
         for (field, url) in [("logo", &self.logo), ("favicon", &self.favicon)] {
             if let Some(url) = url
-                && !(url.starts_with("https://") || url.starts_with("http://"))
+                && (!(url.starts_with("https://") || url.starts_with("http://"))
+                    || url.contains('\0'))
             {
                 return Err(StoreError::invalid(
                     field,
@@ -104,6 +103,24 @@ impl NewCampaign {
         }
         Ok(self)
     }
+}
+
+/// An organisation's or a campaign's name: not blank, no NUL (PostgreSQL cannot keep one), at
+/// most `MAX_NAME` characters.
+fn check_name(name: &str) -> Result<(), StoreError> {
+    if name.is_empty() {
+        return Err(StoreError::invalid("name", "must not be empty"));
+    }
+    if name.contains('\0') {
+        return Err(StoreError::invalid("name", "must not hold a NUL character"));
+    }
+    if name.chars().count() > seam::limits::MAX_NAME {
+        return Err(StoreError::invalid(
+            "name",
+            format!("must be at most {} characters", seam::limits::MAX_NAME),
+        ));
+    }
+    Ok(())
 }
 
 /// Organisations and campaigns: the operator's records, and the lookups that give an `OrgScope` or
@@ -173,9 +190,7 @@ impl Tenancy {
     #[tracing::instrument(skip_all)]
     pub async fn create_org(&self, name: &str) -> Result<Organisation, StoreError> {
         let name = name.trim();
-        if name.is_empty() {
-            return Err(StoreError::invalid("name", "must not be empty"));
-        }
+        check_name(name)?;
         let org = Organisation {
             id: new_id(),
             name: name.to_string(),

@@ -15,6 +15,7 @@ pub fn rewards(env: &[(&str, String)]) -> Command {
         "REWARDS_DATA_DIR",
         "REWARDS_HTTP_ADDR",
         "REWARDS_SFTP_ADDR",
+        "REWARDS_ADMIN_ADDR",
         "REWARDS_LOG_FORMAT",
         "REWARDS_CODES_KEY",
         "REWARDS_LEADERBOARD_REFRESH_SECS",
@@ -78,6 +79,8 @@ pub fn programme(env: &[(&str, String)]) -> (String, String, serde_json::Value) 
 pub struct Server {
     child: Child,
     log: Arc<Mutex<Vec<String>>>,
+    /// The admin API's base URL.
+    pub admin: String,
 }
 
 impl Server {
@@ -119,12 +122,13 @@ pub fn serve_both(env: &[(&str, String)]) -> (Server, String, u16) {
         .arg("serve")
         .env("REWARDS_HTTP_ADDR", "127.0.0.1:0")
         .env("REWARDS_SFTP_ADDR", "127.0.0.1:0")
+        .env("REWARDS_ADMIN_ADDR", "127.0.0.1:0")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .expect("start rewards serve");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let (http, sftp) = loop {
+    let (http, sftp, admin) = loop {
         let line = lines
             .next()
             .expect("server exited before listening")
@@ -134,8 +138,10 @@ pub fn serve_both(env: &[(&str, String)]) -> (Server, String, u16) {
                 .nth(1)
                 .map(|rest| rest.split_whitespace().next().unwrap().to_string())
         };
-        if let (Some(http), Some(sftp)) = (field("http"), field("sftp")) {
-            break (http, sftp);
+        if let (Some(http), Some(sftp), Some(admin)) =
+            (field("http"), field("sftp"), field("admin"))
+        {
+            break (http, sftp, admin);
         }
     };
     // Keep draining the log so the server never blocks on a full pipe.
@@ -147,5 +153,6 @@ pub fn serve_both(env: &[(&str, String)]) -> (Server, String, u16) {
         }
     });
     let port = sftp.rsplit(':').next().unwrap().parse().unwrap();
-    (Server { child, log }, format!("http://{http}"), port)
+    let admin = format!("http://{admin}");
+    (Server { child, log, admin }, format!("http://{http}"), port)
 }

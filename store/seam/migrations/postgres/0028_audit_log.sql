@@ -83,6 +83,21 @@ CREATE TABLE operator_sessions (
 );
 CREATE INDEX operator_sessions_operator ON operator_sessions (operator_id, id);
 
+-- Operators' automation tokens: for scripts, with a scope list and an expiry; shown once, kept
+-- as their SHA-256 hash. Each action a token takes is recorded as its operator's.
+CREATE TABLE operator_tokens (
+    id           TEXT PRIMARY KEY,
+    token_hash   TEXT NOT NULL UNIQUE,
+    operator_id  TEXT NOT NULL REFERENCES operators (id) ON DELETE CASCADE,
+    name         TEXT NOT NULL,
+    scopes       TEXT NOT NULL,
+    created_at   TIMESTAMPTZ NOT NULL,
+    expires_at   TIMESTAMPTZ NOT NULL,
+    last_used_at TIMESTAMPTZ,
+    revoked_at   TIMESTAMPTZ
+);
+CREATE INDEX operator_tokens_operator ON operator_tokens (operator_id, id);
+
 -- Failed sign-ins per account (`account:<e-mail>`) and per source address (`address:<ip>`):
 -- too many within a window lock the key until `locked_until`, on every node.
 CREATE TABLE sign_in_failures (

@@ -1,0 +1,191 @@
+//! The audit trail, as operators read it: its entries, filtered and paged (newest first), and
+//! the check of its chain. The same store functions as `rewards audit-log list` and `verify`.
+
+use api::plumbing::{ApiError, PagedList, Paging, PagingParams, Problem, QueryParams};
+use axum::Json;
+use axum::extract::State;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use store::audit::chain::{Entry, Verdict, verify};
+use store::audit::log::{AuditFilter, list};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::state::AdminState;
+
+/// One entry of the trail (docs/operators.md describes each field).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditEntryView {
+    pub seq: i64,
+    pub at: DateTime<Utc>,
+    /// `local`, `operator`, `token` or `anonymous`.
+    pub actor_kind: String,
+    pub actor_id: Option<String>,
+    pub actor_name: String,
+    pub operation: String,
+    pub org_id: Option<String>,
+    pub target: Option<String>,
+    /// The record's fields before, as JSON text (secrets redacted).
+    pub before: Option<String>,
+    /// The record's fields after, as JSON text (secrets redacted).
+    pub after: Option<String>,
+    pub address: Option<String>,
+    pub user_agent: Option<String>,
+    pub request_id: Option<String>,
+    /// `ok`, or `failed: ...` with the error.
+    pub outcome: String,
+    pub prev_hash: String,
+    pub hash: String,
+}
+
+impl From<Entry> for AuditEntryView {
+    fn from(e: Entry) -> AuditEntryView {
+        AuditEntryView {
+            seq: e.seq,
+            at: e.at,
+            actor_kind: e.actor_kind,
+            actor_id: e.actor_id,
+            actor_name: e.actor_name,
+            operation: e.operation,
+            org_id: e.org_id,
+            target: e.target,
+            before: e.before,
+            after: e.after,
+            address: e.address,
+            user_agent: e.user_agent,
+            request_id: e.request_id,
+            outcome: e.outcome,
+            prev_hash: e.prev_hash,
+            hash: e.hash,
+        }
+    }
+}
+
+#[derive(Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+struct AuditQuery {
+    /// Only this operator's entries: its id, or the name an entry records (an e-mail, the OS
+    /// user of `local`).
+    #[param(max_length = 320)]
+    actor: Option<String>,
+    /// Only entries about this organisation (its id).
+    #[param(max_length = 64)]
+    org: Option<String>,
+    /// Only this operation (`key.revoke`), or a family of them ending in `.` (`key.`).
+    #[param(max_length = 100)]
+    operation: Option<String>,
+    /// Only entries at or after this instant (RFC 3339).
+    #[param(schema_with = api::plumbing::schema::date_time_required)]
+    since: Option<String>,
+    /// Only entries before this instant (RFC 3339).
+    #[param(schema_with = api::plumbing::schema::date_time_required)]
+    until: Option<String>,
+}
+
+fn instant(field: &str, text: Option<String>) -> Result<Option<DateTime<Utc>>, ApiError> {
+    text.map(|text| {
+        api::plumbing::date_time(&text).ok_or_else(|| {
+            ApiError::invalid(field, "invalid_value", "must be an RFC 3339 date-time")
+        })
+    })
+    .transpose()
+}
+
+#[utoipa::path(get, path = "/admin/v1/audit-log", tag = "audit",
+    summary = "List the audit trail", description = "Newest first.",
+    params(PagingParams, AuditQuery),
+    responses((status = 200, body = PagedList<AuditEntryView>), (status = 400, body = Problem)))]
+async fn list_audit_log(
+    State(state): State<AdminState>,
+    Paging(page): Paging,
+    QueryParams(query): QueryParams<AuditQuery>,
+) -> Result<Json<PagedList<AuditEntryView>>, ApiError> {
+    for (field, value, most) in [
+        ("actor", &query.actor, 320),
+        ("org", &query.org, 64),
+        ("operation", &query.operation, 100),
+    ] {
+        if value.as_ref().is_some_and(|v| v.chars().count() > most) {
+            return Err(ApiError::invalid(
+                field,
+                "too_long",
+                format!("must be at most {most} characters"),
+            ));
+        }
+    }
+    let filter = AuditFilter {
+        actor: query.actor,
+        org_id: query.org,
+        operation: query.operation,
+        since: instant("since", query.since)?,
+        until: instant("until", query.until)?,
+    };
+    let entries = list(state.store().db(), &filter, page).await?;
+    Ok(Json(PagedList::from_page(entries, AuditEntryView::from)))
+}
+
+/// One entry the check found wrong.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditProblemView {
+    pub seq: i64,
+    /// `edited`, `removed` or `reordered`.
+    pub fault: String,
+    pub message: String,
+}
+
+/// What a walk of the whole chain found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VerdictView {
+    /// Whether no entry was edited, removed or reordered.
+    pub intact: bool,
+    /// Entries read.
+    pub entries: u64,
+    pub first_seq: i64,
+    pub last_seq: i64,
+    /// The head's hash: kept somewhere else, it shows later that the chain up to it was not
+    /// rewritten.
+    pub head_hash: String,
+    /// At most 100.
+    pub problems: Vec<AuditProblemView>,
+}
+
+impl From<Verdict> for VerdictView {
+    fn from(v: Verdict) -> VerdictView {
+        VerdictView {
+            intact: v.intact(),
+            entries: v.entries,
+            first_seq: v.first_seq,
+            last_seq: v.last_seq,
+            head_hash: v.head_hash,
+            problems: v
+                .problems
+                .into_iter()
+                .map(|p| AuditProblemView {
+                    seq: p.seq,
+                    fault: p.fault.as_str().to_owned(),
+                    message: p.message,
+                })
+                .collect(),
+        }
+    }
+}
+
+#[utoipa::path(get, path = "/admin/v1/audit-log/verification", tag = "audit",
+    summary = "Verify the audit trail",
+    description = "Walks the chain from its start to its head and names each entry that was \
+        edited, removed or reordered.",
+    responses((status = 200, body = VerdictView)))]
+async fn verify_audit_log(State(state): State<AdminState>) -> Result<Json<VerdictView>, ApiError> {
+    Ok(Json(verify(state.store().db()).await?.into()))
+}
+
+pub fn router() -> OpenApiRouter<AdminState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_audit_log))
+        .routes(routes!(verify_audit_log))
+}

@@ -1,0 +1,126 @@
+//! The operators' API, on a listener of its own (`REWARDS_ADMIN_ADDR`): operator accounts and
+//! their sessions, second factor and automation tokens, and what operators manage, each
+//! operation behind the permission table. It shares the client API's plumbing (errors, bodies,
+//! paging, the connection loop) and state. Where things live:
+//!
+//! - `permissions.rs`: the table of what each operation needs and which roles have it;
+//! - `auth.rs`: the gate that enforces it, and the `Principal` a request acts as (its changes
+//!   are recorded in the audit trail as that operator's);
+//! - one module per resource: `sessions`, `me`, `tokens`, `operators`, `orgs` (with
+//!   campaigns), `keys`, `audit_log`; `views.rs`: the operator, session and token records;
+//! - `docs.rs`: the OpenAPI document and `/docs`; `schemas.rs`: schemas the derive cannot say;
+//! - `state.rs`: what handlers reach.
+
+mod audit_log;
+mod auth;
+mod docs;
+mod keys;
+mod me;
+mod operators;
+mod orgs;
+pub mod permissions;
+mod schemas;
+mod sessions;
+mod state;
+mod tokens;
+mod views;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use api::plumbing::{ApiError, method_not_allowed, not_found, record_metrics, with_request_logs};
+use axum::Router;
+use axum::middleware::{from_fn, from_fn_with_state};
+use axum::routing::get;
+use tokio::net::TcpListener;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_swagger_ui::SwaggerUi;
+
+pub use state::AdminState;
+
+/// What the admin API answers, as types a Rust client (the tests among them) reads answers into.
+pub mod views_of {
+    pub use crate::audit_log::{AuditEntryView, VerdictView};
+    pub use crate::keys::{IssuedKeyView, KeyView};
+    pub use crate::me::{EnrolmentView, Me, RecoveryCodesView};
+    pub use crate::operators::{SettingsView, WithPassword};
+    pub use crate::orgs::{CampaignView, OrgView};
+    pub use crate::sessions::SignedIn;
+    pub use crate::tokens::CreatedToken;
+    pub use crate::views::{OperatorView, SessionView, TokenView};
+}
+
+fn routes() -> OpenApiRouter<AdminState> {
+    OpenApiRouter::with_openapi(docs::base())
+        .merge(sessions::router())
+        .merge(me::router())
+        .merge(tokens::router())
+        .merge(operators::router())
+        .merge(orgs::router())
+        .merge(keys::router())
+        .merge(audit_log::router())
+}
+
+/// The admin API's OpenAPI document.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    let (_, mut openapi) = routes().split_for_parts();
+    docs::add_shared_parts(&mut openapi);
+    openapi
+}
+
+/// The whole admin listener: `/admin/v1` behind the gate, and `/healthz`, `/readyz`,
+/// `/openapi.json` and `/docs`.
+pub fn app(state: AdminState) -> Router {
+    let (operations, _) = routes().split_for_parts();
+    let openapi = openapi();
+    let gate = Arc::new(auth::Gate::of(&openapi));
+    let document = Arc::new(openapi.to_json().expect("the document serializes"));
+    // The gate first, then the query string against the operation's description.
+    let operations = operations
+        .route_layer(from_fn_with_state(
+            api::plumbing::KnownParameters::of(&openapi),
+            api::plumbing::refuse_unknown,
+        ))
+        .route_layer(from_fn_with_state(
+            (state.clone(), gate),
+            auth::authenticate,
+        ));
+    let routes = Router::new()
+        .merge(operations)
+        .route("/healthz", get(api::plumbing::healthz))
+        .route("/readyz", get(api::plumbing::readyz))
+        .route(
+            "/openapi.json",
+            get(move || {
+                let document = document.clone();
+                async move {
+                    (
+                        [(axum::http::header::CONTENT_TYPE, "application/json")],
+                        document.as_str().to_owned(),
+                    )
+                }
+            }),
+        )
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(from_fn(record_metrics))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {
+            axum::response::IntoResponse::into_response(ApiError::Internal(
+                "handler panicked".into(),
+            ))
+        }))
+        .with_state(state)
+        .merge(SwaggerUi::new("/docs").config(docs::swagger_config()));
+    with_request_logs(routes)
+}
+
+/// Serves `app(state)` on `listener` until `shutdown` completes, with the client API's
+/// connection limits and grace. Starts no task beyond its connections.
+pub async fn serve(
+    listener: TcpListener,
+    state: AdminState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let limits = state.app.settings.http;
+    api::plumbing::serve(listener, app(state), limits, shutdown).await
+}
