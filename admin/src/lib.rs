@@ -7,7 +7,7 @@
 //! - `auth.rs`: the gate that enforces it, and the `Principal` a request acts as (its changes
 //!   are recorded in the audit trail as that operator's);
 //! - one module per resource: `sessions`, `me`, `tokens`, `operators`, `orgs` (with
-//!   campaigns), `keys`, `audit_log`; `views.rs`: the operator, session and token records;
+//!   campaigns), `keys`, `members` (with their wallets, for support), `audit_log`; `views.rs`: the operator, session and token records;
 //! - `docs.rs`: the OpenAPI document and `/docs`; `schemas.rs`: schemas the derive cannot say;
 //! - `state.rs`: what handlers reach.
 
@@ -16,6 +16,7 @@ mod auth;
 mod docs;
 mod keys;
 mod me;
+mod members;
 mod operators;
 mod orgs;
 pub mod permissions;
@@ -58,6 +59,7 @@ fn routes() -> OpenApiRouter<AdminState> {
         .merge(operators::router())
         .merge(orgs::router())
         .merge(keys::router())
+        .merge(members::router())
         .merge(audit_log::router())
 }
 

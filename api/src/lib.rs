@@ -76,7 +76,9 @@ pub mod views {
     pub use crate::reviews::{ReviewPage, ReviewView, Status as ReviewStatus};
     pub use crate::transactions::{EarnAccepted, EarnStatusView, ExactNumber, TransactionView};
     pub use crate::transfers::{ReceivedView, TransferView};
-    pub use crate::wallets::{BalanceView, ExpiringDayView, ExpiringView, WalletList, WalletView};
+    pub use crate::wallets::{
+        BalanceQuery, BalanceView, ExpiringDayView, ExpiringView, WalletList, WalletView,
+    };
     pub use crate::webhooks::{AttemptView, EndpointView, NewEndpointView, Queued};
 }
 pub use http::server::Limits as HttpLimits;

@@ -50,7 +50,7 @@ pub struct WalletView {
 
 impl WalletView {
     /// The view of `w` in a campaign whose minimum balance is `min_balance`.
-    fn of(w: Wallet, min_balance: Tokens) -> Self {
+    pub fn of(w: Wallet, min_balance: Tokens) -> Self {
         let available = w
             .balance
             .checked_sub(w.held)
@@ -430,39 +430,51 @@ async fn balance_at(
     Path(reference): Path<String>,
     QueryParams(query): QueryParams<BalanceQuery>,
 ) -> Result<Json<BalanceView>, ApiError> {
-    let mut checks = Checks::default();
-    let at = crate::transactions::date(&mut checks, "at", query.at);
-    let at = checks.finish(at)?;
+    let at = query.at()?;
     let campaign = &caller.context.campaign;
     let wallet = state
         .store
         .ledger()
         .get_wallet(campaign, &reference)
         .await?;
-    let view = |at, balance, held, pending| BalanceView {
-        wallet_id: wallet.id.clone(),
-        currency: wallet.currency.clone(),
-        at,
-        balance,
-        held,
-        pending,
-    };
-    Ok(Json(match at {
-        None => view(
-            state.store.now(),
-            wallet.balance,
-            wallet.held,
-            wallet.pending,
-        ),
-        Some(at) => {
-            let then = state
-                .store
-                .ledger()
-                .balance_at(campaign, &wallet.id, at)
-                .await?;
-            view(then.at, then.balance, then.held, then.pending)
-        }
-    }))
+    Ok(Json(
+        BalanceView::of(&state.store, campaign, wallet, at).await?,
+    ))
+}
+
+impl BalanceQuery {
+    /// The instant asked for, if any.
+    pub fn at(self) -> Result<Option<DateTime<Utc>>, ApiError> {
+        let mut checks = Checks::default();
+        let at = crate::transactions::date(&mut checks, "at", self.at);
+        checks.finish(at)
+    }
+}
+
+impl BalanceView {
+    /// `wallet`'s figures at `at`, or now.
+    pub async fn of(
+        store: &store::Store,
+        campaign: &store::Campaign,
+        wallet: Wallet,
+        at: Option<DateTime<Utc>>,
+    ) -> Result<BalanceView, ApiError> {
+        let view = |at, balance, held, pending| BalanceView {
+            wallet_id: wallet.id.clone(),
+            currency: wallet.currency.clone(),
+            at,
+            balance,
+            held,
+            pending,
+        };
+        Ok(match at {
+            None => view(store.now(), wallet.balance, wallet.held, wallet.pending),
+            Some(at) => {
+                let then = store.ledger().balance_at(campaign, &wallet.id, at).await?;
+                view(then.at, then.balance, then.held, then.pending)
+            }
+        })
+    }
 }
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -5,4 +5,5 @@ mod helpers;
 mod permissions;
 mod resources;
 mod sign_in;
+mod support;
 mod tokens;

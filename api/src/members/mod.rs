@@ -52,7 +52,7 @@ pub struct MemberView {
 }
 
 impl MemberView {
-    pub(crate) fn new(member: Member, version: ApiVersion) -> Self {
+    pub fn new(member: Member, version: ApiVersion) -> Self {
         MemberView {
             communication_preferences: PreferencesBody::render(
                 &member.communication_preferences,

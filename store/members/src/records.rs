@@ -284,6 +284,29 @@ impl Members {
         Paged::of(rows, page, member_from_row)
     }
 
+    /// The organisation's live members that `query` names, in creation order: by id, external
+    /// id, user id (at any identity provider) or e-mail (in any case). What support looks up.
+    #[tracing::instrument(skip_all)]
+    pub async fn find_members(
+        &self,
+        org: &OrgScope,
+        query: &str,
+        page: Page,
+    ) -> Result<Paged<Member>, StoreError> {
+        let query = query.trim();
+        let rows = self
+            .read_page(
+                page,
+                member_columns!(),
+                "FROM members WHERE org_id = $1 AND deleted_at IS NULL AND (id = $2 \
+                 OR external_id = $2 OR user_id = $2 OR lower(email) = lower($2))",
+                "id",
+                params![org.id(), query],
+            )
+            .await?;
+        Paged::of(rows, page, member_from_row)
+    }
+
     #[tracing::instrument(skip_all)]
     pub async fn get_member(&self, org: &OrgScope, id: &str) -> Result<Member, StoreError> {
         let org_id = org.id();

@@ -121,3 +121,7 @@ CREATE TABLE service_settings (
     name  TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+
+-- Support finds a member by e-mail or by user id at any identity provider.
+CREATE INDEX members_org_email ON members (org_id, lower(email)) WHERE deleted_at IS NULL;
+CREATE INDEX members_org_user_id ON members (org_id, user_id) WHERE deleted_at IS NULL;
