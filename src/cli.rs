@@ -170,6 +170,19 @@ pub enum OperatorCommand {
         /// The operator's id or e-mail address.
         operator: String,
     },
+    /// Give an operator another role (and the organisations a per-organisation role acts on);
+    /// it holds from the operator's next request.
+    SetRole {
+        /// The operator's id or e-mail address.
+        operator: String,
+        /// owner, admin, org-admin, support or viewer.
+        #[arg(long, value_parser = parse_role)]
+        role: store::Role,
+        /// An organisation a per-organisation role acts on (repeatable): its id, or its name
+        /// when no other organisation has it.
+        #[arg(long = "org", value_name = "ORG")]
+        orgs: Vec<String>,
+    },
     /// Require a second factor (TOTP) of every operator, or stop requiring it.
     #[command(name = "require-2fa")]
     Require2fa {

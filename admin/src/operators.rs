@@ -70,25 +70,8 @@ async fn add_operator(
     principal: Principal,
     JsonBody(input): JsonBody<OperatorInput>,
 ) -> Result<(StatusCode, Json<WithPassword>), ApiError> {
-    let role = Role::parse(input.role.trim()).ok_or_else(|| {
-        ApiError::invalid(
-            "role",
-            "invalid_value",
-            "use owner, admin, org-admin, support or viewer",
-        )
-    })?;
-    let mut orgs = Vec::with_capacity(input.orgs.len());
-    for org in &input.orgs {
-        let found = state.store().tenancy().find_org(org).await;
-        orgs.push(
-            found
-                .map_err(|_| ApiError::UnknownReference {
-                    field: "orgs",
-                    detail: format!("no organisation `{org}`"),
-                })?
-                .id,
-        );
-    }
+    let role = role_of(&input.role)?;
+    let orgs = org_ids(&state, &input.orgs).await?;
     let new = NewOperator {
         email: input.email,
         role,
@@ -245,6 +228,74 @@ async fn reset_operator_password(
     Ok(Json(with_password(reset)))
 }
 
+/// A role, and the organisations it acts on.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RoleInput {
+    #[schema(schema_with = crate::schemas::role)]
+    role: String,
+    /// For `org-admin`, `support` and `viewer`: the organisations (ids or names) it acts on, at
+    /// least one; none for `owner` and `admin`.
+    #[serde(default)]
+    #[schema(max_items = 100)]
+    orgs: Vec<String>,
+}
+
+/// The organisations `references` name, as ids; an unknown one is 404 naming `orgs`.
+async fn org_ids(state: &AdminState, references: &[String]) -> Result<Vec<String>, ApiError> {
+    let mut ids = Vec::with_capacity(references.len());
+    for org in references {
+        let found = state.store().tenancy().find_org(org).await;
+        ids.push(
+            found
+                .map_err(|_| ApiError::UnknownReference {
+                    field: "orgs",
+                    detail: format!("no organisation `{org}`"),
+                })?
+                .id,
+        );
+    }
+    Ok(ids)
+}
+
+fn role_of(text: &str) -> Result<Role, ApiError> {
+    Role::parse(text.trim()).ok_or_else(|| {
+        ApiError::invalid(
+            "role",
+            "invalid_value",
+            "use owner, admin, org-admin, support or viewer",
+        )
+    })
+}
+
+#[utoipa::path(put, path = "/admin/v1/operators/{id}/role", tag = "operators",
+    summary = "Set an operator's role",
+    description = "Its role and organisations, from its next request on.",
+    params(("id" = String, Path, description = "the operator's id or e-mail", max_length = 320)),
+    request_body = RoleInput,
+    responses((status = 200, body = OperatorView), (status = 400, body = Problem),
+        (status = 404, description = "unknown operator, or an organisation of `orgs`",
+            body = Problem),
+        (status = 409, description = "`last_owner`: the last enabled owner", body = Problem)))]
+async fn set_operator_role(
+    State(state): State<AdminState>,
+    principal: Principal,
+    Path(id): Path<String>,
+    JsonBody(input): JsonBody<RoleInput>,
+) -> Result<Json<OperatorView>, ApiError> {
+    let role = role_of(&input.role)?;
+    let orgs = org_ids(&state, &input.orgs).await?;
+    let action = Action::new("operator.set-role")
+        .target(id.clone())
+        .after(serde_json::json!({"role": role, "orgs": orgs}));
+    let operator = principal
+        .acting(state.store(), action, |store| async move {
+            Ok(store.operators().set_role(&id, role, orgs).await?)
+        })
+        .await?;
+    Ok(Json(operator.into()))
+}
+
 /// The service's sign-in settings.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -291,5 +342,6 @@ pub fn router() -> OpenApiRouter<AdminState> {
         .routes(routes!(enable_operator))
         .routes(routes!(reset_operator_password))
         .routes(routes!(reset_operator_two_factor))
+        .routes(routes!(set_operator_role))
         .routes(routes!(get_settings, set_settings))
 }

@@ -124,6 +124,7 @@ pub const OPERATIONS: &[(&str, Need)] = &[
     ("enable_operator", Need::Operators),
     ("reset_operator_password", Need::Operators),
     ("reset_operator_two_factor", Need::Operators),
+    ("set_operator_role", Need::Operators),
     ("remove_operator", Need::Operators),
     ("get_settings", Need::Operators),
     ("set_settings", Need::Operators),

@@ -36,6 +36,15 @@ fn with_password(json: bool, operator: &Operator, password: &store::Password) {
     });
 }
 
+/// The organisations `references` name (ids, or names no other organisation has), as ids.
+async fn org_ids(store: &Store, references: &[String]) -> anyhow::Result<Vec<String>> {
+    let mut ids = Vec::with_capacity(references.len());
+    for org in references {
+        ids.push(store.tenancy().find_org(org).await?.id);
+    }
+    Ok(ids)
+}
+
 pub async fn run(store: &Store, command: OperatorCommand, json: bool) -> anyhow::Result<()> {
     let operators = store.operators();
     match command {
@@ -45,14 +54,10 @@ pub async fn run(store: &Store, command: OperatorCommand, json: bool) -> anyhow:
             orgs,
             allow_from,
         } => {
-            let mut ids = Vec::with_capacity(orgs.len());
-            for org in &orgs {
-                ids.push(store.tenancy().find_org(org).await?.id);
-            }
             let new = NewOperator {
                 email,
                 role,
-                orgs: ids,
+                orgs: org_ids(store, &orgs).await?,
                 allowed_addresses: allow_from,
             };
             let (operator, password) = operators.add(new).await?;
@@ -90,6 +95,17 @@ pub async fn run(store: &Store, command: OperatorCommand, json: bool) -> anyhow:
             let operator = operators.reset_totp(&operator).await?;
             emit(json, serde_json::to_value(&operator)?, || {
                 format!("two-factor sign-in is off for {}", operator.email)
+            });
+        }
+        OperatorCommand::SetRole {
+            operator,
+            role,
+            orgs,
+        } => {
+            let orgs = org_ids(store, &orgs).await?;
+            let operator = operators.set_role(&operator, role, orgs).await?;
+            emit(json, serde_json::to_value(&operator)?, || {
+                operator_line(&operator)
             });
         }
         OperatorCommand::Require2fa { required } => {

@@ -77,6 +77,19 @@ fn operator_cli(env: Vec<(&'static str, String)>) {
     let second = reset["password"].as_str().unwrap().to_owned();
     let reset = json_of(&env, &["operator", "reset-2fa", "help@example.com"]);
     assert_eq!(reset["twoFactor"], false);
+    let viewer = json_of(
+        &env,
+        &[
+            "operator",
+            "set-role",
+            "help@example.com",
+            "--role",
+            "viewer",
+            "--org",
+            "Acme",
+        ],
+    );
+    assert_eq!(viewer["role"], "viewer");
     let required = json_of(&env, &["operator", "require-2fa", "true"]);
     assert_eq!(required["requireTwoFactor"], true);
     ok(&env, &["operator", "remove", "help@example.com"]);
@@ -98,6 +111,7 @@ fn operator_cli(env: Vec<(&'static str, String)>) {
         [
             "operator.remove",
             "operator.require-2fa",
+            "operator.set-role",
             "operator.reset-2fa",
             "operator.reset-password",
             "operator.disable",
@@ -109,24 +123,25 @@ fn operator_cli(env: Vec<(&'static str, String)>) {
     );
     assert!(entries.iter().all(|(_, actor, _)| actor == "ops-on-call"));
     assert!(
-        entries[4]
+        entries[5]
             .2
             .starts_with("failed: this is the last enabled owner")
     );
-    assert!(entries[5].2.starts_with("failed: orgs:"));
+    assert!(entries[6].2.starts_with("failed: orgs:"));
     let text = trail.to_string();
     assert!(!text.contains(&password) && !text.contains(&second));
-    let added = &trail["data"][6];
+    let added = &trail["data"][7];
     assert_eq!(added["orgId"], Value::from(org.clone()));
     assert_eq!(added["target"], "help@example.com");
-    assert_eq!(trail["data"][7]["target"], "Acme");
+    assert_eq!(trail["data"][8]["target"], "Acme");
+    // The operator added to Acme, and given a role in it.
     let only_org = json_of(&env, &["audit-log", "list", "--org", &org]);
-    assert_eq!(only_org["total"], 1);
+    assert_eq!(only_org["total"], 2);
     let family = json_of(&env, &["audit-log", "list", "--operation", "operator."]);
-    assert_eq!(family["total"], 8);
+    assert_eq!(family["total"], 9);
 
     let verified = json_of(&env, &["audit-log", "verify"]);
-    assert_eq!(verified["entries"], 9);
+    assert_eq!(verified["entries"], 10);
     assert_eq!(verified["problems"], serde_json::json!([]));
     assert_eq!(verified["headHash"].as_str().unwrap().len(), 64);
     // Nothing is older than the retention period yet: nothing goes, nothing is written.

@@ -138,7 +138,7 @@ async fn another_organisations_records_are_unknown_to_a_per_organisation_role(ap
     app.get(&path, &admin).await.expect(StatusCode::OK);
 }
 
-async fn a_disabled_operators_session_ends_at_once(app: AdminApp) {
+async fn a_role_change_holds_from_the_next_request_and_disabling_at_once(app: AdminApp) {
     let token = app
         .operator("support@example.com", Role::Support, &[&app.acme])
         .await;
@@ -146,6 +146,40 @@ async fn a_disabled_operators_session_ends_at_once(app: AdminApp) {
     let body = json!({"name": "Summer", "currency": "PTS"});
     let refused = app.post(&path, &token, body.clone()).await;
     assert_eq!(refused.code(StatusCode::FORBIDDEN), "not_permitted");
+    // Made an org-admin: the same session may, from its next request.
+    let role = json!({"role": "org-admin", "orgs": [app.acme.id()]});
+    let reply = app
+        .send(
+            Method::PUT,
+            "/admin/v1/operators/support@example.com/role",
+            Some(&app.owner),
+            Some(role),
+        )
+        .await;
+    assert_eq!(reply.expect(StatusCode::OK)["role"], "org-admin");
+    app.post(&path, &token, body.clone())
+        .await
+        .expect(StatusCode::CREATED);
+    // A per-organisation role needs an organisation; the last owner keeps its role.
+    let none = json!({"role": "viewer"});
+    let reply = app
+        .send(
+            Method::PUT,
+            "/admin/v1/operators/support@example.com/role",
+            Some(&app.owner),
+            Some(none),
+        )
+        .await;
+    assert_eq!(reply.body["field"], "orgs");
+    let reply = app
+        .send(
+            Method::PUT,
+            "/admin/v1/operators/owner@example.com/role",
+            Some(&app.owner),
+            Some(json!({"role": "admin"})),
+        )
+        .await;
+    assert_eq!(reply.code(StatusCode::CONFLICT), "last_owner");
     // Disabled: its session ends at once.
     let id = app
         .store
@@ -165,5 +199,5 @@ async fn a_disabled_operators_session_ends_at_once(app: AdminApp) {
 admin_tests!(
     each_role_is_answered_as_the_table_says,
     another_organisations_records_are_unknown_to_a_per_organisation_role,
-    a_disabled_operators_session_ends_at_once,
+    a_role_change_holds_from_the_next_request_and_disabling_at_once,
 );

@@ -291,6 +291,31 @@ impl Operators {
         Ok(operator)
     }
 
+    /// Gives the operator another role, acting on `orgs` (organisation ids: at least one for a
+    /// per-organisation role, none for `owner` and `admin`). It holds from the operator's next
+    /// request; the last enabled owner keeps its role.
+    #[tracing::instrument(skip_all)]
+    pub async fn set_role(
+        &self,
+        reference: &str,
+        role: Role,
+        orgs: Vec<String>,
+    ) -> Result<Operator, StoreError> {
+        check_grants(role, &orgs)?;
+        let mut orgs = orgs;
+        orgs.sort();
+        orgs.dedup();
+        let operator = self.find(reference).await?;
+        let at = self.now();
+        self.write(Change {
+            id: operator.id.clone(),
+            kind: ChangeKind::Role(role, orgs),
+            at,
+        })
+        .await?;
+        self.find(&operator.id).await
+    }
+
     /// Gives the operator a new one-time password (returned, kept only hashed), to be changed
     /// at its next sign-in.
     #[tracing::instrument(skip_all)]
@@ -403,17 +428,7 @@ impl Steps for Add {
     type Output = ();
     async fn run<T: Tx>(self, tx: &mut T) -> Result<(), StoreError> {
         let o = &self.operator;
-        for org in &o.orgs {
-            let found: Option<(String,)> = tx
-                .row("SELECT id FROM organisations WHERE id = $1", params![org])
-                .await?;
-            if found.is_none() {
-                return Err(StoreError::UnknownReference {
-                    field: "orgs",
-                    message: format!("no organisation has the id {org}"),
-                });
-            }
-        }
+        orgs_exist(tx, &o.orgs).await?;
         let addresses = (!o.allowed_addresses.is_empty())
             .then(|| serde_json::Value::from(o.allowed_addresses.clone()).to_string());
         tx.execute(
@@ -434,15 +449,36 @@ impl Steps for Add {
             ],
         )
         .await?;
-        for org in &o.orgs {
-            tx.execute(
-                "INSERT INTO operator_orgs (operator_id, org_id) VALUES ($1, $2)",
-                params![o.id, org],
-            )
-            .await?;
-        }
-        Ok(())
+        grant(tx, &o.id, &o.orgs).await
     }
+}
+
+/// Refuses organisations that do not exist.
+async fn orgs_exist<T: Tx>(tx: &mut T, orgs: &[String]) -> Result<(), StoreError> {
+    for org in orgs {
+        let found: Option<(String,)> = tx
+            .row("SELECT id FROM organisations WHERE id = $1", params![org])
+            .await?;
+        if found.is_none() {
+            return Err(StoreError::UnknownReference {
+                field: "orgs",
+                message: format!("no organisation has the id {org}"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Gives operator `id` the organisations `orgs`.
+async fn grant<T: Tx>(tx: &mut T, id: &str, orgs: &[String]) -> Result<(), StoreError> {
+    for org in orgs {
+        tx.execute(
+            "INSERT INTO operator_orgs (operator_id, org_id) VALUES ($1, $2)",
+            params![id, org],
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 enum ChangeKind {
@@ -450,6 +486,8 @@ enum ChangeKind {
     Enable,
     Remove,
     Password(String),
+    /// A new role, and the organisations it acts on.
+    Role(Role, Vec<String>),
 }
 
 /// A change to one operator, refused where it would leave no enabled owner.
@@ -462,7 +500,12 @@ struct Change {
 impl Steps for Change {
     type Output = ();
     async fn run<T: Tx>(self, tx: &mut T) -> Result<(), StoreError> {
-        if matches!(self.kind, ChangeKind::Disable | ChangeKind::Remove) {
+        let leaves_owners = match &self.kind {
+            ChangeKind::Disable | ChangeKind::Remove => true,
+            ChangeKind::Role(role, _) => *role != Role::Owner,
+            ChangeKind::Enable | ChangeKind::Password(_) => false,
+        };
+        if leaves_owners {
             keep_an_owner(tx, &self.id).await?;
         }
         let changed = match &self.kind {
@@ -480,6 +523,17 @@ impl Steps for Change {
                 tx.execute(grants, params![self.id]).await?;
                 tx.execute("DELETE FROM operators WHERE id = $1", params![self.id])
                     .await?
+            }
+            ChangeKind::Role(role, orgs) => {
+                orgs_exist(tx, orgs).await?;
+                let sql = "UPDATE operators SET role = $3, updated_at = $2 WHERE id = $1";
+                let changed = tx
+                    .execute(sql, params![self.id, self.at, role.as_str()])
+                    .await?;
+                let revoke = "DELETE FROM operator_orgs WHERE operator_id = $1";
+                tx.execute(revoke, params![self.id]).await?;
+                grant(tx, &self.id, orgs).await?;
+                changed
             }
             ChangeKind::Password(hash) => {
                 let sql = "UPDATE operators SET password_hash = $3, must_change_password = TRUE, \
