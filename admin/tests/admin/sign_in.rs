@@ -357,7 +357,63 @@ async fn the_admin_api_is_not_on_the_client_listener(app: AdminApp) {
     assert_eq!(document["info"]["title"], "Rewards admin");
 }
 
+/// A flood of guesses at one account from one address: it is locked, and so is the address,
+/// each refusal cheap; every answer a 401 or a 429, never an error; sessions opened before are
+/// served throughout, and someone else signs in from another address. Once the lock has run
+/// out, the account's owner signs in.
+async fn a_thousand_guesses_lock_one_account_and_leave_the_rest_served(app: AdminApp) {
+    let admin = app.operator("admin@example.com", Role::Admin, &[]).await;
+    app.operator("viewer@example.com", Role::Viewer, &[&app.acme])
+        .await;
+    let guesses = guess_at_the_owner(&app, 1_000, 10).await;
+    let mut statuses: Vec<u16> = guesses.clone();
+    statuses.sort_unstable();
+    statuses.dedup();
+    assert_eq!(statuses, [401, 429], "only refusals");
+    assert!(guesses.iter().filter(|s| **s == 401).count() <= 20);
+    app.get("/admin/v1/me", &admin).await.expect(StatusCode::OK);
+    // Another address: someone else signs in; the flooded account stays locked from there too.
+    let elsewhere = reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()
+        .unwrap();
+    let sign_in = |email: &str, password: &str| {
+        elsewhere
+            .post(format!("{}/admin/v1/sessions", app.base))
+            .json(&json!({"email": email, "password": password}))
+            .send()
+    };
+    let viewer = sign_in("viewer@example.com", CHOSEN).await.unwrap();
+    assert_eq!(viewer.status(), StatusCode::CREATED);
+    let owner = sign_in("owner@example.com", CHOSEN).await.unwrap();
+    assert_eq!(owner.status(), StatusCode::TOO_MANY_REQUESTS);
+    // The lock runs out: the owner is back in, from where the flood came.
+    app.store.clock().advance(chrono::Duration::minutes(16));
+    app.sign_in("owner@example.com", CHOSEN).await;
+}
+
+/// `count` wrong guesses at the owner's password, `at_once` at a time: each answer's status.
+async fn guess_at_the_owner(app: &AdminApp, count: usize, at_once: usize) -> Vec<u16> {
+    let mut statuses = Vec::with_capacity(count);
+    let guess = json!({"email": "owner@example.com", "password": "guess"});
+    for _ in 0..count / at_once {
+        let mut round = tokio::task::JoinSet::new();
+        for _ in 0..at_once {
+            let request = app
+                .http
+                .post(format!("{}/admin/v1/sessions", app.base))
+                .json(&guess);
+            round.spawn(async move { request.send().await.unwrap().status().as_u16() });
+        }
+        while let Some(status) = round.join_next().await {
+            statuses.push(status.unwrap());
+        }
+    }
+    statuses
+}
+
 admin_tests!(
+    a_thousand_guesses_lock_one_account_and_leave_the_rest_served,
     a_wrong_password_is_401_and_no_token_is_401,
     a_one_time_password_must_be_changed_before_anything_else,
     many_failures_lock_the_account_and_its_owner_gets_back_in_after,
