@@ -2,7 +2,7 @@
 //! disabled and enabled, their password or second factor reset, removed; and the service's
 //! sign-in settings. The same store operations and checks as `rewards operator`.
 
-use api::plumbing::{ApiError, JsonBody, PagedList, Paging, PagingParams, Problem};
+use api::plumbing::{ApiError, FieldError, JsonBody, PagedList, Paging, PagingParams, Problem};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -63,7 +63,6 @@ fn with_password((operator, password): (Operator, store::Password)) -> WithPassw
         sign-in.",
     request_body = OperatorInput,
     responses((status = 201, body = WithPassword), (status = 400, body = Problem),
-        (status = 404, description = "an organisation of `orgs` is unknown", body = Problem),
         (status = 409, description = "`already_exists`: the e-mail is taken", body = Problem)))]
 async fn add_operator(
     State(state): State<AdminState>,
@@ -115,7 +114,23 @@ async fn get_operator(
     Ok(Json(state.store().operators().find(&id).await?.into()))
 }
 
-/// One change to one operator, recorded as `operation`.
+/// Refuses a change an operator would make to its own account here (it could lock itself
+/// out): its password and second factor are changed through `/admin/v1/me`, and another owner
+/// disables it, removes it or changes its role.
+/// Checked in the action, so that a refusal is in the audit trail.
+async fn not_self(store: &store::Store, caller: &str, id: &str) -> Result<(), ApiError> {
+    let target = store.operators().find(id).await?;
+    if target.id == caller {
+        return Err(ApiError::Refused {
+            code: "own_account",
+            field: None,
+            detail: "an operator cannot do this to its own account: another owner can".into(),
+        });
+    }
+    Ok(())
+}
+
+/// One change to one operator (not the caller), recorded as `operation`.
 async fn change(
     state: &AdminState,
     principal: &Principal,
@@ -124,8 +139,10 @@ async fn change(
     change: impl AsyncFnOnce(&store::Operators, &str) -> Result<Operator, StoreError>,
 ) -> Result<Json<OperatorView>, ApiError> {
     let action = Action::new(operation).target(id.clone());
+    let caller = principal.operator.id.clone();
     let operator = principal
         .acting(state.store(), action, |store| async move {
+            not_self(&store, &caller, &id).await?;
             Ok(change(store.operators(), &id).await?)
         })
         .await?;
@@ -138,7 +155,8 @@ async fn change(
     params(("id" = String, Path, description = "the operator's id or e-mail", max_length = 320)),
     responses((status = 200, body = OperatorView),
         (status = 404, description = "unknown operator", body = Problem),
-        (status = 409, description = "`last_owner`: the last enabled owner", body = Problem)))]
+        (status = 409, description = "`last_owner`: the last enabled owner; `own_account`: \
+            the caller's own", body = Problem)))]
 async fn disable_operator(
     State(state): State<AdminState>,
     principal: Principal,
@@ -154,7 +172,8 @@ async fn disable_operator(
     summary = "Enable an operator",
     params(("id" = String, Path, description = "the operator's id or e-mail", max_length = 320)),
     responses((status = 200, body = OperatorView),
-        (status = 404, description = "unknown operator", body = Problem)))]
+        (status = 404, description = "unknown operator", body = Problem),
+        (status = 409, description = "`own_account`: the caller's own", body = Problem)))]
 async fn enable_operator(
     State(state): State<AdminState>,
     principal: Principal,
@@ -172,7 +191,9 @@ async fn enable_operator(
         again.",
     params(("id" = String, Path, description = "the operator's id or e-mail", max_length = 320)),
     responses((status = 200, body = OperatorView),
-        (status = 404, description = "unknown operator", body = Problem)))]
+        (status = 404, description = "unknown operator", body = Problem),
+        (status = 409, description = "`own_account`: the caller's own (see /admin/v1/me)",
+            body = Problem)))]
 async fn reset_operator_two_factor(
     State(state): State<AdminState>,
     principal: Principal,
@@ -195,7 +216,8 @@ async fn reset_operator_two_factor(
     params(("id" = String, Path, description = "the operator's id or e-mail", max_length = 320)),
     responses((status = 200, description = "the operator as it was", body = OperatorView),
         (status = 404, description = "unknown operator", body = Problem),
-        (status = 409, description = "`last_owner`: the last enabled owner", body = Problem)))]
+        (status = 409, description = "`last_owner`: the last enabled owner; `own_account`: \
+            the caller's own", body = Problem)))]
 async fn remove_operator(
     State(state): State<AdminState>,
     principal: Principal,
@@ -213,15 +235,19 @@ async fn remove_operator(
         sign-in.",
     params(("id" = String, Path, description = "the operator's id or e-mail", max_length = 320)),
     responses((status = 200, body = WithPassword),
-        (status = 404, description = "unknown operator", body = Problem)))]
+        (status = 404, description = "unknown operator", body = Problem),
+        (status = 409, description = "`own_account`: the caller's own (see /admin/v1/me)",
+            body = Problem)))]
 async fn reset_operator_password(
     State(state): State<AdminState>,
     principal: Principal,
     Path(id): Path<String>,
 ) -> Result<Json<WithPassword>, ApiError> {
     let action = Action::new("operator.reset-password").target(id.clone());
+    let caller = principal.operator.id.clone();
     let reset = principal
         .acting(state.store(), action, |store| async move {
+            not_self(&store, &caller, &id).await?;
             Ok(store.operators().reset_password(&id).await?)
         })
         .await?;
@@ -241,21 +267,29 @@ pub struct RoleInput {
     orgs: Vec<String>,
 }
 
-/// The organisations `references` name, as ids; an unknown one is 404 naming `orgs`.
+/// The organisations `references` name, as ids; an unknown one is a 400 naming it (`orgs[1]`),
+/// not a 404, which would say the operator in the path is unknown.
 async fn org_ids(state: &AdminState, references: &[String]) -> Result<Vec<String>, ApiError> {
     let mut ids = Vec::with_capacity(references.len());
-    for org in references {
-        let found = state.store().tenancy().find_org(org).await;
-        ids.push(
-            found
-                .map_err(|_| ApiError::UnknownReference {
-                    field: "orgs",
-                    detail: format!("no organisation `{org}`"),
-                })?
-                .id,
-        );
+    let mut errors = Vec::new();
+    for (n, org) in references.iter().enumerate() {
+        match state.store().tenancy().find_org(org).await {
+            Ok(found) => ids.push(found.id),
+            Err(StoreError::NotFound { .. } | StoreError::Invalid { .. }) => {
+                errors.push(FieldError::new(
+                    format!("orgs[{n}]"),
+                    "invalid_value",
+                    format!("no organisation is `{org}`"),
+                ));
+            }
+            Err(other) => return Err(other.into()),
+        }
     }
-    Ok(ids)
+    if errors.is_empty() {
+        Ok(ids)
+    } else {
+        Err(ApiError::validation(errors))
+    }
 }
 
 fn role_of(text: &str) -> Result<Role, ApiError> {
@@ -274,9 +308,9 @@ fn role_of(text: &str) -> Result<Role, ApiError> {
     params(("id" = String, Path, description = "the operator's id or e-mail", max_length = 320)),
     request_body = RoleInput,
     responses((status = 200, body = OperatorView), (status = 400, body = Problem),
-        (status = 404, description = "unknown operator, or an organisation of `orgs`",
-            body = Problem),
-        (status = 409, description = "`last_owner`: the last enabled owner", body = Problem)))]
+        (status = 404, description = "unknown operator", body = Problem),
+        (status = 409, description = "`last_owner`: the last enabled owner; `own_account`: \
+            the caller's own", body = Problem)))]
 async fn set_operator_role(
     State(state): State<AdminState>,
     principal: Principal,
@@ -285,11 +319,13 @@ async fn set_operator_role(
 ) -> Result<Json<OperatorView>, ApiError> {
     let role = role_of(&input.role)?;
     let orgs = org_ids(&state, &input.orgs).await?;
+    let caller = principal.operator.id.clone();
     let action = Action::new("operator.set-role")
         .target(id.clone())
         .after(serde_json::json!({"role": role, "orgs": orgs}));
     let operator = principal
         .acting(state.store(), action, |store| async move {
+            not_self(&store, &caller, &id).await?;
             Ok(store.operators().set_role(&id, role, orgs).await?)
         })
         .await?;

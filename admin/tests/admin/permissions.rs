@@ -160,7 +160,7 @@ async fn a_role_change_holds_from_the_next_request_and_disabling_at_once(app: Ad
     app.post(&path, &token, body.clone())
         .await
         .expect(StatusCode::CREATED);
-    // A per-organisation role needs an organisation; the last owner keeps its role.
+    // A per-organisation role needs an organisation; an owner does not demote itself.
     let none = json!({"role": "viewer"});
     let reply = app
         .send(
@@ -179,7 +179,7 @@ async fn a_role_change_holds_from_the_next_request_and_disabling_at_once(app: Ad
             Some(json!({"role": "admin"})),
         )
         .await;
-    assert_eq!(reply.code(StatusCode::CONFLICT), "last_owner");
+    assert_eq!(reply.code(StatusCode::CONFLICT), "own_account");
     // Disabled: its session ends at once.
     let id = app
         .store

@@ -79,7 +79,7 @@ impl Operators {
     ) -> Result<(Token, String), StoreError> {
         let now = self.now();
         let name = new.name.trim();
-        if name.is_empty() || name.chars().count() > 100 || name.contains('\0') {
+        if name.is_empty() || new.name.chars().count() > 100 || name.contains('\0') {
             return Err(StoreError::invalid(
                 "name",
                 "must be 1 to 100 characters, not blank, without NUL",

@@ -76,8 +76,7 @@ impl NewCampaign {
     /// Checks the campaign and normalises the currency code to upper case. A currency is a code of
     /// 2 to 16 letters, digits or `_` (ISO 4217 codes and programme units such as `POINTS`).
     fn validated(mut self) -> Result<Self, StoreError> {
-        self.name = self.name.trim().to_string();
-        check_name(&self.name)?;
+        self.name = check_name(&self.name)?;
         self.currency = self.currency.trim().to_ascii_uppercase();
         let valid = (2..=16).contains(&self.currency.len())
             && self
@@ -105,22 +104,23 @@ impl NewCampaign {
     }
 }
 
-/// An organisation's or a campaign's name: not blank, no NUL (PostgreSQL cannot keep one), at
-/// most `MAX_NAME` characters.
-fn check_name(name: &str) -> Result<(), StoreError> {
-    if name.is_empty() {
-        return Err(StoreError::invalid("name", "must not be empty"));
-    }
-    if name.contains('\0') {
-        return Err(StoreError::invalid("name", "must not hold a NUL character"));
-    }
+/// An organisation's or a campaign's name, trimmed: not blank, no NUL (PostgreSQL cannot keep
+/// one), at most `MAX_NAME` characters as given.
+fn check_name(name: &str) -> Result<String, StoreError> {
     if name.chars().count() > seam::limits::MAX_NAME {
         return Err(StoreError::invalid(
             "name",
             format!("must be at most {} characters", seam::limits::MAX_NAME),
         ));
     }
-    Ok(())
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(StoreError::invalid("name", "must not be empty"));
+    }
+    if name.contains('\0') {
+        return Err(StoreError::invalid("name", "must not hold a NUL character"));
+    }
+    Ok(name.to_owned())
 }
 
 /// Organisations and campaigns: the operator's records, and the lookups that give an `OrgScope` or
@@ -189,11 +189,10 @@ impl Tenancy {
 
     #[tracing::instrument(skip_all)]
     pub async fn create_org(&self, name: &str) -> Result<Organisation, StoreError> {
-        let name = name.trim();
-        check_name(name)?;
+        let name = check_name(name)?;
         let org = Organisation {
             id: new_id(),
-            name: name.to_string(),
+            name,
             created_at: self.now(),
             sealed: Sealed::vouched(),
         };
