@@ -204,19 +204,22 @@ pub async fn authenticate(
     }
     let token = bearer(request.headers()).ok_or(ApiError::Unauthenticated(SIGN_IN))?;
     let operators = state.store().operators();
-    let (operator, via) = if token.starts_with("rwt_") {
+    let (operator, via, two_factor_required) = if token.starts_with("rwt_") {
         let (operator, token) = operators
             .authenticate_token(token)
             .await?
             .ok_or(ApiError::Unauthenticated(SIGN_IN))?;
         let scopes = token.scopes.iter().filter_map(|s| Need::scope(s)).collect();
-        (operator, Via::Token { scopes })
+        (operator, Via::Token { scopes }, false)
     } else {
-        let (operator, session) = operators
+        let signed_in = operators
             .authenticate(token, state.sessions)
             .await?
             .ok_or(ApiError::Unauthenticated(SIGN_IN))?;
-        (operator, Via::Session { id: session.id })
+        let via = Via::Session {
+            id: signed_in.session.id,
+        };
+        (signed_in.operator, via, signed_in.two_factor_required)
     };
     let (address, user_agent, request_id) = origin(request.headers(), request.extensions());
     let principal = Principal {
@@ -235,7 +238,7 @@ pub async fn authenticate(
                 "change your one-time password first (PUT /admin/v1/me/password)",
             ));
         }
-        if !principal.operator.two_factor && operators.two_factor_required().await? {
+        if !principal.operator.two_factor && two_factor_required {
             return Err(forbidden(
                 "two_factor_required",
                 "two-factor sign-in is required: enrol it first (POST /admin/v1/me/two-factor)",

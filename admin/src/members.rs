@@ -73,9 +73,10 @@ async fn get_member(
     Ok(Json(MemberView::new(member, ApiVersion::default())))
 }
 
-/// The campaign a path names, if it is one of the organisation's.
+/// The campaign a path names, if it is one of the organisation's. One read: a campaign is
+/// looked up within the organisation's id, so an unknown organisation has none (404 alike).
 async fn campaign_of(state: &AdminState, org: &str, id: &str) -> Result<Campaign, ApiError> {
-    let org = org_of(state, org).await?;
+    let org = store::OrgScope::vouched(org);
     Ok(state.store().tenancy().get_campaign(&org, id).await?)
 }
 

@@ -78,7 +78,7 @@ pub use members::{
 pub use operators::totp as operators_totp;
 pub use operators::{
     Enrolment, NewOperator, NewToken, Opened, Operator, Operators, Password, RecoveryCodes, Role,
-    Session, SessionLimits, SignIn, Token,
+    Session, SessionLimits, SignIn, SignedIn, Token,
 };
 pub use orders::{
     Booking, BookingFilter, BookingPatch, BookingStatus, Code, LocalDate, NewBooking, NewLine,

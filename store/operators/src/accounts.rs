@@ -64,7 +64,7 @@ impl std::fmt::Debug for Password {
 }
 
 row_struct! {
-    struct OperatorRow {
+    pub(crate) struct OperatorRow {
         id: String,
         email: String,
         role: String,
@@ -86,7 +86,7 @@ const OPERATOR_SELECT: &str = "id, email, role, must_change_password, allowed_ad
      disabled_at, created_at, updated_at, totp_confirmed_at IS NOT NULL";
 
 impl OperatorRow {
-    fn into_operator(self, orgs: Vec<String>) -> Result<Operator, StoreError> {
+    pub(crate) fn into_operator(self, orgs: Vec<String>) -> Result<Operator, StoreError> {
         let role = Role::parse(&self.role).ok_or_else(|| StoreError::UnknownStored {
             table: "operators",
             column: "role",

@@ -30,7 +30,7 @@ pub use accounts::{NewOperator, Operator, Password};
 pub use addresses::AddressBlock;
 pub use role::Role;
 pub use second_factor::{Enrolment, RecoveryCodes};
-pub use sessions::{Opened, Session, SessionLimits, SignIn};
+pub use sessions::{Opened, Session, SessionLimits, SignIn, SignedIn};
 pub use tokens::{NewToken, Token};
 
 /// Operator accounts. Cheap to clone.

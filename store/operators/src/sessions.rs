@@ -12,9 +12,9 @@ use seam::backend::{Steps, Tx};
 use seam::common::ids::{hex, new_id, random_token, sha256};
 use tenancy::passwords::{DECOY_HASH, blocking, verify_password};
 
-use crate::accounts::{Operator, normal_email};
+use crate::accounts::{Operator, OperatorRow, normal_email};
 use crate::second_factor::{self, Factor};
-use crate::{AddressBlock, Operators, throttle};
+use crate::{AddressBlock, Operators, Role, throttle};
 use seam::common::codes::CodeKey;
 
 /// How long a session lasts at most, and unused.
@@ -86,6 +86,38 @@ impl std::fmt::Debug for Opened {
         f.debug_struct("Opened")
             .field("session", &self.session)
             .finish_non_exhaustive()
+    }
+}
+
+/// A session a token opens, with its operator.
+#[derive(Debug, Clone)]
+pub struct SignedIn {
+    pub operator: Operator,
+    pub session: Session,
+    /// Whether a second factor is required of every operator (the owners' setting).
+    pub two_factor_required: bool,
+}
+
+row_struct! {
+    /// A session and its operator, read together.
+    struct SignedInRow {
+        id: String,
+        operator_id: String,
+        created_at: DateTime<Utc>,
+        last_seen_at: DateTime<Utc>,
+        expires_at: DateTime<Utc>,
+        address: Option<String>,
+        user_agent: Option<String>,
+        revoked_at: Option<DateTime<Utc>>,
+        email: String,
+        role: String,
+        must_change_password: bool,
+        allowed_addresses: Option<String>,
+        disabled_at: Option<DateTime<Utc>>,
+        operator_created_at: DateTime<Utc>,
+        updated_at: DateTime<Utc>,
+        two_factor: bool,
+        two_factor_required: bool,
     }
 }
 
@@ -279,31 +311,64 @@ impl Operators {
     }
 
     /// The operator and session `token` opens now: the session neither revoked nor expired
-    /// (absolutely or unused for `limits.idle`), its operator enabled. Its last use is noted.
+    /// (absolutely or unused for `limits.idle`), its operator enabled; and whether a second
+    /// factor is required of everyone. One read (two for a per-organisation role); its last use
+    /// is noted at most once a minute.
     #[tracing::instrument(skip_all)]
     pub async fn authenticate(
         &self,
         token: &str,
         limits: SessionLimits,
-    ) -> Result<Option<(Operator, Session)>, StoreError> {
+    ) -> Result<Option<SignedIn>, StoreError> {
         let now = self.now();
-        let row: Option<SessionRow> = self
+        let row: Option<SignedInRow> = self
             .read_row(
-                &format!(
-                    "SELECT {SESSION_COLUMNS} FROM operator_sessions \
-                     WHERE token_hash = $1 AND revoked_at IS NULL AND expires_at > $2 \
-                     AND last_seen_at > $3"
-                ),
+                "SELECT s.id, s.operator_id, s.created_at, s.last_seen_at, s.expires_at, \
+                 s.address, s.user_agent, s.revoked_at, o.email, o.role, \
+                 o.must_change_password, o.allowed_addresses, o.disabled_at, o.created_at, \
+                 o.updated_at, o.totp_confirmed_at IS NOT NULL, EXISTS (SELECT 1 FROM \
+                 service_settings WHERE name = 'require_2fa' AND value = 'true') \
+                 FROM operator_sessions s JOIN operators o ON o.id = s.operator_id \
+                 WHERE s.token_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > $2 \
+                 AND s.last_seen_at > $3 AND o.disabled_at IS NULL",
                 params![hex(&sha256(token)), now, now - limits.idle],
             )
             .await?;
-        let Some(row) = row else { return Ok(None) };
-        let operator = match self.find(&row.operator_id).await {
-            Ok(operator) if operator.disabled_at.is_none() => operator,
-            Ok(_) | Err(StoreError::NotFound { .. }) => return Ok(None),
-            Err(err) => return Err(err),
+        let Some(r) = row else { return Ok(None) };
+        let operator = OperatorRow {
+            id: r.operator_id.clone(),
+            email: r.email,
+            role: r.role,
+            must_change_password: r.must_change_password,
+            allowed_addresses: r.allowed_addresses,
+            disabled_at: r.disabled_at,
+            created_at: r.operator_created_at,
+            updated_at: r.updated_at,
+            two_factor: r.two_factor,
         };
-        let mut session = Session::from(row);
+        let per_organisation = Role::parse(&operator.role).is_some_and(Role::per_organisation);
+        let orgs = if per_organisation {
+            let rows: Vec<(String,)> = self
+                .read_rows(
+                    "SELECT org_id FROM operator_orgs WHERE operator_id = $1 ORDER BY org_id",
+                    params![operator.id],
+                )
+                .await?;
+            rows.into_iter().map(|(org,)| org).collect()
+        } else {
+            Vec::new()
+        };
+        let operator = operator.into_operator(orgs)?;
+        let mut session = Session {
+            id: r.id,
+            operator_id: r.operator_id,
+            created_at: r.created_at,
+            last_seen_at: r.last_seen_at,
+            expires_at: r.expires_at,
+            address: r.address,
+            user_agent: r.user_agent,
+            revoked_at: r.revoked_at,
+        };
         if now - session.last_seen_at >= SEEN_EVERY {
             self.unaudited()
                 .execute(
@@ -313,7 +378,11 @@ impl Operators {
                 .await?;
             session.last_seen_at = now;
         }
-        Ok(Some((operator, session)))
+        Ok(Some(SignedIn {
+            operator,
+            session,
+            two_factor_required: r.two_factor_required,
+        }))
     }
 
     /// The operator's sessions that are still open, newest first.

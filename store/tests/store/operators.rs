@@ -238,7 +238,11 @@ async fn signing_in_opens_a_session_until_it_ends(store: Store) {
         .unwrap();
     assert_eq!(opened.operator.id, owner.id);
     assert!(!format!("{opened:?}").contains(&opened.token));
-    let (who, session) = operators
+    let store::SignedIn {
+        operator: who,
+        session,
+        ..
+    } = operators
         .authenticate(&opened.token, limits)
         .await
         .unwrap()
