@@ -32,15 +32,27 @@ pub use sftp_bans::SftpBan;
 pub use sftp_users::{NewSftpKey, NewSftpUser, SftpKey, SftpLogin, SftpUser};
 
 /// Organisations, campaigns, keys and SFTP users. Cheap to clone.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Tenancy {
     db: Db,
+    /// `org id:campaign id` -> the campaign, shared by the handle's clones. A campaign never
+    /// changes once made, so an entry is read as it is (`Cache::any`).
+    campaigns: std::sync::Arc<common::cache::Cache<Campaign>>,
+}
+
+impl std::fmt::Debug for Tenancy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tenancy")
+            .field("db", &self.db)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Tenancy {
     /// Tenancy's records in `db`.
     pub fn on(db: Db) -> Tenancy {
-        Tenancy { db }
+        let campaigns = std::sync::Arc::new(common::cache::Cache::on(db.clock().clone()));
+        Tenancy { db, campaigns }
     }
 }
 

@@ -282,14 +282,21 @@ impl Tenancy {
     #[tracing::instrument(skip_all)]
     pub async fn get_campaign(&self, org: &OrgScope, id: &str) -> Result<Campaign, StoreError> {
         let org_id = org.id();
+        let key = format!("{org_id}:{id}");
+        if let Some(campaign) = self.campaigns.any(&key) {
+            return Ok(campaign);
+        }
         const SQL: &str = concat!(
             "SELECT ",
             campaign_columns!(),
             " FROM campaigns WHERE org_id = $1 AND id = $2"
         );
         let row: Option<CampaignRow> = self.read_row(SQL, params![org_id, id]).await?;
-        row.map(campaign_from_row)
-            .ok_or(StoreError::NotFound { what: "campaign" })
+        let campaign = row
+            .map(campaign_from_row)
+            .ok_or(StoreError::NotFound { what: "campaign" })?;
+        self.campaigns.put(&key, campaign.clone());
+        Ok(campaign)
     }
 
     #[tracing::instrument(skip_all)]

@@ -1,5 +1,5 @@
-//! The one cache of the stores, for what many requests read and almost never changes (programme
-//! policies, compiled rule sets, catalogue indexes), with one freshness rule: an entry is
+//! The one cache of the stores, for what many requests read and almost never changes (campaigns,
+//! programme policies, compiled rule sets, catalogue indexes), with one freshness rule: an entry is
 //! trusted for a window (`FRESH_FOR` in the service) after it was put or last confirmed; past
 //! it, its owner asks the database whether it still holds (a policy read again, a rule set's or
 //! a catalogue's version looked up: one indexed query) and confirms it or puts a new value. So a
