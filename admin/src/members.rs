@@ -73,11 +73,10 @@ async fn get_member(
     Ok(Json(MemberView::new(member, ApiVersion::default())))
 }
 
-/// The campaign a path names, if it is one of the organisation's. One read: a campaign is
-/// looked up within the organisation's id, so an unknown organisation has none (404 alike).
+/// The campaign a path names, if it is one of the organisation's (an unknown organisation has
+/// none: 404 alike).
 async fn campaign_of(state: &AdminState, org: &str, id: &str) -> Result<Campaign, ApiError> {
-    let org = store::OrgScope::vouched(org);
-    Ok(state.store().tenancy().get_campaign(&org, id).await?)
+    Ok(state.store().tenancy().campaign_in(org, id).await?)
 }
 
 async fn min_balance(state: &AdminState, campaign: &Campaign) -> Result<store::Tokens, ApiError> {

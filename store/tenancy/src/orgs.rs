@@ -299,6 +299,13 @@ impl Tenancy {
         Ok(campaign)
     }
 
+    /// Campaign `id` if the organisation with id `org_id` has it: for a caller that names both
+    /// (an operator's path), so that an unknown organisation simply has none.
+    #[tracing::instrument(skip_all)]
+    pub async fn campaign_in(&self, org_id: &str, id: &str) -> Result<Campaign, StoreError> {
+        self.get_campaign(&OrgScope::vouched(org_id), id).await
+    }
+
     #[tracing::instrument(skip_all)]
     pub async fn list_campaigns(&self, org: &OrgScope) -> Result<Vec<Campaign>, StoreError> {
         let org_id = org.id();
