@@ -79,6 +79,18 @@ async fn campaign_of(state: &AdminState, org: &str, id: &str) -> Result<Campaign
     Ok(state.store().tenancy().campaign_in(org, id).await?)
 }
 
+/// The wallet a path names (its id or reference), in a campaign of the organisation's.
+async fn wallet_of(
+    state: &AdminState,
+    org: &str,
+    campaign: &str,
+    wallet: &str,
+) -> Result<(Campaign, store::Wallet), ApiError> {
+    let campaign = campaign_of(state, org, campaign).await?;
+    let wallet = state.store().ledger().get_wallet(&campaign, wallet).await?;
+    Ok((campaign, wallet))
+}
+
 async fn min_balance(state: &AdminState, campaign: &Campaign) -> Result<store::Tokens, ApiError> {
     Ok(state
         .store()
@@ -150,12 +162,7 @@ async fn get_wallet(
     State(state): State<AdminState>,
     Path((org, campaign, wallet)): Path<(String, String, String)>,
 ) -> Result<Json<WalletView>, ApiError> {
-    let campaign = campaign_of(&state, &org, &campaign).await?;
-    let wallet = state
-        .store()
-        .ledger()
-        .get_wallet(&campaign, &wallet)
-        .await?;
+    let (campaign, wallet) = wallet_of(&state, &org, &campaign, &wallet).await?;
     let min = min_balance(&state, &campaign).await?;
     Ok(Json(WalletView::of(wallet, min)))
 }
@@ -175,9 +182,8 @@ async fn wallet_history(
     Path((org, campaign, wallet)): Path<(String, String, String)>,
     Paging(page): Paging,
 ) -> Result<Json<PagedList<TransactionView>>, ApiError> {
-    let campaign = campaign_of(&state, &org, &campaign).await?;
+    let (campaign, wallet) = wallet_of(&state, &org, &campaign, &wallet).await?;
     let ledger = state.store().ledger();
-    let wallet = ledger.get_wallet(&campaign, &wallet).await?;
     let filter = TransactionFilter {
         wallet_id: Some(wallet.id),
         ..TransactionFilter::default()
@@ -202,12 +208,7 @@ async fn wallet_balance(
     QueryParams(query): QueryParams<BalanceQuery>,
 ) -> Result<Json<BalanceView>, ApiError> {
     let at = query.at()?;
-    let campaign = campaign_of(&state, &org, &campaign).await?;
-    let wallet = state
-        .store()
-        .ledger()
-        .get_wallet(&campaign, &wallet)
-        .await?;
+    let (campaign, wallet) = wallet_of(&state, &org, &campaign, &wallet).await?;
     Ok(Json(
         BalanceView::of(state.store(), &campaign, wallet, at).await?,
     ))
@@ -226,9 +227,8 @@ async fn wallet_holds(
     Path((org, campaign, wallet)): Path<(String, String, String)>,
     Paging(page): Paging,
 ) -> Result<Json<PagedList<HoldView>>, ApiError> {
-    let campaign = campaign_of(&state, &org, &campaign).await?;
+    let (campaign, wallet) = wallet_of(&state, &org, &campaign, &wallet).await?;
     let ledger = state.store().ledger();
-    let wallet = ledger.get_wallet(&campaign, &wallet).await?;
     let filter = HoldFilter {
         wallet_id: Some(wallet.id),
         status: None,
