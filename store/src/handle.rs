@@ -131,6 +131,19 @@ impl Store {
         Store::composed(self.db, self.programme, ahead)
     }
 
+    /// What an operator of `role` (the command line: an owner) may adjust by hand: its limit
+    /// per adjustment and the approval threshold, as the owner set them.
+    pub async fn adjustment_rules(
+        &self,
+        role: operators::Role,
+    ) -> Result<ledger::AdjustmentRules, StoreError> {
+        let limits = self.operators.adjustment_limits().await?;
+        Ok(ledger::AdjustmentRules {
+            limit: limits.limit_of(role),
+            approval_over: limits.approval_over,
+        })
+    }
+
     /// Runs `action` for an operator: each write it makes appends `trail`'s entry to the audit
     /// trail in the same transaction; if it fails, or writes nothing, one entry says so. The
     /// store it is given shares this store's caches.

@@ -65,11 +65,12 @@ pub use exports::schedule::{ClaimedDay, ExportFormat, ExportSchedule, SETTLE as 
 pub use exports::{ExportChunk, ExportFilter, ExportTime, Texts};
 pub use handle::Store;
 pub use ledger::{
-    BalanceAt, Burned, Corrected, Credit, Credited, Discrepancy, EarnInput, EarnReplay,
+    Adjusted, Adjustment, AdjustmentFilter, AdjustmentRules, AdjustmentStatus, BalanceAt,
+    BulkReport, BulkRow, Burned, Corrected, Credit, Credited, Discrepancy, EarnInput, EarnReplay,
     EarnRequest, EarnStatus, ExpiringDay, Hold, HoldFilter, HoldPlaced, HoldSettled, HoldStatus,
-    Ledger, NewBurn, NewCorrection, NewHold, NewTransfer, NewWallet, PendingEarn, Received,
-    RulesInput, Spend, Transaction, TransactionFilter, TransactionKind, Transfer, Transferred,
-    Wallet, WalletFilter,
+    Ledger, NewAdjustment, NewBurn, NewCorrection, NewHold, NewTransfer, NewWallet, PendingEarn,
+    Reason as AdjustmentReason, Received, Requester, RowOutcome, RulesInput, Spend, Transaction,
+    TransactionFilter, TransactionKind, Transfer, Transferred, Wallet, WalletFilter,
 };
 pub use members::{
     CATEGORIES, Channels, ChannelsPatch, CommunicationPreferences, Member, MemberPatch,
@@ -77,8 +78,8 @@ pub use members::{
 };
 pub use operators::totp as operators_totp;
 pub use operators::{
-    Enrolment, NewOperator, NewToken, Opened, Operator, Operators, Password, RecoveryCodes, Role,
-    Session, SessionLimits, SignIn, SignedIn, Token,
+    AdjustmentLimits, Enrolment, NewOperator, NewToken, Opened, Operator, Operators, Password,
+    RecoveryCodes, Role, Session, SessionLimits, SignIn, SignedIn, Token,
 };
 pub use orders::{
     Booking, BookingFilter, BookingPatch, BookingStatus, Code, LocalDate, NewBooking, NewLine,

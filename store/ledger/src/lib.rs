@@ -12,6 +12,8 @@
 //!   the oldest tokens first;
 //! - `holds/`, `transfers.rs`, `corrections/`: holds and their capture, transfers between
 //!   wallets, reversals and refunds that name what they correct;
+//! - `adjustments/`: operators' manual credits and debits with a reason, four-eyes approval
+//!   above a threshold, and bulk files of them;
 //! - `expiry.rs`, `expiry_notices.rs`: expiring what is due, and warning before it;
 //! - `in_time.rs`: a balance at an instant; `audit.rs`: every balance against its journal;
 //! - `refusals.rs`: a spend's refusals; `order_keys.rs`: the `externalId`s orders pay under;
@@ -25,6 +27,7 @@ extern crate seam;
 #[macro_use]
 extern crate programme;
 
+pub mod adjustments;
 pub mod audit;
 pub mod burn;
 pub mod corrections;
@@ -53,6 +56,11 @@ use seam::common::calendar::{DATES_AHEAD, DateWindow};
 use seam::{Backend, Db, Page, Paged, StoreError, Tokens, backend, common, error, limits};
 use tenancy::Campaign;
 
+pub use adjustments::bulk::{BulkReport, BulkRow, RowOutcome};
+pub use adjustments::{
+    Adjusted, Adjustment, AdjustmentFilter, AdjustmentRules, AdjustmentStatus, NewAdjustment,
+    Reason, Requester,
+};
 pub use audit::Discrepancy;
 pub use burn::{Burned, NewBurn};
 pub use corrections::{Corrected, NewCorrection};

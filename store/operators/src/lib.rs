@@ -10,6 +10,8 @@
 //! - `second_factor.rs`: TOTP enrolment (`totp.rs`: RFC 6238), recovery codes, the
 //!   requirement of it for everyone, and its reset;
 //! - `tokens.rs`: automation tokens for scripts, scoped and expiring;
+//! - `adjustment_limits.rs`: how much each role may adjust a wallet by hand, and when a second
+//!   operator must approve;
 //! - `throttle.rs`: failed sign-ins counted per account and address, and the locks they set.
 
 #[macro_use]
@@ -17,6 +19,7 @@ extern crate seam;
 
 pub mod accounts;
 pub mod addresses;
+pub mod adjustment_limits;
 pub mod role;
 pub mod second_factor;
 pub mod sessions;
@@ -28,6 +31,7 @@ use seam::Db;
 
 pub use accounts::{NewOperator, Operator, Password};
 pub use addresses::AddressBlock;
+pub use adjustment_limits::AdjustmentLimits;
 pub use role::Role;
 pub use second_factor::{Enrolment, RecoveryCodes};
 pub use sessions::{Opened, Session, SessionLimits, SignIn, SignedIn};

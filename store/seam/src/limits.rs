@@ -123,9 +123,16 @@ pub const AMOUNT_DECIMALS: u32 = 6;
 
 /// What the keys the service makes for itself start with: a capture's burn (`hold:`), an
 /// order's payment and its lines' holds (`order:`), an order's refunds (`cancel:`), a transfer's
-/// receiving side (`transfer:`), an expiry (`lot:`). A client's key may not, so that no request
-/// can take a key the service will need.
-pub const RESERVED_KEY_PREFIXES: [&str; 5] = ["hold:", "order:", "cancel:", "transfer:", "lot:"];
+/// receiving side (`transfer:`), an expiry (`lot:`), an operator's adjustment (`adjustment:`).
+/// A client's key may not, so that no request can take a key the service will need.
+pub const RESERVED_KEY_PREFIXES: [&str; 6] = [
+    "hold:",
+    "order:",
+    "cancel:",
+    "transfer:",
+    "lot:",
+    "adjustment:",
+];
 
 /// A client's key for a burn, hold, transfer or reversal: an `id` not in the service's own
 /// space (`RESERVED_KEY_PREFIXES`).

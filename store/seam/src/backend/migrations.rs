@@ -53,6 +53,7 @@ migrations! {
     26 "sftp bans" "0026_sftp_bans.sql",
     27 "bounds" "0027_bounds.sql",
     28 "audit log and operators" "0028_audit_log.sql",
+    29 "adjustments" "0029_adjustments.sql",
 }
 
 /// The migration that indexes `transactions.idem_key`: before it runs, the keys of an existing
