@@ -7,10 +7,13 @@
 //! - `auth.rs`: the gate that enforces it, and the `Principal` a request acts as (its changes
 //!   are recorded in the audit trail as that operator's);
 //! - one module per resource: `sessions`, `me`, `tokens`, `operators`, `orgs` (with
-//!   campaigns), `keys`, `members` (with their wallets, for support), `audit_log`; `views.rs`: the operator, session and token records;
+//!   campaigns), `keys`, `members` (with their wallets, for support), `adjustments` (manual credits and
+//!   debits, their approval and bulk files), `audit_log`; `views.rs`: the operator, session and
+//!   token records;
 //! - `docs.rs`: the OpenAPI document and `/docs`; `schemas.rs`: schemas the derive cannot say;
 //! - `state.rs`: what handlers reach.
 
+mod adjustments;
 mod audit_log;
 mod auth;
 mod docs;
@@ -41,6 +44,7 @@ pub use state::AdminState;
 
 /// What the admin API answers, as types a Rust client (the tests among them) reads answers into.
 pub mod views_of {
+    pub use crate::adjustments::LimitsView;
     pub use crate::audit_log::{AuditEntryView, VerdictView};
     pub use crate::keys::{IssuedKeyView, KeyView};
     pub use crate::me::{EnrolmentView, Me, RecoveryCodesView};
@@ -60,6 +64,7 @@ fn routes() -> OpenApiRouter<AdminState> {
         .merge(orgs::router())
         .merge(keys::router())
         .merge(members::router())
+        .merge(adjustments::router())
         .merge(audit_log::router())
 }
 

@@ -111,9 +111,16 @@ pub const OPERATIONS: &[(&str, Need)] = &[
     ("wallet_history", Need::Read),
     ("wallet_balance", Need::Read),
     ("wallet_holds", Need::Read),
+    ("list_adjustments", Need::Read),
+    ("get_adjustment", Need::Read),
+    ("get_adjustment_limits", Need::Read),
     ("create_campaign", Need::Configure),
     ("issue_key", Need::Configure),
     ("revoke_key", Need::Configure),
+    ("adjust_wallet", Need::Support),
+    ("approve_adjustment", Need::Support),
+    ("reject_adjustment", Need::Support),
+    ("bulk_adjust", Need::Support),
     ("create_org", Need::Service),
     ("list_audit_log", Need::Service),
     ("verify_audit_log", Need::Service),
@@ -128,6 +135,7 @@ pub const OPERATIONS: &[(&str, Need)] = &[
     ("remove_operator", Need::Operators),
     ("get_settings", Need::Operators),
     ("set_settings", Need::Operators),
+    ("set_adjustment_limits", Need::Operators),
 ];
 
 /// What operation `id` needs.

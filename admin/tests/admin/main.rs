@@ -1,6 +1,7 @@
 //! The admin API as an operator's client sees it: a real server on a random port, spoken to
 //! over HTTP, on SQLite and (with `--ignored` and `REWARDS_TEST_POSTGRES_URL`) on PostgreSQL.
 
+mod adjustments;
 mod helpers;
 mod permissions;
 mod resources;

@@ -23,6 +23,7 @@ fn operations(org: &str) -> Vec<(Method, String, String)> {
             (Method::GET, &item.get),
             (Method::POST, &item.post),
             (Method::PUT, &item.put),
+            (Method::PATCH, &item.patch),
             (Method::DELETE, &item.delete),
         ] {
             if let Some(operation) = operation {

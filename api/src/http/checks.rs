@@ -241,6 +241,42 @@ impl Checks {
             .ok()
     }
 
+    /// A token amount either way: a JSON number read exactly, not 0, at most `max` tokens either
+    /// side of 0 and 6 decimals. `missing_field` when absent; `None` when absent or refused
+    /// (recorded).
+    pub fn signed_tokens(
+        &mut self,
+        field: &str,
+        number: Option<serde_json::Number>,
+        max: i64,
+    ) -> Option<Tokens> {
+        if number.is_none() {
+            self.fail(field, "missing_field", "is required");
+            return None;
+        }
+        let decimals = written_decimals(number.as_ref());
+        let amount = exact(self, field, number)?;
+        let refused = if decimals > store::Tokens::DECIMALS {
+            Some(format!(
+                "has more than {} decimals",
+                store::Tokens::DECIMALS
+            ))
+        } else if amount.is_zero() {
+            Some("must not be 0".to_string())
+        } else if amount.abs() > Decimal::from(max) {
+            Some(format!("must be from -{max} to {max}"))
+        } else {
+            None
+        };
+        if let Some(message) = refused {
+            self.fail(field, "invalid_value", message);
+            return None;
+        }
+        Tokens::from_decimal(amount)
+            .map_err(|message| self.fail(field, "invalid_value", message))
+            .ok()
+    }
+
     /// A purchase's (or a return's) amount: a JSON number read exactly, as `limits::earn_amount`
     /// bounds it (6 decimals as written at most). `None` when absent or refused (recorded).
     pub fn amount(&mut self, field: &str, number: Option<serde_json::Number>) -> Option<Decimal> {

@@ -133,9 +133,7 @@ fn read(csv: &[u8]) -> Result<Vec<Read>, StoreError> {
                 return Err(("wallet", "must not be blank".to_owned()));
             }
             let amount = amount.clone().map_err(|e| ("amount", e))?;
-            let reason = cell(at[2])
-                .parse::<Reason>()
-                .map_err(|e| ("reason", e))?;
+            let reason = cell(at[2]).parse::<Reason>().map_err(|e| ("reason", e))?;
             Ok(NewAdjustment {
                 wallet: wallet.clone(),
                 amount,

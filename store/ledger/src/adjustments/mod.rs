@@ -50,8 +50,8 @@ string_enum! {
     }
 }
 
-/// The longest comment an adjustment takes.
-pub const MAX_COMMENT: usize = 500;
+/// The longest comment (or rejection note) an adjustment takes.
+pub const MAX_COMMENT: usize = crate::limits::MAX_TEXT;
 
 /// Who asks for, approves or rejects an adjustment: an operator (its id), or the command line
 /// on the server (`local:` and the OS user).
