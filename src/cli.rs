@@ -118,6 +118,87 @@ pub enum Command {
     /// The audit trail of operators' changes: list, export, and verify its chain.
     #[command(subcommand, name = "audit-log")]
     AuditLog(AuditLogCommand),
+    /// Manual adjustments: credit or debit a wallet by hand with a reason, approve or reject
+    /// those waiting, adjust from a CSV file, and set each role's limits.
+    #[command(subcommand)]
+    Adjustment(AdjustmentCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdjustmentCommand {
+    /// Credit (a positive amount) or debit (a negative one) a wallet. Above the approval
+    /// threshold it waits for another operator's approval.
+    Add {
+        /// The campaign's id, or its name when no other campaign has it.
+        #[arg(long)]
+        campaign: String,
+        /// The wallet's id or external reference.
+        #[arg(long)]
+        wallet: String,
+        /// Tokens, e.g. 50 or -12.5.
+        #[arg(long, allow_hyphen_values = true)]
+        amount: String,
+        /// goodwill, correction, fraud or migration.
+        #[arg(long)]
+        reason: String,
+        /// Why, in words: the member's history shows it.
+        #[arg(long)]
+        comment: String,
+        /// Your key for it: the same command again makes nothing twice.
+        #[arg(long)]
+        external_id: Option<String>,
+    },
+    /// The campaign's adjustments, newest first.
+    List {
+        #[arg(long)]
+        campaign: String,
+        /// pending (the approval queue), applied or rejected.
+        #[arg(long)]
+        status: Option<String>,
+        /// Only this bulk file's.
+        #[arg(long)]
+        batch: Option<String>,
+        /// The most to list (at most 100).
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// Approve a pending adjustment (not one you asked for), applying it.
+    Approve {
+        #[arg(long)]
+        campaign: String,
+        /// The adjustment's id.
+        id: String,
+    },
+    /// Reject a pending adjustment: nothing is written to the wallet.
+    Reject {
+        #[arg(long)]
+        campaign: String,
+        /// The adjustment's id.
+        id: String,
+        /// Why.
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Adjust wallets from a CSV file (columns wallet, amount, reason, comment, and optionally
+    /// external_id). Only tried, each row's outcome printed, unless --apply.
+    Bulk {
+        #[arg(long)]
+        campaign: String,
+        /// Make the adjustments (without it: a dry run that writes nothing).
+        #[arg(long)]
+        apply: bool,
+        file: PathBuf,
+    },
+    /// Show the limits, or set them: tokens per adjustment for each role that adjusts, and the
+    /// threshold above which an adjustment waits for a second operator (`none`: no limit).
+    Limits {
+        #[arg(long)]
+        owner: Option<String>,
+        #[arg(long)]
+        support: Option<String>,
+        #[arg(long)]
+        approval_over: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -203,6 +203,7 @@ async fn dispatch(cli: Cli, config: Config, store: store::Store) -> anyhow::Resu
         Command::Expire => commands::ledger::expire(&store, cli.json).await,
         Command::Audit => commands::ledger::audit(&store, cli.json).await,
         Command::Operator(command) => commands::operators::run(&store, command, cli.json).await,
+        Command::Adjustment(command) => commands::adjustments::run(&store, command, cli.json).await,
         Command::AuditLog(command) => {
             commands::operators::audit_log(&store, command, cli.json).await
         }

@@ -1,5 +1,6 @@
 //! The operator's commands, one file per command group; `serve` runs the service itself.
 
+pub mod adjustments;
 pub mod batch;
 pub mod catalogue;
 pub mod export;

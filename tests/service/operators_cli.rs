@@ -211,3 +211,107 @@ fn verify_finds_an_entry_edited_in_the_database() {
     let err = String::from_utf8_lossy(&verdict.stderr);
     assert!(err.contains("tampered with: 1 problem(s)"), "{err}");
 }
+
+/// Manual adjustments from the command line: made as `local` (the OS user), a four-eyes one
+/// approved by another OS user and never by the one who asked, a bulk file tried and then made,
+/// each change in the audit trail.
+#[tokio::test]
+async fn adjustments_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = ("REWARDS_DATA_DIR", dir.path().display().to_string());
+    let env = vec![data.clone(), ("USER", "ops-on-call".into())];
+    let (org, campaign, _) = crate::common::programme(&env);
+    {
+        let store = store::Store::open_sqlite(&dir.path().join("rewards.db"))
+            .await
+            .unwrap();
+        let scope = store.tenancy().get_org(&org).await.unwrap().scope();
+        let member = store::NewMember {
+            first_name: "Ada".into(),
+            idp: "reference".into(),
+            user_id: "u-1".into(),
+            external_id: "cust-1".into(),
+            ..Default::default()
+        };
+        store.members().create_member(&scope, member).await.unwrap();
+        let campaign = store.tenancy().campaign_in(&org, &campaign).await.unwrap();
+        let wallet = store::NewWallet {
+            owner: Some("cust-1".into()),
+            external_id: Some("card-1".into()),
+            name: None,
+        };
+        store
+            .ledger()
+            .create_wallet(&campaign, wallet)
+            .await
+            .unwrap();
+    }
+    let limits = json_of(&env, &["adjustment", "limits", "--approval-over", "100"]);
+    assert_eq!(limits["approvalOver"], 100.0);
+    let add = |amount: &str| {
+        vec![
+            "adjustment",
+            "add",
+            "--campaign",
+            &campaign,
+            "--wallet",
+            "card-1",
+            "--amount",
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .chain([amount, "--reason", "goodwill", "--comment", "Lost parcel"].map(str::to_owned))
+        .collect::<Vec<String>>()
+    };
+    let args = add("40");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let made = json_of(&env, &args);
+    assert_eq!(made["status"], "applied");
+    assert_eq!(made["requestedBy"], "ops-on-call");
+    let args = add("-60");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let short = run(&env, &args);
+    assert!(!short.status.success());
+    assert!(String::from_utf8_lossy(&short.stderr).contains("insufficient balance"));
+    let args = add("150");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let waiting = json_of(&env, &args);
+    assert_eq!(waiting["status"], "pending");
+    let id = waiting["id"].as_str().unwrap();
+    let approve = ["adjustment", "approve", "--campaign", &campaign, id];
+    let own = run(&env, &approve);
+    assert!(!own.status.success());
+    assert!(String::from_utf8_lossy(&own.stderr).contains("another operator"));
+    let other = vec![data.clone(), ("USER", "second-pair-of-eyes".into())];
+    let approved = json_of(&other, &approve);
+    assert_eq!(approved["status"], "applied");
+    assert_eq!(approved["decidedBy"], "second-pair-of-eyes");
+
+    let file = dir.path().join("adjust.csv");
+    std::fs::write(
+        &file,
+        "wallet,amount,reason,comment\ncard-1,-10,correction,Double stamp\ncard-1,5,nope,Bad\n",
+    )
+    .unwrap();
+    let path = file.display().to_string();
+    let bulk = ["adjustment", "bulk", "--campaign", &campaign, &path];
+    let tried = ok(&env, &bulk);
+    assert!(tried.contains("line 2: would_apply"), "{tried}");
+    assert!(tried.contains("line 3: refused"), "{tried}");
+    assert!(tried.contains("dry run: nothing written"), "{tried}");
+    let mut apply = bulk.to_vec();
+    apply.push("--apply");
+    let report = json_of(&env, &apply);
+    assert_eq!(
+        (report["applied"].as_u64(), report["refused"].as_u64()),
+        (Some(1), Some(1))
+    );
+    let listed = json_of(&env, &["adjustment", "list", "--campaign", &campaign]);
+    assert_eq!(listed.as_array().unwrap().len(), 3);
+
+    let trail = ok(
+        &env,
+        &["audit-log", "list", "--operation", "adjustment.approve"],
+    );
+    assert!(trail.contains("second-pair-of-eyes"), "{trail}");
+}
