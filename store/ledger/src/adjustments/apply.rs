@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::{
+use super::record::{
     Adjusted, Adjustment, AdjustmentRow, AdjustmentStatus, adjustment_columns, adjustment_from_row,
 };
 use crate::backend::{Steps, Tx};
