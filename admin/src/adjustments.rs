@@ -4,12 +4,13 @@
 //! the limits. The same store operations and checks as `rewards adjustment`.
 
 use api::plumbing::{
-    ApiError, Checks, JsonBody, PagedList, Paging, PagingParams, Problem, QueryParams, schema,
+    ApiError, Checks, JsonBody, PagedList, Paging, PagingParams, Problem, QueryParams, Sign,
+    body_bytes, schema,
 };
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Path, Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use store::audit::Action;
 use store::{
@@ -30,7 +31,7 @@ const MAX_ADJUSTMENT: i64 = 1_000_000_000_000;
 const CAMPAIGN: &str = "the campaign's id";
 const ADJUSTMENT: &str = "the adjustment's id";
 
-/// What `Checks::signed_tokens` accepts: from -1e12 to 1e12 but 0, at most 6 decimals.
+/// What `Checks::tokens` accepts of a `Sign::NonZero` amount: from -1e12 to 1e12 but 0, at most 6 decimals.
 fn signed_amount() -> utoipa::openapi::schema::Schema {
     let side = |min: f64, max: f64| {
         ObjectBuilder::new()
@@ -86,7 +87,7 @@ impl AdjustmentInput {
     fn checked(self) -> Result<NewAdjustment, ApiError> {
         let mut checks = Checks::default();
         let wallet = checks.required_id("walletId", self.wallet_id);
-        let amount = checks.signed_tokens("amount", self.amount, MAX_ADJUSTMENT);
+        let amount = checks.required_tokens("amount", self.amount, Sign::NonZero, MAX_ADJUSTMENT);
         let reason = match self.reason.as_deref().map(AdjustmentReason::parse) {
             None => {
                 checks.fail("reason", "missing_field", "is required");
@@ -106,7 +107,7 @@ impl AdjustmentInput {
         let external_id = checks.id("externalId", self.external_id);
         let new = NewAdjustment {
             wallet,
-            amount: amount.unwrap_or(Tokens::ZERO),
+            amount,
             reason: reason.unwrap_or(AdjustmentReason::Goodwill),
             comment,
             external_id,
@@ -383,21 +384,7 @@ impl<S: Send + Sync> FromRequest<S> for CsvBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let content_type = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok());
-        if content_type.is_some_and(|ct| !ct.contains("csv")) {
-            return Err(ApiError::UnsupportedMediaType);
-        }
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::PayloadTooLarge
-            } else {
-                ApiError::invalid("body", "invalid_body", rejection.body_text())
-            }
-        })?;
-        Ok(CsvBody(bytes))
+        body_bytes(req, state, "csv").await.map(CsvBody)
     }
 }
 
@@ -551,7 +538,7 @@ async fn set_adjustment_limits(
         match given {
             None => {}
             Some(None) => *slot = None,
-            Some(number) => *slot = checks.tokens(field, number, false, MAX_ADJUSTMENT),
+            Some(number) => *slot = checks.tokens(field, number, Sign::NonNegative, MAX_ADJUSTMENT),
         }
     }
     checks.finish(())?;

@@ -14,7 +14,7 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::http::auth::Caller;
-use crate::http::checks::{Checks, schema};
+use crate::http::checks::{Checks, Sign, schema};
 use crate::http::error::{ApiError, Problem};
 use crate::http::json::JsonBody;
 use crate::http::paging::{PagedList, Paging, PagingParams};
@@ -183,7 +183,7 @@ async fn capture_hold(
     JsonBody(input): JsonBody<CaptureInput>,
 ) -> Result<Json<HoldView>, ApiError> {
     let mut checks = Checks::default();
-    let amount = checks.tokens("amount", input.amount, true, MAX_BURN);
+    let amount = checks.tokens("amount", input.amount, Sign::Positive, MAX_BURN);
     let amount = checks.finish(amount)?;
     let settled = state
         .store

@@ -88,9 +88,9 @@ pub use http::server::Limits as HttpLimits;
 /// its limits, and the operational routes and layers.
 pub mod plumbing {
     pub use crate::docs::{add_problem_answers, no_control_characters, problem};
-    pub use crate::http::checks::{Checks, date_time, schema};
+    pub use crate::http::checks::{Checks, Sign, date_time, schema};
     pub use crate::http::error::{ApiError, FieldError, Problem};
-    pub use crate::http::json::JsonBody;
+    pub use crate::http::json::{JsonBody, body_bytes};
     pub use crate::http::paging::{PagedList, Paging, PagingParams};
     pub use crate::http::parameters::{KnownParameters, refuse_unknown};
     pub use crate::http::query::{QueryParams, Whole};

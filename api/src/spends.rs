@@ -54,6 +54,7 @@ macro_rules! spend_body {
                 let amount = checks.required_tokens(
                     "amount",
                     self.amount.take(),
+                    $crate::http::checks::Sign::Positive,
                     $crate::spends::MAX_BURN,
                 );
                 store::Spend {

@@ -14,7 +14,7 @@ use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::http::auth::Caller;
-use crate::http::checks::{Checks, MAX_TEXT, schema};
+use crate::http::checks::{Checks, MAX_TEXT, Sign, schema};
 use crate::http::error::{ApiError, Problem};
 use crate::http::json::JsonBody;
 use crate::spends::{MAX_BURN, burn_amount};
@@ -50,7 +50,7 @@ pub struct TransferInput {
 
 fn new_transfer(input: TransferInput) -> Result<NewTransfer, ApiError> {
     let mut checks = Checks::default();
-    let amount = checks.required_tokens("amount", input.amount, MAX_BURN);
+    let amount = checks.required_tokens("amount", input.amount, Sign::Positive, MAX_BURN);
     let transfer = NewTransfer {
         from: checks.required_id("fromWalletId", input.from_wallet_id),
         to: checks.required_id("toWalletId", input.to_wallet_id),

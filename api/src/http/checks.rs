@@ -109,6 +109,17 @@ pub fn positional(text: &str) -> Option<String> {
 }
 
 /// Collects every field error of a body before answering, so a client fixes them all at once.
+/// Which side of 0 a token amount may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sign {
+    /// More than 0.
+    Positive,
+    /// 0 or more.
+    NonNegative,
+    /// Either side, but not 0 (a credit or a debit).
+    NonZero,
+}
+
 #[derive(Default)]
 pub struct Checks(Vec<FieldError>);
 
@@ -207,13 +218,13 @@ impl Checks {
         Some(value)
     }
 
-    /// A token amount: a JSON number read exactly, more than 0 when `positive` (else at least
-    /// 0), at most `max` tokens and 6 decimals. `None` when absent or refused (recorded).
+    /// A token amount: a JSON number read exactly, of `sign`, at most `max` tokens either side
+    /// of 0 and 6 decimals. `None` when absent or refused (recorded).
     pub fn tokens(
         &mut self,
         field: &str,
         number: Option<serde_json::Number>,
-        positive: bool,
+        sign: Sign,
         max: i64,
     ) -> Option<Tokens> {
         let decimals = written_decimals(number.as_ref());
@@ -223,50 +234,17 @@ impl Checks {
                 "has more than {} decimals",
                 store::Tokens::DECIMALS
             ))
-        } else if positive && amount <= Decimal::ZERO {
-            Some("must be more than 0".to_string())
-        } else if amount < Decimal::ZERO {
-            Some("must be at least 0".to_string())
-        } else if amount > Decimal::from(max) {
-            Some(format!("must be at most {max}"))
         } else {
-            None
-        };
-        if let Some(message) = refused {
-            self.fail(field, "invalid_value", message);
-            return None;
-        }
-        Tokens::from_decimal(amount)
-            .map_err(|message| self.fail(field, "invalid_value", message))
-            .ok()
-    }
-
-    /// A token amount either way: a JSON number read exactly, not 0, at most `max` tokens either
-    /// side of 0 and 6 decimals. `missing_field` when absent; `None` when absent or refused
-    /// (recorded).
-    pub fn signed_tokens(
-        &mut self,
-        field: &str,
-        number: Option<serde_json::Number>,
-        max: i64,
-    ) -> Option<Tokens> {
-        if number.is_none() {
-            self.fail(field, "missing_field", "is required");
-            return None;
-        }
-        let decimals = written_decimals(number.as_ref());
-        let amount = exact(self, field, number)?;
-        let refused = if decimals > store::Tokens::DECIMALS {
-            Some(format!(
-                "has more than {} decimals",
-                store::Tokens::DECIMALS
-            ))
-        } else if amount.is_zero() {
-            Some("must not be 0".to_string())
-        } else if amount.abs() > Decimal::from(max) {
-            Some(format!("must be from -{max} to {max}"))
-        } else {
-            None
+            match sign {
+                Sign::Positive if amount <= Decimal::ZERO => Some("must be more than 0".into()),
+                Sign::NonNegative if amount < Decimal::ZERO => Some("must be at least 0".into()),
+                Sign::NonZero if amount.is_zero() => Some("must not be 0".into()),
+                Sign::NonZero if amount.abs() > Decimal::from(max) => {
+                    Some(format!("must be from -{max} to {max}"))
+                }
+                _ if amount > Decimal::from(max) => Some(format!("must be at most {max}")),
+                _ => None,
+            }
         };
         if let Some(message) = refused {
             self.fail(field, "invalid_value", message);
@@ -291,15 +269,16 @@ impl Checks {
         refused.ok().map(|()| amount)
     }
 
-    /// A token amount that must be given (`missing_field` when absent), more than 0, at most
+    /// A token amount that must be given (`missing_field` when absent), of `sign`, within
     /// `max`: as `tokens`, 0 standing in for a refused one (the checks then fail).
     pub fn required_tokens(
         &mut self,
         field: &str,
         number: Option<serde_json::Number>,
+        sign: Sign,
         max: i64,
     ) -> Tokens {
-        let amount = self.tokens(field, number, true, max);
+        let amount = self.tokens(field, number, sign, max);
         if amount.is_none() && !self.has(field) {
             self.fail(field, "missing_field", "is required");
         }

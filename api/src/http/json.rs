@@ -27,23 +27,31 @@ impl<S: Send + Sync> FromRequest<S> for JsonBytes {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let content_type = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok());
-        // A missing Content-Type is forgiven (hand-written curl calls); a wrong one is not.
-        if content_type.is_some_and(|ct| !ct.contains("json")) {
-            return Err(ApiError::UnsupportedMediaType);
-        }
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-            if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::PayloadTooLarge
-            } else {
-                ApiError::invalid("body", "invalid_body", rejection.body_text())
-            }
-        })?;
-        Ok(JsonBytes(bytes))
+        body_bytes(req, state, "json").await.map(JsonBytes)
     }
+}
+
+/// A body's bytes within the size limit, when its `Content-Type` names `kind` (`json`, `csv`)
+/// or is missing (hand-written curl calls are forgiven); another type is 415.
+pub async fn body_bytes<S: Send + Sync>(
+    req: Request,
+    state: &S,
+    kind: &str,
+) -> Result<Bytes, ApiError> {
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    if content_type.is_some_and(|ct| !ct.contains(kind)) {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    Bytes::from_request(req, state).await.map_err(|rejection| {
+        if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::PayloadTooLarge
+        } else {
+            ApiError::invalid("body", "invalid_body", rejection.body_text())
+        }
+    })
 }
 
 /// Parses `bytes` as JSON into `T`, turning a failure into a 400 naming the field.

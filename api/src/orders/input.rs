@@ -7,7 +7,7 @@ use store::{BookingPatch, BookingStatus, LocalDate, NewBooking, NewLine, NewOrde
 use utoipa::ToSchema;
 use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 
-use crate::http::checks::{self, Checks, MAX_NAME, MAX_TEXT, nullable, schema};
+use crate::http::checks::{self, Checks, MAX_NAME, MAX_TEXT, Sign, nullable, schema};
 use crate::http::error::ApiError;
 
 /// Units one line may order.
@@ -282,7 +282,7 @@ pub fn new_random_order(input: RandomOrderInput) -> Result<NewOrder, ApiError> {
     let mut checks = Checks::default();
     let cost = match input.cost {
         None => Some(store::Tokens::whole(1)),
-        Some(cost) => checks.tokens("cost", Some(cost), false, MAX_COST),
+        Some(cost) => checks.tokens("cost", Some(cost), Sign::NonNegative, MAX_COST),
     };
     let order = NewOrder {
         owner: checks.required_id("owner", input.owner),

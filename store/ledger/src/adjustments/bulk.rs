@@ -304,7 +304,12 @@ impl Ledger {
         let available = match trial.available.get(&wallet.id) {
             Some(available) => *available,
             None => {
-                let min = self.programme().policy(campaign).await?.min_balance;
+                let min = match trial.min_balance {
+                    Some(min) => min,
+                    None => *trial
+                        .min_balance
+                        .insert(self.programme().policy(campaign).await?.min_balance),
+                };
                 wallet.balance.micros() - wallet.held.micros() - min.micros()
             }
         };
@@ -320,9 +325,10 @@ impl Ledger {
 }
 
 /// What a dry run has tried so far: what each wallet could spend after the rows before, and
-/// the keys the rows took.
+/// the keys the rows took; the campaign's minimum balance, read once when first needed.
 #[derive(Default)]
 struct Trial {
     available: HashMap<String, i64>,
     keys: HashSet<String>,
+    min_balance: Option<Tokens>,
 }
