@@ -32,7 +32,7 @@ async fn main() {
     let admin_base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(admin::serve(
         listener,
-        admin::AdminState::new(state),
+        admin::AdminState::new(state, std::env::temp_dir()),
         std::future::pending(),
     ));
     let session = owner_session(&store, &admin_base).await;

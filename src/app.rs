@@ -134,7 +134,7 @@ impl Application {
         let runtime = runtime::start(&state, workers, &stopped);
         let admin_server = tokio::spawn(admin::serve(
             admin,
-            admin::AdminState::new(state.clone()),
+            admin::AdminState::new(state.clone(), config.data_dir.clone()),
             until(&stopped),
         ));
         let grace = config.api.http.grace;

@@ -7,9 +7,9 @@
 //! - `auth.rs`: the gate that enforces it, and the `Principal` a request acts as (its changes
 //!   are recorded in the audit trail as that operator's);
 //! - one module per resource: `sessions`, `me`, `tokens`, `operators`, `orgs` (with
-//!   campaigns), `keys`, `members` (with their wallets, for support), `adjustments` (manual credits and
-//!   debits, their approval and bulk files), `audit_log`; `views.rs`: the operator, session and
-//!   token records;
+//!   campaigns), `keys`, `sftp` (the batch door's users, keys, host key and bans), `members`
+//!   (with their wallets, for support), `adjustments` (manual credits and debits, their approval
+//!   and bulk files), `audit_log`; `views.rs`: the operator, session and token records;
 //! - `docs.rs`: the OpenAPI document and `/docs`; `schemas.rs`: schemas the derive cannot say;
 //! - `state.rs`: what handlers reach.
 
@@ -25,6 +25,7 @@ mod orgs;
 pub mod permissions;
 mod schemas;
 mod sessions;
+mod sftp;
 mod state;
 mod tokens;
 mod views;
@@ -51,6 +52,7 @@ pub mod views_of {
     pub use crate::operators::{SettingsView, WithPassword};
     pub use crate::orgs::{CampaignView, OrgView};
     pub use crate::sessions::SignedIn;
+    pub use crate::sftp::{BanView, HostKeyView, SftpKeyView, SftpUserView};
     pub use crate::tokens::CreatedToken;
     pub use crate::views::{OperatorView, SessionView, TokenView};
 }
@@ -65,6 +67,7 @@ fn routes() -> OpenApiRouter<AdminState> {
         .merge(keys::router())
         .merge(members::router())
         .merge(adjustments::router())
+        .merge(sftp::router())
         .merge(audit_log::router())
 }
 

@@ -1,6 +1,8 @@
 //! What the operators' handlers can reach: the client API's state (the store, its caches and
-//! keys, the settings), so that both listeners of one node share them, and how long sessions
-//! last.
+//! keys, the settings), so that both listeners of one node share them, how long sessions last,
+//! and the data directory (the SFTP host key, the organisations' folders of files and reports).
+
+use std::path::PathBuf;
 
 use api::AppState;
 use axum::extract::FromRef;
@@ -10,13 +12,15 @@ use store::SessionLimits;
 pub struct AdminState {
     pub app: AppState,
     pub sessions: SessionLimits,
+    pub data_dir: PathBuf,
 }
 
 impl AdminState {
-    pub fn new(app: AppState) -> AdminState {
+    pub fn new(app: AppState, data_dir: PathBuf) -> AdminState {
         AdminState {
             app,
             sessions: SessionLimits::default(),
+            data_dir,
         }
     }
 

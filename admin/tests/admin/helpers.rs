@@ -15,6 +15,9 @@ pub struct AdminApp {
     /// The owner's session token.
     pub owner: String,
     pub http: reqwest::Client,
+    /// The service's data directory (the SFTP host key, the organisations' folders).
+    pub data_dir: std::path::PathBuf,
+    _dir: tempfile::TempDir,
     _db: TestStore,
     _stop: tokio::sync::oneshot::Sender<()>,
 }
@@ -61,7 +64,10 @@ impl AdminApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let codes = store::CodeKey::new(&[7u8; 32]);
-        let state = admin::AdminState::new(api::AppState::new(store.clone(), codes));
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().to_owned();
+        let state =
+            admin::AdminState::new(api::AppState::new(store.clone(), codes), data_dir.clone());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(admin::serve(listener, state, async move {
             let _ = stopped.await;
@@ -73,6 +79,8 @@ impl AdminApp {
             other,
             owner: String::new(),
             http: reqwest::Client::new(),
+            data_dir,
+            _dir: dir,
             _db: db,
             _stop: stop,
         };

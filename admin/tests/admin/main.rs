@@ -5,6 +5,7 @@ mod adjustments;
 mod helpers;
 mod permissions;
 mod resources;
+mod sftp;
 mod sign_in;
 mod support;
 mod tokens;

@@ -11,13 +11,16 @@ use crate::StoreError;
 
 /// The shortest password an operator may issue or choose.
 pub const MIN_PASSWORD: usize = 12;
+/// The longest: hashing is slow on purpose, and should not be made slower by the input.
+pub const MAX_PASSWORD: usize = 1024;
 
-/// The argon2id hash of `password`, which must be at least `MIN_PASSWORD` characters.
+/// The argon2id hash of `password`, which must be `MIN_PASSWORD` to `MAX_PASSWORD` characters.
 pub fn hash_password(password: &str) -> Result<String, StoreError> {
-    if password.chars().count() < MIN_PASSWORD {
+    let length = password.chars().count();
+    if !(MIN_PASSWORD..=MAX_PASSWORD).contains(&length) {
         return Err(StoreError::invalid(
             "password",
-            format!("must be at least {MIN_PASSWORD} characters"),
+            format!("must be {MIN_PASSWORD} to {MAX_PASSWORD} characters"),
         ));
     }
     Argon2::default()
