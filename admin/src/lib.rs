@@ -7,7 +7,7 @@
 //! - `auth.rs`: the gate that enforces it, and the `Principal` a request acts as (its changes
 //!   are recorded in the audit trail as that operator's);
 //! - one module per resource: `sessions`, `me`, `tokens`, `operators`, `orgs` (with
-//!   campaigns), `keys`, `sftp` (the batch door's users, keys, host key and bans), `members`
+//!   campaigns), `keys`, `sftp` (the batch door's users, keys, host key and bans), `mappings`, `members`
 //!   (with their wallets, for support), `adjustments` (manual credits and debits, their approval
 //!   and bulk files), `audit_log`; `views.rs`: the operator, session and token records;
 //! - `docs.rs`: the OpenAPI document and `/docs`; `schemas.rs`: schemas the derive cannot say;
@@ -18,6 +18,7 @@ mod audit_log;
 mod auth;
 mod docs;
 mod keys;
+mod mappings;
 mod me;
 mod members;
 mod operators;
@@ -48,6 +49,7 @@ pub mod views_of {
     pub use crate::adjustments::LimitsView;
     pub use crate::audit_log::{AuditEntryView, VerdictView};
     pub use crate::keys::{IssuedKeyView, KeyView};
+    pub use crate::mappings::{MappingCheck, MappingView};
     pub use crate::me::{EnrolmentView, Me, RecoveryCodesView};
     pub use crate::operators::{SettingsView, WithPassword};
     pub use crate::orgs::{CampaignView, OrgView};
@@ -68,6 +70,7 @@ fn routes() -> OpenApiRouter<AdminState> {
         .merge(members::router())
         .merge(adjustments::router())
         .merge(sftp::router())
+        .merge(mappings::router())
         .merge(audit_log::router())
 }
 

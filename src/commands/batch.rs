@@ -6,11 +6,11 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 use api::views::BatchView;
-use ingest::batch::mapping::Mapping;
+use ingest::batch::mapping;
 use ingest::batch::pipeline::{Job, Progress};
 use ingest::folders::{Folder, Tree};
 use serde_json::{Value, json};
-use store::{BatchState, Page, RuleBook, Store};
+use store::{BatchState, Page, RuleBook, Store, StoreError};
 
 use super::emit;
 use super::progress::Bar;
@@ -21,19 +21,20 @@ pub async fn mapping(store: &Store, command: MappingCommand, json: bool) -> anyh
     match command {
         MappingCommand::Set { org, file } => {
             let document = read_document(&file)?;
-            let mapping = Mapping::parse(&document).map_err(|errors| {
-                anyhow::anyhow!(
+            let scope = store.tenancy().find_org(&org).await?.scope();
+            let stored = match mapping::set_mapping(store, &scope, &document).await {
+                Err(StoreError::Rejected(problems)) => bail!(
                     "{} is not a valid mapping ({} problems):\n  - {}",
                     file.display(),
-                    errors.len(),
-                    errors.join("\n  - ")
-                )
-            })?;
-            let scope = store.tenancy().find_org(&org).await?.scope();
-            let stored = store
-                .batches()
-                .set_mapping(&scope, &mapping.pattern, &document)
-                .await?;
+                    problems.len(),
+                    problems
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("\n  - ")
+                ),
+                other => other?,
+            };
             emit(
                 json,
                 json!({"org": org, "pattern": stored.pattern, "mapping": stored.document}),
@@ -86,11 +87,7 @@ fn read_document(file: &Path) -> anyhow::Result<Value> {
     let json = file
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("json"));
-    if json {
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))
-    } else {
-        toml::from_str(&text).with_context(|| format!("{} is not TOML", file.display()))
-    }
+    mapping::read_document(&text, json).map_err(|why| anyhow::anyhow!("{}: {why}", file.display()))
 }
 
 /// Runs `file` through the pipeline for `org`: received as a batch (a file already sent is a

@@ -144,9 +144,10 @@ impl Store {
         })
     }
 
-    /// Runs `action` for an operator: each write it makes appends `trail`'s entry to the audit
-    /// trail in the same transaction; if it fails, or writes nothing, one entry says so. The
-    /// store it is given shares this store's caches.
+    /// Runs `action` for an operator: each write it makes that changes a row appends `trail`'s
+    /// entry to the audit trail in the same transaction; if it fails, one entry says so (a
+    /// success that changed nothing leaves none). The store it is given shares this store's
+    /// caches.
     pub async fn acting<T, E, F>(
         &self,
         trail: std::sync::Arc<seam::audit::Trail>,

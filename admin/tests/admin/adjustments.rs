@@ -243,17 +243,10 @@ async fn send_csv(
     csv: &str,
     content_type: &str,
 ) -> (StatusCode, Value) {
-    let response = app
-        .http
-        .post(format!("{}{path}", app.base))
-        .bearer_auth(token)
-        .header("content-type", content_type)
-        .body(csv.to_owned())
-        .send()
-        .await
-        .unwrap();
-    let status = response.status();
-    (status, response.json().await.unwrap())
+    let reply = app
+        .send_text(Method::POST, path, token, content_type, csv)
+        .await;
+    (reply.status, reply.body)
 }
 
 async fn a_bulk_file_is_tried_then_made(app: AdminApp) {

@@ -28,6 +28,19 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// The answer to `request`, its body read as JSON (or kept as text).
+    async fn of(request: reqwest::RequestBuilder) -> Reply {
+        let response = request.send().await.unwrap();
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        let body = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        Reply { status, body }
+    }
+
     /// The body, once the status is `expected`.
     pub fn expect(&self, expected: StatusCode) -> &Value {
         assert_eq!(self.status, expected, "{}", self.body);
@@ -141,15 +154,25 @@ impl AdminApp {
         if let Some(body) = body {
             request = request.json(&body);
         }
-        let response = request.send().await.unwrap();
-        let status = response.status();
-        let text = response.text().await.unwrap();
-        let body = if text.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&text).unwrap_or(Value::String(text))
-        };
-        Reply { status, body }
+        Reply::of(request).await
+    }
+
+    /// Sends `body` as it is, with `content_type`.
+    pub async fn send_text(
+        &self,
+        method: Method,
+        path: &str,
+        token: &str,
+        content_type: &str,
+        body: &str,
+    ) -> Reply {
+        let request = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(token)
+            .header("content-type", content_type)
+            .body(body.to_owned());
+        Reply::of(request).await
     }
 
     pub async fn get(&self, path: &str, token: &str) -> Reply {

@@ -3,6 +3,7 @@
 
 mod adjustments;
 mod helpers;
+mod mappings;
 mod permissions;
 mod resources;
 mod sftp;

@@ -127,6 +127,7 @@ pub async fn mapping_for(
         match Mapping::parse(&stored.document) {
             Ok(mapping) => mappings.push(mapping),
             Err(errors) => {
+                let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
                 return Ok(Err(IngestError::refused(format!(
                     "the mapping `{}` is not valid: {}",
                     stored.pattern,

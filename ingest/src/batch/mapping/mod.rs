@@ -8,7 +8,35 @@ mod parse;
 
 use std::borrow::Cow;
 
+use serde_json::Value;
+use store::{OrgScope, Store, StoreError, StoredMapping};
+
 use crate::batch::values::Kind;
+
+/// A mapping document from its text: JSON when `json`, else TOML; `Err` says why it is
+/// neither.
+pub fn read_document(text: &str, json: bool) -> Result<Value, String> {
+    if json {
+        serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))
+    } else {
+        toml::from_str(text).map_err(|e| format!("not TOML: {e}"))
+    }
+}
+
+/// Validates `document` and stores it as `org`'s mapping for the files its pattern matches
+/// (replacing the one there was). An invalid one is `StoreError::Rejected` with every problem
+/// and its path.
+pub async fn set_mapping(
+    store: &Store,
+    org: &OrgScope,
+    document: &Value,
+) -> Result<StoredMapping, StoreError> {
+    let mapping = Mapping::parse(document).map_err(StoreError::Rejected)?;
+    store
+        .batches()
+        .set_mapping(org, &mapping.pattern, document)
+        .await
+}
 
 /// A validated mapping.
 #[derive(Debug, Clone)]

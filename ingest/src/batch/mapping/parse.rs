@@ -7,15 +7,16 @@ use serde_json::{Map, Value};
 
 use super::{Acceptance, Columns, Encoding, Field, Mapping, Source, Target};
 use crate::batch::values::Kind;
-use store::Problems;
 use store::limits::MAX_META_PATH;
+use store::{FieldProblem, Problems};
 
 impl Mapping {
     /// Validates a mapping document (TOML turned into JSON, or JSON), listing every problem.
-    pub fn parse(document: &Value) -> Result<Mapping, Vec<String>> {
+    pub fn parse(document: &Value) -> Result<Mapping, Vec<FieldProblem>> {
         let mut errors = Problems::new("key");
         let Some(top) = document.as_object() else {
-            return Err(vec!["a mapping is a table (an object) of settings".into()]);
+            let message = "a mapping is a table (an object) of settings";
+            return Err(vec![FieldProblem::new("mapping", message)]);
         };
         errors.unknown_keys(
             top,
@@ -165,9 +166,7 @@ impl Mapping {
             acceptance,
             columns: Columns::Mapped(columns),
         };
-        errors
-            .finish(mapping)
-            .map_err(|problems| problems.iter().map(ToString::to_string).collect())
+        errors.finish(mapping)
     }
 }
 
@@ -512,7 +511,11 @@ mod tests {
             "meta": { "a..b": "X", "flag": { "column": "F", "type": "colour" } },
         }))
         .unwrap_err();
-        let text = errors.join("\n");
+        let text = errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n");
         for expected in [
             "delimiter: must be one character",
             "encoding: must be",

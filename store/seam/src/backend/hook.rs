@@ -23,11 +23,13 @@ pub trait WriteHook: Send + Sync + std::fmt::Debug + 'static {
     ) -> Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + 'a>>;
 }
 
-/// A write made by an acting database: the work, then the hook's step, in one transaction.
-pub(super) struct Hooked<W> {
+/// A write made by an acting database: the work, then the hook's step when the work's output
+/// says it changed something (`changed`), in one transaction.
+pub(super) struct Hooked<W: Work> {
     pub work: W,
     pub hook: Arc<dyn WriteHook>,
     pub at: DateTime<Utc>,
+    pub changed: fn(&W::Output) -> bool,
 }
 
 impl<W: Work> Work for Hooked<W> {
@@ -35,13 +37,17 @@ impl<W: Work> Work for Hooked<W> {
 
     async fn sqlite(self, tx: &mut SqliteTx<'_>) -> Result<Self::Output, StoreError> {
         let output = self.work.sqlite(tx).await?;
-        self.hook.sqlite(tx, self.at)?;
+        if (self.changed)(&output) {
+            self.hook.sqlite(tx, self.at)?;
+        }
         Ok(output)
     }
 
     async fn postgres(self, tx: &mut PgTx<'_>) -> Result<Self::Output, StoreError> {
         let output = self.work.postgres(tx).await?;
-        self.hook.postgres(tx, self.at).await?;
+        if (self.changed)(&output) {
+            self.hook.postgres(tx, self.at).await?;
+        }
         Ok(output)
     }
 }

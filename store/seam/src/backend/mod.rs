@@ -263,12 +263,24 @@ impl Db {
     /// On a database that is `acting` for an operator, the trail's entry is appended in the
     /// same transaction.
     pub async fn write<W: Work>(&self, work: W) -> Result<W::Output, StoreError> {
+        self.write_changing(work, |_| true).await
+    }
+
+    /// `write`, the trail's entry appended only when `changed` says the work's output changed
+    /// something: a statement that touched no row is not a change to record (the action's
+    /// outcome says what became of it).
+    async fn write_changing<W: Work>(
+        &self,
+        work: W,
+        changed: fn(&W::Output) -> bool,
+    ) -> Result<W::Output, StoreError> {
         match &self.trail {
             Some(trail) => {
                 let audited = Hooked {
                     work,
                     hook: trail.clone(),
                     at: self.now(),
+                    changed,
                 };
                 // Boxed: an operator's writes are few, and every other write's future stays
                 // the size it was.

@@ -180,7 +180,8 @@ impl Db {
     /// Runs one statement that changes data; how many rows it changed.
     pub async fn execute(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64, StoreError> {
         if self.is_acting() {
-            return Box::pin(self.write(Statement::<u64>::new(sql, args))).await;
+            let statement = Statement::<u64>::new(sql, args);
+            return Box::pin(self.write_changing(statement, |rows| *rows > 0)).await;
         }
         match &self.pool {
             Pool::Sqlite(direct) => {
@@ -237,7 +238,8 @@ impl Db {
             .iter()
             .map(|(sql, args)| (*sql, owned(args)))
             .collect();
-        self.write(Statements(statements)).await
+        self.write_changing(Statements(statements), |rows| rows.iter().any(|n| *n > 0))
+            .await
     }
 
     /// Runs `work` to read, in one snapshot: every statement sees the database as it was when
