@@ -148,11 +148,11 @@ async fn run(cli: Cli, matches: &clap::ArgMatches) -> anyhow::Result<()> {
         }
         Audited::Once(action) => {
             let trail = store::audit::Trail::new(commands::local::actor(), action);
-            let result = dispatch(cli, config, store.clone()).await;
+            let result = Box::pin(dispatch(cli, config, store.clone())).await;
             trail.record(store.db(), &result).await?;
             result
         }
-        Audited::Not => dispatch(cli, config, store).await,
+        Audited::Not => Box::pin(dispatch(cli, config, store)).await,
     }
 }
 
