@@ -384,7 +384,7 @@ impl<S: Send + Sync> FromRequest<S> for CsvBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        body_bytes(req, state, "csv").await.map(CsvBody)
+        body_bytes(req, state, "text/csv").await.map(CsvBody)
     }
 }
 

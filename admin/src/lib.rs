@@ -7,15 +7,17 @@
 //! - `auth.rs`: the gate that enforces it, and the `Principal` a request acts as (its changes
 //!   are recorded in the audit trail as that operator's);
 //! - one module per resource: `sessions`, `me`, `tokens`, `operators`, `orgs` (with
-//!   campaigns), `keys`, `sftp` (the batch door's users, keys, host key and bans), `mappings`, `members`
-//!   (with their wallets, for support), `adjustments` (manual credits and debits, their approval
-//!   and bulk files), `audit_log`; `views.rs`: the operator, session and token records;
+//!   campaigns), `keys`, `sftp` (the batch door's users, keys, host key and bans), `mappings`,
+//!   `batches` (with their reports), `members` (with their wallets, for support),
+//!   `adjustments` (manual credits and debits, their approval and bulk files), `audit_log`;
+//!   `views.rs`: the operator, session and token records;
 //! - `docs.rs`: the OpenAPI document and `/docs`; `schemas.rs`: schemas the derive cannot say;
 //! - `state.rs`: what handlers reach.
 
 mod adjustments;
 mod audit_log;
 mod auth;
+mod batches;
 mod docs;
 mod keys;
 mod mappings;
@@ -71,6 +73,7 @@ fn routes() -> OpenApiRouter<AdminState> {
         .merge(adjustments::router())
         .merge(sftp::router())
         .merge(mappings::router())
+        .merge(batches::router())
         .merge(audit_log::router())
 }
 

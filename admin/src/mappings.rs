@@ -57,7 +57,11 @@ impl<S: Send + Sync> FromRequest<S> for Document {
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|ct| ct.contains("toml"));
-        let kind = if toml { "toml" } else { "json" };
+        let kind = if toml {
+            "application/toml"
+        } else {
+            "application/json"
+        };
         let bytes = body_bytes(req, state, kind).await?;
         let text = std::str::from_utf8(&bytes)
             .map_err(|_| ApiError::invalid("body", "invalid_body", "is not UTF-8 text"))?;

@@ -5,41 +5,12 @@
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use store::{NewMember, NewWallet, Role};
+use store::Role;
 
 use crate::admin_tests;
 use crate::helpers::AdminApp;
 
 /// The path of Acme's campaign, with wallet `card-1` made in it.
-async fn campaign_with_wallet(app: &AdminApp) -> String {
-    let campaign = app.store.tenancy().list_campaigns(&app.acme).await.unwrap()[0].clone();
-    let member = NewMember {
-        first_name: "Ada".into(),
-        idp: "reference".into(),
-        user_id: "u-1".into(),
-        external_id: "cust-1".into(),
-        ..Default::default()
-    };
-    app.store
-        .members()
-        .create_member(&app.acme, member)
-        .await
-        .unwrap();
-    app.store
-        .ledger()
-        .create_wallet(
-            &campaign,
-            NewWallet {
-                owner: Some("cust-1".into()),
-                external_id: Some("card-1".into()),
-                name: None,
-            },
-        )
-        .await
-        .unwrap();
-    format!("/admin/v1/orgs/{}/campaigns/{}", app.acme.id(), campaign.id)
-}
-
 fn adjustment(amount: f64, reason: &str) -> Value {
     json!({
         "walletId": "card-1",
@@ -55,7 +26,7 @@ async fn balance(app: &AdminApp, base: &str) -> f64 {
 }
 
 async fn four_eyes_adjustment_end_to_end(app: AdminApp) {
-    let base = campaign_with_wallet(&app).await;
+    let base = app.campaign_with_wallet().await;
     let limits = json!({"support": 100, "approvalOver": 50});
     let set = app
         .send(
@@ -189,7 +160,7 @@ async fn four_eyes_adjustment_end_to_end(app: AdminApp) {
 }
 
 async fn bad_adjustments_are_named_and_change_nothing(app: AdminApp) {
-    let base = campaign_with_wallet(&app).await;
+    let base = app.campaign_with_wallet().await;
     let adjustments = format!("{base}/adjustments");
     for (body, field) in [
         (adjustment(0.0, "goodwill"), "amount"),
@@ -250,7 +221,7 @@ async fn send_csv(
 }
 
 async fn a_bulk_file_is_tried_then_made(app: AdminApp) {
-    let base = campaign_with_wallet(&app).await;
+    let base = app.campaign_with_wallet().await;
     let bulk = format!("{base}/adjustments/bulk");
     let file = "wallet,amount,reason,comment\n\
         card-1,25,migration,Old card balance\n\

@@ -5,7 +5,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use store::testing::TestStore;
-use store::{NewCampaign, NewOperator, OrgScope, Role, Store};
+use store::{NewCampaign, NewMember, NewOperator, NewWallet, OrgScope, Role, Store};
 
 pub struct AdminApp {
     pub base: String,
@@ -173,6 +173,46 @@ impl AdminApp {
             .header("content-type", content_type)
             .body(body.to_owned());
         Reply::of(request).await
+    }
+
+    /// Acme's campaign with a member `cust-1` and its wallet `card-1`: the campaign's admin path.
+    pub async fn campaign_with_wallet(&self) -> String {
+        let campaign = self
+            .store
+            .tenancy()
+            .list_campaigns(&self.acme)
+            .await
+            .unwrap()[0]
+            .clone();
+        let member = NewMember {
+            first_name: "Ada".into(),
+            idp: "reference".into(),
+            user_id: "u-1".into(),
+            external_id: "cust-1".into(),
+            ..Default::default()
+        };
+        self.store
+            .members()
+            .create_member(&self.acme, member)
+            .await
+            .unwrap();
+        self.store
+            .ledger()
+            .create_wallet(
+                &campaign,
+                NewWallet {
+                    owner: Some("cust-1".into()),
+                    external_id: Some("card-1".into()),
+                    name: None,
+                },
+            )
+            .await
+            .unwrap();
+        format!(
+            "/admin/v1/orgs/{}/campaigns/{}",
+            self.acme.id(),
+            campaign.id
+        )
     }
 
     pub async fn get(&self, path: &str, token: &str) -> Reply {

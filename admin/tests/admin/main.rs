@@ -2,6 +2,7 @@
 //! over HTTP, on SQLite and (with `--ignored` and `REWARDS_TEST_POSTGRES_URL`) on PostgreSQL.
 
 mod adjustments;
+mod batches;
 mod helpers;
 mod mappings;
 mod permissions;

@@ -103,8 +103,9 @@ pub enum ApiError {
     InsufficientBalance(String),
     #[error("request body too large")]
     PayloadTooLarge,
-    #[error("send the body as JSON with `Content-Type: application/json`")]
-    UnsupportedMediaType,
+    /// 415: the body's `Content-Type` is not one the operation reads; it names those it does.
+    #[error("send the body with `Content-Type: {0}`")]
+    UnsupportedMediaType(&'static str),
     /// 503: the answer is not ready yet (`leaderboard_pending`); `Retry-After` says when to
     /// ask again, in seconds.
     #[error("{detail}")]
@@ -162,7 +163,7 @@ impl ApiError {
                 (StatusCode::PAYMENT_REQUIRED, "insufficient_balance")
             }
             ApiError::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
-            ApiError::UnsupportedMediaType => {
+            ApiError::UnsupportedMediaType(_) => {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
             }
             ApiError::NotReady { code, .. } => (StatusCode::SERVICE_UNAVAILABLE, code),

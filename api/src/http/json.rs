@@ -27,23 +27,27 @@ impl<S: Send + Sync> FromRequest<S> for JsonBytes {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        body_bytes(req, state, "json").await.map(JsonBytes)
+        body_bytes(req, state, "application/json")
+            .await
+            .map(JsonBytes)
     }
 }
 
-/// A body's bytes within the size limit, when its `Content-Type` names `kind` (`json`, `csv`)
-/// or is missing (hand-written curl calls are forgiven); another type is 415.
+/// A body's bytes within the size limit, when its `Content-Type` names the subtype of the media
+/// type `expected` (`json` for `application/json`, so `application/merge-patch+json` too) or is
+/// missing (hand-written curl calls are forgiven); another type is 415 naming `expected`.
 pub async fn body_bytes<S: Send + Sync>(
     req: Request,
     state: &S,
-    kind: &str,
+    expected: &'static str,
 ) -> Result<Bytes, ApiError> {
     let content_type = req
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok());
-    if content_type.is_some_and(|ct| !ct.contains(kind)) {
-        return Err(ApiError::UnsupportedMediaType);
+    let subtype = expected.rsplit('/').next().unwrap_or(expected);
+    if content_type.is_some_and(|ct| !ct.to_ascii_lowercase().contains(subtype)) {
+        return Err(ApiError::UnsupportedMediaType(expected));
     }
     Bytes::from_request(req, state).await.map_err(|rejection| {
         if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
