@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use store::audit::Action;
 use store::{
     Adjustment, AdjustmentFilter, AdjustmentLimits, AdjustmentReason, AdjustmentRules,
-    AdjustmentStatus, BulkReport, Campaign, NewAdjustment, Requester, StoreError, Tokens,
+    AdjustmentStatus, BulkReport, NewAdjustment, Requester, StoreError, Tokens,
 };
 use utoipa::openapi::schema::{Object, ObjectBuilder, OneOfBuilder, Type};
 use utoipa::{IntoParams, ToSchema};
@@ -23,12 +23,11 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::Principal;
-use crate::orgs::ORG;
+use crate::orgs::{CAMPAIGN, ORG, campaign_of};
 use crate::state::AdminState;
 
 /// The most tokens one adjustment moves either way: a wallet holds at most a trillion.
 const MAX_ADJUSTMENT: i64 = 1_000_000_000_000;
-const CAMPAIGN: &str = "the campaign's id";
 const ADJUSTMENT: &str = "the adjustment's id";
 
 /// What `Checks::tokens` accepts of a `Sign::NonZero` amount: from -1e12 to 1e12 but 0, at most 6 decimals.
@@ -137,10 +136,6 @@ fn refusal(err: StoreError) -> ApiError {
         },
         other => other.into(),
     }
-}
-
-async fn campaign_of(state: &AdminState, org: &str, id: &str) -> Result<Campaign, ApiError> {
-    Ok(state.store().tenancy().campaign_in(org, id).await?)
 }
 
 /// What the principal's role may adjust, as the owner set it.

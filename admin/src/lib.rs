@@ -8,7 +8,7 @@
 //!   are recorded in the audit trail as that operator's);
 //! - one module per resource: `sessions`, `me`, `tokens`, `operators`, `orgs` (with
 //!   campaigns), `keys`, `sftp` (the batch door's users, keys, host key and bans), `mappings`,
-//!   `batches` (with their reports), `members` (with their wallets, for support),
+//!   `batches` (with their reports), `rules` (rule sets, tried and backtested), `members` (with their wallets, for support),
 //!   `adjustments` (manual credits and debits, their approval and bulk files), `audit_log`;
 //!   `views.rs`: the operator, session and token records;
 //! - `docs.rs`: the OpenAPI document and `/docs`; `schemas.rs`: schemas the derive cannot say;
@@ -26,6 +26,7 @@ mod members;
 mod operators;
 mod orgs;
 pub mod permissions;
+mod rules;
 mod schemas;
 mod sessions;
 mod sftp;
@@ -74,6 +75,7 @@ fn routes() -> OpenApiRouter<AdminState> {
         .merge(sftp::router())
         .merge(mappings::router())
         .merge(batches::router())
+        .merge(rules::router())
         .merge(audit_log::router())
 }
 

@@ -12,7 +12,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::orgs::{ORG, org_of};
+use crate::orgs::{CAMPAIGN, ORG, campaign_of, org_of};
 use crate::state::AdminState;
 
 #[derive(Deserialize, IntoParams)]
@@ -73,12 +73,6 @@ async fn get_member(
     Ok(Json(MemberView::new(member, ApiVersion::default())))
 }
 
-/// The campaign a path names, if it is one of the organisation's (an unknown organisation has
-/// none: 404 alike).
-async fn campaign_of(state: &AdminState, org: &str, id: &str) -> Result<Campaign, ApiError> {
-    Ok(state.store().tenancy().campaign_in(org, id).await?)
-}
-
 /// The wallet a path names (its id or reference), in a campaign of the organisation's.
 async fn wallet_of(
     state: &AdminState,
@@ -108,7 +102,6 @@ struct WalletQuery {
     owner: Option<String>,
 }
 
-const CAMPAIGN: &str = "the campaign's id";
 const WALLET: &str = "the wallet's id or external reference";
 
 #[utoipa::path(get, path = "/admin/v1/orgs/{org}/campaigns/{campaign}/wallets", tag = "support",

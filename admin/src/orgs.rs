@@ -67,8 +67,17 @@ pub async fn org_of(state: &AdminState, id: &str) -> Result<OrgScope, ApiError> 
     Ok(state.store().tenancy().get_org(id).await?.scope())
 }
 
+/// The campaign a path names, if it is one of the organisation's (an unknown organisation has
+/// none: 404 alike).
+pub async fn campaign_of(state: &AdminState, org: &str, id: &str) -> Result<Campaign, ApiError> {
+    Ok(state.store().tenancy().campaign_in(org, id).await?)
+}
+
 /// The path parameter naming an organisation.
 pub const ORG: &str = "the organisation's id";
+
+/// The path parameter naming a campaign.
+pub const CAMPAIGN: &str = "the campaign's id";
 
 #[utoipa::path(get, path = "/admin/v1/orgs", tag = "organisations",
     summary = "List organisations",

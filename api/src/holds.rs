@@ -20,7 +20,6 @@ use crate::http::json::JsonBody;
 use crate::http::paging::{PagedList, Paging, PagingParams};
 use crate::http::query::QueryParams;
 use crate::spends::{MAX_BURN, burn_amount, spend_body};
-use crate::transactions::date;
 
 /// A hold, as the store keeps it: its fields are documented there for the OpenAPI document.
 pub type HoldView = Hold;
@@ -39,7 +38,7 @@ spend_body! {
 fn new_hold(mut input: HoldInput) -> Result<NewHold, ApiError> {
     let mut checks = Checks::default();
     let spend = input.spend(&mut checks);
-    let expires_at = date(&mut checks, "expiresAt", input.expires_at);
+    let expires_at = checks.instant("expiresAt", input.expires_at);
     checks.finish(NewHold { spend, expires_at })
 }
 

@@ -344,25 +344,6 @@ async fn get_transaction(
     ))
 }
 
-pub(crate) fn date(
-    checks: &mut Checks,
-    field: &str,
-    value: Option<String>,
-) -> Option<DateTime<Utc>> {
-    let value = value?;
-    match checks::date_time(&value) {
-        Some(t) => Some(t),
-        None => {
-            checks.fail(
-                field,
-                "invalid_value",
-                format!("`{value}` is not an RFC 3339 date-time (2026-11-18T10:15:00Z)"),
-            );
-            None
-        }
-    }
-}
-
 spend_body! {
     /// Spend tokens. `externalId` is unique in the organisation: the same request again returns the
     /// first transaction; another request with it is 409.
@@ -379,7 +360,7 @@ fn new_burn(mut input: BurnInput) -> Result<NewBurn, ApiError> {
     let spend = input.spend(&mut checks);
     let burn = NewBurn {
         spend,
-        date: date(&mut checks, "date", input.date),
+        date: checks.instant("date", input.date),
     };
     checks.finish(burn)
 }
@@ -520,7 +501,7 @@ fn earn_input(body: EarnBody) -> Result<EarnInput, ApiError> {
         checks.fail("amount", "missing_field", "is required");
     }
     let date_given = body.date.is_some();
-    let date = date(&mut checks, "date", body.date);
+    let date = checks.instant("date", body.date);
     if !date_given {
         checks.fail("date", "missing_field", "is required");
     }

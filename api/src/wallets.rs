@@ -446,7 +446,7 @@ impl BalanceQuery {
     /// The instant asked for, if any.
     pub fn at(self) -> Result<Option<DateTime<Utc>>, ApiError> {
         let mut checks = Checks::default();
-        let at = crate::transactions::date(&mut checks, "at", self.at);
+        let at = checks.instant("at", self.at);
         checks.finish(at)
     }
 }

@@ -11,7 +11,6 @@
 //! - `event_data.rs`: the records events carry, read back as the domains' types (events
 //!   themselves, their endpoints and deliveries are the `events` crate below the store).
 //! - `exports/`: ledger exports read out in chunks, and their schedules (on the store itself).
-//! - `meta.rs`: an earn's meta from cells.
 //! - `testing/` (feature `testing`): fresh stores on either backend and schema comparison.
 
 #[macro_use]
@@ -20,7 +19,7 @@ extern crate seam;
 mod event_data;
 mod exports;
 mod handle;
-pub mod meta;
+pub use seam::meta;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
@@ -65,12 +64,13 @@ pub use exports::schedule::{ClaimedDay, ExportFormat, ExportSchedule, SETTLE as 
 pub use exports::{ExportChunk, ExportFilter, ExportTime, Texts};
 pub use handle::Store;
 pub use ledger::{
-    Adjusted, Adjustment, AdjustmentFilter, AdjustmentRules, AdjustmentStatus, BalanceAt,
+    Adjusted, Adjustment, AdjustmentFilter, AdjustmentRules, AdjustmentStatus, Backtest, BalanceAt,
     BulkReport, BulkRow, Burned, Corrected, Credit, Credited, Discrepancy, EarnInput, EarnReplay,
     EarnRequest, EarnStatus, ExpiringDay, Hold, HoldFilter, HoldPlaced, HoldSettled, HoldStatus,
     Ledger, NewAdjustment, NewBurn, NewCorrection, NewHold, NewTransfer, NewWallet, PendingEarn,
-    Reason as AdjustmentReason, Received, Requester, RowOutcome, RulesInput, Spend, Transaction,
-    TransactionFilter, TransactionKind, Transfer, Transferred, Wallet, WalletFilter,
+    Reason as AdjustmentReason, Received, Requester, RowOutcome, RowTrial, RulesInput, Spend,
+    Transaction, TransactionFilter, TransactionKind, Transfer, Transferred, Wallet, WalletFilter,
+    try_rows,
 };
 pub use members::{
     CATEGORIES, Channels, ChannelsPatch, CommunicationPreferences, Member, MemberPatch,

@@ -3,7 +3,6 @@
 //! has no report of its own, and a later file of the same name replaces the report.
 
 use reqwest::StatusCode;
-use store::{BatchState, RuleBook};
 
 use crate::admin_tests;
 use crate::helpers::AdminApp;
@@ -12,37 +11,13 @@ const FILE: &str = "id,walletId,amount,date\n\
     t-1,card-1,12.50,2026-11-20T10:15:00Z\n\
     t-2,card-1,twelve,2026-11-20T10:16:00Z\n";
 
-/// Receives `content` as `name` from SFTP and processes it: the batch's id.
-async fn load(app: &AdminApp, name: &str, content: &str) -> String {
-    let upload = app.data_dir.join(format!("upload-{name}"));
-    std::fs::write(&upload, content).unwrap();
-    let (store, data) = (&app.store, &app.data_dir);
-    let batch = ingest::intake::receive(store, data, &app.acme, &upload, name, "sftp", None)
-        .await
-        .unwrap();
-    if batch.state == BatchState::Duplicate {
-        return batch.id;
-    }
-    let claimed = store
-        .batches()
-        .claim_batches(1, Some(&batch.id))
-        .await
-        .unwrap()
-        .remove(0);
-    let book = RuleBook::new(store.programme().clone());
-    ingest::batch::pipeline::process(store, &book, data, &claimed, &|_| {})
-        .await
-        .unwrap();
-    batch.id
-}
-
 async fn batches_are_listed_with_their_reports(app: AdminApp) {
     app.campaign_with_wallet().await;
     let viewer = app
         .operator("viewer@example.com", store::Role::Viewer, &[&app.acme])
         .await;
     let batches = format!("/admin/v1/orgs/{}/batches", app.acme.id());
-    let first = load(&app, "earns.csv", FILE).await;
+    let first = app.load("earns.csv", FILE).await;
     let listed = app.get(&batches, &viewer).await;
     let listed = listed.expect(StatusCode::OK);
     assert_eq!(listed["total"], 1);
@@ -53,7 +28,10 @@ async fn batches_are_listed_with_their_reports(app: AdminApp) {
     let shown = app.get(&format!("{batches}/{first}"), &viewer).await;
     let shown = shown.expect(StatusCode::OK);
     assert_eq!(shown["state"], "completed");
-    assert_eq!(shown["summary"]["rejectedByReason"]["bad_decimal"], 1, "{shown}");
+    assert_eq!(
+        shown["summary"]["rejectedByReason"]["bad_decimal"], 1,
+        "{shown}"
+    );
     // The rejected rows, as the CSV report the SFTP door leaves.
     let rejected = format!("{batches}/{first}/rejected");
     let response = app
@@ -81,7 +59,7 @@ async fn batches_are_listed_with_their_reports(app: AdminApp) {
     assert_eq!(lines.len(), 2, "{csv}");
     assert!(lines[1].contains("bad_decimal") && lines[1].contains("twelve"));
     // The same content again: a duplicate, with no report of its own.
-    let duplicate = load(&app, "earns.csv", FILE).await;
+    let duplicate = app.load("earns.csv", FILE).await;
     let shown = app.get(&format!("{batches}/{duplicate}"), &viewer).await;
     assert_eq!(shown.expect(StatusCode::OK)["duplicateOf"], first.as_str());
     let reply = app
@@ -90,7 +68,7 @@ async fn batches_are_listed_with_their_reports(app: AdminApp) {
     assert_eq!(reply.code(StatusCode::NOT_FOUND), "not_found");
     // Another file of the same name replaces the first's report.
     let later = "id,walletId,amount,date\nt-3,card-1,5,2026-11-21T09:00:00Z\n";
-    let second = load(&app, "earns.csv", later).await;
+    let second = app.load("earns.csv", later).await;
     let reply = app.get(&rejected, &viewer).await;
     assert_eq!(reply.code(StatusCode::NOT_FOUND), "report_replaced");
     let reply = app

@@ -5,7 +5,9 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use store::testing::TestStore;
-use store::{NewCampaign, NewMember, NewOperator, NewWallet, OrgScope, Role, Store};
+use store::{
+    BatchState, NewCampaign, NewMember, NewOperator, NewWallet, OrgScope, Role, RuleBook, Store,
+};
 
 pub struct AdminApp {
     pub base: String,
@@ -213,6 +215,30 @@ impl AdminApp {
             self.acme.id(),
             campaign.id
         )
+    }
+
+    /// Receives `content` as `name` from SFTP and processes it: the batch's id.
+    pub async fn load(&self, name: &str, content: &str) -> String {
+        let upload = self.data_dir.join(format!("upload-{name}"));
+        std::fs::write(&upload, content).unwrap();
+        let (store, data) = (&self.store, &self.data_dir);
+        let batch = ingest::intake::receive(store, data, &self.acme, &upload, name, "sftp", None)
+            .await
+            .unwrap();
+        if batch.state == BatchState::Duplicate {
+            return batch.id;
+        }
+        let claimed = store
+            .batches()
+            .claim_batches(1, Some(&batch.id))
+            .await
+            .unwrap()
+            .remove(0);
+        let book = RuleBook::new(store.programme().clone());
+        ingest::batch::pipeline::process(store, &book, data, &claimed, &|_| {})
+            .await
+            .unwrap();
+        batch.id
     }
 
     pub async fn get(&self, path: &str, token: &str) -> Reply {

@@ -7,6 +7,7 @@ mod helpers;
 mod mappings;
 mod permissions;
 mod resources;
+mod rules;
 mod sftp;
 mod sign_in;
 mod support;

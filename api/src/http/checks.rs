@@ -155,6 +155,33 @@ impl Checks {
         Some(value)
     }
 
+    /// An RFC 3339 instant, as `date_time` reads it; `None` when absent or refused (recorded).
+    pub fn instant(
+        &mut self,
+        field: &str,
+        value: Option<String>,
+    ) -> Option<chrono::DateTime<chrono::Utc>> {
+        let value = value?;
+        let instant = date_time(&value);
+        if instant.is_none() {
+            let message = format!("`{value}` is not an RFC 3339 date-time (2026-11-18T10:15:00Z)");
+            self.fail(field, "invalid_value", message);
+        }
+        instant
+    }
+
+    /// An `instant` that must be given (`missing_field` when absent).
+    pub fn required_instant(
+        &mut self,
+        field: &str,
+        value: Option<String>,
+    ) -> Option<chrono::DateTime<chrono::Utc>> {
+        if value.is_none() {
+            self.fail(field, "missing_field", "is required");
+        }
+        self.instant(field, value)
+    }
+
     pub fn required_id(&mut self, field: &str, value: Option<String>) -> String {
         let value = self.id(field, value);
         if value.is_none() {

@@ -500,8 +500,8 @@ pub struct RedeliveryInput {
 fn redelivery(input: RedeliveryInput) -> Result<Redelivery, ApiError> {
     let mut checks = Checks::default();
     let event = checks.id("eventId", input.event_id);
-    let from = crate::transactions::date(&mut checks, "from", input.from);
-    let to = crate::transactions::date(&mut checks, "to", input.to);
+    let from = checks.instant("from", input.from);
+    let to = checks.instant("to", input.to);
     let which = match (event, from, to) {
         (Some(id), None, None) => Some(Redelivery::Event(id)),
         (None, Some(from), Some(to)) if from < to && to - from <= Duration::days(31) => {

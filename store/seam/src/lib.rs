@@ -14,6 +14,7 @@
 //!   records it is made from.
 //! - `limits.rs`: the input limits every door holds; `error.rs`: the one error type.
 //! - `tokens.rs`: exact token amounts (micro-tokens), under the error type that names them.
+//! - `meta.rs`: an earn's meta from cells (a batch file's, a rule test's sample rows).
 //! - `testing.rs` (feature `testing`): fresh databases on either backend for tests.
 //!
 //! Its macros (`params!`, `row_struct!`, `string_enum!`, `args!`, `db_handle!`) are exported at
@@ -31,6 +32,7 @@ pub mod common;
 pub mod audit;
 pub mod error;
 pub mod limits;
+pub mod meta;
 pub mod scope;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -16,6 +16,7 @@ use crate::error::{known, panicked};
 pub mod evaluate;
 mod request;
 pub mod same_earn;
+pub mod trials;
 
 pub use request::{Credit, Credited, EarnInput, EarnRequest, EarnStatus, PendingEarn};
 
