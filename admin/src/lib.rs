@@ -8,9 +8,10 @@
 //!   are recorded in the audit trail as that operator's);
 //! - one module per resource: `sessions`, `me`, `tokens`, `operators`, `orgs` (with
 //!   campaigns), `keys`, `sftp` (the batch door's users, keys, host key and bans), `mappings`,
-//!   `batches` (with their reports), `rules` (rule sets, tried and backtested), `members` (with their wallets, for support),
-//!   `adjustments` (manual credits and debits, their approval and bulk files), `audit_log`;
-//!   `views.rs`: the operator, session and token records;
+//!   `batches` (with their reports), `rules` (rule sets, tried and backtested), `tiers`,
+//!   `members` (with their wallets, for support), `adjustments` (manual credits and debits,
+//!   their approval and bulk files), `audit_log`; `views.rs`: the operator, session and token
+//!   records;
 //! - `docs.rs`: the OpenAPI document and `/docs`; `schemas.rs`: schemas the derive cannot say;
 //! - `state.rs`: what handlers reach.
 
@@ -31,6 +32,7 @@ mod schemas;
 mod sessions;
 mod sftp;
 mod state;
+mod tiers;
 mod tokens;
 mod views;
 
@@ -76,6 +78,7 @@ fn routes() -> OpenApiRouter<AdminState> {
         .merge(mappings::router())
         .merge(batches::router())
         .merge(rules::router())
+        .merge(tiers::router())
         .merge(audit_log::router())
 }
 

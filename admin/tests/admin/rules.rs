@@ -1,6 +1,7 @@
 //! A campaign's rule sets through the admin API: set from TOML (one with problems refused with
 //! each of them), listed and shown by version, tried on sample rows with each row's trace, and
-//! backtested over earns loaded from a file, as `rewards rules` does.
+//! backtested over earns loaded from a file, as `rewards rules` does; tiers added and removed,
+//! the wallets re-tiered.
 
 use reqwest::{Method, StatusCode};
 use serde_json::json;
@@ -132,4 +133,52 @@ async fn rule_sets_are_set_shown_tried_and_backtested(app: AdminApp) {
     assert_eq!(reply.code(StatusCode::FORBIDDEN), "not_permitted");
 }
 
-admin_tests!(rule_sets_are_set_shown_tried_and_backtested);
+async fn tiers_are_added_and_removed(app: AdminApp) {
+    let base = app.campaign_with_wallet().await;
+    let tiers = format!("{base}/tiers");
+    let gold = json!({"name": "Gold", "precedence": 1, "threshold": 30,
+        "benefits": ["Free delivery"]});
+    let added = app.post(&tiers, &app.owner, gold.clone()).await;
+    let added = added.expect(StatusCode::CREATED).clone();
+    assert_eq!(added["threshold"], 30);
+    // A wallet that earns past the threshold holds the tier.
+    app.load(
+        "earns.csv",
+        "id,walletId,amount,date\nt-1,card-1,40,2026-11-10T10:00:00Z\n",
+    )
+    .await;
+    let wallet = app.get(&format!("{base}/wallets/card-1"), &app.owner).await;
+    assert_eq!(
+        wallet.expect(StatusCode::OK)["tier"]["name"],
+        "Gold",
+        "{}",
+        wallet.body
+    );
+    // The same name again; bad fields, each named.
+    let reply = app.post(&tiers, &app.owner, gold).await;
+    assert_eq!(reply.code(StatusCode::CONFLICT), "already_exists");
+    let bad = json!({"name": "", "precedence": -1, "threshold": -5});
+    let reply = app.post(&tiers, &app.owner, bad).await;
+    let fields: Vec<&str> = reply.body["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["name", "precedence", "threshold"]);
+    let listed = app.get(&tiers, &app.owner).await;
+    assert_eq!(listed.expect(StatusCode::OK)["total"], 1);
+    // Removed by name: the wallet falls out of it.
+    let one = format!("{tiers}/Gold");
+    let reply = app.send(Method::DELETE, &one, Some(&app.owner), None).await;
+    assert_eq!(reply.status, StatusCode::NO_CONTENT);
+    let wallet = app.get(&format!("{base}/wallets/card-1"), &app.owner).await;
+    assert!(wallet.expect(StatusCode::OK)["tier"].is_null());
+    let reply = app.send(Method::DELETE, &one, Some(&app.owner), None).await;
+    assert_eq!(reply.code(StatusCode::NOT_FOUND), "not_found");
+}
+
+admin_tests!(
+    rule_sets_are_set_shown_tried_and_backtested,
+    tiers_are_added_and_removed,
+);
