@@ -10,8 +10,8 @@
 //!   campaigns), `keys`, `sftp` (the batch door's users, keys, host key and bans), `mappings`,
 //!   `batches` (with their reports), `rules` (rule sets, tried and backtested), `tiers`,
 //!   `members` (with their wallets, for support), `adjustments` (manual credits and debits,
-//!   their approval and bulk files), `audit_log`; `views.rs`: the operator, session and token
-//!   records;
+//!   their approval and bulk files), `reviews` (moderation), `ledger` (its audit), `audit_log`;
+//!   `views.rs`: the operator, session and token records;
 //! - `docs.rs`: the OpenAPI document and `/docs`; `schemas.rs`: schemas the derive cannot say;
 //! - `state.rs`: what handlers reach.
 
@@ -21,12 +21,14 @@ mod auth;
 mod batches;
 mod docs;
 mod keys;
+mod ledger;
 mod mappings;
 mod me;
 mod members;
 mod operators;
 mod orgs;
 pub mod permissions;
+mod reviews;
 mod rules;
 mod schemas;
 mod sessions;
@@ -79,6 +81,8 @@ fn routes() -> OpenApiRouter<AdminState> {
         .merge(batches::router())
         .merge(rules::router())
         .merge(tiers::router())
+        .merge(reviews::router())
+        .merge(ledger::router())
         .merge(audit_log::router())
 }
 

@@ -127,7 +127,7 @@ pub struct ReviewView {
 }
 
 impl ReviewView {
-    fn new(review: Review, rules: &Moderation) -> Self {
+    pub fn new(review: Review, rules: &Moderation) -> Self {
         let status = review.status(rules);
         ReviewView::with_status(review, status)
     }

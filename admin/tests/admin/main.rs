@@ -5,6 +5,7 @@ mod adjustments;
 mod batches;
 mod helpers;
 mod mappings;
+mod moderation;
 mod permissions;
 mod resources;
 mod rules;
