@@ -24,6 +24,7 @@ use utoipa_axum::routes;
 
 use crate::auth::Principal;
 use crate::orgs::{CAMPAIGN, ORG, campaign_of};
+use crate::schemas::present;
 use crate::state::AdminState;
 
 /// The most tokens one adjustment moves either way: a wallet holds at most a trillion.
@@ -461,13 +462,6 @@ impl From<AdjustmentLimits> for LimitsView {
             approval_over: l.approval_over,
         }
     }
-}
-
-/// A present field, `null` or not: told apart from an absent one (`None`).
-fn present<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<Option<Option<serde_json::Number>>, D::Error> {
-    Option::<serde_json::Number>::deserialize(d).map(Some)
 }
 
 /// The limits to change: a field left out keeps its value, `null` removes the limit.

@@ -8,7 +8,7 @@
 //!   are recorded in the audit trail as that operator's);
 //! - one module per resource: `sessions`, `me`, `tokens`, `operators`, `orgs` (with
 //!   campaigns), `keys`, `sftp` (the batch door's users, keys, host key and bans), `mappings`,
-//!   `batches` (with their reports), `rules` (rule sets, tried and backtested), `tiers`,
+//!   `batches` (with their reports), `rules` (rule sets, tried and backtested), `tiers`, `policies`,
 //!   `members` (with their wallets, for support), `adjustments` (manual credits and debits,
 //!   their approval and bulk files), `reviews` (moderation), `ledger` (its audit), `audit_log`;
 //!   `views.rs`: the operator, session and token records;
@@ -28,6 +28,7 @@ mod members;
 mod operators;
 mod orgs;
 pub mod permissions;
+mod policies;
 mod reviews;
 mod rules;
 mod schemas;
@@ -81,6 +82,7 @@ fn routes() -> OpenApiRouter<AdminState> {
         .merge(batches::router())
         .merge(rules::router())
         .merge(tiers::router())
+        .merge(policies::router())
         .merge(reviews::router())
         .merge(ledger::router())
         .merge(audit_log::router())

@@ -1,4 +1,5 @@
-//! Schemas the derive cannot say: a field's closed list of words.
+//! Schemas the derive cannot say (a field's closed list of words), and how a field that may be
+//! `null` is told apart from one left out.
 
 use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
 
@@ -25,4 +26,12 @@ pub fn scopes() -> ArrayBuilder {
         ]))
         .min_items(Some(1))
         .max_items(Some(5))
+}
+
+/// A present field, `null` or not: told apart from an absent one (`None`), for changes where a
+/// field left out keeps its value and `null` clears it.
+pub fn present<'de, T: serde::Deserialize<'de>, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    <Option<T> as serde::Deserialize>::deserialize(d).map(Some)
 }

@@ -1,7 +1,7 @@
 //! A campaign's rule sets through the admin API: set from TOML (one with problems refused with
 //! each of them), listed and shown by version, tried on sample rows with each row's trace, and
 //! backtested over earns loaded from a file, as `rewards rules` does; tiers added and removed,
-//! the wallets re-tiered.
+//! the wallets re-tiered; a campaign's policy changed field by field.
 
 use reqwest::{Method, StatusCode};
 use serde_json::json;
@@ -178,7 +178,67 @@ async fn tiers_are_added_and_removed(app: AdminApp) {
     assert_eq!(reply.code(StatusCode::NOT_FOUND), "not_found");
 }
 
+async fn a_policy_changes_field_by_field(app: AdminApp) {
+    let base = app.campaign_with_wallet().await;
+    let policy = format!("{base}/policy");
+    let shown = app.get(&policy, &app.owner).await;
+    let shown = shown.expect(StatusCode::OK).clone();
+    assert_eq!(shown["expiry"], "never");
+    assert!(shown["transferDailyCap"].is_null());
+    let change = json!({"minBalance": 10, "expiry": "days:365", "transferDailyCap": 100});
+    let changed = app
+        .send(Method::PATCH, &policy, Some(&app.owner), Some(change))
+        .await;
+    let changed = changed.expect(StatusCode::OK);
+    assert_eq!(changed["minBalance"], 10);
+    assert_eq!(changed["expiry"], "days:365");
+    assert_eq!(changed["transferDailyCap"], 100);
+    // Left out: kept; null: cleared.
+    let clear = json!({"transferDailyCap": null});
+    let cleared = app
+        .send(Method::PATCH, &policy, Some(&app.owner), Some(clear))
+        .await;
+    let cleared = cleared.expect(StatusCode::OK);
+    assert!(cleared["transferDailyCap"].is_null());
+    assert_eq!(cleared["minBalance"], 10);
+    // Bad fields, each named; a value the store bounds, named as this API names it.
+    let bad = json!({"expiry": "weekly", "shortfall": "forgive", "minBalance": -1});
+    let reply = app
+        .send(Method::PATCH, &policy, Some(&app.owner), Some(bad))
+        .await;
+    let fields: Vec<&str> = reply.body["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["minBalance", "expiry", "shortfall"]);
+    let long = json!({"pendingDays": 5000});
+    let reply = app
+        .send(Method::PATCH, &policy, Some(&app.owner), Some(long))
+        .await;
+    assert_eq!(reply.code(StatusCode::BAD_REQUEST), "validation_failed");
+    assert_eq!(reply.body["field"], "pendingDays");
+    let shown = app.get(&policy, &app.owner).await;
+    assert_eq!(shown.expect(StatusCode::OK)["pendingDays"], 0);
+    // The trail holds the change with the policy before and after.
+    let trail = app
+        .get("/admin/v1/audit-log?operation=campaign.policy", &app.owner)
+        .await;
+    let trail = trail.expect(StatusCode::OK);
+    // Newest first: the oldest change that went through is the first.
+    let first = trail["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|e| e["outcome"] == "ok")
+        .unwrap();
+    assert!(first["before"].as_str().unwrap().contains("never"));
+    assert!(first["after"].as_str().unwrap().contains("days:365"));
+}
+
 admin_tests!(
     rule_sets_are_set_shown_tried_and_backtested,
     tiers_are_added_and_removed,
+    a_policy_changes_field_by_field,
 );
