@@ -8,10 +8,11 @@
 //!   are recorded in the audit trail as that operator's);
 //! - one module per resource: `sessions`, `me`, `tokens`, `operators`, `orgs` (with
 //!   campaigns), `keys`, `sftp` (the batch door's users, keys, host key and bans), `mappings`,
-//!   `batches` (with their reports), `rules` (rule sets, tried and backtested), `tiers`, `policies`,
-//!   `members` (with their wallets, for support), `adjustments` (manual credits and debits,
-//!   their approval and bulk files), `reviews` (moderation), `ledger` (its audit), `audit_log`;
-//!   `views.rs`: the operator, session and token records;
+//!   `batches` (with their reports), `rules` (rule sets, tried and backtested), `tiers`,
+//!   `policies`, `catalogue` (import, export), `members` (with their wallets, for support),
+//!   `adjustments` (manual credits and debits, their approval and bulk files), `reviews`
+//!   (moderation), `ledger` (its audit), `audit_log`; `views.rs`: the operator, session and
+//!   token records;
 //! - `docs.rs`: the OpenAPI document and `/docs`; `schemas.rs`: schemas the derive cannot say;
 //! - `state.rs`: what handlers reach.
 
@@ -19,6 +20,7 @@ mod adjustments;
 mod audit_log;
 mod auth;
 mod batches;
+mod catalogue;
 mod docs;
 mod keys;
 mod ledger;
@@ -83,6 +85,7 @@ fn routes() -> OpenApiRouter<AdminState> {
         .merge(rules::router())
         .merge(tiers::router())
         .merge(policies::router())
+        .merge(catalogue::router())
         .merge(reviews::router())
         .merge(ledger::router())
         .merge(audit_log::router())

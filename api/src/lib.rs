@@ -87,10 +87,11 @@ pub use http::server::Limits as HttpLimits;
 /// type and its problem body, the body, query and paging extractors, the connection loop with
 /// its limits, and the operational routes and layers.
 pub mod plumbing {
+    pub use crate::catalogue::{MAX_IMPORT_BODY, import as import_catalogue};
     pub use crate::docs::{add_problem_answers, no_control_characters, problem};
     pub use crate::http::checks::{Checks, Sign, date_time, schema};
     pub use crate::http::error::{ApiError, FieldError, Problem};
-    pub use crate::http::json::{JsonBody, body_bytes};
+    pub use crate::http::json::{JsonBody, JsonBytes, body_bytes};
     pub use crate::http::paging::{PagedList, Paging, PagingParams};
     pub use crate::http::parameters::{KnownParameters, refuse_unknown};
     pub use crate::http::query::{QueryParams, Whole};

@@ -3,6 +3,7 @@
 
 mod adjustments;
 mod batches;
+mod catalogue;
 mod helpers;
 mod mappings;
 mod moderation;

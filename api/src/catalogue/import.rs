@@ -58,14 +58,35 @@ async fn import_catalogue(
         dry_run: query.dry_run.unwrap_or(false),
         replace: query.replace.unwrap_or(false),
     };
-    let report = state
-        .store
+    let report = import(
+        &state,
+        &state.store,
+        &caller.context.campaign,
+        &body,
+        options,
+    )
+    .await?;
+    Ok(Json(report))
+}
+
+/// Imports the catalogue document `body` into `campaign` through `store` (the state's, or one
+/// acting for an operator), and makes this node's searches show it at once (other nodes notice
+/// its version).
+pub async fn import(
+    state: &AppState,
+    store: &store::Store,
+    campaign: &store::Campaign,
+    body: &[u8],
+    options: ImportOptions,
+) -> Result<ImportReportView, ApiError> {
+    let report = store
         .catalogue()
-        .import_document(&caller.context.campaign, &body, options)
+        .import_document(campaign, body, options)
         .await?;
-    // Searches on this node show the import at once; other nodes notice its version.
-    state.catalogues.forget(&caller.context.campaign.id);
-    Ok(Json(report.into()))
+    if !options.dry_run {
+        state.catalogues.forget(&campaign.id);
+    }
+    Ok(report.into())
 }
 
 /// Puts the import document's JSON Schema (`templates/catalogue.schema.json`, the one file that

@@ -3,6 +3,8 @@
 //! campaign.
 
 mod import;
+
+pub use import::{MAX_BODY as MAX_IMPORT_BODY, import};
 mod products;
 mod rendered;
 pub(crate) mod similar;
