@@ -86,7 +86,7 @@ async fn get_policy(
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PolicyInput {
-    #[schema(minimum = 0, maximum = 1000000000000_i64, value_type = f64)]
+    #[schema(minimum = 0, maximum = 1000000000000_i64, multiple_of = 0.000001, value_type = f64)]
     min_balance: Option<serde_json::Number>,
     /// `never`, `end-of-month`, `end-of-year` or `days:N` (N from 1 to 36525).
     #[schema(
@@ -100,7 +100,12 @@ pub struct PolicyInput {
     transfers: Option<String>,
     /// `null` removes the cap.
     #[serde(default, deserialize_with = "present")]
-    #[schema(exclusive_minimum = 0, maximum = 1000000000000_i64, value_type = Option<f64>)]
+    #[schema(
+        exclusive_minimum = 0,
+        maximum = 1000000000000_i64,
+        multiple_of = 0.000001,
+        value_type = Option<f64>
+    )]
     transfer_daily_cap: Option<Option<serde_json::Number>>,
     transfers_move_earned: Option<bool>,
     #[schema(minimum = 0, maximum = 3650, value_type = u32)]

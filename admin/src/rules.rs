@@ -310,10 +310,10 @@ pub struct BacktestInput {
     #[schema(max_length = 262144)]
     rules: Option<String>,
     /// The earns dated from this instant...
-    #[schema(schema_with = api::plumbing::schema::date_time_required)]
+    #[schema(schema_with = api::plumbing::schema::date_time_required, required = true)]
     from: Option<String>,
     /// ...to this one, included.
-    #[schema(schema_with = api::plumbing::schema::date_time_required)]
+    #[schema(schema_with = api::plumbing::schema::date_time_required, required = true)]
     to: Option<String>,
 }
 
@@ -371,6 +371,7 @@ async fn backtest_rules(
     Path((org, campaign)): Path<(String, String)>,
     JsonBody(input): JsonBody<BacktestInput>,
 ) -> Result<Json<BacktestView>, ApiError> {
+    let campaign = campaign_of(&state, &org, &campaign).await?;
     let mut checks = Checks::default();
     let from = checks.required_instant("from", input.from);
     let to = checks.required_instant("to", input.to);
@@ -383,7 +384,6 @@ async fn backtest_rules(
     let (Some(from), Some(to)) = (from, to) else {
         return Err(ApiError::Internal("checked dates are missing".into()));
     };
-    let campaign = campaign_of(&state, &org, &campaign).await?;
     let rules = candidate(&state, &campaign, input.rules).await?;
     let test = state
         .store()

@@ -73,13 +73,13 @@ async fn list_tiers(
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TierInput {
-    #[schema(min_length = 1, max_length = 100)]
+    #[schema(min_length = 1, max_length = 100, required = true)]
     name: Option<String>,
     /// Lower is higher priority among tiers of the same threshold.
-    #[schema(minimum = 0, maximum = 1000000, value_type = u32)]
+    #[schema(minimum = 0, maximum = 1000000, value_type = u32, required = true)]
     precedence: Option<serde_json::Number>,
     /// Lifetime earned tokens from which a wallet holds the tier (6 decimals at most).
-    #[schema(minimum = 0, maximum = 1000000000000_i64, value_type = f64)]
+    #[schema(minimum = 0, maximum = 1000000000000_i64, multiple_of = 0.000001, value_type = f64, required = true)]
     threshold: Option<serde_json::Number>,
     /// Benefits shown with the tier.
     #[serde(default)]
@@ -137,8 +137,8 @@ async fn add_tier(
     Path((org, campaign)): Path<(String, String)>,
     JsonBody(input): JsonBody<TierInput>,
 ) -> Result<(StatusCode, Json<TierAdminView>), ApiError> {
-    let new = input.checked()?;
     let campaign = campaign_of(&state, &org, &campaign).await?;
+    let new = input.checked()?;
     let action = Action::new("tier.add")
         .org(org)
         .target(campaign.id.clone())
