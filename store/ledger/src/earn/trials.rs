@@ -108,7 +108,8 @@ fn sample(names: &[&str], record: &csv::StringRecord) -> Result<Sample, String> 
     let mut s = Sample {
         id: String::new(),
         amount: String::new(),
-        date: Utc::now(),
+        // The `date` column is required: every row sets it.
+        date: DateTime::<Utc>::UNIX_EPOCH,
         currency: String::new(),
         description: String::new(),
         meta: Value::Object(Map::new()),
