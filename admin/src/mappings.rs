@@ -65,9 +65,16 @@ impl<S: Send + Sync> FromRequest<S> for Document {
         let bytes = body_bytes(req, state, kind).await?;
         let text = std::str::from_utf8(&bytes)
             .map_err(|_| ApiError::invalid("body", "invalid_body", "is not UTF-8 text"))?;
-        mapping::read_document(text, !toml)
-            .map(Document)
-            .map_err(|why| ApiError::invalid("body", "invalid_body", why))
+        let document = mapping::read_document(text, !toml)
+            .map_err(|why| ApiError::invalid("body", "invalid_body", why))?;
+        if !document.is_object() {
+            return Err(ApiError::invalid(
+                "body",
+                "invalid_type",
+                "must be a JSON object",
+            ));
+        }
+        Ok(Document(document))
     }
 }
 

@@ -91,7 +91,7 @@ pub struct PolicyInput {
     /// `never`, `end-of-month`, `end-of-year` or `days:N` (N from 1 to 36525).
     #[schema(
         max_length = 16,
-        pattern = "^(never|end-of-month|end-of-year|days:[1-9][0-9]{0,4})$"
+        pattern = "^(never|end-of-month|end-of-year|days:([1-9][0-9]{0,3}|[12][0-9]{4}|3[0-5][0-9]{3}|36[0-4][0-9]{2}|365[01][0-9]|3652[0-5]))$"
     )]
     expiry: Option<String>,
     #[schema(max_length = 8, pattern = "^(debt|clip|refuse)$")]

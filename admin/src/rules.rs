@@ -143,14 +143,24 @@ async fn get_rule_set(
     Ok(Json(view(shown, newest == wanted.unwrap_or(newest))?))
 }
 
-/// A rule set's TOML source in the body (`application/toml`, or no content type).
+/// A rule set's TOML source in the body (`application/toml`, `text/plain`, or no content type).
 struct Source(String);
 
 impl<S: Send + Sync> FromRequest<S> for Source {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = api::plumbing::body_bytes(req, state, "application/toml").await?;
+        let plain = req
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.starts_with("text/plain"));
+        let expected = if plain {
+            "text/plain"
+        } else {
+            "application/toml"
+        };
+        let bytes = api::plumbing::body_bytes(req, state, expected).await?;
         let text = String::from_utf8(bytes.to_vec())
             .map_err(|_| ApiError::invalid("body", "invalid_body", "is not UTF-8 text"))?;
         source_within("body", &text)?;
@@ -173,8 +183,10 @@ fn source_within(field: &'static str, text: &str) -> Result<(), ApiError> {
         evaluated by from then on; the versions before stay, to be shown and compared.",
     params(("org" = String, Path, description = ORG, max_length = 64),
         ("campaign" = String, Path, description = CAMPAIGN, max_length = 64)),
-    request_body(content = String, content_type = "application/toml",
-        description = "the rule set (samples/rules/README.md)"),
+    request_body(content(
+        (String = "application/toml"),
+        (String = "text/plain")),
+        description = "the rule set, TOML (samples/rules/README.md)"),
     responses((status = 201, body = RuleSetView),
         (status = 400, description = "a rule set with problems", body = Problem),
         (status = 404, description = "unknown organisation or campaign", body = Problem),

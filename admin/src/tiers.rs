@@ -73,7 +73,7 @@ async fn list_tiers(
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TierInput {
-    #[schema(min_length = 1, max_length = 100, required = true)]
+    #[schema(min_length = 1, max_length = 100, pattern = "\\S", required = true)]
     name: Option<String>,
     /// Lower is higher priority among tiers of the same threshold.
     #[schema(minimum = 0, maximum = 1000000, value_type = u32, required = true)]
