@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use store::audit::Action;
-use store::{ApiKey, ApiVersion, NewKey, Paged, Permission, StoreError};
+use store::{ApiKey, ApiVersion, NewKey, Permission, StoreError};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -67,8 +67,7 @@ async fn list_keys(
 ) -> Result<Json<PagedList<KeyView>>, ApiError> {
     let org = org_of(&state, &org).await?;
     let keys = state.store().tenancy().list_keys(&org).await?;
-    let paged = Paged::slice(keys, page, KeyView::from);
-    Ok(Json(PagedList::from_page(paged, std::convert::identity)))
+    Ok(Json(PagedList::of(keys, page, KeyView::from)))
 }
 
 fn permission() -> utoipa::openapi::schema::ArrayBuilder {

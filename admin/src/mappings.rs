@@ -10,8 +10,8 @@ use chrono::{DateTime, Utc};
 use ingest::batch::mapping::{self, Mapping};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use store::StoredMapping;
 use store::audit::Action;
-use store::{Paged, StoredMapping};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -93,8 +93,7 @@ async fn list_mappings(
 ) -> Result<Json<PagedList<MappingView>>, ApiError> {
     let org = org_of(&state, &org).await?;
     let mappings = state.store().batches().mappings(&org).await?;
-    let paged = Paged::slice(mappings, page, MappingView::from);
-    Ok(Json(PagedList::from_page(paged, std::convert::identity)))
+    Ok(Json(PagedList::of(mappings, page, MappingView::from)))
 }
 
 #[utoipa::path(get, path = "/admin/v1/orgs/{org}/mappings/{pattern}", tag = "batches",

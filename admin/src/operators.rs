@@ -8,7 +8,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use store::audit::Action;
-use store::{NewOperator, Operator, Paged, Role, StoreError};
+use store::{NewOperator, Operator, Role, StoreError};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -98,8 +98,7 @@ async fn list_operators(
     Paging(page): Paging,
 ) -> Result<Json<PagedList<OperatorView>>, ApiError> {
     let all = state.store().operators().list().await?;
-    let paged = Paged::slice(all, page, OperatorView::from);
-    Ok(Json(PagedList::from_page(paged, std::convert::identity)))
+    Ok(Json(PagedList::of(all, page, OperatorView::from)))
 }
 
 #[utoipa::path(get, path = "/admin/v1/operators/{id}", tag = "operators",

@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use store::audit::Action;
-use store::{Campaign, NewCampaign, OrgScope, Organisation, Paged};
+use store::{Campaign, NewCampaign, OrgScope, Organisation};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -92,8 +92,7 @@ async fn list_orgs(
 ) -> Result<Json<PagedList<OrgView>>, ApiError> {
     let mut orgs = state.store().tenancy().list_orgs().await?;
     orgs.retain(|org| principal.reaches(&org.id));
-    let paged = Paged::slice(orgs, page, OrgView::from);
-    Ok(Json(PagedList::from_page(paged, std::convert::identity)))
+    Ok(Json(PagedList::of(orgs, page, OrgView::from)))
 }
 
 /// An organisation to make.
@@ -153,8 +152,7 @@ async fn list_campaigns(
 ) -> Result<Json<PagedList<CampaignView>>, ApiError> {
     let org = org_of(&state, &org).await?;
     let campaigns = state.store().tenancy().list_campaigns(&org).await?;
-    let paged = Paged::slice(campaigns, page, CampaignView::from);
-    Ok(Json(PagedList::from_page(paged, std::convert::identity)))
+    Ok(Json(PagedList::of(campaigns, page, CampaignView::from)))
 }
 
 /// A campaign to make.

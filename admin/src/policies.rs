@@ -7,7 +7,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
 use store::audit::Action;
-use store::{Policy, StoreError, Tokens};
+use store::{Policy, Tokens};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -193,24 +193,6 @@ impl PolicyInput {
     }
 }
 
-/// The store names a policy's fields as the command line's flags; this API as its body's.
-fn named(err: StoreError) -> ApiError {
-    match err {
-        StoreError::Invalid { field, message } => {
-            let field = match field {
-                "min-balance" => "minBalance",
-                "transfer-daily-cap" => "transferDailyCap",
-                "pending-days" => "pendingDays",
-                "expiry-notice-days" => "expiryNoticeDays",
-                "earn-max-age-days" => "earnMaxAgeDays",
-                other => other,
-            };
-            ApiError::invalid(field, "invalid_value", message)
-        }
-        other => other.into(),
-    }
-}
-
 #[utoipa::path(patch, path = "/admin/v1/orgs/{org}/campaigns/{campaign}/policy",
     tag = "programme", summary = "Change a campaign's policy",
     description = "The fields given change; the others keep their values. Earns, burns and \
@@ -236,11 +218,7 @@ async fn set_policy(
         .after(serde_json::json!(PolicyView::from(policy)));
     let set = principal
         .acting(state.store(), action, |store| async move {
-            store
-                .programme()
-                .set_policy(&campaign, policy)
-                .await
-                .map_err(named)
+            Ok(store.programme().set_policy(&campaign, policy).await?)
         })
         .await?;
     Ok(Json(set.into()))

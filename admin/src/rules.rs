@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use rules::{Decimal, RuleSet};
 use serde::{Deserialize, Serialize};
 use store::audit::Action;
-use store::{Campaign, Paged, RuleSetVersion, StoreError};
+use store::{Campaign, RuleSetVersion, StoreError};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -100,12 +100,13 @@ async fn list_rule_sets(
         .rule_set_versions(&campaign)
         .await?;
     let newest = versions.first().map(|v| v.version);
-    let paged = Paged::slice(versions, page, |v| RuleSetVersionView {
-        active: Some(v.version) == newest,
-        version: v.version,
-        created_at: v.created_at,
-    });
-    Ok(Json(PagedList::from_page(paged, std::convert::identity)))
+    Ok(Json(PagedList::of(versions, page, |v| {
+        RuleSetVersionView {
+            active: Some(v.version) == newest,
+            version: v.version,
+            created_at: v.created_at,
+        }
+    })))
 }
 
 #[utoipa::path(get, path = "/admin/v1/orgs/{org}/campaigns/{campaign}/rules/{version}",
@@ -139,8 +140,11 @@ async fn get_rule_set(
     };
     let programme = state.store().programme();
     let shown = programme.rule_set(&campaign, wanted).await?;
-    let newest = programme.rule_set(&campaign, None).await?.version;
-    Ok(Json(view(shown, newest == wanted.unwrap_or(newest))?))
+    let active = match wanted {
+        None => true,
+        Some(_) => programme.active_rule_set_version(&campaign).await? == Some(shown.version),
+    };
+    Ok(Json(view(shown, active)?))
 }
 
 /// A rule set's TOML source in the body (`application/toml`, `text/plain`, or no content type).

@@ -7,7 +7,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use serde::{Deserialize, Serialize};
-use store::{Paged, SignIn, StoreError};
+use store::{SignIn, StoreError};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -143,8 +143,9 @@ async fn list_sessions(
         .sessions(&principal.operator.id, state.sessions)
         .await?;
     let current = principal.session_id();
-    let paged = Paged::slice(sessions, page, |s| SessionView::of(s, current));
-    Ok(Json(PagedList::from_page(paged, std::convert::identity)))
+    Ok(Json(PagedList::of(sessions, page, |s| {
+        SessionView::of(s, current)
+    })))
 }
 
 #[utoipa::path(delete, path = "/admin/v1/sessions/{id}", tag = "sessions",

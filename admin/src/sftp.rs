@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use store::audit::Action;
-use store::{NewSftpKey, NewSftpUser, Paged, SftpUser};
+use store::{NewSftpKey, NewSftpUser, SftpUser};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -96,8 +96,7 @@ async fn list_sftp_users(
 ) -> Result<Json<PagedList<SftpUserView>>, ApiError> {
     let org = org_of(&state, &org).await?;
     let users = state.store().tenancy().list_sftp_users(&org).await?;
-    let paged = Paged::slice(users, page, SftpUserView::from);
-    Ok(Json(PagedList::from_page(paged, std::convert::identity)))
+    Ok(Json(PagedList::of(users, page, SftpUserView::from)))
 }
 
 /// An SFTP user to add: a password, a public key, or both.
@@ -299,13 +298,12 @@ async fn list_sftp_bans(
     Paging(page): Paging,
 ) -> Result<Json<PagedList<BanView>>, ApiError> {
     let bans = state.store().tenancy().sftp_bans().await?;
-    let paged = Paged::slice(bans, page, |b| BanView {
+    Ok(Json(PagedList::of(bans, page, |b| BanView {
         address: b.address,
         failures: b.failures,
         banned_at: b.banned_at,
         banned_until: b.banned_until,
-    });
-    Ok(Json(PagedList::from_page(paged, std::convert::identity)))
+    })))
 }
 
 #[utoipa::path(delete, path = "/admin/v1/sftp/bans/{address}", tag = "sftp",

@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use store::audit::Action;
 use store::limits::{MAX_NAME, MAX_TEXT};
-use store::{NewTier, Paged, Tier, Tokens};
+use store::{NewTier, Tier, Tokens};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -65,8 +65,7 @@ async fn list_tiers(
 ) -> Result<Json<PagedList<TierAdminView>>, ApiError> {
     let campaign = campaign_of(&state, &org, &campaign).await?;
     let tiers = state.store().programme().list_tiers(&campaign).await?;
-    let paged = Paged::slice(tiers, page, TierAdminView::from);
-    Ok(Json(PagedList::from_page(paged, std::convert::identity)))
+    Ok(Json(PagedList::of(tiers, page, TierAdminView::from)))
 }
 
 /// A tier to add.

@@ -7,8 +7,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
+use store::NewToken;
 use store::audit::Action;
-use store::{NewToken, Paged};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -127,8 +127,7 @@ async fn list_tokens(
         .operators()
         .tokens(&principal.operator.id)
         .await?;
-    let paged = Paged::slice(tokens, page, TokenView::from);
-    Ok(Json(PagedList::from_page(paged, std::convert::identity)))
+    Ok(Json(PagedList::of(tokens, page, TokenView::from)))
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tokens/{id}", tag = "tokens",

@@ -3,7 +3,7 @@
 use anyhow::{Context as _, bail};
 use rules::Decimal;
 use serde_json::json;
-use store::{Campaign, Expiry, ExpiryFrom, NewTier, Policy, Store, Tokens};
+use store::{Campaign, Expiry, ExpiryFrom, NewTier, Policy, Store, StoreError, Tokens};
 
 use super::emit;
 use crate::cli::{PolicyArgs, TierCommand};
@@ -65,6 +65,24 @@ fn age_text(policy: &Policy) -> String {
     match policy.earn_max_age_days {
         Some(days) => format!("earns dated back {days} days at most"),
         None => "earns dated back to 1970".into(),
+    }
+}
+
+/// The store names a policy's fields as the admin API's body does (`pendingDays`); here they
+/// are the flags that set them (`--pending-days`).
+fn as_flag(err: StoreError) -> anyhow::Error {
+    match err {
+        StoreError::Invalid { field, message } => {
+            let flag: String = field
+                .chars()
+                .flat_map(|c| match c.is_ascii_uppercase() {
+                    true => vec!['-', c.to_ascii_lowercase()],
+                    false => vec![c],
+                })
+                .collect();
+            anyhow::anyhow!("--{flag}: {message}")
+        }
+        other => other.into(),
     }
 }
 
@@ -144,7 +162,11 @@ pub async fn policy(store: &Store, args: PolicyArgs, json: bool) -> anyhow::Resu
             })?),
         };
     }
-    let policy = store.programme().set_policy(&campaign, policy).await?;
+    let policy = store
+        .programme()
+        .set_policy(&campaign, policy)
+        .await
+        .map_err(as_flag)?;
     emit(json, policy_json(&policy), || {
         format!(
             "minimum balance {}, tokens expire: {}, reversal shortfall: {}, {}, {}, {}",

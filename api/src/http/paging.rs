@@ -94,6 +94,11 @@ impl PagedList<()> {
 }
 
 impl<T> PagedList<T> {
+    /// One page of a list the caller holds whole (a handful of keys, users or sessions).
+    pub fn of<U>(all: Vec<U>, page: Page, view: impl FnMut(U) -> T) -> Self {
+        PagedList::from_page(Paged::slice(all, page, view), std::convert::identity)
+    }
+
     pub fn from_page<U>(paged: Paged<U>, view: impl FnMut(U) -> T) -> Self {
         let total_pages = paged.total_pages();
         let (page, total) = (paged.page, paged.total);

@@ -414,7 +414,7 @@ impl Programme {
     ) -> Result<Policy, StoreError> {
         let campaign_id = campaign.id.as_str();
         if policy.min_balance < Tokens::ZERO {
-            return Err(StoreError::invalid("min-balance", "must not be negative"));
+            return Err(StoreError::invalid("minBalance", "must not be negative"));
         }
         policy
             .expiry
@@ -425,19 +425,19 @@ impl Programme {
             .is_some_and(|cap| !cap.is_positive())
         {
             return Err(StoreError::invalid(
-                "transfer-daily-cap",
+                "transferDailyCap",
                 "must be more than 0",
             ));
         }
         if policy.pending_days > MAX_PENDING_DAYS {
             return Err(StoreError::invalid(
-                "pending-days",
+                "pendingDays",
                 format!("at most {MAX_PENDING_DAYS} (ten years)"),
             ));
         }
         if policy.expiry_notice_days > MAX_EXPIRY_NOTICE_DAYS {
             return Err(StoreError::invalid(
-                "expiry-notice-days",
+                "expiryNoticeDays",
                 format!("at most {MAX_EXPIRY_NOTICE_DAYS} (a year)"),
             ));
         }
@@ -446,7 +446,7 @@ impl Programme {
             .is_some_and(|days| !(1..=MAX_EARN_AGE_DAYS).contains(&days))
         {
             return Err(StoreError::invalid(
-                "earn-max-age-days",
+                "earnMaxAgeDays",
                 format!("from 1 to {MAX_EARN_AGE_DAYS} (a hundred years)"),
             ));
         }
