@@ -40,6 +40,7 @@ mod state;
 mod tiers;
 mod tokens;
 mod views;
+mod webhooks;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -86,6 +87,7 @@ fn routes() -> OpenApiRouter<AdminState> {
         .merge(tiers::router())
         .merge(policies::router())
         .merge(catalogue::router())
+        .merge(webhooks::router())
         .merge(reviews::router())
         .merge(ledger::router())
         .merge(audit_log::router())

@@ -164,7 +164,7 @@ named_enum!(
 );
 
 /// The `type` filter and an endpoint's `eventTypes`: a list of event types.
-pub(crate) fn event_types() -> utoipa::openapi::schema::Array {
+pub fn event_types() -> utoipa::openapi::schema::Array {
     let names: Vec<&str> = listed_types().map(EventType::as_str).collect();
     ArrayBuilder::new()
         .items(

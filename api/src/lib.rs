@@ -37,7 +37,7 @@ mod state;
 mod transactions;
 mod transfers;
 mod wallets;
-mod webhooks;
+pub mod webhooks;
 
 use std::future::Future;
 

@@ -14,3 +14,4 @@ mod sftp;
 mod sign_in;
 mod support;
 mod tokens;
+mod webhooks;

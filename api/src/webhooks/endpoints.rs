@@ -9,8 +9,8 @@ use axum::http::StatusCode;
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use store::{
-    ApiVersion, DeliveryAttempt, EndpointPatch, EndpointStatus, NewEndpoint, Permission,
-    Redelivery, WebhookEndpoint,
+    ApiVersion, DeliveryAttempt, EndpointPatch, EndpointStatus, NewEndpoint, OrgScope, Page,
+    Permission, Redelivery, WebhookEndpoint,
 };
 use utoipa::ToSchema;
 use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
@@ -137,7 +137,7 @@ impl From<DeliveryAttempt> for AttemptView {
     }
 }
 
-fn url_schema() -> Object {
+pub fn url_schema() -> Object {
     ObjectBuilder::new()
         .schema_type(Type::String)
         .min_length(Some(1))
@@ -149,7 +149,7 @@ fn url_schema() -> Object {
         .build()
 }
 
-fn version_schema() -> Object {
+pub fn version_schema() -> Object {
     ObjectBuilder::new()
         .schema_type(Type::String)
         .enum_values(Some(ApiVersion::ALL.map(ApiVersion::as_str)))
@@ -240,40 +240,72 @@ async fn create_endpoint(
     JsonBody(input): JsonBody<EndpointInput>,
 ) -> Result<(StatusCode, Json<NewEndpointView>), ApiError> {
     caller.require(Permission::Webhooks)?;
+    let campaign_id = match input.all_campaigns {
+        Some(true) => None,
+        _ => Some(caller.context.campaign.id.clone()),
+    };
+    let fields = NewFields {
+        url: input.url,
+        description: input.description,
+        event_types: input.event_types,
+        api_version: input.api_version,
+    };
+    let made = add(
+        &state,
+        &state.store,
+        caller.org(),
+        campaign_id,
+        fields,
+        caller.version,
+    );
+    Ok((StatusCode::CREATED, Json(made.await?)))
+}
+
+/// A new endpoint's fields as either API's body has them, unchecked.
+pub struct NewFields {
+    pub url: Option<String>,
+    pub description: Option<String>,
+    pub event_types: Option<Vec<String>>,
+    pub api_version: Option<String>,
+}
+
+/// Adds an endpoint to the organisation (for `campaign_id`'s events alone, or every
+/// campaign's), its deliveries in `api_version` or else `version`: the checks and the store
+/// call both APIs make. `store` is the one the write goes through (the admin API's records it
+/// in the audit trail).
+pub async fn add(
+    state: &AppState,
+    store: &store::Store,
+    org: &OrgScope,
+    campaign_id: Option<String>,
+    fields: NewFields,
+    version: ApiVersion,
+) -> Result<NewEndpointView, ApiError> {
     let mut checks = Checks::default();
-    let url = checks.required("url", input.url, store::MAX_WEBHOOK_URL);
-    let description = checks.text("description", input.description, MAX_TEXT);
-    let event_types = types(&mut checks, input.event_types).unwrap_or_default();
-    let api_version = version(&mut checks, input.api_version).unwrap_or(caller.version);
+    let url = checks.required("url", fields.url, store::MAX_WEBHOOK_URL);
+    let description = checks.text("description", fields.description, MAX_TEXT);
+    let event_types = types(&mut checks, fields.event_types).unwrap_or_default();
+    let api_version = self::version(&mut checks, fields.api_version).unwrap_or(version);
     checks.finish(())?;
-    let url = checked_url(&state, url).await?;
+    let url = checked_url(state, url).await?;
     let secret = new_secret();
     let new = NewEndpoint {
-        campaign_id: match input.all_campaigns {
-            Some(true) => None,
-            _ => Some(caller.context.campaign.id.clone()),
-        },
+        campaign_id,
         url,
         description,
         event_types,
         api_version,
         secret: secret.clone(),
     };
-    let endpoint = state
-        .store
+    let limit = state.settings.webhooks.endpoints_per_org;
+    let endpoint = store
         .events()
-        .create_endpoint(
-            caller.org(),
-            new,
-            &state.codes,
-            state.settings.webhooks.endpoints_per_org,
-        )
+        .create_endpoint(org, new, &state.codes, limit)
         .await?;
-    let view = NewEndpointView {
+    Ok(NewEndpointView {
         endpoint: endpoint.into(),
         secret,
-    };
-    Ok((StatusCode::CREATED, Json(view)))
+    })
 }
 
 #[utoipa::path(get, path = "/v1/webhooks", tag = "webhooks", summary = "Get all webhook endpoints",
@@ -287,8 +319,27 @@ async fn list_endpoints(
     Paging(page): Paging,
 ) -> Result<Json<PagedList<EndpointView>>, ApiError> {
     caller.require(Permission::Webhooks)?;
-    let endpoints = state.store.events().endpoints(caller.org(), page).await?;
-    Ok(Json(PagedList::from_page(endpoints, EndpointView::from)))
+    Ok(Json(list(&state, caller.org(), page).await?))
+}
+
+/// A page of the organisation's endpoints, oldest first.
+pub async fn list(
+    state: &AppState,
+    org: &OrgScope,
+    page: Page,
+) -> Result<PagedList<EndpointView>, ApiError> {
+    let endpoints = state.store.events().endpoints(org, page).await?;
+    Ok(PagedList::from_page(endpoints, EndpointView::from))
+}
+
+/// One of the organisation's endpoints (404 `endpoint` for another's).
+pub async fn get(state: &AppState, org: &OrgScope, id: &str) -> Result<WebhookEndpoint, ApiError> {
+    state
+        .store
+        .events()
+        .endpoint(org, id)
+        .await?
+        .ok_or(ApiError::NotFound("endpoint"))
 }
 
 async fn endpoint_of(
@@ -297,12 +348,7 @@ async fn endpoint_of(
     id: &str,
 ) -> Result<WebhookEndpoint, ApiError> {
     caller.require(Permission::Webhooks)?;
-    state
-        .store
-        .events()
-        .endpoint(caller.org(), id)
-        .await?
-        .ok_or(ApiError::NotFound("endpoint"))
+    get(state, caller.org(), id).await
 }
 
 #[utoipa::path(get, path = "/v1/webhooks/{id}", tag = "webhooks", summary = "Get a webhook endpoint",
@@ -333,6 +379,19 @@ async fn update_endpoint(
     JsonBody(input): JsonBody<EndpointUpdate>,
 ) -> Result<Json<EndpointView>, ApiError> {
     endpoint_of(&state, &caller, &id).await?;
+    Ok(Json(
+        update(&state, &state.store, caller.org(), &id, input).await?,
+    ))
+}
+
+/// Changes what `input` names of the organisation's endpoint `id`.
+pub async fn update(
+    state: &AppState,
+    store: &store::Store,
+    org: &OrgScope,
+    id: &str,
+    input: EndpointUpdate,
+) -> Result<EndpointView, ApiError> {
     let mut checks = Checks::default();
     let url = input
         .url
@@ -352,14 +411,10 @@ async fn update_endpoint(
     };
     let mut patch = checks.finish(patch)?;
     if let Some(url) = url {
-        patch.url = Some(checked_url(&state, url).await?);
+        patch.url = Some(checked_url(state, url).await?);
     }
-    let endpoint = state
-        .store
-        .events()
-        .update_endpoint(caller.org(), &id, patch)
-        .await?;
-    Ok(Json(endpoint.into()))
+    let endpoint = store.events().update_endpoint(org, id, patch).await?;
+    Ok(endpoint.into())
 }
 
 #[utoipa::path(delete, path = "/v1/webhooks/{id}", tag = "webhooks", summary = "Remove a webhook endpoint",
@@ -374,13 +429,14 @@ async fn remove_endpoint(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     caller.require(Permission::Webhooks)?;
-    match state
-        .store
-        .events()
-        .remove_endpoint(caller.org(), &id)
-        .await?
-    {
-        true => Ok(StatusCode::NO_CONTENT),
+    remove(&state.store, caller.org(), &id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Removes the organisation's endpoint `id` with its pending deliveries and its log.
+pub async fn remove(store: &store::Store, org: &OrgScope, id: &str) -> Result<(), ApiError> {
+    match store.events().remove_endpoint(org, id).await? {
+        true => Ok(()),
         false => Err(ApiError::NotFound("endpoint")),
     }
 }
@@ -419,6 +475,19 @@ async fn rotate_secret(
     JsonBody(input): JsonBody<RotationInput>,
 ) -> Result<Json<NewEndpointView>, ApiError> {
     endpoint_of(&state, &caller, &id).await?;
+    Ok(Json(
+        rotate(&state, &state.store, caller.org(), &id, input).await?,
+    ))
+}
+
+/// A new signing secret for the organisation's endpoint `id`, the old one kept as `input` says.
+pub async fn rotate(
+    state: &AppState,
+    store: &store::Store,
+    org: &OrgScope,
+    id: &str,
+    input: RotationInput,
+) -> Result<NewEndpointView, ApiError> {
     let mut checks = Checks::default();
     let hours = checks.whole(
         "keepPreviousHours",
@@ -433,15 +502,14 @@ async fn rotate_secret(
     };
     let secret = new_secret();
     let until = (window > Duration::zero()).then(|| state.store.now() + window);
-    let endpoint = state
-        .store
+    let endpoint = store
         .events()
-        .rotate_endpoint_secret(caller.org(), &id, &secret, until, &state.codes)
+        .rotate_endpoint_secret(org, id, &secret, until, &state.codes)
         .await?;
-    Ok(Json(NewEndpointView {
+    Ok(NewEndpointView {
         endpoint: endpoint.into(),
         secret,
-    }))
+    })
 }
 
 /// The event a test or a redelivery made.
@@ -470,17 +538,26 @@ async fn test_endpoint(
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Queued>), ApiError> {
     endpoint_of(&state, &caller, &id).await?;
-    let event = state
-        .store
+    let queued = test(&state, &state.store, caller.org(), &id).await?;
+    Ok((StatusCode::ACCEPTED, Json(queued)))
+}
+
+/// Queues a `webhook.test` event for the organisation's endpoint `id` alone.
+pub async fn test(
+    state: &AppState,
+    store: &store::Store,
+    org: &OrgScope,
+    id: &str,
+) -> Result<Queued, ApiError> {
+    let event = store
         .events()
-        .send_test_event(caller.org(), &id, state.settings.webhooks.manual)
+        .send_test_event(org, id, state.settings.webhooks.manual)
         .await?;
     state.deliveries_waiting.notify_one();
-    let queued = Queued {
+    Ok(Queued {
         event_id: Some(event),
         deliveries: 1,
-    };
-    Ok((StatusCode::ACCEPTED, Json(queued)))
+    })
 }
 
 /// Which events to deliver again: one (`eventId`) or those of a time range (`from`, `to`).
@@ -544,18 +621,28 @@ async fn redeliver(
     JsonBody(input): JsonBody<RedeliveryInput>,
 ) -> Result<(StatusCode, Json<Queued>), ApiError> {
     endpoint_of(&state, &caller, &id).await?;
+    let queued = deliver_again(&state, &state.store, caller.org(), &id, input).await?;
+    Ok((StatusCode::ACCEPTED, Json(queued)))
+}
+
+/// Queues again, to the organisation's endpoint `id`, the event or the range `input` names.
+pub async fn deliver_again(
+    state: &AppState,
+    store: &store::Store,
+    org: &OrgScope,
+    id: &str,
+    input: RedeliveryInput,
+) -> Result<Queued, ApiError> {
     let which = redelivery(input)?;
-    let deliveries = state
-        .store
+    let deliveries = store
         .events()
-        .redeliver(caller.org(), &id, which, state.settings.webhooks.manual)
+        .redeliver(org, id, which, state.settings.webhooks.manual)
         .await?;
     state.deliveries_waiting.notify_one();
-    let queued = Queued {
+    Ok(Queued {
         event_id: None,
         deliveries,
-    };
-    Ok((StatusCode::ACCEPTED, Json(queued)))
+    })
 }
 
 #[utoipa::path(get, path = "/v1/webhooks/{id}/attempts", tag = "webhooks",
@@ -572,12 +659,22 @@ async fn list_attempts(
     Paging(page): Paging,
 ) -> Result<Json<PagedList<AttemptView>>, ApiError> {
     caller.require(Permission::Webhooks)?;
+    Ok(Json(attempts(&state, caller.org(), &id, page).await?))
+}
+
+/// A page of the delivery log of the organisation's endpoint `id`, newest first.
+pub async fn attempts(
+    state: &AppState,
+    org: &OrgScope,
+    id: &str,
+    page: Page,
+) -> Result<PagedList<AttemptView>, ApiError> {
     let attempts = state
         .store
         .events()
-        .delivery_attempts(caller.org(), &id, page)
+        .delivery_attempts(org, id, page)
         .await?;
-    Ok(Json(PagedList::from_page(attempts, AttemptView::from)))
+    Ok(PagedList::from_page(attempts, AttemptView::from))
 }
 
 pub fn router() -> OpenApiRouter<AppState> {
