@@ -914,8 +914,5 @@ fn parse_format(text: &str) -> Result<store::ExportFormat, String> {
 
 /// Minutes after midnight from `HH:MM`.
 fn parse_time_of_day(text: &str) -> Result<u32, String> {
-    use chrono::Timelike;
-    chrono::NaiveTime::parse_from_str(text, "%H:%M")
-        .map(|t| t.hour() * 60 + t.minute())
-        .map_err(|_| format!("`{text}` is not a time of day: HH:MM, 00:00 to 23:59"))
+    exports::scheduled::time_of_day(text)
 }

@@ -22,6 +22,8 @@ mod auth;
 mod batches;
 mod catalogue;
 mod docs;
+mod export_schedules;
+mod exports;
 mod keys;
 mod ledger;
 mod mappings;
@@ -88,6 +90,8 @@ fn routes() -> OpenApiRouter<AdminState> {
         .merge(policies::router())
         .merge(catalogue::router())
         .merge(webhooks::router())
+        .merge(exports::router())
+        .merge(export_schedules::router())
         .merge(reviews::router())
         .merge(ledger::router())
         .merge(audit_log::router())

@@ -13,6 +13,8 @@ pub struct AdminState {
     pub app: AppState,
     pub sessions: SessionLimits,
     pub data_dir: PathBuf,
+    /// The exports this node is writing or has written.
+    pub exports: crate::exports::ExportJobs,
 }
 
 impl AdminState {
@@ -21,6 +23,7 @@ impl AdminState {
             app,
             sessions: SessionLimits::default(),
             data_dir,
+            exports: Default::default(),
         }
     }
 

@@ -14,6 +14,21 @@ use folders::{Folder, Tree};
 /// How often a node looks for due days.
 pub const LOOK: Duration = Duration::from_secs(60);
 
+/// A time of day as a schedule takes it, `HH:MM` (UTC): minutes after midnight.
+pub fn time_of_day(text: &str) -> Result<u32, String> {
+    use chrono::Timelike;
+    NaiveTime::parse_from_str(text, "%H:%M")
+        .ok()
+        .filter(|_| text.len() == 5)
+        .map(|t| t.hour() * 60 + t.minute())
+        .ok_or_else(|| format!("`{text}` is not a time of day: HH:MM, 00:00 to 23:59"))
+}
+
+/// Minutes after midnight as `HH:MM`.
+pub fn clock(minute: u32) -> String {
+    format!("{:02}:{:02}", minute / 60, minute % 60)
+}
+
 /// The file name of `day`'s export.
 pub fn file_name(claimed: &ClaimedDay) -> String {
     format!(

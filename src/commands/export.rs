@@ -11,6 +11,8 @@ use serde_json::{Value, json};
 use store::{ExportFilter, ExportSchedule, ExportTime, Store, TransactionKind};
 
 use super::emit;
+use exports::scheduled::clock;
+
 use super::progress::Bar;
 use crate::cli::ExportCommand;
 
@@ -148,10 +150,6 @@ async fn transactions(
         || format!("{rows} transactions written to {}", file.display()),
     );
     Ok(())
-}
-
-fn clock(minute: u32) -> String {
-    format!("{:02}:{:02}", minute / 60, minute % 60)
 }
 
 fn schedule_json(s: &ExportSchedule) -> Value {

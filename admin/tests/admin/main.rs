@@ -4,6 +4,7 @@
 mod adjustments;
 mod batches;
 mod catalogue;
+mod exports;
 mod helpers;
 mod mappings;
 mod moderation;

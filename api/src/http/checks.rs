@@ -170,6 +170,22 @@ impl Checks {
         instant
     }
 
+    /// A day, `YYYY-MM-DD`; `None` when absent or refused (recorded).
+    pub fn day(&mut self, field: &str, value: Option<String>) -> Option<chrono::NaiveDate> {
+        let value = value?;
+        let day = chrono::NaiveDate::parse_from_str(&value, "%Y-%m-%d")
+            .ok()
+            .filter(|_| value.len() == 10);
+        if day.is_none() {
+            self.fail(
+                field,
+                "invalid_value",
+                format!("`{value}` is not a day (2026-11-18)"),
+            );
+        }
+        day
+    }
+
     /// An `instant` that must be given (`missing_field` when absent).
     pub fn required_instant(
         &mut self,
