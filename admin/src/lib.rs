@@ -30,6 +30,7 @@ mod mappings;
 mod me;
 mod members;
 mod operators;
+mod orders;
 mod orgs;
 pub mod permissions;
 mod policies;
@@ -90,6 +91,7 @@ fn routes() -> OpenApiRouter<AdminState> {
         .merge(policies::router())
         .merge(catalogue::router())
         .merge(webhooks::router())
+        .merge(orders::router())
         .merge(exports::router())
         .merge(export_schedules::router())
         .merge(reviews::router())

@@ -29,7 +29,7 @@ mod inbox;
 mod leaderboard;
 mod members;
 mod ops;
-mod orders;
+pub mod orders;
 mod product_json;
 mod reviews;
 mod spends;

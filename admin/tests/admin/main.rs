@@ -8,6 +8,7 @@ mod exports;
 mod helpers;
 mod mappings;
 mod moderation;
+mod orders;
 mod permissions;
 mod resources;
 mod rules;

@@ -15,7 +15,9 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-pub(crate) use input::{BookingInput, BookingUpdate, booking_patch, new_booking};
+pub(crate) use input::{BookingInput, new_booking};
+pub use input::{BookingUpdate, booking_patch};
+pub use place::cancel_in;
 use views::{LineView, OrderView};
 
 use crate::AppState;

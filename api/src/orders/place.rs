@@ -117,24 +117,32 @@ async fn random_order(
     Ok(Json(OrderView::new(placed.order, caller.version, true)))
 }
 
-/// Cancels order `id` (or its line `line`); a variant it made available again rejoins this
-/// node's search index at once.
+/// Cancels order `id` (or its line `line`) of the caller's campaign.
 async fn cancel(
     state: &AppState,
     caller: &Caller,
     id: &str,
     line: Option<&str>,
 ) -> Result<Json<OrderView>, ApiError> {
-    let campaign = &caller.context.campaign;
-    let (order, restocked) = state
-        .store
-        .orders()
-        .cancel_order(campaign, id, line)
-        .await?;
+    let order = cancel_in(state, &state.store, &caller.context.campaign, id, line).await?;
+    Ok(Json(OrderView::new(order, caller.version, true)))
+}
+
+/// Cancels order `id` of `campaign` (or its line `line`) through `store` (the admin API's
+/// records it in the audit trail); a variant it made available again rejoins this node's
+/// search index at once.
+pub async fn cancel_in(
+    state: &AppState,
+    store: &store::Store,
+    campaign: &store::Campaign,
+    id: &str,
+    line: Option<&str>,
+) -> Result<store::Order, ApiError> {
+    let (order, restocked) = store.orders().cancel_order(campaign, id, line).await?;
     if restocked {
         state.catalogues.forget(&campaign.id);
     }
-    Ok(Json(OrderView::new(order, caller.version, true)))
+    Ok(order)
 }
 
 #[utoipa::path(post, path = "/v1/orders/{id}/cancel", tag = "orders", summary = "Cancel an Order",
