@@ -30,6 +30,7 @@ use utoipa_axum::routes;
 use crate::auth::Principal;
 use crate::export_schedules::{format_of, format_schema};
 use crate::orgs::{ORG, org_of};
+use crate::schemas::FileBytes;
 use crate::state::AdminState;
 
 /// The exports this node has started, by organisation and file name.
@@ -81,21 +82,6 @@ pub struct ExportFileView {
     /// Why it failed.
     pub error: Option<String>,
 }
-
-/// A Parquet file's bytes.
-pub struct ParquetFile;
-
-impl utoipa::PartialSchema for ParquetFile {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        use utoipa::openapi::schema::{ObjectBuilder, Type};
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .content_media_type("application/vnd.apache.parquet")
-            .into()
-    }
-}
-
-impl utoipa::ToSchema for ParquetFile {}
 
 fn kinds_schema() -> utoipa::openapi::schema::Array {
     use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
@@ -351,7 +337,7 @@ async fn list_exports(
             max_length = 255, pattern = "^[A-Za-z0-9_-][A-Za-z0-9._-]*\\.(parquet|csv)$")),
     responses(
         (status = 200, description = "the file",
-            content((ParquetFile = "application/vnd.apache.parquet"), (String = "text/csv"))),
+            content((FileBytes = "application/vnd.apache.parquet"), (String = "text/csv"))),
         (status = 206, description = "the part of the file a `Range` asked for"),
         (status = 416, description = "a `Range` outside the file"),
         (status = 404, description = "unknown organisation, or no such file (yet)", body = Problem)))]

@@ -42,6 +42,7 @@ mod sftp;
 mod state;
 mod tiers;
 mod tokens;
+mod uploads;
 mod views;
 mod webhooks;
 
@@ -92,6 +93,7 @@ fn routes() -> OpenApiRouter<AdminState> {
         .merge(catalogue::router())
         .merge(webhooks::router())
         .merge(orders::router())
+        .merge(uploads::router())
         .merge(exports::router())
         .merge(export_schedules::router())
         .merge(reviews::router())

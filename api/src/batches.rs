@@ -29,8 +29,8 @@ pub struct BatchView {
     pub size: i64,
     /// Hex SHA-256 of the content: the same content is processed once.
     pub sha256: String,
-    /// `sftp`, `inbox` for a file placed in the inbox by other means, or `cli` for one an
-    /// operator ran with `rewards ingest`.
+    /// `sftp`, `inbox` for a file placed in the inbox by other means, `cli` for one an
+    /// operator ran with `rewards ingest`, or `admin` for one sent over the admin API.
     pub source: String,
     /// The SFTP user who uploaded it.
     pub username: Option<String>,

@@ -3,6 +3,7 @@
 //! has no report of its own, and a later file of the same name replaces the report.
 
 use reqwest::StatusCode;
+use serde_json::Value;
 
 use crate::admin_tests;
 use crate::helpers::AdminApp;
@@ -81,4 +82,96 @@ async fn batches_are_listed_with_their_reports(app: AdminApp) {
     assert_eq!(reply.code(StatusCode::NOT_FOUND), "not_found");
 }
 
-admin_tests!(batches_are_listed_with_their_reports);
+/// An operator's upload of `content` as `name` (with `dryRun` when `dry`).
+async fn send(
+    app: &AdminApp,
+    token: &str,
+    name: &str,
+    content: &str,
+    dry: bool,
+) -> (StatusCode, Value) {
+    let path = format!(
+        "/admin/v1/orgs/{}/batches?name={name}&dryRun={dry}",
+        app.acme.id()
+    );
+    let response = app
+        .http
+        .post(format!("{}{path}", app.base))
+        .bearer_auth(token)
+        .header("content-type", "text/csv")
+        .body(content.to_owned())
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    (status, response.json().await.unwrap())
+}
+
+async fn an_operator_sends_a_file_after_a_dry_run(app: AdminApp) {
+    let base = app.campaign_with_wallet().await;
+    let admin = app
+        .operator("org-admin@example.com", store::Role::OrgAdmin, &[&app.acme])
+        .await;
+    // A dry run: counts, tokens and the rejected row; nothing credited, no batch recorded.
+    let (status, dry) = send(&app, &admin, "earns.csv", FILE, true).await;
+    assert_eq!(status, StatusCode::OK, "{dry}");
+    assert_eq!(dry["summary"]["rows"], 2);
+    assert_eq!(dry["summary"]["loaded"], 1);
+    assert_eq!(dry["summary"]["rejected"], 1);
+    let sample = dry["rejectedSample"].as_str().unwrap();
+    assert_eq!(sample.lines().count(), 2, "{sample}");
+    assert!(sample.contains("twelve"), "{sample}");
+    let batches = format!("/admin/v1/orgs/{}/batches", app.acme.id());
+    assert_eq!(app.get(&batches, &admin).await.body["total"], 0);
+    let wallet = format!("{base}/wallets/card-1");
+    assert_eq!(app.get(&wallet, &admin).await.body["balance"], 0.0);
+
+    // Sent: recorded as a batch from `admin`, loaded as an SFTP file is; the same again is a
+    // duplicate that loads nothing.
+    let (status, batch) = send(&app, &admin, "earns.csv", FILE, false).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{batch}");
+    assert_eq!(batch["source"], "admin");
+    assert_eq!(batch["username"], "org-admin@example.com");
+    assert_eq!(batch["state"], "received");
+    let id = batch["id"].as_str().unwrap();
+    let claimed = app
+        .store
+        .batches()
+        .claim_batches(1, Some(id))
+        .await
+        .unwrap();
+    let book = store::RuleBook::new(app.store.programme().clone());
+    ingest::batch::pipeline::process(&app.store, &book, &app.data_dir, &claimed[0], &|_| {})
+        .await
+        .unwrap();
+    let shown = app.get(&format!("{batches}/{id}"), &admin).await;
+    assert_eq!(shown.expect(StatusCode::OK)["loaded"], 1);
+    assert_eq!(app.get(&wallet, &admin).await.body["balance"], 12.0);
+    let (status, again) = send(&app, &admin, "earns-again.csv", FILE, false).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again["state"], "duplicate");
+    assert_eq!(again["duplicateOf"], id);
+
+    // A name that is not a batch file's, a viewer, and the trail.
+    for bad in ["notes.txt", "earns.csv.filepart", "a%2Fb.csv"] {
+        let (status, problem) = send(&app, &admin, bad, FILE, false).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {problem}");
+        assert_eq!(problem["field"], "name");
+    }
+    let viewer = app
+        .operator("viewer@example.com", store::Role::Viewer, &[&app.acme])
+        .await;
+    let (status, _) = send(&app, &viewer, "earns.csv", FILE, true).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let trail = app
+        .get("/admin/v1/audit-log?operation=batch.send", &app.owner)
+        .await;
+    let trail = trail.expect(StatusCode::OK);
+    assert_eq!(trail["total"], 2, "{trail}");
+    assert_eq!(trail["data"][0]["actorName"], "org-admin@example.com");
+}
+
+admin_tests!(
+    batches_are_listed_with_their_reports,
+    an_operator_sends_a_file_after_a_dry_run,
+);
