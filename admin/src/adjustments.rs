@@ -24,6 +24,7 @@ use utoipa_axum::routes;
 
 use crate::auth::Principal;
 use crate::orgs::{CAMPAIGN, ORG, campaign_of};
+use crate::schemas::FileBytes;
 use crate::schemas::present;
 use crate::state::AdminState;
 
@@ -404,7 +405,7 @@ struct BulkQuery {
         makes only what was not made.",
     params(("org" = String, Path, description = ORG, max_length = 64),
         ("campaign" = String, Path, description = CAMPAIGN, max_length = 64), BulkQuery),
-    request_body(content = String, content_type = "text/csv"),
+    request_body(content = FileBytes, content_type = "text/csv"),
     responses((status = 200, body = BulkReport),
         (status = 400, description = "not a CSV file with the columns, or no rows, or too many",
             body = Problem),

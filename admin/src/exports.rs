@@ -7,9 +7,8 @@
 //! exports are being written, and why one failed, is known to the node that runs them (an
 //! export is not resumed after a restart: it is started again); the files are in the folder.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::PoisonError;
 
 use api::plumbing::{ApiError, Checks, JsonBody, PagedList, Paging, PagingParams, Problem};
 use axum::Json;
@@ -31,37 +30,7 @@ use crate::auth::Principal;
 use crate::export_schedules::{format_of, format_schema};
 use crate::orgs::{ORG, org_of};
 use crate::schemas::FileBytes;
-use crate::state::AdminState;
-
-/// The exports this node has started, by organisation and file name.
-#[derive(Clone, Default)]
-pub struct ExportJobs(Arc<Mutex<HashMap<(String, String), Job>>>);
-
-#[derive(Debug, Clone)]
-struct Job {
-    started_at: DateTime<Utc>,
-    rows: u64,
-    of: u64,
-    finished_at: Option<DateTime<Utc>>,
-    error: Option<String>,
-}
-
-impl ExportJobs {
-    fn update(&self, org: &str, name: &str, change: impl FnOnce(&mut Job)) {
-        let mut jobs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(job) = jobs.get_mut(&(org.to_owned(), name.to_owned())) {
-            change(job);
-        }
-    }
-
-    fn of_org(&self, org: &str) -> HashMap<String, Job> {
-        let jobs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        jobs.iter()
-            .filter(|((o, _), _)| o == org)
-            .map(|((_, name), job)| (name.clone(), job.clone()))
-            .collect()
-    }
-}
+use crate::state::{AdminState, ExportJob as Job};
 
 /// A file of the organisation's `exports/` folder, or an export on its way there.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]

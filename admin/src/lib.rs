@@ -8,11 +8,13 @@
 //!   are recorded in the audit trail as that operator's);
 //! - one module per resource: `sessions`, `me`, `tokens`, `operators`, `orgs` (with
 //!   campaigns), `keys`, `sftp` (the batch door's users, keys, host key and bans), `mappings`,
-//!   `batches` (with their reports), `rules` (rule sets, tried and backtested), `tiers`,
-//!   `policies`, `catalogue` (import, export), `members` (with their wallets, for support),
-//!   `adjustments` (manual credits and debits, their approval and bulk files), `reviews`
-//!   (moderation), `ledger` (its audit), `audit_log`; `views.rs`: the operator, session and
-//!   token records;
+//!   `batches` (with their reports), `uploads` (batch files sent or run dry over HTTP),
+//!   `rules` (rule sets, tried and backtested), `tiers`, `policies`, `catalogue` (import,
+//!   export), `webhooks` (endpoints, delivery logs, redeliveries), `exports` (files written in
+//!   the background, downloaded) and `export_schedules` (the daily export), `members` (with
+//!   their wallets, for support), `orders` (with bookings, for support), `adjustments` (manual
+//!   credits and debits, their approval and bulk files), `reviews` (moderation), `ledger` (its
+//!   audit), `audit_log`; `views.rs`: the operator, session and token records;
 //! - `docs.rs`: the OpenAPI document and `/docs`; `schemas.rs`: schemas the derive cannot say;
 //! - `state.rs`: what handlers reach.
 
@@ -108,13 +110,21 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     openapi
 }
 
+/// The document as `/openapi.json` serves it: every answer described (from its status and
+/// body where the operation leaves it to that), as OpenAPI requires.
+pub fn document() -> String {
+    let mut document = serde_json::to_value(openapi()).expect("the document serializes");
+    api::plumbing::describe_responses(&mut document);
+    document.to_string()
+}
+
 /// The whole admin listener: `/admin/v1` behind the gate, and `/healthz`, `/readyz`,
 /// `/openapi.json` and `/docs`.
 pub fn app(state: AdminState) -> Router {
     let (operations, _) = routes().split_for_parts();
     let openapi = openapi();
     let gate = Arc::new(auth::Gate::of(&openapi));
-    let document = Arc::new(openapi.to_json().expect("the document serializes"));
+    let document = Arc::new(document());
     // The gate first, then the query string against the operation's description.
     let operations = operations
         .route_layer(from_fn_with_state(

@@ -138,12 +138,11 @@ pub struct MappingProblem {
     summary = "Check a mapping without storing it",
     description = "Every problem of the document at once, each at its path; nothing is stored.",
     params(("org" = String, Path, description = ORG, max_length = 64)),
-    request_body(content(
-        (Object = "application/json"),
-        (String = "application/toml")),
-        description = "the mapping document (templates/README.md)"),
+    request_body(content = Object, content_type = "application/json",
+        description = "the mapping document (templates/README.md); the command line's TOML is \
+            taken too, sent as `application/toml`"),
     responses((status = 200, body = MappingCheck),
-        (status = 400, description = "the body is neither JSON nor TOML", body = Problem),
+        (status = 400, description = "the body is not a JSON object (or not TOML)", body = Problem),
         (status = 404, description = "unknown organisation", body = Problem),
         (status = 415, description = "another content type", body = Problem)))]
 async fn check_mapping(
@@ -180,10 +179,9 @@ async fn check_mapping(
         file when it has none), replacing the mapping there was for that pattern; files \
         received from then on use it.",
     params(("org" = String, Path, description = ORG, max_length = 64)),
-    request_body(content(
-        (Object = "application/json"),
-        (String = "application/toml")),
-        description = "the mapping document (templates/README.md)"),
+    request_body(content = Object, content_type = "application/json",
+        description = "the mapping document (templates/README.md); the command line's TOML is \
+            taken too, sent as `application/toml`"),
     responses((status = 200, body = MappingView),
         (status = 400, description = "not JSON or TOML, or a mapping with problems",
             body = Problem),

@@ -163,6 +163,7 @@ pub const OPERATIONS: &[(&str, Need)] = &[
     ("redeliver_webhook", Need::Configure),
     ("set_export_schedule", Need::Configure),
     ("send_batch", Need::Configure),
+    ("dry_run_batch", Need::Configure),
     ("remove_export_schedule", Need::Configure),
     ("adjust_wallet", Need::Support),
     ("approve_adjustment", Need::Support),

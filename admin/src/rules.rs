@@ -17,6 +17,7 @@ use utoipa_axum::routes;
 
 use crate::auth::Principal;
 use crate::orgs::{CAMPAIGN, ORG, campaign_of};
+use crate::schemas::FileBytes;
 use crate::state::AdminState;
 
 /// The longest rule set accepted, in characters.
@@ -187,10 +188,8 @@ fn source_within(field: &'static str, text: &str) -> Result<(), ApiError> {
         evaluated by from then on; the versions before stay, to be shown and compared.",
     params(("org" = String, Path, description = ORG, max_length = 64),
         ("campaign" = String, Path, description = CAMPAIGN, max_length = 64)),
-    request_body(content(
-        (String = "application/toml"),
-        (String = "text/plain")),
-        description = "the rule set, TOML (samples/rules/README.md)"),
+    request_body(content = FileBytes, content_type = "application/toml",
+        description = "the rule set, TOML (samples/rules/README.md); `text/plain` is taken too"),
     responses((status = 201, body = RuleSetView),
         (status = 400, description = "a rule set with problems", body = Problem),
         (status = 404, description = "unknown organisation or campaign", body = Problem),

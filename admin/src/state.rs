@@ -2,10 +2,13 @@
 //! keys, the settings), so that both listeners of one node share them, how long sessions last,
 //! and the data directory (the SFTP host key, the organisations' folders of files and reports).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use api::AppState;
 use axum::extract::FromRef;
+use chrono::{DateTime, Utc};
 use store::SessionLimits;
 
 #[derive(Clone)]
@@ -14,7 +17,7 @@ pub struct AdminState {
     pub sessions: SessionLimits,
     pub data_dir: PathBuf,
     /// The exports this node is writing or has written.
-    pub exports: crate::exports::ExportJobs,
+    pub exports: ExportJobs,
 }
 
 impl AdminState {
@@ -36,5 +39,36 @@ impl AdminState {
 impl FromRef<AdminState> for AppState {
     fn from_ref(state: &AdminState) -> AppState {
         state.app.clone()
+    }
+}
+
+/// The exports this node has started, by organisation and file name.
+#[derive(Clone, Default)]
+pub struct ExportJobs(pub(crate) Arc<Mutex<HashMap<(String, String), ExportJob>>>);
+
+/// An export this node started: how far it is, and how it ended.
+#[derive(Debug, Clone)]
+pub struct ExportJob {
+    pub started_at: DateTime<Utc>,
+    pub rows: u64,
+    pub of: u64,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub error: Option<String>,
+}
+
+impl ExportJobs {
+    pub fn update(&self, org: &str, name: &str, change: impl FnOnce(&mut ExportJob)) {
+        let mut jobs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(job) = jobs.get_mut(&(org.to_owned(), name.to_owned())) {
+            change(job);
+        }
+    }
+
+    pub fn of_org(&self, org: &str) -> HashMap<String, ExportJob> {
+        let jobs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        jobs.iter()
+            .filter(|((o, _), _)| o == org)
+            .map(|((_, name), job)| (name.clone(), job.clone()))
+            .collect()
     }
 }

@@ -40,7 +40,7 @@ const SAMPLE: usize = 100;
 #[derive(Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
-struct UploadQuery {
+struct FileName {
     /// The file's name: its extension says the format (`.csv`, `.xlsx`, `.parquet`) and the
     /// organisation's mappings are chosen by it.
     #[param(
@@ -49,8 +49,27 @@ struct UploadQuery {
         pattern = "^[^/\\\\]+\\.([Cc][Ss][Vv]|[Xx][Ll][Ss][Xx]|[Pp][Aa][Rr][Qq][Uu][Ee][Tt])$"
     )]
     name: Option<String>,
-    /// Check and evaluate every row, credit nothing (default false).
-    dry_run: Option<bool>,
+}
+
+impl FileName {
+    /// The name, if a batch file may have it.
+    fn checked(self) -> Result<String, ApiError> {
+        match self.name {
+            Some(name)
+                if is_final_name(&name)
+                    && name.len() <= 255
+                    && !name.contains(['/', '\\'])
+                    && !name.chars().any(char::is_control) =>
+            {
+                Ok(name)
+            }
+            Some(_) => {
+                let why = "a file name ending .csv, .xlsx or .parquet";
+                Err(ApiError::invalid("name", "invalid_value", why))
+            }
+            None => Err(ApiError::invalid("name", "missing_field", "is required")),
+        }
+    }
 }
 
 /// A dry run's answer.
@@ -98,54 +117,58 @@ async fn spool_body(org: &OrgScope, data_dir: &FsPath, body: Body) -> Result<Pat
 }
 
 #[utoipa::path(post, path = "/admin/v1/orgs/{org}/batches", tag = "batches",
-    summary = "Send a batch file, or run one dry",
+    summary = "Send a batch file",
     description = "The body is the file (CSV, XLSX or Parquet, at most 1 GiB; larger files go \
-        over SFTP). Received: spooled and recorded as a batch from `admin`, then loaded by the \
-        service as an SFTP delivery is (202; follow it at `GET .../batches/{id}`); content sent \
-        before is recorded as a duplicate and loads nothing (200, `duplicateOf` names the \
-        batch). With `dryRun=true`: every row checked and evaluated against the \
-        organisation's mappings and active rules, nothing credited or recorded; the answer is \
-        the report's summary and its first rejected rows.",
-    params(("org" = String, Path, description = ORG, max_length = 64), UploadQuery),
-    request_body(content((String = "text/csv"),
-        (FileBytes = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
-        (FileBytes = "application/vnd.apache.parquet"),
-        (FileBytes = "application/octet-stream"))),
+        over SFTP), whatever its `Content-Type`. It is spooled and recorded as a batch from \
+        `admin`, then loaded by the service as an SFTP delivery is (202; follow it at \
+        `GET .../batches/{id}`); content sent before is recorded as a duplicate and loads \
+        nothing (200, `duplicateOf` names the batch).",
+    params(("org" = String, Path, description = ORG, max_length = 64), FileName),
+    request_body(content((FileBytes = "application/octet-stream"))),
     responses(
         (status = 202, description = "received: the batch, to be loaded", body = BatchView),
-        (status = 200, description = "a duplicate (the batch recorded for it), or a dry run's report",
-            body = Object),
-        (status = 400, description = "a bad name, or a dry run of a file the organisation's mappings refuse", body = Problem),
+        (status = 200, description = "a duplicate: the batch recorded for it", body = BatchView),
+        (status = 400, description = "a bad name", body = Problem),
         (status = 404, description = "unknown organisation", body = Problem),
         (status = 413, description = "a file over 1 GiB", body = Problem)))]
 async fn send_batch(
     State(state): State<AdminState>,
     principal: Principal,
     Path(org): Path<String>,
-    QueryParams(query): QueryParams<UploadQuery>,
+    QueryParams(name): QueryParams<FileName>,
     request: Request,
 ) -> Result<Response, ApiError> {
     let scope = org_of(&state, &org).await?;
-    let name = match query.name {
-        Some(name)
-            if is_final_name(&name)
-                && name.len() <= 255
-                && !name.contains(['/', '\\'])
-                && !name.chars().any(char::is_control) =>
-        {
-            name
-        }
-        Some(_) => {
-            let why = "a file name ending .csv, .xlsx or .parquet";
-            return Err(ApiError::invalid("name", "invalid_value", why));
-        }
-        None => return Err(ApiError::invalid("name", "missing_field", "is required")),
-    };
+    let name = name.checked()?;
     let spooled = spool_body(&scope, &state.data_dir, request.into_body()).await?;
-    let answer = match query.dry_run.unwrap_or(false) {
-        true => dry_run(&state, &scope, &name, &spooled).await,
-        false => receive(&state, &principal, org, &scope, &name, &spooled).await,
-    };
+    let answer = receive(&state, &principal, org, &scope, &name, &spooled).await;
+    let _ = std::fs::remove_file(&spooled);
+    answer
+}
+
+#[utoipa::path(post, path = "/admin/v1/orgs/{org}/batches/dry-run", tag = "batches",
+    summary = "Run a batch file dry",
+    description = "The body is the file, as for sending one. Every row is checked and evaluated \
+        against the organisation's mappings and active rules; nothing is credited or recorded. \
+        The answer is the report's summary and its first 100 rejected rows; the reports are \
+        written to `reports/<file>.dry-run.*`.",
+    params(("org" = String, Path, description = ORG, max_length = 64), FileName),
+    request_body(content((FileBytes = "application/octet-stream"))),
+    responses(
+        (status = 200, description = "the dry run's report", body = DryRunView),
+        (status = 400, description = "a bad name, or a file the organisation's mappings refuse", body = Problem),
+        (status = 404, description = "unknown organisation", body = Problem),
+        (status = 413, description = "a file over 1 GiB", body = Problem)))]
+async fn dry_run_batch(
+    State(state): State<AdminState>,
+    Path(org): Path<String>,
+    QueryParams(name): QueryParams<FileName>,
+    request: Request,
+) -> Result<Json<DryRunView>, ApiError> {
+    let scope = org_of(&state, &org).await?;
+    let name = name.checked()?;
+    let spooled = spool_body(&scope, &state.data_dir, request.into_body()).await?;
+    let answer = dry_run(&state, &scope, &name, &spooled).await;
     let _ = std::fs::remove_file(&spooled);
     answer
 }
@@ -180,7 +203,7 @@ async fn dry_run(
     scope: &OrgScope,
     name: &str,
     spooled: &FsPath,
-) -> Result<Response, ApiError> {
+) -> Result<Json<DryRunView>, ApiError> {
     let store = state.store();
     let mapping = mapping_for(store, scope, name)
         .await?
@@ -208,11 +231,12 @@ async fn dry_run(
         summary: outcome.summary,
         rejected_sample,
     };
-    Ok(Json(view).into_response())
+    Ok(Json(view))
 }
 
 pub fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new()
         .routes(routes!(send_batch))
+        .routes(routes!(dry_run_batch))
         .layer(DefaultBodyLimit::disable())
 }

@@ -96,6 +96,7 @@ pub mod plumbing {
     pub use crate::http::parameters::{KnownParameters, refuse_unknown};
     pub use crate::http::query::{QueryParams, Whole};
     pub use crate::http::server::{Peer, serve};
+    pub use crate::http::shapes::describe_responses;
     pub use crate::ops::{
         REQUEST_ID, healthz, method_not_allowed, not_found, readyz, record_metrics,
         with_request_logs,

@@ -82,7 +82,7 @@ async fn batches_are_listed_with_their_reports(app: AdminApp) {
     assert_eq!(reply.code(StatusCode::NOT_FOUND), "not_found");
 }
 
-/// An operator's upload of `content` as `name` (with `dryRun` when `dry`).
+/// An operator's upload of `content` as `name` (run dry when `dry`).
 async fn send(
     app: &AdminApp,
     token: &str,
@@ -90,10 +90,11 @@ async fn send(
     content: &str,
     dry: bool,
 ) -> (StatusCode, Value) {
-    let path = format!(
-        "/admin/v1/orgs/{}/batches?name={name}&dryRun={dry}",
-        app.acme.id()
-    );
+    let batches = format!("/admin/v1/orgs/{}/batches", app.acme.id());
+    let path = match dry {
+        true => format!("{batches}/dry-run?name={name}"),
+        false => format!("{batches}?name={name}"),
+    };
     let response = app
         .http
         .post(format!("{}{path}", app.base))
