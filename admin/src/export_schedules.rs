@@ -17,6 +17,7 @@ use utoipa_axum::routes;
 
 use crate::auth::Principal;
 use crate::orgs::{ORG, org_of};
+use crate::schemas::not_null;
 use crate::state::AdminState;
 
 /// The last file a daily export wrote.
@@ -74,9 +75,11 @@ pub fn format_schema() -> utoipa::openapi::schema::Object {
 pub struct ScheduleInput {
     /// The time of day (UTC), `HH:MM`, when the previous day is written (no earlier than five
     /// minutes past midnight, whatever is set, so that the day's last writes are in).
-    #[schema(pattern = "^([01][0-9]|2[0-3]):[0-5][0-9]$", required = true)]
+    #[serde(default, deserialize_with = "not_null")]
+    #[schema(value_type = String, pattern = "^([01][0-9]|2[0-3]):[0-5][0-9]$", required = true)]
     at: Option<String>,
     /// `parquet` (the default) or `csv`.
+    #[serde(default, deserialize_with = "not_null")]
     #[schema(schema_with = format_schema)]
     format: Option<String>,
 }

@@ -29,7 +29,7 @@ use utoipa_axum::routes;
 use crate::auth::Principal;
 use crate::export_schedules::{format_of, format_schema};
 use crate::orgs::{ORG, org_of};
-use crate::schemas::FileBytes;
+use crate::schemas::{FileBytes, not_null};
 use crate::state::{AdminState, ExportJob as Job};
 
 /// A file of the organisation's `exports/` folder, or an export on its way there.
@@ -70,18 +70,22 @@ fn kinds_schema() -> utoipa::openapi::schema::Array {
 pub struct ExportInput {
     /// `parquet` (the default) or `csv`.
     #[schema(schema_with = format_schema)]
+    #[serde(default, deserialize_with = "not_null")]
     format: Option<String>,
     /// Only this campaign's transactions; absent: every campaign's.
     #[schema(max_length = 64)]
     campaign_id: Option<String>,
     /// The first day (UTC) to include.
     #[schema(schema_with = api::plumbing::schema::day)]
+    #[serde(default, deserialize_with = "not_null")]
     from: Option<String>,
     /// The last day (UTC) to include, all of it; not before `from`.
     #[schema(schema_with = api::plumbing::schema::day)]
+    #[serde(default, deserialize_with = "not_null")]
     to: Option<String>,
     /// The types to include; absent or empty: every type.
     #[schema(schema_with = kinds_schema)]
+    #[serde(default, deserialize_with = "not_null")]
     types: Option<Vec<String>>,
     /// Bound the days by the day the ledger recorded each transaction (what the daily export
     /// does) rather than the transaction's own date.

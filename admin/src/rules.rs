@@ -188,8 +188,9 @@ fn source_within(field: &'static str, text: &str) -> Result<(), ApiError> {
         evaluated by from then on; the versions before stay, to be shown and compared.",
     params(("org" = String, Path, description = ORG, max_length = 64),
         ("campaign" = String, Path, description = CAMPAIGN, max_length = 64)),
-    request_body(content = FileBytes, content_type = "application/toml",
-        description = "the rule set, TOML (samples/rules/README.md); `text/plain` is taken too"),
+    request_body(content = FileBytes, content_type = "text/plain",
+        description = "the rule set, TOML (samples/rules/README.md); sent as `text/plain` or \
+            `application/toml`"),
     responses((status = 201, body = RuleSetView),
         (status = 400, description = "a rule set with problems", body = Problem),
         (status = 404, description = "unknown organisation or campaign", body = Problem),

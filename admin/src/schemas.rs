@@ -36,6 +36,14 @@ pub fn present<'de, T: serde::Deserialize<'de>, D: serde::Deserializer<'de>>(
     <Option<T> as serde::Deserialize>::deserialize(d).map(Some)
 }
 
+/// A field that may be left out but, when given, is not `null` (its schema is not nullable):
+/// `null` is refused as a value of the wrong type, naming the field.
+pub fn not_null<'de, T: serde::Deserialize<'de>, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
 /// A file's bytes, as a body or an answer (XLSX, Parquet).
 pub struct FileBytes;
 

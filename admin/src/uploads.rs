@@ -106,6 +106,13 @@ async fn spool_body(org: &OrgScope, data_dir: &FsPath, body: Body) -> Result<Pat
                 file.write_all(&data).map_err(failed)?;
             }
         }
+        if size == 0 {
+            return Err(ApiError::invalid(
+                "body",
+                "missing_field",
+                "the file is empty",
+            ));
+        }
         file.flush().map_err(failed)
     }
     .await;
@@ -128,7 +135,7 @@ async fn spool_body(org: &OrgScope, data_dir: &FsPath, body: Body) -> Result<Pat
     responses(
         (status = 202, description = "received: the batch, to be loaded", body = BatchView),
         (status = 200, description = "a duplicate: the batch recorded for it", body = BatchView),
-        (status = 400, description = "a bad name", body = Problem),
+        (status = 400, description = "a bad name, or an empty body", body = Problem),
         (status = 404, description = "unknown organisation", body = Problem),
         (status = 413, description = "a file over 1 GiB", body = Problem)))]
 async fn send_batch(
@@ -156,7 +163,7 @@ async fn send_batch(
     request_body(content((FileBytes = "application/octet-stream"))),
     responses(
         (status = 200, description = "the dry run's report", body = DryRunView),
-        (status = 400, description = "a bad name, or a file the organisation's mappings refuse", body = Problem),
+        (status = 400, description = "a bad name, an empty body, or a file the organisation's mappings refuse", body = Problem),
         (status = 404, description = "unknown organisation", body = Problem),
         (status = 413, description = "a file over 1 GiB", body = Problem)))]
 async fn dry_run_batch(

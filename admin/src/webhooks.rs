@@ -20,6 +20,7 @@ use utoipa_axum::routes;
 
 use crate::auth::Principal;
 use crate::orgs::{ORG, org_of};
+use crate::schemas::not_null;
 use crate::state::AdminState;
 
 /// The path parameter naming an endpoint.
@@ -30,17 +31,20 @@ const ENDPOINT: &str = "the endpoint's id";
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AdminEndpointInput {
     #[schema(schema_with = api::webhooks::url_schema, required = true)]
+    #[serde(default, deserialize_with = "not_null")]
     url: Option<String>,
     #[schema(max_length = 1000)]
     description: Option<String>,
     /// The event types to receive; absent or empty: every type.
     #[schema(schema_with = api::webhooks::event_types)]
+    #[serde(default, deserialize_with = "not_null")]
     event_types: Option<Vec<String>>,
     /// Only this campaign's events (and the organisation's own); absent: every campaign's.
     #[schema(max_length = 64)]
     campaign_id: Option<String>,
     /// The version whose shapes deliveries carry; absent: the newest.
     #[schema(schema_with = api::webhooks::version_schema)]
+    #[serde(default, deserialize_with = "not_null")]
     api_version: Option<String>,
 }
 

@@ -154,6 +154,9 @@ async fn an_operator_sends_a_file_after_a_dry_run(app: AdminApp) {
     assert_eq!(again["duplicateOf"], id);
 
     // A name that is not a batch file's, a viewer, and the trail.
+    let (status, problem) = send(&app, &admin, "empty.csv", "", false).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{problem}");
+    assert_eq!(problem["field"], "body");
     for bad in ["notes.txt", "earns.csv.filepart", "a%2Fb.csv"] {
         let (status, problem) = send(&app, &admin, bad, FILE, false).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {problem}");

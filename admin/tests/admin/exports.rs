@@ -173,6 +173,8 @@ async fn an_org_admin_schedules_the_daily_export(app: AdminApp) {
         (json!({"at": "2:30"}), "at"),
         (json!({"format": "csv"}), "at"),
         (json!({"at": "01:00", "format": "json"}), "format"),
+        (json!({"at": null}), "at"),
+        (json!({"at": "01:00", "format": null}), "format"),
     ] {
         let reply = app
             .send(Method::PUT, &schedule, Some(&admin), Some(bad.clone()))
