@@ -1,17 +1,22 @@
-//! The audit trail, as operators read it: its entries, filtered and paged (newest first), and
-//! the check of its chain. The same store functions as `rewards audit-log list` and `verify`.
+//! The audit trail, as operators read it: its entries, filtered and paged (newest first) or
+//! exported to a file, and the check of its chain. The same store functions and writer as
+//! `rewards audit-log list`, `export` and `verify`.
 
 use api::plumbing::{ApiError, PagedList, Paging, PagingParams, Problem, QueryParams};
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Request, State};
+use axum::response::Response;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use store::ExportFormat;
 use store::audit::chain::{Entry, Verdict, verify};
 use store::audit::log::{AuditFilter, list};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::exports::serve_file;
+use crate::schemas::FileBytes;
 use crate::state::AdminState;
 
 /// One entry of the trail (docs/operators.md describes each field).
@@ -85,6 +90,31 @@ struct AuditQuery {
     until: Option<String>,
 }
 
+impl AuditQuery {
+    fn filter(self) -> Result<AuditFilter, ApiError> {
+        for (field, value, most) in [
+            ("actor", &self.actor, 320),
+            ("org", &self.org, 64),
+            ("operation", &self.operation, 100),
+        ] {
+            if value.as_ref().is_some_and(|v| v.chars().count() > most) {
+                return Err(ApiError::invalid(
+                    field,
+                    "too_long",
+                    format!("must be at most {most} characters"),
+                ));
+            }
+        }
+        Ok(AuditFilter {
+            actor: self.actor,
+            org_id: self.org,
+            operation: self.operation,
+            since: instant("since", self.since)?,
+            until: instant("until", self.until)?,
+        })
+    }
+}
+
 fn instant(field: &str, text: Option<String>) -> Result<Option<DateTime<Utc>>, ApiError> {
     text.map(|text| {
         api::plumbing::date_time(&text).ok_or_else(|| {
@@ -103,26 +133,7 @@ async fn list_audit_log(
     Paging(page): Paging,
     QueryParams(query): QueryParams<AuditQuery>,
 ) -> Result<Json<PagedList<AuditEntryView>>, ApiError> {
-    for (field, value, most) in [
-        ("actor", &query.actor, 320),
-        ("org", &query.org, 64),
-        ("operation", &query.operation, 100),
-    ] {
-        if value.as_ref().is_some_and(|v| v.chars().count() > most) {
-            return Err(ApiError::invalid(
-                field,
-                "too_long",
-                format!("must be at most {most} characters"),
-            ));
-        }
-    }
-    let filter = AuditFilter {
-        actor: query.actor,
-        org_id: query.org,
-        operation: query.operation,
-        since: instant("since", query.since)?,
-        until: instant("until", query.until)?,
-    };
+    let filter = query.filter()?;
     let entries = list(state.store().db(), &filter, page).await?;
     Ok(Json(PagedList::from_page(entries, AuditEntryView::from)))
 }
@@ -184,8 +195,55 @@ async fn verify_audit_log(State(state): State<AdminState>) -> Result<Json<Verdic
     Ok(Json(verify(state.store().db()).await?.into()))
 }
 
+#[derive(Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+struct FormatQuery {
+    /// `csv` (the default) or `parquet`.
+    #[param(schema_with = crate::export_schedules::format_schema)]
+    format: Option<String>,
+}
+
+#[utoipa::path(get, path = "/admin/v1/audit-log/export", tag = "audit",
+    summary = "Export the audit trail",
+    description = "The entries the filters pick, oldest first, as a CSV or Parquet file to \
+        download: `seq`, `at`, the actor, `operation`, `orgId`, `target`, `before`, `after`, \
+        `address`, `userAgent`, `requestId`, `outcome`, `prevHash` and `hash` (the same file \
+        as `rewards audit-log export`).",
+    params(FormatQuery, AuditQuery),
+    responses(
+        (status = 200, description = "the file",
+            content((String = "text/csv"), (FileBytes = "application/vnd.apache.parquet"))),
+        (status = 400, body = Problem)))]
+async fn export_audit_log(
+    State(state): State<AdminState>,
+    QueryParams(query): QueryParams<AuditQuery>,
+    QueryParams(format): QueryParams<FormatQuery>,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let format = match format.format.as_deref() {
+        None => ExportFormat::Csv,
+        Some(text) => ExportFormat::parse(text)
+            .ok_or_else(|| ApiError::invalid("format", "invalid_value", "csv or parquet"))?,
+    };
+    let filter = query.filter()?;
+    let dir = state.data_dir.join("tmp");
+    let failed = |e: std::io::Error| ApiError::Internal(format!("{}: {e}", dir.display()));
+    std::fs::create_dir_all(&dir).map_err(failed)?;
+    let name = format!("audit-log.{}", format.as_str());
+    let path = dir.join(format!("{}-{name}", store::new_id()));
+    exports::audit_log::export(state.store(), &filter, &path, format)
+        .await
+        .map_err(ApiError::Internal)?;
+    let served = serve_file(&path, &name, format, request).await;
+    // The answer holds the file open; its name is not needed any more.
+    let _ = std::fs::remove_file(&path);
+    served
+}
+
 pub fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new()
         .routes(routes!(list_audit_log))
+        .routes(routes!(export_audit_log))
         .routes(routes!(verify_audit_log))
 }

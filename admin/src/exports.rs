@@ -102,8 +102,13 @@ impl ExportInput {
         {
             checks.fail("to", "invalid_value", "not before `from`");
         }
+        let types = self.types.unwrap_or_default();
+        if types.len() > TransactionKind::ALL.len() {
+            let most = TransactionKind::ALL.len();
+            checks.fail("types", "too_long", format!("at most {most} types"));
+        }
         let mut kinds = Vec::new();
-        for (i, text) in self.types.unwrap_or_default().iter().enumerate() {
+        for (i, text) in types.iter().enumerate() {
             match TransactionKind::parse(text) {
                 Some(kind) => kinds.push(kind),
                 None => checks.fail(
@@ -333,7 +338,17 @@ async fn download_export(
     let (true, Some(format), true) = (plain, format, path.is_file()) else {
         return Err(ApiError::NotFound("export"));
     };
-    let served = tower_http::services::ServeFile::new(&path)
+    serve_file(&path, &name, format, request).await
+}
+
+/// The file at `path` as a download named `name` in `format`, `Range` requests served.
+pub async fn serve_file(
+    path: &std::path::Path,
+    name: &str,
+    format: ExportFormat,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let served = tower_http::services::ServeFile::new(path)
         .oneshot(request)
         .await
         .map_err(|e| ApiError::Internal(format!("reading {}: {e}", path.display())))?;

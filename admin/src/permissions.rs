@@ -177,6 +177,7 @@ pub const OPERATIONS: &[(&str, Need)] = &[
     ("create_org", Need::Service),
     ("list_audit_log", Need::Service),
     ("verify_audit_log", Need::Service),
+    ("export_audit_log", Need::Service),
     ("list_sftp_bans", Need::Service),
     ("lift_sftp_ban", Need::Service),
     ("audit_ledger", Need::Service),

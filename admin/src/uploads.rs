@@ -34,6 +34,10 @@ use crate::state::AdminState;
 /// The largest file the admin API takes (larger ones go over SFTP).
 pub const MAX_UPLOAD: u64 = 1 << 30;
 
+/// The longest file name taken, in bytes: the spool and the reports add to it, and a file
+/// system takes 255.
+const MAX_NAME: usize = 180;
+
 /// Rejected rows a dry run's answer shows (the whole report is in `reports/`).
 const SAMPLE: usize = 100;
 
@@ -57,14 +61,14 @@ impl FileName {
         match self.name {
             Some(name)
                 if is_final_name(&name)
-                    && name.len() <= 255
+                    && name.len() <= MAX_NAME
                     && !name.contains(['/', '\\'])
                     && !name.chars().any(char::is_control) =>
             {
                 Ok(name)
             }
             Some(_) => {
-                let why = "a file name ending .csv, .xlsx or .parquet";
+                let why = "a file name ending .csv, .xlsx or .parquet, of at most 180 bytes";
                 Err(ApiError::invalid("name", "invalid_value", why))
             }
             None => Err(ApiError::invalid("name", "missing_field", "is required")),

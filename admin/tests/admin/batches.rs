@@ -157,7 +157,13 @@ async fn an_operator_sends_a_file_after_a_dry_run(app: AdminApp) {
     let (status, problem) = send(&app, &admin, "empty.csv", "", false).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{problem}");
     assert_eq!(problem["field"], "body");
-    for bad in ["notes.txt", "earns.csv.filepart", "a%2Fb.csv"] {
+    let long = format!("{}.csv", "x".repeat(177));
+    for bad in [
+        "notes.txt",
+        "earns.csv.filepart",
+        "a%2Fb.csv",
+        long.as_str(),
+    ] {
         let (status, problem) = send(&app, &admin, bad, FILE, false).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {problem}");
         assert_eq!(problem["field"], "name");
