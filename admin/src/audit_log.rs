@@ -2,7 +2,9 @@
 //! exported to a file, and the check of its chain. The same store functions and writer as
 //! `rewards audit-log list`, `export` and `verify`.
 
-use api::plumbing::{ApiError, PagedList, Paging, PagingParams, Problem, QueryParams};
+use api::plumbing::{
+    ApiError, Checks, JsonBody, PagedList, Paging, PagingParams, Problem, QueryParams,
+};
 use axum::Json;
 use axum::extract::{Request, State};
 use axum::response::Response;
@@ -15,6 +17,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::auth::Principal;
 use crate::exports::serve_file;
 use crate::schemas::FileBytes;
 use crate::state::AdminState;
@@ -241,9 +244,49 @@ async fn export_audit_log(
     served
 }
 
+/// How old the entries to remove are.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PruneInput {
+    /// Entries dated more than this many days ago are removed (1 to 36,500).
+    #[schema(value_type = i64, minimum = 1, maximum = 36500)]
+    older_than_days: serde_json::Number,
+}
+
+/// What a pruning removed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PrunedView {
+    pub removed: u64,
+    /// Entries dated before this were removed.
+    pub before: DateTime<Utc>,
+}
+
+#[utoipa::path(post, path = "/admin/v1/audit-log/prune", tag = "audit",
+    summary = "Remove old audit entries",
+    description = "The entries older than the retention period given are removed and the \
+        chain's start moved past them, with an entry saying so, in one transaction: the chain \
+        still verifies from the first entry kept. The same as `rewards audit-log prune`.",
+    request_body = PruneInput,
+    responses((status = 200, body = PrunedView), (status = 400, body = Problem)))]
+async fn prune_audit_log(
+    State(state): State<AdminState>,
+    principal: Principal,
+    JsonBody(input): JsonBody<PruneInput>,
+) -> Result<Json<PrunedView>, ApiError> {
+    let mut checks = Checks::default();
+    let days = checks.whole("olderThanDays", Some(&input.older_than_days), 1..=36_500);
+    let days = checks.finish(days)?.unwrap_or(1);
+    let store = state.store();
+    let before = store.now() - chrono::Duration::days(i64::from(days));
+    let removed = store::audit::chain::prune(store.db(), &principal.actor(), before).await?;
+    Ok(Json(PrunedView { removed, before }))
+}
+
 pub fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new()
         .routes(routes!(list_audit_log))
+        .routes(routes!(prune_audit_log))
         .routes(routes!(export_audit_log))
         .routes(routes!(verify_audit_log))
 }

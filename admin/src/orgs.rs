@@ -155,6 +155,19 @@ async fn list_campaigns(
     Ok(Json(PagedList::of(campaigns, page, CampaignView::from)))
 }
 
+#[utoipa::path(get, path = "/admin/v1/orgs/{org}/campaigns/{campaign}", tag = "organisations",
+    summary = "Get a campaign",
+    params(("org" = String, Path, description = ORG, max_length = 64),
+        ("campaign" = String, Path, description = CAMPAIGN, max_length = 64)),
+    responses((status = 200, body = CampaignView),
+        (status = 404, description = "unknown organisation or campaign", body = Problem)))]
+async fn get_campaign(
+    State(state): State<AdminState>,
+    Path((org, campaign)): Path<(String, String)>,
+) -> Result<Json<CampaignView>, ApiError> {
+    Ok(Json(campaign_of(&state, &org, &campaign).await?.into()))
+}
+
 /// A campaign to make.
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -216,4 +229,5 @@ pub fn router() -> OpenApiRouter<AdminState> {
         .routes(routes!(list_orgs, create_org))
         .routes(routes!(get_org))
         .routes(routes!(list_campaigns, create_campaign))
+        .routes(routes!(get_campaign))
 }

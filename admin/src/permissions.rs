@@ -103,6 +103,7 @@ pub const OPERATIONS: &[(&str, Need)] = &[
     ("list_orgs", Need::Read),
     ("get_org", Need::Read),
     ("list_campaigns", Need::Read),
+    ("get_campaign", Need::Read),
     ("list_keys", Need::Read),
     ("find_members", Need::Read),
     ("get_member", Need::Read),
@@ -181,6 +182,7 @@ pub const OPERATIONS: &[(&str, Need)] = &[
     ("list_sftp_bans", Need::Service),
     ("lift_sftp_ban", Need::Service),
     ("audit_ledger", Need::Service),
+    ("expire_due", Need::Service),
     ("list_export_schedules", Need::Service),
     ("list_operators", Need::Operators),
     ("add_operator", Need::Operators),
@@ -194,6 +196,7 @@ pub const OPERATIONS: &[(&str, Need)] = &[
     ("get_settings", Need::Operators),
     ("set_settings", Need::Operators),
     ("set_adjustment_limits", Need::Operators),
+    ("prune_audit_log", Need::Operators),
 ];
 
 /// What operation `id` needs.

@@ -1,6 +1,7 @@
 //! Support's tools beyond wallets through the admin API: reviews held back by their language
 //! are listed, approved or removed by support (not a viewer), each decision in the audit trail;
-//! the ledger audit finds a wallet whose balance was edited behind the ledger's back.
+//! the ledger audit finds a wallet whose balance was edited behind the ledger's back; due lots
+//! are expired by hand; the audit trail is pruned by an owner only.
 
 use reqwest::StatusCode;
 use serde_json::json;
@@ -104,7 +105,68 @@ async fn the_ledger_audit_finds_an_edited_balance(app: AdminApp) {
     assert_eq!(reply.code(StatusCode::FORBIDDEN), "not_permitted");
 }
 
+async fn due_lots_expire_the_trail_is_pruned_and_a_campaign_shown(app: AdminApp) {
+    let base = app.campaign_with_wallet().await;
+    let shown = app.get(&base, &app.owner).await;
+    assert_eq!(shown.expect(StatusCode::OK)["name"], "Main");
+    let unknown = format!("/admin/v1/orgs/{}/campaigns/nope", app.acme.id());
+    let reply = app.get(&unknown, &app.owner).await;
+    assert_eq!(reply.code(StatusCode::NOT_FOUND), "not_found");
+    // Tokens that expire a day after they are earned, earned in 2020: due now.
+    let policy = json!({"expiry": "days:1"});
+    let path = format!("{base}/policy");
+    let set = app
+        .send(
+            reqwest::Method::PATCH,
+            &path,
+            Some(&app.owner),
+            Some(policy),
+        )
+        .await;
+    set.expect(StatusCode::OK);
+    app.load(
+        "old.csv",
+        "id,walletId,amount,date\nt-1,card-1,10,2020-01-01T10:00:00Z\n",
+    )
+    .await;
+    let wallet = format!("{base}/wallets/card-1");
+    assert_eq!(app.get(&wallet, &app.owner).await.body["balance"], 10.0);
+    let expired = app
+        .post("/admin/v1/ledger/expire", &app.owner, json!({}))
+        .await;
+    assert_eq!(expired.expect(StatusCode::OK)["expired"], 1);
+    assert_eq!(app.get(&wallet, &app.owner).await.body["balance"], 0.0);
+    let again = app
+        .post("/admin/v1/ledger/expire", &app.owner, json!({}))
+        .await;
+    assert_eq!(again.expect(StatusCode::OK)["expired"], 0);
+    // Pruning: only an owner; entries of today are kept and the chain still verifies.
+    let admin = app.operator("admin@example.com", Role::Admin, &[]).await;
+    let prune = json!({"olderThanDays": 30});
+    let reply = app
+        .post("/admin/v1/audit-log/prune", &admin, prune.clone())
+        .await;
+    assert_eq!(reply.code(StatusCode::FORBIDDEN), "not_permitted");
+    let reply = app
+        .post(
+            "/admin/v1/audit-log/prune",
+            &app.owner,
+            json!({"olderThanDays": 0}),
+        )
+        .await;
+    assert_eq!(reply.body["field"], "olderThanDays");
+    let pruned = app
+        .post("/admin/v1/audit-log/prune", &app.owner, prune)
+        .await;
+    assert_eq!(pruned.expect(StatusCode::OK)["removed"], 0);
+    let verdict = app
+        .get("/admin/v1/audit-log/verification", &app.owner)
+        .await;
+    assert_eq!(verdict.expect(StatusCode::OK)["intact"], true);
+}
+
 admin_tests!(
+    due_lots_expire_the_trail_is_pruned_and_a_campaign_shown,
     held_reviews_are_decided_by_support,
     the_ledger_audit_finds_an_edited_balance,
 );
