@@ -20,7 +20,7 @@ use chrono::{DateTime, NaiveTime, Utc};
 use ingest::folders::{Folder, Tree};
 use serde::{Deserialize, Serialize};
 use store::audit::{Action, Trail};
-use store::{ExportFilter, ExportFormat, ExportTime, OrgScope, StoreError, TransactionKind};
+use store::{ExportFilter, ExportFormat, ExportTime, OrgScope, TransactionKind};
 use tower::ServiceExt as _;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -28,7 +28,7 @@ use utoipa_axum::routes;
 
 use crate::auth::Principal;
 use crate::export_schedules::{format_of, format_schema};
-use crate::orgs::{ORG, org_of};
+use crate::orgs::{ORG, body_campaign, org_of};
 use crate::schemas::{FileBytes, not_null};
 use crate::state::{AdminState, ExportJob as Job};
 
@@ -162,18 +162,7 @@ async fn start_export(
     let (format, filter) = input.filter(&mut checks);
     checks.finish(())?;
     if let Some(campaign) = &filter.campaign_id {
-        state
-            .store()
-            .tenancy()
-            .get_campaign(&scope, campaign)
-            .await
-            .map_err(|err| match err {
-                StoreError::NotFound { .. } => ApiError::UnknownReference {
-                    field: "campaignId",
-                    detail: "no campaign of this organisation has this id".into(),
-                },
-                other => other.into(),
-            })?;
+        body_campaign(&state, &scope, campaign).await?;
     }
     let now = state.store().now();
     let id = store::new_id();

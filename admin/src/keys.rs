@@ -8,13 +8,13 @@ use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use store::audit::Action;
-use store::{ApiKey, ApiVersion, NewKey, Permission, StoreError};
+use store::{ApiKey, ApiVersion, NewKey, Permission};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::Principal;
-use crate::orgs::{ORG, org_of};
+use crate::orgs::{ORG, body_campaign, org_of};
 use crate::state::AdminState;
 
 /// An API key, with its public handle shown only in part.
@@ -158,18 +158,7 @@ async fn issue_key(
     if !errors.is_empty() {
         return Err(ApiError::validation(errors));
     }
-    let campaign = state
-        .store()
-        .tenancy()
-        .get_campaign(&scope, &input.campaign_id)
-        .await
-        .map_err(|err| match err {
-            StoreError::NotFound { .. } => ApiError::UnknownReference {
-                field: "campaignId",
-                detail: "no campaign of this organisation has this id".into(),
-            },
-            other => other.into(),
-        })?;
+    let campaign = body_campaign(&state, &scope, &input.campaign_id).await?;
     let new = NewKey {
         campaign_id: campaign.id,
         permissions,

@@ -73,6 +73,27 @@ pub async fn campaign_of(state: &AdminState, org: &str, id: &str) -> Result<Camp
     Ok(state.store().tenancy().campaign_in(org, id).await?)
 }
 
+/// The campaign a body's `campaignId` names, if it is one of the organisation's (404 naming
+/// `campaignId` if not).
+pub async fn body_campaign(
+    state: &AdminState,
+    org: &OrgScope,
+    id: &str,
+) -> Result<Campaign, ApiError> {
+    state
+        .store()
+        .tenancy()
+        .get_campaign(org, id)
+        .await
+        .map_err(|err| match err {
+            store::StoreError::NotFound { .. } => ApiError::UnknownReference {
+                field: "campaignId",
+                detail: "no campaign of this organisation has this id".into(),
+            },
+            other => other.into(),
+        })
+}
+
 /// The path parameter naming an organisation.
 pub const ORG: &str = "the organisation's id";
 

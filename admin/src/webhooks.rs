@@ -13,13 +13,13 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use store::audit::Action;
-use store::{ApiVersion, OrgScope, StoreError};
+use store::{ApiVersion, OrgScope};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::Principal;
-use crate::orgs::{ORG, org_of};
+use crate::orgs::{ORG, body_campaign, org_of};
 use crate::schemas::not_null;
 use crate::state::AdminState;
 
@@ -87,22 +87,8 @@ async fn add_webhook(
     JsonBody(input): JsonBody<AdminEndpointInput>,
 ) -> Result<(StatusCode, Json<NewEndpointView>), ApiError> {
     let scope = org_of(&state, &org).await?;
-    let campaign_id = match input.campaign_id {
-        Some(id) => Some(
-            state
-                .store()
-                .tenancy()
-                .get_campaign(&scope, &id)
-                .await
-                .map_err(|err| match err {
-                    StoreError::NotFound { .. } => ApiError::UnknownReference {
-                        field: "campaignId",
-                        detail: "no campaign of this organisation has this id".into(),
-                    },
-                    other => other.into(),
-                })?
-                .id,
-        ),
+    let campaign_id = match &input.campaign_id {
+        Some(id) => Some(body_campaign(&state, &scope, id).await?.id),
         None => None,
     };
     let action = Action::new("webhook.add")

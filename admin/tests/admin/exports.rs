@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use store::Role;
 
 use crate::admin_tests;
-use crate::helpers::AdminApp;
+use crate::helpers::{AdminApp, ok_operations};
 
 /// The exports list until `name` is no longer being written.
 async fn settled(app: &AdminApp, exports: &str, token: &str, name: &str) -> Value {
@@ -218,13 +218,7 @@ async fn an_org_admin_schedules_the_daily_export(app: AdminApp) {
         .get("/admin/v1/audit-log?operation=export.", &app.owner)
         .await;
     let trail = trail.expect(StatusCode::OK);
-    let ok: Vec<&str> = trail["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["outcome"] == "ok")
-        .map(|e| e["operation"].as_str().unwrap())
-        .collect();
+    let ok = ok_operations(trail);
     assert_eq!(
         ok,
         ["export.unschedule", "export.schedule", "export.schedule"]

@@ -250,6 +250,17 @@ impl AdminApp {
     }
 }
 
+/// The operations of a page of the audit trail whose outcome is `ok`, in its order.
+pub fn ok_operations(trail: &Value) -> Vec<String> {
+    trail["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["outcome"] == "ok")
+        .map(|e| e["operation"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 /// Each test function `name(app: AdminApp)` on SQLite, and on PostgreSQL with `--ignored`.
 #[macro_export]
 macro_rules! admin_tests {

@@ -11,7 +11,7 @@ use serde_json::json;
 use store::{Catalogue, CodeKey, ImportOptions, NewBooking, NewLine, NewOrder, Role};
 
 use crate::admin_tests;
-use crate::helpers::AdminApp;
+use crate::helpers::{AdminApp, ok_operations};
 
 /// The next Friday at 19:00 (UTC+2), at least a week away.
 fn next_friday(app: &AdminApp) -> chrono::DateTime<FixedOffset> {
@@ -197,15 +197,9 @@ async fn support_cancels_orders_and_changes_bookings(app: AdminApp) {
         )
         .await;
     let trail = trail.expect(StatusCode::OK);
-    let ok: Vec<&str> = trail["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["outcome"] == "ok")
-        .map(|e| e["operation"].as_str().unwrap())
-        .collect();
+    let ok = ok_operations(trail);
     for operation in ["order.cancel-line", "booking.update", "order.cancel"] {
-        assert!(ok.contains(&operation), "{operation} in {ok:?}");
+        assert!(ok.iter().any(|o| o == operation), "{operation} in {ok:?}");
     }
 }
 
