@@ -132,7 +132,7 @@ impl Application {
         // The earn inbox's writer and the metrics' upkeep always; with `workers`, the earn
         // worker, the expiry sweep, event dispatch, webhook deliveries and the leaderboards.
         let runtime = runtime::start(&state, workers, &stopped);
-        let admin_server = tokio::spawn(admin::serve(
+        let admin_server = tokio::spawn(console::serve(
             admin,
             admin::AdminState::new(state.clone(), config.data_dir.clone()),
             until(&stopped),

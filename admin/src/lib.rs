@@ -118,15 +118,14 @@ pub fn document() -> String {
     document.to_string()
 }
 
-/// The whole admin listener: `/admin/v1` behind the gate, and `/healthz`, `/readyz`,
-/// `/openapi.json` and `/docs`.
-pub fn app(state: AdminState) -> Router {
+/// The operations under `/admin/v1`, each behind the gate, with no fallback and no request
+/// logs: what the listener serves, and what the console calls in process.
+pub fn operations(state: AdminState) -> Router {
     let (operations, _) = routes().split_for_parts();
     let openapi = openapi();
     let gate = Arc::new(auth::Gate::of(&openapi));
-    let document = Arc::new(document());
     // The gate first, then the query string against the operation's description.
-    let operations = operations
+    operations
         .route_layer(from_fn_with_state(
             api::plumbing::KnownParameters::of(&openapi),
             api::plumbing::refuse_unknown,
@@ -134,9 +133,21 @@ pub fn app(state: AdminState) -> Router {
         .route_layer(from_fn_with_state(
             (state.clone(), gate),
             auth::authenticate,
-        ));
+        ))
+        .with_state(state)
+}
+
+/// The whole admin listener: `/admin/v1` behind the gate, and `/healthz`, `/readyz`,
+/// `/openapi.json` and `/docs`.
+pub fn app(state: AdminState) -> Router {
+    app_with(state, Router::new())
+}
+
+/// The admin listener with `more` routes beside its own (the console's), under the same
+/// request logs, metrics and fallbacks.
+pub fn app_with(state: AdminState, more: Router) -> Router {
+    let document = Arc::new(document());
     let routes = Router::new()
-        .merge(operations)
         .route("/healthz", get(api::plumbing::healthz))
         .route("/readyz", get(api::plumbing::readyz))
         .route(
@@ -151,6 +162,9 @@ pub fn app(state: AdminState) -> Router {
                 }
             }),
         )
+        .with_state(state.clone())
+        .merge(operations(state))
+        .merge(more)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(from_fn(record_metrics))
@@ -159,7 +173,6 @@ pub fn app(state: AdminState) -> Router {
                 "handler panicked".into(),
             ))
         }))
-        .with_state(state)
         .merge(SwaggerUi::new("/docs").config(docs::swagger_config()));
     with_request_logs(routes)
 }

@@ -159,7 +159,7 @@ pub struct RecoveryCodesView {
         recovery codes (replacing any earlier ones).",
     request_body = ConfirmInput,
     responses((status = 200, body = RecoveryCodesView), (status = 400, body = Problem),
-        (status = 409, description = "`two_factor_not_begun`; `wrong_second_factor` (naming \
+        (status = 409, description = "`two_factor_not_begun`; `wrong_code` (naming \
             `code`)", body = Problem)))]
 async fn confirm_two_factor(
     State(state): State<AdminState>,

@@ -1,0 +1,65 @@
+// The console's own behaviour, kept out of the pages so that the Content-Security-Policy can
+// forbid inline script: local dates, copy buttons and confirmations of destructive actions.
+(function () {
+  "use strict";
+
+  // <time datetime="...Z"> in the reader's time zone; the UTC instant stays on hover.
+  function localTimes(root) {
+    var format = new Intl.DateTimeFormat(undefined, {
+      year: "numeric", month: "short", day: "2-digit",
+      hour: "2-digit", minute: "2-digit", second: "2-digit"
+    });
+    root.querySelectorAll("time[datetime][data-local]").forEach(function (el) {
+      var at = new Date(el.getAttribute("datetime"));
+      if (isNaN(at.getTime())) { return; }
+      el.title = el.getAttribute("datetime").replace("T", " ").replace(/\.\d+/, "") + " UTC";
+      el.textContent = format.format(at);
+      el.removeAttribute("data-local");
+    });
+  }
+
+  function copyButtons(root) {
+    root.querySelectorAll("button[data-copy]").forEach(function (button) {
+      if (button.dataset.bound) { return; }
+      button.dataset.bound = "1";
+      button.addEventListener("click", function () {
+        var source = document.getElementById(button.getAttribute("data-copy"));
+        if (!source) { return; }
+        var text = source.textContent.trim();
+        var done = function () { button.textContent = "Copied"; };
+        if (navigator.clipboard && window.isSecureContext) {
+          navigator.clipboard.writeText(text).then(done, function () { select(source); });
+        } else {
+          select(source);
+        }
+      });
+    });
+  }
+
+  // Where the clipboard is not offered (plain HTTP), the text is selected for Ctrl+C.
+  function select(el) {
+    var range = document.createRange();
+    range.selectNodeContents(el);
+    var selection = window.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+  }
+
+  // A form with data-confirm asks before it is sent.
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    var question = form.getAttribute && form.getAttribute("data-confirm");
+    if (question && !window.confirm(question)) {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+    }
+  }, true);
+
+  function enhance(root) {
+    localTimes(root);
+    copyButtons(root);
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { enhance(document); });
+  document.addEventListener("htmx:afterSettle", function (event) { enhance(event.target); });
+})();

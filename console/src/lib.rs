@@ -1,0 +1,115 @@
+//! The operators' console: the admin API's operations as pages, served by the binary at
+//! `/console` on the admin listener. Pages are rendered on the server from templates checked
+//! when compiled (askama), with htmx (a pinned copy, inside the binary) for the parts that
+//! update in place. Every action is an admin API operation called in process with the
+//! operator's session, so the gate and the permission table decide what it may do; a page
+//! shows only the buttons the operator's role may use. Where things live:
+//!
+//! - `security.rs`: the headers (a Content-Security-Policy with no inline script), the session
+//!   cookie, CSRF; `assets.rs`: the scripts, styles and icon, under hashed names;
+//! - `client.rs`: the admin API called in process; `page.rs`: a request's context, the frame
+//!   of every page, failures shown as pages; `format.rs`: numbers and dates as people read them;
+//! - one module per part: `sign_in` (with the password and second factor a first sign-in
+//!   demands), `account` (the operator's sessions), `orgs` (the front page), `members` (with
+//!   their wallets, history and adjustments by hand), `adjustments` (the four-eyes queue);
+//!   `paging.rs`: a list's pages.
+
+mod account;
+mod adjustments;
+mod assets;
+mod client;
+mod format;
+mod members;
+mod orgs;
+mod page;
+mod paging;
+mod security;
+mod sign_in;
+
+use std::future::Future;
+
+use admin::AdminState;
+use axum::Router;
+use axum::middleware::from_fn;
+use axum::response::{IntoResponse, Redirect};
+use axum::routing::{get, post};
+use tokio::net::TcpListener;
+
+/// What the console's handlers reach: the admin API's operations, called in process.
+#[derive(Clone)]
+pub struct ConsoleState {
+    operations: Router,
+}
+
+/// The console's routes, under `/console`.
+pub fn router(state: AdminState) -> Router {
+    let console = ConsoleState {
+        operations: admin::operations(state),
+    };
+    let pages = Router::new()
+        .route("/console/", get(orgs::list))
+        .route(
+            "/console/sign-in",
+            get(sign_in::form).post(sign_in::sign_in),
+        )
+        .route("/console/sign-out", post(sign_in::sign_out))
+        .route("/console/account", get(account::show))
+        .route("/console/orgs/{org}/members", get(members::find))
+        .route("/console/orgs/{org}/adjustments", get(adjustments::list))
+        .route(
+            "/console/orgs/{org}/campaigns/{campaign}/adjustments/{id}/{verb}",
+            post(adjustments::decide),
+        )
+        .route("/console/orgs/{org}/members/{id}", get(members::show))
+        .route(
+            "/console/orgs/{org}/campaigns/{campaign}/wallets/{wallet}",
+            get(members::wallet),
+        )
+        .route(
+            "/console/orgs/{org}/campaigns/{campaign}/wallets/{wallet}/adjust",
+            post(members::adjust),
+        )
+        .route(
+            "/console/account/password",
+            get(sign_in::password_form).post(sign_in::change_password),
+        )
+        .route(
+            "/console/account/two-factor",
+            get(sign_in::two_factor).post(sign_in::begin_two_factor),
+        )
+        .route(
+            "/console/account/two-factor/confirm",
+            post(sign_in::confirm_two_factor),
+        )
+        .route("/console/account/sessions/{id}/end", post(account::end))
+        .route(
+            "/console/account/sessions/end-others",
+            post(account::end_others),
+        )
+        .with_state(console)
+        .layer(from_fn(security::check_csrf))
+        .layer(from_fn(page::show_failures));
+    Router::new()
+        .route(
+            "/console",
+            get(|| async { Redirect::to("console/").into_response() }),
+        )
+        .route("/console/assets/{name}", get(assets::serve))
+        .merge(pages)
+        .layer(from_fn(security::headers))
+}
+
+/// The admin listener with the console beside the admin API.
+pub fn app(state: AdminState) -> Router {
+    admin::app_with(state.clone(), router(state))
+}
+
+/// Serves `app(state)` on `listener` until `shutdown` completes.
+pub async fn serve(
+    listener: TcpListener,
+    state: AdminState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let limits = state.app.settings.http;
+    api::plumbing::serve(listener, app(state), limits, shutdown).await
+}

@@ -1,0 +1,8 @@
+//! The console as a browser sees it over HTTP: a real admin listener on a random port, pages
+//! and forms with cookies and CSRF tokens, on SQLite and (with `--ignored` and
+//! `REWARDS_TEST_POSTGRES_URL`) on PostgreSQL.
+
+mod helpers;
+mod members;
+mod security;
+mod sign_in;
