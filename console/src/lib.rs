@@ -6,7 +6,7 @@
 //! shows only the buttons the operator's role may use. Where things live:
 //!
 //! - `security.rs`: the headers (a Content-Security-Policy with no inline script), the session
-//!   cookie, CSRF; `assets.rs`: the scripts, styles and icon, under hashed names;
+//!   cookie, the CSRF token (`csrf.rs` checks it); `assets.rs`: the scripts, styles and icon, under hashed names;
 //! - `client.rs`: the admin API called in process; `page.rs`: a request's context, the frame
 //!   of every page, failures shown as pages; `format.rs`: numbers and dates as people read them;
 //! - one module per part: `sign_in` (with the password and second factor a first sign-in
@@ -18,6 +18,7 @@ mod account;
 mod adjustments;
 mod assets;
 mod client;
+mod csrf;
 mod format;
 mod members;
 mod orgs;
@@ -87,7 +88,7 @@ pub fn router(state: AdminState) -> Router {
             post(account::end_others),
         )
         .with_state(console)
-        .layer(from_fn(security::check_csrf))
+        .layer(from_fn(csrf::check_csrf))
         .layer(from_fn(page::show_failures));
     Router::new()
         .route(

@@ -8,14 +8,14 @@ use api::plumbing::PagedList;
 use askama::Template;
 use axum::Form;
 use axum::extract::{Path, Query};
-use axum::http::{Method, StatusCode};
+use axum::http::Method;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::Deserialize;
 use serde_json::{Number, json};
 
 use crate::client::{Problem, enc};
-use crate::page::{Ctx, Failure, Page, form_problem, render, render_with, to};
+use crate::page::{Ctx, Failure, Page, form_problem, render, to};
 use crate::paging::{PAGE_ROWS, Pager, page_number};
 
 #[derive(Deserialize)]
@@ -392,7 +392,6 @@ pub async fn adjust(
             ..Problem::default()
         },
     };
-    let status = StatusCode::from_u16(problem.status).unwrap_or(StatusCode::BAD_REQUEST);
     let page = wallet_page(
         &ctx,
         (&org, &campaign, &wallet),
@@ -401,5 +400,5 @@ pub async fn adjust(
         Some(problem),
     )
     .await?;
-    Ok(render_with(status, &page))
+    Ok(render(&page))
 }

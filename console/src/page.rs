@@ -193,7 +193,8 @@ impl Ctx {
     }
 }
 
-/// A template rendered as the answer.
+/// A template rendered as the answer. A form shown again with what was wrong with it is a page
+/// like any other (200): a browser logs an error for a page answered with 4xx.
 pub fn render(template: &impl Template) -> Response {
     render_with(StatusCode::OK, template)
 }

@@ -9,17 +9,13 @@
 //! its token, so it needs no storage; before signing in, a random one is kept in a cookie of its
 //! own and the sign-in form must send it back (a double submit).
 
-use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
-
-use crate::client::Problem;
-use crate::page::Failure;
 
 pub const SESSION_COOKIE: &str = "rewards_console";
 pub const SIGN_IN_COOKIE: &str = "rewards_console_csrf";
@@ -48,59 +44,6 @@ pub async fn headers(request: Request, next: Next) -> Response {
         .entry(header::CACHE_CONTROL)
         .or_insert(HeaderValue::from_static("no-store"));
     response
-}
-
-/// The largest form the console reads (a rule set or mapping pasted into a text area fits).
-const FORM_LIMIT: usize = 4 << 20;
-
-/// Refuses a state-changing request without the CSRF token of its session (or, before signing
-/// in, of its sign-in cookie): in the `X-CSRF-Token` header (htmx) or the form's `csrf` field.
-pub async fn check_csrf(request: Request, next: Next) -> Response {
-    if matches!(*request.method(), Method::GET | Method::HEAD) {
-        return next.run(request).await;
-    }
-    let expected = match cookie(request.headers(), SESSION_COOKIE) {
-        Some(session) => csrf_of(session),
-        None => cookie(request.headers(), SIGN_IN_COOKIE)
-            .unwrap_or_default()
-            .to_owned(),
-    };
-    let form = request
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
-    let (parts, body) = request.into_parts();
-    let (body, sent) = if form && !parts.headers.contains_key(CSRF_HEADER) {
-        let Ok(bytes) = axum::body::to_bytes(body, FORM_LIMIT).await else {
-            return refused(413, "too_large", "The form is too large.");
-        };
-        let sent = form_urlencoded::parse(&bytes)
-            .find(|(name, _)| name == CSRF_FIELD)
-            .map(|(_, value)| value.into_owned());
-        (Body::from(bytes), sent)
-    } else {
-        (body, None)
-    };
-    if expected.is_empty() || !csrf_holds(&parts.method, &parts.headers, sent.as_deref(), &expected)
-    {
-        return refused(
-            403,
-            "csrf",
-            "This form has expired or did not come from the console: reload the page and try again.",
-        );
-    }
-    next.run(Request::from_parts(parts, body)).await
-}
-
-fn refused(status: u16, code: &str, detail: &str) -> Response {
-    Failure::Problem(Problem {
-        status,
-        code: code.into(),
-        detail: detail.into(),
-        ..Problem::default()
-    })
-    .into_response()
 }
 
 /// The value of cookie `name` in the request's `Cookie` headers.

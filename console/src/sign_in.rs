@@ -4,14 +4,14 @@
 use admin::views_of::{EnrolmentView, RecoveryCodesView, SignedIn};
 use askama::Template;
 use axum::Form;
+use axum::http::Method;
 use axum::http::header::SET_COOKIE;
-use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::client::Problem;
-use crate::page::{Ctx, Failure, Page, form_problem, render, render_with, to};
+use crate::page::{Ctx, Failure, Page, form_problem, render, to};
 use crate::security::{SESSION_COOKIE, SIGN_IN_COOKIE, random_token, set_cookie};
 
 #[derive(Template)]
@@ -116,17 +116,11 @@ pub async fn sign_in(ctx: Ctx, Form(form): Form<SignInForm>) -> Response {
             headers.append(SET_COOKIE, set_cookie(&ctx.browser, SIGN_IN_COOKIE, None));
             response
         }
-        Err(problem) => {
-            let status = StatusCode::from_u16(problem.status).unwrap_or(StatusCode::BAD_REQUEST);
-            render_with(
-                status,
-                &SignInPage {
-                    page: ctx.bare("Sign in", ""),
-                    email: form.email,
-                    problem: Some(problem),
-                },
-            )
-        }
+        Err(problem) => render(&SignInPage {
+            page: ctx.bare("Sign in", ""),
+            email: form.email,
+            problem: Some(problem),
+        }),
     }
 }
 
@@ -214,15 +208,11 @@ pub async fn change_password(
         }
     };
     let page = ctx.page("Change your password", "account").await?;
-    let status = StatusCode::from_u16(problem.status).unwrap_or(StatusCode::BAD_REQUEST);
-    Ok(render_with(
-        status,
-        &PasswordPage {
-            page,
-            problem: Some(problem),
-            one_time: false,
-        },
-    ))
+    Ok(render(&PasswordPage {
+        page,
+        problem: Some(problem),
+        one_time: false,
+    }))
 }
 
 #[derive(Template)]
@@ -307,20 +297,17 @@ pub async fn confirm_two_factor(
                 secret: form.secret,
                 uri: form.uri,
             };
-            Ok(render_with(
-                StatusCode::BAD_REQUEST,
-                &TwoFactorPage {
-                    page,
-                    on: false,
-                    required: false,
-                    enrolment: Some((enrolment, qr)),
-                    recovery_codes: Vec::new(),
-                    problem: Some(Problem {
-                        field: Some("code".into()),
-                        ..problem
-                    }),
-                },
-            ))
+            Ok(render(&TwoFactorPage {
+                page,
+                on: false,
+                required: false,
+                enrolment: Some((enrolment, qr)),
+                recovery_codes: Vec::new(),
+                problem: Some(Problem {
+                    field: Some("code".into()),
+                    ..problem
+                }),
+            }))
         }
         Err(problem) => Err(problem.into()),
     }

@@ -1,0 +1,291 @@
+//! Signing in with a second factor; support finding a member and adjusting a balance that a
+//! second operator approves; a viewer that sees no button it may not use.
+
+use std::path::PathBuf;
+
+use store::testing::TestStore;
+use store::{AdjustmentLimits, NewMember, NewWallet, Role, Tokens, operators_totp as totp};
+
+use crate::helpers::{CHOSEN, Console};
+use crate::webdriver::{Browser, Driver};
+
+const CHROMIUM: &str = "needs Chromium and chromedriver (.ci/run installs them)";
+
+/// Where the screenshots go: `target/console-screenshots/`.
+fn screenshots() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/console-screenshots")
+}
+
+/// Checks the page the browser shows (no console error, nothing loaded from elsewhere, dates
+/// made local by the console's script) and saves its screenshot as `name`.
+async fn visit(browser: &Browser, app: &Console, name: &str) {
+    browser.find("main").await;
+    let log = browser.console_log().await;
+    let errors: Vec<&String> = log
+        .iter()
+        .filter(|l| l.starts_with("SEVERE") || l.starts_with("WARNING"))
+        .collect();
+    assert!(errors.is_empty(), "{name}: the browser logged {errors:?}");
+    for address in browser.loaded().await {
+        assert!(
+            address.starts_with(&app.base),
+            "{name} loaded {address} from outside the service"
+        );
+    }
+    if browser.has("time[datetime]").await {
+        let time = browser.find("time[datetime]").await;
+        let title = browser.attribute(&time, "title").await.unwrap_or_default();
+        assert!(
+            title.ends_with(" UTC"),
+            "{name}: the console's script did not run ({title:?})"
+        );
+    }
+    browser
+        .screenshot(&screenshots().join(format!("{name}.png")))
+        .await;
+}
+
+/// Signs in with a one-time password and chooses `CHOSEN` instead.
+async fn first_sign_in(browser: &Browser, app: &Console, email: &str, one_time: &str) {
+    browser.goto(&format!("{}/console/", app.base)).await;
+    browser.fill("#email", email).await;
+    browser.fill("#password", one_time).await;
+    browser
+        .click(&browser.find("form[action='sign-in'] button").await)
+        .await;
+    browser.wait_for_text("h1", "Change your password").await;
+    browser.fill("#current", one_time).await;
+    browser.fill("#new", CHOSEN).await;
+    browser.fill("#again", CHOSEN).await;
+    browser
+        .click(&browser.find("form[action='account/password'] button").await)
+        .await;
+}
+
+#[tokio::test]
+#[ignore = "needs Chromium and chromedriver (.ci/run installs them)"]
+async fn an_operator_enrols_a_second_factor_and_signs_in_with_it() {
+    let _ = CHROMIUM;
+    let app = Console::spawn(TestStore::sqlite().await).await;
+    let driver = Driver::start().await;
+    let browser = driver.session().await;
+    let one_time = app
+        .add_operator("owner@example.com", Role::Owner, &[])
+        .await;
+    browser.goto(&format!("{}/console/", app.base)).await;
+    browser.wait_for_text("h1", "Sign in").await;
+    visit(&browser, &app, "sign-in").await;
+    first_sign_in(&browser, &app, "owner@example.com", &one_time).await;
+    browser
+        .wait_for_text("main", "Your password is changed.")
+        .await;
+    browser
+        .goto(&format!("{}/console/account/two-factor", app.base))
+        .await;
+    browser
+        .click(
+            &browser
+                .find("form[action='account/two-factor'] button")
+                .await,
+        )
+        .await;
+    browser.find(".qr svg").await;
+    visit(&browser, &app, "two-factor-enrolment").await;
+    let secret = browser.text(&browser.find("#totp-secret").await).await;
+    let key = totp::from_base32(&secret).unwrap();
+    let code = format!(
+        "{:06}",
+        totp::code_at(&key, totp::step_of(chrono::Utc::now().timestamp()))
+    );
+    browser.fill("#code", &code).await;
+    browser
+        .click(
+            &browser
+                .find("form[action='account/two-factor/confirm'] button")
+                .await,
+        )
+        .await;
+    let codes = browser.wait_for_text("#recovery-codes", "").await;
+    assert_eq!(codes.lines().count(), 10, "{codes}");
+    visit(&browser, &app, "recovery-codes").await;
+    browser
+        .click(&browser.find("form[action='sign-out'] button").await)
+        .await;
+    browser.wait_for_text("h1", "Sign in").await;
+    // Without the code: asked for it beside its field.
+    browser.fill("#email", "owner@example.com").await;
+    browser.fill("#password", CHOSEN).await;
+    browser
+        .click(&browser.find("form[action='sign-in'] button").await)
+        .await;
+    browser.wait_for_text("#code-error", "6-digit code").await;
+    // With it (the next step's code: the one used to enrol may not be used twice).
+    let next = totp::step_of(chrono::Utc::now().timestamp()) + 1;
+    let code = format!("{:06}", totp::code_at(&key, next));
+    browser.fill("#password", CHOSEN).await;
+    browser.fill("#code", &code).await;
+    browser
+        .click(&browser.find("form[action='sign-in'] button").await)
+        .await;
+    browser.wait_for_text("h1", "Organisations").await;
+    browser.wait_for_text("main", "Acme").await;
+    visit(&browser, &app, "organisations").await;
+    browser.quit().await;
+}
+
+/// Acme's campaign with `members` members `cust-0001`..., the last with wallet `card-1`.
+async fn seed(app: &Console, members: usize) -> String {
+    let campaign = app.store.tenancy().list_campaigns(&app.acme).await.unwrap()[0].clone();
+    for i in 1..=members {
+        let member = NewMember {
+            first_name: format!("Member {i}"),
+            email: Some(format!("m{i}@shop.example")),
+            idp: "reference".into(),
+            user_id: format!("u-{i}"),
+            external_id: format!("cust-{i:04}"),
+            ..Default::default()
+        };
+        app.store
+            .members()
+            .create_member(&app.acme, member)
+            .await
+            .unwrap();
+    }
+    let wallet = NewWallet {
+        owner: Some(format!("cust-{members:04}")),
+        external_id: Some("card-1".into()),
+        name: None,
+    };
+    app.store
+        .ledger()
+        .create_wallet(&campaign, wallet)
+        .await
+        .unwrap();
+    campaign.id
+}
+
+#[tokio::test]
+#[ignore = "needs Chromium and chromedriver (.ci/run installs them)"]
+async fn support_adjusts_a_balance_and_a_second_operator_approves_it() {
+    let app = Console::spawn(TestStore::sqlite().await).await;
+    let campaign = seed(&app, 150).await;
+    app.store
+        .operators()
+        .set_adjustment_limits(AdjustmentLimits {
+            owner: None,
+            support: Some(Tokens::whole(10_000)),
+            approval_over: Some(Tokens::whole(500)),
+        })
+        .await
+        .unwrap();
+    let first = app
+        .add_operator("first@example.com", Role::Support, &[&app.acme])
+        .await;
+    let second = app
+        .add_operator("second@example.com", Role::Support, &[&app.acme])
+        .await;
+    let driver = Driver::start().await;
+    let browser = driver.session().await;
+    first_sign_in(&browser, &app, "first@example.com", &first).await;
+    browser
+        .wait_for_text("main", "Your password is changed.")
+        .await;
+    browser.goto(&format!("{}/console/", app.base)).await;
+    browser
+        .click(&browser.find("main a[href^='orgs/']").await)
+        .await;
+    browser.wait_for_text("#member-rows", "150 in all").await;
+    visit(&browser, &app, "members").await;
+    // The list narrows as one types, without a reload.
+    browser.fill("#q", "cust-0150").await;
+    browser.wait_for_text("#member-rows", "1 in all").await;
+    assert!(
+        browser.current_url().await.contains("q=cust-0150"),
+        "the address follows the search"
+    );
+    browser.click(&browser.find("#member-rows a").await).await;
+    browser.wait_for_text("h1", "Member 150").await;
+    visit(&browser, &app, "member").await;
+    browser
+        .click(&browser.find("a[href*='/wallets/']").await)
+        .await;
+    browser.wait_for_text("h1", "Wallet card-1").await;
+    browser.fill("#amount", "5000").await;
+    browser.fill("#comment", "Missing March earns").await;
+    browser
+        .click(&browser.find("form[action$='/adjust'] button").await)
+        .await;
+    browser.accept_confirmation().await;
+    browser
+        .wait_for_text("main", "waits for another operator's approval")
+        .await;
+    visit(&browser, &app, "wallet").await;
+    browser.quit().await;
+
+    let browser = driver.session().await;
+    first_sign_in(&browser, &app, "second@example.com", &second).await;
+    browser
+        .wait_for_text("main", "Your password is changed.")
+        .await;
+    browser
+        .goto(&format!(
+            "{}/console/orgs/{}/adjustments",
+            app.base,
+            app.acme.id()
+        ))
+        .await;
+    browser.wait_for_text("main", "Missing March earns").await;
+    visit(&browser, &app, "approvals").await;
+    browser
+        .click(&browser.find("form[action$='/approve'] button").await)
+        .await;
+    browser.accept_confirmation().await;
+    browser.wait_for_text("main", "approved and applied").await;
+    let wallet = format!(
+        "{}/console/orgs/{}/campaigns/{campaign}/wallets/card-1",
+        app.base,
+        app.acme.id()
+    );
+    browser.goto(&wallet).await;
+    browser.wait_for_text("#balance", "5,000 PTS").await;
+    browser.quit().await;
+}
+
+#[tokio::test]
+#[ignore = "needs Chromium and chromedriver (.ci/run installs them)"]
+async fn a_viewer_sees_no_button_it_may_not_use() {
+    let app = Console::spawn(TestStore::sqlite().await).await;
+    let campaign = seed(&app, 1).await;
+    let viewer = app
+        .add_operator("viewer@example.com", Role::Viewer, &[&app.acme])
+        .await;
+    let driver = Driver::start().await;
+    let browser = driver.session().await;
+    first_sign_in(&browser, &app, "viewer@example.com", &viewer).await;
+    browser
+        .wait_for_text("main", "Your password is changed.")
+        .await;
+    let wallet = format!(
+        "{}/console/orgs/{}/campaigns/{campaign}/wallets/card-1",
+        app.base,
+        app.acme.id()
+    );
+    browser.goto(&wallet).await;
+    browser.wait_for_text("h1", "Wallet card-1").await;
+    visit(&browser, &app, "wallet-as-viewer").await;
+    assert!(
+        !browser.has("form[action$='/adjust']").await,
+        "no adjustment form"
+    );
+    assert!(!browser.has("a[href='operators']").await && !browser.has("a[href='audit']").await);
+    browser
+        .goto(&format!(
+            "{}/console/orgs/{}/adjustments",
+            app.base,
+            app.acme.id()
+        ))
+        .await;
+    browser.find("main h1").await;
+    assert!(!browser.has("form[action$='/approve']").await);
+    browser.quit().await;
+}
