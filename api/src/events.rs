@@ -156,6 +156,11 @@ pub(crate) fn listed_types() -> impl Iterator<Item = EventType> {
         .filter(|t| *t != EventType::WebhookTest)
 }
 
+/// The names of the event types an endpoint may receive (the console lists them).
+pub fn listed_type_names() -> Vec<&'static str> {
+    listed_types().map(EventType::as_str).collect()
+}
+
 named_enum!(
     EventTypeName,
     "EventType",

@@ -89,6 +89,7 @@ pub use http::server::Limits as HttpLimits;
 pub mod plumbing {
     pub use crate::catalogue::{MAX_IMPORT_BODY, import as import_catalogue};
     pub use crate::docs::{add_problem_answers, no_control_characters, problem};
+    pub use crate::events::listed_type_names as event_type_names;
     pub use crate::http::checks::{Checks, Sign, date_time, schema};
     pub use crate::http::error::{ApiError, FieldError, Problem};
     pub use crate::http::json::{JsonBody, JsonBytes, body_bytes};

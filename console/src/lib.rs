@@ -12,7 +12,8 @@
 //! - one module per part: `sign_in` (with the password and second factor a first sign-in
 //!   demands), `account` (the operator's sessions), `orgs` (the front page), `members` (with
 //!   their wallets, history and adjustments by hand), `adjustments` (the four-eyes queue);
-//!   `paging.rs`: a list's pages.
+//!   `keys`, `sftp` and `webhooks` (access: API keys, the batch door's users, webhook
+//!   endpoints with their delivery logs); `paging.rs`: a list's pages.
 
 mod account;
 mod adjustments;
@@ -20,12 +21,15 @@ mod assets;
 mod client;
 mod csrf;
 mod format;
+mod keys;
 mod members;
 mod orgs;
 mod page;
 mod paging;
 mod security;
+mod sftp;
 mod sign_in;
+mod webhooks;
 
 use std::future::Future;
 
@@ -57,6 +61,29 @@ pub fn router(state: AdminState) -> Router {
         .route("/console/account", get(account::show))
         .route("/console/orgs/{org}/members", get(members::find))
         .route("/console/orgs/{org}/adjustments", get(adjustments::list))
+        .route(
+            "/console/orgs/{org}/keys",
+            get(keys::list).post(keys::issue),
+        )
+        .route("/console/orgs/{org}/keys/{id}/revoke", post(keys::revoke))
+        .route("/console/orgs/{org}/sftp", get(sftp::list).post(sftp::add))
+        .route(
+            "/console/orgs/{org}/sftp/{username}/keys",
+            post(sftp::add_key),
+        )
+        .route(
+            "/console/orgs/{org}/sftp/{username}/{verb}",
+            post(sftp::change),
+        )
+        .route(
+            "/console/orgs/{org}/webhooks",
+            get(webhooks::list).post(webhooks::add),
+        )
+        .route("/console/orgs/{org}/webhooks/{id}", get(webhooks::show))
+        .route(
+            "/console/orgs/{org}/webhooks/{id}/{verb}",
+            post(webhooks::act),
+        )
         .route(
             "/console/orgs/{org}/campaigns/{campaign}/adjustments/{id}/{verb}",
             post(adjustments::decide),

@@ -45,6 +45,33 @@ const NOTICES: &[(&str, &str)] = &[
     ),
     ("approved", "The adjustment is approved and applied."),
     ("rejected", "The adjustment is rejected."),
+    (
+        "key-revoked",
+        "The key is revoked: requests with it get 401 from now on.",
+    ),
+    (
+        "sftp-user-added",
+        "The SFTP user is added and may log in now.",
+    ),
+    ("sftp-key-added", "The public key is added."),
+    (
+        "sftp-user-disabled",
+        "The SFTP user is disabled: it can no longer log in.",
+    ),
+    ("sftp-user-removed", "The SFTP user is removed."),
+    ("webhook-changed", "The endpoint is changed."),
+    (
+        "webhook-removed",
+        "The endpoint is removed, with its pending deliveries and log.",
+    ),
+    (
+        "webhook-test-sent",
+        "A test event is on its way to the endpoint.",
+    ),
+    (
+        "redelivery-queued",
+        "The events are queued for delivery again.",
+    ),
 ];
 
 impl<S: Send + Sync> FromRequestParts<S> for Ctx
@@ -224,6 +251,37 @@ impl From<Problem> for Failure {
             (403, "two_factor_required") => Failure::Redirect("account/two-factor".into()),
             _ => Failure::Problem(problem),
         }
+    }
+}
+
+/// A form's fields as sent, a name possibly repeated (check boxes).
+pub struct Fields(Vec<(String, String)>);
+
+impl Fields {
+    pub fn of(body: &[u8]) -> Fields {
+        Fields(form_urlencoded::parse(body).into_owned().collect())
+    }
+
+    /// The first value of `name`, trimmed, or "".
+    pub fn get(&self, name: &str) -> &str {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or("", |(_, v)| v.trim())
+    }
+
+    /// Every value of `name`.
+    pub fn all(&self, name: &str) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    /// Whether a check box `name` was ticked.
+    pub fn ticked(&self, name: &str) -> bool {
+        self.0.iter().any(|(k, _)| k == name)
     }
 }
 

@@ -2,6 +2,7 @@
 //! and forms with cookies and CSRF tokens, on SQLite and (with `--ignored` and
 //! `REWARDS_TEST_POSTGRES_URL`) on PostgreSQL.
 
+mod access;
 mod helpers;
 mod members;
 mod security;
