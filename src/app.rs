@@ -113,10 +113,12 @@ impl Application {
             ingest::watcher::Watching::default(),
             until(&stopped),
         ));
+        let live_batches = ingest::batch::live::LiveBatches::default();
         let pipeline = workers.then(|| {
             tokio::spawn(ingest::batch::pipeline::run(
                 store.clone(),
                 config.data_dir.clone(),
+                live_batches.clone(),
                 until(&stopped),
             ))
         });
@@ -134,7 +136,10 @@ impl Application {
         let runtime = runtime::start(&state, workers, &stopped);
         let admin_server = tokio::spawn(console::serve(
             admin,
-            admin::AdminState::new(state.clone(), config.data_dir.clone()),
+            admin::AdminState {
+                live_batches,
+                ..admin::AdminState::new(state.clone(), config.data_dir.clone())
+            },
             until(&stopped),
         ));
         let grace = config.api.http.grace;

@@ -9,7 +9,9 @@ use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use ingest::folders::{Folder, Tree};
+use serde::{Deserialize, Serialize};
 use store::BatchState;
+use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -18,38 +20,82 @@ use crate::state::AdminState;
 
 const BATCH: &str = "the batch's id";
 
+/// A batch file and, while this node loads it, how far it has got.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AdminBatchView {
+    #[serde(flatten)]
+    pub batch: BatchView,
+    /// While this node loads the file (`processing`); absent otherwise, and for a file another
+    /// node loads.
+    pub progress: Option<ProgressView>,
+}
+
+/// How far a loading file has got, after its last chunk.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgressView {
+    /// Rows read.
+    pub rows: u64,
+    /// Rows credited and rejected so far.
+    pub loaded: u64,
+    pub rejected: u64,
+    /// How much of the file is read, of how much: bytes (CSV, Parquet) or rows (XLSX).
+    pub done: u64,
+    pub of: u64,
+}
+
+impl AdminBatchView {
+    fn of(state: &AdminState, batch: store::Batch) -> AdminBatchView {
+        let progress = state.live_batches.get(&batch.id).map(|p| ProgressView {
+            rows: p.rows,
+            loaded: p.loaded,
+            rejected: p.rejected,
+            done: p.done,
+            of: p.of,
+        });
+        AdminBatchView {
+            batch: batch.into(),
+            progress,
+        }
+    }
+}
+
 #[utoipa::path(get, path = "/admin/v1/orgs/{org}/batches", tag = "batches",
     summary = "List an organisation's batch files",
     description = "Newest first, with their state and counts; duplicates included.",
     params(("org" = String, Path, description = ORG, max_length = 64), PagingParams),
-    responses((status = 200, body = PagedList<BatchView>), (status = 400, body = Problem),
+    responses((status = 200, body = PagedList<AdminBatchView>), (status = 400, body = Problem),
         (status = 404, description = "unknown organisation", body = Problem)))]
 async fn list_batches(
     State(state): State<AdminState>,
     Path(org): Path<String>,
     Paging(page): Paging,
-) -> Result<Json<PagedList<BatchView>>, ApiError> {
+) -> Result<Json<PagedList<AdminBatchView>>, ApiError> {
     let org = org_of(&state, &org).await?;
     let batches = state.store().batches().list_batches(&org, page).await?;
-    Ok(Json(PagedList::from_page(batches, BatchView::from)))
+    Ok(Json(PagedList::from_page(batches, |b| {
+        AdminBatchView::of(&state, b)
+    })))
 }
 
 #[utoipa::path(get, path = "/admin/v1/orgs/{org}/batches/{id}", tag = "batches",
     summary = "Get a batch file",
     description = "How it was received, its state and counts, the batch a duplicate repeats, \
-        and once processed its report's summary.",
+        once processed its report's summary, and while this node loads it, how far it has got \
+        (`progress`).",
     params(("org" = String, Path, description = ORG, max_length = 64),
         ("id" = String, Path, description = BATCH, max_length = 64)),
-    responses((status = 200, body = BatchView),
+    responses((status = 200, body = AdminBatchView),
         (status = 404, description = "unknown organisation, or no batch of it has this id",
             body = Problem)))]
 async fn get_batch(
     State(state): State<AdminState>,
     Path((org, id)): Path<(String, String)>,
-) -> Result<Json<BatchView>, ApiError> {
+) -> Result<Json<AdminBatchView>, ApiError> {
     let org = org_of(&state, &org).await?;
     let batch = state.store().batches().get_batch(&org, &id).await?;
-    Ok(Json(batch.into()))
+    Ok(Json(AdminBatchView::of(&state, batch)))
 }
 
 #[utoipa::path(get, path = "/admin/v1/orgs/{org}/batches/{id}/rejected", tag = "batches",

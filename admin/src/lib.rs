@@ -65,6 +65,7 @@ pub use state::AdminState;
 pub mod views_of {
     pub use crate::adjustments::LimitsView;
     pub use crate::audit_log::{AuditEntryView, VerdictView};
+    pub use crate::batches::{AdminBatchView, ProgressView};
     pub use crate::keys::{IssuedKeyView, KeyView};
     pub use crate::mappings::{MappingCheck, MappingView};
     pub use crate::me::{EnrolmentView, Me, RecoveryCodesView};

@@ -18,6 +18,8 @@ pub struct AdminState {
     pub data_dir: PathBuf,
     /// The exports this node is writing or has written.
     pub exports: ExportJobs,
+    /// The batch files this node's pipeline is loading, and how far each has got.
+    pub live_batches: ingest::batch::live::LiveBatches,
 }
 
 impl AdminState {
@@ -27,6 +29,7 @@ impl AdminState {
             sessions: SessionLimits::default(),
             data_dir,
             exports: Default::default(),
+            live_batches: Default::default(),
         }
     }
 

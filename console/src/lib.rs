@@ -12,12 +12,13 @@
 //! - one module per part: `sign_in` (with the password and second factor a first sign-in
 //!   demands), `account` (the operator's sessions), `orgs` (the front page), `members` (with
 //!   their wallets, history and adjustments by hand), `adjustments` (the four-eyes queue);
-//!   `keys`, `sftp` and `webhooks` (access: API keys, the batch door's users, webhook
+//!   `batches` (received files, live progress, reports), `keys`, `sftp` and `webhooks` (access: API keys, the batch door's users, webhook
 //!   endpoints with their delivery logs); `paging.rs`: a list's pages.
 
 mod account;
 mod adjustments;
 mod assets;
+mod batches;
 mod client;
 mod csrf;
 mod format;
@@ -61,6 +62,16 @@ pub fn router(state: AdminState) -> Router {
         .route("/console/account", get(account::show))
         .route("/console/orgs/{org}/members", get(members::find))
         .route("/console/orgs/{org}/adjustments", get(adjustments::list))
+        .route("/console/orgs/{org}/batches", get(batches::list))
+        .route("/console/orgs/{org}/batches/{id}", get(batches::show))
+        .route(
+            "/console/orgs/{org}/batches/{id}/progress",
+            get(batches::progress),
+        )
+        .route(
+            "/console/orgs/{org}/batches/{id}/rejected.csv",
+            get(batches::download),
+        )
         .route(
             "/console/orgs/{org}/keys",
             get(keys::list).post(keys::issue),

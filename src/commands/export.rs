@@ -138,6 +138,7 @@ async fn transactions(
             rows,
             done: rows,
             of: total,
+            ..Progress::default()
         });
     };
     let rows = exports::export(store, &scope, &filter, file, format, progress)

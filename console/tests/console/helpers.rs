@@ -4,10 +4,12 @@
 
 use std::collections::BTreeMap;
 
+use ingest::batch::live::LiveBatches;
+use ingest::batch::pipeline::Progress;
 use reqwest::header::{COOKIE, HeaderMap, LOCATION, SET_COOKIE};
 use reqwest::{Method, StatusCode};
 use store::testing::TestStore;
-use store::{NewCampaign, NewOperator, OrgScope, Role, Store};
+use store::{Batch, NewCampaign, NewOperator, OrgScope, Role, RuleBook, Store};
 
 /// Runs `body` on SQLite, and as an ignored test on PostgreSQL.
 #[macro_export]
@@ -42,6 +44,9 @@ pub struct Console {
     pub store: Store,
     pub acme: OrgScope,
     pub other: OrgScope,
+    pub data_dir: std::path::PathBuf,
+    /// The batches the server shows as loading (what its pipeline would set).
+    pub live: LiveBatches,
     _dir: tempfile::TempDir,
     _db: TestStore,
     _stop: tokio::sync::oneshot::Sender<()>,
@@ -64,10 +69,14 @@ impl Console {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let dir = tempfile::tempdir().unwrap();
-        let state = admin::AdminState::new(
-            api::AppState::new(store.clone(), store::CodeKey::new(&[7u8; 32])),
-            dir.path().to_owned(),
-        );
+        let live = LiveBatches::default();
+        let state = admin::AdminState {
+            live_batches: live.clone(),
+            ..admin::AdminState::new(
+                api::AppState::new(store.clone(), store::CodeKey::new(&[7u8; 32])),
+                dir.path().to_owned(),
+            )
+        };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(console::serve(listener, state, async move {
             let _ = stopped.await;
@@ -77,10 +86,44 @@ impl Console {
             store,
             acme,
             other,
+            data_dir: dir.path().to_owned(),
+            live,
             _dir: dir,
             _db: db,
             _stop: stop,
         }
+    }
+
+    /// Receives `content` as Acme's file `name` (as SFTP does): the batch, not yet loaded.
+    pub async fn receive(&self, name: &str, content: &str) -> Batch {
+        let upload = self.data_dir.join(format!("upload-{name}"));
+        std::fs::write(&upload, content).unwrap();
+        ingest::intake::receive(
+            &self.store,
+            &self.data_dir,
+            &self.acme,
+            &upload,
+            name,
+            "sftp",
+            None,
+        )
+        .await
+        .unwrap()
+    }
+
+    /// Claims batch `id` and loads it as the pipeline does, telling `progress` after each chunk.
+    pub async fn process(&self, id: &str, progress: &(dyn Fn(Progress) + Sync)) {
+        let claimed = self
+            .store
+            .batches()
+            .claim_batches(1, Some(id))
+            .await
+            .unwrap()
+            .remove(0);
+        let book = RuleBook::new(self.store.programme().clone());
+        ingest::batch::pipeline::process(&self.store, &book, &self.data_dir, &claimed, progress)
+            .await
+            .unwrap();
     }
 
     /// Adds an operator as `rewards operator add` does: its one-time password.

@@ -3,6 +3,7 @@
 //! `REWARDS_TEST_POSTGRES_URL`) on PostgreSQL.
 
 mod access;
+mod batches;
 mod helpers;
 mod members;
 mod security;

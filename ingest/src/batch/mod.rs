@@ -2,9 +2,11 @@
 //! `delimited`, the bounded CSV reader, and `xlsx`, workbooks read and written), `mapping` (a
 //! client's layout), `values` (cells as decimals, dates, booleans), `rows` (a row as an earn, or
 //! why not), `pipeline` (claimed batches read, evaluated and credited chunk by chunk), `seen` (ids
-//! met earlier in a file) and `reports` (the result and rejected-rows files).
+//! met earlier in a file), `reports` (the result and rejected-rows files) and `live` (how far the
+//! files loading on this node have got).
 
 pub mod delimited;
+pub mod live;
 pub mod mapping;
 pub mod pipeline;
 pub mod records;

@@ -19,6 +19,7 @@ use store::{
     FileTotals, OrgScope, ReturnOutcome, RuleBook, Store, StoreError, Tokens,
 };
 
+use crate::batch::live::LiveBatches;
 use crate::batch::mapping::{Columns, Mapping};
 use crate::batch::records::{Record, Records};
 use crate::batch::reports::{Rejected, write_atomically};
@@ -52,9 +53,13 @@ fn chunk_rows() -> usize {
 }
 
 /// How far a file has got, after each chunk.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Progress {
+    /// Rows read.
     pub rows: u64,
+    /// Rows credited and rejected so far (those of the chunk being written not yet).
+    pub loaded: u64,
+    pub rejected: u64,
     /// Bytes (CSV) or rows (XLSX) read, of the file's total.
     pub done: u64,
     pub of: u64,
@@ -413,6 +418,8 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
         }
         (job.progress)(Progress {
             rows: tally.rows,
+            loaded: tally.loaded,
+            rejected: rejected.count,
             done,
             of,
         });
@@ -816,7 +823,12 @@ const POLL: Duration = Duration::from_secs(1);
 
 /// Processes received batches, one at a time, until `stop` resolves. Several nodes may run this
 /// at once: each batch is claimed by one.
-pub async fn run(store: Store, data_dir: PathBuf, stop: impl std::future::Future<Output = ()>) {
+pub async fn run(
+    store: Store,
+    data_dir: PathBuf,
+    live: LiveBatches,
+    stop: impl std::future::Future<Output = ()>,
+) {
     let book = RuleBook::new(store.programme().clone());
     tokio::pin!(stop);
     loop {
@@ -828,9 +840,11 @@ pub async fn run(store: Store, data_dir: PathBuf, stop: impl std::future::Future
             }
         };
         for batch in &claimed {
-            if let Err(err) = process(&store, &book, &data_dir, batch, &|_| {}).await {
+            let progress = |at: Progress| live.set(&batch.id, at);
+            if let Err(err) = process(&store, &book, &data_dir, batch, &progress).await {
                 tracing::warn!(batch = %batch.id, %err, "batch interrupted; it will be taken up again");
             }
+            live.end(&batch.id);
         }
         if claimed.is_empty() {
             tokio::select! {

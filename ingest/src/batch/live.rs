@@ -1,0 +1,37 @@
+//! The batches this node is loading now and how far each has got (rows read, credited,
+//! rejected), after every chunk: what the operators' console shows while a file loads. Kept in
+//! memory: another node's file shows its state alone until it is done.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::batch::pipeline::Progress;
+
+#[derive(Clone, Default)]
+pub struct LiveBatches(Arc<Mutex<HashMap<String, Progress>>>);
+
+impl LiveBatches {
+    pub fn set(&self, batch: &str, progress: Progress) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(batch.to_owned(), progress);
+    }
+
+    /// How far batch `batch` has got, while this node loads it.
+    pub fn get(&self, batch: &str) -> Option<Progress> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(batch)
+            .copied()
+    }
+
+    /// The batch is done (or interrupted) here.
+    pub fn end(&self, batch: &str) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(batch);
+    }
+}
