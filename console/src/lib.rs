@@ -12,7 +12,7 @@
 //! - one module per part: `sign_in` (with the password and second factor a first sign-in
 //!   demands), `account` (the operator's sessions), `orgs` (the front page), `members` (with
 //!   their wallets, history and adjustments by hand), `adjustments` (the four-eyes queue);
-//!   `batches` (received files, live progress, reports), `keys`, `sftp` and `webhooks` (access: API keys, the batch door's users, webhook
+//!   `batches` (received files, live progress, reports), `reviews` (moderation), `keys`, `sftp` and `webhooks` (access: API keys, the batch door's users, webhook
 //!   endpoints with their delivery logs); `paging.rs`: a list's pages.
 
 mod account;
@@ -27,6 +27,7 @@ mod members;
 mod orgs;
 mod page;
 mod paging;
+mod reviews;
 mod security;
 mod sftp;
 mod sign_in;
@@ -71,6 +72,11 @@ pub fn router(state: AdminState) -> Router {
         .route(
             "/console/orgs/{org}/batches/{id}/rejected.csv",
             get(batches::download),
+        )
+        .route("/console/orgs/{org}/reviews", get(reviews::queue))
+        .route(
+            "/console/orgs/{org}/reviews/{id}/{verb}",
+            post(reviews::decide),
         )
         .route(
             "/console/orgs/{org}/keys",

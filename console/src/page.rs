@@ -46,6 +46,11 @@ const NOTICES: &[(&str, &str)] = &[
     ("approved", "The adjustment is approved and applied."),
     ("rejected", "The adjustment is rejected."),
     (
+        "review-approved",
+        "The review is approved and listed again.",
+    ),
+    ("review-removed", "The review is removed."),
+    (
         "key-revoked",
         "The key is revoked: requests with it get 401 from now on.",
     ),

@@ -6,5 +6,6 @@ mod access;
 mod batches;
 mod helpers;
 mod members;
+mod reviews;
 mod security;
 mod sign_in;
