@@ -125,7 +125,15 @@ fn counts_of(batch: &AdminBatchView, key: &str) -> Vec<(String, String)> {
     };
     let mut counts: Vec<(String, String)> = map
         .iter()
-        .map(|(k, v)| (k.clone(), v.to_string().trim_matches('"').to_owned()))
+        .map(|(k, v)| {
+            // The rule engine's name for what rounding took or gave.
+            let name = if k == "~" {
+                "rounding".to_owned()
+            } else {
+                k.clone()
+            };
+            (name, v.to_string().trim_matches('"').to_owned())
+        })
         .collect();
     counts.sort_by(|a, b| {
         let n = |t: &str| t.parse::<f64>().unwrap_or_default();

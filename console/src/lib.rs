@@ -12,18 +12,20 @@
 //! - one module per part: `sign_in` (with the password and second factor a first sign-in
 //!   demands), `account` (the operator's sessions), `orgs` (the front page), `members` (with
 //!   their wallets, history and adjustments by hand), `adjustments` (the four-eyes queue);
-//!   `batches` (received files, live progress, reports), `reviews` (moderation), `keys`, `sftp` and `webhooks` (access: API keys, the batch door's users, webhook
+//!   `operators` (an owner's), `audit` (the trail and its verification), `batches` (received files, live progress, reports), `reviews` (moderation), `keys`, `sftp` and `webhooks` (access: API keys, the batch door's users, webhook
 //!   endpoints with their delivery logs); `paging.rs`: a list's pages.
 
 mod account;
 mod adjustments;
 mod assets;
+mod audit;
 mod batches;
 mod client;
 mod csrf;
 mod format;
 mod keys;
 mod members;
+mod operators;
 mod orgs;
 mod page;
 mod paging;
@@ -61,6 +63,13 @@ pub fn router(state: AdminState) -> Router {
         )
         .route("/console/sign-out", post(sign_in::sign_out))
         .route("/console/account", get(account::show))
+        .route("/console/audit", get(audit::trail))
+        .route(
+            "/console/operators",
+            get(operators::list).post(operators::add),
+        )
+        .route("/console/operators/settings", post(operators::settings))
+        .route("/console/operators/{id}/{verb}", post(operators::act))
         .route("/console/orgs/{org}/members", get(members::find))
         .route("/console/orgs/{org}/adjustments", get(adjustments::list))
         .route("/console/orgs/{org}/batches", get(batches::list))

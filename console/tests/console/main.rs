@@ -6,6 +6,7 @@ mod access;
 mod batches;
 mod helpers;
 mod members;
+mod operators;
 mod reviews;
 mod security;
 mod sign_in;
