@@ -115,14 +115,49 @@ impl Admin {
         self
     }
 
-    /// Sends one request and reads the whole answer.
-    pub async fn call(
+    /// `GET path` answered as the API answers it, its body streamed (a download), with the
+    /// browser's `Range` passed on; a refusal as a `Problem`.
+    pub async fn pass_through(
+        &self,
+        path: &str,
+        browser: &HeaderMap,
+    ) -> Result<axum::response::Response, Problem> {
+        let mut request = self.request(Method::GET, path, None, Body::empty())?;
+        for name in [header::RANGE, header::IF_RANGE] {
+            if let Some(value) = browser.get(&name) {
+                request.headers_mut().insert(name, value.clone());
+            }
+        }
+        let response = self
+            .operations
+            .clone()
+            .oneshot(request)
+            .await
+            .map_err(|e| Problem::internal(e.to_string()))?;
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        let (parts, body) = response.into_parts();
+        let body = body
+            .collect()
+            .await
+            .map_err(|e| Problem::internal(e.to_string()))?
+            .to_bytes();
+        Err(refusal(&Answer {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        }))
+    }
+
+    /// A request to the API as this client sends it.
+    fn request(
         &self,
         method: Method,
         path: &str,
         content_type: Option<&str>,
         body: Body,
-    ) -> Result<Answer, Problem> {
+    ) -> Result<Request<Body>, Problem> {
         let mut request = Request::builder()
             .method(method)
             .uri(path)
@@ -145,6 +180,18 @@ impl Admin {
         if let Some(peer) = self.peer {
             request.extensions_mut().insert(peer);
         }
+        Ok(request)
+    }
+
+    /// Sends one request and reads the whole answer.
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: Option<&str>,
+        body: Body,
+    ) -> Result<Answer, Problem> {
+        let request = self.request(method, path, content_type, body)?;
         let response = self
             .operations
             .clone()

@@ -12,7 +12,7 @@
 //! - one module per part: `sign_in` (with the password and second factor a first sign-in
 //!   demands), `account` (the operator's sessions), `orgs` (the front page), `members` (with
 //!   their wallets, history and adjustments by hand), `adjustments` (the four-eyes queue);
-//!   `operators` (an owner's), `audit` (the trail and its verification), `batches` (received files, live progress, reports), `reviews` (moderation), `keys`, `sftp` and `webhooks` (access: API keys, the batch door's users, webhook
+//!   `operators` (an owner's), `audit` (the trail and its verification), `batches` (received files, live progress, reports), `reviews` (moderation), `exports` (files, run now, the daily schedule), `keys`, `sftp` and `webhooks` (access: API keys, the batch door's users, webhook
 //!   endpoints with their delivery logs); `paging.rs`: a list's pages.
 
 mod account;
@@ -22,6 +22,7 @@ mod audit;
 mod batches;
 mod client;
 mod csrf;
+mod exports;
 mod format;
 mod keys;
 mod members;
@@ -83,6 +84,15 @@ pub fn router(state: AdminState) -> Router {
             get(batches::download),
         )
         .route("/console/orgs/{org}/reviews", get(reviews::queue))
+        .route(
+            "/console/orgs/{org}/exports",
+            get(exports::list).post(exports::run),
+        )
+        .route(
+            "/console/orgs/{org}/exports/schedule",
+            post(exports::schedule),
+        )
+        .route("/console/orgs/{org}/exports/{name}", get(exports::download))
         .route(
             "/console/orgs/{org}/reviews/{id}/{verb}",
             post(reviews::decide),

@@ -35,6 +35,19 @@ pub struct Ctx {
 
 /// What a form that succeeded says on the page it leads to, by its `done` key.
 const NOTICES: &[(&str, &str)] = &[
+    ("operator-changed", "The operator is changed."),
+    ("operator-removed", "The operator is removed."),
+    (
+        "two-factor-reset",
+        "Two-step sign-in is off for that operator: they set it up again.",
+    ),
+    ("settings-saved", "The sign-in settings are saved."),
+    (
+        "export-started",
+        "The export is being written: it appears below when done.",
+    ),
+    ("schedule-saved", "The daily export is set."),
+    ("schedule-removed", "The daily export is stopped."),
     ("password", "Your password is changed."),
     ("session-ended", "That session is signed out."),
     ("signed-out-elsewhere", "Every other session is signed out."),
@@ -307,9 +320,19 @@ pub fn not_found() -> Failure {
     })
 }
 
-/// A redirect to a path under the console's root, after a form was sent.
+/// A redirect to a path under the console's root, after a form was sent. Its `done` key must
+/// be one of `NOTICES` (checked in debug builds, so the tests find one that is not).
 pub fn to(path: impl Into<String>) -> Failure {
-    Failure::Redirect(path.into())
+    let path = path.into();
+    if let Some((_, query)) = path.split_once('?') {
+        for (name, key) in form_urlencoded::parse(query.as_bytes()) {
+            debug_assert!(
+                name != "done" || NOTICES.iter().any(|(k, _)| *k == key),
+                "no notice says `{key}`"
+            );
+        }
+    }
+    Failure::Redirect(path)
 }
 
 impl IntoResponse for Failure {

@@ -4,6 +4,7 @@
 
 mod access;
 mod batches;
+mod exports;
 mod helpers;
 mod members;
 mod operators;
