@@ -1,5 +1,6 @@
 // The console's own behaviour, kept out of the pages so that the Content-Security-Policy can
-// forbid inline script: local dates, copy buttons and confirmations of destructive actions.
+// forbid inline script: local dates, copy buttons, confirmations of destructive actions, and
+// files read into text areas.
 (function () {
   "use strict";
 
@@ -55,9 +56,32 @@
     }
   }, true);
 
+  // A button with data-confirm-click asks before its form is sent by it.
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("button[data-confirm-click]");
+    if (button && !window.confirm(button.getAttribute("data-confirm-click"))) {
+      event.preventDefault();
+    }
+  }, true);
+
+  // <input type="file" data-into="id">: the chosen file's text goes into that text area.
+  function fileReaders(root) {
+    root.querySelectorAll("input[type=file][data-into]").forEach(function (input) {
+      if (input.dataset.bound) { return; }
+      input.dataset.bound = "1";
+      input.addEventListener("change", function () {
+        var target = document.getElementById(input.getAttribute("data-into"));
+        var file = input.files && input.files[0];
+        if (!target || !file) { return; }
+        file.text().then(function (text) { target.value = text; });
+      });
+    });
+  }
+
   function enhance(root) {
     localTimes(root);
     copyButtons(root);
+    fileReaders(root);
   }
 
   document.addEventListener("DOMContentLoaded", function () { enhance(document); });

@@ -12,7 +12,8 @@
 //! - one module per part: `sign_in` (with the password and second factor a first sign-in
 //!   demands), `account` (the operator's sessions), `orgs` (the front page), `members` (with
 //!   their wallets, history and adjustments by hand), `adjustments` (the four-eyes queue);
-//!   `operators` (an owner's), `audit` (the trail and its verification), `batches` (received files, live progress, reports), `reviews` (moderation), `exports` (files, run now, the daily schedule), `keys`, `sftp` and `webhooks` (access: API keys, the batch door's users, webhook
+//!   `operators` (an owner's), `audit` (the trail and its verification), `batches` (received files, live progress, reports), `programme` (campaigns) and `rules` (versions compared with
+//!   `diff.rs`, tried, backtested, activated), `reviews` (moderation), `exports` (files, run now, the daily schedule), `keys`, `sftp` and `webhooks` (access: API keys, the batch door's users, webhook
 //!   endpoints with their delivery logs); `paging.rs`: a list's pages.
 
 mod account;
@@ -22,6 +23,7 @@ mod audit;
 mod batches;
 mod client;
 mod csrf;
+mod diff;
 mod exports;
 mod format;
 mod keys;
@@ -30,7 +32,9 @@ mod operators;
 mod orgs;
 mod page;
 mod paging;
+mod programme;
 mod reviews;
+mod rules;
 mod security;
 mod sftp;
 mod sign_in;
@@ -82,6 +86,14 @@ pub fn router(state: AdminState) -> Router {
         .route(
             "/console/orgs/{org}/batches/{id}/rejected.csv",
             get(batches::download),
+        )
+        .route(
+            "/console/orgs/{org}/programme",
+            get(programme::show).post(programme::add_campaign),
+        )
+        .route(
+            "/console/orgs/{org}/campaigns/{campaign}/rules",
+            get(rules::show).post(rules::act),
         )
         .route("/console/orgs/{org}/reviews", get(reviews::queue))
         .route(

@@ -35,6 +35,11 @@ pub struct Ctx {
 
 /// What a form that succeeded says on the page it leads to, by its `done` key.
 const NOTICES: &[(&str, &str)] = &[
+    ("campaign-added", "The campaign is added."),
+    (
+        "rules-activated",
+        "The rule set is active: earns are evaluated by it from now on.",
+    ),
     ("operator-changed", "The operator is changed."),
     ("operator-removed", "The operator is removed."),
     (
@@ -286,6 +291,14 @@ impl Fields {
             .iter()
             .find(|(k, _)| k == name)
             .map_or("", |(_, v)| v.trim())
+    }
+
+    /// The first value of `name` as sent (a text area's), or "".
+    pub fn get_raw(&self, name: &str) -> &str {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or("", |(_, v)| v.as_str())
     }
 
     /// Every value of `name`.

@@ -9,5 +9,6 @@ mod helpers;
 mod members;
 mod operators;
 mod reviews;
+mod rules;
 mod security;
 mod sign_in;
