@@ -7,7 +7,8 @@
 //! - `auth.rs`: the gate that enforces it, and the `Principal` a request acts as (its changes
 //!   are recorded in the audit trail as that operator's);
 //! - one module per resource: `sessions`, `me`, `tokens`, `operators`, `orgs` (with
-//!   campaigns), `keys`, `sftp` (the batch door's users, keys, host key and bans), `mappings`,
+//!   campaigns), `overview` (a campaign at a glance), `keys`, `sftp` (the batch door's
+//!   users, keys, host key and bans), `mappings`,
 //!   `batches` (with their reports), `uploads` (batch files sent or run dry over HTTP),
 //!   `rules` (rule sets, tried and backtested), `tiers`, `policies`, `catalogue` (import,
 //!   export), `webhooks` (endpoints, delivery logs, redeliveries), `exports` (files written in
@@ -34,6 +35,7 @@ mod members;
 mod operators;
 mod orders;
 mod orgs;
+mod overview;
 pub mod permissions;
 mod policies;
 mod reviews;
@@ -71,6 +73,7 @@ pub mod views_of {
     pub use crate::me::{EnrolmentView, Me, RecoveryCodesView};
     pub use crate::operators::{SettingsView, WithPassword};
     pub use crate::orgs::{CampaignView, OrgView};
+    pub use crate::overview::{DayView, OverviewView, TierShareView};
     pub use crate::sessions::SignedIn;
     pub use crate::sftp::{BanView, HostKeyView, SftpKeyView, SftpUserView};
     pub use crate::tokens::CreatedToken;
@@ -84,6 +87,7 @@ fn routes() -> OpenApiRouter<AdminState> {
         .merge(tokens::router())
         .merge(operators::router())
         .merge(orgs::router())
+        .merge(overview::router())
         .merge(keys::router())
         .merge(members::router())
         .merge(adjustments::router())

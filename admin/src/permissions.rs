@@ -104,6 +104,7 @@ pub const OPERATIONS: &[(&str, Need)] = &[
     ("get_org", Need::Read),
     ("list_campaigns", Need::Read),
     ("get_campaign", Need::Read),
+    ("campaign_overview", Need::Read),
     ("list_keys", Need::Read),
     ("find_members", Need::Read),
     ("get_member", Need::Read),

@@ -20,6 +20,8 @@ pub struct AdminState {
     pub exports: ExportJobs,
     /// The batch files this node's pipeline is loading, and how far each has got.
     pub live_batches: ingest::batch::live::LiveBatches,
+    /// The campaigns' recorded days this node has summed.
+    pub closed_days: crate::overview::ClosedDays,
 }
 
 impl AdminState {
@@ -30,6 +32,7 @@ impl AdminState {
             data_dir,
             exports: Default::default(),
             live_batches: Default::default(),
+            closed_days: Default::default(),
         }
     }
 

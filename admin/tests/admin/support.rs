@@ -3,6 +3,7 @@
 //! holds; another organisation's campaign is unknown under this one.
 
 use reqwest::StatusCode;
+use serde_json::json;
 use store::{NewCampaign, NewMember, NewWallet, Role};
 
 use crate::admin_tests;
@@ -131,4 +132,58 @@ async fn support_finds_a_member_and_reads_its_wallet(app: AdminApp) {
     assert_eq!(reply.body["field"], "query", "{}", reply.body);
 }
 
-admin_tests!(support_finds_a_member_and_reads_its_wallet);
+admin_tests!(
+    support_finds_a_member_and_reads_its_wallet,
+    a_campaign_is_seen_at_a_glance
+);
+
+/// A campaign at a glance: its wallets, what they hold, and each day's recorded tokens.
+async fn a_campaign_is_seen_at_a_glance(app: AdminApp) {
+    let base = app.campaign_with_wallet().await;
+    let viewer = app
+        .operator("viewer@example.com", Role::Viewer, &[&app.acme])
+        .await;
+    let credit = json!({"walletId": "card-1", "amount": 10, "reason": "goodwill",
+        "comment": "late parcel"});
+    let made = app
+        .post(&format!("{base}/adjustments"), &app.owner, credit)
+        .await;
+    made.expect(StatusCode::CREATED);
+    let seen = app.get(&format!("{base}/overview"), &viewer).await;
+    let seen = seen.expect(StatusCode::OK);
+    assert_eq!(
+        (seen["wallets"].as_u64(), seen["activeWallets"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(seen["outstanding"], 10.0);
+    let days = seen["days"].as_array().unwrap();
+    assert_eq!(days.len(), 90);
+    let today = app.store.now().date_naive().to_string();
+    assert_eq!(days[89]["day"], today.as_str());
+    assert_eq!(
+        (
+            days[89]["earned"].as_f64(),
+            days[89]["transactions"].as_u64()
+        ),
+        (Some(10.0), Some(1))
+    );
+    assert_eq!(days[0]["transactions"], 0);
+    // Asked again, the closed days kept: the same answer.
+    let again = app.get(&format!("{base}/overview?days=90"), &viewer).await;
+    assert_eq!(again.expect(StatusCode::OK)["days"], seen["days"]);
+    let week = app.get(&format!("{base}/overview?days=7"), &viewer).await;
+    assert_eq!(
+        week.expect(StatusCode::OK)["days"]
+            .as_array()
+            .unwrap()
+            .len(),
+        7
+    );
+    for days in ["0", "367"] {
+        let wrong = app
+            .get(&format!("{base}/overview?days={days}"), &viewer)
+            .await;
+        wrong.expect(StatusCode::BAD_REQUEST);
+        assert_eq!(wrong.body["field"], "days", "{}", wrong.body);
+    }
+}

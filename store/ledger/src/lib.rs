@@ -16,6 +16,7 @@
 //!   above a threshold, and bulk files of them;
 //! - `expiry.rs`, `expiry_notices.rs`: expiring what is due, and warning before it;
 //! - `in_time.rs`: a balance at an instant; `audit.rs`: every balance against its journal;
+//! - `overview.rs`: a campaign at a glance (its wallets, liability, tiers, tokens per day);
 //! - `refusals.rs`: a spend's refusals; `order_keys.rs`: the `externalId`s orders pay under;
 //! - `faults.rs` (tests only): an earn made to panic at a chosen stage;
 //! - `testing.rs` (feature `testing`): what tests read of lots beyond the ledger's operations.
@@ -41,6 +42,7 @@ pub mod fifo;
 pub mod holds;
 pub mod in_time;
 pub mod order_keys;
+pub mod overview;
 pub mod pending;
 pub mod refusals;
 pub mod spend;
@@ -72,6 +74,7 @@ pub use earn::{Credit, Credited, EarnInput, EarnRequest, EarnStatus, PendingEarn
 pub use expiry_notices::PointsExpiring;
 pub use holds::{Hold, HoldFilter, HoldPlaced, HoldSettled, HoldStatus, NewHold};
 pub use in_time::{BalanceAt, ExpiringDay};
+pub use overview::{CampaignFigures, RecordedDay};
 pub use spend::Spend;
 pub use transactions::{EarnReplay, Transaction, TransactionFilter, TransactionKind};
 pub use transfers::{NewTransfer, Received, Transfer, Transferred};

@@ -18,6 +18,7 @@ mod ledger_model;
 mod members;
 mod operators;
 mod orders;
+mod overview;
 mod pending;
 mod reviews;
 mod rule_book;
