@@ -78,6 +78,7 @@ pub mod views_of {
     pub use crate::sftp::{BanView, HostKeyView, SftpKeyView, SftpUserView};
     pub use crate::tokens::CreatedToken;
     pub use crate::views::{OperatorView, SessionView, TokenView};
+    pub use store::Tokens;
 }
 
 fn routes() -> OpenApiRouter<AdminState> {

@@ -10,7 +10,8 @@
 //! - `client.rs`: the admin API called in process; `page.rs`: a request's context, the frame
 //!   of every page, failures shown as pages; `format.rs`: numbers and dates as people read them;
 //! - one module per part: `sign_in` (with the password and second factor a first sign-in
-//!   demands), `account` (the operator's sessions), `orgs` (the front page), `members` (with
+//!   demands), `account` (the operator's sessions), `orgs` (the front page), `overview` (an organisation's, with `chart.rs`'s
+//!   SVG), `members` (with
 //!   their wallets, history and adjustments by hand), `adjustments` (the four-eyes queue);
 //!   `operators` (an owner's), `audit` (the trail and its verification), `batches` (received files, live progress, reports), `programme` (campaigns) and `rules` (versions compared with
 //!   `diff.rs`, tried, backtested, activated), `reviews` (moderation), `exports` (files, run now, the daily schedule), `keys`, `sftp` and `webhooks` (access: API keys, the batch door's users, webhook
@@ -21,6 +22,7 @@ mod adjustments;
 mod assets;
 mod audit;
 mod batches;
+mod chart;
 mod client;
 mod csrf;
 mod diff;
@@ -30,6 +32,7 @@ mod keys;
 mod members;
 mod operators;
 mod orgs;
+mod overview;
 mod page;
 mod paging;
 mod programme;
@@ -75,6 +78,7 @@ pub fn router(state: AdminState) -> Router {
         )
         .route("/console/operators/settings", post(operators::settings))
         .route("/console/operators/{id}/{verb}", post(operators::act))
+        .route("/console/orgs/{org}/", get(overview::show))
         .route("/console/orgs/{org}/members", get(members::find))
         .route("/console/orgs/{org}/adjustments", get(adjustments::list))
         .route("/console/orgs/{org}/batches", get(batches::list))

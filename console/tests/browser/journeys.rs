@@ -194,6 +194,12 @@ async fn support_adjusts_a_balance_and_a_second_operator_approves_it() {
     browser
         .click(&browser.find("main a[href^='orgs/']").await)
         .await;
+    browser.wait_for_text("#members", "150").await;
+    browser.find("svg.chart polyline").await;
+    visit(&browser, &app, "overview").await;
+    browser
+        .click(&browser.find("nav.sub a[href$='/members']").await)
+        .await;
     browser.wait_for_text("#member-rows", "150 in all").await;
     visit(&browser, &app, "members").await;
     // The list narrows as one types, without a reload.

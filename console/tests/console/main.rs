@@ -8,6 +8,7 @@ mod exports;
 mod helpers;
 mod members;
 mod operators;
+mod overview;
 mod reviews;
 mod rules;
 mod security;
