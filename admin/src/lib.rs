@@ -7,7 +7,7 @@
 //! - `auth.rs`: the gate that enforces it, and the `Principal` a request acts as (its changes
 //!   are recorded in the audit trail as that operator's);
 //! - one module per resource: `sessions`, `me`, `tokens`, `operators`, `orgs` (with
-//!   campaigns), `overview` (a campaign at a glance), `keys`, `sftp` (the batch door's
+//!   campaigns), `overview` (a campaign at a glance, its days kept in `recorded_days`), `keys`, `sftp` (the batch door's
 //!   users, keys, host key and bans), `mappings`,
 //!   `batches` (with their reports), `uploads` (batch files sent or run dry over HTTP),
 //!   `rules` (rule sets, tried and backtested), `tiers`, `policies`, `catalogue` (import,
@@ -38,6 +38,7 @@ mod orgs;
 mod overview;
 pub mod permissions;
 mod policies;
+mod recorded_days;
 mod reviews;
 mod rules;
 mod schemas;
@@ -73,7 +74,8 @@ pub mod views_of {
     pub use crate::me::{EnrolmentView, Me, RecoveryCodesView};
     pub use crate::operators::{SettingsView, WithPassword};
     pub use crate::orgs::{CampaignView, OrgView};
-    pub use crate::overview::{DayView, OverviewView, TierShareView};
+    pub use crate::overview::{OverviewView, TierShareView};
+    pub use crate::recorded_days::DayView;
     pub use crate::sessions::SignedIn;
     pub use crate::sftp::{BanView, HostKeyView, SftpKeyView, SftpUserView};
     pub use crate::tokens::CreatedToken;

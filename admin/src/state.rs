@@ -21,7 +21,7 @@ pub struct AdminState {
     /// The batch files this node's pipeline is loading, and how far each has got.
     pub live_batches: ingest::batch::live::LiveBatches,
     /// The campaigns' recorded days this node has summed.
-    pub closed_days: crate::overview::ClosedDays,
+    pub closed_days: crate::recorded_days::ClosedDays,
 }
 
 impl AdminState {

@@ -44,6 +44,9 @@ mod sign_in;
 mod webhooks;
 
 use std::future::Future;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
 
 use admin::AdminState;
 use axum::Router;
@@ -56,11 +59,17 @@ use tokio::net::TcpListener;
 #[derive(Clone)]
 pub struct ConsoleState {
     operations: Router,
+    /// The store's clock (a test's, when it sets one).
+    clock: Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>,
 }
 
 /// The console's routes, under `/console`.
 pub fn router(state: AdminState) -> Router {
     let console = ConsoleState {
+        clock: {
+            let state = state.clone();
+            Arc::new(move || state.store().now())
+        },
         operations: admin::operations(state),
     };
     let pages = Router::new()

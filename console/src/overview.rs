@@ -126,7 +126,7 @@ pub async fn show(
     });
     // Files received in the last day (the newest first: the first page holds them unless a
     // hundred came in a day).
-    let since = chrono::Utc::now() - Duration::days(1);
+    let since = ctx.now - Duration::days(1);
     let batches: PagedList<AdminBatchView> =
         ctx.admin.get(&format!("{base}/batches?limit=100")).await?;
     let files = batches

@@ -29,6 +29,8 @@ pub struct Ctx {
     pub browser: HeaderMap,
     /// Whether htmx sent it (a fragment is answered, not a page).
     pub htmx: bool,
+    /// Now, by the store's clock.
+    pub now: chrono::DateTime<chrono::Utc>,
     /// What a redirect after a form says was done (`?done=`), one of `NOTICES`.
     done: Option<&'static str>,
 }
@@ -115,10 +117,11 @@ where
         let peer = parts.extensions.get::<Peer>().copied();
         Ok(Ctx {
             base: base_of(parts.uri.path()),
-            admin: Admin::new(state.operations, token, peer, &parts.headers),
+            admin: Admin::new(state.operations.clone(), token, peer, &parts.headers),
             csrf,
             browser: parts.headers.clone(),
             htmx: parts.headers.contains_key("hx-request"),
+            now: (state.clock)(),
             done: parts.uri.query().and_then(|query| {
                 let key = form_urlencoded::parse(query.as_bytes())
                     .find(|(k, _)| k == "done")?

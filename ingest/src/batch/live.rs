@@ -5,7 +5,18 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::batch::pipeline::Progress;
+/// How far a file has got, after each chunk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Rows read.
+    pub rows: u64,
+    /// Rows credited and rejected so far (those of the chunk being written not yet).
+    pub loaded: u64,
+    pub rejected: u64,
+    /// Bytes (CSV) or rows (XLSX) read, of the file's total.
+    pub done: u64,
+    pub of: u64,
+}
 
 #[derive(Clone, Default)]
 pub struct LiveBatches(Arc<Mutex<HashMap<String, Progress>>>);

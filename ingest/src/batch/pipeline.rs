@@ -52,18 +52,7 @@ fn chunk_rows() -> usize {
     CHUNK_ROWS
 }
 
-/// How far a file has got, after each chunk.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Progress {
-    /// Rows read.
-    pub rows: u64,
-    /// Rows credited and rejected so far (those of the chunk being written not yet).
-    pub loaded: u64,
-    pub rejected: u64,
-    /// Bytes (CSV) or rows (XLSX) read, of the file's total.
-    pub done: u64,
-    pub of: u64,
-}
+pub use crate::batch::live::Progress;
 
 /// A file to run through the pipeline.
 pub struct Job<'a> {
