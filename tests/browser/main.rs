@@ -253,6 +253,13 @@ async fn an_owner_opens_the_door_and_watches_a_file_arrive() {
     browser.wait_for_text("#loaded", "1,996").await;
     browser.wait_for_text("#rejected-rows", "lots").await;
     visit(&browser, &base, "batch-report").await;
+    // The overview counts the file's tokens in today's figures.
+    browser
+        .goto(&format!("{base}/console/orgs/{}/", org.id))
+        .await;
+    browser.wait_for_text("#outstanding", "PTS").await;
+    assert!(browser.has("svg.chart polyline.series-earned").await);
+    visit(&browser, &base, "overview-after-a-file").await;
     browser.quit().await;
 
     stop.send(()).unwrap();
