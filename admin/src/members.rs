@@ -1,5 +1,5 @@
 //! Members and their wallets, as support looks them up: a member found by id, external id,
-//! e-mail or user id; its wallets; a wallet's history, its balance at an instant and its holds.
+//! e-mail or user id, or erased; its wallets; a wallet's history, its balance at an instant and its holds.
 //! The client API's views and the same store reads.
 
 use api::plumbing::{ApiError, PagedList, Paging, PagingParams, Problem, QueryParams};
@@ -7,11 +7,13 @@ use api::views::{BalanceQuery, BalanceView, HoldView, MemberView, TransactionVie
 use axum::Json;
 use axum::extract::{Path, State};
 use serde::Deserialize;
+use store::audit::Action;
 use store::{ApiVersion, Campaign, HoldFilter, TransactionFilter, WalletFilter};
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::auth::Principal;
 use crate::orgs::{CAMPAIGN, ORG, campaign_of, org_of};
 use crate::state::AdminState;
 
@@ -71,6 +73,36 @@ async fn get_member(
         .ok_or(ApiError::NotFound("member"))?;
     let member = members.get_member(&org, &id).await?;
     Ok(Json(MemberView::new(member, ApiVersion::default())))
+}
+
+#[utoipa::path(delete, path = "/admin/v1/orgs/{org}/members/{id}", tag = "support",
+    summary = "Erase a member",
+    description = "Erases the member's personal data (a right-to-erasure request: names, \
+        contacts, identifiers, preferences) and answers the member as it was. What the ledger \
+        needs (wallets, transactions) stays; the member is not found again.",
+    params(("org" = String, Path, description = ORG, max_length = 64),
+        ("id" = String, Path, description = "the member's id or external id", max_length = 128)),
+    responses((status = 200, body = MemberView),
+        (status = 404, description = "unknown organisation or member", body = Problem)))]
+async fn erase_member(
+    State(state): State<AdminState>,
+    principal: Principal,
+    Path((org, id)): Path<(String, String)>,
+) -> Result<Json<MemberView>, ApiError> {
+    let scope = org_of(&state, &org).await?;
+    let id = state
+        .store()
+        .members()
+        .member_id_by_reference(&scope, &id)
+        .await?
+        .ok_or(ApiError::NotFound("member"))?;
+    let action = Action::new("member.erase").org(org).target(id.clone());
+    let erased = principal
+        .acting(state.store(), action, |store| async move {
+            Ok(store.members().delete_member(&scope, &id).await?)
+        })
+        .await?;
+    Ok(Json(MemberView::new(erased, ApiVersion::default())))
 }
 
 /// The wallet a path names (its id or reference), in a campaign of the organisation's.
@@ -233,7 +265,7 @@ async fn wallet_holds(
 pub fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new()
         .routes(routes!(find_members))
-        .routes(routes!(get_member))
+        .routes(routes!(get_member, erase_member))
         .routes(routes!(list_wallets))
         .routes(routes!(get_wallet))
         .routes(routes!(wallet_history))

@@ -168,6 +168,7 @@ pub const OPERATIONS: &[(&str, Need)] = &[
     ("dry_run_batch", Need::Configure),
     ("remove_export_schedule", Need::Configure),
     ("adjust_wallet", Need::Support),
+    ("erase_member", Need::Support),
     ("approve_adjustment", Need::Support),
     ("reject_adjustment", Need::Support),
     ("bulk_adjust", Need::Support),

@@ -39,6 +39,7 @@ mod programme;
 mod reviews;
 mod rules;
 mod security;
+mod settings;
 mod sftp;
 mod sign_in;
 mod webhooks;
@@ -108,6 +109,22 @@ pub fn router(state: AdminState) -> Router {
             "/console/orgs/{org}/campaigns/{campaign}/rules",
             get(rules::show).post(rules::act),
         )
+        .route(
+            "/console/orgs/{org}/campaigns/{campaign}/settings",
+            get(settings::show),
+        )
+        .route(
+            "/console/orgs/{org}/campaigns/{campaign}/settings/policy",
+            post(settings::set_policy),
+        )
+        .route(
+            "/console/orgs/{org}/campaigns/{campaign}/settings/tiers",
+            post(settings::add_tier),
+        )
+        .route(
+            "/console/orgs/{org}/campaigns/{campaign}/settings/tiers/{tier}/remove",
+            post(settings::remove_tier),
+        )
         .route("/console/orgs/{org}/reviews", get(reviews::queue))
         .route(
             "/console/orgs/{org}/exports",
@@ -150,6 +167,10 @@ pub fn router(state: AdminState) -> Router {
             post(adjustments::decide),
         )
         .route("/console/orgs/{org}/members/{id}", get(members::show))
+        .route(
+            "/console/orgs/{org}/members/{id}/erase",
+            post(members::erase),
+        )
         .route(
             "/console/orgs/{org}/campaigns/{campaign}/wallets/{wallet}",
             get(members::wallet),

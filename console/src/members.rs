@@ -1,6 +1,7 @@
 //! Members and their wallets, as support works with them: a member found by reference, id,
 //! e-mail or user id among any number; its wallets; a wallet's balance (now or at a chosen
-//! date), history with reasons and links, and holds; a manual adjustment with its reason.
+//! date), history with reasons and links, and holds; its orders and bookings; a manual
+//! adjustment with its reason; its personal data erased.
 
 use std::collections::HashMap;
 
@@ -156,13 +157,42 @@ pub async fn find(
     }))
 }
 
+/// A member's order, as its page lists it.
+#[derive(Deserialize)]
+pub struct Order {
+    pub id: String,
+    pub date: DateTime<Utc>,
+    pub total: Number,
+    pub reference: String,
+}
+
+/// A member's booking, as its page lists it.
+#[derive(Deserialize)]
+pub struct Booking {
+    pub id: String,
+    pub status: String,
+    pub date: DateTime<Utc>,
+    pub branch: Option<String>,
+    pub pax: u32,
+}
+
+/// What a member has in one campaign.
+pub struct InCampaign {
+    pub id: String,
+    pub name: String,
+    pub currency: String,
+    pub wallets: Vec<Wallet>,
+    pub orders: Vec<Order>,
+    pub bookings: Vec<Booking>,
+}
+
 #[derive(Template)]
 #[template(path = "member.html")]
 struct MemberPage {
     page: Page,
     member: Member,
-    /// Each campaign's wallets of the member: (campaign id, name, wallets).
-    wallets: Vec<(String, String, Vec<Wallet>)>,
+    /// The campaigns where the member has a wallet, an order or a booking.
+    campaigns: Vec<InCampaign>,
 }
 
 /// `GET /console/orgs/{org}/members/{id}`.
@@ -174,29 +204,42 @@ pub async fn show(ctx: Ctx, Path((org, id)): Path<(String, String)>) -> Result<R
         .get(&format!("{base}/members/{}", enc(&id)))
         .await?;
     page.title = member.name();
-    let mut wallets = Vec::new();
-    for campaign in &page
+    let campaigns_of_org = page
         .org
         .as_ref()
         .map_or(&[][..], |o| &o.campaigns[..])
-        .to_vec()
-    {
-        let list: PagedList<Wallet> = ctx
+        .to_vec();
+    let mut campaigns = Vec::new();
+    for campaign in &campaigns_of_org {
+        let path = format!("{base}/campaigns/{}", enc(&campaign.id));
+        let owner = enc(&member.id);
+        let wallets: PagedList<Wallet> = ctx
             .admin
-            .get(&format!(
-                "{base}/campaigns/{}/wallets?owner={}&limit=100",
-                enc(&campaign.id),
-                enc(&member.id)
-            ))
+            .get(&format!("{path}/wallets?owner={owner}&limit=100"))
             .await?;
-        if !list.data.is_empty() {
-            wallets.push((campaign.id.clone(), campaign.name.clone(), list.data));
+        let orders: PagedList<Order> = ctx
+            .admin
+            .get(&format!("{path}/orders?ownerId={owner}&limit=10"))
+            .await?;
+        let bookings: PagedList<Booking> = ctx
+            .admin
+            .get(&format!("{path}/bookings?ownerId={owner}&limit=10"))
+            .await?;
+        if !(wallets.data.is_empty() && orders.data.is_empty() && bookings.data.is_empty()) {
+            campaigns.push(InCampaign {
+                id: campaign.id.clone(),
+                name: campaign.name.clone(),
+                currency: campaign.currency.clone(),
+                wallets: wallets.data,
+                orders: orders.data,
+                bookings: bookings.data,
+            });
         }
     }
     Ok(render(&MemberPage {
         page,
         member,
-        wallets,
+        campaigns,
     }))
 }
 
@@ -317,6 +360,15 @@ async fn wallet_page(
         adjustment,
         problem,
     })
+}
+
+/// `POST /console/orgs/{org}/members/{id}/erase`: the member's personal data erased.
+pub async fn erase(ctx: Ctx, Path((org, id)): Path<(String, String)>) -> Result<Response, Failure> {
+    let path = format!("/admin/v1/orgs/{}/members/{}", enc(&org), enc(&id));
+    ctx.admin
+        .act::<serde_json::Value>(Method::DELETE, &path)
+        .await?;
+    Ok(to(format!("orgs/{}/members?done=member-erased", enc(&org))).into_response())
 }
 
 /// `GET /console/orgs/{org}/campaigns/{campaign}/wallets/{wallet}?page=&at=`.

@@ -37,6 +37,13 @@ pub struct Ctx {
 
 /// What a form that succeeded says on the page it leads to, by its `done` key.
 const NOTICES: &[(&str, &str)] = &[
+    ("policy-saved", "The policy is saved."),
+    ("tier-added", "The tier is added."),
+    ("tier-removed", "The tier is removed."),
+    (
+        "member-erased",
+        "The member's personal data is erased; its wallets and history stay.",
+    ),
     ("campaign-added", "The campaign is added."),
     (
         "rules-activated",

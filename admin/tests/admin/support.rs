@@ -2,7 +2,7 @@
 //! case, a user id, the client's reference), its wallets, and a wallet's history, balance and
 //! holds; another organisation's campaign is unknown under this one.
 
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::json;
 use store::{NewCampaign, NewMember, NewWallet, Role};
 
@@ -132,9 +132,40 @@ async fn support_finds_a_member_and_reads_its_wallet(app: AdminApp) {
     assert_eq!(reply.body["field"], "query", "{}", reply.body);
 }
 
+/// A member erased on request by support (not a viewer): gone, in the trail.
+async fn support_erases_a_member(app: AdminApp) {
+    app.campaign_with_wallet().await;
+    let support = app
+        .operator("support@example.com", Role::Support, &[&app.acme])
+        .await;
+    let viewer = app
+        .operator("viewer@example.com", Role::Viewer, &[&app.acme])
+        .await;
+    let member = format!("/admin/v1/orgs/{}/members/cust-1", app.acme.id());
+    let refused = app.send(Method::DELETE, &member, Some(&viewer), None).await;
+    assert_eq!(refused.code(StatusCode::FORBIDDEN), "not_permitted");
+    let erased = app
+        .send(Method::DELETE, &member, Some(&support), None)
+        .await;
+    assert_eq!(erased.expect(StatusCode::OK)["firstName"], "Ada");
+    let gone = app.get(&member, &support).await;
+    assert_eq!(gone.code(StatusCode::NOT_FOUND), "not_found");
+    let again = app
+        .send(Method::DELETE, &member, Some(&support), None)
+        .await;
+    assert_eq!(again.code(StatusCode::NOT_FOUND), "not_found");
+    let trail = app
+        .get("/admin/v1/audit-log?operation=member.erase", &app.owner)
+        .await;
+    let trail = trail.expect(StatusCode::OK);
+    assert_eq!(trail["total"], 1, "{trail}");
+    assert_eq!(trail["data"][0]["actorName"], "support@example.com");
+}
+
 admin_tests!(
     support_finds_a_member_and_reads_its_wallet,
-    a_campaign_is_seen_at_a_glance
+    a_campaign_is_seen_at_a_glance,
+    support_erases_a_member
 );
 
 /// A campaign at a glance: its wallets, what they hold, and each day's recorded tokens.

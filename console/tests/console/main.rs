@@ -12,4 +12,5 @@ mod overview;
 mod reviews;
 mod rules;
 mod security;
+mod settings;
 mod sign_in;
