@@ -295,3 +295,88 @@ async fn a_viewer_sees_no_button_it_may_not_use() {
     assert!(!browser.has("form[action$='/approve']").await);
     browser.quit().await;
 }
+
+#[tokio::test]
+#[ignore = "needs Chromium and chromedriver (.ci/run installs them)"]
+async fn an_org_admin_backtests_a_rule_change_and_support_moderates_a_review() {
+    let app = Console::spawn(TestStore::sqlite().await).await;
+    let campaign = seed(&app, 1).await;
+    let earns = "id,walletId,amount,date\nt-1,card-1,10,2026-11-20T10:00:00Z\nt-2,card-1,30,2026-11-21T10:00:00Z\n";
+    let batch = app.receive("earns.csv", earns).await;
+    app.process(&batch.id, &|_| {}).await;
+    let admin = app
+        .add_operator("admin@example.com", Role::OrgAdmin, &[&app.acme])
+        .await;
+    let driver = Driver::start().await;
+    let browser = driver.session().await;
+    first_sign_in(&browser, &app, "admin@example.com", &admin).await;
+    browser
+        .wait_for_text("main", "Your password is changed.")
+        .await;
+    let rules = format!(
+        "{}/console/orgs/{}/campaigns/{campaign}/rules",
+        app.base,
+        app.acme.id()
+    );
+    browser.goto(&rules).await;
+    browser.wait_for_text("h1", "Rules").await;
+    let doubled = "[[rule]]\nid = \"base\"\npriority = 10\naward = \"amount\"\n\n[[rule]]\nid = \"double\"\npriority = 20\nmultiply = 2\n";
+    browser.fill("#source", doubled).await;
+    browser.fill("#from", "11/01/2026").await;
+    browser.fill("#to", "11/30/2026").await;
+    browser
+        .click(&browser.find("button[value='backtest']").await)
+        .await;
+    browser.wait_for_text("#difference", "40 PTS").await;
+    visit(&browser, &app, "backtest").await;
+    browser.quit().await;
+
+    // A review held for its language, moderated by support.
+    let catalogue = store::Catalogue::from_value(
+        &serde_json::json!({"products": [{"id": "mug", "name": "Mug",
+        "variants": [{"id": "mug-1", "name": "Blue", "price": 3}]}]}),
+    )
+    .unwrap();
+    let main = app.store.tenancy().list_campaigns(&app.acme).await.unwrap()[0].clone();
+    app.store
+        .catalogue()
+        .import_catalogue(&main, &catalogue, store::ImportOptions::default())
+        .await
+        .unwrap();
+    let review = store::NewReview {
+        member: "cust-0001".into(),
+        voucher_id: "mug".into(),
+        partner_id: "p-1".into(),
+        rating: 1,
+        review_text: "this mug is shit".into(),
+    };
+    app.store
+        .community()
+        .create_review(&main, review, &store::Moderation::default())
+        .await
+        .unwrap();
+    let support = app
+        .add_operator("support@example.com", Role::Support, &[&app.acme])
+        .await;
+    let browser = driver.session().await;
+    first_sign_in(&browser, &app, "support@example.com", &support).await;
+    browser
+        .wait_for_text("main", "Your password is changed.")
+        .await;
+    browser
+        .goto(&format!("{}/console/orgs/{}/", app.base, app.acme.id()))
+        .await;
+    browser.wait_for_text("#reviews-waiting", "1").await;
+    browser.click(&browser.find("#reviews-waiting").await).await;
+    browser.wait_for_text("main", "this mug is shit").await;
+    visit(&browser, &app, "reviews").await;
+    browser
+        .click(&browser.find("form[action$='/remove'] button").await)
+        .await;
+    browser.accept_confirmation().await;
+    browser
+        .wait_for_text("main", "The review is removed.")
+        .await;
+    assert!(browser.has("#queue-empty").await);
+    browser.quit().await;
+}

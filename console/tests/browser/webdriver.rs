@@ -72,7 +72,7 @@ impl Driver {
             "browserName": "chrome",
             "goog:chromeOptions": {
                 "binary": binary,
-                "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--lang=en-US",
                          "--window-size=1280,900", "--no-first-run", "--disable-extensions"]
             },
             "goog:loggingPrefs": {"browser": "ALL"},
