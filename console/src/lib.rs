@@ -5,23 +5,30 @@
 //! operator's session, so the gate and the permission table decide what it may do; a page
 //! shows only the buttons the operator's role may use. Where things live:
 //!
-//! - `security.rs`: the headers (a Content-Security-Policy with no inline script), the session
-//!   cookie, the CSRF token (`csrf.rs` checks it); `assets.rs`: the scripts, styles and icon, under hashed names;
+//! - `security.rs`: the headers (a Content-Security-Policy with no inline script), the
+//!   session cookie, the CSRF token (`csrf.rs` checks it); `assets.rs`: the scripts, styles and
+//!   icon, under hashed names;
 //! - `client.rs`: the admin API called in process; `page.rs`: a request's context, the frame
-//!   of every page, failures shown as pages; `format.rs`: numbers and dates as people read them;
+//!   of every page, failures shown as pages; `format.rs`: numbers and dates as people read
+//!   them; `paging.rs`: a list's pages; `chart.rs`: charts drawn as SVG; `diff.rs`: two texts
+//!   side by side;
 //! - one module per part: `sign_in` (with the password and second factor a first sign-in
-//!   demands), `account` (the operator's sessions), `orgs` (the front page), `overview` (an organisation's, with `chart.rs`'s
-//!   SVG), `members` (with
-//!   their wallets, history and adjustments by hand), `adjustments` (the four-eyes queue);
-//!   `operators` (an owner's), `audit` (the trail and its verification), `batches` (received files, live progress, reports), `programme` (campaigns) and `rules` (versions compared with
-//!   `diff.rs`, tried, backtested, activated), `reviews` (moderation), `exports` (files, run now, the daily schedule), `keys`, `sftp` and `webhooks` (access: API keys, the batch door's users, webhook
-//!   endpoints with their delivery logs); `paging.rs`: a list's pages.
+//!   demands), `account` (the operator's sessions), `orgs` (the front page), `overview` (an
+//!   organisation's), `members` (with their wallets, history, orders, bookings, adjustments by
+//!   hand and erasure), `adjustments` (the four-eyes queue), `programme` (campaigns),
+//!   `settings` (a campaign's policy and tiers), `rules` (versions compared, tried,
+//!   backtested, activated), `catalogue` (products, an import checked then applied, the
+//!   export), `batches` (received files, live progress, reports), `reviews` (moderation),
+//!   `exports` (files, run now, the daily schedule), `keys`, `sftp` and `webhooks` (access:
+//!   API keys, the batch door's users, webhook endpoints with their delivery logs),
+//!   `operators` (an owner's) and `audit` (the trail and its verification).
 
 mod account;
 mod adjustments;
 mod assets;
 mod audit;
 mod batches;
+mod catalogue;
 mod chart;
 mod client;
 mod csrf;
@@ -124,6 +131,14 @@ pub fn router(state: AdminState) -> Router {
         .route(
             "/console/orgs/{org}/campaigns/{campaign}/settings/tiers/{tier}/remove",
             post(settings::remove_tier),
+        )
+        .route(
+            "/console/orgs/{org}/campaigns/{campaign}/catalogue",
+            get(catalogue::show).post(catalogue::import),
+        )
+        .route(
+            "/console/orgs/{org}/campaigns/{campaign}/catalogue.json",
+            get(catalogue::export),
         )
         .route("/console/orgs/{org}/reviews", get(reviews::queue))
         .route(

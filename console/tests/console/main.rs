@@ -4,6 +4,7 @@
 
 mod access;
 mod batches;
+mod catalogue;
 mod exports;
 mod helpers;
 mod members;
