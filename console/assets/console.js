@@ -1,6 +1,6 @@
 // The console's own behaviour, kept out of the pages so that the Content-Security-Policy can
-// forbid inline script: local dates, copy buttons, confirmations of destructive actions, and
-// files read into text areas.
+// forbid inline script: local dates, copy buttons, confirmations of destructive actions, files
+// read into text areas, and files sent as they are.
 (function () {
   "use strict";
 
@@ -77,6 +77,31 @@
       });
     });
   }
+
+  // <form data-upload="id">: its file is sent as it is (the body, named in the query) with the
+  // page's CSRF token, and the answer replaces the element `id`.
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    var target = form.getAttribute && form.getAttribute("data-upload");
+    if (!target || event.defaultPrevented) { return; }
+    event.preventDefault();
+    var input = form.querySelector("input[type=file]");
+    var file = input && input.files && input.files[0];
+    if (!file) { return; }
+    var headers = JSON.parse(document.body.getAttribute("hx-headers") || "{}");
+    var url = form.getAttribute("action") + "?name=" + encodeURIComponent(file.name);
+    fetch(url, { method: "POST", body: file, headers: headers, credentials: "same-origin" })
+      .then(function (answer) { return answer.text(); })
+      .then(function (html) {
+        var old = document.getElementById(target);
+        if (!old) { return; }
+        var holder = document.createElement("div");
+        holder.innerHTML = html;
+        var fresh = holder.querySelector("#" + target) || holder;
+        old.replaceWith(fresh);
+        enhance(fresh);
+      });
+  });
 
   function enhance(root) {
     localTimes(root);

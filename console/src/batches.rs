@@ -169,13 +169,16 @@ async fn rejected_rows(ctx: &Ctx, org: &str, id: &str) -> Result<Vec<RejectedRow
         Err(problem) if problem.status == 404 => return Ok(Vec::new()),
         Err(problem) => return Err(problem.into()),
     };
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_reader(body.as_ref());
+    Ok(read_rejected(&body, SHOWN_REJECTED))
+}
+
+/// The first `limit` rows of a rejected-rows report (CSV with its header).
+pub fn read_rejected(csv: &[u8], limit: usize) -> Vec<RejectedRow> {
+    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(csv);
     let field = |record: &csv::StringRecord, i: usize| record.get(i).unwrap_or_default().to_owned();
-    Ok(reader
+    reader
         .records()
-        .take(SHOWN_REJECTED)
+        .take(limit)
         .filter_map(Result::ok)
         .map(|r| RejectedRow {
             row: field(&r, 0),
@@ -184,7 +187,7 @@ async fn rejected_rows(ctx: &Ctx, org: &str, id: &str) -> Result<Vec<RejectedRow
             value: field(&r, 3),
             message: field(&r, 4),
         })
-        .collect())
+        .collect()
 }
 
 /// `GET /console/orgs/{org}/batches/{id}`.

@@ -18,7 +18,8 @@
 //!   hand and erasure), `adjustments` (the four-eyes queue), `programme` (campaigns),
 //!   `settings` (a campaign's policy and tiers), `rules` (versions compared, tried,
 //!   backtested, activated), `catalogue` (products, an import checked then applied, the
-//!   export), `batches` (received files, live progress, reports), `reviews` (moderation),
+//!   export), `batches` (received files, live progress, reports), `mappings` (checked, stored,
+//!   a file run dry), `reviews` (moderation),
 //!   `exports` (files, run now, the daily schedule), `keys`, `sftp` and `webhooks` (access:
 //!   API keys, the batch door's users, webhook endpoints with their delivery logs),
 //!   `operators` (an owner's) and `audit` (the trail and its verification).
@@ -36,6 +37,7 @@ mod diff;
 mod exports;
 mod format;
 mod keys;
+mod mappings;
 mod members;
 mod operators;
 mod orgs;
@@ -58,6 +60,7 @@ use chrono::{DateTime, Utc};
 
 use admin::AdminState;
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use axum::middleware::from_fn;
 use axum::response::{IntoResponse, Redirect};
 use axum::routing::{get, post};
@@ -99,6 +102,14 @@ pub fn router(state: AdminState) -> Router {
         .route("/console/orgs/{org}/members", get(members::find))
         .route("/console/orgs/{org}/adjustments", get(adjustments::list))
         .route("/console/orgs/{org}/batches", get(batches::list))
+        .route(
+            "/console/orgs/{org}/mappings",
+            get(mappings::list).post(mappings::act),
+        )
+        .route(
+            "/console/orgs/{org}/mappings/dry-run",
+            post(mappings::dry_run).layer(DefaultBodyLimit::max(mappings::MAX_DRY_RUN)),
+        )
         .route("/console/orgs/{org}/batches/{id}", get(batches::show))
         .route(
             "/console/orgs/{org}/batches/{id}/progress",

@@ -37,6 +37,11 @@ pub struct Ctx {
 
 /// What a form that succeeded says on the page it leads to, by its `done` key.
 const NOTICES: &[(&str, &str)] = &[
+    (
+        "mapping-stored",
+        "The mapping is stored: files it matches are read by it.",
+    ),
+    ("mapping-removed", "The mapping is removed."),
     ("policy-saved", "The policy is saved."),
     ("tier-added", "The tier is added."),
     ("tier-removed", "The tier is removed."),

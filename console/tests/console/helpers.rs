@@ -218,6 +218,25 @@ impl Browser {
         form: Option<&[(&str, &str)]>,
         headers: &[(&str, &str)],
     ) -> Page {
+        let body = form.map(|form| ("application/x-www-form-urlencoded", form_body(form)));
+        self.send(method, path, body, headers).await
+    }
+
+    /// Posts `body` as it is (a file), with the page's CSRF token in the header htmx sends.
+    pub async fn post_file(&mut self, path: &str, body: &str) -> Page {
+        let csrf = self.csrf.clone();
+        let body = Some(("application/octet-stream", body.to_owned()));
+        let headers = [("x-csrf-token", csrf.as_str())];
+        self.send(Method::POST, path, body, &headers).await
+    }
+
+    async fn send(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Option<(&str, String)>,
+        headers: &[(&str, &str)],
+    ) -> Page {
         let mut request = self.http.request(method, format!("{}{path}", self.base));
         let cookies: Vec<String> = self
             .cookies
@@ -230,11 +249,8 @@ impl Browser {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        if let Some(form) = form {
-            let body = form_body(form);
-            request = request
-                .header("content-type", "application/x-www-form-urlencoded")
-                .body(body);
+        if let Some((content_type, body)) = body {
+            request = request.header("content-type", content_type).body(body);
         }
         let response = request.send().await.unwrap();
         let page = Page {

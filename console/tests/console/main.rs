@@ -7,6 +7,7 @@ mod batches;
 mod catalogue;
 mod exports;
 mod helpers;
+mod mappings;
 mod members;
 mod operators;
 mod overview;
