@@ -50,22 +50,11 @@ pub async fn list(
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Response, Failure> {
     let page = ctx.org_page(&org, "Adjustments", "adjustments").await?;
-    let campaigns = page
+    let (campaign, currency) = page
         .org
         .as_ref()
-        .map(|o| o.campaigns.as_slice())
+        .map(|o| o.chosen(query.get("campaign")))
         .unwrap_or_default();
-    let campaign = query
-        .get("campaign")
-        .filter(|c| campaigns.iter().any(|k| &k.id == *c))
-        .or(campaigns.first().map(|c| &c.id))
-        .cloned()
-        .unwrap_or_default();
-    let currency = page
-        .org
-        .as_ref()
-        .map_or("", |o| o.currency(&campaign))
-        .to_owned();
     let status = match query.get("status").map(String::as_str) {
         Some(s @ ("pending" | "applied" | "rejected" | "")) => s.to_owned(),
         _ => "pending".to_owned(),

@@ -10,11 +10,11 @@ use api::plumbing::PagedList;
 use askama::Template;
 use axum::body::Body;
 use axum::extract::{Path, Query};
-use axum::http::{Method, header};
+use axum::http::{HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::client::enc;
-use crate::page::{Ctx, Failure, Page, render};
+use crate::page::{Ctx, Failure, Page, attachment, render};
 use crate::paging::{PAGE_ROWS, Pager, page_number};
 
 /// Rejected rows a batch's page shows; the download has them all.
@@ -240,22 +240,15 @@ pub async fn download(
             Body::empty(),
         )
         .await?;
-    let name: String = format!("{}.rejected.csv", batch.batch.file_name)
-        .chars()
-        .map(|c| {
-            if c.is_ascii_graphic() && c != '"' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
     Ok((
         [
-            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_owned()),
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/csv; charset=utf-8"),
+            ),
             (
                 header::CONTENT_DISPOSITION,
-                format!("attachment; filename=\"{name}\""),
+                attachment(&format!("{}.rejected.csv", batch.batch.file_name)),
             ),
         ],
         answer.body,

@@ -105,13 +105,7 @@ async fn catalogue_page(
         enc(campaign),
         enc(&q)
     );
-    let pager = Pager {
-        page: number,
-        pages,
-        total,
-        previous: (number > 1).then(|| format!("{link}page={}", number - 1)),
-        next: (u64::from(number) < pages).then(|| format!("{link}page={}", number + 1)),
-    };
+    let pager = Pager::new(number, pages, total, &link);
     let (document, replace, report, problem) = import;
     Ok(CataloguePage {
         page,

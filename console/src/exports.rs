@@ -6,14 +6,14 @@ use admin::views_of::CampaignView;
 use askama::Template;
 use axum::body::Bytes;
 use axum::extract::Path;
-use axum::http::{HeaderValue, Method, header};
+use axum::http::{Method, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::client::{Problem, enc};
-use crate::page::{Ctx, Failure, Fields, Page, form_problem, render, to};
+use crate::page::{Ctx, Failure, Fields, Page, attachment, form_problem, render, to};
 
 /// The transaction types an export may be limited to.
 pub const TYPES: [&str; 7] = [
@@ -191,20 +191,8 @@ pub async fn download(
 ) -> Result<Response, Failure> {
     let path = format!("/admin/v1/orgs/{}/exports/{}", enc(&org), enc(&name));
     let mut response = ctx.admin.pass_through(&path, &ctx.browser).await?;
-    let safe: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_graphic() && c != '"' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{safe}\"")) {
-        response
-            .headers_mut()
-            .insert(header::CONTENT_DISPOSITION, value);
-    }
+    response
+        .headers_mut()
+        .insert(header::CONTENT_DISPOSITION, attachment(&name));
     Ok(response)
 }

@@ -55,22 +55,11 @@ pub async fn show(
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Response, Failure> {
     let page = ctx.org_page(&org, "Overview", "overview").await?;
-    let campaigns = page
+    let (campaign, currency) = page
         .org
         .as_ref()
-        .map(|o| o.campaigns.as_slice())
+        .map(|o| o.chosen(query.get("campaign")))
         .unwrap_or_default();
-    let campaign = query
-        .get("campaign")
-        .filter(|c| campaigns.iter().any(|k| &k.id == *c))
-        .or(campaigns.first().map(|c| &c.id))
-        .cloned()
-        .unwrap_or_default();
-    let currency = page
-        .org
-        .as_ref()
-        .map_or("", |o| o.currency(&campaign))
-        .to_owned();
     let base = format!("/admin/v1/orgs/{}", enc(&org));
     let members: Count = ctx.admin.get(&format!("{base}/members?limit=0")).await?;
     let overview: Option<OverviewView> = match campaign.is_empty() {

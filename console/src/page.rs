@@ -186,6 +186,18 @@ pub struct OrgFrame {
 }
 
 impl OrgFrame {
+    /// The campaign a page shows: the one `asked` names if it is the organisation's, else its
+    /// first (none: ""), with its currency.
+    pub fn chosen(&self, asked: Option<&String>) -> (String, String) {
+        let campaign = asked
+            .filter(|c| self.campaigns.iter().any(|k| &k.id == *c))
+            .or(self.campaigns.first().map(|c| &c.id))
+            .cloned()
+            .unwrap_or_default();
+        let currency = self.currency(&campaign).to_owned();
+        (campaign, currency)
+    }
+
     /// The campaign `id`'s currency (for amounts), or nothing.
     pub fn currency(&self, campaign: &str) -> &str {
         self.campaigns
@@ -446,4 +458,21 @@ pub async fn show_failures(request: Request, next: Next) -> Response {
             shown
         }
     }
+}
+
+/// A `Content-Disposition` saying the answer is a file named `name` to save (characters a
+/// header may not hold, and quotes, become `_`).
+pub fn attachment(name: &str) -> HeaderValue {
+    let safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() && c != '"' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    HeaderValue::from_str(&format!("attachment; filename=\"{safe}\""))
+        .unwrap_or(HeaderValue::from_static("attachment"))
 }

@@ -19,13 +19,17 @@ impl Pager {
     /// The pager of `list`, whose links are `link` with `page=N` added (`link` ends in `?` or
     /// `&`).
     pub fn of<T>(list: &PagedList<T>, link: &str) -> Pager {
-        let page = list.current_page;
+        Pager::new(list.current_page, list.total_pages, list.total, link)
+    }
+
+    /// Page `page` of `pages` over `total` rows.
+    pub fn new(page: u32, pages: u64, total: u64, link: &str) -> Pager {
         Pager {
             page,
-            pages: list.total_pages,
-            total: list.total,
+            pages,
+            total,
             previous: (page > 1).then(|| format!("{link}page={}", page - 1)),
-            next: (u64::from(page) < list.total_pages).then(|| format!("{link}page={}", page + 1)),
+            next: (u64::from(page) < pages).then(|| format!("{link}page={}", page + 1)),
         }
     }
 }

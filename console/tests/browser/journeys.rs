@@ -45,7 +45,7 @@ async fn visit(browser: &Browser, app: &Console, name: &str) {
         .await;
 }
 
-/// Signs in with a one-time password and chooses `CHOSEN` instead.
+/// Signs in with a one-time password and chooses `CHOSEN` instead (once the page says so).
 async fn first_sign_in(browser: &Browser, app: &Console, email: &str, one_time: &str) {
     browser.goto(&format!("{}/console/", app.base)).await;
     browser.fill("#email", email).await;
@@ -59,6 +59,9 @@ async fn first_sign_in(browser: &Browser, app: &Console, email: &str, one_time: 
     browser.fill("#again", CHOSEN).await;
     browser
         .click(&browser.find("form[action='account/password'] button").await)
+        .await;
+    browser
+        .wait_for_text("main", "Your password is changed.")
         .await;
 }
 
@@ -76,9 +79,6 @@ async fn an_operator_enrols_a_second_factor_and_signs_in_with_it() {
     browser.wait_for_text("h1", "Sign in").await;
     visit(&browser, &app, "sign-in").await;
     first_sign_in(&browser, &app, "owner@example.com", &one_time).await;
-    browser
-        .wait_for_text("main", "Your password is changed.")
-        .await;
     browser
         .goto(&format!("{}/console/account/two-factor", app.base))
         .await;
@@ -187,9 +187,6 @@ async fn support_adjusts_a_balance_and_a_second_operator_approves_it() {
     let driver = Driver::start().await;
     let browser = driver.session().await;
     first_sign_in(&browser, &app, "first@example.com", &first).await;
-    browser
-        .wait_for_text("main", "Your password is changed.")
-        .await;
     browser.goto(&format!("{}/console/", app.base)).await;
     browser
         .click(&browser.find("main a[href^='orgs/']").await)
@@ -231,9 +228,6 @@ async fn support_adjusts_a_balance_and_a_second_operator_approves_it() {
     let browser = driver.session().await;
     first_sign_in(&browser, &app, "second@example.com", &second).await;
     browser
-        .wait_for_text("main", "Your password is changed.")
-        .await;
-    browser
         .goto(&format!(
             "{}/console/orgs/{}/adjustments",
             app.base,
@@ -268,9 +262,6 @@ async fn a_viewer_sees_no_button_it_may_not_use() {
     let driver = Driver::start().await;
     let browser = driver.session().await;
     first_sign_in(&browser, &app, "viewer@example.com", &viewer).await;
-    browser
-        .wait_for_text("main", "Your password is changed.")
-        .await;
     let wallet = format!(
         "{}/console/orgs/{}/campaigns/{campaign}/wallets/card-1",
         app.base,
@@ -310,9 +301,6 @@ async fn an_org_admin_backtests_a_rule_change_and_support_moderates_a_review() {
     let driver = Driver::start().await;
     let browser = driver.session().await;
     first_sign_in(&browser, &app, "admin@example.com", &admin).await;
-    browser
-        .wait_for_text("main", "Your password is changed.")
-        .await;
     let rules = format!(
         "{}/console/orgs/{}/campaigns/{campaign}/rules",
         app.base,
@@ -360,9 +348,6 @@ async fn an_org_admin_backtests_a_rule_change_and_support_moderates_a_review() {
         .await;
     let browser = driver.session().await;
     first_sign_in(&browser, &app, "support@example.com", &support).await;
-    browser
-        .wait_for_text("main", "Your password is changed.")
-        .await;
     browser
         .goto(&format!("{}/console/orgs/{}/", app.base, app.acme.id()))
         .await;

@@ -6,17 +6,7 @@ use reqwest::StatusCode;
 use store::{Permission, Role};
 
 use crate::console_tests;
-use crate::helpers::Console;
-
-/// The text of the element with id `id` in `html`.
-fn by_id<'a>(html: &'a str, id: &str) -> &'a str {
-    let start = format!("id=\"{id}\">");
-    let at = html
-        .find(&start)
-        .unwrap_or_else(|| panic!("no #{id} in {html}"))
-        + start.len();
-    &html[at..at + html[at..].find('<').unwrap()]
-}
+use crate::helpers::{Console, by_id};
 
 console_tests! {
     an_org_admin_issues_a_key_sees_its_secret_once_and_revokes_it => |app: Console| async move {

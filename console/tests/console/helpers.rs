@@ -325,3 +325,13 @@ fn csrf_in(html: &str) -> Option<String> {
     let end = html[at..].find('"')?;
     Some(html[at..at + end].to_owned())
 }
+
+/// The text of the element with id `id` in `html`, up to its first tag.
+pub fn by_id<'a>(html: &'a str, id: &str) -> &'a str {
+    let start = format!("id=\"{id}\">");
+    let at = html
+        .find(&start)
+        .unwrap_or_else(|| panic!("no #{id} in {html}"))
+        + start.len();
+    &html[at..at + html[at..].find('<').unwrap()]
+}

@@ -6,16 +6,7 @@ use reqwest::StatusCode;
 use store::Role;
 
 use crate::console_tests;
-use crate::helpers::{CHOSEN, Console};
-
-fn by_id<'a>(html: &'a str, id: &str) -> &'a str {
-    let start = format!("id=\"{id}\">");
-    let at = html
-        .find(&start)
-        .unwrap_or_else(|| panic!("no #{id} in {html}"))
-        + start.len();
-    &html[at..at + html[at..].find('<').unwrap()]
-}
+use crate::helpers::{CHOSEN, Console, by_id};
 
 console_tests! {
     an_owner_manages_operators_and_reads_the_trail => |app: Console| async move {

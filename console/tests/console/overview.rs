@@ -5,16 +5,7 @@ use reqwest::StatusCode;
 use store::{NewMember, NewWallet, Role};
 
 use crate::console_tests;
-use crate::helpers::Console;
-
-fn by_id<'a>(html: &'a str, id: &str) -> &'a str {
-    let start = format!("id=\"{id}\">");
-    let at = html
-        .find(&start)
-        .unwrap_or_else(|| panic!("no #{id} in {html}"))
-        + start.len();
-    &html[at..at + html[at..].find('<').unwrap()]
-}
+use crate::helpers::{Console, by_id};
 
 console_tests! {
     the_front_page_of_an_organisation_shows_its_campaign_at_a_glance => |app: Console| async move {
