@@ -1,15 +1,19 @@
 //! A campaign's reward catalogue: imported from the document `templates/catalogue.md` describes
 //! (a dry run unless `dryRun=false`, so the report comes before anything is applied), and
 //! exported as that document. The same store operations as `rewards catalogue` and the client
-//! API's `PUT /v1/catalogue`.
+//! API's `PUT /v1/catalogue`; its products searched as the client API searches them.
 
-use api::plumbing::{ApiError, JsonBytes, MAX_IMPORT_BODY, Problem, QueryParams, import_catalogue};
+use api::plumbing::{
+    ApiError, JsonBytes, MAX_IMPORT_BODY, PagedList, Paging, PagingParams, Problem, ProductSearch,
+    QueryParams, RenderedJson, import_catalogue, search_products,
+};
 use api::views::ImportReportView;
+use api::views::ProductView;
 use axum::Json;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use serde::Deserialize;
-use store::ImportOptions;
 use store::audit::Action;
+use store::{ApiVersion, ImportOptions};
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -100,8 +104,29 @@ async fn export_campaign_catalogue(
     Ok(Json(document))
 }
 
+#[utoipa::path(get, path = "/admin/v1/orgs/{org}/campaigns/{campaign}/products",
+    tag = "catalogue", summary = "Search a campaign's products",
+    description = "The client API's product search (`GET /v1/products`) with every filter of \
+        version 1.9.5, answered in its shape: what a member's app would find.",
+    params(("org" = String, Path, description = ORG, max_length = 64),
+        ("campaign" = String, Path, description = CAMPAIGN, max_length = 64),
+        PagingParams, ProductSearch),
+    responses((status = 200, body = PagedList<ProductView>),
+        (status = 400, description = "a filter out of bounds, or half a geofence", body = Problem),
+        (status = 404, description = "unknown organisation or campaign", body = Problem)))]
+async fn search_campaign_products(
+    State(state): State<AdminState>,
+    Path((org, campaign)): Path<(String, String)>,
+    Paging(page): Paging,
+    QueryParams(query): QueryParams<ProductSearch>,
+) -> Result<RenderedJson, ApiError> {
+    let campaign = campaign_of(&state, &org, &campaign).await?;
+    search_products(&state.app, &campaign, query, ApiVersion::V1_9_5, page).await
+}
+
 pub fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new()
+        .routes(routes!(search_campaign_products))
         .routes(routes!(
             import_campaign_catalogue,
             export_campaign_catalogue

@@ -134,6 +134,7 @@ pub const OPERATIONS: &[(&str, Need)] = &[
     ("list_tiers", Need::Read),
     ("get_policy", Need::Read),
     ("export_campaign_catalogue", Need::Read),
+    ("search_campaign_products", Need::Read),
     ("list_pending_reviews", Need::Read),
     ("list_webhooks", Need::Read),
     ("get_webhook", Need::Read),

@@ -87,7 +87,9 @@ pub use http::server::Limits as HttpLimits;
 /// type and its problem body, the body, query and paging extractors, the connection loop with
 /// its limits, and the operational routes and layers.
 pub mod plumbing {
-    pub use crate::catalogue::{MAX_IMPORT_BODY, import as import_catalogue};
+    pub use crate::catalogue::{
+        MAX_IMPORT_BODY, ProductSearch, RenderedJson, import as import_catalogue, search_products,
+    };
     pub use crate::docs::{add_problem_answers, no_control_characters, problem};
     pub use crate::events::listed_type_names as event_type_names;
     pub use crate::http::checks::{Checks, Sign, date_time, schema};

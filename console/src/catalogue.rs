@@ -1,9 +1,10 @@
-//! A campaign's catalogue: its products (filtered by name, id, category or tag, 25 a page),
-//! an import document checked first (what it would create, update and remove, or every problem
-//! at its JSON path) and then applied, and the catalogue exported as an import document.
+//! A campaign's catalogue: its products found with the client API's search and filters (25 a
+//! page), an import document checked first (what it would create, update and remove, or every
+//! problem at its JSON path) and then applied, and the catalogue exported as an import document.
 
 use std::collections::HashMap;
 
+use api::plumbing::PagedList;
 use api::views::ImportReportView;
 use askama::Template;
 use axum::body::{Body, Bytes};
@@ -16,12 +17,7 @@ use crate::client::{Problem, enc};
 use crate::page::{Ctx, Failure, Fields, Page, form_problem, render};
 use crate::paging::{PAGE_ROWS, Pager, page_number};
 
-#[derive(Deserialize)]
-pub struct Document {
-    #[serde(default)]
-    pub products: Vec<Product>,
-}
-
+/// A product as the search answers it.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Product {
@@ -30,14 +26,120 @@ pub struct Product {
     pub category: Option<String>,
     #[serde(default)]
     pub tags: Vec<String>,
+    pub book_in_advance: bool,
     #[serde(default)]
     pub variants: Vec<Variant>,
+    /// Kilometres to its nearest branch, in a search near a place.
+    pub distance: Option<f64>,
 }
 
 #[derive(Deserialize)]
 pub struct Variant {
     pub name: String,
     pub price: serde_json::Number,
+    pub available: bool,
+    pub tier: Option<NamedTier>,
+}
+
+#[derive(Deserialize)]
+pub struct NamedTier {
+    pub name: String,
+}
+
+/// A tier a product may be filtered by.
+#[derive(Deserialize)]
+pub struct Tier {
+    pub id: String,
+    pub name: String,
+}
+
+/// The search's filters, as the client API's `GET /v1/products` has them; each sent on as it
+/// was typed, so the admin API's checks (and messages) are the client API's.
+const FILTERS: [(&str, &str); 11] = [
+    ("search", "search"),
+    ("category", "category"),
+    ("available", "isAvailable"),
+    ("booking", "bookingRequired"),
+    ("tier", "tierId"),
+    ("min", "minCost"),
+    ("max", "maxCost"),
+    ("sort", "sort"),
+    ("latitude", "latitude"),
+    ("longitude", "longitude"),
+    ("radius", "radius"),
+];
+
+/// The filters of a catalogue page, as typed.
+#[derive(Default)]
+pub struct Filters(HashMap<&'static str, String>);
+
+impl Filters {
+    fn of(query: &HashMap<String, String>) -> Filters {
+        let typed = FILTERS.iter().filter_map(|(name, _)| {
+            let value = query.get(*name).map_or("", |v| v.trim());
+            (!value.is_empty()).then(|| (*name, value.to_owned()))
+        });
+        Filters(typed.collect())
+    }
+
+    /// What was typed in the filter `name` ("" when nothing).
+    pub fn get(&self, name: &str) -> &str {
+        self.0.get(name).map_or("", String::as_str)
+    }
+
+    /// `name=value&` for each filter typed, with the page's (`page`) or the API's (`api`)
+    /// names.
+    fn query(&self, api: bool) -> String {
+        FILTERS
+            .iter()
+            .filter(|(name, _)| !self.get(name).is_empty())
+            .map(|(name, param)| {
+                let key = if api { param } else { name };
+                format!("{key}={}&", enc(self.get(name)))
+            })
+            .collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether a filter of a search near a place was typed (its fields are shown open).
+    pub fn near(&self) -> bool {
+        ["latitude", "longitude", "radius"]
+            .iter()
+            .any(|f| !self.get(f).is_empty())
+    }
+}
+
+/// The page field that the API's parameter `param` is typed in.
+fn field_of(param: &str) -> &'static str {
+    FILTERS
+        .iter()
+        .find(|(_, p)| *p == param)
+        .map_or("search", |(name, _)| name)
+}
+
+/// Each filter's message in a problem the search answered, by the page's field names.
+#[derive(Default)]
+pub struct FilterErrors(HashMap<&'static str, String>);
+
+impl FilterErrors {
+    fn of(problem: &Problem) -> FilterErrors {
+        let mut errors = HashMap::new();
+        for e in &problem.errors {
+            errors.insert(field_of(&e.field), e.message.clone());
+        }
+        if errors.is_empty() {
+            let field = problem.field.as_deref().map_or("search", field_of);
+            errors.insert(field, problem.detail.clone());
+        }
+        FilterErrors(errors)
+    }
+
+    pub fn about(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
 }
 
 #[derive(Template)]
@@ -46,7 +148,9 @@ struct CataloguePage {
     page: Page,
     campaign: String,
     currency: String,
-    q: String,
+    filters: Filters,
+    errors: FilterErrors,
+    tiers: Vec<Tier>,
     products: Vec<Product>,
     pager: Pager,
     document: String,
@@ -75,43 +179,46 @@ async fn catalogue_page(
         .as_ref()
         .map_or("", |o| o.currency(campaign))
         .to_owned();
-    let document: Document = ctx.admin.get(&catalogue_path(org, campaign)).await?;
-    let q = query.get("q").map_or("", |q| q.trim()).to_owned();
-    let needle = q.to_lowercase();
-    let matching: Vec<Product> = document
-        .products
-        .into_iter()
-        .filter(|p| {
-            needle.is_empty()
-                || p.name.to_lowercase().contains(&needle)
-                || p.id.to_lowercase() == needle
-                || p.category
-                    .as_deref()
-                    .is_some_and(|c| c.to_lowercase() == needle)
-                || p.tags.iter().any(|t| t.to_lowercase() == needle)
-        })
-        .collect();
+    let filters = Filters::of(query);
     let number = page_number(query.get("page").map(String::as_str));
-    let total = matching.len() as u64;
-    let pages = total.div_ceil(u64::from(PAGE_ROWS));
-    let products: Vec<Product> = matching
-        .into_iter()
-        .skip(((number - 1) * PAGE_ROWS) as usize)
-        .take(PAGE_ROWS as usize)
-        .collect();
-    let link = format!(
-        "orgs/{}/campaigns/{}/catalogue?q={}&",
+    let path = format!(
+        "/admin/v1/orgs/{}/campaigns/{}/products?{}limit={PAGE_ROWS}&page={number}",
         enc(org),
         enc(campaign),
-        enc(&q)
+        filters.query(true)
     );
-    let pager = Pager::new(number, pages, total, &link);
+    let (products, pager, errors) = match ctx.admin.get::<PagedList<Product>>(&path).await {
+        Ok(list) => {
+            let link = format!(
+                "orgs/{}/campaigns/{}/catalogue?{}",
+                enc(org),
+                enc(campaign),
+                filters.query(false)
+            );
+            let pager = Pager::of(&list, &link);
+            (list.data, pager, FilterErrors::default())
+        }
+        Err(problem) if form_problem(&problem) => {
+            (Vec::new(), Pager::none(), FilterErrors::of(&problem))
+        }
+        Err(problem) => return Err(problem.into()),
+    };
+    let tiers: PagedList<Tier> = ctx
+        .admin
+        .get(&format!(
+            "/admin/v1/orgs/{}/campaigns/{}/tiers?limit=100",
+            enc(org),
+            enc(campaign)
+        ))
+        .await?;
     let (document, replace, report, problem) = import;
     Ok(CataloguePage {
         page,
         campaign: campaign.to_owned(),
         currency,
-        q,
+        filters,
+        errors,
+        tiers: tiers.data,
         products,
         pager,
         document,
@@ -121,7 +228,7 @@ async fn catalogue_page(
     })
 }
 
-/// `GET /console/orgs/{org}/campaigns/{campaign}/catalogue?q=&page=`.
+/// `GET /console/orgs/{org}/campaigns/{campaign}/catalogue?search=&category=&...&page=`.
 pub async fn show(
     ctx: Ctx,
     Path((org, campaign)): Path<(String, String)>,

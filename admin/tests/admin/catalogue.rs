@@ -72,4 +72,49 @@ async fn a_catalogue_is_tried_imported_and_exported(app: AdminApp) {
     assert_eq!(reply.code(StatusCode::FORBIDDEN), "not_permitted");
 }
 
-admin_tests!(a_catalogue_is_tried_imported_and_exported);
+/// The client API's product search, with its filters and its checks, for an operator.
+async fn products_are_searched_as_members_find_them(app: AdminApp) {
+    let base = app.campaign_with_wallet().await;
+    let doc = json!({"products": [
+        {"id": "mug", "name": "Blue mug", "variants": [{"id": "mug-1", "name": "Blue", "price": 1500}]},
+        {"id": "cup", "name": "Red cup", "variants": [{"id": "cup-1", "name": "Red", "price": 3}]}]});
+    let apply = format!("{base}/catalogue?dryRun=false");
+    let made = app
+        .send(reqwest::Method::PUT, &apply, Some(&app.owner), Some(doc))
+        .await;
+    made.expect(StatusCode::OK);
+    let viewer = app
+        .operator("viewer@example.com", Role::Viewer, &[&app.acme])
+        .await;
+    let found = app
+        .get(&format!("{base}/products?search=mug"), &viewer)
+        .await;
+    let found = found.expect(StatusCode::OK);
+    assert_eq!(found["total"], 1);
+    assert_eq!(found["data"][0]["id"], "mug");
+    let cheap = app
+        .get(&format!("{base}/products?maxCost=10"), &viewer)
+        .await;
+    assert_eq!(cheap.expect(StatusCode::OK)["data"][0]["id"], "cup");
+    let dearest = app
+        .get(&format!("{base}/products?sort=price:desc&limit=1"), &viewer)
+        .await;
+    let dearest = dearest.expect(StatusCode::OK);
+    assert_eq!(
+        (
+            dearest["data"][0]["id"].clone(),
+            dearest["totalPages"].clone()
+        ),
+        (json!("mug"), json!(2))
+    );
+    let half = app
+        .get(&format!("{base}/products?latitude=1"), &viewer)
+        .await;
+    assert_eq!(half.code(StatusCode::BAD_REQUEST), "validation_failed");
+    assert_eq!(half.body["errors"][0]["field"], "longitude");
+}
+
+admin_tests!(
+    a_catalogue_is_tried_imported_and_exported,
+    products_are_searched_as_members_find_them
+);

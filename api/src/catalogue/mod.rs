@@ -7,6 +7,9 @@ mod import;
 pub use import::{MAX_BODY as MAX_IMPORT_BODY, import};
 mod products;
 mod rendered;
+
+pub use products::{SearchQuery as ProductSearch, search as search_products};
+pub use rendered::RenderedJson;
 pub(crate) mod similar;
 pub(crate) mod views;
 

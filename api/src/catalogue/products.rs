@@ -32,7 +32,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
-struct SearchQuery {
+pub struct SearchQuery {
     /// Words matched against names, tags, category names and descriptions, ranked by
     /// relevance; typos (one in words of 5+ letters, two in 9+), plurals and a last word being
     /// typed are forgiven.
@@ -77,7 +77,7 @@ struct SearchQuery {
 
 #[derive(Debug, Clone, Copy, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
-enum PrecedenceOp {
+pub enum PrecedenceOp {
     Gt,
     Lt,
     Gte,
@@ -236,8 +236,26 @@ async fn search_products(
     Paging(page): Paging,
     QueryParams(query): QueryParams<SearchQuery>,
 ) -> Result<RenderedJson, ApiError> {
-    let query = query.read(caller.version)?;
-    let campaign = &caller.context.campaign;
+    search(
+        &state,
+        &caller.context.campaign,
+        query,
+        caller.version,
+        page,
+    )
+    .await
+}
+
+/// One page of the campaign's products found by `query` read in `version`'s terms: the client
+/// API's search, and the admin API's.
+pub async fn search(
+    state: &AppState,
+    campaign: &store::Campaign,
+    query: SearchQuery,
+    version: ApiVersion,
+    page: store::Page,
+) -> Result<RenderedJson, ApiError> {
+    let query = query.read(version)?;
     let index = state.catalogues.get(campaign).await?;
     let found = index.search(&query, page);
     let rendered = state.rendered.of(&campaign.id, &index, &campaign.currency);

@@ -28,8 +28,23 @@ console_tests! {
         let applied = admin.submit(&page, &[("document", DOCUMENT), ("action", "apply")]).await;
         let text = applied.expect(StatusCode::OK).to_owned();
         assert!(text.contains("Applied: the catalogue is now version") && text.contains("Blue mug") && text.contains("1,500 PTS"), "{text}");
-        let found = admin.get(&format!("{page}?q=home")).await.text;
+        // The client API's search and filters: words (a typo forgiven), category, price, order.
+        let found = admin.get(&format!("{page}?search=mugs")).await.text;
         assert!(found.contains("Blue mug") && !found.contains("Red cup"), "{found}");
+        let found = admin.get(&format!("{page}?category=home")).await.text;
+        assert!(found.contains("Blue mug") && !found.contains("Red cup"), "{found}");
+        let found = admin.get(&format!("{page}?max=10")).await.text;
+        assert!(found.contains("Red cup") && !found.contains("Blue mug"), "{found}");
+        let found = admin.get(&format!("{page}?sort=price%3Adesc")).await.text;
+        let (mug, cup) = (found.find("Blue mug").unwrap(), found.find("Red cup").unwrap());
+        assert!(mug < cup, "dearest first: {found}");
+        // A filter the search refuses: its message beside its field, the others kept.
+        let refused = admin.get(&format!("{page}?min=lots&category=home")).await;
+        let text = refused.expect(StatusCode::OK);
+        assert!(text.contains("id=\"min-error\"") && text.contains("No product matches these filters."), "{text}");
+        assert!(text.contains("value=\"home\""), "{text}");
+        let refused = admin.get(&format!("{page}?latitude=51.5")).await.text;
+        assert!(refused.contains("id=\"longitude-error\"") && refused.contains("<details open>"), "{refused}");
         let export = admin.get(&format!("{page}.json")).await;
         assert_eq!(export.status, StatusCode::OK);
         assert!(export.headers["content-disposition"].to_str().unwrap().contains("catalogue.json"));
