@@ -1,14 +1,17 @@
 //! A campaign at a glance: its wallets, what it owes its members, how they spread over its
 //! tiers, and the tokens the ledger recorded each day over a period, by type. The days this
 //! node summed and that are over are kept (`recorded_days.rs`): the database is asked only
-//! for the days after them.
+//! for the days after them. The whole answer is kept too (`Latest`) while the ledger's marker
+//! says nothing was recorded since, for at most `FRESH_FOR`: on the day a million-row file
+//! lands, today alone is a million rows to sum.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use api::plumbing::{ApiError, Problem, QueryParams};
 use axum::Json;
 use axum::extract::{Path, State};
-use chrono::{Duration, DurationRound, NaiveDate};
+use chrono::{DateTime, Duration, DurationRound, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use store::Tokens;
 use utoipa::{IntoParams, ToSchema};
@@ -19,8 +22,41 @@ use crate::orgs::{CAMPAIGN, ORG, campaign_of};
 use crate::recorded_days::{DayView, MAX_DAYS};
 use crate::state::AdminState;
 
+/// The longest an answer is given again while the ledger's marker is unchanged: a transaction
+/// that commits after a later one (a file's chunk) does not move the marker.
+const FRESH_FOR: Duration = Duration::minutes(1);
+
+/// The ledger's marker (`Ledger::campaign_marker`).
+type Marker = (Option<DateTime<Utc>>, Option<String>);
+
+/// Each campaign's latest answer, per period: its marker, when it was summed, and the answer.
+#[derive(Clone, Default)]
+pub struct Latest(Arc<Mutex<HashMap<(String, i64), (Marker, DateTime<Utc>, OverviewView)>>>);
+
+impl Latest {
+    /// The answer for `campaign` over `days` summed at most `FRESH_FOR` before `now`, today,
+    /// with the marker `marker`.
+    fn get(
+        &self,
+        key: &(String, i64),
+        marker: &Marker,
+        now: DateTime<Utc>,
+    ) -> Option<OverviewView> {
+        let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let (at, summed, view) = kept.get(key)?;
+        let fresh =
+            at == marker && now - *summed < FRESH_FOR && summed.date_naive() == now.date_naive();
+        fresh.then(|| view.clone())
+    }
+
+    fn keep(&self, key: (String, i64), marker: Marker, now: DateTime<Utc>, view: &OverviewView) {
+        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.insert(key, (marker, now, view.clone()));
+    }
+}
+
 /// A campaign now.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OverviewView {
     pub wallets: u64,
@@ -38,7 +74,7 @@ pub struct OverviewView {
     pub days: Vec<DayView>,
 }
 
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TierShareView {
     pub tier_id: Option<String>,
@@ -84,6 +120,11 @@ async fn campaign_overview(
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     let first = today - Duration::days(days - 1);
     let ledger = state.store().ledger();
+    let marker = ledger.campaign_marker(&campaign).await?;
+    let key = (campaign.id.clone(), days);
+    if let Some(view) = state.overviews.get(&key, &marker, now) {
+        return Ok(Json(view));
+    }
     let figures = ledger.campaign_figures(&campaign, first).await?;
     let summed = state.closed_days.read(&campaign.id, first, now);
     let missing = summed.first_missing.unwrap_or(today + Duration::days(1));
@@ -106,7 +147,7 @@ async fn campaign_overview(
         }
     }
     state.closed_days.keep(&campaign.id, &by_day, missing, now);
-    Ok(Json(OverviewView {
+    let view = OverviewView {
         wallets: figures.wallets,
         active_wallets: figures.active_wallets,
         outstanding: figures.outstanding,
@@ -121,7 +162,9 @@ async fn campaign_overview(
             })
             .collect(),
         days: by_day.into_values().collect(),
-    }))
+    };
+    state.overviews.keep(key, marker, now, &view);
+    Ok(Json(view))
 }
 
 pub fn router() -> OpenApiRouter<AdminState> {

@@ -22,6 +22,8 @@ pub struct AdminState {
     pub live_batches: ingest::batch::live::LiveBatches,
     /// The campaigns' recorded days this node has summed.
     pub closed_days: crate::recorded_days::ClosedDays,
+    /// The campaigns' overviews this node answered last, while nothing was recorded since.
+    pub overviews: crate::overview::Latest,
 }
 
 impl AdminState {
@@ -33,6 +35,7 @@ impl AdminState {
             exports: Default::default(),
             live_batches: Default::default(),
             closed_days: Default::default(),
+            overviews: Default::default(),
         }
     }
 

@@ -33,30 +33,47 @@ pub fn host_key(data_dir: &Path) -> Result<PrivateKey, IngestError> {
                 .to_openssh(LineEnding::LF)
                 .map_err(|e| IngestError::refused(format!("encoding the host key: {e}")))?;
             std::fs::create_dir_all(data_dir).context(data_dir.display())?;
-            write_private(&path, text.as_bytes())?;
-            tracing::info!(path = %path.display(), fingerprint = %fingerprint(key.public_key()), "SFTP host key created");
-            Ok(key)
+            let mut nonce = [0u8; 8];
+            getrandom::fill(&mut nonce)
+                .map_err(|e| IngestError::refused(format!("no randomness: {e}")))?;
+            match write_private(&path, text.as_bytes(), &nonce) {
+                Ok(()) => {
+                    tracing::info!(path = %path.display(), fingerprint = %fingerprint(key.public_key()), "SFTP host key created");
+                    Ok(key)
+                }
+                // Another caller made it first (two pages asking at once): that one is the key.
+                Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => host_key(data_dir),
+                Err(err) => Err(err).context(path.display()),
+            }
         }
         Err(err) => Err(err).context(path.display()),
     }
 }
 
+/// Writes `bytes` as the new file `path`, readable by the owner alone, whole or not at all:
+/// written beside it first (named after `nonce`), then linked into place, which fails with
+/// `AlreadyExists` when the file is there already, so no reader sees half a file and no two
+/// writers both win.
 #[cfg(unix)]
-fn write_private(path: &Path, bytes: &[u8]) -> Result<(), IngestError> {
+fn write_private(path: &Path, bytes: &[u8], nonce: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
+    let tag: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+    let beside = path.with_extension(format!("{tag}.new"));
+    let written = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .open(path)
-        .context(path.display())?;
-    file.write_all(bytes).context(path.display())
+        .open(&beside)
+        .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_all()));
+    let linked = written.and_then(|()| std::fs::hard_link(&beside, path));
+    let _ = std::fs::remove_file(&beside);
+    linked
 }
 
 #[cfg(not(unix))]
-fn write_private(path: &Path, bytes: &[u8]) -> Result<(), IngestError> {
-    std::fs::write(path, bytes).context(path.display())
+fn write_private(path: &Path, bytes: &[u8], _nonce: &[u8]) -> std::io::Result<()> {
+    std::fs::write(path, bytes)
 }
 
 /// `SHA256:...`, as `ssh-keygen -l` and OpenSSH clients print it.
@@ -83,4 +100,37 @@ pub fn parse_public_key(text: &str) -> Result<NewSftpKey, IngestError> {
             .to_openssh()
             .map_err(|e| IngestError::refused(format!("encoding the key: {e}")))?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn callers_at_once_on_a_fresh_directory_share_one_private_host_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let prints: Vec<String> = std::thread::scope(|scope| {
+            let callers: Vec<_> = (0..8)
+                .map(|_| scope.spawn(|| fingerprint(host_key(&data).unwrap().public_key())))
+                .collect();
+            callers.into_iter().map(|c| c.join().unwrap()).collect()
+        });
+        assert!(prints.iter().all(|p| *p == prints[0]), "{prints:?}");
+        assert_eq!(
+            fingerprint(host_key(&data).unwrap().public_key()),
+            prints[0]
+        );
+        let left: Vec<_> = std::fs::read_dir(&data).unwrap().collect();
+        assert_eq!(left.len(), 1, "nothing left beside the key");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(data.join(HOST_KEY_FILE))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
 }

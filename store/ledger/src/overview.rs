@@ -3,7 +3,8 @@
 //! over its tiers, and the tokens the ledger recorded each day, by transaction type.
 //!
 //! Days are the days the ledger recorded each transaction (`created_at`), not the transactions'
-//! own dates: a recorded day does not change once it is over, so a reader may keep it.
+//! own dates: a recorded day does not change once it is over, so a reader may keep it. A marker
+//! (`campaign_marker`) tells a reader cheaply whether the figures may have changed since.
 
 use chrono::{DateTime, Utc};
 
@@ -99,5 +100,22 @@ impl Ledger {
                 })
             })
             .collect()
+    }
+
+    /// What changes when campaign `campaign`'s figures may have: the instant of the latest
+    /// transaction its organisation recorded and its newest wallet's id. Two index probes, so
+    /// a reader can tell whether figures it summed still hold without summing them again.
+    #[tracing::instrument(skip_all)]
+    pub async fn campaign_marker(
+        &self,
+        campaign: &Campaign,
+    ) -> Result<(Option<DateTime<Utc>>, Option<String>), StoreError> {
+        const SQL: &str = "SELECT \
+             (SELECT MAX(created_at) FROM transactions WHERE org_id = $1), \
+             (SELECT MAX(id) FROM wallets WHERE org_id = $1 AND campaign_id = $2)";
+        let marker: Option<(Option<DateTime<Utc>>, Option<String>)> = self
+            .read_row(SQL, params![&campaign.org_id, &campaign.id])
+            .await?;
+        Ok(marker.unwrap_or_default())
     }
 }

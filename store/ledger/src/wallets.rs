@@ -231,18 +231,31 @@ impl Ledger {
         filter: &WalletFilter,
         page: Page,
     ) -> Result<Paged<Wallet>, StoreError> {
-        // An owner filter matches the member's id or external id.
+        // An owner filter matches the member's id or external id. Its wallets are found
+        // through the owner index first: behind `$4 IS NULL OR ...`, or beside the campaign's
+        // index, a planner walks every wallet of the campaign instead.
+        let from = match filter.owner {
+            Some(_) => concat!(
+                wallet_from!(),
+                "WHERE w.org_id = $1 AND w.campaign_id = $2 \
+                 AND ($3 IS NULL OR w.external_id = $3) \
+                 AND w.id IN (SELECT o.id FROM wallets o WHERE o.org_id = $1 AND o.owner_id IN \
+                 (SELECT m.id FROM members m WHERE m.org_id = $1 \
+                 AND (m.id = $4 OR m.external_id = $4)))"
+            ),
+            None => concat!(
+                wallet_from!(),
+                "WHERE w.org_id = $1 AND w.campaign_id = $2 \
+                 AND ($3 IS NULL OR w.external_id = $3) \
+                 AND ($4 IS NULL OR w.owner_id IN (SELECT m.id FROM members m \
+                 WHERE m.org_id = $1 AND (m.id = $4 OR m.external_id = $4)))"
+            ),
+        };
         let rows = self
             .read_page(
                 page,
                 wallet_columns!(),
-                concat!(
-                    wallet_from!(),
-                    "WHERE w.org_id = $1 AND w.campaign_id = $2 \
-                AND ($3 IS NULL OR w.external_id = $3) \
-                AND ($4 IS NULL OR w.owner_id IN (SELECT m.id FROM members m WHERE m.org_id = $1 \
-                AND (m.id = $4 OR m.external_id = $4)))"
-                ),
+                from,
                 "w.id",
                 params![
                     &campaign.org_id,

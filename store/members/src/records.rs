@@ -298,8 +298,15 @@ impl Members {
             .read_page(
                 page,
                 member_columns!(),
-                "FROM members WHERE org_id = $1 AND deleted_at IS NULL AND (id = $2 \
-                 OR external_id = $2 OR user_id = $2 OR lower(email) = lower($2))",
+                // Each way of naming a member through its own index: behind one `OR` of the
+                // four, a planner walks every member of the organisation.
+                "FROM members WHERE org_id = $1 AND deleted_at IS NULL AND id IN \
+                 (SELECT id FROM members WHERE id = $2 \
+                 UNION SELECT id FROM members WHERE org_id = $1 AND external_id = $2 \
+                 UNION SELECT id FROM members WHERE org_id = $1 AND deleted_at IS NULL \
+                 AND user_id = $2 \
+                 UNION SELECT id FROM members WHERE org_id = $1 AND deleted_at IS NULL \
+                 AND lower(email) = lower($2))",
                 "id",
                 params![org.id(), query],
             )
