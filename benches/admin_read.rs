@@ -15,8 +15,6 @@
 
 mod common;
 
-use serde_json::json;
-
 const CLIENTS: usize = 32;
 const WALLETS: usize = 200;
 
@@ -37,7 +35,7 @@ async fn main() {
         admin::AdminState::new(state, std::env::temp_dir()),
         std::future::pending(),
     ));
-    let session = owner_session(&store, &admin_base).await;
+    let session = common::owner_session(&store, &admin_base).await;
     let seconds = common::seconds();
 
     println!(
@@ -126,35 +124,4 @@ async fn read(request: reqwest::RequestBuilder) {
     let response = request.send().await.unwrap();
     assert!(response.status().is_success(), "{}", response.status());
     response.bytes().await.unwrap();
-}
-
-/// An owner, signed in over HTTP with its one-time password changed: its session's token.
-async fn owner_session(store: &store::Store, admin_base: &str) -> String {
-    let new = store::NewOperator {
-        email: "owner@example.com".into(),
-        role: store::Role::Owner,
-        orgs: Vec::new(),
-        allowed_addresses: Vec::new(),
-    };
-    let (_, password) = store.operators().add(new).await.unwrap();
-    let http = reqwest::Client::new();
-    let signed_in: serde_json::Value = http
-        .post(format!("{admin_base}/admin/v1/sessions"))
-        .json(&json!({"email": "owner@example.com", "password": password.reveal()}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let token = signed_in["token"].as_str().unwrap().to_owned();
-    let changed = http
-        .put(format!("{admin_base}/admin/v1/me/password"))
-        .bearer_auth(&token)
-        .json(&json!({"currentPassword": password.reveal(), "newPassword": "a bench's password"}))
-        .send()
-        .await
-        .unwrap();
-    assert!(changed.status().is_success());
-    token
 }

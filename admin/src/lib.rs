@@ -74,8 +74,8 @@ pub mod views_of {
     pub use crate::me::{EnrolmentView, Me, RecoveryCodesView};
     pub use crate::operators::{SettingsView, WithPassword};
     pub use crate::orgs::{CampaignView, OrgView};
-    pub use crate::overview::{OverviewView, TierShareView};
     pub use crate::recorded_days::DayView;
+    pub use crate::recorded_days::{OverviewView, TierShareView};
     pub use crate::sessions::SignedIn;
     pub use crate::sftp::{BanView, HostKeyView, SftpKeyView, SftpUserView};
     pub use crate::tokens::CreatedToken;

@@ -1,86 +1,24 @@
 //! A campaign at a glance: its wallets, what it owes its members, how they spread over its
 //! tiers, and the tokens the ledger recorded each day over a period, by type. The days this
 //! node summed and that are over are kept (`recorded_days.rs`): the database is asked only
-//! for the days after them. The whole answer is kept too (`Latest`) while the ledger's marker
+//! for the days after them. The whole answer is kept too (`recorded_days::Latest`) while the ledger's marker
 //! says nothing was recorded since, for at most `FRESH_FOR`: on the day a million-row file
 //! lands, today alone is a million rows to sum.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::BTreeMap;
 
 use api::plumbing::{ApiError, Problem, QueryParams};
 use axum::Json;
 use axum::extract::{Path, State};
-use chrono::{DateTime, Duration, DurationRound, NaiveDate, Utc};
-use serde::{Deserialize, Serialize};
-use store::Tokens;
-use utoipa::{IntoParams, ToSchema};
+use chrono::{Duration, DurationRound, NaiveDate};
+use serde::Deserialize;
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::orgs::{CAMPAIGN, ORG, campaign_of};
-use crate::recorded_days::{DayView, MAX_DAYS};
+use crate::recorded_days::{DayView, MAX_DAYS, OverviewView, TierShareView};
 use crate::state::AdminState;
-
-/// The longest an answer is given again while the ledger's marker is unchanged: a transaction
-/// that commits after a later one (a file's chunk) does not move the marker.
-const FRESH_FOR: Duration = Duration::minutes(1);
-
-/// The ledger's marker (`Ledger::campaign_marker`).
-type Marker = (Option<DateTime<Utc>>, Option<String>);
-
-/// Each campaign's latest answer, per period: its marker, when it was summed, and the answer.
-#[derive(Clone, Default)]
-pub struct Latest(Arc<Mutex<HashMap<(String, i64), (Marker, DateTime<Utc>, OverviewView)>>>);
-
-impl Latest {
-    /// The answer for `campaign` over `days` summed at most `FRESH_FOR` before `now`, today,
-    /// with the marker `marker`.
-    fn get(
-        &self,
-        key: &(String, i64),
-        marker: &Marker,
-        now: DateTime<Utc>,
-    ) -> Option<OverviewView> {
-        let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let (at, summed, view) = kept.get(key)?;
-        let fresh =
-            at == marker && now - *summed < FRESH_FOR && summed.date_naive() == now.date_naive();
-        fresh.then(|| view.clone())
-    }
-
-    fn keep(&self, key: (String, i64), marker: Marker, now: DateTime<Utc>, view: &OverviewView) {
-        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        kept.insert(key, (marker, now, view.clone()));
-    }
-}
-
-/// A campaign now.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct OverviewView {
-    pub wallets: u64,
-    /// Wallets whose balance changed within the period.
-    pub active_wallets: u64,
-    /// What the wallets hold: the tokens the programme owes its members.
-    #[schema(value_type = f64)]
-    pub outstanding: Tokens,
-    /// Tokens earned and not vested yet.
-    #[schema(value_type = f64)]
-    pub pending: Tokens,
-    /// Wallets per tier, the most first (`tierId` absent: no tier).
-    pub tiers: Vec<TierShareView>,
-    /// Each day of the period, oldest first, with what the ledger recorded that day.
-    pub days: Vec<DayView>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TierShareView {
-    pub tier_id: Option<String>,
-    pub name: Option<String>,
-    pub wallets: u64,
-}
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

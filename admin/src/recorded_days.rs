@@ -1,7 +1,8 @@
 //! The days a campaign's ledger recorded, summed per type (`DayView`), and the days of each
 //! campaign this node has summed, kept once they are over (`ClosedDays`): a recorded day does
 //! not change once over, an hour after its end (so that a transaction still committing at
-//! midnight is in it).
+//! midnight is in it). And each campaign's latest overview (`Latest`), given again while the
+//! ledger's marker is unchanged.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -125,4 +126,73 @@ impl ClosedDays {
             days.pop_first();
         }
     }
+}
+
+/// The longest an answer is given again while the ledger's marker is unchanged: a transaction
+/// that commits after a later one (a file's chunk) does not move the marker.
+const FRESH_FOR: Duration = Duration::minutes(1);
+
+/// The ledger's marker (`Ledger::campaign_marker`).
+pub type Marker = (Option<DateTime<Utc>>, Option<String>);
+
+/// An answer kept: the marker it was summed at, when, and the answer.
+type Kept = (Marker, DateTime<Utc>, OverviewView);
+
+/// Each campaign's latest answer, per period (the campaign's id and the days).
+#[derive(Clone, Default)]
+pub struct Latest(Arc<Mutex<HashMap<(String, i64), Kept>>>);
+
+impl Latest {
+    /// The answer for `campaign` over `days` summed at most `FRESH_FOR` before `now`, today,
+    /// with the marker `marker`.
+    pub fn get(
+        &self,
+        key: &(String, i64),
+        marker: &Marker,
+        now: DateTime<Utc>,
+    ) -> Option<OverviewView> {
+        let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let (at, summed, view) = kept.get(key)?;
+        let fresh =
+            at == marker && now - *summed < FRESH_FOR && summed.date_naive() == now.date_naive();
+        fresh.then(|| view.clone())
+    }
+
+    pub fn keep(
+        &self,
+        key: (String, i64),
+        marker: Marker,
+        now: DateTime<Utc>,
+        view: &OverviewView,
+    ) {
+        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.insert(key, (marker, now, view.clone()));
+    }
+}
+
+/// A campaign now.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OverviewView {
+    pub wallets: u64,
+    /// Wallets whose balance changed within the period.
+    pub active_wallets: u64,
+    /// What the wallets hold: the tokens the programme owes its members.
+    #[schema(value_type = f64)]
+    pub outstanding: Tokens,
+    /// Tokens earned and not vested yet.
+    #[schema(value_type = f64)]
+    pub pending: Tokens,
+    /// Wallets per tier, the most first (`tierId` absent: no tier).
+    pub tiers: Vec<TierShareView>,
+    /// Each day of the period, oldest first, with what the ledger recorded that day.
+    pub days: Vec<DayView>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TierShareView {
+    pub tier_id: Option<String>,
+    pub name: Option<String>,
+    pub wallets: u64,
 }

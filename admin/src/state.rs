@@ -23,7 +23,7 @@ pub struct AdminState {
     /// The campaigns' recorded days this node has summed.
     pub closed_days: crate::recorded_days::ClosedDays,
     /// The campaigns' overviews this node answered last, while nothing was recorded since.
-    pub overviews: crate::overview::Latest,
+    pub overviews: crate::recorded_days::Latest,
 }
 
 impl AdminState {

@@ -530,3 +530,34 @@ pub async fn settle(store: &store::Store) {
 pub fn written_out() {
     let _ = std::process::Command::new("sync").status();
 }
+
+/// An owner, signed in over HTTP with its one-time password changed: its session's token.
+pub async fn owner_session(store: &store::Store, admin_base: &str) -> String {
+    let new = store::NewOperator {
+        email: "owner@example.com".into(),
+        role: store::Role::Owner,
+        orgs: Vec::new(),
+        allowed_addresses: Vec::new(),
+    };
+    let (_, password) = store.operators().add(new).await.unwrap();
+    let http = reqwest::Client::new();
+    let signed_in: serde_json::Value = http
+        .post(format!("{admin_base}/admin/v1/sessions"))
+        .json(&serde_json::json!({"email": "owner@example.com", "password": password.reveal()}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = signed_in["token"].as_str().unwrap().to_owned();
+    let changed = http
+        .put(format!("{admin_base}/admin/v1/me/password"))
+        .bearer_auth(&token)
+        .json(&serde_json::json!({"currentPassword": password.reveal(), "newPassword": "a bench's password"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(changed.status().is_success());
+    token
+}

@@ -1,5 +1,7 @@
-//! Signing in with a second factor; support finding a member and adjusting a balance that a
-//! second operator approves; a viewer that sees no button it may not use.
+//! Signing in with a second factor; support finding a member among 100,000 and adjusting a
+//! balance that a second operator approves; a viewer that sees no button it may not use; an
+//! org-admin running a file dry against the mappings and backtesting a rule change; support
+//! moderating a review.
 
 use std::path::PathBuf;
 
@@ -8,6 +10,9 @@ use store::{AdjustmentLimits, NewMember, NewWallet, Role, Tokens, operators_totp
 
 use crate::helpers::{CHOSEN, Console};
 use crate::webdriver::{Browser, Driver};
+
+/// Members in the organisation a support operator finds one in.
+const MEMBERS: usize = 100_000;
 
 const CHROMIUM: &str = "needs Chromium and chromedriver (.ci/run installs them)";
 
@@ -133,26 +138,33 @@ async fn an_operator_enrols_a_second_factor_and_signs_in_with_it() {
     browser.quit().await;
 }
 
-/// Acme's campaign with `members` members `cust-0001`..., the last with wallet `card-1`.
+/// Acme's campaign with `members` members `cust-000001`..., the last with wallet `card-1`,
+/// created by `SEEDERS` tasks at once.
 async fn seed(app: &Console, members: usize) -> String {
+    const SEEDERS: usize = 8;
     let campaign = app.store.tenancy().list_campaigns(&app.acme).await.unwrap()[0].clone();
-    for i in 1..=members {
-        let member = NewMember {
-            first_name: format!("Member {i}"),
-            email: Some(format!("m{i}@shop.example")),
-            idp: "reference".into(),
-            user_id: format!("u-{i}"),
-            external_id: format!("cust-{i:04}"),
-            ..Default::default()
-        };
-        app.store
-            .members()
-            .create_member(&app.acme, member)
-            .await
-            .unwrap();
+    let mut seeders = tokio::task::JoinSet::new();
+    for seeder in 0..SEEDERS {
+        let (store, org) = (app.store.clone(), app.acme.clone());
+        seeders.spawn(async move {
+            for i in (1 + seeder..=members).step_by(SEEDERS) {
+                let member = NewMember {
+                    first_name: format!("Member {i}"),
+                    email: Some(format!("m{i}@shop.example")),
+                    idp: "reference".into(),
+                    user_id: format!("u-{i}"),
+                    external_id: format!("cust-{i:06}"),
+                    ..Default::default()
+                };
+                store.members().create_member(&org, member).await.unwrap();
+            }
+        });
+    }
+    while let Some(seeded) = seeders.join_next().await {
+        seeded.unwrap();
     }
     let wallet = NewWallet {
-        owner: Some(format!("cust-{members:04}")),
+        owner: Some(format!("cust-{members:06}")),
         external_id: Some("card-1".into()),
         name: None,
     };
@@ -168,7 +180,8 @@ async fn seed(app: &Console, members: usize) -> String {
 #[ignore = "needs Chromium and chromedriver (.ci/run installs them)"]
 async fn support_adjusts_a_balance_and_a_second_operator_approves_it() {
     let app = Console::spawn(TestStore::sqlite().await).await;
-    let campaign = seed(&app, 150).await;
+    // The member to find is one among 100,000.
+    let campaign = seed(&app, MEMBERS).await;
     app.store
         .operators()
         .set_adjustment_limits(AdjustmentLimits {
@@ -191,23 +204,25 @@ async fn support_adjusts_a_balance_and_a_second_operator_approves_it() {
     browser
         .click(&browser.find("main a[href^='orgs/']").await)
         .await;
-    browser.wait_for_text("#members", "150").await;
+    browser.wait_for_text("#members", "100,000").await;
     browser.find("svg.chart polyline").await;
     visit(&browser, &app, "overview").await;
     browser
         .click(&browser.find("nav.sub a[href$='/members']").await)
         .await;
-    browser.wait_for_text("#member-rows", "150 in all").await;
+    browser
+        .wait_for_text("#member-rows", "100,000 in all")
+        .await;
     visit(&browser, &app, "members").await;
     // The list narrows as one types, without a reload.
-    browser.fill("#q", "cust-0150").await;
+    browser.fill("#q", "cust-100000").await;
     browser.wait_for_text("#member-rows", "1 in all").await;
     assert!(
-        browser.current_url().await.contains("q=cust-0150"),
+        browser.current_url().await.contains("q=cust-100000"),
         "the address follows the search"
     );
     browser.click(&browser.find("#member-rows a").await).await;
-    browser.wait_for_text("h1", "Member 150").await;
+    browser.wait_for_text("h1", "Member 100000").await;
     visit(&browser, &app, "member").await;
     browser
         .click(&browser.find("a[href*='/wallets/']").await)
@@ -317,6 +332,41 @@ async fn an_org_admin_backtests_a_rule_change_and_support_moderates_a_review() {
         .await;
     browser.wait_for_text("#difference", "40 PTS").await;
     visit(&browser, &app, "backtest").await;
+
+    // Tomorrow's file run dry, sent by the page's script: its summary and its refused row, and
+    // nothing credited.
+    let dir = tempfile::tempdir().unwrap();
+    let tomorrow = dir.path().join("tomorrow.csv");
+    let rows = "id,walletId,amount,date\nt-3,card-1,5,2026-11-22T10:00:00Z\nt-4,card-1,lots,2026-11-22T11:00:00Z\n";
+    std::fs::write(&tomorrow, rows).unwrap();
+    browser
+        .goto(&format!(
+            "{}/console/orgs/{}/mappings",
+            app.base,
+            app.acme.id()
+        ))
+        .await;
+    browser.choose_file("#dry-file", &tomorrow).await;
+    browser
+        .click(&browser.find("form[data-upload] button").await)
+        .await;
+    browser
+        .wait_for_text("#dry-run-result", "Nothing was credited")
+        .await;
+    browser.wait_for_text("#dry-run-result table", "lots").await;
+    visit(&browser, &app, "dry-run").await;
+    let main = app.store.tenancy().list_campaigns(&app.acme).await.unwrap()[0].clone();
+    let wallet = app
+        .store
+        .ledger()
+        .get_wallet(&main, "card-1")
+        .await
+        .unwrap();
+    assert_eq!(
+        wallet.balance,
+        Tokens::whole(40),
+        "a dry run credits nothing"
+    );
     browser.quit().await;
 
     // A review held for its language, moderated by support.
@@ -332,7 +382,7 @@ async fn an_org_admin_backtests_a_rule_change_and_support_moderates_a_review() {
         .await
         .unwrap();
     let review = store::NewReview {
-        member: "cust-0001".into(),
+        member: "cust-000001".into(),
         voucher_id: "mug".into(),
         partner_id: "p-1".into(),
         rating: 1,

@@ -221,6 +221,27 @@ impl Browser {
         }
     }
 
+    /// Opens `url` again and again until `css` says `text`: what a page shows only once work in
+    /// the background is done, on a page that does not follow it by itself.
+    #[allow(dead_code)] // the service's own browser suite (`tests/browser`) uses it
+    pub async fn reload_until(&self, url: &str, css: &str, text: &str) -> String {
+        let started = Instant::now();
+        loop {
+            self.goto(url).await;
+            if self.has(css).await {
+                let now = self.text(&self.find(css).await).await;
+                if now.contains(text) {
+                    return now;
+                }
+            }
+            assert!(
+                started.elapsed() < PATIENCE,
+                "`{css}` never said `{text}` on {url}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     pub async fn click(&self, element: &Element) {
         self.post(&format!("/element/{}/click", element.0), json!({}))
             .await;
@@ -232,6 +253,17 @@ impl Browser {
         self.post(
             &format!("/element/{}/value", element.0),
             json!({"text": text}),
+        )
+        .await;
+    }
+
+    /// Chooses the file at `path` in the file field `css` selects.
+    pub async fn choose_file(&self, css: &str, path: &Path) {
+        let element = self.find(css).await;
+        let path = path.display().to_string();
+        self.post(
+            &format!("/element/{}/value", element.0),
+            json!({"text": path}),
         )
         .await;
     }

@@ -724,7 +724,7 @@ impl Events {
     }
 
     /// Delivers again to the endpoint the events `which` names that it wants: a new pending
-    /// delivery each, due now. How many were made; `NotFound` (`event`) for an event the
+    /// delivery each, due now (a pause after failures is lifted). How many were made; `NotFound` (`event`) for an event the
     /// organisation's feed does not hold; `Invalid` (`to`) for a range of more than
     /// `bounds.per_request` events; `Throttled` past `bounds.per_hour`.
     #[tracing::instrument(skip_all)]
@@ -798,6 +798,7 @@ impl Events {
             .collect();
         self.write(Insert {
             org_id: org.id().to_string(),
+            endpoint_id: endpoint_id.to_owned(),
             at,
             ids: ids.iter().map(|(id, _)| id.clone()).collect(),
             per_hour: bounds.per_hour,
@@ -841,6 +842,8 @@ impl Events {
 /// the organisation's bound.
 struct Insert {
     org_id: String,
+    /// Its pause (after failures) is lifted: an operator delivering again wants it now.
+    endpoint_id: String,
     at: DateTime<Utc>,
     ids: Vec<String>,
     per_hour: i64,
@@ -856,6 +859,10 @@ impl Steps for Insert {
         let values = crate::backend::borrowed(&self.values);
         let made = tx.insert_rows(INSERT_DELIVERY, "", 9, &values).await?;
         tx.execute_each(MARK_MANUAL, params![], &self.ids).await?;
+        const UNPAUSE: &str =
+            "UPDATE webhook_endpoints SET paused_until = NULL WHERE id = $1 AND org_id = $2";
+        tx.execute(UNPAUSE, params![&self.endpoint_id, &self.org_id])
+            .await?;
         Ok(made)
     }
 }
