@@ -1,7 +1,7 @@
 //! Signing in with a second factor; support finding a member among 100,000 and adjusting a
 //! balance that a second operator approves; a viewer that sees no button it may not use; an
 //! org-admin running a file dry against the mappings and backtesting a rule change; support
-//! moderating a review.
+//! moderating a review; the pages on a tablet.
 
 use std::path::PathBuf;
 
@@ -299,6 +299,28 @@ async fn a_viewer_sees_no_button_it_may_not_use() {
         .await;
     browser.find("main h1").await;
     assert!(!browser.has("form[action$='/approve']").await);
+
+    // On a tablet held upright: every page fits the width; wide tables scroll in their box.
+    browser.resize(768, 1024).await;
+    let org = format!("{}/console/orgs/{}", app.base, app.acme.id());
+    for (name, page) in [
+        ("overview", format!("{org}/")),
+        ("members", format!("{org}/members")),
+        (
+            "wallet",
+            format!("{org}/campaigns/{campaign}/wallets/card-1"),
+        ),
+        ("batches", format!("{org}/batches")),
+        ("webhooks", format!("{org}/webhooks")),
+    ] {
+        browser.goto(&page).await;
+        browser.find("main h1").await;
+        assert!(
+            !browser.scrolls_sideways().await,
+            "{name} is wider than a tablet"
+        );
+        visit(&browser, &app, &format!("tablet-{name}")).await;
+    }
     browser.quit().await;
 }
 

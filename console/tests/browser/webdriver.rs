@@ -307,6 +307,19 @@ impl Browser {
             .await
     }
 
+    /// Resizes the window to `width` by `height` CSS pixels.
+    pub async fn resize(&self, width: u32, height: u32) {
+        self.post("/window/rect", json!({"width": width, "height": height}))
+            .await;
+    }
+
+    /// Whether the page is wider than the window: a reader would have to scroll sideways
+    /// (a wide table scrolls within its own box instead).
+    pub async fn scrolls_sideways(&self) -> bool {
+        let script = "return document.documentElement.scrollWidth > window.innerWidth;";
+        self.execute(script).await.as_bool().unwrap_or(true)
+    }
+
     /// Saves a PNG of the window.
     pub async fn screenshot(&self, path: &Path) {
         let data = self.get("/screenshot").await;
