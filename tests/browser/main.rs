@@ -10,42 +10,25 @@
 //! borrows.
 
 #[allow(dead_code)]
+#[path = "../support/running.rs"]
+mod running;
+#[path = "../../console/tests/browser/steps.rs"]
+mod steps;
+#[allow(dead_code)]
 #[path = "../../console/tests/browser/webdriver.rs"]
 mod webdriver;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use store::{NewCampaign, NewMember, NewOperator, NewWallet, Role};
+use store::{NewOperator, Role};
 
-use webdriver::{Browser, Driver};
+use running::Running;
+use steps::{first_sign_in, visit};
+use webdriver::Driver;
 
-/// A password the owner chooses instead of its one-time one.
+/// The password the owner chooses instead of its one-time one.
 const CHOSEN: &str = "correct horse battery staple";
-
-fn screenshots() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/console-screenshots")
-}
-
-/// Checks the page shown (no console error, nothing from elsewhere) and saves its screenshot.
-async fn visit(browser: &Browser, base: &str, name: &str) {
-    browser.find("main").await;
-    let log = browser.console_log().await;
-    let errors: Vec<&String> = log
-        .iter()
-        .filter(|l| l.starts_with("SEVERE") || l.starts_with("WARNING"))
-        .collect();
-    assert!(errors.is_empty(), "{name}: the browser logged {errors:?}");
-    for address in browser.loaded().await {
-        assert!(
-            address.starts_with(base),
-            "{name} loaded {address} from outside"
-        );
-    }
-    browser
-        .screenshot(&screenshots().join(format!("{name}.png")))
-        .await;
-}
 
 /// A new ed25519 key pair in `dir`: the public key file's path.
 fn keygen(dir: &Path, name: &str) -> PathBuf {
@@ -70,132 +53,30 @@ fn fingerprint(key: &Path) -> String {
     text.split_whitespace().nth(1).unwrap().to_owned()
 }
 
-/// The whole service on loopback ports, with Acme's campaign `Main`, member `cust-1` with
-/// wallet `card-1`, and an owner: the service, and the owner's one-time password.
-struct Service {
-    config: rewards::Config,
-    store: store::Store,
-    org: store::Organisation,
-    campaign: store::Campaign,
-    admin: String,
-    client: String,
-    sftp_port: u16,
-    one_time: String,
-    stop: tokio::sync::oneshot::Sender<()>,
-    running: tokio::task::JoinHandle<anyhow::Result<()>>,
-}
-
-impl Service {
-    async fn start(data_dir: PathBuf, tweak: impl FnOnce(&mut rewards::Config)) -> Service {
-        let mut config = rewards::Config {
-            data_dir,
-            http_addr: ([127, 0, 0, 1], 0).into(),
-            sftp_addr: ([127, 0, 0, 1], 0).into(),
-            admin_addr: ([127, 0, 0, 1], 0).into(),
-            ..Default::default()
-        };
-        tweak(&mut config);
-        let store = rewards::open_store(&config).await.unwrap();
-        let org = store.tenancy().create_org("Acme").await.unwrap();
-        let main = NewCampaign {
-            name: "Main".into(),
-            currency: "PTS".into(),
-            ..Default::default()
-        };
-        let campaign = store
-            .tenancy()
-            .create_campaign(&org.scope(), main)
-            .await
-            .unwrap();
-        let member = NewMember {
-            first_name: "Ada".into(),
-            idp: "reference".into(),
-            user_id: "u-1".into(),
-            external_id: "cust-1".into(),
-            ..Default::default()
-        };
-        store
-            .members()
-            .create_member(&org.scope(), member)
-            .await
-            .unwrap();
-        let wallet = NewWallet {
-            owner: Some("cust-1".into()),
-            external_id: Some("card-1".into()),
-            name: None,
-        };
-        store
-            .ledger()
-            .create_wallet(&campaign, wallet)
-            .await
-            .unwrap();
-        let owner = NewOperator {
-            email: "owner@example.com".into(),
-            role: Role::Owner,
-            orgs: Vec::new(),
-            allowed_addresses: Vec::new(),
-        };
-        let (_, one_time) = store.operators().add(owner).await.unwrap();
-        let application = rewards::Application::build(config.clone(), store.clone())
-            .await
-            .unwrap();
-        let admin = format!("http://{}", application.admin_addr().unwrap());
-        let client = format!("http://{}", application.http_addr().unwrap());
-        let sftp_port = application.sftp_addr().unwrap().port();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let running = tokio::spawn(application.run(async {
-            let _ = stopped.await;
-        }));
-        Service {
-            config,
-            store,
-            org,
-            campaign,
-            admin,
-            client,
-            sftp_port,
-            one_time: one_time.reveal().to_owned(),
-            stop,
-            running,
-        }
-    }
-
-    /// Signs the owner in with its one-time password and chooses `CHOSEN` instead.
-    async fn sign_in_owner(&self, browser: &Browser) {
-        browser.goto(&format!("{}/console/", self.admin)).await;
-        browser.fill("#email", "owner@example.com").await;
-        browser.fill("#password", &self.one_time).await;
-        browser
-            .click(&browser.find("form[action='sign-in'] button").await)
-            .await;
-        browser.wait_for_text("h1", "Change your password").await;
-        browser.fill("#current", &self.one_time).await;
-        browser.fill("#new", CHOSEN).await;
-        browser.fill("#again", CHOSEN).await;
-        browser
-            .click(&browser.find("form[action='account/password'] button").await)
-            .await;
-        browser
-            .wait_for_text("main", "Your password is changed.")
-            .await;
-    }
-
-    async fn stop(self) {
-        self.stop.send(()).unwrap();
-        self.running.await.unwrap().unwrap();
-    }
+/// Starts the whole service with an owner; the service, and the owner's one-time password.
+async fn start(data_dir: PathBuf, tweak: impl FnOnce(&mut rewards::Config)) -> (Running, String) {
+    let service = Running::start(data_dir, tweak).await;
+    let owner = NewOperator {
+        email: "owner@example.com".into(),
+        role: Role::Owner,
+        orgs: Vec::new(),
+        allowed_addresses: Vec::new(),
+    };
+    let (_, one_time) = service.store.operators().add(owner).await.unwrap();
+    (service, one_time.reveal().to_owned())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs Chromium, chromedriver and OpenSSH's sftp (.ci/run installs them)"]
 async fn an_owner_opens_the_door_and_watches_a_file_arrive() {
     let dir = tempfile::tempdir().unwrap();
-    let service = Service::start(dir.path().join("data"), |_| {}).await;
-    let (base, org, config) = (&service.admin, &service.org, &service.config);
-    let sftp_port = service.sftp_port;
+    let (service, one_time) = start(dir.path().join("data"), |_| {}).await;
+    let base = &format!("http://{}", service.admin);
+    let (org, config) = (&service.org, &service.config);
+    let sftp_port = service.sftp.port();
     let driver = Driver::start().await;
     let browser = driver.session().await;
-    service.sign_in_owner(&browser).await;
+    first_sign_in(&browser, base, "owner@example.com", &one_time, CHOSEN).await;
 
     // The SFTP door: a user with the client's public key, beside the host key's fingerprint.
     let client_key = keygen(dir.path(), "client");
@@ -354,17 +235,18 @@ async fn an_owner_finds_why_an_endpoint_fails_and_delivers_again() {
     let receiver = Receiver::default();
     let address = receiver.start().await;
     let dir = tempfile::tempdir().unwrap();
-    let service = Service::start(dir.path().join("data"), |c| {
+    let (service, one_time) = start(dir.path().join("data"), |c| {
         // The receiver is on this host; no retry comes by itself while the test runs.
         c.api.webhooks.rules.allow_http = true;
         c.api.webhooks.rules.allowed = vec!["127.0.0.1/32".parse().unwrap()];
         c.api.webhooks.first_retry = std::time::Duration::from_secs(3_600);
     })
     .await;
-    let (base, org) = (&service.admin, &service.org);
+    let base = &format!("http://{}", service.admin);
+    let org = &service.org;
     let driver = Driver::start().await;
     let browser = driver.session().await;
-    service.sign_in_owner(&browser).await;
+    first_sign_in(&browser, base, "owner@example.com", &one_time, CHOSEN).await;
 
     // The endpoint, for completed earns.
     browser
@@ -391,22 +273,13 @@ async fn an_owner_finds_why_an_endpoint_fails_and_delivers_again() {
     browser.wait_for_text("#new-webhook-secret", "whsec_").await;
 
     // A member earns through the client API; the receiver refuses the event.
-    let new = store::NewKey {
-        campaign_id: service.campaign.id.clone(),
-        ..Default::default()
-    };
-    let key = service
-        .store
-        .tenancy()
-        .issue_key(&org.scope(), new)
-        .await
-        .unwrap();
+    let (key, secret) = service.api_key().await;
     let earn = serde_json::json!({"id": "e-1", "walletId": "card-1", "amount": 25,
         "date": "2026-11-18T10:15:00Z"});
     let answer = reqwest::Client::new()
-        .post(format!("{}/v1/transactions/earn", service.client))
-        .header("x-api-key", &key.key.api_key)
-        .header("x-api-secret", &key.secret)
+        .post(format!("http://{}/v1/transactions/earn", service.http))
+        .header("x-api-key", &key)
+        .header("x-api-secret", &secret)
         .json(&earn)
         .send()
         .await

@@ -15,5 +15,8 @@ mod leaderboard_reviews_cli;
 mod operators_cli;
 mod orders_cli;
 mod readme;
+#[allow(dead_code)]
+#[path = "../support/running.rs"]
+mod running;
 mod sftp_cli;
 mod webhook_faults;

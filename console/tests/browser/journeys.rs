@@ -1,74 +1,19 @@
 //! Signing in with a second factor; support finding a member among 100,000 and adjusting a
 //! balance that a second operator approves; a viewer that sees no button it may not use; an
-//! org-admin running a file dry against the mappings and backtesting a rule change; support
-//! moderating a review; the pages on a tablet.
-
-use std::path::PathBuf;
+//! org-admin running a file dry against the mappings, backtesting a rule change and importing
+//! and searching the catalogue; support moderating a review; the pages on a tablet.
 
 use store::testing::TestStore;
 use store::{AdjustmentLimits, NewMember, NewWallet, Role, Tokens, operators_totp as totp};
 
 use crate::helpers::{CHOSEN, Console};
-use crate::webdriver::{Browser, Driver};
+use crate::steps::{first_sign_in, visit};
+use crate::webdriver::Driver;
 
 /// Members in the organisation a support operator finds one in.
 const MEMBERS: usize = 100_000;
 
 const CHROMIUM: &str = "needs Chromium and chromedriver (.ci/run installs them)";
-
-/// Where the screenshots go: `target/console-screenshots/`.
-fn screenshots() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/console-screenshots")
-}
-
-/// Checks the page the browser shows (no console error, nothing loaded from elsewhere, dates
-/// made local by the console's script) and saves its screenshot as `name`.
-async fn visit(browser: &Browser, app: &Console, name: &str) {
-    browser.find("main").await;
-    let log = browser.console_log().await;
-    let errors: Vec<&String> = log
-        .iter()
-        .filter(|l| l.starts_with("SEVERE") || l.starts_with("WARNING"))
-        .collect();
-    assert!(errors.is_empty(), "{name}: the browser logged {errors:?}");
-    for address in browser.loaded().await {
-        assert!(
-            address.starts_with(&app.base),
-            "{name} loaded {address} from outside the service"
-        );
-    }
-    if browser.has("time[datetime]").await {
-        let time = browser.find("time[datetime]").await;
-        let title = browser.attribute(&time, "title").await.unwrap_or_default();
-        assert!(
-            title.ends_with(" UTC"),
-            "{name}: the console's script did not run ({title:?})"
-        );
-    }
-    browser
-        .screenshot(&screenshots().join(format!("{name}.png")))
-        .await;
-}
-
-/// Signs in with a one-time password and chooses `CHOSEN` instead (once the page says so).
-async fn first_sign_in(browser: &Browser, app: &Console, email: &str, one_time: &str) {
-    browser.goto(&format!("{}/console/", app.base)).await;
-    browser.fill("#email", email).await;
-    browser.fill("#password", one_time).await;
-    browser
-        .click(&browser.find("form[action='sign-in'] button").await)
-        .await;
-    browser.wait_for_text("h1", "Change your password").await;
-    browser.fill("#current", one_time).await;
-    browser.fill("#new", CHOSEN).await;
-    browser.fill("#again", CHOSEN).await;
-    browser
-        .click(&browser.find("form[action='account/password'] button").await)
-        .await;
-    browser
-        .wait_for_text("main", "Your password is changed.")
-        .await;
-}
 
 #[tokio::test]
 #[ignore = "needs Chromium and chromedriver (.ci/run installs them)"]
@@ -82,8 +27,8 @@ async fn an_operator_enrols_a_second_factor_and_signs_in_with_it() {
         .await;
     browser.goto(&format!("{}/console/", app.base)).await;
     browser.wait_for_text("h1", "Sign in").await;
-    visit(&browser, &app, "sign-in").await;
-    first_sign_in(&browser, &app, "owner@example.com", &one_time).await;
+    visit(&browser, &app.base, "sign-in").await;
+    first_sign_in(&browser, &app.base, "owner@example.com", &one_time, CHOSEN).await;
     browser
         .goto(&format!("{}/console/account/two-factor", app.base))
         .await;
@@ -95,7 +40,7 @@ async fn an_operator_enrols_a_second_factor_and_signs_in_with_it() {
         )
         .await;
     browser.find(".qr svg").await;
-    visit(&browser, &app, "two-factor-enrolment").await;
+    visit(&browser, &app.base, "two-factor-enrolment").await;
     let secret = browser.text(&browser.find("#totp-secret").await).await;
     let key = totp::from_base32(&secret).unwrap();
     let code = format!(
@@ -112,7 +57,7 @@ async fn an_operator_enrols_a_second_factor_and_signs_in_with_it() {
         .await;
     let codes = browser.wait_for_text("#recovery-codes", "").await;
     assert_eq!(codes.lines().count(), 10, "{codes}");
-    visit(&browser, &app, "recovery-codes").await;
+    visit(&browser, &app.base, "recovery-codes").await;
     browser
         .click(&browser.find("form[action='sign-out'] button").await)
         .await;
@@ -134,7 +79,7 @@ async fn an_operator_enrols_a_second_factor_and_signs_in_with_it() {
         .await;
     browser.wait_for_text("h1", "Organisations").await;
     browser.wait_for_text("main", "Acme").await;
-    visit(&browser, &app, "organisations").await;
+    visit(&browser, &app.base, "organisations").await;
     browser.quit().await;
 }
 
@@ -199,21 +144,21 @@ async fn support_adjusts_a_balance_and_a_second_operator_approves_it() {
         .await;
     let driver = Driver::start().await;
     let browser = driver.session().await;
-    first_sign_in(&browser, &app, "first@example.com", &first).await;
+    first_sign_in(&browser, &app.base, "first@example.com", &first, CHOSEN).await;
     browser.goto(&format!("{}/console/", app.base)).await;
     browser
         .click(&browser.find("main a[href^='orgs/']").await)
         .await;
     browser.wait_for_text("#members", "100,000").await;
     browser.find("svg.chart polyline").await;
-    visit(&browser, &app, "overview").await;
+    visit(&browser, &app.base, "overview").await;
     browser
         .click(&browser.find("nav.sub a[href$='/members']").await)
         .await;
     browser
         .wait_for_text("#member-rows", "100,000 in all")
         .await;
-    visit(&browser, &app, "members").await;
+    visit(&browser, &app.base, "members").await;
     // The list narrows as one types, without a reload.
     browser.fill("#q", "cust-100000").await;
     browser.wait_for_text("#member-rows", "1 in all").await;
@@ -223,7 +168,7 @@ async fn support_adjusts_a_balance_and_a_second_operator_approves_it() {
     );
     browser.click(&browser.find("#member-rows a").await).await;
     browser.wait_for_text("h1", "Member 100000").await;
-    visit(&browser, &app, "member").await;
+    visit(&browser, &app.base, "member").await;
     browser
         .click(&browser.find("a[href*='/wallets/']").await)
         .await;
@@ -237,11 +182,11 @@ async fn support_adjusts_a_balance_and_a_second_operator_approves_it() {
     browser
         .wait_for_text("main", "waits for another operator's approval")
         .await;
-    visit(&browser, &app, "wallet").await;
+    visit(&browser, &app.base, "wallet").await;
     browser.quit().await;
 
     let browser = driver.session().await;
-    first_sign_in(&browser, &app, "second@example.com", &second).await;
+    first_sign_in(&browser, &app.base, "second@example.com", &second, CHOSEN).await;
     browser
         .goto(&format!(
             "{}/console/orgs/{}/adjustments",
@@ -250,7 +195,7 @@ async fn support_adjusts_a_balance_and_a_second_operator_approves_it() {
         ))
         .await;
     browser.wait_for_text("main", "Missing March earns").await;
-    visit(&browser, &app, "approvals").await;
+    visit(&browser, &app.base, "approvals").await;
     browser
         .click(&browser.find("form[action$='/approve'] button").await)
         .await;
@@ -276,7 +221,7 @@ async fn a_viewer_sees_no_button_it_may_not_use() {
         .await;
     let driver = Driver::start().await;
     let browser = driver.session().await;
-    first_sign_in(&browser, &app, "viewer@example.com", &viewer).await;
+    first_sign_in(&browser, &app.base, "viewer@example.com", &viewer, CHOSEN).await;
     let wallet = format!(
         "{}/console/orgs/{}/campaigns/{campaign}/wallets/card-1",
         app.base,
@@ -284,7 +229,7 @@ async fn a_viewer_sees_no_button_it_may_not_use() {
     );
     browser.goto(&wallet).await;
     browser.wait_for_text("h1", "Wallet card-1").await;
-    visit(&browser, &app, "wallet-as-viewer").await;
+    visit(&browser, &app.base, "wallet-as-viewer").await;
     assert!(
         !browser.has("form[action$='/adjust']").await,
         "no adjustment form"
@@ -319,7 +264,7 @@ async fn a_viewer_sees_no_button_it_may_not_use() {
             !browser.scrolls_sideways().await,
             "{name} is wider than a tablet"
         );
-        visit(&browser, &app, &format!("tablet-{name}")).await;
+        visit(&browser, &app.base, &format!("tablet-{name}")).await;
     }
     browser.quit().await;
 }
@@ -337,7 +282,7 @@ async fn an_org_admin_backtests_a_rule_change_and_support_moderates_a_review() {
         .await;
     let driver = Driver::start().await;
     let browser = driver.session().await;
-    first_sign_in(&browser, &app, "admin@example.com", &admin).await;
+    first_sign_in(&browser, &app.base, "admin@example.com", &admin, CHOSEN).await;
     let rules = format!(
         "{}/console/orgs/{}/campaigns/{campaign}/rules",
         app.base,
@@ -353,7 +298,7 @@ async fn an_org_admin_backtests_a_rule_change_and_support_moderates_a_review() {
         .click(&browser.find("button[value='backtest']").await)
         .await;
     browser.wait_for_text("#difference", "40 PTS").await;
-    visit(&browser, &app, "backtest").await;
+    visit(&browser, &app.base, "backtest").await;
 
     // Tomorrow's file run dry, sent by the page's script: its summary and its refused row, and
     // nothing credited.
@@ -376,7 +321,7 @@ async fn an_org_admin_backtests_a_rule_change_and_support_moderates_a_review() {
         .wait_for_text("#dry-run-result", "Nothing was credited")
         .await;
     browser.wait_for_text("#dry-run-result table", "lots").await;
-    visit(&browser, &app, "dry-run").await;
+    visit(&browser, &app.base, "dry-run").await;
     let main = app.store.tenancy().list_campaigns(&app.acme).await.unwrap()[0].clone();
     let wallet = app
         .store
@@ -389,20 +334,56 @@ async fn an_org_admin_backtests_a_rule_change_and_support_moderates_a_review() {
         Tokens::whole(40),
         "a dry run credits nothing"
     );
+
+    // The catalogue: a document checked (its report, nothing applied), applied after a
+    // confirmation, then searched as a client would (a typo forgiven); a refused price filter
+    // is named beside its field.
+    browser
+        .goto(&format!(
+            "{}/console/orgs/{}/campaigns/{campaign}/catalogue",
+            app.base,
+            app.acme.id()
+        ))
+        .await;
+    browser
+        .wait_for_text("#no-products", "No product yet")
+        .await;
+    let document = r#"{"products": [{"id": "mug", "name": "Mug", "variants": [{"id": "mug-1", "name": "Blue", "price": 3}]}, {"id": "towel", "name": "Tea towel", "variants": [{"id": "towel-1", "name": "Linen", "price": 1200}]}]}"#;
+    browser.fill("#document", document).await;
+    browser
+        .click(&browser.find("button[value='check']").await)
+        .await;
+    browser
+        .wait_for_text("#import-report", "nothing is applied yet")
+        .await;
+    assert!(browser.has("#no-products").await, "a check applies nothing");
+    browser
+        .click(&browser.find("button[value='apply']").await)
+        .await;
+    browser.accept_confirmation().await;
+    browser.wait_for_text("#import-report", "Applied").await;
+    browser.fill("#search", "towle").await;
+    browser
+        .click(&browser.find("#product-search button[type='submit']").await)
+        .await;
+    browser.wait_for_url("search=towle").await;
+    let found = browser.wait_for_text("#products", "Tea towel").await;
+    assert!(!found.contains("Mug"), "{found}");
+    browser.fill("#min", "lots").await;
+    browser
+        .click(&browser.find("#product-search button[type='submit']").await)
+        .await;
+    browser.wait_for_url("min=lots").await;
+    browser.wait_for_text("#min-error", "").await;
+    let kept = browser.find("#search").await;
+    assert_eq!(
+        browser.attribute(&kept, "value").await.as_deref(),
+        Some("towle")
+    );
+    visit(&browser, &app.base, "catalogue").await;
     browser.quit().await;
 
     // A review held for its language, moderated by support.
-    let catalogue = store::Catalogue::from_value(
-        &serde_json::json!({"products": [{"id": "mug", "name": "Mug",
-        "variants": [{"id": "mug-1", "name": "Blue", "price": 3}]}]}),
-    )
-    .unwrap();
-    let main = app.store.tenancy().list_campaigns(&app.acme).await.unwrap()[0].clone();
-    app.store
-        .catalogue()
-        .import_catalogue(&main, &catalogue, store::ImportOptions::default())
-        .await
-        .unwrap();
     let review = store::NewReview {
         member: "cust-000001".into(),
         voucher_id: "mug".into(),
@@ -419,14 +400,14 @@ async fn an_org_admin_backtests_a_rule_change_and_support_moderates_a_review() {
         .add_operator("support@example.com", Role::Support, &[&app.acme])
         .await;
     let browser = driver.session().await;
-    first_sign_in(&browser, &app, "support@example.com", &support).await;
+    first_sign_in(&browser, &app.base, "support@example.com", &support, CHOSEN).await;
     browser
         .goto(&format!("{}/console/orgs/{}/", app.base, app.acme.id()))
         .await;
     browser.wait_for_text("#reviews-waiting", "1").await;
     browser.click(&browser.find("#reviews-waiting").await).await;
     browser.wait_for_text("main", "this mug is shit").await;
-    visit(&browser, &app, "reviews").await;
+    visit(&browser, &app.base, "reviews").await;
     browser
         .click(&browser.find("form[action$='/remove'] button").await)
         .await;

@@ -9,4 +9,5 @@
 #[path = "../console/helpers.rs"]
 mod helpers;
 mod journeys;
+mod steps;
 mod webdriver;

@@ -156,6 +156,23 @@ impl Browser {
         self.get("/url").await.as_str().unwrap().to_owned()
     }
 
+    /// Waits until the page shown is one whose address holds `part`: a form's answer, not the
+    /// page it was sent from.
+    pub async fn wait_for_url(&self, part: &str) -> String {
+        let started = Instant::now();
+        loop {
+            let url = self.current_url().await;
+            if url.contains(part) {
+                return url;
+            }
+            assert!(
+                started.elapsed() < PATIENCE,
+                "never went to `{part}`: {url}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// The first element `css` selects, once the page has one.
     pub async fn find(&self, css: &str) -> Element {
         let started = Instant::now();
