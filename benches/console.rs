@@ -57,6 +57,7 @@ async fn run() {
         (transactions - refused) as u64,
     )
     .await;
+    common::analyzed(&store).await;
     let catalogue = generators::catalogue::catalogue(PRODUCTS, 1);
     let applied = store::ImportOptions {
         dry_run: false,

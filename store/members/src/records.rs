@@ -273,10 +273,11 @@ impl Members {
     ) -> Result<Paged<Member>, StoreError> {
         let org_id = org.id();
         let rows = self
-            .read_page(
+            .read_page_by_key(
                 page,
                 member_columns!(),
-                "FROM members WHERE org_id = $1 AND deleted_at IS NULL",
+                "members",
+                "WHERE org_id = $1 AND deleted_at IS NULL",
                 "id",
                 params![org_id],
             )
@@ -294,19 +295,26 @@ impl Members {
         page: Page,
     ) -> Result<Paged<Member>, StoreError> {
         let query = query.trim();
+        // Each way of naming a member through its own index: behind one `OR` of the four, a
+        // planner walks every member of the organisation. On PostgreSQL the found members are
+        // fenced (`OFFSET 0`) before they are ordered: otherwise its plan for any query walks
+        // the organisation's members in id order to meet them (39 ms at 100,000).
+        let found = "SELECT * FROM members WHERE org_id = $1 AND deleted_at IS NULL AND id IN \
+             (SELECT id FROM members WHERE id = $2 \
+             UNION SELECT id FROM members WHERE org_id = $1 AND external_id = $2 \
+             UNION SELECT id FROM members WHERE org_id = $1 AND deleted_at IS NULL \
+             AND user_id = $2 \
+             UNION SELECT id FROM members WHERE org_id = $1 AND deleted_at IS NULL \
+             AND lower(email) = lower($2))";
+        let from = self.dialect(
+            format!("FROM ({found}) members"),
+            format!("FROM ({found} OFFSET 0) members"),
+        );
         let rows = self
             .read_page(
                 page,
                 member_columns!(),
-                // Each way of naming a member through its own index: behind one `OR` of the
-                // four, a planner walks every member of the organisation.
-                "FROM members WHERE org_id = $1 AND deleted_at IS NULL AND id IN \
-                 (SELECT id FROM members WHERE id = $2 \
-                 UNION SELECT id FROM members WHERE org_id = $1 AND external_id = $2 \
-                 UNION SELECT id FROM members WHERE org_id = $1 AND deleted_at IS NULL \
-                 AND user_id = $2 \
-                 UNION SELECT id FROM members WHERE org_id = $1 AND deleted_at IS NULL \
-                 AND lower(email) = lower($2))",
+                &from,
                 "id",
                 params![org.id(), query],
             )

@@ -139,6 +139,46 @@ impl Db {
                 taken + 2
             )
         });
+        self.read_counted(page, count, list, args).await
+    }
+
+    /// `read_page` for a list of one table ordered by its key (`key`, unique), whose `filter`
+    /// (`WHERE ...`) an index with the key answers: the page's keys are found in that index
+    /// alone, and only the page's rows are read. A deep page skips index entries, not rows
+    /// (PostgreSQL read every row before the page's: 64 ms for the last of 100,000 members,
+    /// 24 ms this way).
+    pub async fn read_page_by_key<R: Row>(
+        &self,
+        page: Page,
+        select: &str,
+        table: &str,
+        filter: &str,
+        key: &str,
+        args: &[Arg<'_>],
+    ) -> Result<(u64, Vec<R>), StoreError> {
+        let taken = args.len();
+        let count = format!("SELECT COUNT(*) FROM {table} {filter}");
+        let list = (page.limit > 0).then(|| {
+            format!(
+                "SELECT {select} FROM {table} WHERE {key} IN (SELECT {key} FROM {table} {filter} \
+                 ORDER BY {key} LIMIT ${} OFFSET ${}) ORDER BY {key}",
+                taken + 1,
+                taken + 2
+            )
+        });
+        self.read_counted(page, count, list, args).await
+    }
+
+    /// Runs a page's `count` (bound to `args`) and `list` (to `args`, then the page's `LIMIT`
+    /// and `OFFSET`).
+    async fn read_counted<R: Row>(
+        &self,
+        page: Page,
+        count: String,
+        list: Option<String>,
+        args: &[Arg<'_>],
+    ) -> Result<(u64, Vec<R>), StoreError> {
+        let taken = args.len();
         let mut args = args.to_vec();
         args.extend([Arg::Int(Some(page.limit())), Arg::Int(Some(page.offset()))]);
         let (total, rows) = match &self.pool {
