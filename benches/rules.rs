@@ -118,6 +118,7 @@ fn main() {
             wallet_tier: i.tier,
             wallet_balance: Decimal::ZERO,
             member_status: "active",
+            ..Context::default()
         })
         .collect();
 

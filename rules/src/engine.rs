@@ -9,6 +9,9 @@ use crate::compile::{Compiler, Typed};
 use crate::error::{CompileError, CompileErrors, ErrorKind};
 use crate::facts::{Context, Facts, Row};
 use crate::format::{ExprSource, RoundingMode, RuleSetSource};
+use crate::limits::{
+    CounterKey, Counters, Cut, Limit, LimitInfo, Scope, Tally, Use, compile_budget, compile_limits,
+};
 use crate::nodes::{Bool, Num, Skip};
 use crate::window::Window;
 
@@ -51,6 +54,7 @@ pub(crate) struct Rule {
     pub value: Option<Num>,
     pub stop: bool,
     pub pending_days: Option<u32>,
+    pub limits: Vec<Limit>,
 }
 
 /// A rule as shown to people: id, description, priority and effect.
@@ -77,7 +81,12 @@ pub struct RuleSet {
     decimals: u32,
     meta_paths: Vec<Vec<String>>,
     uses_local: bool,
+    /// The most tokens all rules together give per period.
+    budget: Option<Limit>,
 }
+
+/// The most limits one rule may carry.
+const MAX_LIMITS: usize = 16;
 
 /// One step of the trace: a rule that fired (with what it added to the total, negative for a
 /// cap) or a rule skipped because a value it needed was missing or unusable.
@@ -93,6 +102,19 @@ pub enum Step {
     },
     /// The final rounding (and the floor at zero) changed the total by this much.
     Rounded {
+        contribution: Decimal,
+    },
+    /// Limit `limit` (its index in the rule's `limits`) of a rule cut it: it did not fire, or
+    /// gave only what was left.
+    Limited {
+        rule: u16,
+        limit: u8,
+        cut: Cut,
+    },
+    /// The campaign's budget had only `left` tokens for the period; the earn gave
+    /// `contribution` (negative) less.
+    Budget {
+        left: Decimal,
         contribution: Decimal,
     },
 }
@@ -151,6 +173,19 @@ impl RuleSet {
                 Tz::UTC
             }),
         };
+        let budget = source
+            .programme
+            .budget
+            .as_ref()
+            .and_then(|b| match compile_budget(b) {
+                Ok(limit) => Some(limit),
+                Err(problems) => {
+                    for (field, message) in problems {
+                        error(ErrorKind::InvalidLimit, None, &field, None, message);
+                    }
+                    None
+                }
+            });
         let decimals = source.programme.decimals.unwrap_or(0);
         // The ledger keeps tokens to 6 decimals.
         if decimals > 6 {
@@ -250,6 +285,25 @@ impl RuleSet {
                 }
             });
             uses_local |= window.is_some();
+            if rule.limits.len() > MAX_LIMITS {
+                error(
+                    ErrorKind::InvalidLimit,
+                    name,
+                    "limits",
+                    None,
+                    format!("at most {MAX_LIMITS} limits a rule"),
+                );
+            }
+            let limits = match compile_limits(id, &rule.limits, &mut meta_paths) {
+                Ok(limits) => limits,
+                Err(problems) => {
+                    for (field, message) in problems {
+                        error(ErrorKind::InvalidLimit, name, &field, None, message);
+                    }
+                    Vec::new()
+                }
+            };
+            uses_local |= !limits.is_empty();
 
             let mut compiler = Compiler::new(&mut meta_paths, zone);
             let when = rule.when.as_ref().and_then(|text| {
@@ -298,6 +352,7 @@ impl RuleSet {
                 value,
                 stop: rule.stop,
                 pending_days: rule.pending_days,
+                limits,
             });
         }
         if meta_paths.len() > usize::from(u16::MAX) {
@@ -319,7 +374,8 @@ impl RuleSet {
             rounding: source.programme.rounding.unwrap_or_default(),
             decimals,
             meta_paths,
-            uses_local,
+            uses_local: uses_local || budget.is_some(),
+            budget,
         })
     }
 
@@ -332,6 +388,31 @@ impl RuleSet {
             stop: r.stop,
             pending_days: r.pending_days,
         })
+    }
+
+    /// Whether any rule has limits or the campaign a budget: an earn's tokens then depend on
+    /// what came before it (`evaluate_counted`).
+    pub fn has_limits(&self) -> bool {
+        self.budget.is_some() || self.rules.iter().any(|r| !r.limits.is_empty())
+    }
+
+    /// Every limit, the rules' in priority order, then the budget.
+    pub fn limits(&self) -> Vec<LimitInfo> {
+        let rules = self
+            .rules
+            .iter()
+            .flat_map(|r| r.limits.iter().map(move |l| (Some(r.id.clone()), l)));
+        rules
+            .chain(self.budget.iter().map(|l| (None, l)))
+            .map(|(rule, l)| LimitInfo {
+                rule,
+                scope: l.scope_name(&self.meta_paths),
+                period: l.period,
+                counter: l.counter.clone(),
+                times: l.times,
+                tokens: l.tokens,
+            })
+            .collect()
     }
 
     /// The meta keys the rules read, as paths (`["store", "code"]` for `meta.store.code`).
@@ -351,9 +432,26 @@ impl RuleSet {
     }
 
     /// Like `evaluate`, writing the trace into `steps` (cleared first), so a loop over many
-    /// rows can reuse one buffer.
+    /// rows can reuse one buffer. Limits count this transaction as the first of every period;
+    /// where what came before matters, use `evaluate_counted`.
     pub fn evaluate_into(&self, row: &Row, ctx: &Context, steps: &mut Vec<Step>) -> Decimal {
+        self.evaluate_counted(row, ctx, &mut Tally::new(), steps, &mut Vec::new())
+    }
+
+    /// The tokens `row` earns given what its limits and the budget already used (`counters`),
+    /// the trace written into `steps` and the uses this earn makes into `uses` (both cleared
+    /// first): the caller records them with the credit, and adds them to `counters` before the
+    /// next transaction.
+    pub fn evaluate_counted(
+        &self,
+        row: &Row,
+        ctx: &Context,
+        counters: &mut dyn Counters,
+        steps: &mut Vec<Step>,
+        uses: &mut Vec<Use>,
+    ) -> Decimal {
         steps.clear();
+        uses.clear();
         let local = if self.uses_local {
             row.date.with_timezone(&self.zone).naive_local()
         } else {
@@ -391,6 +489,23 @@ impl RuleSet {
                     Effect::Stop | Effect::Pending => Ok(total),
                 }),
             };
+            let next = match next {
+                Ok(next) if !rule.limits.is_empty() => {
+                    match self.within_limits(
+                        index,
+                        rule,
+                        &facts,
+                        next - total,
+                        counters,
+                        steps,
+                        uses,
+                    ) {
+                        Some(contribution) => Ok(total + contribution),
+                        None => continue,
+                    }
+                }
+                other => other,
+            };
             match next {
                 Ok(next) => {
                     // A multiplier of 1, a bonus of 0 or a cap above the total changed nothing
@@ -416,13 +531,112 @@ impl RuleSet {
                 }),
             }
         }
-        let tokens = self.round(total.max(Decimal::ZERO));
+        let mut tokens = self.round(total.max(Decimal::ZERO));
         if tokens != total {
             steps.push(Step::Rounded {
                 contribution: tokens - total,
             });
         }
+        if let Some(budget) = &self.budget
+            && tokens > Decimal::ZERO
+        {
+            let day = facts.local.date();
+            let key = CounterKey {
+                counter: budget.counter.clone(),
+                scope: String::new(),
+            };
+            let (from, to) = budget.period.window(day);
+            let ceiling = budget.tokens.unwrap_or_default();
+            let left = (ceiling - counters.used(&key, from, to).tokens).max(Decimal::ZERO);
+            if tokens > left {
+                let given = left.round_dp_with_strategy(self.decimals, RoundingStrategy::ToZero);
+                steps.push(Step::Budget {
+                    left,
+                    contribution: given - tokens,
+                });
+                tokens = given;
+            }
+            if tokens.is_zero() {
+                // Nothing was given: no rule used its limits either.
+                uses.clear();
+            } else {
+                uses.push(Use {
+                    key,
+                    bucket: budget.period.bucket(day),
+                    tokens,
+                });
+            }
+        }
         tokens
+    }
+
+    /// Applies a rule's limits to what it would add (`contribution`): what it gives within
+    /// them (its uses pushed to `uses`), or `None` when it does not fire.
+    #[allow(clippy::too_many_arguments)]
+    fn within_limits(
+        &self,
+        index: u16,
+        rule: &Rule,
+        facts: &Facts,
+        contribution: Decimal,
+        counters: &mut dyn Counters,
+        steps: &mut Vec<Step>,
+        uses: &mut Vec<Use>,
+    ) -> Option<Decimal> {
+        let day = facts.local.date();
+        let mut counted = Vec::with_capacity(rule.limits.len());
+        let mut given = contribution;
+        for (i, limit) in rule.limits.iter().enumerate() {
+            let scope = match scope_value(limit, facts) {
+                Ok(scope) => scope,
+                Err(reason) => {
+                    steps.push(Step::Skipped {
+                        rule: index,
+                        reason,
+                    });
+                    return None;
+                }
+            };
+            let key = CounterKey {
+                counter: limit.counter.clone(),
+                scope,
+            };
+            let (from, to) = limit.period.window(day);
+            let used = counters.used(&key, from, to);
+            let limit_index = i as u8;
+            if limit.times.is_some_and(|times| used.times >= times) {
+                steps.push(Step::Limited {
+                    rule: index,
+                    limit: limit_index,
+                    cut: Cut::Times,
+                });
+                return None;
+            }
+            if let Some(ceiling) = limit.tokens
+                && given > Decimal::ZERO
+            {
+                let left = (ceiling - used.tokens).max(Decimal::ZERO);
+                if given > left {
+                    steps.push(Step::Limited {
+                        rule: index,
+                        limit: limit_index,
+                        cut: Cut::Tokens { left },
+                    });
+                    given = left;
+                }
+            }
+            counted.push((key, limit.period.bucket(day)));
+        }
+        if given.is_zero() && contribution > Decimal::ZERO {
+            return None;
+        }
+        let tokens = given.max(Decimal::ZERO);
+        uses.extend(counted.into_iter().map(|(key, bucket)| Use {
+            key,
+            bucket,
+            tokens,
+        }));
+        Some(given)
     }
 
     /// `tokens` rounded as the programme rounds what a transaction earns (its `rounding` to its
@@ -489,6 +703,31 @@ impl RuleSet {
                     )
                 }
                 Step::Rounded { contribution } => format!("rounding: {}", signed(contribution)),
+                Step::Limited { rule, limit, cut } => {
+                    let (rule, limit) = self.limit_of(rule, limit);
+                    let label = limit.label(&self.meta_paths);
+                    match cut {
+                        Cut::Times => format!(
+                            "{}: limit {label} reached ({} times), not fired",
+                            rule.id,
+                            limit.times.unwrap_or_default()
+                        ),
+                        Cut::Tokens { left } => format!(
+                            "{}: limit {label} had {} of {} tokens left",
+                            rule.id,
+                            left.normalize(),
+                            limit.tokens.unwrap_or_default().normalize()
+                        ),
+                    }
+                }
+                Step::Budget { left, contribution } => format!(
+                    "budget per {}: {} tokens left, {}",
+                    self.budget
+                        .as_ref()
+                        .map_or(String::new(), |b| b.period.name()),
+                    left.normalize(),
+                    signed(contribution)
+                ),
             })
             .collect()
     }
@@ -514,9 +753,25 @@ impl RuleSet {
                     )
                 }
                 Step::Rounded { contribution } => format!("~:{}", signed(contribution)),
+                Step::Limited { rule, limit, cut } => {
+                    let (rule, limit) = self.limit_of(rule, limit);
+                    let label = limit.label(&self.meta_paths);
+                    match cut {
+                        Cut::Times => format!("{}:!{label}", rule.id),
+                        Cut::Tokens { left } => {
+                            format!("{}:!{label}={}", rule.id, left.normalize())
+                        }
+                    }
+                }
+                Step::Budget { contribution, .. } => format!("$:{}", signed(contribution)),
             })
             .collect();
         parts.join(";")
+    }
+
+    fn limit_of(&self, rule: u16, limit: u8) -> (&Rule, &Limit) {
+        let rule = &self.rules[usize::from(rule)];
+        (rule, &rule.limits[usize::from(limit)])
     }
 
     fn reason(&self, reason: Skip) -> String {
@@ -529,6 +784,28 @@ impl RuleSet {
             Skip::NotANumber => "text is not a number".into(),
         }
     }
+}
+
+/// Whose uses a limit counts for this transaction: the member's or wallet's id, the meta
+/// value as text, or empty for the campaign; a meta scope the transaction lacks is a skip.
+fn scope_value(limit: &Limit, facts: &Facts) -> Result<String, Skip> {
+    use crate::facts::MetaVal;
+    let ctx = facts.ctx;
+    Ok(match limit.scope {
+        Scope::Member => match ctx.member_id {
+            Some(member) => member.to_string(),
+            None => format!("wallet:{}", ctx.wallet_id),
+        },
+        Scope::Wallet => ctx.wallet_id.to_string(),
+        Scope::Campaign => String::new(),
+        Scope::Meta(slot) => match facts.meta[usize::from(slot)] {
+            MetaVal::Str(text) => text.to_string(),
+            MetaVal::Num(n) => n.normalize().to_string(),
+            MetaVal::Bool(b) => b.to_string(),
+            MetaVal::Missing | MetaVal::Null => return Err(Skip::MissingMeta(slot)),
+            MetaVal::Composite => return Err(Skip::WrongType(slot, "a single value")),
+        },
+    })
 }
 
 fn signed(d: Decimal) -> String {

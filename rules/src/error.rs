@@ -17,6 +17,8 @@ pub enum ErrorKind {
     InvalidRule,
     /// A bad time zone, date, weekday or hour range.
     InvalidWindow,
+    /// A limit or budget with an unknown scope or period, or a ceiling that is not above 0.
+    InvalidLimit,
 }
 
 impl ErrorKind {
@@ -29,6 +31,7 @@ impl ErrorKind {
             ErrorKind::TypeMismatch => "type_mismatch",
             ErrorKind::InvalidRule => "invalid_rule",
             ErrorKind::InvalidWindow => "invalid_window",
+            ErrorKind::InvalidLimit => "invalid_limit",
         }
     }
 }

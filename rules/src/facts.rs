@@ -25,6 +25,11 @@ pub struct Context<'a> {
     pub wallet_tier: Option<&'a str>,
     pub wallet_balance: Decimal,
     pub member_status: &'a str,
+    /// The wallet's id: what a `wallet` limit counts by.
+    pub wallet_id: &'a str,
+    /// The owning member's id: what a `member` limit counts by (a wallet without an owner
+    /// counts as its own member).
+    pub member_id: Option<&'a str>,
 }
 
 /// A meta value as a rule sees it.

@@ -24,8 +24,17 @@
 //! priority = 30
 //! when = "meta.category == 'fashion'"
 //! pending_days = 30                # its tokens vest 30 days after the purchase
+//!
+//! [[rule]]
+//! id = "welcome-bonus"
+//! priority = 40
+//! add = 50
+//! limits = [{ scope = "member", period = "month", times = 3 }, { scope = "meta.store.id", period = "day", tokens = 500 }]
 //! ```
+//!
+//! and for the whole campaign `[programme] budget = { period = "month", tokens = 1000000 }`.
 
+use rust_decimal::Decimal;
 use serde::Deserialize;
 
 #[derive(Debug, Clone, Deserialize)]
@@ -44,6 +53,30 @@ pub struct ProgrammeSource {
     pub time_zone: Option<String>,
     pub rounding: Option<RoundingMode>,
     pub decimals: Option<u32>,
+    /// The most tokens all rules together give per period.
+    pub budget: Option<BudgetSource>,
+}
+
+/// `budget = { period = "month", tokens = 1000000 }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetSource {
+    pub period: String,
+    pub tokens: ExprSource,
+}
+
+/// One of a rule's `limits`: `{ scope = "member", period = "month", times = 3 }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitSource {
+    /// `member`, `wallet`, `campaign` or `meta.<key>`.
+    pub scope: String,
+    /// `day`, `week`, `month`, `year`, `Nd` (a rolling N days) or `ever`.
+    pub period: String,
+    /// The most times the rule fires in a period.
+    pub times: Option<i64>,
+    /// The most tokens the rule adds in a period.
+    pub tokens: Option<ExprSource>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -77,6 +110,9 @@ pub struct RuleSource {
     /// they can be spent (0: at once), whatever the campaign's policy says; the last rule to
     /// fire with it decides.
     pub pending_days: Option<u32>,
+    /// How often the rule may fire, or how many tokens it may add, per scope and period.
+    #[serde(default)]
+    pub limits: Vec<LimitSource>,
 }
 
 /// An expression, or a plain number written without quotes (`multiply = 2`).
@@ -95,6 +131,14 @@ impl ExprSource {
             ExprSource::Integer(n) => n.to_string(),
             // Rust prints the shortest text that reads back as the same float, so `1.1` stays 1.1.
             ExprSource::Float(f) => f.to_string(),
+        }
+    }
+
+    /// The number it is, when it is a plain number (a ceiling, not an expression).
+    pub fn decimal(&self) -> Option<Decimal> {
+        match self {
+            ExprSource::Integer(n) => Some(Decimal::from(*n)),
+            other => other.text().trim().parse().ok(),
         }
     }
 }

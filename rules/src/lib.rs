@@ -11,6 +11,8 @@
 //! - `engine`: a compiled rule set and its evaluation, then the programme's rounding.
 //! - `facts`: what the rules read (a transaction, its wallet and member, the meta slots).
 //! - `window`: when a rule may fire (dates, weekdays, hours in the programme's time zone).
+//! - `limits`: how often a rule may fire and how much it may add per scope and period, the
+//!   campaign's budget, and the counters they are checked against.
 //! - `error`: every mistake of a rule set, reported at once.
 
 mod compile;
@@ -18,6 +20,7 @@ mod engine;
 mod error;
 mod facts;
 mod format;
+mod limits;
 mod nodes;
 mod window;
 
@@ -25,5 +28,6 @@ pub use engine::{Effect, MAX_PENDING_DAYS, Outcome, RuleInfo, RuleSet, Step};
 pub use error::{CompileError, CompileErrors, ErrorKind};
 pub use facts::{Context, Row};
 pub use format::{RoundingMode, RuleSetSource};
+pub use limits::{CounterKey, Counters, Cut, LimitInfo, Period, Tally, Use, Used};
 pub use nodes::Skip;
 pub use rust_decimal::Decimal;

@@ -539,6 +539,62 @@ fn rules_test_prints_tokens_and_trace_per_row_without_a_database() {
     );
 }
 
+#[test]
+fn rules_test_counts_limits_in_date_order_and_a_limited_rule_set_waits_for_the_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("REWARDS_DATA_DIR", dir.path().display().to_string())];
+    let limits = "samples/rules/limits.toml";
+    let rows = "samples/rules/limits-rows.csv";
+    let out: Value = serde_json::from_str(&ok(
+        &env,
+        &["--json", "rules", "test", limits, "--rows", rows],
+    ))
+    .unwrap();
+    let tokens: Vec<_> = out
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["id"].as_str().unwrap(), r["tokens"].as_str().unwrap()))
+        .collect();
+    // c-5 is on an earlier line than c-3 but a later date: c-3 has Ada's third visit bonus.
+    assert_eq!(
+        tokens,
+        [
+            ("c-1", "29"),
+            ("c-2", "28"),
+            ("c-5", "80"),
+            ("c-3", "30"),
+            ("c-4", "27"),
+            ("c-6", "50")
+        ]
+    );
+    let c5 = out[2]["trace"].as_array().unwrap();
+    assert!(
+        c5.iter()
+            .any(|l| l == "visit-bonus: limit member/month reached (3 times), not fired"),
+        "{c5:?}"
+    );
+    assert_eq!(
+        out[5]["trace"],
+        json!([
+            "base: award +30",
+            "visit-bonus: limit member/month reached (3 times), not fired",
+            "store-opening: limit member/7d had 20 of 60 tokens left",
+            "store-opening: multiply +20"
+        ])
+    );
+
+    // Activating it is refused, naming the limits, until every credit counts them.
+    let (_, campaign, _) = programme(&env);
+    let output = run(&env, &["rules", "set", "--campaign", &campaign, limits]);
+    assert!(!output.status.success());
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        said.contains("limits") && said.contains("not activated yet"),
+        "{said}"
+    );
+}
+
 #[tokio::test]
 async fn operator_story_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();

@@ -52,6 +52,7 @@ fn outcome(rules: &RuleSet, t: &Tx) -> rules::Outcome {
         wallet_tier: t.tier,
         wallet_balance: Decimal::from(250),
         member_status: "active",
+        ..Context::default()
     };
     rules.evaluate(&row, &ctx)
 }

@@ -2,4 +2,5 @@
 //! binary, linked once.
 
 mod engine;
+mod limits;
 mod reference;

@@ -430,7 +430,7 @@ proptest! {
         let amount = Decimal::new(cents, 2);
         let balance = Decimal::from(120);
         let row = Row { id: "t", amount, date, currency: "EUR", description: "", meta: Some(&meta) };
-        let ctx = Context { wallet_tier: tier, wallet_balance: balance, member_status: "active" };
+        let ctx = Context { wallet_tier: tier, wallet_balance: balance, member_status: "active", ..Context::default() };
         let got = compiled.evaluate(&row, &ctx).tokens;
         let env = Env { amount, date, meta: &meta, tier, balance, zone };
         let expected = reference(&rules, zone, decimals, &env);

@@ -26,6 +26,9 @@ pub struct RulesInput<'a> {
     pub wallet_tier: Option<&'a str>,
     pub wallet_balance: Tokens,
     pub member_status: &'a str,
+    /// The wallet's id and its owner's: whose uses a `wallet` or `member` limit counts.
+    pub wallet_id: &'a str,
+    pub member_id: Option<&'a str>,
 }
 
 impl<'a> RulesInput<'a> {
@@ -46,6 +49,8 @@ impl<'a> RulesInput<'a> {
             wallet_tier: self.wallet_tier,
             wallet_balance: self.wallet_balance.to_decimal(),
             member_status: self.member_status,
+            wallet_id: self.wallet_id,
+            member_id: self.member_id,
         };
         Ok((row, context))
     }
@@ -64,6 +69,8 @@ impl EarnReplay {
             wallet_tier: self.wallet_tier.as_deref(),
             wallet_balance: self.wallet_balance,
             member_status: &self.member_status,
+            wallet_id: &self.wallet_id,
+            member_id: None,
         }
     }
 }
@@ -159,6 +166,8 @@ fn evaluate_unguarded(
         wallet_tier: wallet.tier.as_deref(),
         wallet_balance: Tokens::from_micros(wallet.balance),
         member_status: &wallet.status,
+        wallet_id: target.wallet_id,
+        member_id: None,
     };
     let (row, ctx) = input.parts().map_err(Refusal::Rules)?;
     let outcome = rules.evaluate(&row, &ctx);

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
-use rules::{Decimal, RuleSet, Step};
+use rules::{Decimal, RuleSet, Step, Tally};
 use serde_json::{Map, Value};
 
 use super::evaluate::RulesInput;
@@ -33,9 +33,11 @@ pub struct Tried {
 }
 
 /// Evaluates `rules` on each row of `csv`: columns `amount` and `date` (RFC 3339) required;
-/// `id`, `currency`, `description`, `wallet.tier`, `wallet.balance`, `member.status` and
-/// `meta.<path>` optional. `Invalid` naming `rows` for a file that is not CSV with those
-/// columns, or that holds more than `MAX_SAMPLE_ROWS`; a row's own problem is its outcome.
+/// `id`, `currency`, `description`, `wallet.id`, `wallet.tier`, `wallet.balance`, `member.id`,
+/// `member.status` and `meta.<path>` optional. Limits count the rows as a load would: in date
+/// order, then row order, from nothing used. `Invalid` naming `rows` for a file that is not CSV
+/// with those columns, or that holds more than `MAX_SAMPLE_ROWS`; a row's own problem is its
+/// outcome.
 pub fn try_rows(rules: &RuleSet, csv: &[u8]) -> Result<Vec<RowTrial>, StoreError> {
     let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(csv);
     let headers = reader
@@ -49,33 +51,51 @@ pub fn try_rows(rules: &RuleSet, csv: &[u8]) -> Result<Vec<RowTrial>, StoreError
             "the rows need `amount` and `date` columns",
         ));
     }
-    let mut trials = Vec::new();
+    let mut samples = Vec::new();
     for (i, record) in reader.records().enumerate() {
         if i == MAX_SAMPLE_ROWS {
             let message = format!("at most {MAX_SAMPLE_ROWS} rows");
             return Err(StoreError::invalid("rows", message));
         }
-        let line = i + 2;
-        let outcome = record
+        let sample = record
             .map_err(|e| e.to_string())
-            .and_then(|record| sample(&names, &record))
-            .and_then(|sample| {
-                let input = sample.rules_input();
-                let (row, context) = input.parts()?;
-                let outcome = rules.evaluate(&row, &context);
-                Ok(Tried {
-                    trace: rules.explain(&outcome.steps),
-                    tokens: outcome.tokens,
-                    id: sample.id,
-                    amount: sample.amount,
-                })
-            });
-        trials.push(RowTrial { line, outcome });
+            .and_then(|record| sample(&names, &record));
+        samples.push(sample);
     }
-    Ok(trials)
+    let mut order: Vec<usize> = (0..samples.len()).collect();
+    order.sort_by_key(|&i| (samples[i].as_ref().ok().map(|s| s.date), i));
+    let mut outcomes: Vec<Option<Result<Tried, String>>> = vec![None; samples.len()];
+    let (mut counters, mut steps, mut uses) = (Tally::new(), Vec::new(), Vec::new());
+    for i in order {
+        let outcome = samples[i].clone().and_then(|sample| {
+            let input = sample.rules_input();
+            let (row, context) = input.parts()?;
+            let tokens =
+                rules.evaluate_counted(&row, &context, &mut counters, &mut steps, &mut uses);
+            counters.add(&uses);
+            Ok(Tried {
+                trace: rules.explain(&steps),
+                tokens,
+                id: sample.id,
+                amount: sample.amount,
+            })
+        });
+        outcomes[i] = Some(outcome);
+    }
+    Ok(outcomes
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, outcome)| {
+            Some(RowTrial {
+                line: i + 2,
+                outcome: outcome?,
+            })
+        })
+        .collect())
 }
 
 /// One sample row, owned, before it is lent to the engine as a `RulesInput`.
+#[derive(Clone)]
 struct Sample {
     id: String,
     amount: String,
@@ -86,6 +106,8 @@ struct Sample {
     tier: Option<String>,
     balance: Tokens,
     status: String,
+    wallet: String,
+    member: Option<String>,
 }
 
 impl Sample {
@@ -100,6 +122,8 @@ impl Sample {
             wallet_tier: self.tier.as_deref(),
             wallet_balance: self.balance,
             member_status: &self.status,
+            wallet_id: &self.wallet,
+            member_id: self.member.as_deref(),
         }
     }
 }
@@ -116,6 +140,8 @@ fn sample(names: &[&str], record: &csv::StringRecord) -> Result<Sample, String> 
         tier: None,
         balance: Tokens::ZERO,
         status: "active".into(),
+        wallet: String::new(),
+        member: None,
     };
     for (name, value) in names.iter().zip(record.iter()) {
         let value = value.trim();
@@ -135,6 +161,8 @@ fn sample(names: &[&str], record: &csv::StringRecord) -> Result<Sample, String> 
                     Tokens::from_text(value).map_err(|why| format!("wallet.balance: {why}"))?;
             }
             "member.status" if !value.is_empty() => s.status = value.to_string(),
+            "wallet.id" => s.wallet = value.to_string(),
+            "member.id" if !value.is_empty() => s.member = Some(value.to_string()),
             key => {
                 if let Some(path) = key.strip_prefix("meta.")
                     && !value.is_empty()
@@ -218,7 +246,8 @@ impl Ledger {
                             (rules.rule_id(rule).to_string(), contribution, 1)
                         }
                         Step::Rounded { contribution } => ("~".to_string(), contribution, 0),
-                        Step::Skipped { .. } => continue,
+                        Step::Budget { contribution, .. } => ("$".to_string(), contribution, 0),
+                        Step::Skipped { .. } | Step::Limited { .. } => continue,
                     };
                     let totals = per_rule.entry(rule.clone()).or_default();
                     totals.rule = rule;
