@@ -347,6 +347,21 @@ pub struct BacktestView {
     pub per_rule: Vec<RuleTotalsView>,
     /// The ten wallets whose tokens would change most.
     pub top_wallets: Vec<WalletChangeView>,
+    /// Each limit (and the campaign's budget) that cut an earn under the candidate, counted
+    /// from nothing used at `from`, earns in date order.
+    pub limits: Vec<LimitCutsView>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LimitCutsView {
+    /// The rule's id; absent for the campaign's budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    /// The limit as a trace shows it: `member/month`, `meta.store.id/day`, `campaign/month`.
+    pub limit: String,
+    /// How many earns it cut (the rule did not fire or gave less).
+    pub cuts: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -429,6 +444,15 @@ async fn backtest_rules(
                 wallet_id: w.wallet_id,
                 current: text(w.current),
                 candidate: text(w.candidate),
+            })
+            .collect(),
+        limits: test
+            .limits
+            .into_iter()
+            .map(|c| LimitCutsView {
+                rule: c.rule,
+                limit: c.limit,
+                cuts: c.cuts,
             })
             .collect(),
     }))

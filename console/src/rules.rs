@@ -72,6 +72,15 @@ pub struct Backtest {
     pub difference: String,
     pub per_rule: Vec<RuleTotals>,
     pub top_wallets: Vec<WalletChange>,
+    pub limits: Vec<LimitCuts>,
+}
+
+#[derive(Deserialize)]
+pub struct LimitCuts {
+    /// Absent: the campaign's budget.
+    pub rule: Option<String>,
+    pub limit: String,
+    pub cuts: u64,
 }
 
 #[derive(Deserialize)]

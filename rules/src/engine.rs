@@ -769,6 +769,22 @@ impl RuleSet {
         parts.join(";")
     }
 
+    /// The limit a `Limited` or `Budget` step names: its rule's id (`None`: the campaign's
+    /// budget) and the limit as a trace shows it (`member/month`, `campaign/month`).
+    pub fn cut_by(&self, step: &Step) -> Option<(Option<&str>, String)> {
+        match *step {
+            Step::Limited { rule, limit, .. } => {
+                let (rule, limit) = self.limit_of(rule, limit);
+                Some((Some(rule.id.as_str()), limit.label(&self.meta_paths)))
+            }
+            Step::Budget { .. } => {
+                let budget = self.budget.as_ref()?;
+                Some((None, budget.label(&self.meta_paths)))
+            }
+            _ => None,
+        }
+    }
+
     fn limit_of(&self, rule: u16, limit: u8) -> (&Rule, &Limit) {
         let rule = &self.rules[usize::from(rule)];
         (rule, &rule.limits[usize::from(limit)])

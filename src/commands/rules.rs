@@ -136,6 +136,7 @@ async fn backtest(
         "difference": text(test.candidate - test.current),
         "perRule": test.per_rule.iter().map(|t| json!({"rule": t.rule, "current": text(t.current), "candidate": text(t.candidate), "fired": t.fired})).collect::<Vec<_>>(),
         "topWallets": test.top_wallets.iter().map(|w| json!({"walletId": w.wallet_id, "current": text(w.current), "candidate": text(w.candidate)})).collect::<Vec<_>>(),
+        "limits": test.limits.iter().map(|c| json!({"rule": c.rule, "limit": c.limit, "cuts": c.cuts})).collect::<Vec<_>>(),
     });
     emit(json, value, || {
         let signed = |d: Decimal| {
@@ -174,6 +175,16 @@ async fn backtest(
                 signed(t.candidate),
                 t.fired
             ));
+        }
+        if !test.limits.is_empty() {
+            out.push_str(&format!(
+                "\n\n{:<24} {:<24} {:>8}",
+                "limits that cut", "limit", "earns"
+            ));
+            for c in &test.limits {
+                let rule = c.rule.as_deref().unwrap_or("(the budget)");
+                out.push_str(&format!("\n{rule:<24} {:<24} {:>8}", c.limit, c.cuts));
+            }
         }
         if !test.top_wallets.is_empty() {
             out.push_str(&format!(

@@ -44,6 +44,12 @@ console_tests! {
         let text = backtest.expect(StatusCode::OK).to_owned();
         assert!(text.contains("id=\"difference\">15 PTS"), "15 tokens more under the doubled set: {text}");
         assert!(text.contains("/wallets/"), "the wallet that changes, linked: {text}");
+        assert!(!text.contains("id=\"limit-cuts\""), "no limit, no table: {text}");
+        let once = "[[rule]]\nid = \"base\"\npriority = 10\naward = \"amount\"\nlimits = [{ scope = \"member\", period = \"month\", times = 1 }]\n";
+        let backtest = admin.submit(&rules, &[("source", once), ("rows", ""), ("from", "2026-11-01"), ("to", "2026-11-30"), ("action", "backtest")]).await;
+        let text = backtest.expect(StatusCode::OK).to_owned();
+        assert!(text.contains("id=\"difference\">-5 PTS"), "t-2 is the month's second: {text}");
+        assert!(text.contains("id=\"limit-cuts\"") && text.contains("member/month"), "{text}");
 
         let first = admin.submit(&rules, &[("source", BASE), ("action", "activate")]).await;
         assert_eq!(first.status, StatusCode::SEE_OTHER, "{}", first.text);

@@ -68,7 +68,7 @@ pub use burn::{Burned, NewBurn};
 pub use corrections::{Corrected, NewCorrection};
 pub use earn::evaluate::RulesInput;
 pub use earn::trials::{
-    Backtest, MAX_SAMPLE_ROWS, RowTrial, RuleTotals, Tried, WalletChange, try_rows,
+    Backtest, LimitCuts, MAX_SAMPLE_ROWS, RowTrial, RuleTotals, Tried, WalletChange, try_rows,
 };
 pub use earn::{Credit, Credited, EarnInput, EarnRequest, EarnStatus, PendingEarn};
 pub use expiry_notices::PointsExpiring;

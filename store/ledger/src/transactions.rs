@@ -533,26 +533,30 @@ pub struct EarnReplay {
     pub wallet_tier: Option<String>,
     pub wallet_balance: Tokens,
     pub member_status: String,
+    /// The wallet's owner.
+    pub member_id: String,
 }
 
 impl Ledger {
-    /// The campaign's EARN transactions dated in `from..=to`, in id order after `after` (a
-    /// transaction id), at most `limit`: page through them by passing the last id back.
+    /// The campaign's EARN transactions dated in `from..=to`, in date order (then id order)
+    /// after `after` (a date and a transaction id), at most `limit`: page through them by
+    /// passing the last one's back. Date order is the order a load counts limits in.
     #[tracing::instrument(skip_all)]
     pub async fn earns_between(
         &self,
         campaign: &Campaign,
         from: DateTime<Utc>,
         to: DateTime<Utc>,
-        after: Option<&str>,
+        after: Option<(DateTime<Utc>, &str)>,
         limit: i64,
     ) -> Result<Vec<EarnReplay>, StoreError> {
         const SQL: &str = "SELECT t.id, t.wallet_id, t.amount, t.external_id, t.source_amount, t.currency, \
-             t.description, t.meta, t.date, t.trace, tr.name, w.balance, m.status \
+             t.description, t.meta, t.date, t.trace, tr.name, w.balance, m.status, m.id \
              FROM transactions t JOIN wallets w ON w.id = t.wallet_id JOIN members m ON m.id = w.owner_id \
              LEFT JOIN tiers tr ON tr.id = w.tier_id \
              WHERE t.org_id = $1 AND t.campaign_id = $2 AND t.kind = 'EARN' AND t.date >= $3 AND t.date <= $4 \
-             AND ($5 IS NULL OR t.id > $5) ORDER BY t.id LIMIT $6";
+             AND ($5 IS NULL OR t.date > $5 OR (t.date = $5 AND t.id > $6)) \
+             ORDER BY t.date, t.id LIMIT $7";
         row_struct! {
             struct Row {
                 transaction_id: String,
@@ -568,14 +572,13 @@ impl Ledger {
                 wallet_tier: Option<String>,
                 wallet_balance: i64,
                 member_status: String,
+                member_id: String,
             }
         }
-        let rows: Vec<Row> = self
-            .read_rows(
-                SQL,
-                params![&campaign.org_id, &campaign.id, from, to, after, limit],
-            )
-            .await?;
+        let (after_date, after_id) = (after.map(|a| a.0), after.map(|a| a.1));
+        let (org_id, campaign_id) = (campaign.org_id.as_str(), campaign.id.as_str());
+        let args = params![org_id, campaign_id, from, to, after_date, after_id, limit];
+        let rows: Vec<Row> = self.read_rows(SQL, args).await?;
         Ok(rows
             .into_iter()
             .map(|r| EarnReplay {
@@ -592,6 +595,7 @@ impl Ledger {
                 wallet_tier: r.wallet_tier,
                 wallet_balance: Tokens::from_micros(r.wallet_balance),
                 member_status: r.member_status,
+                member_id: r.member_id,
             })
             .collect())
     }

@@ -70,7 +70,7 @@ impl EarnReplay {
             wallet_balance: self.wallet_balance,
             member_status: &self.member_status,
             wallet_id: &self.wallet_id,
-            member_id: None,
+            member_id: Some(&self.member_id),
         }
     }
 }

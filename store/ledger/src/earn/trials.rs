@@ -190,6 +190,19 @@ pub struct Backtest {
     pub per_rule: Vec<RuleTotals>,
     /// The ten wallets whose tokens would change most.
     pub top_wallets: Vec<WalletChange>,
+    /// Each limit (and the budget) that cut an earn under the candidate, in rule order.
+    pub limits: Vec<LimitCuts>,
+}
+
+/// How often a limit of the candidate cut an earn: the rule did not fire, or gave less (for
+/// the budget, the earn gave less).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LimitCuts {
+    /// The rule's id; `None` for the campaign's budget.
+    pub rule: Option<String>,
+    /// As a trace shows it: `member/month`, `meta.store.id/day`, `campaign/month`.
+    pub limit: String,
+    pub cuts: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -215,6 +228,8 @@ const TOP_WALLETS: usize = 10;
 /// Backtests (scope: `&Campaign`).
 impl Ledger {
     /// Re-evaluates the campaign's earns dated in `from..=to` under `rules`, changing nothing.
+    /// Limits count the period's earns in date order from nothing used, as a load of them
+    /// would.
     #[tracing::instrument(skip_all)]
     pub async fn backtest(
         &self,
@@ -226,20 +241,35 @@ impl Ledger {
         let mut per_rule: BTreeMap<String, RuleTotals> = BTreeMap::new();
         let mut wallets: HashMap<String, (Decimal, Decimal)> = HashMap::new();
         let mut test = Backtest::default();
-        let mut steps = Vec::new();
-        let mut after: Option<String> = None;
+        let (mut steps, mut uses, mut counters) = (Vec::new(), Vec::new(), Tally::new());
+        let mut cuts: Vec<LimitCuts> = Vec::new();
+        let mut after: Option<(DateTime<Utc>, String)> = None;
         loop {
-            let page = self
-                .earns_between(campaign, from, to, after.as_deref(), 5_000)
-                .await?;
+            let last = after.as_ref().map(|(date, id)| (*date, id.as_str()));
+            let page = self.earns_between(campaign, from, to, last, 5_000).await?;
             let Some(last) = page.last() else { break };
-            after = Some(last.transaction_id.clone());
+            after = Some((last.date, last.transaction_id.clone()));
             for earn in &page {
                 let Ok((row, ctx)) = earn.rules_input().parts() else {
                     test.unreadable += 1;
                     continue;
                 };
-                let tokens = rules.evaluate_into(&row, &ctx, &mut steps);
+                let tokens =
+                    rules.evaluate_counted(&row, &ctx, &mut counters, &mut steps, &mut uses);
+                counters.add(&uses);
+                for (rule, limit) in steps.iter().filter_map(|step| rules.cut_by(step)) {
+                    match cuts
+                        .iter_mut()
+                        .find(|c| c.rule.as_deref() == rule && c.limit == limit)
+                    {
+                        Some(cut) => cut.cuts += 1,
+                        None => cuts.push(LimitCuts {
+                            rule: rule.map(str::to_string),
+                            limit,
+                            cuts: 1,
+                        }),
+                    }
+                }
                 for step in &steps {
                     let (rule, contribution, fired) = match *step {
                         Step::Fired { rule, contribution } => {
@@ -278,6 +308,7 @@ impl Ledger {
         });
         movers.truncate(TOP_WALLETS);
         test.per_rule = per_rule.into_values().collect();
+        test.limits = cuts;
         test.top_wallets = movers
             .into_iter()
             .map(|(wallet_id, (current, candidate))| WalletChange {
