@@ -273,18 +273,10 @@ async fn an_owner_finds_why_an_endpoint_fails_and_delivers_again() {
     browser.wait_for_text("#new-webhook-secret", "whsec_").await;
 
     // A member earns through the client API; the receiver refuses the event.
-    let (key, secret) = service.api_key().await;
+    let key = service.api_key().await;
     let earn = serde_json::json!({"id": "e-1", "walletId": "card-1", "amount": 25,
         "date": "2026-11-18T10:15:00Z"});
-    let answer = reqwest::Client::new()
-        .post(format!("http://{}/v1/transactions/earn", service.http))
-        .header("x-api-key", &key)
-        .header("x-api-secret", &secret)
-        .json(&earn)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 202);
+    assert_eq!(service.earn(&key, &earn).await, 202);
 
     // The overview names the failing endpoint; its page shows what the receiver said.
     let overview = format!("{base}/console/orgs/{}/", org.id);

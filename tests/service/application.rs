@@ -20,19 +20,11 @@ async fn the_whole_service_runs_in_process_and_stops_on_one_signal() {
         http.port() != 0 && sftp.port() != 0,
         "free ports were picked"
     );
-    let (key, secret) = service.api_key().await;
+    let key = service.api_key().await;
 
     let earn = json!({"id": "e-1", "walletId": "card-1", "amount": 25,
         "date": "2026-11-18T10:15:00Z"});
-    let answer = reqwest::Client::new()
-        .post(format!("http://{http}/v1/transactions/earn"))
-        .header("x-api-key", &key)
-        .header("x-api-secret", &secret)
-        .json(&earn)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 202);
+    assert_eq!(service.earn(&key, &earn).await, 202);
     let inbox = Tree::open(&service.config.data_dir, &service.org.id)
         .unwrap()
         .folder(Folder::Inbox);

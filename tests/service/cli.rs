@@ -480,6 +480,15 @@ fn rules_story(env: &[(&str, String)], campaign: &str) {
     );
 }
 
+/// `rules test --json`'s answer as (id, tokens) per row.
+fn tokens_per_row(out: &Value) -> Vec<(&str, &str)> {
+    out.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["id"].as_str().unwrap(), r["tokens"].as_str().unwrap()))
+        .collect()
+}
+
 #[test]
 fn rules_test_prints_tokens_and_trace_per_row_without_a_database() {
     let rows = "samples/rules/retail-rows.csv";
@@ -487,19 +496,9 @@ fn rules_test_prints_tokens_and_trace_per_row_without_a_database() {
         "DATABASE_URL",
         "postgres://nowhere.invalid/none".to_string(),
     )];
-    let out: Value = serde_json::from_str(&ok(
-        &env,
-        &["--json", "rules", "test", RETAIL, "--rows", rows],
-    ))
-    .unwrap();
-    let tokens: Vec<_> = out
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["id"].as_str().unwrap(), r["tokens"].as_str().unwrap()))
-        .collect();
+    let out = json_of(&env, &["rules", "test", RETAIL, "--rows", rows]);
     assert_eq!(
-        tokens,
+        tokens_per_row(&out),
         [
             ("t-1001", "42"),
             ("t-1002", "0"),
@@ -545,20 +544,10 @@ fn rules_test_counts_limits_in_date_order_and_a_limited_rule_set_waits_for_the_l
     let env = [("REWARDS_DATA_DIR", dir.path().display().to_string())];
     let limits = "samples/rules/limits.toml";
     let rows = "samples/rules/limits-rows.csv";
-    let out: Value = serde_json::from_str(&ok(
-        &env,
-        &["--json", "rules", "test", limits, "--rows", rows],
-    ))
-    .unwrap();
-    let tokens: Vec<_> = out
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["id"].as_str().unwrap(), r["tokens"].as_str().unwrap()))
-        .collect();
+    let out = json_of(&env, &["rules", "test", limits, "--rows", rows]);
     // c-5 is on an earlier line than c-3 but a later date: c-3 has Ada's third visit bonus.
     assert_eq!(
-        tokens,
+        tokens_per_row(&out),
         [
             ("c-1", "29"),
             ("c-2", "28"),

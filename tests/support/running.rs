@@ -104,6 +104,21 @@ impl Running {
         (key.key.api_key, key.secret)
     }
 
+    /// Sends `earn` to the client API's `POST /v1/transactions/earn` with `key` (`api_key`'s
+    /// key and secret): the answer's status.
+    pub async fn earn(&self, key: &(String, String), earn: &serde_json::Value) -> u16 {
+        reqwest::Client::new()
+            .post(format!("http://{}/v1/transactions/earn", self.http))
+            .header("x-api-key", &key.0)
+            .header("x-api-secret", &key.1)
+            .json(earn)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    }
+
     /// Sends the stop signal and waits (at most 30 s) for every part to end.
     pub async fn stop(self) {
         self.stop.send(()).unwrap();

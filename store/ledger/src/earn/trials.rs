@@ -67,19 +67,22 @@ pub fn try_rows(rules: &RuleSet, csv: &[u8]) -> Result<Vec<RowTrial>, StoreError
     let mut outcomes: Vec<Option<Result<Tried, String>>> = vec![None; samples.len()];
     let (mut counters, mut steps, mut uses) = (Tally::new(), Vec::new(), Vec::new());
     for i in order {
-        let outcome = samples[i].clone().and_then(|sample| {
-            let input = sample.rules_input();
-            let (row, context) = input.parts()?;
-            let tokens =
-                rules.evaluate_counted(&row, &context, &mut counters, &mut steps, &mut uses);
-            counters.add(&uses);
-            Ok(Tried {
-                trace: rules.explain(&steps),
-                tokens,
-                id: sample.id,
-                amount: sample.amount,
-            })
-        });
+        let outcome = samples[i]
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|sample| {
+                let input = sample.rules_input();
+                let (row, context) = input.parts()?;
+                let tokens =
+                    rules.evaluate_counted(&row, &context, &mut counters, &mut steps, &mut uses);
+                counters.add(&uses);
+                Ok(Tried {
+                    trace: rules.explain(&steps),
+                    tokens,
+                    id: sample.id.clone(),
+                    amount: sample.amount.clone(),
+                })
+            });
         outcomes[i] = Some(outcome);
     }
     Ok(outcomes
@@ -95,7 +98,6 @@ pub fn try_rows(rules: &RuleSet, csv: &[u8]) -> Result<Vec<RowTrial>, StoreError
 }
 
 /// One sample row, owned, before it is lent to the engine as a `RulesInput`.
-#[derive(Clone)]
 struct Sample {
     id: String,
     amount: String,
