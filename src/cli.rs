@@ -546,6 +546,20 @@ pub enum RulesCommand {
         #[arg(long)]
         to: String,
     },
+    /// Show each limit and budget of the campaign's active rule set with its use in the period
+    /// holding a day (today in the programme's time zone unless --day is given): over every
+    /// member, wallet or meta value it counts, or for one (--scope) with what is left.
+    Limits {
+        /// The campaign: its id, or its name when no other campaign (of the organisation) has it.
+        #[arg(long)]
+        campaign: String,
+        /// One member's or wallet's id, or a meta value (for `meta.<key>` limits).
+        #[arg(long)]
+        scope: Option<String>,
+        /// The day (YYYY-MM-DD) whose periods to show.
+        #[arg(long)]
+        day: Option<String>,
+    },
     /// Run a rule set over sample rows (CSV with the earn template's columns) and print each
     /// row's tokens and trace. Touches no database.
     Test {

@@ -185,6 +185,7 @@ pub async fn open_lots(
             request_id: None,
             batch_id: None,
             pending_days: None,
+            limited: None,
         })
         .collect();
     for chunk in credits.chunks(1_000) {

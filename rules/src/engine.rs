@@ -1,7 +1,7 @@
 //! A compiled rule set and its evaluation: rules in priority order, each maybe changing the
 //! running total, then the programme's rounding.
 
-use chrono::NaiveDateTime;
+use chrono::{NaiveDate, NaiveDateTime};
 use chrono_tz::Tz;
 use rust_decimal::{Decimal, RoundingStrategy};
 
@@ -413,6 +413,35 @@ impl RuleSet {
                 tokens: l.tokens,
             })
             .collect()
+    }
+
+    /// Every counter an evaluation of `row` may read, with the buckets (first and last) it
+    /// would read: each limit of every rule whose scope the row names, and the budget. What a
+    /// store loads (and locks) before `evaluate_counted`, whichever rules then fire.
+    pub fn counter_keys(
+        &self,
+        row: &Row,
+        ctx: &Context,
+    ) -> Vec<(CounterKey, NaiveDate, NaiveDate)> {
+        let local = row.date.with_timezone(&self.zone).naive_local();
+        let facts = Facts::new(row, ctx, &self.meta_paths, local);
+        let day = local.date();
+        let limits = self.rules.iter().flat_map(|r| r.limits.iter());
+        let mut keys: Vec<(CounterKey, NaiveDate, NaiveDate)> = limits
+            .chain(self.budget.iter())
+            .filter_map(|limit| {
+                let scope = scope_value(limit, &facts).ok()?;
+                let (from, to) = limit.period.window(day);
+                let key = CounterKey {
+                    counter: limit.counter.clone(),
+                    scope,
+                };
+                Some((key, from, to))
+            })
+            .collect();
+        keys.sort();
+        keys.dedup();
+        keys
     }
 
     /// The meta keys the rules read, as paths (`["store", "code"]` for `meta.store.code`).

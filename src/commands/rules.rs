@@ -1,4 +1,4 @@
-//! `rewards rules`: set, list, show and test rule sets.
+//! `rewards rules`: set, list, show and test rule sets, and see what their limits used.
 
 use std::path::Path;
 
@@ -41,6 +41,11 @@ pub async fn run(store: &Store, command: RulesCommand, json: bool) -> anyhow::Re
             from,
             to,
         } => backtest(store, &campaign, &file, &from, &to, json).await,
+        RulesCommand::Limits {
+            campaign,
+            scope,
+            day,
+        } => limits(store, &campaign, scope.as_deref(), day.as_deref(), json).await,
         RulesCommand::List { campaign } => {
             let campaign = store.tenancy().find_campaign(&campaign, None).await?;
             let versions = store.programme().rule_set_versions(&campaign).await?;
@@ -85,6 +90,95 @@ pub async fn run(store: &Store, command: RulesCommand, json: bool) -> anyhow::Re
             Ok(())
         }
     }
+}
+
+/// `rules limits`: each limit's use in the period holding `day`.
+async fn limits(
+    store: &Store,
+    campaign: &str,
+    scope: Option<&str>,
+    day: Option<&str>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let campaign = store.tenancy().find_campaign(campaign, None).await?;
+    let book = store::RuleBook::new(store.programme().clone());
+    let (_, rules) = book.active(&campaign.org_id, &campaign.id).await?;
+    let day = match day {
+        Some(day) => chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d")
+            .with_context(|| format!("--day `{day}` is not YYYY-MM-DD"))?,
+        None => store.now().with_timezone(&rules.time_zone()).date_naive(),
+    };
+    let uses = store
+        .ledger()
+        .limit_uses(&campaign.id, &rules.limits(), day, scope)
+        .await?;
+    let value: Vec<Value> = uses.iter().map(limit_json).collect();
+    emit(json, Value::Array(value), || {
+        if uses.is_empty() {
+            return "the campaign's active rule set has no limits and no budget".to_string();
+        }
+        uses.iter().map(limit_line).collect::<Vec<_>>().join("\n")
+    });
+    Ok(())
+}
+
+/// A limit's use as JSON.
+fn limit_json(u: &store::LimitUse) -> Value {
+    let l = &u.limit;
+    json!({
+        "rule": l.rule,
+        "scope": l.scope,
+        "period": l.period.name(),
+        "times": l.times,
+        "tokens": l.tokens.map(|t| t.normalize().to_string()),
+        "from": u.from,
+        "to": u.to,
+        "used": {"times": u.used.times, "tokens": u.used.tokens},
+        "scopes": u.scopes,
+        "reached": u.reached,
+        "left": u.left.map(|left| json!({"times": left.times, "tokens": left.tokens})),
+    })
+}
+
+/// A limit's use as a line: `visit-bonus member/month (3 times) 2026-12-01..2026-12-31: 41
+/// times, 0 tokens by 17 members; 9 reached`.
+fn limit_line(u: &store::LimitUse) -> String {
+    let l = &u.limit;
+    let who = l.rule.as_deref().unwrap_or("budget");
+    let mut ceiling = Vec::new();
+    if let Some(times) = l.times {
+        ceiling.push(format!("{times} times"));
+    }
+    if let Some(tokens) = l.tokens {
+        ceiling.push(format!("{} tokens", tokens.normalize()));
+    }
+    let mut line = format!(
+        "{who} {}/{} ({}) {}..{}: {} times, {} tokens",
+        l.scope,
+        l.period.name(),
+        ceiling.join(", "),
+        u.from,
+        u.to.map_or(String::new(), |to| to.to_string()),
+        u.used.times,
+        u.used.tokens
+    );
+    match u.left {
+        Some(left) => {
+            let mut parts = Vec::new();
+            if let Some(times) = left.times {
+                parts.push(format!("{times} times"));
+            }
+            if let Some(tokens) = left.tokens {
+                parts.push(format!("{tokens} tokens"));
+            }
+            line.push_str(&format!("; left {}", parts.join(", ")));
+        }
+        None => line.push_str(&format!(
+            " by {} ({} reached a ceiling)",
+            u.scopes, u.reached
+        )),
+    }
+    line
 }
 
 /// A day (its first or last instant, UTC) or an RFC 3339 moment.

@@ -65,12 +65,12 @@ pub use exports::{ExportChunk, ExportFilter, ExportTime, Texts};
 pub use handle::Store;
 pub use ledger::{
     Adjusted, Adjustment, AdjustmentFilter, AdjustmentRules, AdjustmentStatus, Backtest, BalanceAt,
-    BulkReport, BulkRow, Burned, CampaignFigures, Corrected, Credit, Credited, Discrepancy,
-    EarnInput, EarnReplay, EarnRequest, EarnStatus, ExpiringDay, Hold, HoldFilter, HoldPlaced,
-    HoldSettled, HoldStatus, Ledger, NewAdjustment, NewBurn, NewCorrection, NewHold, NewTransfer,
-    NewWallet, PendingEarn, Reason as AdjustmentReason, Received, RecordedDay, Requester,
-    RowOutcome, RowTrial, RulesInput, Spend, Transaction, TransactionFilter, TransactionKind,
-    Transfer, Transferred, Wallet, WalletFilter, try_rows,
+    BulkReport, BulkRow, Burned, CampaignFigures, Corrected, CounterUse, Credit, Credited,
+    Discrepancy, EarnInput, EarnReplay, EarnRequest, EarnStatus, ExpiringDay, Hold, HoldFilter,
+    HoldPlaced, HoldSettled, HoldStatus, Ledger, Left, LimitUse, NewAdjustment, NewBurn,
+    NewCorrection, NewHold, NewTransfer, NewWallet, PendingEarn, Reason as AdjustmentReason,
+    Received, RecordedDay, Requester, RowOutcome, RowTrial, RulesInput, Spend, Transaction,
+    TransactionFilter, TransactionKind, Transfer, Transferred, Wallet, WalletFilter, try_rows,
 };
 pub use members::{
     CATEGORIES, Channels, ChannelsPatch, CommunicationPreferences, Member, MemberPatch,

@@ -539,7 +539,7 @@ fn rules_test_prints_tokens_and_trace_per_row_without_a_database() {
 }
 
 #[test]
-fn rules_test_counts_limits_in_date_order_and_a_limited_rule_set_waits_for_the_ledger() {
+fn rules_test_counts_limits_in_date_order_and_rules_limits_shows_their_use() {
     let dir = tempfile::tempdir().unwrap();
     let env = [("REWARDS_DATA_DIR", dir.path().display().to_string())];
     let limits = "samples/rules/limits.toml";
@@ -573,15 +573,39 @@ fn rules_test_counts_limits_in_date_order_and_a_limited_rule_set_waits_for_the_l
         ])
     );
 
-    // Activating it is refused, naming the limits, until every credit counts them.
+    // Activated, its limits and budget are shown with what they used (nothing yet).
     let (_, campaign, _) = programme(&env);
-    let output = run(&env, &["rules", "set", "--campaign", &campaign, limits]);
-    assert!(!output.status.success());
-    let said = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        said.contains("limits") && said.contains("not activated yet"),
-        "{said}"
+    ok(&env, &["rules", "set", "--campaign", &campaign, limits]);
+    let uses = json_of(
+        &env,
+        &[
+            "rules",
+            "limits",
+            "--campaign",
+            &campaign,
+            "--day",
+            "2026-11-04",
+        ],
     );
+    let shown: Vec<(&str, &str)> = uses
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| (u["scope"].as_str().unwrap(), u["period"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("member", "month"),
+            ("member", "7d"),
+            ("meta.store.id", "day"),
+            ("campaign", "month")
+        ]
+    );
+    assert_eq!(uses[1]["from"], "2026-10-29");
+    assert_eq!(uses[1]["to"], "2026-11-04");
+    assert_eq!(uses[3]["rule"], Value::Null);
+    assert_eq!(uses[3]["left"]["tokens"], 1_000_000);
 }
 
 #[tokio::test]

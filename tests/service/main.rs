@@ -5,6 +5,7 @@
 mod application;
 mod batch_cli;
 mod batch_crash;
+mod batch_limits;
 mod catalogue_cli;
 mod cli;
 mod cli_scripts;

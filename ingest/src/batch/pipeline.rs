@@ -353,7 +353,7 @@ fn refused_whole(reports: &Path, batch: &Batch, error: String) -> Result<Outcome
 /// (on the store's writer), the next is read, checked and evaluated: the two overlap.
 async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tally, StoreError> {
     let mut tally = Tally::default();
-    let (mut records, header) = match Records::open(job.path, job.file_name, job.mapping) {
+    let (records, header) = match Records::open(job.path, job.file_name, job.mapping) {
         Ok(opened) => opened,
         Err(error) => {
             tally.error = Some(error.to_string());
@@ -368,6 +368,11 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
         }
     };
     rejected.header(header.as_deref().unwrap_or_default())?;
+    let mut records = if job.book.any_limited(job.org.id()).await? {
+        Source::ordered(records, &layout)
+    } else {
+        Source::File(records)
+    };
     let mut loading = Loading {
         seen: Seen::default(),
         returns_seen: Seen::default(),
@@ -424,6 +429,87 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
         load.finish().await?;
     }
     Ok(tally)
+}
+
+/// Where a scan's records come from: the file as it is read, or, when a campaign of the
+/// organisation has limits, the whole file read first and its rows put in date order (then
+/// file order), so that limits count them so whatever the chunks (a file is then held in
+/// memory while it loads).
+enum Source {
+    File(Records),
+    Ordered {
+        records: std::vec::IntoIter<Record>,
+        taken: u64,
+        of: u64,
+        /// Why the file could not be read to its end, once the rows before are taken.
+        error: Option<IngestError>,
+    },
+}
+
+impl Source {
+    fn ordered(mut file: Records, layout: &Layout) -> Source {
+        let (mut records, mut error) = (Vec::new(), None);
+        loop {
+            match file.next_record() {
+                Ok(Some(record)) => records.push(record),
+                Ok(None) => break,
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        // Rows that are not read come first (they are rejected), returns without a date last.
+        let dates: Vec<chrono::DateTime<chrono::Utc>> = records
+            .par_iter()
+            .map(|record| match layout.row(record.row, &record.fields) {
+                Ok(Row::Earn(earn)) => earn.date,
+                Ok(Row::Return(row)) => {
+                    row.date.unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC)
+                }
+                Err(_) => chrono::DateTime::<chrono::Utc>::MIN_UTC,
+            })
+            .collect();
+        let mut keyed: Vec<_> = dates.into_iter().zip(records).collect();
+        keyed.sort_by_key(|(date, record)| (*date, record.row));
+        let of = keyed.len() as u64;
+        Source::Ordered {
+            records: keyed
+                .into_iter()
+                .map(|(_, record)| record)
+                .collect::<Vec<_>>()
+                .into_iter(),
+            taken: 0,
+            of,
+            error,
+        }
+    }
+
+    fn next_record(&mut self) -> Result<Option<Record>, IngestError> {
+        match self {
+            Source::File(records) => records.next_record(),
+            Source::Ordered {
+                records,
+                taken,
+                error,
+                ..
+            } => match records.next() {
+                Some(record) => {
+                    *taken += 1;
+                    Ok(Some(record))
+                }
+                None => error.take().map_or(Ok(None), Err),
+            },
+        }
+    }
+
+    /// How far the scan is: done of all (bytes, or rows).
+    fn position(&self) -> (u64, u64) {
+        match self {
+            Source::File(records) => records.position(),
+            Source::Ordered { taken, of, .. } => (*taken, *of),
+        }
+    }
 }
 
 /// What a scan keeps from chunk to chunk.

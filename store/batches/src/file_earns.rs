@@ -83,6 +83,7 @@ type WalletRow = (
     Option<String>,
     String,
     String,
+    String,
 );
 
 /// A chunk of rows evaluated by the rules, not yet credited.
@@ -104,6 +105,9 @@ pub struct Evaluated {
 pub struct FileTotals {
     wallets: HashMap<u64, (i64, i64)>,
     all: i64,
+    /// In a check: what the file's rows so far used of limits, per campaign (a load counts in
+    /// the ledger instead).
+    limits: HashMap<String, rules::Tally>,
 }
 
 impl FileTotals {
@@ -223,7 +227,12 @@ impl Batches {
             .map(|(_, c)| c.earn.earn_id.as_str())
             .collect();
         let credited = self.credited_earns(org_id, &ids).await?;
-        for (i, credit) in evaluated {
+        let (rows, mut credits): (Vec<usize>, Vec<Credit>) = evaluated.into_iter().unzip();
+        let before = |key: &[u8]| credited.contains_key(key);
+        self.ledger()
+            .count_dry(&mut credits, before, &mut totals.limits)
+            .await?;
+        for (i, credit) in rows.into_iter().zip(credits) {
             let earlier = credited.get(&credit.idem_key());
             let differs = earlier.and_then(|e| e.differs(&credit.earn, &credit.wallet_id));
             outcomes[i] = Some(match (earlier, differs) {
@@ -347,7 +356,9 @@ impl Batches {
         let named = |reference: &str| references.binary_search(&reference).is_ok();
         let mut wallets = HashMap::new();
         let mut by_id = Vec::new();
-        for (id, external_id, campaign_id, balance, earned, tier, status, currency) in rows {
+        for (id, external_id, campaign_id, balance, earned, tier, status, currency, member_id) in
+            rows
+        {
             let wallet = FileWallet {
                 id: id.clone(),
                 campaign_id,
@@ -357,6 +368,7 @@ impl Batches {
                     tier,
                     status,
                     currency,
+                    member_id,
                 },
             };
             if let Some(external_id) = external_id.filter(|e| named(e)) {
@@ -382,11 +394,11 @@ impl Batches {
 fn file_wallets_sql(store: &Batches) -> &'static str {
     store.dialect(
         "SELECT w.id, w.external_id, w.campaign_id, w.balance, w.earned, t.name, \
-         m.status, w.currency FROM wallets w JOIN members m ON m.id = w.owner_id \
+         m.status, w.currency, m.id FROM wallets w JOIN members m ON m.id = w.owner_id \
          LEFT JOIN tiers t ON t.id = w.tier_id \
          WHERE w.org_id = $1 AND (w.id {key} OR w.external_id {key})",
         "SELECT w.id, w.external_id, w.campaign_id, w.balance, w.earned, t.name, \
-         m.status, w.currency FROM wallets w JOIN members m ON m.id = w.owner_id \
+         m.status, w.currency, m.id FROM wallets w JOIN members m ON m.id = w.owner_id \
          LEFT JOIN tiers t ON t.id = w.tier_id \
          WHERE w.org_id = $1 AND w.id IN ({keys} UNION SELECT x.id FROM wallets x \
          WHERE x.org_id = $1 AND x.external_id IN ({keys}))",

@@ -7,6 +7,8 @@
 //! - `earn/` (its records, `evaluate.rs`, `same_earn.rs`), `credit/`, `pending.rs`: earn
 //!   requests stored, evaluated under the rules and credited with their expiry lots, pending
 //!   tokens vested;
+//! - `counters/`: limits and budgets counted in the credit's transaction, given back by
+//!   reversals, and their use read for operators;
 //! - `fifo.rs` (deciding in memory), `spend/` (the spend kernel: taking from lots, repaying,
 //!   giving back), `burn.rs` (`burn/`: a burn's debit, and each backend's path to it): spending
 //!   the oldest tokens first;
@@ -32,6 +34,7 @@ pub mod adjustments;
 pub mod audit;
 pub mod burn;
 pub mod corrections;
+pub mod counters;
 pub mod credit;
 pub mod earn;
 pub mod expiry;
@@ -66,6 +69,7 @@ pub use adjustments::{
 pub use audit::Discrepancy;
 pub use burn::{Burned, NewBurn};
 pub use corrections::{Corrected, NewCorrection};
+pub use counters::{CounterUse, Left, LimitUse};
 pub use earn::evaluate::RulesInput;
 pub use earn::trials::{
     Backtest, LimitCuts, MAX_SAMPLE_ROWS, RowTrial, RuleTotals, Tried, WalletChange, try_rows,

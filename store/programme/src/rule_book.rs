@@ -59,6 +59,20 @@ impl RuleBook {
         Ok((version, rules))
     }
 
+    /// Whether a campaign of the organisation has a limited rule set active (limits or a
+    /// budget): a batch file's rows are then taken in date order (see the ingest pipeline).
+    pub async fn any_limited(&self, org_id: &str) -> Result<bool, StoreError> {
+        const CAMPAIGNS: &str = "SELECT DISTINCT campaign_id FROM rule_sets WHERE org_id = $1";
+        let campaigns: Vec<(String,)> =
+            self.programme.read_rows(CAMPAIGNS, params![org_id]).await?;
+        for (campaign_id,) in campaigns {
+            if self.active(org_id, &campaign_id).await?.1.has_limits() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// Version `version` of the campaign's rule set (`None`: the default set), compiled.
     pub async fn version(
         &self,

@@ -42,20 +42,7 @@ impl Programme {
         source: &str,
     ) -> Result<RuleSetVersion, StoreError> {
         let (org_id, campaign_id) = (campaign.org_id.as_str(), campaign.id.as_str());
-        let compiled = rules::RuleSet::parse(source).map_err(StoreError::InvalidRules)?;
-        if compiled.has_limits() {
-            // Tried by `rules test` and backtests; activated once every credit counts them in
-            // its own database transaction (#63), never silently ignored before.
-            return Err(StoreError::InvalidRules(rules::CompileErrors(vec![
-                rules::CompileError {
-                    kind: rules::ErrorKind::InvalidLimit,
-                    rule: None,
-                    field: "limits".into(),
-                    position: None,
-                    message: "limits and budgets can be tried (`rules test`, backtests) but not activated yet: the ledger does not count them".into(),
-                },
-            ])));
-        }
+        rules::RuleSet::parse(source).map_err(StoreError::InvalidRules)?;
         const INSERT: &str = "INSERT INTO rule_sets (id, org_id, campaign_id, version, source, created_at) \
              SELECT $1, $2, $3, COALESCE(MAX(version), 0) + 1, $4, $5 FROM rule_sets WHERE campaign_id = $3 \
              RETURNING id, campaign_id, version, source, created_at";

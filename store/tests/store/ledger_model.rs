@@ -733,6 +733,7 @@ impl World {
             request_id: None,
             batch_id: None,
             pending_days,
+            limited: None,
         }
     }
 

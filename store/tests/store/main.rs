@@ -15,6 +15,7 @@ mod in_time;
 mod leaderboard;
 mod ledger;
 mod ledger_model;
+mod limits;
 mod members;
 mod operators;
 mod orders;

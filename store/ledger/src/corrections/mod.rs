@@ -14,7 +14,6 @@ use serde_json::Value;
 use crate::backend::{Steps, Tx};
 use crate::common::ids::Fingerprint;
 use crate::pending::STILL_PENDING;
-use crate::refusals;
 use crate::spend::{position, record_spends, repay};
 use crate::transactions::{
     INSERT_TRANSACTION, SELECT_BY_KEY, TransactionRow, idem_key_of, replay_or_conflict, unsum,
@@ -22,6 +21,7 @@ use crate::transactions::{
 use crate::{
     Campaign, Ledger, RuleBook, Shortfall, StoreError, Tokens, Transaction, TransactionKind,
 };
+use crate::{counters, refusals};
 
 mod refund;
 mod reversal;
@@ -421,6 +421,11 @@ impl Correcting {
         // The link is written beside the entry every path shares.
         tx.execute(LINK, params![transaction.id, o.id, made.forgiven])
             .await?;
+        if kind == TransactionKind::Reversal {
+            let reversed: Vec<(Option<String>, i64)> =
+                tx.rows(reversal::REVERSED, params![o.id]).await?;
+            counters::give_back(tx, o, &reversed).await?;
+        }
         tx.execute(UNSUM, params![o.wallet_id, transaction.date])
             .await?;
         record_spends(tx, &transaction.id, &made.lots).await?;

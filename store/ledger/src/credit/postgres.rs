@@ -9,6 +9,7 @@ use sqlx::{PgConnection, PgPool};
 use super::{Crediting, Pending, Settlement, finished, over_ceiling, sooner};
 use crate::backend::{OnPostgres, PgTx};
 use crate::common::ids::new_id;
+use crate::counters;
 use crate::earn::same_earn::{EarlierEarn, earlier_columns};
 use crate::earn::{RequestRow, earn_event, request_columns, requests_joined};
 use crate::transactions::{entry_columns, unsum};
@@ -19,7 +20,7 @@ mod copy;
 impl<F: Future<Output = ()>> OnPostgres for Crediting<F> {
     async fn postgres(self, pool: &PgPool) -> Result<Self::Output, StoreError> {
         let Crediting {
-            credits,
+            mut credits,
             policies,
             at,
             turn,
@@ -27,7 +28,9 @@ impl<F: Future<Output = ()>> OnPostgres for Crediting<F> {
         } = self;
         // What can be done before the write's turn is: a chunk's rows made into `COPY`'s text.
         let copy = (credits.len() >= copy::COPY_FROM
-            && credits.iter().all(|c| c.request_id.is_none()))
+            && credits
+                .iter()
+                .all(|c| c.request_id.is_none() && c.limited.is_none()))
         .then(|| copy::CopyRows::new(&credits, &policies, at));
         turn.await;
         if let Some(copy) = copy {
@@ -36,25 +39,50 @@ impl<F: Future<Output = ()>> OnPostgres for Crediting<F> {
         }
         let mut outcomes = Vec::with_capacity(credits.len());
         // A transaction row takes 20 parameters; PostgreSQL allows 65,535 a statement.
-        for chunk in credits.chunks(1000) {
-            outcomes.extend(credit(pool, chunk, &policies, at).await?);
+        for chunk in credits.chunks_mut(1000) {
+            outcomes.extend(credit_counted(pool, chunk, &policies, at).await?);
         }
         Ok((outcomes, credits, None))
     }
 }
 
-/// PostgreSQL: a handful of multi-row statements whatever the number of credits.
-async fn credit(
+/// How often a call starts again when another transaction took the earn id of a limited credit
+/// it had counted as new (see `counters::record`): each attempt finds the ids taken before.
+const ATTEMPTS: usize = 4;
+
+/// `credit`, again from the start while it finds a limited credit's earn id taken meanwhile.
+async fn credit_counted(
     pool: &PgPool,
-    credits: &[Credit],
+    credits: &mut [Credit],
     policies: &HashMap<String, Policy>,
     at: DateTime<Utc>,
 ) -> Result<Vec<Credited>, StoreError> {
+    for _ in 1..ATTEMPTS {
+        if let Some(outcomes) = credit(pool, credits, policies, at).await? {
+            return Ok(outcomes);
+        }
+    }
+    credit(pool, credits, policies, at).await?.ok_or_else(|| {
+        StoreError::NotCommitted("a limited earn's id was taken each time it was counted".into())
+    })
+}
+
+/// PostgreSQL: a handful of multi-row statements whatever the number of credits (the limited
+/// ones evaluated again under their counters first, see `counters`). `None`, writing nothing:
+/// another transaction took the earn id of a limited credit counted as new.
+async fn credit(
+    pool: &PgPool,
+    credits: &mut [Credit],
+    policies: &HashMap<String, Policy>,
+    at: DateTime<Utc>,
+) -> Result<Option<Vec<Credited>>, StoreError> {
+    let mut tx = pool.begin().await?;
+    let counted = counters::count(&mut PgTx(&mut tx), credits).await?;
+    let credits = &*credits;
     let ids: Vec<String> = credits.iter().map(|_| new_id()).collect();
     let expiries: Vec<Option<DateTime<Utc>>> =
         credits.iter().map(|c| c.expires_at(policies)).collect();
     let pending: Vec<Option<Pending>> = credits.iter().map(|c| c.pending(policies, at)).collect();
-    let mut tx = pool.begin().await?;
     let mut insert = sqlx::QueryBuilder::new(concat!(
         "INSERT INTO transactions (",
         entry_columns!(),
@@ -85,7 +113,10 @@ async fn credit(
         inserted: &inserted,
     };
     settle(&mut tx, credits, &written, at).await?;
-
+    let new = |id: &str| inserted.contains(id);
+    if !counters::record(&mut PgTx(&mut tx), credits, &counted, &ids, new).await? {
+        return Ok(None);
+    }
     let outcomes = outcomes(&mut tx, credits, &ids, &inserted).await?;
     let finished: Vec<_> = credits
         .iter()
@@ -110,7 +141,7 @@ async fn credit(
         earn_events(&mut tx, credits).await?;
     }
     tx.commit().await?;
-    Ok(outcomes)
+    Ok(Some(outcomes))
 }
 
 /// The events of the API earns among `credits` that ended (`earn.completed`,

@@ -2,7 +2,7 @@
 //! per row beat multi-row statements here: SQLite runs a many-row VALUES list as a co-routine,
 //! which cost more than it saved).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use rusqlite::Connection;
@@ -10,6 +10,7 @@ use rusqlite::Connection;
 use super::{Crediting, PENDING, SET_ASIDE, Settlement, finished, over_ceiling, sooner};
 use crate::backend::{OnSqlite, SqliteTx, direct, ready};
 use crate::common::ids::new_id;
+use crate::counters;
 use crate::earn::record_earn_event;
 use crate::earn::same_earn::{EarlierEarn, earlier_columns};
 use crate::transactions::{Entry, EntryText, INSERT_TRANSACTION, unsum};
@@ -36,7 +37,7 @@ const CREDIT_WALLET: &str = concat!(
 impl<F: Future<Output = ()>> OnSqlite for Crediting<F> {
     async fn sqlite(self, direct: &direct::Direct) -> Result<Self::Output, StoreError> {
         let Crediting {
-            credits,
+            mut credits,
             policies,
             at,
             bulk,
@@ -44,7 +45,7 @@ impl<F: Future<Output = ()>> OnSqlite for Crediting<F> {
         } = self;
         turn.await;
         let write = move |tx: &Connection| {
-            let outcomes = credit(tx, &credits, &policies, at)?;
+            let outcomes = credit(tx, &mut credits, &policies, at)?;
             Ok((outcomes, credits))
         };
         if bulk {
@@ -57,10 +58,11 @@ impl<F: Future<Output = ()>> OnSqlite for Crediting<F> {
     }
 }
 
-/// Writes `credits` in the writer thread's transaction `tx`; each one's outcome, in order.
+/// Writes `credits` in the writer thread's transaction `tx` (those of limited rule sets
+/// evaluated again under their counters first); each one's outcome, in order.
 fn credit(
     tx: &Connection,
-    credits: &[Credit],
+    credits: &mut [Credit],
     policies: &HashMap<String, Policy>,
     created_at: DateTime<Utc>,
 ) -> Result<Vec<Credited>, StoreError> {
@@ -72,7 +74,10 @@ fn credit(
     const FINISH: &str = "UPDATE earn_requests SET status = $2, transaction_id = $3, tokens = $4, \
          reason = $5, claimed_until = NULL, updated_at = $6 WHERE id = $1";
     let at = direct::time(created_at);
+    let counted = ready(counters::count(&mut SqliteTx(tx), credits))?;
+    let credits = &*credits;
     let ids: Vec<String> = credits.iter().map(|_| new_id()).collect();
+    let mut inserted = HashSet::new();
     let mut outcomes = Vec::with_capacity(credits.len());
     let mut settlement = Settlement::default();
     let mut insert = tx.prepare_cached(INSERT_TRANSACTION)?;
@@ -88,6 +93,7 @@ fn credit(
             expires_at: expires_text.as_deref(),
         };
         let outcome = if write(&entry, &mut insert, &text)? {
+            inserted.insert(id.as_str());
             settlement.add(c, id, expires_at, c.pending(policies, created_at));
             Credited::New {
                 transaction_id: id.clone(),
@@ -115,6 +121,19 @@ fn credit(
             ))?;
         }
         outcomes.push(outcome);
+    }
+    let new = |id: &str| inserted.contains(id);
+    if !ready(counters::record(
+        &mut SqliteTx(tx),
+        credits,
+        &counted,
+        &ids,
+        new,
+    ))? {
+        // The writer holds the database: nothing else can have taken an earn id meanwhile.
+        return Err(StoreError::NotCommitted(
+            "a limited earn's id was taken while it was counted".into(),
+        ));
     }
     let mut positions = HashMap::new();
     for (wallet, credit) in &settlement.per_wallet {

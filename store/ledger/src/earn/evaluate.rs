@@ -2,11 +2,13 @@
 //! through before they are credited.
 
 use std::str::FromStr;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use rules::{Context, Decimal, Row, RuleSet};
 use serde_json::Value;
 
+use crate::counters::Limited;
 use crate::{Credit, EarnInput, EarnReplay, RuleBook, StoreError, Tokens};
 
 /// What the rules are given for one earn: its own fields, and its wallet and member as they
@@ -86,6 +88,8 @@ pub struct WalletContext {
     /// The owning member's status.
     pub status: String,
     pub currency: String,
+    /// The owning member's id (whose uses a `member` limit counts).
+    pub member_id: String,
 }
 
 /// Where an earn goes.
@@ -134,7 +138,7 @@ pub(crate) async fn credit_for(
 /// or why it cannot be credited. A panic in the rules fails this earn alone.
 pub fn evaluate(
     version: Option<i64>,
-    rules: &RuleSet,
+    rules: &Arc<RuleSet>,
     target: &Target<'_>,
     earn: &EarnInput,
     request_id: Option<String>,
@@ -148,7 +152,7 @@ pub fn evaluate(
 
 fn evaluate_unguarded(
     version: Option<i64>,
-    rules: &RuleSet,
+    rules: &Arc<RuleSet>,
     target: &Target<'_>,
     earn: &EarnInput,
     request_id: Option<String>,
@@ -167,7 +171,7 @@ fn evaluate_unguarded(
         wallet_balance: Tokens::from_micros(wallet.balance),
         member_status: &wallet.status,
         wallet_id: target.wallet_id,
-        member_id: None,
+        member_id: Some(&wallet.member_id),
     };
     let (row, ctx) = input.parts().map_err(Refusal::Rules)?;
     let outcome = rules.evaluate(&row, &ctx);
@@ -186,6 +190,12 @@ fn evaluate_unguarded(
         request_id,
         batch_id: None,
         pending_days: rules.pending_days(&outcome.steps),
+        limited: rules.has_limits().then(|| {
+            Box::new(Limited {
+                rules: Arc::clone(rules),
+                wallet: wallet.clone(),
+            })
+        }),
     })
 }
 

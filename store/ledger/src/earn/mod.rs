@@ -394,14 +394,14 @@ impl Ledger {
         if ids.is_empty() {
             return Ok(HashMap::new());
         }
-        const SELECT: &str = "SELECT w.id, w.balance, w.earned, t.name, m.status, w.currency \
-             FROM wallets w JOIN members m ON m.id = w.owner_id \
+        const SELECT: &str = "SELECT w.id, w.balance, w.earned, t.name, m.status, w.currency, \
+             m.id FROM wallets w JOIN members m ON m.id = w.owner_id \
              LEFT JOIN tiers t ON t.id = w.tier_id WHERE w.id {key}";
-        let rows: Vec<(String, i64, i64, Option<String>, String, String)> =
-            self.read_each(SELECT, params![], &ids).await?;
+        type ContextRow = (String, i64, i64, Option<String>, String, String, String);
+        let rows: Vec<ContextRow> = self.read_each(SELECT, params![], &ids).await?;
         Ok(rows
             .into_iter()
-            .map(|(id, balance, earned, tier, status, currency)| {
+            .map(|(id, balance, earned, tier, status, currency, member_id)| {
                 (
                     id,
                     WalletContext {
@@ -410,6 +410,7 @@ impl Ledger {
                         tier,
                         status,
                         currency,
+                        member_id,
                     },
                 )
             })

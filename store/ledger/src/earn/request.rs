@@ -83,6 +83,9 @@ pub struct Credit {
     /// The days its tokens stay pending, as its rules said (None: as the campaign's policy
     /// says).
     pub pending_days: Option<u32>,
+    /// Under a limited rule set: what the write evaluates it again with, under its counters
+    /// (see `counters`); `tokens` is then what it would earn with nothing used.
+    pub limited: Option<Box<crate::counters::Limited>>,
 }
 
 /// The outcome of crediting: the new transaction, or the earlier one holding the earn id.

@@ -54,6 +54,7 @@ migrations! {
     27 "bounds" "0027_bounds.sql",
     28 "audit log and operators" "0028_audit_log.sql",
     29 "adjustments" "0029_adjustments.sql",
+    30 "limits" "0030_limits.sql",
 }
 
 /// The migration that indexes `transactions.idem_key`: before it runs, the keys of an existing
