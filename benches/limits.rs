@@ -63,7 +63,11 @@ async fn run() {
     for (name, rules) in [("without limits", UNLIMITED), ("with limits", LIMITED)] {
         let seeded = common::seed(FILE_WALLETS, true).await;
         let (store, campaign) = (&seeded.store, &seeded.campaign);
-        store.programme().set_rule_set(campaign, rules).await.unwrap();
+        store
+            .programme()
+            .set_rule_set(campaign, rules)
+            .await
+            .unwrap();
         let book = RuleBook::new(store.programme().clone());
         let data = dir.path().join(name.replace(' ', "-"));
         // Receiving a file moves it into the spool: each ledger gets its own copy.
@@ -89,7 +93,11 @@ async fn run() {
     for (name, rules) in [("without limits", UNLIMITED), ("with limits", LIMITED)] {
         let seeded = common::seed(API_WALLETS, true).await;
         let (store, campaign) = (&seeded.store, &seeded.campaign);
-        store.programme().set_rule_set(campaign, rules).await.unwrap();
+        store
+            .programme()
+            .set_rule_set(campaign, rules)
+            .await
+            .unwrap();
         let base = common::serve(store).await;
         let started = Instant::now();
         let load = earns(&base, &seeded.key, seconds).await;

@@ -338,21 +338,20 @@ pub(crate) async fn give_back<T: Tx>(
 ) -> Result<(), StoreError> {
     let value = |text: Option<&str>| text.and_then(|t| t.parse::<Decimal>().ok());
     let tokens: i64 = reversed.iter().map(|(_, tokens)| tokens).sum();
-    let whole = value(earn.source_amount.as_deref()).filter(|w| *w > Decimal::ZERO);
-    let share = match whole {
+    let amount = earn.amount.micros();
+    // The share returned, as (part, whole): of the purchase's value, or of the tokens for an
+    // earn without a value.
+    let (part, whole) = match value(earn.source_amount.as_deref()).filter(|w| *w > Decimal::ZERO) {
         Some(whole) => {
-            let returned: Decimal = reversed
+            let part: Decimal = reversed
                 .iter()
                 .filter_map(|(v, _)| value(v.as_deref()))
                 .sum();
-            (returned / whole).min(Decimal::ONE)
+            (part, whole)
         }
-        None if earn.amount.micros() > 0 => {
-            (Decimal::from(tokens) / Decimal::from(earn.amount.micros())).min(Decimal::ONE)
-        }
-        None => Decimal::ONE,
+        None => (Decimal::from(tokens), Decimal::from(amount.max(1))),
     };
-    let full = share >= Decimal::ONE || tokens >= earn.amount.micros();
+    let full = part >= whole || tokens >= amount;
     let earn_id = earn.id.as_str();
     const USES: &str = "SELECT campaign_id, counter, scope, bucket, tokens, returned, \
          times_returned FROM limit_uses WHERE transaction_id = $1 ORDER BY counter, scope";
@@ -368,7 +367,8 @@ pub(crate) async fn give_back<T: Tx>(
         let target = if full {
             tokens
         } else {
-            (Decimal::from(tokens) * share)
+            // Multiplied before divided: a third of 3 tokens is exactly 1.
+            (Decimal::from(tokens) * part / whole)
                 .floor()
                 .try_into()
                 .unwrap_or(tokens)
