@@ -67,10 +67,11 @@ pub use ledger::{
     Adjusted, Adjustment, AdjustmentFilter, AdjustmentRules, AdjustmentStatus, Backtest, BalanceAt,
     BulkReport, BulkRow, Burned, CampaignFigures, Corrected, CounterUse, Credit, Credited,
     Discrepancy, EarnInput, EarnReplay, EarnRequest, EarnStatus, ExpiringDay, Hold, HoldFilter,
-    HoldPlaced, HoldSettled, HoldStatus, Ledger, Left, LimitUse, NewAdjustment, NewBurn,
+    HoldPlaced, HoldSettled, HoldStatus, Ledger, Left, LimitUse, Limited, NewAdjustment, NewBurn,
     NewCorrection, NewHold, NewTransfer, NewWallet, PendingEarn, Reason as AdjustmentReason,
     Received, RecordedDay, Requester, RowOutcome, RowTrial, RulesInput, Spend, Transaction,
-    TransactionFilter, TransactionKind, Transfer, Transferred, Wallet, WalletFilter, try_rows,
+    TransactionFilter, TransactionKind, Transfer, Transferred, Wallet, WalletContext, WalletFilter,
+    try_rows,
 };
 pub use members::{
     CATEGORIES, Channels, ChannelsPatch, CommunicationPreferences, Member, MemberPatch,

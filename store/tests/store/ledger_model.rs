@@ -5,6 +5,7 @@
 //! lapsed by the sweep, transfers between wallets (the receiver's lots keeping the sender's
 //! expiry dates), earns pending for days (a rule's outcome) that the sweep vests or a reversal
 //! cancels,
+//! earns under a limited rule (what is left of a wallet's ceiling, given back by reversals),
 //! repeated and conflicting keys (a refused burn or return refused again under its key),
 //! concurrent burns on one wallet and a return racing a burn, expiry runs as the clock moves,
 //! the store closed and reopened)
@@ -43,6 +44,10 @@ const EXPIRY_DAYS: i64 = 30;
 /// (name, precedence, threshold in whole tokens)
 const TIERS: [(&str, i64, i64); 2] = [("Silver", 2, 100), ("Gold", 1, 500)];
 const MICROS: i64 = 1_000_000;
+/// `LimitedEarn`'s rule: whole tokens of the amount, at most this many a wallet ever.
+const LIMIT_CEILING: i64 = 150;
+const LIMITED_RULES: &str = "[[rule]]\nid = 'capped'\npriority = 1\naward = 'amount'\n\
+     limits = [{ scope = 'wallet', period = 'ever', tokens = 150 }]\n";
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -53,6 +58,12 @@ enum Op {
         micros: i64,
         back_days: i64,
         pending_days: Option<u32>,
+    },
+    /// An earn of `whole` tokens into wallet `wallet` under a rule limited to `LIMIT_CEILING`
+    /// tokens a wallet ever: it gets what is left under the ceiling (reversals give back).
+    LimitedEarn {
+        wallet: usize,
+        whole: i64,
     },
     /// An earlier earn's id sent again, for the same earn or (another amount) another: a
     /// duplicate or a conflict naming the amount; nothing moves.
@@ -157,6 +168,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(wallet, micros, back_days, pending_days)| {
                 Op::Earn { wallet, micros, back_days, pending_days }
             }),
+        2 => (wallet.clone(), 1i64..60).prop_map(|(wallet, whole)| Op::LimitedEarn { wallet, whole }),
         1 => (any::<usize>(), amount()).prop_map(|(which, micros)| Op::RepeatEarn { which, micros }),
         5 => (wallet.clone(), amount()).prop_map(|(wallet, micros)| Op::Burn { wallet, micros }),
         1 => (any::<usize>(), any::<bool>()).prop_map(|(which, same)| Op::RepeatBurn { which, same }),
@@ -315,6 +327,10 @@ struct Model {
     earns: HashMap<String, EarnModel>,
     holds: Vec<HoldModel>,
     pending: Vec<PendingModel>,
+    /// Micro-tokens each wallet's limited earns used of `LIMIT_CEILING`.
+    limit_used: Vec<i64>,
+    /// Each limited earn's use: its wallet, micro-tokens, and what reversals gave back.
+    limit_uses: HashMap<String, (usize, i64, i64)>,
 }
 
 #[derive(Debug, Clone)]
@@ -472,6 +488,7 @@ impl Model {
             let e = self.earns.get_mut(id).unwrap();
             e.value_reversed += value;
             e.tokens_reversed += tokens;
+            self.give_back(id);
             return ReversalOutcome::Took(tokens);
         }
         let before = self.wallets[e.wallet].clone();
@@ -495,7 +512,27 @@ impl Model {
         let e = self.earns.get_mut(id).unwrap();
         e.value_reversed += value;
         e.tokens_reversed += tokens;
+        self.give_back(id);
         ReversalOutcome::Took(took)
+    }
+
+    /// A limited earn's use given back as its reversals say: the share of its value returned,
+    /// all of it once the value or the tokens are returned in full.
+    fn give_back(&mut self, id: &str) {
+        let Some((wallet, used, returned)) = self.limit_uses.get_mut(id) else {
+            return;
+        };
+        let e = &self.earns[id];
+        let full = e.value_reversed >= e.value || e.tokens_reversed >= e.tokens;
+        let target = if full {
+            *used
+        } else {
+            *used * e.value_reversed / e.value
+        };
+        let back = (target - *returned).max(0);
+        *returned += back;
+        let left = &mut self.limit_used[*wallet];
+        *left = (*left - back).max(0);
     }
 
     /// Gives back `micros` (None: all that is left) of burn `id`, to its newest lots first;
@@ -590,6 +627,8 @@ struct World {
     credited: Vec<String>,
     steps: usize,
     model: Model,
+    /// `LIMITED_RULES`, compiled.
+    limited_rules: std::sync::Arc<rules::RuleSet>,
 }
 
 fn fail(step: usize, what: impl std::fmt::Display) -> TestCaseError {
@@ -698,6 +737,7 @@ impl World {
             spent: Vec::new(),
             credited: Vec::new(),
             steps: 0,
+            limited_rules: std::sync::Arc::new(rules::RuleSet::parse(LIMITED_RULES).unwrap()),
             model: Model {
                 wallets: vec![WalletModel::default(); WALLETS],
                 min_balance,
@@ -707,6 +747,8 @@ impl World {
                 earns: HashMap::new(),
                 holds: Vec::new(),
                 pending: Vec::new(),
+                limit_used: vec![0; WALLETS],
+                limit_uses: HashMap::new(),
             },
         }
     }
@@ -779,6 +821,58 @@ impl World {
                     },
                     micros / MICROS,
                     pending_days.map(|days| date + Duration::days(i64::from(days))),
+                );
+                self.earns.push((wallet, earn));
+            }
+            Op::LimitedEarn { wallet, whole } => {
+                let date = self.now + Duration::milliseconds(step as i64);
+                let earn = EarnInput {
+                    earn_id: format!("e-{step}"),
+                    wallet: format!("w-{wallet}"),
+                    amount: whole.to_string(),
+                    date,
+                    description: None,
+                    comment: None,
+                    meta: None,
+                };
+                let mut credit = self.credit(wallet, &earn, whole * MICROS, None);
+                credit.limited = Some(Box::new(store::Limited {
+                    rules: self.limited_rules.clone(),
+                    wallet: store::WalletContext {
+                        balance: 0,
+                        earned: 0,
+                        tier: None,
+                        status: "active".into(),
+                        currency: "PTS".into(),
+                        member_id: format!("card-{wallet}"),
+                    },
+                }));
+                let credited = self
+                    .store
+                    .ledger()
+                    .credit_all(&[credit])
+                    .await
+                    .map_err(|e| fail(step, e))?;
+                let Some(Credited::New { transaction_id }) = credited.into_iter().next() else {
+                    return Err(fail(step, "a new limited earn was not credited as new"));
+                };
+                let left = LIMIT_CEILING * MICROS - self.model.limit_used[wallet];
+                let given = (whole * MICROS).min(left.max(0));
+                self.model.limit_used[wallet] += given;
+                self.model
+                    .limit_uses
+                    .insert(transaction_id.clone(), (wallet, given, 0));
+                self.credited.push(transaction_id.clone());
+                self.model.earn(
+                    wallet,
+                    Lot {
+                        date,
+                        id: transaction_id,
+                        remaining: given,
+                        expires_at: date + Duration::days(EXPIRY_DAYS),
+                    },
+                    whole,
+                    None,
                 );
                 self.earns.push((wallet, earn));
             }
@@ -1178,7 +1272,33 @@ impl World {
             }
         }
         self.compare_wallets(step).await?;
-        self.compare_in_time(step).await
+        self.compare_in_time(step).await?;
+        self.compare_limits(step).await
+    }
+
+    /// What each wallet's limited earns used, as the store counts it, against the model.
+    async fn compare_limits(&self, step: usize) -> Result<(), TestCaseError> {
+        let limits = self.limited_rules.limits();
+        let day = self.now.date_naive();
+        for (n, id) in self.wallet_ids.iter().enumerate() {
+            let uses = self
+                .store
+                .ledger()
+                .limit_uses(&self.campaign.id, &limits, day, Some(id))
+                .await
+                .map_err(|e| fail(step, e))?;
+            let used = uses[0].used.tokens.micros();
+            if used != self.model.limit_used[n] {
+                return Err(fail(
+                    step,
+                    format!(
+                        "wallet {n} used {used} of its limit, model {}",
+                        self.model.limit_used[n]
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Places an order of `a` and `b` gifts (a token each) paid from `wallet`: its BURN takes
