@@ -69,9 +69,9 @@ pub use adjustments::{
 pub use audit::Discrepancy;
 pub use burn::{Burned, NewBurn};
 pub use corrections::{Corrected, NewCorrection};
-pub use counters::{CounterUse, Left, LimitUse, Limited};
+pub use counters::{CounterUse, Left, LimitUse};
 pub use earn::evaluate::RulesInput;
-pub use earn::evaluate::WalletContext;
+pub use earn::evaluate::{Limited, WalletContext};
 pub use earn::trials::{
     Backtest, LimitCuts, MAX_SAMPLE_ROWS, RowTrial, RuleTotals, Tried, WalletChange, try_rows,
 };

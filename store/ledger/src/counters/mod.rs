@@ -15,13 +15,12 @@
 //! (which locks its wallet first) writes them too. SQLite's one writer holds everything.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Arc;
 
 use chrono::NaiveDate;
 use rules::{CounterKey, Counters, Decimal, RuleSet, Tally, Use, Used};
 
 use crate::backend::{PgTx, SqliteTx, Tx, Work};
-use crate::earn::evaluate::{RulesInput, WalletContext};
+use crate::earn::evaluate::RulesInput;
 use crate::{Credit, Ledger, StoreError, Tokens, Transaction};
 
 mod postgres;
@@ -29,14 +28,6 @@ mod read;
 mod sqlite;
 
 pub use read::{CounterUse, Left, LimitUse};
-
-/// What a credit of a limited rule set is evaluated again with, in the write's transaction.
-#[derive(Debug, Clone)]
-pub struct Limited {
-    pub rules: Arc<RuleSet>,
-    /// Its wallet as the first evaluation saw it.
-    pub wallet: WalletContext,
-}
 
 /// A counter's buckets one evaluation may read: `key` of `campaign`, buckets `from..=to`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use rules::{Context, Decimal, Row, RuleSet};
 use serde_json::Value;
 
-use crate::counters::Limited;
+pub use super::request::{Limited, WalletContext};
 use crate::{Credit, EarnInput, EarnReplay, RuleBook, StoreError, Tokens};
 
 /// What the rules are given for one earn: its own fields, and its wallet and member as they
@@ -75,21 +75,6 @@ impl EarnReplay {
             member_id: Some(&self.member_id),
         }
     }
-}
-
-/// What the rules know of a wallet when an earn is evaluated.
-#[derive(Debug, Clone)]
-pub struct WalletContext {
-    /// Micro-tokens, before this earn.
-    pub balance: i64,
-    /// Lifetime earnings, micro-tokens, before this earn.
-    pub earned: i64,
-    pub tier: Option<String>,
-    /// The owning member's status.
-    pub status: String,
-    pub currency: String,
-    /// The owning member's id (whose uses a `member` limit counts).
-    pub member_id: String,
 }
 
 /// Where an earn goes.

@@ -6,6 +6,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use std::sync::Arc;
+
+use rules::RuleSet;
+
 use crate::Tokens;
 
 /// An earn as submitted: what the rules need and what the transaction keeps.
@@ -61,6 +65,30 @@ pub struct EarnRequest {
     pub updated_at: DateTime<Utc>,
 }
 
+/// What the rules know of a wallet when an earn is evaluated.
+#[derive(Debug, Clone)]
+pub struct WalletContext {
+    /// Micro-tokens, before this earn.
+    pub balance: i64,
+    /// Lifetime earnings, micro-tokens, before this earn.
+    pub earned: i64,
+    pub tier: Option<String>,
+    /// The owning member's status.
+    pub status: String,
+    pub currency: String,
+    /// The owning member's id (whose uses a `member` limit counts).
+    pub member_id: String,
+}
+
+/// What a credit of a limited rule set is evaluated again with, in the write's transaction
+/// (see `counters`).
+#[derive(Debug, Clone)]
+pub struct Limited {
+    pub rules: Arc<RuleSet>,
+    /// Its wallet as the first evaluation saw it.
+    pub wallet: WalletContext,
+}
+
 /// What the ledger records for one evaluated earn.
 #[derive(Debug, Clone)]
 pub struct Credit {
@@ -84,8 +112,8 @@ pub struct Credit {
     /// says).
     pub pending_days: Option<u32>,
     /// Under a limited rule set: what the write evaluates it again with, under its counters
-    /// (see `counters`); `tokens` is then what it would earn with nothing used.
-    pub limited: Option<Box<crate::counters::Limited>>,
+    /// (see the crate's `counters`); `tokens` is then what it would earn with nothing used.
+    pub limited: Option<Box<Limited>>,
 }
 
 /// The outcome of crediting: the new transaction, or the earlier one holding the earn id.
