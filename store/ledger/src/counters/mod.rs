@@ -248,6 +248,18 @@ impl Ledger {
     }
 }
 
+/// One use of a counter as an earn keeps it (`limit_uses.uses`), with what its reversals gave
+/// back.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct KeptUse {
+    counter: String,
+    scope: String,
+    bucket: NaiveDate,
+    tokens: i64,
+    returned: i64,
+    time_returned: bool,
+}
+
 /// Micro-tokens recorded for a use's tokens: rounded up, so a counter never reads less than
 /// was given.
 fn micros(tokens: Decimal) -> i64 {
@@ -270,34 +282,40 @@ pub(crate) async fn record<T: Tx>(
     if counted.iter().any(|(i, _)| !inserted(&ids[*i])) {
         return Ok(false);
     }
-    let mut rows = Vec::new();
+    let mut rows: Vec<(&str, &str, String)> = Vec::with_capacity(counted.len());
     let mut sums: BTreeMap<(&str, &CounterKey, NaiveDate), (i64, i64)> = BTreeMap::new();
     for (i, uses) in counted {
+        if uses.is_empty() {
+            continue;
+        }
         let (id, campaign) = (&ids[*i], credits[*i].campaign_id.as_str());
+        let mut kept = Vec::with_capacity(uses.len());
         for u in uses {
             let tokens = micros(u.tokens);
-            rows.push((id.as_str(), campaign, u, tokens));
             let sum = sums.entry((campaign, &u.key, u.bucket)).or_default();
             *sum = (sum.0 + 1, sum.1.saturating_add(tokens));
+            kept.push(KeptUse {
+                counter: u.key.counter.clone(),
+                scope: u.key.scope.clone(),
+                bucket: u.bucket,
+                tokens,
+                returned: 0,
+                time_returned: false,
+            });
         }
+        let text = serde_json::to_string(&kept)
+            .map_err(|e| StoreError::NotCommitted(format!("an earn's uses: {e}")))?;
+        rows.push((id.as_str(), campaign, text));
     }
     if rows.is_empty() {
         return Ok(true);
     }
-    let mut values = Vec::with_capacity(rows.len() * 6);
-    for (id, campaign, u, tokens) in &rows {
-        values.extend(params![
-            *id,
-            *campaign,
-            u.key.counter,
-            u.key.scope,
-            u.bucket,
-            *tokens
-        ]);
+    let mut values = Vec::with_capacity(rows.len() * 3);
+    for (id, campaign, uses) in &rows {
+        values.extend(params![*id, *campaign, *uses]);
     }
-    const USES: &str = "INSERT INTO limit_uses (transaction_id, campaign_id, counter, scope, \
-         bucket, tokens)";
-    tx.insert_rows(USES, "", 6, &values).await?;
+    const USES: &str = "INSERT INTO limit_uses (transaction_id, campaign_id, uses)";
+    tx.insert_rows(USES, "", 3, &values).await?;
     let mut values = Vec::with_capacity(sums.len() * 6);
     for ((campaign, key, bucket), (times, tokens)) in &sums {
         values.extend(params![
@@ -344,36 +362,51 @@ pub(crate) async fn give_back<T: Tx>(
     };
     let full = part >= whole || tokens >= amount;
     let earn_id = earn.id.as_str();
-    const USES: &str = "SELECT campaign_id, counter, scope, bucket, tokens, returned, \
-         times_returned FROM limit_uses WHERE transaction_id = $1 ORDER BY counter, scope";
-    const RETURNED: &str = "UPDATE limit_uses SET returned = $4, times_returned = $5 \
-         WHERE transaction_id = $1 AND counter = $2 AND scope = $3";
+    const USES: &str = "SELECT campaign_id, uses FROM limit_uses WHERE transaction_id = $1";
+    const RETURNED: &str = "UPDATE limit_uses SET uses = $2 WHERE transaction_id = $1";
     const COUNTER: &str = "UPDATE limit_counters SET \
          times = CASE WHEN times > $5 THEN times - $5 ELSE 0 END, \
          tokens = CASE WHEN tokens > $6 THEN tokens - $6 ELSE 0 END \
          WHERE campaign_id = $1 AND counter = $2 AND scope = $3 AND bucket = $4";
-    type UseRow = (String, String, String, NaiveDate, i64, i64, bool);
-    let uses: Vec<UseRow> = tx.rows(USES, params![earn_id]).await?;
-    for (campaign, counter, scope, bucket, tokens, returned, times_returned) in uses {
+    let Some((campaign, text)): Option<(String, String)> = tx.row(USES, params![earn_id]).await?
+    else {
+        return Ok(());
+    };
+    let mut uses: Vec<KeptUse> = serde_json::from_str(&text)
+        .map_err(|e| StoreError::NotCommitted(format!("earn {earn_id}'s uses: {e}")))?;
+    let mut changed = false;
+    for u in &mut uses {
         let target = if full {
-            tokens
+            u.tokens
         } else {
             // Multiplied before divided: a third of 3 tokens is exactly 1.
-            (Decimal::from(tokens) * part / whole)
+            (Decimal::from(u.tokens) * part / whole)
                 .floor()
                 .try_into()
-                .unwrap_or(tokens)
+                .unwrap_or(u.tokens)
         };
-        let tokens_back = (target - returned).max(0);
-        let times_back = i64::from(full && !times_returned);
+        let tokens_back = (target - u.returned).max(0);
+        let times_back = i64::from(full && !u.time_returned);
         if tokens_back == 0 && times_back == 0 {
             continue;
         }
-        let returned = returned + tokens_back;
-        let args = params![earn_id, counter, scope, returned, full];
-        tx.execute(RETURNED, args).await?;
-        let args = params![campaign, counter, scope, bucket, times_back, tokens_back];
+        u.returned += tokens_back;
+        u.time_returned |= full;
+        changed = true;
+        let args = params![
+            campaign,
+            u.counter,
+            u.scope,
+            u.bucket,
+            times_back,
+            tokens_back
+        ];
         tx.execute(COUNTER, args).await?;
+    }
+    if changed {
+        let text = serde_json::to_string(&uses)
+            .map_err(|e| StoreError::NotCommitted(format!("earn {earn_id}'s uses: {e}")))?;
+        tx.execute(RETURNED, params![earn_id, text]).await?;
     }
     Ok(())
 }

@@ -13,17 +13,11 @@ CREATE TABLE limit_counters (
     PRIMARY KEY (campaign_id, counter, scope, bucket)
 ) WITHOUT ROWID;
 
--- Each EARN's uses of the counters, so that its reversals give them back: `returned` the
--- micro-tokens given back so far, `times_returned` whether its one time was (when the earn
--- is reversed in full).
+-- Each EARN's uses of the counters, so that its reversals give them back: one row an earn
+-- (a credit writes one, however many limits it used), `uses` a JSON array of its uses:
+-- counter, scope, bucket, micro-tokens, micro-tokens given back, whether its time was.
 CREATE TABLE limit_uses (
-    transaction_id TEXT NOT NULL REFERENCES transactions (id),
+    transaction_id TEXT PRIMARY KEY REFERENCES transactions (id),
     campaign_id    TEXT NOT NULL,
-    counter        TEXT NOT NULL,
-    scope          TEXT NOT NULL,
-    bucket         TEXT NOT NULL,
-    tokens         BIGINT NOT NULL,
-    returned       BIGINT NOT NULL DEFAULT 0,
-    times_returned BOOLEAN NOT NULL DEFAULT FALSE,
-    PRIMARY KEY (transaction_id, counter, scope)
+    uses           TEXT NOT NULL
 ) WITHOUT ROWID;
