@@ -15,6 +15,15 @@ use crate::ledger::{balance, drain, setup};
 const TEN_A_MONTH: &str = "[[rule]]\nid = 'visit'\npriority = 1\naward = '10'\n\
      limits = [{ scope = 'member', period = 'month', times = 10 }]\n";
 
+/// Makes `rules` the campaign's active rule set.
+async fn activate(store: &Store, s: &crate::ledger::Setup, rules: &str) {
+    store
+        .programme()
+        .set_rule_set(&s.campaign, rules)
+        .await
+        .unwrap();
+}
+
 /// The earns' date: mid-month, so a run near midnight stays in one period.
 fn mid_month() -> DateTime<Utc> {
     let today = Utc::now().date_naive();
@@ -119,11 +128,7 @@ async fn hundred_at_once(stores: &[Store], campaign: &Campaign, count: usize) {
 
 async fn a_limit_of_ten_fires_ten_times_among_a_hundred_concurrent_earns(store: Store) {
     let s = setup(&store).await;
-    store
-        .programme()
-        .set_rule_set(&s.campaign, TEN_A_MONTH)
-        .await
-        .unwrap();
+    activate(&store, &s, TEN_A_MONTH).await;
     hundred_at_once(std::slice::from_ref(&store), &s.campaign, 100).await;
     let gave = earns_that_gave(&store, &s.campaign).await;
     assert_eq!(gave.len(), 10);
@@ -143,11 +148,7 @@ async fn two_nodes_on_postgres_keep_a_limit_of_ten() {
     let db = store::testing::TestStore::postgres().await;
     let store = db.store.clone();
     let s = setup(&store).await;
-    store
-        .programme()
-        .set_rule_set(&s.campaign, TEN_A_MONTH)
-        .await
-        .unwrap();
+    activate(&store, &s, TEN_A_MONTH).await;
     let other = db.another_node().await;
     hundred_at_once(&[store.clone(), other], &s.campaign, 100).await;
     assert_eq!(earns_that_gave(&store, &s.campaign).await.len(), 10);
@@ -161,11 +162,7 @@ async fn a_reversal_gives_its_share_back(store: Store) {
          limits = [{ scope = 'member', period = 'month', times = 1 }]\n\
          [[rule]]\nid = 'spend'\npriority = 2\nadd = 'amount'\n\
          limits = [{ scope = 'wallet', period = 'month', tokens = 100 }]\n";
-    store
-        .programme()
-        .set_rule_set(&s.campaign, rules)
-        .await
-        .unwrap();
+    activate(&store, &s, rules).await;
     let book = RuleBook::new(store.programme().clone());
     let date = mid_month();
     let earn = |id: &str, amount: &str| {
@@ -237,11 +234,7 @@ async fn reversals_racing_earns_keep_counters_within_bounds(store: Store) {
     let s = setup(&store).await;
     let rules = "[[rule]]\nid = 'visit'\npriority = 1\naward = '10'\n\
          limits = [{ scope = 'member', period = 'month', times = 5 }]\n";
-    store
-        .programme()
-        .set_rule_set(&s.campaign, rules)
-        .await
-        .unwrap();
+    activate(&store, &s, rules).await;
     hundred_at_once(std::slice::from_ref(&store), &s.campaign, 5).await;
     let first = earns_that_gave(&store, &s.campaign).await;
     assert_eq!(first.len(), 5);
@@ -288,11 +281,7 @@ async fn a_budget_stops_awards_once_used_even_when_lowered(store: Store) {
     let s = setup(&store).await;
     let rules = "[programme]\nbudget = { period = 'month', tokens = 100 }\n\
          [[rule]]\nid = 'spend'\npriority = 1\naward = 'amount'\n";
-    store
-        .programme()
-        .set_rule_set(&s.campaign, rules)
-        .await
-        .unwrap();
+    activate(&store, &s, rules).await;
     let date = mid_month();
     let book = RuleBook::new(store.programme().clone());
     for (i, amount) in ["60", "60", "60"].iter().enumerate() {
@@ -303,11 +292,7 @@ async fn a_budget_stops_awards_once_used_even_when_lowered(store: Store) {
     assert_eq!(balance(&store, &s).await, Tokens::whole(100));
     // A budget lowered below what was used: allowed, and nothing more is awarded.
     let lowered = rules.replace("tokens = 100", "tokens = 50");
-    store
-        .programme()
-        .set_rule_set(&s.campaign, &lowered)
-        .await
-        .unwrap();
+    activate(&store, &s, &lowered).await;
     let book = RuleBook::fresh_for(store.programme().clone(), std::time::Duration::ZERO);
     let e = earn_on("b-3", "10", date);
     store.ledger().submit_earn(&s.campaign, e).await.unwrap();
