@@ -110,6 +110,7 @@ fn main() {
             currency: "EUR",
             description: "",
             meta: Some(&i.meta),
+            activity: None,
         })
         .collect();
     let contexts: Vec<Context> = inputs

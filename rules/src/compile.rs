@@ -13,7 +13,8 @@ use crate::nodes::{Bool, CmpOp, Num, NumOp, Part, Str, TextTest, Time, Zone};
 
 /// The parameters a rule may read, for error messages.
 pub(crate) const PARAMETERS: &str = "amount, date, id, currency, description, meta.<key>, \
-     wallet.tier, wallet.balance, member.status";
+     wallet.tier, wallet.balance, member.status; in rules with on = \"activity\": activity.type, \
+     activity.attributes.<key>";
 
 const FUNCTIONS: &str = "size, int, double, string, timestamp, weekday, hour, minute, month, \
      day, year, has, math.least, math.greatest; methods contains, startsWith, endsWith, size, \
@@ -57,6 +58,9 @@ pub(crate) struct Compiler<'s> {
     pub zone: Tz,
     /// Set when an expression reads `date` in the programme's zone.
     pub uses_local: bool,
+    /// The expressions are a rule's with `on = "activity"`: they read `activity.*`, not
+    /// `amount` or `meta.*`.
+    pub activity: bool,
     source: String,
     offsets: Option<cel::common::ast::SourceInfo>,
     pub errors: Vec<ExprError>,
@@ -68,6 +72,7 @@ impl<'s> Compiler<'s> {
             meta_paths,
             zone,
             uses_local: false,
+            activity: false,
             source: String::new(),
             offsets: None,
             errors: Vec::new(),
@@ -105,7 +110,9 @@ impl<'s> Compiler<'s> {
         Err(Reported)
     }
 
-    fn slot(&mut self, path: Vec<String>) -> u16 {
+    /// The slot of a meta path (written whole: `meta.a` or `activity.attributes.a`).
+    fn slot(&mut self, path: &[&str]) -> u16 {
+        let path: Vec<String> = path.iter().map(std::string::ToString::to_string).collect();
         if let Some(i) = self.meta_paths.iter().position(|p| *p == path) {
             return i as u16;
         }
@@ -158,7 +165,7 @@ impl<'s> Compiler<'s> {
     /// A parameter by its dotted path (`amount`, `wallet.tier`, `meta.store.code`).
     fn parameter(&mut self, e: &IdedExpr, path: &[&str]) -> Res<Typed> {
         Ok(match path {
-            ["amount"] => Typed::Num(Num::Amount),
+            ["amount"] if !self.activity => Typed::Num(Num::Amount),
             ["date"] => Typed::Time(Time::Date),
             ["id"] => Typed::Str(Str::Id),
             ["currency"] => Typed::Str(Str::Currency),
@@ -166,8 +173,11 @@ impl<'s> Compiler<'s> {
             ["wallet", "tier"] => Typed::Str(Str::Tier),
             ["wallet", "balance"] => Typed::Num(Num::Balance),
             ["member", "status"] => Typed::Str(Str::MemberStatus),
-            ["meta", rest @ ..] if !rest.is_empty() => {
-                Typed::Meta(self.slot(rest.iter().map(std::string::ToString::to_string).collect()))
+            _ if self.meta_path(path) => Typed::Meta(self.slot(path)),
+            ["activity", "type"] if self.activity => Typed::Str(Str::Activity),
+            ["amount" | "meta", ..] | ["activity", ..] => {
+                let message = self.misplaced(path);
+                return self.fail(e, ErrorKind::UnknownParameter, message);
             }
             _ => {
                 return self.fail(
@@ -180,6 +190,31 @@ impl<'s> Compiler<'s> {
                 );
             }
         })
+    }
+
+    /// Whether `path` names a value these expressions read by key: `meta.<key>` in a
+    /// transaction's rule, `activity.attributes.<key>` in an activity's.
+    fn meta_path(&self, path: &[&str]) -> bool {
+        match path {
+            ["meta", rest @ ..] => !self.activity && !rest.is_empty(),
+            ["activity", "attributes", rest @ ..] => self.activity && !rest.is_empty(),
+            _ => false,
+        }
+    }
+
+    /// Why a transaction's parameter is not an activity's, or the other way round.
+    fn misplaced(&self, path: &[&str]) -> String {
+        let name = path.join(".");
+        if self.activity {
+            format!(
+                "`{name}` is not read by a rule with on = \"activity\": an activity has a type \
+                 (activity.type) and attributes (activity.attributes.<key>), no amount or meta"
+            )
+        } else if path.len() > 1 && path[0] == "activity" {
+            format!("`{name}` is read only by rules with on = \"activity\"")
+        } else {
+            format!("unknown parameter `{name}`; known: {PARAMETERS}")
+        }
     }
 
     /// The dotted path of `a.b.c` or `meta['key with spaces']`, if `e` is one.
@@ -223,11 +258,12 @@ impl<'s> Compiler<'s> {
                 }),
             };
             return match Self::path_of(&inner).as_deref() {
-                Some(["meta", rest @ ..]) if !rest.is_empty() => {
-                    let slot =
-                        self.slot(rest.iter().map(std::string::ToString::to_string).collect());
-                    Ok(Typed::Bool(Bool::Has(slot)))
-                }
+                Some(path) if self.meta_path(path) => Ok(Typed::Bool(Bool::Has(self.slot(path)))),
+                _ if self.activity => self.fail(
+                    e,
+                    ErrorKind::TypeMismatch,
+                    "has() tests an attribute: has(activity.attributes.key)",
+                ),
                 _ => self.fail(
                     e,
                     ErrorKind::TypeMismatch,

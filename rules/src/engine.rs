@@ -48,6 +48,8 @@ pub(crate) struct Rule {
     pub id: String,
     pub description: String,
     pub priority: i64,
+    /// It applies to activities (`on = "activity"`), not transactions.
+    pub activity: bool,
     pub window: Option<Window>,
     pub when: Option<Bool>,
     pub effect: Effect,
@@ -67,6 +69,8 @@ pub struct RuleInfo {
     pub stop: bool,
     /// The days its earns stay pending when it fires.
     pub pending_days: Option<u32>,
+    /// It applies to activities (`on = "activity"`), not transactions.
+    pub activity: bool,
 }
 
 /// The longest a rule (or a campaign's policy) may keep an earn's tokens pending: ten years.
@@ -294,7 +298,21 @@ impl RuleSet {
                     format!("at most {MAX_LIMITS} limits a rule"),
                 );
             }
-            let limits = match compile_limits(id, &rule.limits, &mut meta_paths) {
+            let activity = match rule.on.as_deref().map(str::trim) {
+                None | Some("transaction") => false,
+                Some("activity") => true,
+                Some(other) => {
+                    error(
+                        ErrorKind::InvalidRule,
+                        name,
+                        "on",
+                        None,
+                        format!("`{other}` is not what a rule applies to; use transaction or activity"),
+                    );
+                    false
+                }
+            };
+            let limits = match compile_limits(id, &rule.limits, activity, &mut meta_paths) {
                 Ok(limits) => limits,
                 Err(problems) => {
                     for (field, message) in problems {
@@ -306,6 +324,7 @@ impl RuleSet {
             uses_local |= !limits.is_empty();
 
             let mut compiler = Compiler::new(&mut meta_paths, zone);
+            compiler.activity = activity;
             let when = rule.when.as_ref().and_then(|text| {
                 let compiled = compiler.expression(text).ok()?;
                 let root = cel_root();
@@ -346,6 +365,7 @@ impl RuleSet {
                 id: id.to_string(),
                 description: rule.description.clone(),
                 priority: rule.priority,
+                activity,
                 window,
                 when,
                 effect,
@@ -387,6 +407,7 @@ impl RuleSet {
             effect: r.effect,
             stop: r.stop,
             pending_days: r.pending_days,
+            activity: r.activity,
         })
     }
 
@@ -394,6 +415,11 @@ impl RuleSet {
     /// what came before it (`evaluate_counted`).
     pub fn has_limits(&self) -> bool {
         self.budget.is_some() || self.rules.iter().any(|r| !r.limits.is_empty())
+    }
+
+    /// Whether a rule applies to activities (`on = "activity"`).
+    pub fn has_activity_rules(&self) -> bool {
+        self.rules.iter().any(|r| r.activity)
     }
 
     /// Every limit, the rules' in priority order, then the budget.
@@ -426,7 +452,12 @@ impl RuleSet {
         let local = row.date.with_timezone(&self.zone).naive_local();
         let facts = Facts::new(row, ctx, &self.meta_paths, local);
         let day = local.date();
-        let limits = self.rules.iter().flat_map(|r| r.limits.iter());
+        let activity = row.activity.is_some();
+        let limits = self
+            .rules
+            .iter()
+            .filter(|r| r.activity == activity)
+            .flat_map(|r| r.limits.iter());
         let mut keys: Vec<(CounterKey, NaiveDate, NaiveDate)> = limits
             .chain(self.budget.iter())
             .filter_map(|limit| {
@@ -488,8 +519,12 @@ impl RuleSet {
         };
         let facts = Facts::new(row, ctx, &self.meta_paths, local);
         let mut total = Decimal::ZERO;
+        let activity = row.activity.is_some();
         for (i, rule) in self.rules.iter().enumerate() {
             let index = i as u16;
+            if rule.activity != activity {
+                continue;
+            }
             if rule
                 .window
                 .as_ref()
@@ -820,7 +855,7 @@ impl RuleSet {
     }
 
     fn reason(&self, reason: Skip) -> String {
-        let key = |slot: u16| format!("meta.{}", self.meta_paths[usize::from(slot)].join("."));
+        let key = |slot: u16| self.meta_paths[usize::from(slot)].join(".");
         match reason {
             Skip::MissingMeta(slot) => format!("{} is missing", key(slot)),
             Skip::WrongType(slot, expected) => format!("{} is not {expected}", key(slot)),

@@ -6,7 +6,8 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use rust_decimal::Decimal;
 use serde_json::Value;
 
-/// One earn transaction, as the mapping (a file row) or the API body gives it.
+/// One earn transaction, as the mapping (a file row) or the API body gives it; or one
+/// activity of a member (`activity` is its type), which rules with `on = "activity"` read.
 #[derive(Debug, Clone, Copy)]
 pub struct Row<'a> {
     pub id: &'a str,
@@ -14,8 +15,24 @@ pub struct Row<'a> {
     pub date: DateTime<Utc>,
     pub currency: &'a str,
     pub description: &'a str,
-    /// The transaction's `meta` object; nested keys are read as `meta.a.b`.
+    /// The transaction's `meta` object, nested keys read as `meta.a.b`; an activity's
+    /// attributes, read as `activity.attributes.a.b`.
     pub meta: Option<&'a Value>,
+    /// An activity's type (`member.birthday`); `None` for a transaction.
+    pub activity: Option<&'a str>,
+}
+
+/// The root of an activity's attributes in a meta path (`meta_paths` hold the whole path, root
+/// first: `meta.a` for a transaction's meta, `activity.attributes.a` for an activity's).
+const ATTRIBUTES: [&str; 2] = ["activity", "attributes"];
+
+/// The keys of `path` below its root, and whether that root is an activity's attributes.
+fn below_root(path: &[String]) -> (&[String], bool) {
+    match path {
+        [a, b, rest @ ..] if a == ATTRIBUTES[0] && b == ATTRIBUTES[1] => (rest, true),
+        [_, rest @ ..] => (rest, false),
+        [] => (path, false),
+    }
 }
 
 /// What the rules know beyond the transaction.
@@ -86,8 +103,10 @@ impl<'a> Facts<'a> {
         let meta = paths
             .iter()
             .map(|path| {
-                let mut value = row.meta;
-                for key in path {
+                // A transaction has no attributes and an activity no meta.
+                let (keys, attribute) = below_root(path);
+                let mut value = row.meta.filter(|_| attribute == row.activity.is_some());
+                for key in keys {
                     value = value.and_then(|v| v.get(key));
                 }
                 value.map_or(MetaVal::Missing, MetaVal::from_json)

@@ -30,6 +30,14 @@
 //! priority = 40
 //! add = 50
 //! limits = [{ scope = "member", period = "month", times = 3 }, { scope = "meta.store.id", period = "day", tokens = 500 }]
+//!
+//! [[rule]]
+//! id = "birthday"
+//! priority = 50
+//! on = "activity"                  # a member's activities, not transactions
+//! when = "activity.type == 'member.birthday'"
+//! award = 100
+//! limits = [{ scope = "member", period = "year", times = 1 }]
 //! ```
 //!
 //! and for the whole campaign `[programme] budget = { period = "month", tokens = 1000000 }`.
@@ -97,6 +105,9 @@ pub struct RuleSource {
     #[serde(default)]
     pub description: String,
     pub priority: i64,
+    /// What the rule applies to: `transaction` (the default) or `activity` (a member's
+    /// activities: it reads `activity.type` and `activity.attributes.<key>`).
+    pub on: Option<String>,
     pub when: Option<String>,
     pub active: Option<WindowSource>,
     pub award: Option<ExprSource>,

@@ -20,7 +20,8 @@ pub(crate) enum Scope {
     Member,
     Wallet,
     Campaign,
-    /// A value of the transaction's `meta`, by slot (`meta.store.id`).
+    /// A value of the transaction's `meta` (`meta.store.id`), or of an activity's attributes
+    /// (`activity.attributes.channel`), by slot.
     Meta(u16),
 }
 
@@ -179,7 +180,8 @@ pub trait Counters {
 /// count with, and what the store keeps while it evaluates a chunk.
 #[derive(Debug, Clone, Default)]
 pub struct Tally {
-    buckets: BTreeMap<(CounterKey, NaiveDate), Used>,
+    /// Per counter, its buckets by date (a counter looked up without copying its key).
+    buckets: BTreeMap<CounterKey, BTreeMap<NaiveDate, Used>>,
 }
 
 impl Tally {
@@ -196,7 +198,11 @@ impl Tally {
 
     /// Adds `times` and `tokens` to a bucket (negative to give back), as loaded or returned.
     pub fn set_more(&mut self, key: &CounterKey, bucket: NaiveDate, times: i64, tokens: Decimal) {
-        let used = self.buckets.entry((key.clone(), bucket)).or_default();
+        let days = match self.buckets.get_mut(key) {
+            Some(days) => days,
+            None => self.buckets.entry(key.clone()).or_default(),
+        };
+        let used = days.entry(bucket).or_default();
         used.times = used.times.saturating_add_signed(times);
         used.tokens += tokens;
     }
@@ -205,15 +211,17 @@ impl Tally {
     pub fn buckets(&self) -> impl Iterator<Item = (&CounterKey, NaiveDate, Used)> {
         self.buckets
             .iter()
-            .map(|((key, day), used)| (key, *day, *used))
+            .flat_map(|(key, days)| days.iter().map(move |(day, used)| (key, *day, *used)))
     }
 }
 
 impl Counters for Tally {
     fn used(&mut self, key: &CounterKey, from: NaiveDate, to: NaiveDate) -> Used {
         let mut sum = Used::default();
-        let range = (key.clone(), from)..=(key.clone(), to);
-        for used in self.buckets.range(range).map(|(_, used)| used) {
+        let Some(days) = self.buckets.get(key) else {
+            return sum;
+        };
+        for used in days.range(from..=to).map(|(_, used)| used) {
             sum.times += used.times;
             sum.tokens += used.tokens;
         }
@@ -234,8 +242,14 @@ pub enum Cut {
 pub(crate) fn compile_limits(
     rule: &str,
     sources: &[LimitSource],
+    activity: bool,
     meta_paths: &mut Vec<Vec<String>>,
 ) -> Result<Vec<Limit>, Vec<(String, String)>> {
+    let (root, keyed) = if activity {
+        ("activity.attributes.", "activity.attributes.<key>")
+    } else {
+        ("meta.", "meta.<key>")
+    };
     let mut problems = Vec::new();
     let mut limits = Vec::new();
     for (i, source) in sources.iter().enumerate() {
@@ -245,9 +259,9 @@ pub(crate) fn compile_limits(
             "member" => Some(Scope::Member),
             "wallet" => Some(Scope::Wallet),
             "campaign" => Some(Scope::Campaign),
-            _ => match scope_text.strip_prefix("meta.") {
+            _ => match scope_text.strip_prefix(root) {
                 Some(path) if meta_key(path) => {
-                    let path: Vec<String> = path.split('.').map(str::to_string).collect();
+                    let path: Vec<String> = scope_text.split('.').map(str::to_string).collect();
                     let slot = match meta_paths.iter().position(|p| *p == path) {
                         Some(slot) => slot,
                         None => {
@@ -261,7 +275,7 @@ pub(crate) fn compile_limits(
                     problems.push((
                         field("scope"),
                         format!(
-                            "`{scope_text}` is not a scope; use member, wallet, campaign or meta.<key> (letters, digits, `_` and `-`, parts joined by dots)"
+                            "`{scope_text}` is not a scope; use member, wallet, campaign or {keyed} (letters, digits, `_` and `-`, parts joined by dots)"
                         ),
                     ));
                     None
@@ -364,7 +378,7 @@ impl Limit {
             Scope::Member => "member".into(),
             Scope::Wallet => "wallet".into(),
             Scope::Campaign => "campaign".into(),
-            Scope::Meta(slot) => format!("meta.{}", meta_paths[usize::from(slot)].join(".")),
+            Scope::Meta(slot) => meta_paths[usize::from(slot)].join("."),
         }
     }
 

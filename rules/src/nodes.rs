@@ -200,6 +200,8 @@ pub(crate) enum Str {
     Description,
     Tier,
     MemberStatus,
+    /// An activity's type (only in rules with `on = "activity"`).
+    Activity,
     Meta(u16),
     /// A meta value read as text, numbers included (`string(meta.x)`).
     MetaLoose(u16),
@@ -215,6 +217,7 @@ impl Str {
             Str::Id => Cow::Borrowed(f.row.id),
             Str::Currency => Cow::Borrowed(f.row.currency),
             Str::Description => Cow::Borrowed(f.row.description),
+            Str::Activity => Cow::Borrowed(f.row.activity.unwrap_or("")),
             // A wallet without a tier has the empty tier: `wallet.tier == 'gold'` is plainly false.
             Str::Tier => Cow::Borrowed(f.ctx.wallet_tier.unwrap_or("")),
             Str::MemberStatus => Cow::Borrowed(f.ctx.member_status),

@@ -47,6 +47,7 @@ fn outcome(rules: &RuleSet, t: &Tx) -> rules::Outcome {
         currency: "EUR",
         description: "Coffee",
         meta: Some(&t.meta),
+        activity: None,
     };
     let ctx = Context {
         wallet_tier: t.tier,
@@ -348,6 +349,7 @@ fn the_trace_names_each_rule_and_its_contribution() {
         currency: "EUR",
         description: "",
         meta: Some(&row_meta),
+        activity: None,
     };
     let outcome = rules.evaluate(&row, &Context::default());
     assert_eq!(

@@ -43,6 +43,7 @@ fn credit(rules: &RuleSet, tally: &mut Tally, e: &Earn) -> Given {
         currency: "EUR",
         description: "",
         meta: Some(&e.meta),
+        activity: None,
     };
     let ctx = Context {
         member_status: "active",
@@ -292,6 +293,7 @@ fn without_counters_each_limit_counts_the_earn_as_its_first() {
         currency: "EUR",
         description: "",
         meta: None,
+        activity: None,
     };
     for _ in 0..5 {
         assert_eq!(

@@ -429,7 +429,7 @@ proptest! {
         let date = Utc.with_ymd_and_hms(2026, 3, 20, 0, 0, 0).unwrap() + Duration::minutes(minutes);
         let amount = Decimal::new(cents, 2);
         let balance = Decimal::from(120);
-        let row = Row { id: "t", amount, date, currency: "EUR", description: "", meta: Some(&meta) };
+        let row = Row { id: "t", amount, date, currency: "EUR", description: "", meta: Some(&meta), activity: None };
         let ctx = Context { wallet_tier: tier, wallet_balance: balance, member_status: "active", ..Context::default() };
         let got = compiled.evaluate(&row, &ctx).tokens;
         let env = Env { amount, date, meta: &meta, tier, balance, zone };

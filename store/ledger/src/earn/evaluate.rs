@@ -46,6 +46,7 @@ impl<'a> RulesInput<'a> {
             currency: self.currency,
             description: self.description.unwrap_or(""),
             meta: self.meta,
+            activity: None,
         };
         let context = Context {
             wallet_tier: self.wallet_tier,
