@@ -52,6 +52,15 @@ pub(crate) trait CounterRows: Tx {
 /// The uses of each credit `count` evaluated as new: its index in the call and its uses.
 pub(crate) type Counted = Vec<(usize, Vec<Use>)>;
 
+/// Whether `count` asks the journal which earn ids it holds, or takes every id as new (one
+/// look-up less a credit; if one was not new, `record` says so and the caller counts again,
+/// asking).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ids {
+    Asked,
+    TakenAsNew,
+}
+
 impl Credit {
     /// What the rules see of this credit, if its rule set is limited.
     fn limited_input(&self) -> Option<(&RuleSet, RulesInput<'_>)> {
@@ -83,6 +92,7 @@ impl Credit {
 pub(crate) async fn count<T: CounterRows>(
     tx: &mut T,
     credits: &mut [Credit],
+    ids: Ids,
 ) -> Result<Counted, StoreError> {
     let limited = limited(credits);
     if limited.is_empty() {
@@ -95,8 +105,13 @@ pub(crate) async fn count<T: CounterRows>(
         .collect();
     tx.lock(&keys).await?;
     let mut loaded = tx.load(&wanted).await?;
-    let idem_keys: Vec<Vec<u8>> = limited.iter().map(|&i| credits[i].idem_key()).collect();
-    let existing = tx.existing(&idem_keys).await?;
+    let existing = match ids {
+        Ids::Asked => {
+            let keys: Vec<Vec<u8>> = limited.iter().map(|&i| credits[i].idem_key()).collect();
+            tx.existing(&keys).await?
+        }
+        Ids::TakenAsNew => HashSet::new(),
+    };
     let order = new_in_order(credits, &limited, |key| existing.contains(key));
     evaluate_in_order(credits, &order, &mut loaded, &mut HashMap::new())
 }

@@ -77,7 +77,7 @@ async fn credit(
     at: DateTime<Utc>,
 ) -> Result<Option<Vec<Credited>>, StoreError> {
     let mut tx = pool.begin().await?;
-    let counted = counters::count(&mut PgTx(&mut tx), credits).await?;
+    let counted = counters::count(&mut PgTx(&mut tx), credits, counters::Ids::Asked).await?;
     let credits = &*credits;
     let ids: Vec<String> = credits.iter().map(|_| new_id()).collect();
     let expiries: Vec<Option<DateTime<Utc>>> =

@@ -10,7 +10,7 @@ use rusqlite::Connection;
 use super::{Crediting, PENDING, SET_ASIDE, Settlement, finished, over_ceiling, sooner};
 use crate::backend::{OnSqlite, SqliteTx, direct, ready};
 use crate::common::ids::new_id;
-use crate::counters;
+use crate::counters::{self, Ids};
 use crate::earn::record_earn_event;
 use crate::earn::same_earn::{EarlierEarn, earlier_columns};
 use crate::transactions::{Entry, EntryText, INSERT_TRANSACTION, unsum};
@@ -60,12 +60,49 @@ impl<F: Future<Output = ()>> OnSqlite for Crediting<F> {
 
 /// Writes `credits` in the writer thread's transaction `tx` (those of limited rule sets
 /// evaluated again under their counters first); each one's outcome, in order.
+///
+/// Limited credits are counted taking every earn id as new, one look-up less a credit: a
+/// file's own repeats are set aside before it is written and an API earn's at its request, so
+/// an id the journal holds is rare here. When one is found, what was written since the
+/// savepoint is undone and the call counted again, asking the journal.
 fn credit(
     tx: &Connection,
     credits: &mut [Credit],
     policies: &HashMap<String, Policy>,
     created_at: DateTime<Utc>,
 ) -> Result<Vec<Credited>, StoreError> {
+    if credits.iter().all(|c| c.limited.is_none()) {
+        return write_credits(tx, credits, policies, created_at, Ids::TakenAsNew)?
+            .ok_or_else(taken);
+    }
+    tx.execute_batch("SAVEPOINT counted")?;
+    match write_credits(tx, credits, policies, created_at, Ids::TakenAsNew)? {
+        Some(outcomes) => {
+            tx.execute_batch("RELEASE counted")?;
+            Ok(outcomes)
+        }
+        None => {
+            tx.execute_batch("ROLLBACK TO counted; RELEASE counted")?;
+            write_credits(tx, credits, policies, created_at, Ids::Asked)?.ok_or_else(taken)
+        }
+    }
+}
+
+/// Asked, the journal named every earn id it holds, and the writer holds the database: none
+/// can have been taken since.
+fn taken() -> StoreError {
+    StoreError::NotCommitted("a limited earn's id was taken while it was counted".into())
+}
+
+/// `credit`'s work, counting limited credits with `ids`; `None` (the savepoint to be undone):
+/// an earn id counted as new was not.
+fn write_credits(
+    tx: &Connection,
+    credits: &mut [Credit],
+    policies: &HashMap<String, Policy>,
+    created_at: DateTime<Utc>,
+    ids: Ids,
+) -> Result<Option<Vec<Credited>>, StoreError> {
     const EARLIER: &str = concat!(
         "SELECT ",
         earlier_columns!(),
@@ -74,14 +111,14 @@ fn credit(
     const FINISH: &str = "UPDATE earn_requests SET status = $2, transaction_id = $3, tokens = $4, \
          reason = $5, claimed_until = NULL, updated_at = $6 WHERE id = $1";
     let at = direct::time(created_at);
-    let counted = ready(counters::count(&mut SqliteTx(tx), credits))?;
+    let counted = ready(counters::count(&mut SqliteTx(tx), credits, ids))?;
     let credits = &*credits;
-    let ids: Vec<String> = credits.iter().map(|_| new_id()).collect();
+    let new_ids: Vec<String> = credits.iter().map(|_| new_id()).collect();
     let mut inserted = HashSet::new();
     let mut outcomes = Vec::with_capacity(credits.len());
     let mut settlement = Settlement::default();
     let mut insert = tx.prepare_cached(INSERT_TRANSACTION)?;
-    for (c, id) in credits.iter().zip(&ids) {
+    for (c, id) in credits.iter().zip(&new_ids) {
         let date = direct::time(c.earn.date);
         let expires_at = c.expires_at(policies);
         let expires_text = expires_at.map(direct::time);
@@ -127,13 +164,10 @@ fn credit(
         &mut SqliteTx(tx),
         credits,
         &counted,
-        &ids,
+        &new_ids,
         new,
     ))? {
-        // The writer holds the database: nothing else can have taken an earn id meanwhile.
-        return Err(StoreError::NotCommitted(
-            "a limited earn's id was taken while it was counted".into(),
-        ));
+        return Ok(None);
     }
     let mut positions = HashMap::new();
     for (wallet, credit) in &settlement.per_wallet {
@@ -165,7 +199,7 @@ fn credit(
         let args = args![id, c.wallet_id, tokens, vests_at, pending.counted, at];
         direct::execute(tx, PENDING, args)?;
     }
-    Ok(outcomes)
+    Ok(Some(outcomes))
 }
 
 /// Writes `entry` with `statement`, prepared from `INSERT_TRANSACTION`; true when it is new.
