@@ -307,7 +307,9 @@ impl RuleSet {
                         name,
                         "on",
                         None,
-                        format!("`{other}` is not what a rule applies to; use transaction or activity"),
+                        format!(
+                            "`{other}` is not what a rule applies to; use transaction or activity"
+                        ),
                     );
                     false
                 }
@@ -799,38 +801,37 @@ impl RuleSet {
     /// The trace in one short line, for storing with a transaction: `base:+100;cap:-20;~:-0.5`
     /// (`~` is rounding; a skipped rule shows `?` and the reason).
     pub fn compact(&self, steps: &[Step]) -> String {
-        let parts: Vec<String> = steps
-            .iter()
-            .map(|step| match *step {
+        use std::fmt::Write;
+        // Written into one string: this runs for every credited row.
+        let mut out = String::with_capacity(16 * steps.len());
+        for (i, step) in steps.iter().enumerate() {
+            if i > 0 {
+                out.push(';');
+            }
+            let _ = match *step {
                 Step::Fired { rule, contribution } => {
-                    format!(
-                        "{}:{}",
-                        self.rules[usize::from(rule)].id,
-                        signed(contribution)
-                    )
+                    let id = &self.rules[usize::from(rule)].id;
+                    write!(out, "{id}:{}", Signed(contribution))
                 }
                 Step::Skipped { rule, reason } => {
-                    format!(
-                        "{}:?{}",
-                        self.rules[usize::from(rule)].id,
-                        self.reason(reason)
-                    )
+                    let id = &self.rules[usize::from(rule)].id;
+                    write!(out, "{id}:?{}", self.reason(reason))
                 }
-                Step::Rounded { contribution } => format!("~:{}", signed(contribution)),
+                Step::Rounded { contribution } => write!(out, "~:{}", Signed(contribution)),
                 Step::Limited { rule, limit, cut } => {
                     let (rule, limit) = self.limit_of(rule, limit);
                     let label = limit.label(&self.meta_paths);
                     match cut {
-                        Cut::Times => format!("{}:!{label}", rule.id),
+                        Cut::Times => write!(out, "{}:!{label}", rule.id),
                         Cut::Tokens { left } => {
-                            format!("{}:!{label}={}", rule.id, left.normalize())
+                            write!(out, "{}:!{label}={}", rule.id, left.normalize())
                         }
                     }
                 }
-                Step::Budget { contribution, .. } => format!("$:{}", signed(contribution)),
-            })
-            .collect();
-        parts.join(";")
+                Step::Budget { contribution, .. } => write!(out, "$:{}", Signed(contribution)),
+            };
+        }
+        out
     }
 
     /// The limit a `Limited` or `Budget` step names: its rule's id (`None`: the campaign's
@@ -889,11 +890,20 @@ fn scope_value(limit: &Limit, facts: &Facts) -> Result<String, Skip> {
 }
 
 fn signed(d: Decimal) -> String {
-    let d = d.normalize();
-    if d.is_sign_negative() {
-        d.to_string()
-    } else {
-        format!("+{d}")
+    Signed(d).to_string()
+}
+
+/// A contribution as a trace writes it: `+100`, `-20`, `+0.5`.
+struct Signed(Decimal);
+
+impl std::fmt::Display for Signed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let d = self.0.normalize();
+        if d.is_sign_negative() {
+            write!(f, "{d}")
+        } else {
+            write!(f, "+{d}")
+        }
     }
 }
 

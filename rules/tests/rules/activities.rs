@@ -78,7 +78,10 @@ fn activity_rules_award_activities_and_transaction_rules_transactions() {
     assert_eq!((tokens, trace.as_str()), (Decimal::from(30), "base:+30"));
     // A sign-up: only its rule; `base` (which reads amount) does not apply.
     let (tokens, trace) = evaluate(&rules, &mut tally, Some("member.signed_up"), 0, &none);
-    assert_eq!((tokens, trace.as_str()), (Decimal::from(50), "signed-up:+50"));
+    assert_eq!(
+        (tokens, trace.as_str()),
+        (Decimal::from(50), "signed-up:+50")
+    );
     // An activity no rule names earns nothing.
     let (tokens, _) = evaluate(&rules, &mut tally, Some("newsletter.read"), 0, &none);
     assert_eq!(tokens, Decimal::ZERO);
@@ -160,15 +163,26 @@ fn refused(text: &str) -> (ErrorKind, Option<String>, String, String) {
 #[test]
 fn mixing_an_activity_and_a_transaction_is_refused_when_compiled() {
     let rule = |on: &str, when: &str, extra: &str| {
-        format!("[[rule]]\nid = 'r'\npriority = 1\non = '{on}'\nwhen = \"{when}\"\naward = 1\n{extra}")
+        format!(
+            "[[rule]]\nid = 'r'\npriority = 1\non = '{on}'\nwhen = \"{when}\"\naward = 1\n{extra}"
+        )
     };
     let (kind, rule_id, field, message) = refused(&rule("purchase", "true", ""));
-    assert_eq!((kind, rule_id.as_deref(), field.as_str()), (ErrorKind::InvalidRule, Some("r"), "on"));
+    assert_eq!(
+        (kind, rule_id.as_deref(), field.as_str()),
+        (ErrorKind::InvalidRule, Some("r"), "on")
+    );
     assert!(message.contains("transaction or activity"), "{message}");
 
     let (kind, _, field, message) = refused(&rule("transaction", "activity.type == 'x'", ""));
-    assert_eq!((kind, field.as_str()), (ErrorKind::UnknownParameter, "when"));
-    assert!(message.contains("only by rules with on = \"activity\""), "{message}");
+    assert_eq!(
+        (kind, field.as_str()),
+        (ErrorKind::UnknownParameter, "when")
+    );
+    assert!(
+        message.contains("only by rules with on = \"activity\""),
+        "{message}"
+    );
 
     for when in ["amount > 10", "meta.store == 'x'"] {
         let (kind, _, _, message) = refused(&rule("activity", when, ""));
@@ -176,13 +190,20 @@ fn mixing_an_activity_and_a_transaction_is_refused_when_compiled() {
         assert!(message.contains("activity.attributes.<key>"), "{message}");
     }
     let (_, _, _, message) = refused(&rule("activity", "has(meta.store)", ""));
-    assert!(message.contains("has(activity.attributes.key)"), "{message}");
+    assert!(
+        message.contains("has(activity.attributes.key)"),
+        "{message}"
+    );
 
     let meta_scope = "limits = [{ scope = 'meta.store', period = 'day', times = 1 }]";
     let (kind, _, field, message) = refused(&rule("activity", "true", meta_scope));
-    assert_eq!((kind, field.as_str()), (ErrorKind::InvalidLimit, "limits[0].scope"));
+    assert_eq!(
+        (kind, field.as_str()),
+        (ErrorKind::InvalidLimit, "limits[0].scope")
+    );
     assert!(message.contains("activity.attributes.<key>"), "{message}");
-    let attribute_scope = "limits = [{ scope = 'activity.attributes.store', period = 'day', times = 1 }]";
+    let attribute_scope =
+        "limits = [{ scope = 'activity.attributes.store', period = 'day', times = 1 }]";
     let (kind, _, _, message) = refused(&rule("transaction", "true", attribute_scope));
     assert_eq!(kind, ErrorKind::InvalidLimit);
     assert!(message.contains("meta.<key>"), "{message}");

@@ -14,6 +14,7 @@
 //! counter rows themselves are written last, after the wallets are locked, as a reversal
 //! (which locks its wallet first) writes them too. SQLite's one writer holds everything.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::NaiveDate;
@@ -192,8 +193,8 @@ fn evaluate_in_order(
             let (row, ctx) = input.parts().map_err(StoreError::NotCommitted)?;
             let campaign = &credit.campaign_id;
             let mut counters = Layered {
-                below: below.entry(campaign.clone()).or_default(),
-                above: above.entry(campaign.clone()).or_default(),
+                below: tally_of(below, campaign),
+                above: tally_of(above, campaign),
             };
             let tokens = rules.evaluate_counted(&row, &ctx, &mut counters, &mut steps, &mut uses);
             counters.above.add(&uses);
@@ -206,6 +207,14 @@ fn evaluate_in_order(
         counted.push((i, std::mem::take(&mut uses)));
     }
     Ok(counted)
+}
+
+/// The tally of `campaign` in `tallies`, added empty if missing (its id copied only then).
+fn tally_of<'t>(tallies: &'t mut HashMap<String, Tally>, campaign: &str) -> &'t mut Tally {
+    if !tallies.contains_key(campaign) {
+        tallies.insert(campaign.to_string(), Tally::new());
+    }
+    tallies.get_mut(campaign).expect("inserted above")
 }
 
 /// Counters read as two layers: what was loaded, and what was used since.
@@ -266,9 +275,11 @@ impl Ledger {
 /// One use of a counter as an earn keeps it (`limit_uses.uses`), with what its reversals gave
 /// back.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
-struct KeptUse {
-    counter: String,
-    scope: String,
+struct KeptUse<'a> {
+    #[serde(borrow)]
+    counter: Cow<'a, str>,
+    #[serde(borrow)]
+    scope: Cow<'a, str>,
     bucket: NaiveDate,
     tokens: i64,
     returned: i64,
@@ -310,8 +321,8 @@ pub(crate) async fn record<T: Tx>(
             let sum = sums.entry((campaign, &u.key, u.bucket)).or_default();
             *sum = (sum.0 + 1, sum.1.saturating_add(tokens));
             kept.push(KeptUse {
-                counter: u.key.counter.clone(),
-                scope: u.key.scope.clone(),
+                counter: Cow::Borrowed(&u.key.counter),
+                scope: Cow::Borrowed(&u.key.scope),
                 bucket: u.bucket,
                 tokens,
                 returned: 0,
@@ -408,14 +419,8 @@ pub(crate) async fn give_back<T: Tx>(
         u.returned += tokens_back;
         u.time_returned |= full;
         changed = true;
-        let args = params![
-            campaign,
-            u.counter,
-            u.scope,
-            u.bucket,
-            times_back,
-            tokens_back
-        ];
+        let (counter, scope) = (u.counter.as_ref(), u.scope.as_ref());
+        let args = params![campaign, counter, scope, u.bucket, times_back, tokens_back];
         tx.execute(COUNTER, args).await?;
     }
     if changed {
