@@ -175,7 +175,7 @@ impl<'s> Compiler<'s> {
             ["member", "status"] => Typed::Str(Str::MemberStatus),
             _ if self.meta_path(path) => Typed::Meta(self.slot(path)),
             ["activity", "type"] if self.activity => Typed::Str(Str::Activity),
-            ["amount" | "meta", ..] | ["activity", ..] => {
+            ["amount" | "meta" | "activity", ..] => {
                 let message = self.misplaced(path);
                 return self.fail(e, ErrorKind::UnknownParameter, message);
             }
