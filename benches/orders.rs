@@ -44,6 +44,7 @@ async fn main() {
     // Every wallet holds enough for every order the run can place.
     for i in 0..MEMBERS {
         let earn = EarnInput {
+            activity: None,
             earn_id: format!("fund-{i}"),
             wallet: format!("w-{i}"),
             amount: "10000000".into(),

@@ -279,6 +279,7 @@ async fn noisy_tenant(store: &Store, url: &str, count: usize) -> store::Campaign
         .unwrap();
     let book = store::RuleBook::new(store.programme().clone());
     let earn = store::EarnInput {
+        activity: None,
         earn_id: "n-e".into(),
         wallet: "n-w".into(),
         amount: "100".into(),

@@ -25,6 +25,7 @@ use crate::http::paging::{PagedList, Paging, PagingParams};
 use crate::http::query::QueryParams;
 use crate::http::shapes::named_enum;
 use crate::members::MemberView;
+use crate::members::activities::ActivityView;
 use crate::orders::views::{BookingView, OrderView, RedeemedView};
 use crate::reviews::ReviewView;
 use crate::transactions::{EarnStatusView, TransactionView};
@@ -63,6 +64,7 @@ impl EventView {
             EventData::Order(o) => json!(OrderView::new(*o, version, true)),
             EventData::Redeemed(r) => json!(RedeemedView::from(*r)),
             EventData::Booking(b) => json!(BookingView::from(*b)),
+            EventData::Activity(a) => json!(ActivityView::from(*a)),
             EventData::Review { review, status } => {
                 json!(ReviewView::with_status(*review, status))
             }

@@ -66,6 +66,7 @@ pub mod views {
     pub use crate::http::error::{FieldError, Problem};
     pub use crate::http::paging::PagedList;
     pub use crate::leaderboard::{LeaderboardEntry, MemberRank};
+    pub use crate::members::activities::{ActivityView, AwardView, Source as ActivitySource};
     pub use crate::members::preferences::{
         Channel, ChannelFlags, ChannelList, FlagPreferences, ListPreferences, PreferencesBody,
     };

@@ -506,6 +506,7 @@ fn earn_input(body: EarnBody) -> Result<EarnInput, ApiError> {
         checks.fail("date", "missing_field", "is required");
     }
     let earn = EarnInput {
+        activity: None,
         earn_id: checks.required_id("id", body.id),
         wallet: checks.required_id("walletId", body.wallet_id),
         amount: amount

@@ -168,6 +168,7 @@ pub async fn open_lots(
             org_id: campaign.org_id.clone(),
             campaign_id: campaign.id.clone(),
             earn: store::EarnInput {
+                activity: None,
                 earn_id: format!("seed-{i}"),
                 wallet: format!("w-{}", i % wallets),
                 amount: "12.5".into(),

@@ -1,4 +1,5 @@
-//! The earn worker: takes accepted earns from the store in batches and credits them. It wakes
+//! The earn worker: takes accepted earns from the store in batches and credits them, and awards
+//! the members' activities the platform recorded (or whose award a request left undone). It wakes
 //! when this process accepts an earn and polls now and then for earns other processes accepted
 //! (or left behind when they stopped).
 
@@ -22,7 +23,14 @@ pub async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
         // In a task of its own: whatever fails in one pass (a panic included: its earns are
         // claimed again when their lease ends), the worker goes on.
         let (store, book) = (state.store.clone(), state.rule_book.clone());
-        let pass = tokio::spawn(async move { store.ledger().process_earns(&book, BATCH).await });
+        let pass = tokio::spawn(async move {
+            let earns = store.ledger().process_earns(&book, BATCH).await?;
+            let activities = store
+                .ledger()
+                .award_waiting_activities(&book, BATCH)
+                .await?;
+            Ok::<_, store::StoreError>(earns + activities)
+        });
         let claimed = match pass.await {
             Ok(Ok(claimed)) => claimed,
             Ok(Err(err)) => {

@@ -12,6 +12,7 @@ use crate::{
 use community::reviews::ReviewEvent;
 use ledger::expiry_notices::PointsExpiring;
 use members::ErasedMember;
+use members::activities::Activity;
 use programme::tiers::{TierChanged, TierRef};
 
 /// The record an event carries, as the change left it.
@@ -57,6 +58,8 @@ pub enum EventData {
         tokens: Tokens,
         date: NaiveDate,
     },
+    /// `activity.recorded`: a member's activity with what it earned.
+    Activity(Box<Activity>),
     /// `webhook.test`: the endpoint it was sent to.
     Test { endpoint_id: String },
 }
@@ -76,6 +79,7 @@ impl EventData {
             Order::RECORD => EventData::Order(Box::new(record.read()?)),
             Redeemed::RECORD => EventData::Redeemed(Box::new(record.read()?)),
             Booking::RECORD => EventData::Booking(Box::new(record.read()?)),
+            Activity::RECORD => EventData::Activity(Box::new(record.read()?)),
             ReviewEvent::RECORD => {
                 let ReviewEvent { review, status } = record.read()?;
                 EventData::Review { review, status }

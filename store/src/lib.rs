@@ -73,6 +73,10 @@ pub use ledger::{
     TransactionFilter, TransactionKind, Transfer, Transferred, Wallet, WalletContext, WalletFilter,
     try_rows,
 };
+pub use members::activities::{
+    Activity, ActivitySource, Award, BUILT_IN as BUILT_IN_ACTIVITIES,
+    MAX_TYPE as MAX_ACTIVITY_TYPE, NewActivity, type_problem as activity_type_problem,
+};
 pub use members::{
     CATEGORIES, Channels, ChannelsPatch, CommunicationPreferences, Member, MemberPatch,
     MemberStatus, Members, NewMember, PreferencesPatch,

@@ -1,9 +1,11 @@
-//! Members (seed #18-23) and the member guide's `POST /api/members`.
+//! Members (seed #18-23), the member guide's `POST /api/members`, and members' activities
+//! (`activities.rs`).
 //!
 //! `communicationPreferences` is stored once and spoken in each version's shape
 //! (`preferences`). An update changes only the fields, categories and (in 1.9.5) channels it
 //! names.
 
+pub(crate) mod activities;
 mod input;
 pub(crate) mod preferences;
 
@@ -200,4 +202,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(find_member_by_idp))
         .routes(routes!(get_member, update_member, delete_member))
         .routes(routes!(create_guide_member))
+        .routes(routes!(
+            activities::record_activity,
+            activities::list_activities
+        ))
 }

@@ -1,6 +1,7 @@
 //! The API as a client sees it: a real server on a random port, spoken to over HTTP, on SQLite
 //! and (with `--ignored` and `REWARDS_TEST_POSTGRES_URL`) on PostgreSQL.
 
+mod activities;
 mod auth;
 mod batches;
 mod bookings;

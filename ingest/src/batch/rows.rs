@@ -336,6 +336,7 @@ impl Layout {
             });
         }
         let mut earn = EarnInput {
+            activity: None,
             earn_id: String::new(),
             wallet: String::new(),
             amount: String::new(),

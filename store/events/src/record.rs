@@ -36,6 +36,7 @@ string_enum! {
         MemberCreated = "member.created",
         MemberUpdated = "member.updated",
         MemberDeleted = "member.deleted",
+        ActivityRecorded = "activity.recorded",
         /// Sent to one endpoint by an operator's test; never in the feed.
         WebhookTest = "webhook.test",
     }

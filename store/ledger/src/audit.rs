@@ -502,6 +502,7 @@ mod tests {
         let (campaign, wallet) = crate::testing::wallet_fixture(&store).await;
         let book = crate::RuleBook::new(store.programme().clone());
         let earn = crate::EarnInput {
+            activity: None,
             earn_id: "e-1".into(),
             wallet: wallet.id.clone(),
             amount: "10".into(),

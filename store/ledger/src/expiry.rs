@@ -225,6 +225,7 @@ mod tests {
                 .await
                 .unwrap();
             let earn = EarnInput {
+                activity: None,
                 earn_id: "old".into(),
                 wallet: wallet.id.clone(),
                 amount: "10".into(),

@@ -14,6 +14,7 @@
 //!   the oldest tokens first;
 //! - `holds/`, `transfers.rs`, `corrections/`: holds and their capture, transfers between
 //!   wallets, reversals and refunds that name what they correct;
+//! - `activities.rs`: members' activities awarded under the rules with `on = "activity"`;
 //! - `adjustments/`: operators' manual credits and debits with a reason, four-eyes approval
 //!   above a threshold, and bulk files of them;
 //! - `expiry.rs`, `expiry_notices.rs`: expiring what is due, and warning before it;
@@ -30,6 +31,7 @@ extern crate seam;
 #[macro_use]
 extern crate programme;
 
+pub mod activities;
 pub mod adjustments;
 pub mod audit;
 pub mod burn;

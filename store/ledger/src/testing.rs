@@ -4,6 +4,7 @@
 use seam::testing::TestDb;
 use tenancy::{Campaign, NewCampaign, Tenancy};
 
+use crate::common::ids::new_id;
 use crate::{EarnRequest, Ledger, NewWallet, PendingEarn, StoreError, Wallet};
 
 /// The ledger on a test database, with the programme and members beside it.
@@ -33,6 +34,18 @@ pub async fn campaign_fixture(tenancy: &Tenancy) -> Campaign {
 
 /// An organisation with a campaign (`PTS`), a member `card-1` and that member's wallet `w-1`.
 pub async fn wallet_fixture(ledger: &Ledger) -> (Campaign, Wallet) {
+    let (campaign, mut wallets) = fixture(ledger, &["w-1"], false).await;
+    (campaign, wallets.remove(0))
+}
+
+/// `wallet_fixture` with the member's wallets `references`, on a database whose schema is older
+/// than the ledger (a migration's test): the wallets are written by hand, since creating one
+/// records what a later migration's table holds (the member's sign-up).
+pub async fn old_schema_fixture(ledger: &Ledger, references: &[&str]) -> (Campaign, Vec<Wallet>) {
+    fixture(ledger, references, true).await
+}
+
+async fn fixture(ledger: &Ledger, references: &[&str], by_hand: bool) -> (Campaign, Vec<Wallet>) {
     let campaign = campaign_fixture(&Tenancy::on(ledger.db().clone())).await;
     let made = async {
         let member = members::NewMember {
@@ -42,17 +55,31 @@ pub async fn wallet_fixture(ledger: &Ledger) -> (Campaign, Wallet) {
             external_id: "card-1".into(),
             ..Default::default()
         };
-        ledger
+        let member = ledger
             .members()
             .create_member(&campaign.org(), member)
             .await?;
-        let wallet = NewWallet {
-            owner: Some("card-1".into()),
-            external_id: Some("w-1".into()),
-            name: None,
-        };
-        let wallet = ledger.create_wallet(&campaign, wallet).await?;
-        Ok::<_, StoreError>((campaign, wallet))
+        let mut wallets = Vec::new();
+        for reference in references {
+            let wallet = if by_hand {
+                const INSERT: &str = "INSERT INTO wallets (id, org_id, campaign_id, owner_id, \
+                     external_id, currency, created_at, updated_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $7)";
+                let (c, at, id) = (&campaign, ledger.now(), new_id());
+                let args = params![id, c.org_id, c.id, member.id, reference, c.currency, at];
+                ledger.execute(INSERT, args).await?;
+                ledger.get_wallet(&campaign, reference).await?
+            } else {
+                let wallet = NewWallet {
+                    owner: Some("card-1".into()),
+                    external_id: Some(reference.to_string()),
+                    name: None,
+                };
+                ledger.create_wallet(&campaign, wallet).await?
+            };
+            wallets.push(wallet);
+        }
+        Ok::<_, StoreError>((campaign, wallets))
     };
     made.await.unwrap_or_else(|e| panic!("wallet fixture: {e}"))
 }

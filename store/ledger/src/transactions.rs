@@ -535,6 +535,8 @@ pub struct EarnReplay {
     pub member_status: String,
     /// The wallet's owner.
     pub member_id: String,
+    /// The type of the activity it awarded, when it is an activity's award.
+    pub activity: Option<String>,
 }
 
 impl Ledger {
@@ -582,6 +584,12 @@ impl Ledger {
         Ok(rows
             .into_iter()
             .map(|r| EarnReplay {
+                // An award's description is its activity's type.
+                activity: r
+                    .earn_id
+                    .as_deref()
+                    .is_some_and(|id| id.starts_with(crate::activities::AWARD_KEY))
+                    .then(|| r.description.clone().unwrap_or_default()),
                 transaction_id: r.transaction_id,
                 wallet_id: r.wallet_id,
                 tokens: Tokens::from_micros(r.tokens),

@@ -5,9 +5,11 @@
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 
+use crate::backend::{Steps, Tx};
 use crate::common::ids::new_id;
 use crate::error::conflict_on;
 use crate::{Campaign, Ledger, Page, Paged, StoreError, Tier, Tokens};
+use members::activities;
 use programme::tiers::joined_tier;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -187,23 +189,11 @@ impl Ledger {
             created_at: at,
             updated_at: at,
         };
-        self.execute(
-            "INSERT INTO wallets (id, org_id, campaign_id, owner_id, external_id, name, currency, \
-                 created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
-            params![
-                &wallet.id,
-                org_id,
-                &wallet.campaign_id,
-                &wallet.owner_id,
-                &wallet.external_id,
-                &wallet.name,
-                &wallet.currency,
-                at
-            ],
-        )
+        self.write(Opening {
+            org_id: org_id.clone(),
+            wallet,
+        })
         .await
-        .map_err(|e| conflict_on(e, &[("external_id", "externalId")]))?;
-        Ok(wallet)
     }
 
     /// The campaign's wallet with id `reference`, else the one with that external id.
@@ -287,5 +277,46 @@ impl Ledger {
             return Err(StoreError::NotFound { what: "wallet" });
         }
         self.get_wallet(campaign, id).await
+    }
+}
+
+/// A new wallet; the member's first in the campaign records its `member.signed_up` activity.
+struct Opening {
+    org_id: String,
+    wallet: Wallet,
+}
+
+impl Steps for Opening {
+    type Output = Wallet;
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<Wallet, StoreError> {
+        const INSERT: &str = "INSERT INTO wallets (id, org_id, campaign_id, owner_id, \
+             external_id, name, currency, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)";
+        let w = &self.wallet;
+        let args = params![
+            w.id,
+            self.org_id,
+            w.campaign_id,
+            w.owner_id,
+            w.external_id,
+            w.name,
+            w.currency,
+            w.created_at
+        ];
+        tx.execute(INSERT, args)
+            .await
+            .map_err(|e| conflict_on(e, &[("external_id", "externalId")]))?;
+        // Keyed by member and campaign: a second wallet records nothing.
+        let key = format!("{}:{}", w.campaign_id, w.owner_id);
+        activities::record_built_in(
+            tx,
+            (&self.org_id, &w.campaign_id),
+            &w.owner_id,
+            (activities::SIGNED_UP, &key),
+            serde_json::json!({ "walletId": w.id }),
+            w.created_at,
+        )
+        .await?;
+        Ok(self.wallet)
     }
 }

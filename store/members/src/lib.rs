@@ -5,6 +5,8 @@
 //!
 //! - `records.rs`: members and their preferences, created, read, changed and erased, and the
 //!   records their events carry;
+//! - `activities.rs`: what members did that rules may award, recorded here by every domain in
+//!   its own transaction (the ledger awards them);
 //! - here: the handle, and finding a live member by id or external id.
 //!
 //! Deleting a member erases its personal data but keeps its row, so records that must stay for
@@ -18,6 +20,7 @@ extern crate seam;
 
 #[macro_use]
 mod records;
+pub mod activities;
 
 use seam::scope::OrgScope;
 use seam::{Db, Page, Paged, StoreError, backend, common, error};

@@ -456,6 +456,10 @@ impl Steps for Change {
             }
             Changing::Erase => {
                 tx.execute(ERASE, params![org_id, id, self.at]).await?;
+                // What a member's activities carry is the client's: as personal as its meta.
+                const ACTIVITIES: &str = "UPDATE activities SET attributes = NULL \
+                     WHERE org_id = $1 AND member_id = $2";
+                tx.execute(ACTIVITIES, params![org_id, id]).await?;
                 erase_from_events(tx, org_id, id).await?;
                 let data = ErasedMember { id: id.clone() };
                 let event = NewEvent::new(org_id, None, EventType::MemberDeleted, &data, self.at)?;
@@ -502,6 +506,13 @@ async fn erase_from_events(
     };
     let kinds = [EventType::MemberCreated, EventType::MemberUpdated];
     events::replace_data(tx, org_id, member_id, &kinds, &erased).await?;
+    // Its activities' events carry their attributes: reduced to the member's id too.
+    const ACTIVITY_EVENTS: &str = "UPDATE events SET data = $3 WHERE org_id = $1 \
+         AND type = 'activity.recorded' AND subject_id IN \
+         (SELECT id FROM activities WHERE org_id = $1 AND member_id = $2)";
+    let data = events::Record::of(&erased)?.text()?;
+    tx.execute(ACTIVITY_EVENTS, params![org_id, member_id, data])
+        .await?;
     // The member's orders name it by its external id: gone from their events as from the
     // orders themselves (which read it from the member).
     const ORDER_EVENTS: &str = "SELECT id, data FROM events WHERE org_id = $1 \

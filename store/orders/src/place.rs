@@ -26,6 +26,7 @@ use ledger::holds::place::Placing as HoldPlacing;
 use ledger::refusals;
 use ledger::spend::Spend;
 use ledger::transactions::idem_key_of;
+use members::activities;
 
 /// A placed order, whether this request made it (or an identical one before: `replayed`), and
 /// whether it sold a variant out (the catalogue's search index is then stale).
@@ -475,6 +476,12 @@ impl Placing {
         }
         let order = self.order(plan, transaction_id, codes, bookings, holds);
         order_events(tx, c, &order, self.at).await?;
+        // Keyed by campaign and member: only the first order records it.
+        let key = format!("{}:{}", c.id, order.owner_id);
+        let attributes = serde_json::json!({ "orderId": order.id, "total": order.total });
+        let scope = (c.org_id.as_str(), c.id.as_str());
+        let kind = (activities::ORDER_FIRST, key.as_str());
+        activities::record_built_in(tx, scope, &order.owner_id, kind, attributes, self.at).await?;
         Ok(Outcome::Placed {
             order: Box::new(order),
             sold_out,

@@ -94,6 +94,15 @@ pub async fn wallet_fixture(store: &Store) -> (crate::Campaign, crate::Wallet) {
     ledger::testing::wallet_fixture(store.ledger()).await
 }
 
+/// `wallet_fixture` with the member's wallets `references`, for a migration's test on an older
+/// schema (see `ledger::testing::old_schema_fixture`).
+pub async fn old_schema_fixture(
+    store: &Store,
+    references: &[&str],
+) -> (crate::Campaign, Vec<crate::Wallet>) {
+    ledger::testing::old_schema_fixture(store.ledger(), references).await
+}
+
 /// Stores `pending` as earn requests without looking at what their ids hold, as nodes that
 /// each checked an id at the same moment would.
 pub async fn store_unchecked(

@@ -1055,14 +1055,14 @@ const BEFORE_THE_PLACE: i64 = 26;
 /// dispatcher does not fan it out again (no second delivery to any endpoint).
 async fn migration_27_fans_nothing_out_twice(db: store::testing::TestStore) {
     let store = &db.store;
-    let s = setup(store).await;
-    let org = s.campaign.org();
+    let (campaign, _) = store::testing::old_schema_fixture(store, &["w-1"]).await;
+    let org = campaign.org();
     store
         .events()
         .create_endpoint(&org, endpoint("https://a.example/hook", &[]), &key(), 25)
         .await
         .unwrap();
-    let (o, c) = (&s.campaign.org_id, &s.campaign.id);
+    let (o, c) = (&campaign.org_id, &campaign.id);
     let numbered = format!(
         "INSERT INTO events (id, org_id, campaign_id, type, occurred_at, data, seq) VALUES \
          ('ev-old', '{o}', '{c}', 'transaction.created', '2100-01-01T00:00:00+00:00', '{{}}', 1); \

@@ -418,13 +418,8 @@ const BEFORE_THE_WINDOW: i64 = 26;
 /// the next question; a wallet summed right keeps its own.
 async fn migration_27_rebuilds_wrong_day_sums(db: store::testing::TestStore) {
     let store = &db.store;
-    let (campaign, wrong) = store::testing::wallet_fixture(store).await;
-    let new = store::NewWallet {
-        owner: Some("card-1".into()),
-        external_id: Some("w-2".into()),
-        name: None,
-    };
-    let right = store.ledger().create_wallet(&campaign, new).await.unwrap();
+    let (campaign, wallets) = store::testing::old_schema_fixture(store, &["w-1", "w-2"]).await;
+    let (wrong, right) = (&wallets[0], &wallets[1]);
     let (org, c) = (&campaign.org_id, &campaign.id);
     let earn = |id: &str, wallet: &str, date: &str| {
         format!(

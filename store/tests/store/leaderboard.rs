@@ -45,6 +45,7 @@ async fn wallet(store: &Store, c: &Campaign, owner: &str, reference: &str) {
 /// Earns `amount` into wallet `reference` and credits it before returning.
 async fn earn(store: &Store, c: &Campaign, reference: &str, amount: &str) {
     let input = EarnInput {
+        activity: None,
         earn_id: store::new_id(),
         wallet: reference.into(),
         amount: amount.into(),

@@ -20,6 +20,7 @@ pub(crate) async fn setup(store: &Store) -> Setup {
 
 pub(crate) fn earn(id: &str, amount: &str) -> EarnInput {
     EarnInput {
+        activity: None,
         earn_id: id.into(),
         wallet: "w-1".into(),
         amount: amount.into(),

@@ -793,6 +793,7 @@ impl World {
                 let date =
                     self.now - Duration::days(back_days) + Duration::milliseconds(step as i64);
                 let earn = EarnInput {
+                    activity: None,
                     earn_id: format!("e-{step}"),
                     wallet: format!("w-{wallet}"),
                     amount: (micros / MICROS).to_string(),
@@ -827,6 +828,7 @@ impl World {
             Op::LimitedEarn { wallet, whole } => {
                 let date = self.now + Duration::milliseconds(step as i64);
                 let earn = EarnInput {
+                    activity: None,
                     earn_id: format!("e-{step}"),
                     wallet: format!("w-{wallet}"),
                     amount: whole.to_string(),

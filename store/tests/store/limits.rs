@@ -43,6 +43,7 @@ fn mid_month() -> DateTime<Utc> {
 
 fn earn_on(id: &str, amount: &str, date: DateTime<Utc>) -> EarnInput {
     EarnInput {
+        activity: None,
         earn_id: id.into(),
         wallet: "w-1".into(),
         amount: amount.into(),

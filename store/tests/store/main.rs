@@ -1,6 +1,7 @@
 //! The storage stories, each against SQLite and PostgreSQL (`backend_tests!`). One test
 //! binary (a module per domain), linked once.
 
+mod activities;
 mod adjustments;
 mod audit_trail;
 mod batch_files;

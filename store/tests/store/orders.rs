@@ -69,6 +69,7 @@ pub(crate) fn order(reference: Option<&str>, lines: Vec<NewLine>) -> NewOrder {
 
 pub(crate) async fn earn(store: &Store, campaign: &Campaign, id: &str, amount: &str) {
     let input = EarnInput {
+        activity: None,
         earn_id: id.into(),
         wallet: "w-1".into(),
         amount: amount.into(),

@@ -108,6 +108,7 @@ pub fn rejected_codes(data: &Path, org: &OrgScope, name: &str) -> Vec<(u64, Stri
 /// Earns `amount` on `wallet` through the API's path (submitted, then processed by a worker).
 pub async fn earn_by_api(store: &Store, campaign: &Campaign, id: &str, wallet: &str, amount: &str) {
     let earn = EarnInput {
+        activity: None,
         earn_id: id.into(),
         wallet: wallet.into(),
         amount: amount.into(),

@@ -11,6 +11,7 @@ use crate::reviews::read::review_within;
 use crate::reviews::{Decision, Moderation, Review, ReviewStatus, profanity_score};
 use crate::{Campaign, Community, StoreError};
 use events::{EventType, NewEvent};
+use members::activities;
 
 /// A review as a client submits it; the API has checked the bounds of each field.
 #[derive(Debug, Clone, PartialEq)]
@@ -152,22 +153,84 @@ impl Community {
         id: &str,
         approve: bool,
     ) -> Result<(), StoreError> {
-        let org_id = org.id();
+        self.write(Moderating {
+            org_id: org.id().to_string(),
+            id: id.to_string(),
+            approve,
+            at: self.now(),
+        })
+        .await
+    }
+}
+
+/// An operator's decision on a review; an approval publishes it (`review.published`).
+struct Moderating {
+    org_id: String,
+    id: String,
+    approve: bool,
+    at: DateTime<Utc>,
+}
+
+impl Steps for Moderating {
+    type Output = ();
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<(), StoreError> {
         const SQL: &str = "UPDATE reviews SET moderation = $3, updated_at = $4 \
              WHERE org_id = $1 AND id = $2 AND moderation <> 'removed'";
-        let decision = if approve {
+        const REVIEW: &str = "SELECT campaign_id, member_id, voucher_id, partner_id, rating \
+             FROM reviews WHERE org_id = $1 AND id = $2";
+        let decision = if self.approve {
             Decision::Approved
         } else {
             Decision::Removed
         };
-        let changed = self
-            .execute(SQL, params![org_id, id, decision.as_str(), self.now()])
+        let (org_id, id) = (&self.org_id, &self.id);
+        let changed = tx
+            .execute(SQL, params![org_id, id, decision.as_str(), self.at])
             .await?;
         if changed == 0 {
             return Err(StoreError::NotFound { what: "review" });
         }
+        if self.approve {
+            type Row = (String, String, String, String, i64);
+            let row: Option<Row> = tx.row(REVIEW, params![org_id, id]).await?;
+            if let Some((campaign_id, member_id, voucher_id, partner_id, rating)) = row {
+                let facts = Published {
+                    id,
+                    voucher_id: &voucher_id,
+                    partner_id: &partner_id,
+                    rating,
+                };
+                published(tx, (org_id, &campaign_id), &member_id, facts, self.at).await?;
+            }
+        }
         Ok(())
     }
+}
+
+/// What a published review's activity says of it.
+struct Published<'a> {
+    id: &'a str,
+    voucher_id: &'a str,
+    partner_id: &'a str,
+    rating: i64,
+}
+
+/// Records the member's `review.published` activity (once a review).
+async fn published(
+    tx: &mut impl Tx,
+    scope: (&str, &str),
+    member_id: &str,
+    review: Published<'_>,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let attributes = serde_json::json!({
+        "reviewId": review.id,
+        "voucherId": review.voucher_id,
+        "partnerId": review.partner_id,
+        "rating": review.rating,
+    });
+    let kind = (activities::REVIEW_PUBLISHED, review.id);
+    activities::record_built_in(tx, scope, member_id, kind, attributes, at).await
 }
 
 /// A new review, with its `review.created` event (and `review.held` when its language holds
@@ -203,6 +266,15 @@ impl Steps for Creating {
         let mut kinds = vec![EventType::ReviewCreated];
         if r.status(&self.rules) == ReviewStatus::Pending {
             kinds.push(EventType::ReviewHeld);
+        } else {
+            let facts = Published {
+                id: &r.id,
+                voucher_id: &r.voucher_id,
+                partner_id: &r.partner_id,
+                rating,
+            };
+            let scope = (self.org_id.as_str(), r.campaign_id.as_str());
+            published(tx, scope, &r.member_id, facts, r.created_at).await?;
         }
         review_events(tx, &self.org_id, &self.review, &self.rules, &kinds).await?;
         Ok(self.review)

@@ -79,6 +79,7 @@ impl Credit {
             member_status: &wallet.status,
             wallet_id: &self.wallet_id,
             member_id: Some(&wallet.member_id),
+            activity: self.earn.activity.as_deref(),
         };
         Some((&limited.rules, input))
     }

@@ -31,6 +31,8 @@ pub struct RulesInput<'a> {
     /// The wallet's id and its owner's: whose uses a `wallet` or `member` limit counts.
     pub wallet_id: &'a str,
     pub member_id: Option<&'a str>,
+    /// An activity's type (see `EarnInput::activity`).
+    pub activity: Option<&'a str>,
 }
 
 impl<'a> RulesInput<'a> {
@@ -46,7 +48,7 @@ impl<'a> RulesInput<'a> {
             currency: self.currency,
             description: self.description.unwrap_or(""),
             meta: self.meta,
-            activity: None,
+            activity: self.activity,
         };
         let context = Context {
             wallet_tier: self.wallet_tier,
@@ -74,6 +76,7 @@ impl EarnReplay {
             member_status: &self.member_status,
             wallet_id: &self.wallet_id,
             member_id: Some(&self.member_id),
+            activity: self.activity.as_deref(),
         }
     }
 }
@@ -158,6 +161,7 @@ fn evaluate_unguarded(
         member_status: &wallet.status,
         wallet_id: target.wallet_id,
         member_id: Some(&wallet.member_id),
+        activity: earn.activity.as_deref(),
     };
     let (row, ctx) = input.parts().map_err(Refusal::Rules)?;
     let outcome = rules.evaluate(&row, &ctx);

@@ -500,6 +500,7 @@ mod tests {
     async fn a_claim_whose_worker_died_is_taken_over(store: Ledger) {
         let (campaign, wallet) = crate::testing::wallet_fixture(&store).await;
         let earn = EarnInput {
+            activity: None,
             earn_id: "e-1".into(),
             wallet: wallet.id.clone(),
             amount: "7".into(),
@@ -552,6 +553,7 @@ mod tests {
 
     fn earn(id: &str, wallet: &str, amount: &str, description: Option<&str>) -> EarnInput {
         EarnInput {
+            activity: None,
             earn_id: id.into(),
             wallet: wallet.into(),
             amount: amount.into(),

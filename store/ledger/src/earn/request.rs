@@ -25,6 +25,10 @@ pub struct EarnInput {
     pub description: Option<String>,
     pub comment: Option<String>,
     pub meta: Option<Value>,
+    /// The type of the member's activity this earn awards (its `meta` then holds the
+    /// activity's attributes): rules with `on = "activity"` evaluate it, the others not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<String>,
 }
 
 string_enum! {

@@ -34,7 +34,8 @@ pub struct Tried {
 
 /// Evaluates `rules` on each row of `csv`: columns `amount` and `date` (RFC 3339) required;
 /// `id`, `currency`, `description`, `wallet.id`, `wallet.tier`, `wallet.balance`, `member.id`,
-/// `member.status` and `meta.<path>` optional. Limits count the rows as a load would: in date
+/// `member.status` and `meta.<path>` optional; a row with an `activity.type` is an activity
+/// (its amount may be empty), its `activity.attributes.<path>` its attributes. Limits count the rows as a load would: in date
 /// order, then row order, from nothing used. `Invalid` naming `rows` for a file that is not CSV
 /// with those columns, or that holds more than `MAX_SAMPLE_ROWS`; a row's own problem is its
 /// outcome.
@@ -110,6 +111,8 @@ struct Sample {
     status: String,
     wallet: String,
     member: Option<String>,
+    /// A row of an activity (its `activity.type`), its attributes in `meta`.
+    activity: Option<String>,
 }
 
 impl Sample {
@@ -126,6 +129,7 @@ impl Sample {
             member_status: &self.status,
             wallet_id: &self.wallet,
             member_id: self.member.as_deref(),
+            activity: self.activity.as_deref(),
         }
     }
 }
@@ -144,6 +148,7 @@ fn sample(names: &[&str], record: &csv::StringRecord) -> Result<Sample, String> 
         status: "active".into(),
         wallet: String::new(),
         member: None,
+        activity: None,
     };
     for (name, value) in names.iter().zip(record.iter()) {
         let value = value.trim();
@@ -165,8 +170,11 @@ fn sample(names: &[&str], record: &csv::StringRecord) -> Result<Sample, String> 
             "member.status" if !value.is_empty() => s.status = value.to_string(),
             "wallet.id" => s.wallet = value.to_string(),
             "member.id" if !value.is_empty() => s.member = Some(value.to_string()),
+            "activity.type" if !value.is_empty() => s.activity = Some(value.to_string()),
             key => {
-                if let Some(path) = key.strip_prefix("meta.")
+                // An activity's attributes ride in `meta`, as when an activity is awarded.
+                let path = key.strip_prefix("meta.");
+                if let Some(path) = path.or_else(|| key.strip_prefix("activity.attributes."))
                     && !value.is_empty()
                     && let Value::Object(meta) = &mut s.meta
                 {
@@ -175,6 +183,10 @@ fn sample(names: &[&str], record: &csv::StringRecord) -> Result<Sample, String> 
                 }
             }
         }
+    }
+    if s.activity.is_some() && s.amount.is_empty() {
+        // An activity has no amount: its award reads none.
+        s.amount = "0".into();
     }
     Ok(s)
 }

@@ -55,6 +55,7 @@ migrations! {
     28 "audit log and operators" "0028_audit_log.sql",
     29 "adjustments" "0029_adjustments.sql",
     30 "limits" "0030_limits.sql",
+    31 "activities" "0031_activities.sql",
 }
 
 /// The migration that indexes `transactions.idem_key`: before it runs, the keys of an existing

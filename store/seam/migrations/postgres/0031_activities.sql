@@ -1,0 +1,24 @@
+-- A member's activities (#63): what a member did that rules with `on = "activity"` may award,
+-- recorded over the API (`POST /v1/members/{id}/activities`) or by the platform itself
+-- (`member.signed_up`, `review.published`, `order.first`), each in a campaign. `external_id` is
+-- unique in the organisation: a repeat answers the first, and `fingerprint` tells a repeat from
+-- another activity under the same id. `awarded_at` is set once the member's wallet in the
+-- campaign was credited (NULL: the earn worker awards it), `awards` the JSON list of what was.
+CREATE TABLE activities (
+    id          TEXT PRIMARY KEY,
+    org_id      TEXT NOT NULL REFERENCES organisations (id),
+    campaign_id TEXT NOT NULL REFERENCES campaigns (id),
+    member_id   TEXT NOT NULL REFERENCES members (id),
+    external_id TEXT NOT NULL,
+    type        TEXT NOT NULL,
+    occurred_at TIMESTAMPTZ NOT NULL,
+    attributes  JSONB,
+    fingerprint TEXT NOT NULL,
+    source      TEXT NOT NULL,
+    awards      JSONB,
+    awarded_at  TIMESTAMPTZ,
+    created_at  TIMESTAMPTZ NOT NULL
+);
+CREATE UNIQUE INDEX activities_org_external_id ON activities (org_id, external_id);
+CREATE INDEX activities_member ON activities (member_id, campaign_id, occurred_at, id);
+CREATE INDEX activities_waiting ON activities (created_at, id) WHERE awarded_at IS NULL;
