@@ -474,7 +474,8 @@ async fn reverse(
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EarnBody {
     /// Unique in the organisation: the same earn again answers as the first; another earn
-    /// under a used id is refused (409).
+    /// under a used id is refused (409). Ids starting `activity:` are the service's own (an
+    /// activity's award): 400.
     #[schema(schema_with = schema::id, required = true)]
     id: Option<String>,
     #[schema(schema_with = earn_amount, required = true)]
@@ -505,9 +506,15 @@ fn earn_input(body: EarnBody) -> Result<EarnInput, ApiError> {
     if !date_given {
         checks.fail("date", "missing_field", "is required");
     }
+    let earn_id = checks.required_id("id", body.id);
+    if !checks.has("id")
+        && let Err(refused) = store::limits::earn_id(&earn_id)
+    {
+        checks.fail("id", "invalid_value", refused.message());
+    }
     let earn = EarnInput {
         activity: None,
-        earn_id: checks.required_id("id", body.id),
+        earn_id,
         wallet: checks.required_id("walletId", body.wallet_id),
         amount: amount
             .map(|a| a.normalize().to_string())

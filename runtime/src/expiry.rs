@@ -1,6 +1,7 @@
 //! The expiry sweep: every serving node vests due pending earns, expires due lots and lapses
-//! due holds each minute, announces tokens about to expire once a day per campaign, deletes
-//! events past their retention, and prunes the audit trail past its own (when one is set).
+//! due holds each minute, announces tokens about to expire and records members' birthdays once
+//! a day per campaign, deletes events past their retention, and prunes the audit trail past its
+//! own (when one is set).
 
 use std::time::Duration;
 
@@ -73,6 +74,17 @@ pub async fn sweep_expiry(state: AppState, mut stop: watch::Receiver<bool>) {
                 tracing::info!(noticed, "announced tokens about to expire");
             }
             Err(err) => tracing::warn!(%err, "expiry notice sweep failed"),
+        }
+        // Once a day per campaign (claimed, in its programme's zone): the members' birthdays,
+        // awarded by the earn worker.
+        let birthdays = tokio::select! {
+            recorded = state.store.ledger().record_birthdays(&state.rule_book, now) => recorded,
+            _ = stop.wait_for(|stop| *stop) => return,
+        };
+        match birthdays {
+            Ok(0) => {}
+            Ok(recorded) => tracing::info!(recorded, "recorded members' birthdays"),
+            Err(err) => tracing::warn!(%err, "birthday sweep failed"),
         }
         let prune = tokio::select! {
             pruned = state.store.events().prune_events(now - store::EVENT_RETENTION) => pruned,

@@ -569,7 +569,14 @@ pub mod schema {
 
     /// A day, YYYY-MM-DD.
     pub fn day() -> Object {
-        string(false)
+        day_text(false)
+    }
+    pub fn day_or_null() -> Object {
+        day_text(true)
+    }
+
+    fn day_text(nullable: bool) -> Object {
+        string(nullable)
             .format(Some(SchemaFormat::KnownFormat(KnownFormat::Date)))
             .pattern(Some(format!("^{DAY}$")))
             .build()

@@ -1,5 +1,6 @@
 //! The request bodies of members and how they become store values.
 
+use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use store::{
@@ -66,6 +67,9 @@ pub struct MemberInput {
     /// In version 1.6.2, each category holds `channels` (a list) instead of flags.
     #[schema(value_type = Option<FlagPreferences>)]
     communication_preferences: Option<Value>,
+    /// From 1900-01-01 to today: the day of the member's `member.birthday` activity.
+    #[schema(schema_with = schema::day_or_null)]
+    birth_date: Option<String>,
 }
 
 /// The body of Update Member: every field is optional; `null` clears an optional field
@@ -99,6 +103,10 @@ pub struct MemberUpdate {
     /// In version 1.6.2, each category holds `channels` (a list) instead of flags.
     #[schema(value_type = Option<FlagPreferences>)]
     communication_preferences: Option<Value>,
+    /// From 1900-01-01 to today; `null` clears it.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(schema_with = schema::day_or_null)]
+    birth_date: Option<Option<String>>,
 }
 
 /// The member guide's body for `POST /api/members`: `name` and `externalID` (the reference's
@@ -128,6 +136,9 @@ pub struct GuideMemberInput {
     /// In version 1.6.2, each category holds `channels` (a list) instead of flags.
     #[schema(value_type = Option<FlagPreferences>)]
     communication_preferences: Option<Value>,
+    /// From 1900-01-01 to today: the day of the member's `member.birthday` activity.
+    #[schema(schema_with = schema::day_or_null)]
+    birth_date: Option<String>,
 }
 
 impl From<GuideMemberInput> for MemberInput {
@@ -143,6 +154,7 @@ impl From<GuideMemberInput> for MemberInput {
             user_id: guide.user_id,
             meta: guide.meta,
             communication_preferences: guide.communication_preferences,
+            birth_date: guide.birth_date,
         }
     }
 }
@@ -162,10 +174,12 @@ pub const GUIDE: Names = Names {
     external_id: "externalID",
 };
 
+/// `today` is the clock's day: a birth date may not be after it.
 pub fn new_member(
     input: MemberInput,
     version: ApiVersion,
     names: &Names,
+    today: NaiveDate,
 ) -> Result<NewMember, ApiError> {
     let mut checks = Checks::default();
     let mut communication_preferences = CommunicationPreferences::default();
@@ -185,11 +199,16 @@ pub fn new_member(
         external_id: checks.required_id(names.external_id, input.external_id),
         meta: checks.meta(input.meta),
         communication_preferences,
+        birth_date: birth_date(&mut checks, input.birth_date, today),
     };
     checks.finish(member)
 }
 
-pub fn member_patch(input: MemberUpdate, version: ApiVersion) -> Result<MemberPatch, ApiError> {
+pub fn member_patch(
+    input: MemberUpdate,
+    version: ApiVersion,
+    today: NaiveDate,
+) -> Result<MemberPatch, ApiError> {
     let mut checks = Checks::default();
     if version == ApiVersion::V1_9_5 && input.external_id.is_some() {
         checks.fail(
@@ -215,8 +234,21 @@ pub fn member_patch(input: MemberUpdate, version: ApiVersion) -> Result<MemberPa
             input.communication_preferences,
             version,
         ),
+        birth_date: input.birth_date.map(|v| birth_date(&mut checks, v, today)),
     };
     checks.finish(patch)
+}
+
+/// A `birthDate`: a day from 1900-01-01 to `today`; `None` when absent or refused (recorded).
+fn birth_date(checks: &mut Checks, value: Option<String>, today: NaiveDate) -> Option<NaiveDate> {
+    let day = checks.day("birthDate", value)?;
+    let first = NaiveDate::from_ymd_opt(1900, 1, 1).expect("a valid date");
+    if day < first || day > today {
+        let message = format!("must be from 1900-01-01 to today ({today})");
+        checks.fail("birthDate", "invalid_value", message);
+        return None;
+    }
+    Some(day)
 }
 
 /// Reads `communicationPreferences` in `version`'s shape; an error is recorded in `checks`.

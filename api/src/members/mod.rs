@@ -11,7 +11,7 @@ pub(crate) mod preferences;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use store::{ApiVersion, Member};
@@ -49,6 +49,8 @@ pub struct MemberView {
     /// `{"general": {"channels": ["email", "sms"]}, ...}`.
     #[schema(value_type = preferences::FlagPreferences)]
     pub communication_preferences: PreferencesBody,
+    /// The day of the member's `member.birthday` activity.
+    pub birth_date: Option<NaiveDate>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -70,6 +72,7 @@ impl MemberView {
             user_id: member.user_id,
             external_id: member.external_id,
             meta: member.meta,
+            birth_date: member.birth_date,
             created_at: member.created_at,
             updated_at: member.updated_at,
         }
@@ -103,7 +106,7 @@ async fn create_member(
     caller: Caller,
     JsonBody(input): JsonBody<MemberInput>,
 ) -> Result<Json<MemberView>, ApiError> {
-    let new = new_member(input, caller.version, &REFERENCE)?;
+    let new = new_member(input, caller.version, &REFERENCE, today(&state))?;
     let member = state
         .store
         .members()
@@ -150,7 +153,7 @@ async fn update_member(
     Path(id): Path<String>,
     JsonBody(input): JsonBody<MemberUpdate>,
 ) -> Result<Json<MemberView>, ApiError> {
-    let patch = member_patch(input, caller.version)?;
+    let patch = member_patch(input, caller.version, today(&state))?;
     let member = state
         .store
         .members()
@@ -187,13 +190,18 @@ async fn create_guide_member(
     JsonBody(input): JsonBody<GuideMemberInput>,
 ) -> Result<Json<MemberView>, ApiError> {
     let input = MemberInput::from(input);
-    let new = new_member(input, caller.version, &GUIDE)?;
+    let new = new_member(input, caller.version, &GUIDE, today(&state))?;
     let member = state
         .store
         .members()
         .create_member(caller.org(), new)
         .await?;
     Ok(Json(MemberView::new(member, caller.version)))
+}
+
+/// The clock's day (UTC): no member is born after it.
+fn today(state: &AppState) -> NaiveDate {
+    state.store.now().date_naive()
 }
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use api::views::ActivityView;
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::app_tests;
@@ -159,9 +159,67 @@ async fn bad_activities_are_refused_naming_each_field(app: TestApp) {
         .await;
     assert_eq!(filter.status, StatusCode::BAD_REQUEST, "{}", filter.body);
     assert!(listed(&app, "type=app.opened").await.is_empty());
+    // An award's earn id is the service's own: no client's earn may take it.
+    let body = json!({"id": "activity:01", "walletId": "w-1", "amount": 5,
+        "date": chrono::Utc::now().to_rfc3339()});
+    let taken = app.post("/v1/transactions/earn", body).await;
+    assert_eq!(taken.status, StatusCode::BAD_REQUEST, "{}", taken.body);
+    assert_eq!(taken.fields(), ["id"]);
+}
+
+/// A member's `birthDate`, the day of its birthday activity: kept, cleared with `null`, in both
+/// versions; a day to come, before 1900 or not a day is refused naming it.
+async fn a_birth_date_is_kept_and_checked(app: TestApp) {
+    let made = app
+        .create_member_from(
+            json!({"firstName": "Ada", "userId": "u-1", "externalId": "ada",
+            "birthDate": "1990-06-02"}),
+        )
+        .await;
+    assert_eq!(made.birth_date, "1990-06-02".parse().ok());
+    let path = format!("/v1/members/{}", made.id);
+    for version in ["1.9.5", "1.6.2"] {
+        let read = app
+            .send(Method::GET, &path, Some(&app.key), Some(version), None)
+            .await;
+        assert_eq!(read.body["birthDate"], "1990-06-02", "{version}");
+    }
+    let cleared = app
+        .send(
+            Method::PATCH,
+            &path,
+            Some(&app.key),
+            None,
+            Some(json!({"birthDate": null})),
+        )
+        .await;
+    assert_eq!(cleared.status, StatusCode::OK, "{}", cleared.body);
+    assert_eq!(cleared.body["birthDate"], Value::Null);
+    let tomorrow = (chrono::Utc::now() + chrono::Duration::days(2))
+        .date_naive()
+        .to_string();
+    for day in [tomorrow.as_str(), "1899-12-31", "02/06/1990"] {
+        let reply = app
+            .send(
+                Method::PATCH,
+                &path,
+                Some(&app.key),
+                None,
+                Some(json!({"birthDate": day})),
+            )
+            .await;
+        assert_eq!(
+            reply.status,
+            StatusCode::BAD_REQUEST,
+            "{day}: {}",
+            reply.body
+        );
+        assert_eq!(reply.fields(), ["birthDate"], "{day}");
+    }
 }
 
 app_tests!(
+    a_birth_date_is_kept_and_checked,
     an_activity_is_awarded_at_once_and_recorded_once,
     bad_activities_are_refused_naming_each_field,
 );

@@ -403,7 +403,7 @@ impl Layout {
             })?;
             let text = |checked: Result<(), Refused>| held(checked).map(|()| value.to_string());
             match &slot.target {
-                Target::Id => earn.earn_id = text(limits::id(value))?,
+                Target::Id => earn.earn_id = text(limits::earn_id(value))?,
                 Target::Reverses => {
                     text(limits::id(value))?;
                 }

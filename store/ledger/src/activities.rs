@@ -10,7 +10,7 @@
 //! (`award_waiting_activities`). Two nodes awarding the same activity credit it once and settle
 //! it once.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use members::activities::{
     self, Activity, ActivityRow, ActivitySource, Award, NewActivity, activity_columns,
 };
@@ -100,6 +100,55 @@ impl Ledger {
             }
         }
         Ok(waiting.len())
+    }
+
+    /// Records the `member.birthday` of the members born on this day (in the campaign's
+    /// programme's time zone, at `at`), for each campaign whose active rules award activities
+    /// and whose day was not looked at yet (one node looks: it claims the day), once a member
+    /// and year; on 28 February of a year without a 29th, those born on the 29th too. The earn
+    /// worker awards them. How many were recorded.
+    #[tracing::instrument(skip_all)]
+    pub async fn record_birthdays(
+        &self,
+        book: &RuleBook,
+        at: DateTime<Utc>,
+    ) -> Result<usize, StoreError> {
+        const CAMPAIGNS: &str = "SELECT org_id, id FROM campaigns ORDER BY id";
+        const CLAIM: &str = "INSERT INTO birthday_sweeps (campaign_id, swept_on) VALUES ($1, $2) \
+             ON CONFLICT (campaign_id) DO UPDATE SET swept_on = excluded.swept_on \
+             WHERE birthday_sweeps.swept_on < excluded.swept_on";
+        const BORN: &str = "SELECT m.id FROM members m WHERE m.org_id = $1 \
+             AND m.birth_date IS NOT NULL AND substr(m.birth_date, 6, 5) IN ($2, $3) \
+             AND m.deleted_at IS NULL AND EXISTS (SELECT 1 FROM wallets w \
+             WHERE w.org_id = $1 AND w.campaign_id = $4 AND w.owner_id = m.id) ORDER BY m.id";
+        let campaigns: Vec<(String, String)> = self.read_rows(CAMPAIGNS, params![]).await?;
+        let mut recorded = 0;
+        for (org_id, campaign_id) in campaigns {
+            let (_, rules) = book.active(&org_id, &campaign_id).await?;
+            if !rules.has_activity_rules() {
+                continue;
+            }
+            let today = at.with_timezone(&rules.time_zone()).date_naive();
+            let day_text = today.to_string();
+            if self.execute(CLAIM, params![campaign_id, day_text]).await? == 0 {
+                continue;
+            }
+            let (day, leap_day) = birthdays_on(today);
+            let args = params![org_id, day, leap_day, campaign_id];
+            let born: Vec<(String,)> = self.read_rows(BORN, args).await?;
+            for members in born.chunks(500) {
+                recorded += members.len();
+                self.write(Birthdays {
+                    org_id: org_id.clone(),
+                    campaign_id: campaign_id.clone(),
+                    members: members.iter().map(|(id,)| id.clone()).collect(),
+                    year: today.year(),
+                    at,
+                })
+                .await?;
+            }
+        }
+        Ok(recorded)
     }
 
     /// The campaign's activity `id`.
@@ -234,6 +283,42 @@ fn check(new: &NewActivity, now: DateTime<Utc>, window: DateWindow) -> Result<()
         return Err(StoreError::invalid("attributes", "must be a JSON object"));
     }
     Ok(())
+}
+
+/// The month and day (`MM-DD`) of the birth dates whose birthday is `today`, and a second one:
+/// `02-29` on 28 February of a year without a 29th (else the first again).
+fn birthdays_on(today: NaiveDate) -> (String, String) {
+    let day = today.format("%m-%d").to_string();
+    let without_29th = (today.month(), today.day()) == (2, 28) && !today.leap_year();
+    let second = if without_29th {
+        "02-29".to_string()
+    } else {
+        day.clone()
+    };
+    (day, second)
+}
+
+/// Members' birthdays of one campaign and year, recorded.
+struct Birthdays {
+    org_id: String,
+    campaign_id: String,
+    members: Vec<String>,
+    year: i32,
+    at: DateTime<Utc>,
+}
+
+impl Steps for Birthdays {
+    type Output = ();
+    async fn run<T: Tx>(self, tx: &mut T) -> Result<(), StoreError> {
+        let scope = (self.org_id.as_str(), self.campaign_id.as_str());
+        for member in &self.members {
+            let key = format!("{}:{member}:{}", self.campaign_id, self.year);
+            let kind = (activities::BIRTHDAY, key.as_str());
+            let attributes = serde_json::json!({ "year": self.year });
+            activities::record_built_in(tx, scope, member, kind, attributes, self.at).await?;
+        }
+        Ok(())
+    }
 }
 
 /// An activity recorded over the API.

@@ -17,13 +17,15 @@ use seam::Tokens;
 /// The activities the platform records itself, which a client may not record.
 pub const BUILT_IN: [&str; 5] = [
     SIGNED_UP,
-    "member.birthday",
+    BIRTHDAY,
     REVIEW_PUBLISHED,
     ORDER_FIRST,
     "referral.converted",
 ];
 /// A member's first wallet in a campaign (its sign-up to the programme).
 pub const SIGNED_UP: &str = "member.signed_up";
+/// A member's birthday (its birth date's day, in the campaign's programme's time zone).
+pub const BIRTHDAY: &str = "member.birthday";
 /// A member's review visible to others (at once, or when an operator approves it).
 pub const REVIEW_PUBLISHED: &str = "review.published";
 /// A member's first order in a campaign.

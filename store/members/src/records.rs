@@ -1,7 +1,7 @@
 //! Members' records: creating, reading, changing and erasing them, and what their events carry.
 
 use crate::OrgScope;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::types::Json;
@@ -102,6 +102,8 @@ pub struct Member {
     pub external_id: String,
     pub meta: Option<Value>,
     pub communication_preferences: CommunicationPreferences,
+    /// Its day is the member's `member.birthday` activity's.
+    pub birth_date: Option<NaiveDate>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -118,6 +120,7 @@ pub struct NewMember {
     pub external_id: String,
     pub meta: Option<Value>,
     pub communication_preferences: CommunicationPreferences,
+    pub birth_date: Option<NaiveDate>,
 }
 
 /// A partial update: `None` keeps a field; `Some(None)` clears an optional one.
@@ -133,6 +136,7 @@ pub struct MemberPatch {
     pub external_id: Option<String>,
     pub meta: Option<Option<Value>>,
     pub communication_preferences: Option<PreferencesPatch>,
+    pub birth_date: Option<Option<NaiveDate>>,
 }
 
 impl Member {
@@ -151,6 +155,7 @@ impl Member {
         set(&mut self.user_id, patch.user_id);
         set(&mut self.external_id, patch.external_id);
         set(&mut self.meta, patch.meta);
+        set(&mut self.birth_date, patch.birth_date);
         if let Some(preferences) = &patch.communication_preferences {
             self.communication_preferences.apply(preferences);
         }
@@ -160,7 +165,7 @@ impl Member {
 macro_rules! member_columns {
     () => {
         "id, first_name, last_name, email, phone, status, idp, user_id, external_id, meta, \
-         communication_preferences, created_at, updated_at"
+         communication_preferences, birth_date, created_at, updated_at"
     };
 }
 
@@ -185,6 +190,7 @@ row_struct! {
         external_id: Option<String>,
         meta: Option<Json<Value>>,
         communication_preferences: Option<Json<CommunicationPreferences>>,
+        birth_date: Option<String>,
         created_at: DateTime<Utc>,
         updated_at: DateTime<Utc>,
     }
@@ -203,6 +209,13 @@ fn member_from_row(r: MemberRow) -> Result<Member, StoreError> {
         external_id: r.external_id.unwrap_or_default(),
         meta: r.meta.map(|m| m.0),
         communication_preferences: r.communication_preferences.map(|p| p.0).unwrap_or_default(),
+        birth_date: r
+            .birth_date
+            .map(|d| {
+                let day = NaiveDate::parse_from_str(&d, "%Y-%m-%d").ok();
+                known(day, "members", "birth_date", &d)
+            })
+            .transpose()?,
         created_at: r.created_at,
         updated_at: r.updated_at,
     })
@@ -210,9 +223,14 @@ fn member_from_row(r: MemberRow) -> Result<Member, StoreError> {
 
 /// Unique indexes of `members` and the API fields they protect.
 impl Member {
-    /// The values of `first_name` to `communication_preferences` (`preferences`, the member's
-    /// preferences as JSON), in the table's order: `$3` to `$12` of its insert and its update.
-    fn column_args<'a>(&'a self, preferences: &'a serde_json::Value) -> [Arg<'a>; 10] {
+    /// The values of `first_name` to `birth_date` (`preferences`, the member's preferences as
+    /// JSON; `birth_date`, its text), in the table's order: `$3` to `$13` of its insert and its
+    /// update.
+    fn column_args<'a>(
+        &'a self,
+        preferences: &'a serde_json::Value,
+        birth_date: &'a Option<String>,
+    ) -> [Arg<'a>; 11] {
         [
             self.first_name.to_arg(),
             self.last_name.to_arg(),
@@ -224,6 +242,7 @@ impl Member {
             self.external_id.to_arg(),
             self.meta.to_arg(),
             preferences.to_arg(),
+            birth_date.to_arg(),
         ]
     }
 }
@@ -254,6 +273,7 @@ impl Members {
             external_id: new.external_id,
             meta: new.meta,
             communication_preferences: new.communication_preferences,
+            birth_date: new.birth_date,
             created_at: now,
             updated_at: now,
         };
@@ -394,12 +414,13 @@ impl Steps for Create {
     async fn run<T: Tx>(self, tx: &mut T) -> Result<Member, StoreError> {
         const INSERT: &str = "INSERT INTO members (org_id, id, first_name, last_name, email, \
              phone, status, idp, user_id, external_id, meta, communication_preferences, \
-             created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
+             birth_date, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)";
         let member = self.member;
         let preferences = serde_json::json!(member.communication_preferences);
+        let birth_date = member.birth_date.map(|d| d.to_string());
         let mut args = params![self.org_id, member.id].to_vec();
-        args.extend(member.column_args(&preferences));
+        args.extend(member.column_args(&preferences, &birth_date));
         args.extend(params![member.created_at, member.updated_at]);
         tx.execute(INSERT, &args)
             .await
@@ -431,10 +452,12 @@ impl Steps for Change {
     async fn run<T: Tx>(self, tx: &mut T) -> Result<Member, StoreError> {
         const UPDATE: &str = "UPDATE members SET first_name = $3, last_name = $4, email = $5, \
              phone = $6, status = $7, idp = $8, user_id = $9, external_id = $10, meta = $11, \
-             communication_preferences = $12, updated_at = $13 WHERE org_id = $1 AND id = $2";
+             communication_preferences = $12, birth_date = $13, updated_at = $14 \
+             WHERE org_id = $1 AND id = $2";
         const ERASE: &str = "UPDATE members SET first_name = NULL, last_name = NULL, \
              email = NULL, phone = NULL, idp = NULL, user_id = NULL, external_id = NULL, \
-             meta = NULL, communication_preferences = NULL, status = 'inactive', \
+             meta = NULL, communication_preferences = NULL, birth_date = NULL, \
+             status = 'inactive', \
              updated_at = $3, deleted_at = $3 WHERE org_id = $1 AND id = $2";
         let (org_id, id) = (&self.org_id, &self.id);
         let row: Option<MemberRow> = tx.row_locked(SELECT_LIVE, params![org_id, id]).await?;
@@ -444,8 +467,9 @@ impl Steps for Change {
                 member.apply(*patch);
                 member.updated_at = self.at;
                 let preferences = serde_json::json!(member.communication_preferences);
+                let birth_date = member.birth_date.map(|d| d.to_string());
                 let mut args = params![org_id, id].to_vec();
-                args.extend(member.column_args(&preferences));
+                args.extend(member.column_args(&preferences, &birth_date));
                 args.extend(params![member.updated_at]);
                 tx.execute(UPDATE, &args)
                     .await

@@ -82,9 +82,8 @@ impl Refused {
             Refused::TooBig => format!("must be at most {MAX_META_BYTES} bytes of JSON"),
             Refused::TooPrecise => format!("must have at most {AMOUNT_DECIMALS} decimals"),
             Refused::Reserved { prefix } => format!(
-                "must not start with `{prefix}`: keys starting {} are the ones the service \
-                 makes for itself",
-                RESERVED_KEY_PREFIXES.join(", ")
+                "must not start with `{prefix}`: the service makes the keys starting so for \
+                 itself"
             ),
             Refused::OutOfWindow { earliest, latest } => format!(
                 "must fall from {} to {} (UTC)",
@@ -138,10 +137,21 @@ pub const RESERVED_KEY_PREFIXES: [&str; 6] = [
 /// space (`RESERVED_KEY_PREFIXES`).
 pub fn client_key(value: &str) -> Result<(), Refused> {
     id(value)?;
-    match RESERVED_KEY_PREFIXES
-        .iter()
-        .find(|p| value.starts_with(**p))
-    {
+    not_reserved(value, &RESERVED_KEY_PREFIXES)
+}
+
+/// What the earn ids the service makes for itself start with: a member's activity's award
+/// (`activity:`). A client's earn id may not.
+pub const RESERVED_EARN_PREFIXES: [&str; 1] = ["activity:"];
+
+/// A client's earn id: an `id` not in the service's own space (`RESERVED_EARN_PREFIXES`).
+pub fn earn_id(value: &str) -> Result<(), Refused> {
+    id(value)?;
+    not_reserved(value, &RESERVED_EARN_PREFIXES)
+}
+
+fn not_reserved(value: &str, prefixes: &[&'static str]) -> Result<(), Refused> {
+    match prefixes.iter().find(|p| value.starts_with(**p)) {
         Some(prefix) => Err(Refused::Reserved { prefix }),
         None => Ok(()),
     }

@@ -387,8 +387,115 @@ async fn erasure_takes_an_activitys_attributes(store: Store) {
     }
 }
 
+/// An award is reversed like any EARN: its tokens taken back in full, and the limit's time given
+/// back (the member's next opening that day earns again).
+async fn an_award_is_reversed_and_gives_its_limit_back(store: Store) {
+    let s = setup(&store).await;
+    let book = activate(&store, &s.campaign).await;
+    award_waiting(&store, &book).await;
+    let (first, _) = record(&store, &book, &s.campaign, opened("open-1", "ios"))
+        .await
+        .unwrap();
+    let award = &first.awards[0].transaction_id;
+    let reversal = crate::corrections::correction(award, "undo-open-1", None);
+    let corrected = store.ledger().correct(&s.campaign, reversal).await.unwrap();
+    assert_eq!(
+        corrected.transaction.corrects.as_deref(),
+        Some(award.as_str())
+    );
+    assert_eq!(balance(&store, &s).await, Tokens::whole(50));
+    let (again, _) = record(&store, &book, &s.campaign, opened("open-2", "ios"))
+        .await
+        .unwrap();
+    assert_eq!(tokens(&again), Tokens::whole(5));
+    assert_eq!(balance(&store, &s).await, Tokens::whole(55));
+}
+
+/// Birthdays are the programme's days: in its time zone (Kiritimati, UTC+14, all year), once a
+/// member and year however often the sweep looks, those born on 29 February on the 28th of a
+/// year without one; the earn worker awards them.
+async fn birthdays_are_recorded_once_a_year_in_the_programmes_zone(store: Store) {
+    let s = setup(&store).await;
+    let rules = "[programme]\ntime_zone = 'Pacific/Kiritimati'\n\
+         [[rule]]\nid = 'birthday'\npriority = 1\non = 'activity'\n\
+         when = \"activity.type == 'member.birthday'\"\naward = 100\n";
+    store
+        .programme()
+        .set_rule_set(&s.campaign, rules)
+        .await
+        .unwrap();
+    let book = RuleBook::new(store.programme().clone());
+    let ada = of_member(&store, &s.campaign, opened("", ""))
+        .await
+        .member_id;
+    let born = |day: &str| store::MemberPatch {
+        birth_date: Some(Some(day.parse().unwrap())),
+        ..Default::default()
+    };
+    let org = s.campaign.org();
+    store
+        .members()
+        .update_member(&org, &ada, born("1990-06-02"))
+        .await
+        .unwrap();
+    let at = |text: &str| text.parse::<chrono::DateTime<Utc>>().unwrap();
+    let ledger = store.ledger();
+    // 1 June, 09:00 UTC is 23:00 in Kiritimati: not yet.
+    assert_eq!(
+        ledger
+            .record_birthdays(&book, at("2026-06-01T09:00:00Z"))
+            .await
+            .unwrap(),
+        0
+    );
+    // 11:00 UTC is 2 June there: the birthday, looked for once that day.
+    assert_eq!(
+        ledger
+            .record_birthdays(&book, at("2026-06-01T11:00:00Z"))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        ledger
+            .record_birthdays(&book, at("2026-06-01T12:00:00Z"))
+            .await
+            .unwrap(),
+        0
+    );
+    award_waiting(&store, &book).await;
+    assert_eq!(balance(&store, &s).await, Tokens::whole(100));
+    let birthdays = activities_of(&store, &s.campaign, Some("member.birthday")).await;
+    assert_eq!(birthdays.len(), 1);
+    assert_eq!(birthdays[0].attributes, Some(json!({ "year": 2026 })));
+    // Born on 29 February: on the 28th in 2027, and not again on 1 March.
+    store
+        .members()
+        .update_member(&org, &ada, born("2000-02-29"))
+        .await
+        .unwrap();
+    assert_eq!(
+        ledger
+            .record_birthdays(&book, at("2027-02-27T12:00:00Z"))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        ledger
+            .record_birthdays(&book, at("2027-02-28T12:00:00Z"))
+            .await
+            .unwrap(),
+        0
+    );
+    award_waiting(&store, &book).await;
+    assert_eq!(balance(&store, &s).await, Tokens::whole(200));
+}
+
 backend_tests!(
+    birthdays_are_recorded_once_a_year_in_the_programmes_zone,
     activities_earn_under_their_rules_once_each,
+    an_award_is_reversed_and_gives_its_limit_back,
     malformed_activities_are_refused_naming_the_field,
     concurrent_activities_keep_their_limit_and_their_key,
     the_platform_records_its_own_activities_once,

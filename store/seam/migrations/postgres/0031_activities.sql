@@ -22,3 +22,16 @@ CREATE TABLE activities (
 CREATE UNIQUE INDEX activities_org_external_id ON activities (org_id, external_id);
 CREATE INDEX activities_member ON activities (member_id, campaign_id, occurred_at, id);
 CREATE INDEX activities_waiting ON activities (created_at, id) WHERE awarded_at IS NULL;
+
+-- A member's birth date (YYYY-MM-DD, text on both backends so that its month and day read the
+-- same): the day of its `member.birthday` activity, in the campaign's programme's time zone.
+ALTER TABLE members ADD COLUMN birth_date TEXT;
+CREATE INDEX members_birthday ON members (org_id, substr(birth_date, 6, 5))
+    WHERE birth_date IS NOT NULL;
+
+-- The last day (in its programme's time zone) each campaign's birthdays were looked for: one
+-- node looks, once a day.
+CREATE TABLE birthday_sweeps (
+    campaign_id TEXT PRIMARY KEY REFERENCES campaigns (id),
+    swept_on    TEXT NOT NULL
+);
