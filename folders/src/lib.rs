@@ -191,9 +191,17 @@ pub fn upload_marker(path: &Path) -> PathBuf {
 }
 
 /// The templates every organisation finds in `templates/`, built into the binary.
-const TEMPLATES: [(&str, &[u8]); 4] = [
+const TEMPLATES: [(&str, &[u8]); 6] = [
     ("earn.csv", include_bytes!("../../templates/earn.csv")),
     ("earn.xlsx", include_bytes!("../../templates/earn.xlsx")),
+    (
+        "activities.csv",
+        include_bytes!("../../templates/activities.csv"),
+    ),
+    (
+        "activities.xlsx",
+        include_bytes!("../../templates/activities.xlsx"),
+    ),
     (
         "earn.parquet",
         include_bytes!("../../templates/earn.parquet"),

@@ -24,8 +24,9 @@ pub use seam::meta;
 pub mod testing;
 
 pub use batches::{
-    Batch, BatchFinish, BatchState, Batches, CreditingChunk, Evaluated, FileEarn, FileLoad,
-    FileOutcome, FileReturn, FileTotals, NewBatch, ReturnOutcome, StoredMapping,
+    ActivityOutcome, Batch, BatchFinish, BatchState, Batches, CreditingChunk, Evaluated,
+    FileActivity, FileEarn, FileLoad, FileOutcome, FileReturn, FileTotals, NewBatch, ReturnOutcome,
+    StoredMapping,
 };
 pub use catalogue::document::{Catalogue, ProductEntry, TierEntry, VariantEntry};
 pub use catalogue::import::{Counts, ImportOptions, ImportReport};

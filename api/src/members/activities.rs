@@ -194,6 +194,7 @@ pub(super) async fn record_activity(
         occurred_at,
         attributes,
         source: ActivitySource::Api,
+        batch_id: None,
     };
     let (activity, _) = state
         .store

@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use serde_json::{Value, json};
 use store::{
-    Batch, BatchFinish, BatchState, CreditingChunk, FileEarn, FileLoad, FileOutcome, FileReturn,
-    FileTotals, OrgScope, ReturnOutcome, RuleBook, Store, StoreError, Tokens,
+    ActivityOutcome, Batch, BatchFinish, BatchState, CreditingChunk, FileActivity, FileEarn,
+    FileLoad, FileOutcome, FileReturn, FileTotals, OrgScope, ReturnOutcome, RuleBook, Store,
+    StoreError, Tokens,
 };
 
 use crate::batch::live::LiveBatches;
@@ -95,6 +96,8 @@ struct Tally {
     /// Return rows reversed, and the tokens they took back.
     returns: u64,
     tokens_reversed: Tokens,
+    /// Activity rows recorded (their awards are in `tokens`; in a dry run not evaluated).
+    activities: u64,
     /// Tokens per rule, from each credited row's trace.
     by_rule: BTreeMap<String, Tokens>,
     by_reason: BTreeMap<&'static str, u64>,
@@ -166,6 +169,7 @@ pub async fn run_file(job: &Job<'_>) -> Result<Outcome, StoreError> {
             tally.loaded = 0;
             tally.tokens = Tokens::ZERO;
             tally.returns = 0;
+            tally.activities = 0;
             tally.by_rule.clear();
         }
     }
@@ -198,6 +202,7 @@ pub async fn run_file(job: &Job<'_>) -> Result<Outcome, StoreError> {
         "tokensByRule": tally.by_rule,
         "returns": tally.returns,
         "tokensReversed": tally.tokens_reversed,
+        "activities": tally.activities,
         "error": error,
         "seconds": seconds,
         "rowsPerSecond": if seconds > 0.0 { tally.rows as f64 / seconds } else { 0.0 },
@@ -376,6 +381,7 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
     let mut loading = Loading {
         seen: Seen::default(),
         returns_seen: Seen::default(),
+        activities_seen: Seen::default(),
         totals: FileTotals::default(),
         load: match (mode, job.batch_id) {
             (Mode::Load, Some(batch_id)) => Some(job.store.batches().file_load(job.org, batch_id)),
@@ -464,6 +470,7 @@ impl Source {
             .par_iter()
             .map(|record| match layout.row(record.row, &record.fields) {
                 Ok(Row::Earn(earn)) => earn.date,
+                Ok(Row::Activity(activity)) => activity.date,
                 Ok(Row::Return(row)) => {
                     row.date.unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC)
                 }
@@ -519,6 +526,8 @@ struct Loading {
     seen: Seen,
     /// The return rows' ids seen so far (their own idempotency keys, apart from the earns').
     returns_seen: Seen,
+    /// The activity rows' ids seen so far (the activities' external ids).
+    activities_seen: Seen,
     /// The tokens given to each wallet so far, for `balance_ceiling`.
     totals: FileTotals,
     /// The file's load, when its rows are credited (not in a check).
@@ -538,6 +547,9 @@ struct Chunk {
     /// `records` of each.
     returns: Vec<FileReturn>,
     returns_at: Vec<usize>,
+    /// The activity rows, recorded after the returns, and the index in `records` of each.
+    activities: Vec<FileActivity>,
+    activities_at: Vec<usize>,
 }
 
 enum Outcomes {
@@ -554,6 +566,7 @@ async fn start(
     loading: &mut Loading,
 ) -> Result<Chunk, StoreError> {
     let (seen, returns_seen) = (&mut loading.seen, &mut loading.returns_seen);
+    let activities_seen = &mut loading.activities_seen;
     let encoding = job.mapping.encoding;
     let parsed: Vec<Result<Row, Rejection>> = records
         .par_iter()
@@ -585,6 +598,7 @@ async fn start(
         Vec::with_capacity(records.len()),
     );
     let (mut returns, mut returns_at) = (Vec::new(), Vec::new());
+    let (mut activities, mut activities_at) = (Vec::new(), Vec::new());
     let in_file = |id: String| Rejection {
         row: 0,
         column: Some("id".into()),
@@ -602,6 +616,15 @@ async fn start(
                 r.earn_earlier_in_file = seen.contains(&r.reverses);
                 returns.push(r);
                 returns_at.push(i);
+                continue;
+            }
+            Ok(Row::Activity(a)) if !activities_seen.insert(&a.id) => Err(Rejection {
+                row: a.row,
+                ..in_file(a.id)
+            }),
+            Ok(Row::Activity(a)) => {
+                activities.push(a);
+                activities_at.push(i);
                 continue;
             }
             Ok(Row::Earn(earn)) => Ok(earn),
@@ -650,6 +673,8 @@ async fn start(
         outcomes,
         returns,
         returns_at,
+        activities,
+        activities_at,
     })
 }
 
@@ -669,6 +694,8 @@ async fn settle(
         outcomes,
         returns,
         returns_at,
+        activities,
+        activities_at,
     } = chunk;
     let outcomes = match (outcomes, loading.load.as_mut()) {
         (Outcomes::Known(outcomes), _) => outcomes,
@@ -701,6 +728,22 @@ async fn settle(
         };
         for ((i, row), outcome) in returns_at.into_iter().zip(&returns).zip(outcomes) {
             if let Some(rejection) = count_return(tally, row, outcome) {
+                rejections.push((i, rejection));
+            }
+        }
+    }
+    if !activities.is_empty() {
+        let outcomes = match loading.load.as_mut() {
+            Some(load) => load.record_activities(job.book, &activities).await?,
+            None => {
+                job.store
+                    .batches()
+                    .record_file_activities(job.book, job.org, job.batch_id, &activities, true)
+                    .await?
+            }
+        };
+        for ((i, row), outcome) in activities_at.into_iter().zip(&activities).zip(outcomes) {
+            if let Some(rejection) = count_activity(tally, row, outcome) {
                 rejections.push((i, rejection));
             }
         }
@@ -853,6 +896,69 @@ fn count_return(tally: &mut Tally, row: &FileReturn, outcome: ReturnOutcome) -> 
         row: row.row,
         column: field,
         value,
+        reason,
+        message,
+    })
+}
+
+/// Counts an activity row's outcome; a row not recorded becomes its rejection.
+fn count_activity(
+    tally: &mut Tally,
+    row: &FileActivity,
+    outcome: ActivityOutcome,
+) -> Option<Rejection> {
+    let (reason, column, value, message) = match outcome {
+        ActivityOutcome::Recorded { tokens, trace } => {
+            tally.loaded += 1;
+            tally.activities += 1;
+            tally.tokens = tally.tokens.checked_add(tokens).unwrap_or(Tokens::MAX);
+            for (rule, amount) in trace_parts(&trace) {
+                let total = tally.by_rule.entry(rule).or_default();
+                *total = total.checked_add(amount).unwrap_or(*total);
+            }
+            return None;
+        }
+        ActivityOutcome::RecordedBefore => {
+            tally.loaded += 1;
+            tally.resumed += 1;
+            return None;
+        }
+        ActivityOutcome::Duplicate => {
+            tally.duplicates += 1;
+            let message = "this activity was already recorded".to_string();
+            (Reason::DuplicateTransaction, "id", row.id.clone(), message)
+        }
+        ActivityOutcome::UnknownWallet => {
+            let message = "no wallet has this id or reference".to_string();
+            (
+                Reason::UnknownWallet,
+                "walletId",
+                row.wallet.clone(),
+                message,
+            )
+        }
+        ActivityOutcome::Refused {
+            code,
+            field,
+            message,
+        } => match (code, field.as_str()) {
+            ("already_exists", _) => {
+                let message = format!("this id was used for another activity: {message}");
+                (Reason::AlreadyExists, "id", row.id.clone(), message)
+            }
+            (_, "occurredAt") => (Reason::BadDate, "date", row.date.to_rfc3339(), message),
+            _ => (
+                Reason::BadActivityType,
+                "activity",
+                row.kind.clone(),
+                message,
+            ),
+        },
+    };
+    Some(Rejection {
+        row: row.row,
+        column: Some(column.into()),
+        value: Some(value),
         reason,
         message,
     })

@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use store::limits::{self, MAX_META_BYTES, MAX_META_PATH, MAX_TEXT, Refused};
-use store::{EarnInput, FileReturn};
+use store::{EarnInput, FileActivity, FileReturn};
 
 use crate::batch::mapping::{Columns, FIELDS, Field, Mapping, Source, Target};
 use crate::batch::values::{self, Kind};
@@ -56,6 +56,9 @@ pub enum Reason {
     ReversalShortfall,
     /// An id used before for another request (its first differing field is named).
     AlreadyExists,
+    /// An activity type that is not one (words of lower-case letters, digits and `_` joined
+    /// by dots), or one the platform records itself.
+    BadActivityType,
 }
 
 impl Reason {
@@ -86,6 +89,7 @@ impl Reason {
             Reason::ReversalExceedsEarn => "reversal_exceeds_earn",
             Reason::ReversalShortfall => "reversal_shortfall",
             Reason::AlreadyExists => "already_exists",
+            Reason::BadActivityType => "bad_activity_type",
         }
     }
 }
@@ -120,11 +124,12 @@ pub struct Rejection {
     pub message: String,
 }
 
-/// A row of a file: an earn, or a return of one.
+/// A row of a file: an earn, a return of one, or a member's activity.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Row {
     Earn(EarnInput),
     Return(FileReturn),
+    Activity(FileActivity),
 }
 
 /// Which cell fills which earn field, from a mapping and the file's header.
@@ -184,6 +189,7 @@ impl Layout {
         match &mapping.columns {
             Columns::Canonical => {
                 let returns = find("reverses").is_some();
+                let activities = find("activity").is_some();
                 for (target, kind, required) in [
                     (Target::Id, Kind::Text, true),
                     (Target::Wallet, Kind::Text, true),
@@ -192,10 +198,12 @@ impl Layout {
                     (Target::Description, Kind::Text, false),
                     (Target::Comment, Kind::Text, false),
                     (Target::Reverses, Kind::Text, false),
+                    (Target::Activity, Kind::Text, false),
                 ] {
                     let name = target.name();
                     let column = find(&name);
-                    let for_earns_only = returns && target != Target::Id;
+                    let for_earns_only = (returns && target != Target::Id)
+                        || (activities && target == Target::Amount);
                     if column.is_none() && required && !for_earns_only {
                         errors.push(format!("the column `{name}` is missing"));
                     }
@@ -242,8 +250,8 @@ impl Layout {
                         }),
                         _ => errors.push(format!(
                             "unknown column `{name}`: the canonical columns are id, walletId, \
-                             amount, date, description, comment, reverses and meta.<key>; \
-                             other layouts need a mapping"
+                             amount, date, description, comment, reverses, activity and \
+                             meta.<key>; other layouts need a mapping"
                         )),
                     }
                 }
@@ -355,9 +363,20 @@ impl Layout {
             .find(|s| s.target == Target::Reverses)
             .map(cell_of)
             .filter(|cell| !cell.is_empty());
+        let activity = self
+            .slots
+            .iter()
+            .find(|s| s.target == Target::Activity)
+            .map(cell_of)
+            .filter(|cell| !cell.is_empty());
         // A return: its value (None: all that is left) and date, when the row gives them.
         let (mut returned, mut dated) = (None, false);
-        if let (None, Some(target)) = (reverses, &self.earn_missing) {
+        // An activity needs a wallet and a date, no amount.
+        let missing = match (activity, &self.earn_missing) {
+            (Some(_), Some(Target::Amount)) => None,
+            (_, missing) => missing.as_ref(),
+        };
+        if let (None, Some(target)) = (reverses, missing) {
             return Err(Rejection {
                 row,
                 column: Some(target.name()),
@@ -378,9 +397,12 @@ impl Layout {
                 message,
             };
             let cell = cell_of(slot);
-            let for_earns_only = reverses.is_some()
-                && matches!(slot.target, Target::Wallet | Target::Amount | Target::Date);
+            let for_earns_only = (reverses.is_some()
+                && matches!(slot.target, Target::Wallet | Target::Amount | Target::Date))
+                || (activity.is_some() && slot.target == Target::Amount);
             let value = match (cell, &slot.field.default) {
+                // An activity's amount is not read.
+                _ if activity.is_some() && slot.target == Target::Amount => continue,
                 ("", _) if for_earns_only => continue,
                 ("", Some(default)) => default.as_str(),
                 ("", None) if slot.field.required => {
@@ -406,6 +428,11 @@ impl Layout {
                 Target::Id => earn.earn_id = text(limits::earn_id(value))?,
                 Target::Reverses => {
                     text(limits::id(value))?;
+                }
+                Target::Activity => {
+                    if let Some(problem) = store::activity_type_problem(value) {
+                        return Err(reject(Reason::BadActivityType, problem));
+                    }
                 }
                 Target::Wallet => earn.wallet = text(limits::id(value))?,
                 Target::Description => {
@@ -477,6 +504,25 @@ impl Layout {
             }
             earn.meta = Some(meta);
         }
+        if let Some(kind) = activity {
+            if reverses.is_some() {
+                return Err(Rejection {
+                    row,
+                    column: Some(Target::Activity.name()),
+                    value: Some(kind.to_string()),
+                    reason: Reason::BadActivityType,
+                    message: "a row is an activity or a return, not both".into(),
+                });
+            }
+            return Ok(Row::Activity(FileActivity {
+                row,
+                id: earn.earn_id,
+                wallet: earn.wallet,
+                kind: kind.to_string(),
+                date: earn.date,
+                attributes: earn.meta,
+            }));
+        }
         let Some(reverses) = reverses else {
             return Ok(Row::Earn(earn));
         };
@@ -495,11 +541,12 @@ impl Layout {
     }
 
     /// The earn in `record`, for a caller that knows the file holds only earns (the
-    /// generators' and tests' own files). Panics on a return row.
+    /// generators' and tests' own files). Panics on a return or activity row.
     pub fn earn<S: AsRef<str>>(&self, row: u64, record: &[S]) -> Result<EarnInput, Rejection> {
         match self.row(row, record)? {
             Row::Earn(earn) => Ok(earn),
             Row::Return(r) => panic!("row {row} is a return of {}", r.reverses),
+            Row::Activity(a) => panic!("row {row} is an activity, {}", a.kind),
         }
     }
 }

@@ -280,33 +280,40 @@ mod tests {
         assert!(error.contains("at most 512 columns"), "{error}");
     }
 
-    /// `templates/earn.xlsx` holds the rows of `templates/earn.csv`. After changing the CSV
-    /// template, run this test with `REWARDS_WRITE_TEMPLATES=1` to write the workbook again.
+    /// `templates/earn.xlsx` and `activities.xlsx` hold the rows of their CSV templates. After
+    /// changing a CSV template, run this test with `REWARDS_WRITE_TEMPLATES=1` to write the
+    /// workbooks again.
     #[test]
-    fn the_workbook_template_matches_the_csv_template() {
+    fn the_workbook_templates_match_the_csv_templates() {
+        for name in ["earn", "activities"] {
+            workbook_matches_csv(name);
+        }
+    }
+
+    fn workbook_matches_csv(name: &str) {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../templates");
         let mut csv = csv::ReaderBuilder::new()
             .has_headers(false)
-            .from_path(dir.join("earn.csv"))
+            .from_path(dir.join(format!("{name}.csv")))
             .unwrap();
         let expected: Vec<Vec<String>> = csv
             .records()
             .map(|r| r.unwrap().iter().map(String::from).collect())
             .collect();
         if std::env::var_os("REWARDS_WRITE_TEMPLATES").is_some() {
-            let file = std::fs::File::create(dir.join("earn.xlsx")).unwrap();
+            let file = std::fs::File::create(dir.join(format!("{name}.xlsx"))).unwrap();
             write(expected.clone(), file).unwrap();
         }
-        let rows = read(&dir.join("earn.xlsx"), 1).unwrap();
+        let rows = read(&dir.join(format!("{name}.xlsx")), 1).unwrap();
         let normalise = |cell: &String| match store::meta::cell_value(cell) {
             serde_json::Value::Number(n) => n.to_string(),
             _ => cell.clone(),
         };
         for ((_, got), want) in rows.iter().zip(&expected) {
             let want: Vec<String> = want.iter().map(normalise).collect();
-            assert_eq!(got, &want);
+            assert_eq!(got, &want, "{name}");
         }
-        assert_eq!(rows.len(), expected.len());
+        assert_eq!(rows.len(), expected.len(), "{name}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Batch files end to end: intake, the pipeline, mappings, Parquet, exports, the SFTP server
 //! and the inbox watcher. One test binary (a module per part), linked once.
 
+mod activities;
 mod common;
 mod export;
 mod intake;

@@ -121,6 +121,18 @@ impl FileLoad {
             .await
     }
 
+    /// Records and awards `rows`' activities once everything credited so far is committed.
+    pub async fn record_activities(
+        &mut self,
+        book: &crate::RuleBook,
+        rows: &[crate::FileActivity],
+    ) -> Result<Vec<crate::ActivityOutcome>, StoreError> {
+        self.flush().await?;
+        self.batches
+            .record_file_activities(book, &self.org, Some(&self.batch_id), rows, false)
+            .await
+    }
+
     /// Returns once everything credited so far is committed (durable, seen by readers); an
     /// `Err` if something was not.
     #[tracing::instrument(skip_all)]

@@ -8,6 +8,7 @@
 //! - `file_earns.rs`: a file's earn rows checked, evaluated and credited;
 //! - `file_load.rs`: a file's load, chunk by chunk, up to its commit (`Batches::file_load`);
 //! - `file_returns.rs`: a file's return rows, each reversing (part of) an earn;
+//! - `file_activities.rs`: a file's activity rows, each a member's activity recorded and awarded;
 //! - `mappings.rs`: the organisations' stored column mappings.
 
 #![allow(async_fn_in_trait)]
@@ -15,6 +16,7 @@
 #[macro_use]
 extern crate seam;
 
+pub mod file_activities;
 pub mod file_earns;
 pub mod file_load;
 pub mod file_returns;
@@ -27,6 +29,7 @@ use seam::scope::OrgScope;
 use seam::{Db, Page, Paged, StoreError, Tokens, backend, error};
 use tenancy::{Campaign, Tenancy};
 
+pub use file_activities::{ActivityOutcome, FileActivity};
 pub use file_earns::{Evaluated, FileEarn, FileOutcome, FileTotals};
 pub use file_load::{CreditingChunk, FileLoad};
 pub use file_returns::{FileReturn, ReturnOutcome};

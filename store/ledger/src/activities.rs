@@ -60,6 +60,12 @@ impl Ledger {
         Ok((self.award_activity(book, &org_id, activity).await?, new))
     }
 
+    /// Refuses `new` as `record_activity` would (its type, date and attributes), recording
+    /// nothing: a dry run's check.
+    pub fn check_activity(&self, new: &NewActivity) -> Result<(), StoreError> {
+        check(new, self.now(), self.date_window(None))
+    }
+
     /// Awards `activity` of organisation `org_id` (see the module's description) and returns
     /// it as settled.
     #[tracing::instrument(skip_all)]

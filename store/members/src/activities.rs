@@ -80,6 +80,8 @@ pub struct NewActivity {
     /// A JSON object, or none.
     pub attributes: Option<Value>,
     pub source: ActivitySource,
+    /// The batch file whose row it is.
+    pub batch_id: Option<String>,
 }
 
 impl NewActivity {
@@ -118,6 +120,8 @@ pub struct Activity {
     pub occurred_at: DateTime<Utc>,
     pub attributes: Option<Value>,
     pub source: ActivitySource,
+    /// The batch file whose row recorded it.
+    pub batch_id: Option<String>,
     /// Empty until awarded, and when no rule gave anything (or the member has no wallet in the
     /// campaign).
     pub awards: Vec<Award>,
@@ -136,8 +140,8 @@ impl events::Payload for Activity {
 #[macro_export]
 macro_rules! activity_columns {
     () => {
-        "id, campaign_id, member_id, external_id, type, occurred_at, attributes, source, awards, \
-         awarded_at, created_at, fingerprint"
+        "id, campaign_id, member_id, external_id, type, occurred_at, attributes, source, batch_id, \
+         awards, awarded_at, created_at, fingerprint"
     };
 }
 pub use activity_columns;
@@ -153,6 +157,7 @@ row_struct! {
         occurred_at: DateTime<Utc>,
         attributes: Option<Json<Value>>,
         source: String,
+        batch_id: Option<String>,
         awards: Option<Json<Vec<Award>>>,
         awarded_at: Option<DateTime<Utc>>,
         created_at: DateTime<Utc>,
@@ -184,6 +189,7 @@ impl ActivityRow {
             kind: self.kind,
             occurred_at: self.occurred_at,
             attributes: self.attributes.map(|a| a.0),
+            batch_id: self.batch_id,
             awards: self.awards.map(|a| a.0).unwrap_or_default(),
             awarded_at: self.awarded_at,
             created_at: self.created_at,
@@ -208,8 +214,8 @@ pub async fn record(
     now: DateTime<Utc>,
 ) -> Result<(Activity, bool), StoreError> {
     const INSERT: &str = "INSERT INTO activities (id, org_id, campaign_id, member_id, \
-         external_id, type, occurred_at, attributes, fingerprint, source, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+         external_id, type, occurred_at, attributes, fingerprint, source, batch_id, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
          ON CONFLICT (org_id, external_id) DO NOTHING";
     let fingerprint = new.fingerprint();
     let (id, source) = (new_id(), new.source.as_str());
@@ -225,6 +231,7 @@ pub async fn record(
         new.attributes,
         fingerprint.text,
         source,
+        new.batch_id,
         now
     ];
     let inserted = tx.execute(INSERT, args).await? == 1;
@@ -256,6 +263,7 @@ pub async fn record_built_in(
         occurred_at: Some(at),
         attributes: Some(attributes),
         source: ActivitySource::Platform,
+        batch_id: None,
     };
     match record(tx, org_id, &new, at).await {
         // The same key with other attributes (a first order recorded, another placed in a

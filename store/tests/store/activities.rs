@@ -49,6 +49,7 @@ fn opened(id: &str, device: &str) -> NewActivity {
         occurred_at: Some(yesterday_noon()),
         attributes: Some(json!({ "device": device })),
         source: ActivitySource::Api,
+        batch_id: None,
     }
 }
 

@@ -60,7 +60,7 @@ pub enum Columns {
 }
 
 /// The fields a row's columns fill, by their canonical names (meta columns aside).
-pub const FIELDS: [&str; 7] = [
+pub const FIELDS: [&str; 8] = [
     "id",
     "walletId",
     "amount",
@@ -68,6 +68,7 @@ pub const FIELDS: [&str; 7] = [
     "description",
     "comment",
     "reverses",
+    "activity",
 ];
 
 /// An earn field a column fills.
@@ -81,6 +82,9 @@ pub enum Target {
     Comment,
     /// The client's id of the earn a return row reverses: a row with it is a return.
     Reverses,
+    /// An activity's type: a row with it is the wallet owner's activity (its meta the
+    /// attributes).
+    Activity,
     /// `meta.store.code` → `["store", "code"]`.
     Meta(Vec<String>),
 }
@@ -96,6 +100,7 @@ impl Target {
             Target::Description => "description".into(),
             Target::Comment => "comment".into(),
             Target::Reverses => "reverses".into(),
+            Target::Activity => "activity".into(),
             Target::Meta(path) => format!("meta.{}", path.join(".")),
         }
     }

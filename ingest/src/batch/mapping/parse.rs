@@ -97,10 +97,13 @@ impl Mapping {
                     ("description", Target::Description),
                     ("comment", Target::Comment),
                     ("reverses", Target::Reverses),
+                    ("activity", Target::Activity),
                 ] {
                     let path = format!("columns.{key}");
                     // A file that may hold returns needs no wallet or date for them.
                     let returns = given.contains_key("reverses");
+                    // A file that may hold activities needs no amount for them.
+                    let activities = given.contains_key("activity");
                     match given.get(key) {
                         Some(doc) => {
                             if let Some(field) = field(doc, &target, &path, header_row, &mut errors)
@@ -108,7 +111,8 @@ impl Mapping {
                                 columns.push((target, field));
                             }
                         }
-                        None if matches!(target, Target::Id | Target::Amount)
+                        None if matches!(target, Target::Id)
+                            || (matches!(target, Target::Amount) && !activities)
                             || (matches!(target, Target::Wallet | Target::Date) && !returns) =>
                         {
                             errors.fail(&path, "is required: say which column holds it");
@@ -409,10 +413,13 @@ fn field(
         errors.fail(path, "needs a `column`, a `position` or a `default`");
     }
     if let Some(value) = &default {
-        if matches!(target, Target::Id | Target::Wallet | Target::Reverses) {
+        if matches!(
+            target,
+            Target::Id | Target::Wallet | Target::Reverses | Target::Activity
+        ) {
             errors.fail(
                 format!("{path}.default"),
-                "an id, wallet or reversed earn cannot have a default",
+                "an id, wallet, reversed earn or activity cannot have a default",
             );
         } else if matches!(
             kind,

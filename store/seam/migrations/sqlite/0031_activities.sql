@@ -1,9 +1,11 @@
 -- A member's activities (#63): what a member did that rules with `on = "activity"` may award,
--- recorded over the API (`POST /v1/members/{id}/activities`) or by the platform itself
--- (`member.signed_up`, `review.published`, `order.first`), each in a campaign. `external_id` is
--- unique in the organisation: a repeat answers the first, and `fingerprint` tells a repeat from
--- another activity under the same id. `awarded_at` is set once the member's wallet in the
--- campaign was credited (NULL: the earn worker awards it), `awards` the JSON list of what was.
+-- recorded over the API (`POST /v1/members/{id}/activities`), from a batch file's rows, or by
+-- the platform itself (`member.signed_up`, `member.birthday`, `review.published`,
+-- `order.first`), each in a campaign. `external_id` is unique in the organisation: a repeat
+-- answers the first, and `fingerprint` tells a repeat from another activity under the same id;
+-- `batch_id` names the file a row of which recorded it. `awarded_at` is set once the member's
+-- wallet in the campaign was credited (NULL: the earn worker awards it), `awards` the JSON list
+-- of what was.
 CREATE TABLE activities (
     id          TEXT PRIMARY KEY,
     org_id      TEXT NOT NULL REFERENCES organisations (id),
@@ -15,6 +17,7 @@ CREATE TABLE activities (
     attributes  TEXT,
     fingerprint TEXT NOT NULL,
     source      TEXT NOT NULL,
+    batch_id    TEXT,
     awards      TEXT,
     awarded_at  TEXT,
     created_at  TEXT NOT NULL
