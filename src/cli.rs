@@ -695,7 +695,8 @@ pub struct KeyIssue {
     /// The campaign: its id, or its name when no other campaign (of the organisation) has it.
     #[arg(long)]
     pub campaign: String,
-    /// Grant a permission (repeatable): vector-search, catalogue-write, redeem-codes, webhooks.
+    /// Grant a permission (repeatable): vector-search, catalogue-write, redeem-codes, webhooks,
+    /// member-data.
     #[arg(long = "allow", value_name = "PERMISSION", value_parser = parse_permission)]
     pub allow: Vec<Permission>,
     /// The API version requests get when they send no `x-api-version` (1.9.5 or 1.6.2).

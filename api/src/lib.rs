@@ -67,6 +67,7 @@ pub mod views {
     pub use crate::http::paging::PagedList;
     pub use crate::leaderboard::{LeaderboardEntry, MemberRank};
     pub use crate::members::activities::{ActivityView, AwardView, Source as ActivitySource};
+    pub use crate::members::data::{MemberDataView, ReportView};
     pub use crate::members::preferences::{
         Channel, ChannelFlags, ChannelList, FlagPreferences, ListPreferences, PreferencesBody,
     };

@@ -15,7 +15,7 @@ use crate::client::{Problem, enc};
 use crate::page::{Ctx, Failure, Fields, Page, form_problem, render, to};
 
 /// What a key may be allowed beyond the ordinary operations, as an operator reads it.
-pub const PERMISSIONS: [(&str, &str); 4] = [
+pub const PERMISSIONS: [(&str, &str); 5] = [
     ("vector-search", "Vector product search"),
     (
         "catalogue-write",
@@ -26,6 +26,10 @@ pub const PERMISSIONS: [(&str, &str); 4] = [
         "Redeem members' codes (for a partner's key)",
     ),
     ("webhooks", "Manage the organisation's webhook endpoints"),
+    (
+        "member-data",
+        "Export a member's own data (GET /v1/members/{id}/data)",
+    ),
 ];
 
 #[derive(Deserialize)]

@@ -11,6 +11,7 @@
 //! - `event_data.rs`: the records events carry, read back as the domains' types (events
 //!   themselves, their endpoints and deliveries are the `events` crate below the store).
 //! - `exports/`: ledger exports read out in chunks, and their schedules (on the store itself).
+//! - `member_data.rs`: everything held about one member, from every domain (a right of access).
 //! - `testing/` (feature `testing`): fresh stores on either backend and schema comparison.
 
 #[macro_use]
@@ -19,6 +20,7 @@ extern crate seam;
 mod event_data;
 mod exports;
 mod handle;
+mod member_data;
 pub use seam::meta;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -74,6 +76,7 @@ pub use ledger::{
     TransactionFilter, TransactionKind, Transfer, Transferred, Wallet, WalletContext, WalletFilter,
     try_rows,
 };
+pub use member_data::{LimitCount, MemberData};
 pub use members::activities::{
     Activity, ActivitySource, Award, BUILT_IN as BUILT_IN_ACTIVITIES,
     MAX_TYPE as MAX_ACTIVITY_TYPE, NewActivity, type_problem as activity_type_problem,

@@ -14,6 +14,7 @@ mod holds;
 mod hostile;
 mod leaderboard;
 mod ledger;
+mod member_data;
 mod members;
 mod ops;
 mod orders;

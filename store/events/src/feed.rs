@@ -5,6 +5,7 @@ use seam::Db;
 
 use crate::error::StoreError;
 use crate::{EVENT_COLUMNS, Event, EventRow, EventType};
+use seam::backend::ToArg;
 use seam::scope::OrgScope;
 use seam::{Page, Paged};
 
@@ -85,6 +86,33 @@ impl Events {
             )
             .await?;
         Paged::of(rows, page, EventRow::into_event)
+    }
+
+    /// The organisation's events about any of `subjects` (records' ids), in the order they
+    /// happened: what a member's own data holds of its events.
+    #[tracing::instrument(skip_all)]
+    pub async fn events_about(
+        &self,
+        org: &OrgScope,
+        subjects: &[String],
+    ) -> Result<Vec<Event>, StoreError> {
+        let (mut events, org_id) = (Vec::new(), org.id());
+        for some in subjects.chunks(500) {
+            let places: Vec<String> = (2..some.len() + 2).map(|n| format!("${n}")).collect();
+            let sql = format!(
+                "SELECT {EVENT_COLUMNS} FROM events WHERE org_id = $1 \
+                 AND type <> 'webhook.test' AND subject_id IN ({})",
+                places.join(", ")
+            );
+            let mut args = params![org_id].to_vec();
+            args.extend(some.iter().map(|id| id.to_arg()));
+            let rows: Vec<EventRow> = self.read_rows(&sql, &args).await?;
+            for row in rows {
+                events.push(row.into_event()?);
+            }
+        }
+        events.sort_by(|a, b| (a.occurred_at, &a.id).cmp(&(b.occurred_at, &b.id)));
+        Ok(events)
     }
 
     /// The organisation's event `id` (the campaign's, or of no campaign), numbered or not.

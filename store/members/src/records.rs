@@ -484,6 +484,14 @@ impl Steps for Change {
                 const ACTIVITIES: &str = "UPDATE activities SET attributes = NULL \
                      WHERE org_id = $1 AND member_id = $2";
                 tx.execute(ACTIVITIES, params![org_id, id]).await?;
+                // Its words: its reviews are removed, their text with them.
+                const REVIEWS: &str = "UPDATE reviews SET review_text = '', \
+                     moderation = 'removed', updated_at = $3 WHERE org_id = $1 AND member_id = $2";
+                tx.execute(REVIEWS, params![org_id, id, self.at]).await?;
+                // Its limits' counts, by its id or its wallets'.
+                const COUNTERS: &str = "DELETE FROM limit_counters WHERE scope = $2 \
+                     OR scope IN (SELECT id FROM wallets WHERE org_id = $1 AND owner_id = $2)";
+                tx.execute(COUNTERS, params![org_id, id]).await?;
                 erase_from_events(tx, org_id, id).await?;
                 let data = ErasedMember { id: id.clone() };
                 let event = NewEvent::new(org_id, None, EventType::MemberDeleted, &data, self.at)?;
@@ -530,12 +538,15 @@ async fn erase_from_events(
     };
     let kinds = [EventType::MemberCreated, EventType::MemberUpdated];
     events::replace_data(tx, org_id, member_id, &kinds, &erased).await?;
-    // Its activities' events carry their attributes: reduced to the member's id too.
-    const ACTIVITY_EVENTS: &str = "UPDATE events SET data = $3 WHERE org_id = $1 \
-         AND type = 'activity.recorded' AND subject_id IN \
-         (SELECT id FROM activities WHERE org_id = $1 AND member_id = $2)";
+    // Its activities' and reviews' events carry their attributes and words: reduced to the
+    // member's id too.
+    const OWN_EVENTS: &str = "UPDATE events SET data = $3 WHERE org_id = $1 \
+         AND ((type = 'activity.recorded' AND subject_id IN \
+         (SELECT id FROM activities WHERE org_id = $1 AND member_id = $2)) \
+         OR (type LIKE 'review.%' AND subject_id IN \
+         (SELECT id FROM reviews WHERE org_id = $1 AND member_id = $2)))";
     let data = events::Record::of(&erased)?.text()?;
-    tx.execute(ACTIVITY_EVENTS, params![org_id, member_id, data])
+    tx.execute(OWN_EVENTS, params![org_id, member_id, data])
         .await?;
     // The member's orders name it by its external id: gone from their events as from the
     // orders themselves (which read it from the member).

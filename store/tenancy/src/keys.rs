@@ -30,6 +30,9 @@ string_enum! {
         /// Managing the organisation's webhook endpoints (`/v1/webhooks`): their addresses,
         /// secrets, delivery logs and redeliveries.
         Webhooks = "webhooks",
+        /// Exporting a member's own data (`GET /v1/members/{id}/data`): everything the service
+        /// holds about the member, in every campaign of the organisation.
+        MemberData = "member-data",
     }
 }
 

@@ -22,6 +22,7 @@ mod operators;
 mod orders;
 mod overview;
 mod pending;
+mod personal_data;
 mod reviews;
 mod rule_book;
 mod storage;
