@@ -3,10 +3,11 @@
 //! live:
 //!
 //! - one module per resource, each with its `router()`, request and response types:
-//!   `api_key`, `members/`, `wallets`, `transactions`, `holds`, `transfers`, `batches`,
-//!   `catalogue/`, `orders/`, `bookings`, `leaderboard`, `reviews`, `events` (the feed and
-//!   how an event is shown) and `webhooks/` (endpoints; deliveries are sent by the `runtime`
-//!   crate through the `outbound` client);
+//!   `api_key`, `members/`, `member_data` (a member's own data, for a right of access),
+//!   `wallets`, `transactions`, `holds`, `transfers`, `batches`, `catalogue/`, `orders/`,
+//!   `bookings`, `leaderboard`, `reviews`, `events` (the feed and how an event is shown) and
+//!   `webhooks/` (endpoints; deliveries are sent by the `runtime` crate through the `outbound`
+//!   client);
 //! - `inbox.rs`: the earn inbox, where handlers leave earns for one writer to store together
 //!   (the writer is a task of the node's runtime);
 //! - `http/`: what they share (authentication and versions, the error type and problem body,
@@ -27,6 +28,7 @@ mod holds;
 mod http;
 mod inbox;
 mod leaderboard;
+mod member_data;
 mod members;
 mod ops;
 pub mod orders;
@@ -66,8 +68,8 @@ pub mod views {
     pub use crate::http::error::{FieldError, Problem};
     pub use crate::http::paging::PagedList;
     pub use crate::leaderboard::{LeaderboardEntry, MemberRank};
+    pub use crate::member_data::{LimitCountView, MemberDataView, ReportView};
     pub use crate::members::activities::{ActivityView, AwardView, Source as ActivitySource};
-    pub use crate::members::data::{MemberDataView, ReportView};
     pub use crate::members::preferences::{
         Channel, ChannelFlags, ChannelList, FlagPreferences, ListPreferences, PreferencesBody,
     };
@@ -114,6 +116,7 @@ fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(docs::base())
         .merge(api_key::router())
         .merge(members::router())
+        .merge(member_data::router())
         .merge(wallets::router())
         .merge(transactions::router())
         .merge(holds::router())

@@ -1,12 +1,11 @@
-//! Members (seed #18-23), the member guide's `POST /api/members`, members' activities
-//! (`activities.rs`) and a member's own data (`data.rs`).
+//! Members (seed #18-23), the member guide's `POST /api/members`, and members' activities
+//! (`activities.rs`).
 //!
 //! `communicationPreferences` is stored once and spoken in each version's shape
 //! (`preferences`). An update changes only the fields, categories and (in 1.9.5) channels it
 //! names.
 
 pub(crate) mod activities;
-pub(crate) mod data;
 mod input;
 pub(crate) mod preferences;
 
@@ -215,5 +214,4 @@ pub fn router() -> OpenApiRouter<AppState> {
             activities::record_activity,
             activities::list_activities
         ))
-        .routes(routes!(data::export_member_data))
 }

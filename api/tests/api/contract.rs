@@ -315,8 +315,8 @@ async fn each_version_document_is_one_a_generator_reads(app: TestApp) {
         let text = doc.to_string();
         let copies = text.matches("\"rulesTrace\"").count();
         assert_eq!(
-            copies, 2,
-            "TransactionView and EarnStatusView name it, once each"
+            copies, 3,
+            "TransactionView, EarnStatusView and AwardView name it, once each"
         );
         let source = &schemas["TransactionView"]["properties"]["sourceAmount"];
         assert_eq!(source["type"], json!(["number", "null"]));

@@ -141,9 +141,14 @@ async fn a_burn_is_delivered_signed_and_in_the_feed(app: TestApp) {
         "a redelivery keeps the event's id"
     );
     assert!(received[2].verified, "the new secret verifies");
-    // The test event is never in the feed (the member's creation, the earn and the burn are).
+    // The test event is never in the feed (the member's creation, the earn and the burn are;
+    // so is the member's sign-up, its first wallet, once the earn worker has settled it).
     let feed: PagedList<EventView> = app.get("/v1/events").await.expect(StatusCode::OK);
     let kinds: Vec<&str> = feed.data.iter().map(|e| e.kind.as_str()).collect();
+    let kinds: Vec<&str> = kinds
+        .into_iter()
+        .filter(|k| *k != "activity.recorded")
+        .collect();
     assert_eq!(
         kinds,
         ["member.created", "earn.completed", "transaction.created"]

@@ -12,7 +12,7 @@
 
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use members::activities::{
-    self, Activity, ActivityRow, ActivitySource, Award, NewActivity, activity_columns,
+    self, AWARD_KEY, Activity, ActivityRow, ActivitySource, Award, NewActivity, activity_columns,
 };
 use seam::common::calendar::DateWindow;
 
@@ -20,9 +20,6 @@ use crate::backend::{Steps, Tx};
 use crate::earn::evaluate::{Target, WalletContext, evaluate};
 use crate::{Campaign, Credited, EarnInput, Ledger, Page, Paged, RuleBook, StoreError};
 use events::{EventType, NewEvent};
-
-/// The start of the earn id of an activity's award (then the activity's id).
-pub const AWARD_KEY: &str = "activity:";
 
 /// The activity `$2` of organisation `$1`.
 const BY_ID: &str = concat!(

@@ -588,7 +588,7 @@ impl Ledger {
                 activity: r
                     .earn_id
                     .as_deref()
-                    .is_some_and(|id| id.starts_with(crate::activities::AWARD_KEY))
+                    .is_some_and(|id| id.starts_with(members::activities::AWARD_KEY))
                     .then(|| r.description.clone().unwrap_or_default()),
                 transaction_id: r.transaction_id,
                 wallet_id: r.wallet_id,

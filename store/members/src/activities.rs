@@ -31,6 +31,10 @@ pub const REVIEW_PUBLISHED: &str = "review.published";
 /// A member's first order in a campaign.
 pub const ORDER_FIRST: &str = "order.first";
 
+/// The start of the earn id of an activity's award (then the activity's id): the ledger's EARN
+/// of it.
+pub const AWARD_KEY: &str = "activity:";
+
 /// The longest activity type.
 pub const MAX_TYPE: usize = 64;
 

@@ -11,17 +11,23 @@ use serde::{Deserialize, Serialize};
 use store::{LimitCount, MemberData, Permission, StoreError, Tokens};
 use utoipa::ToSchema;
 
-use super::MemberView;
-use super::activities::ActivityView;
 use crate::AppState;
 use crate::events::EventView;
 use crate::holds::HoldView;
 use crate::http::auth::Caller;
 use crate::http::error::{ApiError, Problem};
+use crate::members::MemberView;
+use crate::members::activities::ActivityView;
 use crate::orders::views::OrderView;
 use crate::reviews::ReviewView;
 use crate::transactions::{EarnStatusView, TransactionView};
 use crate::wallets::WalletView;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(export_member_data))
+}
 
 /// A review the member reported.
 #[derive(Debug, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -85,7 +91,7 @@ pub struct MemberDataView {
     responses((status = 200, body = MemberDataView),
         (status = 403, description = "`permission_required`: the key lacks `member-data`", body = Problem),
         (status = 404, description = "no such member", body = Problem)))]
-pub(super) async fn export_member_data(
+async fn export_member_data(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
