@@ -203,11 +203,17 @@ pub struct CampaignInput {
     /// 2 to 16 letters, digits or `_` (`EUR`, `POINTS`), kept in upper case.
     #[schema(pattern = "^[A-Za-z0-9_]{2,16}$")]
     currency: String,
-    /// An http:// or https:// URL.
-    #[schema(max_length = 2048, pattern = "^https?://[^\\u0000]*$")]
+    /// An http:// or https:// URL with a host (no space, control character or bracket in it).
+    #[schema(
+        max_length = 2048,
+        pattern = "^https?://[^\\u0000-\\u0020\\u007f/?#\\[\\]]+([/?#][^\\u0000]*)?$"
+    )]
     logo: Option<String>,
-    /// An http:// or https:// URL.
-    #[schema(max_length = 2048, pattern = "^https?://[^\\u0000]*$")]
+    /// An http:// or https:// URL with a host (no space, control character or bracket in it).
+    #[schema(
+        max_length = 2048,
+        pattern = "^https?://[^\\u0000-\\u0020\\u007f/?#\\[\\]]+([/?#][^\\u0000]*)?$"
+    )]
     favicon: Option<String>,
 }
 

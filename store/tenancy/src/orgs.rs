@@ -91,17 +91,30 @@ impl NewCampaign {
         }
         for (field, url) in [("logo", &self.logo), ("favicon", &self.favicon)] {
             if let Some(url) = url
-                && (!(url.starts_with("https://") || url.starts_with("http://"))
-                    || url.contains('\0'))
+                && !web_address(url)
             {
                 return Err(StoreError::invalid(
                     field,
-                    "must be an http:// or https:// URL",
+                    "must be an http:// or https:// URL with a host",
                 ));
             }
         }
         Ok(self)
     }
+}
+
+/// Whether `url` is an http:// or https:// address whose host holds no space, control
+/// character or bracket, and which holds no NUL (the admin API's pattern says the same).
+fn web_address(url: &str) -> bool {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    let Some(rest) = rest else {
+        return false;
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let bad = |c: char| c <= ' ' || c == '\u{7f}' || matches!(c, '[' | ']');
+    !host.is_empty() && !host.chars().any(bad) && !url.contains('\0')
 }
 
 /// An organisation's or a campaign's name, trimmed: not blank, no NUL (PostgreSQL cannot keep
@@ -340,6 +353,33 @@ fn only_one<'a>(
                     ids.join(", ")
                 ),
             ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::web_address;
+
+    #[test]
+    fn a_logo_is_an_http_address_with_a_host() {
+        for good in [
+            "https://acme.example/logo.png",
+            "http://127.0.0.1:8080/a?b#c",
+            "https://acme.example",
+        ] {
+            assert!(web_address(good), "{good}");
+        }
+        for bad in [
+            "ftp://acme.example/logo.png",
+            "https://",
+            "https:///logo.png",
+            "https://[",
+            "https://acme example/",
+            "https://acme.example/\0",
+            "acme.example/logo.png",
+        ] {
+            assert!(!web_address(bad), "{bad:?}");
         }
     }
 }

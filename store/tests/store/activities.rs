@@ -493,7 +493,49 @@ async fn birthdays_are_recorded_once_a_year_in_the_programmes_zone(store: Store)
     assert_eq!(balance(&store, &s).await, Tokens::whole(200));
 }
 
+/// A file's activity row taken up again by its own batch (after a crash) is recorded before, not
+/// a duplicate; by another file, a duplicate; recorded and awarded once either way.
+async fn a_files_activity_is_recorded_once_whoever_takes_it_up_again(store: Store) {
+    let s = setup(&store).await;
+    let book = activate(&store, &s.campaign).await;
+    let row = store::FileActivity {
+        row: 2,
+        id: "f-open".into(),
+        wallet: "w-1".into(),
+        kind: "app.opened".into(),
+        date: yesterday_noon(),
+        attributes: Some(json!({ "device": "ios" })),
+    };
+    let org = s.campaign.org();
+    let batches = store.batches();
+    let rows = std::slice::from_ref(&row);
+    let first = batches
+        .record_file_activities(&book, &org, Some("b-1"), rows, false)
+        .await
+        .unwrap();
+    assert!(
+        matches!(&first[..], [store::ActivityOutcome::Recorded { tokens, .. }] if *tokens == Tokens::whole(5))
+    );
+    let again = batches
+        .record_file_activities(&book, &org, Some("b-1"), rows, false)
+        .await
+        .unwrap();
+    assert_eq!(again, [store::ActivityOutcome::RecordedBefore]);
+    let other = batches
+        .record_file_activities(&book, &org, Some("b-2"), rows, false)
+        .await
+        .unwrap();
+    assert_eq!(other, [store::ActivityOutcome::Duplicate]);
+    let checked = batches
+        .record_file_activities(&book, &org, None, rows, true)
+        .await
+        .unwrap();
+    assert_eq!(checked, [store::ActivityOutcome::Duplicate]);
+    assert_eq!(balance(&store, &s).await, Tokens::whole(5));
+}
+
 backend_tests!(
+    a_files_activity_is_recorded_once_whoever_takes_it_up_again,
     birthdays_are_recorded_once_a_year_in_the_programmes_zone,
     activities_earn_under_their_rules_once_each,
     an_award_is_reversed_and_gives_its_limit_back,
