@@ -89,11 +89,13 @@ pub struct NewActivity {
 }
 
 impl NewActivity {
-    /// What a repeat under its external id must match.
+    /// What a repeat under its external id must match: the same campaign (another campaign's
+    /// key cannot read an activity of its own through one), member, type, time and attributes.
     pub fn fingerprint(&self) -> Fingerprint {
         Fingerprint::of(
-            &["memberId", "type", "occurredAt", "attributes"],
+            &["campaignId", "memberId", "type", "occurredAt", "attributes"],
             vec![
+                json!(self.campaign_id),
                 json!(self.member_id),
                 json!(self.kind),
                 json!(self.occurred_at),

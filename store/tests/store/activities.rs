@@ -7,7 +7,7 @@ use chrono::{Duration, Utc};
 use serde_json::{Value, json};
 use store::{
     Activity, ActivitySource, Campaign, EventData, EventFilter, EventType, Moderation, NewActivity,
-    NewReview, NewWallet, Page, RuleBook, Store, StoreError, Tokens, backend_tests,
+    NewCampaign, NewReview, NewWallet, Page, RuleBook, Store, StoreError, Tokens, backend_tests,
 };
 
 use crate::ledger::{balance, drain, earn, reused_for, setup};
@@ -176,6 +176,16 @@ async fn activities_earn_under_their_rules_once_each(store: Store) {
     assert_eq!(again, first);
     let other = record(&store, &book, &s.campaign, opened("open-1", "android")).await;
     assert_eq!(reused_for(&other), Some("attributes"));
+    // The same body under another campaign's key is another activity: refused, not answered.
+    let second = NewCampaign {
+        name: "Second".into(),
+        currency: "PTS".into(),
+        ..Default::default()
+    };
+    let org = s.campaign.org();
+    let second = store.tenancy().create_campaign(&org, second).await.unwrap();
+    let elsewhere = record(&store, &book, &second, opened("open-1", "ios")).await;
+    assert_eq!(reused_for(&elsewhere), Some("campaignId"));
 
     // A purchase earns by the transaction rule alone; an activity never by it.
     store
