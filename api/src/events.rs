@@ -26,6 +26,7 @@ use crate::http::query::QueryParams;
 use crate::http::shapes::named_enum;
 use crate::members::MemberView;
 use crate::members::activities::ActivityView;
+use crate::members::referrals::ReferralView;
 use crate::orders::views::{BookingView, OrderView, RedeemedView};
 use crate::reviews::ReviewView;
 use crate::transactions::{EarnStatusView, TransactionView};
@@ -65,6 +66,7 @@ impl EventView {
             EventData::Redeemed(r) => json!(RedeemedView::from(*r)),
             EventData::Booking(b) => json!(BookingView::from(*b)),
             EventData::Activity(a) => json!(ActivityView::from(*a)),
+            EventData::Referral(r) => json!(ReferralView::from(*r)),
             EventData::Review { review, status } => {
                 json!(ReviewView::with_status(*review, status))
             }

@@ -73,6 +73,9 @@ pub mod views {
     pub use crate::members::preferences::{
         Channel, ChannelFlags, ChannelList, FlagPreferences, ListPreferences, PreferencesBody,
     };
+    pub use crate::members::referrals::{
+        ReferralCodeView, ReferralView, Role as ReferralRole, Status as ReferralStatus,
+    };
     pub use crate::members::{MemberView, Status as MemberStatus};
     pub use crate::orders::views::{
         BookingView, CodeView, LineView, OrderView, ProductSummaryView, RedeemedView,

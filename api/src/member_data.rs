@@ -18,6 +18,7 @@ use crate::http::auth::Caller;
 use crate::http::error::{ApiError, Problem};
 use crate::members::MemberView;
 use crate::members::activities::ActivityView;
+use crate::members::referrals::{ReferralCodeView, ReferralView};
 use crate::orders::views::OrderView;
 use crate::reviews::ReviewView;
 use crate::transactions::{EarnStatusView, TransactionView};
@@ -75,6 +76,10 @@ pub struct MemberDataView {
     /// The reviews it reported.
     pub reports: Vec<ReportView>,
     pub activities: Vec<ActivityView>,
+    /// Its referral code, if one was made.
+    pub referral_code: Option<ReferralCodeView>,
+    /// The members it brought, and the one that brought it.
+    pub referrals: Vec<ReferralView>,
     /// What its rules' limits counted of it.
     pub limits: Vec<LimitCountView>,
     /// The events about it or any record above, oldest first.
@@ -84,8 +89,8 @@ pub struct MemberDataView {
 #[utoipa::path(get, path = "/v1/members/{id}/data", tag = "members", summary = "Export a member's data",
     description = "Everything the service holds about the member (id or external id), in every \
         campaign of the key's organisation: profile, preferences, wallets, transactions, earn \
-        requests, holds, orders with their bookings, reviews and reports, activities, and the \
-        events about them, each as its own operation shows it. For a right-of-access request; \
+        requests, holds, orders with their bookings, reviews and reports, activities, its \
+        referral code and referrals, and the events about them, each as its own operation shows it. For a right-of-access request; \
         needs the key's `member-data` permission. A deleted member's data is gone: 404.",
     params(("id" = String, Path, description = "The member's id or external id")),
     responses((status = 200, body = MemberDataView),
@@ -110,6 +115,8 @@ async fn export_member_data(
         reviews,
         reports,
         activities,
+        referral_code,
+        referrals,
         limits,
         events,
     } = data;
@@ -156,6 +163,8 @@ async fn export_member_data(
             })
             .collect(),
         activities: activities.into_iter().map(Into::into).collect(),
+        referral_code: referral_code.map(Into::into),
+        referrals: referrals.into_iter().map(Into::into).collect(),
         limits: limits
             .into_iter()
             .map(limit_view)

@@ -87,7 +87,12 @@ pub struct RuleSet {
     uses_local: bool,
     /// The most tokens all rules together give per period.
     budget: Option<Limit>,
+    /// The activity type that converts a referral (`[programme] referral_converts_on`).
+    referral_converts_on: Option<String>,
 }
+
+/// The activity a referral's conversion records for both members.
+pub const REFERRAL_CONVERTED: &str = "referral.converted";
 
 /// The most limits one rule may carry.
 const MAX_LIMITS: usize = 16;
@@ -190,6 +195,17 @@ impl RuleSet {
                     None
                 }
             });
+        let referral_converts_on = source.programme.referral_converts_on.clone();
+        if let Some(kind) = &referral_converts_on {
+            let problem = crate::facts::activity_type_problem(kind).or_else(|| {
+                (kind == REFERRAL_CONVERTED)
+                    .then(|| format!("`{kind}` is what a conversion records, not what makes one"))
+            });
+            if let Some(problem) = problem {
+                let field = "programme.referral_converts_on";
+                error(ErrorKind::InvalidRule, None, field, None, problem);
+            }
+        }
         let decimals = source.programme.decimals.unwrap_or(0);
         // The ledger keeps tokens to 6 decimals.
         if decimals > 6 {
@@ -398,6 +414,7 @@ impl RuleSet {
             meta_paths,
             uses_local: uses_local || budget.is_some(),
             budget,
+            referral_converts_on,
         })
     }
 
@@ -422,6 +439,12 @@ impl RuleSet {
     /// Whether a rule applies to activities (`on = "activity"`).
     pub fn has_activity_rules(&self) -> bool {
         self.rules.iter().any(|r| r.activity)
+    }
+
+    /// The activity type whose arrival converts a member's pending referral in the campaign
+    /// (`None`: the member's first completed earn does).
+    pub fn referral_converts_on(&self) -> Option<&str> {
+        self.referral_converts_on.as_deref()
     }
 
     /// Every limit, the rules' in priority order, then the budget.

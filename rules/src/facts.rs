@@ -22,6 +22,29 @@ pub struct Row<'a> {
     pub activity: Option<&'a str>,
 }
 
+/// The longest activity type.
+pub const MAX_ACTIVITY_TYPE: usize = 64;
+
+/// Why `kind` is not an activity type: one or more words of lower-case letters, digits and
+/// underscores, each starting with a letter, joined by dots (`app.opened`, `survey.completed`).
+pub fn activity_type_problem(kind: &str) -> Option<String> {
+    if kind.is_empty() || kind.len() > MAX_ACTIVITY_TYPE {
+        return Some(format!("must be 1 to {MAX_ACTIVITY_TYPE} characters"));
+    }
+    let word = |w: &str| {
+        w.starts_with(|c: char| c.is_ascii_lowercase())
+            && w.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    };
+    if !kind.split('.').all(word) {
+        return Some(format!(
+            "`{kind}` is not an activity type: words of lower-case letters, digits and \
+             underscores, each starting with a letter, joined by dots (app.opened)"
+        ));
+    }
+    None
+}
+
 /// The root of an activity's attributes in a meta path (`meta_paths` hold the whole path, root
 /// first: `meta.a` for a transaction's meta, `activity.attributes.a` for an activity's).
 const ATTRIBUTES: [&str; 2] = ["activity", "attributes"];

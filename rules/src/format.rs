@@ -40,7 +40,9 @@
 //! limits = [{ scope = "member", period = "year", times = 1 }]
 //! ```
 //!
-//! and for the whole campaign `[programme] budget = { period = "month", tokens = 1000000 }`.
+//! and for the whole campaign `[programme] budget = { period = "month", tokens = 1000000 }`;
+//! `[programme] referral_converts_on = "order.first"` makes an activity of that type, rather
+//! than a referee's first completed earn, convert its referral.
 
 use rust_decimal::Decimal;
 use serde::Deserialize;
@@ -63,6 +65,9 @@ pub struct ProgrammeSource {
     pub decimals: Option<u32>,
     /// The most tokens all rules together give per period.
     pub budget: Option<BudgetSource>,
+    /// The activity type whose first occurrence converts a member's pending referral in this
+    /// campaign; absent: its first completed earn does.
+    pub referral_converts_on: Option<String>,
 }
 
 /// `budget = { period = "month", tokens = 1000000 }`.

@@ -24,9 +24,9 @@ mod limits;
 mod nodes;
 mod window;
 
-pub use engine::{Effect, MAX_PENDING_DAYS, Outcome, RuleInfo, RuleSet, Step};
+pub use engine::{Effect, MAX_PENDING_DAYS, Outcome, REFERRAL_CONVERTED, RuleInfo, RuleSet, Step};
 pub use error::{CompileError, CompileErrors, ErrorKind};
-pub use facts::{Context, Row};
+pub use facts::{Context, MAX_ACTIVITY_TYPE, Row, activity_type_problem};
 pub use format::{RoundingMode, RuleSetSource};
 pub use limits::{CounterKey, Counters, Cut, LimitInfo, Period, Tally, Use, Used};
 pub use nodes::Skip;

@@ -13,6 +13,7 @@ use community::reviews::ReviewEvent;
 use ledger::expiry_notices::PointsExpiring;
 use members::ErasedMember;
 use members::activities::Activity;
+use members::referrals::Referral;
 use programme::tiers::{TierChanged, TierRef};
 
 /// The record an event carries, as the change left it.
@@ -60,6 +61,8 @@ pub enum EventData {
     },
     /// `activity.recorded`: a member's activity with what it earned.
     Activity(Box<Activity>),
+    /// `referral.converted`: the referral as its conversion left it.
+    Referral(Box<Referral>),
     /// `webhook.test`: the endpoint it was sent to.
     Test { endpoint_id: String },
 }
@@ -80,6 +83,7 @@ impl EventData {
             Redeemed::RECORD => EventData::Redeemed(Box::new(record.read()?)),
             Booking::RECORD => EventData::Booking(Box::new(record.read()?)),
             Activity::RECORD => EventData::Activity(Box::new(record.read()?)),
+            Referral::RECORD => EventData::Referral(Box::new(record.read()?)),
             ReviewEvent::RECORD => {
                 let ReviewEvent { review, status } = record.read()?;
                 EventData::Review { review, status }

@@ -81,6 +81,7 @@ pub use members::activities::{
     Activity, ActivitySource, Award, BUILT_IN as BUILT_IN_ACTIVITIES,
     MAX_TYPE as MAX_ACTIVITY_TYPE, NewActivity, type_problem as activity_type_problem,
 };
+pub use members::referrals::{Referral, ReferralCode, ReferralRole, ReferralStatus};
 pub use members::{
     CATEGORIES, Channels, ChannelsPatch, CommunicationPreferences, Member, MemberPatch,
     MemberStatus, Members, NewMember, PreferencesPatch,

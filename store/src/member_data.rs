@@ -7,7 +7,8 @@ use chrono::{DateTime, Utc};
 
 use crate::{
     Activity, Campaign, EarnRequest, Event, Hold, HoldFilter, Member, Order, OrderScope, Page,
-    Review, Store, StoreError, Transaction, TransactionFilter, Wallet, WalletFilter,
+    Referral, ReferralCode, Review, Store, StoreError, Transaction, TransactionFilter, Wallet,
+    WalletFilter,
 };
 use seam::scope::OrgScope;
 
@@ -36,6 +37,10 @@ pub struct MemberData {
     /// The reviews it reported: the review's id and when.
     pub reports: Vec<(String, DateTime<Utc>)>,
     pub activities: Vec<Activity>,
+    /// Its referral code, if one was made.
+    pub referral_code: Option<ReferralCode>,
+    /// The members it brought, and the one that brought it.
+    pub referrals: Vec<Referral>,
     /// What its limits have counted of it (by its id or its wallets').
     pub limits: Vec<LimitCount>,
     /// The organisation's events about it or any of the records above.
@@ -84,6 +89,8 @@ impl Store {
             reviews: Vec::new(),
             reports: Vec::new(),
             activities: Vec::new(),
+            referral_code: self.members().held_referral_code(org, &id).await?,
+            referrals: Vec::new(),
             limits: Vec::new(),
             events: Vec::new(),
         };
@@ -97,6 +104,11 @@ impl Store {
         data.orders = all_pages(|page| {
             self.orders()
                 .list_orders(&scope, Some(data.member.id.as_str()), true, page)
+        })
+        .await?;
+        data.referrals = all_pages(|page| {
+            self.members()
+                .list_referrals(org, &data.member.id, None, page)
         })
         .await?;
         const REVIEWS: &str =
@@ -185,6 +197,7 @@ impl MemberData {
         }
         ids.extend(self.reviews.iter().map(|r| r.id.clone()));
         ids.extend(self.activities.iter().map(|a| a.id.clone()));
+        ids.extend(self.referrals.iter().map(|r| r.id.clone()));
         ids
     }
 }

@@ -146,7 +146,11 @@ pub(super) struct ActivityQuery {
 }
 
 /// The live member of the caller's organisation that `reference` names (id or external id).
-async fn member_id(state: &AppState, caller: &Caller, reference: &str) -> Result<String, ApiError> {
+pub(super) async fn member_id(
+    state: &AppState,
+    caller: &Caller,
+    reference: &str,
+) -> Result<String, ApiError> {
     state
         .store
         .members()

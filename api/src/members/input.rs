@@ -9,6 +9,7 @@ use store::{
 use utoipa::ToSchema;
 
 use super::preferences::{FlagPreferences, PreferencesBody};
+use super::referrals::{checked_code, referral_code_or_null};
 use crate::http::checks::{Checks, MAX_NAME, nullable, schema};
 use crate::http::error::ApiError;
 
@@ -70,6 +71,8 @@ pub struct MemberInput {
     /// From 1900-01-01 to today: the day of the member's `member.birthday` activity.
     #[schema(schema_with = schema::day_or_null)]
     birth_date: Option<String>,
+    #[schema(schema_with = referral_code_or_null)]
+    referral_code: Option<String>,
 }
 
 /// The body of Update Member: every field is optional; `null` clears an optional field
@@ -139,6 +142,8 @@ pub struct GuideMemberInput {
     /// From 1900-01-01 to today: the day of the member's `member.birthday` activity.
     #[schema(schema_with = schema::day_or_null)]
     birth_date: Option<String>,
+    #[schema(schema_with = referral_code_or_null)]
+    referral_code: Option<String>,
 }
 
 impl From<GuideMemberInput> for MemberInput {
@@ -155,6 +160,7 @@ impl From<GuideMemberInput> for MemberInput {
             meta: guide.meta,
             communication_preferences: guide.communication_preferences,
             birth_date: guide.birth_date,
+            referral_code: guide.referral_code,
         }
     }
 }
@@ -200,6 +206,7 @@ pub fn new_member(
         meta: checks.meta(input.meta),
         communication_preferences,
         birth_date: birth_date(&mut checks, input.birth_date, today),
+        referral_code: checked_code(&mut checks, "referralCode", input.referral_code),
     };
     checks.finish(member)
 }

@@ -1,5 +1,5 @@
-//! Members (seed #18-23), the member guide's `POST /api/members`, and members' activities
-//! (`activities.rs`).
+//! Members (seed #18-23), the member guide's `POST /api/members`, members' activities
+//! (`activities.rs`) and referrals (`referrals.rs`).
 //!
 //! `communicationPreferences` is stored once and spoken in each version's shape
 //! (`preferences`). An update changes only the fields, categories and (in 1.9.5) channels it
@@ -8,6 +8,7 @@
 pub(crate) mod activities;
 mod input;
 pub(crate) mod preferences;
+pub(crate) mod referrals;
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -99,7 +100,9 @@ async fn list_members(
 
 #[utoipa::path(post, path = "/v1/members", tag = "members", summary = "Create Member",
     request_body = MemberInput,
-    responses((status = 200, body = MemberView), (status = 400, body = crate::http::error::Problem),
+    responses((status = 200, body = MemberView),
+        (status = 400, description = "a missing or bad field, each named; `referralCode` that \
+            no member holds", body = crate::http::error::Problem),
         (status = 409, description = "externalId or (idp, userId) already used", body = crate::http::error::Problem)))]
 async fn create_member(
     State(state): State<AppState>,
@@ -214,4 +217,7 @@ pub fn router() -> OpenApiRouter<AppState> {
             activities::record_activity,
             activities::list_activities
         ))
+        .routes(routes!(referrals::referral_code))
+        .routes(routes!(referrals::refer))
+        .routes(routes!(referrals::list_referrals))
 }

@@ -37,6 +37,7 @@ string_enum! {
         MemberUpdated = "member.updated",
         MemberDeleted = "member.deleted",
         ActivityRecorded = "activity.recorded",
+        ReferralConverted = "referral.converted",
         /// Sent to one endpoint by an operator's test; never in the feed.
         WebhookTest = "webhook.test",
     }

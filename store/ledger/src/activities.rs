@@ -11,13 +11,18 @@
 //! it once.
 
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
+use std::sync::Arc;
+
 use members::activities::{
     self, AWARD_KEY, Activity, ActivityRow, ActivitySource, Award, NewActivity, activity_columns,
 };
+use members::referrals::{self, Converting};
+use rules::RuleSet;
 use seam::common::calendar::DateWindow;
 
 use crate::backend::{Steps, Tx};
-use crate::earn::evaluate::{Target, WalletContext, evaluate};
+use crate::earn::evaluate::{Target, evaluate};
+use crate::earn::{ContextRow, wallet_context, wallet_context_from};
 use crate::{Campaign, Credited, EarnInput, Ledger, Page, Paged, RuleBook, StoreError};
 use events::{EventType, NewEvent};
 
@@ -72,11 +77,17 @@ impl Ledger {
         org_id: &str,
         activity: Activity,
     ) -> Result<Activity, StoreError> {
-        let awards = self.credit_activity(book, org_id, &activity).await?;
+        let (version, rules) = book.active(org_id, &activity.campaign_id).await?;
+        let awards = self
+            .credit_activity((version, &rules), org_id, &activity)
+            .await?;
+        let converts = rules.referral_converts_on() == Some(activity.kind.as_str());
         self.write(Settling {
             org_id: org_id.to_string(),
             id: activity.id,
             campaign_id: activity.campaign_id,
+            member_id: activity.member_id,
+            converts,
             awards,
             at: self.now(),
         })
@@ -188,35 +199,28 @@ impl Ledger {
     }
 
     /// Credits `activity`'s award to its member's first wallet in its campaign, if the
-    /// campaign's rules give it anything: the award, or none.
+    /// campaign's rules (`rules`, version `version`) give it anything: the award, or none.
     async fn credit_activity(
         &self,
-        book: &RuleBook,
+        (version, rules): (Option<i64>, &Arc<RuleSet>),
         org_id: &str,
         activity: &Activity,
     ) -> Result<Vec<Award>, StoreError> {
-        let (version, rules) = book.active(org_id, &activity.campaign_id).await?;
         if !rules.has_activity_rules() {
             return Ok(Vec::new());
         }
-        const WALLET: &str = "SELECT w.id, w.balance, w.earned, t.name, m.status, w.currency, \
-             m.id FROM wallets w JOIN members m ON m.id = w.owner_id \
-             LEFT JOIN tiers t ON t.id = w.tier_id WHERE w.org_id = $1 AND w.campaign_id = $2 \
-             AND w.owner_id = $3 AND m.deleted_at IS NULL ORDER BY w.created_at, w.id LIMIT 1";
-        type WalletRow = (String, i64, i64, Option<String>, String, String, String);
+        const WALLET: &str = concat!(
+            wallet_context_from!(),
+            " WHERE w.org_id = $1 AND w.campaign_id = $2 AND w.owner_id = $3 \
+             AND m.deleted_at IS NULL ORDER BY w.created_at, w.id LIMIT 1"
+        );
         let args = params![org_id, activity.campaign_id, activity.member_id];
-        let Some((wallet_id, balance, earned, tier, status, currency, member_id)) =
-            self.read_row::<WalletRow>(WALLET, args).await?
+        let Some((wallet_id, wallet)) = self
+            .read_row::<ContextRow>(WALLET, args)
+            .await?
+            .map(wallet_context)
         else {
             return Ok(Vec::new());
-        };
-        let wallet = WalletContext {
-            balance,
-            earned,
-            tier,
-            status,
-            currency,
-            member_id,
         };
         let earn = EarnInput {
             earn_id: format!("{AWARD_KEY}{}", activity.id),
@@ -234,7 +238,7 @@ impl Ledger {
             wallet_id: &wallet_id,
             wallet: &wallet,
         };
-        let credit = match evaluate(version, &rules, &target, &earn, None) {
+        let credit = match evaluate(version, rules, &target, &earn, None) {
             Ok(credit) if credit.tokens.is_positive() => credit,
             Ok(_) => return Ok(Vec::new()),
             Err(refusal) => {
@@ -338,11 +342,14 @@ impl Steps for Recording {
     }
 }
 
-/// An activity's awards settled, with its event: once, whoever settles it first.
+/// An activity's awards settled, with its event: once, whoever settles it first; and the
+/// member's pending referral converted if its campaign names the activity's type.
 struct Settling {
     org_id: String,
     id: String,
     campaign_id: String,
+    member_id: String,
+    converts: bool,
     awards: Vec<Award>,
     at: DateTime<Utc>,
 }
@@ -366,6 +373,11 @@ impl Steps for Settling {
             let campaign = Some(self.campaign_id.as_str());
             let event = NewEvent::new(&self.org_id, campaign, kind, &activity, self.at)?;
             events::record(tx, &event).await?;
+            if self.converts {
+                let scope = (self.org_id.as_str(), self.campaign_id.as_str());
+                let member = Converting::Member(&self.member_id);
+                referrals::convert(tx, scope, member, self.at).await?;
+            }
         }
         Ok(activity)
     }

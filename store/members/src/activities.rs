@@ -20,7 +20,7 @@ pub const BUILT_IN: [&str; 5] = [
     BIRTHDAY,
     REVIEW_PUBLISHED,
     ORDER_FIRST,
-    "referral.converted",
+    CONVERTED,
 ];
 /// A member's first wallet in a campaign (its sign-up to the programme).
 pub const SIGNED_UP: &str = "member.signed_up";
@@ -30,33 +30,16 @@ pub const BIRTHDAY: &str = "member.birthday";
 pub const REVIEW_PUBLISHED: &str = "review.published";
 /// A member's first order in a campaign.
 pub const ORDER_FIRST: &str = "order.first";
+/// A referral converted: recorded for the referee and the referrer (`crate::referrals`).
+pub use rules::REFERRAL_CONVERTED as CONVERTED;
 
 /// The start of the earn id of an activity's award (then the activity's id): the ledger's EARN
 /// of it.
 pub const AWARD_KEY: &str = "activity:";
 
-/// The longest activity type.
-pub const MAX_TYPE: usize = 64;
-
-/// Why `kind` is not an activity type: one or more words of lower-case letters, digits and
-/// underscores, each starting with a letter, joined by dots (`app.opened`, `survey.completed`).
-pub fn type_problem(kind: &str) -> Option<String> {
-    if kind.is_empty() || kind.len() > MAX_TYPE {
-        return Some(format!("must be 1 to {MAX_TYPE} characters"));
-    }
-    let word = |w: &str| {
-        w.starts_with(|c: char| c.is_ascii_lowercase())
-            && w.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-    };
-    if !kind.split('.').all(word) {
-        return Some(format!(
-            "`{kind}` is not an activity type: words of lower-case letters, digits and \
-             underscores, each starting with a letter, joined by dots (app.opened)"
-        ));
-    }
-    None
-}
+/// The longest activity type, and why a text is not one (the rules check the type a campaign
+/// names as these do).
+pub use rules::{MAX_ACTIVITY_TYPE as MAX_TYPE, activity_type_problem as type_problem};
 
 string_enum! {
     /// Who recorded an activity.

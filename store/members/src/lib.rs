@@ -7,6 +7,8 @@
 //!   records their events carry;
 //! - `activities.rs`: what members did that rules may award, recorded here by every domain in
 //!   its own transaction (the ledger awards them);
+//! - `referrals.rs`: members' referral codes, the members they brought, and their conversion
+//!   (in the transaction of the credit or activity that converts them);
 //! - here: the handle, and finding a live member by id or external id.
 //!
 //! Deleting a member erases its personal data but keeps its row, so records that must stay for
@@ -21,6 +23,7 @@ extern crate seam;
 #[macro_use]
 mod records;
 pub mod activities;
+pub mod referrals;
 
 use seam::scope::OrgScope;
 use seam::{Db, Page, Paged, StoreError, backend, common, error};

@@ -10,6 +10,7 @@ use crate::backend::{Arg, Steps, ToArg, Tx};
 use crate::common::ids::new_id;
 use crate::error::conflict_on;
 use crate::error::known;
+use crate::referrals;
 use crate::{Members, Page, Paged, StoreError};
 use events::{EventType, NewEvent};
 
@@ -121,6 +122,8 @@ pub struct NewMember {
     pub meta: Option<Value>,
     pub communication_preferences: CommunicationPreferences,
     pub birth_date: Option<NaiveDate>,
+    /// Another member's referral code, as typed: the new member is its referee.
+    pub referral_code: Option<String>,
 }
 
 /// A partial update: `None` keeps a field; `Some(None)` clears an optional one.
@@ -280,6 +283,7 @@ impl Members {
         self.write(Create {
             org_id: org_id.to_string(),
             member,
+            referral_code: new.referral_code,
         })
         .await
     }
@@ -403,10 +407,11 @@ impl Members {
     }
 }
 
-/// A new member and its `member.created`, in one transaction.
+/// A new member and its `member.created` (and its referral, given a code), in one transaction.
 struct Create {
     org_id: String,
     member: Member,
+    referral_code: Option<String>,
 }
 
 impl Steps for Create {
@@ -417,6 +422,10 @@ impl Steps for Create {
              birth_date, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)";
         let member = self.member;
+        let referrer = match &self.referral_code {
+            Some(code) => Some(referrals::referrer_of(tx, &self.org_id, code).await?),
+            None => None,
+        };
         let preferences = serde_json::json!(member.communication_preferences);
         let birth_date = member.birth_date.map(|d| d.to_string());
         let mut args = params![self.org_id, member.id].to_vec();
@@ -426,6 +435,10 @@ impl Steps for Create {
             .await
             .map_err(|e| conflict_on(e, MEMBER_UNIQUE))?;
         let at = member.created_at;
+        if let Some((referrer, code)) = referrer {
+            let pair = (referrer.as_str(), member.id.as_str());
+            referrals::insert_referral(tx, &self.org_id, pair, &code, at).await?;
+        }
         let event = NewEvent::new(&self.org_id, None, EventType::MemberCreated, &member, at)?;
         events::record(tx, &event).await?;
         Ok(member)
@@ -492,6 +505,10 @@ impl Steps for Change {
                 const COUNTERS: &str = "DELETE FROM limit_counters WHERE scope = $2 \
                      OR scope IN (SELECT id FROM wallets WHERE org_id = $1 AND owner_id = $2)";
                 tx.execute(COUNTERS, params![org_id, id]).await?;
+                // Its referral code; the referrals stay (member ids alone), so a referee is
+                // referred once and a referrer's count of converted referees stands.
+                const CODE: &str = "DELETE FROM referral_codes WHERE member_id = $1";
+                tx.execute(CODE, params![id]).await?;
                 erase_from_events(tx, org_id, id).await?;
                 let data = ErasedMember { id: id.clone() };
                 let event = NewEvent::new(org_id, None, EventType::MemberDeleted, &data, self.at)?;

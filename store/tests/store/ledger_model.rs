@@ -776,6 +776,7 @@ impl World {
             batch_id: None,
             pending_days,
             limited: None,
+            converts_referral: true,
         }
     }
 

@@ -23,6 +23,7 @@ mod orders;
 mod overview;
 mod pending;
 mod personal_data;
+mod referrals;
 mod reviews;
 mod rule_book;
 mod storage;

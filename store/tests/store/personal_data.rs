@@ -231,6 +231,23 @@ const TABLES: &[(&str, Holds)] = &[
         },
     ),
     (
+        "referral_codes",
+        Member {
+            export: "referralCode",
+            erasure: Deleted("SELECT code FROM referral_codes WHERE member_id = $1"),
+        },
+    ),
+    (
+        "referrals",
+        Member {
+            export: "referrals",
+            erasure: Kept(
+                "a referral names its members by id alone: a referee is referred once, and a \
+                 referrer's count of converted referees stands",
+            ),
+        },
+    ),
+    (
         "refusals",
         Nothing("refusals kept under a request's key: a key and an error"),
     ),
@@ -320,8 +337,9 @@ async fn every_table_says_what_it_holds_of_a_member(store: Store) {
     }
 }
 
-/// Ada (card-ada): a member with a wallet, an earn counted by a limit, an activity, a hold, an
-/// order, a review and a report. Returns her id.
+/// Ada (card-ada): a member brought by card-1's referral code with a code of her own, a wallet,
+/// an earn counted by a limit, an activity, a hold, an order, a review and a report. Returns
+/// her id.
 async fn ada(store: &Store, c: &store::Campaign) -> String {
     let rules = "[[rule]]\nid = 'base'\npriority = 1\naward = 'amount'\n\
          limits = [{ scope = 'member', period = 'month', times = 5 }]\n\
@@ -336,6 +354,7 @@ async fn ada(store: &Store, c: &store::Campaign) -> String {
         external_id: "card-ada".into(),
         meta: Some(json!({ "engine": "Analytical" })),
         birth_date: "1990-06-02".parse().ok(),
+        referral_code: Some(referral_code(store, c, "card-1").await),
         ..Default::default()
     };
     let id = store
@@ -344,6 +363,7 @@ async fn ada(store: &Store, c: &store::Campaign) -> String {
         .await
         .unwrap()
         .id;
+    referral_code(store, c, "card-ada").await;
     let wallet = NewWallet {
         owner: Some("card-ada".into()),
         external_id: Some("w-ada".into()),
@@ -431,6 +451,14 @@ async fn ada(store: &Store, c: &store::Campaign) -> String {
     id
 }
 
+/// The referral code of member `reference` (an external id).
+async fn referral_code(store: &Store, c: &store::Campaign, reference: &str) -> String {
+    let members = store.members();
+    let id = members.member_id_of(&c.org_id, reference).await.unwrap();
+    let code = members.referral_code(&c.org(), &id.unwrap()).await;
+    code.unwrap().code
+}
+
 /// The export holds a record of each of the member's tables; the erasure leaves none of its
 /// personal values in those it clears, and none of the rows in those it deletes.
 async fn the_export_and_the_erasure_cover_every_members_table(store: Store) {
@@ -448,6 +476,8 @@ async fn the_export_and_the_erasure_cover_every_members_table(store: Store) {
             "reviews" => data.reviews.len(),
             "reports" => data.reports.len(),
             "activities" => data.activities.len(),
+            "referralCode" => usize::from(data.referral_code.is_some()),
+            "referrals" => data.referrals.len(),
             "limits" => data.limits.len(),
             "events" => data.events.len(),
             other => panic!("the export has no `{other}`"),
@@ -468,9 +498,13 @@ async fn the_export_and_the_erasure_cover_every_members_table(store: Store) {
         "app.opened",
         "member.signed_up",
         "order.first",
+        "referral.converted",
         "review.published",
     ];
-    assert_eq!(kinds, expected);
+    assert_eq!(
+        kinds, expected,
+        "her first earn converted card-1's referral of her"
+    );
     assert!(
         data.events
             .iter()

@@ -9,11 +9,11 @@
 //! on PostgreSQL a handful of multi-row statements, or `COPY` for a batch file's chunk
 //! (`postgres.rs`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
 
-use crate::backend::{Forked, direct};
+use crate::backend::{Forked, Tx, direct};
 use crate::earn::same_earn::{self, EarlierEarn};
 use crate::transactions::{Entry, idem_key};
 use crate::{Credit, Credited, Ledger, Policy, StoreError, Tokens, TransactionKind};
@@ -305,6 +305,32 @@ fn finished<'a>(credit: &'a Credit, outcome: &'a Credited) -> Option<Finished<'a
             }),
         },
     })
+}
+
+/// Converts, in the call's transaction `tx`, the pending referrals of the owners of the wallets
+/// whose credits `outcomes` says are new and convert (`Credit::converts_referral`), each in its
+/// credit's campaign: a referee's first completed earn, whatever door it came through. One
+/// indexed look-up per campaign when its organisation has no pending referral.
+pub(crate) async fn convert_referrals<T: Tx>(
+    tx: &mut T,
+    credits: &[Credit],
+    outcomes: &[Credited],
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let mut wallets: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
+    for (credit, outcome) in credits.iter().zip(outcomes) {
+        if credit.converts_referral && matches!(outcome, Credited::New { .. }) {
+            let scope = (credit.org_id.as_str(), credit.campaign_id.as_str());
+            wallets.entry(scope).or_default().push(&credit.wallet_id);
+        }
+    }
+    for (scope, mut ids) in wallets {
+        ids.sort_unstable();
+        ids.dedup();
+        let owners = members::referrals::Converting::WalletOwners(&ids);
+        members::referrals::convert(tx, scope, owners, at).await?;
+    }
+    Ok(())
 }
 
 /// A credit the ledger's ceiling refuses: the whole write is undone (the earn worker then credits

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 
-use super::{Crediting, Pending, Settlement, finished, over_ceiling, sooner};
+use super::{Crediting, Pending, Settlement, convert_referrals, finished, over_ceiling, sooner};
 use crate::backend::{OnPostgres, PgTx};
 use crate::common::ids::new_id;
 use crate::counters;
@@ -140,6 +140,7 @@ async fn credit(
         finish.build().execute(&mut *tx).await?;
         earn_events(&mut tx, credits).await?;
     }
+    convert_referrals(&mut PgTx(&mut tx), credits, &outcomes, at).await?;
     tx.commit().await?;
     Ok(Some(outcomes))
 }

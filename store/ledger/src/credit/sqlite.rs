@@ -7,7 +7,9 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use rusqlite::Connection;
 
-use super::{Crediting, PENDING, SET_ASIDE, Settlement, finished, over_ceiling, sooner};
+use super::{
+    Crediting, PENDING, SET_ASIDE, Settlement, convert_referrals, finished, over_ceiling, sooner,
+};
 use crate::backend::{OnSqlite, SqliteTx, direct, ready};
 use crate::common::ids::new_id;
 use crate::counters::{self, Ids};
@@ -199,6 +201,12 @@ fn write_credits(
         let args = args![id, c.wallet_id, tokens, vests_at, pending.counted, at];
         direct::execute(tx, PENDING, args)?;
     }
+    ready(convert_referrals(
+        &mut SqliteTx(tx),
+        credits,
+        &outcomes,
+        created_at,
+    ))?;
     Ok(Some(outcomes))
 }
 

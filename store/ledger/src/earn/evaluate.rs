@@ -180,6 +180,7 @@ fn evaluate_unguarded(
         request_id,
         batch_id: None,
         pending_days: rules.pending_days(&outcome.steps),
+        converts_referral: earn.activity.is_none() && rules.referral_converts_on().is_none(),
         limited: rules.has_limits().then(|| {
             Box::new(Limited {
                 rules: Arc::clone(rules),

@@ -25,6 +25,33 @@ use evaluate::{Target, WalletContext, credit_for};
 use events::{EventType, NewEvent};
 use same_earn::Earlier;
 
+/// What the rules know of a wallet (`w`), read with its member (`m`) and tier: a
+/// `ContextRow`, then the query's own `WHERE`.
+macro_rules! wallet_context_from {
+    () => {
+        "SELECT w.id, w.balance, w.earned, t.name, m.status, w.currency, m.id FROM wallets w \
+         JOIN members m ON m.id = w.owner_id LEFT JOIN tiers t ON t.id = w.tier_id"
+    };
+}
+pub(crate) use wallet_context_from;
+
+/// A row of `wallet_context_from!`.
+pub(crate) type ContextRow = (String, i64, i64, Option<String>, String, String, String);
+
+/// A `ContextRow` as its wallet's id and context.
+pub(crate) fn wallet_context(row: ContextRow) -> (String, WalletContext) {
+    let (id, balance, earned, tier, status, currency, member_id) = row;
+    let context = WalletContext {
+        balance,
+        earned,
+        tier,
+        status,
+        currency,
+        member_id,
+    };
+    (id, context)
+}
+
 /// How long a claimed request stays with its worker before another may take it over.
 const LEASE: i64 = 60;
 /// A request that failed this many times is rejected rather than retried for ever.
@@ -394,27 +421,9 @@ impl Ledger {
         if ids.is_empty() {
             return Ok(HashMap::new());
         }
-        const SELECT: &str = "SELECT w.id, w.balance, w.earned, t.name, m.status, w.currency, \
-             m.id FROM wallets w JOIN members m ON m.id = w.owner_id \
-             LEFT JOIN tiers t ON t.id = w.tier_id WHERE w.id {key}";
-        type ContextRow = (String, i64, i64, Option<String>, String, String, String);
+        const SELECT: &str = concat!(wallet_context_from!(), " WHERE w.id {key}");
         let rows: Vec<ContextRow> = self.read_each(SELECT, params![], &ids).await?;
-        Ok(rows
-            .into_iter()
-            .map(|(id, balance, earned, tier, status, currency, member_id)| {
-                (
-                    id,
-                    WalletContext {
-                        balance,
-                        earned,
-                        tier,
-                        status,
-                        currency,
-                        member_id,
-                    },
-                )
-            })
-            .collect())
+        Ok(rows.into_iter().map(wallet_context).collect())
     }
 
     /// Runs the campaign's rules on a claimed earn. `None` when the earn was rejected.

@@ -118,6 +118,9 @@ pub struct Credit {
     /// Under a limited rule set: what the write evaluates it again with, under its counters
     /// (see the crate's `counters`); `tokens` is then what it would earn with nothing used.
     pub limited: Option<Box<Limited>>,
+    /// Credited as new, it converts its wallet owner's pending referral: an earn (not an
+    /// activity's award) in a campaign whose rules name no activity for that.
+    pub converts_referral: bool,
 }
 
 /// The outcome of crediting: the new transaction, or the earlier one holding the earn id.

@@ -56,6 +56,7 @@ migrations! {
     29 "adjustments" "0029_adjustments.sql",
     30 "limits" "0030_limits.sql",
     31 "activities" "0031_activities.sql",
+    32 "referrals" "0032_referrals.sql",
 }
 
 /// The migration that indexes `transactions.idem_key`: before it runs, the keys of an existing

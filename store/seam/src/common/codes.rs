@@ -34,6 +34,29 @@ pub fn new_code() -> String {
     format!("{}-{}-{}", &chars[..4], &chars[4..8], &chars[8..])
 }
 
+/// Characters in a referral code (40 bits: a member shares it, so it is shorter than a
+/// redemption code, which is a bearer's value).
+pub const REFERRAL_LENGTH: usize = 8;
+
+/// A new referral code, as stored: `REFERRAL_LENGTH` characters of the same alphabet, ungrouped
+/// (`referral_shown` groups it).
+pub fn new_referral_code() -> String {
+    let mut bytes = [0u8; REFERRAL_LENGTH];
+    getrandom::fill(&mut bytes).expect("the operating system's random source");
+    bytes
+        .iter()
+        .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
+        .collect()
+}
+
+/// A stored referral code as members see it: `XXXX-XXXX`.
+pub fn referral_shown(code: &str) -> String {
+    match code.split_at_checked(REFERRAL_LENGTH / 2) {
+        Some((head, tail)) if code.len() == REFERRAL_LENGTH => format!("{head}-{tail}"),
+        _ => code.to_string(),
+    }
+}
+
 /// The code as a client types it, made comparable: upper case, without spaces or dashes, and
 /// the letters that look like digits read as those digits.
 pub fn normalised(code: &str) -> String {
@@ -209,6 +232,16 @@ mod tests {
         assert!(!a.contains(['I', 'L', 'O', 'U']));
         let many: std::collections::HashSet<String> = (0..10_000).map(|_| new_code()).collect();
         assert_eq!(many.len(), 10_000);
+    }
+
+    #[test]
+    fn referral_codes_read_back_as_typed() {
+        let code = new_referral_code();
+        assert_eq!(code.len(), REFERRAL_LENGTH);
+        let shown = referral_shown(&code);
+        assert_eq!(shown.len(), REFERRAL_LENGTH + 1);
+        assert_eq!(normalised(&shown.to_lowercase()), code);
+        assert_eq!(referral_shown("AB"), "AB");
     }
 
     #[test]

@@ -17,9 +17,11 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use sqlx::{PgConnection, PgPool};
 
 use super::{Written, outcomes, settle};
+use crate::backend::PgTx;
 use crate::backend::{Arg, direct};
 use crate::common::ids::{hex, new_id};
 use crate::credit::Pending;
+use crate::credit::convert_referrals;
 use crate::transactions::{EntryText, entry_columns};
 use crate::{Credit, Credited, Policy, StoreError};
 
@@ -152,6 +154,7 @@ impl CopyRows {
         };
         settle(&mut tx, credits, &written, at).await?;
         let outcomes = outcomes(&mut tx, credits, &ids, &inserted).await?;
+        convert_referrals(&mut PgTx(&mut tx), credits, &outcomes, at).await?;
         tx.commit().await?;
         Ok(outcomes)
     }
