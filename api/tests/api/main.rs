@@ -21,6 +21,7 @@ mod orders;
 mod paging;
 mod pending;
 mod products;
+mod referrals;
 mod reversals;
 mod reviews;
 mod similar;

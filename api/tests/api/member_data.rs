@@ -5,7 +5,6 @@
 use api::views::MemberDataView;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
-use store::{NewKey, Permission};
 
 use crate::app_tests;
 use crate::helpers::TestApp;
@@ -27,11 +26,7 @@ async fn a_members_data_is_exported_whole_with_the_permission(app: TestApp) {
     assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.body);
     assert_eq!(refused.problem().code, "permission_required");
 
-    let new = NewKey {
-        permissions: vec![Permission::MemberData],
-        ..Default::default()
-    };
-    let key = app.issue_key(&app.org, &app.campaign, new).await;
+    let key = app.member_data_key().await;
     let reply = app
         .send(
             Method::GET,

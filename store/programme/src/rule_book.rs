@@ -46,6 +46,7 @@ impl RuleBook {
         if let Some(active) = cache.fresh(campaign_id, self.fresh_for) {
             return Ok(active);
         }
+        let removals = cache.removals();
         let version = self
             .programme
             .rule_set_version_of(org_id, campaign_id)
@@ -55,7 +56,7 @@ impl RuleBook {
             return Ok(active);
         }
         let rules = self.version(org_id, campaign_id, version).await?;
-        cache.put(campaign_id, (version, rules.clone()));
+        cache.put_since(campaign_id, (version, rules.clone()), removals);
         Ok((version, rules))
     }
 

@@ -57,7 +57,11 @@ impl Programme {
                 )
                 .await;
             match result {
-                Ok(Some(row)) => return Ok(version_from_row(row)),
+                Ok(Some(row)) => {
+                    // This process evaluates by it at once; others within a second.
+                    self.caches.active_rules.remove(campaign_id);
+                    return Ok(version_from_row(row));
+                }
                 Ok(None) => return Err(StoreError::NotFound { what: "campaign" }),
                 Err(err) if err.is_unique_violation() && attempts < 20 => attempts += 1,
                 Err(err) => return Err(err),

@@ -19,6 +19,15 @@ impl TestApp {
         self.post("/v1/members", body).await.expect(StatusCode::OK)
     }
 
+    /// A key of the app's campaign that may read members' own data (`member-data`).
+    pub async fn member_data_key(&self) -> super::Credentials {
+        let new = store::NewKey {
+            permissions: vec![store::Permission::MemberData],
+            ..Default::default()
+        };
+        self.issue_key(&self.org, &self.campaign, new).await
+    }
+
     /// Creates the member `body` describes; its id.
     pub async fn member_id(&self, body: Value) -> String {
         self.create_member_from(body).await.id

@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::clock::Clock;
@@ -23,7 +24,13 @@ const MAX_ENTRIES: usize = 10_000;
 pub struct Cache<V> {
     entries: Mutex<HashMap<String, Entry<V>>>,
     clock: Clock,
+    /// How many times an entry was dropped because its record changed (under the lock).
+    removals: AtomicU64,
 }
+
+/// A count of a cache's removals, taken before reading what is to be put (see `put_since`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Removals(u64);
 
 struct Entry<V> {
     value: V,
@@ -37,6 +44,7 @@ impl<V: Clone> Cache<V> {
         Cache {
             entries: Mutex::new(HashMap::new()),
             clock,
+            removals: AtomicU64::new(0),
         }
     }
 
@@ -55,10 +63,30 @@ impl<V: Clone> Cache<V> {
 
     pub fn put(&self, key: &str, value: V) {
         let mut entries = self.lock();
+        Self::insert(&mut entries, key, value, self.clock.instant());
+    }
+
+    /// Where the cache's removals stand: taken before a value is read from the database, and
+    /// handed to `put_since`.
+    pub fn removals(&self) -> Removals {
+        let _entries = self.lock();
+        Removals(self.removals.load(Ordering::Relaxed))
+    }
+
+    /// Puts `value`, read after `removals` were taken, unless an entry was removed since: the
+    /// record may have changed after it was read (a rule set made active meanwhile), and the
+    /// value put would then be trusted, stale, for a whole window.
+    pub fn put_since(&self, key: &str, value: V, removals: Removals) {
+        let mut entries = self.lock();
+        if self.removals.load(Ordering::Relaxed) == removals.0 {
+            Self::insert(&mut entries, key, value, self.clock.instant());
+        }
+    }
+
+    fn insert(entries: &mut HashMap<String, Entry<V>>, key: &str, value: V, checked: Instant) {
         if entries.len() >= MAX_ENTRIES {
             entries.clear();
         }
-        let checked = self.clock.instant();
         entries.insert(key.to_string(), Entry { value, checked });
     }
 
@@ -71,7 +99,9 @@ impl<V: Clone> Cache<V> {
     }
 
     pub fn remove(&self, key: &str) {
-        self.lock().remove(key);
+        let mut entries = self.lock();
+        entries.remove(key);
+        self.removals.fetch_add(1, Ordering::Relaxed);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry<V>>> {
@@ -85,6 +115,17 @@ impl<V: Clone> Cache<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_read_before_a_removal_is_not_put() {
+        let cache = Cache::on(Clock::default());
+        let before = cache.removals();
+        cache.remove("k");
+        cache.put_since("k", 1, before);
+        assert_eq!(cache.any("k"), None, "read before the change: stale");
+        cache.put_since("k", 2, cache.removals());
+        assert_eq!(cache.any("k"), Some(2));
+    }
 
     #[test]
     fn an_entry_is_fresh_within_its_window_and_confirmed_anew() {
