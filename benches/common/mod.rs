@@ -187,6 +187,7 @@ pub async fn open_lots(
             batch_id: None,
             pending_days: None,
             limited: None,
+            converts_referral: true,
         })
         .collect();
     for chunk in credits.chunks(1_000) {

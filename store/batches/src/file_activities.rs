@@ -131,9 +131,8 @@ impl Batches {
                 trace: String::new(),
             });
         };
-        let fingerprint = new.fingerprint();
-        if fingerprint.matches(row.fingerprint()).is_err() {
-            return refused(fingerprint.conflict("externalId", row.fingerprint()));
+        if let Err(err) = row.same_as(new) {
+            return refused(err);
         }
         Ok(earlier(batch_id, row.activity()?.batch_id.as_deref()))
     }

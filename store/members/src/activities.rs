@@ -155,8 +155,14 @@ row_struct! {
 }
 
 impl ActivityRow {
-    pub fn fingerprint(&self) -> &str {
-        &self.fingerprint
+    /// Refuses `new` sent under this activity's external id unless it is the same activity:
+    /// `already_exists` naming the first field that differs.
+    pub fn same_as(&self, new: &NewActivity) -> Result<(), StoreError> {
+        let fingerprint = new.fingerprint();
+        match fingerprint.matches(&self.fingerprint) {
+            Ok(()) => Ok(()),
+            Err(_) => Err(fingerprint.conflict("externalId", &self.fingerprint)),
+        }
     }
 
     pub fn campaign_id(&self) -> &str {
@@ -228,8 +234,8 @@ pub async fn record(
         .row(BY_EXTERNAL_ID, params![org_id, new.external_id])
         .await?;
     let row = row.ok_or(StoreError::NotFound { what: "activity" })?;
-    if !inserted && fingerprint.matches(row.fingerprint()).is_err() {
-        return Err(fingerprint.conflict("externalId", row.fingerprint()));
+    if !inserted {
+        row.same_as(new)?;
     }
     Ok((row.activity()?, inserted))
 }
