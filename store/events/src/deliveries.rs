@@ -373,6 +373,27 @@ impl Steps for Release {
     }
 }
 
+/// Deliveries settled by one statement at most (4 parameters each).
+const SETTLED_AT_ONCE: usize = 1_000;
+
+/// Settles `rows` deliveries at `$1`: each row's id, attempt, status and next time (`$2`...).
+/// Only the claim's holder moves a delivery on: a claim that ran out and was taken again by
+/// another node (its `attempts` moved on) is that node's to settle.
+fn settle_sql(rows: usize) -> String {
+    let values: Vec<String> = (0..rows)
+        .map(|row| {
+            let n = 2 + row * 4;
+            format!("(${n}, ${}, ${}, ${})", n + 1, n + 2, n + 3)
+        })
+        .collect();
+    format!(
+        "UPDATE deliveries SET status = v.column3, next_at = v.column4, claimed_until = NULL, \
+         updated_at = $1 FROM (VALUES {}) AS v WHERE deliveries.id = v.column1 \
+         AND deliveries.attempts = v.column2 AND deliveries.status = 'pending'",
+        values.join(", ")
+    )
+}
+
 /// Records a round of attempts to one endpoint and what they make of it.
 struct Record {
     endpoint_id: String,
@@ -388,11 +409,6 @@ impl Steps for Record {
     async fn run<T: Tx>(self, tx: &mut T) -> Result<EndpointAfter, StoreError> {
         const LOG: &str = "INSERT INTO delivery_attempts (id, delivery_id, endpoint_id, event_id, \
              attempted_at, status_code, latency_ms, succeeded, response)";
-        // Only the claim's holder moves the delivery on: a claim that ran out and was taken
-        // again by another node is that node's to settle.
-        const SETTLE: &str = "UPDATE deliveries SET status = $3, next_at = $4, \
-             claimed_until = NULL, updated_at = $5 WHERE id = $1 AND attempts = $2 \
-             AND status = 'pending'";
         const ENDPOINT: &str = "SELECT failing_since FROM webhook_endpoints WHERE id = $1";
         const HEALTHY: &str = "UPDATE webhook_endpoints SET failing_since = NULL, \
              paused_until = NULL WHERE id = $1 AND failing_since IS NOT NULL";
@@ -425,21 +441,31 @@ impl Steps for Record {
         if !log.is_empty() {
             tx.insert_rows(LOG, "", 9, &log).await?;
         }
-        for (delivery, outcome) in &self.attempts {
-            let (status, next_at) = if outcome.succeeded() {
-                (DeliveryStatus::Delivered, at)
-            } else {
-                let next = at + retry_after(self.first_retry, delivery.attempt, random_roll());
-                match next > delivery.created_at + RETRY_FOR {
-                    true => (DeliveryStatus::Failed, at),
-                    false => (DeliveryStatus::Pending, next),
-                }
-            };
-            tx.execute(
-                SETTLE,
-                params![&delivery.id, delivery.attempt, status, next_at, at],
-            )
-            .await?;
+        let settled: Vec<(&ClaimedDelivery, DeliveryStatus, DateTime<Utc>)> = self
+            .attempts
+            .iter()
+            .map(|(delivery, outcome)| {
+                let (status, next_at) = if outcome.succeeded() {
+                    (DeliveryStatus::Delivered, at)
+                } else {
+                    let wait = retry_after(self.first_retry, delivery.attempt, random_roll());
+                    let next = at + wait;
+                    match next > delivery.created_at + RETRY_FOR {
+                        true => (DeliveryStatus::Failed, at),
+                        false => (DeliveryStatus::Pending, next),
+                    }
+                };
+                (delivery, status, next_at)
+            })
+            .collect();
+        // The round's deliveries in one statement (not one a delivery: each is a round trip
+        // on PostgreSQL), at most `SETTLED_AT_ONCE` a statement.
+        for round in settled.chunks(SETTLED_AT_ONCE) {
+            let mut args = params![at].to_vec();
+            for (delivery, status, next_at) in round {
+                args.extend(params![delivery.id, delivery.attempt, *status, *next_at]);
+            }
+            tx.execute(&settle_sql(round.len()), &args).await?;
         }
         let outcomes = self.attempts.iter().map(|(_, o)| o);
         if let Some(gone) = outcomes.clone().find(|o| o.gone()) {
