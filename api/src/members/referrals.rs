@@ -151,6 +151,7 @@ pub(super) struct ReferralInput {
 /// Whose referrals to list.
 #[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
+#[schema(as = ReferralRole)]
 pub enum Role {
     /// Those the member brought.
     Referrer,
@@ -163,6 +164,7 @@ pub enum Role {
 #[into_params(parameter_in = Query)]
 pub(super) struct ReferralQuery {
     /// Only the referrals in which the member has this role (both when absent).
+    #[param(inline)]
     role: Option<Role>,
 }
 
