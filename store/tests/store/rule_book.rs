@@ -15,8 +15,9 @@ async fn set_base_rule(store: &Store, campaign: &Campaign) {
         .unwrap();
 }
 
-/// Within its window a book keeps the set it compiled; past it, the next look finds the
-/// campaign's new version.
+/// Within its window a book keeps the set it compiled against a change another process made
+/// (the new version's row written here past this process's programme); past it, the next look
+/// finds it. A change this process makes itself is seen at once, however patient the book.
 async fn a_cached_set_is_trusted_for_its_window(store: Store) {
     let campaign = store::testing::campaign_fixture(&store).await;
     let (org, id) = (campaign.org_id.as_str(), campaign.id.as_str());
@@ -24,9 +25,20 @@ async fn a_cached_set_is_trusted_for_its_window(store: Store) {
     let eager = RuleBook::fresh_for(store.programme().clone(), Duration::ZERO);
     assert_eq!(patient.active(org, id).await.unwrap().0, None);
     assert_eq!(eager.active(org, id).await.unwrap().0, None);
-    set_base_rule(&store, &campaign).await;
+    const ELSEWHERE: &str = "INSERT INTO rule_sets (id, org_id, campaign_id, version, source, \
+         created_at) VALUES ($1, $2, $3, 1, $4, $5)";
+    let rules = "[[rule]]\nid = 'base'\npriority = 1\naward = 'amount'\n";
+    let now = chrono::Utc::now();
+    let args = seam::params!["rs-elsewhere", org, id, rules, now];
+    store.programme().execute(ELSEWHERE, args).await.unwrap();
     assert_eq!(patient.active(org, id).await.unwrap().0, None, "cached");
     assert_eq!(eager.active(org, id).await.unwrap().0, Some(1));
+    set_base_rule(&store, &campaign).await;
+    assert_eq!(
+        patient.active(org, id).await.unwrap().0,
+        Some(2),
+        "this process's own"
+    );
 }
 
 /// Every book of a store reads one cache: the set one compiled is the one another is handed,
