@@ -13,12 +13,7 @@ use crate::helpers::TestApp;
 
 async fn a_pending_earn_is_shown_and_spends_once_vested(app: TestApp) {
     app.member_with_wallet().await;
-    let campaign = app
-        .store
-        .tenancy()
-        .campaign_by_id(&app.campaign)
-        .await
-        .unwrap();
+    let campaign = app.campaign().await;
     let policy = Policy {
         pending_days: 30,
         ..Policy::default()

@@ -23,12 +23,7 @@ const RULES: &str = "[[rule]]\nid = 'purchase'\npriority = 1\naward = 'amount'\n
 
 /// The campaign runs `RULES`; member `card-1` has wallet `w-1`.
 async fn setup(app: &TestApp) {
-    let campaign = app
-        .store
-        .tenancy()
-        .campaign_by_id(&app.campaign)
-        .await
-        .unwrap();
+    let campaign = app.campaign().await;
     app.store
         .programme()
         .set_rule_set(&campaign, RULES)

@@ -199,12 +199,7 @@ async fn the_member_guide_creates_wallets_by_member_reference(app: TestApp) {
 
 /// What expires over the days ahead, per day, from what the lots hold now.
 async fn the_tokens_expiring_soon_are_listed_per_day(app: TestApp) {
-    let campaign = app
-        .store
-        .tenancy()
-        .campaign_by_id(&app.campaign)
-        .await
-        .unwrap();
+    let campaign = app.campaign().await;
     let policy = store::Policy {
         expiry: store::Expiry::Days(30),
         ..Default::default()

@@ -219,9 +219,14 @@ fn code_of((member_id, code, converted, created_at): CodeRow) -> ReferralCode {
     }
 }
 
-/// The member `$2` of organisation `$1`, if live.
-const LIVE_MEMBER: &str =
-    "SELECT id FROM members WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL";
+/// `NotFound` unless `member_id` is a live member of `org_id`.
+async fn live_member(tx: &mut impl Tx, org_id: &str, member_id: &str) -> Result<(), StoreError> {
+    const LIVE: &str =
+        "SELECT id FROM members WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL";
+    let live: Option<(String,)> = tx.row(LIVE, params![org_id, member_id]).await?;
+    live.map(drop)
+        .ok_or(StoreError::NotFound { what: "member" })
+}
 
 /// The live owner of code `$2` (normalised) in organisation `$1`.
 const CODE_OWNER: &str = "SELECT c.member_id FROM referral_codes c JOIN members m \
@@ -280,10 +285,7 @@ impl Steps for MakingCode {
         const INSERT: &str = "INSERT INTO referral_codes (member_id, org_id, code, created_at) \
              VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING";
         let (org_id, member_id) = (&self.org_id, &self.member_id);
-        let live: Option<(String,)> = tx.row(LIVE_MEMBER, params![org_id, member_id]).await?;
-        if live.is_none() {
-            return Err(StoreError::NotFound { what: "member" });
-        }
+        live_member(tx, org_id, member_id).await?;
         for _ in 0..DRAWS {
             let held: Option<CodeRow> = tx.row(CODE, params![member_id, org_id]).await?;
             if let Some(row) = held {
@@ -332,10 +334,7 @@ impl Steps for Referring {
             const SERIAL: &str = "SELECT pg_advisory_xact_lock(hashtext('referrals ' || $1))";
             tx.execute(SERIAL, params![org_id]).await?;
         }
-        let live: Option<(String,)> = tx.row(LIVE_MEMBER, params![org_id, referee]).await?;
-        if live.is_none() {
-            return Err(StoreError::NotFound { what: "member" });
-        }
+        live_member(tx, org_id, referee).await?;
         let referrer = code_owner(tx, org_id, &self.code).await?;
         let refused = |code, message: &str| {
             Err(StoreError::refused(

@@ -76,7 +76,7 @@ async fn record(
 }
 
 /// Awards what the platform recorded, until nothing waits.
-async fn award_waiting(store: &Store, book: &RuleBook) {
+pub(crate) async fn award_waiting(store: &Store, book: &RuleBook) {
     while store
         .ledger()
         .award_waiting_activities(book, 50)
@@ -101,7 +101,8 @@ async fn activities_of(store: &Store, campaign: &Campaign, kind: Option<&str>) -
         .items
 }
 
-fn tokens(activity: &Activity) -> Tokens {
+/// What `activity` earned, over its awards.
+pub(crate) fn tokens(activity: &Activity) -> Tokens {
     Tokens::from_micros(activity.awards.iter().map(|a| a.tokens.micros()).sum())
 }
 

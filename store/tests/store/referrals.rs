@@ -13,6 +13,7 @@ use store::{
     backend_tests,
 };
 
+use crate::activities::{award_waiting, tokens};
 use crate::ledger::{drain, earn, setup};
 
 /// A token per unit of a purchase; the referee 50 on conversion, the referrer 100 for at most
@@ -76,17 +77,6 @@ async fn earn_into(store: &Store, book: &RuleBook, c: &Campaign, id: &str, refer
     drain(store, book).await;
 }
 
-/// Awards what the platform recorded, until nothing waits.
-async fn award_waiting(store: &Store, book: &RuleBook) {
-    while store
-        .ledger()
-        .award_waiting_activities(book, 50)
-        .await
-        .unwrap()
-        > 0
-    {}
-}
-
 const ALL: Page = Page {
     page: 1,
     limit: 100,
@@ -111,10 +101,6 @@ async fn conversions(store: &Store, c: &Campaign, member: &str) -> Vec<Activity>
         .await
         .unwrap()
         .items
-}
-
-fn tokens(activity: &Activity) -> Tokens {
-    Tokens::from_micros(activity.awards.iter().map(|a| a.tokens.micros()).sum())
 }
 
 async fn converted_events(store: &Store, c: &Campaign) -> Vec<store::Event> {

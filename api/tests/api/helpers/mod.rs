@@ -277,6 +277,12 @@ impl TestApp {
         }
     }
 
+    /// The campaign the app's key belongs to.
+    pub async fn campaign(&self) -> store::Campaign {
+        let tenancy = self.store.tenancy();
+        tenancy.campaign_by_id(&self.campaign).await.unwrap()
+    }
+
     pub async fn get(&self, path: &str) -> Reply {
         self.send(Method::GET, path, Some(&self.key), None, None)
             .await
