@@ -33,7 +33,8 @@ pub struct AdminEndpointInput {
     #[schema(schema_with = api::webhooks::url_schema, required = true)]
     #[serde(default, deserialize_with = "not_null")]
     url: Option<String>,
-    #[schema(max_length = 1000)]
+    /// What it is for, at most 256 characters.
+    #[schema(max_length = 256)]
     description: Option<String>,
     /// The event types to receive; absent or empty: every type.
     #[schema(schema_with = api::webhooks::event_types)]

@@ -210,7 +210,7 @@ fn types(checks: &mut Checks, value: Option<Vec<String>>) -> Option<Vec<store::E
 
 /// `url` if the address rules allow it (resolving its host now); the problem names `url`.
 async fn checked_url(state: &AppState, url: String) -> Result<String, ApiError> {
-    if url.len() > store::MAX_WEBHOOK_URL {
+    if url.chars().count() > store::MAX_WEBHOOK_URL {
         let most = store::MAX_WEBHOOK_URL;
         return Err(ApiError::invalid(
             "url",

@@ -16,7 +16,7 @@ use crate::limits::{self, MAX_ID, Refused};
 /// Longest name, free text and address accepted in a catalogue.
 pub const MAX_NAME: usize = 200;
 pub const MAX_TEXT: usize = 10_000;
-pub const MAX_URL: usize = 2_048;
+pub use seam::limits::MAX_URL;
 /// Largest embedding accepted.
 pub const MAX_DIMENSIONS: usize = 4_096;
 /// Highest price, in tokens.

@@ -27,7 +27,7 @@ string_enum! {
 }
 
 /// The longest endpoint address kept.
-pub const MAX_URL: usize = 2_048;
+pub use seam::limits::MAX_URL;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct WebhookEndpoint {
@@ -156,7 +156,7 @@ fn types_json(types: &[EventType]) -> String {
 }
 
 fn check_url(url: &str) -> Result<(), StoreError> {
-    if url.is_empty() || url.len() > MAX_URL {
+    if url.is_empty() || url.chars().count() > MAX_URL {
         return Err(StoreError::invalid(
             "url",
             format!("an address of 1 to {MAX_URL} characters"),

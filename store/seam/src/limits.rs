@@ -16,6 +16,8 @@ pub const MAX_TEXT: usize = 256;
 pub const MAX_LONG_TEXT: usize = 4000;
 pub const MAX_EMAIL: usize = 254;
 pub const MAX_PHONE: usize = 32;
+/// Web addresses (a webhook endpoint, a campaign's logo, a product's image).
+pub const MAX_URL: usize = 2_048;
 pub const MAX_META_BYTES: usize = 16 * 1024;
 /// How deep a meta object may nest: the object itself is level 1, a text or number inside an
 /// object inside it level 3.

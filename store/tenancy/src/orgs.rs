@@ -95,7 +95,10 @@ impl NewCampaign {
             {
                 return Err(StoreError::invalid(
                     field,
-                    "must be an http:// or https:// URL with a host",
+                    format!(
+                        "must be an http:// or https:// URL with a host, at most {} characters",
+                        seam::limits::MAX_URL
+                    ),
                 ));
             }
         }
@@ -103,9 +106,13 @@ impl NewCampaign {
     }
 }
 
-/// Whether `url` is an http:// or https:// address whose host holds no space, control
-/// character or bracket, and which holds no NUL (the admin API's pattern says the same).
+/// Whether `url` is an http:// or https:// address of at most `MAX_URL` characters whose host
+/// holds no space, control character or bracket, and which holds no NUL (the admin API's
+/// schema says the same).
 fn web_address(url: &str) -> bool {
+    if url.chars().count() > seam::limits::MAX_URL {
+        return false;
+    }
     let rest = url
         .strip_prefix("https://")
         .or_else(|| url.strip_prefix("http://"));
@@ -381,5 +388,10 @@ mod tests {
         ] {
             assert!(!web_address(bad), "{bad:?}");
         }
+        // The limit counts characters, as the schema's maxLength does.
+        let longest = format!("https://é.example/{}", "é".repeat(seam::limits::MAX_URL - 18));
+        assert_eq!(longest.chars().count(), seam::limits::MAX_URL);
+        assert!(web_address(&longest));
+        assert!(!web_address(&format!("{longest}é")));
     }
 }
