@@ -389,7 +389,10 @@ mod tests {
             assert!(!web_address(bad), "{bad:?}");
         }
         // The limit counts characters, as the schema's maxLength does.
-        let longest = format!("https://é.example/{}", "é".repeat(seam::limits::MAX_URL - 18));
+        let longest = format!(
+            "https://é.example/{}",
+            "é".repeat(seam::limits::MAX_URL - 18)
+        );
         assert_eq!(longest.chars().count(), seam::limits::MAX_URL);
         assert!(web_address(&longest));
         assert!(!web_address(&format!("{longest}é")));

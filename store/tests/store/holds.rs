@@ -511,6 +511,73 @@ async fn concurrent_holds_and_burns_never_overdraw(store: Store) {
     clean(&store).await;
 }
 
+/// Twins of one hold racing each other place it once (the others replay it); captures of one
+/// hold racing each other and a void settle it once, and every capture answers the one BURN.
+async fn racing_twins_and_settlements_take_effect_once(store: Store) {
+    let s = setup(&store).await;
+    let book = RuleBook::new(store.programme().clone());
+    for i in 0..3 {
+        store
+            .ledger()
+            .submit_earn(&s.campaign, earn(&format!("e-{i}"), "10"))
+            .await
+            .unwrap();
+    }
+    drain(&store, &book).await;
+    let twins = (0..20).map(|_| {
+        let (store, campaign) = (store.clone(), s.campaign.clone());
+        tokio::spawn(async move { store.ledger().hold(&campaign, hold("h-1", 12)).await })
+    });
+    let mut placed = Vec::new();
+    for twin in twins {
+        placed.push(twin.await.unwrap().unwrap());
+    }
+    let ids: std::collections::HashSet<&str> = placed.iter().map(|p| p.hold.id.as_str()).collect();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    assert_eq!(placed.iter().filter(|p| !p.replayed).count(), 1);
+    assert_eq!(
+        figures(&store, &s).await,
+        (Tokens::whole(30), Tokens::whole(12))
+    );
+
+    let settlements = (0..20).map(|i| {
+        let (store, campaign) = (store.clone(), s.campaign.clone());
+        tokio::spawn(async move {
+            match i {
+                7 => store.ledger().void_hold(&campaign, "h-1").await,
+                _ => store.ledger().capture_hold(&campaign, "h-1", None).await,
+            }
+        })
+    });
+    let mut answers = Vec::new();
+    for settlement in settlements {
+        answers.push(settlement.await.unwrap());
+    }
+    let now: Vec<_> = answers
+        .iter()
+        .filter_map(|a| a.as_ref().ok())
+        .filter(|a| a.settled_now)
+        .collect();
+    assert_eq!(now.len(), 1, "{answers:?}");
+    let (balance, held) = figures(&store, &s).await;
+    assert_eq!(held, Tokens::ZERO);
+    if now[0].hold.status == HoldStatus::Captured {
+        assert_eq!(balance, Tokens::whole(18));
+        let burn = now[0].transaction.as_ref().unwrap();
+        for answer in &answers[..7] {
+            let answer = answer.as_ref().unwrap();
+            assert_eq!(answer.transaction.as_ref().map(|t| &t.id), Some(&burn.id));
+            assert_eq!(answer.hold.captured, Some(Tokens::whole(12)));
+        }
+        assert_eq!(refused_with(&answers[7]), Some(("hold_closed", "id")));
+    } else {
+        assert_eq!(balance, Tokens::whole(30));
+        let closed = answers.iter().filter(|a| refused_with(a).is_some()).count();
+        assert_eq!(closed, 19, "{answers:?}");
+    }
+    clean(&store).await;
+}
+
 backend_tests!(
     a_hold_reserves_tokens_until_its_capture_spends_them,
     a_void_releases_and_a_hold_is_idempotent_by_its_key,
@@ -518,4 +585,5 @@ backend_tests!(
     a_hold_lapses_once_at_its_expiry,
     a_return_does_not_take_held_tokens,
     concurrent_holds_and_burns_never_overdraw,
+    racing_twins_and_settlements_take_effect_once,
 );

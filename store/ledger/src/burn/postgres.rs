@@ -18,7 +18,7 @@ impl OnPostgres for Burning<'_> {
         let store = self.store;
         let mut conn = pool.acquire().await?;
         let Some((wallet_id, currency, read)) =
-            at_once::read(&mut conn, self.campaign, &self.burn.spend.wallet).await?
+            crate::spend::at_once::read(&mut conn, self.campaign, &self.burn.spend.wallet).await?
         else {
             drop(conn);
             return self.answer(store, None).await;

@@ -8,11 +8,20 @@
 //! and gives the rest back to their lots, as a void or a lapse gives back all of them (each lot
 //! keeps its expiry: one already past it expires at the next sweep). Each step runs under the
 //! wallet's lock (`place.rs`, `settle.rs`), so no interleaving with burns, other holds, expiry
-//! or reversals lets a hold overdraw the wallet, and a hold is settled once.
-use crate::holds::settle::HoldRef;
-use crate::{Campaign, Ledger, Page, Paged, StoreError, Tokens};
+//! or reversals lets a hold overdraw the wallet, and a hold is settled once; on PostgreSQL a
+//! hold and a whole capture are first tried without the lock, in one statement that checks what
+//! it read (`at_once.rs`).
 use chrono::{DateTime, Utc};
+use sqlx::PgPool;
 
+use crate::backend::direct::Direct;
+use crate::backend::{Forked, OnPostgres, OnSqlite};
+use crate::holds::place::Placing;
+use crate::holds::settle::HoldRef;
+use crate::spend::at_once::read as at_once_read;
+use crate::{Campaign, Ledger, Page, Paged, StoreError, Tokens};
+
+mod at_once;
 pub mod place;
 mod record;
 pub mod settle;
@@ -35,12 +44,15 @@ impl Ledger {
     #[tracing::instrument(skip_all)]
     pub async fn hold(&self, campaign: &Campaign, hold: NewHold) -> Result<HoldPlaced, StoreError> {
         crate::limits::check_client_key(&hold.spend.external_id)?;
-        let wallet = self.get_wallet(campaign, &hold.spend.wallet).await?;
+        // Before a connection is held: a policy not cached would take another from the pool.
         let min_balance = self.programme().policy(campaign).await?.min_balance;
-        let at = self.now();
-        let placing =
-            place::Placing::new(campaign, hold, wallet.id, wallet.currency, min_balance, at);
-        self.write(placing).await?
+        let holding = Holding {
+            store: self,
+            campaign,
+            hold,
+            min_balance,
+        };
+        self.fork(holding).await
     }
 
     /// The campaign's hold with id or `externalId` `reference`.
@@ -90,9 +102,14 @@ impl Ledger {
         if amount.is_some_and(|a| !a.is_positive()) {
             return Err(StoreError::invalid("amount", "must be more than 0"));
         }
-        let hold = in_campaign(campaign, reference);
-        self.settle_at(hold, Settle::Capture(amount), self.now())
-            .await
+        let capturing = Capturing {
+            store: self,
+            campaign,
+            reference,
+            amount,
+            at: self.now(),
+        };
+        self.fork(capturing).await
     }
 
     /// Releases the hold's tokens. A hold already released (voided or lapsed) is answered as
@@ -143,6 +160,110 @@ impl Ledger {
         at: DateTime<Utc>,
     ) -> Result<HoldSettled, StoreError> {
         self.write(settle::Settling { hold, how, at }).await?
+    }
+}
+
+/// One hold to place, for the backend's half: SQLite places it under the wallet's lock on the
+/// writer; PostgreSQL first tries without a lock (`at_once`).
+struct Holding<'a> {
+    store: &'a Ledger,
+    campaign: &'a Campaign,
+    hold: NewHold,
+    min_balance: Tokens,
+}
+
+impl Forked for Holding<'_> {
+    type Output = HoldPlaced;
+}
+
+impl Holding<'_> {
+    fn placing(self, wallet: String, currency: String) -> Placing {
+        let at = self.store.now();
+        Placing::new(
+            self.campaign,
+            self.hold,
+            wallet,
+            currency,
+            self.min_balance,
+            at,
+        )
+    }
+}
+
+impl OnSqlite for Holding<'_> {
+    async fn sqlite(self, _: &Direct) -> Result<HoldPlaced, StoreError> {
+        let store = self.store;
+        let wallet = store
+            .get_wallet(self.campaign, &self.hold.spend.wallet)
+            .await?;
+        store
+            .write(self.placing(wallet.id, wallet.currency))
+            .await?
+    }
+}
+
+impl OnPostgres for Holding<'_> {
+    /// The wallet is found by the unlocked hold's own read, which brings what it needs: one
+    /// round trip for both. A hold the unlocked write cannot make (or a repeat, which its
+    /// unique key refuses there) is the locked step's, which answers a repeat.
+    async fn postgres(self, pool: &PgPool) -> Result<HoldPlaced, StoreError> {
+        let store = self.store;
+        let mut conn = pool.acquire().await?;
+        let read = at_once_read(&mut conn, self.campaign, &self.hold.spend.wallet).await?;
+        let (wallet, currency, snapshot) = read.ok_or(StoreError::NotFound { what: "wallet" })?;
+        let placing = self.placing(wallet, currency);
+        match placing.at_once(&mut conn, snapshot).await {
+            Ok(Some(placed)) => return Ok(placed),
+            Ok(None) => {}
+            Err(err) if err.is_unique_violation() => {}
+            Err(err) => return Err(err),
+        }
+        // The locked step takes a connection of its own.
+        drop(conn);
+        store.write(placing).await?
+    }
+}
+
+/// A client's capture of a hold, for the backend's half: PostgreSQL first tries a whole
+/// capture without a lock (`at_once`).
+struct Capturing<'a> {
+    store: &'a Ledger,
+    campaign: &'a Campaign,
+    reference: &'a str,
+    amount: Option<Tokens>,
+    at: DateTime<Utc>,
+}
+
+impl Forked for Capturing<'_> {
+    type Output = HoldSettled;
+}
+
+impl Capturing<'_> {
+    async fn locked(self) -> Result<HoldSettled, StoreError> {
+        let hold = in_campaign(self.campaign, self.reference);
+        let how = Settle::Capture(self.amount);
+        self.store.settle_at(hold, how, self.at).await
+    }
+}
+
+impl OnSqlite for Capturing<'_> {
+    async fn sqlite(self, _: &Direct) -> Result<HoldSettled, StoreError> {
+        self.locked().await
+    }
+}
+
+impl OnPostgres for Capturing<'_> {
+    async fn postgres(self, pool: &PgPool) -> Result<HoldSettled, StoreError> {
+        let mut conn = pool.acquire().await?;
+        let (campaign, reference) = (self.campaign, self.reference);
+        match at_once::capture(&mut conn, campaign, reference, self.amount, self.at).await {
+            Ok(Some(settled)) => return Ok(settled),
+            Ok(None) => {}
+            Err(err) if err.is_unique_violation() => {}
+            Err(err) => return Err(err),
+        }
+        drop(conn);
+        self.locked().await
     }
 }
 

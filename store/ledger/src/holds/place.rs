@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use super::{
     Hold, HoldPlaced, HoldRow, HoldStatus, NewHold, hold_columns, hold_from_row, hold_key,
 };
-use crate::backend::{Steps, ToArg, Tx};
+use crate::backend::{Arg, Steps, ToArg, Tx};
 use crate::common::ids::{Fingerprint, new_id};
 use crate::refusals;
 use crate::spend::{position, record_spends, repay, take_moving_later};
@@ -44,14 +44,14 @@ const RESERVE: &str = "UPDATE wallets SET held = held + $2, updated_at = $3, \
      fifo_taken = COALESCE($6, fifo_taken) WHERE id = $1";
 
 pub struct Placing {
-    org_id: String,
+    pub(super) org_id: String,
     campaign_id: String,
     hold: NewHold,
     /// The wallet's id and currency.
     wallet: String,
     currency: String,
     fingerprint: Fingerprint,
-    min_balance: i64,
+    pub(super) min_balance: i64,
     /// When it is placed, as the store's clock says.
     at: DateTime<Utc>,
 }
@@ -126,40 +126,8 @@ impl Placing {
                 available: Tokens::from_micros((free - self.min_balance).max(0)),
             });
         }
-        let at = self.at;
-        let hold = Hold {
-            id: new_id(),
-            wallet_id: wallet.clone(),
-            external_id: h.spend.external_id.clone(),
-            amount: h.spend.amount,
-            currency: self.currency.clone(),
-            description: Some(h.spend.description.clone()),
-            comment: h.spend.comment.clone(),
-            meta: h.spend.meta.clone(),
-            status: HoldStatus::Held,
-            expires_at: h.expires_at,
-            captured: None,
-            transaction_id: None,
-            created_at: at,
-            updated_at: at,
-        };
-        let args = [
-            hold.id.to_arg(),
-            self.org_id.to_arg(),
-            self.campaign_id.to_arg(),
-            wallet.to_arg(),
-            hold.external_id.to_arg(),
-            key.as_slice().to_arg(),
-            self.fingerprint.text.to_arg(),
-            amount.to_arg(),
-            hold.currency.to_arg(),
-            hold.description.to_arg(),
-            hold.comment.to_arg(),
-            hold.meta.to_arg(),
-            HoldStatus::Held.as_str().to_arg(),
-            hold.expires_at.to_arg(),
-            at.to_arg(),
-        ];
+        let hold = self.hold_row();
+        let args = self.insert_args(&hold, &key);
         if tx.execute(INSERT, &args).await? == 0 {
             // A twin on another wallet (not behind this one's lock) took the id meanwhile: a
             // retry replays it or names the difference.
@@ -179,13 +147,57 @@ impl Placing {
             )));
         }
         let (moved_date, moved_id, moved_taken) = spent.moved_to();
-        let args = params![wallet, amount, at, moved_date, moved_id, moved_taken];
+        let args = params![wallet, amount, self.at, moved_date, moved_id, moved_taken];
         tx.execute(RESERVE, args).await?;
         record_spends(tx, &hold.id, &spent.takes).await?;
         Ok(HoldPlaced {
             hold,
             replayed: false,
         })
+    }
+}
+
+impl Placing {
+    /// The hold to write: new, open, placed now.
+    pub(super) fn hold_row(&self) -> Hold {
+        let (h, at) = (&self.hold, self.at);
+        Hold {
+            id: new_id(),
+            wallet_id: self.wallet.clone(),
+            external_id: h.spend.external_id.clone(),
+            amount: h.spend.amount,
+            currency: self.currency.clone(),
+            description: Some(h.spend.description.clone()),
+            comment: h.spend.comment.clone(),
+            meta: h.spend.meta.clone(),
+            status: HoldStatus::Held,
+            expires_at: h.expires_at,
+            captured: None,
+            transaction_id: None,
+            created_at: at,
+            updated_at: at,
+        }
+    }
+
+    /// `hold`'s values for `INSERT`'s parameters, `key` its `hold_key`.
+    pub(super) fn insert_args<'a>(&'a self, hold: &'a Hold, key: &'a [u8]) -> [Arg<'a>; 15] {
+        [
+            hold.id.to_arg(),
+            self.org_id.to_arg(),
+            self.campaign_id.to_arg(),
+            self.wallet.to_arg(),
+            hold.external_id.to_arg(),
+            key.to_arg(),
+            self.fingerprint.text.to_arg(),
+            Arg::Int(Some(hold.amount.micros())),
+            hold.currency.to_arg(),
+            hold.description.to_arg(),
+            hold.comment.to_arg(),
+            hold.meta.to_arg(),
+            HoldStatus::Held.as_str().to_arg(),
+            hold.expires_at.to_arg(),
+            self.at.to_arg(),
+        ]
     }
 }
 

@@ -260,8 +260,8 @@ impl Release<'_> {
         Ok((settled, burn))
     }
 
-    /// The capture's BURN of `amount`, with what it took from each lot (`spent`). Its external
-    /// id is the hold's, prefixed `hold:`, and so unique as the hold's is.
+    /// The capture's BURN of `amount` (`capture_transaction`), with what it took from each lot
+    /// (`spent`).
     async fn burn(
         &self,
         tx: &mut impl Tx,
@@ -269,19 +269,7 @@ impl Release<'_> {
         spent: Spends<'_>,
     ) -> Result<Transaction, StoreError> {
         let hold = self.hold;
-        let transaction = Transaction::new(
-            TransactionKind::Burn,
-            hold.wallet_id.clone(),
-            Tokens::from_micros(amount),
-            format!("hold:{}", hold.external_id),
-            hold.currency.clone(),
-            self.at,
-        )
-        .saying(
-            hold.description.clone(),
-            hold.comment.clone(),
-            hold.meta.clone(),
-        );
+        let transaction = capture_transaction(hold, amount, self.at);
         let entry: Entry<'_> = transaction.entry(self.org_id, self.campaign_id, "");
         let key = entry.idem_key();
         if tx
@@ -306,6 +294,24 @@ impl Release<'_> {
             .await?;
         Ok(transaction)
     }
+}
+
+/// The BURN of `amount` micro-tokens of `hold` captured at `at`. Its external id is the hold's,
+/// prefixed `hold:`, and so unique as the hold's is.
+pub(super) fn capture_transaction(hold: &Hold, amount: i64, at: DateTime<Utc>) -> Transaction {
+    Transaction::new(
+        TransactionKind::Burn,
+        hold.wallet_id.clone(),
+        Tokens::from_micros(amount),
+        format!("hold:{}", hold.external_id),
+        hold.currency.clone(),
+        at,
+    )
+    .saying(
+        hold.description.clone(),
+        hold.comment.clone(),
+        hold.meta.clone(),
+    )
 }
 
 impl Steps for Settling {

@@ -16,7 +16,7 @@
 //! - The caller holds the wallet: it debited or locked the wallet's row in the same
 //!   transaction. The kernel takes no lock and changes no balance.
 //! - Every step is the same on both backends, over `Tx`, but for how the lots are read
-//!   (`reads.rs`).
+//!   (`reads.rs`); PostgreSQL tries a spend without a lock first where it can (`at_once.rs`).
 //! - A spend a client asks for names the same fields whatever its kind (`request.rs`).
 
 use chrono::{DateTime, Utc};
@@ -25,6 +25,7 @@ use crate::StoreError;
 use crate::backend::{Arg, ToArg, Tx};
 use crate::fifo::{Aside, Earn, LotRow, Position, Spent, Taker};
 
+pub(crate) mod at_once;
 mod reads;
 mod request;
 
