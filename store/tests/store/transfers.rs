@@ -458,9 +458,62 @@ async fn concurrent_transfers_both_ways_add_up(store: Store) {
     clean(&store).await;
 }
 
+/// Twins of one transfer racing each other make it once (the others replay it); tokens given
+/// to a wallet that has spent lots dated after them (an earn dated ahead) are still its to
+/// spend.
+async fn racing_twins_transfer_once_and_a_receiver_ahead_keeps_its_lot(store: Store) {
+    let s = setup(&store).await;
+    let book = RuleBook::new(store.programme().clone());
+    second_wallet(&store, &s.campaign).await;
+    let ahead = EarnInput {
+        date: Utc::now() + Duration::hours(12),
+        ..earn_into("w-2", "e-2", "10", 0)
+    };
+    for earn in [earn_into("w-1", "e-1", "100", 1), ahead] {
+        store.ledger().submit_earn(&s.campaign, earn).await.unwrap();
+    }
+    drain(&store, &book).await;
+    // w-2's position now lies in its lot dated ahead of the transfer's.
+    store
+        .ledger()
+        .burn(&s.campaign, burn_from("w-2", "b-1", 4))
+        .await
+        .unwrap();
+    let twins = (0..20).map(|_| {
+        let (store, campaign) = (store.clone(), s.campaign.clone());
+        tokio::spawn(async move {
+            let t = transfer("t-1", "w-1", "w-2", 5);
+            store.ledger().transfer(&campaign, t).await
+        })
+    });
+    let mut made = Vec::new();
+    for twin in twins {
+        made.push(twin.await.unwrap().unwrap());
+    }
+    assert_eq!(made.iter().filter(|m| !m.replayed).count(), 1);
+    assert!(made.iter().all(|m| m.transfer == made[0].transfer));
+    assert_eq!(
+        figures(&store, &s.campaign, "w-1").await.0,
+        Tokens::whole(95)
+    );
+    assert_eq!(
+        figures(&store, &s.campaign, "w-2").await.0,
+        Tokens::whole(11)
+    );
+    // The 6 left of the lot ahead and the 5 given.
+    store
+        .ledger()
+        .burn(&s.campaign, burn_from("w-2", "b-2", 11))
+        .await
+        .unwrap();
+    assert_eq!(figures(&store, &s.campaign, "w-2").await.0, Tokens::ZERO);
+    clean(&store).await;
+}
+
 backend_tests!(
     a_transfer_moves_lots_with_their_expiry,
     refused_transfers_change_nothing,
     earnings_and_tiers_move_when_the_policy_says_so,
     concurrent_transfers_both_ways_add_up,
+    racing_twins_transfer_once_and_a_receiver_ahead_keeps_its_lot,
 );

@@ -14,15 +14,22 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::backend::{Steps, ToArg, Tx};
+use sqlx::PgPool;
+
+use crate::backend::direct::Direct;
+use crate::backend::{Forked, OnPostgres, OnSqlite, Steps, ToArg, Tx};
 use crate::common::ids::{Fingerprint, as_micros};
 use crate::credit::{SET_ASIDE, sooner};
+use crate::fifo::Spent;
 use crate::refusals;
+use crate::spend::at_once::read as at_once_read;
 use crate::spend::{position, record_spends, repay, take_moving_later};
 use crate::transactions::{
     SELECT_BY_KEY, TransactionRow, idem_key, replay_or_conflict, transaction_columns, unsum,
 };
 use crate::{Campaign, Ledger, StoreError, Tokens, Transaction, TransactionKind, Transfers};
+
+mod at_once;
 
 /// Its serialization is what a repeat must match (`Fingerprint::of_request`): each field under
 /// the name a client sends it by, the key itself left out.
@@ -163,33 +170,13 @@ impl Ledger {
                 "the programme does not allow transfers between wallets".into(),
             ));
         }
-        let from = self
-            .transfer_wallet(campaign, &transfer.from, "fromWalletId")
-            .await?;
-        let to = self
-            .transfer_wallet(campaign, &transfer.to, "toWalletId")
-            .await?;
-        if from == to {
-            return Err(StoreError::refused(
-                "same_wallet",
-                Some("toWalletId".into()),
-                "the tokens would go to the wallet they come from".into(),
-            ));
-        }
-        let transferring = Transferring {
-            org_id: campaign.org_id.clone(),
-            campaign_id: campaign.id.clone(),
-            currency: campaign.currency.clone(),
-            fingerprint: Fingerprint::of_request(&transfer),
+        let sending = Sending {
+            store: self,
+            campaign,
             transfer,
-            from,
-            to,
-            min_balance: policy.min_balance.micros(),
-            daily_cap: policy.transfer_daily_cap.map(Tokens::micros),
-            move_earned: policy.transfers_move_earned,
-            at: self.now(),
+            policy,
         };
-        self.write(transferring).await?
+        self.fork(sending).await
     }
 
     /// The id of the campaign's wallet `reference`: `UnknownReference` on `field` when the
@@ -283,6 +270,90 @@ fn transfer_of(out: Transaction, legs: Vec<LegRow>) -> Result<Transfer, StoreErr
     })
 }
 
+/// One transfer, for the backend's half: SQLite makes it under both wallets' locks on the
+/// writer; PostgreSQL first tries without a lock (`at_once`).
+struct Sending<'a> {
+    store: &'a Ledger,
+    campaign: &'a Campaign,
+    transfer: NewTransfer,
+    policy: crate::Policy,
+}
+
+impl Forked for Sending<'_> {
+    type Output = Transferred;
+}
+
+impl Sending<'_> {
+    /// The transfer from wallet `from` to the campaign's wallet the request names (its id found
+    /// here): `same_wallet` when they are one.
+    async fn between(self, from: String) -> Result<Transferring, StoreError> {
+        let (store, campaign) = (self.store, self.campaign);
+        let to = store
+            .transfer_wallet(campaign, &self.transfer.to, "toWalletId")
+            .await?;
+        if from == to {
+            return Err(StoreError::refused(
+                "same_wallet",
+                Some("toWalletId".into()),
+                "the tokens would go to the wallet they come from".into(),
+            ));
+        }
+        let policy = self.policy;
+        Ok(Transferring {
+            org_id: campaign.org_id.clone(),
+            campaign_id: campaign.id.clone(),
+            currency: campaign.currency.clone(),
+            fingerprint: Fingerprint::of_request(&self.transfer),
+            transfer: self.transfer,
+            from,
+            to,
+            min_balance: policy.min_balance.micros(),
+            daily_cap: policy.transfer_daily_cap.map(Tokens::micros),
+            move_earned: policy.transfers_move_earned,
+            at: store.now(),
+        })
+    }
+}
+
+impl OnSqlite for Sending<'_> {
+    async fn sqlite(self, _: &Direct) -> Result<Transferred, StoreError> {
+        let store = self.store;
+        let from = store
+            .transfer_wallet(self.campaign, &self.transfer.from, "fromWalletId")
+            .await?;
+        store.write(self.between(from).await?).await?
+    }
+}
+
+impl OnPostgres for Sending<'_> {
+    /// The sender is found by the unlocked transfer's own read, which brings what it needs. A
+    /// transfer the unlocked write cannot make (or a repeat, which its unique key refuses
+    /// there) is the locked step's, which answers a repeat.
+    async fn postgres(self, pool: &PgPool) -> Result<Transferred, StoreError> {
+        let store = self.store;
+        let mut conn = pool.acquire().await?;
+        let read = at_once_read(&mut conn, self.campaign, &self.transfer.from).await?;
+        // Not held while the receiver is looked up: that takes a connection of its own.
+        drop(conn);
+        let Some((from, _, snapshot)) = read else {
+            let from = store
+                .transfer_wallet(self.campaign, &self.transfer.from, "fromWalletId")
+                .await?;
+            return store.write(self.between(from).await?).await?;
+        };
+        let transferring = self.between(from).await?;
+        let mut conn = pool.acquire().await?;
+        match transferring.at_once(&mut conn, snapshot).await {
+            Ok(Some(made)) => return Ok(made),
+            Ok(None) => {}
+            Err(err) if err.is_unique_violation() => {}
+            Err(err) => return Err(err),
+        }
+        drop(conn);
+        store.write(transferring).await?
+    }
+}
+
 struct Transferring {
     org_id: String,
     campaign_id: String,
@@ -331,6 +402,29 @@ impl Transferring {
             t.comment.clone(),
             t.meta.clone(),
         )
+    }
+
+    /// The receiving side of `out`, which took `spent`: a TRANSFER_IN per expiry date among
+    /// the lots taken (those that never expire first, then by date), each with that expiry.
+    fn legs(
+        &self,
+        out: &Transaction,
+        spent: &Spent<DateTime<Utc>>,
+    ) -> Vec<(Transaction, Option<DateTime<Utc>>)> {
+        let mut by_expiry: BTreeMap<Option<DateTime<Utc>>, i64> = BTreeMap::new();
+        for ((_, took), expires_at) in spent.takes.iter().zip(&spent.expiries) {
+            *by_expiry.entry(*expires_at).or_default() += took;
+        }
+        let to = self.to.as_str();
+        by_expiry
+            .into_iter()
+            .enumerate()
+            .map(|(n, (expires_at, amount))| {
+                let key = format!("transfer:{}:{n}", out.id);
+                let leg = self.transaction(TransactionKind::TransferIn, to, amount, key);
+                (leg, expires_at)
+            })
+            .collect()
     }
 
     /// `Ok(Err(_))`: refused for the balance or the cap, the refusal kept.
@@ -413,20 +507,15 @@ impl Transferring {
         ];
         tx.execute(SEND, args).await?;
 
-        // The receiver: a lot per expiry date among the lots taken.
-        let mut by_expiry: BTreeMap<Option<DateTime<Utc>>, i64> = BTreeMap::new();
-        for ((_, took), expires_at) in spent.takes.iter().zip(&spent.expiries) {
-            *by_expiry.entry(*expires_at).or_default() += took;
-        }
         let receiver_at = to_date.zip(to_id);
         let mut legs = Vec::new();
-        for (n, (expires_at, amount)) in by_expiry.into_iter().enumerate() {
-            let key = format!("transfer:{}:{n}", out.id);
-            let leg = self.transaction(TransactionKind::TransferIn, to, amount, key);
+        for (leg, expires_at) in self.legs(&out, &spent) {
+            let amount = leg.amount.micros();
             if !self.write_side(tx, &leg, expires_at, Some(&out.id)).await? {
                 return Err(StoreError::NotCommitted(format!(
-                    "transfer {}'s receiving side {n} was written before",
-                    out.id
+                    "transfer {}'s receiving side {} was written before",
+                    out.id,
+                    leg.external_id.as_deref().unwrap_or_default()
                 )));
             }
             // Behind the receiver's position (it spent tokens dated later): a lot of its own.
