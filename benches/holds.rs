@@ -10,6 +10,9 @@
 //! lot. The burns, holds and transfers run for `BENCH_SECONDS` (default 60); the captures take
 //! each hold placed once, as fast as they go.
 //!
+//! On PostgreSQL the bench ends with the database alone doing the same writes (pgbench, see
+//! `common::pgbench`), when pgbench is installed.
+//!
 //! `cargo bench --bench holds`. Goals: hold, capture and transfer on SQLite at the burn's speed
 //! (>= 5,000 req/s, p99 <= 20 ms); on PostgreSQL >= 2,000 req/s, p99 <= 30 ms.
 
@@ -32,7 +35,7 @@ fn main() {
 #[tokio::main]
 async fn run() {
     let common::Seed {
-        _db,
+        _db: db,
         store,
         campaign,
         key,
@@ -192,4 +195,36 @@ async fn run() {
         store.ledger().audit().await.unwrap().is_empty(),
         "the ledger agrees with itself after the run"
     );
+    if store.backend() == store::Backend::Postgres {
+        database_alone(&db.url, &campaign, seconds);
+    }
+}
+
+/// The floors of PostgreSQL alone (see `common::pgbench`): a burn, a hold and a transfer
+/// between a client's own pair of wallets, each a snapshot read and one write statement.
+fn database_alone(url: &str, campaign: &store::Campaign, seconds: u64) {
+    let floor = common::pgbench::Floor {
+        url,
+        org: &campaign.org_id,
+        campaign: &campaign.id,
+        clients: CLIENTS,
+        seconds,
+    };
+    let any = format!("\\set w random(0, {})", WALLETS - 1);
+    let pair = concat!(
+        "\\set side random(0, 1)\n",
+        "\\set w 2 * :client_id + :side\n",
+        "\\set to 2 * :client_id + 1 - :side"
+    );
+    let scenarios = [
+        (any.as_str(), "burn", "floor: pgbench, burn's statements"),
+        (any.as_str(), "hold", "floor: pgbench, hold's statements"),
+        (pair, "transfer", "floor: pgbench, transfer, pairs"),
+    ];
+    for (prelude, write, name) in scenarios {
+        match floor.run(prelude, write) {
+            Some(load) => println!("{}", load.row(name)),
+            None => println!("{name}: pgbench is not installed"),
+        }
+    }
 }

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each benchmark uses its own part
 
+pub mod pgbench;
+
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
