@@ -42,6 +42,20 @@ fn refused_with<T: std::fmt::Debug>(result: &Result<T, StoreError>) -> Option<(&
     }
 }
 
+/// A campaign whose wallet holds `earns` earns of 10, each its own lot.
+async fn funded(store: &Store, earns: usize) -> Setup {
+    let s = setup(store).await;
+    for i in 0..earns {
+        store
+            .ledger()
+            .submit_earn(&s.campaign, earn(&format!("e-{i}"), "10"))
+            .await
+            .unwrap();
+    }
+    drain(store, &RuleBook::new(store.programme().clone())).await;
+    s
+}
+
 async fn clean(store: &Store) {
     let found = store.ledger().audit().await.unwrap();
     assert!(found.is_empty(), "{found:?}");
@@ -444,16 +458,7 @@ async fn a_return_does_not_take_held_tokens(store: Store) {
 /// 200 holds, burns, captures and voids at once on one wallet never take it below zero, and
 /// what they come to adds up.
 async fn concurrent_holds_and_burns_never_overdraw(store: Store) {
-    let s = setup(&store).await;
-    let book = RuleBook::new(store.programme().clone());
-    for i in 0..10 {
-        store
-            .ledger()
-            .submit_earn(&s.campaign, earn(&format!("e-{i}"), "10"))
-            .await
-            .unwrap();
-    }
-    drain(&store, &book).await;
+    let s = funded(&store, 10).await;
     let mut tasks = Vec::new();
     for i in 0..200i64 {
         let (store, campaign) = (store.clone(), s.campaign.clone());
@@ -514,16 +519,7 @@ async fn concurrent_holds_and_burns_never_overdraw(store: Store) {
 /// Twins of one hold racing each other place it once (the others replay it); captures of one
 /// hold racing each other and a void settle it once, and every capture answers the one BURN.
 async fn racing_twins_and_settlements_take_effect_once(store: Store) {
-    let s = setup(&store).await;
-    let book = RuleBook::new(store.programme().clone());
-    for i in 0..3 {
-        store
-            .ledger()
-            .submit_earn(&s.campaign, earn(&format!("e-{i}"), "10"))
-            .await
-            .unwrap();
-    }
-    drain(&store, &book).await;
+    let s = funded(&store, 3).await;
     let twins = (0..20).map(|_| {
         let (store, campaign) = (store.clone(), s.campaign.clone());
         tokio::spawn(async move { store.ledger().hold(&campaign, hold("h-1", 12)).await })

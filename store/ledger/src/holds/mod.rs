@@ -18,7 +18,7 @@ use crate::backend::direct::Direct;
 use crate::backend::{Forked, OnPostgres, OnSqlite};
 use crate::holds::place::Placing;
 use crate::holds::settle::HoldRef;
-use crate::spend::at_once::read as at_once_read;
+use crate::spend::at_once::{or_locked, read as at_once_read};
 use crate::{Campaign, Ledger, Page, Paged, StoreError, Tokens};
 
 mod at_once;
@@ -212,11 +212,8 @@ impl OnPostgres for Holding<'_> {
         let read = at_once_read(&mut conn, self.campaign, &self.hold.spend.wallet).await?;
         let (wallet, currency, snapshot) = read.ok_or(StoreError::NotFound { what: "wallet" })?;
         let placing = self.placing(wallet, currency);
-        match placing.at_once(&mut conn, snapshot).await {
-            Ok(Some(placed)) => return Ok(placed),
-            Ok(None) => {}
-            Err(err) if err.is_unique_violation() => {}
-            Err(err) => return Err(err),
+        if let Some(placed) = or_locked(placing.at_once(&mut conn, snapshot).await)? {
+            return Ok(placed);
         }
         // The locked step takes a connection of its own.
         drop(conn);
@@ -256,11 +253,9 @@ impl OnPostgres for Capturing<'_> {
     async fn postgres(self, pool: &PgPool) -> Result<HoldSettled, StoreError> {
         let mut conn = pool.acquire().await?;
         let (campaign, reference) = (self.campaign, self.reference);
-        match at_once::capture(&mut conn, campaign, reference, self.amount, self.at).await {
-            Ok(Some(settled)) => return Ok(settled),
-            Ok(None) => {}
-            Err(err) if err.is_unique_violation() => {}
-            Err(err) => return Err(err),
+        let tried = at_once::capture(&mut conn, campaign, reference, self.amount, self.at).await;
+        if let Some(settled) = or_locked(tried)? {
+            return Ok(settled);
         }
         drop(conn);
         self.locked().await

@@ -154,6 +154,16 @@ impl Snapshot {
     }
 }
 
+/// What a write tried without a lock made, or `None` when the locked step must make it: the
+/// write left it (`Ok(None)`), or a unique key refused it (a repeat, which the locked step
+/// answers).
+pub(crate) fn or_locked<T>(tried: Result<Option<T>, StoreError>) -> Result<Option<T>, StoreError> {
+    match tried {
+        Err(err) if err.is_unique_violation() => Ok(None),
+        tried => tried,
+    }
+}
+
 /// What a spend took from each earn, as the arrays its statement binds (earn ids, amounts).
 pub(crate) fn takes(spent: &Spent<DateTime<Utc>>) -> (Vec<String>, Vec<i64>) {
     spent.takes.iter().cloned().unzip()

@@ -22,7 +22,7 @@ use crate::common::ids::{Fingerprint, as_micros};
 use crate::credit::{SET_ASIDE, sooner};
 use crate::fifo::Spent;
 use crate::refusals;
-use crate::spend::at_once::read as at_once_read;
+use crate::spend::at_once::{or_locked, read as at_once_read};
 use crate::spend::{position, record_spends, repay, take_moving_later};
 use crate::transactions::{
     SELECT_BY_KEY, TransactionRow, idem_key, replay_or_conflict, transaction_columns, unsum,
@@ -343,11 +343,8 @@ impl OnPostgres for Sending<'_> {
         };
         let transferring = self.between(from).await?;
         let mut conn = pool.acquire().await?;
-        match transferring.at_once(&mut conn, snapshot).await {
-            Ok(Some(made)) => return Ok(made),
-            Ok(None) => {}
-            Err(err) if err.is_unique_violation() => {}
-            Err(err) => return Err(err),
+        if let Some(made) = or_locked(transferring.at_once(&mut conn, snapshot).await)? {
+            return Ok(made);
         }
         drop(conn);
         store.write(transferring).await?
