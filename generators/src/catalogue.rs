@@ -3,40 +3,11 @@
 //! one to three variants at several prices and tiers, some with limited stock, some bookable
 //! with branches around Cape Town, Johannesburg and Durban.
 
+use crate::random::Random;
 use store::{
     Address, Branch, Catalogue, Category, ContactDetails, ProductEntry, Tag, TierEntry, Tokens,
     VariantEntry, Weekdays,
 };
-
-/// A small deterministic generator (SplitMix64).
-struct Random(u64);
-
-impl Random {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-
-    /// A number from -1 to 1.
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-    }
-
-    fn chance(&mut self, share: f64) -> bool {
-        (self.next() >> 11) as f64 / ((1u64 << 53) as f64) < share
-    }
-}
 
 /// (category id, name, nouns, what the variants are)
 const CATEGORIES: [(&str, &str, &[&str], &[&str]); 8] = [

@@ -6,7 +6,8 @@
 //!   the best field, then BM25.
 //! - `geo`: points within a great-circle radius, found through a latitude-sorted list.
 //! - `vectors`: nearest neighbours by cosine distance (an 8-bit copy scanned, the best
-//!   candidates re-ranked exactly), and `embed`, a vector computed from text with no model.
+//!   candidates re-ranked exactly; from ten thousand vectors on, an HNSW graph built in the
+//!   background and walked instead), and `embed`, a vector computed from text with no model.
 
 pub mod geo;
 pub mod text;

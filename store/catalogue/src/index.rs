@@ -160,6 +160,8 @@ pub struct CatalogueIndex {
     category_keys: Vec<(String, String)>,
     /// Each product can be ordered now.
     available: Vec<bool>,
+    /// How many can.
+    orderable: usize,
     /// Each product's orders need a booking.
     book_in_advance: Vec<bool>,
     /// Its variants' prices and tiers, for the filters.
@@ -313,6 +315,8 @@ impl CatalogueIndex {
             orders.push(order);
             places.push(place);
         }
+        let available: Vec<bool> = products.iter().map(Product::is_available).collect();
+        let orderable = available.iter().filter(|a| **a).count();
         CatalogueIndex {
             version,
             by_id: products
@@ -322,7 +326,8 @@ impl CatalogueIndex {
                 .collect(),
             category_of,
             category_keys,
-            available: products.iter().map(Product::is_available).collect(),
+            available,
+            orderable,
             book_in_advance: products.iter().map(|p| p.book_in_advance).collect(),
             variant_facts: VariantFacts::build(&products),
             draws: Draws::build(&products),
@@ -612,14 +617,24 @@ impl CatalogueIndex {
         }
         let except = except.and_then(|id| self.by_id.get(id).copied());
         let keep = |i: usize| Some(i) != except && self.available[i];
-        let nearest = self
-            .vectors
-            .nearest(vector, limit, keep)
-            .ok_or(VectorProblem::Zero)?;
+        // The graph leads to the nearest of all products; when most cannot be ordered, few of
+        // those it finds would be kept, and the scan skips the rest cheaply.
+        let nearest = if self.orderable * 4 < self.available.len() {
+            self.vectors.scan(vector, limit, keep)
+        } else {
+            self.vectors.nearest(vector, limit, keep)
+        };
+        let nearest = nearest.ok_or(VectorProblem::Zero)?;
         Ok(nearest
             .into_iter()
             .map(|(i, d)| (&self.products[i], d))
             .collect())
+    }
+
+    /// Whether nearest products come from a graph (built off the request path for a large
+    /// catalogue) rather than a scan of every vector.
+    pub fn vectors_graphed(&self) -> bool {
+        self.vectors.graph_ready()
     }
 
     /// The vector of the product with id `id` (normalised).
