@@ -198,7 +198,7 @@ impl VectorIndex {
         let Some(graph) = self.graph.get() else {
             return self.scan(query, k, keep);
         };
-        let query = normalised(query).filter(|q| q.len() == self.dimensions)?;
+        let query = self.unit(query)?;
         let (coarse_query, scale) = quantise(&query);
         let ef = EF_SEARCH.max(4 * k);
         let found = VISITED.with_borrow_mut(|visited| {
@@ -211,7 +211,7 @@ impl VectorIndex {
             .map(|i| (i, self.exact_distance(i, &query)))
             .collect();
         if ranked.len() < k {
-            return self.scan(&query, k, keep);
+            return Some(self.scan_unit(&query, k, keep));
         }
         ranked.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
         ranked.truncate(k);
@@ -227,9 +227,23 @@ impl VectorIndex {
         k: usize,
         keep: impl Fn(usize) -> bool,
     ) -> Option<Vec<(usize, f32)>> {
-        let query = normalised(query).filter(|q| q.len() == self.dimensions)?;
+        Some(self.scan_unit(&self.unit(query)?, k, keep))
+    }
+
+    /// `query` normalised, when it has this index's dimension and a direction.
+    fn unit(&self, query: &[f32]) -> Option<Vec<f32>> {
+        normalised(query).filter(|q| q.len() == self.dimensions)
+    }
+
+    /// `scan` of a query already normalised.
+    fn scan_unit(
+        &self,
+        query: &[f32],
+        k: usize,
+        keep: impl Fn(usize) -> bool,
+    ) -> Vec<(usize, f32)> {
         if k == 0 {
-            return Some(Vec::new());
+            return Vec::new();
         }
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2")
@@ -237,9 +251,9 @@ impl VectorIndex {
         {
             // SAFETY: this processor has the features the twin is compiled for.
             #[allow(unsafe_code)]
-            return Some(unsafe { self.nearest_avx2(&query, k, keep) });
+            return unsafe { self.nearest_avx2(query, k, keep) };
         }
-        Some(self.nearest_normalised(&query, k, keep))
+        self.nearest_normalised(query, k, keep)
     }
 
     /// `nearest_normalised` compiled for AVX2 and POPCNT (the build targets the baseline
