@@ -17,6 +17,9 @@
 //! checkpoint) and the kernel's dirty pages written back, so that no step pays for the one
 //! before it.
 //!
+//! The fresh ledger's load is also printed stage by stage (`ingest::batch::stages`): where the
+//! file's time went, and how much of it the writer was busy.
+//!
 //! `cargo bench --bench ingest` (rows: `BENCH_ROWS`, default 1,000,000; needs the `sqlite3` or
 //! `psql` command). Goals: a load at most 4x the bulk load's time, and at most 1.3x its fresh
 //! time on the ledger with a history; a workbook under 1 s on it; Parquet no slower than CSV
@@ -99,7 +102,7 @@ async fn run() {
         path
     };
     let xlsx_fresh = common::load(&store, &book, &data, &org, &workbook(2), 10_000).await;
-    let ours = common::load(&store, &book, &data, &org, &file, rows).await;
+    let (ours, stages) = common::load_staged(&store, &book, &data, &org, &file, rows).await;
     // The same rows as Parquet, on a fresh ledger of their own.
     let parquet_seconds = {
         let seed = common::seed(WALLETS as usize, true).await;
@@ -184,6 +187,7 @@ async fn run() {
         bulk_on_history / baselines[0].1
     );
     println!("(goal: <= 4x the bulk load's time)");
+    print_stages(ours, &stages);
     let growth: Vec<String> = history_files
         .iter()
         .map(|(held, rate)| format!("{rate:.0} to {}M", held / 1_000_000))
@@ -265,6 +269,33 @@ async fn run() {
     println!(
         "peak RSS of that process: {export_peak} MiB (goal: >= 500,000 rows/s to Parquet on \
          SQLite; `rewards export` runs in a process of its own)"
+    );
+}
+
+/// Where the fresh ledger's load of the file went, stage by stage (`Stages`): the stages on the
+/// pipeline's path, what is left of the file's time (received into the spool and claimed), and
+/// the writer's own time, which overlaps them.
+fn print_stages(seconds: f64, stages: &ingest::batch::stages::Stages) {
+    println!("where the fresh ledger's load went (seconds, share of its {seconds:.2} s):");
+    let mut on_path = 0.0;
+    for (name, time) in stages.each() {
+        let time = time.as_secs_f64();
+        let note = if name == "writing" {
+            " (the writer, overlapping the stages above)"
+        } else {
+            on_path += time;
+            ""
+        };
+        println!(
+            "  {name:<10} {time:>8.2} {:>6.1}%{note}",
+            time / seconds * 100.0
+        );
+    }
+    let rest = seconds - on_path;
+    println!(
+        "  {:<10} {rest:>8.2} {:>6.1}% (the rest: received into the spool, claimed, opened)",
+        "receive",
+        rest / seconds * 100.0
     );
 }
 

@@ -515,6 +515,18 @@ pub async fn load(
     file: &std::path::Path,
     rows: u64,
 ) -> f64 {
+    load_staged(store, book, data, org, file, rows).await.0
+}
+
+/// `load`, and where the pipeline's time went.
+pub async fn load_staged(
+    store: &store::Store,
+    book: &store::RuleBook,
+    data: &std::path::Path,
+    org: &store::OrgScope,
+    file: &std::path::Path,
+    rows: u64,
+) -> (f64, ingest::batch::stages::Stages) {
     let name = file.file_name().unwrap().to_string_lossy().to_string();
     settle(store).await;
     let started = Instant::now();
@@ -527,13 +539,13 @@ pub async fn load(
         .await
         .unwrap()
         .remove(0);
-    ingest::batch::pipeline::process(store, book, data, &batch, &|_| {})
+    let outcome = ingest::batch::pipeline::process(store, book, data, &batch, &|_| {})
         .await
         .unwrap();
     let seconds = started.elapsed().as_secs_f64();
     let done = store.batches().get_batch(org, &batch.id).await.unwrap();
     assert_eq!(done.rows_loaded, Some(rows as i64), "every row loaded");
-    seconds
+    (seconds, outcome.stages)
 }
 
 /// Before a timed step of the ledger, as `BulkTable::settle`: a checkpoint (on SQLite, the pages

@@ -2,8 +2,8 @@
 //! `delimited`, the bounded CSV reader, and `xlsx`, workbooks read and written), `mapping` (a
 //! client's layout), `values` (cells as decimals, dates, booleans), `rows` (a row as an earn, or
 //! why not), `pipeline` (claimed batches read, evaluated and credited chunk by chunk), `seen` (ids
-//! met earlier in a file), `reports` (the result and rejected-rows files) and `live` (how far the
-//! files loading on this node have got).
+//! met earlier in a file), `reports` (the result and rejected-rows files), `stages` (where a file's
+//! time went) and `live` (how far the files loading on this node have got).
 
 pub mod delimited;
 pub mod live;
@@ -13,5 +13,6 @@ pub mod records;
 pub mod reports;
 pub mod rows;
 pub mod seen;
+pub mod stages;
 pub mod values;
 pub mod xlsx;

@@ -26,6 +26,7 @@ use crate::batch::records::{Record, Records};
 use crate::batch::reports::{Rejected, write_atomically};
 use crate::batch::rows::{Layout, Reason, Rejection, Row};
 use crate::batch::seen::Seen;
+use crate::batch::stages::Stages;
 use crate::error::{Context, IngestError};
 use crate::folders::{Folder, Tree};
 
@@ -81,6 +82,8 @@ pub struct Outcome {
     /// The content of `<file>.result.json`.
     pub summary: Value,
     pub error: Option<String>,
+    /// Where the file's time went.
+    pub stages: Stages,
 }
 
 /// What reading a file came to.
@@ -103,6 +106,7 @@ struct Tally {
     by_reason: BTreeMap<&'static str, u64>,
     /// Why the file could not be read to its end (rows before that point count).
     error: Option<String>,
+    stages: Stages,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,7 +167,9 @@ pub async fn run_file(job: &Job<'_>) -> Result<Outcome, StoreError> {
     if first == Mode::Check && !dry_run {
         if refusal.is_none() && tally.error.is_none() {
             rejected = Rejected::create(report("rejected.csv"))?;
+            let checked = tally.stages;
             tally = scan(job, Mode::Load, &mut rejected).await?;
+            tally.stages += checked;
         } else {
             // Checked, not loaded: the counts say what was credited, which is nothing.
             tally.loaded = 0;
@@ -174,6 +180,7 @@ pub async fn run_file(job: &Job<'_>) -> Result<Outcome, StoreError> {
         }
     }
     let rejected_count = rejected.count;
+    let reported = Instant::now();
     rejected.finish()?;
     let error = tally.error.clone().or(refusal);
     let state = if error.is_some() {
@@ -212,6 +219,7 @@ pub async fn run_file(job: &Job<'_>) -> Result<Outcome, StoreError> {
         &report("result.json"),
         &serde_json::to_vec_pretty(&summary).unwrap_or_default(),
     )?;
+    tally.stages.report += reported.elapsed();
     Ok(Outcome {
         state,
         rows: tally.rows,
@@ -219,6 +227,7 @@ pub async fn run_file(job: &Job<'_>) -> Result<Outcome, StoreError> {
         rejected: rejected_count,
         summary,
         error,
+        stages: tally.stages,
     })
 }
 
@@ -247,6 +256,7 @@ pub async fn process(
     let tree = Tree::open(data_dir, &batch.org_id)
         .map_err(|e| StoreError::NotCommitted(format!("the organisation's folders: {e}")))?;
     let reports = tree.file(Folder::Reports, "");
+    let verifying = Instant::now();
     let found = match spooled(data_dir, batch) {
         None => Err(IngestError::refused(
             "the received file is missing from the spool",
@@ -258,7 +268,8 @@ pub async fn process(
                 .map(|mapping| (path, mapping)),
         },
     };
-    let outcome = match found {
+    let verify = verifying.elapsed();
+    let mut outcome = match found {
         Ok((path, mapping)) => {
             let job = Job {
                 store,
@@ -275,6 +286,8 @@ pub async fn process(
         }
         Err(error) => refused_whole(&reports, batch, error.to_string())?,
     };
+    outcome.stages.verify += verify;
+    let recording = Instant::now();
     store
         .batches()
         .finish_batch(
@@ -289,9 +302,10 @@ pub async fn process(
             },
         )
         .await?;
+    outcome.stages.report += recording.elapsed();
     tracing::info!(batch = %batch.id, org = %batch.org_id, file = %batch.file_name,
         state = outcome.state.as_str(), rows = outcome.rows, loaded = outcome.loaded,
-        rejected = outcome.rejected, "batch processed");
+        rejected = outcome.rejected, stages = %outcome.stages, "batch processed");
     Ok(outcome)
 }
 
@@ -351,6 +365,7 @@ fn refused_whole(reports: &Path, batch: &Batch, error: String) -> Result<Outcome
         rejected: 0,
         summary,
         error: Some(error),
+        stages: Stages::default(),
     })
 }
 
@@ -374,7 +389,7 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
     };
     rejected.header(header.as_deref().unwrap_or_default())?;
     let mut records = if job.book.any_limited(job.org.id()).await? {
-        Source::ordered(records, &layout)
+        Stages::timed(&mut tally.stages.read, || Source::ordered(records, &layout))
     } else {
         Source::File(records)
     };
@@ -392,13 +407,15 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
     let mut crediting: Option<Chunk> = None;
     loop {
         let mut chunk = Vec::with_capacity(rows);
-        while chunk.len() < rows && tally.error.is_none() {
-            match records.next_record() {
-                Ok(Some(record)) => chunk.push(record),
-                Ok(None) => break,
-                Err(error) => tally.error = Some(error.to_string()),
+        Stages::timed(&mut tally.stages.read, || {
+            while chunk.len() < rows && tally.error.is_none() {
+                match records.next_record() {
+                    Ok(Some(record)) => chunk.push(record),
+                    Ok(None) => break,
+                    Err(error) => tally.error = Some(error.to_string()),
+                }
             }
-        }
+        });
         if chunk.is_empty() {
             break;
         }
@@ -412,7 +429,7 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
                 .seen
                 .reserve(expected.saturating_sub(loading.seen.len()));
         }
-        let started = start(job, &layout, chunk, &mut loading).await?;
+        let started = start(job, &layout, chunk, &mut loading, &mut tally.stages).await?;
         if let Some(previous) = crediting.replace(started) {
             settle(job, previous, &mut loading, &mut tally, rejected).await?;
         }
@@ -432,7 +449,10 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
     }
     // The counts are reported only once what they count is durable.
     if let Some(load) = loading.load {
+        tally.stages.writing += load.writing();
+        let committing = Instant::now();
         load.finish().await?;
+        tally.stages.commit += committing.elapsed();
     }
     Ok(tally)
 }
@@ -564,7 +584,9 @@ async fn start(
     layout: &Layout,
     records: Vec<Record>,
     loading: &mut Loading,
+    stages: &mut Stages,
 ) -> Result<Chunk, StoreError> {
+    let checking = Instant::now();
     let (seen, returns_seen) = (&mut loading.seen, &mut loading.returns_seen);
     let activities_seen = &mut loading.activities_seen;
     let encoding = job.mapping.encoding;
@@ -648,6 +670,8 @@ async fn start(
             }
         }
     }
+    stages.check += checking.elapsed();
+    let evaluating = Instant::now();
     let outcomes = match loading.load.as_mut() {
         _ if earns.is_empty() => Outcomes::Known(Vec::new()),
         Some(load) => {
@@ -665,6 +689,7 @@ async fn start(
                 .await?,
         ),
     };
+    stages.evaluate += evaluating.elapsed();
     Ok(Chunk {
         records,
         rejections,
@@ -697,6 +722,7 @@ async fn settle(
         activities,
         activities_at,
     } = chunk;
+    let waiting = Instant::now();
     let outcomes = match (outcomes, loading.load.as_mut()) {
         (Outcomes::Known(outcomes), _) => outcomes,
         (Outcomes::Crediting(crediting), Some(load)) => {
@@ -711,11 +737,16 @@ async fn settle(
             ));
         }
     };
+    tally.stages.waiting += waiting.elapsed();
+    let counting = Instant::now();
     for ((i, earn), outcome) in at.into_iter().zip(earns).zip(outcomes) {
         if let Some(rejection) = count(tally, &earn, outcome) {
             rejections.push((i, rejection));
         }
     }
+    tally.stages.report += counting.elapsed();
+    // Returns and activities are written in their turn, their outcomes counted as they come.
+    let waiting = Instant::now();
     if !returns.is_empty() {
         let outcomes = match loading.load.as_mut() {
             Some(load) => load.reverse(returns.clone()).await?,
@@ -748,11 +779,14 @@ async fn settle(
             }
         }
     }
+    tally.stages.waiting += waiting.elapsed();
+    let reporting = Instant::now();
     rejections.sort_by_key(|(i, _)| *i);
     for (i, rejection) in rejections {
         *tally.by_reason.entry(rejection.reason.code()).or_default() += 1;
         rejected.row(&rejection, &records[i].fields)?;
     }
+    tally.stages.report += reporting.elapsed();
     Ok(())
 }
 

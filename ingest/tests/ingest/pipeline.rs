@@ -36,11 +36,20 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
     content.extend_from_slice(b"f-12,w-1,1,1969-12-31,,\nf-13,w-1,1,0226-11-20,,\n");
     content.extend_from_slice(b"f-14,w-1,1,2999-01-01,,\nf-15,w-1,1.0000001,2026-11-20,,\n");
     let batch = crate::common::receive_bytes(&store, dir.path(), &org, "earns.csv", &content).await;
-    let state = ingest::batch::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
+    let started = std::time::Instant::now();
+    let outcome = ingest::batch::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
         .await
-        .unwrap()
-        .state;
-    assert_eq!(state, BatchState::Completed);
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(outcome.state, BatchState::Completed);
+    // The log's profile of the file: every stage was timed, and the stages on the pipeline's
+    // own path add up to no more than the file took.
+    let stages = outcome.stages.each();
+    for (name, time) in stages {
+        assert!(!time.is_zero(), "{name} was timed: {}", outcome.stages);
+    }
+    let on_path: std::time::Duration = stages[..7].iter().map(|(_, time)| *time).sum();
+    assert!(on_path <= took, "{} within {took:?}", outcome.stages);
     assert_eq!(
         balance(&store, &campaign, "w-1").await,
         Tokens::whole(13),

@@ -42,11 +42,13 @@ pub struct FileLoad {
     written: Option<oneshot::Receiver<()>>,
     /// When the batch's claim was last renewed.
     renewed: Instant,
+    /// The writer's time on the chunks whose outcomes were taken (see `writing`).
+    writing: Duration,
 }
 
 /// A chunk `FileLoad::credit` started; `FileLoad::outcomes` waits for it.
 #[must_use = "a chunk's outcomes are only known through `FileLoad::outcomes`"]
-pub struct CreditingChunk(JoinHandle<Result<Written, StoreError>>);
+pub struct CreditingChunk(JoinHandle<Result<(Written, Duration), StoreError>>);
 
 /// A chunk written: each row's outcome, and on SQLite the bulk transaction's commit to wait on.
 type Written = (Vec<FileOutcome>, Option<direct::Commit>);
@@ -61,6 +63,7 @@ impl Batches {
             uncommitted: Vec::new(),
             written: None,
             renewed: Instant::now(),
+            writing: Duration::ZERO,
         }
     }
 }
@@ -73,16 +76,19 @@ impl FileLoad {
         let before = self.written.take();
         let (written, wait) = oneshot::channel();
         self.written = Some(wait);
+        let (turned, its_turn) = oneshot::channel();
         let turn = async move {
             if let Some(before) = before {
                 let _ = before.await;
             }
+            let _ = turned.send(Instant::now());
         };
         let (batches, batch_id) = (self.batches.clone(), self.batch_id.clone());
         let crediting = tokio::spawn(async move {
             let credited = batches.credit_evaluated(&batch_id, evaluated, turn).await;
             let _ = written.send(());
-            credited
+            let writing = its_turn.await.map(|at| at.elapsed()).unwrap_or_default();
+            credited.map(|written| (written, writing))
         });
         // On a single-threaded runtime, lets the write reach the writer before the caller
         // reads its next chunk.
@@ -96,11 +102,12 @@ impl FileLoad {
         &mut self,
         chunk: CreditingChunk,
     ) -> Result<Vec<FileOutcome>, StoreError> {
-        let (outcomes, commit) = chunk
+        let ((outcomes, commit), writing) = chunk
             .0
             .await
             .map_err(|e| StoreError::NotCommitted(format!("crediting a chunk: {e}")))??;
         self.uncommitted.extend(commit);
+        self.writing += writing;
         if self.renewed.elapsed() > RENEW_EVERY {
             self.batches.renew_batch(&self.batch_id).await?;
             self.renewed = Instant::now();
@@ -145,6 +152,12 @@ impl FileLoad {
             direct::committed(commit).await?;
         }
         Ok(())
+    }
+
+    /// The writer's time so far on the chunks whose outcomes were taken: from each chunk's
+    /// turn to its rows written (on SQLite including the periodic commits that fell in it).
+    pub fn writing(&self) -> Duration {
+        self.writing
     }
 
     /// Ends the load: returns once every row credited is committed.

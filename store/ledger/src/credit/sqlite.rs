@@ -45,9 +45,10 @@ impl<F: Future<Output = ()>> OnSqlite for Crediting<F> {
             bulk,
             turn,
         } = self;
+        let rows = Rows::new(&credits);
         turn.await;
         let write = move |tx: &Connection| {
-            let outcomes = credit(tx, &mut credits, &policies, at)?;
+            let outcomes = credit(tx, &mut credits, &rows, &policies, at)?;
             Ok((outcomes, credits))
         };
         if bulk {
@@ -56,6 +57,26 @@ impl<F: Future<Output = ()>> OnSqlite for Crediting<F> {
         } else {
             let (outcomes, credits) = direct.write(write).await?;
             Ok((outcomes, credits, None))
+        }
+    }
+}
+
+/// What a call's rows are written with that needs no database and that counting a limited
+/// credit again cannot change: made before the call's turn, off the writer's time (as
+/// `CopyRows` is on PostgreSQL). A credit's expiry is not among them: it follows the pending
+/// days its rules give, which its counters may change.
+struct Rows {
+    ids: Vec<String>,
+    keys: Vec<Vec<u8>>,
+    dates: Vec<String>,
+}
+
+impl Rows {
+    fn new(credits: &[Credit]) -> Rows {
+        Rows {
+            ids: credits.iter().map(|_| new_id()).collect(),
+            keys: credits.iter().map(Credit::idem_key).collect(),
+            dates: credits.iter().map(|c| direct::time(c.earn.date)).collect(),
         }
     }
 }
@@ -70,22 +91,23 @@ impl<F: Future<Output = ()>> OnSqlite for Crediting<F> {
 fn credit(
     tx: &Connection,
     credits: &mut [Credit],
+    rows: &Rows,
     policies: &HashMap<String, Policy>,
     created_at: DateTime<Utc>,
 ) -> Result<Vec<Credited>, StoreError> {
     if credits.iter().all(|c| c.limited.is_none()) {
-        return write_credits(tx, credits, policies, created_at, Ids::TakenAsNew)?
+        return write_credits(tx, credits, rows, policies, created_at, Ids::TakenAsNew)?
             .ok_or_else(taken);
     }
     tx.execute_batch("SAVEPOINT counted")?;
-    match write_credits(tx, credits, policies, created_at, Ids::TakenAsNew)? {
+    match write_credits(tx, credits, rows, policies, created_at, Ids::TakenAsNew)? {
         Some(outcomes) => {
             tx.execute_batch("RELEASE counted")?;
             Ok(outcomes)
         }
         None => {
             tx.execute_batch("ROLLBACK TO counted; RELEASE counted")?;
-            write_credits(tx, credits, policies, created_at, Ids::Asked)?.ok_or_else(taken)
+            write_credits(tx, credits, rows, policies, created_at, Ids::Asked)?.ok_or_else(taken)
         }
     }
 }
@@ -101,6 +123,7 @@ fn taken() -> StoreError {
 fn write_credits(
     tx: &Connection,
     credits: &mut [Credit],
+    rows: &Rows,
     policies: &HashMap<String, Policy>,
     created_at: DateTime<Utc>,
     ids: Ids,
@@ -115,23 +138,22 @@ fn write_credits(
     let at = direct::time(created_at);
     let counted = ready(counters::count(&mut SqliteTx(tx), credits, ids))?;
     let credits = &*credits;
-    let new_ids: Vec<String> = credits.iter().map(|_| new_id()).collect();
+    let new_ids = &rows.ids;
     let mut inserted = HashSet::new();
     let mut outcomes = Vec::with_capacity(credits.len());
     let mut settlement = Settlement::default();
     let mut insert = tx.prepare_cached(INSERT_TRANSACTION)?;
-    for (c, id) in credits.iter().zip(&new_ids) {
-        let date = direct::time(c.earn.date);
+    for (i, (c, id)) in credits.iter().zip(new_ids).enumerate() {
         let expires_at = c.expires_at(policies);
         let expires_text = expires_at.map(direct::time);
         let entry = c.entry(id, created_at, expires_at);
         let text = EntryText {
             meta: c.meta_text.as_deref(),
-            date: &date,
+            date: &rows.dates[i],
             created_at: &at,
             expires_at: expires_text.as_deref(),
         };
-        let outcome = if write(&entry, &mut insert, &text)? {
+        let outcome = if write(&entry, &rows.keys[i], &mut insert, &text)? {
             inserted.insert(id.as_str());
             settlement.add(c, id, expires_at, c.pending(policies, created_at));
             Credited::New {
@@ -166,7 +188,7 @@ fn write_credits(
         &mut SqliteTx(tx),
         credits,
         &counted,
-        &new_ids,
+        new_ids,
         new,
     ))? {
         return Ok(None);
@@ -210,14 +232,15 @@ fn write_credits(
     Ok(Some(outcomes))
 }
 
-/// Writes `entry` with `statement`, prepared from `INSERT_TRANSACTION`; true when it is new.
+/// Writes `entry` under its idempotency key `key` with `statement`, prepared from
+/// `INSERT_TRANSACTION`; true when it is new.
 fn write(
     entry: &Entry,
+    key: &[u8],
     statement: &mut rusqlite::CachedStatement,
     text: &EntryText,
 ) -> Result<bool, StoreError> {
-    let key = entry.idem_key();
-    let args = entry.args(&key, Some(text));
+    let args = entry.args(key, Some(text));
     let args = args.each_ref().map(|a| a as &dyn rusqlite::ToSql);
     Ok(direct::run(statement, &args)? == 1)
 }
