@@ -62,6 +62,43 @@ async fn audited(store: &Store) {
     assert_eq!(store.ledger().audit().await.unwrap(), []);
 }
 
+/// The campaign's rules set to `rules`, with expiry 30 days counted from vesting and `days`
+/// pending by default; a book that reads them at once.
+async fn with_rules(store: &Store, s: &Setup, rules: &str, days: u32) -> RuleBook {
+    store
+        .programme()
+        .set_rule_set(&s.campaign, rules)
+        .await
+        .unwrap();
+    let policy = Policy {
+        expiry: Expiry::Days(30),
+        expiry_from: ExpiryFrom::Vest,
+        ..Policy::default()
+    };
+    pending_for(store, s, days, policy).await;
+    RuleBook::fresh_for(store.programme().clone(), std::time::Duration::ZERO)
+}
+
+/// The wallet's tokens expiring by `within` days from now, per day.
+async fn expiring_days(store: &Store, s: &Setup, within: i64) -> Vec<(chrono::NaiveDate, Tokens)> {
+    let expiring = store
+        .ledger()
+        .expiring(&s.campaign, "w-1", Utc::now() + Duration::days(within))
+        .await
+        .unwrap();
+    expiring.iter().map(|d| (d.date, d.tokens)).collect()
+}
+
+/// The days from an earn's date to its vesting, if it is pending.
+fn vests(t: &Transaction) -> Option<i64> {
+    t.vests_at.map(|v: DateTime<Utc>| (v - t.date).num_days())
+}
+
+/// The day `days` after an earn's date.
+fn on(t: &Transaction, days: i64) -> chrono::NaiveDate {
+    (t.date + Duration::days(days)).date_naive()
+}
+
 /// A pending earn counts toward nothing spendable (burns, holds, transfers' lots, expiry) until
 /// its day; an earn whose window has passed by its credit is not pending; the sweep vests each
 /// one once, and its tokens then spend and count toward tiers like any.
@@ -148,14 +185,8 @@ async fn pending_earns_wait_for_their_day_then_vest_once(store: Store) {
     audited(&store).await;
 
     // Its expiry counts from the earn (the policy's default): 90 days after its date.
-    let expiring = store
-        .ledger()
-        .expiring(&s.campaign, "w-1", Utc::now() + Duration::days(95))
-        .await
-        .unwrap();
-    let dates: Vec<_> = expiring.iter().map(|d| (d.date, d.tokens)).collect();
-    let day = (fresh.date + Duration::days(90)).date_naive();
-    assert_eq!(dates, [(day, Tokens::whole(100))]);
+    let dates = expiring_days(&store, &s, 95).await;
+    assert_eq!(dates, [(on(&fresh, 90), Tokens::whole(100))]);
     store
         .ledger()
         .burn(&s.campaign, burn("b-3", 100))
@@ -265,23 +296,12 @@ async fn a_reversal_of_a_pending_earn_cancels_it(store: Store) {
 /// counted from vesting starts on the vesting day.
 async fn a_rule_decides_which_earns_are_pending(store: Store) {
     let s = setup(&store).await;
-    let book = RuleBook::fresh_for(store.programme().clone(), std::time::Duration::ZERO);
     let rules = "[[rule]]\nid = 'base'\npriority = 1\naward = 'amount'\n\
                  [[rule]]\nid = 'fashion'\npriority = 2\nwhen = \"meta.category == 'fashion'\"\n\
                  pending_days = 14\n\
                  [[rule]]\nid = 'trusted'\npriority = 3\nwhen = \"meta.trusted == true\"\n\
                  pending_days = 0\n";
-    store
-        .programme()
-        .set_rule_set(&s.campaign, rules)
-        .await
-        .unwrap();
-    let policy = Policy {
-        expiry: Expiry::Days(30),
-        expiry_from: ExpiryFrom::Vest,
-        ..Policy::default()
-    };
-    pending_for(&store, &s, 7, policy).await;
+    let book = with_rules(&store, &s, rules, 7).await;
     let with_meta = |id: &str, meta: serde_json::Value| store::EarnInput {
         meta: Some(meta),
         ..earn(id, "10")
@@ -301,7 +321,6 @@ async fn a_rule_decides_which_earns_are_pending(store: Store) {
             .unwrap();
     }
     drain(&store, &book).await;
-    let vests = |t: &Transaction| t.vests_at.map(|v: DateTime<Utc>| (v - t.date).num_days());
     let plain = earn_of(&store, &s.campaign, "plain").await;
     let fashion = earn_of(&store, &s.campaign, "fashion").await;
     let trusted = earn_of(&store, &s.campaign, "trusted").await;
@@ -318,13 +337,7 @@ async fn a_rule_decides_which_earns_are_pending(store: Store) {
     assert_eq!(figures(&store, &s).await, whole(30, 0, 30));
     audited(&store).await;
     // Expiry counts from each one's vesting day (the trusted earn's: its own date).
-    let expiring = store
-        .ledger()
-        .expiring(&s.campaign, "w-1", Utc::now() + Duration::days(50))
-        .await
-        .unwrap();
-    let days: Vec<_> = expiring.iter().map(|d| (d.date, d.tokens)).collect();
-    let on = |t: &Transaction, days: i64| (t.date + Duration::days(days)).date_naive();
+    let days = expiring_days(&store, &s, 50).await;
     let ten = Tokens::whole(10);
     assert_eq!(
         days,
@@ -334,6 +347,39 @@ async fn a_rule_decides_which_earns_are_pending(store: Store) {
             (on(&fashion, 44), ten)
         ]
     );
+}
+
+/// A limited rule's pending days hold only while its limit lasts: an earn past the limit is
+/// credited at once, and its expiry counts from its own date, not from the vesting day the
+/// rule would have given it had the limit not been reached.
+async fn a_limit_reached_takes_its_rules_pending_days_and_their_expiry_away(store: Store) {
+    let s = setup(&store).await;
+    let rules = "[[rule]]\nid = 'base'\npriority = 1\naward = 'amount'\n\
+                 [[rule]]\nid = 'first'\npriority = 2\npending_days = 14\n\
+                 limits = [{ scope = 'member', period = 'month', times = 1 }]\n";
+    let book = with_rules(&store, &s, rules, 0).await;
+    for id in ["first", "second"] {
+        store
+            .ledger()
+            .submit_earn(&s.campaign, earn(id, "10"))
+            .await
+            .unwrap();
+        drain(&store, &book).await;
+    }
+    let first = earn_of(&store, &s.campaign, "first").await;
+    let second = earn_of(&store, &s.campaign, "second").await;
+    assert_eq!(vests(&first), Some(14), "within the limit: the rule's days");
+    assert_eq!(vests(&second), None, "past it: at once");
+    assert_eq!(figures(&store, &s).await, whole(10, 10, 10));
+    store
+        .ledger()
+        .vest_pending(Utc::now() + Duration::days(15))
+        .await
+        .unwrap();
+    audited(&store).await;
+    let days = expiring_days(&store, &s, 50).await;
+    let ten = Tokens::whole(10);
+    assert_eq!(days, [(on(&second, 30), ten), (on(&first, 44), ten)]);
 }
 
 /// A batch file's rows credited pending (a large chunk goes through `COPY` on PostgreSQL, a
@@ -378,5 +424,6 @@ backend_tests!(
     pending_earns_wait_for_their_day_then_vest_once,
     a_reversal_of_a_pending_earn_cancels_it,
     a_rule_decides_which_earns_are_pending,
+    a_limit_reached_takes_its_rules_pending_days_and_their_expiry_away,
     a_file_of_pending_earns_vests_alike
 );
