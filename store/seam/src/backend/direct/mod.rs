@@ -27,6 +27,8 @@ use crate::error::unpanicked;
 pub use sql::{
     Column, FromRow, each_row, execute, json, parse_time, row, rows, rows_while, run, time,
 };
+#[cfg(test)]
+use threads::{BULK_CACHE_KIB, KEEP_LARGE, SMALL_CACHE_KIB, WriterCache};
 use threads::{Finish, Job, Write, abandoned, checkpoint, copy, in_savepoint, write_queued};
 
 /// How much of the database file a reader maps (see `connect`).
@@ -55,11 +57,9 @@ impl Direct {
         created.pragma_update(None, "journal_mode", "WAL")?;
         drop(created);
         let (writer, checkpointer) = (connect(path, false)?, connect(path, false)?);
-        // The writer walks every index a ledger row touches: a page cache of 64 MiB (instead
-        // of SQLite's 2 MiB) keeps them in memory rather than re-read from the file. It reads
-        // through that cache, not a map of the file: a map would keep every page a large batch
-        // file touched in the process's memory.
-        writer.pragma_update(None, "cache_size", -65_536i64)?;
+        // The writer reads through its page cache (sized by `threads::WriterCache`), not a
+        // map of the file: a map would keep every page a large batch file touched in the
+        // process's memory.
         writer.pragma_update(None, "mmap_size", 0)?;
         let (jobs, queued) = mpsc::channel();
         let (stop_checkpoints, stopped) = mpsc::channel();

@@ -1,6 +1,10 @@
-//! The writer thread's bulk writes: when they commit, and what a failure undoes.
+//! The writer thread's bulk writes: when they commit, and what a failure undoes; its page cache.
 
-use super::{Direct, committed, execute, row};
+use std::time::{Duration, Instant};
+
+use super::{
+    BULK_CACHE_KIB, Direct, KEEP_LARGE, SMALL_CACHE_KIB, WriterCache, committed, execute, row,
+};
 
 /// A writer and its readers on a fresh file with one table, kept while the folder lives.
 async fn scratch() -> (Direct, tempfile::TempDir) {
@@ -67,4 +71,34 @@ async fn a_failing_write_beside_bulk_writes_undoes_only_itself() {
     assert!(other.is_err());
     committed(commit).await.unwrap();
     assert_eq!(count(direct), 1);
+}
+
+/// The writer's cache is small for requests' writes, large from a bulk write on, and small
+/// again once bulk writes have stopped for `KEEP_LARGE`.
+#[test]
+fn the_writers_cache_is_large_only_around_bulk_writes() {
+    let connection = rusqlite::Connection::open_in_memory().unwrap();
+    let size = || -> i64 {
+        connection
+            .query_row("PRAGMA cache_size", [], |r| r.get(0))
+            .unwrap()
+    };
+    let mut cache = WriterCache::new(&connection);
+    assert_eq!(size(), -SMALL_CACHE_KIB);
+    let start = Instant::now();
+    cache.fit(&connection, false, start);
+    assert_eq!(size(), -SMALL_CACHE_KIB, "no bulk write yet");
+    cache.fit(&connection, true, start);
+    assert_eq!(size(), -BULK_CACHE_KIB);
+    let during = start + KEEP_LARGE - Duration::from_millis(1);
+    cache.fit(&connection, false, during);
+    assert_eq!(
+        size(),
+        -BULK_CACHE_KIB,
+        "a request's write between a file's chunks"
+    );
+    cache.fit(&connection, false, start + KEEP_LARGE);
+    assert_eq!(size(), -SMALL_CACHE_KIB);
+    cache.fit(&connection, true, start + KEEP_LARGE * 2);
+    assert_eq!(size(), -BULK_CACHE_KIB, "the next file");
 }

@@ -64,6 +64,7 @@ struct Open {
 /// halves the time a large file takes. A bulk write's caller has its answer at once and is told
 /// of the commit separately; if a bulk write fails, its whole transaction is undone.
 pub(super) fn write_queued(connection: Connection, queued: mpsc::Receiver<Job>) {
+    let mut cache = WriterCache::new(&connection);
     let mut open: Option<Open> = None;
     // `AfterBulk` work waiting for the open bulk transaction to end.
     let mut after_bulk: Vec<Between> = Vec::new();
@@ -102,6 +103,9 @@ pub(super) fn write_queued(connection: Connection, queued: mpsc::Receiver<Job>) 
             }
         }
         if !jobs.is_empty() {
+            if open.is_none() {
+                cache.fit(&connection, jobs.iter().any(|job| job.bulk), Instant::now());
+            }
             open = run_writes(&connection, open, jobs);
         }
         if !between.is_empty() {
@@ -109,6 +113,62 @@ pub(super) fn write_queued(connection: Connection, queued: mpsc::Receiver<Job>) 
                 end(&connection, transaction);
             }
             run_between(&connection, between.into_iter());
+        }
+    }
+}
+
+/// The writer's page cache, sized for what it writes. A batch file's chunks touch index pages
+/// all over the file: 64 MiB keeps them in memory rather than re-read. A request's write
+/// touches few, and a large cache costs it at commit: a b-tree split that reorders its new
+/// pages gives one of them, for a moment, the number of the page at the file's first GiB, and
+/// the commit after it looks through every cached page for pages past the file's end (SQLite's
+/// `pcache1TruncateUnsafe`: a sixth of the writer's time under request load with 64 MiB). So the
+/// cache is large while batch files are written and small otherwise.
+pub(super) struct WriterCache {
+    large: bool,
+    /// When the last transaction holding bulk writes began.
+    last_bulk: Option<Instant>,
+}
+
+/// The writer's cache while batch files are written, and otherwise, in KiB.
+pub(super) const BULK_CACHE_KIB: i64 = 65_536;
+pub(super) const SMALL_CACHE_KIB: i64 = 8_192;
+/// How long the cache stays large after the last bulk write: a file's next chunk, or the next
+/// file of a drop, does not find it cold.
+pub(super) const KEEP_LARGE: Duration = Duration::from_secs(10);
+
+impl WriterCache {
+    pub(super) fn new(connection: &Connection) -> WriterCache {
+        let mut cache = WriterCache {
+            large: true,
+            last_bulk: None,
+        };
+        cache.set(connection, false);
+        cache
+    }
+
+    /// Sizes the cache for a transaction that begins `now`, holding bulk writes or not.
+    pub(super) fn fit(&mut self, connection: &Connection, bulk: bool, now: Instant) {
+        if bulk {
+            self.last_bulk = Some(now);
+        }
+        let large = self
+            .last_bulk
+            .is_some_and(|at| now.saturating_duration_since(at) < KEEP_LARGE);
+        if large != self.large {
+            self.set(connection, large);
+        }
+    }
+
+    fn set(&mut self, connection: &Connection, large: bool) {
+        let kib = if large {
+            BULK_CACHE_KIB
+        } else {
+            SMALL_CACHE_KIB
+        };
+        match connection.pragma_update(None, "cache_size", -kib) {
+            Ok(()) => self.large = large,
+            Err(err) => tracing::warn!(%err, "the writer's page cache could not be resized"),
         }
     }
 }
