@@ -357,7 +357,7 @@ async fn peak_of_load(file: &Path) {
         .await
         .unwrap();
     let _ = std::fs::remove_dir_all(&data);
-    println!("{}", status_kib("VmHWM") / 1024);
+    println!("{}", common::status_kib("VmHWM") / 1024);
 }
 
 /// In a child: the export `args` (`<url> <org> <file>`) names; prints the peak RSS in MiB.
@@ -382,7 +382,7 @@ async fn peak_of_export(args: &str) {
     .await
     .unwrap();
     let seconds = started.elapsed().as_secs_f64();
-    println!("{} {seconds}", status_kib("VmHWM") / 1024);
+    println!("{} {seconds}", common::status_kib("VmHWM") / 1024);
 }
 
 /// The database's own CSV export of the export's query to `file`: (seconds, bytes).
@@ -413,16 +413,6 @@ fn database_export(url: &str, org: &str, file: &Path) -> (f64, u64) {
         started.elapsed().as_secs_f64(),
         std::fs::metadata(file).unwrap().len(),
     )
-}
-
-/// A memory figure of this process from `/proc/self/status` (`VmHWM`: the peak RSS), in KiB.
-fn status_kib(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 /// The database's own bulk load: a table with the file's columns, a unique index on the id and

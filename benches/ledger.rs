@@ -227,7 +227,7 @@ async fn run() {
 
     // The floor: the same burns through the store alone, in this process (no HTTP, no
     // authentication, no JSON), on the same wallets; the returns' after theirs.
-    let store_burns = burn_alone(&store, &campaign, seconds, "sb").await;
+    let store_burns = common::burns_alone(&store, &campaign, CLIENTS, WALLETS, seconds, "sb").await;
     println!("{}", store_burns.row("floor: Ledger::burn alone"));
 
     // Refunds of those burns, a tenth of one at a time (each burn can take ten), then returns
@@ -272,7 +272,7 @@ async fn run() {
     println!("{}", store_returns.row("floor: Ledger::correct (return)"));
     // The returns left each wallet many aside rows (a partial return of an earn not spent yet
     // makes one): burns read them only as far as they reach.
-    let aside_burns = burn_alone(&store, &campaign, seconds, "sa").await;
+    let aside_burns = common::burns_alone(&store, &campaign, CLIENTS, WALLETS, seconds, "sa").await;
     println!(
         "{}",
         aside_burns.row("Ledger::burn alone, after the returns")
@@ -281,35 +281,6 @@ async fn run() {
         store.ledger().audit().await.unwrap().is_empty(),
         "the ledger agrees with itself after the run"
     );
-}
-
-/// Burns of 0.01 through the store alone for `seconds`, spread over the wallets, under keys
-/// starting `prefix`.
-async fn burn_alone(
-    store: &store::Store,
-    campaign: &store::Campaign,
-    seconds: u64,
-    prefix: &'static str,
-) -> common::Load {
-    let (store, campaign) = (store.clone(), campaign.clone());
-    common::drive(CLIENTS, seconds, move |c, n| {
-        let burn = store::NewBurn {
-            spend: store::Spend {
-                wallet: format!("w-{}", (c * 13 + n) % WALLETS),
-                external_id: format!("{prefix}-{c}-{n}"),
-                amount: store::Tokens::from_text("0.01").unwrap(),
-                description: "Voucher".into(),
-                comment: None,
-                meta: None,
-            },
-            date: None,
-        };
-        let (store, campaign) = (store.clone(), campaign.clone());
-        async move {
-            store.ledger().burn(&campaign, burn).await.unwrap();
-        }
-    })
-    .await
 }
 
 /// `POST /v1/transactions/{id}/reversals` of `amount` for `seconds`, through `ids` in turn (each

@@ -6,9 +6,12 @@
 //! the machine's two cores between its clients and the server; here wrk takes little, and the
 //! tail latency is the server's own.
 //!
+//! Then the floors: the same burns through the store alone in this process (no HTTP), and the
+//! disk's own `fdatasync`.
+//!
 //! `cargo bench --bench service` (needs `wrk`); `BENCH_BINARY=path` runs another build of the
-//! binary (an earlier commit's) under the same load. Goal: earn and burn each p99 <= 20 ms at
-//! >= 4,000 req/s.
+//! binary (an earlier commit's) under the same load. Goal (#64 part 2): earn and burn each
+//! >= 6,000 req/s with p99 <= 10 ms.
 
 mod common;
 
@@ -134,9 +137,41 @@ async fn run() {
     println!("{}", burns.row("POST /v1/transactions/burn (200)"));
 
     drop(service);
+    // The floors: the same burns through the store alone in this process (the ledger and
+    // SQLite, no HTTP), and the disk's flush, two of which hold every write back each time the
+    // WAL starts over.
+    let alone = common::burns_alone(
+        &seed.store,
+        &seed.campaign,
+        CONNECTIONS,
+        WALLETS,
+        seconds,
+        "sb",
+    )
+    .await;
+    println!("{}", alone.row("floor: Ledger::burn alone, in process"));
+    let (p50, p99) = flushes(&data);
+    println!("the disk alone: fdatasync after a 64 KiB write, p50 {p50:.2} ms, p99 {p99:.2} ms");
     let _ = std::fs::remove_dir_all(&data);
     assert!(
         seed.store.ledger().audit().await.unwrap().is_empty(),
         "the ledger agrees with itself after the run"
     );
+}
+
+/// `fdatasync` after each of 500 writes of 64 KiB to a file in `dir` (as the WAL's appends and
+/// the checkpoint's copies are flushed): its p50 and p99 in ms.
+fn flushes(dir: &std::path::Path) -> (f64, f64) {
+    use std::io::Write;
+    let mut file = std::fs::File::create(dir.join("flushes")).unwrap();
+    let block = vec![7u8; 64 << 10];
+    let durations = (0..500)
+        .map(|_| {
+            file.write_all(&block).unwrap();
+            let started = Instant::now();
+            file.sync_data().unwrap();
+            started.elapsed()
+        })
+        .collect();
+    common::percentiles(durations)
 }

@@ -595,3 +595,46 @@ pub async fn owner_session(store: &store::Store, admin_base: &str) -> String {
     assert!(changed.status().is_success());
     token
 }
+
+/// A memory figure of this process from `/proc/self/status` (`VmHWM`: the peak RSS, `VmRSS`:
+/// the RSS now), in KiB.
+pub fn status_kib(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Burns of 0.01 through the store alone (no HTTP, authentication or JSON: the floor under
+/// `POST /v1/transactions/burn`) from `clients` for `seconds`, spread over wallets `w-0` to
+/// `w-{wallets - 1}`, under keys starting `prefix`.
+pub async fn burns_alone(
+    store: &store::Store,
+    campaign: &store::Campaign,
+    clients: usize,
+    wallets: usize,
+    seconds: u64,
+    prefix: &'static str,
+) -> Load {
+    let (store, campaign) = (store.clone(), campaign.clone());
+    drive(clients, seconds, move |c, n| {
+        let burn = store::NewBurn {
+            spend: store::Spend {
+                wallet: format!("w-{}", (c * 13 + n) % wallets),
+                external_id: format!("{prefix}-{c}-{n}"),
+                amount: store::Tokens::from_text("0.01").unwrap(),
+                description: "Voucher".into(),
+                comment: None,
+                meta: None,
+            },
+            date: None,
+        };
+        let (store, campaign) = (store.clone(), campaign.clone());
+        async move {
+            store.ledger().burn(&campaign, burn).await.unwrap();
+        }
+    })
+    .await
+}
