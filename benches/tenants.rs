@@ -204,26 +204,7 @@ async fn floor(rate: f64, seconds: u64, endpoints: usize) -> (common::Load, comm
         ..
     } = common::seed(WALLETS, true).await;
     common::open_lots(&store, &campaign, WALLETS, 10).await;
-    let burns = |round: &'static str| {
-        let (store, campaign) = (store.clone(), campaign.clone());
-        move |c: usize, n: usize| {
-            let (store, campaign) = (store.clone(), campaign.clone());
-            let burn = store::NewBurn {
-                spend: store::Spend {
-                    wallet: format!("w-{}", (c * 13 + n) % WALLETS),
-                    external_id: format!("{round}-{c}-{n}"),
-                    amount: store::Tokens::from_text("0.01").unwrap(),
-                    description: "Voucher".into(),
-                    comment: None,
-                    meta: None,
-                },
-                date: None,
-            };
-            async move {
-                store.ledger().burn(&campaign, burn).await.unwrap();
-            }
-        }
-    };
+    let burns = |round: &'static str| common::store_burn(&store, &campaign, WALLETS, round);
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let dispatcher = {
         let (store, stop) = (store.clone(), stop.clone());

@@ -608,8 +608,8 @@ pub fn status_kib(field: &str) -> u64 {
 }
 
 /// Burns of 0.01 through the store alone (no HTTP, authentication or JSON: the floor under
-/// `POST /v1/transactions/burn`) from `clients` for `seconds`, spread over wallets `w-0` to
-/// `w-{wallets - 1}`, under keys starting `prefix`.
+/// `POST /v1/transactions/burn`) from `clients` for `seconds`, under keys starting `prefix`
+/// (see `store_burn`).
 pub async fn burns_alone(
     store: &store::Store,
     campaign: &store::Campaign,
@@ -618,8 +618,25 @@ pub async fn burns_alone(
     seconds: u64,
     prefix: &'static str,
 ) -> Load {
+    drive(
+        clients,
+        seconds,
+        store_burn(store, campaign, wallets, prefix),
+    )
+    .await
+}
+
+/// A request for `drive` or `drive_at`: client `c`'s `n`-th burn of 0.01 through the store,
+/// spread over wallets `w-0` to `w-{wallets - 1}`, under the key `{prefix}-{c}-{n}`.
+pub fn store_burn(
+    store: &store::Store,
+    campaign: &store::Campaign,
+    wallets: usize,
+    prefix: &'static str,
+) -> impl Fn(usize, usize) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync + 'static
+{
     let (store, campaign) = (store.clone(), campaign.clone());
-    drive(clients, seconds, move |c, n| {
+    move |c, n| {
         let burn = store::NewBurn {
             spend: store::Spend {
                 wallet: format!("w-{}", (c * 13 + n) % wallets),
@@ -632,9 +649,8 @@ pub async fn burns_alone(
             date: None,
         };
         let (store, campaign) = (store.clone(), campaign.clone());
-        async move {
+        Box::pin(async move {
             store.ledger().burn(&campaign, burn).await.unwrap();
-        }
-    })
-    .await
+        })
+    }
 }
