@@ -233,6 +233,7 @@ async fn dry_run(
         mapping: &mapping,
         reports: &reports,
         progress: &|_| {},
+        resumed: false,
     };
     let outcome = run_file(&job).await?;
     let report = reports.join(format!("{name}.dry-run.rejected.csv"));

@@ -123,6 +123,7 @@ pub async fn ingest(
             mapping: &mapping,
             reports: &reports,
             progress: &show,
+            resumed: false,
         };
         ingest::batch::pipeline::run_file(&job).await?
     } else {

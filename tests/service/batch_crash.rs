@@ -1,5 +1,6 @@
 //! A process killed in the middle of a file, through the real binary: the file is finished
-//! after the restart with every row credited exactly once, and `rewards audit` is clean.
+//! after the restart with every row credited exactly once, its repeated ids refused as
+//! repeats (not as rows credited before the crash), and `rewards audit` is clean.
 
 use std::time::{Duration, Instant};
 
@@ -61,6 +62,8 @@ async fn a_file_interrupted_by_a_crash_is_finished_once_after_restart() {
     for row in 0..ROWS {
         file.push_str(&format!("f-{row},card-{},2,2026-11-20\n", row % WALLETS));
     }
+    // Repeats, in the last chunk, of ids credited before the crash and after it.
+    file.push_str("f-3,card-3,2,2026-11-20\nf-11000,card-0,2,2026-11-20\n");
     let inbox = dir.path().join("sftp").join(&org).join("inbox");
     std::fs::create_dir_all(&inbox).unwrap();
     std::fs::write(inbox.join("big.csv"), &file).unwrap();
@@ -104,9 +107,14 @@ async fn a_file_interrupted_by_a_crash_is_finished_once_after_restart() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    assert_eq!(batch["rows"], ROWS);
+    assert_eq!(batch["rows"], ROWS + 2);
     assert_eq!(batch["loaded"], ROWS, "{batch}");
-    assert_eq!(batch["rejected"], 0, "{batch}");
+    assert_eq!(batch["rejected"], 2, "{batch}");
+    assert_eq!(
+        batch["summary"]["rejectedByReason"],
+        json!({"duplicate_in_file": 2}),
+        "{batch}"
+    );
     // The first chunk was committed before the crash, and maybe the second with it (a chunk is
     // credited while the next is read, and they may share a commit).
     let before = batch["summary"]["loadedBeforeRestart"].as_u64().unwrap();

@@ -7,6 +7,12 @@
 //! A mapping whose acceptance policy is all-or-nothing, or has a rejection threshold, checks the
 //! whole file first (crediting nothing) and loads it only if it passes. A dry run is that check
 //! alone, reported under `<file>.dry-run.*`.
+//!
+//! An id repeated within a chunk is refused before the chunk is evaluated. One repeated from an
+//! earlier chunk is refused as it is written, when it meets that row in the journal: a first
+//! load keeps no list of the file's ids (for five million rows it would be 50 MiB). A check,
+//! which writes nothing, and a load resumed after a crash, whose earlier attempt's rows the
+//! journal cannot tell from repeats, keep one (`Seen`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -70,6 +76,9 @@ pub struct Job<'a> {
     /// The folder the reports go to.
     pub reports: &'a Path,
     pub progress: &'a (dyn Fn(Progress) + Sync),
+    /// Whether an earlier, interrupted attempt at the batch may have credited some of its rows:
+    /// the journal then cannot tell such a row from a repeat of an id earlier in the file.
+    pub resumed: bool,
 }
 
 /// How a file ended.
@@ -281,6 +290,7 @@ pub async fn process(
                 mapping: &mapping,
                 reports: &reports,
                 progress,
+                resumed: batch.attempts > 1,
             };
             run_file(&job).await?
         }
@@ -394,7 +404,8 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
         Source::File(records)
     };
     let mut loading = Loading {
-        seen: Seen::default(),
+        seen: (mode == Mode::Check || job.resumed).then(Seen::default),
+        not_credited: Seen::default(),
         returns_seen: Seen::default(),
         activities_seen: Seen::default(),
         totals: FileTotals::default(),
@@ -422,12 +433,17 @@ async fn scan(job: &Job<'_>, mode: Mode, rejected: &mut Rejected) -> Result<Tall
         let last = chunk.len() < rows;
         tally.rows += chunk.len() as u64;
         let (done, of) = records.position();
-        if tally.rows == chunk.len() as u64 && done > 0 {
+        if let Some(seen) = loading.seen.as_mut().filter(|_| done > 0)
+            && tally.rows == chunk.len() as u64
+        {
             // Sized once for the whole file, as the first chunk suggests (see `Seen::reserve`).
             let expected = (tally.rows as f64 * of as f64 / done as f64 * 1.05) as usize;
-            loading
-                .seen
-                .reserve(expected.saturating_sub(loading.seen.len()));
+            seen.reserve(expected.saturating_sub(seen.len()));
+        }
+        // A return must not find an earn that a later chunk credited: a chunk's returns are
+        // reversed before the next chunk is credited.
+        if let Some(previous) = crediting.take_if(|c| !c.returns.is_empty()) {
+            settle(job, previous, &mut loading, &mut tally, rejected).await?;
         }
         let started = start(job, &layout, chunk, &mut loading, &mut tally.stages).await?;
         if let Some(previous) = crediting.replace(started) {
@@ -542,8 +558,14 @@ impl Source {
 /// What a scan keeps from chunk to chunk.
 struct Loading {
     /// The earn rows' ids seen so far, for `duplicate_in_file` (and a return's earn earlier in
-    /// the file).
-    seen: Seen,
+    /// the file), where the journal cannot tell: in a check, which writes nothing, and in a
+    /// resumed load. `None`, a first load: a repeat of an earlier chunk's id meets that row in
+    /// the journal (`FileOutcome::CreditedBefore`), and only each chunk's ids are kept.
+    seen: Option<Seen>,
+    /// Without `seen`: the ids of the file's earn rows that were not credited (refused, or
+    /// credited before the file by the API or another file), which a later row must not credit
+    /// and whose repeats are `duplicate_in_file`, as a check reports them. As many as such rows.
+    not_credited: Seen,
     /// The return rows' ids seen so far (their own idempotency keys, apart from the earns').
     returns_seen: Seen,
     /// The activity rows' ids seen so far (the activities' external ids).
@@ -587,7 +609,16 @@ async fn start(
     stages: &mut Stages,
 ) -> Result<Chunk, StoreError> {
     let checking = Instant::now();
-    let (seen, returns_seen) = (&mut loading.seen, &mut loading.returns_seen);
+    let mut chunk_ids = Seen::default();
+    let seen = match loading.seen.as_mut() {
+        Some(seen) => seen,
+        None => {
+            chunk_ids.reserve(records.len());
+            &mut chunk_ids
+        }
+    };
+    let returns_seen = &mut loading.returns_seen;
+    let not_credited = &loading.not_credited;
     let activities_seen = &mut loading.activities_seen;
     let encoding = job.mapping.encoding;
     let parsed: Vec<Result<Row, Rejection>> = records
@@ -621,29 +652,16 @@ async fn start(
     );
     let (mut returns, mut returns_at) = (Vec::new(), Vec::new());
     let (mut activities, mut activities_at) = (Vec::new(), Vec::new());
-    let in_file = |id: String| Rejection {
-        row: 0,
-        column: Some("id".into()),
-        value: Some(id),
-        reason: Reason::DuplicateInFile,
-        message: "the same id appears earlier in the file".into(),
-    };
     for (i, result) in parsed.into_iter().enumerate() {
         let result = match result {
-            Ok(Row::Return(r)) if !returns_seen.insert(&r.id) => Err(Rejection {
-                row: r.row,
-                ..in_file(r.id)
-            }),
+            Ok(Row::Return(r)) if !returns_seen.insert(&r.id) => Err(in_file(r.row, r.id)),
             Ok(Row::Return(mut r)) => {
                 r.earn_earlier_in_file = seen.contains(&r.reverses);
                 returns.push(r);
                 returns_at.push(i);
                 continue;
             }
-            Ok(Row::Activity(a)) if !activities_seen.insert(&a.id) => Err(Rejection {
-                row: a.row,
-                ..in_file(a.id)
-            }),
+            Ok(Row::Activity(a)) if !activities_seen.insert(&a.id) => Err(in_file(a.row, a.id)),
             Ok(Row::Activity(a)) => {
                 activities.push(a);
                 activities_at.push(i);
@@ -654,12 +672,8 @@ async fn start(
         };
         match result {
             Err(rejection) => rejections.push((i, rejection)),
-            Ok(earn) if !seen.insert(&earn.earn_id) => {
-                let rejection = Rejection {
-                    row: records[i].row,
-                    ..in_file(earn.earn_id)
-                };
-                rejections.push((i, rejection));
+            Ok(earn) if !seen.insert(&earn.earn_id) || not_credited.contains(&earn.earn_id) => {
+                rejections.push((i, in_file(records[i].row, earn.earn_id)));
             }
             Ok(earn) => {
                 at.push(i);
@@ -680,6 +694,11 @@ async fn start(
                 .batches()
                 .evaluate_file_earns(job.book, job.org, &earns, &mut loading.totals)
                 .await?;
+            if loading.seen.is_none() {
+                for i in evaluated.decided() {
+                    loading.not_credited.insert(&earns[i].earn.earn_id);
+                }
+            }
             Outcomes::Crediting(load.credit(evaluated).await)
         }
         None => Outcomes::Known(
@@ -717,7 +736,7 @@ async fn settle(
         at,
         earns,
         outcomes,
-        returns,
+        mut returns,
         returns_at,
         activities,
         activities_at,
@@ -739,9 +758,40 @@ async fn settle(
     };
     tally.stages.waiting += waiting.elapsed();
     let counting = Instant::now();
+    // In a first load, the only earlier row of the batch an id can meet in the journal is an
+    // earlier row of the file (see `Loading::seen`).
+    let first_load = loading.seen.is_none() && loading.load.is_some();
+    let mut credited_here = Seen::default();
     for ((i, earn), outcome) in at.into_iter().zip(earns).zip(outcomes) {
+        let outcome = match outcome {
+            FileOutcome::CreditedBefore { .. } if first_load => {
+                rejections.push((i, in_file(earn.row, earn.earn.earn_id)));
+                continue;
+            }
+            // Chunks are checked before the one before them is settled: a repeat of an id
+            // credited before the file is found here.
+            FileOutcome::Duplicate { .. } | FileOutcome::Conflict { .. }
+                if first_load && !loading.not_credited.insert(&earn.earn.earn_id) =>
+            {
+                rejections.push((i, in_file(earn.row, earn.earn.earn_id)));
+                continue;
+            }
+            FileOutcome::Credited { .. } if first_load && !returns.is_empty() => {
+                credited_here.insert(&earn.earn.earn_id);
+                outcome
+            }
+            outcome => outcome,
+        };
         if let Some(rejection) = count(tally, &earn, outcome) {
             rejections.push((i, rejection));
+        }
+    }
+    if first_load {
+        // An earn the journal holds from this file was credited by an earlier chunk (the next
+        // is not credited before these returns), or by a row of this chunk: earlier than the
+        // return if `start` met its id before the return's row.
+        for row in &mut returns {
+            row.earn_earlier_in_file |= !credited_here.contains(&row.reverses);
         }
     }
     tally.stages.report += counting.elapsed();
@@ -788,6 +838,17 @@ async fn settle(
     }
     tally.stages.report += reporting.elapsed();
     Ok(())
+}
+
+/// The rejection of row `row`, whose `id` an earlier row of the file has.
+fn in_file(row: u64, id: String) -> Rejection {
+    Rejection {
+        row,
+        column: Some("id".into()),
+        value: Some(id),
+        reason: Reason::DuplicateInFile,
+        message: "the same id appears earlier in the file".into(),
+    }
 }
 
 /// Counts a row's outcome; a row that was not credited becomes its rejection.

@@ -1,8 +1,9 @@
-//! The ids a file has shown so far, for its `duplicate_in_file` check, kept as 64-bit hashes
-//! in an open-addressing table of bare `u64`s: 8 bytes an id at a load of up to 80% (10 bytes
-//! a row), where a `HashSet<u64>` rounds its buckets up to a power of two and adds a control
-//! byte to each (up to 18 bytes a row). For a file of millions of rows this table is the largest
-//! thing a load keeps in memory.
+//! The ids a file (or a chunk of it) has shown so far, for its `duplicate_in_file` check, kept
+//! as 64-bit hashes in an open-addressing table of bare `u64`s: 8 bytes an id at a load of up to
+//! 80% (10 bytes a row), where a `HashSet<u64>` rounds its buckets up to a power of two and adds
+//! a control byte to each (up to 18 bytes a row). Kept for a whole file of millions of rows, it
+//! is the largest thing a check keeps in memory (a first load asks the journal instead, see
+//! `pipeline`).
 //!
 //! Two different ids of one file share a hash with a chance of about n²/2⁶⁵ (10⁻⁶ for five
 //! million rows); the later would be reported as a repeat, never credited twice.

@@ -117,7 +117,8 @@ async fn good_rows_are_credited_and_bad_rows_reported_by_reason(store: Store) {
     assert!(store.ledger().audit().await.unwrap().is_empty());
 
     // Processing the same batch again (as after a crash) credits nothing twice.
-    ingest::batch::pipeline::process(&store, &book, dir.path(), &batch, &|_| {})
+    let retried = crate::common::retried(&batch);
+    ingest::batch::pipeline::process(&store, &book, dir.path(), &retried, &|_| {})
         .await
         .unwrap();
     assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::whole(13));

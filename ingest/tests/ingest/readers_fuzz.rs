@@ -6,7 +6,8 @@
 //! CI runs `CASES` files with a fixed seed (one that reaches a footer the Parquet library panics
 //! on). The long mode:
 //! `REWARDS_FUZZ_FILES=2000 REWARDS_FUZZ_SEED=$RANDOM cargo test -p ingest --test readers_fuzz`.
-//! (One test in its own binary, so that the peak memory measured is this test's.)
+//! (The test runs again in a process of its own, so that the peak memory measured is this
+//! test's and not that of the tests beside it.)
 
 use generators::earns::Sequence as Dice;
 use ingest::batch::mapping::Mapping;
@@ -16,6 +17,8 @@ use ingest::batch::records::Records;
 const CASES: u64 = 150;
 /// The most the process's peak memory may grow while the files are read.
 const MEMORY_BOUND: u64 = 512 << 20;
+/// Set in the process the test runs in.
+const ALONE: &str = "REWARDS_FUZZ_ALONE";
 
 /// The process's peak resident memory so far, in bytes (`VmHWM`).
 fn peak_memory() -> u64 {
@@ -81,6 +84,17 @@ fn hostile_file(dice: &mut Dice) -> (&'static str, Vec<u8>) {
 
 #[test]
 fn hostile_files_end_cleanly_within_a_memory_bound() {
+    if std::env::var_os(ALONE).is_none() {
+        let name = "readers_fuzz::hostile_files_end_cleanly_within_a_memory_bound";
+        let ran = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([name, "--exact", "--nocapture"])
+            .env(ALONE, "1")
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&ran.stdout);
+        assert!(ran.status.success() && out.contains("1 passed"), "{out}");
+        return;
+    }
     let cases: u64 = std::env::var("REWARDS_FUZZ_FILES")
         .ok()
         .and_then(|v| v.parse().ok())

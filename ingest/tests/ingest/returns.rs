@@ -3,7 +3,7 @@
 //! another wallet, beyond what is left, or repeated is refused with its own reason; a file run
 //! again reverses nothing twice. On both backends.
 
-use crate::common::{balance, dry_run, receive, rejected_codes, result, wallets};
+use crate::common::{balance, dry_run, receive, rejected_codes, result, retried, wallets};
 use ingest::batch::mapping::Mapping;
 use serde_json::json;
 use store::Spend;
@@ -125,7 +125,7 @@ async fn return_rows_reverse_their_earns_and_refusals_have_their_reasons(store: 
 
     // Run again, as after a crash: nothing is reversed twice.
     assert_eq!(
-        process(&store, dir.path(), &batch).await,
+        process(&store, dir.path(), &retried(&batch)).await,
         BatchState::Completed
     );
     assert_eq!(balance(&store, &campaign, "w-1").await, Tokens::whole(15));
@@ -241,7 +241,87 @@ async fn a_refused_shortfall_undoes_its_row_and_the_chunk_goes_on(store: Store) 
     assert!(store.ledger().audit().await.unwrap().is_empty());
 }
 
+/// A file of two chunks (5,000 rows each): an id repeated in the second chunk, from the first
+/// or from its own, is `duplicate_in_file` (credited earlier in the file, found in the journal;
+/// or not credited: refused, or the API's), as a dry run, which holds every id, says too; a
+/// return takes back an earn of an earlier row, from either chunk, and never one of a later
+/// row, even when that row is credited before the return is.
+async fn repeats_and_returns_across_chunks_are_told_from_earlier_rows(store: Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let (org, campaign) = wallets(&store).await;
+    crate::common::earn_by_api(&store, &campaign, "api-1", "w-1", "10").await;
+    let mut content = String::from("id,walletId,amount,date,reverses\n");
+    for i in 0..4_999 {
+        match i {
+            // The API's id, for another earn (another date); a wallet no one has.
+            100 => content.push_str("api-1,w-1,10,2026-11-20,\n"),
+            101 => content.push_str("e-101,nobody,1,2026-11-20,\n"),
+            _ => content.push_str(&format!("e-{i},w-{},1,2026-11-20,\n", 1 + i % 2)),
+        }
+    }
+    // Row 5,001 ends the first chunk: its earn is credited by the second.
+    content.push_str("r-a,,,,e-5005\n");
+    for line in [
+        "e-10,w-1,1,2026-11-20,",
+        "r-b,,,,e-20",
+        "r-c,,,,e-5006",
+        "e-5005,w-1,1,2026-11-20,",
+        "e-5006,w-2,1,2026-11-20,",
+        "e-5006,w-2,1,2026-11-20,",
+        "r-d,,,,e-5005",
+        "e-30,w-1,7,2026-11-20,",
+        "api-1,w-1,10,2026-11-20,",
+        "e-101,w-1,1,2026-11-20,",
+    ] {
+        content.push_str(line);
+        content.push('\n');
+    }
+    let expected = [
+        (102, "already_exists".to_string()),
+        (103, "unknown_wallet".to_string()),
+        (5_001, "earn_not_credited".to_string()),
+        (5_002, "duplicate_in_file".to_string()),
+        (5_004, "earn_not_credited".to_string()),
+        (5_007, "duplicate_in_file".to_string()),
+        (5_009, "duplicate_in_file".to_string()),
+        (5_010, "duplicate_in_file".to_string()),
+        (5_011, "duplicate_in_file".to_string()),
+    ];
+    let mapping = Mapping::canonical();
+    let checked = dry_run(&store, dir.path(), &org, "two.csv", &content, &mapping).await;
+    assert_eq!(
+        rejected_codes(dir.path(), &org, "two.csv.dry-run.rejected.csv"),
+        expected
+    );
+    assert_eq!((checked.rows, checked.rejected), (5_010, 9));
+
+    let batch = receive(&store, dir.path(), &org, "two.csv", &content).await;
+    assert_eq!(
+        process(&store, dir.path(), &batch).await,
+        BatchState::Completed
+    );
+    assert_eq!(
+        rejected_codes(dir.path(), &org, "two.csv.rejected.csv"),
+        expected
+    );
+    let summary = result(dir.path(), &org, "two.csv.result.json");
+    assert_eq!(
+        (
+            &summary["loaded"],
+            &summary["returns"],
+            &summary["rejected"]
+        ),
+        (&json!(5_001), &json!(2), &json!(9))
+    );
+    // The API's 10 and 4,999 earns of a token, e-20 and e-5005 returned.
+    let w1 = balance(&store, &campaign, "w-1").await;
+    let w2 = balance(&store, &campaign, "w-2").await;
+    assert_eq!((w1, w2), (Tokens::whole(2_508), Tokens::whole(2_499)));
+    assert!(store.ledger().audit().await.unwrap().is_empty());
+}
+
 backend_tests!(
+    repeats_and_returns_across_chunks_are_told_from_earlier_rows,
     return_rows_reverse_their_earns_and_refusals_have_their_reasons,
     a_mapping_maps_the_reversed_earn_and_a_dry_run_changes_nothing,
     a_refused_shortfall_undoes_its_row_and_the_chunk_goes_on,

@@ -94,6 +94,14 @@ pub struct Evaluated {
     credits: Vec<(usize, Credit)>,
 }
 
+impl Evaluated {
+    /// The index of each row already decided: one that will not be credited.
+    pub fn decided(&self) -> impl Iterator<Item = usize> + '_ {
+        let decided = self.outcomes.iter().enumerate();
+        decided.filter_map(|(i, outcome)| outcome.as_ref().map(|_| i))
+    }
+}
+
 /// What a file's rows have given each wallet so far, so that a wallet's rows in different
 /// chunks cannot together take it past the ledger's ceiling. Each wallet is counted from its
 /// standing when the file first met it (later chunks may read it with earlier ones committed,

@@ -270,7 +270,7 @@ impl Named {
         let earn = match self.earns.get(&row.reverses) {
             None if row.earn_earlier_in_file => return Ok(None),
             None => return Err(not_credited(row)),
-            // Credited by a later row of this file, whose chunk was written first.
+            // Credited by a later row of the return's own chunk, whose earns are credited first.
             Some(earn)
                 if earn.batch_id.is_some()
                     && earn.batch_id.as_deref() == batch_id

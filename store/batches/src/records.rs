@@ -58,6 +58,10 @@ pub struct Batch {
     pub error: Option<String>,
     pub received_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// How many times it was claimed for processing, the claim that read it included: past 1,
+    /// an earlier attempt may have credited some of its rows.
+    #[serde(skip)]
+    pub attempts: i64,
     #[serde(skip, default = "Sealed::vouched")]
     pub(crate) sealed: Sealed,
 }
@@ -65,7 +69,7 @@ pub struct Batch {
 macro_rules! batch_columns {
     () => {
         "id, org_id, file_name, size, sha256, source, username, state, duplicate_of, rows_total, \
-         rows_loaded, rows_rejected, summary, error, received_at, updated_at"
+         rows_loaded, rows_rejected, summary, error, received_at, updated_at, attempts"
     };
 }
 
@@ -88,6 +92,7 @@ row_struct! {
         error: Option<String>,
         received_at: DateTime<Utc>,
         updated_at: DateTime<Utc>,
+        attempts: i64,
     }
 }
 
@@ -109,6 +114,7 @@ fn batch_from_row(r: BatchRow) -> Result<Batch, StoreError> {
         error: r.error,
         received_at: r.received_at,
         updated_at: r.updated_at,
+        attempts: r.attempts,
         sealed: Sealed::vouched(),
     })
 }

@@ -83,6 +83,13 @@ pub async fn receive_bytes(
         .remove(0)
 }
 
+/// `batch` as its next claim returns it after an interrupted attempt (a process stopped).
+pub fn retried(batch: &store::Batch) -> store::Batch {
+    let mut retried = batch.clone();
+    retried.attempts += 1;
+    retried
+}
+
 /// The organisation's report `name` (in `reports/`), parsed as JSON.
 pub fn result(data: &Path, org: &OrgScope, name: &str) -> serde_json::Value {
     let path = data.join("sftp").join(org.id()).join("reports").join(name);
@@ -147,6 +154,7 @@ pub async fn dry_run(
         mapping,
         reports: &reports,
         progress: &|_| {},
+        resumed: false,
     };
     ingest::batch::pipeline::run_file(&job).await.unwrap()
 }
