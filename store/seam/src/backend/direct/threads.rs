@@ -118,7 +118,9 @@ pub(super) fn write_queued(connection: Connection, queued: mpsc::Receiver<Job>) 
 }
 
 /// The writer's page cache, sized for what it writes. A batch file's chunks touch index pages
-/// all over the file: 64 MiB keeps them in memory rather than re-read. A request's write
+/// all over the file: a large cache keeps them in memory rather than re-read, and 24 MiB keeps
+/// a five-million-row load within 128 MiB of memory (64 MiB is faster on a ledger that already
+/// holds millions of rows, by up to a sixth; `docs/performance.md`). A request's write
 /// touches few, and a large cache costs it at commit: a b-tree split that reorders its new
 /// pages gives one of them, for a moment, the number of the page at the file's first GiB, and
 /// the commit after it looks through every cached page for pages past the file's end (SQLite's
@@ -131,7 +133,7 @@ pub(super) struct WriterCache {
 }
 
 /// The writer's cache while batch files are written, and otherwise, in KiB.
-pub(super) const BULK_CACHE_KIB: i64 = 65_536;
+pub(super) const BULK_CACHE_KIB: i64 = 24_576;
 pub(super) const SMALL_CACHE_KIB: i64 = 8_192;
 /// How long the cache stays large after the last bulk write: a file's next chunk, or the next
 /// file of a drop, does not find it cold.
