@@ -576,6 +576,14 @@ struct Loading {
     load: Option<FileLoad>,
 }
 
+impl Loading {
+    /// A first load: its repeats are found in the journal, not in `seen`. The only earlier row
+    /// of the batch an id can meet there is an earlier row of the file.
+    fn first_load(&self) -> bool {
+        self.seen.is_none() && self.load.is_some()
+    }
+}
+
 /// A chunk on its way: read, checked, evaluated, and being credited or checked.
 struct Chunk {
     records: Vec<Record>,
@@ -686,6 +694,7 @@ async fn start(
     }
     stages.check += checking.elapsed();
     let evaluating = Instant::now();
+    let first_load = loading.first_load();
     let outcomes = match loading.load.as_mut() {
         _ if earns.is_empty() => Outcomes::Known(Vec::new()),
         Some(load) => {
@@ -694,7 +703,7 @@ async fn start(
                 .batches()
                 .evaluate_file_earns(job.book, job.org, &earns, &mut loading.totals)
                 .await?;
-            if loading.seen.is_none() {
+            if first_load {
                 for i in evaluated.decided() {
                     loading.not_credited.insert(&earns[i].earn.earn_id);
                 }
@@ -758,9 +767,7 @@ async fn settle(
     };
     tally.stages.waiting += waiting.elapsed();
     let counting = Instant::now();
-    // In a first load, the only earlier row of the batch an id can meet in the journal is an
-    // earlier row of the file (see `Loading::seen`).
-    let first_load = loading.seen.is_none() && loading.load.is_some();
+    let first_load = loading.first_load();
     let mut credited_here = Seen::default();
     for ((i, earn), outcome) in at.into_iter().zip(earns).zip(outcomes) {
         let outcome = match outcome {
